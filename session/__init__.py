@@ -1,0 +1,1 @@
+"""The domain core of agent-assist: session models, storage and pure transitions."""

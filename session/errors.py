@@ -1,0 +1,83 @@
+"""The typed errors of the session core; each renders as one line naming the file.
+
+    SessionError
+    ├── InvalidSessionId           an id that is not 12 lowercase hex digits
+    ├── IllegalTransition          a lifecycle event not allowed in the current phase
+    └── SessionFileError           a problem with one file on disk (``.path``)
+        ├── CorruptSessionFile     did not parse; moved aside to ``.moved_to``
+        ├── FutureSchemaVersion    newer schema than this code; left untouched
+        ├── UnsafeSessionFile      a symlink, not a regular file, or over the size cap
+        └── InvalidPointer         an ``active_<pid>.json`` that is ignored
+
+``severity`` says how the CLI prefixes the line (``warning:`` or ``error:``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+Severity = Literal["warning", "error"]
+
+
+class SessionError(Exception):
+    """Base of every error raised by the session core."""
+
+    severity: Severity = "error"
+
+
+class InvalidSessionId(SessionError):
+    def __init__(self, value: object) -> None:
+        super().__init__(f"invalid session id {str(value)[:40]!r} (expected 12 hex digits)")
+        self.value = value
+
+
+class IllegalTransition(SessionError):
+    def __init__(self, event: str, phase: str) -> None:
+        super().__init__(f"cannot {event} while the session is {phase}")
+        self.event = event
+        self.phase = phase
+
+
+class SessionFileError(SessionError):
+    def __init__(self, path: Path, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class CorruptSessionFile(SessionFileError):
+    severity: Severity = "warning"
+
+    def __init__(self, path: Path, moved_to: Path | None, reason: str) -> None:
+        if moved_to is None:
+            message = f"session file {path.name} is corrupt ({reason}); could not move it aside"
+        else:
+            message = f"session file {path.name} is corrupt; moved aside to {moved_to.name}"
+        super().__init__(path, message)
+        self.moved_to = moved_to
+        self.reason = reason
+
+
+class FutureSchemaVersion(SessionFileError):
+    def __init__(self, path: Path, found: int, supported: int) -> None:
+        super().__init__(
+            path,
+            f"session file {path.name} has schema_version {found}, newer than this "
+            f"agent-assist supports ({supported}); left untouched",
+        )
+        self.found = found
+        self.supported = supported
+
+
+class UnsafeSessionFile(SessionFileError):
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(path, f"refusing session file {path.name} ({reason}); left untouched")
+        self.reason = reason
+
+
+class InvalidPointer(SessionFileError):
+    severity: Severity = "warning"
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(path, f"ignoring invalid session pointer {path.name} ({reason})")
+        self.reason = reason

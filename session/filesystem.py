@@ -1,0 +1,116 @@
+"""Workspace files: safe relative paths, hashing without following symlinks, manifest and drift."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+_HASH_CHUNK = 1 << 20
+
+
+def is_safe_relative_path(workspace: Path, relative: str) -> bool:
+    """Whether ``relative`` names a path inside ``workspace`` reached without symlinks.
+
+    Refuses empty, absolute, ``~`` and ``..`` paths, NUL bytes and backslashes,
+    and paths whose directories, resolved on disk, are not where the string
+    says (a symlinked directory anywhere below the workspace). The last
+    component is not resolved: callers open it with ``O_NOFOLLOW``.
+    """
+    if not relative or "\x00" in relative or "\\" in relative or relative.startswith("~"):
+        return False
+    pure = PurePosixPath(relative)
+    if pure.is_absolute() or ".." in pure.parts or pure.parts in ((), (".",)):
+        return False
+    root = os.path.realpath(workspace)
+    parent = os.path.normpath(os.path.join(root, *pure.parts[:-1]))
+    return os.path.realpath(parent) == parent
+
+
+def _open_regular_nofollow(path: Path) -> int | None:
+    """An fd on ``path`` if it is a regular file reached without a final symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+def sha256_file(path: Path) -> str | None:
+    """Hex SHA-256 of a regular file, or None if it is missing, a symlink or not a file."""
+    fd = _open_regular_nofollow(path)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def build_file_manifest(workspace: Path, relative_paths: Iterable[str]) -> dict[str, str]:
+    """``{relative_path: sha256}`` of the safe, existing, regular files among ``relative_paths``."""
+    manifest: dict[str, str] = {}
+    for relative in sorted(set(relative_paths)):
+        if not is_safe_relative_path(workspace, relative):
+            continue
+        digest = sha256_file(workspace / relative)
+        if digest is not None:
+            manifest[relative] = digest
+    return manifest
+
+
+def list_tree(workspace: Path, directory: str) -> list[str]:
+    """Relative paths of the regular files under ``directory`` (symlinks not followed)."""
+    top = workspace / directory
+    if not is_safe_relative_path(workspace, directory) or top.is_symlink():
+        return []
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            if full.is_file() and not full.is_symlink():
+                found.append(full.relative_to(workspace).as_posix())
+    return found
+
+
+@dataclass(frozen=True)
+class FileDrift:
+    """How tracked files changed since the manifest was taken."""
+
+    unchanged: tuple[str, ...] = ()
+    modified: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = field(default=())
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.modified or self.deleted)
+
+
+def detect_file_drift(workspace: Path, manifest: Mapping[str, str]) -> FileDrift:
+    """Compare the workspace against ``manifest``.
+
+    Files not in the manifest are not reported; a tracked file that is now a
+    symlink reads as deleted; keys escaping the workspace are skipped.
+    """
+    unchanged: list[str] = []
+    modified: list[str] = []
+    deleted: list[str] = []
+    skipped: list[str] = []
+    for relative in sorted(manifest):
+        if not is_safe_relative_path(workspace, relative):
+            skipped.append(relative)
+            continue
+        digest = sha256_file(workspace / relative)
+        if digest is None:
+            deleted.append(relative)
+        elif digest != manifest[relative]:
+            modified.append(relative)
+        else:
+            unchanged.append(relative)
+    return FileDrift(tuple(unchanged), tuple(modified), tuple(deleted), tuple(skipped))

@@ -1,0 +1,103 @@
+"""Message history as pure list-to-list functions: persist, trim at user turns, reconstruct.
+
+A *turn* starts at a ``ModelRequest`` that carries a ``UserPromptPart`` and runs
+up to the next one; tool calls and their returns always live inside one turn,
+so cutting only at turn starts never separates a call from its return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    UserPromptPart,
+    repair_messages,
+)
+
+from session.models import JsonDict
+from session.redaction import scrub_json
+
+DEFAULT_MAX_TURNS = 20
+DEFAULT_MAX_CHARS = 200_000
+
+
+def is_turn_start(message: ModelMessage) -> bool:
+    return isinstance(message, ModelRequest) and any(
+        isinstance(part, UserPromptPart) for part in message.parts
+    )
+
+
+def turn_starts(messages: Sequence[ModelMessage]) -> list[int]:
+    return [i for i, message in enumerate(messages) if is_turn_start(message)]
+
+
+def count_turns(messages: Sequence[ModelMessage]) -> int:
+    return len(turn_starts(messages))
+
+
+def dump_messages(
+    messages: Sequence[ModelMessage], known_secrets: Iterable[str] = ()
+) -> list[JsonDict]:
+    """JSON-ready, credential-scrubbed form of ``messages`` for the session file."""
+    raw = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+    scrubbed: list[JsonDict] = scrub_json(raw, known_secrets)
+    return scrubbed
+
+
+def load_messages(raw: Sequence[JsonDict]) -> list[ModelMessage]:
+    """Validate persisted messages back into pydantic-ai messages (exact round trip)."""
+    return ModelMessagesTypeAdapter.validate_python(list(raw))
+
+
+def message_chars(messages: Sequence[ModelMessage]) -> int:
+    """Size of ``messages`` in serialized characters, the measure the budgets use."""
+    return len(ModelMessagesTypeAdapter.dump_json(list(messages)))
+
+
+def trim_to_recent(
+    messages: Sequence[ModelMessage],
+    *,
+    max_turns: int | None = DEFAULT_MAX_TURNS,
+    max_chars: int | None = DEFAULT_MAX_CHARS,
+) -> list[ModelMessage]:
+    """The longest tail of whole turns within both budgets (never less than the last turn).
+
+    Anything before the first turn start (an orphan tool return, a leading
+    model response) is dropped.
+    """
+    starts = turn_starts(messages)
+    if not starts:
+        return []
+    sizes = [message_chars([m]) for m in messages] if max_chars is not None else []
+    cut = starts[-1]
+    kept_chars = sum(sizes[cut:])
+    kept_turns = 1
+    for start in reversed(starts[:-1]):
+        turn_chars = sum(sizes[start:cut])
+        if max_turns is not None and kept_turns + 1 > max_turns:
+            break
+        if max_chars is not None and kept_chars + turn_chars > max_chars:
+            break
+        cut = start
+        kept_chars += turn_chars
+        kept_turns += 1
+    return list(messages[cut:])
+
+
+def reconstruct_history(
+    messages: Sequence[ModelMessage],
+    *,
+    max_turns: int | None = DEFAULT_MAX_TURNS,
+    max_chars: int | None = DEFAULT_MAX_CHARS,
+) -> list[ModelMessage]:
+    """A valid ``message_history`` from a persisted tail.
+
+    Starts at a user turn, keeps whole turns within the budgets, and lets
+    pydantic-ai's ``repair_messages`` close any dangling tool call and drop
+    orphan returns, so the result is accepted by the next agent run.
+    """
+    tail = trim_to_recent(messages, max_turns=max_turns, max_chars=max_chars)
+    return repair_messages(tail) if tail else []

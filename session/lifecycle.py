@@ -1,0 +1,269 @@
+"""``SessionLifecycle``: one terminal's session as pure transitions that return effects.
+
+Rules (the table ``TRANSITIONS`` is the source of truth):
+
+* A lifecycle starts ``unstarted``. ``start_fresh`` or ``resume`` make it
+  ``active``; ``exit`` makes it ``closed``, and nothing follows ``closed``
+  except a late ``record_summary``.
+* Every transition returns a new lifecycle and the effects the caller must
+  perform, in order (write or delete a session file or the pointer). The
+  lifecycle never does IO; the caller passes in what IO found (the stored
+  state, the file drift, the manifest, the clock).
+* ``reset`` (``/reset``, ``/new``) deletes the saved session and pointer, clears
+  history and resume context, starts a new id and sets ``session_deleted``:
+  autosave (``exit``, ``record_summary``) then writes nothing until a turn
+  completes or the user saves explicitly.
+* ``exit`` of a session that was never saved and holds no messages writes no
+  file (an empty session is not worth listing); it drops the pointer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic_ai.messages import ModelMessage
+
+from session.errors import IllegalTransition
+from session.filesystem import FileDrift
+from session.history import (
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_TURNS,
+    dump_messages,
+    load_messages,
+    reconstruct_history,
+    trim_to_recent,
+)
+from session.models import SessionState
+from session.resume import build_resume_context
+
+
+class Phase(StrEnum):
+    UNSTARTED = "unstarted"
+    ACTIVE = "active"
+    CLOSED = "closed"
+
+
+class Event(StrEnum):
+    START = "start a fresh session"
+    RESUME = "resume a session"
+    TURN = "complete a turn"
+    SAVE = "save"
+    RESET = "reset"
+    SUMMARY = "record a summary"
+    EXIT = "exit"
+
+
+TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
+    (Phase.UNSTARTED, Event.START): Phase.ACTIVE,
+    (Phase.UNSTARTED, Event.RESUME): Phase.ACTIVE,
+    (Phase.UNSTARTED, Event.EXIT): Phase.CLOSED,
+    (Phase.ACTIVE, Event.TURN): Phase.ACTIVE,
+    (Phase.ACTIVE, Event.SAVE): Phase.ACTIVE,
+    (Phase.ACTIVE, Event.RESET): Phase.ACTIVE,
+    (Phase.ACTIVE, Event.SUMMARY): Phase.ACTIVE,
+    (Phase.ACTIVE, Event.EXIT): Phase.CLOSED,
+    (Phase.CLOSED, Event.SUMMARY): Phase.CLOSED,
+}
+
+
+@dataclass(frozen=True)
+class WriteSession:
+    state: SessionState
+
+
+@dataclass(frozen=True)
+class DeleteSession:
+    session_id: str
+
+
+@dataclass(frozen=True)
+class WritePointer:
+    session_id: str
+
+
+@dataclass(frozen=True)
+class DeletePointer:
+    pass
+
+
+Effect = WriteSession | DeleteSession | WritePointer | DeletePointer
+
+
+@dataclass(frozen=True)
+class PersistPolicy:
+    """How much history a save keeps and which secret values it scrubs."""
+
+    max_turns: int | None = DEFAULT_MAX_TURNS
+    max_chars: int | None = DEFAULT_MAX_CHARS
+    known_secrets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Transition:
+    lifecycle: SessionLifecycle
+    effects: tuple[Effect, ...]
+
+
+@dataclass(frozen=True)
+class SessionLifecycle:
+    """What a TerminalActor holds: the session, its in-memory history and flags."""
+
+    phase: Phase = Phase.UNSTARTED
+    state: SessionState | None = None
+    history: tuple[ModelMessage, ...] = ()
+    resume_context: str = ""
+    session_deleted: bool = False
+    saved: bool = False
+    tracked_paths: frozenset[str] = frozenset()
+    policy: PersistPolicy = field(default_factory=PersistPolicy)
+
+    # -- queries ----------------------------------------------------------
+
+    @property
+    def session_id(self) -> str | None:
+        return self.state.session_id if self.state is not None else None
+
+    def request_history(self) -> list[ModelMessage]:
+        """The ``message_history`` for the next agent run (valid, trimmed at turns)."""
+        return reconstruct_history(
+            self.history, max_turns=self.policy.max_turns, max_chars=self.policy.max_chars
+        )
+
+    def snapshot(
+        self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
+    ) -> SessionState:
+        """The session file to write now: the recent tail, scrubbed, and the fresh manifest."""
+        state = self._require_state()
+        tail = trim_to_recent(
+            self.history, max_turns=self.policy.max_turns, max_chars=self.policy.max_chars
+        )
+        return state.model_copy(
+            update={
+                "updated_at": now,
+                "file_manifest": dict(manifest),
+                "agent_spec_path": agent_spec_path,
+                "recent_messages": tuple(dump_messages(tail, self.policy.known_secrets)),
+            }
+        )
+
+    # -- transitions ------------------------------------------------------
+
+    def start_fresh(self, now: datetime, session_id: str | None = None) -> Transition:
+        state = SessionState.new(now, session_id)
+        new = self._move(Event.START, state=state, history=(), resume_context="", saved=False)
+        return Transition(new, (WritePointer(state.session_id),))
+
+    def resume(self, stored: SessionState, drift: FileDrift | None) -> Transition:
+        history = tuple(
+            reconstruct_history(
+                load_messages(stored.recent_messages),
+                max_turns=self.policy.max_turns,
+                max_chars=self.policy.max_chars,
+            )
+        )
+        new = self._move(
+            Event.RESUME,
+            state=stored,
+            history=history,
+            resume_context=build_resume_context(stored, drift),
+            saved=True,
+            tracked_paths=frozenset(stored.file_manifest),
+        )
+        return Transition(new, (WritePointer(stored.session_id),))
+
+    def complete_turn(
+        self,
+        new_messages: Sequence[ModelMessage],
+        *,
+        now: datetime,
+        manifest: Mapping[str, str],
+        agent_spec_path: str | None,
+        decisions: Iterable[str] = (),
+        touched: Iterable[str] = (),
+    ) -> Transition:
+        """A turn finished: keep its messages and save (autosave is re-enabled)."""
+        state = self._check(Event.TURN)
+        fresh = (d.strip() for d in decisions if d.strip())
+        merged = tuple(dict.fromkeys([*state.decisions, *fresh]))
+        new = self._move(
+            Event.TURN,
+            state=state.model_copy(update={"decisions": merged}),
+            history=(*self.history, *new_messages),
+            session_deleted=False,
+            tracked_paths=self.tracked_paths | frozenset(touched),
+        )
+        return new._written(now, manifest, agent_spec_path)
+
+    def save(
+        self, *, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
+    ) -> Transition:
+        """Explicit ``/save``: rebuild manifest and spec path, re-enable autosave."""
+        new = self._move(Event.SAVE, session_deleted=False)
+        return new._written(now, manifest, agent_spec_path)
+
+    def reset(self, now: datetime, session_id: str | None = None) -> Transition:
+        old = self._check(Event.RESET)
+        new = self._move(
+            Event.RESET,
+            state=SessionState.new(now, session_id),
+            history=(),
+            resume_context="",
+            session_deleted=True,
+            saved=False,
+            tracked_paths=frozenset(),
+        )
+        return Transition(new, (DeleteSession(old.session_id), DeletePointer()))
+
+    def record_summary(
+        self, summary: str, *, now: datetime, manifest: Mapping[str, str],
+        agent_spec_path: str | None,
+    ) -> Transition:
+        """A summary arrived (maybe after exit): a second write if the session is on disk."""
+        state = self._check(Event.SUMMARY)
+        new = self._move(Event.SUMMARY, state=state.model_copy(update={"summary": summary}))
+        if new.session_deleted or not new.saved:
+            return Transition(new, ())
+        return Transition(new, (WriteSession(new.snapshot(now, manifest, agent_spec_path)),))
+
+    def exit(
+        self, *, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
+    ) -> Transition:
+        """The terminal went away (exit, Ctrl+C, crash): the autosave path."""
+        new = self._move(Event.EXIT)
+        if self.phase is Phase.UNSTARTED or self.session_deleted:
+            return Transition(new, ())
+        if not self.saved and not self.history:
+            return Transition(new, (DeletePointer(),))
+        return new._written(now, manifest, agent_spec_path)
+
+    # -- helpers ----------------------------------------------------------
+
+    def _written(
+        self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
+    ) -> Transition:
+        state = self.snapshot(now, manifest, agent_spec_path)
+        new = dataclasses.replace(self, state=state, saved=True)
+        return Transition(new, (WriteSession(state), WritePointer(state.session_id)))
+
+    def _target(self, event: Event) -> Phase:
+        target = TRANSITIONS.get((self.phase, event))
+        if target is None:
+            raise IllegalTransition(event.value, self.phase.value)
+        return target
+
+    def _check(self, event: Event) -> SessionState:
+        """Refuse ``event`` if the table does not allow it here; return the current state."""
+        self._target(event)
+        return self._require_state()
+
+    def _move(self, event: Event, **changes: object) -> SessionLifecycle:
+        return dataclasses.replace(self, phase=self._target(event), **changes)  # type: ignore[arg-type]
+
+    def _require_state(self) -> SessionState:
+        if self.state is None:
+            raise IllegalTransition("use the session", self.phase.value)
+        return self.state

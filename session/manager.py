@@ -1,0 +1,319 @@
+"""``SessionManager``: the session and pointer files of one project directory.
+
+Every write is atomic and durable (temp file in the same directory, fsync,
+``os.replace``, fsync of the directory). Reads never follow symlinks, accept
+only regular files under a size cap, and move a file that does not parse
+aside instead of deleting it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import orjson
+from pydantic import ValidationError
+
+from session.errors import (
+    CorruptSessionFile,
+    FutureSchemaVersion,
+    InvalidPointer,
+    SessionFileError,
+    UnsafeSessionFile,
+)
+from session.models import (
+    SCHEMA_VERSION,
+    JsonDict,
+    Pointer,
+    SessionState,
+    is_session_id,
+    migrate,
+    schema_version_of,
+    utc_now,
+    validate_session_id,
+)
+
+MAX_SESSION_BYTES = 32 * 1024 * 1024
+MAX_POINTER_BYTES = 4096
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+POINTER_PREFIX = "active_"
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create ``path`` and each missing parent with mode 0700 (umask notwithstanding)."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            continue
+        os.chmod(directory, DIR_MODE)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}.tmp-"
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Durably replace ``path`` with ``data``; a crash leaves the old or the new file, whole."""
+    directory = path.parent
+    tmp = directory / f"{_temp_prefix(path)}{secrets.token_hex(4)}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    fd = os.open(tmp, flags, FILE_MODE)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(directory)
+    _remove_stale_temps(path, keep=tmp.name)
+
+
+def _remove_stale_temps(path: Path, keep: str) -> None:
+    """Temp files of ``path`` left by a writer killed mid-write (never the session files)."""
+    prefix = _temp_prefix(path)
+    with os.scandir(path.parent) as entries:
+        for entry in entries:
+            if entry.name.startswith(prefix) and entry.name != keep:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+def read_regular_file(path: Path, max_bytes: int) -> bytes:
+    """Bytes of ``path``, refusing symlinks, non-regular files and files over ``max_bytes``.
+
+    Raises FileNotFoundError when it is missing, UnsafeSessionFile otherwise.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if path.is_symlink():
+            raise UnsafeSessionFile(path, "it is a symlink") from exc
+        raise UnsafeSessionFile(path, exc.strerror or "cannot open") from exc
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeSessionFile(path, "not a regular file")
+        if info.st_size > max_bytes:
+            raise UnsafeSessionFile(path, f"{info.st_size} bytes, over the {max_bytes} byte cap")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise UnsafeSessionFile(path, f"over the {max_bytes} byte cap")
+    return data
+
+
+def quarantine(path: Path, now: datetime) -> Path | None:
+    """Move ``path`` aside to ``<name>.corrupt-<timestamp>``; never deletes. None if it failed."""
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    suffix = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{suffix}")
+        suffix += 1
+    try:
+        os.rename(path, target)
+    except OSError:
+        return None
+    return target
+
+
+def encode_state(state: SessionState) -> bytes:
+    return orjson.dumps(state.model_dump(mode="json"))
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a directory scan found: the good sessions and one error per bad file."""
+
+    sessions: tuple[SessionState, ...]
+    problems: tuple[SessionFileError, ...]
+
+
+@dataclass(frozen=True)
+class PointerListing:
+    pointers: tuple[Pointer, ...]
+    problems: tuple[InvalidPointer, ...]
+
+
+class SessionManager:
+    """Session files and pointers of one project's ``sessions/`` directory."""
+
+    def __init__(self, directory: Path, *, max_session_bytes: int = MAX_SESSION_BYTES) -> None:
+        self.directory = directory
+        self.max_session_bytes = max_session_bytes
+
+    # -- sessions ---------------------------------------------------------
+
+    def session_path(self, session_id: str) -> Path:
+        return self.directory / f"{validate_session_id(session_id)}.json"
+
+    def exists(self, session_id: str) -> bool:
+        return self.session_path(session_id).exists()
+
+    def save(self, state: SessionState) -> Path:
+        path = self.session_path(state.session_id)
+        ensure_private_dir(self.directory)
+        atomic_write(path, encode_state(state))
+        return path
+
+    def load(self, session_id: str) -> SessionState:
+        """Load and migrate one session.
+
+        Raises FileNotFoundError, UnsafeSessionFile, FutureSchemaVersion (file
+        untouched) or CorruptSessionFile (file moved aside).
+        """
+        path = self.session_path(session_id)
+        data = read_regular_file(path, self.max_session_bytes)
+        return self._decode(path, data, session_id)
+
+    def _decode(self, path: Path, data: bytes, session_id: str) -> SessionState:
+        try:
+            raw = orjson.loads(data)
+            if not isinstance(raw, dict):
+                raise ValueError("not a JSON object")
+            version = schema_version_of(raw)
+        except (orjson.JSONDecodeError, ValueError) as exc:
+            raise self._corrupt(path, str(exc)) from exc
+        if version > SCHEMA_VERSION:
+            raise FutureSchemaVersion(path, version, SCHEMA_VERSION)
+        try:
+            state = SessionState.model_validate(migrate(raw))
+        except (ValidationError, ValueError, TypeError) as exc:
+            raise self._corrupt(path, f"invalid content: {exc}".splitlines()[0]) from exc
+        if state.session_id != session_id:
+            raise self._corrupt(path, "session_id does not match the file name")
+        return state
+
+    def _corrupt(self, path: Path, reason: str) -> CorruptSessionFile:
+        return CorruptSessionFile(path, quarantine(path, utc_now()), reason)
+
+    def delete(self, session_id: str) -> bool:
+        """Remove a session file; True if there was one."""
+        try:
+            self.session_path(session_id).unlink()
+        except FileNotFoundError:
+            return False
+        _fsync_dir(self.directory)
+        return True
+
+    def session_ids(self) -> list[str]:
+        """Ids of the session files present (names that are not ids are not listed)."""
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        return sorted(n[:-5] for n in names if n.endswith(".json") and is_session_id(n[:-5]))
+
+    def list_sessions(self) -> Listing:
+        """Every session of the directory, newest first, and what was wrong with the rest."""
+        sessions: list[SessionState] = []
+        problems: list[SessionFileError] = []
+        for session_id in self.session_ids():
+            try:
+                sessions.append(self.load(session_id))
+            except FileNotFoundError:
+                continue
+            except SessionFileError as exc:
+                problems.append(exc)
+        sessions.sort(key=lambda s: s.updated_at, reverse=True)
+        return Listing(tuple(sessions), tuple(problems))
+
+    # -- pointers ---------------------------------------------------------
+
+    def pointer_path(self, pid: int) -> Path:
+        if not isinstance(pid, int) or pid <= 0:
+            raise ValueError(f"bad terminal pid {pid!r}")
+        return self.directory / f"{POINTER_PREFIX}{pid}.json"
+
+    def write_pointer(self, pointer: Pointer) -> Path:
+        path = self.pointer_path(pointer.pid)
+        ensure_private_dir(self.directory)
+        atomic_write(path, orjson.dumps(pointer.model_dump(mode="json")))
+        return path
+
+    def read_pointer(self, pid: int) -> Pointer | None:
+        """The pointer of terminal ``pid``; None if absent; InvalidPointer if unusable."""
+        path = self.pointer_path(pid)
+        try:
+            data = read_regular_file(path, MAX_POINTER_BYTES)
+        except FileNotFoundError:
+            return None
+        except UnsafeSessionFile as exc:
+            raise InvalidPointer(path, exc.reason) from exc
+        return _decode_pointer(path, data, pid)
+
+    def delete_pointer(self, pid: int) -> bool:
+        try:
+            self.pointer_path(pid).unlink()
+        except FileNotFoundError:
+            return False
+        _fsync_dir(self.directory)
+        return True
+
+    def list_pointers(self) -> PointerListing:
+        pointers: list[Pointer] = []
+        problems: list[InvalidPointer] = []
+        try:
+            names = sorted(os.listdir(self.directory))
+        except FileNotFoundError:
+            names = []
+        for name in names:
+            if not (name.startswith(POINTER_PREFIX) and name.endswith(".json")):
+                continue
+            digits = name[len(POINTER_PREFIX) : -5]
+            if not digits.isdigit() or int(digits) <= 0:
+                problems.append(InvalidPointer(self.directory / name, "bad pid in name"))
+                continue
+            try:
+                pointer = self.read_pointer(int(digits))
+            except InvalidPointer as exc:
+                problems.append(exc)
+                continue
+            if pointer is not None:
+                pointers.append(pointer)
+        return PointerListing(tuple(pointers), tuple(problems))
+
+
+def _decode_pointer(path: Path, data: bytes, pid: int) -> Pointer:
+    try:
+        raw: JsonDict = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidPointer(path, "not JSON") from exc
+    if not isinstance(raw, dict):
+        raise InvalidPointer(path, "not a JSON object")
+    if not is_session_id(raw.get("session_id")):
+        raise InvalidPointer(path, "bad session id")
+    try:
+        pointer = Pointer.model_validate(raw)
+    except ValidationError as exc:
+        raise InvalidPointer(path, "bad fields") from exc
+    if pointer.pid != pid:
+        raise InvalidPointer(path, "pid does not match the file name")
+    return pointer

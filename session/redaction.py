@@ -1,0 +1,67 @@
+"""Scrubbing credential-looking strings out of anything that is about to be persisted."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+REDACTED = "[REDACTED]"
+
+# Whole-match patterns: the match itself is the secret.
+_TOKEN_PATTERNS = [
+    r"sk-(?:proj-|ant-|live-|test-|or-)?[A-Za-z0-9_\-]{16,}",
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    r"\bgh[pousr]_[A-Za-z0-9]{30,}",
+    r"\bgithub_pat_[A-Za-z0-9_]{30,}",
+    r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
+    r"\bAIza[0-9A-Za-z_\-]{35}",
+    r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+]
+_TOKENS_RE = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS))
+
+# Prefix patterns: group 1 is kept, the value after it is the secret.
+_AUTH_HEADER_RE = re.compile(
+    r"(?i)(\bauthorization\s*[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)?\s*)[^\s\"',;]{4,}"
+)
+_BEARER_RE = re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/\-]{8,}=*")
+_ASSIGNMENT_RE = re.compile(
+    r"(?i)(\b[A-Za-z0-9_]*(?:api[_-]?key|secret|access[_-]?token|auth[_-]?token|password|passwd)"
+    r"\s*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})"
+)
+
+_SECRET_ENV_NAME_RE = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
+_MIN_SECRET_LEN = 8
+
+
+def secrets_from_environment(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Values of environment variables whose names say they hold a credential."""
+    env = os.environ if environ is None else environ
+    found = {v for k, v in env.items() if _SECRET_ENV_NAME_RE.search(k)}
+    found = {v for v in found if len(v) >= _MIN_SECRET_LEN}
+    return tuple(sorted(found, key=len, reverse=True))
+
+
+def scrub_text(text: str, known_secrets: Iterable[str] = ()) -> str:
+    """``text`` with known secret values and credential-looking strings replaced."""
+    for secret in known_secrets:
+        if secret and secret in text:
+            text = text.replace(secret, REDACTED)
+    text = _TOKENS_RE.sub(REDACTED, text)
+    text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    return _ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def scrub_json(value: Any, known_secrets: Iterable[str] = ()) -> Any:
+    """A copy of a JSON-like value with every string scrubbed (keys are left alone)."""
+    secrets = tuple(known_secrets)
+    if isinstance(value, str):
+        return scrub_text(value, secrets)
+    if isinstance(value, dict):
+        return {k: scrub_json(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub_json(v, secrets) for v in value]
+    return value

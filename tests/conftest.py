@@ -1,0 +1,13 @@
+"""Shared fixtures: the anyio backend and a guard that real model requests never happen."""
+
+from __future__ import annotations
+
+import pytest
+import pydantic_ai.models
+
+pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

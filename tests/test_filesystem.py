@@ -1,0 +1,110 @@
+"""Workspace files: safe relative paths, manifests, and drift as the resume block reports it."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from session.filesystem import (
+    FileDrift,
+    build_file_manifest,
+    detect_file_drift,
+    is_safe_relative_path,
+    list_tree,
+    sha256_file,
+)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "templates").mkdir(parents=True)
+    (ws / "agent_spec.md").write_text("# spec\n")
+    (ws / "templates" / "tool.md").write_text("tool\n")
+    (ws / "notes.md").write_text("notes\n")
+    return ws
+
+
+def test_sha256_matches_hashlib_and_refuses_symlinks(workspace: Path) -> None:
+    path = workspace / "agent_spec.md"
+    assert sha256_file(path) == hashlib.sha256(b"# spec\n").hexdigest()
+    (workspace / "link.md").symlink_to(path)
+    assert sha256_file(workspace / "link.md") is None
+    assert sha256_file(workspace / "missing.md") is None
+    assert sha256_file(workspace / "templates") is None
+
+
+@pytest.mark.parametrize(
+    "relative", ["agent_spec.md", "templates/tool.md", "new/dir/file.md", "./notes.md"]
+)
+def test_paths_inside_the_workspace_are_safe(workspace: Path, relative: str) -> None:
+    assert is_safe_relative_path(workspace, relative)
+
+
+@pytest.mark.parametrize(
+    "relative",
+    ["", ".", "/etc/passwd", "../outside.md", "templates/../../x", "~/x", "a\x00b", "a\\..\\b"],
+)
+def test_escaping_or_malformed_paths_are_unsafe(workspace: Path, relative: str) -> None:
+    assert not is_safe_relative_path(workspace, relative)
+
+
+def test_a_symlinked_directory_is_unsafe_even_when_the_string_looks_inside(
+    workspace: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("s")
+    (workspace / "sneaky").symlink_to(outside)
+    assert not is_safe_relative_path(workspace, "sneaky/secret.md")
+    (workspace / "inner").symlink_to(workspace / "templates")
+    assert not is_safe_relative_path(workspace, "inner/tool.md")
+
+
+def test_manifest_hashes_regular_files_and_skips_the_rest(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "outside.md").write_text("x")
+    (workspace / "link.md").symlink_to(workspace / "notes.md")
+    manifest = build_file_manifest(
+        workspace, ["agent_spec.md", "templates/tool.md", "link.md", "missing.md", "../outside.md"]
+    )
+    assert sorted(manifest) == ["agent_spec.md", "templates/tool.md"]
+    assert manifest["agent_spec.md"] == hashlib.sha256(b"# spec\n").hexdigest()
+
+
+def test_list_tree_lists_regular_files_without_following_links(workspace: Path) -> None:
+    (workspace / "templates" / "alias.md").symlink_to(workspace / "notes.md")
+    assert list_tree(workspace, "templates") == ["templates/tool.md"]
+    assert list_tree(workspace, "../") == []
+
+
+def test_drift_reports_unchanged_modified_and_deleted(workspace: Path) -> None:
+    manifest = build_file_manifest(workspace, ["agent_spec.md", "templates/tool.md", "notes.md"])
+    (workspace / "agent_spec.md").write_text("# spec v2\n")
+    (workspace / "notes.md").unlink()
+    (workspace / "untracked.md").write_text("new")
+    drift = detect_file_drift(workspace, manifest)
+    assert drift == FileDrift(
+        unchanged=("templates/tool.md",), modified=("agent_spec.md",), deleted=("notes.md",)
+    )
+    assert drift.changed
+
+
+def test_a_tracked_file_replaced_by_a_symlink_reads_as_deleted(workspace: Path) -> None:
+    manifest = build_file_manifest(workspace, ["notes.md"])
+    content = (workspace / "notes.md").read_bytes()
+    (workspace / "notes.md").unlink()
+    (workspace / "copy.md").write_bytes(content)
+    (workspace / "notes.md").symlink_to(workspace / "copy.md")
+    assert detect_file_drift(workspace, manifest).deleted == ("notes.md",)
+
+
+def test_manifest_keys_that_escape_the_workspace_are_skipped(workspace: Path) -> None:
+    manifest = {"../etc.md": "0" * 64, "/etc/passwd": "0" * 64, "notes.md": "0" * 64}
+    drift = detect_file_drift(workspace, manifest)
+    assert drift.modified == ("notes.md",)
+    assert drift.deleted == () and drift.unchanged == ()
+    assert sorted(drift.skipped) == ["../etc.md", "/etc/passwd"]

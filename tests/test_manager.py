@@ -1,0 +1,255 @@
+"""SessionManager: durable atomic files, safe reads, quarantine, refusal, pointers."""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+import pytest
+
+from session.errors import (
+    CorruptSessionFile,
+    FutureSchemaVersion,
+    InvalidPointer,
+    InvalidSessionId,
+    UnsafeSessionFile,
+)
+from session.history import dump_messages, load_messages
+from session.manager import SessionManager
+from session.models import Pointer, SessionState
+from tests.conversations import conversation
+
+NOW = datetime(2026, 11, 29, 10, 15, tzinfo=UTC)
+SID = "0a1b2c3d4e5f"
+
+
+@pytest.fixture
+def manager(tmp_path: Path) -> SessionManager:
+    return SessionManager(tmp_path / "projects" / "ws_12345678" / "sessions")
+
+
+def full_state(session_id: str = SID) -> SessionState:
+    return SessionState(
+        session_id=session_id,
+        created_at=NOW,
+        updated_at=NOW,
+        agent_spec_path="agent_spec.md",
+        file_manifest={"agent_spec.md": "a" * 64},
+        summary="Designed a research agent.",
+        decisions=("Use pydantic-ai", "Keep tools read-only"),
+        recent_messages=tuple(dump_messages(conversation(0, 2, 1))),
+        compacted_history_summary="Earlier: chose the model.",
+        checkpoint_count=2,
+        phase="design",
+    )
+
+
+def test_a_full_session_with_tool_calls_round_trips(manager: SessionManager) -> None:
+    state = full_state()
+    manager.save(state)
+    loaded = manager.load(SID)
+    assert loaded == state
+    assert load_messages(loaded.recent_messages) == conversation(0, 2, 1)
+
+
+def test_files_are_0600_and_directories_0700(manager: SessionManager) -> None:
+    path = manager.save(full_state())
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(manager.directory.stat().st_mode) == 0o700
+    assert stat.S_IMODE(manager.directory.parent.stat().st_mode) == 0o700
+
+
+def test_saving_leaves_no_temp_files_and_replaces_the_old_version(manager: SessionManager) -> None:
+    manager.save(full_state())
+    manager.save(full_state().model_copy(update={"summary": "second"}))
+    assert sorted(os.listdir(manager.directory)) == [f"{SID}.json"]
+    assert manager.load(SID).summary == "second"
+
+
+def test_a_stale_temp_file_from_a_killed_writer_is_removed_by_the_next_save(
+    manager: SessionManager,
+) -> None:
+    manager.save(full_state())
+    stale = manager.directory / f".{SID}.json.tmp-deadbeef"
+    stale.write_bytes(b'{"half": ')
+    manager.save(full_state())
+    assert not stale.exists()
+
+
+def test_corrupt_file_is_moved_aside_with_its_bytes_intact(manager: SessionManager) -> None:
+    manager.save(full_state())
+    path = manager.session_path(SID)
+    garbage = b'{"schema_version": 3, "session_id": "0a1b2c3d4'
+    path.write_bytes(garbage)
+    with pytest.raises(CorruptSessionFile) as caught:
+        manager.load(SID)
+    moved = caught.value.moved_to
+    assert moved is not None and moved.read_bytes() == garbage
+    assert moved.name.startswith(f"{SID}.json.corrupt-")
+    assert not path.exists()
+    assert str(caught.value) == f"session file {SID}.json is corrupt; moved aside to {moved.name}"
+    assert caught.value.severity == "warning"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"[1, 2]",
+        b'{"schema_version": 3, "session_id": "0a1b2c3d4e5f"}',
+        b'{"schema_version": "three"}',
+    ],
+)
+def test_content_that_parses_but_is_not_a_session_is_moved_aside(
+    manager: SessionManager, content: bytes
+) -> None:
+    manager.directory.mkdir(parents=True)
+    manager.session_path(SID).write_bytes(content)
+    with pytest.raises(CorruptSessionFile) as caught:
+        manager.load(SID)
+    assert caught.value.moved_to is not None
+    assert caught.value.moved_to.read_bytes() == content
+
+
+def test_a_file_whose_id_differs_from_its_name_is_moved_aside(manager: SessionManager) -> None:
+    manager.save(full_state("111111111111"))
+    os.rename(manager.session_path("111111111111"), manager.session_path(SID))
+    with pytest.raises(CorruptSessionFile):
+        manager.load(SID)
+
+
+def test_two_corruptions_in_one_second_keep_both_copies(manager: SessionManager) -> None:
+    manager.directory.mkdir(parents=True)
+    for content in (b"one", b"two"):
+        manager.session_path(SID).write_bytes(content)
+        with pytest.raises(CorruptSessionFile):
+            manager.load(SID)
+    kept = sorted(p.read_bytes() for p in manager.directory.glob(f"{SID}.json.corrupt-*"))
+    assert kept == [b"one", b"two"]
+
+
+def test_future_schema_version_is_refused_and_left_untouched(manager: SessionManager) -> None:
+    manager.directory.mkdir(parents=True)
+    path = manager.session_path(SID)
+    raw = orjson.dumps({**full_state().model_dump(mode="json"), "schema_version": 99})
+    path.write_bytes(raw)
+    with pytest.raises(FutureSchemaVersion) as caught:
+        manager.load(SID)
+    assert path.read_bytes() == raw
+    assert str(caught.value) == (
+        f"session file {SID}.json has schema_version 99, newer than this agent-assist "
+        "supports (3); left untouched"
+    )
+    assert caught.value.severity == "error"
+
+
+def test_older_file_on_disk_loads_migrated(manager: SessionManager) -> None:
+    manager.directory.mkdir(parents=True)
+    v1 = {
+        "session_id": SID, "created_at": "2026-03-30T10:15:00", "updated_at": "2026-03-30T10:15:00",
+        "agent_spec_path": None, "file_manifest": {}, "summary": None,
+        "messages": dump_messages(conversation(0)),
+    }
+    manager.session_path(SID).write_bytes(orjson.dumps(v1))
+    state = manager.load(SID)
+    assert state.schema_version == 3
+    assert load_messages(state.recent_messages) == conversation(0)
+
+
+def test_a_symlinked_session_file_is_refused(manager: SessionManager, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_bytes(orjson.dumps(full_state().model_dump(mode="json")))
+    manager.directory.mkdir(parents=True)
+    manager.session_path(SID).symlink_to(elsewhere)
+    with pytest.raises(UnsafeSessionFile, match="symlink"):
+        manager.load(SID)
+    assert manager.session_path(SID).is_symlink()
+    assert elsewhere.exists()
+
+
+def test_a_fifo_or_an_oversized_file_is_refused(tmp_path: Path) -> None:
+    small = SessionManager(tmp_path / "s", max_session_bytes=100)
+    small.save(full_state())
+    with pytest.raises(UnsafeSessionFile, match="cap"):
+        small.load(SID)
+    os.mkfifo(small.session_path("222222222222"))
+    with pytest.raises(UnsafeSessionFile, match="not a regular file"):
+        small.load("222222222222")
+
+
+def test_paths_are_never_built_from_invalid_ids(manager: SessionManager) -> None:
+    for bad in ("../../etc/passwd", "0A1B2C3D4E5F", "x" * 12):
+        with pytest.raises(InvalidSessionId):
+            manager.session_path(bad)
+
+
+def test_delete_removes_the_file_and_reports_whether_there_was_one(
+    manager: SessionManager,
+) -> None:
+    manager.save(full_state())
+    assert manager.delete(SID) is True
+    assert manager.delete(SID) is False
+    with pytest.raises(FileNotFoundError):
+        manager.load(SID)
+
+
+def test_listing_is_newest_first_and_reports_bad_files_without_stopping(
+    manager: SessionManager,
+) -> None:
+    older = full_state("111111111111").model_copy(update={"updated_at": datetime(2026, 1, 1, tzinfo=UTC)})
+    manager.save(older)
+    manager.save(full_state("222222222222"))
+    manager.session_path("333333333333").write_bytes(b"not json")
+    (manager.directory / "notes.json").write_bytes(b"{}")
+    listing = manager.list_sessions()
+    assert [s.session_id for s in listing.sessions] == ["222222222222", "111111111111"]
+    assert [type(p) for p in listing.problems] == [CorruptSessionFile]
+    assert (manager.directory / "notes.json").exists()
+
+
+def pointer(pid: int, session_id: str = SID) -> Pointer:
+    return Pointer(session_id=session_id, pid=pid, pid_start_time=1234.5, updated_at=NOW)
+
+
+def test_pointer_round_trip_and_delete(manager: SessionManager) -> None:
+    manager.write_pointer(pointer(4242))
+    assert manager.read_pointer(4242) == pointer(4242)
+    assert manager.read_pointer(4243) is None
+    assert manager.delete_pointer(4242) is True
+    assert manager.read_pointer(4242) is None
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ({"session_id": "../../etc/x", "pid": 4242, "pid_start_time": None,
+          "updated_at": "2026-11-29T10:15:00Z"}, "bad session id"),
+        ({"session_id": "ZZZZZZZZZZZZ", "pid": 4242, "pid_start_time": None,
+          "updated_at": "2026-11-29T10:15:00Z"}, "bad session id"),
+        ({"session_id": SID, "pid": 99, "pid_start_time": None,
+          "updated_at": "2026-11-29T10:15:00Z"}, "pid does not match the file name"),
+        ({"session_id": SID}, "bad fields"),
+    ],
+)
+def test_invalid_pointers_are_ignored_and_reported(
+    manager: SessionManager, content: dict[str, object], reason: str
+) -> None:
+    manager.directory.mkdir(parents=True)
+    (manager.directory / "active_4242.json").write_bytes(orjson.dumps(content))
+    with pytest.raises(InvalidPointer) as caught:
+        manager.read_pointer(4242)
+    assert str(caught.value) == f"ignoring invalid session pointer active_4242.json ({reason})"
+    listing = manager.list_pointers()
+    assert listing.pointers == ()
+    assert [str(p) for p in listing.problems] == [str(caught.value)]
+
+
+def test_listing_pointers_skips_bad_names_and_keeps_good_ones(manager: SessionManager) -> None:
+    manager.write_pointer(pointer(10))
+    (manager.directory / "active_abc.json").write_bytes(b"{}")
+    (manager.directory / "active_11.json").write_bytes(b"garbage")
+    listing = manager.list_pointers()
+    assert listing.pointers == (pointer(10),)
+    assert sorted(p.path.name for p in listing.problems) == ["active_11.json", "active_abc.json"]

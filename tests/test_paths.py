@@ -1,0 +1,38 @@
+"""Project directories: <root>/projects/<name>_<hash8>/sessions/ from a workspace."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from session.paths import project_name, sessions_dir, state_root
+
+
+def test_project_name_is_base_name_and_hash_of_the_resolved_path(tmp_path: Path) -> None:
+    workspace = tmp_path / "my-agent"
+    workspace.mkdir()
+    digest = hashlib.sha256(str(workspace.resolve()).encode("utf-8")).hexdigest()[:8]
+    assert project_name(workspace) == f"my-agent_{digest}"
+
+
+def test_a_symlink_to_the_workspace_names_the_same_project(tmp_path: Path) -> None:
+    workspace = tmp_path / "real"
+    workspace.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(workspace)
+    assert project_name(link) == project_name(workspace)
+
+
+def test_root_comes_from_agent_assist_home(tmp_path: Path) -> None:
+    assert state_root({"AGENT_ASSIST_HOME": str(tmp_path)}) == tmp_path
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    expected = tmp_path / "projects" / project_name(workspace) / "sessions"
+    assert sessions_dir(workspace, tmp_path) == expected
+
+
+def test_default_root_is_the_user_config_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    assert state_root({}) == tmp_path / "cfg" / "agent-assist"

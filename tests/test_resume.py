@@ -1,0 +1,88 @@
+"""build_resume_context(): exactly the block of DESIGN.md section 6."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from session.filesystem import FileDrift
+from session.models import SessionState
+from session.resume import build_resume_context
+
+STATE = SessionState(
+    session_id="a1b2c3d4e5f6",
+    created_at=datetime(2026, 3, 30, 10, 15, 42, tzinfo=UTC),
+    updated_at=datetime(2026, 3, 31, 14, 22, 5, tzinfo=UTC),
+    agent_spec_path="agent_spec.md",
+    summary="Designed a research agent with two tools.",
+    decisions=("Use pydantic-ai with Chat Completions", "Tools are read-only"),
+)
+
+EXPECTED = """\
+# Resumed Session Context
+This is a resumed session (ID: a1b2c3d4e5f6).
+Originally started: 2026-03-30 10:15 UTC
+Last active: 2026-03-31 14:22 UTC
+
+Agent specification file: agent_spec.md
+
+## Previous Session Summary
+Designed a research agent with two tools.
+
+## Key Decisions Made
+- Use pydantic-ai with Chat Completions
+- Tools are read-only
+
+## File Changes Since Last Session
+- agent_spec.md: modified
+- templates/old.md: deleted
+- 1 tracked file unchanged
+
+IMPORTANT: You are resuming a previous session. Review the context above
+before proceeding. If the user's request seems to continue prior work,
+use this context. If they start a new topic, proceed normally."""
+
+
+def test_the_full_block_is_exact() -> None:
+    drift = FileDrift(
+        unchanged=("notes.md",), modified=("agent_spec.md",), deleted=("templates/old.md",)
+    )
+    assert build_resume_context(STATE, drift) == EXPECTED
+
+
+def test_unchanged_files_are_counted_in_the_plural() -> None:
+    drift = FileDrift(unchanged=("a.md", "b.md"))
+    assert "\n- 2 tracked files unchanged\n" in build_resume_context(STATE, drift)
+
+
+def test_sections_without_content_are_left_out() -> None:
+    bare = STATE.model_copy(update={"agent_spec_path": None, "decisions": ()})
+    text = build_resume_context(bare, FileDrift())
+    assert text == (
+        "# Resumed Session Context\n"
+        "This is a resumed session (ID: a1b2c3d4e5f6).\n"
+        "Originally started: 2026-03-30 10:15 UTC\n"
+        "Last active: 2026-03-31 14:22 UTC\n"
+        "\n"
+        "## Previous Session Summary\n"
+        "Designed a research agent with two tools.\n"
+        "\n"
+        "IMPORTANT: You are resuming a previous session. Review the context above\n"
+        "before proceeding. If the user's request seems to continue prior work,\n"
+        "use this context. If they start a new topic, proceed normally."
+    )
+
+
+def test_the_compacted_summary_stands_in_when_there_is_no_summary() -> None:
+    state = STATE.model_copy(update={"summary": None, "compacted_history_summary": "Older work."})
+    assert "## Previous Session Summary\nOlder work.\n" in build_resume_context(state)
+
+
+def test_nothing_to_resume_gives_an_empty_string() -> None:
+    assert build_resume_context(None) == ""
+    empty = SessionState.new(datetime(2026, 1, 1, tzinfo=UTC), "a1b2c3d4e5f6")
+    assert build_resume_context(empty, FileDrift(modified=("x.md",))) == ""
+
+
+def test_multi_line_decisions_stay_one_bullet_each() -> None:
+    state = STATE.model_copy(update={"decisions": ("first line\nsecond line",)})
+    assert "- first line second line\n" in build_resume_context(state)
