@@ -3,6 +3,8 @@
     SessionError
     ├── InvalidSessionId           an id that is not 12 lowercase hex digits
     ├── IllegalTransition          a lifecycle event not allowed in the current phase
+    ├── SessionLive                another terminal holds the session live
+    ├── SessionDeleted             a write for a session deleted by ``/reset``
     └── SessionFileError           a problem with one file on disk (``.path``)
         ├── CorruptSessionFile     did not parse; moved aside to ``.moved_to``
         ├── FutureSchemaVersion    newer schema than this code; left untouched
@@ -39,6 +41,19 @@ class IllegalTransition(SessionError):
         self.phase = phase
 
 
+class SessionLive(SessionError):
+    def __init__(self, session_id: str, holder_pid: int) -> None:
+        super().__init__(f"session {session_id} is live in another terminal (pid {holder_pid})")
+        self.session_id = session_id
+        self.holder_pid = holder_pid
+
+
+class SessionDeleted(SessionError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id} was deleted by /reset; not writing it again")
+        self.session_id = session_id
+
+
 class SessionFileError(SessionError):
     def __init__(self, path: Path, message: str) -> None:
         super().__init__(message)
@@ -48,8 +63,12 @@ class SessionFileError(SessionError):
 class CorruptSessionFile(SessionFileError):
     severity: Severity = "warning"
 
-    def __init__(self, path: Path, moved_to: Path | None, reason: str) -> None:
-        if moved_to is None:
+    def __init__(
+        self, path: Path, moved_to: Path | None, reason: str, read_only: bool = False
+    ) -> None:
+        if read_only:
+            message = f"session file {path.name} is corrupt ({reason}); left in place"
+        elif moved_to is None:
             message = f"session file {path.name} is corrupt ({reason}); could not move it aside"
         else:
             message = f"session file {path.name} is corrupt; moved aside to {moved_to.name}"

@@ -7,6 +7,7 @@ so cutting only at turn starts never separates a call from its return.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 
 from pydantic_ai.messages import (
@@ -41,8 +42,16 @@ def count_turns(messages: Sequence[ModelMessage]) -> int:
 def dump_messages(
     messages: Sequence[ModelMessage], known_secrets: Iterable[str] = ()
 ) -> list[JsonDict]:
-    """JSON-ready, credential-scrubbed form of ``messages`` for the session file."""
-    raw = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+    """JSON-ready, credential-scrubbed form of ``messages`` for the session file.
+
+    The instructions each request recorded are dropped: they are recomputed on
+    every run, and keeping them would persist old resume contexts.
+    """
+    bare = [
+        dataclasses.replace(m, instructions=None) if isinstance(m, ModelRequest) else m
+        for m in messages
+    ]
+    raw = ModelMessagesTypeAdapter.dump_python(bare, mode="json")
     scrubbed: list[JsonDict] = scrub_json(raw, known_secrets)
     return scrubbed
 

@@ -219,7 +219,11 @@ class SessionLifecycle:
         return Transition(new, (DeleteSession(old.session_id), DeletePointer()))
 
     def record_summary(
-        self, summary: str, *, now: datetime, manifest: Mapping[str, str],
+        self,
+        summary: str,
+        *,
+        now: datetime,
+        manifest: Mapping[str, str],
         agent_spec_path: str | None,
     ) -> Transition:
         """A summary arrived (maybe after exit): a second write if the session is on disk."""

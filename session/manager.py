@@ -75,6 +75,7 @@ def _temp_prefix(path: Path) -> str:
 def atomic_write(path: Path, data: bytes) -> None:
     """Durably replace ``path`` with ``data``; a crash leaves the old or the new file, whole."""
     directory = path.parent
+    _remove_stale_temps(path)
     tmp = directory / f"{_temp_prefix(path)}{secrets.token_hex(4)}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
     fd = os.open(tmp, flags, FILE_MODE)
@@ -91,15 +92,17 @@ def atomic_write(path: Path, data: bytes) -> None:
     os.close(fd)
     os.replace(tmp, path)
     _fsync_dir(directory)
-    _remove_stale_temps(path, keep=tmp.name)
 
 
-def _remove_stale_temps(path: Path, keep: str) -> None:
-    """Temp files of ``path`` left by a writer killed mid-write (never the session files)."""
+def _remove_stale_temps(path: Path) -> None:
+    """Temp files of ``path`` left by a writer killed mid-write (never the session files).
+
+    Safe because each file has a single writer (the StorageActor).
+    """
     prefix = _temp_prefix(path)
     with os.scandir(path.parent) as entries:
         for entry in entries:
-            if entry.name.startswith(prefix) and entry.name != keep:
+            if entry.name.startswith(prefix):
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
 
@@ -145,7 +148,12 @@ def quarantine(path: Path, now: datetime) -> Path | None:
 
 
 def encode_state(state: SessionState) -> bytes:
-    return orjson.dumps(state.model_dump(mode="json"))
+    """The session file's bytes. ``recent_messages`` is already plain JSON data, so it goes
+    to orjson directly instead of through pydantic's slow inference of ``Any``."""
+    fields = state.model_dump(mode="json", exclude={"recent_messages"})
+    ordered = {name: fields.get(name) for name in SessionState.model_fields}
+    ordered["recent_messages"] = state.recent_messages
+    return orjson.dumps(ordered)
 
 
 @dataclass(frozen=True)
@@ -165,9 +173,17 @@ class PointerListing:
 class SessionManager:
     """Session files and pointers of one project's ``sessions/`` directory."""
 
-    def __init__(self, directory: Path, *, max_session_bytes: int = MAX_SESSION_BYTES) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        max_session_bytes: int = MAX_SESSION_BYTES,
+        read_only: bool = False,
+    ) -> None:
         self.directory = directory
         self.max_session_bytes = max_session_bytes
+        self.read_only = read_only
+        """A read-only manager reports corrupt files without moving them aside."""
 
     # -- sessions ---------------------------------------------------------
 
@@ -212,6 +228,8 @@ class SessionManager:
         return state
 
     def _corrupt(self, path: Path, reason: str) -> CorruptSessionFile:
+        if self.read_only:
+            return CorruptSessionFile(path, None, reason, read_only=True)
         return CorruptSessionFile(path, quarantine(path, utc_now()), reason)
 
     def delete(self, session_id: str) -> bool:

@@ -95,10 +95,7 @@ class SessionState(BaseModel):
     def has_content(self) -> bool:
         """Whether there is anything worth resuming or keeping on disk."""
         return bool(
-            self.recent_messages
-            or self.summary
-            or self.compacted_history_summary
-            or self.decisions
+            self.recent_messages or self.summary or self.compacted_history_summary or self.decisions
         )
 
 

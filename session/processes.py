@@ -38,7 +38,10 @@ def _ps_start_time(pid: int) -> float | None:
     try:
         out = subprocess.run(
             ["ps", "-o", "lstart=", "-p", str(pid)],
-            capture_output=True, text=True, timeout=5, check=False,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         ).stdout.strip()
         return time.mktime(time.strptime(out, "%a %b %d %H:%M:%S %Y")) if out else None
     except (OSError, ValueError, subprocess.SubprocessError):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
 import pydantic_ai.models
+import pytest
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 

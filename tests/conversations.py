@@ -26,14 +26,19 @@ def turn(index: int, tool_calls: int = 0, text: str | None = None) -> list[Model
         call_id = f"call_{index}_{call}"
         messages.append(
             ModelResponse(
-                parts=[ToolCallPart("read_file", {"path": f"notes/{call}.md"}, tool_call_id=call_id)],
+                parts=[
+                    ToolCallPart("read_file", {"path": f"notes/{call}.md"}, tool_call_id=call_id)
+                ],
                 timestamp=T0,
             )
         )
         messages.append(
             ModelRequest(
-                parts=[ToolReturnPart("read_file", f"content {call}", tool_call_id=call_id,
-                                      timestamp=T0)]
+                parts=[
+                    ToolReturnPart(
+                        "read_file", f"content {call}", tool_call_id=call_id, timestamp=T0
+                    )
+                ]
             )
         )
     messages.append(ModelResponse(parts=[TextPart(text or f"answer {index}")], timestamp=T0))

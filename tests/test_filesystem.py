@@ -63,9 +63,7 @@ def test_a_symlinked_directory_is_unsafe_even_when_the_string_looks_inside(
     assert not is_safe_relative_path(workspace, "inner/tool.md")
 
 
-def test_manifest_hashes_regular_files_and_skips_the_rest(
-    workspace: Path, tmp_path: Path
-) -> None:
+def test_manifest_hashes_regular_files_and_skips_the_rest(workspace: Path, tmp_path: Path) -> None:
     (tmp_path / "outside.md").write_text("x")
     (workspace / "link.md").symlink_to(workspace / "notes.md")
     manifest = build_file_manifest(

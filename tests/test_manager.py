@@ -147,9 +147,13 @@ def test_future_schema_version_is_refused_and_left_untouched(manager: SessionMan
 
 def test_older_file_on_disk_loads_migrated(manager: SessionManager) -> None:
     manager.directory.mkdir(parents=True)
-    v1 = {
-        "session_id": SID, "created_at": "2026-03-30T10:15:00", "updated_at": "2026-03-30T10:15:00",
-        "agent_spec_path": None, "file_manifest": {}, "summary": None,
+    v1: dict[str, object] = {
+        "session_id": SID,
+        "created_at": "2026-03-30T10:15:00",
+        "updated_at": "2026-03-30T10:15:00",
+        "agent_spec_path": None,
+        "file_manifest": {},
+        "summary": None,
         "messages": dump_messages(conversation(0)),
     }
     manager.session_path(SID).write_bytes(orjson.dumps(v1))
@@ -198,7 +202,9 @@ def test_delete_removes_the_file_and_reports_whether_there_was_one(
 def test_listing_is_newest_first_and_reports_bad_files_without_stopping(
     manager: SessionManager,
 ) -> None:
-    older = full_state("111111111111").model_copy(update={"updated_at": datetime(2026, 1, 1, tzinfo=UTC)})
+    older = full_state("111111111111").model_copy(
+        update={"updated_at": datetime(2026, 1, 1, tzinfo=UTC)}
+    )
     manager.save(older)
     manager.save(full_state("222222222222"))
     manager.session_path("333333333333").write_bytes(b"not json")
@@ -224,12 +230,33 @@ def test_pointer_round_trip_and_delete(manager: SessionManager) -> None:
 @pytest.mark.parametrize(
     ("content", "reason"),
     [
-        ({"session_id": "../../etc/x", "pid": 4242, "pid_start_time": None,
-          "updated_at": "2026-11-29T10:15:00Z"}, "bad session id"),
-        ({"session_id": "ZZZZZZZZZZZZ", "pid": 4242, "pid_start_time": None,
-          "updated_at": "2026-11-29T10:15:00Z"}, "bad session id"),
-        ({"session_id": SID, "pid": 99, "pid_start_time": None,
-          "updated_at": "2026-11-29T10:15:00Z"}, "pid does not match the file name"),
+        (
+            {
+                "session_id": "../../etc/x",
+                "pid": 4242,
+                "pid_start_time": None,
+                "updated_at": "2026-11-29T10:15:00Z",
+            },
+            "bad session id",
+        ),
+        (
+            {
+                "session_id": "ZZZZZZZZZZZZ",
+                "pid": 4242,
+                "pid_start_time": None,
+                "updated_at": "2026-11-29T10:15:00Z",
+            },
+            "bad session id",
+        ),
+        (
+            {
+                "session_id": SID,
+                "pid": 99,
+                "pid_start_time": None,
+                "updated_at": "2026-11-29T10:15:00Z",
+            },
+            "pid does not match the file name",
+        ),
         ({"session_id": SID}, "bad fields"),
     ],
 )
@@ -253,3 +280,13 @@ def test_listing_pointers_skips_bad_names_and_keeps_good_ones(manager: SessionMa
     listing = manager.list_pointers()
     assert listing.pointers == (pointer(10),)
     assert sorted(p.path.name for p in listing.problems) == ["active_11.json", "active_abc.json"]
+
+
+def test_a_read_only_manager_reports_a_corrupt_file_and_leaves_it(tmp_path: Path) -> None:
+    directory = tmp_path / "sessions"
+    directory.mkdir()
+    (directory / f"{SID}.json").write_bytes(b"garbage")
+    with pytest.raises(CorruptSessionFile) as caught:
+        SessionManager(directory, read_only=True).load(SID)
+    assert (directory / f"{SID}.json").read_bytes() == b"garbage"
+    assert "left in place" in str(caught.value)

@@ -19,9 +19,18 @@ from session.models import (
 NOW = datetime(2026, 11, 29, 10, 15, tzinfo=UTC)
 
 V3_FIELDS = {
-    "schema_version", "session_id", "created_at", "updated_at", "agent_spec_path",
-    "file_manifest", "summary", "decisions", "recent_messages",
-    "compacted_history_summary", "checkpoint_count", "phase",
+    "schema_version",
+    "session_id",
+    "created_at",
+    "updated_at",
+    "agent_spec_path",
+    "file_manifest",
+    "summary",
+    "decisions",
+    "recent_messages",
+    "compacted_history_summary",
+    "checkpoint_count",
+    "phase",
 }
 
 
@@ -44,7 +53,7 @@ def test_invalid_ids_are_refused(bad: object) -> None:
     with pytest.raises(InvalidSessionId):
         validate_session_id(bad)  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
-        SessionState(session_id=bad, created_at=NOW, updated_at=NOW)  # type: ignore[arg-type]
+        SessionState(session_id=bad, created_at=NOW, updated_at=NOW)
 
 
 def test_timestamps_are_normalised_to_utc_and_naive_ones_refused() -> None:

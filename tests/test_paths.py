@@ -33,6 +33,8 @@ def test_root_comes_from_agent_assist_home(tmp_path: Path) -> None:
     assert sessions_dir(workspace, tmp_path) == expected
 
 
-def test_default_root_is_the_user_config_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_default_root_is_the_user_config_dir(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     assert state_root({}) == tmp_path / "cfg" / "agent-assist"

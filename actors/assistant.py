@@ -1,0 +1,164 @@
+"""The agent-design assistant: a pydantic-ai Agent, its workspace-confined tools, model choice."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.models import Model
+
+from session.filesystem import is_safe_relative_path
+
+MAX_READ_BYTES = 256 * 1024
+MAX_LIST_ENTRIES = 500
+
+BASE_INSTRUCTIONS = """\
+You are agent-assist, an assistant for designing LLM agents. Your main artefact is
+agent_spec.md in the user's workspace: the agent's purpose, users, tools, model,
+prompts, memory, evaluation and deployment. Ask what you need to know, propose
+designs with their trade-offs, and keep agent_spec.md current with write_file.
+Record every decision the user agrees to with record_decision. Only read and
+write files inside the workspace, with paths relative to it."""
+
+
+@dataclass
+class TurnDeps:
+    """What one turn's tools may touch; owned by that turn alone."""
+
+    workspace: Path
+    resume_context: str = ""
+    notes: str = ""
+    touched: set[str] = field(default_factory=set)
+    decisions: list[str] = field(default_factory=list)
+
+
+def _check_path(deps: TurnDeps, path: str) -> str | None:
+    """An error line if ``path`` may not be used, else None."""
+    relative = path.strip().removeprefix("./")
+    if not is_safe_relative_path(deps.workspace, relative):
+        return f"error: {path!r} is not a path inside the workspace"
+    return None
+
+
+def read_workspace_file(workspace: Path, relative: str) -> str:
+    fd = os.open(workspace / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError("not a regular file")
+        data = handle.read(MAX_READ_BYTES + 1)
+    text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
+    return text + ("\n[truncated]" if len(data) > MAX_READ_BYTES else "")
+
+
+def write_workspace_file(workspace: Path, relative: str, content: str) -> int:
+    target = workspace / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(target, flags, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    return len(data)
+
+
+def list_workspace(workspace: Path, relative: str) -> list[str]:
+    base = workspace / relative if relative not in ("", ".") else workspace
+    if base.is_symlink() or not base.is_dir():
+        raise OSError("not a directory")
+    entries = []
+    for entry in sorted(base.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        suffix = "/" if entry.is_dir() and not entry.is_symlink() else ""
+        entries.append(entry.relative_to(workspace).as_posix() + suffix)
+    return entries[:MAX_LIST_ENTRIES]
+
+
+async def read_file(ctx: RunContext[TurnDeps], path: str) -> str:
+    """Read a UTF-8 text file of the workspace (path relative to the workspace)."""
+    if (problem := _check_path(ctx.deps, path)) is not None:
+        return problem
+    relative = path.strip().removeprefix("./")
+    try:
+        text = await anyio.to_thread.run_sync(read_workspace_file, ctx.deps.workspace, relative)
+    except OSError as exc:
+        return f"error: cannot read {relative}: {exc.strerror or exc}"
+    ctx.deps.touched.add(relative)
+    return text
+
+
+async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:
+    """Create or replace a text file of the workspace (path relative to the workspace)."""
+    if (problem := _check_path(ctx.deps, path)) is not None:
+        return problem
+    relative = path.strip().removeprefix("./")
+    try:
+        size = await anyio.to_thread.run_sync(
+            write_workspace_file, ctx.deps.workspace, relative, content
+        )
+    except OSError as exc:
+        return f"error: cannot write {relative}: {exc.strerror or exc}"
+    ctx.deps.touched.add(relative)
+    return f"wrote {relative} ({size} bytes)"
+
+
+async def list_files(ctx: RunContext[TurnDeps], directory: str = ".") -> str:
+    """List the files and directories of a workspace directory."""
+    relative = directory.strip().removeprefix("./") or "."
+    if relative != "." and (problem := _check_path(ctx.deps, relative)) is not None:
+        return problem
+    try:
+        entries = await anyio.to_thread.run_sync(list_workspace, ctx.deps.workspace, relative)
+    except OSError as exc:
+        return f"error: cannot list {relative}: {exc.strerror or exc}"
+    return "\n".join(entries) if entries else "(empty)"
+
+
+async def record_decision(ctx: RunContext[TurnDeps], decision: str) -> str:
+    """Record a key design decision the user agreed to, in one sentence."""
+    text = " ".join(decision.split())
+    if not text:
+        return "error: empty decision"
+    ctx.deps.decisions.append(text)
+    return f"recorded decision: {text}"
+
+
+def build_agent(model: Model | str) -> Agent[TurnDeps, str]:
+    agent: Agent[TurnDeps, str] = Agent(
+        model,
+        deps_type=TurnDeps,
+        instructions=BASE_INSTRUCTIONS,
+        tools=[read_file, write_file, list_files, record_decision],
+    )
+
+    @agent.instructions
+    def session_context(ctx: RunContext[TurnDeps]) -> str:
+        """The resume block (empty after /reset) and notes such as outside file changes."""
+        return "\n\n".join(part for part in (ctx.deps.resume_context, ctx.deps.notes) if part)
+
+    return agent
+
+
+def resolve_model(name: str) -> Model | str:
+    """``offline`` is the built-in deterministic model; anything else is a pydantic-ai model string.
+
+    ``openai-chat:NAME`` speaks Chat Completions to ``OPENAI_BASE_URL`` with ``OPENAI_API_KEY``.
+    """
+    if name == "offline":
+        from actors.offline_model import offline_model
+
+        return offline_model()
+    if name.startswith("openai-chat:"):
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        provider = OpenAIProvider(
+            base_url=os.environ.get("OPENAI_BASE_URL") or None,
+            api_key=os.environ.get("OPENAI_API_KEY") or "not-set",
+        )
+        return OpenAIChatModel(name.removeprefix("openai-chat:"), provider=provider)
+    return name

@@ -1,0 +1,176 @@
+"""The small actor kit: a bounded mailbox, tell/ask references, and the serve loop.
+
+Failure rules (after pykka): an exception raised while answering an *ask* goes
+back to the caller and the actor lives on; an exception while handling a
+*tell* crashes the actor, and its supervisor decides (see ``supervision.py``).
+Asks still queued when an actor stops for good fail with ``DeadActor``.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import anyio
+from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from actors.supervision import Decision, RestartPolicy, decide
+
+log = logging.getLogger("agent_assist.actors")
+
+M = TypeVar("M")
+DEFAULT_MAILBOX = 64
+DEFAULT_ASK_TIMEOUT_S = 30.0
+DEFAULT_POLICY = RestartPolicy()
+
+
+class ActorError(Exception):
+    """Base of the actor kit's own errors."""
+
+
+class DeadActor(ActorError):
+    """The actor stopped before it could take or answer the message."""
+
+
+@dataclass(eq=False)
+class Reply:
+    """A one-shot answer slot for an ask."""
+
+    _done: anyio.Event = field(default_factory=anyio.Event)
+    _value: Any = None
+    _error: BaseException | None = None
+
+    def set(self, value: Any) -> None:
+        if not self._done.is_set():
+            self._value = value
+            self._done.set()
+
+    def fail(self, error: BaseException) -> None:
+        if not self._done.is_set():
+            self._error = error
+            self._done.set()
+
+    async def wait(self) -> Any:
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+@dataclass(frozen=True, eq=False)
+class Envelope(Generic[M]):
+    message: M
+    reply: Reply | None = None
+
+
+class ActorRef(Generic[M]):
+    """The only handle other code has on an actor: its mailbox's sending end."""
+
+    def __init__(self, name: str, send: MemoryObjectSendStream[Envelope[M]]) -> None:
+        self.name = name
+        self._send = send
+
+    async def tell(self, message: M) -> None:
+        """Queue ``message`` (waits while the mailbox is full); DeadActor if it is closed."""
+        try:
+            await self._send.send(Envelope(message))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            raise DeadActor(f"{self.name} is not running") from exc
+
+    def tell_nowait(self, message: M) -> bool:
+        """Queue without waiting; False if the mailbox is full or closed."""
+        try:
+            self._send.send_nowait(Envelope(message))
+        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return False
+        return True
+
+    async def ask(self, message: M, timeout: float = DEFAULT_ASK_TIMEOUT_S) -> Any:
+        """Send ``message`` and wait for the answer (TimeoutError after ``timeout`` s)."""
+        reply = Reply()
+        with anyio.fail_after(timeout):
+            try:
+                await self._send.send(Envelope(message, reply))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+                raise DeadActor(f"{self.name} is not running") from exc
+            return await reply.wait()
+
+    def close(self) -> None:
+        """Stop the actor once its queued messages are handled."""
+        self._send.close()
+
+
+class Actor(ABC, Generic[M]):
+    """Subclasses own their state and implement ``handle``; the return value answers an ask."""
+
+    name: str = "actor"
+
+    @abstractmethod
+    async def handle(self, message: M) -> Any: ...
+
+    async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[M]]) -> None:
+        """Handle messages one at a time until the mailbox closes."""
+        async for envelope in mailbox:
+            if envelope.reply is None:
+                await self.handle(envelope.message)
+                continue
+            try:
+                envelope.reply.set(await self.handle(envelope.message))
+            except Exception as exc:  # the caller gets it; the actor lives on
+                envelope.reply.fail(exc)
+
+
+def fail_pending(mailbox: MemoryObjectReceiveStream[Envelope[M]], name: str) -> None:
+    while True:
+        try:
+            envelope = mailbox.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+            return
+        if envelope.reply is not None:
+            envelope.reply.fail(DeadActor(f"{name} stopped"))
+
+
+def open_mailbox(
+    name: str, size: int = DEFAULT_MAILBOX
+) -> tuple[ActorRef[M], MemoryObjectReceiveStream[Envelope[M]]]:
+    send, receive = anyio.create_memory_object_stream[Envelope[M]](size)
+    return ActorRef(name, send), receive
+
+
+async def run_supervised(
+    name: str,
+    factory: Callable[[ActorRef[Any]], Actor[Any]],
+    *,
+    policy: RestartPolicy = DEFAULT_POLICY,
+    mailbox_size: int = DEFAULT_MAILBOX,
+    task_status: TaskStatus[ActorRef[Any]] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the actor made by ``factory(ref)``, restarting it one-for-one within ``policy``.
+
+    The mailbox outlives each incarnation, so references stay valid across
+    restarts. Beyond the restart budget the failure escalates (re-raised).
+    """
+    ref: ActorRef[Any]
+    mailbox: MemoryObjectReceiveStream[Envelope[Any]]
+    ref, mailbox = open_mailbox(name, mailbox_size)
+    failures: tuple[float, ...] = ()
+    task_status.started(ref)
+    try:
+        while True:
+            actor = factory(ref)
+            try:
+                await actor.serve(mailbox)
+                return
+            except Exception:
+                decision, failures = decide(policy, failures, anyio.current_time())
+                if decision is Decision.ESCALATE:
+                    log.exception("%s crashed; restart budget exhausted, escalating", name)
+                    raise
+                log.exception("%s crashed; restarting (%d in window)", name, len(failures))
+    finally:
+        mailbox.close()
+        fail_pending(mailbox, name)

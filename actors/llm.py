@@ -1,0 +1,99 @@
+"""LLMActor: runs pydantic-ai agent turns, streams text back, limits concurrency, cancels."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream
+from pydantic_ai import Agent
+from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
+
+from actors.assistant import TurnDeps, build_agent, resolve_model
+from actors.base import Actor, DeadActor, Envelope
+from actors.messages import CancelTurn, LLMMessage, StartTurn, TurnDelta, TurnDone
+
+log = logging.getLogger("agent_assist.llm")
+DEFAULT_CONCURRENCY = 4
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:500]
+
+
+class LLMActor(Actor[LLMMessage]):
+    name = "llm"
+
+    def __init__(self, concurrency: int = DEFAULT_CONCURRENCY) -> None:
+        self._limiter = anyio.CapacityLimiter(concurrency)
+        self._agents: dict[str, Agent[TurnDeps, str]] = {}
+        self._scopes: dict[int, anyio.CancelScope] = {}
+        self._tg: TaskGroup | None = None
+
+    async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[LLMMessage]]) -> None:
+        """The turns run in this actor's own task group; they end when it stops."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            await super().serve(mailbox)
+            tg.cancel_scope.cancel()
+
+    async def handle(self, message: LLMMessage) -> Any:
+        match message:
+            case StartTurn():
+                assert self._tg is not None
+                scope = anyio.CancelScope()
+                self._scopes[message.turn_id] = scope
+                self._tg.start_soon(self._run_turn, message, scope)
+            case CancelTurn(turn_id):
+                running = self._scopes.get(turn_id)
+                if running is not None:
+                    running.cancel()
+
+    def _agent(self, model: str) -> Agent[TurnDeps, str]:
+        if model not in self._agents:
+            self._agents[model] = build_agent(resolve_model(model))
+        return self._agents[model]
+
+    async def _run_turn(self, turn: StartTurn, scope: anyio.CancelScope) -> None:
+        done = TurnDone(turn.turn_id, cancelled=True)
+        with scope:
+            try:
+                done = await self._stream_turn(turn)
+            except Exception as exc:
+                log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
+                done = TurnDone(turn.turn_id, error=_one_line(exc))
+        self._scopes.pop(turn.turn_id, None)
+        try:
+            await turn.reply_to.tell(done)
+        except DeadActor:
+            log.info("turn %d finished after its terminal went away", turn.turn_id)
+
+    async def _stream_turn(self, turn: StartTurn) -> TurnDone:
+        deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
+        async with self._limiter:
+            agent = self._agent(turn.model)
+            async with agent.iter(
+                turn.prompt, message_history=list(turn.history), deps=deps
+            ) as run:
+                async for node in run:
+                    if not Agent.is_model_request_node(node):
+                        continue
+                    async with node.stream(run.ctx) as events:
+                        async for event in events:
+                            text = _text_of(event)
+                            if text:
+                                await turn.reply_to.tell(TurnDelta(turn.turn_id, text))
+                assert run.result is not None
+                new = tuple(run.result.new_messages())
+        return TurnDone(turn.turn_id, new, tuple(deps.decisions), tuple(sorted(deps.touched)))
+
+
+def _text_of(event: object) -> str:
+    if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+        return event.part.content
+    if isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+        return event.delta.content_delta
+    return ""

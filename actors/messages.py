@@ -1,0 +1,328 @@
+"""The typed, immutable messages the actors exchange."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic_ai.messages import ModelMessage
+
+from session.models import Pointer, SessionState
+
+if TYPE_CHECKING:
+    from actors.base import ActorRef
+
+
+# -- StorageActor (all asks) ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SaveSession:
+    """Refused (SessionLive) unless ``writer`` holds the session or nobody does."""
+
+    project: Path
+    state: SessionState
+    writer: int
+
+
+@dataclass(frozen=True)
+class RemoveSession:
+    """Delete a session file. ``forever`` (``/reset``) also refuses any later write of it."""
+
+    project: Path
+    session_id: str
+    forever: bool = False
+
+
+@dataclass(frozen=True)
+class SavePointer:
+    project: Path
+    pointer: Pointer
+
+
+@dataclass(frozen=True)
+class RemovePointer:
+    project: Path
+    pid: int
+
+
+@dataclass(frozen=True)
+class LoadSession:
+    project: Path
+    session_id: str
+
+
+@dataclass(frozen=True)
+class FindResumable:
+    """Answer: ``Resumable``."""
+
+    project: Path
+    terminal_pid: int
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Make ``terminal_pid`` the one live terminal of the session; SessionLive if taken."""
+
+    session_id: str
+    terminal_pid: int
+
+
+@dataclass(frozen=True)
+class Release:
+    session_id: str
+    terminal_pid: int
+
+
+@dataclass(frozen=True)
+class ListSessions:
+    """Answer: ``SessionListing``. ``projects`` None means every project."""
+
+    projects: tuple[Path, ...] | None
+
+
+@dataclass(frozen=True)
+class PruneSessions:
+    projects: tuple[Path, ...] | None
+    older_than_days: float
+    dry_run: bool
+
+
+@dataclass(frozen=True)
+class LiveCount:
+    pass
+
+
+StorageMessage = (
+    SaveSession
+    | RemoveSession
+    | SavePointer
+    | RemovePointer
+    | LoadSession
+    | FindResumable
+    | Claim
+    | Release
+    | ListSessions
+    | PruneSessions
+    | LiveCount
+)
+
+
+# -- LLMActor -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartTurn:
+    turn_id: int
+    model: str
+    prompt: str
+    history: tuple[ModelMessage, ...]
+    workspace: Path
+    resume_context: str
+    notes: str
+    reply_to: ActorRef[TerminalMessage]
+
+
+@dataclass(frozen=True)
+class CancelTurn:
+    turn_id: int
+
+
+LLMMessage = StartTurn | CancelTurn
+
+
+# -- CompactionActor ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Summarize:
+    """Answer: the summary text. With ``reply_to`` a ``SummaryReady`` is also told there.
+
+    ``previous`` summarizes what is no longer in ``messages`` (the compacted part).
+    """
+
+    session_id: str
+    messages: tuple[ModelMessage, ...]
+    decisions: tuple[str, ...]
+    previous: str | None
+    reply_to: ActorRef[TerminalMessage] | None = None
+
+
+CompactionMessage = Summarize
+
+
+# -- DriftWatcherActor --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Watch:
+    """Watch these files of ``workspace`` for ``owner`` (replaces its earlier watch)."""
+
+    owner: int
+    workspace: Path
+    manifest: dict[str, str]
+    notify: ActorRef[TerminalMessage]
+
+
+@dataclass(frozen=True)
+class Unwatch:
+    owner: int
+
+
+@dataclass(frozen=True)
+class FsEvent:
+    """From the watchdog thread: something happened to ``path`` (absolute)."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class Settle:
+    """Coalescing timer: hash what changed since the last settle."""
+
+
+DriftMessage = Watch | Unwatch | FsEvent | Settle
+
+
+# -- TerminalActor ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpenSession:
+    """Answer: ``Opened``."""
+
+    mode: Literal["new", "resume"]
+    session_id: str | None
+
+
+@dataclass(frozen=True)
+class UserTurn:
+    text: str
+
+
+@dataclass(frozen=True)
+class CancelCurrentTurn:
+    pass
+
+
+@dataclass(frozen=True)
+class RunCommand:
+    name: str
+    arg: str | None
+
+
+@dataclass(frozen=True)
+class ConfirmAnswer:
+    id: int
+    answer: bool
+
+
+@dataclass(frozen=True)
+class Detach:
+    """The terminal's connection ended (exit, Ctrl+C, crash) or the supervisor stops.
+
+    ``reason`` is ``exit`` (the client said goodbye), ``disconnected`` or ``shutdown``.
+    """
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class TurnDelta:
+    turn_id: int
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnDone:
+    turn_id: int
+    new_messages: tuple[ModelMessage, ...] = ()
+    decisions: tuple[str, ...] = ()
+    touched: tuple[str, ...] = ()
+    cancelled: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SummaryReady:
+    session_id: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class FilesChanged:
+    paths: tuple[str, ...] = field(default=())
+
+
+TerminalMessage = (
+    OpenSession
+    | UserTurn
+    | CancelCurrentTurn
+    | RunCommand
+    | ConfirmAnswer
+    | Detach
+    | TurnDelta
+    | TurnDone
+    | SummaryReady
+    | FilesChanged
+)
+
+
+# -- TerminalActor to its terminal (the connection handler turns them into frames)
+
+
+@dataclass(frozen=True)
+class Opened:
+    session_id: str
+    resumed: bool
+
+
+@dataclass(frozen=True)
+class ReplyText:
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnEnded:
+    status: Literal["ok", "cancelled", "error"]
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Info:
+    """One line for the user (a notice, a warning)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class AskUser:
+    id: int
+    question: str
+
+
+@dataclass(frozen=True)
+class CommandOutput:
+    text: str
+
+
+@dataclass(frozen=True)
+class Closed:
+    """The terminal's session is closed and, if ``saved``, durable on disk."""
+
+    session_id: str | None
+    saved: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An error for the terminal; ``fatal`` ends the connection after it is sent."""
+
+    code: str
+    message: str
+    fatal: bool = False
+
+
+TerminalOutput = Opened | ReplyText | TurnEnded | Info | AskUser | CommandOutput | Closed | Failure

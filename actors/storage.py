@@ -1,0 +1,95 @@
+"""StorageActor: the only writer of session files and pointers, and the keeper of live claims.
+
+Disk work runs in worker threads, one message at a time, so writes are
+serialized without locks. A session deleted by ``/reset`` is never written
+again (no resurrection by a late autosave); a session has at most one live
+terminal, and a terminal that is not its holder cannot write it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+
+from actors.base import Actor
+from actors.messages import (
+    Claim,
+    FindResumable,
+    ListSessions,
+    LiveCount,
+    LoadSession,
+    PruneSessions,
+    Release,
+    RemovePointer,
+    RemoveSession,
+    SavePointer,
+    SaveSession,
+    StorageMessage,
+)
+from session.catalog import SessionCatalog
+from session.errors import SessionDeleted, SessionLive
+
+log = logging.getLogger("agent_assist.storage")
+T = TypeVar("T")
+
+
+class StorageActor(Actor[StorageMessage]):
+    name = "storage"
+
+    def __init__(self, root: Path, live: dict[str, int] | None = None) -> None:
+        self._catalog = SessionCatalog(root)
+        self._deleted: set[str] = set()
+        # Claims survive a restart of this actor: the supervisor hands the same dict in.
+        self._live: dict[str, int] = {} if live is None else live
+
+    async def _io(self, fn: Callable[[], T]) -> T:
+        return await anyio.to_thread.run_sync(fn)
+
+    def _check_writer(self, session_id: str, writer: int) -> None:
+        if session_id in self._deleted:
+            raise SessionDeleted(session_id)
+        holder = self._live.get(session_id)
+        if holder is not None and holder != writer:
+            raise SessionLive(session_id, holder)
+
+    async def handle(self, message: StorageMessage) -> Any:
+        catalog = self._catalog
+        match message:
+            case SaveSession(project, state, writer):
+                self._check_writer(state.session_id, writer)
+                return await self._io(lambda: catalog.manager(project).save(state))
+            case RemoveSession(project, session_id, forever):
+                if forever:
+                    self._deleted.add(session_id)
+                return await self._io(lambda: catalog.manager(project).delete(session_id))
+            case SavePointer(project, pointer):
+                return await self._io(lambda: catalog.manager(project).write_pointer(pointer))
+            case RemovePointer(project, pid):
+                return await self._io(lambda: catalog.manager(project).delete_pointer(pid))
+            case LoadSession(project, session_id):
+                return await self._io(lambda: catalog.manager(project).load(session_id))
+            case FindResumable(project, terminal_pid):
+                live = dict(self._live)
+                return await self._io(lambda: catalog.find_resumable(project, terminal_pid, live))
+            case Claim(session_id, terminal_pid):
+                holder = self._live.get(session_id)
+                if holder is not None and holder != terminal_pid:
+                    raise SessionLive(session_id, holder)
+                self._live[session_id] = terminal_pid
+                return None
+            case Release(session_id, terminal_pid):
+                if self._live.get(session_id) == terminal_pid:
+                    del self._live[session_id]
+                return None
+            case ListSessions(projects):
+                live = dict(self._live)
+                return await self._io(lambda: catalog.list(projects, live))
+            case PruneSessions(projects, days, dry_run):
+                live = dict(self._live)
+                return await self._io(lambda: catalog.prune(projects, days, dry_run, live))
+            case LiveCount():
+                return len(self._live)

@@ -1,0 +1,498 @@
+"""TerminalActor: one per attached terminal pid; owns that terminal's SessionLifecycle.
+
+Every operation on the session (open, turns, /save, /reset, autosave on
+detach) is handled one at a time in mailbox order, which is what serializes
+"autosave on crash vs /reset vs resume" without shared state. What the
+terminal should see goes to ``outbox`` as ``TerminalOutput`` messages; the
+supervisor's connection handler turns them into frames.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from actors.base import Actor, ActorRef, DeadActor, Envelope
+from actors.messages import (
+    AskUser,
+    CancelCurrentTurn,
+    CancelTurn,
+    Claim,
+    Closed,
+    CommandOutput,
+    CompactionMessage,
+    ConfirmAnswer,
+    Detach,
+    DriftMessage,
+    FilesChanged,
+    Info,
+    LLMMessage,
+    LoadSession,
+    Opened,
+    OpenSession,
+    Release,
+    RemovePointer,
+    RemoveSession,
+    ReplyText,
+    RunCommand,
+    SavePointer,
+    SaveSession,
+    StartTurn,
+    StorageMessage,
+    Summarize,
+    SummaryReady,
+    TerminalMessage,
+    TerminalOutput,
+    TurnDelta,
+    TurnDone,
+    TurnEnded,
+    Unwatch,
+    UserTurn,
+    Watch,
+)
+from session.errors import SessionError
+from session.filesystem import build_file_manifest, detect_file_drift, list_tree
+from session.lifecycle import (
+    DeletePointer,
+    DeleteSession,
+    Effect,
+    PersistPolicy,
+    Phase,
+    SessionLifecycle,
+    WritePointer,
+    WriteSession,
+)
+from session.models import Pointer, utc_now, validate_session_id
+
+log = logging.getLogger("agent_assist.terminal")
+
+AGENT_SPEC = "agent_spec.md"
+TEMPLATE_DIR = "templates"
+SUMMARY_AFTER_EXIT_TIMEOUT_S = 10.0
+STORAGE_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Peers:
+    storage: ActorRef[StorageMessage]
+    llm: ActorRef[LLMMessage]
+    compaction: ActorRef[CompactionMessage]
+    drift: ActorRef[DriftMessage]
+
+
+@dataclass(frozen=True)
+class TerminalConfig:
+    terminal_pid: int
+    terminal_start_time: float | None
+    workspace: Path
+    project: Path
+    model: str
+    policy: PersistPolicy = PersistPolicy()
+
+
+def tracked_files(workspace: Path, extra: Iterable[str]) -> tuple[dict[str, str], str | None]:
+    """The manifest (agent_spec.md, the template directory, files the tools touched) and
+    the spec path. Blocking: run it in a worker thread."""
+    spec = AGENT_SPEC if (workspace / AGENT_SPEC).is_file() else None
+    paths = set(extra) | set(list_tree(workspace, TEMPLATE_DIR))
+    if spec:
+        paths.add(spec)
+    return build_file_manifest(workspace, paths), spec
+
+
+def delete_design_files(workspace: Path) -> list[str]:
+    """Remove agent_spec.md and the template directory (never following symlinks)."""
+    deleted = []
+    spec = workspace / AGENT_SPEC
+    if spec.is_file() or spec.is_symlink():
+        spec.unlink()
+        deleted.append(AGENT_SPEC)
+    templates = workspace / TEMPLATE_DIR
+    if templates.is_symlink():
+        templates.unlink()
+        deleted.append(TEMPLATE_DIR + "/")
+    elif templates.is_dir():
+        shutil.rmtree(templates)
+        deleted.append(TEMPLATE_DIR + "/")
+    return deleted
+
+
+def existing_design_files(workspace: Path) -> list[str]:
+    found = []
+    if (workspace / AGENT_SPEC).exists():
+        found.append(AGENT_SPEC)
+    if (workspace / TEMPLATE_DIR).is_dir():
+        found.append(TEMPLATE_DIR + "/")
+    return found
+
+
+class TerminalActor(Actor[TerminalMessage]):
+    name = "terminal"
+
+    def __init__(
+        self,
+        self_ref: ActorRef[TerminalMessage],
+        config: TerminalConfig,
+        peers: Peers,
+        outbox: MemoryObjectSendStream[TerminalOutput],
+    ) -> None:
+        self._self = self_ref
+        self._config = config
+        self._peers = peers
+        self._outbox = outbox
+        self._lc = SessionLifecycle(policy=config.policy)
+        self._turn: int | None = None
+        self._turn_count = 0
+        self._confirm: int | None = None
+        self._confirm_count = 0
+        self._notes: list[str] = []
+        self._deferred_changes: set[str] = set()
+        self.released = anyio.Event()
+        """Set once the exit autosave is done and the session is released."""
+
+    # -- the loop: a failure saves what the actor holds and is reported ----
+
+    async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[TerminalMessage]]) -> None:
+        try:
+            async for envelope in mailbox:
+                try:
+                    result = await self.handle(envelope.message)
+                except Exception as exc:
+                    if envelope.reply is not None:
+                        envelope.reply.fail(exc)
+                    else:
+                        await self._on_failure(exc)
+                else:
+                    if envelope.reply is not None:
+                        envelope.reply.set(result)
+        finally:
+            self.released.set()
+            with anyio.CancelScope(shield=True):
+                await self._emergency_save()
+
+    async def _on_failure(self, exc: Exception) -> None:
+        log.exception("terminal %d: handling failed", self._config.terminal_pid)
+        saved = await self._emergency_save()
+        await self._emit(
+            Info(
+                f"error: internal error ({type(exc).__name__}: {exc}); "
+                f"{'session saved' if saved else 'nothing to save'}"
+            )
+        )
+
+    async def _emergency_save(self) -> bool:
+        """Write what the actor last held, if anything is worth writing."""
+        lc = self._lc
+        if lc.phase is not Phase.ACTIVE or lc.session_deleted or not (lc.saved or lc.history):
+            return False
+        assert lc.state is not None
+        state = lc.snapshot(utc_now(), lc.state.file_manifest, lc.state.agent_spec_path)
+        return await self._perform([WriteSession(state)])
+
+    # -- messages -----------------------------------------------------------
+
+    async def handle(self, message: TerminalMessage) -> Any:
+        match message:
+            case OpenSession(mode, session_id):
+                return await self._open(mode, session_id)
+            case UserTurn(text):
+                await self._start_turn(text)
+            case TurnDelta(turn_id, text):
+                if turn_id == self._turn:
+                    await self._emit(ReplyText(text))
+            case TurnDone():
+                await self._finish_turn(message)
+            case CancelCurrentTurn():
+                if self._turn is not None:
+                    await self._peers.llm.tell(CancelTurn(self._turn))
+            case RunCommand(name, arg):
+                await self._command(name, arg)
+            case ConfirmAnswer(confirm_id, answer):
+                if confirm_id == self._confirm:
+                    self._confirm = None
+                    await self._reset(delete_files=answer)
+            case FilesChanged(paths):
+                if self._turn is not None:
+                    self._deferred_changes.update(paths)
+                else:
+                    await self._note_changes(paths)
+            case SummaryReady(session_id, summary):
+                await self._record_summary(session_id, summary)
+            case Detach(reason):
+                await self._detach(reason)
+        return None
+
+    async def _open(self, mode: str, session_id: str | None) -> Opened:
+        if self._lc.phase is not Phase.UNSTARTED:
+            raise SessionError("a session is already open in this terminal")
+        pid = self._config.terminal_pid
+        storage = self._peers.storage
+        if mode == "new":
+            transition = self._lc.start_fresh(utc_now())
+            new_id = transition.lifecycle.session_id
+            assert new_id is not None
+            await storage.ask(Claim(new_id, pid), STORAGE_TIMEOUT_S)
+        else:
+            wanted = validate_session_id(session_id or "")
+            await storage.ask(Claim(wanted, pid), STORAGE_TIMEOUT_S)
+            try:
+                stored = await storage.ask(
+                    LoadSession(self._config.project, wanted), STORAGE_TIMEOUT_S
+                )
+            except BaseException:
+                await storage.ask(Release(wanted, pid), STORAGE_TIMEOUT_S)
+                raise
+            drift = await anyio.to_thread.run_sync(
+                detect_file_drift, self._config.workspace, stored.file_manifest
+            )
+            transition = self._lc.resume(stored, drift)
+        self._lc = transition.lifecycle
+        await self._perform(transition.effects)
+        await self._watch()
+        opened = Opened(transition.lifecycle.session_id or "", resumed=mode == "resume")
+        await self._emit(opened)
+        return opened
+
+    async def _start_turn(self, text: str) -> None:
+        if self._lc.phase is not Phase.ACTIVE:
+            await self._emit(TurnEnded("error", "no session is open"))
+            return
+        if self._turn is not None:
+            await self._emit(TurnEnded("error", "a reply is already running"))
+            return
+        self._turn_count += 1
+        self._turn = self._turn_count
+        notes = "\n".join(self._notes)
+        self._notes.clear()
+        await self._peers.llm.tell(
+            StartTurn(
+                turn_id=self._turn,
+                model=self._config.model,
+                prompt=text,
+                history=tuple(self._lc.request_history()),
+                workspace=self._config.workspace,
+                resume_context=self._lc.resume_context,
+                notes=notes,
+                reply_to=self._self,
+            )
+        )
+
+    async def _finish_turn(self, done: TurnDone) -> None:
+        if done.turn_id != self._turn:
+            return
+        self._turn = None
+        deferred, self._deferred_changes = self._deferred_changes, set()
+        if done.cancelled or done.error is not None:
+            await self._emit(TurnEnded("cancelled" if done.cancelled else "error", done.error))
+        else:
+            manifest, spec = await self._manifest(done.touched)
+            transition = self._lc.complete_turn(
+                done.new_messages,
+                now=utc_now(),
+                manifest=manifest,
+                agent_spec_path=spec,
+                decisions=done.decisions,
+                touched=done.touched,
+            )
+            self._lc = transition.lifecycle
+            saved = await self._perform(transition.effects)
+            await self._emit(TurnEnded("ok", None if saved else "the session could not be saved"))
+            await self._watch(manifest)
+            await self._summarize_later()
+        outside = deferred - set(done.touched)
+        if outside:
+            await self._note_changes(outside)
+
+    async def _command(self, name: str, arg: str | None) -> None:
+        if self._lc.phase is not Phase.ACTIVE:
+            await self._emit(CommandOutput("error: no session is open"))
+            return
+        if name in ("save", "reset") and self._turn is not None:
+            await self._emit(CommandOutput(f"error: wait for the reply to finish before /{name}"))
+            return
+        if name == "save":
+            manifest, spec = await self._manifest()
+            transition = self._lc.save(now=utc_now(), manifest=manifest, agent_spec_path=spec)
+            self._lc = transition.lifecycle
+            ok = await self._perform(transition.effects)
+            text = f"Session {self._lc.session_id} saved." if ok else "error: the save failed"
+            await self._emit(CommandOutput(text))
+        elif name == "reset":
+            files = await anyio.to_thread.run_sync(existing_design_files, self._config.workspace)
+            if not files:
+                await self._reset(delete_files=False)
+                return
+            self._confirm_count += 1
+            self._confirm = self._confirm_count
+            await self._emit(AskUser(self._confirm, f"Also delete {' and '.join(files)}? [y/N]"))
+        elif name == "resume":
+            await self._emit(
+                CommandOutput(
+                    self._lc.resume_context
+                    or "No resume context: this session was not resumed, or it was reset."
+                )
+            )
+        else:
+            await self._emit(CommandOutput(f"/{name} is not available yet."))
+
+    async def _reset(self, *, delete_files: bool) -> None:
+        pid = self._config.terminal_pid
+        old = self._lc.session_id
+        transition = self._lc.reset(utc_now())
+        new = transition.lifecycle.session_id
+        assert old is not None and new is not None
+        await self._peers.storage.ask(Release(old, pid), STORAGE_TIMEOUT_S)
+        await self._peers.storage.ask(Claim(new, pid), STORAGE_TIMEOUT_S)
+        self._lc = transition.lifecycle
+        await self._perform(transition.effects)
+        await self._peers.drift.tell(Unwatch(pid))
+        self._notes.clear()
+        deleted: list[str] = []
+        if delete_files:
+            deleted = await anyio.to_thread.run_sync(delete_design_files, self._config.workspace)
+        text = (
+            f"Session reset: history, saved session and resume context cleared. New session {new}."
+        )
+        if deleted:
+            text += f" Deleted {' and '.join(deleted)}."
+        await self._emit(CommandOutput(text))
+
+    async def _detach(self, reason: str) -> None:
+        if self._lc.phase is Phase.CLOSED:
+            return
+        pid = self._config.terminal_pid
+        if self._turn is not None:
+            await self._peers.llm.tell(CancelTurn(self._turn))
+            self._turn = None
+        self._confirm = None
+        manifest, spec = await self._manifest() if self._lc.phase is Phase.ACTIVE else ({}, None)
+        transition = self._lc.exit(now=utc_now(), manifest=manifest, agent_spec_path=spec)
+        self._lc = transition.lifecycle
+        wrote = any(isinstance(e, WriteSession) for e in transition.effects)
+        saved = await self._perform(transition.effects) and wrote
+        session_id = self._lc.session_id
+        if session_id is not None:
+            await self._peers.storage.ask(Release(session_id, pid), STORAGE_TIMEOUT_S)
+        await self._peers.drift.tell(Unwatch(pid))
+        await self._emit(Closed(session_id if saved else None, saved, reason))
+        self.released.set()
+        if saved:
+            await self._second_write_with_summary()
+        self._self.close()
+
+    async def _second_write_with_summary(self) -> None:
+        """Durability did not wait for the summarizer; a better summary follows if it comes."""
+        state = self._lc.state
+        if state is None:
+            return
+        try:
+            summary = await self._peers.compaction.ask(
+                Summarize(
+                    state.session_id,
+                    self._lc.history,
+                    state.decisions,
+                    state.compacted_history_summary,
+                ),
+                SUMMARY_AFTER_EXIT_TIMEOUT_S,
+            )
+        except Exception as exc:
+            log.warning("summary after exit failed: %s", exc)
+            return
+        if summary:
+            await self._record_summary(state.session_id, summary)
+
+    async def _record_summary(self, session_id: str, summary: str) -> None:
+        state = self._lc.state
+        if state is None or session_id != state.session_id or summary == state.summary:
+            return
+        transition = self._lc.record_summary(
+            summary,
+            now=state.updated_at,
+            manifest=state.file_manifest,
+            agent_spec_path=state.agent_spec_path,
+        )
+        self._lc = transition.lifecycle
+        await self._perform(transition.effects)
+
+    async def _summarize_later(self) -> None:
+        state = self._lc.state
+        assert state is not None
+        message = Summarize(
+            state.session_id,
+            self._lc.history,
+            state.decisions,
+            state.compacted_history_summary,
+            self._self,
+        )
+        try:
+            await self._peers.compaction.tell(message)
+        except DeadActor:
+            log.warning("compaction actor unavailable; summary skipped")
+
+    async def _note_changes(self, paths: Iterable[str]) -> None:
+        changed = sorted(paths)
+        for path in changed:
+            await self._emit(Info(f"note: {path} changed outside agent-assist"))
+        self._notes.append(
+            "Note: these tracked files changed outside the assistant since the last turn: "
+            + ", ".join(changed)
+            + ". Read them again before relying on their content."
+        )
+
+    # -- helpers --------------------------------------------------------------
+
+    async def _manifest(self, extra: Iterable[str] = ()) -> tuple[dict[str, str], str | None]:
+        paths = set(self._lc.tracked_paths) | set(extra)
+        return await anyio.to_thread.run_sync(tracked_files, self._config.workspace, paths)
+
+    async def _watch(self, manifest: dict[str, str] | None = None) -> None:
+        if manifest is None:
+            manifest, _ = await self._manifest()
+        await self._peers.drift.tell(
+            Watch(self._config.terminal_pid, self._config.workspace, manifest, self._self)
+        )
+
+    async def _perform(self, effects: Sequence[Effect]) -> bool:
+        """Carry out a transition's effects through the StorageActor; False if one failed."""
+        config = self._config
+        ok = True
+        for effect in effects:
+            try:
+                match effect:
+                    case WriteSession(state):
+                        message: StorageMessage = SaveSession(
+                            config.project, state, config.terminal_pid
+                        )
+                    case DeleteSession(session_id):
+                        message = RemoveSession(config.project, session_id, forever=True)
+                    case WritePointer(session_id):
+                        pointer = Pointer(
+                            session_id=session_id,
+                            pid=config.terminal_pid,
+                            pid_start_time=config.terminal_start_time,
+                            updated_at=utc_now(),
+                        )
+                        message = SavePointer(config.project, pointer)
+                    case DeletePointer():
+                        message = RemovePointer(config.project, config.terminal_pid)
+                await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
+            except (SessionError, OSError, DeadActor, TimeoutError) as exc:
+                ok = False
+                log.warning(
+                    "terminal %d: %s failed: %s", config.terminal_pid, type(effect).__name__, exc
+                )
+                await self._emit(Info(f"error: could not update the session on disk: {exc}"))
+        return ok
+
+    async def _emit(self, output: TerminalOutput) -> None:
+        # If the terminal is gone, the session is still handled.
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await self._outbox.send(output)

@@ -1,0 +1,94 @@
+"""Durable session save against the raw limit measured in the same run.
+
+The limit is what the disk asks for the same bytes: write a temp file, fsync,
+rename over the target, fsync the directory. ``SessionManager.save`` adds the
+model dump, orjson encoding and the stale-temp scan. Run:
+
+    python -m bench.bench_save [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+
+import orjson
+
+from session.manager import SessionManager, encode_state
+from session.models import SessionState
+
+SIZES = {"4 KB": 4 * 1024, "64 KB": 64 * 1024, "1 MB": 1024 * 1024}
+TARGET_RATIO = 1.5
+
+
+def state_of_size(target: int) -> SessionState:
+    """A session whose file is about ``target`` bytes, made of realistic message dicts."""
+    now = datetime(2026, 11, 29, tzinfo=UTC)
+    message: dict[str, object] = {
+        "kind": "request",
+        "parts": [{"part_kind": "user-prompt", "content": "x" * 200, "timestamp": now.isoformat()}],
+    }
+    base = SessionState.new(now, "be0c4be0c4be")
+    messages: list[dict[str, object]] = []
+    while len(encode_state(base.model_copy(update={"recent_messages": tuple(messages)}))) < target:
+        messages.append(message)
+    return base.model_copy(update={"recent_messages": tuple(messages)})
+
+
+def raw_durable_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".raw-tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, data)
+    os.fsync(fd)
+    os.close(fd)
+    os.replace(tmp, path)
+    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    os.fsync(dfd)
+    os.close(dfd)
+
+
+def median_ms(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=200)
+    args = parser.parse_args()
+    print(f"{'size':>6} {'raw ms':>8} {'save ms':>8} {'ratio':>6}  (target <= {TARGET_RATIO}x)")
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        manager = SessionManager(Path(tmp) / "sessions")
+        for label, size in SIZES.items():
+            state = state_of_size(size)
+            data = orjson.dumps(state.model_dump(mode="json"))
+            raw_path = Path(tmp) / "raw.json"
+            manager.save(state)
+            raw_ms: list[float] = []
+            save_ms: list[float] = []
+            for _ in range(5):  # interleave rounds so drift in the disk hits both alike
+                raw_ms.append(
+                    median_ms(partial(raw_durable_write, raw_path, data), args.repeat // 5)
+                )
+                save_ms.append(median_ms(partial(manager.save, state), args.repeat // 5))
+            raw, ours = statistics.median(raw_ms), statistics.median(save_ms)
+            worst = max(worst, ours / raw)
+            print(f"{label:>6} {raw:8.3f} {ours:8.3f} {ours / raw:6.2f}x  ({len(data)} bytes)")
+    print(f"worst ratio {worst:.2f}x: {'within' if worst <= TARGET_RATIO else 'OVER'} target")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

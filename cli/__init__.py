@@ -1,0 +1,1 @@
+"""The ``agent-assist`` command: a thin click adapter and the terminal client."""

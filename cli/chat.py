@@ -1,0 +1,291 @@
+"""The conversation loop of the thin terminal: attach, offer resumption, converse, leave.
+
+It holds no session state beyond the id it is attached to; everything else
+lives in the supervisor's TerminalActor.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cli.console import Console
+from supervisor.client import (
+    Connection,
+    ConnectionLost,
+    RemoteError,
+    connect_or_start,
+    hello,
+)
+from supervisor.runtime import RuntimePaths, runtime_paths
+from supervisor.wire import ErrorCode, Frame
+
+HELP = """\
+Commands:
+  /save            save the session now (also rebuilds the tracked-file manifest)
+  /reset, /new     forget this session: clear history, delete its saved file and
+                   resume context (asks before deleting agent_spec.md / templates/)
+  /resume          show the resume context given to the assistant
+  /checkpoint [n]  checkpoints (not available yet)
+  /compact         compact the history now (not available yet)
+  /help            this help
+  /exit            leave (the session is saved; Ctrl+D or Ctrl+C at an empty prompt too)
+Ctrl+C while a reply streams cancels that reply."""
+
+
+class ChatError(Exception):
+    """Ends the chat with one line on stderr and exit status 1."""
+
+
+@dataclass(frozen=True)
+class ChatOptions:
+    workspace: Path
+    model: str | None
+    new: bool
+    resume: str | None
+    yes: bool
+
+
+def terminal_pid() -> int:
+    """The terminal's identity: ``AGENT_ASSIST_TERMINAL_PID``, else our parent (the shell)."""
+    override = os.environ.get("AGENT_ASSIST_TERMINAL_PID")
+    if override:
+        if not override.isdigit() or int(override) <= 0:
+            raise ChatError(f"AGENT_ASSIST_TERMINAL_PID must be a pid, not {override!r}")
+        return int(override)
+    return os.getppid()
+
+
+class Chat:
+    def __init__(self, options: ChatOptions, console: Console, paths: RuntimePaths) -> None:
+        self.options = options
+        self.console = console
+        self.paths = paths
+        self.session_id: str | None = None
+        self._conn: Connection | None = None
+        self._model = options.model or os.environ.get("AGENT_ASSIST_MODEL") or None
+        self._pid = terminal_pid()
+
+    @property
+    def conn(self) -> Connection:
+        assert self._conn is not None
+        return self._conn
+
+    # -- attaching ------------------------------------------------------------
+
+    def _connect(self) -> tuple[Frame, bool]:
+        conn, started = connect_or_start(self.paths)
+        self._conn = conn
+        welcome = conn.request(
+            hello(
+                "terminal",
+                terminal_pid=self._pid,
+                workspace=str(self.options.workspace),
+                model=self._model,
+            )
+        )
+        for warning in welcome.get("warnings", []):
+            self.console.warn(warning)
+        return welcome, started
+
+    def attach(self) -> None:
+        """First attach: choose between the offered session and a new one."""
+        welcome, _ = self._connect()
+        offer = welcome.get("offer")
+        if self.options.resume:
+            self._open("resume", self.options.resume)
+        elif self.options.new or not offer:
+            self._open("new", None)
+        else:
+            if self.options.yes:
+                resume = True
+            else:
+                self.console.say(f"Previous session found (last active: {offer['last_active']})")
+                self.console.say("Resume previous session? [Y/n]")
+                resume = self.console.ask_yes_no(default=True)
+            self._open("resume" if resume else "new", offer["session_id"] if resume else None)
+
+    def _open(self, mode: str, session_id: str | None) -> None:
+        self.conn.send({"type": "open", "mode": mode, "session_id": session_id})
+        while True:
+            frame = self.conn.receive()
+            if frame["type"] == "opened":
+                self.session_id = frame["session_id"]
+                if self.console.interactive:
+                    what = "Resumed" if frame["resumed"] else "New"
+                    self.console.warn(f"{what} session {self.session_id}. /help for commands.")
+                return
+            if frame["type"] == "notice":
+                self.console.warn(frame["text"])
+                continue
+            if frame["type"] != "error":
+                continue
+            if frame["code"] == ErrorCode.SESSION_LIVE:
+                self.console.warn(f"error: {frame['message']}")
+                self.console.say("Start a new session instead? [Y/n]")
+                if not self.console.ask_yes_no(default=True):
+                    raise ChatError("not starting a session")
+                self.conn.send({"type": "open", "mode": "new", "session_id": None})
+                continue
+            raise ChatError(frame["message"])
+
+    def _reattach(self) -> None:
+        """The supervisor went away: start one, re-attach, restore the session from disk."""
+        if self._conn is not None:
+            self._conn.close()
+        _, started = self._connect()
+        previous = self.session_id
+        try:
+            self._open("resume", previous) if previous else self._open("new", None)
+        except ChatError:
+            self._open("new", None)
+        how = "started a new one and " if started else ""
+        if previous == self.session_id:
+            self.console.warn(
+                f"warning: the supervisor went away; {how}restored session {self.session_id}"
+            )
+        else:
+            self.console.warn(
+                f"warning: the supervisor went away; {how}session {previous} "
+                f"had not been saved yet, continuing in new session "
+                f"{self.session_id}"
+            )
+
+    # -- the loop -------------------------------------------------------------
+
+    def run(self) -> int:
+        self.attach()
+        while True:
+            try:
+                line = self.console.read_line("> ")
+            except KeyboardInterrupt:
+                break
+            if line is None:
+                break
+            if not line.strip():
+                continue
+            if line.lstrip().startswith("/"):
+                if not self._slash(line.strip()):
+                    break
+                continue
+            self._turn(line)
+        self.close()
+        return 0
+
+    def _send(self, frame: Frame) -> None:
+        try:
+            self.conn.send(frame)
+        except ConnectionLost:
+            self._reattach()
+            self.conn.send(frame)
+
+    def _turn(self, text: str) -> None:
+        frame = {"type": "user_message", "text": text}
+        self._send(frame)
+        retried = False
+        cancelled = False
+        wrote = False
+        while True:
+            try:
+                reply = self.conn.receive()
+            except KeyboardInterrupt:
+                if cancelled:
+                    raise
+                cancelled = True
+                self.conn.send({"type": "cancel"})
+                continue
+            except ConnectionLost:
+                if retried:
+                    raise ChatError("lost the supervisor twice in one turn") from None
+                retried = True
+                self._reattach()
+                self.conn.send(frame)
+                continue
+            kind = reply["type"]
+            if kind == "text_delta":
+                self.console.write(reply["text"])
+                wrote = True
+            elif kind == "turn_end":
+                if wrote:
+                    self.console.write("\n")
+                if reply["status"] == "cancelled":
+                    self.console.warn("[cancelled]")
+                elif reply["status"] == "error":
+                    self.console.warn(f"error: {reply.get('error')}")
+                return
+            else:
+                self._other(reply)
+
+    def _other(self, frame: Frame) -> None:
+        kind = frame["type"]
+        if kind == "notice":
+            self.console.warn(frame["text"])
+        elif kind == "error":
+            self.console.warn(f"error: {frame['message']}")
+        elif kind == "closed":
+            raise ChatError(
+                f"the supervisor was stopped; session "
+                f"{frame.get('session_id') or self.session_id} saved"
+            )
+
+    def _slash(self, line: str) -> bool:
+        """Run a slash command; False means leave."""
+        name, _, arg = line[1:].partition(" ")
+        name = name.lower()
+        if name in ("exit", "quit"):
+            return False
+        if name == "help":
+            self.console.say(HELP)
+            return True
+        if name == "new":
+            name = "reset"
+        if name not in ("save", "reset", "checkpoint", "compact", "resume"):
+            self.console.warn(f"error: unknown command /{name} (try /help)")
+            return True
+        self._send({"type": "command", "name": name, "arg": arg.strip() or None})
+        while True:
+            try:
+                frame = self.conn.receive()
+            except ConnectionLost:
+                self._reattach()
+                self.console.warn(f"error: /{name} was interrupted; please run it again")
+                return True
+            if frame["type"] == "command_result":
+                self.console.say(frame["text"])
+                if name == "reset" and frame["text"].startswith("Session reset"):
+                    self.session_id = frame["text"].rsplit("New session ", 1)[-1][:12]
+                return True
+            if frame["type"] == "confirm":
+                self.console.say(frame["question"])
+                answer = self.console.ask_yes_no(default=False)
+                self.conn.send({"type": "confirm_reply", "id": frame["id"], "answer": answer})
+            else:
+                self._other(frame)
+
+    def close(self) -> None:
+        """Leave: the supervisor saves (as on any exit) and says so before we go."""
+        if self._conn is None:
+            return
+        try:
+            self.conn.send({"type": "close"})
+            while True:
+                frame = self.conn.receive()
+                if frame["type"] == "closed":
+                    if frame["saved"] and self.console.interactive:
+                        self.console.warn(f"Session {frame['session_id']} saved.")
+                    break
+        except (ConnectionLost, KeyboardInterrupt):
+            pass
+        finally:
+            self.conn.close()
+
+
+def run_chat(options: ChatOptions) -> int:
+    chat = Chat(options, Console(), runtime_paths())
+    try:
+        return chat.run()
+    except RemoteError as exc:
+        raise ChatError(str(exc)) from exc
+    except ConnectionLost as exc:
+        raise ChatError(f"lost the supervisor: {exc}") from exc

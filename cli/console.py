@@ -1,0 +1,78 @@
+"""Terminal input and output: prompt_toolkit on a TTY, one line per message when piped."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+SLASH_COMMANDS = ["/save", "/reset", "/new", "/checkpoint", "/compact", "/resume", "/help", "/exit"]
+
+
+class Console:
+    def __init__(self, interactive: bool | None = None) -> None:
+        self.interactive = sys.stdin.isatty() if interactive is None else interactive
+        self._prompt: Any = None
+
+    def _session(self) -> Any:
+        if self._prompt is None:
+            from prompt_toolkit import PromptSession
+            from prompt_toolkit.completion import WordCompleter
+            from prompt_toolkit.history import FileHistory
+
+            history = (
+                Path(
+                    os.environ.get("AGENT_ASSIST_HOME") or Path.home() / ".config" / "agent-assist"
+                )
+                / "prompt_history"
+            )
+            history.parent.mkdir(parents=True, exist_ok=True)
+            self._prompt = PromptSession(
+                history=FileHistory(str(history)),
+                completer=WordCompleter(SLASH_COMMANDS, sentence=True),
+            )
+        return self._prompt
+
+    def read_line(self, prompt: str = "> ") -> str | None:
+        """One line of input; None at end of input. KeyboardInterrupt passes through."""
+        if self.interactive:
+            try:
+                text: str = self._session().prompt(prompt)
+            except EOFError:
+                return None
+            return text
+        line = sys.stdin.readline()
+        if not line:
+            return None
+        return line.rstrip("\n")
+
+    def ask_yes_no(self, default: bool) -> bool:
+        """Read an answer line (the question was printed); empty or end of input is ``default``."""
+        while True:
+            answer = self.read_line("" if not self.interactive else "> ")
+            if answer is None:
+                return default
+            answer = answer.strip().lower()
+            if not answer:
+                return default
+            if answer in ("y", "yes"):
+                return True
+            if answer in ("n", "no"):
+                return False
+            if not self.interactive:
+                return default
+            self.say("Please answer y or n.")
+
+    def say(self, text: str) -> None:
+        """A line for the user on stdout (prompts, command results)."""
+        print(text, flush=True)
+
+    def write(self, text: str) -> None:
+        """Streamed reply text, as it arrives."""
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    def warn(self, text: str) -> None:
+        """A diagnostic line on stderr."""
+        print(text, file=sys.stderr, flush=True)

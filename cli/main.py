@@ -1,0 +1,282 @@
+"""The ``agent-assist`` command: a thin click adapter over the plain functions of ``cli/``.
+
+Errors become one line on stderr and exit status 1 (2 for usage errors).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from cli import sessions as sessions_ops
+from cli import supervisor_cmd
+from cli.chat import ChatError, ChatOptions, run_chat
+from supervisor.client import ConnectionLost, RemoteError, SupervisorUnavailable
+from supervisor.runtime import RuntimeDirError, runtime_paths
+
+F = TypeVar("F", bound=Callable[..., Any])
+NOT_RUNNING = 3
+
+MODEL_HELP = (
+    "pydantic-ai model string, e.g. openai-chat:NAME for any OpenAI-compatible endpoint "
+    "at OPENAI_BASE_URL [env AGENT_ASSIST_MODEL; default: offline, the built-in "
+    "deterministic model that needs no network and labels its replies]"
+)
+
+
+def one_line_errors(fn: F) -> F:
+    """Translate the project's errors to ``error: ...`` on stderr and exit status 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (ChatError, SupervisorUnavailable, RuntimeDirError, ConnectionLost) as exc:
+            click.echo(f"error: {exc}", err=True)
+        except RemoteError as exc:
+            click.echo(f"error: {exc}", err=True)
+        except FileNotFoundError as exc:
+            click.echo(f"error: {exc.args[0] if exc.args else exc}", err=True)
+        except Exception as exc:
+            from session.errors import SessionError
+
+            if not isinstance(exc, SessionError | OSError):
+                raise
+            prefix = "" if str(exc).startswith(("warning:", "error:")) else "error: "
+            click.echo(f"{prefix}{exc}", err=True)
+        sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def workspace_option(fn: F) -> F:
+    return click.option(
+        "--workspace",
+        "-w",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        default=Path("."),
+        show_default="current directory",
+        help="The agent's workspace.",
+    )(fn)
+
+
+def chat_options(fn: F) -> F:
+    for option in reversed(
+        [
+            click.option(
+                "--workspace",
+                "-w",
+                type=click.Path(exists=True, file_okay=False, path_type=Path),
+                default=Path("."),
+                help="The agent's workspace [default: current directory].",
+            ),
+            click.option("--model", "-m", metavar="MODEL", default=None, help=MODEL_HELP),
+            click.option("--new", is_flag=True, help="Start a new session without asking."),
+            click.option(
+                "--resume", "resume_id", metavar="ID", default=None, help="Resume this session."
+            ),
+            click.option(
+                "--yes", "-y", is_flag=True, help="Resume the previous session without asking."
+            ),
+        ]
+    ):
+        fn = option(fn)
+    return fn
+
+
+def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, yes: bool) -> None:
+    if new and resume_id:
+        raise click.UsageError("--new and --resume cannot be used together")
+    options = ChatOptions(workspace.resolve(), model, new, resume_id, yes)
+    sys.exit(run_chat(options))
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@chat_options
+@click.pass_context
+@one_line_errors
+def main(
+    ctx: click.Context,
+    workspace: Path,
+    model: str | None,
+    new: bool,
+    resume_id: str | None,
+    yes: bool,
+) -> None:
+    """agent-assist: design LLM agents in your terminal, with sessions that survive
+    exits, Ctrl+C and crashes. Without a command it starts a chat (same as `chat`)."""
+    if ctx.invoked_subcommand is None:
+        _chat(workspace, model, new, resume_id, yes)
+
+
+@main.command()
+@chat_options
+@one_line_errors
+def chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, yes: bool) -> None:
+    """Attach to the supervisor (starting it if needed), offer resumption, converse."""
+    _chat(workspace, model, new, resume_id, yes)
+
+
+# -- sessions -------------------------------------------------------------------
+
+
+@main.group(invoke_without_command=True)
+@workspace_option
+@click.option("--all", "every", is_flag=True, help="Every project, not just this workspace's.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
+@click.pass_context
+@one_line_errors
+def sessions(ctx: click.Context, workspace: Path, every: bool, as_json: bool) -> None:
+    """List sessions: live (attached now), idle (its terminal still runs), orphaned."""
+    if ctx.invoked_subcommand is not None:
+        ctx.obj = workspace
+        return
+    data = sessions_ops.list_sessions(runtime_paths(), workspace.resolve(), every)
+    for warning in data["warnings"]:
+        click.echo(warning, err=True)
+    if as_json:
+        click.echo(sessions_ops.dumps(data["sessions"]))
+    else:
+        click.echo(sessions_ops.render_table(data["sessions"], every))
+
+
+def _workspace(ctx: click.Context, workspace: Path | None) -> Path:
+    chosen = workspace or ctx.obj or Path(".")
+    return Path(chosen).resolve()
+
+
+@sessions.command("show")
+@click.argument("session_id")
+@click.option(
+    "--workspace",
+    "-w",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="The agent's workspace [default: current directory].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the session as JSON.")
+@click.pass_context
+@one_line_errors
+def sessions_show(
+    ctx: click.Context, session_id: str, workspace: Path | None, as_json: bool
+) -> None:
+    """Show one session."""
+    data = sessions_ops.show_session(runtime_paths(), _workspace(ctx, workspace), session_id)
+    click.echo(sessions_ops.dumps(data) if as_json else sessions_ops.render_show(data))
+
+
+@sessions.command("rm")
+@click.argument("session_id")
+@click.option(
+    "--workspace",
+    "-w",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="The agent's workspace [default: current directory].",
+)
+@click.pass_context
+@one_line_errors
+def sessions_rm(ctx: click.Context, session_id: str, workspace: Path | None) -> None:
+    """Delete one session (never a live one)."""
+    sessions_ops.remove_session(runtime_paths(), _workspace(ctx, workspace), session_id)
+    click.echo(f"Removed session {session_id}.")
+
+
+@sessions.command("prune")
+@click.option(
+    "--older-than",
+    "days",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    metavar="DAYS",
+    help="Only sessions idle longer than this.",
+)
+@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+@click.option("--all", "every", is_flag=True, help="Every project, not just this workspace's.")
+@click.option(
+    "--workspace",
+    "-w",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="The agent's workspace [default: current directory].",
+)
+@click.pass_context
+@one_line_errors
+def sessions_prune(
+    ctx: click.Context, days: float, dry_run: bool, every: bool, workspace: Path | None
+) -> None:
+    """Delete orphaned sessions older than DAYS (never live or idle ones)."""
+    data = sessions_ops.prune_sessions(
+        runtime_paths(), _workspace(ctx, workspace), every, days, dry_run
+    )
+    for warning in data["warnings"]:
+        click.echo(warning, err=True)
+    verb = "Would remove" if dry_run else "Removed"
+    click.echo(f"{verb} {len(data['pruned'])} orphaned session(s) idle for over {days:g} days.")
+    for row in data["pruned"]:
+        click.echo(f"  {row['session_id']}  {row['project']}  {row['last_active']}")
+
+
+# -- supervisor -----------------------------------------------------------------
+
+
+@main.group()
+def supervisor() -> None:
+    """The per-user supervisor daemon that terminals attach to."""
+
+
+@supervisor.command("run")
+@one_line_errors
+def supervisor_run() -> None:
+    """Run the supervisor in the foreground (for systemd)."""
+    from supervisor.daemon import AlreadyRunning, run_supervisor
+
+    try:
+        run_supervisor(runtime_paths())
+    except AlreadyRunning as exc:
+        raise ChatError(str(exc)) from exc
+
+
+@supervisor.command("start")
+@one_line_errors
+def supervisor_start() -> None:
+    """Start the supervisor in the background (if it is not running)."""
+    info, started = supervisor_cmd.start(runtime_paths())
+    state = "started" if started else "already running"
+    click.echo(f"supervisor {state} (pid {info['pid']}, socket {info['socket']})")
+
+
+@supervisor.command("stop")
+@one_line_errors
+def supervisor_stop() -> None:
+    """Stop the supervisor after saving every live session."""
+    pid = supervisor_cmd.stop(runtime_paths())
+    click.echo("supervisor is not running" if pid is None else f"supervisor stopped (pid {pid})")
+
+
+@supervisor.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@one_line_errors
+def supervisor_status(as_json: bool) -> None:
+    """Is the supervisor running? Exit status 0 if so, 3 if not."""
+    info = supervisor_cmd.status(runtime_paths())
+    if as_json:
+        click.echo(sessions_ops.dumps(info))
+    elif info["running"]:
+        click.echo(
+            f"running (pid {info['pid']}, {info['terminals']} terminal(s) attached, "
+            f"socket {info['socket']})"
+        )
+    else:
+        click.echo(f"not running (socket {info['socket']})")
+    sys.exit(0 if info["running"] else NOT_RUNNING)
+
+
+if __name__ == "__main__":
+    main()

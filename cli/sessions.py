@@ -1,0 +1,172 @@
+"""``agent-assist sessions``: through the supervisor when one runs, else straight from the files.
+
+Without a supervisor nothing is live, and listing is read-only (a corrupt file
+is reported, not moved).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from supervisor.client import Connection, hello, try_connect
+from supervisor.runtime import RuntimePaths
+
+
+def _control(paths: RuntimePaths) -> Connection | None:
+    conn = try_connect(paths)
+    if conn is None:
+        return None
+    conn.request(hello("control"))
+    return conn
+
+
+def _offline_catalog(read_only: bool) -> Any:
+    from session.catalog import SessionCatalog
+    from session.paths import state_root
+
+    return SessionCatalog(state_root(), read_only=read_only)
+
+
+def _project(workspace: Path) -> Path:
+    from session.paths import sessions_dir, state_root
+
+    return sessions_dir(workspace, state_root())
+
+
+def list_sessions(paths: RuntimePaths, workspace: Path, every: bool) -> dict[str, Any]:
+    conn = _control(paths)
+    if conn is not None:
+        with conn:
+            reply = conn.request(
+                {"type": "list_sessions", "workspace": str(workspace), "all": every}
+            )
+        data: dict[str, Any] = reply["data"]
+        return data
+    catalog = _offline_catalog(read_only=True)
+    listing = catalog.list(None if every else (_project(workspace),), {})
+    return {"sessions": [r.to_json() for r in listing.rows], "warnings": list(listing.warnings)}
+
+
+def show_session(paths: RuntimePaths, workspace: Path, session_id: str) -> dict[str, Any]:
+    conn = _control(paths)
+    if conn is not None:
+        with conn:
+            reply = conn.request(
+                {"type": "show_session", "workspace": str(workspace), "session_id": session_id}
+            )
+        data: dict[str, Any] = reply["data"]
+        return data
+    from session.models import validate_session_id
+
+    catalog = _offline_catalog(read_only=True)
+    project = _project(workspace)
+    state = catalog.manager(project).load(validate_session_id(session_id))
+    rows, _ = catalog.rows(project, {})
+    row = next((r.to_json() for r in rows if r.session_id == session_id), None)
+    return {"row": row, "session": state.model_dump(mode="json")}
+
+
+def remove_session(paths: RuntimePaths, workspace: Path, session_id: str) -> bool:
+    conn = _control(paths)
+    if conn is not None:
+        with conn:
+            reply = conn.request(
+                {"type": "remove_session", "workspace": str(workspace), "session_id": session_id}
+            )
+        return bool(reply["data"]["removed"])
+    from session.models import validate_session_id
+
+    manager = _offline_catalog(read_only=False).manager(_project(workspace))
+    validate_session_id(session_id)
+    if not manager.exists(session_id):
+        raise FileNotFoundError(f"no session {session_id} in this project")
+    return bool(manager.delete(session_id))
+
+
+def prune_sessions(
+    paths: RuntimePaths, workspace: Path, every: bool, days: float, dry_run: bool
+) -> dict[str, Any]:
+    conn = _control(paths)
+    if conn is not None:
+        with conn:
+            reply = conn.request(
+                {
+                    "type": "prune_sessions",
+                    "workspace": str(workspace),
+                    "all": every,
+                    "older_than_days": days,
+                    "dry_run": dry_run,
+                }
+            )
+        data: dict[str, Any] = reply["data"]
+        return data
+    catalog = _offline_catalog(read_only=dry_run)
+    pruned = catalog.prune(None if every else (_project(workspace),), days, dry_run, {})
+    return {
+        "pruned": [r.to_json() for r in pruned.rows],
+        "dry_run": dry_run,
+        "warnings": list(pruned.warnings),
+    }
+
+
+def _clip(text: str | None, width: int) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def render_table(rows: list[dict[str, Any]], every: bool) -> str:
+    if not rows:
+        return "No sessions."
+    header = ["SESSION", "STATE", "TERMINAL", "LAST ACTIVE", "MSGS", "SUMMARY"]
+    if every:
+        header.insert(1, "PROJECT")
+    lines = [header]
+    for row in rows:
+        cells = [
+            row["session_id"],
+            row["state"],
+            str(row["terminal_pid"] or "-"),
+            row["last_active"],
+            str(row["messages"]),
+            _clip(row["summary"], 50),
+        ]
+        if every:
+            cells.insert(1, row["project"])
+        lines.append(cells)
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(line[:-1], widths, strict=True))
+        + "  "
+        + line[-1]
+        for line in lines
+    ).rstrip()
+
+
+def render_show(data: dict[str, Any]) -> str:
+    session = data["session"]
+    row = data.get("row") or {}
+    lines = [
+        f"Session      {session['session_id']}",
+        f"State        {row.get('state', 'unknown')}"
+        + (f" (terminal {row['terminal_pid']})" if row.get("terminal_pid") else ""),
+        f"Project      {row.get('project', '')}",
+        f"Created      {session['created_at']}",
+        f"Last active  {session['updated_at']}",
+        f"Agent spec   {session['agent_spec_path'] or '-'}",
+        f"Phase        {session['phase'] or '-'}",
+        f"Messages     {len(session['recent_messages'])} (recent tail)",
+        f"Checkpoints  {session['checkpoint_count']}",
+    ]
+    if session["summary"]:
+        lines += ["", "Summary:", session["summary"]]
+    if session["decisions"]:
+        lines += ["", "Decisions:", *(f"- {d}" for d in session["decisions"])]
+    if session["file_manifest"]:
+        lines += ["", "Tracked files:", *(f"- {p}" for p in sorted(session["file_manifest"]))]
+    return "\n".join(lines)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)

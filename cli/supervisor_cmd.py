@@ -1,0 +1,71 @@
+"""``agent-assist supervisor start|stop|status``: plain functions over the client."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from supervisor.client import (
+    START_TIMEOUT_S,
+    SupervisorUnavailable,
+    connect_or_start,
+    hello,
+    try_connect,
+)
+from supervisor.runtime import RuntimePaths
+
+STOP_TIMEOUT_S = 30.0
+
+
+def status(paths: RuntimePaths) -> dict[str, Any]:
+    conn = try_connect(paths)
+    if conn is None:
+        return {"running": False, "pid": None, "socket": str(paths.socket), "terminals": 0}
+    with conn:
+        conn.request(hello("control"))
+        data: dict[str, Any] = conn.request({"type": "status"})["data"]
+        return data
+
+
+def start(paths: RuntimePaths) -> tuple[dict[str, Any], bool]:
+    conn, started = connect_or_start(paths, START_TIMEOUT_S)
+    conn.close()
+    return status(paths), started
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop(paths: RuntimePaths) -> int | None:
+    """Stop the supervisor (it saves every live session first); its pid, or None if none ran."""
+    conn = try_connect(paths)
+    if conn is None:
+        return None
+    with conn:
+        conn.request(hello("control"))
+        pid = int(conn.request({"type": "status"})["data"]["pid"])
+        conn.request({"type": "stop"})
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while _alive(pid) and _is_supervisor(pid):
+        if time.monotonic() > deadline:
+            raise SupervisorUnavailable(f"the supervisor (pid {pid}) did not stop in time")
+        time.sleep(0.02)
+    return pid
+
+
+def _is_supervisor(pid: int) -> bool:
+    """False once ``pid`` has exited (a zombie of our own child counts as exited)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return _alive(pid)
+    return state not in ("Z", "X")

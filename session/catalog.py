@@ -1,0 +1,113 @@
+"""Listing, offering and pruning sessions across project directories (blocking file IO).
+
+The StorageActor calls these from worker threads; the CLI calls them directly
+when no supervisor runs (then nothing is live).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from session.errors import InvalidPointer, SessionError
+from session.listing import SessionRow, classify, resumable
+from session.manager import SessionManager
+from session.models import Pointer, SessionState, utc_now
+from session.paths import projects_dir
+from session.processes import process_alive
+
+
+@dataclass(frozen=True)
+class Resumable:
+    offer: SessionState | None
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SessionListing:
+    rows: tuple[SessionRow, ...]
+    warnings: tuple[str, ...]
+
+
+def pointer_alive(pointer: Pointer) -> bool:
+    return process_alive(pointer.pid, pointer.pid_start_time)
+
+
+def problem_line(error: Exception) -> str:
+    """``warning: ...`` / ``error: ...``, the one line a file problem is told in."""
+    return f"{getattr(error, 'severity', 'error')}: {error}"
+
+
+class SessionCatalog:
+    """Every project's sessions under one state root."""
+
+    def __init__(self, root: Path, *, read_only: bool = False) -> None:
+        self.root = root
+        self.read_only = read_only
+        self._managers: dict[Path, SessionManager] = {}
+
+    def manager(self, project: Path) -> SessionManager:
+        if project not in self._managers:
+            self._managers[project] = SessionManager(project, read_only=self.read_only)
+        return self._managers[project]
+
+    def project_dirs(self, projects: tuple[Path, ...] | None) -> list[Path]:
+        if projects is not None:
+            return list(projects)
+        base = projects_dir(self.root)
+        if not base.is_dir():
+            return []
+        return sorted(p / "sessions" for p in base.iterdir() if (p / "sessions").is_dir())
+
+    def rows(self, project: Path, live: dict[str, int]) -> tuple[list[SessionRow], list[str]]:
+        manager = self.manager(project)
+        listing = manager.list_sessions()
+        pointers = manager.list_pointers()
+        warnings = [problem_line(p) for p in (*listing.problems, *pointers.problems)]
+        rows = classify(
+            project.parent.name, listing.sessions, pointers.pointers, live, pointer_alive
+        )
+        return rows, warnings
+
+    def list(self, projects: tuple[Path, ...] | None, live: dict[str, int]) -> SessionListing:
+        rows: list[SessionRow] = []
+        warnings: list[str] = []
+        for project in self.project_dirs(projects):
+            found, problems = self.rows(project, live)
+            rows += found
+            warnings += problems
+        rows.sort(key=lambda r: r.updated_at, reverse=True)
+        return SessionListing(tuple(rows), tuple(warnings))
+
+    def find_resumable(self, project: Path, terminal_pid: int, live: dict[str, int]) -> Resumable:
+        manager = self.manager(project)
+        rows, warnings = self.rows(project, live)
+        try:
+            own = manager.read_pointer(terminal_pid)
+        except InvalidPointer:
+            own = None  # already reported by the listing
+        chosen = resumable(rows, own, own is not None and pointer_alive(own))
+        offer = None
+        if chosen is not None:
+            try:
+                offer = manager.load(chosen)
+            except (OSError, SessionError) as exc:  # changed since the listing
+                warnings.append(problem_line(exc))
+        return Resumable(offer, tuple(warnings))
+
+    def prune(
+        self, projects: tuple[Path, ...] | None, days: float, dry_run: bool, live: dict[str, int]
+    ) -> SessionListing:
+        """Delete orphaned sessions idle for more than ``days``; never live or idle ones."""
+        listing = self.list(projects, live)
+        cutoff = utc_now() - timedelta(days=days)
+        pruned = []
+        for row in listing.rows:
+            if row.state != "orphaned" or row.updated_at >= cutoff:
+                continue
+            if not dry_run:
+                project = projects_dir(self.root) / row.project / "sessions"
+                self.manager(project).delete(row.session_id)
+            pruned.append(row)
+        return SessionListing(tuple(pruned), listing.warnings)

@@ -1,0 +1,68 @@
+"""The offline summarizer: extractive, deterministic, bounded in size, no network."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic_ai.messages import ModelMessage, ModelRequest, ToolCallPart, UserPromptPart
+
+MAX_SUMMARY_CHARS = 1500
+_PROMPT_CHARS = 160
+
+
+def _clip(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def user_prompts(messages: Sequence[ModelMessage]) -> list[str]:
+    return [
+        part.content
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, UserPromptPart) and isinstance(part.content, str)
+    ]
+
+
+def touched_paths(messages: Sequence[ModelMessage]) -> list[str]:
+    """Workspace paths named by file tool calls, first mention first."""
+    seen: dict[str, None] = {}
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, ToolCallPart) and part.tool_name in ("read_file", "write_file"):
+                path = part.args_as_dict().get("path")
+                if isinstance(path, str):
+                    seen.setdefault(path, None)
+    return list(seen)
+
+
+def offline_summary(
+    messages: Sequence[ModelMessage], decisions: Sequence[str] = (), previous: str | None = None
+) -> str | None:
+    """A short summary that keeps the requests, the file paths and the decisions.
+
+    The previous summary's first line is kept so older context is not lost;
+    the whole text never exceeds ``MAX_SUMMARY_CHARS``.
+    """
+    prompts = user_prompts(messages)
+    if not prompts and not previous:
+        return None
+    lines: list[str] = []
+    if previous:
+        lines.append("Earlier: " + _clip(previous.splitlines()[0], 300))
+    if prompts:
+        lines.append(
+            f'{len(prompts)} recent request(s); first: "{_clip(prompts[0], _PROMPT_CHARS)}"'
+        )
+        lines += [f'- "{_clip(p, _PROMPT_CHARS)}"' for p in prompts[-3:] if len(prompts) > 1]
+    paths = touched_paths(messages)
+    if paths:
+        lines.append("Files: " + ", ".join(paths[:20]))
+    if decisions:
+        lines.append("Decisions: " + "; ".join(_clip(d, 120) for d in decisions[-10:]))
+    return _clip_block("\n".join(lines), MAX_SUMMARY_CHARS)
+
+
+def _clip_block(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,1 @@
+"""The per-user supervisor daemon: socket server, wire protocol, actor supervision."""

@@ -1,0 +1,216 @@
+"""The thin client's side of the socket: connect, start the supervisor once, exchange frames.
+
+Standard library only (no anyio, no pydantic): the terminal must start fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import socket
+import sys
+import time
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+
+from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir
+from supervisor.wire import (
+    PROTOCOL_VERSION,
+    ErrorCode,
+    Frame,
+    FrameError,
+    LineBuffer,
+    decode_frame,
+    encode_frame,
+)
+
+START_TIMEOUT_S = 20.0
+
+
+class SupervisorUnavailable(Exception):
+    """No supervisor could be reached or started."""
+
+
+class ConnectionLost(Exception):
+    """The supervisor closed the connection (it stopped or crashed)."""
+
+
+class RemoteError(Exception):
+    """The supervisor answered with an ``error`` frame."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Connection:
+    """A blocking, framed connection to the supervisor."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._lines = LineBuffer()
+        self._pending: deque[bytes] = deque()
+
+    @classmethod
+    def open(cls, path: Path, timeout: float | None = 5.0) -> Connection:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(str(path))
+        except BaseException:
+            sock.close()
+            raise
+        sock.settimeout(None)
+        return cls(sock)
+
+    def send(self, frame: Frame) -> None:
+        try:
+            self.sock.sendall(encode_frame(frame))
+        except OSError as exc:
+            raise ConnectionLost(str(exc)) from exc
+
+    def receive(self) -> Frame:
+        """The next frame; ConnectionLost at end of stream."""
+        while not self._pending:
+            try:
+                data = self.sock.recv(65536)
+            except (ConnectionResetError, BrokenPipeError) as exc:
+                raise ConnectionLost(str(exc)) from exc
+            if not data:
+                raise ConnectionLost("the supervisor closed the connection")
+            self._pending.extend(self._lines.feed(data))
+        return decode_frame(self._pending.popleft())
+
+    def request(self, frame: Frame) -> Frame:
+        """Send one frame and return the reply; RemoteError for an ``error`` reply."""
+        self.send(frame)
+        reply = self.receive()
+        if reply["type"] == "error":
+            raise RemoteError(reply.get("code", ErrorCode.INTERNAL), reply.get("message", ""))
+        return reply
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def hello(
+    role: str,
+    *,
+    terminal_pid: int | None = None,
+    workspace: str | None = None,
+    model: str | None = None,
+) -> Frame:
+    return {
+        "type": "hello",
+        "protocol": PROTOCOL_VERSION,
+        "role": role,
+        "client_pid": os.getpid(),
+        "terminal_pid": terminal_pid,
+        "workspace": workspace,
+        "model": model,
+    }
+
+
+def try_connect(paths: RuntimePaths) -> Connection | None:
+    """A connection to a running supervisor, or None when none answers."""
+    try:
+        return Connection.open(paths.socket)
+    except (FileNotFoundError, ConnectionRefusedError):
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
+            return None
+        raise
+
+
+def supervisor_command() -> list[str]:
+    return [sys.executable, "-m", "cli", "supervisor", "run"]
+
+
+def spawn_detached(paths: RuntimePaths) -> None:
+    """Start ``agent-assist supervisor run`` as a daemon (double fork, new session, log file)."""
+    argv = supervisor_command()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the forked child
+        try:
+            os.setsid()
+            if os.fork() != 0:
+                os._exit(0)
+            log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            null_fd = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null_fd, 0)
+            os.dup2(log_fd, 1)
+            os.dup2(log_fd, 2)
+            os.execv(argv[0], argv)
+        finally:
+            os._exit(127)
+    os.waitpid(pid, 0)
+
+
+@contextlib.contextmanager
+def _start_lock(paths: RuntimePaths, timeout: float) -> Iterator[int]:
+    fd = os.open(paths.start_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise SupervisorUnavailable(
+                        "timed out waiting for another client to start the supervisor"
+                    ) from None
+                time.sleep(0.01)
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def connect_or_start(
+    paths: RuntimePaths, timeout: float = START_TIMEOUT_S
+) -> tuple[Connection, bool]:
+    """A connection to the supervisor, starting it first if none runs; (connection, started).
+
+    Many clients at once make one supervisor: each takes the start lock, tries
+    to connect again, and only the one that still finds nothing starts it.
+    """
+    conn = try_connect(paths)
+    if conn is not None:
+        return conn, False
+    ensure_private_runtime_dir(paths.directory)
+    with _start_lock(paths, timeout):
+        conn = try_connect(paths)
+        if conn is not None:
+            return conn, False
+        spawn_detached(paths)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            conn = try_connect(paths)
+            if conn is not None:
+                return conn, True
+            time.sleep(0.01)
+    raise SupervisorUnavailable(f"the supervisor did not start; see {paths.log}")
+
+
+__all__ = [
+    "Connection",
+    "ConnectionLost",
+    "FrameError",
+    "RemoteError",
+    "SupervisorUnavailable",
+    "connect_or_start",
+    "hello",
+    "spawn_detached",
+    "try_connect",
+]

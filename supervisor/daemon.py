@@ -1,0 +1,139 @@
+"""``agent-assist supervisor run``: one per user, guarded by an flock, stopped gracefully.
+
+The process holds ``supervisor.lock`` for its whole life, so a second one
+refuses to start and a crashed one leaves nothing that blocks the next.
+SIGTERM, SIGINT and a ``stop`` request save every live session, then exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+from functools import partial
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import anyio
+
+from actors.base import run_supervised
+from actors.compaction import CompactionActor
+from actors.drift import DriftWatcherActor
+from actors.llm import LLMActor
+from actors.storage import StorageActor
+from actors.terminal import Peers
+from session.lifecycle import PersistPolicy
+from session.paths import state_root
+from session.redaction import secrets_from_environment
+from supervisor.registry import Registry
+from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir, runtime_paths
+from supervisor.server import Server, Settings
+
+log = logging.getLogger("agent_assist.supervisor")
+
+
+class AlreadyRunning(Exception):
+    pass
+
+
+def _version() -> str:
+    try:
+        return version("agent-assist")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def settings_from_environment(paths: RuntimePaths) -> Settings:
+    return Settings(
+        root=state_root(),
+        socket=paths.socket,
+        model=os.environ.get("AGENT_ASSIST_MODEL") or "offline",
+        policy=PersistPolicy(known_secrets=secrets_from_environment()),
+        version=_version(),
+    )
+
+
+def _configure_logging(log_path: Path) -> None:
+    handler = logging.FileHandler(log_path)
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s")
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    os.chmod(log_path, 0o600)
+
+
+def _take_lock(paths: RuntimePaths) -> int:
+    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise AlreadyRunning("a supervisor is already running") from None
+    return fd
+
+
+def run_supervisor(paths: RuntimePaths | None = None) -> None:
+    """Run in the foreground until stopped. Raises AlreadyRunning or RuntimeDirError."""
+    paths = paths or runtime_paths()
+    ensure_private_runtime_dir(paths.directory)
+    lock_fd = _take_lock(paths)
+    try:
+        _configure_logging(paths.log)
+        paths.pid_file.write_text(f"{os.getpid()}\n")
+        settings = settings_from_environment(paths)
+        log.info("supervisor %d starting (state root %s)", os.getpid(), settings.root)
+        anyio.run(serve, paths, settings)
+        log.info("supervisor %d stopped", os.getpid())
+    finally:
+        with contextlib.suppress(OSError):
+            paths.pid_file.unlink()
+        with contextlib.suppress(OSError):
+            paths.socket.unlink()
+        os.close(lock_fd)
+
+
+async def _watch_signals(shutdown: anyio.Event) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async for signum in signals:
+            log.info("received signal %d; stopping", signum)
+            shutdown.set()
+            return
+
+
+async def serve(paths: RuntimePaths, settings: Settings) -> None:
+    shutdown = anyio.Event()
+    live: dict[str, int] = {}
+    async with anyio.create_task_group() as workers:
+        storage = await workers.start(
+            partial(run_supervised, "storage", lambda ref: StorageActor(settings.root, live))
+        )
+        llm = await workers.start(partial(run_supervised, "llm", lambda ref: LLMActor()))
+        summary_model = os.environ.get("AGENT_ASSIST_SUMMARY_MODEL") or None
+        compaction = await workers.start(
+            partial(run_supervised, "compaction", lambda ref: CompactionActor(summary_model))
+        )
+        drift = await workers.start(
+            partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
+        )
+        peers = Peers(storage=storage, llm=llm, compaction=compaction, drift=drift)
+        async with anyio.create_task_group() as terminals:
+            registry = Registry(terminals, peers)
+            server = Server(settings, registry, storage, shutdown)
+            listener = await anyio.create_unix_listener(paths.socket, mode=0o600)
+            log.info("listening on %s", paths.socket)
+            async with anyio.create_task_group() as connections:
+                connections.start_soon(_watch_signals, shutdown)
+                connections.start_soon(
+                    partial(listener.serve, server.handle, task_group=connections)
+                )
+                await shutdown.wait()
+                log.info("saving %d attached session(s) before stopping", registry.attached)
+                await registry.detach_all("shutdown")
+                connections.cancel_scope.cancel()
+            await listener.aclose()
+            terminals.cancel_scope.cancel()
+        workers.cancel_scope.cancel()

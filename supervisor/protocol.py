@@ -1,0 +1,239 @@
+"""The wire protocol's typed frames: a pydantic discriminated union on ``type``.
+
+The supervisor validates every incoming frame here; the thin client builds
+and reads the same shapes as plain dicts (``supervisor/wire.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from supervisor.wire import MAX_FRAME_BYTES, ErrorCode, FrameError
+
+
+class _Frame(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# -- client to supervisor ---------------------------------------------------
+
+
+class Hello(_Frame):
+    type: Literal["hello"]
+    protocol: int
+    role: Literal["terminal", "control"]
+    client_pid: int = Field(gt=0)
+    terminal_pid: int | None = Field(default=None, gt=0)
+    workspace: str | None = None
+    model: str | None = None
+
+
+class Open(_Frame):
+    type: Literal["open"]
+    mode: Literal["new", "resume"]
+    session_id: str | None = None
+
+
+class UserMessage(_Frame):
+    type: Literal["user_message"]
+    text: str = Field(max_length=200_000)
+
+
+class Cancel(_Frame):
+    type: Literal["cancel"]
+
+
+class Command(_Frame):
+    type: Literal["command"]
+    name: Literal["save", "reset", "checkpoint", "compact", "resume"]
+    arg: str | None = None
+
+
+class Close(_Frame):
+    """The client is leaving: save (as on any exit), answer ``closed``, then close."""
+
+    type: Literal["close"]
+
+
+class ConfirmReply(_Frame):
+    type: Literal["confirm_reply"]
+    id: int
+    answer: bool
+
+
+class ListSessions(_Frame):
+    type: Literal["list_sessions"]
+    workspace: str | None = None
+    all: bool = False
+
+
+class ShowSession(_Frame):
+    type: Literal["show_session"]
+    workspace: str
+    session_id: str
+
+
+class RemoveSession(_Frame):
+    type: Literal["remove_session"]
+    workspace: str
+    session_id: str
+
+
+class PruneSessions(_Frame):
+    type: Literal["prune_sessions"]
+    workspace: str | None = None
+    all: bool = False
+    older_than_days: float = Field(default=30.0, ge=0)
+    dry_run: bool = False
+
+
+class Status(_Frame):
+    type: Literal["status"]
+
+
+class Stop(_Frame):
+    type: Literal["stop"]
+
+
+ClientFrame = Annotated[
+    Hello
+    | Open
+    | UserMessage
+    | Cancel
+    | Command
+    | Close
+    | ConfirmReply
+    | ListSessions
+    | ShowSession
+    | RemoveSession
+    | PruneSessions
+    | Status
+    | Stop,
+    Field(discriminator="type"),
+]
+CLIENT_FRAME_TYPES = frozenset(
+    {
+        "hello",
+        "open",
+        "user_message",
+        "cancel",
+        "command",
+        "close",
+        "confirm_reply",
+        "list_sessions",
+        "show_session",
+        "remove_session",
+        "prune_sessions",
+        "status",
+        "stop",
+    }
+)
+_client_adapter: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
+
+
+# -- supervisor to client ---------------------------------------------------
+
+
+class Offer(_Frame):
+    session_id: str
+    last_active: str
+
+
+class Welcome(_Frame):
+    type: Literal["welcome"] = "welcome"
+    supervisor_pid: int
+    offer: Offer | None = None
+    warnings: tuple[str, ...] = ()
+
+
+class Opened(_Frame):
+    type: Literal["opened"] = "opened"
+    session_id: str
+    resumed: bool
+    warnings: tuple[str, ...] = ()
+
+
+class TextDelta(_Frame):
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+class TurnEnd(_Frame):
+    type: Literal["turn_end"] = "turn_end"
+    status: Literal["ok", "cancelled", "error"]
+    error: str | None = None
+
+
+class Notice(_Frame):
+    type: Literal["notice"] = "notice"
+    text: str
+
+
+class Confirm(_Frame):
+    type: Literal["confirm"] = "confirm"
+    id: int
+    question: str
+
+
+class CommandResult(_Frame):
+    type: Literal["command_result"] = "command_result"
+    text: str
+
+
+class ClosedFrame(_Frame):
+    type: Literal["closed"] = "closed"
+    session_id: str | None
+    saved: bool
+    reason: str
+
+
+class Result(_Frame):
+    type: Literal["result"] = "result"
+    data: Any
+
+
+class ErrorFrame(_Frame):
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+
+
+ServerFrame = (
+    Welcome
+    | Opened
+    | TextDelta
+    | TurnEnd
+    | Notice
+    | Confirm
+    | CommandResult
+    | ClosedFrame
+    | Result
+    | ErrorFrame
+)
+
+
+def parse_client_frame(line: bytes) -> ClientFrame:
+    """Validate one received line; FrameError with a stable code if it is not acceptable."""
+    if len(line) > MAX_FRAME_BYTES:
+        raise FrameError(ErrorCode.FRAME_TOO_LARGE, "frame is over the size cap")
+    try:
+        raw = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise FrameError(ErrorCode.BAD_FRAME, "frame is not valid JSON") from exc
+    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+        raise FrameError(ErrorCode.BAD_FRAME, "frame must be a JSON object with a 'type'")
+    if raw["type"] not in CLIENT_FRAME_TYPES:
+        raise FrameError(ErrorCode.UNKNOWN_TYPE, f"unknown frame type {raw['type'][:40]!r}")
+    try:
+        return _client_adapter.validate_python(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"][1:]) or raw["type"]
+        raise FrameError(ErrorCode.INVALID_REQUEST, f"invalid {where}: {first['msg']}") from exc
+
+
+def encode_server_frame(frame: ServerFrame) -> bytes:
+    return orjson.dumps(frame.model_dump(mode="json")) + b"\n"

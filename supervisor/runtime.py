@@ -1,0 +1,94 @@
+"""Where the supervisor's socket, locks, pid and log live, and the checks that keep them private.
+
+Standard library only: the thin client uses it too.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import struct
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+SOCKET_NAME = "supervisor.sock"
+
+
+class RuntimeDirError(Exception):
+    """The runtime directory is not private to this user; nothing is started in it."""
+
+
+def default_runtime_dir(environ: dict[str, str] | os._Environ[str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    explicit = env.get("AGENT_ASSIST_RUNTIME_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = env.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return Path(xdg) / "agent-assist"
+    return Path(tempfile.gettempdir()) / f"agent-assist-{os.getuid()}"
+
+
+@dataclass(frozen=True)
+class RuntimePaths:
+    directory: Path
+
+    @property
+    def socket(self) -> Path:
+        return self.directory / SOCKET_NAME
+
+    @property
+    def lock(self) -> Path:
+        """Held (flock) by the running supervisor for its whole life."""
+        return self.directory / "supervisor.lock"
+
+    @property
+    def start_lock(self) -> Path:
+        """Held by a client while it checks for and starts a supervisor."""
+        return self.directory / "start.lock"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.directory / "supervisor.pid"
+
+    @property
+    def log(self) -> Path:
+        return self.directory / "supervisor.log"
+
+
+def runtime_paths(environ: dict[str, str] | os._Environ[str] | None = None) -> RuntimePaths:
+    return RuntimePaths(default_runtime_dir(environ))
+
+
+def ensure_private_runtime_dir(directory: Path) -> None:
+    """Create the directory 0700, or check an existing one: ours, a directory, not a symlink.
+
+    Raises RuntimeDirError when the directory cannot be trusted.
+    """
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        directory.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.mkdir(directory, 0o700)
+    info = os.lstat(directory)
+    if stat.S_ISLNK(info.st_mode):
+        raise RuntimeDirError(f"runtime directory {directory} is a symlink; refusing to use it")
+    if not stat.S_ISDIR(info.st_mode):
+        raise RuntimeDirError(f"runtime directory {directory} is not a directory")
+    if info.st_uid != os.getuid():
+        raise RuntimeDirError(f"runtime directory {directory} is owned by uid {info.st_uid}")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        raise RuntimeDirError(
+            f"runtime directory {directory} has mode {stat.S_IMODE(info.st_mode):o}, not 700"
+        )
+
+
+def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
+    """(pid, uid, gid) of the process at the other end of a Unix socket (SO_PEERCRED)."""
+    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, gid = struct.unpack("3i", raw)
+    return pid, uid, gid

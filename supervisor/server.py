@@ -1,0 +1,407 @@
+"""The connection handler: checks the peer, reads frames, and translates them to actor messages.
+
+Each connection starts with ``hello``. A ``terminal`` connection gets a
+TerminalActor and carries a conversation; a ``control`` connection answers
+requests (sessions, status, stop). A malformed, oversized or unknown frame
+gets one error frame and the connection is closed; nothing else is affected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+from anyio.abc import SocketAttribute, SocketStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from actors.base import ActorRef, DeadActor
+from actors.messages import (
+    AskUser,
+    CancelCurrentTurn,
+    Closed,
+    CommandOutput,
+    ConfirmAnswer,
+    Failure,
+    FindResumable,
+    Info,
+    ListSessions,
+    LiveCount,
+    LoadSession,
+    Opened,
+    OpenSession,
+    PruneSessions,
+    RemoveSession,
+    ReplyText,
+    RunCommand,
+    StorageMessage,
+    TerminalMessage,
+    TerminalOutput,
+    TurnEnded,
+    UserTurn,
+)
+from actors.terminal import TerminalConfig
+from session.catalog import Resumable, SessionListing
+from session.errors import SessionError, SessionFileError, SessionLive
+from session.lifecycle import PersistPolicy
+from session.models import is_session_id
+from session.paths import sessions_dir
+from session.processes import process_start_time
+from session.resume import format_utc
+from supervisor import protocol as p
+from supervisor.registry import Registry, TerminalBusy
+from supervisor.runtime import peer_credentials
+from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION, ErrorCode, FrameError
+
+log = logging.getLogger("agent_assist.server")
+OPEN_TIMEOUT_S = 60.0
+OUTBOX_SIZE = 256
+
+
+class _Hangup(Exception):
+    """The connection is to be closed (the error frame, if any, was sent)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    root: Path
+    socket: Path
+    model: str
+    policy: PersistPolicy
+    version: str
+
+
+def _frame_for(output: TerminalOutput) -> p.ServerFrame:
+    match output:
+        case Opened(session_id, resumed):
+            return p.Opened(session_id=session_id, resumed=resumed)
+        case ReplyText(text):
+            return p.TextDelta(text=text)
+        case TurnEnded(status, error):
+            return p.TurnEnd(status=status, error=error)
+        case Info(text):
+            return p.Notice(text=text)
+        case AskUser(confirm_id, question):
+            return p.Confirm(id=confirm_id, question=question)
+        case CommandOutput(text):
+            return p.CommandResult(text=text)
+        case Closed(session_id, saved, reason):
+            return p.ClosedFrame(session_id=session_id, saved=saved, reason=reason)
+        case Failure(code, message, _):
+            return p.ErrorFrame(code=code, message=message)
+
+
+def _error_for(exc: BaseException) -> tuple[str, str]:
+    if isinstance(exc, SessionLive):
+        return ErrorCode.SESSION_LIVE, str(exc)
+    if isinstance(exc, FileNotFoundError):
+        return ErrorCode.NOT_FOUND, "no such session"
+    if isinstance(exc, SessionFileError):
+        return ErrorCode.SESSION_FILE, f"{exc.severity}: {exc}"
+    if isinstance(exc, SessionError):
+        return ErrorCode.INVALID_REQUEST, str(exc)
+    if isinstance(exc, TimeoutError):
+        return ErrorCode.BUSY, "the supervisor did not answer in time"
+    return ErrorCode.INTERNAL, f"{type(exc).__name__}: {exc}"
+
+
+class Server:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry,
+        storage: ActorRef[StorageMessage],
+        shutdown: anyio.Event,
+    ) -> None:
+        self._settings = settings
+        self._registry = registry
+        self._storage = storage
+        self._shutdown = shutdown
+        self._started = time.monotonic()
+
+    # -- framing ------------------------------------------------------------
+
+    async def _send(self, stream: SocketStream, frame: p.ServerFrame) -> None:
+        await stream.send(p.encode_server_frame(frame))
+
+    async def _refuse(self, stream: SocketStream, code: str, message: str) -> None:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await self._send(stream, p.ErrorFrame(code=code, message=message))
+        raise _Hangup(message)
+
+    async def _read(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> p.ClientFrame:
+        """The next frame. _Hangup at end of stream or after refusing a bad frame."""
+        try:
+            line = await reader.receive_until(b"\n", MAX_FRAME_BYTES)
+        except anyio.DelimiterNotFound:
+            await self._refuse(
+                stream, ErrorCode.FRAME_TOO_LARGE, f"frame over {MAX_FRAME_BYTES} bytes"
+            )
+        except (
+            anyio.IncompleteRead,
+            anyio.EndOfStream,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+            OSError,
+        ) as exc:
+            raise _Hangup("end of stream") from exc
+        try:
+            return p.parse_client_frame(line)
+        except FrameError as exc:
+            await self._refuse(stream, exc.code, str(exc))
+        raise AssertionError("unreachable")
+
+    # -- connections --------------------------------------------------------
+
+    async def handle(self, stream: SocketStream) -> None:
+        async with stream:
+            try:
+                await self._handle(stream)
+            except _Hangup:
+                pass
+            except Exception:
+                log.exception("connection failed")
+
+    async def _handle(self, stream: SocketStream) -> None:
+        raw = stream.extra(SocketAttribute.raw_socket)
+        peer_pid, peer_uid, _ = peer_credentials(raw)
+        if peer_uid != os.getuid():
+            log.warning("refused a connection from uid %d (pid %d)", peer_uid, peer_pid)
+            await self._refuse(
+                stream, ErrorCode.NOT_ALLOWED, "connections from other users are not accepted"
+            )
+        reader = BufferedByteReceiveStream(stream)
+        hello = await self._read(reader, stream)
+        if not isinstance(hello, p.Hello):
+            await self._refuse(stream, ErrorCode.HELLO_REQUIRED, "the first frame must be hello")
+        assert isinstance(hello, p.Hello)
+        if hello.protocol != PROTOCOL_VERSION:
+            await self._refuse(
+                stream,
+                ErrorCode.PROTOCOL_VERSION,
+                f"protocol {hello.protocol} is not supported "
+                f"(this supervisor speaks {PROTOCOL_VERSION})",
+            )
+        if hello.role == "control":
+            await self._send(stream, p.Welcome(supervisor_pid=os.getpid()))
+            await self._control(reader, stream)
+        else:
+            await self._terminal(hello, reader, stream)
+
+    # -- terminal connections -----------------------------------------------
+
+    async def _terminal(
+        self, hello: p.Hello, reader: BufferedByteReceiveStream, stream: SocketStream
+    ) -> None:
+        workspace = Path(hello.workspace or "")
+        usable = workspace.is_absolute() and await anyio.to_thread.run_sync(workspace.is_dir)
+        if not hello.workspace or not usable:
+            await self._refuse(
+                stream,
+                ErrorCode.INVALID_REQUEST,
+                f"workspace {hello.workspace!r} is not an existing directory",
+            )
+        workspace = await anyio.to_thread.run_sync(workspace.resolve)
+        terminal_pid = hello.terminal_pid or hello.client_pid
+        config = TerminalConfig(
+            terminal_pid=terminal_pid,
+            terminal_start_time=await anyio.to_thread.run_sync(process_start_time, terminal_pid),
+            workspace=workspace,
+            project=sessions_dir(workspace, self._settings.root),
+            model=hello.model or self._settings.model,
+            policy=self._settings.policy,
+        )
+        send_out, receive_out = anyio.create_memory_object_stream[TerminalOutput](OUTBOX_SIZE)
+        handler_out = send_out.clone()
+        try:
+            ref = await self._registry.attach(config, send_out)
+        except TerminalBusy as exc:
+            await self._refuse(stream, ErrorCode.BUSY, str(exc))
+        found: Resumable = await self._storage.ask(FindResumable(config.project, terminal_pid))
+        offer = None
+        if found.offer is not None:
+            offer = p.Offer(
+                session_id=found.offer.session_id, last_active=format_utc(found.offer.updated_at)
+            )
+        await self._send(
+            stream, p.Welcome(supervisor_pid=os.getpid(), offer=offer, warnings=found.warnings)
+        )
+        reason = "disconnected"
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._pump, receive_out, stream)
+            try:
+                reason = await self._converse(reader, stream, ref, handler_out)
+            except _Hangup:
+                pass
+            finally:
+                handler_out.close()
+                with anyio.CancelScope(shield=True):
+                    await self._registry.detach(terminal_pid, ref, reason)
+
+    async def _pump(
+        self, outputs: MemoryObjectReceiveStream[TerminalOutput], stream: SocketStream
+    ) -> None:
+        """The connection's single writer: actor outputs become frames, until Closed."""
+        async with outputs:
+            async for output in outputs:
+                try:
+                    await self._send(stream, _frame_for(output))
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    return
+                if isinstance(output, Closed) or (isinstance(output, Failure) and output.fatal):
+                    await stream.aclose()
+                    return
+
+    async def _converse(
+        self,
+        reader: BufferedByteReceiveStream,
+        stream: SocketStream,
+        ref: ActorRef[TerminalMessage],
+        out: MemoryObjectSendStream[TerminalOutput],
+    ) -> str:
+        """Read the terminal's frames until it leaves; returns the detach reason."""
+        while True:
+            try:
+                frame = await self._read_quietly(reader)
+            except FrameError as exc:
+                await out.send(Failure(exc.code, str(exc), fatal=True))
+                return "disconnected"
+            if frame is None:
+                return "disconnected"
+            match frame:
+                case p.Open(mode=mode, session_id=session_id):
+                    try:
+                        await ref.ask(OpenSession(mode, session_id), OPEN_TIMEOUT_S)
+                    except Exception as exc:
+                        code, message = _error_for(exc)
+                        await out.send(Failure(code, message))
+                case p.UserMessage(text=text):
+                    await ref.tell(UserTurn(text))
+                case p.Cancel():
+                    await ref.tell(CancelCurrentTurn())
+                case p.Command(name=name, arg=arg):
+                    await ref.tell(RunCommand(name, arg))
+                case p.ConfirmReply(id=confirm_id, answer=answer):
+                    await ref.tell(ConfirmAnswer(confirm_id, answer))
+                case p.Close():
+                    return "exit"
+                case _:
+                    await out.send(
+                        Failure(
+                            ErrorCode.INVALID_REQUEST,
+                            f"{frame.type} is not valid on a terminal connection",
+                        )
+                    )
+
+    async def _read_quietly(self, reader: BufferedByteReceiveStream) -> p.ClientFrame | None:
+        """Like _read, but bad frames raise FrameError for the pump to report."""
+        try:
+            line = await reader.receive_until(b"\n", MAX_FRAME_BYTES)
+        except anyio.DelimiterNotFound as exc:
+            raise FrameError(
+                ErrorCode.FRAME_TOO_LARGE, f"frame over {MAX_FRAME_BYTES} bytes"
+            ) from exc
+        except (
+            anyio.IncompleteRead,
+            anyio.EndOfStream,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+            OSError,
+        ):
+            return None
+        return p.parse_client_frame(line)
+
+    # -- control connections ------------------------------------------------
+
+    async def _control(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> None:
+        while True:
+            frame = await self._read(reader, stream)
+            try:
+                data = await self._answer(frame)
+            except (SessionError, OSError, TimeoutError, DeadActor, ValueError) as exc:
+                code, message = _error_for(exc)
+                await self._send(stream, p.ErrorFrame(code=code, message=message))
+                continue
+            await self._send(stream, p.Result(data=data))
+            if isinstance(frame, p.Stop):
+                self._shutdown.set()
+
+    def _projects(self, workspace: str | None, every: bool) -> tuple[Path, ...] | None:
+        if every:
+            return None
+        if not workspace or not Path(workspace).is_absolute():
+            raise ValueError("a workspace (absolute path) is required")
+        return (sessions_dir(Path(workspace), self._settings.root),)
+
+    async def _answer(self, frame: p.ClientFrame) -> object:
+        match frame:
+            case p.ListSessions(workspace=workspace, all=every):
+                listing: SessionListing = await self._storage.ask(
+                    ListSessions(self._projects(workspace, every))
+                )
+                return {
+                    "sessions": [r.to_json() for r in listing.rows],
+                    "warnings": list(listing.warnings),
+                }
+            case p.ShowSession(workspace=workspace, session_id=session_id):
+                return await self._show(workspace, session_id)
+            case p.RemoveSession(workspace=workspace, session_id=session_id):
+                return await self._remove(workspace, session_id)
+            case p.PruneSessions(
+                workspace=workspace, all=every, older_than_days=days, dry_run=dry_run
+            ):
+                pruned: SessionListing = await self._storage.ask(
+                    PruneSessions(self._projects(workspace, every), days, dry_run)
+                )
+                return {
+                    "pruned": [r.to_json() for r in pruned.rows],
+                    "dry_run": dry_run,
+                    "warnings": list(pruned.warnings),
+                }
+            case p.Status():
+                return {
+                    "running": True,
+                    "pid": os.getpid(),
+                    "socket": str(self._settings.socket),
+                    "terminals": self._registry.attached,
+                    "live_sessions": await self._storage.ask(LiveCount()),
+                    "uptime_s": round(time.monotonic() - self._started, 1),
+                    "version": self._settings.version,
+                    "state_root": str(self._settings.root),
+                }
+            case p.Stop():
+                return {"stopping": True}
+        raise ValueError(f"{frame.type} is not valid on a control connection")
+
+    async def _row(self, project: Path, session_id: str) -> dict[str, object] | None:
+        listing: SessionListing = await self._storage.ask(ListSessions((project,)))
+        return next((r.to_json() for r in listing.rows if r.session_id == session_id), None)
+
+    async def _show(self, workspace: str, session_id: str) -> object:
+        if not is_session_id(session_id):
+            raise SessionError(f"invalid session id {session_id[:40]!r}")
+        project = self._projects(workspace, False)
+        assert project is not None
+        state = await self._storage.ask(LoadSession(project[0], session_id))
+        return {
+            "row": await self._row(project[0], session_id),
+            "session": state.model_dump(mode="json"),
+        }
+
+    async def _remove(self, workspace: str, session_id: str) -> object:
+        if not is_session_id(session_id):
+            raise SessionError(f"invalid session id {session_id[:40]!r}")
+        project = self._projects(workspace, False)
+        assert project is not None
+        row = await self._row(project[0], session_id)
+        if row is None:
+            raise FileNotFoundError(session_id)
+        if row["state"] == "live":
+            raise SessionLive(session_id, int(str(row["terminal_pid"])))
+        removed = await self._storage.ask(RemoveSession(project[0], session_id))
+        return {"removed": bool(removed), "session_id": session_id}

@@ -1,0 +1,76 @@
+"""Framing shared by the supervisor and the thin client: one JSON object per line.
+
+Standard library only, so the terminal stays light. A frame is a UTF-8 JSON
+object terminated by ``\\n`` and at most ``MAX_FRAME_BYTES`` long (newline
+included); the size is checked before anything past the cap is buffered.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+PROTOCOL_VERSION: Final = 1
+MAX_FRAME_BYTES: Final = 1024 * 1024
+
+Frame = dict[str, Any]
+
+
+class ErrorCode:
+    """Stable codes carried by ``error`` frames."""
+
+    BAD_FRAME = "bad_frame"
+    FRAME_TOO_LARGE = "frame_too_large"
+    UNKNOWN_TYPE = "unknown_type"
+    PROTOCOL_VERSION = "protocol_version"
+    HELLO_REQUIRED = "hello_required"
+    NOT_ALLOWED = "not_allowed"
+    INVALID_REQUEST = "invalid_request"
+    SESSION_LIVE = "session_live"
+    NOT_FOUND = "not_found"
+    SESSION_FILE = "session_file"
+    BUSY = "busy"
+    INTERNAL = "internal"
+
+
+class FrameError(Exception):
+    """A frame that cannot be accepted; ``code`` is an ``ErrorCode``."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def encode_frame(frame: Frame) -> bytes:
+    data = json.dumps(frame, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+    if len(data) > MAX_FRAME_BYTES:
+        raise FrameError(ErrorCode.FRAME_TOO_LARGE, f"frame of {len(data)} bytes is over the cap")
+    return data
+
+
+def decode_frame(line: bytes) -> Frame:
+    try:
+        value = json.loads(line)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise FrameError(ErrorCode.BAD_FRAME, "frame is not valid JSON") from exc
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise FrameError(ErrorCode.BAD_FRAME, "frame must be a JSON object with a 'type'")
+    return value
+
+
+class LineBuffer:
+    """Splits received bytes into frames, refusing a line longer than the cap."""
+
+    def __init__(self, max_bytes: int = MAX_FRAME_BYTES) -> None:
+        self._buffer = bytearray()
+        self._max = max_bytes
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buffer += data
+        lines: list[bytes] = []
+        while (end := self._buffer.find(b"\n")) >= 0:
+            lines.append(bytes(self._buffer[: end + 1]))
+            del self._buffer[: end + 1]
+        if len(self._buffer) >= self._max:
+            raise FrameError(ErrorCode.FRAME_TOO_LARGE, "frame is over the size cap")
+        return lines

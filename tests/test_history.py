@@ -1,0 +1,222 @@
+"""History: scrubbing before persistence, trimming at user turns, and valid reconstruction."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from session.history import (
+    dump_messages,
+    is_turn_start,
+    load_messages,
+    reconstruct_history,
+    trim_to_recent,
+)
+from session.redaction import REDACTED, scrub_text, secrets_from_environment
+from tests.conversations import T0, conversation, turn
+
+
+def pairing_problems(messages: list[ModelMessage]) -> list[str]:
+    """Every tool call answered by a later return and every return preceded by its call."""
+    problems: list[str] = []
+    called: set[str] = set()
+    returned: set[str] = set()
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                called.add(part.tool_call_id)
+            elif isinstance(part, ToolReturnPart):
+                if part.tool_call_id not in called:
+                    problems.append(f"orphan return {part.tool_call_id}")
+                returned.add(part.tool_call_id)
+    problems += [f"unanswered call {c}" for c in sorted(called - returned)]
+    return problems
+
+
+def run_agent_on(history: list[ModelMessage]) -> list[ModelMessage]:
+    """Run a real pydantic-ai agent turn on ``history``; return what the model was sent."""
+    seen: list[ModelMessage] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.extend(messages)
+        return ModelResponse(parts=[TextPart("ok")])
+
+    agent = Agent(FunctionModel(model), instructions="You design agents.")
+    result = agent.run_sync("next question", message_history=history)
+    assert result.output == "ok"
+    return seen
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> list[ModelMessage]:
+    """Turns with parallel tool calls, text beside calls, and several tool rounds."""
+    messages: list[ModelMessage] = []
+    for t in range(draw(st.integers(1, 6))):
+        messages.append(ModelRequest(parts=[UserPromptPart(f"q{t}", timestamp=T0)]))
+        for r in range(draw(st.integers(0, 3))):
+            ids = [f"c{t}_{r}_{i}" for i in range(draw(st.integers(1, 3)))]
+            lead = [TextPart("thinking")] if draw(st.booleans()) else []
+            messages.append(
+                ModelResponse(
+                    parts=[
+                        *lead,
+                        *(ToolCallPart("read_file", {"p": i}, tool_call_id=i) for i in ids),
+                    ],
+                    timestamp=T0,
+                )
+            )
+            messages.append(
+                ModelRequest(
+                    parts=[
+                        ToolReturnPart(
+                            "read_file",
+                            "x" * draw(st.integers(0, 500)),
+                            tool_call_id=i,
+                            timestamp=T0,
+                        )
+                        for i in ids
+                    ]
+                )
+            )
+        messages.append(ModelResponse(parts=[TextPart(f"a{t}")], timestamp=T0))
+    return messages
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=conversations(),
+    start=st.integers(0, 60),
+    end_cut=st.integers(0, 3),
+    max_turns=st.one_of(st.none(), st.integers(1, 6)),
+    max_chars=st.one_of(st.none(), st.integers(100, 5000)),
+)
+def test_every_reconstructed_history_is_accepted_by_an_agent_run(
+    messages: list[ModelMessage],
+    start: int,
+    end_cut: int,
+    max_turns: int | None,
+    max_chars: int | None,
+) -> None:
+    damaged = messages[start : len(messages) - end_cut]
+    history = reconstruct_history(damaged, max_turns=max_turns, max_chars=max_chars)
+    if history:
+        assert is_turn_start(history[0])
+    assert pairing_problems(history) == []
+    sent = run_agent_on(history)
+    assert isinstance(sent[0], ModelRequest) and is_turn_start(sent[0])
+    assert pairing_problems(sent) == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(messages=conversations(), max_turns=st.integers(1, 6))
+def test_trimming_cuts_only_at_user_turns_and_keeps_the_newest(
+    messages: list[ModelMessage], max_turns: int
+) -> None:
+    tail = trim_to_recent(messages, max_turns=max_turns, max_chars=None)
+    assert tail == messages[len(messages) - len(tail) :]
+    assert is_turn_start(tail[0])
+    assert sum(map(is_turn_start, tail)) == min(max_turns, sum(map(is_turn_start, messages)))
+
+
+def test_the_last_turn_is_kept_even_when_it_alone_exceeds_the_budget() -> None:
+    messages = conversation(0, 3)
+    assert trim_to_recent(messages, max_turns=1, max_chars=10) == turn(1, 3)
+
+
+def test_a_tail_without_any_user_turn_reconstructs_to_nothing() -> None:
+    assert reconstruct_history(turn(0, 1)[1:3]) == []
+
+
+def test_a_dangling_tool_call_at_the_end_is_closed() -> None:
+    history = reconstruct_history(turn(0, 1)[:2])
+    assert pairing_problems(history) == []
+    run_agent_on(history)
+
+
+def test_persisted_messages_round_trip_exactly() -> None:
+    messages = conversation(1, 0, 2)
+    assert load_messages(dump_messages(messages)) == messages
+
+
+CREDENTIALS = [
+    "sk-proj-abcdefghijklmnopqrstuvwxyz0123",
+    "sk-ant-api03-abcdefghijklmnopqrstuv",
+    "AKIAABCDEFGHIJKLMNOP",
+    "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    "xoxb-1234567890-abcdefghij",
+    "AIzaSyA-abcdefghijklmnopqrstuvwxyz12345",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+]
+
+
+def test_credential_patterns_are_scrubbed() -> None:
+    for credential in CREDENTIALS:
+        scrubbed = scrub_text(f"use {credential} here")
+        assert credential not in scrubbed and REDACTED in scrubbed, credential
+
+
+def test_authorization_values_and_key_assignments_are_scrubbed() -> None:
+    text = (
+        "Authorization: Bearer abc.def-ghi_jkl\n"
+        'headers = {"Authorization": "Basic dXNlcjpwYXNz"}\n'
+        "OPENAI_API_KEY=plainvalue123\n"
+        'password: "correct horse"'
+    )
+    scrubbed = scrub_text(text)
+    for secret in ("abc.def-ghi_jkl", "dXNlcjpwYXNz", "plainvalue123", "correct"):
+        assert secret not in scrubbed
+    assert scrubbed.startswith("Authorization: Bearer [REDACTED]")
+
+
+def test_ordinary_text_is_left_alone() -> None:
+    text = "Design a tool-calling agent; ask for the key decisions; see agent_spec.md."
+    assert scrub_text(text) == text
+
+
+def test_known_secret_values_from_the_environment_are_scrubbed_wherever_they_appear() -> None:
+    env = {"OPENAI_API_KEY": "local-key-1234567", "HOME": "/root", "MY_TOKEN": "short"}
+    secrets = secrets_from_environment(env)
+    assert secrets == ("local-key-1234567",)
+    assert "local-key" not in scrub_text("the value local-key-1234567 leaked", secrets)
+
+
+def test_a_scrubbed_history_still_loads_and_runs() -> None:
+    messages = turn(0, 1, text="your key sk-abcdefghijklmnopqrstuvwxyz is set")
+    messages[1] = ModelResponse(
+        parts=[
+            ToolCallPart(
+                "read_file",
+                '{"path": "x", "api_key": "sk-abcdefghijklmnopqrstuvwxyz"}',
+                tool_call_id="c1",
+            )
+        ]
+    )
+    messages[2] = ModelRequest(
+        parts=[ToolReturnPart("read_file", "Authorization: Bearer tok123456789", tool_call_id="c1")]
+    )
+    raw = dump_messages(messages)
+    assert "sk-abcdef" not in str(raw) and "tok123456789" not in str(raw)
+    loaded = load_messages(raw)
+    assert len(loaded) == len(messages)
+    run_agent_on(reconstruct_history(loaded))
+
+
+def test_recorded_instructions_are_not_persisted() -> None:
+    messages = turn(0)
+    first = messages[0]
+    assert isinstance(first, ModelRequest)
+    first.instructions = "# Resumed Session Context\nold context"
+    raw = dump_messages(messages)
+    assert "Resumed Session Context" not in str(raw)
+    assert load_messages(raw)[1:] == messages[1:]

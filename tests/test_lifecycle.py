@@ -1,0 +1,198 @@
+"""SessionLifecycle: the whole transition table and the effects each transition asks for."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from session.errors import IllegalTransition
+from session.filesystem import FileDrift
+from session.history import dump_messages, load_messages
+from session.lifecycle import (
+    TRANSITIONS,
+    DeletePointer,
+    DeleteSession,
+    Event,
+    PersistPolicy,
+    Phase,
+    SessionLifecycle,
+    Transition,
+    WritePointer,
+    WriteSession,
+)
+from session.models import SessionState
+from tests.conversations import conversation, turn
+
+T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
+T1 = T0 + timedelta(minutes=5)
+MANIFEST = {"agent_spec.md": "b" * 64}
+STORED = SessionState(
+    session_id="a1b2c3d4e5f6",
+    created_at=T0 - timedelta(days=1),
+    updated_at=T0 - timedelta(hours=1),
+    summary="Earlier work.",
+    file_manifest=MANIFEST,
+    recent_messages=tuple(dump_messages(conversation(0, 1))),
+)
+
+
+def active() -> SessionLifecycle:
+    return SessionLifecycle().start_fresh(T0, "111111111111").lifecycle
+
+
+def in_phase(phase: Phase) -> SessionLifecycle:
+    if phase is Phase.UNSTARTED:
+        return SessionLifecycle()
+    if phase is Phase.ACTIVE:
+        return active()
+    return exit_(active()).lifecycle
+
+
+def exit_(lifecycle: SessionLifecycle) -> Transition:
+    return lifecycle.exit(now=T1, manifest=MANIFEST, agent_spec_path="agent_spec.md")
+
+
+def complete(lifecycle: SessionLifecycle, index: int = 0, **kw: object) -> Transition:
+    return lifecycle.complete_turn(
+        turn(index),
+        now=T1,
+        manifest=MANIFEST,
+        agent_spec_path="agent_spec.md",
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+EVENTS: dict[Event, Callable[[SessionLifecycle], Transition]] = {
+    Event.START: lambda lc: lc.start_fresh(T0),
+    Event.RESUME: lambda lc: lc.resume(STORED, FileDrift()),
+    Event.TURN: complete,
+    Event.SAVE: lambda lc: lc.save(now=T1, manifest=MANIFEST, agent_spec_path=None),
+    Event.RESET: lambda lc: lc.reset(T1),
+    Event.SUMMARY: lambda lc: lc.record_summary(
+        "s", now=T1, manifest=MANIFEST, agent_spec_path=None
+    ),
+    Event.EXIT: exit_,
+}
+
+
+@pytest.mark.parametrize(("phase", "event"), list(itertools.product(Phase, Event)))
+def test_every_cell_of_the_table(phase: Phase, event: Event) -> None:
+    lifecycle = in_phase(phase)
+    target = TRANSITIONS.get((phase, event))
+    if target is None:
+        with pytest.raises(IllegalTransition):
+            EVENTS[event](lifecycle)
+    else:
+        assert EVENTS[event](lifecycle).lifecycle.phase is target
+
+
+def test_fresh_start_has_a_new_id_no_history_and_writes_the_pointer() -> None:
+    result = SessionLifecycle().start_fresh(T0)
+    assert result.lifecycle.session_id is not None
+    assert result.lifecycle.history == () and result.lifecycle.resume_context == ""
+    assert result.effects == (WritePointer(result.lifecycle.session_id),)
+
+
+def test_resume_keeps_the_id_rebuilds_history_and_the_resume_context() -> None:
+    drift = FileDrift(modified=("agent_spec.md",))
+    result = SessionLifecycle().resume(STORED, drift)
+    lc = result.lifecycle
+    assert lc.session_id == STORED.session_id
+    assert list(lc.history) == load_messages(STORED.recent_messages)
+    assert "- agent_spec.md: modified" in lc.resume_context
+    assert lc.tracked_paths == frozenset(MANIFEST)
+    assert result.effects == (WritePointer(STORED.session_id),)
+
+
+def test_a_completed_turn_is_saved_with_the_manifest_and_decisions() -> None:
+    result = complete(active(), decisions=["Use tools", " ", "Use tools"], touched=["notes.md"])
+    (write, pointer) = result.effects
+    assert isinstance(write, WriteSession) and pointer == WritePointer("111111111111")
+    assert write.state.updated_at == T1
+    assert write.state.file_manifest == MANIFEST
+    assert write.state.agent_spec_path == "agent_spec.md"
+    assert write.state.decisions == ("Use tools",)
+    assert load_messages(write.state.recent_messages) == turn(0)
+    assert "notes.md" in result.lifecycle.tracked_paths
+    assert result.lifecycle.saved
+
+
+def test_reset_deletes_file_and_pointer_and_clears_everything() -> None:
+    resumed = SessionLifecycle().resume(STORED, FileDrift(modified=("x.md",))).lifecycle
+    result = resumed.reset(T1)
+    lc = result.lifecycle
+    assert result.effects == (DeleteSession(STORED.session_id), DeletePointer())
+    assert lc.session_id != STORED.session_id
+    assert lc.history == () and lc.resume_context == "" and lc.tracked_paths == frozenset()
+    assert lc.session_deleted
+
+
+def test_exit_after_reset_writes_nothing() -> None:
+    after_reset = complete(active()).lifecycle.reset(T1).lifecycle
+    assert exit_(after_reset).effects == ()
+    late_summary = after_reset.record_summary("s", now=T1, manifest={}, agent_spec_path=None)
+    assert late_summary.effects == ()
+
+
+def test_a_turn_after_reset_re_enables_autosave() -> None:
+    after_turn = complete(active().reset(T1).lifecycle).lifecycle
+    assert not after_turn.session_deleted
+    assert isinstance(exit_(after_turn).effects[0], WriteSession)
+
+
+def test_explicit_save_after_reset_re_enables_autosave() -> None:
+    result = active().reset(T1).lifecycle.save(now=T1, manifest={}, agent_spec_path=None)
+    assert not result.lifecycle.session_deleted
+    assert isinstance(result.effects[0], WriteSession)
+    assert isinstance(exit_(result.lifecycle).effects[0], WriteSession)
+
+
+def test_explicit_save_rebuilds_manifest_and_spec_path() -> None:
+    lc = complete(active()).lifecycle
+    result = lc.save(now=T1, manifest={"new.md": "c" * 64}, agent_spec_path="spec/agent.md")
+    write = result.effects[0]
+    assert isinstance(write, WriteSession)
+    assert write.state.file_manifest == {"new.md": "c" * 64}
+    assert write.state.agent_spec_path == "spec/agent.md"
+
+
+def test_exit_saves_a_session_with_messages() -> None:
+    result = exit_(complete(active()).lifecycle)
+    assert result.lifecycle.phase is Phase.CLOSED
+    assert isinstance(result.effects[0], WriteSession)
+
+
+def test_exit_of_an_unused_session_writes_no_file_and_drops_the_pointer() -> None:
+    assert exit_(active()).effects == (DeletePointer(),)
+    assert exit_(SessionLifecycle()).effects == ()
+
+
+def test_a_resumed_session_is_saved_on_exit_even_without_new_turns() -> None:
+    resumed = SessionLifecycle().resume(STORED, None).lifecycle
+    assert isinstance(exit_(resumed).effects[0], WriteSession)
+
+
+def test_a_late_summary_is_written_after_exit() -> None:
+    closed = exit_(complete(active()).lifecycle).lifecycle
+    result = closed.record_summary("Better summary", now=T1, manifest={}, agent_spec_path=None)
+    (write,) = result.effects
+    assert isinstance(write, WriteSession) and write.state.summary == "Better summary"
+
+
+def test_saved_tail_is_trimmed_and_scrubbed_by_the_policy() -> None:
+    policy = PersistPolicy(max_turns=2, known_secrets=("hunter2-very-secret",))
+    lc = SessionLifecycle(policy=policy).start_fresh(T0).lifecycle
+    for index in range(5):
+        lc = complete(lc, index).lifecycle
+    secret_turn = turn(9, text="the key is hunter2-very-secret and sk-abcdefghijklmnopqrstuvwx")
+    result = lc.complete_turn(secret_turn, now=T1, manifest={}, agent_spec_path=None)
+    write = result.effects[0]
+    assert isinstance(write, WriteSession)
+    saved = load_messages(write.state.recent_messages)
+    assert saved[:2] == turn(4)
+    assert "hunter2" not in str(write.state.recent_messages)
+    assert "sk-abcdef" not in str(write.state.recent_messages)
+    assert len(result.lifecycle.request_history()) == len(turn(4)) + len(secret_turn)
