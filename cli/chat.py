@@ -7,6 +7,7 @@ lives in the supervisor's TerminalActor.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,9 @@ Commands:
   /help            this help
   /exit            leave (the session is saved; Ctrl+D or Ctrl+C at an empty prompt too)
 Ctrl+C while a reply streams cancels that reply."""
+
+
+REATTACH_ATTEMPTS = 5
 
 
 class ChatError(Exception):
@@ -131,15 +135,26 @@ class Chat:
             raise ChatError(frame["message"])
 
     def _reattach(self) -> None:
-        """The supervisor went away: start one, re-attach, restore the session from disk."""
-        if self._conn is not None:
-            self._conn.close()
-        _, started = self._connect()
+        """The supervisor went away: start one, re-attach, restore the session from disk.
+
+        A dying supervisor may still accept a connection and then reset it, so
+        this tries a few times.
+        """
         previous = self.session_id
-        try:
-            self._open("resume", previous) if previous else self._open("new", None)
-        except ChatError:
-            self._open("new", None)
+        for attempt in range(REATTACH_ATTEMPTS):
+            if self._conn is not None:
+                self._conn.close()
+            try:
+                _, started = self._connect()
+                try:
+                    self._open("resume", previous) if previous else self._open("new", None)
+                except ChatError:
+                    self._open("new", None)
+                break
+            except ConnectionLost:
+                time.sleep(0.05 * (attempt + 1))
+        else:
+            raise ChatError("could not re-attach to the supervisor")
         how = "started a new one and " if started else ""
         if previous == self.session_id:
             self.console.warn(

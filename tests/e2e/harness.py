@@ -1,0 +1,220 @@
+"""Drives the real ``agent-assist`` command and the real supervisor in private directories."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from session.paths import sessions_dir
+
+AGENT_ASSIST = str(Path(sys.executable).with_name("agent-assist"))
+DEFAULT_TIMEOUT = 30.0
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT, what: str = "") -> Any:
+    """Poll ``predicate`` until it returns something truthy (for outside processes only)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or predicate}")
+        time.sleep(0.01)
+
+
+class Terminal:
+    """A stand-in for a terminal tab's shell: a process whose pid identifies the terminal."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(["sleep", "3600"])
+        self.pid = self.process.pid
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+class Client:
+    """A running ``agent-assist`` with piped stdin; stdout and stderr are read by threads."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.out: queue.Queue[str] = queue.Queue()
+        self.err: queue.Queue[str] = queue.Queue()
+        self.stdout_lines: list[str] = []
+        self.stderr_lines: list[str] = []
+        for stream, q in ((process.stdout, self.out), (process.stderr, self.err)):
+            threading.Thread(target=self._pump, args=(stream, q), daemon=True).start()
+
+    @staticmethod
+    def _pump(stream: IO[str] | None, q: queue.Queue[str]) -> None:
+        assert stream is not None
+        for line in stream:
+            q.put(line.rstrip("\n"))
+
+    def send(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def expect(self, needle: str, timeout: float = DEFAULT_TIMEOUT, stderr: bool = False) -> str:
+        q, seen = (self.err, self.stderr_lines) if stderr else (self.out, self.stdout_lines)
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"did not see {needle!r}; saw {seen[-10:]}")
+            try:
+                line = q.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            seen.append(line)
+            if needle in line:
+                return line
+
+    def close_stdin(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+
+    def wait(self, timeout: float = DEFAULT_TIMEOUT) -> int:
+        return self.process.wait(timeout)
+
+    def kill9(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def drain_stderr(self) -> list[str]:
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self.stderr_lines.append(self.err.get_nowait())
+        return self.stderr_lines
+
+
+@dataclass
+class Env:
+    base: Path
+    home: Path
+    runtime: Path
+    workspace: Path
+    extra: dict[str, str] = field(default_factory=dict)
+    terminals: list[Terminal] = field(default_factory=list)
+    clients: list[Client] = field(default_factory=list)
+
+    @classmethod
+    def create(cls) -> Env:
+        base = Path(tempfile.mkdtemp(prefix="aa-"))
+        env = cls(base, base / "home", base / "run", base / "ws")
+        env.workspace.mkdir()
+        return env
+
+    def environ(self, terminal: Terminal | None = None, **extra: str) -> dict[str, str]:
+        environ = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("AGENT_ASSIST_", "OPENAI_")) and k != "XDG_RUNTIME_DIR"
+        }
+        environ.update(AGENT_ASSIST_HOME=str(self.home), AGENT_ASSIST_RUNTIME_DIR=str(self.runtime))
+        environ.update(self.extra)
+        if terminal is not None:
+            environ["AGENT_ASSIST_TERMINAL_PID"] = str(terminal.pid)
+        environ.update(extra)
+        return environ
+
+    def terminal(self) -> Terminal:
+        term = Terminal()
+        self.terminals.append(term)
+        return term
+
+    def run(
+        self,
+        *args: str,
+        input: str | None = None,
+        terminal: Terminal | None = None,
+        timeout: float = 60,
+        **extra: str,
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [AGENT_ASSIST, *args],
+            input=input if input is not None else "",
+            text=True,
+            capture_output=True,
+            cwd=self.workspace,
+            env=self.environ(terminal, **extra),
+            timeout=timeout,
+            check=False,
+        )
+
+    def spawn(self, *args: str, terminal: Terminal | None = None, **extra: str) -> Client:
+        process = subprocess.Popen(
+            [AGENT_ASSIST, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            cwd=self.workspace,
+            env=self.environ(terminal, **extra),
+        )
+        client = Client(process)
+        self.clients.append(client)
+        return client
+
+    @property
+    def project(self) -> Path:
+        return sessions_dir(self.workspace, self.home)
+
+    def session_ids(self) -> list[str]:
+        if not self.project.is_dir():
+            return []
+        return sorted(p.stem for p in self.project.glob("*.json") if len(p.stem) == 12)
+
+    def session(self, session_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.project / f"{session_id}.json").read_bytes())
+        return data
+
+    def sessions_json(self, *flags: str) -> list[dict[str, Any]]:
+        result = self.run("sessions", "--json", *flags)
+        assert result.returncode == 0, result.stderr
+        rows: list[dict[str, Any]] = json.loads(result.stdout)
+        return rows
+
+    def supervisor_pid(self) -> int | None:
+        try:
+            return int((self.runtime / "supervisor.pid").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def cleanup(self) -> None:
+        for client in self.clients:
+            if client.process.poll() is None:
+                client.process.kill()
+                client.process.wait()
+        pid = self.supervisor_pid()
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for term in self.terminals:
+            term.close()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def all_text_under(*roots: Path) -> Iterator[tuple[Path, bytes]]:
+    for root in roots:
+        for path in root.rglob("*"):
+            if path.is_file() and not path.is_symlink() and not path.is_socket():
+                yield path, path.read_bytes()

@@ -1,0 +1,234 @@
+"""The real agent-assist command against the real supervisor: sessions survive everything."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from tests.e2e.harness import Env, wait_for
+
+RESUME_PROMPT = "Resume previous session? [Y/n]"
+
+
+def test_a_fresh_session_is_saved_on_exit_with_its_turn(env: Env) -> None:
+    term = env.terminal()
+    result = env.run(input="hello there\n", terminal=term)
+    assert result.returncode == 0, result.stderr
+    assert '[offline model] You said: "hello there"' in result.stdout
+    (session_id,) = env.session_ids()
+    saved = env.session(session_id)
+    assert saved["schema_version"] == 3
+    assert "hello there" in str(saved["recent_messages"])
+    pointer = (env.project / f"active_{term.pid}.json").read_text()
+    assert session_id in pointer
+
+
+def test_an_unused_session_leaves_no_file(env: Env) -> None:
+    result = env.run(input="", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert env.session_ids() == []
+
+
+def test_resume_yes_keeps_the_session_and_its_history(env: Env) -> None:
+    term = env.terminal()
+    env.run(input="first message\n", terminal=term)
+    (session_id,) = env.session_ids()
+    result = env.run(input="\nsecond message\n", terminal=term)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("Previous session found (last active: ")
+    assert lines[0].endswith(" UTC)")
+    assert lines[1] == RESUME_PROMPT
+    assert "(turn 2 of this conversation" in result.stdout
+    assert f"[resume context: session {session_id}]" in result.stdout
+    assert env.session_ids() == [session_id]
+    assert "second message" in str(env.session(session_id)["recent_messages"])
+
+
+def test_resume_no_starts_a_new_session_and_orphans_the_old(env: Env) -> None:
+    term = env.terminal()
+    env.run(input="first message\n", terminal=term)
+    (old,) = env.session_ids()
+    result = env.run(input="n\nfresh start\n", terminal=term)
+    assert result.returncode == 0, result.stderr
+    assert "(turn 1 of this conversation" in result.stdout
+    assert "[resume context" not in result.stdout
+    (new,) = set(env.session_ids()) - {old}
+    states = {row["session_id"]: row["state"] for row in env.sessions_json()}
+    assert states == {old: "orphaned", new: "idle"}
+
+
+def test_a_new_tab_is_offered_the_newest_orphaned_session(env: Env) -> None:
+    first_tab = env.terminal()
+    env.run(input="in the first tab\n", terminal=first_tab)
+    first_tab.close()
+    (session_id,) = env.session_ids()
+    result = env.run(input="y\n/exit\n", terminal=env.terminal())
+    assert RESUME_PROMPT in result.stdout
+    assert env.session_ids() == [session_id]
+
+
+def test_resume_context_shows_drift_after_an_outside_edit(env: Env) -> None:
+    term = env.terminal()
+    script = (
+        "write agent_spec.md: # Research agent\nwrite notes/tools.md: search\ndecide Use tools\n"
+    )
+    env.run(input=script, terminal=term)
+    (env.workspace / "agent_spec.md").write_text("# Research agent, edited by hand\n")
+    (env.workspace / "notes" / "tools.md").unlink()
+    result = env.run(input="y\n/resume\n", terminal=term)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "# Resumed Session Context" in out
+    assert "Agent specification file: agent_spec.md" in out
+    assert "## Key Decisions Made\n- Use tools" in out
+    assert (
+        "## File Changes Since Last Session\n- agent_spec.md: modified\n- notes/tools.md: deleted"
+        in out
+    )
+    assert "IMPORTANT: You are resuming a previous session." in out
+
+
+def test_reset_deletes_file_and_pointer_and_autosave_does_not_resurrect(env: Env) -> None:
+    term = env.terminal()
+    env.run(input="write agent_spec.md: # Spec\n", terminal=term)
+    (old,) = env.session_ids()
+    result = env.run(input="y\n/reset\nn\n/resume\n", terminal=term)
+    assert result.returncode == 0, result.stderr
+    assert "Also delete agent_spec.md? [y/N]" in result.stdout
+    assert "Session reset" in result.stdout
+    assert "No resume context" in result.stdout
+    assert env.session_ids() == []
+    assert not (env.project / f"active_{term.pid}.json").exists()
+    assert (env.workspace / "agent_spec.md").exists(), "answered no: the spec stays"
+    later = env.run(input="", terminal=term)
+    assert RESUME_PROMPT not in later.stdout
+    assert old not in env.session_ids()
+
+
+def test_reset_deletes_the_spec_when_confirmed_and_a_later_turn_saves_again(env: Env) -> None:
+    term = env.terminal()
+    env.run(input="write agent_spec.md: # Spec\n", terminal=term)
+    result = env.run(input="y\n/new\ny\nstarting over\n", terminal=term)
+    assert "Deleted agent_spec.md." in result.stdout
+    assert not (env.workspace / "agent_spec.md").exists()
+    (session_id,) = env.session_ids()
+    assert "starting over" in str(env.session(session_id)["recent_messages"])
+    assert "# Spec" not in str(env.session(session_id)["recent_messages"])
+
+
+def test_kill_9_of_a_terminal_keeps_its_last_completed_turn(env: Env) -> None:
+    term = env.terminal()
+    client = env.spawn(terminal=term)
+    client.send("remember the number 42")
+    client.expect("remember the number 42")
+    client.kill9()
+    (session_id,) = wait_for(env.session_ids, what="a session file")
+    assert "remember the number 42" in str(env.session(session_id)["recent_messages"])
+    rows = wait_for(
+        lambda: [r for r in env.sessions_json() if r["state"] == "idle"], what="detached"
+    )
+    assert rows[0]["terminal_pid"] == term.pid
+    again = env.run(input="y\nwhat was it?\n", terminal=term)
+    assert "(turn 2 of this conversation" in again.stdout
+
+
+def test_kill_9_of_the_supervisor_then_the_next_turn_works(env: Env) -> None:
+    client = env.spawn(terminal=env.terminal())
+    client.send("before the crash")
+    client.expect("before the crash")
+    first = env.supervisor_pid()
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    client.send("after the crash")
+    line = client.expect("after the crash")
+    assert "(turn 2 of this conversation" in line
+    client.expect("the supervisor went away", stderr=True)
+    second = wait_for(env.supervisor_pid)
+    assert second != first
+    client.close_stdin()
+    assert client.wait() == 0
+
+
+def test_ten_clients_starting_at_once_make_one_supervisor(env: Env) -> None:
+    clients = [env.spawn(terminal=env.terminal()) for _ in range(10)]
+    for n, client in enumerate(clients):
+        client.send(f"client {n}")
+    for n, client in enumerate(clients):
+        client.expect(f"client {n}")
+        client.close_stdin()
+    assert all(client.wait() == 0 for client in clients)
+    log = (env.runtime / "supervisor.log").read_text()
+    assert log.count("listening on") == 1
+    assert len(env.session_ids()) == 10
+
+
+def test_two_terminals_in_one_project_have_separate_sessions(env: Env) -> None:
+    a = env.spawn(terminal=env.terminal())
+    b = env.spawn(terminal=env.terminal())
+    a.send("I am terminal A")
+    b.send("I am terminal B")
+    a.expect("I am terminal A")
+    b.expect("I am terminal B")
+    rows = env.sessions_json()
+    assert [r["state"] for r in rows] == ["live", "live"]
+    for client in (a, b):
+        client.close_stdin()
+        assert client.wait() == 0
+    texts = sorted(str(env.session(i)["recent_messages"]) for i in env.session_ids())
+    assert "terminal A" in texts[0] and "terminal B" not in texts[0]
+    assert "terminal B" in texts[1] and "terminal A" not in texts[1]
+
+
+def test_a_second_terminal_cannot_resume_a_live_session(env: Env) -> None:
+    a = env.spawn(terminal=env.terminal())
+    a.send("holding this session")
+    a.expect("holding this session")
+    (session_id,) = env.session_ids()
+    refused = env.run("--resume", session_id, input="n\n", terminal=env.terminal())
+    assert refused.returncode == 1
+    assert f"session {session_id} is live in another terminal" in refused.stderr
+    assert "Start a new session instead? [Y/n]" in refused.stdout
+    offered = env.run("--resume", session_id, input="y\nmine now\n", terminal=env.terminal())
+    assert offered.returncode == 0, offered.stderr
+    assert "(turn 1 of this conversation" in offered.stdout
+    assert len(env.session_ids()) == 2
+    a.send("still mine")
+    a.expect("(turn 2 of this conversation")
+
+
+def test_sessions_states_follow_the_terminal_process(env: Env) -> None:
+    term = env.terminal()
+    client = env.spawn(terminal=term)
+    client.send("hello")
+    client.expect("hello")
+    (row,) = env.sessions_json()
+    assert (row["state"], row["terminal_pid"]) == ("live", term.pid)
+    client.close_stdin()
+    assert client.wait() == 0
+    (row,) = env.sessions_json()
+    assert (row["state"], row["terminal_pid"]) == ("idle", term.pid)
+    term.close()
+    (row,) = env.sessions_json()
+    assert (row["state"], row["terminal_pid"]) == ("orphaned", None)
+
+
+def test_sessions_work_read_only_without_a_supervisor(env: Env) -> None:
+    term = env.terminal()
+    env.run(input="hello\n", terminal=term)
+    assert env.run("supervisor", "stop").returncode == 0
+    assert env.run("supervisor", "status").returncode == 3
+    (row,) = env.sessions_json()
+    assert row["state"] == "idle"
+    assert {
+        "session_id",
+        "project",
+        "state",
+        "terminal_pid",
+        "created_at",
+        "updated_at",
+        "summary",
+    } <= set(row)
+    assert not (env.runtime / "supervisor.sock").exists()
+    table = env.run("sessions")
+    assert row["session_id"] in table.stdout and "idle" in table.stdout
