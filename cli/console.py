@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 SLASH_COMMANDS = ["/save", "/reset", "/new", "/checkpoint", "/compact", "/resume", "/help", "/exit"]
@@ -21,15 +19,22 @@ class Console:
             from prompt_toolkit.completion import WordCompleter
             from prompt_toolkit.history import FileHistory
 
-            history = (
-                Path(
-                    os.environ.get("AGENT_ASSIST_HOME") or Path.home() / ".config" / "agent-assist"
-                )
-                / "prompt_history"
-            )
-            history.parent.mkdir(parents=True, exist_ok=True)
+            from session.redaction import scrub_text, secrets_from_environment
+
+            known = secrets_from_environment()
+
+            class ScrubbedHistory(FileHistory):
+                """Input history on disk, with credential-looking strings scrubbed."""
+
+                def store_string(self, string: str) -> None:
+                    super().store_string(scrub_text(string, known))
+
+            from session.paths import state_root
+
+            history = state_root() / "prompt_history"
+            history.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             self._prompt = PromptSession(
-                history=FileHistory(str(history)),
+                history=ScrubbedHistory(str(history)),
                 completer=WordCompleter(SLASH_COMMANDS, sentence=True),
             )
         return self._prompt

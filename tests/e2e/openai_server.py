@@ -1,0 +1,130 @@
+"""A local OpenAI-compatible Chat Completions server for the tests (streaming and not).
+
+It answers ``echo: <last user message>`` (or ``SUMMARY: ...`` for the model
+``summary-model``) and records every request it receives.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class ChatServer:
+    def __init__(self, chunk_delay: float = 0.0) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.chunk_delay = chunk_delay
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length))
+                with server._lock:
+                    server.requests.append(body)
+                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                if not self.path.endswith("/chat/completions"):
+                    self.send_error(404)
+                    return
+                text = server.reply_for(body)
+                if body.get("stream"):
+                    self._stream(body, text)
+                else:
+                    self._json(body, text)
+
+            def _json(self, body: dict[str, Any], text: str) -> None:
+                payload = json.dumps(
+                    {
+                        "id": "chatcmpl-test",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body["model"],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": text},
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _stream(self, body: dict[str, Any], text: str) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                words = text.split(" ")
+                try:
+                    for i, word in enumerate(words):
+                        piece = word if i == 0 else " " + word
+                        self._event(body, {"role": "assistant", "content": piece}, None)
+                        if server.chunk_delay:
+                            time.sleep(server.chunk_delay)
+                    self._event(body, {}, "stop")
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    return
+
+            def _event(
+                self, body: dict[str, Any], delta: dict[str, Any], finish: str | None
+            ) -> None:
+                chunk = {
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion.chunk",
+                    "created": int(time.time()),
+                    "model": body["model"],
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                }
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                self.wfile.flush()
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def reply_for(self, body: dict[str, Any]) -> str:
+        users = [m for m in body["messages"] if m["role"] == "user"]
+        last = users[-1]["content"] if users else ""
+        if isinstance(last, list):
+            last = " ".join(p.get("text", "") for p in last if isinstance(p, dict))
+        if body["model"] == "summary-model":
+            return "SUMMARY: the user designs a research agent; see agent_spec.md"
+        if "slow" in last:
+            return " ".join(f"word{i}" for i in range(200))
+        return f"echo: {last}"
+
+    def system_text(self, index: int = -1) -> str:
+        """The system/developer text of a recorded chat request (not a summary request)."""
+        chats = [r for r in self.requests if r["model"] != "summary-model"]
+        return "\n".join(
+            m["content"] if isinstance(m["content"], str) else json.dumps(m["content"])
+            for m in chats[index]["messages"]
+            if m["role"] in ("system", "developer")
+        )
+
+    def __enter__(self) -> ChatServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()

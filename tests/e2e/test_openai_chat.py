@@ -1,0 +1,73 @@
+"""The openai-chat: path end to end against a local Chat Completions server."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.harness import Env, all_text_under
+from tests.e2e.openai_server import ChatServer
+
+API_KEY = "sk-test-" + secrets.token_hex(16)
+
+
+@pytest.fixture
+def server(env: Env) -> Iterator[ChatServer]:
+    with ChatServer() as chat_server:
+        env.extra.update(
+            OPENAI_BASE_URL=chat_server.base_url,
+            OPENAI_API_KEY=API_KEY,
+            AGENT_ASSIST_MODEL="openai-chat:test-model",
+            AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        )
+        yield chat_server
+
+
+def test_replies_stream_from_the_endpoint_with_the_key(env: Env, server: ChatServer) -> None:
+    result = env.run(input="hello over http\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert "echo: hello over http" in result.stdout
+    chat = [r for r in server.requests if r["model"] == "test-model"]
+    assert chat and chat[0]["stream"] is True
+    assert server.headers[0]["authorization"] == f"Bearer {API_KEY}"
+
+
+def test_the_resume_block_reaches_the_model_after_resume_and_not_after_reset(
+    env: Env, server: ChatServer
+) -> None:
+    term = env.terminal()
+    env.run(input="write the spec please\n", terminal=term)
+    (session_id,) = env.session_ids()
+    assert "Resumed Session Context" not in server.system_text()
+    resumed = env.run(input="y\nsecond turn\n", terminal=term)
+    assert "echo: second turn" in resumed.stdout
+    system = server.system_text()
+    assert "# Resumed Session Context" in system
+    assert f"This is a resumed session (ID: {session_id})." in system
+    assert "You are agent-assist" in system
+    after_reset = env.run(input="y\n/reset\nthird turn\n", terminal=term)
+    assert "echo: third turn" in after_reset.stdout
+    assert "Resumed Session Context" not in server.system_text()
+    assert "You are agent-assist" in server.system_text()
+
+
+def test_the_summary_comes_from_the_summary_model(env: Env, server: ChatServer) -> None:
+    env.run(input="design a research agent\n", terminal=env.terminal())
+    (session_id,) = env.session_ids()
+    summary = env.session(session_id)["summary"]
+    assert summary == "SUMMARY: the user designs a research agent; see agent_spec.md"
+
+
+def test_the_api_key_is_never_written_to_any_file(env: Env, server: ChatServer) -> None:
+    term = env.terminal()
+    script = f"my key is {API_KEY}, remember it\nAuthorization: Bearer {API_KEY}\n"
+    result = env.run(input=script, terminal=term)
+    assert result.returncode == 0, result.stderr
+    env.run(input="y\n/save\n", terminal=term)
+    assert env.session_ids()
+    written = list(all_text_under(env.home, env.runtime, env.workspace))
+    assert written
+    leaks = [str(path) for path, data in written if API_KEY.encode() in data]
+    assert leaks == []

@@ -1,0 +1,155 @@
+"""Bad bytes on the socket get one error frame and a closed connection; the supervisor serves on."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from supervisor.wire import PROTOCOL_VERSION
+from tests.e2e.harness import Env
+
+HELLO = {"type": "hello", "protocol": PROTOCOL_VERSION, "role": "control", "client_pid": 1}
+
+
+@pytest.fixture
+def running(env: Env) -> Iterator[Env]:
+    started = env.run("supervisor", "start")
+    assert started.returncode == 0, started.stderr
+    yield env
+
+
+def exchange(env: Env, payload: bytes, read_timeout: float = 10.0) -> list[dict[str, object]]:
+    """Send raw bytes, then read frames until the supervisor closes the connection."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(read_timeout)
+    sock.connect(str(env.runtime / "supervisor.sock"))
+    try:
+        sock.sendall(payload)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    data = b""
+    deadline = time.monotonic() + read_timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    sock.close()
+    return [json.loads(line) for line in data.splitlines() if line]
+
+
+def status_ok(env: Env) -> bool:
+    result = env.run("supervisor", "status", "--json")
+    return result.returncode == 0 and json.loads(result.stdout)["running"] is True
+
+
+def hello_then(frame: bytes) -> bytes:
+    return json.dumps(HELLO).encode() + b"\n" + frame
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        (os.urandom(4096).replace(b"\n", b"x") + b"\n", "bad_frame"),
+        (b"{not json\n", "bad_frame"),
+        (b'["a list"]\n', "bad_frame"),
+        (b'{"type": "launch_missiles"}\n', "unknown_type"),
+        (b'{"type": "status"}\n', "hello_required"),
+        (json.dumps({**HELLO, "protocol": 999}).encode() + b"\n", "protocol_version"),
+        (hello_then(b'{"type": "bogus"}\n'), "unknown_type"),
+        (hello_then(b'{"type": "list_sessions", "all": "maybe"}\n'), "invalid_request"),
+    ],
+)
+def test_bad_frames_get_one_error_and_a_closed_connection(
+    running: Env, payload: bytes, code: str
+) -> None:
+    frames = exchange(running, payload)
+    errors = [f for f in frames if f["type"] == "error"]
+    assert len(errors) == 1
+    assert errors[0]["code"] == code
+    assert status_ok(running)
+
+
+def test_an_8_mib_line_is_refused_before_it_is_buffered(running: Env) -> None:
+    frames = exchange(running, b"x" * (8 * 1024 * 1024))
+    assert [f["code"] for f in frames if f["type"] == "error"] == ["frame_too_large"]
+    assert status_ok(running)
+
+
+def test_a_live_conversation_carries_on_while_others_misbehave(running: Env) -> None:
+    client = running.spawn(terminal=running.terminal())
+    client.send("first")
+    client.expect("first")
+    for payload in (b"\xff\xfe garbage\n", b"{}\n", b"x" * (2 * 1024 * 1024)):
+        exchange(running, payload)
+    client.send("second")
+    assert "(turn 2 of this conversation" in client.expect("second")
+
+
+def test_the_socket_directory_is_private(running: Env) -> None:
+    assert stat.S_IMODE(running.runtime.stat().st_mode) == 0o700
+    assert stat.S_IMODE((running.runtime / "supervisor.sock").stat().st_mode) == 0o600
+
+
+def test_a_runtime_dir_open_to_others_is_refused(env: Env) -> None:
+    env.runtime.mkdir(mode=0o777)
+    os.chmod(env.runtime, 0o777)
+    result = env.run("supervisor", "start")
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: runtime directory")
+    assert "not 700" in result.stderr
+
+
+def test_a_symlinked_runtime_dir_is_refused(env: Env) -> None:
+    target = env.base / "elsewhere"
+    target.mkdir(mode=0o700)
+    env.runtime.symlink_to(target)
+    result = env.run("sessions", "--json", input="")
+    assert result.returncode == 0, "listing without a supervisor does not need the runtime dir"
+    chat = env.run(input="hello\n", terminal=env.terminal())
+    assert chat.returncode == 1
+    assert "is a symlink; refusing to use it" in chat.stderr
+
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+@pytest.mark.skipif(
+    os.getuid() != 0 or not os.path.exists(SYSTEM_PYTHON),
+    reason="needs root and a system python to connect as another user",
+)
+def test_a_peer_of_another_uid_is_refused(running: Env) -> None:
+    sock_path = running.runtime / "supervisor.sock"
+    # Let the other user reach the socket: only the supervisor's uid check remains.
+    os.chmod(running.base, 0o711)
+    os.chmod(running.runtime, 0o711)
+    os.chmod(sock_path, 0o666)
+    script = (
+        "import socket,sys\n"
+        "s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+        f"s.sendall({json.dumps(HELLO).encode()!r} + b'\\n')\n"
+        "print(s.recv(4096).decode())\n"
+    )
+    import subprocess
+
+    result = subprocess.run(
+        [SYSTEM_PYTHON, "-c", script, str(sock_path)],
+        user=65534,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    os.chmod(running.runtime, 0o700)
+    reply = json.loads(result.stdout)
+    assert (reply["type"], reply["code"]) == ("error", "not_allowed")
+    assert status_ok(running)

@@ -1,0 +1,143 @@
+"""The interactive terminal through a real pty: prompt, streaming, Ctrl+C, Ctrl+D."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import select
+import signal
+import subprocess
+import termios
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.harness import AGENT_ASSIST, Env, Terminal
+from tests.e2e.openai_server import ChatServer
+
+ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+
+
+def _take_controlling_terminal() -> None:
+    """In the child: a new session whose controlling terminal is the pty (so ^C is SIGINT)."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Pty:
+    def __init__(self, env: Env, terminal: Terminal, *args: str) -> None:
+        self.master, slave = os.openpty()
+        environ = env.environ(
+            terminal, TERM="xterm", COLUMNS="200", LINES="50", PROMPT_TOOLKIT_NO_CPR="1"
+        )
+        self.process = subprocess.Popen(
+            [AGENT_ASSIST, *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=env.workspace,
+            env=environ,
+            preexec_fn=_take_controlling_terminal,
+        )
+        os.close(slave)
+        self.seen = b""
+        self.position = 0
+
+    def expect(self, needle: str, timeout: float = 30.0) -> None:
+        """Wait for ``needle`` after the previous match (escape codes ignored)."""
+        deadline = time.monotonic() + timeout
+        while (found := ANSI.sub(b"", self.seen).find(needle.encode(), self.position)) < 0:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(
+                    f"did not see {needle!r} in {ANSI.sub(b'', self.seen)[-500:]!r}"
+                )
+            ready, _, _ = select.select([self.master], [], [], remaining)
+            if ready:
+                try:
+                    self.seen += os.read(self.master, 65536)
+                except OSError:
+                    raise AssertionError(f"pty closed before {needle!r}") from None
+        self.position = found + len(needle)
+
+    def expect_prompt(self) -> None:
+        self.expect(">")
+
+    def type(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        os.close(self.master)
+
+
+@pytest.fixture
+def server(env: Env) -> Iterator[ChatServer]:
+    with ChatServer(chunk_delay=0.05) as chat_server:
+        env.extra.update(
+            OPENAI_BASE_URL=chat_server.base_url,
+            OPENAI_API_KEY="sk-local",
+            AGENT_ASSIST_MODEL="openai-chat:test-model",
+        )
+        yield chat_server
+
+
+def test_prompt_streaming_ctrl_c_cancels_and_ctrl_d_exits(env: Env, server: ChatServer) -> None:
+    term = env.terminal()
+    tty = Pty(env, term)
+    try:
+        tty.expect("/help for commands.")
+        tty.type("hello tty\r")
+        tty.expect("echo: hello tty")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        tty.type("\x03")
+        tty.expect("[cancelled]")
+        tty.expect_prompt()
+        tty.type("/help\r")
+        tty.expect("/reset, /new")
+        tty.expect_prompt()
+        tty.type("\x04")
+        assert tty.process.wait(timeout=30) == 0
+        tty.expect("saved.")
+    finally:
+        tty.close()
+    (session_id,) = env.session_ids()
+    messages = str(env.session(session_id)["recent_messages"])
+    assert "hello tty" in messages
+    assert "word199" not in messages, "the cancelled reply is not kept"
+
+
+def test_ctrl_c_at_an_empty_prompt_exits_and_saves(env: Env) -> None:
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("keep me\r")
+        tty.expect('You said: "keep me"')
+        tty.expect_prompt()
+        tty.type("\x03")
+        assert tty.process.wait(timeout=30) == 0
+    finally:
+        tty.close()
+    (session_id,) = env.session_ids()
+    assert "keep me" in str(env.session(session_id)["recent_messages"])
+
+
+def test_the_input_history_file_is_scrubbed(env: Env) -> None:
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("token ghp_abcdefghijklmnopqrstuvwxyz0123456789AB\r")
+        tty.expect("You said")
+        tty.expect_prompt()
+        tty.type("\x04")
+        tty.process.wait(timeout=30)
+    finally:
+        tty.close()
+    history = (env.home / "prompt_history").read_text()
+    assert "token [REDACTED]" in history
+    assert "ghp_" not in history
