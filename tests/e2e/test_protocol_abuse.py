@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -21,7 +22,7 @@ HELLO = {"type": "hello", "protocol": PROTOCOL_VERSION, "role": "control", "clie
 def running(env: Env) -> Iterator[Env]:
     started = env.run("supervisor", "start")
     assert started.returncode == 0, started.stderr
-    yield env
+    return env
 
 
 def exchange(env: Env, payload: bytes, read_timeout: float = 10.0) -> list[dict[str, object]]:
@@ -29,10 +30,8 @@ def exchange(env: Env, payload: bytes, read_timeout: float = 10.0) -> list[dict[
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(read_timeout)
     sock.connect(str(env.runtime / "supervisor.sock"))
-    try:
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
         sock.sendall(payload)
-    except (BrokenPipeError, ConnectionResetError):
-        pass
     data = b""
     deadline = time.monotonic() + read_timeout
     while time.monotonic() < deadline:
