@@ -8,7 +8,6 @@ import os
 import socket
 import stat
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -19,7 +18,7 @@ HELLO = {"type": "hello", "protocol": PROTOCOL_VERSION, "role": "control", "clie
 
 
 @pytest.fixture
-def running(env: Env) -> Iterator[Env]:
+def running(env: Env) -> Env:
     started = env.run("supervisor", "start")
     assert started.returncode == 0, started.stderr
     return env
