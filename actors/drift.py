@@ -37,6 +37,7 @@ from session.filesystem import is_safe_relative_path, sha256_file
 
 log = logging.getLogger("agent_assist.drift")
 SETTLE_S = 0.1
+CHANGE_EVENTS = frozenset({"modified", "created", "deleted", "moved", "closed"})
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class _Bridge(FileSystemEventHandler):
         self.interesting: frozenset[str] = frozenset()
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type not in CHANGE_EVENTS:
+            return  # opens and reads (our own hashing among them) change nothing
         for raw in (event.src_path, getattr(event, "dest_path", "")):
             path = os.fsdecode(raw)
             if path and path in self.interesting:

@@ -42,6 +42,10 @@ class ChatError(Exception):
     """Ends the chat with one line on stderr and exit status 1."""
 
 
+class ChatEnded(Exception):
+    """The supervisor was stopped on purpose: say so and exit 0."""
+
+
 @dataclass(frozen=True)
 class ChatOptions:
     workspace: Path
@@ -189,7 +193,10 @@ class Chat:
         return 0
 
     def _send(self, frame: Frame) -> None:
+        """Send, after showing what arrived while we waited for input (notices, a stop)."""
         try:
+            while self.conn.readable():
+                self._other(self.conn.receive())
             self.conn.send(frame)
         except ConnectionLost:
             self._reattach()
@@ -239,10 +246,8 @@ class Chat:
         elif kind == "error":
             self.console.warn(f"error: {frame['message']}")
         elif kind == "closed":
-            raise ChatError(
-                f"the supervisor was stopped; session "
-                f"{frame.get('session_id') or self.session_id} saved"
-            )
+            saved = frame.get("session_id") or self.session_id
+            raise ChatEnded(f"the supervisor was stopped; session {saved} saved")
 
     def _slash(self, line: str) -> bool:
         """Run a slash command; False means leave."""
@@ -300,6 +305,9 @@ def run_chat(options: ChatOptions) -> int:
     chat = Chat(options, Console(), runtime_paths())
     try:
         return chat.run()
+    except ChatEnded as exc:
+        chat.console.warn(str(exc))
+        return 0
     except RemoteError as exc:
         raise ChatError(str(exc)) from exc
     except ConnectionLost as exc:

@@ -9,6 +9,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import select
 import socket
 import sys
 import time
@@ -71,6 +72,13 @@ class Connection:
             self.sock.sendall(encode_frame(frame))
         except OSError as exc:
             raise ConnectionLost(str(exc)) from exc
+
+    def readable(self) -> bool:
+        """Whether a frame (or the end of the stream) is waiting, without blocking."""
+        if self._pending:
+            return True
+        ready, _, _ = select.select([self.sock], [], [], 0)
+        return bool(ready)
 
     def receive(self) -> Frame:
         """The next frame; ConnectionLost at end of stream."""

@@ -133,6 +133,8 @@ async def serve(paths: RuntimePaths, settings: Settings) -> None:
                 await shutdown.wait()
                 log.info("saving %d attached session(s) before stopping", registry.attached)
                 await registry.detach_all("shutdown")
+                with anyio.move_on_after(5):
+                    await server.wait_closed()
                 connections.cancel_scope.cancel()
             await listener.aclose()
             terminals.cancel_scope.cancel()

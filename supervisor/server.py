@@ -123,6 +123,13 @@ class Server:
         self._storage = storage
         self._shutdown = shutdown
         self._started = time.monotonic()
+        self._open_connections = 0
+        self._all_closed = anyio.Event()
+
+    async def wait_closed(self) -> None:
+        """Until every connection has ended (after a shutdown told them to)."""
+        if self._open_connections:
+            await self._all_closed.wait()
 
     # -- framing ------------------------------------------------------------
 
@@ -159,13 +166,20 @@ class Server:
     # -- connections --------------------------------------------------------
 
     async def handle(self, stream: SocketStream) -> None:
-        async with stream:
-            try:
-                await self._handle(stream)
-            except _Hangup:
-                pass
-            except Exception:
-                log.exception("connection failed")
+        self._open_connections += 1
+        try:
+            async with stream:
+                try:
+                    await self._handle(stream)
+                except _Hangup:
+                    pass
+                except Exception:
+                    log.exception("connection failed")
+        finally:
+            self._open_connections -= 1
+            if not self._open_connections:
+                self._all_closed.set()
+                self._all_closed = anyio.Event()
 
     async def _handle(self, stream: SocketStream) -> None:
         raw = stream.extra(SocketAttribute.raw_socket)

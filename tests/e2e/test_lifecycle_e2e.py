@@ -1,0 +1,203 @@
+"""Supervisor start/stop, the light terminal, session commands, and files problems, end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+
+from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
+
+
+def test_the_terminal_process_never_imports_pydantic_ai_or_openai(env: Env) -> None:
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = [{AGENT_ASSIST!r}]\n"
+        "try:\n"
+        "    runpy.run_module('cli', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pydantic_ai', 'openai', 'anyio', 'httpx', 'watchdog'))\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        input="hello\n",
+        capture_output=True,
+        text=True,
+        cwd=env.workspace,
+        env=env.environ(env.terminal()),
+        timeout=60,
+        check=False,
+    )
+    assert 'You said: "hello"' in result.stdout, result.stderr
+    assert "HEAVY []" in result.stderr
+
+
+def test_supervisor_stop_saves_live_sessions_and_tells_the_terminal(env: Env) -> None:
+    client = env.spawn(terminal=env.terminal())
+    client.send("unsaved? no: saved after every turn")
+    client.expect("unsaved?")
+    (session_id,) = env.session_ids()
+    before = env.session(session_id)["updated_at"]
+    stopped = env.run("supervisor", "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout.startswith("supervisor stopped (pid ")
+    client.send("are you there?")
+    client.expect(f"the supervisor was stopped; session {session_id} saved", stderr=True)
+    assert client.wait() == 0
+    assert env.session(session_id)["updated_at"] >= before
+    assert env.run("supervisor", "status").returncode == 3
+
+
+def test_sigterm_stops_the_supervisor_gracefully(env: Env) -> None:
+    client = env.spawn(terminal=env.terminal())
+    client.send("hello")
+    client.expect("hello")
+    pid = env.supervisor_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: env.supervisor_pid() is None, what="the pid file to go")
+    client.send("are you there?")
+    client.expect("the supervisor was stopped", stderr=True)
+    assert not (env.runtime / "supervisor.sock").exists()
+
+
+def test_status_json_reports_running_pid_socket_and_terminals(env: Env) -> None:
+    idle = json.loads(env.run("supervisor", "status", "--json").stdout)
+    assert idle["running"] is False and idle["pid"] is None
+    client = env.spawn(terminal=env.terminal())
+    client.send("hi")
+    client.expect("hi")
+    result = env.run("supervisor", "status", "--json")
+    assert result.returncode == 0
+    status = json.loads(result.stdout)
+    assert status["running"] is True
+    assert status["pid"] == env.supervisor_pid()
+    assert status["socket"] == str(env.runtime / "supervisor.sock")
+    assert status["terminals"] == 1
+    again = env.run("supervisor", "start")
+    assert "already running" in again.stdout
+
+
+def test_a_second_supervisor_run_refuses(env: Env) -> None:
+    assert env.run("supervisor", "start").returncode == 0
+    second = env.run("supervisor", "run", timeout=30)
+    assert second.returncode == 1
+    assert second.stderr.strip() == "error: a supervisor is already running"
+
+
+def test_sessions_show_rm_and_prune(env: Env) -> None:
+    old_tab, new_tab = env.terminal(), env.terminal()
+    env.run(input="old work\n", terminal=old_tab)
+    (old,) = env.session_ids()
+    env.run(input="new work\n", terminal=new_tab)
+    (new,) = set(env.session_ids()) - {old}
+    old_tab.close()
+    path = env.project / f"{old}.json"
+    data = json.loads(path.read_bytes())
+    data["updated_at"] = (datetime.now(UTC) - timedelta(days=40)).isoformat()
+    path.write_text(json.dumps(data))
+
+    shown = env.run("sessions", "show", old)
+    assert shown.returncode == 0, shown.stderr
+    assert f"Session      {old}" in shown.stdout and "orphaned" in shown.stdout
+
+    dry = env.run("sessions", "prune", "--older-than", "30", "--dry-run")
+    assert "Would remove 1 orphaned session(s)" in dry.stdout and old in dry.stdout
+    assert sorted(env.session_ids()) == sorted([old, new])
+    pruned = env.run("sessions", "prune", "--older-than", "30")
+    assert "Removed 1 orphaned session(s)" in pruned.stdout
+    assert env.session_ids() == [new], "the idle session is never pruned"
+
+    everything = env.run("sessions", "prune", "--older-than", "0")
+    assert "Removed 0" in everything.stdout, "idle sessions stay whatever their age"
+    removed = env.run("sessions", "rm", new)
+    assert removed.returncode == 0 and env.session_ids() == []
+    missing = env.run("sessions", "rm", new)
+    assert missing.returncode == 1 and missing.stderr.startswith("error:")
+    bad = env.run("sessions", "show", "../../etc")
+    assert bad.returncode == 1 and "invalid session id" in bad.stderr
+
+
+def test_a_live_session_cannot_be_removed(env: Env) -> None:
+    client = env.spawn(terminal=env.terminal())
+    client.send("busy")
+    client.expect("busy")
+    (session_id,) = env.session_ids()
+    result = env.run("sessions", "rm", session_id)
+    assert result.returncode == 1
+    assert f"session {session_id} is live in another terminal" in result.stderr
+    assert env.session_ids() == [session_id]
+
+
+def test_a_corrupt_session_is_moved_aside_and_reported_in_one_line(env: Env) -> None:
+    term = env.terminal()
+    env.run(input="hello\n", terminal=term)
+    (session_id,) = env.session_ids()
+    (env.project / f"{session_id}.json").write_bytes(b'{"schema_version": 3, "sess')
+    result = env.run(input="", terminal=term)
+    assert result.returncode == 0
+    (line,) = [x for x in result.stderr.splitlines() if "corrupt" in x]
+    assert line.startswith(f"warning: session file {session_id}.json is corrupt; moved aside to ")
+    (moved,) = env.project.glob(f"{session_id}.json.corrupt-*")
+    assert moved.read_bytes() == b'{"schema_version": 3, "sess'
+
+
+def test_a_session_from_a_newer_version_is_refused_and_untouched(env: Env) -> None:
+    term = env.terminal()
+    env.run(input="hello\n", terminal=term)
+    (session_id,) = env.session_ids()
+    path = env.project / f"{session_id}.json"
+    data = json.loads(path.read_bytes())
+    data["schema_version"] = 99
+    raw = json.dumps(data).encode()
+    path.write_bytes(raw)
+    result = env.run("--resume", session_id, input="", terminal=term)
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith(
+        f"error: session file {session_id}.json has schema_version 99, newer than this "
+        "agent-assist supports (3); left untouched"
+    )
+    listing = env.run("sessions")
+    assert "schema_version 99" in listing.stderr
+    assert path.read_bytes() == raw
+
+
+def test_an_invalid_pointer_is_reported_and_ignored(env: Env) -> None:
+    term = env.terminal()
+    env.project.mkdir(parents=True)
+    (env.project / f"active_{term.pid}.json").write_text(
+        json.dumps(
+            {
+                "session_id": "../../../etc",
+                "pid": term.pid,
+                "pid_start_time": None,
+                "updated_at": "2026-11-29T10:00:00Z",
+            }
+        )
+    )
+    result = env.run(input="hello\n", terminal=term)
+    assert result.returncode == 0
+    assert (
+        f"warning: ignoring invalid session pointer active_{term.pid}.json (bad session id)"
+        in result.stderr
+    )
+    assert len(env.session_ids()) == 1
+
+
+def test_an_outside_edit_during_a_live_session_is_noticed(env: Env) -> None:
+    client = env.spawn(terminal=env.terminal())
+    client.send("write agent_spec.md: # Spec")
+    client.expect("wrote agent_spec.md")
+    time.sleep(0.5)  # the watch on the new file is set up after the turn (outside process)
+    (env.workspace / "agent_spec.md").write_text("# Spec, edited in vim\n")
+    time.sleep(0.5)  # the watcher coalesces for 100 ms; the notice then waits in the socket
+    client.send("what changed?")
+    client.expect("note: agent_spec.md changed outside agent-assist", stderr=True)
