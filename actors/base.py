@@ -124,14 +124,16 @@ class Actor(ABC, Generic[M]):
                 envelope.reply.fail(exc)
 
 
-def fail_pending(mailbox: MemoryObjectReceiveStream[Envelope[M]], name: str) -> None:
+def close_mailbox(mailbox: MemoryObjectReceiveStream[Envelope[M]], name: str) -> None:
+    """Fail every queued ask with DeadActor, then close (no await in between: nothing slips in)."""
     while True:
         try:
             envelope = mailbox.receive_nowait()
         except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-            return
+            break
         if envelope.reply is not None:
             envelope.reply.fail(DeadActor(f"{name} stopped"))
+    mailbox.close()
 
 
 def open_mailbox(
@@ -172,5 +174,4 @@ async def run_supervised(
                     raise
                 log.exception("%s crashed; restarting (%d in window)", name, len(failures))
     finally:
-        mailbox.close()
-        fail_pending(mailbox, name)
+        close_mailbox(mailbox, name)

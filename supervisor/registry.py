@@ -10,7 +10,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
-from actors.base import ActorRef, DeadActor, fail_pending, open_mailbox
+from actors.base import ActorRef, DeadActor, close_mailbox, open_mailbox
 from actors.messages import Detach, TerminalMessage, TerminalOutput
 from actors.terminal import Peers, TerminalActor, TerminalConfig
 
@@ -96,8 +96,7 @@ class Registry:
         except Exception:
             log.exception("%s stopped with an error", name)
         finally:
-            mailbox.close()
-            fail_pending(mailbox, name)
+            close_mailbox(mailbox, name)
             outbox.close()
             entry.finished.set()
             if self._terminals.get(config.terminal_pid) is entry:

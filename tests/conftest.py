@@ -1,13 +1,61 @@
-"""Shared fixtures: the anyio backend and a guard that real model requests never happen."""
+"""Shared fixtures: the anyio backend, a guard against blocking the event loop, no real LLM."""
 
 from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
 
 import pydantic_ai.models
 import pytest
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 
+SLOW_CALLBACK_S = 0.05
+
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+class _SlowCallbacks(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith("Executing"):
+            self.messages.append(message)
+
+
+@contextlib.asynccontextmanager
+async def blocking_calls() -> AsyncIterator[list[str]]:
+    """Collect every step of the running event loop that blocked for more than 50 ms.
+
+    asyncio's debug mode times every callback; blocking file or socket IO made
+    inside the loop (instead of in a worker thread) shows up here.
+    """
+    loop = asyncio.get_running_loop()
+    previous = loop.get_debug(), loop.slow_callback_duration
+    loop.set_debug(True)
+    loop.slow_callback_duration = SLOW_CALLBACK_S
+    handler = _SlowCallbacks()
+    logger = logging.getLogger("asyncio")
+    logger.addHandler(handler)
+    try:
+        yield handler.messages
+    finally:
+        logger.removeHandler(handler)
+        loop.set_debug(previous[0])
+        loop.slow_callback_duration = previous[1]
+
+
+@pytest.fixture
+async def no_blocking() -> AsyncIterator[None]:
+    """Fail the test if the event loop was blocked for more than 50 ms at a time."""
+    async with blocking_calls() as blocked:
+        yield
+    assert blocked == [], "the event loop was blocked:\n" + "\n".join(blocked)

@@ -1,0 +1,159 @@
+"""The actor kit's failure rules and the one supervision decision, in process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from actors.base import (
+    Actor,
+    ActorRef,
+    DeadActor,
+    close_mailbox,
+    open_mailbox,
+    run_supervised,
+)
+from actors.supervision import Decision, RestartPolicy, decide
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass(frozen=True)
+class Add:
+    n: int
+
+
+@dataclass(frozen=True)
+class Boom:
+    pass
+
+
+@dataclass(frozen=True)
+class Get:
+    pass
+
+
+class Counter(Actor[Add | Boom | Get]):
+    starts = 0
+
+    def __init__(self) -> None:
+        Counter.starts += 1
+        self.total = 0
+
+    async def handle(self, message: Add | Boom | Get) -> Any:
+        match message:
+            case Add(n):
+                self.total += n
+                return self.total
+            case Boom():
+                raise ValueError("boom")
+            case Get():
+                return self.total
+
+
+@pytest.fixture(autouse=True)
+def reset_starts() -> None:
+    Counter.starts = 0
+
+
+def test_restart_within_the_budget_then_escalate() -> None:
+    policy = RestartPolicy(max_restarts=2, within_s=10)
+    d1, f = decide(policy, (), 100.0)
+    d2, f = decide(policy, f, 101.0)
+    d3, f = decide(policy, f, 102.0)
+    assert (d1, d2, d3) == (Decision.RESTART, Decision.RESTART, Decision.ESCALATE)
+
+
+def test_old_failures_leave_the_window() -> None:
+    policy = RestartPolicy(max_restarts=1, within_s=10)
+    _, failures = decide(policy, (), 0.0)
+    decision, failures = decide(policy, failures, 20.0)
+    assert decision is Decision.RESTART
+    assert failures == (20.0,)
+
+
+async def test_an_error_answering_an_ask_goes_to_the_caller_and_the_actor_lives(
+    no_blocking: None,
+) -> None:
+    async with anyio.create_task_group() as tg:
+        ref: ActorRef[Any] = await tg.start(partial(run_supervised, "counter", lambda _: Counter()))
+        assert await ref.ask(Add(2)) == 2
+        with pytest.raises(ValueError, match="boom"):
+            await ref.ask(Boom())
+        assert await ref.ask(Add(3)) == 5, "same incarnation: state kept"
+        assert Counter.starts == 1
+        ref.close()
+
+
+async def test_a_crash_on_a_tell_restarts_the_actor_with_fresh_state(no_blocking: None) -> None:
+    async with anyio.create_task_group() as tg:
+        ref: ActorRef[Any] = await tg.start(partial(run_supervised, "counter", lambda _: Counter()))
+        await ref.ask(Add(7))
+        await ref.tell(Boom())
+        assert await ref.ask(Get()) == 0, "restarted: the same reference reaches a new actor"
+        assert Counter.starts == 2
+        ref.close()
+
+
+async def test_beyond_the_budget_the_failure_escalates(no_blocking: None) -> None:
+    policy = RestartPolicy(max_restarts=1, within_s=60)
+    with pytest.raises(ExceptionGroup) as caught:
+        async with anyio.create_task_group() as tg:
+            ref: ActorRef[Any] = await tg.start(
+                partial(run_supervised, "counter", lambda _: Counter(), policy=policy)
+            )
+            await ref.tell(Boom())
+            await ref.tell(Boom())
+            await anyio.sleep_forever()
+    assert caught.group_contains(ValueError, match="boom")
+    assert Counter.starts == 2
+
+
+async def test_asks_pending_when_an_actor_stops_fail_with_dead_actor(no_blocking: None) -> None:
+    ref: ActorRef[Add | Boom | Get]
+    ref, mailbox = open_mailbox("nobody-home", size=4)
+    async with anyio.create_task_group() as tg:
+        results: list[BaseException] = []
+
+        async def asker() -> None:
+            try:
+                await ref.ask(Get(), timeout=5)
+            except DeadActor as exc:
+                results.append(exc)
+
+        tg.start_soon(asker)
+        await anyio.wait_all_tasks_blocked()
+
+        close_mailbox(mailbox, "nobody-home")
+    assert len(results) == 1
+    with pytest.raises(DeadActor):
+        await ref.tell(Get())
+
+
+async def test_an_ask_times_out(no_blocking: None) -> None:
+    class Slow(Actor[Get]):
+        async def handle(self, message: Get) -> Any:
+            await anyio.sleep(10)
+
+    async with anyio.create_task_group() as tg:
+        ref: ActorRef[Any] = await tg.start(partial(run_supervised, "slow", lambda _: Slow()))
+        with pytest.raises(TimeoutError):
+            await ref.ask(Get(), timeout=0.05)
+        tg.cancel_scope.cancel()
+
+
+async def test_the_blocking_guard_sees_a_blocking_call() -> None:
+    import time
+
+    from tests.conftest import blocking_calls
+
+    async with blocking_calls() as blocked:
+        await anyio.lowlevel.checkpoint()  # debug timing starts with the next step of the loop
+        time.sleep(0.1)  # deliberately blocking, to prove the guard works
+        await anyio.lowlevel.checkpoint()
+    assert blocked and "took" in blocked[0]

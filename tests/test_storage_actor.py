@@ -1,0 +1,147 @@
+"""StorageActor with real files: single writer, no resurrection, one live terminal per session."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from actors.base import ActorRef, run_supervised
+from actors.messages import (
+    Claim,
+    FindResumable,
+    ListSessions,
+    Release,
+    RemoveSession,
+    SavePointer,
+    SaveSession,
+)
+from actors.storage import StorageActor
+from session.catalog import Resumable, SessionListing
+from session.errors import SessionDeleted, SessionLive
+from session.history import dump_messages
+from session.models import Pointer, SessionState
+from session.processes import process_start_time
+from tests.conversations import conversation
+
+pytestmark = pytest.mark.anyio
+NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
+MESSAGES = tuple(dump_messages(conversation(0)))  # built outside the event loop
+
+
+def state(session_id: str, hour: int = 12) -> SessionState:
+    return SessionState(
+        session_id=session_id,
+        created_at=NOW,
+        updated_at=NOW.replace(hour=hour),
+        recent_messages=MESSAGES,
+    )
+
+
+@pytest.fixture
+async def storage(tmp_path: Path, no_blocking: None) -> AsyncIterator[ActorRef[Any]]:
+    async with anyio.create_task_group() as tg:
+        ref: ActorRef[Any] = await tg.start(
+            partial(run_supervised, "storage", lambda _: StorageActor(tmp_path))
+        )
+        yield ref
+        ref.close()
+
+
+def project(tmp_path: Path) -> Path:
+    return tmp_path / "projects" / "ws_00000000" / "sessions"
+
+
+async def test_a_session_deleted_by_reset_is_never_written_again(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    await storage.ask(SaveSession(project(tmp_path), state("aaaaaaaaaaaa"), writer=1))
+    await storage.ask(RemoveSession(project(tmp_path), "aaaaaaaaaaaa", forever=True))
+    with pytest.raises(SessionDeleted):
+        await storage.ask(SaveSession(project(tmp_path), state("aaaaaaaaaaaa"), writer=1))
+    assert not (project(tmp_path) / "aaaaaaaaaaaa.json").exists()
+
+
+async def test_one_live_terminal_per_session(storage: ActorRef[Any], tmp_path: Path) -> None:
+    await storage.ask(Claim("aaaaaaaaaaaa", 100))
+    await storage.ask(Claim("aaaaaaaaaaaa", 100))
+    with pytest.raises(SessionLive) as caught:
+        await storage.ask(Claim("aaaaaaaaaaaa", 200))
+    assert caught.value.holder_pid == 100
+    with pytest.raises(SessionLive):
+        await storage.ask(SaveSession(project(tmp_path), state("aaaaaaaaaaaa"), writer=200))
+    await storage.ask(Release("aaaaaaaaaaaa", 200))  # not the holder: no effect
+    with pytest.raises(SessionLive):
+        await storage.ask(Claim("aaaaaaaaaaaa", 200))
+    await storage.ask(Release("aaaaaaaaaaaa", 100))
+    await storage.ask(Claim("aaaaaaaaaaaa", 200))
+
+
+async def test_listing_marks_live_idle_and_orphaned(storage: ActorRef[Any], tmp_path: Path) -> None:
+    p = project(tmp_path)
+    for sid, hour in (("aaaaaaaaaaaa", 10), ("bbbbbbbbbbbb", 11), ("cccccccccccc", 12)):
+        await storage.ask(SaveSession(p, state(sid, hour), writer=1))
+    me = os.getpid()
+    await storage.ask(
+        SavePointer(
+            p,
+            Pointer(
+                session_id="bbbbbbbbbbbb",
+                pid=me,
+                pid_start_time=process_start_time(me),
+                updated_at=NOW,
+            ),
+        )
+    )
+    await storage.ask(Claim("cccccccccccc", 4242))
+    listing: SessionListing = await storage.ask(ListSessions((p,)))
+    states = {r.session_id: (r.state, r.terminal_pid) for r in listing.rows}
+    assert states == {
+        "aaaaaaaaaaaa": ("orphaned", None),
+        "bbbbbbbbbbbb": ("idle", me),
+        "cccccccccccc": ("live", 4242),
+    }
+
+
+async def test_a_terminal_is_offered_its_own_session_first(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    p = project(tmp_path)
+    await storage.ask(SaveSession(p, state("aaaaaaaaaaaa", 10), writer=1))
+    await storage.ask(SaveSession(p, state("bbbbbbbbbbbb", 12), writer=1))
+    me = os.getpid()
+    await storage.ask(
+        SavePointer(
+            p,
+            Pointer(
+                session_id="aaaaaaaaaaaa",
+                pid=me,
+                pid_start_time=process_start_time(me),
+                updated_at=NOW,
+            ),
+        )
+    )
+    own: Resumable = await storage.ask(FindResumable(p, me))
+    assert own.offer is not None and own.offer.session_id == "aaaaaaaaaaaa"
+    other: Resumable = await storage.ask(FindResumable(p, 999_999))
+    assert other.offer is not None and other.offer.session_id == "bbbbbbbbbbbb"
+
+
+async def test_a_reused_pid_does_not_count_as_the_old_terminal(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    p = project(tmp_path)
+    await storage.ask(SaveSession(p, state("aaaaaaaaaaaa"), writer=1))
+    me = os.getpid()
+    started = process_start_time(me)
+    assert started is not None
+    stale = Pointer(session_id="aaaaaaaaaaaa", pid=me, pid_start_time=started - 500, updated_at=NOW)
+    await storage.ask(SavePointer(p, stale))
+    listing: SessionListing = await storage.ask(ListSessions((p,)))
+    assert [r.state for r in listing.rows] == ["orphaned"]
