@@ -102,7 +102,8 @@ async def test_a_crash_on_a_tell_restarts_the_actor_with_fresh_state(no_blocking
 
 async def test_beyond_the_budget_the_failure_escalates(no_blocking: None) -> None:
     policy = RestartPolicy(max_restarts=1, within_s=60)
-    with pytest.raises(ExceptionGroup) as caught:
+
+    async def crash_twice() -> None:
         async with anyio.create_task_group() as tg:
             ref: ActorRef[Any] = await tg.start(
                 partial(run_supervised, "counter", lambda _: Counter(), policy=policy)
@@ -110,6 +111,9 @@ async def test_beyond_the_budget_the_failure_escalates(no_blocking: None) -> Non
             await ref.tell(Boom())
             await ref.tell(Boom())
             await anyio.sleep_forever()
+
+    with pytest.raises(ExceptionGroup) as caught:
+        await crash_twice()
     assert caught.group_contains(ValueError, match="boom")
     assert Counter.starts == 2
 
@@ -154,6 +158,6 @@ async def test_the_blocking_guard_sees_a_blocking_call() -> None:
 
     async with blocking_calls() as blocked:
         await anyio.lowlevel.checkpoint()  # debug timing starts with the next step of the loop
-        time.sleep(0.1)  # deliberately blocking, to prove the guard works
+        time.sleep(0.1)  # noqa: ASYNC251  (deliberately blocking, to prove the guard works)
         await anyio.lowlevel.checkpoint()
     assert blocked and "took" in blocked[0]
