@@ -15,9 +15,8 @@ import click
 
 from cli import sessions as sessions_ops
 from cli import supervisor_cmd
-from cli.chat import ChatError, ChatOptions, run_chat
-from supervisor.client import ConnectionLost, RemoteError, SupervisorUnavailable
-from supervisor.runtime import RuntimeDirError, runtime_paths
+from cli.errors import CommandError, error_line
+from supervisor.runtime import runtime_paths
 
 F = TypeVar("F", bound=Callable[..., Any])
 NOT_RUNNING = 3
@@ -30,25 +29,17 @@ MODEL_HELP = (
 
 
 def one_line_errors(fn: F) -> F:
-    """Translate the project's errors to ``error: ...`` on stderr and exit status 1."""
+    """Translate the project's errors to one line on stderr and exit status 1."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (ChatError, SupervisorUnavailable, RuntimeDirError, ConnectionLost) as exc:
-            click.echo(f"error: {exc}", err=True)
-        except RemoteError as exc:
-            click.echo(f"error: {exc}", err=True)
-        except FileNotFoundError as exc:
-            click.echo(f"error: {exc.args[0] if exc.args else exc}", err=True)
         except Exception as exc:
-            from session.errors import SessionError
-
-            if not isinstance(exc, SessionError | OSError):
+            line = error_line(exc)
+            if line is None:
                 raise
-            prefix = "" if str(exc).startswith(("warning:", "error:")) else "error: "
-            click.echo(f"{prefix}{exc}", err=True)
+            click.echo(line, err=True)
         sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
@@ -92,8 +83,14 @@ def chat_options(fn: F) -> F:
 def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, yes: bool) -> None:
     if new and resume_id:
         raise click.UsageError("--new and --resume cannot be used together")
+    from cli.chat import ChatError, ChatOptions, run_chat  # not needed by the other commands
+
     options = ChatOptions(workspace.resolve(), model, new, resume_id, yes)
-    sys.exit(run_chat(options))
+    try:
+        code = run_chat(options)
+    except ChatError as exc:
+        raise CommandError(str(exc)) from exc
+    sys.exit(code)
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -240,7 +237,7 @@ def supervisor_run() -> None:
     try:
         run_supervisor(runtime_paths())
     except AlreadyRunning as exc:
-        raise ChatError(str(exc)) from exc
+        raise CommandError(str(exc)) from exc
 
 
 @supervisor.command("start")

@@ -35,7 +35,7 @@ def _project(workspace: Path) -> Path:
     return sessions_dir(workspace, state_root())
 
 
-def list_sessions(paths: RuntimePaths, workspace: Path, every: bool) -> dict[str, Any]:
+def list_sessions(paths: RuntimePaths, workspace: str | Path, every: bool) -> dict[str, Any]:
     conn = _control(paths)
     if conn is not None:
         with conn:
@@ -45,7 +45,7 @@ def list_sessions(paths: RuntimePaths, workspace: Path, every: bool) -> dict[str
         data: dict[str, Any] = reply["data"]
         return data
     catalog = _offline_catalog(read_only=True)
-    listing = catalog.list(None if every else (_project(workspace),), {})
+    listing = catalog.list(None if every else (_project(Path(workspace)),), {})
     return {"sessions": [r.to_json() for r in listing.rows], "warnings": list(listing.warnings)}
 
 

@@ -61,9 +61,52 @@ def load_messages(raw: Sequence[JsonDict]) -> list[ModelMessage]:
     return ModelMessagesTypeAdapter.validate_python(list(raw))
 
 
-def message_chars(messages: Sequence[ModelMessage]) -> int:
-    """Size of ``messages`` in serialized characters, the measure the budgets use."""
-    return len(ModelMessagesTypeAdapter.dump_json(list(messages)))
+_PART_OVERHEAD = 40
+
+
+def message_chars(message: ModelMessage) -> int:
+    """Approximate size of one message in characters: its text, arguments and returns.
+
+    Cheap enough to run over the whole history every turn (serializing every
+    message to measure it is not).
+    """
+    total = 0
+    for part in message.parts:
+        total += _PART_OVERHEAD
+        for attribute in ("content", "args"):
+            value = getattr(part, attribute, None)
+            if value is not None:
+                total += len(value) if isinstance(value, str) else len(str(value))
+    return total
+
+
+def recent_start(
+    messages: Sequence[ModelMessage],
+    *,
+    max_turns: int | None = DEFAULT_MAX_TURNS,
+    max_chars: int | None = DEFAULT_MAX_CHARS,
+) -> int:
+    """Where the longest tail of whole turns within both budgets starts.
+
+    Never less than the last turn; ``len(messages)`` when there is no user turn.
+    """
+    starts = turn_starts(messages)
+    if not starts:
+        return len(messages)
+    sizes = [message_chars(m) for m in messages] if max_chars is not None else []
+    cut = starts[-1]
+    kept_chars = sum(sizes[cut:])
+    kept_turns = 1
+    for start in reversed(starts[:-1]):
+        turn_chars = sum(sizes[start:cut])
+        if max_turns is not None and kept_turns + 1 > max_turns:
+            break
+        if max_chars is not None and kept_chars + turn_chars > max_chars:
+            break
+        cut = start
+        kept_chars += turn_chars
+        kept_turns += 1
+    return cut
 
 
 def trim_to_recent(
@@ -77,23 +120,7 @@ def trim_to_recent(
     Anything before the first turn start (an orphan tool return, a leading
     model response) is dropped.
     """
-    starts = turn_starts(messages)
-    if not starts:
-        return []
-    sizes = [message_chars([m]) for m in messages] if max_chars is not None else []
-    cut = starts[-1]
-    kept_chars = sum(sizes[cut:])
-    kept_turns = 1
-    for start in reversed(starts[:-1]):
-        turn_chars = sum(sizes[start:cut])
-        if max_turns is not None and kept_turns + 1 > max_turns:
-            break
-        if max_chars is not None and kept_chars + turn_chars > max_chars:
-            break
-        cut = start
-        kept_chars += turn_chars
-        kept_turns += 1
-    return list(messages[cut:])
+    return list(messages[recent_start(messages, max_turns=max_turns, max_chars=max_chars) :])
 
 
 def reconstruct_history(

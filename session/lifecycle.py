@@ -15,6 +15,10 @@ Rules (the table ``TRANSITIONS`` is the source of truth):
   completes or the user saves explicitly.
 * ``exit`` of a session that was never saved and holds no messages writes no
   file (an empty session is not worth listing); it drops the pointer.
+* The pointer is written when a session starts or resumes and with the first
+  save after a ``reset``; later saves leave it alone.
+* A summary recorded while active is kept for the next write; one recorded
+  after ``exit`` is written at once (durability never waits for a summary).
 """
 
 from __future__ import annotations
@@ -34,10 +38,10 @@ from session.history import (
     DEFAULT_MAX_TURNS,
     dump_messages,
     load_messages,
+    recent_start,
     reconstruct_history,
-    trim_to_recent,
 )
-from session.models import SessionState
+from session.models import JsonDict, SessionState
 from session.resume import build_resume_context
 
 
@@ -115,6 +119,8 @@ class SessionLifecycle:
     phase: Phase = Phase.UNSTARTED
     state: SessionState | None = None
     history: tuple[ModelMessage, ...] = ()
+    history_json: tuple[JsonDict, ...] = ()
+    """``history`` dumped and scrubbed, message by message, once each."""
     resume_context: str = ""
     session_deleted: bool = False
     saved: bool = False
@@ -138,7 +144,7 @@ class SessionLifecycle:
     ) -> SessionState:
         """The session file to write now: the recent tail, scrubbed, and the fresh manifest."""
         state = self._require_state()
-        tail = trim_to_recent(
+        cut = recent_start(
             self.history, max_turns=self.policy.max_turns, max_chars=self.policy.max_chars
         )
         return state.model_copy(
@@ -146,15 +152,20 @@ class SessionLifecycle:
                 "updated_at": now,
                 "file_manifest": dict(manifest),
                 "agent_spec_path": agent_spec_path,
-                "recent_messages": tuple(dump_messages(tail, self.policy.known_secrets)),
+                "recent_messages": self.history_json[cut:],
             }
         )
+
+    def _dump(self, messages: Sequence[ModelMessage]) -> tuple[JsonDict, ...]:
+        return tuple(dump_messages(messages, self.policy.known_secrets))
 
     # -- transitions ------------------------------------------------------
 
     def start_fresh(self, now: datetime, session_id: str | None = None) -> Transition:
         state = SessionState.new(now, session_id)
-        new = self._move(Event.START, state=state, history=(), resume_context="", saved=False)
+        new = self._move(
+            Event.START, state=state, history=(), history_json=(), resume_context="", saved=False
+        )
         return Transition(new, (WritePointer(state.session_id),))
 
     def resume(self, stored: SessionState, drift: FileDrift | None) -> Transition:
@@ -169,6 +180,7 @@ class SessionLifecycle:
             Event.RESUME,
             state=stored,
             history=history,
+            history_json=self._dump(history),
             resume_context=build_resume_context(stored, drift),
             saved=True,
             tracked_paths=frozenset(stored.file_manifest),
@@ -193,6 +205,7 @@ class SessionLifecycle:
             Event.TURN,
             state=state.model_copy(update={"decisions": merged}),
             history=(*self.history, *new_messages),
+            history_json=(*self.history_json, *self._dump(new_messages)),
             session_deleted=False,
             tracked_paths=self.tracked_paths | frozenset(touched),
         )
@@ -211,6 +224,7 @@ class SessionLifecycle:
             Event.RESET,
             state=SessionState.new(now, session_id),
             history=(),
+            history_json=(),
             resume_context="",
             session_deleted=True,
             saved=False,
@@ -226,10 +240,11 @@ class SessionLifecycle:
         manifest: Mapping[str, str],
         agent_spec_path: str | None,
     ) -> Transition:
-        """A summary arrived (maybe after exit): a second write if the session is on disk."""
+        """A summary arrived. While active it rides on the next write; after exit it is
+        a second write of a session already on disk."""
         state = self._check(Event.SUMMARY)
         new = self._move(Event.SUMMARY, state=state.model_copy(update={"summary": summary}))
-        if new.session_deleted or not new.saved:
+        if new.phase is Phase.ACTIVE or new.session_deleted or not new.saved:
             return Transition(new, ())
         return Transition(new, (WriteSession(new.snapshot(now, manifest, agent_spec_path)),))
 
@@ -251,6 +266,8 @@ class SessionLifecycle:
     ) -> Transition:
         state = self.snapshot(now, manifest, agent_spec_path)
         new = dataclasses.replace(self, state=state, saved=True)
+        if self.saved:
+            return Transition(new, (WriteSession(state),))
         return Transition(new, (WriteSession(state), WritePointer(state.session_id)))
 
     def _target(self, event: Event) -> Phase:

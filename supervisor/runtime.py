@@ -9,9 +9,8 @@ import os
 import socket
 import stat
 import struct
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 SOCKET_NAME = "supervisor.sock"
 
@@ -28,11 +27,12 @@ def default_runtime_dir(environ: dict[str, str] | os._Environ[str] | None = None
     xdg = env.get("XDG_RUNTIME_DIR")
     if xdg:
         return Path(xdg) / "agent-assist"
+    import tempfile  # only here: it is slow to import and the terminal must start fast
+
     return Path(tempfile.gettempdir()) / f"agent-assist-{os.getuid()}"
 
 
-@dataclass(frozen=True)
-class RuntimePaths:
+class RuntimePaths(NamedTuple):
     directory: Path
 
     @property

@@ -111,6 +111,8 @@ def test_a_completed_turn_is_saved_with_the_manifest_and_decisions() -> None:
     result = complete(active(), decisions=["Use tools", " ", "Use tools"], touched=["notes.md"])
     (write, pointer) = result.effects
     assert isinstance(write, WriteSession) and pointer == WritePointer("111111111111")
+    (again,) = complete(result.lifecycle, 1).effects
+    assert isinstance(again, WriteSession), "later saves leave the pointer alone"
     assert write.state.updated_at == T1
     assert write.state.file_manifest == MANIFEST
     assert write.state.agent_spec_path == "agent_spec.md"
@@ -173,6 +175,20 @@ def test_exit_of_an_unused_session_writes_no_file_and_drops_the_pointer() -> Non
 def test_a_resumed_session_is_saved_on_exit_even_without_new_turns() -> None:
     resumed = SessionLifecycle().resume(STORED, None).lifecycle
     assert isinstance(exit_(resumed).effects[0], WriteSession)
+
+
+def test_a_summary_while_active_rides_on_the_next_write() -> None:
+    lc = complete(active()).lifecycle
+    result = lc.record_summary("Fresh summary", now=T1, manifest={}, agent_spec_path=None)
+    assert result.effects == ()
+    (write,) = complete(result.lifecycle, 1).effects
+    assert isinstance(write, WriteSession) and write.state.summary == "Fresh summary"
+
+
+def test_the_first_save_after_reset_writes_the_pointer_again() -> None:
+    after_reset = complete(active()).lifecycle.reset(T1).lifecycle
+    effects = complete(after_reset, 1).effects
+    assert [type(e) for e in effects] == [WriteSession, WritePointer]
 
 
 def test_a_late_summary_is_written_after_exit() -> None:

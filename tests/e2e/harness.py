@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from session.models import is_session_id
 from session.paths import sessions_dir
 
 AGENT_ASSIST = str(Path(sys.executable).with_name("agent-assist"))
@@ -181,7 +182,7 @@ class Env:
     def session_ids(self) -> list[str]:
         if not self.project.is_dir():
             return []
-        return sorted(p.stem for p in self.project.glob("*.json") if len(p.stem) == 12)
+        return sorted(p.stem for p in self.project.glob("*.json") if is_session_id(p.stem))
 
     def session(self, session_id: str) -> dict[str, Any]:
         data: dict[str, Any] = json.loads((self.project / f"{session_id}.json").read_bytes())

@@ -1,0 +1,48 @@
+"""Shared pieces of the benchmarks: a private supervisor environment and medians."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+AGENT_ASSIST = str(Path(sys.executable).with_name("agent-assist"))
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+@contextmanager
+def private_supervisor() -> Iterator[tuple[dict[str, str], Path, Path]]:
+    """(environment, workspace, runtime dir) with a running supervisor; stopped afterwards."""
+    base = Path(tempfile.mkdtemp(prefix="aa-bench-"))
+    workspace = base / "ws"
+    workspace.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_ASSIST_")}
+    env.update(AGENT_ASSIST_HOME=str(base / "home"), AGENT_ASSIST_RUNTIME_DIR=str(base / "run"))
+    subprocess.run([AGENT_ASSIST, "supervisor", "start"], env=env, check=True, capture_output=True)
+    try:
+        yield env, workspace, base / "run"
+    finally:
+        subprocess.run(
+            [AGENT_ASSIST, "supervisor", "stop"], env=env, capture_output=True, check=False
+        )
+        pid_file = base / "run" / "supervisor.pid"
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        shutil.rmtree(base, ignore_errors=True)

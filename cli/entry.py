@@ -1,0 +1,48 @@
+"""The ``agent-assist`` console entry: one hot, read-only query skips click, the rest uses it.
+
+``agent-assist sessions [--json] [--all]`` is what scripts and status bars
+poll, and importing click alone costs more than the whole round trip to the
+supervisor, so exactly that form is answered here with the same functions
+and output as the click command. Anything else (other flags, ``--help``,
+usage errors) goes to ``cli.main``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+QUICK_FLAGS = {"--json", "--all"}
+
+
+def quick_sessions(flags: list[str]) -> int:
+    from cli import sessions as ops
+    from cli.errors import error_line
+    from supervisor.runtime import runtime_paths
+
+    every = "--all" in flags
+    try:
+        data = ops.list_sessions(runtime_paths(), os.path.realpath("."), every)
+    except Exception as exc:
+        line = error_line(exc)
+        if line is None:
+            raise
+        print(line, file=sys.stderr)
+        return 1
+    for warning in data["warnings"]:
+        print(warning, file=sys.stderr)
+    print(
+        ops.dumps(data["sessions"])
+        if "--json" in flags
+        else ops.render_table(data["sessions"], every)
+    )
+    return 0
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if args[:1] == ["sessions"] and set(args[1:]) <= QUICK_FLAGS:
+        sys.exit(quick_sessions(args[1:]))
+    from cli.main import main as click_main
+
+    click_main()
