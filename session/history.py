@@ -8,6 +8,7 @@ so cutting only at turn starts never separates a call from its return.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Iterable, Sequence
 
 from pydantic_ai.messages import (
@@ -16,6 +17,7 @@ from pydantic_ai.messages import (
     ModelRequest,
     UserPromptPart,
     repair_messages,
+    sanitize_messages,
 )
 
 from session.models import JsonDict
@@ -131,9 +133,19 @@ def reconstruct_history(
 ) -> list[ModelMessage]:
     """A valid ``message_history`` from a persisted tail.
 
-    Starts at a user turn, keeps whole turns within the budgets, and lets
-    pydantic-ai's ``repair_messages`` close any dangling tool call and drop
-    orphan returns, so the result is accepted by the next agent run.
+    Starts at a user turn and keeps whole turns within the budgets. A session
+    file is data from disk, so pydantic-ai's ``sanitize_messages`` drops what
+    only the running agent may supply (system prompts, recorded instructions,
+    non-HTTP file URLs, a trailing unresolved call), and ``repair_messages``
+    closes any dangling tool call and drops orphan returns, so the result is
+    accepted by the next agent run.
     """
     tail = trim_to_recent(messages, max_turns=max_turns, max_chars=max_chars)
-    return repair_messages(tail) if tail else []
+    if not tail:
+        return []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # it warns about what it strips: expected here
+        cleaned = sanitize_messages(tail, strip_workspace_refs=True)
+    repaired = repair_messages(cleaned)
+    start = next((i for i, m in enumerate(repaired) if is_turn_start(m)), len(repaired))
+    return repaired[start:]
