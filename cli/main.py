@@ -142,6 +142,15 @@ def sessions(ctx: click.Context, workspace: Path, every: bool, as_json: bool) ->
         click.echo(sessions_ops.render_table(data["sessions"], every))
 
 
+workspace_override = click.option(
+    "--workspace",
+    "-w",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="The agent's workspace [default: the group's, else the current directory].",
+)
+
+
 def _workspace(ctx: click.Context, workspace: Path | None) -> Path:
     chosen = workspace or ctx.obj or Path(".")
     return Path(chosen).resolve()
@@ -149,13 +158,7 @@ def _workspace(ctx: click.Context, workspace: Path | None) -> Path:
 
 @sessions.command("show")
 @click.argument("session_id")
-@click.option(
-    "--workspace",
-    "-w",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="The agent's workspace [default: current directory].",
-)
+@workspace_override
 @click.option("--json", "as_json", is_flag=True, help="Print the session as JSON.")
 @click.pass_context
 @one_line_errors
@@ -169,13 +172,7 @@ def sessions_show(
 
 @sessions.command("rm")
 @click.argument("session_id")
-@click.option(
-    "--workspace",
-    "-w",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="The agent's workspace [default: current directory].",
-)
+@workspace_override
 @click.pass_context
 @one_line_errors
 def sessions_rm(ctx: click.Context, session_id: str, workspace: Path | None) -> None:
@@ -196,13 +193,7 @@ def sessions_rm(ctx: click.Context, session_id: str, workspace: Path | None) -> 
 )
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
 @click.option("--all", "every", is_flag=True, help="Every project, not just this workspace's.")
-@click.option(
-    "--workspace",
-    "-w",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="The agent's workspace [default: current directory].",
-)
+@workspace_override
 @click.pass_context
 @one_line_errors
 def sessions_prune(

@@ -10,16 +10,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from supervisor.client import Connection, hello, try_connect
+from supervisor.client import hello, try_connect
 from supervisor.runtime import RuntimePaths
 
 
-def _control(paths: RuntimePaths) -> Connection | None:
+def _ask_supervisor(paths: RuntimePaths, frame: dict[str, Any]) -> dict[str, Any] | None:
+    """The supervisor's answer to one control request; None when no supervisor runs."""
     conn = try_connect(paths)
     if conn is None:
         return None
-    conn.request(hello("control"))
-    return conn
+    with conn:
+        conn.request(hello("control"))
+        data: dict[str, Any] = conn.request(frame)["data"]
+    return data
 
 
 def _offline_catalog(read_only: bool) -> Any:
@@ -36,13 +39,8 @@ def _project(workspace: Path) -> Path:
 
 
 def list_sessions(paths: RuntimePaths, workspace: str | Path, every: bool) -> dict[str, Any]:
-    conn = _control(paths)
-    if conn is not None:
-        with conn:
-            reply = conn.request(
-                {"type": "list_sessions", "workspace": str(workspace), "all": every}
-            )
-        data: dict[str, Any] = reply["data"]
+    frame = {"type": "list_sessions", "workspace": str(workspace), "all": every}
+    if (data := _ask_supervisor(paths, frame)) is not None:
         return data
     catalog = _offline_catalog(read_only=True)
     listing = catalog.list(None if every else (_project(Path(workspace)),), {})
@@ -50,13 +48,8 @@ def list_sessions(paths: RuntimePaths, workspace: str | Path, every: bool) -> di
 
 
 def show_session(paths: RuntimePaths, workspace: Path, session_id: str) -> dict[str, Any]:
-    conn = _control(paths)
-    if conn is not None:
-        with conn:
-            reply = conn.request(
-                {"type": "show_session", "workspace": str(workspace), "session_id": session_id}
-            )
-        data: dict[str, Any] = reply["data"]
+    frame = {"type": "show_session", "workspace": str(workspace), "session_id": session_id}
+    if (data := _ask_supervisor(paths, frame)) is not None:
         return data
     from session.models import validate_session_id
 
@@ -69,13 +62,9 @@ def show_session(paths: RuntimePaths, workspace: Path, session_id: str) -> dict[
 
 
 def remove_session(paths: RuntimePaths, workspace: Path, session_id: str) -> bool:
-    conn = _control(paths)
-    if conn is not None:
-        with conn:
-            reply = conn.request(
-                {"type": "remove_session", "workspace": str(workspace), "session_id": session_id}
-            )
-        return bool(reply["data"]["removed"])
+    frame = {"type": "remove_session", "workspace": str(workspace), "session_id": session_id}
+    if (data := _ask_supervisor(paths, frame)) is not None:
+        return bool(data["removed"])
     from session.models import validate_session_id
 
     manager = _offline_catalog(read_only=False).manager(_project(workspace))
@@ -88,19 +77,14 @@ def remove_session(paths: RuntimePaths, workspace: Path, session_id: str) -> boo
 def prune_sessions(
     paths: RuntimePaths, workspace: Path, every: bool, days: float, dry_run: bool
 ) -> dict[str, Any]:
-    conn = _control(paths)
-    if conn is not None:
-        with conn:
-            reply = conn.request(
-                {
-                    "type": "prune_sessions",
-                    "workspace": str(workspace),
-                    "all": every,
-                    "older_than_days": days,
-                    "dry_run": dry_run,
-                }
-            )
-        data: dict[str, Any] = reply["data"]
+    frame = {
+        "type": "prune_sessions",
+        "workspace": str(workspace),
+        "all": every,
+        "older_than_days": days,
+        "dry_run": dry_run,
+    }
+    if (data := _ask_supervisor(paths, frame)) is not None:
         return data
     catalog = _offline_catalog(read_only=dry_run)
     pruned = catalog.prune(None if every else (_project(workspace),), days, dry_run, {})
