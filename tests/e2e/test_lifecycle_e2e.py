@@ -201,3 +201,28 @@ def test_an_outside_edit_during_a_live_session_is_noticed(env: Env) -> None:
     time.sleep(0.5)  # the watcher coalesces for 100 ms; the notice then waits in the socket
     client.send("what changed?")
     client.expect("note: agent_spec.md changed outside agent-assist", stderr=True)
+
+
+def test_the_quick_listing_answers_exactly_like_the_click_command(env: Env) -> None:
+    env.run(input="hello\n", terminal=env.terminal())
+    for flags in ([], ["--json"], ["--all"], ["--json", "--all"]):
+        quick = env.run("sessions", *flags)
+        through_click = env.run("sessions", "-w", str(env.workspace), *flags)
+        assert quick.returncode == through_click.returncode == 0
+        assert quick.stdout == through_click.stdout
+    assert env.run("supervisor", "stop").returncode == 0
+    assert (
+        env.run("sessions", "--json").stdout
+        == env.run("sessions", "--json", "-w", str(env.workspace)).stdout
+    )
+
+
+def test_help_names_the_offline_model_and_usage_errors_exit_2(env: Env) -> None:
+    helped = env.run("--help")
+    assert helped.returncode == 0
+    assert "offline, the built-in" in " ".join(helped.stdout.split())
+    for command in ("chat", "sessions", "supervisor"):
+        assert command in helped.stdout
+    assert env.run("--no-such-flag").returncode == 2
+    both = env.run("--new", "--resume", "a1b2c3d4e5f6")
+    assert both.returncode == 2
