@@ -155,6 +155,7 @@ class TerminalActor(Actor[TerminalMessage]):
         self._confirm_count = 0
         self._notes: list[str] = []
         self._deferred_changes: set[str] = set()
+        self._known: tuple[dict[str, str], str | None] | None = None
         self.released = anyio.Event()
         """Set once the exit autosave is done and the session is released."""
 
@@ -293,7 +294,7 @@ class TerminalActor(Actor[TerminalMessage]):
         if done.cancelled or done.error is not None:
             await self._emit(TurnEnded("cancelled" if done.cancelled else "error", done.error))
         else:
-            manifest, spec = await self._manifest(done.touched)
+            manifest, spec = await self._manifest_after_turn(done.touched)
             transition = self._lc.complete_turn(
                 done.new_messages,
                 now=utc_now(),
@@ -355,6 +356,7 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._perform(transition.effects)
         await self._peers.drift.tell(Unwatch(pid))
         self._notes.clear()
+        self._known = None
         deleted: list[str] = []
         if delete_files:
             deleted = await anyio.to_thread.run_sync(delete_design_files, self._config.workspace)
@@ -450,8 +452,22 @@ class TerminalActor(Actor[TerminalMessage]):
     # -- helpers --------------------------------------------------------------
 
     async def _manifest(self, extra: Iterable[str] = ()) -> tuple[dict[str, str], str | None]:
+        """Hash the tracked files now (in a worker thread) and remember the result."""
         paths = set(self._lc.tracked_paths) | set(extra)
-        return await anyio.to_thread.run_sync(tracked_files, self._config.workspace, paths)
+        self._known = await anyio.to_thread.run_sync(tracked_files, self._config.workspace, paths)
+        return self._known
+
+    async def _manifest_after_turn(
+        self, touched: Sequence[str]
+    ) -> tuple[dict[str, str], str | None]:
+        """A turn whose tools touched no file changed nothing the manifest knows: reuse it.
+
+        Changes made outside meanwhile are caught by the exit and /save manifests,
+        and told live by the DriftWatcher.
+        """
+        if touched or self._known is None:
+            return await self._manifest(touched)
+        return self._known
 
     async def _watch(self, manifest: dict[str, str] | None = None) -> None:
         if manifest is None:

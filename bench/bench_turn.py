@@ -3,8 +3,9 @@
 With the instant ``offline`` model, one turn through the supervisor (socket,
 connection handler, TerminalActor, LLMActor, the durable save of the session
 after the turn, the reply streamed back) is compared with the same pydantic-ai
-agent, same tools and same growing history, run in this process (the limit:
-the agent's own cost). Target: within 1.5x.
+agent, same tools, same streaming and the same 20-turn history window, run in
+this process: the limit is the agent's own cost. Rounds of each alternate so
+that drift in the machine's speed hits both alike. Target: within 1.5x.
 
     python -m bench.bench_turn [--turns N]
 """
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 
 import anyio
+from pydantic_ai.messages import ModelMessage
 
 from actors.assistant import TurnDeps, build_agent
 from actors.offline_model import offline_model
@@ -26,57 +28,77 @@ from supervisor.client import Connection, hello
 from supervisor.runtime import RuntimePaths
 
 TARGET_RATIO = 1.5
+ROUNDS = 5
+WINDOW_MESSAGES = 40  # 20 offline turns of a request and a response, as the supervisor keeps
 
 
-def through_supervisor(runtime: Path, workspace: Path, turns: int) -> list[float]:
-    conn = Connection.open(RuntimePaths(runtime).socket)
-    conn.request(hello("terminal", terminal_pid=os.getpid(), workspace=str(workspace)))
-    conn.send({"type": "open", "mode": "new", "session_id": None})
-    while conn.receive()["type"] != "opened":
-        pass
-    samples = []
-    for n in range(turns):
-        start = time.perf_counter()
-        conn.send({"type": "user_message", "text": f"message number {n}"})
-        while conn.receive()["type"] != "turn_end":
+class ThroughSupervisor:
+    def __init__(self, runtime: Path, workspace: Path) -> None:
+        self.conn = Connection.open(RuntimePaths(runtime).socket)
+        self.conn.request(hello("terminal", terminal_pid=os.getpid(), workspace=str(workspace)))
+        self.conn.send({"type": "open", "mode": "new", "session_id": None})
+        while self.conn.receive()["type"] != "opened":
             pass
-        samples.append(time.perf_counter() - start)
-    conn.send({"type": "close"})
-    while conn.receive()["type"] != "closed":
-        pass
-    conn.close()
-    return samples
+        self.count = 0
 
-
-async def in_process(workspace: Path, turns: int) -> list[float]:
-    agent = build_agent(offline_model())
-    history: list = []  # type: ignore[type-arg]
-    samples = []
-    for n in range(turns):
+    def turn(self) -> float:
+        self.count += 1
         start = time.perf_counter()
-        deps = TurnDeps(workspace)
-        async with agent.iter(f"message number {n}", message_history=history, deps=deps) as run:
+        self.conn.send({"type": "user_message", "text": f"message number {self.count}"})
+        while self.conn.receive()["type"] != "turn_end":
+            pass
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        self.conn.send({"type": "close"})
+        while self.conn.receive()["type"] != "closed":
+            pass
+        self.conn.close()
+
+
+class InProcess:
+    def __init__(self, workspace: Path) -> None:
+        self.agent = build_agent(offline_model())
+        self.workspace = workspace
+        self.history: list[ModelMessage] = []
+        self.count = 0
+
+    async def turn(self) -> float:
+        self.count += 1
+        start = time.perf_counter()
+        deps = TurnDeps(self.workspace)
+        prompt = f"message number {self.count}"
+        async with self.agent.iter(prompt, message_history=self.history, deps=deps) as run:
             async for node in run:
-                if agent.is_model_request_node(node):
+                if self.agent.is_model_request_node(node):
                     async with node.stream(run.ctx) as events:
                         async for _ in events:
                             pass
         assert run.result is not None
-        history = run.result.all_messages()
-        samples.append(time.perf_counter() - start)
-    return samples
+        self.history = run.result.all_messages()[-WINDOW_MESSAGES:]
+        return time.perf_counter() - start
+
+
+async def measure(runtime: Path, workspace: Path, turns: int) -> tuple[list[float], list[float]]:
+    ours, limit = ThroughSupervisor(runtime, workspace), InProcess(workspace)
+    for _ in range(5):  # warm both up
+        ours.turn()
+        await limit.turn()
+    ours_samples: list[float] = []
+    limit_samples: list[float] = []
+    for _ in range(ROUNDS):
+        ours_samples += [ours.turn() for _ in range(turns // ROUNDS)]
+        limit_samples += [await limit.turn() for _ in range(turns // ROUNDS)]
+    ours.close()
+    return ours_samples, limit_samples
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100)
     args = parser.parse_args()
-    with private_supervisor() as (_, workspace, runtime):
-        through_supervisor(runtime, workspace, 5)  # warm up the supervisor's agent
-        ours = through_supervisor(runtime, workspace, args.turns)
-    with tempfile.TemporaryDirectory() as tmp:
-        anyio.run(in_process, Path(tmp), 5)
-        limit = anyio.run(in_process, Path(tmp), args.turns)
+    with private_supervisor() as (_, _workspace, runtime), tempfile.TemporaryDirectory() as tmp:
+        ours, limit = anyio.run(measure, runtime, Path(tmp), args.turns)
     ratio = median_ms(ours) / median_ms(limit)
     print(f"agent turn in-process (limit)   {median_ms(limit):7.2f} ms")
     print(f"turn through the supervisor     {median_ms(ours):7.2f} ms")

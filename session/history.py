@@ -91,23 +91,27 @@ def recent_start(
     """Where the longest tail of whole turns within both budgets starts.
 
     Never less than the last turn; ``len(messages)`` when there is no user turn.
+    Walks back from the end and stops at the budget, so its cost is the size
+    of the window, not of the whole history.
     """
-    starts = turn_starts(messages)
-    if not starts:
-        return len(messages)
-    sizes = [message_chars(m) for m in messages] if max_chars is not None else []
-    cut = starts[-1]
-    kept_chars = sum(sizes[cut:])
-    kept_turns = 1
-    for start in reversed(starts[:-1]):
-        turn_chars = sum(sizes[start:cut])
-        if max_turns is not None and kept_turns + 1 > max_turns:
+    cut = len(messages)
+    kept_chars = 0
+    kept_turns = 0
+    turn_chars = 0
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if max_chars is not None:
+            turn_chars += message_chars(message)
+        if not is_turn_start(message):
+            continue
+        within_turns = max_turns is None or kept_turns < max_turns
+        within_chars = max_chars is None or kept_chars + turn_chars <= max_chars
+        if kept_turns and not (within_turns and within_chars):
             break
-        if max_chars is not None and kept_chars + turn_chars > max_chars:
-            break
-        cut = start
+        cut = index
         kept_chars += turn_chars
         kept_turns += 1
+        turn_chars = 0
     return cut
 
 

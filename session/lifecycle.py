@@ -17,6 +17,8 @@ Rules (the table ``TRANSITIONS`` is the source of truth):
   file (an empty session is not worth listing); it drops the pointer.
 * The pointer is written when a session starts or resumes and with the first
   save after a ``reset``; later saves leave it alone.
+* The in-memory history is bounded (``PersistPolicy.memory_turns``), so a long
+  session costs the same per turn as a short one.
 * A summary recorded while active is kept for the next write; one recorded
   after ``exit`` is written at once (durability never waits for a summary).
 """
@@ -104,6 +106,9 @@ class PersistPolicy:
     max_turns: int | None = DEFAULT_MAX_TURNS
     max_chars: int | None = DEFAULT_MAX_CHARS
     known_secrets: tuple[str, ...] = ()
+    memory_turns: int = 4 * DEFAULT_MAX_TURNS
+    """Turns kept in memory (for summaries); older ones are on disk nowhere but in
+    the summary and decisions, until compaction keeps them as a summary."""
 
 
 @dataclass(frozen=True)
@@ -134,10 +139,15 @@ class SessionLifecycle:
         return self.state.session_id if self.state is not None else None
 
     def request_history(self) -> list[ModelMessage]:
-        """The ``message_history`` for the next agent run (valid, trimmed at turns)."""
-        return reconstruct_history(
+        """The ``message_history`` for the next agent run: the recent whole turns.
+
+        ``history`` holds only what ``resume`` reconstructed and what agent runs
+        produced, so cutting at a turn start keeps it valid.
+        """
+        cut = recent_start(
             self.history, max_turns=self.policy.max_turns, max_chars=self.policy.max_chars
         )
+        return list(self.history[cut:])
 
     def snapshot(
         self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
@@ -201,11 +211,14 @@ class SessionLifecycle:
         state = self._check(Event.TURN)
         fresh = (d.strip() for d in decisions if d.strip())
         merged = tuple(dict.fromkeys([*state.decisions, *fresh]))
+        history = (*self.history, *new_messages)
+        history_json = (*self.history_json, *self._dump(new_messages))
+        keep = recent_start(history, max_turns=self.policy.memory_turns, max_chars=None)
         new = self._move(
             Event.TURN,
             state=state.model_copy(update={"decisions": merged}),
-            history=(*self.history, *new_messages),
-            history_json=(*self.history_json, *self._dump(new_messages)),
+            history=history[keep:],
+            history_json=history_json[keep:],
             session_deleted=False,
             tracked_paths=self.tracked_paths | frozenset(touched),
         )

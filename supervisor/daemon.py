@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import logging
 import os
 import signal
@@ -86,6 +87,7 @@ def run_supervisor(paths: RuntimePaths | None = None) -> None:
         paths.pid_file.write_text(f"{os.getpid()}\n")
         settings = settings_from_environment(paths)
         log.info("supervisor %d starting (state root %s)", os.getpid(), settings.root)
+        gc.freeze()  # the imported modules never die: keep them out of every collection
         anyio.run(serve, paths, settings)
         log.info("supervisor %d stopped", os.getpid())
     finally:

@@ -96,6 +96,36 @@ def _frame_for(output: TerminalOutput) -> p.ServerFrame:
             return p.ErrorFrame(code=code, message=message)
 
 
+def _waiting(outputs: MemoryObjectReceiveStream[TerminalOutput]) -> list[TerminalOutput]:
+    """What is already queued, without waiting; stops after a Closed or fatal Failure."""
+    waiting: list[TerminalOutput] = []
+    while len(waiting) < OUTBOX_SIZE:
+        try:
+            output = outputs.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            break
+        waiting.append(output)
+        if _ends_connection(output):
+            break
+    return waiting
+
+
+def _ends_connection(output: TerminalOutput) -> bool:
+    return isinstance(output, Closed) or (isinstance(output, Failure) and output.fatal)
+
+
+def _merge_text(batch: list[TerminalOutput]) -> list[TerminalOutput]:
+    """Adjacent ReplyText outputs become one."""
+    merged: list[TerminalOutput] = []
+    for output in batch:
+        previous = merged[-1] if merged else None
+        if isinstance(output, ReplyText) and isinstance(previous, ReplyText):
+            merged[-1] = ReplyText(previous.text + output.text)
+        else:
+            merged.append(output)
+    return merged
+
+
 def _error_for(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, SessionLive):
         return ErrorCode.SESSION_LIVE, str(exc)
@@ -260,14 +290,21 @@ class Server:
     async def _pump(
         self, outputs: MemoryObjectReceiveStream[TerminalOutput], stream: SocketStream
     ) -> None:
-        """The connection's single writer: actor outputs become frames, until Closed."""
+        """The connection's single writer: actor outputs become frames, until Closed.
+
+        Outputs already waiting are written together, and reply text that is
+        already waiting is merged into one delta, so a fast model does not cost
+        a socket write per token.
+        """
         async with outputs:
-            async for output in outputs:
+            async for first in outputs:
+                batch = [first] if _ends_connection(first) else [first, *_waiting(outputs)]
+                data = b"".join(p.encode_server_frame(_frame_for(o)) for o in _merge_text(batch))
                 try:
-                    await self._send(stream, _frame_for(output))
+                    await stream.send(data)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     return
-                if isinstance(output, Closed) or (isinstance(output, Failure) and output.fatal):
+                if _ends_connection(batch[-1]):
                     await stream.aclose()
                     return
 

@@ -212,3 +212,13 @@ def test_saved_tail_is_trimmed_and_scrubbed_by_the_policy() -> None:
     assert "hunter2" not in str(write.state.recent_messages)
     assert "sk-abcdef" not in str(write.state.recent_messages)
     assert len(result.lifecycle.request_history()) == len(turn(4)) + len(secret_turn)
+
+
+def test_the_in_memory_history_is_bounded_and_stays_aligned() -> None:
+    lc = SessionLifecycle(policy=PersistPolicy(max_turns=2, memory_turns=3)).start_fresh(T0)
+    current = lc.lifecycle
+    for index in range(10):
+        current = complete(current, index).lifecycle
+    assert list(current.history) == turn(7) + turn(8) + turn(9)
+    assert len(current.history_json) == len(current.history)
+    assert load_messages(current.history_json) == list(current.history)
