@@ -52,9 +52,13 @@ class LLMActor(Actor[LLMMessage]):
                 if running is not None:
                     running.cancel()
 
-    def _agent(self, model: str) -> Agent[TurnDeps, str]:
+    async def _agent(self, model: str) -> Agent[TurnDeps, str]:
+        """The agent of ``model``, built once, in a worker thread: building one imports
+        and constructs for a few hundred milliseconds, which must not stall the loop."""
         if model not in self._agents:
-            self._agents[model] = build_agent(resolve_model(model))
+            self._agents[model] = await anyio.to_thread.run_sync(
+                lambda: build_agent(resolve_model(model))
+            )
         return self._agents[model]
 
     async def _run_turn(self, turn: StartTurn, scope: anyio.CancelScope) -> None:
@@ -74,7 +78,7 @@ class LLMActor(Actor[LLMMessage]):
     async def _stream_turn(self, turn: StartTurn) -> TurnDone:
         deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
         async with self._limiter:
-            agent = self._agent(turn.model)
+            agent = await self._agent(turn.model)
             async with agent.iter(
                 turn.prompt, message_history=list(turn.history), deps=deps
             ) as run:

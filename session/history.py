@@ -15,6 +15,10 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
     repair_messages,
     sanitize_messages,
@@ -56,6 +60,21 @@ def dump_messages(
     raw = ModelMessagesTypeAdapter.dump_python(bare, mode="json")
     scrubbed: list[JsonDict] = scrub_json(raw, known_secrets)
     return scrubbed
+
+
+def warm_up() -> None:
+    """Build pydantic-ai's message serializers now (the first dump takes ~0.1 s).
+
+    Long-running processes call this at start-up, so that the first turn does
+    not spend that time inside the event loop.
+    """
+    sample: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("warm up")]),
+        ModelResponse(parts=[TextPart("ok"), ToolCallPart("read_file", {"path": "x"}, "c")]),
+        ModelRequest(parts=[ToolReturnPart("read_file", "x", tool_call_id="c")]),
+        ModelResponse(parts=[TextPart("done")]),
+    ]
+    load_messages(dump_messages(sample))
 
 
 def load_messages(raw: Sequence[JsonDict]) -> list[ModelMessage]:

@@ -25,6 +25,7 @@ from actors.drift import DriftWatcherActor
 from actors.llm import LLMActor
 from actors.storage import StorageActor
 from actors.terminal import Peers
+from session.history import warm_up
 from session.lifecycle import PersistPolicy
 from session.paths import state_root
 from session.redaction import secrets_from_environment
@@ -87,6 +88,7 @@ def run_supervisor(paths: RuntimePaths | None = None) -> None:
         paths.pid_file.write_text(f"{os.getpid()}\n")
         settings = settings_from_environment(paths)
         log.info("supervisor %d starting (state root %s)", os.getpid(), settings.root)
+        warm_up()  # build the message serializers before the first turn needs them
         gc.freeze()  # the imported modules never die: keep them out of every collection
         anyio.run(serve, paths, settings)
         log.info("supervisor %d stopped", os.getpid())

@@ -1,0 +1,134 @@
+"""TerminalActor with the real worker actors, in process: failure handling and reset ordering."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+from actors.base import ActorRef, open_mailbox, run_supervised
+from actors.compaction import CompactionActor
+from actors.drift import DriftWatcherActor
+from actors.llm import LLMActor
+from actors.messages import (
+    Detach,
+    Info,
+    OpenSession,
+    TerminalOutput,
+    TurnDone,
+    TurnEnded,
+    UserTurn,
+)
+from actors.storage import StorageActor
+from actors.terminal import Peers, TerminalActor, TerminalConfig
+from session.history import warm_up
+from session.paths import sessions_dir
+from tests.conftest import blocking_calls
+
+pytestmark = pytest.mark.anyio
+
+
+class Unserializable:
+    """Something a buggy tool could put in a message: pydantic cannot dump it."""
+
+
+BROKEN_TURN = (
+    ModelRequest(parts=[UserPromptPart("forged")]),
+    ModelResponse(parts=[TextPart("x", provider_details={"bad": Unserializable()})]),
+)
+
+
+@dataclass
+class Rig:
+    terminal: ActorRef[Any]
+    outputs: MemoryObjectReceiveStream[TerminalOutput]
+    project: Path
+
+    async def next_of(self, kind: type[Any]) -> Any:
+        with anyio.fail_after(10):
+            async for output in self.outputs:
+                if isinstance(output, kind):
+                    return output
+        raise AssertionError(f"no {kind.__name__}")
+
+    def session_files(self) -> list[Path]:
+        return sorted(p for p in self.project.glob("*.json") if not p.name.startswith("active_"))
+
+
+@pytest.fixture
+async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
+    warm_up()  # as the supervisor does at start-up
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    async with anyio.create_task_group() as tg:
+        peers = Peers(
+            storage=await tg.start(
+                partial(run_supervised, "storage", lambda _: StorageActor(home))
+            ),
+            llm=await tg.start(partial(run_supervised, "llm", lambda _: LLMActor())),
+            compaction=await tg.start(
+                partial(run_supervised, "compaction", lambda _: CompactionActor())
+            ),
+            drift=await tg.start(
+                partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
+            ),
+        )
+        config = TerminalConfig(
+            terminal_pid=4242,
+            terminal_start_time=None,
+            workspace=workspace,
+            project=sessions_dir(workspace, home),
+            model="offline",
+        )
+        send, receive = anyio.create_memory_object_stream[TerminalOutput](256)
+        ref: ActorRef[Any]
+        ref, mailbox = open_mailbox("terminal-4242")
+        actor = TerminalActor(ref, config, peers, send)
+        tg.start_soon(actor.serve, mailbox)
+        yield Rig(ref, receive, config.project)
+        tg.cancel_scope.cancel()
+
+
+async def test_turns_never_block_the_event_loop(rig: Rig) -> None:
+    async with blocking_calls() as blocked:
+        await anyio.lowlevel.checkpoint()
+        await rig.terminal.ask(OpenSession("new", None))
+        for text in ("first message, the agent is built now", "second message"):
+            await rig.terminal.tell(UserTurn(text))
+            assert (await rig.next_of(TurnEnded)).status == "ok"
+        await rig.terminal.tell(Detach("exit"))
+    assert blocked == []
+
+
+async def test_a_failing_message_saves_what_the_actor_held_and_reports_it(rig: Rig) -> None:
+    """(The failure is logged with its traceback, synchronously: no blocking guard here.)"""
+    await rig.terminal.ask(OpenSession("new", None))
+    await rig.terminal.tell(UserTurn("first message"))
+    assert (await rig.next_of(TurnEnded)).status == "ok"
+    (path,) = rig.session_files()
+    saved_before = orjson.loads(path.read_bytes())
+
+    # The second turn's result is broken: handling it raises inside the actor.
+    assert rig.terminal.tell_nowait(UserTurn("second message"))
+    assert rig.terminal.tell_nowait(TurnDone(turn_id=2, new_messages=BROKEN_TURN))
+    info = await rig.next_of(Info)
+    assert info.text.startswith("error: internal error (")
+    assert info.text.endswith("; session saved")
+    saved_after = orjson.loads(path.read_bytes())
+    assert saved_after["recent_messages"] == saved_before["recent_messages"]
+    assert saved_after["updated_at"] > saved_before["updated_at"]
+
+    # The actor lives on: the next turn works and is saved.
+    await rig.terminal.tell(UserTurn("third message"))
+    assert (await rig.next_of(TurnEnded)).status == "ok"
+    assert "third message" in path.read_text()
+    await rig.terminal.tell(Detach("exit"))
