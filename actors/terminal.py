@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from pydantic import ValidationError
 
 from actors.base import Actor, ActorRef, DeadActor, Envelope
 from actors.messages import (
@@ -248,13 +249,19 @@ class TerminalActor(Actor[TerminalMessage]):
                 stored = await storage.ask(
                     LoadSession(self._config.project, wanted), STORAGE_TIMEOUT_S
                 )
+                drift = await anyio.to_thread.run_sync(
+                    detect_file_drift, self._config.workspace, stored.file_manifest
+                )
+                transition = self._lc.resume(stored, drift)
+            except ValidationError as exc:
+                await storage.ask(Release(wanted, pid), STORAGE_TIMEOUT_S)
+                raise SessionError(
+                    f"session file {wanted}.json holds messages this agent-assist cannot "
+                    "read; left untouched"
+                ) from exc
             except BaseException:
                 await storage.ask(Release(wanted, pid), STORAGE_TIMEOUT_S)
                 raise
-            drift = await anyio.to_thread.run_sync(
-                detect_file_drift, self._config.workspace, stored.file_manifest
-            )
-            transition = self._lc.resume(stored, drift)
         self._lc = transition.lifecycle
         await self._perform(transition.effects)
         await self._watch()

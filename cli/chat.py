@@ -112,7 +112,15 @@ class Chat:
                 self.console.say(f"Previous session found (last active: {offer['last_active']})")
                 self.console.say("Resume previous session? [Y/n]")
                 resume = self.console.ask_yes_no(default=True)
-            self._open("resume" if resume else "new", offer["session_id"] if resume else None)
+            if not resume:
+                self._open("new", None)
+                return
+            try:
+                self._open("resume", offer["session_id"])
+            except ChatError as exc:  # the offered file cannot be used: say so, carry on
+                self.console.warn(f"error: {exc}")
+                self.console.warn("Starting a new session instead.")
+                self._open("new", None)
 
     def _open(self, mode: str, session_id: str | None) -> None:
         self.conn.send({"type": "open", "mode": mode, "session_id": session_id})

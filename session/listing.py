@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from session.models import Pointer, SessionState
+from session.models import Pointer, SessionHeader
 from session.resume import format_utc
 
 SessionStatus = Literal["live", "idle", "orphaned"]
@@ -40,7 +40,7 @@ class SessionRow:
 
 def classify(
     project: str,
-    sessions: Iterable[SessionState],
+    sessions: Iterable[SessionHeader],
     pointers: Iterable[Pointer],
     live: Mapping[str, int],
     alive: Callable[[Pointer], bool],
@@ -68,7 +68,7 @@ def classify(
                 created_at=state.created_at,
                 updated_at=state.updated_at,
                 summary=state.summary or state.compacted_history_summary,
-                messages=len(state.recent_messages),
+                messages=state.messages,
             )
         )
     return rows

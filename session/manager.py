@@ -30,6 +30,7 @@ from session.models import (
     SCHEMA_VERSION,
     JsonDict,
     Pointer,
+    SessionHeader,
     SessionState,
     is_session_id,
     migrate,
@@ -160,7 +161,7 @@ def encode_state(state: SessionState) -> bytes:
 class Listing:
     """What a directory scan found: the good sessions and one error per bad file."""
 
-    sessions: tuple[SessionState, ...]
+    sessions: tuple[SessionHeader, ...]
     problems: tuple[SessionFileError, ...]
 
 
@@ -209,7 +210,29 @@ class SessionManager:
         data = read_regular_file(path, self.max_session_bytes)
         return self._decode(path, data, session_id)
 
+    def load_header(self, session_id: str) -> SessionHeader:
+        """Like ``load``, but validates everything except the messages (only counted)."""
+        path = self.session_path(session_id)
+        data = read_regular_file(path, self.max_session_bytes)
+        raw = self._migrated(path, data)
+        messages = raw.get("recent_messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise self._corrupt(path, "invalid content: recent_messages is not a list of objects")
+        state = self._validated(path, {**raw, "recent_messages": []}, session_id)
+        return SessionHeader(
+            session_id=state.session_id,
+            created_at=state.created_at,
+            updated_at=state.updated_at,
+            summary=state.summary,
+            compacted_history_summary=state.compacted_history_summary,
+            messages=len(messages),
+        )
+
     def _decode(self, path: Path, data: bytes, session_id: str) -> SessionState:
+        return self._validated(path, self._migrated(path, data), session_id)
+
+    def _migrated(self, path: Path, data: bytes) -> JsonDict:
+        """The file's JSON brought to the current schema; refuses newer, quarantines bad."""
         try:
             raw = orjson.loads(data)
             if not isinstance(raw, dict):
@@ -220,7 +243,13 @@ class SessionManager:
         if version > SCHEMA_VERSION:
             raise FutureSchemaVersion(path, version, SCHEMA_VERSION)
         try:
-            state = SessionState.model_validate(migrate(raw))
+            return migrate(raw)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise self._corrupt(path, f"invalid content: {exc}".splitlines()[0]) from exc
+
+    def _validated(self, path: Path, raw: JsonDict, session_id: str) -> SessionState:
+        try:
+            state = SessionState.model_validate(raw)
         except (ValidationError, ValueError, TypeError) as exc:
             raise self._corrupt(path, f"invalid content: {exc}".splitlines()[0]) from exc
         if state.session_id != session_id:
@@ -251,11 +280,11 @@ class SessionManager:
 
     def list_sessions(self) -> Listing:
         """Every session of the directory, newest first, and what was wrong with the rest."""
-        sessions: list[SessionState] = []
+        sessions: list[SessionHeader] = []
         problems: list[SessionFileError] = []
         for session_id in self.session_ids():
             try:
-                sessions.append(self.load(session_id))
+                sessions.append(self.load_header(session_id))
             except FileNotFoundError:
                 continue
             except SessionFileError as exc:

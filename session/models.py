@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal
 
@@ -97,6 +98,21 @@ class SessionState(BaseModel):
         return bool(
             self.recent_messages or self.summary or self.compacted_history_summary or self.decisions
         )
+
+
+@dataclass(frozen=True)
+class SessionHeader:
+    """What a listing needs of a session file: everything but its messages, and their count.
+
+    Listing validates only this, so a project with hundreds of sessions lists fast.
+    """
+
+    session_id: str
+    created_at: datetime
+    updated_at: datetime
+    summary: str | None
+    compacted_history_summary: str | None
+    messages: int
 
 
 class Pointer(BaseModel):

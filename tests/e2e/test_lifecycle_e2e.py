@@ -226,3 +226,27 @@ def test_help_names_the_offline_model_and_usage_errors_exit_2(env: Env) -> None:
     assert env.run("--no-such-flag").returncode == 2
     both = env.run("--new", "--resume", "a1b2c3d4e5f6")
     assert both.returncode == 2
+
+
+def test_a_session_whose_messages_cannot_be_read_is_refused_in_one_line(env: Env) -> None:
+    term = env.terminal()
+    env.run(input="hello\n", terminal=term)
+    (session_id,) = env.session_ids()
+    path = env.project / f"{session_id}.json"
+    data = json.loads(path.read_bytes())
+    data["recent_messages"] = [{"kind": "not-a-message"}]
+    raw = json.dumps(data).encode()
+    path.write_bytes(raw)
+    result = env.run("--resume", session_id, input="", terminal=term)
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith(
+        f"session file {session_id}.json holds messages this agent-assist cannot read; "
+        "left untouched"
+    )
+    assert path.read_bytes() == raw
+    listed = env.sessions_json()
+    assert [r["session_id"] for r in listed] == [session_id], "still listed, never hidden"
+    offered = env.run(input="y\nhello again\n", terminal=term)
+    assert offered.returncode == 0
+    assert "Starting a new session instead." in offered.stderr
+    assert "(turn 1 of this conversation" in offered.stdout
