@@ -89,10 +89,18 @@ class LLMActor(Actor[LLMMessage]):
                         async for event in events:
                             text = _text_of(event)
                             if text:
-                                await turn.reply_to.tell(TurnDelta(turn.turn_id, text))
+                                await _send_delta(turn, text)
                 assert run.result is not None
                 new = tuple(run.result.new_messages())
         return TurnDone(turn.turn_id, new, tuple(deps.decisions), tuple(sorted(deps.touched)))
+
+
+async def _send_delta(turn: StartTurn, text: str) -> None:
+    """Queue a delta without a task switch when the mailbox has room: deltas that pile
+    up while the model streams are then forwarded, and written, together."""
+    delta = TurnDelta(turn.turn_id, text)
+    if not turn.reply_to.tell_nowait(delta):
+        await turn.reply_to.tell(delta)
 
 
 def _text_of(event: object) -> str:

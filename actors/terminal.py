@@ -157,6 +157,7 @@ class TerminalActor(Actor[TerminalMessage]):
         self._notes: list[str] = []
         self._deferred_changes: set[str] = set()
         self._known: tuple[dict[str, str], str | None] | None = None
+        self._watched: dict[str, str] | None = None
         self.released = anyio.Event()
         """Set once the exit autosave is done and the session is released."""
 
@@ -362,6 +363,7 @@ class TerminalActor(Actor[TerminalMessage]):
         self._lc = transition.lifecycle
         await self._perform(transition.effects)
         await self._peers.drift.tell(Unwatch(pid))
+        self._watched = None
         self._notes.clear()
         self._known = None
         deleted: list[str] = []
@@ -477,8 +479,12 @@ class TerminalActor(Actor[TerminalMessage]):
         return self._known
 
     async def _watch(self, manifest: dict[str, str] | None = None) -> None:
+        """Have the DriftWatcher watch ``manifest`` (unless it already does)."""
         if manifest is None:
             manifest, _ = await self._manifest()
+        if manifest == self._watched:
+            return
+        self._watched = dict(manifest)
         await self._peers.drift.tell(
             Watch(self._config.terminal_pid, self._config.workspace, manifest, self._self)
         )
@@ -516,6 +522,10 @@ class TerminalActor(Actor[TerminalMessage]):
         return ok
 
     async def _emit(self, output: TerminalOutput) -> None:
-        # If the terminal is gone, the session is still handled.
+        """Queue for the terminal (without a task switch when there is room). If the
+        terminal is gone, the session is still handled."""
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await self._outbox.send(output)
+            try:
+                self._outbox.send_nowait(output)
+            except anyio.WouldBlock:
+                await self._outbox.send(output)
