@@ -36,6 +36,7 @@ Ctrl+C while a reply streams cancels that reply."""
 
 
 REATTACH_ATTEMPTS = 5
+CLOSE_TIMEOUT_S = 30.0
 
 
 class ChatError(Exception):
@@ -296,6 +297,7 @@ class Chat:
         if self._conn is None:
             return
         try:
+            self.conn.sock.settimeout(CLOSE_TIMEOUT_S)  # never hang on the way out
             self.conn.send({"type": "close"})
             while True:
                 frame = self.conn.receive()
@@ -303,7 +305,7 @@ class Chat:
                     if frame["saved"] and self.console.interactive:
                         self.console.warn(f"Session {frame['session_id']} saved.")
                     break
-        except (ConnectionLost, KeyboardInterrupt):
+        except (ConnectionLost, KeyboardInterrupt, TimeoutError):
             pass
         finally:
             self.conn.close()
