@@ -108,13 +108,14 @@ def render_table(rows: list[dict[str, Any]], every: bool) -> str:
         header.insert(1, "PROJECT")
     lines = [header]
     for row in rows:
+        summary = f"[{row['note']}] {row['summary'] or ''}" if row.get("note") else row["summary"]
         cells = [
             row["session_id"],
             row["state"],
             str(row["terminal_pid"] or "-"),
             row["last_active"],
             str(row["messages"]),
-            _clip(row["summary"], 50),
+            _clip(summary, 50),
         ]
         if every:
             cells.insert(1, row["project"])

@@ -99,12 +99,13 @@ class SessionCatalog:
     def prune(
         self, projects: tuple[Path, ...] | None, days: float, dry_run: bool, live: dict[str, int]
     ) -> SessionListing:
-        """Delete orphaned sessions idle for more than ``days``; never live or idle ones."""
+        """Delete orphaned sessions idle for more than ``days``; never live or idle ones, and
+        never a file from a newer version (it is not ours to judge)."""
         listing = self.list(projects, live)
         cutoff = utc_now() - timedelta(days=days)
         pruned = []
         for row in listing.rows:
-            if row.state != "orphaned" or row.updated_at >= cutoff:
+            if row.state != "orphaned" or row.updated_at >= cutoff or row.note is not None:
                 continue
             if not dry_run:
                 project = projects_dir(self.root) / row.project / "sessions"

@@ -23,6 +23,7 @@ class SessionRow:
     updated_at: datetime
     summary: str | None
     messages: int
+    note: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -35,6 +36,7 @@ class SessionRow:
             "last_active": format_utc(self.updated_at),
             "summary": self.summary,
             "messages": self.messages,
+            "note": self.note,
         }
 
 
@@ -69,6 +71,7 @@ def classify(
                 updated_at=state.updated_at,
                 summary=state.summary or state.compacted_history_summary,
                 messages=state.messages,
+                note=state.note,
             )
         )
     return rows
@@ -81,7 +84,7 @@ def resumable(
     by_id = {row.session_id: row for row in rows}
     if own_pointer is not None and own_pointer_alive:
         row = by_id.get(own_pointer.session_id)
-        if row is not None and row.state != "live":
+        if row is not None and row.state != "live" and row.note is None:
             return row.session_id
-    orphans = [row for row in by_id.values() if row.state == "orphaned"]
+    orphans = [row for row in by_id.values() if row.state == "orphaned" and row.note is None]
     return max(orphans, key=lambda r: r.updated_at).session_id if orphans else None

@@ -13,7 +13,7 @@ import os
 import secrets
 import stat
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -228,6 +228,36 @@ class SessionManager:
             messages=len(messages),
         )
 
+    def _future_header(self, session_id: str, error: FutureSchemaVersion) -> SessionHeader:
+        """A best-effort header of a file from a newer version (never validated, never written)."""
+        raw: JsonDict = {}
+        try:
+            loaded = orjson.loads(read_regular_file(error.path, self.max_session_bytes))
+            raw = loaded if isinstance(loaded, dict) else {}
+        except (OSError, SessionFileError, orjson.JSONDecodeError):
+            pass
+        mtime = datetime.fromtimestamp(error.path.stat().st_mtime, UTC)
+
+        def when(key: str) -> datetime:
+            try:
+                parsed = datetime.fromisoformat(str(raw[key]).replace("Z", "+00:00"))
+            except (KeyError, ValueError):
+                return mtime
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+        summary = raw.get("summary")
+        messages = raw.get("recent_messages")
+        return SessionHeader(
+            session_id=session_id,
+            created_at=when("created_at"),
+            updated_at=when("updated_at"),
+            summary=summary if isinstance(summary, str) else None,
+            compacted_history_summary=None,
+            messages=len(messages) if isinstance(messages, list) else 0,
+            note=f"schema_version {error.found} is newer than this agent-assist supports "
+            f"({error.supported})",
+        )
+
     def _decode(self, path: Path, data: bytes, session_id: str) -> SessionState:
         return self._validated(path, self._migrated(path, data), session_id)
 
@@ -287,6 +317,9 @@ class SessionManager:
                 sessions.append(self.load_header(session_id))
             except FileNotFoundError:
                 continue
+            except FutureSchemaVersion as exc:  # still on disk, so still listed
+                problems.append(exc)
+                sessions.append(self._future_header(session_id, exc))
             except SessionFileError as exc:
                 problems.append(exc)
         sessions.sort(key=lambda s: s.updated_at, reverse=True)

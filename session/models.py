@@ -113,6 +113,8 @@ class SessionHeader:
     summary: str | None
     compacted_history_summary: str | None
     messages: int
+    note: str | None = None
+    """Why the session cannot be opened by this version (it is still listed)."""
 
 
 class Pointer(BaseModel):

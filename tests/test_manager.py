@@ -290,3 +290,17 @@ def test_a_read_only_manager_reports_a_corrupt_file_and_leaves_it(tmp_path: Path
         SessionManager(directory, read_only=True).load(SID)
     assert (directory / f"{SID}.json").read_bytes() == b"garbage"
     assert "left in place" in str(caught.value)
+
+
+def test_a_newer_session_is_still_listed_and_reported(manager: SessionManager) -> None:
+    manager.save(full_state())
+    path = manager.session_path(SID)
+    raw = orjson.dumps({**orjson.loads(path.read_bytes()), "schema_version": 99})
+    path.write_bytes(raw)
+    listing = manager.list_sessions()
+    (header,) = listing.sessions
+    assert header.session_id == SID
+    assert header.note == "schema_version 99 is newer than this agent-assist supports (3)"
+    assert header.summary == "Designed a research agent."
+    assert [type(p) for p in listing.problems] == [FutureSchemaVersion]
+    assert path.read_bytes() == raw
