@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
+from session.processes import process_alive
 from supervisor.client import (
     START_TIMEOUT_S,
     SupervisorUnavailable,
@@ -34,16 +34,6 @@ def start(paths: RuntimePaths) -> tuple[dict[str, Any], bool]:
     return status(paths), started
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def stop(paths: RuntimePaths) -> int | None:
     """Stop the supervisor (it saves every live session first); its pid, or None if none ran."""
     conn = try_connect(paths)
@@ -54,18 +44,8 @@ def stop(paths: RuntimePaths) -> int | None:
         pid = int(conn.request({"type": "status"})["data"]["pid"])
         conn.request({"type": "stop"})
     deadline = time.monotonic() + STOP_TIMEOUT_S
-    while _alive(pid) and _is_supervisor(pid):
+    while process_alive(pid):  # a zombie of our own child counts as exited
         if time.monotonic() > deadline:
             raise SupervisorUnavailable(f"the supervisor (pid {pid}) did not stop in time")
         time.sleep(0.02)
     return pid
-
-
-def _is_supervisor(pid: int) -> bool:
-    """False once ``pid`` has exited (a zombie of our own child counts as exited)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            state = handle.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return _alive(pid)
-    return state not in ("Z", "X")
