@@ -49,12 +49,16 @@ class StorageActor(Actor[StorageMessage]):
     async def _io(self, fn: Callable[[], T]) -> T:
         return await anyio.to_thread.run_sync(fn)
 
+    def _check_holder(self, session_id: str, terminal_pid: int) -> None:
+        """SessionLive unless the session is free or held by ``terminal_pid``."""
+        holder = self._live.get(session_id)
+        if holder is not None and holder != terminal_pid:
+            raise SessionLive(session_id, holder)
+
     def _check_writer(self, session_id: str, writer: int) -> None:
         if session_id in self._deleted:
             raise SessionDeleted(session_id)
-        holder = self._live.get(session_id)
-        if holder is not None and holder != writer:
-            raise SessionLive(session_id, holder)
+        self._check_holder(session_id, writer)
 
     async def handle(self, message: StorageMessage) -> Any:
         catalog = self._catalog
@@ -76,9 +80,7 @@ class StorageActor(Actor[StorageMessage]):
                 live = dict(self._live)
                 return await self._io(lambda: catalog.find_resumable(project, terminal_pid, live))
             case Claim(session_id, terminal_pid):
-                holder = self._live.get(session_id)
-                if holder is not None and holder != terminal_pid:
-                    raise SessionLive(session_id, holder)
+                self._check_holder(session_id, terminal_pid)
                 self._live[session_id] = terminal_pid
                 return None
             case Release(session_id, terminal_pid):
