@@ -7,7 +7,9 @@ lives in the supervisor's TerminalActor.
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +38,7 @@ Ctrl+C while a reply streams cancels that reply."""
 
 
 REATTACH_ATTEMPTS = 5
+WATCH_POLL_S = 0.1
 CLOSE_TIMEOUT_S = 30.0
 
 
@@ -64,6 +67,46 @@ def terminal_pid() -> int:
             raise ChatError(f"AGENT_ASSIST_TERMINAL_PID must be a pid, not {override!r}")
         return int(override)
     return os.getppid()
+
+
+class SupervisorWatch:
+    """While the prompt waits: shows what the supervisor sends and ends the prompt on a stop.
+
+    It reads the connection only between ``start`` and ``stop``, when the
+    conversation loop does not, so one thread at a time owns the socket.
+    """
+
+    def __init__(self, chat: Chat) -> None:
+        self._chat = chat
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.stopped_frame: Frame | None = None
+
+    def start(self, end_prompt: Callable[[], object]) -> None:
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._run, args=(end_prompt,), daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def _run(self, end_prompt: Callable[[], object]) -> None:
+        conn = self._chat.conn
+        while not self._stopping.is_set():
+            try:
+                if not conn.readable(WATCH_POLL_S):
+                    continue
+                frame = conn.receive()
+            except (ConnectionLost, OSError):
+                return  # a crash: the next message re-attaches
+            if frame["type"] == "closed":
+                self.stopped_frame = frame
+                end_prompt()
+                return
+            self._chat.show(frame)
 
 
 class Chat:
@@ -184,11 +227,14 @@ class Chat:
 
     def run(self) -> int:
         self.attach()
+        watch = SupervisorWatch(self)
         while True:
             try:
-                line = self.console.read_line("> ")
+                line = self.console.read_line("> ", watch)
             except KeyboardInterrupt:
                 break
+            if watch.stopped_frame is not None:
+                self._other(watch.stopped_frame)
             if line is None:
                 break
             if not line.strip():
@@ -248,12 +294,17 @@ class Chat:
             else:
                 self._other(reply)
 
+    def show(self, frame: Frame) -> None:
+        """A notice or an error for the user."""
+        if frame["type"] == "notice":
+            self.console.warn(frame["text"])
+        elif frame["type"] == "error":
+            self.console.warn(f"error: {frame['message']}")
+
     def _other(self, frame: Frame) -> None:
         kind = frame["type"]
-        if kind == "notice":
-            self.console.warn(frame["text"])
-        elif kind == "error":
-            self.console.warn(f"error: {frame['message']}")
+        if kind in ("notice", "error"):
+            self.show(frame)
         elif kind == "closed":
             saved = frame.get("session_id") or self.session_id
             raise ChatEnded(f"the supervisor was stopped; session {saved} saved")

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 SLASH_COMMANDS = ["/save", "/reset", "/new", "/checkpoint", "/compact", "/resume", "/help", "/exit"]
+
+
+class IdleWatcher(Protocol):
+    def start(self, end_prompt: Callable[[], object]) -> None: ...
+
+    def stop(self) -> None: ...
 
 
 class Console:
@@ -39,13 +46,26 @@ class Console:
             )
         return self._prompt
 
-    def read_line(self, prompt: str = "> ") -> str | None:
-        """One line of input; None at end of input. KeyboardInterrupt passes through."""
+    def read_line(self, prompt: str = "> ", idle: IdleWatcher | None = None) -> str | None:
+        """One line of input; None at end of input. KeyboardInterrupt passes through.
+
+        On a terminal, ``idle`` runs while the prompt waits: what it prints appears
+        above the prompt, and it may end the prompt (as end of input).
+        """
         if self.interactive:
-            try:
-                text: str = self._session().prompt(prompt)
-            except EOFError:
-                return None
+            from prompt_toolkit.patch_stdout import patch_stdout
+
+            session = self._session()
+            with patch_stdout():
+                if idle is not None:
+                    idle.start(lambda: session.app.loop.call_soon_threadsafe(session.app.exit))
+                try:
+                    text: str | None = session.prompt(prompt)
+                except EOFError:
+                    text = None
+                finally:
+                    if idle is not None:
+                        idle.stop()
             return text
         line = sys.stdin.readline()
         if not line:

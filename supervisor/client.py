@@ -73,11 +73,11 @@ class Connection:
         except OSError as exc:
             raise ConnectionLost(str(exc)) from exc
 
-    def readable(self) -> bool:
-        """Whether a frame (or the end of the stream) is waiting, without blocking."""
+    def readable(self, timeout: float = 0.0) -> bool:
+        """Whether a frame (or the end of the stream) is waiting, within ``timeout`` s."""
         if self._pending:
             return True
-        ready, _, _ = select.select([self.sock], [], [], 0)
+        ready, _, _ = select.select([self.sock], [], [], timeout)
         return bool(ready)
 
     def receive(self) -> Frame:

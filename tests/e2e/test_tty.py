@@ -141,3 +141,21 @@ def test_the_input_history_file_is_scrubbed(env: Env) -> None:
     history = (env.home / "prompt_history").read_text()
     assert "token [REDACTED]" in history
     assert "ghp_" not in history
+
+
+def test_while_the_prompt_waits_notices_appear_and_a_stop_ends_the_chat(env: Env) -> None:
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("write agent_spec.md: # Spec\r")
+        tty.expect("wrote agent_spec.md")
+        tty.expect_prompt()
+        time.sleep(0.5)  # the watch on the new file is set up after the turn (outside process)
+        (env.workspace / "agent_spec.md").write_text("# Spec, edited elsewhere\n")
+        tty.expect("note: agent_spec.md changed outside agent-assist")
+        stopped = env.run("supervisor", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        tty.expect("the supervisor was stopped; session")
+        assert tty.process.wait(timeout=30) == 0
+    finally:
+        tty.close()
