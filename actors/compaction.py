@@ -13,16 +13,19 @@ import logging
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic_ai import Agent
 
 from actors.assistant import resolve_model
-from actors.base import Actor, DeadActor
-from actors.messages import CompactionMessage, Summarize, SummaryReady
+from actors.base import Actor, ActorRef, DeadActor, Envelope
+from actors.messages import CompactionMessage, Summarize, SummarizeDue, SummaryReady
 from session.history import dump_messages
 from session.summary import MAX_SUMMARY_CHARS, offline_summary
 
 log = logging.getLogger("agent_assist.compaction")
 LLM_SUMMARY_TIMEOUT_S = 30.0
+SUMMARY_DELAY_S = 1.0
 
 SUMMARY_PROMPT = (
     "Summarize this agent-design conversation in at most 8 short lines for resuming it later. "
@@ -31,18 +34,51 @@ SUMMARY_PROMPT = (
 
 
 class CompactionActor(Actor[CompactionMessage]):
+    """An ask (``Summarize`` without ``reply_to``) is answered at once: the exit path
+    waits for it. A told ``Summarize`` waits ``SUMMARY_DELAY_S`` and only the latest
+    one of a session is summarized, so a burst of turns costs one summary and the
+    work does not compete with the turns themselves (nor, with an LLM, burn tokens).
+    """
+
     name = "compaction"
 
-    def __init__(self, summary_model: str | None = None) -> None:
+    def __init__(
+        self, self_ref: ActorRef[CompactionMessage], summary_model: str | None = None
+    ) -> None:
+        self._self = self_ref
         self._summary_model = summary_model
         self._agent: Agent[None, str] | None = None
+        self._waiting: dict[str, Summarize] = {}
+        self._tg: TaskGroup | None = None
+
+    async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[CompactionMessage]]) -> None:
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            await super().serve(mailbox)
+            tg.cancel_scope.cancel()
 
     async def handle(self, message: CompactionMessage) -> Any:
-        summary = await self._summarize(message)
-        if message.reply_to is not None and summary:
-            with contextlib.suppress(DeadActor):
-                await message.reply_to.tell(SummaryReady(message.session_id, summary))
-        return summary
+        match message:
+            case Summarize(reply_to=None):
+                return await self._summarize(message)
+            case Summarize(session_id=session_id):
+                if session_id not in self._waiting and self._tg is not None:
+                    self._tg.start_soon(self._due_later, session_id)
+                self._waiting[session_id] = message
+            case SummarizeDue(session_id):
+                waiting = self._waiting.pop(session_id, None)
+                if waiting is None or waiting.reply_to is None:
+                    return None
+                summary = await self._summarize(waiting)
+                if summary:
+                    with contextlib.suppress(DeadActor):
+                        await waiting.reply_to.tell(SummaryReady(session_id, summary))
+        return None
+
+    async def _due_later(self, session_id: str) -> None:
+        await anyio.sleep(SUMMARY_DELAY_S)
+        with contextlib.suppress(DeadActor):
+            await self._self.tell(SummarizeDue(session_id))
 
     async def _summarize(self, message: Summarize) -> str | None:
         if self._summary_model:

@@ -149,7 +149,14 @@ class Summarize:
     reply_to: ActorRef[TerminalMessage] | None = None
 
 
-CompactionMessage = Summarize
+@dataclass(frozen=True)
+class SummarizeDue:
+    """The compaction actor's own timer: summarize the latest waiting request now."""
+
+    session_id: str
+
+
+CompactionMessage = Summarize | SummarizeDue
 
 
 # -- DriftWatcherActor --------------------------------------------------------

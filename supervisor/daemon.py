@@ -118,7 +118,7 @@ async def serve(paths: RuntimePaths, settings: Settings) -> None:
         llm = await workers.start(partial(run_supervised, "llm", lambda ref: LLMActor()))
         summary_model = os.environ.get("AGENT_ASSIST_SUMMARY_MODEL") or None
         compaction = await workers.start(
-            partial(run_supervised, "compaction", lambda ref: CompactionActor(summary_model))
+            partial(run_supervised, "compaction", lambda ref: CompactionActor(ref, summary_model))
         )
         drift = await workers.start(
             partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))

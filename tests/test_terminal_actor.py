@@ -76,7 +76,7 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
             ),
             llm=await tg.start(partial(run_supervised, "llm", lambda _: LLMActor())),
             compaction=await tg.start(
-                partial(run_supervised, "compaction", lambda _: CompactionActor())
+                partial(run_supervised, "compaction", lambda ref: CompactionActor(ref))
             ),
             drift=await tg.start(
                 partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.harness import Env, all_text_under
+from tests.e2e.harness import Env, all_text_under, wait_for
 from tests.e2e.openai_server import ChatServer
 
 API_KEY = "sk-test-" + secrets.token_hex(16)
@@ -56,7 +56,8 @@ def test_the_resume_block_reaches_the_model_after_resume_and_not_after_reset(
 def test_the_summary_comes_from_the_summary_model(env: Env, server: ChatServer) -> None:
     env.run(input="design a research agent\n", terminal=env.terminal())
     (session_id,) = env.session_ids()
-    summary = env.session(session_id)["summary"]
+    # Durability does not wait for the summarizer: the summary follows in a second write.
+    summary = wait_for(lambda: env.session(session_id)["summary"], what="the summary write")
     assert summary == "SUMMARY: the user designs a research agent; see agent_spec.md"
 
 
