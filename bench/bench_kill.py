@@ -24,7 +24,13 @@ TARGET_MS = 50.0
 POLL_S = 0.0002
 
 
+def session_files(project: Path) -> set[Path]:
+    return {p for p in project.glob("*.json") if not p.name.startswith("active_")}
+
+
 def one_kill(env: dict[str, str], workspace: Path, terminal: int) -> float:
+    project = sessions_dir(workspace, Path(env["AGENT_ASSIST_HOME"]))
+    before = session_files(project)
     process = subprocess.Popen(
         [AGENT_ASSIST, "--new"],
         stdin=subprocess.PIPE,
@@ -37,19 +43,16 @@ def one_kill(env: dict[str, str], workspace: Path, terminal: int) -> float:
     process.stdin.write("a turn to keep\n")
     process.stdin.flush()
     process.stdout.readline()
-    project = sessions_dir(workspace, Path(env["AGENT_ASSIST_HOME"]))
-    sessions = [p for p in project.glob("*.json") if not p.name.startswith("active_")]
-    (path,) = sessions
-    before = path.stat().st_ino
+    (path,) = session_files(project) - before  # this round's session (each round is --new)
+    inode = path.stat().st_ino
     start = time.perf_counter()
     os.kill(process.pid, signal.SIGKILL)
-    while path.stat().st_ino == before:
+    while path.stat().st_ino == inode:
         if time.perf_counter() - start > 10:
             raise RuntimeError("the session was not saved within 10 s")
         time.sleep(POLL_S)
     elapsed = time.perf_counter() - start
     process.wait()
-    path.unlink()  # the next round starts a fresh session
     return elapsed
 
 
