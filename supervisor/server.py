@@ -174,24 +174,13 @@ class Server:
     async def _read(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> p.ClientFrame:
         """The next frame. _Hangup at end of stream or after refusing a bad frame."""
         try:
-            line = await reader.receive_until(b"\n", MAX_FRAME_BYTES)
-        except anyio.DelimiterNotFound:
-            await self._refuse(
-                stream, ErrorCode.FRAME_TOO_LARGE, f"frame over {MAX_FRAME_BYTES} bytes"
-            )
-        except (
-            anyio.IncompleteRead,
-            anyio.EndOfStream,
-            anyio.BrokenResourceError,
-            anyio.ClosedResourceError,
-            OSError,
-        ) as exc:
-            raise _Hangup("end of stream") from exc
-        try:
-            return p.parse_client_frame(line)
+            frame = await self._next_frame(reader)
         except FrameError as exc:
             await self._refuse(stream, exc.code, str(exc))
-        raise AssertionError("unreachable")
+            raise AssertionError("unreachable") from exc
+        if frame is None:
+            raise _Hangup("end of stream")
+        return frame
 
     # -- connections --------------------------------------------------------
 
@@ -318,7 +307,7 @@ class Server:
         """Read the terminal's frames until it leaves; returns the detach reason."""
         while True:
             try:
-                frame = await self._read_quietly(reader)
+                frame = await self._next_frame(reader)
             except FrameError as exc:
                 await out.send(Failure(exc.code, str(exc), fatal=True))
                 return "disconnected"
@@ -349,8 +338,8 @@ class Server:
                         )
                     )
 
-    async def _read_quietly(self, reader: BufferedByteReceiveStream) -> p.ClientFrame | None:
-        """Like _read, but bad frames raise FrameError for the pump to report."""
+    async def _next_frame(self, reader: BufferedByteReceiveStream) -> p.ClientFrame | None:
+        """The next frame, None at end of stream; FrameError for a frame to refuse."""
         try:
             line = await reader.receive_until(b"\n", MAX_FRAME_BYTES)
         except anyio.DelimiterNotFound as exc:
