@@ -36,10 +36,13 @@ class TurnDeps:
     decisions: list[str] = field(default_factory=list)
 
 
+def _relative(path: str) -> str:
+    return path.strip().removeprefix("./")
+
+
 def _check_path(deps: TurnDeps, path: str) -> str | None:
     """An error line if ``path`` may not be used, else None."""
-    relative = path.strip().removeprefix("./")
-    if not is_safe_relative_path(deps.workspace, relative):
+    if not is_safe_relative_path(deps.workspace, _relative(path)):
         return f"error: {path!r} is not a path inside the workspace"
     return None
 
@@ -82,7 +85,7 @@ async def read_file(ctx: RunContext[TurnDeps], path: str) -> str:
     """Read a UTF-8 text file of the workspace (path relative to the workspace)."""
     if (problem := _check_path(ctx.deps, path)) is not None:
         return problem
-    relative = path.strip().removeprefix("./")
+    relative = _relative(path)
     try:
         text = await anyio.to_thread.run_sync(read_workspace_file, ctx.deps.workspace, relative)
     except OSError as exc:
@@ -95,7 +98,7 @@ async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:
     """Create or replace a text file of the workspace (path relative to the workspace)."""
     if (problem := _check_path(ctx.deps, path)) is not None:
         return problem
-    relative = path.strip().removeprefix("./")
+    relative = _relative(path)
     try:
         size = await anyio.to_thread.run_sync(
             write_workspace_file, ctx.deps.workspace, relative, content
@@ -108,7 +111,7 @@ async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:
 
 async def list_files(ctx: RunContext[TurnDeps], directory: str = ".") -> str:
     """List the files and directories of a workspace directory."""
-    relative = directory.strip().removeprefix("./") or "."
+    relative = _relative(directory) or "."
     if relative != "." and (problem := _check_path(ctx.deps, relative)) is not None:
         return problem
     try:
