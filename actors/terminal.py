@@ -406,13 +406,7 @@ class TerminalActor(Actor[TerminalMessage]):
             return
         try:
             summary = await self._peers.compaction.ask(
-                Summarize(
-                    state.session_id,
-                    self._lc.history,
-                    state.decisions,
-                    state.compacted_history_summary,
-                ),
-                SUMMARY_AFTER_EXIT_TIMEOUT_S,
+                self._summary_request(), SUMMARY_AFTER_EXIT_TIMEOUT_S
             )
         except Exception as exc:
             log.warning("summary after exit failed: %s", exc)
@@ -433,18 +427,20 @@ class TerminalActor(Actor[TerminalMessage]):
         self._lc = transition.lifecycle
         await self._perform(transition.effects)
 
-    async def _summarize_later(self) -> None:
+    def _summary_request(self, reply_to: ActorRef[TerminalMessage] | None = None) -> Summarize:
         state = self._lc.state
         assert state is not None
-        message = Summarize(
+        return Summarize(
             state.session_id,
             self._lc.history,
             state.decisions,
             state.compacted_history_summary,
-            self._self,
+            reply_to,
         )
+
+    async def _summarize_later(self) -> None:
         try:
-            await self._peers.compaction.tell(message)
+            await self._peers.compaction.tell(self._summary_request(self._self))
         except DeadActor:
             log.warning("compaction actor unavailable; summary skipped")
 
