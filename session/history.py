@@ -32,9 +32,13 @@ DEFAULT_MAX_CHARS = 200_000
 
 
 def is_turn_start(message: ModelMessage) -> bool:
-    return isinstance(message, ModelRequest) and any(
-        isinstance(part, UserPromptPart) for part in message.parts
-    )
+    """A request carrying the user's prompt. (A plain loop: this runs over the history
+    several times per turn.)"""
+    if isinstance(message, ModelRequest):
+        for part in message.parts:
+            if isinstance(part, UserPromptPart):
+                return True
+    return False
 
 
 def turn_starts(messages: Sequence[ModelMessage]) -> list[int]:

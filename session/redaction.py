@@ -32,6 +32,26 @@ _ASSIGNMENT_RE = re.compile(
     r"\s*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})"
 )
 
+# Every pattern above starts with one of these (the tokens) or, ignoring case, holds one
+# of these words: text with none of them is left alone after a few substring tests.
+_TOKEN_MARKERS = (
+    "sk-", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox",
+    "AIza", "eyJ", "-----BEGIN",
+)  # fmt: skip
+_KEYWORD_MARKERS = ("authorization", "bearer", "key", "secret", "token", "passw")
+
+
+def _may_hold_credential(text: str) -> bool:
+    """False only when no pattern can match. Non-ASCII text always goes through the
+    patterns: ignoring case, they match a few non-ASCII letters (like U+212A for k)."""
+    if not text.isascii():
+        return True
+    if any(marker in text for marker in _TOKEN_MARKERS):
+        return True
+    lower = text.lower()
+    return any(word in lower for word in _KEYWORD_MARKERS)
+
+
 _SECRET_ENV_NAME_RE = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
 _MIN_SECRET_LEN = 8
 
@@ -49,6 +69,8 @@ def scrub_text(text: str, known_secrets: Iterable[str] = ()) -> str:
     for secret in known_secrets:
         if secret and secret in text:
             text = text.replace(secret, REDACTED)
+    if not _may_hold_credential(text):
+        return text
     text = _TOKENS_RE.sub(REDACTED, text)
     text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + REDACTED, text)
     text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)
@@ -57,11 +79,14 @@ def scrub_text(text: str, known_secrets: Iterable[str] = ()) -> str:
 
 def scrub_json(value: Any, known_secrets: Iterable[str] = ()) -> Any:
     """A copy of a JSON-like value with every string scrubbed (keys are left alone)."""
-    secrets = tuple(known_secrets)
+    return _scrub(value, tuple(known_secrets))
+
+
+def _scrub(value: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(value, str):
         return scrub_text(value, secrets)
     if isinstance(value, dict):
-        return {k: scrub_json(v, secrets) for k, v in value.items()}
+        return {k: _scrub(v, secrets) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [scrub_json(v, secrets) for v in value]
+        return [_scrub(v, secrets) for v in value]
     return value

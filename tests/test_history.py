@@ -184,6 +184,53 @@ def test_ordinary_text_is_left_alone() -> None:
     assert scrub_text(text) == text
 
 
+_FRAGMENTS = st.sampled_from(
+    [
+        "Authorization",
+        "authorization:",
+        "Bearer ",
+        "bearer",
+        "API_KEY",
+        "api-key",
+        "Secret",
+        "ACCESS_TOKEN",
+        "auth-token",
+        "Password",
+        "passwd",
+        "=",
+        ": ",
+        '"',
+        "'",
+        " ",
+        "\n",
+        "sk-",
+        "proj-",
+        "AKIA",
+        "ghp_",
+        "xoxb-",
+        "AIza",
+        "eyJ",
+        ".",
+        "abcdefghij",
+        "ABCDEFGHIJKLMNOP",
+        "0123456789",
+        "_-",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "-----END RSA PRIVATE KEY-----",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_FRAGMENTS, max_size=12).map("".join))
+def test_the_quick_check_never_skips_text_a_pattern_would_change(text: str) -> None:
+    from session import redaction as r
+
+    changes = [r._TOKENS_RE, r._AUTH_HEADER_RE, r._BEARER_RE, r._ASSIGNMENT_RE]
+    if any(pattern.search(text) for pattern in changes):
+        assert r._may_hold_credential(text)
+
+
 def test_known_secret_values_from_the_environment_are_scrubbed_wherever_they_appear() -> None:
     env = {"OPENAI_API_KEY": "local-key-1234567", "HOME": "/root", "MY_TOKEN": "short"}
     secrets = secrets_from_environment(env)
