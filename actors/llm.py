@@ -13,7 +13,8 @@ from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextP
 
 from actors.assistant import TurnDeps, build_agent, resolve_model
 from actors.base import Actor, DeadActor, Envelope
-from actors.messages import CancelTurn, LLMMessage, StartTurn, TurnDelta, TurnDone
+from actors.messages import CancelTurn, LLMMessage, StartTurn, TurnDone
+from actors.reply import ReplyForwarder
 
 log = logging.getLogger("agent_assist.llm")
 DEFAULT_CONCURRENCY = 4
@@ -64,18 +65,23 @@ class LLMActor(Actor[LLMMessage]):
     async def _run_turn(self, turn: StartTurn, scope: anyio.CancelScope) -> None:
         done = TurnDone(turn.turn_id, cancelled=True)
         with scope:
-            try:
-                done = await self._stream_turn(turn)
-            except Exception as exc:
-                log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
-                done = TurnDone(turn.turn_id, error=_one_line(exc))
+            reply = ReplyForwarder(turn.reply_to, turn.turn_id)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(reply.forward)
+                try:
+                    done = await self._stream_turn(turn, reply)
+                except Exception as exc:
+                    log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
+                    done = TurnDone(turn.turn_id, error=_one_line(exc))
+                finally:
+                    reply.close()
         self._scopes.pop(turn.turn_id, None)
         try:
             await turn.reply_to.tell(done)
         except DeadActor:
             log.info("turn %d finished after its terminal went away", turn.turn_id)
 
-    async def _stream_turn(self, turn: StartTurn) -> TurnDone:
+    async def _stream_turn(self, turn: StartTurn, reply: ReplyForwarder) -> TurnDone:
         deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
         async with self._limiter:
             agent = await self._agent(turn.model)
@@ -89,18 +95,10 @@ class LLMActor(Actor[LLMMessage]):
                         async for event in events:
                             text = _text_of(event)
                             if text:
-                                await _send_delta(turn, text)
+                                reply.add(text)
                 assert run.result is not None
                 new = tuple(run.result.new_messages())
         return TurnDone(turn.turn_id, new, tuple(deps.decisions), tuple(sorted(deps.touched)))
-
-
-async def _send_delta(turn: StartTurn, text: str) -> None:
-    """Queue a delta without a task switch when the mailbox has room: deltas that pile
-    up while the model streams are then forwarded, and written, together."""
-    delta = TurnDelta(turn.turn_id, text)
-    if not turn.reply_to.tell_nowait(delta):
-        await turn.reply_to.tell(delta)
 
 
 def _text_of(event: object) -> str:
