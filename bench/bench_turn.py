@@ -4,8 +4,10 @@ With the instant ``offline`` model, one turn through the supervisor (socket,
 connection handler, TerminalActor, LLMActor, the durable save of the session
 after the turn, the reply streamed back) is compared with the same pydantic-ai
 agent, same tools, same streaming and the same 20-turn history window, run in
-this process: the limit is the agent's own cost. Rounds of each alternate so
-that drift in the machine's speed hits both alike. Target: within 1.5x.
+this process: the limit is the agent's own cost. The two take turns, one turn
+each, so that the machine's changes of speed (this is a shared VM) hit both
+alike; measuring them in blocks made the ratio swing by 0.3 between blocks.
+Target: within 1.5x.
 
     python -m bench.bench_turn [--turns N]
 """
@@ -28,7 +30,6 @@ from supervisor.client import Connection, hello
 from supervisor.runtime import RuntimePaths
 
 TARGET_RATIO = 1.5
-ROUNDS = 5
 WINDOW_MESSAGES = 40  # 20 offline turns of a request and a response, as the supervisor keeps
 
 
@@ -80,22 +81,23 @@ class InProcess:
 
 
 async def measure(runtime: Path, workspace: Path, turns: int) -> tuple[list[float], list[float]]:
+    """Samples of both, one turn of each in turn."""
     ours, limit = ThroughSupervisor(runtime, workspace), InProcess(workspace)
     for _ in range(5):  # warm both up
         ours.turn()
         await limit.turn()
     ours_samples: list[float] = []
     limit_samples: list[float] = []
-    for _ in range(ROUNDS):
-        ours_samples += [ours.turn() for _ in range(turns // ROUNDS)]
-        limit_samples += [await limit.turn() for _ in range(turns // ROUNDS)]
+    for _ in range(turns):
+        ours_samples.append(ours.turn())
+        limit_samples.append(await limit.turn())
     ours.close()
     return ours_samples, limit_samples
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=100)
+    parser.add_argument("--turns", type=int, default=200)
     args = parser.parse_args()
     with private_supervisor() as (_, _workspace, runtime), tempfile.TemporaryDirectory() as tmp:
         ours, limit = anyio.run(measure, runtime, Path(tmp), args.turns)
