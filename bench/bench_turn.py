@@ -46,9 +46,12 @@ class ThroughSupervisor:
         self.count += 1
         start = time.perf_counter()
         self.conn.send({"type": "user_message", "text": f"message number {self.count}"})
-        while self.conn.receive()["type"] != "turn_end":
+        while (frame := self.conn.receive())["type"] != "turn_end":
             pass
-        return time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        if frame["status"] != "ok" or frame.get("error"):
+            raise SystemExit(f"a turn through the supervisor failed: {frame}")
+        return elapsed
 
     def close(self) -> None:
         self.conn.send({"type": "close"})
