@@ -24,6 +24,8 @@ class SaveSession:
     project: Path
     state: SessionState
     writer: int
+    encoded_messages: tuple[bytes, ...] | None = None
+    """``state.recent_messages`` already encoded, if the writer has them."""
 
 
 @dataclass(frozen=True)

@@ -63,9 +63,9 @@ class StorageActor(Actor[StorageMessage]):
     async def handle(self, message: StorageMessage) -> Any:
         catalog = self._catalog
         match message:
-            case SaveSession(project, state, writer):
+            case SaveSession(project, state, writer, encoded):
                 self._check_writer(state.session_id, writer)
-                return await self._io(lambda: catalog.manager(project).save(state))
+                return await self._io(lambda: catalog.manager(project).save(state, encoded))
             case RemoveSession(project, session_id, forever):
                 if forever:
                     self._deleted.add(session_id)

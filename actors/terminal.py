@@ -197,8 +197,9 @@ class TerminalActor(Actor[TerminalMessage]):
         if lc.phase is not Phase.ACTIVE or lc.session_deleted or not (lc.saved or lc.history):
             return False
         assert lc.state is not None
-        state = lc.snapshot(utc_now(), lc.state.file_manifest, lc.state.agent_spec_path)
-        return await self._perform([WriteSession(state)])
+        return await self._perform(
+            [lc.write(utc_now(), lc.state.file_manifest, lc.state.agent_spec_path)]
+        )
 
     # -- messages -----------------------------------------------------------
 
@@ -492,9 +493,9 @@ class TerminalActor(Actor[TerminalMessage]):
         for effect in effects:
             try:
                 match effect:
-                    case WriteSession(state):
+                    case WriteSession(state, encoded):
                         message: StorageMessage = SaveSession(
-                            config.project, state, config.terminal_pid
+                            config.project, state, config.terminal_pid, encoded
                         )
                     case DeleteSession(session_id):
                         message = RemoveSession(config.project, session_id, forever=True)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+import orjson
 from pydantic_ai.messages import ModelMessage
 
 from session.errors import IllegalTransition
@@ -79,6 +80,8 @@ TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
 @dataclass(frozen=True)
 class WriteSession:
     state: SessionState
+    encoded_messages: tuple[bytes, ...] | None = None
+    """``state.recent_messages`` already encoded, message by message (or None)."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,8 @@ class SessionLifecycle:
     history: tuple[ModelMessage, ...] = ()
     history_json: tuple[JsonDict, ...] = ()
     """``history`` dumped and scrubbed, message by message, once each."""
+    history_encoded: tuple[bytes, ...] = ()
+    """``history_json`` encoded, so that a save encodes only the new messages."""
     resume_context: str = ""
     session_deleted: bool = False
     saved: bool = False
@@ -153,11 +158,25 @@ class SessionLifecycle:
         self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
     ) -> SessionState:
         """The session file to write now: the recent tail, scrubbed, and the fresh manifest."""
-        state = self._require_state()
-        cut = recent_start(
+        return self._snapshot(now, manifest, agent_spec_path, self._saved_tail_start())
+
+    def write(
+        self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
+    ) -> WriteSession:
+        """The effect that writes ``snapshot(...)``, its messages already encoded."""
+        cut = self._saved_tail_start()
+        state = self._snapshot(now, manifest, agent_spec_path, cut)
+        return WriteSession(state, self.history_encoded[cut:])
+
+    def _saved_tail_start(self) -> int:
+        return recent_start(
             self.history, max_turns=self.policy.max_turns, max_chars=self.policy.max_chars
         )
-        return state.model_copy(
+
+    def _snapshot(
+        self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None, cut: int
+    ) -> SessionState:
+        return self._require_state().model_copy(
             update={
                 "updated_at": now,
                 "file_manifest": dict(manifest),
@@ -166,15 +185,25 @@ class SessionLifecycle:
             }
         )
 
-    def _dump(self, messages: Sequence[ModelMessage]) -> tuple[JsonDict, ...]:
-        return tuple(dump_messages(messages, self.policy.known_secrets))
+    def _dump(
+        self, messages: Sequence[ModelMessage]
+    ) -> tuple[tuple[JsonDict, ...], tuple[bytes, ...]]:
+        """The ``history_json`` and ``history_encoded`` entries of ``messages``."""
+        dumped = tuple(dump_messages(messages, self.policy.known_secrets))
+        return dumped, tuple(orjson.dumps(message) for message in dumped)
 
     # -- transitions ------------------------------------------------------
 
     def start_fresh(self, now: datetime, session_id: str | None = None) -> Transition:
         state = SessionState.new(now, session_id)
         new = self._move(
-            Event.START, state=state, history=(), history_json=(), resume_context="", saved=False
+            Event.START,
+            state=state,
+            history=(),
+            history_json=(),
+            history_encoded=(),
+            resume_context="",
+            saved=False,
         )
         return Transition(new, (WritePointer(state.session_id),))
 
@@ -186,11 +215,13 @@ class SessionLifecycle:
                 max_chars=self.policy.max_chars,
             )
         )
+        history_json, history_encoded = self._dump(history)
         new = self._move(
             Event.RESUME,
             state=stored,
             history=history,
-            history_json=self._dump(history),
+            history_json=history_json,
+            history_encoded=history_encoded,
             resume_context=build_resume_context(stored, drift),
             saved=True,
             tracked_paths=frozenset(stored.file_manifest),
@@ -212,13 +243,16 @@ class SessionLifecycle:
         fresh = (d.strip() for d in decisions if d.strip())
         merged = tuple(dict.fromkeys([*state.decisions, *fresh]))
         history = (*self.history, *new_messages)
-        history_json = (*self.history_json, *self._dump(new_messages))
+        new_json, new_encoded = self._dump(new_messages)
+        history_json = (*self.history_json, *new_json)
+        history_encoded = (*self.history_encoded, *new_encoded)
         keep = recent_start(history, max_turns=self.policy.memory_turns, max_chars=None)
         new = self._move(
             Event.TURN,
             state=state.model_copy(update={"decisions": merged}),
             history=history[keep:],
             history_json=history_json[keep:],
+            history_encoded=history_encoded[keep:],
             session_deleted=False,
             tracked_paths=self.tracked_paths | frozenset(touched),
         )
@@ -238,6 +272,7 @@ class SessionLifecycle:
             state=SessionState.new(now, session_id),
             history=(),
             history_json=(),
+            history_encoded=(),
             resume_context="",
             session_deleted=True,
             saved=False,
@@ -259,7 +294,7 @@ class SessionLifecycle:
         new = self._move(Event.SUMMARY, state=state.model_copy(update={"summary": summary}))
         if new.phase is Phase.ACTIVE or new.session_deleted or not new.saved:
             return Transition(new, ())
-        return Transition(new, (WriteSession(new.snapshot(now, manifest, agent_spec_path)),))
+        return Transition(new, (new.write(now, manifest, agent_spec_path),))
 
     def exit(
         self, *, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
@@ -277,11 +312,11 @@ class SessionLifecycle:
     def _written(
         self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
     ) -> Transition:
-        state = self.snapshot(now, manifest, agent_spec_path)
-        new = dataclasses.replace(self, state=state, saved=True)
+        write = self.write(now, manifest, agent_spec_path)
+        new = dataclasses.replace(self, state=write.state, saved=True)
         if self.saved:
-            return Transition(new, (WriteSession(state),))
-        return Transition(new, (WriteSession(state), WritePointer(state.session_id)))
+            return Transition(new, (write,))
+        return Transition(new, (write, WritePointer(write.state.session_id)))
 
     def _target(self, event: Event) -> Phase:
         target = TRANSITIONS.get((self.phase, event))

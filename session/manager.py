@@ -12,6 +12,7 @@ import contextlib
 import os
 import secrets
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -148,13 +149,34 @@ def quarantine(path: Path, now: datetime) -> Path | None:
     return target
 
 
-def encode_state(state: SessionState) -> bytes:
-    """The session file's bytes. ``recent_messages`` is already plain JSON data, so it goes
-    to orjson directly instead of through pydantic's slow inference of ``Any``."""
+def encode_state(state: SessionState, encoded_messages: Sequence[bytes] | None = None) -> bytes:
+    """The session file's bytes, fields in schema order.
+
+    ``recent_messages`` is already plain JSON data, so it goes to orjson directly
+    instead of through pydantic's slow inference of ``Any``. ``encoded_messages``,
+    when given, are those messages already encoded one by one (``orjson.dumps`` of
+    each): they are spliced in as they are, so a save encodes only the rest.
+    """
     fields = state.model_dump(mode="json", exclude={"recent_messages"})
     ordered = {name: fields.get(name) for name in SessionState.model_fields}
-    ordered["recent_messages"] = state.recent_messages
-    return orjson.dumps(ordered)
+    if encoded_messages is None:
+        ordered["recent_messages"] = state.recent_messages
+        return orjson.dumps(ordered)
+    if len(encoded_messages) != len(state.recent_messages):
+        raise ValueError("encoded_messages must be the state's recent_messages, encoded")
+    names = list(ordered)
+    split = names.index("recent_messages")
+    before = orjson.dumps({name: ordered[name] for name in names[:split]})
+    after = orjson.dumps({name: ordered[name] for name in names[split + 1 :]})
+    messages = b"[" + b",".join(encoded_messages) + b"]"
+    return b"".join(
+        (
+            before[:-1] + b"," if len(before) > 2 else b"{",
+            b'"recent_messages":',
+            messages,
+            b"," + after[1:] if len(after) > 2 else b"}",
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -194,10 +216,11 @@ class SessionManager:
     def exists(self, session_id: str) -> bool:
         return self.session_path(session_id).exists()
 
-    def save(self, state: SessionState) -> Path:
+    def save(self, state: SessionState, encoded_messages: Sequence[bytes] | None = None) -> Path:
+        """Write ``state`` durably (see ``encode_state`` for ``encoded_messages``)."""
         path = self.session_path(state.session_id)
         ensure_private_dir(self.directory)
-        atomic_write(path, encode_state(state))
+        atomic_write(path, encode_state(state, encoded_messages))
         return path
 
     def load(self, session_id: str) -> SessionState:

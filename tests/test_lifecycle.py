@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+import orjson
 import pytest
 
 from session.errors import IllegalTransition
@@ -222,3 +223,21 @@ def test_the_in_memory_history_is_bounded_and_stays_aligned() -> None:
     assert list(current.history) == turn(7) + turn(8) + turn(9)
     assert len(current.history_json) == len(current.history)
     assert load_messages(current.history_json) == list(current.history)
+    assert [orjson.loads(m) for m in current.history_encoded] == list(current.history_json)
+
+
+def test_every_write_carries_its_messages_already_encoded() -> None:
+    lc = SessionLifecycle(policy=PersistPolicy(max_turns=2)).start_fresh(T0).lifecycle
+    for index in range(4):
+        lc = complete(lc, index).lifecycle
+    writes = [
+        complete(lc, 5).effects[0],
+        lc.save(now=T1, manifest={}, agent_spec_path=None).effects[0],
+        lc.exit(now=T1, manifest={}, agent_spec_path=None).effects[0],
+        lc.write(T1, {}, None),
+    ]
+    for write in writes:
+        assert isinstance(write, WriteSession) and write.encoded_messages is not None
+        assert [orjson.loads(m) for m in write.encoded_messages] == list(
+            write.state.recent_messages
+        )

@@ -18,7 +18,7 @@ from session.errors import (
     UnsafeSessionFile,
 )
 from session.history import dump_messages, load_messages
-from session.manager import SessionManager
+from session.manager import SessionManager, encode_state
 from session.models import Pointer, SessionState
 from tests.conversations import conversation
 
@@ -53,6 +53,26 @@ def test_a_full_session_with_tool_calls_round_trips(manager: SessionManager) -> 
     loaded = manager.load(SID)
     assert loaded == state
     assert load_messages(loaded.recent_messages) == conversation(0, 2, 1)
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        full_state(),
+        full_state().model_copy(update={"recent_messages": ()}),
+        full_state().model_copy(update={"summary": None, "compacted_history_summary": None}),
+    ],
+    ids=["full", "no messages", "no summaries"],
+)
+def test_messages_encoded_ahead_give_the_same_bytes(state: SessionState) -> None:
+    encoded = [orjson.dumps(message) for message in state.recent_messages]
+    assert encode_state(state, encoded) == encode_state(state)
+
+
+def test_encoded_messages_that_do_not_match_are_refused() -> None:
+    state = full_state()
+    with pytest.raises(ValueError, match="encoded"):
+        encode_state(state, [orjson.dumps(m) for m in state.recent_messages][1:])
 
 
 def test_files_are_0600_and_directories_0700(manager: SessionManager) -> None:
