@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -70,18 +69,24 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _temp_prefix(path: Path) -> str:
-    return f".{path.name}.tmp-"
+def temp_path(path: Path) -> Path:
+    """Where ``atomic_write`` stages ``path``: one fixed name per file, so a temp file
+    left by a writer killed mid-write is simply overwritten by the next write."""
+    return path.with_name(f".{path.name}.tmp")
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Durably replace ``path`` with ``data``; a crash leaves the old or the new file, whole."""
+    """Durably replace ``path`` with ``data``; a crash leaves the old or the new file, whole.
+
+    Each file has a single writer (the StorageActor), so the fixed temp name
+    never races. Raises FileNotFoundError when the directory is missing.
+    """
     directory = path.parent
-    _remove_stale_temps(path)
-    tmp = directory / f"{_temp_prefix(path)}{secrets.token_hex(4)}"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    tmp = temp_path(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
     fd = os.open(tmp, flags, FILE_MODE)
     try:
+        os.fchmod(fd, FILE_MODE)  # a stale temp file keeps its old mode otherwise
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -96,17 +101,13 @@ def atomic_write(path: Path, data: bytes) -> None:
     _fsync_dir(directory)
 
 
-def _remove_stale_temps(path: Path) -> None:
-    """Temp files of ``path`` left by a writer killed mid-write (never the session files).
-
-    Safe because each file has a single writer (the StorageActor).
-    """
-    prefix = _temp_prefix(path)
-    with os.scandir(path.parent) as entries:
-        for entry in entries:
-            if entry.name.startswith(prefix):
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
+def _write_creating_directories(path: Path, data: bytes) -> None:
+    """``atomic_write``, creating the private directories first if they are missing."""
+    try:
+        atomic_write(path, data)
+    except FileNotFoundError:
+        ensure_private_dir(path.parent)
+        atomic_write(path, data)
 
 
 def read_regular_file(path: Path, max_bytes: int) -> bytes:
@@ -219,8 +220,7 @@ class SessionManager:
     def save(self, state: SessionState, encoded_messages: Sequence[bytes] | None = None) -> Path:
         """Write ``state`` durably (see ``encode_state`` for ``encoded_messages``)."""
         path = self.session_path(state.session_id)
-        ensure_private_dir(self.directory)
-        atomic_write(path, encode_state(state, encoded_messages))
+        _write_creating_directories(path, encode_state(state, encoded_messages))
         return path
 
     def load(self, session_id: str) -> SessionState:
@@ -357,8 +357,7 @@ class SessionManager:
 
     def write_pointer(self, pointer: Pointer) -> Path:
         path = self.pointer_path(pointer.pid)
-        ensure_private_dir(self.directory)
-        atomic_write(path, orjson.dumps(pointer.model_dump(mode="json")))
+        _write_creating_directories(path, orjson.dumps(pointer.model_dump(mode="json")))
         return path
 
     def read_pointer(self, pid: int) -> Pointer | None:

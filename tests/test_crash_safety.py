@@ -38,7 +38,7 @@ def save_forever(manager: SessionManager, first: int) -> None:
 
 
 def temp_files(directory: Path) -> list[str]:
-    return [name for name in os.listdir(directory) if ".tmp-" in name]
+    return [name for name in os.listdir(directory) if name.endswith(".tmp")]
 
 
 def test_sigkill_during_saves_never_tears_the_file(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +19,7 @@ from session.errors import (
     UnsafeSessionFile,
 )
 from session.history import dump_messages, load_messages
-from session.manager import SessionManager, encode_state
+from session.manager import SessionManager, encode_state, temp_path
 from session.models import Pointer, SessionState
 from tests.conversations import conversation
 
@@ -89,14 +90,38 @@ def test_saving_leaves_no_temp_files_and_replaces_the_old_version(manager: Sessi
     assert manager.load(SID).summary == "second"
 
 
-def test_a_stale_temp_file_from_a_killed_writer_is_removed_by_the_next_save(
+def test_a_stale_temp_file_from_a_killed_writer_is_replaced_by_the_next_save(
     manager: SessionManager,
 ) -> None:
     manager.save(full_state())
-    stale = manager.directory / f".{SID}.json.tmp-deadbeef"
+    stale = temp_path(manager.session_path(SID))
     stale.write_bytes(b'{"half": ')
-    manager.save(full_state())
+    stale.chmod(0o644)
+    path = manager.save(full_state())
     assert not stale.exists()
+    assert manager.load(SID) == full_state()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_directory_removed_between_saves_is_created_again(manager: SessionManager) -> None:
+    manager.save(full_state())
+    shutil.rmtree(manager.directory.parent)
+    path = manager.save(full_state())
+    assert manager.load(SID) == full_state()
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_a_symlink_planted_at_the_temp_name_is_not_followed(
+    manager: SessionManager, tmp_path: Path
+) -> None:
+    manager.save(full_state())
+    target = tmp_path / "elsewhere.json"
+    target.write_bytes(b"untouched")
+    temp_path(manager.session_path(SID)).symlink_to(target)
+    with pytest.raises(OSError, match="symbolic links"):
+        manager.save(full_state().model_copy(update={"summary": "second"}))
+    assert target.read_bytes() == b"untouched"
+    assert manager.load(SID) == full_state()
 
 
 def test_corrupt_file_is_moved_aside_with_its_bytes_intact(manager: SessionManager) -> None:
