@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import gc
+import io
 import logging
+import logging.handlers
 import os
 import signal
 from functools import partial
@@ -35,6 +37,8 @@ from supervisor.server import Server, Settings
 
 log = logging.getLogger("agent_assist.supervisor")
 YOUNG_GC_THRESHOLD = 10_000
+LOG_BYTES = 1024 * 1024
+LOG_BACKUPS = 3
 
 
 class AlreadyRunning(Exception):
@@ -58,15 +62,23 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
     )
 
 
-def _configure_logging(log_path: Path) -> None:
-    handler = logging.FileHandler(log_path)
+class PrivateRotatingLog(logging.handlers.RotatingFileHandler):
+    """``supervisor.log``, rotated into ``.1`` .. ``.N``; every file it opens is 0600."""
+
+    def _open(self) -> io.TextIOWrapper:
+        stream = super()._open()
+        os.chmod(self.baseFilename, 0o600)
+        return stream
+
+
+def configure_logging(log_path: Path, max_bytes: int = LOG_BYTES) -> None:
+    handler = PrivateRotatingLog(log_path, maxBytes=max_bytes, backupCount=LOG_BACKUPS)
     handler.setFormatter(
         logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s")
     )
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
-    os.chmod(log_path, 0o600)
 
 
 def _take_lock(paths: RuntimePaths) -> int:
@@ -85,7 +97,7 @@ def run_supervisor(paths: RuntimePaths | None = None) -> None:
     ensure_private_runtime_dir(paths.directory)
     lock_fd = _take_lock(paths)
     try:
-        _configure_logging(paths.log)
+        configure_logging(paths.log)
         paths.pid_file.write_text(f"{os.getpid()}\n")
         settings = settings_from_environment(paths)
         log.info("supervisor %d starting (state root %s)", os.getpid(), settings.root)
