@@ -110,6 +110,20 @@ def _write_creating_directories(path: Path, data: bytes) -> None:
         atomic_write(path, data)
 
 
+FileIdentity = tuple[int, int, int, int]
+
+
+def file_identity(path: Path) -> FileIdentity | None:
+    """(inode, size, mtime, ctime) of a regular file, not following symlinks; else None."""
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def read_regular_file(path: Path, max_bytes: int) -> bytes:
     """Bytes of ``path``, refusing symlinks, non-regular files and files over ``max_bytes``.
 
@@ -208,6 +222,8 @@ class SessionManager:
         self.max_session_bytes = max_session_bytes
         self.read_only = read_only
         """A read-only manager reports corrupt files without moving them aside."""
+        self._headers: dict[str, tuple[FileIdentity, SessionHeader]] = {}
+        """Headers already read, with the identity of the file they came from."""
 
     # -- sessions ---------------------------------------------------------
 
@@ -220,6 +236,7 @@ class SessionManager:
     def save(self, state: SessionState, encoded_messages: Sequence[bytes] | None = None) -> Path:
         """Write ``state`` durably (see ``encode_state`` for ``encoded_messages``)."""
         path = self.session_path(state.session_id)
+        self._headers.pop(state.session_id, None)
         _write_creating_directories(path, encode_state(state, encoded_messages))
         return path
 
@@ -234,8 +251,24 @@ class SessionManager:
         return self._decode(path, data, session_id)
 
     def load_header(self, session_id: str) -> SessionHeader:
-        """Like ``load``, but validates everything except the messages (only counted)."""
+        """Like ``load``, but validates everything except the messages (only counted).
+
+        A header is read once per version of the file: while the file's identity
+        (inode, size, modification and change times) stays the same, the header
+        read before is returned, so listing many sessions again costs a stat each.
+        """
         path = self.session_path(session_id)
+        identity = file_identity(path)
+        cached = self._headers.pop(session_id, None)
+        if cached is not None and identity is not None and cached[0] == identity:
+            self._headers[session_id] = cached
+            return cached[1]
+        header = self._read_header(path, session_id)
+        if identity is not None:
+            self._headers[session_id] = (identity, header)
+        return header
+
+    def _read_header(self, path: Path, session_id: str) -> SessionHeader:
         data = read_regular_file(path, self.max_session_bytes)
         raw = self._migrated(path, data)
         messages = raw.get("recent_messages")
@@ -316,6 +349,7 @@ class SessionManager:
 
     def delete(self, session_id: str) -> bool:
         """Remove a session file; True if there was one."""
+        self._headers.pop(session_id, None)
         try:
             self.session_path(session_id).unlink()
         except FileNotFoundError:
@@ -335,7 +369,10 @@ class SessionManager:
         """Every session of the directory, newest first, and what was wrong with the rest."""
         sessions: list[SessionHeader] = []
         problems: list[SessionFileError] = []
-        for session_id in self.session_ids():
+        present = self.session_ids()
+        for gone in self._headers.keys() - set(present):
+            del self._headers[gone]
+        for session_id in present:
             try:
                 sessions.append(self.load_header(session_id))
             except FileNotFoundError:

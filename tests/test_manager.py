@@ -260,6 +260,25 @@ def test_listing_is_newest_first_and_reports_bad_files_without_stopping(
     assert (manager.directory / "notes.json").exists()
 
 
+def summaries(manager: SessionManager) -> dict[str, str | None]:
+    return {s.session_id: s.summary for s in manager.list_sessions().sessions}
+
+
+def test_a_second_listing_sees_what_changed_since_the_first(manager: SessionManager) -> None:
+    for session_id in ("111111111111", "222222222222", "333333333333"):
+        manager.save(full_state(session_id))
+    assert set(summaries(manager).values()) == {"Designed a research agent."}
+    manager.save(full_state("111111111111").model_copy(update={"summary": "saved by us"}))
+    other_writer = SessionManager(manager.directory)
+    other_writer.save(full_state("222222222222").model_copy(update={"summary": "edited outside"}))
+    manager.delete("333333333333")
+    assert summaries(manager) == {"111111111111": "saved by us", "222222222222": "edited outside"}
+    manager.session_path("111111111111").write_bytes(b"not json any more")
+    listing = manager.list_sessions()
+    assert [s.session_id for s in listing.sessions] == ["222222222222"]
+    assert [type(p) for p in listing.problems] == [CorruptSessionFile]
+
+
 def pointer(pid: int, session_id: str = SID) -> Pointer:
     return Pointer(session_id=session_id, pid=pid, pid_start_time=1234.5, updated_at=NOW)
 
