@@ -2,7 +2,7 @@
 
 The limit is what the disk asks for the same bytes: write a temp file, fsync,
 rename over the target, fsync the directory. ``SessionManager.save`` adds the
-model dump, orjson encoding and the stale-temp scan. Run:
+model dump and orjson encoding. Run:
 
     python -m bench.bench_save [--repeat N]
 """
