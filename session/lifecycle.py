@@ -131,6 +131,9 @@ class SessionLifecycle:
     """``history`` dumped and scrubbed, message by message, once each."""
     history_encoded: tuple[bytes, ...] = ()
     """``history_json`` encoded, so that a save encodes only the new messages."""
+    tail_start: int = 0
+    """Where the recent whole turns within the policy's budgets start in ``history``:
+    what the next request sends and what a save keeps (kept by ``_move``)."""
     resume_context: str = ""
     session_deleted: bool = False
     saved: bool = False
@@ -149,41 +152,27 @@ class SessionLifecycle:
         ``history`` holds only what ``resume`` reconstructed and what agent runs
         produced, so cutting at a turn start keeps it valid.
         """
-        cut = recent_start(
-            self.history, max_turns=self.policy.max_turns, max_chars=self.policy.max_chars
-        )
-        return list(self.history[cut:])
+        return list(self.history[self.tail_start :])
 
     def snapshot(
         self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
     ) -> SessionState:
         """The session file to write now: the recent tail, scrubbed, and the fresh manifest."""
-        return self._snapshot(now, manifest, agent_spec_path, self._saved_tail_start())
-
-    def write(
-        self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
-    ) -> WriteSession:
-        """The effect that writes ``snapshot(...)``, its messages already encoded."""
-        cut = self._saved_tail_start()
-        state = self._snapshot(now, manifest, agent_spec_path, cut)
-        return WriteSession(state, self.history_encoded[cut:])
-
-    def _saved_tail_start(self) -> int:
-        return recent_start(
-            self.history, max_turns=self.policy.max_turns, max_chars=self.policy.max_chars
-        )
-
-    def _snapshot(
-        self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None, cut: int
-    ) -> SessionState:
         return self._require_state().model_copy(
             update={
                 "updated_at": now,
                 "file_manifest": dict(manifest),
                 "agent_spec_path": agent_spec_path,
-                "recent_messages": self.history_json[cut:],
+                "recent_messages": self.history_json[self.tail_start :],
             }
         )
+
+    def write(
+        self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
+    ) -> WriteSession:
+        """The effect that writes ``snapshot(...)``, its messages already encoded."""
+        state = self.snapshot(now, manifest, agent_spec_path)
+        return WriteSession(state, self.history_encoded[self.tail_start :])
 
     def _dump(
         self, messages: Sequence[ModelMessage]
@@ -330,6 +319,11 @@ class SessionLifecycle:
         return self._require_state()
 
     def _move(self, event: Event, **changes: object) -> SessionLifecycle:
+        history = changes.get("history")
+        if isinstance(history, tuple):
+            changes["tail_start"] = recent_start(
+                history, max_turns=self.policy.max_turns, max_chars=self.policy.max_chars
+            )
         return dataclasses.replace(self, phase=self._target(event), **changes)  # type: ignore[arg-type]
 
     def _require_state(self) -> SessionState:
