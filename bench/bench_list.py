@@ -1,0 +1,77 @@
+"""Listing a project's sessions, cold and warm, against the file system's own cost.
+
+A project with ``--sessions`` sessions of 20 turns each. A cold listing (a
+fresh ``SessionManager``, as in a new supervisor or the CLI without one) reads
+and validates every file: its limit is reading every file's bytes. A warm
+listing (the supervisor's, on every attach and ``sessions`` request) reads only
+files that changed since: its limit is listing the directory and a stat of
+each file.
+
+    python -m bench.bench_list [--sessions N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+from bench.common import median_ms, timed
+from session.history import dump_messages
+from session.manager import SessionManager
+from session.models import SessionState, utc_now
+from tests.conversations import conversation
+
+REPEAT = 15
+
+
+def make_project(directory: Path, sessions: int) -> None:
+    manager = SessionManager(directory)
+    messages = tuple(dump_messages(conversation(0, 20, 1)))
+    for number in range(sessions):
+        state = SessionState.new(utc_now()).model_copy(
+            update={"recent_messages": messages, "summary": f"session {number}"}
+        )
+        manager.save(state)
+
+
+def read_every_file(directory: Path) -> None:
+    for name in os.listdir(directory):
+        (directory / name).read_bytes()
+
+
+def stat_every_file(directory: Path) -> None:
+    for name in os.listdir(directory):
+        os.stat(directory / name, follow_symlinks=False)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=300)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp) / "sessions"
+        make_project(directory, args.sessions)
+        cold, read_limit, warm, stat_limit = [], [], [], []
+        warm_manager = SessionManager(directory)
+        warm_manager.list_sessions()
+        for _ in range(REPEAT):
+            cold.append(timed(SessionManager(directory).list_sessions))
+            read_limit.append(timed(lambda: read_every_file(directory)))
+            warm.append(timed(warm_manager.list_sessions))
+            stat_limit.append(timed(lambda: stat_every_file(directory)))
+    print(f"{args.sessions} sessions of 20 turns")
+    for label, ours, limit_label, limit in (
+        ("cold listing", cold, "reading every file", read_limit),
+        ("warm listing", warm, "a stat of every file", stat_limit),
+    ):
+        print(
+            f"{label} {median_ms(ours):7.1f} ms   {limit_label:20} {median_ms(limit):6.1f} ms"
+            f"   ratio {median_ms(ours) / median_ms(limit):4.1f}x"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
