@@ -32,13 +32,10 @@ _ASSIGNMENT_RE = re.compile(
     r"\s*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})"
 )
 
-# Every pattern above starts with one of these (the tokens) or, ignoring case, holds one
-# of these words: text with none of them is left alone after a few substring tests.
-_TOKEN_MARKERS = (
-    "sk-", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox",
-    "AIza", "eyJ", "-----BEGIN",
-)  # fmt: skip
-_KEYWORD_MARKERS = ("authorization", "bearer", "key", "secret", "token", "passw")
+# Every pattern above starts with one of these markers (the tokens) or, ignoring case,
+# holds one of these words: text with none of them is left alone after two searches.
+_TOKEN_MARKERS_RE = re.compile(r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|eyJ|-----BEGIN")
+_KEYWORDS_RE = re.compile(r"authorization|bearer|key|secret|token|passw")
 
 
 def _may_hold_credential(text: str) -> bool:
@@ -46,10 +43,7 @@ def _may_hold_credential(text: str) -> bool:
     patterns: ignoring case, they match a few non-ASCII letters (like U+212A for k)."""
     if not text.isascii():
         return True
-    if any(marker in text for marker in _TOKEN_MARKERS):
-        return True
-    lower = text.lower()
-    return any(word in lower for word in _KEYWORD_MARKERS)
+    return bool(_TOKEN_MARKERS_RE.search(text) or _KEYWORDS_RE.search(text.lower()))
 
 
 _SECRET_ENV_NAME_RE = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
