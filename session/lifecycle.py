@@ -154,11 +154,12 @@ class SessionLifecycle:
         """
         return list(self.history[self.tail_start :])
 
-    def snapshot(
+    def write(
         self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
-    ) -> SessionState:
-        """The session file to write now: the recent tail, scrubbed, and the fresh manifest."""
-        return self._require_state().model_copy(
+    ) -> WriteSession:
+        """The session file to write now: the recent tail, scrubbed and already encoded,
+        and the fresh manifest."""
+        state = self._require_state().model_copy(
             update={
                 "updated_at": now,
                 "file_manifest": dict(manifest),
@@ -166,12 +167,6 @@ class SessionLifecycle:
                 "recent_messages": self.history_json[self.tail_start :],
             }
         )
-
-    def write(
-        self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
-    ) -> WriteSession:
-        """The effect that writes ``snapshot(...)``, its messages already encoded."""
-        state = self.snapshot(now, manifest, agent_spec_path)
         return WriteSession(state, self.history_encoded[self.tail_start :])
 
     def _dump(
