@@ -13,7 +13,7 @@ import argparse
 import subprocess
 import sys
 
-from bench.common import AGENT_ASSIST, median_ms, private_supervisor, timed
+from bench.common import AGENT_ASSIST, median_ms, private_supervisor, ratio_verdict, timed
 
 TARGET_RATIO = 2.5
 
@@ -62,10 +62,7 @@ def main() -> int:
     ratio = median_ms(ours) / median_ms(bare)
     print(f"bare client (limit)      {median_ms(bare):7.1f} ms")
     print(f"agent-assist sessions    {median_ms(ours):7.1f} ms")
-    print(
-        f"ratio {ratio:.2f}x (target <= {TARGET_RATIO}x): "
-        f"{'within' if ratio <= TARGET_RATIO else 'OVER'} target"
-    )
+    print(ratio_verdict(ratio, TARGET_RATIO))
     return 0
 
 

@@ -32,7 +32,7 @@ from pydantic_ai.messages import ModelMessage
 from actors.assistant import TurnDeps, build_agent
 from actors.offline_model import offline_model
 from bench.bench_save import raw_durable_write
-from bench.common import median_ms, private_supervisor
+from bench.common import median_ms, private_supervisor, ratio_verdict
 from supervisor.client import Connection, hello
 from supervisor.runtime import RuntimePaths
 
@@ -145,10 +145,7 @@ def main() -> int:
     print(f"raw durable write of the file   {median_ms(raw):7.2f} ms")
     print(f"turn through the supervisor     {median_ms(ours):7.2f} ms")
     print(f"ratio to the agent plus the write {with_save:.2f}x")
-    print(
-        f"ratio {ratio:.2f}x (target <= {TARGET_RATIO}x): "
-        f"{'within' if ratio <= TARGET_RATIO else 'OVER'} target"
-    )
+    print(ratio_verdict(ratio, TARGET_RATIO))
     return 0
 
 

@@ -21,6 +21,12 @@ def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
+def ratio_verdict(ratio: float, target: float) -> str:
+    """``ratio 1.43x (target <= 1.5x): within target`` (or ``OVER target``)."""
+    verdict = "within" if ratio <= target else "OVER"
+    return f"ratio {ratio:.2f}x (target <= {target}x): {verdict} target"
+
+
 def timed(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
