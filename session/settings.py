@@ -1,0 +1,169 @@
+"""The settings of DESIGN 8: defaults < ``<root>/config.toml`` < environment < options.
+
+Each value remembers where it came from (``default``, ``file``, ``env``,
+``option``) so ``agent-assist config show`` can say it, and a bad value is
+refused with one line naming the setting and its source.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from session.errors import SessionError
+
+Source = Literal["default", "file", "env", "option"]
+CONFIG_FILE: Final = "config.toml"
+
+DEFAULT_MODEL: Final = "offline"
+DEFAULT_COMPACTION_INTERVAL: Final = 10
+DEFAULT_COMPACTION_OVERLAP: Final = 2
+
+
+class SettingsError(SessionError):
+    """A setting has a value that cannot be used (the message names it and its source)."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    value: Any
+    source: Source
+
+
+def _model(raw: object) -> str:
+    if not isinstance(raw, str) or not raw.strip() or any(c.isspace() for c in raw.strip()):
+        raise ValueError("must be a model string such as offline or openai-chat:NAME")
+    return raw.strip()
+
+
+def _optional_model(raw: object) -> str | None:
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None
+    return _model(raw)
+
+
+def _count(minimum: int) -> Callable[[object], int]:
+    def parse(raw: object) -> int:
+        if isinstance(raw, bool):
+            raise ValueError(f"must be a whole number >= {minimum}")
+        try:
+            value = int(str(raw).strip()) if isinstance(raw, str | int) else None
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise ValueError(f"must be a whole number >= {minimum}")
+        return value
+
+    return parse
+
+
+def _optional_tokens(raw: object) -> int | None:
+    if raw is None or (isinstance(raw, str) and raw.strip() in ("", "auto")):
+        return None
+    return _count(1000)(raw)
+
+
+@dataclass(frozen=True)
+class _Spec:
+    name: str
+    env: str
+    default: Any
+    parse: Callable[[object], Any]
+
+
+SPECS: Final = (
+    _Spec("model", "AGENT_ASSIST_MODEL", DEFAULT_MODEL, _model),
+    _Spec("summary_model", "AGENT_ASSIST_SUMMARY_MODEL", None, _optional_model),
+    _Spec(
+        "compaction_interval",
+        "AGENT_ASSIST_COMPACTION_INTERVAL",
+        DEFAULT_COMPACTION_INTERVAL,
+        _count(0),
+    ),
+    _Spec(
+        "compaction_overlap",
+        "AGENT_ASSIST_COMPACTION_OVERLAP",
+        DEFAULT_COMPACTION_OVERLAP,
+        _count(0),
+    ),
+    _Spec("context_tokens", "AGENT_ASSIST_CONTEXT_TOKENS", None, _optional_tokens),
+)
+NAMES: Final = tuple(spec.name for spec in SPECS)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings; ``context_tokens`` None means "derived from the model"."""
+
+    model: str = DEFAULT_MODEL
+    summary_model: str | None = None
+    compaction_interval: int = DEFAULT_COMPACTION_INTERVAL
+    compaction_overlap: int = DEFAULT_COMPACTION_OVERLAP
+    context_tokens: int | None = None
+    sources: tuple[Setting, ...] = ()
+
+    def source_of(self, name: str) -> Source:
+        return next((s.source for s in self.sources if s.name == name), "default")
+
+
+def read_config_file(root: Path) -> dict[str, object]:
+    """The TOML table of ``<root>/config.toml`` ({} when there is none)."""
+    path = root / CONFIG_FILE
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        table = tomllib.loads(data.decode("utf-8", errors="replace"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path} is not valid TOML: {exc}") from None
+    unknown = sorted(set(table) - set(NAMES))
+    if unknown:
+        raise SettingsError(
+            f"{path}: unknown setting {unknown[0]!r} (known: {', '.join(NAMES)})"
+        )
+    return table
+
+
+def resolve_settings(
+    file: Mapping[str, object],
+    env: Mapping[str, str],
+    options: Mapping[str, object | None] | None = None,
+    *,
+    file_label: str = CONFIG_FILE,
+) -> Settings:
+    """Merge the layers (later wins) and validate each value against its source."""
+    options = options or {}
+    values: dict[str, Any] = {}
+    sources: list[Setting] = []
+    for spec in SPECS:
+        raw: object = spec.default
+        source: Source = "default"
+        where = "default"
+        if spec.name in file:
+            raw, source, where = file[spec.name], "file", f"{file_label}"
+        if env.get(spec.env) not in (None, ""):
+            raw, source, where = env[spec.env], "env", spec.env
+        if options.get(spec.name) is not None:
+            raw, source, where = options[spec.name], "option", f"--{spec.name.replace('_', '-')}"
+        try:
+            value = spec.parse(raw) if source != "default" else raw
+        except ValueError as exc:
+            raise SettingsError(f"bad {spec.name} {raw!r} from {where}: {exc}") from None
+        values[spec.name] = value
+        sources.append(Setting(spec.name, value, source))
+    return Settings(**values, sources=tuple(sources))
+
+
+def load_settings(
+    root: Path, env: Mapping[str, str], options: Mapping[str, object | None] | None = None
+) -> Settings:
+    return resolve_settings(
+        read_config_file(root), env, options, file_label=str(root / CONFIG_FILE)
+    )
