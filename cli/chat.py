@@ -31,7 +31,7 @@ Commands:
                    resume context (asks before deleting agent_spec.md / templates/)
   /resume          show the resume context given to the assistant
   /checkpoint [n]  checkpoints (not available yet)
-  /compact         compact the history now (not available yet)
+  /compact         compact the history now (prints the tokens before and after)
   /help            this help
   /exit            leave (the session is saved; Ctrl+D or Ctrl+C at an empty prompt too)
 Ctrl+C while a reply streams cancels that reply."""

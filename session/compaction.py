@@ -312,13 +312,10 @@ _EXTENSIONS: Final = (
     "sh|bash|zsh|js|jsx|ts|tsx|mjs|cjs|html|htm|css|scss|xml|proto|graphql|rs|go|java|kt|rb|"
     "php|c|h|cc|cpp|hpp|cs|swift|lua|r|tf|hcl|dockerfile|lock|log|pdf|png|jpg|jpeg|svg|j2|jinja"
 )
-_PATH_RE: Final = re.compile(
-    r"(?<![\w@:/.~-])"
-    r"((?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[\w]/?|[\w][\w.-]*\.(?:" + _EXTENSIONS + r"))"
-    r"(?![\w/])",
-    re.IGNORECASE,
-)
-_SENTENCE_RE: Final = re.compile(r"[^.!?\n]+[.!?]?")
+_PATH_RE: Final = re.compile(r"(?<![\w@:/.~-])((?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)*/?)")
+_EXTENSION_RE: Final = re.compile(r"\w\.(?:" + _EXTENSIONS + r")$", re.IGNORECASE)
+_SENTENCE_RE: Final = re.compile(r"(?:[^.!?\n]|[.!?](?=[^\s.!?]))+[.!?]*")
+"""A sentence: up to a stop followed by a space (``agent_spec.md`` does not end one)."""
 
 
 def _flat(text: str) -> str:
@@ -367,13 +364,19 @@ def _tool_calls(message: ModelMessage) -> list[ToolCallPart]:
 
 
 def file_paths(text: str) -> list[str]:
-    """Workspace-looking paths in ``text``: with a directory or a known file extension."""
+    """Workspace-looking paths in ``text``: a known file extension, or a slash that is
+    not just "and/or" (a leading ``./``, ``~/`` or ``/``, a trailing ``/``, or two)."""
     found = []
     for match in _PATH_RE.finditer(text):
-        path = match.group(1).rstrip(".")
-        if "://" in text[max(0, match.start() - 8) : match.start() + 3]:
+        path = match.group(1).rstrip(".,;:")
+        if text[match.end() : match.end() + 3] == "://" or "//" in path:
             continue
-        if len(path) > 1 and path.replace("/", "").replace(".", "") != "":
+        slashes = path.count("/")
+        if _EXTENSION_RE.search(path) or (
+            slashes
+            and len(path) > 2
+            and (path.startswith(("./", "../", "~/", "/")) or path.endswith("/") or slashes >= 2)
+        ):
             found.append(path)
     return found
 
@@ -612,6 +615,38 @@ def _clip_block(text: str, limit: int) -> str:
 
 
 # -- applying a summary ---------------------------------------------------------------
+
+
+# Context windows of well-known models, in tokens (prefix match on the model's name).
+_CONTEXT_WINDOWS: Final = (
+    ("gpt-4.1", 1_047_576),
+    ("gpt-5", 400_000),
+    ("gpt-4o", 128_000),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+    ("claude", 200_000),
+    ("gemini", 1_048_576),
+    ("llama", 128_000),
+    ("qwen", 32_768),
+    ("mistral", 32_768),
+)
+DEFAULT_CONTEXT_WINDOW: Final = 32_768
+OFFLINE_CONTEXT_WINDOW: Final = 16_384
+BUDGET_SHARE: Final = 0.75
+"""Compaction starts when a request reaches this share of the window: headroom for
+the reply, the tools' output within the turn, and the estimate's error."""
+
+
+def context_budget(model: str, configured: int | None = None) -> int:
+    """The request size (tokens) that triggers compaction: ``configured`` if set, else
+    ``BUDGET_SHARE`` of the model's context window (a conservative default if unknown)."""
+    if configured is not None:
+        return configured
+    name = model.split(":", 1)[-1].rsplit("/", 1)[-1].lower()
+    known = (w for prefix, w in _CONTEXT_WINDOWS if name.startswith(prefix))
+    window = OFFLINE_CONTEXT_WINDOW if model == "offline" else next(known, DEFAULT_CONTEXT_WINDOW)
+    return int(window * BUDGET_SHARE)
 
 
 def estimate_tokens(text_chars: int) -> int:

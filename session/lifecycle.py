@@ -214,6 +214,11 @@ class SessionLifecycle:
         plus an estimate of what was added since, else an estimate of the whole."""
         if self.token_base is not None:
             return self.token_base + estimate_tokens(extra_chars)
+        return self.estimated_tokens(extra_chars)
+
+    def estimated_tokens(self, extra_chars: int = 0) -> int:
+        """The next request's size by the characters-per-token estimate alone (the same
+        measure before and after a compaction, for the notices)."""
         chars = sum(message_text_chars(m) for m in self.request_history())
         return estimate_tokens(chars + len(self.resume_context) + extra_chars)
 
