@@ -4,6 +4,7 @@ once, and a slow summarizer never holds up the next turn."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -205,10 +206,9 @@ async def test_slash_compact_prints_the_tokens_before_and_after(make_rig: RigFac
         await rig.turn()
     await rig.terminal.tell(RunCommand("compact", None))
     output = await rig.next_of(CommandOutput)
-    assert output.text.startswith("Compacted turns 1-3: ~")
-    before, after = (
-        int(n.replace(",", "")) for n in output.text.split("~")[1:3] for n in [n.split()[0]]
-    )
+    match = re.fullmatch(r"Compacted turns 1-3: ~([\d,]+) -> ~([\d,]+) tokens\.", output.text)
+    assert match is not None, output.text
+    before, after = (int(n.replace(",", "")) for n in match.groups())
     assert after < before
     await rig.terminal.tell(RunCommand("compact", None))
     assert (await rig.next_of(CommandOutput)).text.startswith("Nothing to compact")
