@@ -297,7 +297,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 prompt=text,
                 history=tuple(self._lc.request_history()),
                 workspace=self._config.workspace,
-                resume_context=self._lc.resume_context,
+                resume_context=self._lc.instructions(),
                 notes=notes,
                 reply_to=self._self,
             )

@@ -299,11 +299,14 @@ def cut_is_safe(before: Sequence[ModelMessage], after: Sequence[ModelMessage]) -
 
 # -- what is kept -------------------------------------------------------------------
 
-_DECISION_RES: Final = (
-    re.compile(r"^\s*(?:key\s+)?decision\s*[:\-]\s*(?P<text>.+)", re.IGNORECASE),
-    re.compile(r"\b(?:we|i)(?:'ve| have)?\s+(?:decided|agreed)\b(?P<text>.*)", re.IGNORECASE),
-    re.compile(r"^\s*decided\s*[:\-]?\s*(?P<text>.+)", re.IGNORECASE),
+_LABELLED_DECISION_RE: Final = re.compile(
+    r"\b(?:key\s+)?(?:decision|decided)\s*:\s*\S.*", re.IGNORECASE
 )
+"""``Decision: ...`` anywhere in a line: kept from the label on."""
+_STATED_DECISION_RE: Final = re.compile(
+    r"\b(?:we|i)(?:'ve| have)?\s+(?:decided|agreed)\b|\blet'?s go with\b", re.IGNORECASE
+)
+"""``We decided ...``, ``we agreed ...``: the whole sentence is kept."""
 _RULE_RE: Final = re.compile(
     r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever)\b", re.IGNORECASE
 )
@@ -384,12 +387,19 @@ def file_paths(text: str) -> list[str]:
 def _decisions_in(text: str) -> list[str]:
     found = []
     for line in text.splitlines():
-        for sentence in _SENTENCE_RE.findall(line) or [line]:
-            for pattern in _DECISION_RES:
-                if pattern.search(sentence):
-                    found.append(_clip(sentence.strip(), MAX_ITEM_CHARS))
-                    break
+        labelled = _LABELLED_DECISION_RE.search(line)
+        if labelled is not None:
+            found.append(_clip(_first_sentence(labelled.group(0)), MAX_ITEM_CHARS))
+            continue
+        for sentence in _SENTENCE_RE.findall(line):
+            if _STATED_DECISION_RE.search(sentence):
+                found.append(_clip(sentence.strip(), MAX_ITEM_CHARS))
     return found
+
+
+def _first_sentence(text: str) -> str:
+    match = _SENTENCE_RE.match(text)
+    return (match.group(0) if match else text).strip()
 
 
 def _rules_in(text: str) -> list[str]:

@@ -199,6 +199,19 @@ class SessionLifecycle:
         head = [compaction_message(self.compaction)] if self.compaction else []
         return [*head, *self.history[self.tail_start :]]
 
+    def instructions(self) -> str:
+        """This session's part of the agent's instructions: the resume context, and the
+        user's rules once a compaction took them out of the history (rules are
+        instructions; the compaction itself is only context)."""
+        rules = self.compaction.retained.rules if self.compaction else ()
+        if not rules:
+            return self.resume_context
+        block = "\n".join(
+            ["## The user's rules from earlier in this conversation (always follow them)"]
+            + [f"- {rule}" for rule in rules]
+        )
+        return "\n\n".join(part for part in (self.resume_context, block) if part)
+
     @property
     def invocations(self) -> int:
         """Completed invocations (user turns) of this session, compacted ones included."""
@@ -220,7 +233,7 @@ class SessionLifecycle:
         """The next request's size by the characters-per-token estimate alone (the same
         measure before and after a compaction, for the notices)."""
         chars = sum(message_text_chars(m) for m in self.request_history())
-        return estimate_tokens(chars + len(self.resume_context) + extra_chars)
+        return estimate_tokens(chars + len(self.instructions()) + extra_chars)
 
     def compaction_due(
         self, *, request_tokens: int | None = None, force: bool = False

@@ -175,3 +175,13 @@ def test_decisions_retained_by_a_compaction_join_the_sessions_decisions() -> Non
 
 def _said(text: str) -> list[ModelMessage]:
     return [ModelRequest(parts=[UserPromptPart(text)]), ModelResponse(parts=[TextPart(REPLY)])]
+
+
+def test_the_users_rules_join_the_instructions_once_compacted() -> None:
+    lc = fresh(policy(interval=1, overlap=0))
+    lc = lc.complete_turn(
+        _said("You must never promise refunds."), now=T0, manifest={}, agent_spec_path=None
+    ).lifecycle
+    assert lc.instructions() == ""
+    lc, _ = compact(lc)
+    assert lc.instructions().endswith("(always follow them)\n- You must never promise refunds.")
