@@ -76,14 +76,14 @@ def test_a_resume_after_a_supervisor_restart_sends_what_was_sent_before(
     env: Env, server: ChatServer
 ) -> None:
     term = env.terminal()
-    settings = {"AGENT_ASSIST_COMPACTION_INTERVAL": "3", "AGENT_ASSIST_COMPACTION_OVERLAP": "1"}
-    first = env.run("--new", input=script(range(1, 9)), terminal=term, **settings)
+    env.extra.update(AGENT_ASSIST_COMPACTION_INTERVAL="3", AGENT_ASSIST_COMPACTION_OVERLAP="1")
+    first = env.run("--new", input=script(range(1, 9)), terminal=term)
     assert first.returncode == 0, first.stderr
     before_exit = conversation(chats(server)[-1])
     assert "Conversation so far (turns 1-6" in str(before_exit[0]["content"])
     assert env.run("supervisor", "stop").returncode == 0
 
-    resumed = env.run("--yes", input="turn 9: where were we?\n", terminal=term, **settings)
+    resumed = env.run("--yes", input="turn 9: where were we?\n", terminal=term)
     assert resumed.returncode == 0, resumed.stderr
     after_resume = conversation(chats(server)[-1])
     reply_8 = {"role": "assistant", "content": f"echo: turn 8: {TOPIC}"}
