@@ -72,7 +72,7 @@ if TYPE_CHECKING:
 
 PLACEHOLDER: Final = "{conversation_history}"
 MAX_SUMMARIZER_INPUT_CHARS: Final = 60_000
-MAX_NARRATIVE_CHARS: Final = 700
+MAX_NARRATIVE_CHARS: Final = 450
 MAX_ITEM_CHARS: Final = 240
 MAX_DECISIONS: Final = 200
 MAX_RULES: Final = 60
@@ -428,8 +428,9 @@ def extract_retained(messages: Iterable[ModelMessage]) -> Retained:
     questions: list[str] = []
     for message in messages:
         for text in _user_texts(message):
-            decisions += _decisions_in(text)
-            rules += _rules_in(text)
+            stated = _decisions_in(text)
+            decisions += stated
+            rules += [r for r in _rules_in(text) if not any(r in d or d in r for d in stated)]
             paths += file_paths(text)
             questions += _questions_in(text)
         for text in _model_texts(message):
@@ -468,8 +469,9 @@ _SECTIONS: Final = (
 )
 
 
-def render_compaction(compaction: EventCompaction) -> str:
-    """The text the model is sent and the session file keeps: header, narrative, sections."""
+def render_compaction(compaction: EventCompaction, *, rules: bool = True) -> str:
+    """The text the session file keeps (and, without ``rules``, which the instructions
+    carry, the model is sent): header, narrative, sections."""
     lines = [
         f"Conversation so far (turns {compaction.start_invocation}-"
         f"{compaction.end_invocation}, compacted); the later turns follow in full.",
@@ -477,7 +479,7 @@ def render_compaction(compaction: EventCompaction) -> str:
     ]
     for name, heading in _SECTIONS:
         items: tuple[str, ...] = getattr(compaction.retained, name)
-        if items:
+        if items and (rules or name != "rules"):
             lines += ["", heading, *(f"- {_flat(item)}" for item in items)]
     return "\n".join(lines)
 
@@ -509,7 +511,8 @@ def parse_compaction(text: str | None) -> EventCompaction | None:
 
 def compaction_message(compaction: EventCompaction) -> ModelRequest:
     """The compaction as pydantic-ai's own ``CompactionPart``, first in the history."""
-    return ModelRequest(parts=[CompactionPart(content=render_compaction(compaction))])
+    text = render_compaction(compaction, rules=False)
+    return ModelRequest(parts=[CompactionPart(content=text)])
 
 
 # -- summarizers ------------------------------------------------------------------------
@@ -547,8 +550,20 @@ def _covered(events: Sequence[Event]) -> tuple[int, int]:
     return start, end
 
 
+def _opening(previous: EventCompaction | None) -> str:
+    """The "Started with" of an earlier offline narrative (kept through every compaction)."""
+    if previous is None or not previous.compacted_content.startswith("Started with: "):
+        return ""
+    return (
+        previous.compacted_content.removeprefix("Started with: ")
+        .split(".\n")[0]
+        .split(". Latest")[0]
+    )
+
+
 class OfflineEventSummarizer(BaseEventsSummarizer):
-    """Extractive and deterministic: the earlier narrative, then each request's first words."""
+    """Extractive and deterministic: how the conversation started, and the first words of
+    the window's last requests (decisions, rules and paths are kept by ``Retained``)."""
 
     async def summarize_events(self, events: Sequence[Event]) -> Event | None:
         return self.summarize(events)
@@ -559,20 +574,21 @@ class OfflineEventSummarizer(BaseEventsSummarizer):
             return None
         start, end = _covered(events)
         previous = latest_compaction(events)
-        lines = []
-        if previous and previous.compacted_content:
-            lines.append(_clip(previous.compacted_content, MAX_NARRATIVE_CHARS // 2))
         requests = [
             (e.invocation_id, text)
             for e in messages
             if previous is None or e.invocation_id > previous.end_invocation
             for text in _user_texts(e.message)  # type: ignore[arg-type]
         ]
+        opening = _opening(previous) or (
+            _clip(" ".join(requests[0][1].split()[:14]), 120) if requests else ""
+        )
+        lines = [f"Started with: {opening}."] if opening else []
         if requests:
             first, last = requests[0][0], requests[-1][0]
-            asked = "; ".join(_clip(" ".join(t.split()[:8]), 70) for _, t in requests[-6:])
-            lines.append(f"Turns {first}-{last}: the user asked: {asked}")
-        narrative = _clip(" ".join(lines), MAX_NARRATIVE_CHARS)
+            recent = dict.fromkeys(_clip(" ".join(t.split()[:8]), 70) for _, t in requests[-3:])
+            lines.append(f"Latest requests (turns {first}-{last}): {'; '.join(recent)}.")
+        narrative = _clip_block("\n".join(lines), MAX_NARRATIVE_CHARS)
         return compaction_event(EventCompaction(start, end, narrative))
 
 
