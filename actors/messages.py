@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic_ai.messages import ModelMessage
-
-from session.compaction import EventCompaction, Window
 from session.models import Pointer, SessionState
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before pydantic-ai loads
+    from pydantic_ai.messages import ModelMessage
+
     from actors.base import ActorRef
+    from session.compaction import EventCompaction, Window
 
 
 # -- StorageActor (all asks) ------------------------------------------------

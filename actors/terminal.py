@@ -247,7 +247,7 @@ class TerminalActor(Actor[TerminalMessage]):
         pid = self._config.terminal_pid
         storage = self._peers.storage
         if mode == "new":
-            transition = self._lc.start_fresh(utc_now())
+            transition = self._lc.start_fresh(utc_now(), session_id)
             new_id = transition.lifecycle.session_id
             assert new_id is not None
             await storage.ask(Claim(new_id, pid), STORAGE_TIMEOUT_S)

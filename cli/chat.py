@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cli.console import Console
+from cli.preload import preload_prompt
 from supervisor.client import (
     Connection,
     ConnectionLost,
@@ -143,6 +144,8 @@ class Chat:
 
     def attach(self) -> None:
         """First attach: choose between the offered session and a new one."""
+        if self.console.interactive:
+            preload_prompt()  # overlaps the prompt's imports with the wait on the supervisor
         welcome, _ = self._connect()
         offer = welcome.get("offer")
         if self.options.resume:

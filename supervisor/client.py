@@ -29,6 +29,8 @@ from supervisor.wire import (
 )
 
 START_TIMEOUT_S = 20.0
+START_POLL_S = 0.003
+"""How often a starting supervisor is tried (a connect attempt costs microseconds)."""
 
 
 class SupervisorUnavailable(Exception):
@@ -207,7 +209,7 @@ def connect_or_start(
             conn = try_connect(paths)
             if conn is not None:
                 return conn, True
-            time.sleep(0.01)
+            time.sleep(START_POLL_S)
     raise SupervisorUnavailable(f"the supervisor did not start; see {paths.log}")
 
 

@@ -16,26 +16,25 @@ import logging.handlers
 import os
 import signal
 from functools import partial
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
+from anyio.abc import TaskGroup
 
-from actors.base import run_supervised
-from actors.compaction import CompactionActor
-from actors.drift import DriftWatcherActor
-from actors.llm import LLMActor
+from actors.base import ActorRef, run_supervised
+from actors.messages import StorageMessage
 from actors.storage import StorageActor
-from actors.terminal import Peers
-from session.compaction import EventsCompactionConfig
-from session.history import warm_up
-from session.lifecycle import PersistPolicy
 from session.paths import state_root
 from session.redaction import secrets_from_environment
 from session.settings import load_settings
-from supervisor.registry import Registry
+from supervisor.front import FrontDoor
 from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir, runtime_paths
-from supervisor.server import Server, Settings
+from supervisor.stack import load_model_stack, package_version
+
+if TYPE_CHECKING:  # the model stack loads after the supervisor listens (supervisor/stack.py)
+    from supervisor.registry import Registry
+    from supervisor.server import Server, Settings
 
 log = logging.getLogger("agent_assist.supervisor")
 YOUNG_GC_THRESHOLD = 10_000
@@ -49,15 +48,14 @@ class AlreadyRunning(Exception):
     pass
 
 
-def _version() -> str:
-    try:
-        return version("agent-assist")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def settings_from_environment(paths: RuntimePaths) -> Settings:
-    """The supervisor's settings: ``<root>/config.toml`` overridden by its environment."""
+    """The supervisor's settings: ``<root>/config.toml`` overridden by its environment.
+
+    Imports the model stack (call it once ``load_model_stack`` has run)."""
+    from session.compaction import EventsCompactionConfig
+    from session.lifecycle import PersistPolicy
+    from supervisor.server import Settings
+
     root = state_root()
     configured = load_settings(root, os.environ)
     compaction = EventsCompactionConfig(
@@ -70,7 +68,7 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
         socket=paths.socket,
         model=configured.model,
         policy=PersistPolicy(known_secrets=secrets_from_environment(), compaction=compaction),
-        version=_version(),
+        version=package_version(),
         context_tokens=configured.context_tokens,
         summary_model=configured.summary_model,
     )
@@ -113,15 +111,15 @@ def run_supervisor(paths: RuntimePaths | None = None) -> None:
     try:
         configure_logging(paths.log)
         paths.pid_file.write_text(f"{os.getpid()}\n")
-        settings = settings_from_environment(paths)
-        log.info("supervisor %d starting (state root %s)", os.getpid(), settings.root)
-        warm_up()  # build the message serializers before the first turn needs them
-        gc.freeze()  # the imported modules never die: keep them out of every collection
+        root = state_root()
+        load_settings(root, os.environ)  # a bad setting stops the start here, in one line
+        log.info("supervisor %d starting (state root %s)", os.getpid(), root)
         # A turn's objects die by reference counting; at the default threshold (700) the
         # young generation was still collected once per turn (0.4 ms of ~20 ms), at this
         # one about once per hundred turns.
         gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
-        anyio.run(serve, paths, settings)
+        gc.enable()  # the quick entry (cli/entry.py) imports with it paused
+        anyio.run(serve, paths, root)
         log.info("supervisor %d stopped", os.getpid())
     finally:
         with contextlib.suppress(OSError):
@@ -139,37 +137,84 @@ async def _watch_signals(shutdown: anyio.Event) -> None:
             return
 
 
-async def serve(paths: RuntimePaths, settings: Settings) -> None:
+class _Running:
+    """What the model stack's loading started, for the shutdown."""
+
+    registry: Registry | None = None
+    server: Server | None = None
+
+
+async def _load_model_stack(
+    paths: RuntimePaths,
+    workers: TaskGroup,
+    terminals: TaskGroup,
+    storage: ActorRef[StorageMessage],
+    front: FrontDoor,
+    shutdown: anyio.Event,
+    running: _Running,
+) -> None:
+    """Import pydantic-ai and the actors that need it (in a worker thread: the loop keeps
+    answering), start those actors, and hand the connections over to the real Server."""
+    await anyio.to_thread.run_sync(load_model_stack, abandon_on_cancel=True)
+    from actors.compaction import CompactionActor
+    from actors.drift import DriftWatcherActor
+    from actors.llm import LLMActor
+    from actors.terminal import Peers
+    from supervisor.registry import Registry
+    from supervisor.server import Server
+
+    settings = settings_from_environment(paths)
+    llm = await workers.start(partial(run_supervised, "llm", lambda ref: LLMActor()))
+    summary_model = settings.summary_model
+    compaction = await workers.start(
+        partial(run_supervised, "compaction", lambda ref: CompactionActor(ref, summary_model))
+    )
+    drift = await workers.start(
+        partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
+    )
+    peers = Peers(storage=storage, llm=llm, compaction=compaction, drift=drift)
+    running.registry = Registry(terminals, peers)
+    running.server = Server(settings, running.registry, storage, shutdown)
+    front.hand_over(running.server)
+    log.info("model stack loaded")
+
+
+async def serve(paths: RuntimePaths, root: Path) -> None:
+    """Listen at once (the front door answers attaches), load the model stack meanwhile."""
     shutdown = anyio.Event()
     live: dict[str, int] = {}
+    running = _Running()
     async with anyio.create_task_group() as workers:
         storage = await workers.start(
-            partial(run_supervised, "storage", lambda ref: StorageActor(settings.root, live))
+            partial(run_supervised, "storage", lambda ref: StorageActor(root, live))
         )
-        llm = await workers.start(partial(run_supervised, "llm", lambda ref: LLMActor()))
-        summary_model = settings.summary_model
-        compaction = await workers.start(
-            partial(run_supervised, "compaction", lambda ref: CompactionActor(ref, summary_model))
-        )
-        drift = await workers.start(
-            partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
-        )
-        peers = Peers(storage=storage, llm=llm, compaction=compaction, drift=drift)
+        front = FrontDoor(root, paths.socket, storage, shutdown)
         async with anyio.create_task_group() as terminals:
-            registry = Registry(terminals, peers)
-            server = Server(settings, registry, storage, shutdown)
             listener = await anyio.create_unix_listener(paths.socket, mode=0o600)
             log.info("listening on %s", paths.socket)
             async with anyio.create_task_group() as connections:
                 connections.start_soon(_watch_signals, shutdown)
                 connections.start_soon(
-                    partial(listener.serve, server.handle, task_group=connections)
+                    partial(listener.serve, front.handle, task_group=connections)
+                )
+                connections.start_soon(
+                    _load_model_stack,
+                    paths,
+                    workers,
+                    terminals,
+                    storage,
+                    front,
+                    shutdown,
+                    running,
                 )
                 await shutdown.wait()
-                log.info("saving %d attached session(s) before stopping", registry.attached)
-                await registry.detach_all("shutdown")
-                with anyio.move_on_after(5):
-                    await server.wait_closed()
+                if running.registry is not None and running.server is not None:
+                    log.info(
+                        "saving %d attached session(s) before stopping", running.registry.attached
+                    )
+                    await running.registry.detach_all("shutdown")
+                    with anyio.move_on_after(5):
+                        await running.server.wait_closed()
                 connections.cancel_scope.cancel()
             await listener.aclose()
             terminals.cancel_scope.cancel()

@@ -56,6 +56,7 @@ from session.paths import sessions_dir
 from session.processes import process_start_time
 from session.resume import format_utc
 from supervisor import protocol as p
+from supervisor.front import Opening
 from supervisor.registry import Registry, TerminalBusy
 from supervisor.runtime import peer_credentials
 from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION, ErrorCode, FrameError
@@ -210,6 +211,34 @@ class Server:
                 self._all_closed.set()
                 self._all_closed = anyio.Event()
 
+    async def adopt(
+        self,
+        hello: p.Hello,
+        reader: BufferedByteReceiveStream,
+        stream: SocketStream,
+        opening: Opening,
+    ) -> None:
+        """A terminal connection the front door welcomed and opened before the model stack
+        loaded: attach its TerminalActor and open the same session in it, then converse."""
+        self._open_connections += 1
+        try:
+            async with stream:
+                try:
+                    await self._terminal(hello, reader, stream, opening)
+                except _Hangup:
+                    pass
+                except Exception:
+                    log.exception("connection failed")
+        finally:
+            self._open_connections -= 1
+            if not self._open_connections:
+                self._all_closed.set()
+                self._all_closed = anyio.Event()
+
+    async def answer(self, frame: p.ClientFrame) -> object:
+        """A control request's answer (for connections the front door welcomed)."""
+        return await self._answer(frame)
+
     async def _handle(self, stream: SocketStream) -> None:
         raw = stream.extra(SocketAttribute.raw_socket)
         peer_pid, peer_uid, _ = peer_credentials(raw)
@@ -239,7 +268,11 @@ class Server:
     # -- terminal connections -----------------------------------------------
 
     async def _terminal(
-        self, hello: p.Hello, reader: BufferedByteReceiveStream, stream: SocketStream
+        self,
+        hello: p.Hello,
+        reader: BufferedByteReceiveStream,
+        stream: SocketStream,
+        opening: Opening | None = None,
     ) -> None:
         workspace = Path(hello.workspace or "")
         usable = workspace.is_absolute() and await anyio.to_thread.run_sync(workspace.is_dir)
@@ -265,19 +298,14 @@ class Server:
             ref = await self._registry.attach(config, send_out)
         except TerminalBusy as exc:
             await self._refuse(stream, ErrorCode.BUSY, str(exc))
-        found: Resumable = await self._storage.ask(FindResumable(config.project, terminal_pid))
-        offer = None
-        if found.offer is not None:
-            offer = p.Offer(
-                session_id=found.offer.session_id, last_active=format_utc(found.offer.updated_at)
-            )
-        await self._send(
-            stream, p.Welcome(supervisor_pid=os.getpid(), offer=offer, warnings=found.warnings)
-        )
+        if opening is None:
+            await self._welcome(config, stream)
         reason = "disconnected"
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._pump, receive_out, stream)
+            tg.start_soon(self._pump, receive_out, stream, opening is not None)
             try:
+                if opening is not None:
+                    await self._reopen(ref, opening, handler_out)
                 reason = await self._converse(reader, stream, ref, handler_out)
             except _Hangup:
                 pass
@@ -286,18 +314,53 @@ class Server:
                 with anyio.CancelScope(shield=True):
                     await self._registry.detach(terminal_pid, ref, reason)
 
+    async def _welcome(self, config: TerminalConfig, stream: SocketStream) -> None:
+        found: Resumable = await self._storage.ask(
+            FindResumable(config.project, config.terminal_pid)
+        )
+        offer = None
+        if found.offer is not None:
+            offer = p.Offer(
+                session_id=found.offer.session_id, last_active=format_utc(found.offer.updated_at)
+            )
+        await self._send(
+            stream, p.Welcome(supervisor_pid=os.getpid(), offer=offer, warnings=found.warnings)
+        )
+
+    async def _reopen(
+        self,
+        ref: ActorRef[TerminalMessage],
+        opening: Opening,
+        out: MemoryObjectSendStream[TerminalOutput],
+    ) -> None:
+        """Open in the TerminalActor the session the front door already opened."""
+        try:
+            await ref.ask(OpenSession(opening.mode, opening.session_id), OPEN_TIMEOUT_S)
+        except Exception as exc:
+            code, message = _error_for(exc)
+            await out.send(Failure(code, message))
+
     async def _pump(
-        self, outputs: MemoryObjectReceiveStream[TerminalOutput], stream: SocketStream
+        self,
+        outputs: MemoryObjectReceiveStream[TerminalOutput],
+        stream: SocketStream,
+        opened_already: bool = False,
     ) -> None:
         """The connection's single writer: actor outputs become frames, until Closed.
 
         Outputs already waiting are written together, and reply text that is
         already waiting is merged into one delta, so a fast model does not cost
-        a socket write per token.
+        a socket write per token. ``opened_already``: the front door sent the
+        terminal its ``opened``; the actor's is not sent again.
         """
         async with outputs:
             async for first in outputs:
                 batch = [first] if _ends_connection(first) else [first, *_waiting(outputs)]
+                if opened_already and any(isinstance(o, Opened) for o in batch):
+                    opened_already = False
+                    batch = [o for o in batch if not isinstance(o, Opened)]
+                    if not batch:
+                        continue
                 data = b"".join(p.encode_server_frame(_frame_for(o)) for o in _merge_text(batch))
                 try:
                     await stream.send(data)
@@ -325,6 +388,8 @@ class Server:
                 return "disconnected"
             match frame:
                 case p.Open(mode=mode, session_id=session_id):
+                    if mode == "new":  # a new session's id is the supervisor's to choose
+                        session_id = None
                     try:
                         await ref.ask(OpenSession(mode, session_id), OPEN_TIMEOUT_S)
                     except Exception as exc:
