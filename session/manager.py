@@ -26,6 +26,7 @@ from session.errors import (
     SessionFileError,
     UnsafeSessionFile,
 )
+from session.header_index import FileIdentity, read_index, write_index
 from session.models import (
     SCHEMA_VERSION,
     JsonDict,
@@ -108,9 +109,6 @@ def _write_creating_directories(path: Path, data: bytes) -> None:
     except FileNotFoundError:
         ensure_private_dir(path.parent)
         atomic_write(path, data)
-
-
-FileIdentity = tuple[int, int, int, int]
 
 
 def file_identity(path: Path) -> FileIdentity | None:
@@ -224,6 +222,9 @@ class SessionManager:
         """A read-only manager reports corrupt files without moving them aside."""
         self._headers: dict[str, tuple[FileIdentity, SessionHeader]] = {}
         """Headers already read, with the identity of the file they came from."""
+        self._index_read = False
+        self._index_stale = False
+        """Whether ``_headers`` differs from what ``headers.index`` holds (see header_index)."""
 
     # -- sessions ---------------------------------------------------------
 
@@ -266,6 +267,7 @@ class SessionManager:
         header = self._read_header(path, session_id)
         if identity is not None:
             self._headers[session_id] = (identity, header)
+            self._index_stale = True
         return header
 
     def _read_header(self, path: Path, session_id: str) -> SessionHeader:
@@ -370,8 +372,13 @@ class SessionManager:
         sessions: list[SessionHeader] = []
         problems: list[SessionFileError] = []
         present = self.session_ids()
+        if not self._index_read:  # a cold listing: headers of unchanged files from the index
+            self._index_read = True
+            for session_id, cached in read_index(self.directory).items():
+                self._headers.setdefault(session_id, cached)
         for gone in self._headers.keys() - set(present):
             del self._headers[gone]
+            self._index_stale = True
         for session_id in present:
             try:
                 sessions.append(self.load_header(session_id))
@@ -383,6 +390,9 @@ class SessionManager:
             except SessionFileError as exc:
                 problems.append(exc)
         sessions.sort(key=lambda s: s.updated_at, reverse=True)
+        if self._index_stale and not self.read_only and present:
+            self._index_stale = False
+            write_index(self.directory, self._headers)
         return Listing(tuple(sessions), tuple(problems))
 
     # -- pointers ---------------------------------------------------------
