@@ -144,7 +144,7 @@ class _Running:
     server: Server | None = None
 
 
-async def _load_model_stack(
+async def start_model_stack(
     paths: RuntimePaths,
     workers: TaskGroup,
     terminals: TaskGroup,
@@ -198,7 +198,7 @@ async def serve(paths: RuntimePaths, root: Path) -> None:
                     partial(listener.serve, front.handle, task_group=connections)
                 )
                 connections.start_soon(
-                    _load_model_stack,
+                    start_model_stack,
                     paths,
                     workers,
                     terminals,

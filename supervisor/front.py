@@ -19,7 +19,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 from anyio.abc import SocketAttribute, SocketStream
@@ -62,7 +62,7 @@ class _Hangup(Exception):
 class Opening:
     """A session the front door opened for a terminal: the Server opens it again, for real."""
 
-    mode: str
+    mode: Literal["new", "resume"]
     session_id: str
 
 

@@ -1,4 +1,4 @@
-"""headers.index: cold listings take unchanged headers from it, and never trust it over the files."""
+"""headers.index: cold listings take unchanged headers from it, never trusting it over the files."""
 
 from __future__ import annotations
 
