@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic_ai.messages import ModelMessage
 
+from session.checkpoints import Reason
 from session.models import Pointer, SessionState
 
 if TYPE_CHECKING:
@@ -96,6 +97,50 @@ class LiveCount:
     pass
 
 
+@dataclass(frozen=True)
+class WriteCheckpoint:
+    """Answer: the ``Checkpoint`` written (the next number), with the content of ``paths``
+    of ``workspace`` as they are now. Refused like ``SaveSession``; CheckpointCapExceeded
+    when the session's cap would be passed (then nothing is written)."""
+
+    project: Path
+    workspace: Path
+    state: SessionState
+    paths: tuple[str, ...]
+    writer: int
+    reason: Reason
+
+
+@dataclass(frozen=True)
+class ListCheckpoints:
+    """Answer: ``CheckpointListing`` (oldest first)."""
+
+    project: Path
+    session_id: str
+
+
+@dataclass(frozen=True)
+class LoadCheckpoint:
+    """Answer: the ``Checkpoint``; CheckpointError if there is no such number."""
+
+    project: Path
+    session_id: str
+    number: int
+
+
+@dataclass(frozen=True)
+class RestoreFiles:
+    """Write ``paths`` of ``workspace`` back to their content at checkpoint ``number``, each
+    atomically. Answer: the paths written."""
+
+    project: Path
+    workspace: Path
+    session_id: str
+    number: int
+    paths: tuple[str, ...]
+    writer: int
+
+
 StorageMessage = (
     SaveSession
     | RemoveSession
@@ -108,6 +153,10 @@ StorageMessage = (
     | ListSessions
     | PruneSessions
     | LiveCount
+    | WriteCheckpoint
+    | ListCheckpoints
+    | LoadCheckpoint
+    | RestoreFiles
 )
 
 
@@ -264,6 +313,21 @@ class FilesChanged:
     paths: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class CheckpointBeforeWrite:
+    """Asked by a turn's first file write: checkpoint what the files hold now. Answer: None."""
+
+    turn_id: int
+    path: str
+
+
+@dataclass(frozen=True)
+class WatchUnavailable:
+    """The DriftWatcher cannot watch this terminal's files (``reason``): compare hashes instead."""
+
+    reason: str
+
+
 TerminalMessage = (
     OpenSession
     | UserTurn
@@ -275,6 +339,8 @@ TerminalMessage = (
     | TurnDone
     | SummaryReady
     | FilesChanged
+    | CheckpointBeforeWrite
+    | WatchUnavailable
 )
 
 
