@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 import anyio
@@ -13,11 +14,12 @@ from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextP
 
 from actors.assistant import TurnDeps, build_agent, resolve_model
 from actors.base import Actor, DeadActor, Envelope
-from actors.messages import CancelTurn, LLMMessage, StartTurn, TurnDone
+from actors.messages import CancelTurn, CheckpointBeforeWrite, LLMMessage, StartTurn, TurnDone
 from actors.reply import ReplyForwarder
 
 log = logging.getLogger("agent_assist.llm")
 DEFAULT_CONCURRENCY = 4
+CHECKPOINT_TIMEOUT_S = 60.0
 
 
 def _one_line(exc: BaseException) -> str:
@@ -83,6 +85,7 @@ class LLMActor(Actor[LLMMessage]):
 
     async def _stream_turn(self, turn: StartTurn, reply: ReplyForwarder) -> TurnDone:
         deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
+        deps.before_first_write = partial(_checkpoint_before_write, turn)
         async with self._limiter:
             agent = await self._agent(turn.model)
             async with agent.iter(
@@ -99,6 +102,15 @@ class LLMActor(Actor[LLMMessage]):
                 assert run.result is not None
                 new = tuple(run.result.new_messages())
         return TurnDone(turn.turn_id, new, tuple(deps.decisions), tuple(sorted(deps.touched)))
+
+
+async def _checkpoint_before_write(turn: StartTurn, paths: tuple[str, ...]) -> None:
+    """The automatic checkpoint, taken by the terminal (which tells the user if it failed);
+    the write goes ahead either way."""
+    try:
+        await turn.reply_to.ask(CheckpointBeforeWrite(turn.turn_id, paths), CHECKPOINT_TIMEOUT_S)
+    except Exception as exc:
+        log.warning("turn %d: checkpoint before write failed: %s", turn.turn_id, _one_line(exc))
 
 
 def _text_of(event: object) -> str:

@@ -315,10 +315,12 @@ class FilesChanged:
 
 @dataclass(frozen=True)
 class CheckpointBeforeWrite:
-    """Asked by a turn's first file write: checkpoint what the files hold now. Answer: None."""
+    """Asked by a turn's first file write: checkpoint the conversation and what the tracked
+    files and ``paths`` (the files this turn touched, and the one about to be written) hold
+    now. Answer: None."""
 
     turn_id: int
-    path: str
+    paths: tuple[str, ...]
 
 
 @dataclass(frozen=True)
