@@ -557,7 +557,7 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._restore(checkpoint, plan, files=False)
             return
         await self._emit(
-            CommandOutput(
+            Info(
                 "\n".join([f"Tracked files differ from checkpoint {number}:", *plan.lines(number)])
             )
         )

@@ -112,7 +112,7 @@ class CheckpointCapExceeded(CheckpointError):
     def __init__(self, session_id: str, would_use: int, cap: int, setting: str) -> None:
         super().__init__(
             f"checkpoint not written: session {session_id}'s checkpoints would take "
-            f"{would_use / 1e6:.1f} MB, over the {cap / 1e6:.1f} MB cap ({setting}); "
+            f"{would_use / 1e6:.3g} MB, over the {cap / 1e6:.3g} MB cap ({setting}); "
             "raise the cap or start a new session"
         )
         self.would_use = would_use

@@ -620,6 +620,10 @@ class CheckpointStore:
         contents: dict[str, bytes] = {}
         files: dict[str, str] = {}
         for relative in sorted(set(paths)):
+            identity = file_identity(workspace / relative)
+            if identity is not None and identity[1] > cap:
+                used = self.usage(session_id) + identity[1]
+                raise CheckpointCapExceeded(session_id, used, cap, CAP_SETTING)
             data = read_workspace_bytes(workspace, relative, cap)
             if data is None:
                 continue
