@@ -666,9 +666,8 @@ class TerminalActor(Actor[TerminalMessage]):
         drift = await anyio.to_thread.run_sync(detect_file_drift, self._config.workspace, watched)
         changed = [*drift.modified, *drift.deleted]
         if changed:
-            self._watched = await anyio.to_thread.run_sync(
-                build_file_manifest, self._config.workspace, watched
-            )
+            manifest, _ = await self._manifest()
+            self._watched = dict(manifest)
             await self._note_changes(changed)
 
     # -- helpers --------------------------------------------------------------
