@@ -76,6 +76,10 @@ EVENTS: dict[Event, Callable[[SessionLifecycle], Transition]] = {
         "s", now=T1, manifest=MANIFEST, agent_spec_path=None
     ),
     Event.EXIT: exit_,
+    Event.CHECKPOINT: lambda lc: lc.record_checkpoint(3),
+    Event.RESTORE: lambda lc: lc.restore(
+        STORED, FileDrift(), now=T1, manifest=MANIFEST, agent_spec_path=None
+    ),
 }
 
 
@@ -241,3 +245,30 @@ def test_every_write_carries_its_messages_already_encoded() -> None:
         assert [orjson.loads(m) for m in write.encoded_messages] == list(
             write.state.recent_messages
         )
+
+
+def test_a_checkpoint_moves_the_count_that_the_next_write_carries() -> None:
+    result = active().record_checkpoint(4)
+    assert result.effects == ()
+    assert result.lifecycle.record_checkpoint(2).lifecycle.state.checkpoint_count == 4  # type: ignore[union-attr]
+    (write, _) = result.lifecycle.save(now=T1, manifest={}, agent_spec_path=None).effects
+    assert isinstance(write, WriteSession) and write.state.checkpoint_count == 4
+
+
+def test_restore_takes_the_checkpoints_history_and_resume_state_but_keeps_the_session() -> None:
+    lc = complete(complete(active()).lifecycle, 1).lifecycle.record_checkpoint(7).lifecycle
+    drift = FileDrift(modified=("agent_spec.md",))
+    result = lc.restore(STORED, drift, now=T1, manifest=MANIFEST, agent_spec_path="agent_spec.md")
+    new = result.lifecycle
+    assert new.phase is Phase.ACTIVE and not new.session_deleted
+    assert new.session_id == "111111111111"
+    assert list(new.request_history()) == load_messages(STORED.recent_messages)
+    assert "Earlier work." in new.resume_context
+    assert "- agent_spec.md: modified" in new.resume_context
+    (write,) = result.effects
+    assert isinstance(write, WriteSession)
+    assert write.state.session_id == "111111111111"
+    assert write.state.created_at == lc.state.created_at  # type: ignore[union-attr]
+    assert write.state.summary == "Earlier work."
+    assert write.state.checkpoint_count == 7
+    assert write.state.recent_messages == STORED.recent_messages

@@ -245,3 +245,15 @@ def test_the_size_cap_refuses_a_checkpoint_in_one_line_and_the_session_is_still_
     assert entries(env, session_id) == []
     assert blobs(env) == []
     assert "hello" in str(env.session(session_id)["recent_messages"])
+
+
+def test_the_first_write_of_a_turn_is_preceded_by_a_checkpoint_of_what_files_held(
+    env: Env,
+) -> None:
+    session_id = two_versions(env)
+    entry = json.loads((checkpoints_dir(env, session_id) / "0003.json").read_bytes())
+    assert entry["reason"] == "auto"
+    blob = env.project.parent / "blobs" / entry["files"][SPEC]
+    assert blob.read_bytes() == b"# v1\n"  # before the turn that wrote v2
+    assert "# v2" not in str(entry["state"]["recent_messages"])
+    assert blob.stat().st_mode & 0o777 == 0o600
