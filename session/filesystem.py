@@ -20,14 +20,28 @@ def is_safe_relative_path(workspace: Path, relative: str) -> bool:
     says (a symlinked directory anywhere below the workspace). The last
     component is not resolved: callers open it with ``O_NOFOLLOW``.
     """
-    if not relative or "\x00" in relative or "\\" in relative or relative.startswith("~"):
-        return False
-    pure = PurePosixPath(relative)
-    if pure.is_absolute() or ".." in pure.parts or pure.parts in ((), (".",)):
-        return False
+    return bool(safe_relative_paths(workspace, (relative,)))
+
+
+def safe_relative_paths(workspace: Path, relative_paths: Iterable[str]) -> list[str]:
+    """The paths among ``relative_paths`` that ``is_safe_relative_path`` accepts, in order;
+    each directory is resolved on disk once, however many files it holds."""
     root = os.path.realpath(workspace)
-    parent = os.path.normpath(os.path.join(root, *pure.parts[:-1]))
-    return os.path.realpath(parent) == parent
+    verdicts: dict[str, bool] = {}
+    safe: list[str] = []
+    for relative in relative_paths:
+        if not relative or "\x00" in relative or "\\" in relative or relative.startswith("~"):
+            continue
+        pure = PurePosixPath(relative)
+        if pure.is_absolute() or ".." in pure.parts or pure.parts in ((), (".",)):
+            continue
+        parent = os.path.normpath(os.path.join(root, *pure.parts[:-1]))
+        verdict = verdicts.get(parent)
+        if verdict is None:
+            verdict = verdicts[parent] = os.path.realpath(parent) == parent
+        if verdict:
+            safe.append(relative)
+    return safe
 
 
 def _open_regular_nofollow(path: Path) -> int | None:
@@ -101,11 +115,9 @@ def detect_file_drift(workspace: Path, manifest: Mapping[str, str]) -> FileDrift
     unchanged: list[str] = []
     modified: list[str] = []
     deleted: list[str] = []
-    skipped: list[str] = []
-    for relative in sorted(manifest):
-        if not is_safe_relative_path(workspace, relative):
-            skipped.append(relative)
-            continue
+    safe = set(safe_relative_paths(workspace, manifest))
+    skipped = [relative for relative in sorted(manifest) if relative not in safe]
+    for relative in sorted(safe):
         digest = sha256_file(workspace / relative)
         if digest is None:
             deleted.append(relative)

@@ -41,7 +41,7 @@ from session.errors import (
     SessionFileError,
     UnsafeSessionFile,
 )
-from session.filesystem import is_safe_relative_path
+from session.filesystem import is_safe_relative_path, safe_relative_paths
 from session.models import (
     SCHEMA_VERSION,
     JsonDict,
@@ -132,10 +132,11 @@ def _replace_durably(
         _fsync_dir(path.parent)
 
 
-def replace_workspace_file(path: Path, data: bytes) -> None:
+def replace_workspace_file(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
     """Atomically and durably replace a user's file: temp file in the same directory, fsync,
-    rename, fsync of the directory; the file keeps its mode (a new file gets 0666 less the
-    umask). Never follows a symlink: one at ``path`` is refused (OSError ELOOP)."""
+    rename, fsync of the directory (unless ``sync_dir`` is False: the caller syncs it once
+    for several files); the file keeps its mode (a new file gets 0666 less the umask). Never
+    follows a symlink: one at ``path`` is refused (OSError ELOOP)."""
     try:
         info = os.stat(path, follow_symlinks=False)
     except FileNotFoundError:
@@ -148,7 +149,7 @@ def replace_workspace_file(path: Path, data: bytes) -> None:
         mode = stat.S_IMODE(info.st_mode)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.agent-assist.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
-    _replace_durably(path, tmp, data, flags, mode, sync_dir=True)
+    _replace_durably(path, tmp, data, flags, mode, sync_dir)
 
 
 def _write_creating_directories(path: Path, data: bytes) -> None:
@@ -619,12 +620,12 @@ class CheckpointStore:
         session_id = state.session_id
         contents: dict[str, bytes] = {}
         files: dict[str, str] = {}
-        for relative in sorted(set(paths)):
-            identity = file_identity(workspace / relative)
-            if identity is not None and identity[1] > cap:
-                used = self.usage(session_id) + identity[1]
-                raise CheckpointCapExceeded(session_id, used, cap, CAP_SETTING)
-            data = read_workspace_bytes(workspace, relative, cap)
+        for relative in safe_relative_paths(workspace, sorted(set(paths))):
+            try:
+                data = read_workspace_bytes(workspace, relative, cap)
+            except OverCap as exc:
+                used = self.usage(session_id) + exc.size
+                raise CheckpointCapExceeded(session_id, used, cap, CAP_SETTING) from None
             if data is None:
                 continue
             digest = hashlib.sha256(data).hexdigest()
@@ -650,8 +651,8 @@ class CheckpointStore:
         wrote_blob = False
         for digest, data in contents.items():
             blob = self.blob_path(digest)
-            if file_identity(blob) is not None:
-                continue  # stored once per content
+            if os.path.lexists(blob):
+                continue  # stored once per content (renamed in whole, so complete)
             try:
                 atomic_write(blob, data, sync_dir=False)
             except FileNotFoundError:
@@ -681,13 +682,19 @@ class CheckpointStore:
         blob is read and checked first, so a missing one writes nothing."""
         wanted = {p: self.read_blob(checkpoint.files[p]) for p in sorted(set(paths))}
         written = []
-        for relative, data in wanted.items():
-            if not is_safe_relative_path(workspace, relative):
-                continue
-            target = workspace / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            replace_workspace_file(target, data)
-            written.append(relative)
+        directories: dict[Path, None] = {}
+        try:
+            for relative, data in wanted.items():
+                if not is_safe_relative_path(workspace, relative):
+                    continue
+                target = workspace / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                replace_workspace_file(target, data, sync_dir=False)
+                directories[target.parent] = None
+                written.append(relative)
+        finally:
+            for directory in directories:  # each directory synced once, for all its files
+                _fsync_dir(directory)
         return written
 
     def delete_session(self, session_id: str) -> int:
@@ -739,14 +746,30 @@ class CheckpointStore:
 _SHA256 = re.compile(r"^[a-f0-9]{64}\Z")
 
 
+class OverCap(Exception):
+    def __init__(self, size: int) -> None:
+        super().__init__(f"{size} bytes")
+        self.size = size
+
+
 def read_workspace_bytes(workspace: Path, relative: str, max_bytes: int) -> bytes | None:
-    """A workspace file's bytes if it is a safe, regular file (no symlink), else None."""
-    if not is_safe_relative_path(workspace, relative):
-        return None
+    """A workspace file's bytes if it is a regular file (a symlink is not followed), else
+    None; OverCap if it holds more than ``max_bytes``. The caller checked the path is safe."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
-        return read_regular_file(workspace / relative, max_bytes)
-    except (OSError, UnsafeSessionFile):
+        fd = os.open(os.path.join(workspace, relative), flags)
+    except OSError:
         return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        if info.st_size > max_bytes:
+            raise OverCap(info.st_size)
+        data = handle.read()  # sized by fstat, not by the (large) cap
+    if len(data) > max_bytes:
+        raise OverCap(len(data))
+    return data
 
 
 def encode_checkpoint(checkpoint: Checkpoint) -> bytes:
