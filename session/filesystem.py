@@ -7,7 +7,7 @@ import os
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 _HASH_CHUNK = 1 << 20
 
@@ -30,12 +30,12 @@ def safe_relative_paths(workspace: Path, relative_paths: Iterable[str]) -> list[
     verdicts: dict[str, bool] = {}
     safe: list[str] = []
     for relative in relative_paths:
-        if not relative or "\x00" in relative or "\\" in relative or relative.startswith("~"):
+        if not relative or "\x00" in relative or "\\" in relative or relative[0] in "~/":
             continue
-        pure = PurePosixPath(relative)
-        if pure.is_absolute() or ".." in pure.parts or pure.parts in ((), (".",)):
+        parts = [part for part in relative.split("/") if part not in ("", ".")]
+        if not parts or ".." in parts:
             continue
-        parent = os.path.normpath(os.path.join(root, *pure.parts[:-1]))
+        parent = "/".join((root, *parts[:-1]))
         verdict = verdicts.get(parent)
         if verdict is None:
             verdict = verdicts[parent] = os.path.realpath(parent) == parent
@@ -44,25 +44,22 @@ def safe_relative_paths(workspace: Path, relative_paths: Iterable[str]) -> list[
     return safe
 
 
-def _open_regular_nofollow(path: Path) -> int | None:
-    """An fd on ``path`` if it is a regular file reached without a final symlink."""
+def sha256_file(path: Path) -> str | None:
+    """Hex SHA-256 of a regular file, or None if it is missing, a symlink or not a file."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        digest = hashlib.sha256(os.read(fd, min(info.st_size + 1, _HASH_CHUNK)))
+        while chunk := os.read(fd, _HASH_CHUNK):
+            digest.update(chunk)
+        return digest.hexdigest()
+    finally:
         os.close(fd)
-        return None
-    return fd
-
-
-def sha256_file(path: Path) -> str | None:
-    """Hex SHA-256 of a regular file, or None if it is missing, a symlink or not a file."""
-    fd = _open_regular_nofollow(path)
-    if fd is None:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def build_file_manifest(workspace: Path, relative_paths: Iterable[str]) -> dict[str, str]:
