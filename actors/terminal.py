@@ -173,6 +173,9 @@ class TerminalActor(Actor[TerminalMessage]):
         """What the answer to the pending question does."""
         self._hashing_at_each_turn = False
         """The DriftWatcher cannot watch: tracked files are compared at each turn instead."""
+        self._history_at_restore: tuple[Any, ...] | None = None
+        """The history a restore brought back: until a turn changes it, a summary that
+        arrives was asked for the conversation before the restore, and is dropped."""
         self._notes: list[str] = []
         self._deferred_changes: set[str] = set()
         self._known: tuple[dict[str, str], str | None] | None = None
@@ -255,7 +258,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 else:
                     await self._note_changes(paths)
             case SummaryReady(session_id, summary):
-                await self._record_summary(session_id, summary)
+                if self._lc.history is not self._history_at_restore:
+                    await self._record_summary(session_id, summary)
             case Detach(reason):
                 await self._detach(reason)
         return None
@@ -621,6 +625,7 @@ class TerminalActor(Actor[TerminalMessage]):
             checkpoint.state, drift, now=utc_now(), manifest=manifest, agent_spec_path=spec
         )
         self._lc = transition.lifecycle
+        self._history_at_restore = self._lc.history
         self._notes.clear()
         saved = await self._perform(transition.effects)
         await self._watch(manifest)

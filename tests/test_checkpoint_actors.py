@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import orjson
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 from watchdog.observers import Observer
@@ -27,6 +28,7 @@ from actors.messages import (
     Info,
     OpenSession,
     RunCommand,
+    SummaryReady,
     TerminalOutput,
     TurnEnded,
     UserTurn,
@@ -44,6 +46,7 @@ class Rig:
     terminal: ActorRef[Any]
     outputs: MemoryObjectReceiveStream[TerminalOutput]
     workspace: Path
+    session_file: Path
 
     async def until(self, done: Callable[[TerminalOutput], bool]) -> list[TerminalOutput]:
         """Every output up to and including the first for which ``done`` is true."""
@@ -109,8 +112,8 @@ async def rig_with(tmp_path: Path, observer: Callable[[], BaseObserver]) -> Asyn
         ref: ActorRef[Any]
         ref, mailbox = open_mailbox("terminal-4242")
         tg.start_soon(TerminalActor(ref, config, peers, send).serve, mailbox)
-        await ref.ask(OpenSession("new", None))
-        yield Rig(ref, receive, workspace)
+        opened = await ref.ask(OpenSession("new", None))
+        yield Rig(ref, receive, workspace, config.project / f"{opened.session_id}.json")
         await ref.ask(Detach("exit"))
         tg.cancel_scope.cancel()
 
@@ -195,3 +198,16 @@ async def test_running_out_of_inotify_watches_falls_back_to_comparing_at_each_tu
         (rig.workspace / "agent_spec.md").unlink()
         second = await rig.turn("and now?")
         assert notices(second) == ["note: agent_spec.md changed outside agent-assist"]
+
+
+async def test_a_summary_of_the_conversation_before_a_restore_is_not_kept(rig: Rig) -> None:
+    await rig.turn("first")
+    assert (await rig.command("save")).endswith("saved as checkpoint 1.")
+    await rig.turn("the later turn")
+    assert (await rig.command("checkpoint", "1")).startswith("Restored the conversation")
+    session_id = rig.session_file.stem
+    await rig.terminal.tell(SummaryReady(session_id, "a summary of first and second"))
+    await rig.command("save")
+    saved = orjson.loads(rig.session_file.read_bytes())
+    assert saved["summary"] != "a summary of first and second"
+    assert "the later turn" not in str(saved["recent_messages"])
