@@ -569,10 +569,16 @@ class CheckpointStore:
         except UnsafeSessionFile as exc:
             raise CheckpointError(f"checkpoint {number}: {exc}") from exc
         try:
-            checkpoint = Checkpoint.model_validate(orjson.loads(data))
+            raw = orjson.loads(data)
+            state = raw["state"]
+            if schema_version_of(state) > SCHEMA_VERSION:
+                raise CheckpointError(
+                    f"checkpoint {number} was written by a newer agent-assist; left untouched"
+                )
+            checkpoint = Checkpoint.model_validate({**raw, "state": migrate(state)})
             if checkpoint.number != number or checkpoint.state.session_id != session_id:
                 raise ValueError("number or session does not match the file")
-        except (orjson.JSONDecodeError, ValidationError, ValueError, TypeError) as exc:
+        except (orjson.JSONDecodeError, ValidationError, ValueError, TypeError, KeyError) as exc:
             moved = quarantine(path, utc_now())
             where = f"moved aside to {moved.name}" if moved else "could not move it aside"
             raise CheckpointError(f"checkpoint {number} is damaged; {where}") from exc

@@ -6,6 +6,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
 import pytest
 
 from session.checkpoints import (
@@ -235,3 +236,22 @@ def test_garbage_collection_keeps_what_another_session_refers_to(
     assert store.collect_garbage() == 1
     assert os.listdir(store.blobs_dir) == [kept.files["spec.md"]]
     assert not store.session_dir("0123456789ab").exists()
+
+
+def test_an_entry_of_an_older_schema_is_migrated_and_a_newer_one_left_untouched(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    path = store.session_dir("0123456789ab") / "0001.json"
+    raw = orjson.loads(path.read_bytes())
+    for field in ("schema_version", "compacted_history_summary", "checkpoint_count", "phase"):
+        del raw["state"][field]
+    raw["state"]["messages"] = raw["state"].pop("recent_messages")  # schema v1
+    path.write_bytes(orjson.dumps(raw))
+    assert store.load("0123456789ab", 1).state.schema_version == 3
+
+    raw["state"]["schema_version"] = 99
+    path.write_bytes(orjson.dumps(raw))
+    with pytest.raises(CheckpointError, match="newer agent-assist; left untouched"):
+        store.load("0123456789ab", 1)
+    assert path.exists()
