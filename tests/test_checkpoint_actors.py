@@ -165,17 +165,18 @@ async def test_without_a_watcher_files_are_compared_at_each_turn_and_it_says_so_
     blind_rig: Rig,
 ) -> None:
     rig = blind_rig
-    first = await rig.turn("read notes.md")
-    assert notices(first) == [
+    said = await rig.until(lambda o: "cannot watch" in getattr(o, "text", ""))
+    assert notices(said)[-1] == (
         "note: cannot watch tracked files (the file watcher cannot start: [Errno 24] inotify "
         "instance limit reached); comparing them at each turn instead"
-    ]
+    )
+    await rig.turn("read notes.md")
     (rig.workspace / "notes.md").write_text("notes.md v2, by hand\n")
     second = await rig.turn("what changed?")
     assert notices(second) == ["note: notes.md changed outside agent-assist"]
     third = await rig.turn("write agent_spec.md: ours")  # our own write: no notice
     fourth = await rig.turn("anything else?")
-    assert notices(third) == notices(fourth) == []
+    assert notices(third) == notices(fourth) == []  # and the fallback is told only once
 
 
 class ObserverOutOfWatches(Observer):  # type: ignore[misc,valid-type]
@@ -189,15 +190,15 @@ async def test_running_out_of_inotify_watches_falls_back_to_comparing_at_each_tu
     tmp_path: Path,
 ) -> None:
     async for rig in rig_with(tmp_path, ObserverOutOfWatches):
-        first = await rig.turn("hello")
-        (line,) = notices(first)
+        said = await rig.until(lambda o: "cannot watch" in getattr(o, "text", ""))
+        line = notices(said)[-1]
         assert line.startswith("note: cannot watch tracked files (cannot watch ")
         assert line.endswith(
             "[Errno 28] inotify watch limit reached); comparing them at each turn instead"
         )
         (rig.workspace / "agent_spec.md").unlink()
-        second = await rig.turn("and now?")
-        assert notices(second) == ["note: agent_spec.md changed outside agent-assist"]
+        turn = await rig.turn("and now?")
+        assert notices(turn) == ["note: agent_spec.md changed outside agent-assist"]
 
 
 async def test_a_summary_of_the_conversation_before_a_restore_is_not_kept(rig: Rig) -> None:
