@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic_ai.messages import ModelMessage
 
 from session.checkpoints import Reason
+from session.compaction import EventCompaction, Window
 from session.models import Pointer, SessionState
 
 if TYPE_CHECKING:
@@ -207,7 +208,23 @@ class SummarizeDue:
     session_id: str
 
 
-CompactionMessage = Summarize | SummarizeDue
+Trigger = Literal["window", "tokens", "command"]
+"""What started a compaction: the sliding window, the token budget, or ``/compact``."""
+
+
+@dataclass(frozen=True)
+class Compact:
+    """Summarize ``window`` into a compaction. Asked, the answer is ``Compacted``; told
+    with ``reply_to``, the ``Compacted`` is told there."""
+
+    session_id: str
+    generation: int
+    window: Window
+    trigger: Trigger
+    reply_to: ActorRef[TerminalMessage] | None = None
+
+
+CompactionMessage = Summarize | SummarizeDue | Compact
 
 
 # -- DriftWatcherActor --------------------------------------------------------
@@ -300,12 +317,26 @@ class TurnDone:
     touched: tuple[str, ...] = ()
     cancelled: bool = False
     error: str | None = None
+    input_tokens: int | None = None
+    """The model's count of the turn's last request, if it reported one."""
 
 
 @dataclass(frozen=True)
 class SummaryReady:
     session_id: str
     summary: str
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """A compaction's outcome: ``compaction`` to keep, or ``error`` (None and None: the
+    summarizer skipped the window)."""
+
+    session_id: str
+    generation: int
+    trigger: Trigger
+    compaction: EventCompaction | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -340,6 +371,7 @@ TerminalMessage = (
     | TurnDelta
     | TurnDone
     | SummaryReady
+    | Compacted
     | FilesChanged
     | CheckpointBeforeWrite
     | WatchUnavailable

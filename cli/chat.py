@@ -34,7 +34,7 @@ Commands:
   /checkpoint      list this session's checkpoints
   /checkpoint n    go back to checkpoint n (asks whether to restore the files too;
                    the present is checkpointed first, so it can be undone)
-  /compact         compact the history now (not available yet)
+  /compact         compact the history now (prints the tokens before and after)
   /help            this help
   /exit            leave (the session is saved; Ctrl+D or Ctrl+C at an empty prompt too)
 Ctrl+C while a reply streams cancels that reply."""

@@ -9,6 +9,7 @@ gets one error frame and the connection is closed; nothing else is affected.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -49,6 +50,7 @@ from actors.messages import (
 from actors.terminal import TerminalConfig
 from session.catalog import Resumable, SessionListing
 from session.checkpoints import listing_lines
+from session.compaction import context_budget
 from session.errors import SessionError, SessionFileError, SessionLive
 from session.lifecycle import PersistPolicy
 from session.manager import CheckpointListing
@@ -77,6 +79,14 @@ class Settings:
     model: str
     policy: PersistPolicy
     version: str
+    context_tokens: int | None = None
+    summary_model: str | None = None
+
+    def policy_for(self, model: str) -> PersistPolicy:
+        """The policy of a terminal using ``model``: its token budget depends on it."""
+        budget = context_budget(model, self.context_tokens)
+        compaction = dataclasses.replace(self.policy.compaction, token_threshold=budget)
+        return dataclasses.replace(self.policy, compaction=compaction)
 
 
 def _frame_for(output: TerminalOutput) -> p.ServerFrame:
@@ -250,7 +260,7 @@ class Server:
             workspace=workspace,
             project=sessions_dir(workspace, self._settings.root),
             model=hello.model or self._settings.model,
-            policy=self._settings.policy,
+            policy=self._settings.policy_for(hello.model or self._settings.model),
         )
         send_out, receive_out = anyio.create_memory_object_stream[TerminalOutput](OUTBOX_SIZE)
         handler_out = send_out.clone()
