@@ -168,6 +168,8 @@ def sessions_show(
     """Show one session."""
     data = sessions_ops.show_session(runtime_paths(), _workspace(ctx, workspace), session_id)
     click.echo(sessions_ops.dumps(data) if as_json else sessions_ops.render_show(data))
+    for warning in data.get("warnings", ()):
+        click.echo(warning, err=True)
 
 
 @sessions.command("rm")

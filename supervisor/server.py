@@ -31,6 +31,7 @@ from actors.messages import (
     Failure,
     FindResumable,
     Info,
+    ListCheckpoints,
     ListSessions,
     LiveCount,
     LoadSession,
@@ -48,9 +49,11 @@ from actors.messages import (
 )
 from actors.terminal import TerminalConfig
 from session.catalog import Resumable, SessionListing
+from session.checkpoints import listing_lines
 from session.compaction import context_budget
 from session.errors import SessionError, SessionFileError, SessionLive
 from session.lifecycle import PersistPolicy
+from session.manager import CheckpointListing
 from session.models import is_session_id
 from session.paths import sessions_dir
 from session.processes import process_start_time
@@ -503,9 +506,14 @@ class Server:
         project = self._projects(workspace, False)
         assert project is not None
         state = await self._storage.ask(LoadSession(project[0], session_id))
+        checkpoints: CheckpointListing = await self._storage.ask(
+            ListCheckpoints(project[0], session_id)
+        )
         return {
             "row": await self._row(project[0], session_id),
             "session": state.model_dump(mode="json"),
+            "checkpoints": listing_lines(checkpoints.checkpoints),
+            "warnings": list(checkpoints.problems),
         }
 
     async def _remove(self, workspace: str, session_id: str) -> object:
