@@ -25,7 +25,7 @@ from session.manager import SessionManager, encode_state
 from session.models import SessionState
 
 SIZES = {"4 KB": 4 * 1024, "64 KB": 64 * 1024, "1 MB": 1024 * 1024}
-TARGET_RATIO = 1.5
+TARGET_RATIO = 1.2
 
 
 def state_of_size(target: int) -> SessionState:
