@@ -146,6 +146,9 @@ def measure_start(rounds: int) -> tuple[list[float], list[float]]:
 
 def read_reply(process: subprocess.Popen[bytes]) -> bytes:
     assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], TIMEOUT_S)
+    if not ready:
+        raise RuntimeError(f"no reply within {TIMEOUT_S} s")
     line = process.stdout.readline()
     if not line:
         raise RuntimeError("agent-assist ended instead of answering")

@@ -29,6 +29,7 @@ from session.paths import state_root
 from session.redaction import secrets_from_environment
 from session.settings import load_settings
 from supervisor.front import FrontDoor
+from supervisor.heir import forget_heir_pid, fork_heir, heir_enabled, stop_heir
 from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir, runtime_paths
 from supervisor.stack import load_model_stack, package_version
 
@@ -107,7 +108,11 @@ def run_supervisor(paths: RuntimePaths | None = None) -> None:
     """Run in the foreground until stopped. Raises AlreadyRunning or RuntimeDirError."""
     paths = paths or runtime_paths()
     ensure_private_runtime_dir(paths.directory)
-    lock_fd = _take_lock(paths)
+    supervise(paths, _take_lock(paths))
+
+
+def supervise(paths: RuntimePaths, lock_fd: int) -> None:
+    """A supervisor's life, holding ``supervisor.lock`` (``lock_fd``, closed at the end)."""
     try:
         configure_logging(paths.log)
         paths.pid_file.write_text(f"{os.getpid()}\n")
@@ -142,6 +147,8 @@ class _Running:
 
     registry: Registry | None = None
     server: Server | None = None
+    heir: int | None = None
+    with_heir: bool = False
 
 
 async def start_model_stack(
@@ -177,13 +184,25 @@ async def start_model_stack(
     running.server = Server(settings, running.registry, storage, shutdown)
     front.hand_over(running.server)
     log.info("model stack loaded")
+    if running.with_heir:
+        running.heir = await anyio.to_thread.run_sync(fork_heir, paths, partial(supervise, paths))
+        log.info("heir %d waits to take over", running.heir)
 
 
 async def serve(paths: RuntimePaths, root: Path) -> None:
     """Listen at once (the front door answers attaches), load the model stack meanwhile."""
+    running = _Running()
+    running.with_heir = heir_enabled(os.environ)
+    try:
+        await _serve(paths, root, running)
+    finally:
+        if running.heir is not None:  # a stop on purpose: nothing is to take over
+            stop_heir(paths, running.heir)
+
+
+async def _serve(paths: RuntimePaths, root: Path, running: _Running) -> None:
     shutdown = anyio.Event()
     live: dict[str, int] = {}
-    running = _Running()
     async with anyio.create_task_group() as workers:
         storage = await workers.start(
             partial(run_supervised, "storage", lambda ref: StorageActor(root, live))
@@ -192,6 +211,7 @@ async def serve(paths: RuntimePaths, root: Path) -> None:
         async with anyio.create_task_group() as terminals:
             listener = await anyio.create_unix_listener(paths.socket, mode=0o600)
             log.info("listening on %s", paths.socket)
+            forget_heir_pid(paths, os.getpid())  # if this supervisor was an heir, it took over
             async with anyio.create_task_group() as connections:
                 connections.start_soon(_watch_signals, shutdown)
                 connections.start_soon(

@@ -8,6 +8,7 @@ meanwhile. Nothing on the light path may import these modules before
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 
@@ -25,6 +26,9 @@ HEAVY_MODULES = (
     "supervisor.registry",
     "supervisor.server",
 )
+LAZY_MODULES = ("genai_prices.data", "genai_prices.data_units")
+"""What pydantic-ai imports during its first run (the price tables): loaded with the rest,
+so that the first turn does not wait for them."""
 
 
 def package_version() -> str:
@@ -48,6 +52,9 @@ def load_model_stack() -> str:
     try:
         for name in HEAVY_MODULES:
             importlib.import_module(name)
+        for name in LAZY_MODULES:
+            with contextlib.suppress(ImportError):  # pydantic-ai's dependency, not ours
+                importlib.import_module(name)
         from session.history import warm_up
 
         warm_up()  # build the message serializers before the first turn needs them
