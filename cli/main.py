@@ -85,7 +85,10 @@ def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, 
         raise click.UsageError("--new and --resume cannot be used together")
     from cli.chat import ChatError, ChatOptions, run_chat  # not needed by the other commands
 
-    options = ChatOptions(workspace.resolve(), model, new, resume_id, yes)
+    from cli import config_cmd
+
+    settings = config_cmd.load({"model": model})
+    options = ChatOptions(workspace.resolve(), settings.model, new, resume_id, yes)
     try:
         code = run_chat(options)
     except ChatError as exc:
@@ -94,6 +97,7 @@ def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, 
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(None, "--version", "-V", package_name="agent-assist", prog_name="agent-assist")
 @chat_options
 @click.pass_context
 @one_line_errors
@@ -209,6 +213,28 @@ def sessions_prune(
     click.echo(f"{verb} {len(data['pruned'])} orphaned session(s) idle for over {days:g} days.")
     for row in data["pruned"]:
         click.echo(f"  {row['session_id']}  {row['project']}  {row['last_active']}")
+
+
+# -- config ---------------------------------------------------------------------
+
+
+@main.group()
+def config() -> None:
+    """Settings: defaults < <root>/config.toml < environment < options."""
+
+
+@config.command("show")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--model", "-m", metavar="MODEL", default=None, help="Show the settings as with this --model."
+)
+@one_line_errors
+def config_show(as_json: bool, model: str | None) -> None:
+    """Every setting, its value and where it came from (default, file, env, option)."""
+    from cli import config_cmd
+
+    data = config_cmd.report({"model": model})
+    click.echo(sessions_ops.dumps(data) if as_json else config_cmd.render(data))
 
 
 # -- supervisor -----------------------------------------------------------------
