@@ -225,6 +225,7 @@ class RunCommand:
 class ConfirmAnswer:
     id: int
     answer: bool
+    cancelled: bool = False
 
 
 @dataclass(frozen=True)
@@ -254,6 +255,14 @@ class TurnDone:
 
 
 @dataclass(frozen=True)
+class TurnToolCall:
+    """The running turn calls a tool; ``text`` describes it in one line."""
+
+    turn_id: int
+    text: str
+
+
+@dataclass(frozen=True)
 class SummaryReady:
     session_id: str
     summary: str
@@ -273,6 +282,7 @@ TerminalMessage = (
     | Detach
     | TurnDelta
     | TurnDone
+    | TurnToolCall
     | SummaryReady
     | FilesChanged
 )
@@ -285,6 +295,8 @@ TerminalMessage = (
 class Opened:
     session_id: str
     resumed: bool
+    drift: tuple[str, ...] = ()
+    """For a resumed session: how its tracked files changed (``- a.md: modified``)."""
 
 
 @dataclass(frozen=True)
@@ -296,6 +308,11 @@ class ReplyText:
 class TurnEnded:
     status: Literal["ok", "cancelled", "error"]
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCallLine:
+    text: str
 
 
 @dataclass(frozen=True)
@@ -334,4 +351,14 @@ class Failure:
     fatal: bool = False
 
 
-TerminalOutput = Opened | ReplyText | TurnEnded | Info | AskUser | CommandOutput | Closed | Failure
+TerminalOutput = (
+    Opened
+    | ReplyText
+    | TurnEnded
+    | Info
+    | AskUser
+    | CommandOutput
+    | Closed
+    | Failure
+    | ToolCallLine
+)

@@ -52,9 +52,11 @@ from actors.messages import (
     SummaryReady,
     TerminalMessage,
     TerminalOutput,
+    ToolCallLine,
     TurnDelta,
     TurnDone,
     TurnEnded,
+    TurnToolCall,
     Unwatch,
     UserTurn,
     Watch,
@@ -72,6 +74,7 @@ from session.lifecycle import (
     WriteSession,
 )
 from session.models import Pointer, utc_now, validate_session_id
+from session.resume import drift_lines
 
 log = logging.getLogger("agent_assist.terminal")
 
@@ -214,11 +217,18 @@ class TerminalActor(Actor[TerminalMessage]):
                     await self._emit(ReplyText(text))
             case TurnDone():
                 await self._finish_turn(message)
+            case TurnToolCall(turn_id, text):
+                if turn_id == self._turn:
+                    await self._emit(ToolCallLine(text))
             case CancelCurrentTurn():
                 if self._turn is not None:
                     await self._peers.llm.tell(CancelTurn(self._turn))
             case RunCommand(name, arg):
                 await self._command(name, arg)
+            case ConfirmAnswer(confirm_id, _, True):
+                if confirm_id == self._confirm:
+                    self._confirm = None
+                    await self._emit(CommandOutput("Cancelled; nothing was changed."))
             case ConfirmAnswer(confirm_id, answer):
                 if confirm_id == self._confirm:
                     self._confirm = None
@@ -239,6 +249,7 @@ class TerminalActor(Actor[TerminalMessage]):
             raise SessionError("a session is already open in this terminal")
         pid = self._config.terminal_pid
         storage = self._peers.storage
+        drift_text: tuple[str, ...] = ()
         if mode == "new":
             transition = self._lc.start_fresh(utc_now())
             new_id = transition.lifecycle.session_id
@@ -255,6 +266,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     detect_file_drift, self._config.workspace, stored.file_manifest
                 )
                 transition = self._lc.resume(stored, drift)
+                drift_text = tuple(drift_lines(drift))
             except ValidationError as exc:
                 await storage.ask(Release(wanted, pid), STORAGE_TIMEOUT_S)
                 raise SessionError(
@@ -267,7 +279,9 @@ class TerminalActor(Actor[TerminalMessage]):
         self._lc = transition.lifecycle
         await self._perform(transition.effects)
         await self._watch()
-        opened = Opened(transition.lifecycle.session_id or "", resumed=mode == "resume")
+        opened = Opened(
+            transition.lifecycle.session_id or "", resumed=mode == "resume", drift=drift_text
+        )
         await self._emit(opened)
         return opened
 

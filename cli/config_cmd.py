@@ -74,4 +74,3 @@ def render(data: dict[str, Any]) -> str:
     state = "" if data["config_file_exists"] else " (not present)"
     lines += ["", f"config file: {data['config_file']}{state}"]
     return "\n".join(lines)
-

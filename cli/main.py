@@ -83,9 +83,8 @@ def chat_options(fn: F) -> F:
 def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, yes: bool) -> None:
     if new and resume_id:
         raise click.UsageError("--new and --resume cannot be used together")
-    from cli.chat import ChatError, ChatOptions, run_chat  # not needed by the other commands
-
     from cli import config_cmd
+    from cli.chat import ChatError, ChatOptions, run_chat  # not needed by the other commands
 
     settings = config_cmd.load({"model": model})
     options = ChatOptions(workspace.resolve(), settings.model, new, resume_id, yes)
@@ -97,7 +96,9 @@ def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, 
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(None, "--version", "-V", package_name="agent-assist", prog_name="agent-assist")
+@click.version_option(
+    None, "--version", "-V", package_name="agent-assist", prog_name="agent-assist"
+)
 @chat_options
 @click.pass_context
 @one_line_errors

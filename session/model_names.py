@@ -1,4 +1,4 @@
-"""Model strings checked at start without importing pydantic-ai: ``offline`` or ``provider:name``."""
+"""Model strings checked at start, without importing pydantic-ai: ``offline``, ``provider:name``."""
 
 from __future__ import annotations
 

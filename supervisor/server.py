@@ -12,8 +12,10 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import SocketAttribute, SocketStream
@@ -42,14 +44,16 @@ from actors.messages import (
     StorageMessage,
     TerminalMessage,
     TerminalOutput,
+    ToolCallLine,
     TurnEnded,
     UserTurn,
 )
 from actors.terminal import TerminalConfig
 from session.catalog import Resumable, SessionListing
 from session.errors import SessionError, SessionFileError, SessionLive
+from session.filesystem import detect_file_drift
 from session.lifecycle import PersistPolicy
-from session.models import is_session_id
+from session.models import SessionState, is_session_id
 from session.paths import sessions_dir
 from session.processes import process_start_time
 from session.resume import format_utc
@@ -60,6 +64,7 @@ from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION, ErrorCode, FrameE
 
 log = logging.getLogger("agent_assist.server")
 OPEN_TIMEOUT_S = 60.0
+MAX_OTHER_OFFERS = 5
 OUTBOX_SIZE = 256
 
 
@@ -78,8 +83,10 @@ class Settings:
 
 def _frame_for(output: TerminalOutput) -> p.ServerFrame:
     match output:
-        case Opened(session_id, resumed):
-            return p.Opened(session_id=session_id, resumed=resumed)
+        case Opened(session_id, resumed, drift):
+            return p.Opened(session_id=session_id, resumed=resumed, drift=drift)
+        case ToolCallLine(text):
+            return p.ToolCall(text=text)
         case ReplyText(text):
             return p.TextDelta(text=text)
         case TurnEnded(status, error):
@@ -124,6 +131,30 @@ def _merge_text(batch: list[TerminalOutput]) -> list[TerminalOutput]:
         else:
             merged.append(output)
     return merged
+
+
+def _turns(messages: Sequence[Mapping[str, Any]]) -> int:
+    """User turns among serialized messages (requests that carry a user prompt)."""
+    return sum(
+        1
+        for m in messages
+        if m.get("kind") == "request"
+        and any(part.get("part_kind") == "user-prompt" for part in m.get("parts", ()))
+    )
+
+
+async def offer_with_context(state: SessionState, workspace: Path) -> p.Offer:
+    """The offered session with what the user needs to decide: turns, summary, drift."""
+    drift = await anyio.to_thread.run_sync(detect_file_drift, workspace, state.file_manifest)
+    return p.Offer(
+        session_id=state.session_id,
+        last_active=format_utc(state.updated_at),
+        turns=_turns(state.recent_messages),
+        summary=state.summary or state.compacted_history_summary,
+        modified=drift.modified,
+        deleted=drift.deleted,
+        unchanged=len(drift.unchanged),
+    )
 
 
 def _error_for(exc: BaseException) -> tuple[str, str]:
@@ -256,13 +287,15 @@ class Server:
         except TerminalBusy as exc:
             await self._refuse(stream, ErrorCode.BUSY, str(exc))
         found: Resumable = await self._storage.ask(FindResumable(config.project, terminal_pid))
-        offer = None
+        offer, others = None, tuple[p.Offer, ...]()
         if found.offer is not None:
-            offer = p.Offer(
-                session_id=found.offer.session_id, last_active=format_utc(found.offer.updated_at)
-            )
+            offer = await offer_with_context(found.offer, workspace)
+            others = await self._other_offers(config.project, found.offer.session_id)
         await self._send(
-            stream, p.Welcome(supervisor_pid=os.getpid(), offer=offer, warnings=found.warnings)
+            stream,
+            p.Welcome(
+                supervisor_pid=os.getpid(), offer=offer, warnings=found.warnings, others=others
+            ),
         )
         reason = "disconnected"
         async with anyio.create_task_group() as tg:
@@ -275,6 +308,19 @@ class Server:
                 handler_out.close()
                 with anyio.CancelScope(shield=True):
                     await self._registry.detach(terminal_pid, ref, reason)
+
+    async def _other_offers(self, project: Path, offered: str) -> tuple[p.Offer, ...]:
+        """The project's other orphaned sessions, newest first, for the user to pick from."""
+        listing: SessionListing = await self._storage.ask(ListSessions((project,)))
+        return tuple(
+            p.Offer(
+                session_id=row.session_id,
+                last_active=format_utc(row.updated_at),
+                summary=row.summary,
+            )
+            for row in listing.rows
+            if row.state == "orphaned" and row.note is None and row.session_id != offered
+        )[:MAX_OTHER_OFFERS]
 
     async def _pump(
         self, outputs: MemoryObjectReceiveStream[TerminalOutput], stream: SocketStream
@@ -326,8 +372,8 @@ class Server:
                     await ref.tell(CancelCurrentTurn())
                 case p.Command(name=name, arg=arg):
                     await ref.tell(RunCommand(name, arg))
-                case p.ConfirmReply(id=confirm_id, answer=answer):
-                    await ref.tell(ConfirmAnswer(confirm_id, answer))
+                case p.ConfirmReply(id=confirm_id, answer=answer, cancel=cancel):
+                    await ref.tell(ConfirmAnswer(confirm_id, answer, cancel))
                 case p.Close():
                     return "exit"
                 case _:
