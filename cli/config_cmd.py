@@ -16,7 +16,7 @@ UNSET = {
 }
 
 
-def _source_label(settings: Settings, name: str) -> str:
+def source_label(settings: Settings, name: str) -> str:
     source = settings.source_of(name)
     if source == "env":
         env = next(spec.env for spec in SPECS if spec.name == name)
@@ -32,11 +32,11 @@ def load(options: Mapping[str, object | None] | None = None) -> Settings:
     SettingsError (one line naming the setting and its source) for a bad value.
     """
     settings = load_settings(state_root(), os.environ, options)
-    problem = check_model(settings.model, _source_label(settings, "model"))
+    problem = check_model(settings.model, source_label(settings, "model"))
     if problem is not None:
         raise SettingsError(problem.removeprefix("error: "))
     if settings.summary_model is not None:
-        problem = check_model(settings.summary_model, _source_label(settings, "summary_model"))
+        problem = check_model(settings.summary_model, source_label(settings, "summary_model"))
         if problem is not None:
             raise SettingsError(problem.removeprefix("error: "))
     return settings

@@ -87,7 +87,8 @@ def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, 
     from cli.chat import ChatError, ChatOptions, run_chat  # not needed by the other commands
 
     settings = config_cmd.load({"model": model})
-    options = ChatOptions(workspace.resolve(), settings.model, new, resume_id, yes)
+    source = config_cmd.source_label(settings, "model")
+    options = ChatOptions(workspace.resolve(), settings.model, new, resume_id, yes, source)
     try:
         code = run_chat(options)
     except ChatError as exc:
