@@ -200,6 +200,10 @@ class Chat:
                     raise ChatError("not starting a session")
                 self.conn.send({"type": "open", "mode": "new", "session_id": None})
                 continue
+            if frame["code"] == ErrorCode.NOT_FOUND and session_id:
+                from cli.sessions import not_found_line
+
+                raise ChatError(not_found_line(self.options.workspace, session_id))
             raise ChatError(frame["message"])
 
     def _reattach(self) -> None:

@@ -23,6 +23,8 @@ def source_label(settings: Settings, name: str) -> str:
         return f"env {env}"
     if source == "option":
         return f"option --{name.replace('_', '-')}"
+    if source == "file":
+        return f"file {state_root() / CONFIG_FILE}"
     return source
 
 

@@ -5,9 +5,10 @@ Errors become one line on stderr and exit status 1 (2 for usage errors).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -157,6 +158,20 @@ workspace_override = click.option(
 )
 
 
+@contextlib.contextmanager
+def _not_found_hint(workspace: Path, session_id: str) -> Iterator[None]:
+    """An unknown session becomes one line that says which project holds it, if any."""
+    from supervisor.client import RemoteError
+    from supervisor.wire import ErrorCode
+
+    try:
+        yield
+    except (FileNotFoundError, RemoteError) as exc:
+        if isinstance(exc, RemoteError) and exc.code != ErrorCode.NOT_FOUND:
+            raise
+        raise CommandError(sessions_ops.not_found_line(workspace, session_id)) from exc
+
+
 def _workspace(ctx: click.Context, workspace: Path | None) -> Path:
     chosen = workspace or ctx.obj or Path(".")
     return Path(chosen).resolve()
@@ -172,7 +187,9 @@ def sessions_show(
     ctx: click.Context, session_id: str, workspace: Path | None, as_json: bool
 ) -> None:
     """Show one session."""
-    data = sessions_ops.show_session(runtime_paths(), _workspace(ctx, workspace), session_id)
+    where = _workspace(ctx, workspace)
+    with _not_found_hint(where, session_id):
+        data = sessions_ops.show_session(runtime_paths(), where, session_id)
     click.echo(sessions_ops.dumps(data) if as_json else sessions_ops.render_show(data))
 
 
@@ -183,7 +200,9 @@ def sessions_show(
 @one_line_errors
 def sessions_rm(ctx: click.Context, session_id: str, workspace: Path | None) -> None:
     """Delete one session (never a live one)."""
-    sessions_ops.remove_session(runtime_paths(), _workspace(ctx, workspace), session_id)
+    where = _workspace(ctx, workspace)
+    with _not_found_hint(where, session_id):
+        sessions_ops.remove_session(runtime_paths(), where, session_id)
     click.echo(f"Removed session {session_id}.")
 
 

@@ -14,6 +14,25 @@ from supervisor.client import hello, try_connect
 from supervisor.runtime import RuntimePaths
 
 
+def not_found_line(workspace: Path, session_id: str) -> str:
+    """``no session X in this project``, with where it is if another project has it."""
+    from session.models import is_session_id
+    from session.paths import projects_dir, state_root
+
+    line = f"no session {session_id[:40]} in this project ({workspace})"
+    if not is_session_id(session_id):
+        return line
+    here = _project(workspace)
+    for found in sorted(projects_dir(state_root()).glob(f"*/sessions/{session_id}.json")):
+        if found.parent != here:
+            project = found.parent.parent.name
+            return (
+                f"{line}; it belongs to project {project}: run from that workspace or "
+                "pass --workspace DIR"
+            )
+    return line
+
+
 def _ask_supervisor(paths: RuntimePaths, frame: dict[str, Any]) -> dict[str, Any] | None:
     """The supervisor's answer to one control request; None when no supervisor runs."""
     conn = try_connect(paths)
