@@ -38,7 +38,7 @@ def test_resume_yes_keeps_the_session_and_its_history(env: Env) -> None:
     lines = result.stderr.splitlines()  # questions go to stderr when stdout is piped
     assert lines[0].startswith("Previous session found (last active: ")
     assert lines[0].endswith(" UTC)")
-    assert lines[1] == '  1 turn · summary: first message'
+    assert lines[1] == "  1 turn · summary: first message"
     assert lines[2] == RESUME_PROMPT
     assert not result.stdout.startswith("Previous"), "piped stdout carries replies only"
     assert "(turn 2 of this conversation" in result.stdout
