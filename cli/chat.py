@@ -442,6 +442,9 @@ def history_file(workspace: Path) -> Path:
     """The project's input history: ``<root>/projects/<name>_<hash8>/prompt_history``."""
     from session.paths import sessions_dir, state_root
 
+    legacy = state_root() / "prompt_history"  # before history was per project
+    if legacy.is_file():
+        legacy.chmod(0o600)
     return sessions_dir(workspace, state_root()).parent / "prompt_history"
 
 

@@ -29,6 +29,16 @@ MODEL_HELP = (
 )
 
 
+def complete_session_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion: the session ids of the workspace's project."""
+    from session.models import is_session_id
+    from session.paths import sessions_dir, state_root
+
+    chosen = ctx.params.get("workspace") or ctx.find_root().params.get("workspace") or "."
+    project = sessions_dir(Path(chosen).resolve(), state_root())
+    return sorted(p.stem for p in project.glob(f"{incomplete}*.json") if is_session_id(p.stem))
+
+
 def one_line_errors(fn: F) -> F:
     """Translate the project's errors to one line on stderr and exit status 1."""
 
@@ -70,7 +80,12 @@ def chat_options(fn: F) -> F:
             click.option("--model", "-m", metavar="MODEL", default=None, help=MODEL_HELP),
             click.option("--new", is_flag=True, help="Start a new session without asking."),
             click.option(
-                "--resume", "resume_id", metavar="ID", default=None, help="Resume this session."
+                "--resume",
+                "resume_id",
+                metavar="ID",
+                default=None,
+                help="Resume this session.",
+                shell_complete=complete_session_ids,
             ),
             click.option(
                 "--yes", "-y", is_flag=True, help="Resume the previous session without asking."
@@ -178,7 +193,7 @@ def _workspace(ctx: click.Context, workspace: Path | None) -> Path:
 
 
 @sessions.command("show")
-@click.argument("session_id")
+@click.argument("session_id", shell_complete=complete_session_ids)
 @workspace_override
 @click.option("--json", "as_json", is_flag=True, help="Print the session as JSON.")
 @click.pass_context
@@ -194,7 +209,7 @@ def sessions_show(
 
 
 @sessions.command("rm")
-@click.argument("session_id")
+@click.argument("session_id", shell_complete=complete_session_ids)
 @workspace_override
 @click.pass_context
 @one_line_errors

@@ -357,3 +357,20 @@ def test_a_session_of_another_project_hints_at_workspace(env: Env) -> None:
     assert result.returncode == 1
     assert f"it belongs to project {env.project.parent.name}" in result.stderr
     assert "--workspace DIR" in result.stderr
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_shell_completion_follows_clicks_convention(env: Env, shell: str) -> None:
+    script = env.run(_AGENT_ASSIST_COMPLETE=f"{shell}_source")
+    assert script.returncode == 0
+    assert "_AGENT_ASSIST_COMPLETE" in script.stdout
+
+
+def test_session_ids_complete_in_the_shell(env: Env) -> None:
+    session_id = _saved_session(env)
+    completed = env.run(
+        COMP_WORDS=f"agent-assist sessions show {session_id[:3]}",
+        COMP_CWORD="3",
+        _AGENT_ASSIST_COMPLETE="bash_complete",
+    )
+    assert completed.stdout.split() == [f"plain,{session_id}"]
