@@ -136,6 +136,10 @@ def build_agent(model: Model | str) -> Agent[TurnDeps, str]:
         deps_type=TurnDeps,
         instructions=BASE_INSTRUCTIONS,
         tools=[read_file, write_file, list_files, record_decision],
+        # A compaction is the history's first message (a CompactionPart); without this
+        # pydantic-ai announces it in a mid-conversation system message that strict
+        # chat templates reject (see FACTS.md).
+        model_settings={"framing_announcement": "never"},
     )
 
     @agent.instructions

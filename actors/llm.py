@@ -10,6 +10,8 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
+    ModelMessage,
+    ModelResponse,
     PartDeltaEvent,
     PartStartEvent,
     TextPart,
@@ -110,7 +112,21 @@ class LLMActor(Actor[LLMMessage]):
                                 reply.add(text)
                 assert run.result is not None
                 new = tuple(run.result.new_messages())
-        return TurnDone(turn.turn_id, new, tuple(deps.decisions), tuple(sorted(deps.touched)))
+        return TurnDone(
+            turn.turn_id,
+            new,
+            tuple(deps.decisions),
+            tuple(sorted(deps.touched)),
+            input_tokens=last_input_tokens(new),
+        )
+
+
+def last_input_tokens(messages: tuple[ModelMessage, ...]) -> int | None:
+    """The model's own count of the last request's input tokens, if it reported one."""
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            return message.usage.input_tokens or None
+    return None
 
 
 def _text_of(event: object) -> str:

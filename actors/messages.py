@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic_ai.messages import ModelMessage
 
+from session.compaction import EventCompaction, Window
 from session.models import Pointer, SessionState
 
 if TYPE_CHECKING:
@@ -158,7 +159,23 @@ class SummarizeDue:
     session_id: str
 
 
-CompactionMessage = Summarize | SummarizeDue
+Trigger = Literal["window", "tokens", "command"]
+"""What started a compaction: the sliding window, the token budget, or ``/compact``."""
+
+
+@dataclass(frozen=True)
+class Compact:
+    """Summarize ``window`` into a compaction. Asked, the answer is ``Compacted``; told
+    with ``reply_to``, the ``Compacted`` is told there."""
+
+    session_id: str
+    generation: int
+    window: Window
+    trigger: Trigger
+    reply_to: ActorRef[TerminalMessage] | None = None
+
+
+CompactionMessage = Summarize | SummarizeDue | Compact
 
 
 # -- DriftWatcherActor --------------------------------------------------------
@@ -252,6 +269,8 @@ class TurnDone:
     touched: tuple[str, ...] = ()
     cancelled: bool = False
     error: str | None = None
+    input_tokens: int | None = None
+    """The model's count of the turn's last request, if it reported one."""
 
 
 @dataclass(frozen=True)
@@ -266,6 +285,18 @@ class TurnToolCall:
 class SummaryReady:
     session_id: str
     summary: str
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """A compaction's outcome: ``compaction`` to keep, or ``error`` (None and None: the
+    summarizer skipped the window)."""
+
+    session_id: str
+    generation: int
+    trigger: Trigger
+    compaction: EventCompaction | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -284,6 +315,7 @@ TerminalMessage = (
     | TurnDone
     | TurnToolCall
     | SummaryReady
+    | Compacted
     | FilesChanged
 )
 
@@ -308,6 +340,9 @@ class ReplyText:
 class TurnEnded:
     status: Literal["ok", "cancelled", "error"]
     error: str | None = None
+    input_tokens: int | None = None
+    """The model's count of the turn's last request (for the terminal's toolbar)."""
+    phase: str | None = None
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ from actors.messages import (
     Claim,
     Closed,
     CommandOutput,
+    Compact,
+    Compacted,
     CompactionMessage,
     ConfirmAnswer,
     Detach,
@@ -53,6 +55,7 @@ from actors.messages import (
     TerminalMessage,
     TerminalOutput,
     ToolCallLine,
+    Trigger,
     TurnDelta,
     TurnDone,
     TurnEnded,
@@ -61,6 +64,7 @@ from actors.messages import (
     UserTurn,
     Watch,
 )
+from session.compaction import Window, estimate_tokens, render_compaction
 from session.errors import SessionError
 from session.filesystem import build_file_manifest, detect_file_drift, list_tree
 from session.lifecycle import (
@@ -82,6 +86,7 @@ AGENT_SPEC = "agent_spec.md"
 TEMPLATE_DIR = "templates"
 SUMMARY_AFTER_EXIT_TIMEOUT_S = 10.0
 STORAGE_TIMEOUT_S = 30.0
+COMPACTION_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -240,6 +245,8 @@ class TerminalActor(Actor[TerminalMessage]):
                     await self._note_changes(paths)
             case SummaryReady(session_id, summary):
                 await self._record_summary(session_id, summary)
+            case Compacted():
+                await self._keep_compaction(message)
             case Detach(reason):
                 await self._detach(reason)
         return None
@@ -292,6 +299,7 @@ class TerminalActor(Actor[TerminalMessage]):
         if self._turn is not None:
             await self._emit(TurnEnded("error", "a reply is already running"))
             return
+        await self._compact_for_budget(len(text) + sum(len(n) for n in self._notes))
         self._turn_count += 1
         self._turn = self._turn_count
         notes = "\n".join(self._notes)
@@ -303,7 +311,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 prompt=text,
                 history=tuple(self._lc.request_history()),
                 workspace=self._config.workspace,
-                resume_context=self._lc.resume_context,
+                resume_context=self._lc.instructions(),
                 notes=notes,
                 reply_to=self._self,
             )
@@ -325,12 +333,21 @@ class TerminalActor(Actor[TerminalMessage]):
                 agent_spec_path=spec,
                 decisions=done.decisions,
                 touched=done.touched,
+                input_tokens=done.input_tokens,
             )
             self._lc = transition.lifecycle
             saved = await self._perform(transition.effects)
-            await self._emit(TurnEnded("ok", None if saved else "the session could not be saved"))
+            await self._emit(
+                TurnEnded(
+                    "ok",
+                    None if saved else "the session could not be saved",
+                    done.input_tokens,
+                    self._lc.state.phase if self._lc.state else None,
+                )
+            )
             await self._watch(manifest)
             await self._summarize_later()
+            await self._compact_later()
         outside = deferred - set(done.touched)
         if outside:
             await self._note_changes(outside)
@@ -358,12 +375,9 @@ class TerminalActor(Actor[TerminalMessage]):
             self._confirm = self._confirm_count
             await self._emit(AskUser(self._confirm, f"Also delete {' and '.join(files)}? [y/N]"))
         elif name == "resume":
-            await self._emit(
-                CommandOutput(
-                    self._lc.resume_context
-                    or "No resume context: this session was not resumed, or it was reset."
-                )
-            )
+            await self._emit(CommandOutput(self._context_text()))
+        elif name == "compact":
+            await self._compact_now()
         else:
             await self._emit(CommandOutput(f"/{name} is not available yet."))
 
@@ -458,6 +472,128 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._peers.compaction.tell(self._summary_request(self._self))
         except DeadActor:
             log.warning("compaction actor unavailable; summary skipped")
+
+    # -- compaction (DESIGN 7): the lifecycle decides, the CompactionActor summarizes --
+
+    async def _compact_later(self) -> None:
+        """After a completed turn: start the sliding window's compaction if one is due.
+        It runs in the CompactionActor; the next input does not wait for it."""
+        window = self._lc.compaction_due()
+        if window is None:
+            return
+        self._lc = self._lc.begin_compaction(window)
+        try:
+            await self._peers.compaction.tell(self._compact_request(window, "window", self._self))
+        except DeadActor:
+            self._lc = self._lc.compaction_failed(self._lc.generation)
+
+    async def _compact_for_budget(self, extra_chars: int) -> None:
+        """Before a model request: over the token budget, compact first (and wait)."""
+        window = self._lc.compaction_due(request_tokens=self._lc.request_tokens(extra_chars))
+        if window is not None:
+            await self._compact_and_wait(window, "tokens")
+
+    async def _compact_now(self) -> None:
+        """``/compact``: everything completed so far, now; prints the tokens before and after."""
+        if self._lc.compacting is not None:
+            await self._emit(CommandOutput("A compaction is already running; try again shortly."))
+            return
+        window = self._lc.compaction_due(force=True)
+        if window is None:
+            await self._emit(CommandOutput("Nothing to compact: no turn since the last one."))
+            return
+        before = self._lc.estimated_tokens()
+        result = await self._compact_and_wait(window, "command")
+        if result is not None and result.compaction is not None:
+            after = self._lc.estimated_tokens()
+            await self._emit(
+                CommandOutput(
+                    f"Compacted turns {result.compaction.start_invocation}-"
+                    f"{result.compaction.end_invocation}: ~{before:,} -> ~{after:,} tokens."
+                )
+            )
+        elif result is not None:
+            reason = result.error or "the summarizer skipped it"
+            await self._emit(CommandOutput(f"error: compaction failed: {reason}"))
+
+    async def _compact_and_wait(self, window: Window, trigger: Trigger) -> Compacted | None:
+        lc = self._lc
+        self._lc = lc.begin_compaction(window)
+        try:
+            result: Compacted = await self._peers.compaction.ask(
+                self._compact_request(window, trigger), COMPACTION_TIMEOUT_S
+            )
+        except (DeadActor, TimeoutError) as exc:
+            result = Compacted(lc.session_id or "", lc.generation, "command", None, str(exc))
+        await self._keep_compaction(result)
+        return result
+
+    def _compact_request(
+        self, window: Window, trigger: Trigger, reply_to: ActorRef[TerminalMessage] | None = None
+    ) -> Compact:
+        return Compact(
+            self._lc.session_id or "",
+            self._lc.generation,
+            window,
+            trigger,
+            reply_to,
+        )
+
+    async def _keep_compaction(self, result: Compacted) -> None:
+        """Keep a compaction's result (saving it), or back off after a failure: a
+        warning line once per run of failures, and the conversation goes on."""
+        lc = self._lc
+        if result.session_id != lc.session_id or result.generation != lc.generation:
+            return
+        if lc.phase is not Phase.ACTIVE:
+            return
+        if result.compaction is None:
+            self._lc = lc.compaction_failed(result.generation)
+            if result.error and self._lc.compaction_failures == 1 and result.trigger != "command":
+                wait = self._lc.backoff_until - self._lc.invocations
+                await self._emit(
+                    Info(
+                        f"warning: compaction failed ({result.error}); the conversation goes "
+                        f"on uncompacted, next try in {wait} turns"
+                    )
+                )
+            return
+        before = lc.estimated_tokens()
+        assert lc.state is not None
+        transition = lc.compacted(
+            result.compaction,
+            result.generation,
+            now=utc_now(),
+            manifest=lc.state.file_manifest,
+            agent_spec_path=lc.state.agent_spec_path,
+        )
+        self._lc = transition.lifecycle
+        await self._perform(transition.effects)
+        if result.trigger != "command":
+            after = self._lc.estimated_tokens()
+            compaction = result.compaction
+            await self._emit(
+                Info(
+                    f"note: compacted turns {compaction.start_invocation}-"
+                    f"{compaction.end_invocation} into a summary "
+                    f"(~{before:,} -> ~{after:,} tokens)"
+                )
+            )
+
+    def _context_text(self) -> str:
+        """What ``/resume`` shows: the resume context and the compaction the model gets."""
+        parts = []
+        if self._lc.resume_context:
+            parts.append(self._lc.resume_context)
+        if self._lc.compaction is not None:
+            text = render_compaction(self._lc.compaction)
+            parts.append(
+                f"# Compacted history (sent first in every request, ~{estimate_tokens(len(text))}"
+                f" tokens)\n{text}"
+            )
+        return "\n\n".join(parts) or (
+            "No resume context: this session was not resumed, or it was reset."
+        )
 
     async def _note_changes(self, paths: Iterable[str]) -> None:
         changed = sorted(paths)

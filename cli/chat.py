@@ -32,7 +32,7 @@ Commands:
                    resume context (asks before deleting agent_spec.md / templates/)
   /resume          show the resume context given to the assistant
   /checkpoint [n]  checkpoints (not available yet)
-  /compact         compact the history now (not available yet)
+  /compact         compact the history now (prints the tokens before and after)
   /model           show the model in use
   /help            this help
   /exit            leave (the session is saved; Ctrl+D or Ctrl+C at an empty prompt too)
@@ -125,6 +125,8 @@ class Chat:
         self._model = options.model or os.environ.get("AGENT_ASSIST_MODEL") or None
         self._pid = terminal_pid()
         self.last_turn_failed = False
+        self.input_tokens: int | None = None
+        self.phase: str | None = None
         self.changed_outside: set[str] = set()
         console.toolbar = self.toolbar
 
@@ -244,6 +246,10 @@ class Chat:
     def toolbar(self) -> str:
         """The bottom line of the prompt: session, model, files changed outside."""
         parts = [f"session {self.session_id or '-'}", f"model {self._model or 'offline'}"]
+        if self.phase:
+            parts.append(f"phase {self.phase}")
+        if self.input_tokens:
+            parts.append(f"{self.input_tokens:,} tokens in context")
         if self.changed_outside:
             parts.append(f"{len(self.changed_outside)} file(s) changed outside")
         return " " + " · ".join(parts) + "  (/help)"
@@ -321,6 +327,9 @@ class Chat:
             elif kind == "turn_end":
                 view.end()
                 self.last_turn_failed = reply["status"] != "ok"
+                if reply.get("input_tokens"):
+                    self.input_tokens = reply["input_tokens"]
+                self.phase = reply.get("phase") or self.phase
                 if reply["status"] == "cancelled":
                     self.console.warn("[cancelled]")
                 elif reply["status"] == "error":

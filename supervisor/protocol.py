@@ -175,6 +175,8 @@ class TurnEnd(_Frame):
     type: Literal["turn_end"] = "turn_end"
     status: Literal["ok", "cancelled", "error"]
     error: str | None = None
+    input_tokens: int | None = None
+    phase: str | None = None
 
 
 class ToolCall(_Frame):

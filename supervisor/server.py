@@ -9,6 +9,7 @@ gets one error frame and the connection is closed; nothing else is affected.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -50,6 +51,7 @@ from actors.messages import (
 )
 from actors.terminal import TerminalConfig
 from session.catalog import Resumable, SessionListing
+from session.compaction import context_budget
 from session.errors import SessionError, SessionFileError, SessionLive
 from session.filesystem import detect_file_drift
 from session.lifecycle import PersistPolicy
@@ -79,6 +81,14 @@ class Settings:
     model: str
     policy: PersistPolicy
     version: str
+    context_tokens: int | None = None
+    summary_model: str | None = None
+
+    def policy_for(self, model: str) -> PersistPolicy:
+        """The policy of a terminal using ``model``: its token budget depends on it."""
+        budget = context_budget(model, self.context_tokens)
+        compaction = dataclasses.replace(self.policy.compaction, token_threshold=budget)
+        return dataclasses.replace(self.policy, compaction=compaction)
 
 
 def _frame_for(output: TerminalOutput) -> p.ServerFrame:
@@ -89,8 +99,8 @@ def _frame_for(output: TerminalOutput) -> p.ServerFrame:
             return p.ToolCall(text=text)
         case ReplyText(text):
             return p.TextDelta(text=text)
-        case TurnEnded(status, error):
-            return p.TurnEnd(status=status, error=error)
+        case TurnEnded(status, error, input_tokens, phase):
+            return p.TurnEnd(status=status, error=error, input_tokens=input_tokens, phase=phase)
         case Info(text):
             return p.Notice(text=text)
         case AskUser(confirm_id, question):
@@ -278,7 +288,7 @@ class Server:
             workspace=workspace,
             project=sessions_dir(workspace, self._settings.root),
             model=hello.model or self._settings.model,
-            policy=self._settings.policy,
+            policy=self._settings.policy_for(hello.model or self._settings.model),
         )
         send_out, receive_out = anyio.create_memory_object_stream[TerminalOutput](OUTBOX_SIZE)
         handler_out = send_out.clone()

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
+from session.compaction import EventCompaction
 from session.errors import IllegalTransition
 from session.filesystem import FileDrift
 from session.history import dump_messages, load_messages
@@ -75,14 +76,36 @@ EVENTS: dict[Event, Callable[[SessionLifecycle], Transition]] = {
     Event.SUMMARY: lambda lc: lc.record_summary(
         "s", now=T1, manifest=MANIFEST, agent_spec_path=None
     ),
+    Event.COMPACT: lambda lc: lc.compacted(
+        EventCompaction(1, 1, "summary"), lc.generation, now=T1, manifest={}, agent_spec_path=None
+    ),
     Event.EXIT: exit_,
 }
+
+A, U, C = Phase.ACTIVE, Phase.UNSTARTED, Phase.CLOSED
+# The table, spelled out: (phase, event) -> phase after; a missing cell is illegal.
+EXPECTED_TABLE: dict[tuple[Phase, Event], Phase] = {
+    (U, Event.START): A,
+    (U, Event.RESUME): A,
+    (U, Event.EXIT): C,
+    (A, Event.TURN): A,
+    (A, Event.SAVE): A,
+    (A, Event.RESET): A,
+    (A, Event.SUMMARY): A,
+    (A, Event.COMPACT): A,
+    (A, Event.EXIT): C,
+    (C, Event.SUMMARY): C,
+}
+
+
+def test_the_table_is_the_one_spelled_out_here() -> None:
+    assert TRANSITIONS == EXPECTED_TABLE
 
 
 @pytest.mark.parametrize(("phase", "event"), list(itertools.product(Phase, Event)))
 def test_every_cell_of_the_table(phase: Phase, event: Event) -> None:
     lifecycle = in_phase(phase)
-    target = TRANSITIONS.get((phase, event))
+    target = EXPECTED_TABLE.get((phase, event))
     if target is None:
         with pytest.raises(IllegalTransition):
             EVENTS[event](lifecycle)
