@@ -19,10 +19,15 @@ UP = "\x1b[A"
 class Screen:
     """``expect`` waits for text after the previous match, ignoring escape codes."""
 
-    def __init__(self, env: Env, terminal: Terminal, *args: str, **extra: str) -> None:
-        environ = env.environ(
-            terminal, TERM="xterm", COLUMNS="120", LINES="40", PROMPT_TOOLKIT_NO_CPR="1"
-        )
+    def __init__(
+        self, env: Env, terminal: Terminal, *args: str, cpr: bool = False, **extra: str
+    ) -> None:
+        """With ``cpr`` the screen answers cursor position requests, as a real terminal
+        does (prompt_toolkit then draws its bottom toolbar)."""
+        environ = env.environ(terminal, TERM="xterm", COLUMNS="120", LINES="40")
+        if not cpr:
+            environ["PROMPT_TOOLKIT_NO_CPR"] = "1"
+        self.cpr = cpr
         environ.update(extra)
         self.child = pexpect.spawn(
             AGENT_ASSIST,
@@ -47,13 +52,17 @@ class Screen:
             if remaining <= 0:
                 raise AssertionError(f"did not see {needle!r} in {self.text[-800:]!r}")
             try:
-                self.raw += self.child.read_nonblocking(65536, timeout=min(remaining, 1.0))
+                chunk = self.child.read_nonblocking(65536, timeout=min(remaining, 1.0))
             except pexpect.TIMEOUT:
                 continue
             except pexpect.EOF:
                 raise AssertionError(
                     f"the program ended before {needle!r}: {self.text[-800:]!r}"
                 ) from None
+            self.raw += chunk
+            if self.cpr:
+                for _ in range(chunk.count("\x1b[6n")):
+                    self.child.send("\x1b[1;1R")
         self.position = found + len(needle)
 
     def expect_prompt(self) -> None:

@@ -89,6 +89,19 @@ def test_input_history_is_kept_per_project_across_runs(env: Env, screens: list[S
     second.expect('You said: "remember this line"')
 
 
+def test_the_toolbar_shows_session_model_and_tokens(env: Env, screens: list[Screen]) -> None:
+    terminal = env.terminal()
+    screen = Screen(env, terminal, "--new", cpr=True)
+    screens.append(screen)
+    screen.expect("New session ")
+    (session_id,) = re.findall(r"New session ([0-9a-f]{12})", screen.text)
+    screen.expect(f"session {session_id} · model offline")
+    screen.type("hello\r")
+    screen.expect('You said: "hello"')
+    screen.expect(f"session {session_id} · model offline · ")
+    screen.expect(" tokens in context")
+
+
 def test_slash_commands_complete_with_what_they_do(env: Env, screens: list[Screen]) -> None:
     screen = started(screens, env, "--new")
     screen.type("/mo")
@@ -220,7 +233,7 @@ def test_no_color_means_no_colour_codes(env: Env, screens: list[Screen]) -> None
     screen.expect("wrote agent_spec.md (7 bytes)")
     screen.expect_prompt()
     screen.type("# A heading and **bold** text\r")
-    screen.expect("**bold**")
+    screen.expect('You said: "# A heading and **bold** text"')
     screen.expect_prompt()
     screen.type(CTRL_D)
     assert screen.wait() == 0
