@@ -20,7 +20,12 @@ class Screen:
     """``expect`` waits for text after the previous match, ignoring escape codes."""
 
     def __init__(
-        self, env: Env, terminal: Terminal, *args: str, cpr: bool = False, **extra: str
+        self,
+        env: Env,
+        terminal: Terminal,
+        *args: str,
+        cpr: bool = False,
+        extra: dict[str, str] | None = None,
     ) -> None:
         """With ``cpr`` the screen answers cursor position requests, as a real terminal
         does (prompt_toolkit then draws its bottom toolbar)."""
@@ -28,7 +33,7 @@ class Screen:
         if not cpr:
             environ["PROMPT_TOOLKIT_NO_CPR"] = "1"
         self.cpr = cpr
-        environ.update(extra)
+        environ.update(extra or {})
         self.child = pexpect.spawn(
             AGENT_ASSIST,
             list(args),

@@ -28,7 +28,7 @@ def screens() -> Iterator[list[Screen]]:
 
 def open_screen(screens: list[Screen], env: Env, *args: str, **extra: str) -> Screen:
     terminal = env.terminals[-1] if env.terminals else env.terminal()
-    screen = Screen(env, terminal, *args, **extra)
+    screen = Screen(env, terminal, *args, extra=extra)
     screens.append(screen)
     return screen
 
