@@ -101,3 +101,28 @@ def test_the_offer_keeps_the_two_exact_lines_around_the_context() -> None:
         "  agent_spec.md: modified · 2 tracked files unchanged",
         "Resume previous session? [Y/n]",
     ]
+
+
+def test_the_summary_lists_no_path_the_tools_refused() -> None:
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    from session.summary import touched_paths
+
+    def call(path: str, call_id: str, answer: str) -> list[ModelRequest | ModelResponse]:
+        return [
+            ModelResponse(parts=[ToolCallPart("write_file", {"path": path}, call_id)]),
+            ModelRequest(parts=[ToolReturnPart("write_file", answer, call_id)]),
+        ]
+
+    messages = [
+        ModelRequest(parts=[UserPromptPart("write two files")]),
+        *call("../etc/passwd", "c1", "error: '../etc/passwd' is not a path inside the workspace"),
+        *call("agent_spec.md", "c2", "wrote agent_spec.md (7 bytes)"),
+    ]
+    assert touched_paths(messages) == ["agent_spec.md"]
