@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.harness import Env, wait_for
 from tests.e2e.openai_server import ChatServer
-from tests.e2e.screen import ALT_ENTER, CTRL_C, CTRL_D, UP, Screen
+from tests.e2e.screen import ALT_ENTER, ANSI, CTRL_C, CTRL_D, UP, Screen
 
 RESUME_PROMPT = "Resume previous session? [Y/n]"
 COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:[1-9]|3[0-9]|9[0-7]|38;5;[0-9]+)m")
@@ -245,6 +245,22 @@ def test_markdown_is_rendered_on_a_colour_terminal(env: Env, screens: list[Scree
     screen.type("some **bold** words\r")
     screen.expect("some bold words")
     assert "\x1b[1m" in screen.raw, "bold is rendered, not printed as asterisks"
+
+
+def test_a_code_block_in_a_reply_is_highlighted(env: Env, screens: list[Screen]) -> None:
+    with ChatServer() as server:
+        env.extra.update(
+            OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="k", AGENT_ASSIST_MODEL="openai-chat:m"
+        )
+        screen = started(screens, env, "--new")
+        fence = ALT_ENTER.join(["code:", "", "```python", "def f(x):", "    return x", "```"])
+        screen.type(fence + "\r")
+        screen.expect("echo: code:")
+        screen.expect("def f(x):")
+        screen.expect_prompt()
+    reply = screen.raw[screen.raw.index("echo: code:") :]
+    assert re.search(r"\x1b\[[0-9;]*mdef\x1b\[0m", reply), "the keyword has its own colour"
+    assert "```" not in ANSI.sub("", reply), "the fence is rendered, not printed"
 
 
 def test_piped_stdout_carries_replies_only(env: Env) -> None:
