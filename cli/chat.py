@@ -257,7 +257,7 @@ class Chat:
     def run(self) -> int:
         try:
             self.attach()
-        except Cancelled:
+        except (Cancelled, KeyboardInterrupt):  # at a question, or while attaching
             self.console.warn("Cancelled; no session was opened (the previous one is kept).")
             self.close()
             return 0
