@@ -6,11 +6,13 @@ import json
 import re
 import socket
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.harness import Env, wait_for
+from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
 from tests.e2e.openai_server import ChatServer
 from tests.e2e.screen import ALT_ENTER, ANSI, CTRL_C, CTRL_D, UP, Screen
 
@@ -403,3 +405,28 @@ def test_session_ids_complete_in_the_shell(env: Env) -> None:
         _AGENT_ASSIST_COMPLETE="bash_complete",
     )
     assert completed.stdout.split() == [f"plain,{session_id}"]
+
+
+def test_a_piped_chat_loads_neither_rich_nor_prompt_toolkit(env: Env) -> None:
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = [{AGENT_ASSIST!r}, '--new']\n"
+        "try:\n"
+        "    runpy.run_module('cli', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('rich', 'prompt_toolkit'))\n"
+        "print('LOADED', loaded, file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        input="write agent_spec.md: # Spec\n",
+        capture_output=True,
+        text=True,
+        cwd=env.workspace,
+        env=env.environ(env.terminal()),
+        timeout=60,
+        check=False,
+    )
+    assert "wrote agent_spec.md" in result.stdout, result.stderr
+    assert "LOADED []" in result.stderr
