@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 import anyio
@@ -21,12 +22,20 @@ from pydantic_ai.messages import (
 
 from actors.assistant import TurnDeps, build_agent, resolve_model
 from actors.base import Actor, DeadActor, Envelope
-from actors.messages import CancelTurn, LLMMessage, StartTurn, TurnDone, TurnToolCall
+from actors.messages import (
+    CancelTurn,
+    CheckpointBeforeWrite,
+    LLMMessage,
+    StartTurn,
+    TurnDone,
+    TurnToolCall,
+)
 from actors.reply import ReplyForwarder
 from actors.turn_lines import describe_tool_call, explain_failure
 
 log = logging.getLogger("agent_assist.llm")
 DEFAULT_CONCURRENCY = 4
+CHECKPOINT_TIMEOUT_S = 60.0
 
 
 def _one_line(exc: BaseException) -> str:
@@ -92,6 +101,7 @@ class LLMActor(Actor[LLMMessage]):
 
     async def _stream_turn(self, turn: StartTurn, reply: ReplyForwarder) -> TurnDone:
         deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
+        deps.before_first_write = partial(_checkpoint_before_write, turn)
         async with self._limiter:
             agent = await self._agent(turn.model)
             async with agent.iter(
@@ -127,6 +137,15 @@ def last_input_tokens(messages: tuple[ModelMessage, ...]) -> int | None:
         if isinstance(message, ModelResponse):
             return message.usage.input_tokens or None
     return None
+
+
+async def _checkpoint_before_write(turn: StartTurn, paths: tuple[str, ...]) -> None:
+    """The automatic checkpoint, taken by the terminal (which tells the user if it failed);
+    the write goes ahead either way."""
+    try:
+        await turn.reply_to.ask(CheckpointBeforeWrite(turn.turn_id, paths), CHECKPOINT_TIMEOUT_S)
+    except Exception as exc:
+        log.warning("turn %d: checkpoint before write failed: %s", turn.turn_id, _one_line(exc))
 
 
 def _text_of(event: object) -> str:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic_ai.messages import ModelMessage
 
+from session.checkpoints import Reason
 from session.compaction import EventCompaction, Window
 from session.models import Pointer, SessionState
 
@@ -97,6 +98,50 @@ class LiveCount:
     pass
 
 
+@dataclass(frozen=True)
+class WriteCheckpoint:
+    """Answer: the ``Checkpoint`` written (the next number), with the content of ``paths``
+    of ``workspace`` as they are now. Refused like ``SaveSession``; CheckpointCapExceeded
+    when the session's cap would be passed (then nothing is written)."""
+
+    project: Path
+    workspace: Path
+    state: SessionState
+    paths: tuple[str, ...]
+    writer: int
+    reason: Reason
+
+
+@dataclass(frozen=True)
+class ListCheckpoints:
+    """Answer: ``CheckpointListing`` (oldest first)."""
+
+    project: Path
+    session_id: str
+
+
+@dataclass(frozen=True)
+class LoadCheckpoint:
+    """Answer: the ``Checkpoint``; CheckpointError if there is no such number."""
+
+    project: Path
+    session_id: str
+    number: int
+
+
+@dataclass(frozen=True)
+class RestoreFiles:
+    """Write ``paths`` of ``workspace`` back to their content at checkpoint ``number``, each
+    atomically. Answer: the paths written."""
+
+    project: Path
+    workspace: Path
+    session_id: str
+    number: int
+    paths: tuple[str, ...]
+    writer: int
+
+
 StorageMessage = (
     SaveSession
     | RemoveSession
@@ -109,6 +154,10 @@ StorageMessage = (
     | ListSessions
     | PruneSessions
     | LiveCount
+    | WriteCheckpoint
+    | ListCheckpoints
+    | LoadCheckpoint
+    | RestoreFiles
 )
 
 
@@ -304,6 +353,23 @@ class FilesChanged:
     paths: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class CheckpointBeforeWrite:
+    """Asked by a turn's first file write: checkpoint the conversation and what the tracked
+    files and ``paths`` (the files this turn touched, and the one about to be written) hold
+    now. Answer: None."""
+
+    turn_id: int
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class WatchUnavailable:
+    """The DriftWatcher cannot watch this terminal's files (``reason``): compare hashes instead."""
+
+    reason: str
+
+
 TerminalMessage = (
     OpenSession
     | UserTurn
@@ -317,6 +383,8 @@ TerminalMessage = (
     | SummaryReady
     | Compacted
     | FilesChanged
+    | CheckpointBeforeWrite
+    | WatchUnavailable
 )
 
 

@@ -27,11 +27,14 @@ from supervisor.wire import ErrorCode, Frame
 
 HELP = """\
 Commands:
-  /save            save the session now (also rebuilds the tracked-file manifest)
+  /save            save the session now and write a checkpoint (conversation and
+                   tracked files)
   /reset, /new     forget this session: clear history, delete its saved file and
                    resume context (asks before deleting agent_spec.md / templates/)
   /resume          show the resume context given to the assistant
-  /checkpoint [n]  checkpoints (not available yet)
+  /checkpoint      list this session's checkpoints
+  /checkpoint n    go back to checkpoint n (asks whether to restore the files too;
+                   the present is checkpointed first, so it can be undone)
   /compact         compact the history now (prints the tokens before and after)
   /model           show the model in use
   /help            this help

@@ -206,6 +206,8 @@ def sessions_show(
     with _not_found_hint(where, session_id):
         data = sessions_ops.show_session(runtime_paths(), where, session_id)
     click.echo(sessions_ops.dumps(data) if as_json else sessions_ops.render_show(data))
+    for warning in data.get("warnings", ()):
+        click.echo(warning, err=True)
 
 
 @sessions.command("rm")

@@ -77,7 +77,15 @@ def show_session(paths: RuntimePaths, workspace: Path, session_id: str) -> dict[
     state = catalog.manager(project).load(validate_session_id(session_id))
     rows, _ = catalog.rows(project, {})
     row = next((r.to_json() for r in rows if r.session_id == session_id), None)
-    return {"row": row, "session": state.model_dump(mode="json")}
+    from session.checkpoints import listing_lines
+
+    checkpoints = catalog.checkpoints(project).listing(session_id)
+    return {
+        "row": row,
+        "session": state.model_dump(mode="json"),
+        "checkpoints": listing_lines(checkpoints.checkpoints),
+        "warnings": list(checkpoints.problems),
+    }
 
 
 def remove_session(paths: RuntimePaths, workspace: Path, session_id: str) -> bool:
@@ -86,11 +94,12 @@ def remove_session(paths: RuntimePaths, workspace: Path, session_id: str) -> boo
         return bool(data["removed"])
     from session.models import validate_session_id
 
-    manager = _offline_catalog(read_only=False).manager(_project(workspace))
+    catalog = _offline_catalog(read_only=False)
+    project = _project(workspace)
     validate_session_id(session_id)
-    if not manager.exists(session_id):
+    if not catalog.manager(project).exists(session_id):
         raise FileNotFoundError(f"no session {session_id} in this project")
-    return bool(manager.delete(session_id))
+    return bool(catalog.remove_session(project, session_id))
 
 
 def prune_sessions(
@@ -195,6 +204,9 @@ def render_show(data: dict[str, Any]) -> str:
         lines += ["", "Decisions:", *(f"- {d}" for d in session["decisions"])]
     if session["file_manifest"]:
         lines += ["", "Tracked files:", *(f"- {p}" for p in sorted(session["file_manifest"]))]
+    if data.get("checkpoints") and session["checkpoint_count"]:
+        lines += ["", "Checkpoints (agent-assist --resume ID, then /checkpoint N):"]
+        lines += data["checkpoints"]
     return "\n".join(lines)
 
 

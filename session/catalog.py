@@ -6,13 +6,14 @@ when no supervisor runs (then nothing is live).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 from session.errors import InvalidPointer, SessionError
 from session.listing import SessionRow, classify, resumable
-from session.manager import SessionManager
+from session.manager import CheckpointStore, SessionManager
 from session.models import Pointer, SessionState, utc_now
 from session.paths import projects_dir
 from session.processes import process_alive
@@ -46,11 +47,27 @@ class SessionCatalog:
         self.root = root
         self.read_only = read_only
         self._managers: dict[Path, SessionManager] = {}
+        self._checkpoints: dict[Path, CheckpointStore] = {}
 
     def manager(self, project: Path) -> SessionManager:
         if project not in self._managers:
             self._managers[project] = SessionManager(project, read_only=self.read_only)
         return self._managers[project]
+
+    def checkpoints(self, project: Path) -> CheckpointStore:
+        """The checkpoints of ``project`` (a ``sessions/`` directory): beside it."""
+        if project not in self._checkpoints:
+            self._checkpoints[project] = CheckpointStore(project.parent)
+        return self._checkpoints[project]
+
+    def remove_session(self, project: Path, session_id: str) -> bool:
+        """Delete a session's file and its checkpoints, then the contents no remaining
+        checkpoint refers to. True if there was a session file."""
+        removed = self.manager(project).delete(session_id)
+        store = self.checkpoints(project)
+        store.delete_session(session_id)
+        store.collect_garbage()
+        return removed
 
     def project_dirs(self, projects: tuple[Path, ...] | None) -> list[Path]:
         if projects is not None:
@@ -104,11 +121,33 @@ class SessionCatalog:
         listing = self.list(projects, live)
         cutoff = utc_now() - timedelta(days=days)
         pruned = []
+        touched: set[Path] = set()
         for row in listing.rows:
             if row.state != "orphaned" or row.updated_at >= cutoff or row.note is not None:
                 continue
             if not dry_run:
                 project = projects_dir(self.root) / row.project / "sessions"
                 self.manager(project).delete(row.session_id)
+                self.checkpoints(project).delete_session(row.session_id)
+                touched.add(project)
             pruned.append(row)
+        if not dry_run:
+            for project in self.project_dirs(projects):
+                self._drop_stray_checkpoints(project, live)
+                touched.add(project)
+            for project in touched:
+                self.checkpoints(project).collect_garbage()
         return SessionListing(tuple(pruned), listing.warnings)
+
+    def _drop_stray_checkpoints(self, project: Path, live: dict[str, int]) -> None:
+        """Checkpoints of a session with no file at all (not even one moved aside) and no
+        live terminal: left by a session whose first turn never completed."""
+        store = self.checkpoints(project)
+        try:
+            names = os.listdir(project)
+        except FileNotFoundError:
+            names = []
+        for session_id in store.session_ids():
+            if session_id in live or any(n.startswith(f"{session_id}.json") for n in names):
+                continue
+            store.delete_session(session_id)

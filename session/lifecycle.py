@@ -21,6 +21,10 @@ Rules (the table ``TRANSITIONS`` is the source of truth):
   session costs the same per turn as a short one.
 * A summary recorded while active is kept for the next write; one recorded
   after ``exit`` is written at once (durability never waits for a summary).
+* ``record_checkpoint`` moves ``checkpoint_count`` (the next write carries it);
+  ``restore`` (``/checkpoint N``) replaces state and history with a checkpoint's
+  through the path ``resume`` takes, keeping the session's id, creation time and
+  count, and saves.
 * Compaction (DESIGN 7, ``session/compaction.py``): ``compaction_due`` names the
   window to summarize (sliding window after a turn, token budget before one, or
   everything on ``/compact``); one is in flight at a time. ``compacted`` keeps
@@ -91,6 +95,8 @@ class Event(StrEnum):
     SUMMARY = "record a summary"
     COMPACT = "compact the history"
     EXIT = "exit"
+    CHECKPOINT = "record a checkpoint"
+    RESTORE = "restore a checkpoint"
 
 
 TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
@@ -104,6 +110,8 @@ TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
     (Phase.ACTIVE, Event.COMPACT): Phase.ACTIVE,
     (Phase.ACTIVE, Event.EXIT): Phase.CLOSED,
     (Phase.CLOSED, Event.SUMMARY): Phase.CLOSED,
+    (Phase.ACTIVE, Event.CHECKPOINT): Phase.ACTIVE,
+    (Phase.ACTIVE, Event.RESTORE): Phase.ACTIVE,
 }
 
 
@@ -479,6 +487,50 @@ class SessionLifecycle:
             return Transition(new, ())
         if not self.saved and not self.history:
             return Transition(new, (DeletePointer(),))
+        return new._written(now, manifest, agent_spec_path)
+
+    def record_checkpoint(self, number: int) -> Transition:
+        """Checkpoint ``number`` was written: ``checkpoint_count`` follows (the next write
+        of the session carries it)."""
+        state = self._check(Event.CHECKPOINT)
+        count = max(number, state.checkpoint_count)
+        new = self._move(
+            Event.CHECKPOINT, state=state.model_copy(update={"checkpoint_count": count})
+        )
+        return Transition(new, ())
+
+    def restore(
+        self,
+        stored: SessionState,
+        drift: FileDrift | None,
+        *,
+        now: datetime,
+        manifest: Mapping[str, str],
+        agent_spec_path: str | None,
+    ) -> Transition:
+        """``/checkpoint N``: the conversation goes back to checkpoint N's state.
+
+        State and history are replaced wholesale through the path ``resume`` takes
+        (so the next request carries N's history and N's resume context); the
+        session keeps its id, creation time and checkpoint count, keeps tracking
+        the files it tracks now, and is saved (autosave is re-enabled).
+        """
+        current = self._check(Event.RESTORE)
+        state = stored.model_copy(
+            update={
+                "session_id": current.session_id,
+                "created_at": current.created_at,
+                "checkpoint_count": max(current.checkpoint_count, stored.checkpoint_count),
+            }
+        )
+        resumed = dataclasses.replace(self, phase=Phase.UNSTARTED).resume(state, drift).lifecycle
+        new = dataclasses.replace(
+            resumed,
+            phase=self._target(Event.RESTORE),
+            session_deleted=False,
+            saved=self.saved,
+            tracked_paths=self.tracked_paths | resumed.tracked_paths,
+        )
         return new._written(now, manifest, agent_spec_path)
 
     # -- helpers ----------------------------------------------------------

@@ -33,6 +33,7 @@ from actors.messages import (
     Failure,
     FindResumable,
     Info,
+    ListCheckpoints,
     ListSessions,
     LiveCount,
     LoadSession,
@@ -51,10 +52,12 @@ from actors.messages import (
 )
 from actors.terminal import TerminalConfig
 from session.catalog import Resumable, SessionListing
+from session.checkpoints import listing_lines
 from session.compaction import context_budget
 from session.errors import SessionError, SessionFileError, SessionLive
 from session.filesystem import detect_file_drift
 from session.lifecycle import PersistPolicy
+from session.manager import CheckpointListing
 from session.models import SessionState, is_session_id
 from session.paths import sessions_dir
 from session.processes import process_start_time
@@ -484,9 +487,14 @@ class Server:
         project = self._projects(workspace, False)
         assert project is not None
         state = await self._storage.ask(LoadSession(project[0], session_id))
+        checkpoints: CheckpointListing = await self._storage.ask(
+            ListCheckpoints(project[0], session_id)
+        )
         return {
             "row": await self._row(project[0], session_id),
             "session": state.model_dump(mode="json"),
+            "checkpoints": listing_lines(checkpoints.checkpoints),
+            "warnings": list(checkpoints.problems),
         }
 
     async def _remove(self, workspace: str, session_id: str) -> object:

@@ -185,3 +185,25 @@ def test_the_users_rules_join_the_instructions_once_compacted() -> None:
     assert lc.instructions() == ""
     lc, _ = compact(lc)
     assert lc.instructions().endswith("(always follow them)\n- You must never promise refunds.")
+
+
+def test_the_compacted_summary_is_scrubbed_before_it_is_saved() -> None:
+    key = "sk-live-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4"
+    lc = SessionLifecycle(
+        policy=PersistPolicy(
+            known_secrets=("hunter2-env-secret",),
+            compaction=EventsCompactionConfig(1, 0),
+        )
+    ).start_fresh(T0).lifecycle
+    lc = lc.complete_turn(
+        _said(f"Decision: the agent calls the API with {key}. Keep hunter2-env-secret in a.md."),
+        now=T0,
+        manifest={},
+        agent_spec_path=None,
+    ).lifecycle
+    lc, effects = compact(lc)
+    (write,) = effects
+    assert isinstance(write, WriteSession)
+    saved = write.state.compacted_history_summary
+    assert saved is not None and "Decision: the agent calls the API with" in saved
+    assert key not in saved and "hunter2-env-secret" not in saved

@@ -148,6 +148,7 @@ def test_a_peer_of_another_uid_is_refused(running: Env) -> None:
         check=False,
     )
     os.chmod(running.runtime, 0o700)
+    assert result.stdout, result.stderr
     reply = json.loads(result.stdout)
     assert (reply["type"], reply["code"]) == ("error", "not_allowed")
     assert status_ok(running)

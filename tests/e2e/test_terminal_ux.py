@@ -133,6 +133,31 @@ def test_ctrl_c_at_the_reset_question_cancels_the_reset(env: Env, screens: list[
     assert (env.workspace / "agent_spec.md").exists()
 
 
+def test_ctrl_c_at_the_restore_question_restores_nothing(
+    env: Env, screens: list[Screen]
+) -> None:
+    screen = started(screens, env, "--new")
+    screen.type("write agent_spec.md: # v1\r")
+    screen.expect("wrote agent_spec.md")
+    screen.expect_prompt()
+    screen.type("/save\r")
+    screen.expect("checkpoint ")
+    number = re.findall(r"checkpoint (\d+)", screen.text)[-1]
+    screen.expect_prompt()
+    screen.type("write agent_spec.md: # v2\r")
+    screen.expect("wrote agent_spec.md")
+    screen.expect_prompt()
+    screen.type(f"/checkpoint {number}\r")
+    screen.expect("Restore files too? [y/N]")
+    screen.expect_prompt()
+    screen.type(CTRL_C)
+    screen.expect("Cancelled; nothing was changed.")
+    screen.expect_prompt()
+    screen.type("where are we\r")
+    screen.expect('You said: "where are we". (turn 3', timeout=30)
+    assert (env.workspace / "agent_spec.md").read_text() == "# v2\n"
+
+
 def _saved_session(env: Env) -> str:
     result = env.run("--new", input="a first turn\n", terminal=env.terminal())
     assert result.returncode == 0, result.stderr
