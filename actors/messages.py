@@ -408,9 +408,10 @@ class ReplyText:
 class TurnEnded:
     status: Literal["ok", "cancelled", "error"]
     error: str | None = None
-    input_tokens: int | None = None
-    """The model's count of the turn's last request (for the terminal's toolbar)."""
-    phase: str | None = None
+    input_tokens: int | None = field(default=None, compare=False)
+    """The model's count of the turn's last request (for the terminal's toolbar; not
+    part of what the turn ended with)."""
+    phase: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
