@@ -17,12 +17,21 @@ from pydantic_ai.messages import (
     PartStartEvent,
     TextPart,
     TextPartDelta,
+    ToolCallPart,
 )
 
 from actors.assistant import TurnDeps, build_agent, resolve_model
 from actors.base import Actor, DeadActor, Envelope
-from actors.messages import CancelTurn, CheckpointBeforeWrite, LLMMessage, StartTurn, TurnDone
+from actors.messages import (
+    CancelTurn,
+    CheckpointBeforeWrite,
+    LLMMessage,
+    StartTurn,
+    TurnDone,
+    TurnToolCall,
+)
 from actors.reply import ReplyForwarder
+from actors.turn_lines import describe_tool_call, explain_failure
 
 log = logging.getLogger("agent_assist.llm")
 DEFAULT_CONCURRENCY = 4
@@ -81,7 +90,7 @@ class LLMActor(Actor[LLMMessage]):
                     done = await self._stream_turn(turn, reply)
                 except Exception as exc:
                     log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
-                    done = TurnDone(turn.turn_id, error=_one_line(exc))
+                    done = TurnDone(turn.turn_id, error=explain_failure(exc, turn.model))
                 finally:
                     reply.close()
         self._scopes.pop(turn.turn_id, None)
@@ -99,6 +108,11 @@ class LLMActor(Actor[LLMMessage]):
                 turn.prompt, message_history=list(turn.history), deps=deps
             ) as run:
                 async for node in run:
+                    if Agent.is_call_tools_node(node):
+                        for part in node.model_response.parts:
+                            if isinstance(part, ToolCallPart):
+                                line = describe_tool_call(part.tool_name, part.args_as_dict())
+                                await reply.send_now(TurnToolCall(turn.turn_id, line))
                     if not Agent.is_model_request_node(node):
                         continue
                     async with node.stream(run.ctx) as events:

@@ -291,6 +291,7 @@ class RunCommand:
 class ConfirmAnswer:
     id: int
     answer: bool
+    cancelled: bool = False
 
 
 @dataclass(frozen=True)
@@ -319,6 +320,14 @@ class TurnDone:
     error: str | None = None
     input_tokens: int | None = None
     """The model's count of the turn's last request, if it reported one."""
+
+
+@dataclass(frozen=True)
+class TurnToolCall:
+    """The running turn calls a tool; ``text`` describes it in one line."""
+
+    turn_id: int
+    text: str
 
 
 @dataclass(frozen=True)
@@ -370,6 +379,7 @@ TerminalMessage = (
     | Detach
     | TurnDelta
     | TurnDone
+    | TurnToolCall
     | SummaryReady
     | Compacted
     | FilesChanged
@@ -385,6 +395,8 @@ TerminalMessage = (
 class Opened:
     session_id: str
     resumed: bool
+    drift: tuple[str, ...] = ()
+    """For a resumed session: how its tracked files changed (``- a.md: modified``)."""
 
 
 @dataclass(frozen=True)
@@ -396,6 +408,15 @@ class ReplyText:
 class TurnEnded:
     status: Literal["ok", "cancelled", "error"]
     error: str | None = None
+    input_tokens: int | None = field(default=None, compare=False)
+    """The model's count of the turn's last request (for the terminal's toolbar; not
+    part of what the turn ended with)."""
+    phase: str | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class ToolCallLine:
+    text: str
 
 
 @dataclass(frozen=True)
@@ -434,4 +455,14 @@ class Failure:
     fatal: bool = False
 
 
-TerminalOutput = Opened | ReplyText | TurnEnded | Info | AskUser | CommandOutput | Closed | Failure
+TerminalOutput = (
+    Opened
+    | ReplyText
+    | TurnEnded
+    | Info
+    | AskUser
+    | CommandOutput
+    | Closed
+    | Failure
+    | ToolCallLine
+)

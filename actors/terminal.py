@@ -58,10 +58,12 @@ from actors.messages import (
     SummaryReady,
     TerminalMessage,
     TerminalOutput,
+    ToolCallLine,
     Trigger,
     TurnDelta,
     TurnDone,
     TurnEnded,
+    TurnToolCall,
     Unwatch,
     UserTurn,
     Watch,
@@ -91,6 +93,7 @@ from session.lifecycle import (
 )
 from session.manager import CheckpointListing
 from session.models import Pointer, utc_now, validate_session_id
+from session.resume import drift_lines
 
 log = logging.getLogger("agent_assist.terminal")
 
@@ -241,11 +244,19 @@ class TerminalActor(Actor[TerminalMessage]):
                     await self._emit(ReplyText(text))
             case TurnDone():
                 await self._finish_turn(message)
+            case TurnToolCall(turn_id, text):
+                if turn_id == self._turn:
+                    await self._emit(ToolCallLine(text))
             case CancelCurrentTurn():
                 if self._turn is not None:
                     await self._peers.llm.tell(CancelTurn(self._turn))
             case RunCommand(name, arg):
                 await self._command(name, arg)
+            case ConfirmAnswer(confirm_id, _, True):
+                if confirm_id == self._confirm:
+                    self._confirm = None
+                    self._on_confirm = None
+                    await self._emit(CommandOutput("Cancelled; nothing was changed."))
             case ConfirmAnswer(confirm_id, answer):
                 if confirm_id == self._confirm:
                     self._confirm = None
@@ -276,6 +287,7 @@ class TerminalActor(Actor[TerminalMessage]):
             raise SessionError("a session is already open in this terminal")
         pid = self._config.terminal_pid
         storage = self._peers.storage
+        drift_text: tuple[str, ...] = ()
         if mode == "new":
             transition = self._lc.start_fresh(utc_now(), session_id)
             new_id = transition.lifecycle.session_id
@@ -292,6 +304,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     detect_file_drift, self._config.workspace, stored.file_manifest
                 )
                 transition = self._lc.resume(stored, drift)
+                drift_text = tuple(drift_lines(drift))
             except ValidationError as exc:
                 await storage.ask(Release(wanted, pid), STORAGE_TIMEOUT_S)
                 raise SessionError(
@@ -304,7 +317,9 @@ class TerminalActor(Actor[TerminalMessage]):
         self._lc = transition.lifecycle
         await self._perform(transition.effects)
         await self._watch()
-        opened = Opened(transition.lifecycle.session_id or "", resumed=mode == "resume")
+        opened = Opened(
+            transition.lifecycle.session_id or "", resumed=mode == "resume", drift=drift_text
+        )
         await self._emit(opened)
         return opened
 
@@ -354,7 +369,14 @@ class TerminalActor(Actor[TerminalMessage]):
             )
             self._lc = transition.lifecycle
             saved = await self._perform(transition.effects)
-            await self._emit(TurnEnded("ok", None if saved else "the session could not be saved"))
+            await self._emit(
+                TurnEnded(
+                    "ok",
+                    None if saved else "the session could not be saved",
+                    done.input_tokens,
+                    self._lc.state.phase if self._lc.state else None,
+                )
+            )
             await self._watch(manifest)
             await self._summarize_later()
             await self._compact_later()

@@ -28,21 +28,20 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from actors.base import ActorRef
 from actors.messages import (
     Claim,
-    FindResumable,
     ListSessions,
     LiveCount,
     LoadSession,
     Release,
     StorageMessage,
 )
-from session.catalog import Resumable, SessionListing
+from session.catalog import SessionListing
 from session.errors import SessionError, SessionFileError, SessionLive
 from session.models import new_session_id, validate_session_id
 from session.paths import sessions_dir
-from session.resume import format_utc
 from supervisor import protocol as p
 from supervisor.runtime import peer_credentials
 from supervisor.stack import package_version
+from supervisor.welcome import welcome
 from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION, ErrorCode, FrameError
 
 if TYPE_CHECKING:
@@ -212,17 +211,7 @@ class FrontDoor:
             )
         workspace = await anyio.to_thread.run_sync(workspace.resolve)
         project = sessions_dir(workspace, self._root)
-        found: Resumable = await self._storage.ask(
-            FindResumable(project, terminal_pid), STORAGE_TIMEOUT_S
-        )
-        offer = None
-        if found.offer is not None:
-            offer = p.Offer(
-                session_id=found.offer.session_id, last_active=format_utc(found.offer.updated_at)
-            )
-        await self._send(
-            stream, p.Welcome(supervisor_pid=os.getpid(), offer=offer, warnings=found.warnings)
-        )
+        await self._send(stream, await welcome(self._storage, project, terminal_pid, workspace))
         opening = await self._open(reader, stream, project, terminal_pid)
         if opening is None:
             return False

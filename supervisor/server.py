@@ -29,7 +29,6 @@ from actors.messages import (
     CommandOutput,
     ConfirmAnswer,
     Failure,
-    FindResumable,
     Info,
     ListCheckpoints,
     ListSessions,
@@ -44,11 +43,12 @@ from actors.messages import (
     StorageMessage,
     TerminalMessage,
     TerminalOutput,
+    ToolCallLine,
     TurnEnded,
     UserTurn,
 )
 from actors.terminal import TerminalConfig
-from session.catalog import Resumable, SessionListing
+from session.catalog import SessionListing
 from session.checkpoints import listing_lines
 from session.compaction import context_budget
 from session.errors import SessionError, SessionFileError, SessionLive
@@ -57,11 +57,11 @@ from session.manager import CheckpointListing
 from session.models import is_session_id
 from session.paths import sessions_dir
 from session.processes import process_start_time
-from session.resume import format_utc
 from supervisor import protocol as p
 from supervisor.front import Opening
 from supervisor.registry import Registry, TerminalBusy
 from supervisor.runtime import peer_credentials
+from supervisor.welcome import welcome
 from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION, ErrorCode, FrameError
 
 log = logging.getLogger("agent_assist.server")
@@ -92,12 +92,14 @@ class Settings:
 
 def _frame_for(output: TerminalOutput) -> p.ServerFrame:
     match output:
-        case Opened(session_id, resumed):
-            return p.Opened(session_id=session_id, resumed=resumed)
+        case Opened(session_id, resumed, drift):
+            return p.Opened(session_id=session_id, resumed=resumed, drift=drift)
+        case ToolCallLine(text):
+            return p.ToolCall(text=text)
         case ReplyText(text):
             return p.TextDelta(text=text)
-        case TurnEnded(status, error):
-            return p.TurnEnd(status=status, error=error)
+        case TurnEnded(status, error, input_tokens, phase):
+            return p.TurnEnd(status=status, error=error, input_tokens=input_tokens, phase=phase)
         case Info(text):
             return p.Notice(text=text)
         case AskUser(confirm_id, question):
@@ -302,7 +304,9 @@ class Server:
         except TerminalBusy as exc:
             await self._refuse(stream, ErrorCode.BUSY, str(exc))
         if opening is None:
-            await self._welcome(config, stream)
+            await self._send(
+                stream, await welcome(self._storage, config.project, terminal_pid, workspace)
+            )
         reason = "disconnected"
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._pump, receive_out, stream, opening is not None)
@@ -316,19 +320,6 @@ class Server:
                 handler_out.close()
                 with anyio.CancelScope(shield=True):
                     await self._registry.detach(terminal_pid, ref, reason)
-
-    async def _welcome(self, config: TerminalConfig, stream: SocketStream) -> None:
-        found: Resumable = await self._storage.ask(
-            FindResumable(config.project, config.terminal_pid)
-        )
-        offer = None
-        if found.offer is not None:
-            offer = p.Offer(
-                session_id=found.offer.session_id, last_active=format_utc(found.offer.updated_at)
-            )
-        await self._send(
-            stream, p.Welcome(supervisor_pid=os.getpid(), offer=offer, warnings=found.warnings)
-        )
 
     async def _reopen(
         self,
@@ -404,8 +395,8 @@ class Server:
                     await ref.tell(CancelCurrentTurn())
                 case p.Command(name=name, arg=arg):
                     await ref.tell(RunCommand(name, arg))
-                case p.ConfirmReply(id=confirm_id, answer=answer):
-                    await ref.tell(ConfirmAnswer(confirm_id, answer))
+                case p.ConfirmReply(id=confirm_id, answer=answer, cancel=cancel):
+                    await ref.tell(ConfirmAnswer(confirm_id, answer, cancel))
                 case p.Close():
                     return "exit"
                 case _:

@@ -16,7 +16,9 @@ from typing import Any
 
 
 class ChatServer:
-    def __init__(self, chunk_delay: float = 0.0) -> None:
+    def __init__(self, chunk_delay: float = 0.0, api_key: str | None = None) -> None:
+        """With ``api_key``, a request without ``Authorization: Bearer <api_key>`` gets 401."""
+        self.api_key = api_key
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.chunk_delay = chunk_delay
@@ -35,6 +37,11 @@ class ChatServer:
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
                 if not self.path.endswith("/chat/completions"):
                     self.send_error(404)
+                    return
+                if server.api_key and self.headers.get("Authorization") != (
+                    f"Bearer {server.api_key}"
+                ):
+                    self._unauthorized()
                     return
                 call = server.tool_call_for(body)
                 if call is not None and body.get("stream"):
@@ -64,6 +71,22 @@ class ChatServer:
                     }
                 ).encode()
                 self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _unauthorized(self) -> None:
+                payload = json.dumps(
+                    {
+                        "error": {
+                            "message": "Incorrect API key provided",
+                            "type": "invalid_request_error",
+                            "code": "invalid_api_key",
+                        }
+                    }
+                ).encode()
+                self.send_response(401)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()

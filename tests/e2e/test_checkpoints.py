@@ -35,8 +35,8 @@ def two_versions(env: Env) -> str:
         input=f"write {SPEC}: # v1\n/save\nwrite {SPEC}: # v2\n/save\n", terminal=env.terminal()
     )
     assert result.returncode == 0, result.stderr
-    assert "saved as checkpoint 2." in result.stdout
-    assert "saved as checkpoint 4." in result.stdout
+    assert "saved as checkpoint 2." in result.stderr
+    assert "saved as checkpoint 4." in result.stderr
     (session_id,) = env.session_ids()
     return session_id
 
@@ -45,8 +45,8 @@ def test_save_writes_the_next_checkpoint_and_the_session_records_its_number(env:
     term = env.terminal()
     result = env.run(input="hello\n/save\n/save\n", terminal=term)
     assert result.returncode == 0, result.stderr
-    assert "saved as checkpoint 1." in result.stdout
-    assert "saved as checkpoint 2." in result.stdout
+    assert "saved as checkpoint 1." in result.stderr
+    assert "saved as checkpoint 2." in result.stderr
     (session_id,) = env.session_ids()
     assert env.session(session_id)["checkpoint_count"] == 2
     assert entries(env, session_id) == ["0001.json", "0002.json"]
@@ -55,10 +55,10 @@ def test_save_writes_the_next_checkpoint_and_the_session_records_its_number(env:
 def test_checkpoint_lists_oldest_first_one_line_each_beginning_with_its_number(env: Env) -> None:
     term = env.terminal()
     empty = env.run(input="/checkpoint\n", terminal=term)
-    assert "No checkpoints in this session yet" in empty.stdout
+    assert "No checkpoints in this session yet" in empty.stderr
     session_id = two_versions(env)
     result = env.run("--resume", session_id, input="/checkpoint\n", terminal=env.terminal())
-    lines = [line for line in result.stdout.splitlines() if line.startswith("  ")]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("  ")]
     assert [line.split()[0] for line in lines] == ["1", "2", "3", "4"]
     assert "0 turns" in lines[0] and "0 files changed" in lines[0]
     assert "1 turn " in lines[1] and "1 file changed" in lines[1]
@@ -74,11 +74,11 @@ def test_restore_without_files_brings_back_the_conversation_only(env: Env) -> No
     assert result.returncode == 0, result.stderr
     assert "Tracked files differ from checkpoint 2:" in result.stderr
     assert "  agent_spec.md: modified" in result.stderr
-    assert "Restore files too? [y/N]" in result.stdout
+    assert "Restore files too? [y/N]" in result.stderr
     assert "Restored the conversation to checkpoint 2 (1 turn); /checkpoint 5 undoes this." in (
-        result.stdout
+        result.stderr
     )
-    assert "Files left as they are: agent_spec.md." in result.stdout
+    assert "Files left as they are: agent_spec.md." in result.stderr
     assert "(turn 2 of this conversation" in result.stdout
     assert (env.workspace / SPEC).read_text() == "# v2\n"
     saved = env.session(session_id)
@@ -94,7 +94,7 @@ def test_restore_with_files_writes_them_back_and_can_be_undone(env: Env) -> None
         "--resume", session_id, input="/checkpoint 2\ny\nnext\n", terminal=env.terminal()
     )
     assert result.returncode == 0, result.stderr
-    assert "Files restored: agent_spec.md." in result.stdout
+    assert "Files restored: agent_spec.md." in result.stderr
     assert (env.workspace / SPEC).read_text() == "# v1\n"
     assert (env.workspace / SPEC).stat().st_mode & 0o777 == 0o640
     assert "changed outside" not in result.stderr
@@ -103,7 +103,7 @@ def test_restore_with_files_writes_them_back_and_can_be_undone(env: Env) -> None
     undo = env.run(
         "--resume", session_id, input="/checkpoint 5\ny\nagain\n", terminal=env.terminal()
     )
-    assert "Restored the conversation to checkpoint 5 (2 turns)" in undo.stdout
+    assert "Restored the conversation to checkpoint 5 (2 turns)" in undo.stderr
     assert (env.workspace / SPEC).read_text() == "# v2\n"
     assert "(turn 3 of this conversation" in undo.stdout
 
@@ -112,7 +112,7 @@ def test_a_file_that_did_not_exist_at_the_checkpoint_is_left_alone_and_named(env
     session_id = two_versions(env)
     result = env.run("--resume", session_id, input="write notes.md: later\n/checkpoint 2\ny\n")
     assert "notes.md: not in checkpoint 2; left alone" in result.stderr
-    assert "Not in checkpoint 2, left alone: notes.md." in result.stdout
+    assert "Not in checkpoint 2, left alone: notes.md." in result.stderr
     assert (env.workspace / "notes.md").read_text() == "later\n"
     assert (env.workspace / SPEC).read_text() == "# v1\n"
 
@@ -126,7 +126,7 @@ def test_restore_works_after_the_supervisor_is_killed_and_restarted(env: Env) ->
     result = env.run("--resume", session_id, input="/checkpoint 2\ny\n", terminal=env.terminal())
     assert result.returncode == 0, result.stderr
     assert env.supervisor_pid() != first
-    assert "Files restored: agent_spec.md." in result.stdout
+    assert "Files restored: agent_spec.md." in result.stderr
     assert (env.workspace / SPEC).read_text() == "# v1\n"
 
 
@@ -137,10 +137,10 @@ def test_an_unknown_or_malformed_number_gets_one_line_and_changes_nothing(env: E
         "--resume", session_id, input="/checkpoint 9\n/checkpoint two\n", terminal=env.terminal()
     )
     assert result.returncode == 0, result.stderr
-    assert "error: no checkpoint 9; this session has checkpoints 1-4" in result.stdout.splitlines()
+    assert "error: no checkpoint 9; this session has checkpoints 1-4" in result.stderr.splitlines()
     assert (
         "error: /checkpoint takes a checkpoint number (1, 2, ...), not 'two'"
-        in result.stdout.splitlines()
+        in result.stderr.splitlines()
     )
     saved = env.session(session_id)
     assert (entries(env, session_id), len(saved["recent_messages"]), saved["checkpoint_count"]) == (
@@ -152,7 +152,7 @@ def test_an_unknown_or_malformed_number_gets_one_line_and_changes_nothing(env: E
 def test_an_unchanged_file_is_stored_once_however_many_checkpoints(env: Env) -> None:
     (env.workspace / SPEC).write_text("# the same\n")
     result = env.run(input="/save\n/save\n/save\n", terminal=env.terminal())
-    assert "saved as checkpoint 3." in result.stdout
+    assert "saved as checkpoint 3." in result.stderr
     assert len(blobs(env)) == 1
 
 
@@ -160,7 +160,7 @@ def test_reset_deletes_the_sessions_checkpoints_and_their_contents(env: Env) -> 
     term = env.terminal()
     session_id = two_versions(env)
     result = env.run("--resume", session_id, input="/reset\nn\n", terminal=term)
-    assert "Session reset" in result.stdout
+    assert "Session reset" in result.stderr
     assert not checkpoints_dir(env, session_id).exists()
     assert blobs(env) == []
     assert (env.workspace / SPEC).read_text() == "# v2\n"
@@ -169,7 +169,7 @@ def test_reset_deletes_the_sessions_checkpoints_and_their_contents(env: Env) -> 
 def test_rm_deletes_checkpoints_but_keeps_contents_another_session_refers_to(env: Env) -> None:
     session_id = two_versions(env)
     other = env.run("--new", input="/save\n", terminal=env.terminal())
-    assert "saved as checkpoint 1." in other.stdout
+    assert "saved as checkpoint 1." in other.stderr
     (other_id,) = set(env.session_ids()) - {session_id}
     kept = json.loads((checkpoints_dir(env, other_id) / "0001.json").read_bytes())["files"]
     result = env.run("sessions", "rm", session_id)
@@ -199,7 +199,7 @@ def test_kill_9_mid_checkpoint_leaves_every_listed_checkpoint_restorable(env: En
     term = env.terminal()
     client = env.spawn(terminal=term)
     client.send("/save")
-    client.expect("saved as checkpoint 1.")
+    client.expect("saved as checkpoint 1.", stderr=True)  # piped: command results on stderr
     for n in range(300):
         (templates / f"t{n:03}.md").write_bytes(b"second version %d\n" % n * 4000)
     stored = len(blobs(env))
@@ -215,7 +215,7 @@ def test_kill_9_mid_checkpoint_leaves_every_listed_checkpoint_restorable(env: En
             json.loads((checkpoints_dir(env, session_id) / name).read_bytes())  # all whole
 
     listing = env.run("--resume", session_id, input="/checkpoint\n", terminal=term)
-    numbers = [line.split()[0] for line in listing.stdout.splitlines() if line.startswith("  ")]
+    numbers = [line.split()[0] for line in listing.stderr.splitlines() if line.startswith("  ")]
     assert numbers and numbers[0] == "1"
     for number in numbers:
         shutil.rmtree(templates)
@@ -240,7 +240,7 @@ def test_the_size_cap_refuses_a_checkpoint_in_one_line_and_the_session_is_still_
     (line,) = [line for line in result.stderr.splitlines() if "cap" in line]
     assert line.startswith("error: checkpoint not written: ")
     assert "over the 0.1 MB cap (AGENT_ASSIST_CHECKPOINT_MAX_MB)" in line
-    assert "saved (no checkpoint written)." in result.stdout
+    assert "saved (no checkpoint written)." in result.stderr
     (session_id,) = env.session_ids()
     assert entries(env, session_id) == []
     assert blobs(env) == []

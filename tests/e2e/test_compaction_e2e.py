@@ -100,7 +100,7 @@ def test_slash_compact_then_the_summary_leads_the_next_request(
         terminal=env.terminal(),
     )
     assert result.returncode == 0, result.stderr
-    assert "Compacted turns 1-3: ~" in result.stdout
+    assert "Compacted turns 1-3: ~" in result.stderr  # piped: command results on stderr
     (summary, prompt) = conversation(chats(server)[-1])
     assert "Conversation so far (turns 1-3, compacted)" in str(summary["content"])
     assert prompt["content"] == "turn 4: and now?"
