@@ -346,6 +346,8 @@ class Compacted:
     trigger: Trigger
     compaction: EventCompaction | None = None
     error: str | None = None
+    no_gain: bool = False
+    """The summary would not have been shorter: nothing worth compacting yet."""
 
 
 @dataclass(frozen=True)
