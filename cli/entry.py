@@ -16,11 +16,22 @@ QUICK_FLAGS = {"--json", "--all"}
 
 
 def quick_sessions(flags: list[str]) -> int:
+    every = "--all" in flags
+    if "--json" in flags:
+        from cli.quick import ask_for_sessions
+
+        answer = ask_for_sessions(os.path.realpath("."), every)
+        if answer is not None:
+            import json
+
+            for warning in answer["warnings"]:
+                print(warning, file=sys.stderr)
+            print(json.dumps(answer["sessions"], indent=2, ensure_ascii=False))  # as ops.dumps
+            return 0
     from cli import sessions as ops
     from cli.errors import error_line
     from supervisor.runtime import runtime_paths
 
-    every = "--all" in flags
     try:
         data = ops.list_sessions(runtime_paths(), os.path.realpath("."), every)
     except Exception as exc:
