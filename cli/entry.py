@@ -24,7 +24,9 @@ def quick_sessions(flags: list[str]) -> int:
         if answer is not None:
             import json
 
-            for warning in answer["warnings"]:
+            warnings = answer["warnings"]
+            assert isinstance(warnings, list)  # checked by ask_for_sessions
+            for warning in warnings:
                 print(warning, file=sys.stderr)
             print(json.dumps(answer["sessions"], indent=2, ensure_ascii=False))  # as ops.dumps
             return 0

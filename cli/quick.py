@@ -15,11 +15,11 @@ import json
 import os
 import socket
 from collections.abc import Mapping
-from typing import Any
-
-from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION
 
 TIMEOUT_S = 30.0
+PROTOCOL_VERSION = 1
+MAX_FRAME_BYTES = 1024 * 1024
+"""``supervisor.wire``'s (a test keeps them equal): importing it would import ``typing``."""
 
 
 def runtime_dir(environ: Mapping[str, str]) -> str:
@@ -35,7 +35,7 @@ def runtime_dir(environ: Mapping[str, str]) -> str:
     return os.path.join(tempfile.gettempdir(), f"agent-assist-{os.getuid()}")
 
 
-def ask_for_sessions(workspace: str, every: bool) -> dict[str, Any] | None:
+def ask_for_sessions(workspace: str, every: bool) -> dict[str, object] | None:
     """The supervisor's ``list_sessions`` answer (its ``data``), or None (see the module)."""
     hello = {
         "type": "hello",
@@ -58,4 +58,6 @@ def ask_for_sessions(workspace: str, every: bool) -> dict[str, Any] | None:
     if welcome.get("type") != "welcome" or reply.get("type") != "result":
         return None
     data = reply.get("data")
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(data.get("warnings"), list):
+        return None
+    return data

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from cli import quick
 from cli.quick import runtime_dir
+from supervisor import wire
 from supervisor.runtime import default_runtime_dir
+
+
+def test_the_quick_listing_speaks_the_wire_protocol_s_version_and_frame_cap() -> None:
+    assert (quick.PROTOCOL_VERSION, quick.MAX_FRAME_BYTES) == (
+        wire.PROTOCOL_VERSION,
+        wire.MAX_FRAME_BYTES,
+    )
 
 
 @pytest.mark.parametrize(
@@ -26,7 +35,7 @@ def test_the_quick_listing_imports_no_pathlib_and_no_full_client() -> None:
 
     code = (
         "import sys, cli.entry, cli.quick\n"
-        "print(sorted(m for m in ('pathlib', 'supervisor.client', 'supervisor.runtime')"
+        "print(sorted(m for m in ('pathlib', 'typing', 'supervisor.client', 'supervisor.runtime')"
         " if m in sys.modules))\n"
     )
     argv = [sys.executable, "-c", code]
