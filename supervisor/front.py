@@ -347,6 +347,7 @@ class FrontDoor:
                     "uptime_s": round(time.monotonic() - self._started, 1),
                     "version": await anyio.to_thread.run_sync(package_version),
                     "state_root": str(self._root),
+                    "model_loaded": False,  # the model stack is still loading
                 }
             case p.Stop():
                 return {"stopping": True}

@@ -482,6 +482,7 @@ class Server:
                     "uptime_s": round(time.monotonic() - self._started, 1),
                     "version": self._settings.version,
                     "state_root": str(self._settings.root),
+                    "model_loaded": True,
                 }
             case p.Stop():
                 return {"stopping": True}

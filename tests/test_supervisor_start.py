@@ -196,7 +196,9 @@ async def test_a_session_live_elsewhere_is_refused_before_the_model_loads(
 
 
 @pytest.mark.anyio
-async def test_listing_and_status_are_answered_before_the_model_loads(starting: Starting) -> None:
+async def test_listing_and_status_are_answered_before_the_model_loads_and_say_so(
+    starting: Starting,
+) -> None:
     conn = await starting.connect()
     with contextlib.closing(conn):
         await call(conn.request, hello("control"))
@@ -207,3 +209,7 @@ async def test_listing_and_status_are_answered_before_the_model_loads(starting: 
         assert listing["data"] == {"sessions": [], "warnings": []}
         status = await call(conn.request, {"type": "status"})
         assert status["data"]["running"] is True and status["data"]["terminals"] == 0
+        assert status["data"]["model_loaded"] is False
+        await starting.load()
+        status = await call(conn.request, {"type": "status"})
+        assert status["data"]["model_loaded"] is True
