@@ -11,7 +11,7 @@ it stops when the reply's line arrives (the terminal noticed, started a new
 supervisor, re-attached, restored the session and the turn was answered).
 Target: p99 under 1 s over ``--kills`` kills.
 
-    python -m bench.bench_start [--rounds N] [--kills N]
+    python -m bench.bench_start [--rounds N] [--kills N] [--no-heir]
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ PROMPT = b">"  # prompt_toolkit draws "> " with attributes between
 TIMEOUT_S = 30.0
 
 
+EXTRA_ENV: dict[str, str] = {}
+"""Set from the command line (``--no-heir``)."""
+
+
 @contextlib.contextmanager
 def private_environment() -> Iterator[tuple[dict[str, str], Path, Path]]:
     """(environment, workspace, runtime dir) with no supervisor yet; any started is stopped."""
@@ -51,6 +55,7 @@ def private_environment() -> Iterator[tuple[dict[str, str], Path, Path]]:
         TERM="xterm",
         PROMPT_TOOLKIT_NO_CPR="1",
     )
+    env.update(EXTRA_ENV)
     try:
         yield env, workspace, base / "run"
     finally:
@@ -198,7 +203,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--kills", type=int, default=50)
+    parser.add_argument(
+        "--no-heir", action="store_true", help="AGENT_ASSIST_HEIR=0: a crash starts a new one"
+    )
     args = parser.parse_args()
+    if args.no_heir:
+        EXTRA_ENV["AGENT_ASSIST_HEIR"] = "0"
     cold, warm = measure_start(args.rounds)
     reattach = measure_reattach(args.kills)
     ratio = median_ms(cold) / median_ms(warm)
