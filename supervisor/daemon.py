@@ -111,20 +111,23 @@ def run_supervisor(paths: RuntimePaths | None = None) -> None:
     supervise(paths, _take_lock(paths))
 
 
-def supervise(paths: RuntimePaths, lock_fd: int) -> None:
-    """A supervisor's life, holding ``supervisor.lock`` (``lock_fd``, closed at the end)."""
+def supervise(paths: RuntimePaths, lock_fd: int, heir: int | None = None) -> None:
+    """A supervisor's life, holding ``supervisor.lock`` (``lock_fd``, closed at the end);
+    ``heir``: the heir already forked for it (an heir taking over forks the next at once)."""
     try:
         configure_logging(paths.log)
         paths.pid_file.write_text(f"{os.getpid()}\n")
         root = state_root()
         load_settings(root, os.environ)  # a bad setting stops the start here, in one line
         log.info("supervisor %d starting (state root %s)", os.getpid(), root)
+        if heir is not None:
+            log.info("took over from a supervisor that died; heir %d waits to take over", heir)
         # A turn's objects die by reference counting; at the default threshold (700) the
         # young generation was still collected once per turn (0.4 ms of ~20 ms), at this
         # one about once per hundred turns.
         gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
         gc.enable()  # the quick entry (cli/entry.py) imports with it paused
-        anyio.run(serve, paths, root)
+        anyio.run(serve, paths, root, heir)
         log.info("supervisor %d stopped", os.getpid())
     finally:
         with contextlib.suppress(OSError):
@@ -184,15 +187,16 @@ async def start_model_stack(
     running.server = Server(settings, running.registry, storage, shutdown)
     front.hand_over(running.server)
     log.info("model stack loaded")
-    if running.with_heir:
+    if running.with_heir and running.heir is None:
         running.heir = await anyio.to_thread.run_sync(fork_heir, paths, partial(supervise, paths))
         log.info("heir %d waits to take over", running.heir)
 
 
-async def serve(paths: RuntimePaths, root: Path) -> None:
+async def serve(paths: RuntimePaths, root: Path, heir: int | None = None) -> None:
     """Listen at once (the front door answers attaches), load the model stack meanwhile."""
     running = _Running()
     running.with_heir = heir_enabled(os.environ)
+    running.heir = heir
     try:
         await _serve(paths, root, running)
     finally:

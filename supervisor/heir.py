@@ -29,10 +29,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import NoReturn
 
 from supervisor.runtime import RuntimePaths
 
 HEIR_ENV = "AGENT_ASSIST_HEIR"
+TakeOver = Callable[[int, int], None]
+"""``take_over(lock_fd, heir)``: a supervisor's life, holding the lock, with its own heir."""
 IMPORT_WAIT_S = 0.005
 
 
@@ -87,7 +90,7 @@ def _wait_for_the_lock(paths: RuntimePaths) -> int:
     return fd  # heir.pid stays until the heir listens: terminals wait for it, not start one
 
 
-def fork_heir(paths: RuntimePaths, take_over: Callable[[int], None]) -> int:
+def fork_heir(paths: RuntimePaths, take_over: TakeOver) -> int:
     """Fork the heir; its pid (in the supervisor). Blocking: call it in a worker thread.
 
     The fork happens in a thread of its own, so the heir keeps only that thread
@@ -126,14 +129,24 @@ def fork_when_no_import_runs() -> int:
         time.sleep(IMPORT_WAIT_S)
 
 
-def _fork(paths: RuntimePaths, take_over: Callable[[int], None], forked: list[int]) -> None:
+def _fork(paths: RuntimePaths, take_over: TakeOver, forked: list[int]) -> None:
     pid = fork_when_no_import_runs()
     if pid != 0:
         forked.append(pid)
         return
+    _heir_life(paths, take_over)
+
+
+def _heir_life(paths: RuntimePaths, take_over: TakeOver) -> NoReturn:
+    """Wait for the lock; then fork the next heir at once (one thread, everything loaded,
+    no import running: the safest moment there is) and run ``take_over(lock_fd, heir)``."""
     code = 1
     try:
-        take_over(_wait_for_the_lock(paths))
+        lock_fd = _wait_for_the_lock(paths)
+        heir = os.fork()
+        if heir == 0:
+            _heir_life(paths, take_over)
+        take_over(lock_fd, heir)
         code = 0
     except BaseException:  # pragma: no cover - reported in the log (stderr is the log)
         import traceback
