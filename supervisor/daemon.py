@@ -15,6 +15,7 @@ import logging
 import logging.handlers
 import os
 import signal
+import subprocess
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,7 +30,7 @@ from session.paths import state_root
 from session.redaction import secrets_from_environment
 from session.settings import load_settings
 from supervisor.front import FrontDoor
-from supervisor.heir import forget_heir_pid, fork_heir, heir_enabled, stop_heir
+from supervisor.heir import forget_heir_pid, heir_enabled, spawn_heir, stop_heir
 from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir, runtime_paths
 from supervisor.stack import load_model_stack, package_version
 
@@ -111,23 +112,20 @@ def run_supervisor(paths: RuntimePaths | None = None) -> None:
     supervise(paths, _take_lock(paths))
 
 
-def supervise(paths: RuntimePaths, lock_fd: int, heir: int | None = None) -> None:
-    """A supervisor's life, holding ``supervisor.lock`` (``lock_fd``, closed at the end);
-    ``heir``: the heir already forked for it (an heir taking over forks the next at once)."""
+def supervise(paths: RuntimePaths, lock_fd: int) -> None:
+    """A supervisor's life, holding ``supervisor.lock`` (``lock_fd``, closed at the end)."""
     try:
         configure_logging(paths.log)
         paths.pid_file.write_text(f"{os.getpid()}\n")
         root = state_root()
         load_settings(root, os.environ)  # a bad setting stops the start here, in one line
         log.info("supervisor %d starting (state root %s)", os.getpid(), root)
-        if heir is not None:
-            log.info("took over from a supervisor that died; heir %d waits to take over", heir)
         # A turn's objects die by reference counting; at the default threshold (700) the
         # young generation was still collected once per turn (0.4 ms of ~20 ms), at this
         # one about once per hundred turns.
         gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
         gc.enable()  # the quick entry (cli/entry.py) imports with it paused
-        anyio.run(serve, paths, root, heir)
+        anyio.run(serve, paths, root)
         log.info("supervisor %d stopped", os.getpid())
     finally:
         with contextlib.suppress(OSError):
@@ -150,7 +148,7 @@ class _Running:
 
     registry: Registry | None = None
     server: Server | None = None
-    heir: int | None = None
+    heir: subprocess.Popen[bytes] | None = None
     with_heir: bool = False
 
 
@@ -188,15 +186,16 @@ async def start_model_stack(
     front.hand_over(running.server)
     log.info("model stack loaded")
     if running.with_heir and running.heir is None:
-        running.heir = await anyio.to_thread.run_sync(fork_heir, paths, partial(supervise, paths))
-        log.info("heir %d waits to take over", running.heir)
+        running.heir = await anyio.to_thread.run_sync(spawn_heir, paths)
+        log.info(
+            "heir %d started: it loads the model stack, then waits to take over", running.heir.pid
+        )
 
 
-async def serve(paths: RuntimePaths, root: Path, heir: int | None = None) -> None:
+async def serve(paths: RuntimePaths, root: Path) -> None:
     """Listen at once (the front door answers attaches), load the model stack meanwhile."""
     running = _Running()
     running.with_heir = heir_enabled(os.environ)
-    running.heir = heir
     try:
         await _serve(paths, root, running)
     finally:

@@ -1,42 +1,43 @@
-"""The heir: a forked copy of the loaded supervisor that takes over the moment it dies.
+"""The heir: a spawned process, model stack loaded, that takes over when the supervisor dies.
 
 A supervisor that dies hard (SIGKILL, the OOM killer, a crash of the
 interpreter) cannot save anything, and a new one started by the next terminal
 message must import the model stack again: most of a second, more on a busy
-machine. So once its model stack is loaded, the supervisor forks an heir. The
-heir shares the loaded modules (copy-on-write), closes every descriptor it
-inherited (client connections, the listening socket, the event loop's), and
-blocks on ``supervisor.lock``, which the supervisor holds for its whole life.
-When the supervisor dies, the kernel releases the lock, the heir wakes, starts
-a fresh supervisor in its own process (listening within milliseconds, nothing
-to import) and forks its own heir. Terminals re-attach to it and restore their
-sessions from disk exactly as they would to a newly started one.
+machine. So once its model stack is loaded, the supervisor starts an heir: a
+fresh interpreter (``python -m supervisor.heir``, never a fork of the
+threaded supervisor) that imports the model stack itself, writes ``heir.pid``
+and blocks on ``supervisor.lock``, which the supervisor holds for its whole
+life. When the supervisor dies, the kernel releases the lock, the heir wakes
+and becomes the supervisor (listening within milliseconds, nothing to
+import), then starts its own heir. Terminals re-attach to it and restore
+their sessions from disk exactly as they would to a newly started one.
 
-A supervisor that stops on purpose (``supervisor stop``, SIGTERM, an error)
-kills its heir first, so nothing takes over. ``AGENT_ASSIST_HEIR=0`` turns the
-heir off (a new supervisor is then started by the next terminal message).
-The heir's pid is in ``heir.pid`` in the runtime directory.
+The heir serves only once it holds the lock, and only if the supervisor that
+released it was its own and died without stopping (``supervisor.pid`` still
+names it): a supervisor that stops on purpose (``supervisor stop``, SIGTERM,
+an error) kills its heir first and removes ``supervisor.pid`` before it lets
+the lock go, so nothing takes over; an heir left over from another
+supervisor exits instead of serving. ``AGENT_ASSIST_HEIR=0`` turns the heir
+off (a new supervisor is then started by the next terminal message).
 """
 
 from __future__ import annotations
 
-import _imp
+import argparse
 import contextlib
 import fcntl
+import importlib
 import os
 import signal
+import subprocess
 import sys
-import threading
-import time
-from collections.abc import Callable, Mapping
-from typing import NoReturn
+from collections.abc import Mapping
+from pathlib import Path
 
 from supervisor.runtime import RuntimePaths
 
 HEIR_ENV = "AGENT_ASSIST_HEIR"
-TakeOver = Callable[[int, int], None]
-"""``take_over(lock_fd, heir)``: a supervisor's life, holding the lock, with its own heir."""
-IMPORT_WAIT_S = 0.005
+HEIR_MODULE = "supervisor.heir"
 
 
 def heir_enabled(environ: Mapping[str, str]) -> bool:
@@ -60,106 +61,85 @@ def forget_heir_pid(paths: RuntimePaths, pid: int) -> None:
             paths.heir_pid_file.unlink()
 
 
-def _drop_inherited_descriptors() -> None:
-    """Point every inherited descriptor above stderr at /dev/null.
+def spawn_heir(paths: RuntimePaths) -> subprocess.Popen[bytes]:
+    """Start the heir of this supervisor (blocking for a few ms: call it in a worker thread).
 
-    The supervisor's connections must end when it dies (so its terminals
-    notice), its lock must be its alone, its event loop is not ours. They are
-    replaced rather than closed so that their numbers stay taken: a Python
-    object of the supervisor's that still owns one may close it one day, and
-    must never close a descriptor the heir opened later under the same number.
+    It stays in the supervisor's session and process group, so a signal to the
+    group (Ctrl+C at a terminal running ``supervisor run``, a kill of the
+    group) ends both; its output goes to the log.
     """
-    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd > 2 and fd != null:
-            with contextlib.suppress(OSError):
-                os.dup2(null, fd)
-
-
-def _wait_for_the_lock(paths: RuntimePaths) -> int:
-    """In the heir: drop what the supervisor holds, then block until its lock is free."""
-    with contextlib.suppress(ValueError, OSError):
-        signal.set_wakeup_fd(-1)
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_DFL)  # a stop ends the heir at once
-    _drop_inherited_descriptors()
-    _write_pid(paths)
-    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd  # heir.pid stays until the heir listens: terminals wait for it, not start one
-
-
-def fork_heir(paths: RuntimePaths, take_over: TakeOver) -> int:
-    """Fork the heir; its pid (in the supervisor). Blocking: call it in a worker thread.
-
-    The fork happens in a thread of its own, so the heir keeps only that thread
-    (its main thread from then on), with no event loop and no context of the
-    supervisor's in it. In the heir, the forking thread never returns.
-    """
-    forked: list[int] = []
-    thread = threading.Thread(target=_fork, args=(paths, take_over, forked), name="fork-heir")
-    thread.start()
-    thread.join()
-    return forked[0]
-
-
-def _importing() -> bool:
-    """Whether some module is being imported (by another thread) right now."""
-    return any(
-        getattr(getattr(module, "__spec__", None), "_initializing", False)
-        for module in list(sys.modules.values())
-    )
-
-
-def fork_when_no_import_runs() -> int:
-    """``os.fork()``, at a moment no thread is inside an import.
-
-    A child forked while another thread executes a module's body keeps that
-    module half initialized for good (its next use fails). Holding the import
-    lock, no import can start; the fork waits until none is running.
-    """
-    while True:
-        _imp.acquire_lock()
-        try:
-            if not _importing():
-                return os.fork()
-        finally:
-            _imp.release_lock()
-        time.sleep(IMPORT_WAIT_S)
-
-
-def _fork(paths: RuntimePaths, take_over: TakeOver, forked: list[int]) -> None:
-    pid = fork_when_no_import_runs()
-    if pid != 0:
-        forked.append(pid)
-        return
-    _heir_life(paths, take_over)
-
-
-def _heir_life(paths: RuntimePaths, take_over: TakeOver) -> NoReturn:
-    """Wait for the lock; then fork the next heir at once (one thread, everything loaded,
-    no import running: the safest moment there is) and run ``take_over(lock_fd, heir)``."""
-    code = 1
+    log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
-        lock_fd = _wait_for_the_lock(paths)
-        heir = os.fork()
-        if heir == 0:
-            _heir_life(paths, take_over)
-        take_over(lock_fd, heir)
-        code = 0
-    except BaseException:  # pragma: no cover - reported in the log (stderr is the log)
-        import traceback
-
-        traceback.print_exc()
+        return subprocess.Popen(
+            [sys.executable, "-m", HEIR_MODULE, str(paths.directory), str(os.getpid())],
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=log_fd,
+            close_fds=True,
+        )
     finally:
-        os._exit(code)
+        os.close(log_fd)
 
 
-def stop_heir(paths: RuntimePaths, pid: int) -> None:
+def stop_heir(paths: RuntimePaths, heir: subprocess.Popen[bytes]) -> None:
     """Kill the heir (before the supervisor releases its lock) and reap it."""
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
-    forget_heir_pid(paths, pid)
+        heir.kill()
+    heir.wait()
+    forget_heir_pid(paths, heir.pid)
+
+
+def _supervisor_pid(paths: RuntimePaths) -> int | None:
+    try:
+        return int(paths.pid_file.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def wait_to_take_over(paths: RuntimePaths, parent: int) -> int | None:
+    """Block until ``supervisor.lock`` is free; the lock's descriptor, held, if this heir is
+    to take over (its ``parent`` died without stopping), else None (the lock let go).
+
+    An heir whose parent died while it was loading writes no ``heir.pid`` and
+    does not wait: it takes over only if no other supervisor started meanwhile.
+    """
+    orphaned = os.getppid() != parent
+    if not orphaned:
+        _write_pid(paths)
+    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (fcntl.LOCK_NB if orphaned else 0))
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    if _supervisor_pid(paths) == parent:
+        return fd  # heir.pid stays until the heir listens: terminals wait for it, not start one
+    os.close(fd)
+    forget_heir_pid(paths, os.getpid())
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m supervisor.heir RUNTIME_DIR SUPERVISOR_PID``: load, wait, take over."""
+    parser = argparse.ArgumentParser(prog=f"python -m {HEIR_MODULE}")
+    parser.add_argument("runtime_dir", type=Path)
+    parser.add_argument("supervisor_pid", type=int)
+    args = parser.parse_args(argv)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)  # a stop ends the heir at once
+    paths = RuntimePaths(args.runtime_dir)
+    from supervisor.daemon import supervise  # imports the light path
+    from supervisor.stack import load_model_stack
+
+    load_model_stack()  # everything a supervisor needs to serve a turn at once
+    importlib.import_module("anyio._backends._asyncio")  # what anyio.run imports
+    lock_fd = wait_to_take_over(paths, args.supervisor_pid)
+    if lock_fd is None:
+        return 0
+    print(f"heir {os.getpid()} takes over from supervisor {args.supervisor_pid}", flush=True)
+    supervise(paths, lock_fd)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
+
+import pytest
 
 from tests.e2e.harness import Env, running, wait_for
 
@@ -56,25 +58,56 @@ def test_without_an_heir_a_terminal_starts_a_new_supervisor_after_a_crash(env: E
     assert client.wait() == 0
 
 
-def test_an_heir_is_forked_only_when_no_import_is_half_done(tmp_path: Path) -> None:
-    (tmp_path / "slow_module.py").write_text(
-        "import time\ntime.sleep(0.3)\nDONE = True\n", encoding="utf-8"
+def test_the_heir_is_a_fresh_interpreter_in_the_supervisor_s_process_group(env: Env) -> None:
+    assert env.run("supervisor", "start").returncode == 0
+    supervisor = wait_for(env.supervisor_pid, what="the supervisor")
+    heir = wait_for(env.heir_pid, what="the heir")
+    command = Path(f"/proc/{heir}/cmdline").read_bytes().split(b"\0")
+    assert command[1:4] == [b"-m", b"supervisor.heir", str(env.runtime).encode()]
+    assert os.getpgid(heir) == os.getpgid(supervisor)
+
+
+def _heir_waiting_on_a_lock_held_here(
+    env: Env, supervisor_pid: str | None
+) -> tuple[subprocess.Popen[bytes], int]:
+    """An heir started by this test (its parent), waiting on ``supervisor.lock`` held here,
+    with ``supervisor.pid`` naming ``supervisor_pid`` (absent if None)."""
+    env.runtime.mkdir(mode=0o700, exist_ok=True)
+    lock = os.open(env.runtime / "supervisor.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    if supervisor_pid is not None:
+        (env.runtime / "supervisor.pid").write_text(f"{supervisor_pid}\n")
+    heir = subprocess.Popen(
+        [sys.executable, "-m", "supervisor.heir", str(env.runtime), str(os.getpid())],
+        env=env.environ(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    program = textwrap.dedent(
-        """
-        import os, sys, threading, time
-        sys.path.insert(0, sys.argv[1])
-        from supervisor.heir import fork_when_no_import_runs
-        threading.Thread(target=__import__, args=("slow_module",)).start()
-        time.sleep(0.05)  # the import is under way
-        pid = fork_when_no_import_runs()
-        if pid == 0:
-            os._exit(0 if getattr(sys.modules.get("slow_module"), "DONE", False) else 1)
-        _, status = os.waitpid(pid, 0)
-        print(os.waitstatus_to_exitcode(status))
-        """
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", program, str(tmp_path)], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "0"
+    wait_for(lambda: env.heir_pid() == heir.pid, what="the heir, loaded and waiting")
+    return heir, lock
+
+
+def test_an_heir_serves_only_once_it_holds_the_lock(env: Env) -> None:
+    heir, lock = _heir_waiting_on_a_lock_held_here(env, str(os.getpid()))
+    try:
+        assert heir.poll() is None
+        assert not (env.runtime / "supervisor.sock").exists()
+        assert env.run("supervisor", "status").returncode == 3
+    finally:
+        os.close(lock)  # as the kernel does when the supervisor dies
+    wait_for(lambda: env.run("supervisor", "status").returncode == 0, what="the heir serving")
+    assert env.supervisor_pid() == heir.pid
+    assert env.run("supervisor", "stop").returncode == 0
+    assert heir.wait(timeout=30) == 0
+
+
+@pytest.mark.parametrize("last_supervisor", [None, "1"], ids=["stopped", "another"])
+def test_an_heir_whose_supervisor_did_not_die_exits_instead_of_serving(
+    env: Env, last_supervisor: str | None
+) -> None:
+    heir, lock = _heir_waiting_on_a_lock_held_here(env, last_supervisor)
+    os.close(lock)
+    assert heir.wait(timeout=30) == 0
+    assert not (env.runtime / "supervisor.sock").exists()
+    assert env.heir_pid() is None
