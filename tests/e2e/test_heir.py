@@ -102,11 +102,18 @@ def test_an_heir_serves_only_once_it_holds_the_lock(env: Env) -> None:
     assert heir.wait(timeout=30) == 0
 
 
-@pytest.mark.parametrize("last_supervisor", [None, "1"], ids=["stopped", "another"])
+def _a_pid_no_longer_running() -> str:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    return str(gone.pid)
+
+
+@pytest.mark.parametrize("another", [False, True], ids=["stopped", "another supervisor's"])
 def test_an_heir_whose_supervisor_did_not_die_exits_instead_of_serving(
-    env: Env, last_supervisor: str | None
+    env: Env, another: bool
 ) -> None:
-    heir, lock = _heir_waiting_on_a_lock_held_here(env, last_supervisor)
+    last = _a_pid_no_longer_running() if another else None  # a stop removes supervisor.pid
+    heir, lock = _heir_waiting_on_a_lock_held_here(env, last)
     os.close(lock)
     assert heir.wait(timeout=30) == 0
     assert not (env.runtime / "supervisor.sock").exists()
