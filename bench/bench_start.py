@@ -9,7 +9,10 @@ Re-attach: a piped ``agent-assist`` converses; the supervisor is killed with
 SIGKILL; the clock starts at the kill, the next message is sent at once, and
 it stops when the reply's line arrives (the terminal noticed, started a new
 supervisor, re-attached, restored the session and the turn was answered).
-Target: p99 under 1 s over ``--kills`` kills.
+Target: p99 under 1 s over ``--kills`` kills. With the heir on, each kill
+waits until the heir is loaded and waiting (``heir.pid``: a fresh heir imports
+the model stack for about a second after each takeover); the heir's and the
+supervisor's resident memory are read then.
 
     python -m bench.bench_start [--rounds N] [--kills N] [--no-heir]
 """
@@ -160,6 +163,34 @@ def read_reply(process: subprocess.Popen[bytes]) -> bytes:
     return line
 
 
+def heir_pid(runtime: Path) -> int | None:
+    try:
+        return int((runtime / "heir.pid").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def wait_for_heir(runtime: Path) -> int:
+    """The pid of the heir once it is loaded and waiting on the lock."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while (pid := heir_pid(runtime)) is None or not alive(pid):
+        if time.monotonic() > deadline:
+            raise RuntimeError("no heir is waiting")
+        time.sleep(0.002)
+    return pid
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+RSS: dict[str, list[float]] = {"supervisor": [], "heir": []}
+"""Resident memory (MB) of the supervisor and of its waiting heir, read before each kill."""
+
+
 def measure_reattach(kills: int) -> list[float]:
     samples: list[float] = []
     with private_environment() as (env, workspace, runtime):
@@ -179,6 +210,9 @@ def measure_reattach(kills: int) -> list[float]:
             for number in range(kills):
                 pid = supervisor_pid(runtime)
                 assert pid is not None
+                if "AGENT_ASSIST_HEIR" not in EXTRA_ENV:
+                    RSS["heir"].append(rss_mb(wait_for_heir(runtime)))
+                    RSS["supervisor"].append(rss_mb(pid))
                 start = time.perf_counter()
                 os.kill(pid, signal.SIGKILL)
                 process.stdin.write(f"message {number} after a crash\n".encode())
@@ -221,6 +255,12 @@ def main() -> int:
         f" (target p99 < {REATTACH_TARGET_S * 1000:.0f} ms:"
         f" {'within' if p99 < REATTACH_TARGET_S else 'OVER'} target)"
     )
+    if RSS["heir"]:
+        print(
+            f"resident memory: supervisor median {statistics.median(RSS['supervisor']):.0f} MB,"
+            f" its waiting heir median {statistics.median(RSS['heir']):.0f} MB"
+            f" (max {max(RSS['heir']):.0f} MB)"
+        )
     verdict = "within" if ratio <= START_TARGET_RATIO and p99 < REATTACH_TARGET_S else "OVER"
     print(
         f"cold/warm ratio {ratio:.2f}x (target <= {START_TARGET_RATIO}x), "
