@@ -23,7 +23,6 @@ off (a new supervisor is then started by the next terminal message).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
 import importlib
@@ -121,6 +120,8 @@ def wait_to_take_over(paths: RuntimePaths, parent: int) -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m supervisor.heir RUNTIME_DIR SUPERVISOR_PID``: load, wait, take over."""
+    import argparse  # not on the supervisor's light path
+
     parser = argparse.ArgumentParser(prog=f"python -m {HEIR_MODULE}")
     parser.add_argument("runtime_dir", type=Path)
     parser.add_argument("supervisor_pid", type=int)
