@@ -186,10 +186,9 @@ async def start_model_stack(
     front.hand_over(running.server)
     log.info("model stack loaded")
     if running.with_heir and running.heir is None:
-        running.heir = await anyio.to_thread.run_sync(spawn_heir, paths)
-        log.info(
-            "heir %d started: it loads the model stack, then waits to take over", running.heir.pid
-        )
+        with anyio.CancelScope(shield=True):  # a stop meanwhile must find it to kill it
+            heir = running.heir = await anyio.to_thread.run_sync(spawn_heir, paths)
+        log.info("heir %d started: it loads the model stack, then waits to take over", heir.pid)
 
 
 async def serve(paths: RuntimePaths, root: Path) -> None:
