@@ -118,3 +118,41 @@ def test_an_heir_whose_supervisor_did_not_die_exits_instead_of_serving(
     assert heir.wait(timeout=30) == 0
     assert not (env.runtime / "supervisor.sock").exists()
     assert env.heir_pid() is None
+
+
+def _heirs_in(runtime: Path) -> dict[int, int]:
+    """Every heir process of this runtime directory: {pid: the supervisor that started it}."""
+    heirs = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[1:4] == [b"-m", b"supervisor.heir", str(runtime).encode()]:
+            heirs[int(entry.name)] = int(argv[4])
+    return heirs
+
+
+def test_a_supervisor_killed_while_its_heir_loads_leaves_one_supervisor(env: Env) -> None:
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("before the crashes")
+    client.expect("before the crashes")
+    first = env.supervisor_pid()
+    heir = wait_for(env.heir_pid, what="the heir")
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    client.send("after the first crash")
+    client.expect("after the first crash")
+    os.kill(heir, signal.SIGKILL)  # its own heir has only just started loading
+    client.send("after the second crash")
+    assert "(turn 3 of this conversation" in client.expect("after the second crash")
+    serving = wait_for(env.supervisor_pid, what="a supervisor")
+    wait_for(
+        lambda: set(_heirs_in(env.runtime).values()) == {serving} and env.heir_pid() is not None,
+        what="one heir, of the supervisor serving, and none left of the dead ones",
+    )
+    assert running(serving)
+    client.close_stdin()
+    assert client.wait() == 0
