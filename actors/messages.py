@@ -35,6 +35,8 @@ class RemoveSession:
     project: Path
     session_id: str
     forever: bool = False
+    unless_live: bool = False
+    """``sessions rm``: SessionLive if a terminal holds it, checked in the same step."""
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,16 @@
 Disk work runs in worker threads, one message at a time, so writes are
 serialized without locks. A session deleted by ``/reset`` is never written
 again (no resurrection by a late autosave); a session has at most one live
-terminal, and a terminal that is not its holder cannot write it.
+terminal, and a terminal that is not its holder cannot write it. Both facts
+live in ``StorageMemory``, which the supervisor creates once and hands to
+every incarnation of the actor, so they survive its restarts.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,14 +40,28 @@ log = logging.getLogger("agent_assist.storage")
 T = TypeVar("T")
 
 
+@dataclass
+class StorageMemory:
+    """What the StorageActor must not forget when it restarts: the live claims
+    (session id to terminal pid) and the sessions ``/reset`` deleted for good."""
+
+    live: dict[str, int] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)
+
+
 class StorageActor(Actor[StorageMessage]):
     name = "storage"
 
-    def __init__(self, root: Path, live: dict[str, int] | None = None) -> None:
-        self._catalog = SessionCatalog(root)
-        self._deleted: set[str] = set()
-        # Claims survive a restart of this actor: the supervisor hands the same dict in.
-        self._live: dict[str, int] = {} if live is None else live
+    def __init__(
+        self,
+        root: Path,
+        memory: StorageMemory | None = None,
+        known_secrets: tuple[str, ...] = (),
+    ) -> None:
+        self._catalog = SessionCatalog(root, known_secrets=known_secrets)
+        self._memory = StorageMemory() if memory is None else memory
+        self._deleted = self._memory.deleted
+        self._live = self._memory.live
 
     async def _io(self, fn: Callable[[], T]) -> T:
         return await anyio.to_thread.run_sync(fn)
@@ -66,7 +83,9 @@ class StorageActor(Actor[StorageMessage]):
             case SaveSession(project, state, writer, encoded):
                 self._check_writer(state.session_id, writer)
                 return await self._io(lambda: catalog.manager(project).save(state, encoded))
-            case RemoveSession(project, session_id, forever):
+            case RemoveSession(project, session_id, forever, unless_live):
+                if unless_live and session_id in self._live:
+                    raise SessionLive(session_id, self._live[session_id])
                 if forever:
                     self._deleted.add(session_id)
                 return await self._io(lambda: catalog.manager(project).delete(session_id))

@@ -28,8 +28,11 @@ def _ask_supervisor(paths: RuntimePaths, frame: dict[str, Any]) -> dict[str, Any
 def _offline_catalog(read_only: bool) -> Any:
     from session.catalog import SessionCatalog
     from session.paths import state_root
+    from session.redaction import secrets_from_environment
 
-    return SessionCatalog(state_root(), read_only=read_only)
+    return SessionCatalog(
+        state_root(), read_only=read_only, known_secrets=secrets_from_environment()
+    )
 
 
 def _project(workspace: Path) -> Path:

@@ -42,14 +42,19 @@ def problem_line(error: Exception) -> str:
 class SessionCatalog:
     """Every project's sessions under one state root."""
 
-    def __init__(self, root: Path, *, read_only: bool = False) -> None:
+    def __init__(
+        self, root: Path, *, read_only: bool = False, known_secrets: tuple[str, ...] = ()
+    ) -> None:
         self.root = root
         self.read_only = read_only
+        self.known_secrets = known_secrets
         self._managers: dict[Path, SessionManager] = {}
 
     def manager(self, project: Path) -> SessionManager:
         if project not in self._managers:
-            self._managers[project] = SessionManager(project, read_only=self.read_only)
+            self._managers[project] = SessionManager(
+                project, read_only=self.read_only, known_secrets=self.known_secrets
+            )
         return self._managers[project]
 
     def project_dirs(self, projects: tuple[Path, ...] | None) -> list[Path]:

@@ -9,6 +9,7 @@ aside instead of deleting it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import stat
 from collections.abc import Sequence
@@ -38,8 +39,11 @@ from session.models import (
     utc_now,
     validate_session_id,
 )
+from session.redaction import scrub_json, scrub_mapping_keys, scrub_text
 
 MAX_SESSION_BYTES = 32 * 1024 * 1024
+CLEAN_MESSAGES_KEPT = 4096
+"""Encoded messages a manager remembers as already scrubbed (so a save re-scrubs only new ones)."""
 MAX_POINTER_BYTES = 4096
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -194,6 +198,43 @@ def encode_state(state: SessionState, encoded_messages: Sequence[bytes] | None =
     )
 
 
+def scrub_state(
+    state: SessionState, known_secrets: tuple[str, ...] = (), *, messages: bool = True
+) -> SessionState:
+    """``state`` with credential-looking strings replaced in every text it holds: each
+    string field, each list of strings, the manifest's paths and (unless ``messages`` is
+    False) every string inside the recent messages."""
+    update: dict[str, object] = {}
+    for name in SessionState.model_fields:
+        value = getattr(state, name)
+        if name == "recent_messages":
+            if messages:
+                update[name] = tuple(scrub_json(list(value), known_secrets))
+        elif name == "file_manifest":
+            update[name] = scrub_mapping_keys(value, known_secrets)
+        elif isinstance(value, str):
+            update[name] = scrub_text(value, known_secrets)
+        elif isinstance(value, tuple):
+            update[name] = tuple(scrub_json(list(value), known_secrets))
+        elif isinstance(value, dict):
+            update[name] = scrub_json(value, known_secrets)
+    return state.model_copy(update=update)
+
+
+def scrub_header(header: SessionHeader, known_secrets: tuple[str, ...] = ()) -> SessionHeader:
+    """A listing's header with its texts scrubbed (files written before scrubbing, or by hand)."""
+
+    def clean(text: str | None) -> str | None:
+        return None if text is None else scrub_text(text, known_secrets)
+
+    return dataclasses.replace(
+        header,
+        summary=clean(header.summary),
+        compacted_history_summary=clean(header.compacted_history_summary),
+        note=clean(header.note),
+    )
+
+
 @dataclass(frozen=True)
 class Listing:
     """What a directory scan found: the good sessions and one error per bad file."""
@@ -217,10 +258,15 @@ class SessionManager:
         *,
         max_session_bytes: int = MAX_SESSION_BYTES,
         read_only: bool = False,
+        known_secrets: tuple[str, ...] = (),
     ) -> None:
         self.directory = directory
         self.max_session_bytes = max_session_bytes
         self.read_only = read_only
+        self.known_secrets = known_secrets
+        """Every text written or read through this manager is scrubbed of these values
+        and of credential-looking strings: the one choke point of persisted and listed text."""
+        self._clean: dict[bytes, None] = {}
         """A read-only manager reports corrupt files without moving them aside."""
         self._headers: dict[str, tuple[FileIdentity, SessionHeader]] = {}
         """Headers already read, with the identity of the file they came from."""
@@ -234,11 +280,35 @@ class SessionManager:
         return self.session_path(session_id).exists()
 
     def save(self, state: SessionState, encoded_messages: Sequence[bytes] | None = None) -> Path:
-        """Write ``state`` durably (see ``encode_state`` for ``encoded_messages``)."""
+        """Write ``state`` durably, scrubbed (see ``encode_state`` for ``encoded_messages``)."""
         path = self.session_path(state.session_id)
         self._headers.pop(state.session_id, None)
+        if encoded_messages is None or len(encoded_messages) != len(state.recent_messages):
+            state, encoded_messages = scrub_state(state, self.known_secrets), None
+        else:
+            state, encoded_messages = self._scrubbed(state, encoded_messages)
         _write_creating_directories(path, encode_state(state, encoded_messages))
         return path
+
+    def _scrubbed(
+        self, state: SessionState, encoded: Sequence[bytes]
+    ) -> tuple[SessionState, tuple[bytes, ...]]:
+        """``scrub_state``, re-scrubbing only the messages not already known to be clean
+        (a writer hands the same encoded tail again at every save)."""
+        messages = list(state.recent_messages)
+        out = list(encoded)
+        for i, data in enumerate(encoded):
+            if data in self._clean:
+                continue
+            cleaned = scrub_json(messages[i], self.known_secrets)
+            if cleaned != messages[i]:
+                messages[i] = cleaned
+                out[i] = orjson.dumps(cleaned)
+            if len(self._clean) >= CLEAN_MESSAGES_KEPT:
+                self._clean.pop(next(iter(self._clean)))
+            self._clean[out[i]] = None
+        state = scrub_state(state, self.known_secrets, messages=False)
+        return state.model_copy(update={"recent_messages": tuple(messages)}), tuple(out)
 
     def load(self, session_id: str) -> SessionState:
         """Load and migrate one session.
@@ -248,7 +318,7 @@ class SessionManager:
         """
         path = self.session_path(session_id)
         data = read_regular_file(path, self.max_session_bytes)
-        return self._decode(path, data, session_id)
+        return scrub_state(self._decode(path, data, session_id), self.known_secrets)
 
     def load_header(self, session_id: str) -> SessionHeader:
         """Like ``load``, but validates everything except the messages (only counted).
@@ -263,7 +333,7 @@ class SessionManager:
         if cached is not None and identity is not None and cached[0] == identity:
             self._headers[session_id] = cached
             return cached[1]
-        header = self._read_header(path, session_id)
+        header = scrub_header(self._read_header(path, session_id), self.known_secrets)
         if identity is not None:
             self._headers[session_id] = (identity, header)
         return header
@@ -379,7 +449,8 @@ class SessionManager:
                 continue
             except FutureSchemaVersion as exc:  # still on disk, so still listed
                 problems.append(exc)
-                sessions.append(self._future_header(session_id, exc))
+                future = self._future_header(session_id, exc)
+                sessions.append(scrub_header(future, self.known_secrets))
             except SessionFileError as exc:
                 problems.append(exc)
         sessions.sort(key=lambda s: s.updated_at, reverse=True)

@@ -25,7 +25,7 @@ from actors.base import run_supervised
 from actors.compaction import CompactionActor
 from actors.drift import DriftWatcherActor
 from actors.llm import LLMActor
-from actors.storage import StorageActor
+from actors.storage import StorageActor, StorageMemory
 from actors.terminal import Peers
 from session.history import warm_up
 from session.lifecycle import PersistPolicy
@@ -127,10 +127,15 @@ async def _watch_signals(shutdown: anyio.Event) -> None:
 
 async def serve(paths: RuntimePaths, settings: Settings) -> None:
     shutdown = anyio.Event()
-    live: dict[str, int] = {}
+    memory = StorageMemory()  # claims and /reset tombstones outlive the actor's restarts
+    secrets = settings.policy.known_secrets
     async with anyio.create_task_group() as workers:
         storage = await workers.start(
-            partial(run_supervised, "storage", lambda ref: StorageActor(settings.root, live))
+            partial(
+                run_supervised,
+                "storage",
+                lambda ref: StorageActor(settings.root, memory, known_secrets=secrets),
+            )
         )
         llm = await workers.start(partial(run_supervised, "llm", lambda ref: LLMActor()))
         summary_model = os.environ.get("AGENT_ASSIST_SUMMARY_MODEL") or None
