@@ -14,6 +14,7 @@ import io
 import logging
 import logging.handlers
 import os
+import resource
 import signal
 from functools import partial
 from importlib.metadata import PackageNotFoundError, version
@@ -33,7 +34,7 @@ from session.paths import state_root
 from session.redaction import secrets_from_environment
 from supervisor.registry import Registry
 from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir, runtime_paths
-from supervisor.server import Server, Settings
+from supervisor.server import HELLO_TIMEOUT_S, MAX_CONNECTIONS, Server, Settings
 
 log = logging.getLogger("agent_assist.supervisor")
 YOUNG_GC_THRESHOLD = 10_000
@@ -52,6 +53,15 @@ def _version() -> str:
         return "unknown"
 
 
+def _number_from_env(name: str, default: float) -> float:
+    """A test and tuning knob; a bad value is ignored (the default is used)."""
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if 0 < value < 1e9 else default
+
+
 def settings_from_environment(paths: RuntimePaths) -> Settings:
     return Settings(
         root=state_root(),
@@ -59,7 +69,18 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
         model=os.environ.get("AGENT_ASSIST_MODEL") or "offline",
         policy=PersistPolicy(known_secrets=secrets_from_environment()),
         version=_version(),
+        hello_timeout_s=_number_from_env("AGENT_ASSIST_HELLO_TIMEOUT_S", HELLO_TIMEOUT_S),
+        max_connections=int(_number_from_env("AGENT_ASSIST_MAX_CONNECTIONS", MAX_CONNECTIONS)),
     )
+
+
+def raise_descriptor_limit() -> None:
+    """Use the hard limit of open files, so the connection cap can be generous."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else 65536
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, 65536), hard))
 
 
 class PrivateRotatingLog(logging.handlers.RotatingFileHandler):
@@ -98,6 +119,7 @@ def run_supervisor(paths: RuntimePaths | None = None) -> None:
     lock_fd = _take_lock(paths)
     try:
         configure_logging(paths.log)
+        raise_descriptor_limit()
         paths.pid_file.write_text(f"{os.getpid()}\n")
         settings = settings_from_environment(paths)
         log.info("supervisor %d starting (state root %s)", os.getpid(), settings.root)
@@ -153,9 +175,7 @@ async def serve(paths: RuntimePaths, settings: Settings) -> None:
             log.info("listening on %s", paths.socket)
             async with anyio.create_task_group() as connections:
                 connections.start_soon(_watch_signals, shutdown)
-                connections.start_soon(
-                    partial(listener.serve, server.handle, task_group=connections)
-                )
+                connections.start_soon(server.serve, listener, connections)
                 await shutdown.wait()
                 log.info("saving %d attached session(s) before stopping", registry.attached)
                 await registry.detach_all("shutdown")

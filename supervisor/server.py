@@ -9,14 +9,16 @@ gets one error frame and the connection is closed; nothing else is affected.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
+import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from anyio.abc import SocketAttribute, SocketStream
+from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -61,10 +63,29 @@ from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION, ErrorCode, FrameE
 log = logging.getLogger("agent_assist.server")
 OPEN_TIMEOUT_S = 60.0
 OUTBOX_SIZE = 256
+HELLO_TIMEOUT_S = 10.0
+MAX_CONNECTIONS = 4096
+RESERVED_FDS = 64
+"""Descriptors kept for files, logs and watches: connections may use the rest."""
+ACCEPT_BACKOFF_S = 0.1
+ACCEPT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+TRANSIENT_ACCEPT_ERRNOS = frozenset({errno.ECONNABORTED, errno.EINTR, errno.EAGAIN, errno.EPROTO})
+
+
+def connection_cap(limit: int = MAX_CONNECTIONS) -> int:
+    """How many connections may be open at once: ``limit``, within the descriptor limit."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return limit
+    return max(8, min(limit, soft - RESERVED_FDS))
 
 
 class _Hangup(Exception):
     """The connection is to be closed (the error frame, if any, was sent)."""
+
+
+class ProtocolMisuse(Exception):
+    """A well-formed frame sent where it has no meaning (answered ``invalid_request``)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +95,8 @@ class Settings:
     model: str
     policy: PersistPolicy
     version: str
+    hello_timeout_s: float = HELLO_TIMEOUT_S
+    max_connections: int = MAX_CONNECTIONS
 
 
 def _frame_for(output: TerminalOutput) -> p.ServerFrame:
@@ -127,6 +150,8 @@ def _merge_text(batch: list[TerminalOutput]) -> list[TerminalOutput]:
 
 
 def _error_for(exc: BaseException) -> tuple[str, str]:
+    if isinstance(exc, ProtocolMisuse):
+        return ErrorCode.INVALID_REQUEST, str(exc)
     if isinstance(exc, SessionLive):
         return ErrorCode.SESSION_LIVE, str(exc)
     if isinstance(exc, FileNotFoundError):
@@ -137,7 +162,13 @@ def _error_for(exc: BaseException) -> tuple[str, str]:
         return ErrorCode.INVALID_REQUEST, str(exc)
     if isinstance(exc, TimeoutError):
         return ErrorCode.BUSY, "the supervisor did not answer in time"
-    return ErrorCode.INTERNAL, f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, DeadActor):
+        return ErrorCode.BUSY, "the supervisor is restarting a component; try again"
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return ErrorCode.INTERNAL, f"{exc.strerror or exc}{where}"
+    log.error("internal error", exc_info=exc)
+    return ErrorCode.INTERNAL, "internal error in the supervisor (details in supervisor.log)"
 
 
 class Server:
@@ -155,6 +186,45 @@ class Server:
         self._started = time.monotonic()
         self._open_connections = 0
         self._all_closed = anyio.Event()
+        self._cap = connection_cap(settings.max_connections)
+        self.turned_away = 0
+        """Connections closed at once because ``_cap`` were open (for the log and tests)."""
+
+    async def serve(self, listener: SocketListener, tg: TaskGroup) -> None:
+        """Accept connections until cancelled. Over the cap a connection gets one ``busy``
+        error and is closed; running out of descriptors pauses accepting, never crashes."""
+        exhausted = False
+        while True:
+            try:
+                stream = await listener.accept()
+            except anyio.ClosedResourceError:
+                return
+            except (OSError, anyio.BrokenResourceError) as exc:
+                cause = exc if isinstance(exc, OSError) else exc.__cause__
+                code = cause.errno if isinstance(cause, OSError) else None
+                if code in TRANSIENT_ACCEPT_ERRNOS:
+                    continue
+                if code not in ACCEPT_ERRNOS:
+                    raise
+                if not exhausted:
+                    log.warning("accept failed (%s); pausing new connections", cause)
+                exhausted = True
+                await anyio.sleep(ACCEPT_BACKOFF_S)
+                continue
+            exhausted = False
+            if self._open_connections >= self._cap:
+                self.turned_away += 1
+                if self.turned_away == 1 or self.turned_away % 1000 == 0:
+                    log.warning("%d connections open; turning new ones away", self._cap)
+                tg.start_soon(self._turn_away, stream)
+            else:
+                tg.start_soon(self.handle, stream)
+
+    async def _turn_away(self, stream: SocketStream) -> None:
+        with anyio.move_on_after(1), contextlib.suppress(Exception):
+            async with stream:
+                message = "too many connections to the supervisor; try again shortly"
+                await self._send(stream, p.ErrorFrame(code=ErrorCode.BUSY, message=message))
 
     async def wait_closed(self) -> None:
         """Until every connection has ended (after a shutdown told them to)."""
@@ -209,7 +279,14 @@ class Server:
                 stream, ErrorCode.NOT_ALLOWED, "connections from other users are not accepted"
             )
         reader = BufferedByteReceiveStream(stream)
-        hello = await self._read(reader, stream)
+        with anyio.move_on_after(self._settings.hello_timeout_s) as waiting:
+            hello = await self._read(reader, stream)
+        if waiting.cancelled_caught:
+            await self._refuse(
+                stream,
+                ErrorCode.HELLO_REQUIRED,
+                f"no hello within {self._settings.hello_timeout_s:g} s",
+            )
         if not isinstance(hello, p.Hello):
             await self._refuse(stream, ErrorCode.HELLO_REQUIRED, "the first frame must be hello")
         assert isinstance(hello, p.Hello)
@@ -254,8 +331,44 @@ class Server:
         try:
             ref = await self._registry.attach(config, send_out)
         except TerminalBusy as exc:
+            for end in (send_out, handler_out, receive_out):
+                end.close()
             await self._refuse(stream, ErrorCode.BUSY, str(exc))
-        found: Resumable = await self._storage.ask(FindResumable(config.project, terminal_pid))
+            raise AssertionError("unreachable") from exc
+        # From here on the terminal is attached: whatever happens (the terminal goes
+        # away before the welcome, the offer cannot be read), it is detached again.
+        reason = "disconnected"
+        detached = False
+
+        async def detach() -> None:
+            nonlocal detached
+            if not detached:
+                detached = True
+                handler_out.close()
+                with anyio.CancelScope(shield=True):
+                    await self._registry.detach(terminal_pid, ref, reason)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._pump, receive_out, stream)
+                try:
+                    await self._welcome(config, stream)
+                    reason = await self._converse(reader, stream, ref, handler_out)
+                except _Hangup:
+                    pass
+                except Exception as exc:
+                    code, message = _error_for(exc)
+                    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        await handler_out.send(Failure(code, message, fatal=True))
+                finally:
+                    await detach()
+        finally:
+            await detach()
+
+    async def _welcome(self, config: TerminalConfig, stream: SocketStream) -> None:
+        found: Resumable = await self._storage.ask(
+            FindResumable(config.project, config.terminal_pid)
+        )
         offer = None
         if found.offer is not None:
             offer = p.Offer(
@@ -264,17 +377,6 @@ class Server:
         await self._send(
             stream, p.Welcome(supervisor_pid=os.getpid(), offer=offer, warnings=found.warnings)
         )
-        reason = "disconnected"
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._pump, receive_out, stream)
-            try:
-                reason = await self._converse(reader, stream, ref, handler_out)
-            except _Hangup:
-                pass
-            finally:
-                handler_out.close()
-                with anyio.CancelScope(shield=True):
-                    await self._registry.detach(terminal_pid, ref, reason)
 
     async def _pump(
         self, outputs: MemoryObjectReceiveStream[TerminalOutput], stream: SocketStream
@@ -363,7 +465,7 @@ class Server:
             frame = await self._read(reader, stream)
             try:
                 data = await self._answer(frame)
-            except (SessionError, OSError, TimeoutError, DeadActor, ValueError) as exc:
+            except Exception as exc:
                 code, message = _error_for(exc)
                 await self._send(stream, p.ErrorFrame(code=code, message=message))
                 continue
@@ -374,8 +476,8 @@ class Server:
     def _projects(self, workspace: str | None, every: bool) -> tuple[Path, ...] | None:
         if every:
             return None
-        if not workspace or not Path(workspace).is_absolute():
-            raise ValueError("a workspace (absolute path) is required")
+        if not workspace or not Path(workspace).is_absolute() or "\0" in workspace:
+            raise ProtocolMisuse("a workspace (absolute path) is required")
         return (sessions_dir(Path(workspace), self._settings.root),)
 
     async def _answer(self, frame: p.ClientFrame) -> object:
@@ -416,7 +518,7 @@ class Server:
                 }
             case p.Stop():
                 return {"stopping": True}
-        raise ValueError(f"{frame.type} is not valid on a control connection")
+        raise ProtocolMisuse(f"{frame.type} is not valid on a control connection")
 
     async def _row(self, project: Path, session_id: str) -> dict[str, object] | None:
         listing: SessionListing = await self._storage.ask(ListSessions((project,)))
@@ -438,10 +540,7 @@ class Server:
             raise SessionError(f"invalid session id {session_id[:40]!r}")
         project = self._projects(workspace, False)
         assert project is not None
-        row = await self._row(project[0], session_id)
-        if row is None:
+        removed = await self._storage.ask(RemoveSession(project[0], session_id, unless_live=True))
+        if not removed:
             raise FileNotFoundError(session_id)
-        if row["state"] == "live":
-            raise SessionLive(session_id, int(str(row["terminal_pid"])))
-        removed = await self._storage.ask(RemoveSession(project[0], session_id))
-        return {"removed": bool(removed), "session_id": session_id}
+        return {"removed": True, "session_id": session_id}
