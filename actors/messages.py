@@ -210,6 +210,8 @@ class OpenSession:
 @dataclass(frozen=True)
 class UserTurn:
     text: str
+    message_id: str | None = None
+    """The terminal's id of this message: a retry of a saved turn is answered from disk."""
 
 
 @dataclass(frozen=True)

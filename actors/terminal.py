@@ -72,6 +72,7 @@ from session.lifecycle import (
     WriteSession,
 )
 from session.models import Pointer, utc_now, validate_session_id
+from session.turns import answered, stamp_message_id
 
 log = logging.getLogger("agent_assist.terminal")
 
@@ -151,6 +152,7 @@ class TerminalActor(Actor[TerminalMessage]):
         self._outbox = outbox
         self._lc = SessionLifecycle(policy=config.policy)
         self._turn: int | None = None
+        self._turn_message_id: str | None = None
         self._turn_count = 0
         self._confirm: int | None = None
         self._confirm_count = 0
@@ -207,8 +209,8 @@ class TerminalActor(Actor[TerminalMessage]):
         match message:
             case OpenSession(mode, session_id):
                 return await self._open(mode, session_id)
-            case UserTurn(text):
-                await self._start_turn(text)
+            case UserTurn(text, message_id):
+                await self._start_turn(text, message_id)
             case TurnDelta(turn_id, text):
                 if turn_id == self._turn:
                     await self._emit(ReplyText(text))
@@ -271,13 +273,26 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._emit(opened)
         return opened
 
-    async def _start_turn(self, text: str) -> None:
+    async def _start_turn(self, text: str, message_id: str | None = None) -> None:
         if self._lc.phase is not Phase.ACTIVE:
             await self._emit(TurnEnded("error", "no session is open"))
             return
         if self._turn is not None:
             await self._emit(TurnEnded("error", "a reply is already running"))
             return
+        if message_id is not None:
+            reply = answered(self._lc.history, message_id)
+            if reply is not None:  # a retry of a turn already saved: answer it from there
+                log.info(
+                    "terminal %d: message %s answered from the session",
+                    self._config.terminal_pid,
+                    message_id,
+                )
+                if reply:
+                    await self._emit(ReplyText(reply))
+                await self._emit(TurnEnded("ok", None))
+                return
+        self._turn_message_id = message_id
         self._turn_count += 1
         self._turn = self._turn_count
         notes = "\n".join(self._notes)
@@ -305,7 +320,7 @@ class TerminalActor(Actor[TerminalMessage]):
         else:
             manifest, spec = await self._manifest_after_turn(done.touched)
             transition = self._lc.complete_turn(
-                done.new_messages,
+                stamp_message_id(done.new_messages, self._turn_message_id),
                 now=utc_now(),
                 manifest=manifest,
                 agent_spec_path=spec,

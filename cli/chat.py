@@ -7,6 +7,7 @@ lives in the supervisor's TerminalActor.
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -258,7 +259,9 @@ class Chat:
             self.conn.send(frame)
 
     def _turn(self, text: str) -> None:
-        frame = {"type": "user_message", "text": text}
+        # The id makes a re-send after a re-attach a retry, not a second turn: a turn the
+        # supervisor saved before it died is answered from the session.
+        frame = {"type": "user_message", "text": text, "id": secrets.token_hex(8)}
         self._send(frame)
         retried = False
         cancelled = False

@@ -125,9 +125,7 @@ def read_config_file(root: Path) -> dict[str, object]:
         raise SettingsError(f"{path} is not valid TOML: {exc}") from None
     unknown = sorted(set(table) - set(NAMES))
     if unknown:
-        raise SettingsError(
-            f"{path}: unknown setting {unknown[0]!r} (known: {', '.join(NAMES)})"
-        )
+        raise SettingsError(f"{path}: unknown setting {unknown[0]!r} (known: {', '.join(NAMES)})")
     return table
 
 

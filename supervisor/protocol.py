@@ -40,6 +40,8 @@ class Open(_Frame):
 class UserMessage(_Frame):
     type: Literal["user_message"]
     text: str = Field(max_length=200_000)
+    id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    """The client's id of this message; the same id again is a retry (answered once)."""
 
 
 class Cancel(_Frame):

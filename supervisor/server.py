@@ -422,8 +422,8 @@ class Server:
                     except Exception as exc:
                         code, message = _error_for(exc)
                         await out.send(Failure(code, message))
-                case p.UserMessage(text=text):
-                    await ref.tell(UserTurn(text))
+                case p.UserMessage(text=text, id=message_id):
+                    await ref.tell(UserTurn(text, message_id))
                 case p.Cancel():
                     await ref.tell(CancelCurrentTurn())
                 case p.Command(name=name, arg=arg):
