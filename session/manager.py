@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import os
 import stat
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ from session.errors import (
     SessionFileError,
     UnsafeSessionFile,
 )
+from session.faults import inject
 from session.models import (
     SCHEMA_VERSION,
     JsonDict,
@@ -79,29 +81,64 @@ def temp_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp")
 
 
+def clear_stale_temp(tmp: Path) -> None:
+    """A temp name taken by something that is not a regular file (a symlink, a directory,
+    a fifo) would block every save of that file: a symlink or special file is unlinked
+    (never followed), a directory is moved aside (never deleted)."""
+    try:
+        info = os.lstat(tmp)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(info.st_mode):
+        return
+    if stat.S_ISDIR(info.st_mode):
+        stamp = utc_now().strftime("%Y%m%dT%H%M%S%fZ")
+        os.rename(tmp, tmp.with_name(f"{tmp.name}.stale-{stamp}"))
+    else:
+        tmp.unlink()
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Durably replace ``path`` with ``data``; a crash leaves the old or the new file, whole.
 
     Each file has a single writer (the StorageActor), so the fixed temp name
-    never races. Raises FileNotFoundError when the directory is missing.
+    never races. Raises FileNotFoundError when the directory is missing. A
+    failed write leaves no temp file behind.
     """
     directory = path.parent
     tmp = temp_path(path)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
-    fd = os.open(tmp, flags, FILE_MODE)
+    # O_NONBLOCK: a fifo at the temp name must not hang the writer (regular files ignore it).
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    inject("open", path)
     try:
+        fd = os.open(tmp, flags, FILE_MODE)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EWOULDBLOCK):
+            raise
+        clear_stale_temp(tmp)
+        fd = os.open(tmp, flags, FILE_MODE)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a fifo with a reader, a device
+            raise OSError(errno.EINVAL, "stale temp is not a regular file", str(tmp))
         os.fchmod(fd, FILE_MODE)  # a stale temp file keeps its old mode otherwise
         view = memoryview(data)
+        inject("write", path)
         while view:
             view = view[os.write(fd, view) :]
+        inject("fsync", path)
         os.fsync(fd)
-    except BaseException:
         os.close(fd)
+        fd = -1
+        inject("rename", path)
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            if os.path.isfile(tmp) and not os.path.islink(tmp):
+                tmp.unlink()
         raise
-    os.close(fd)
-    os.replace(tmp, path)
+    inject("dirsync", path)
     _fsync_dir(directory)
 
 
