@@ -40,6 +40,16 @@ class RemoveSession:
 
 
 @dataclass(frozen=True)
+class KeepUnsaved:
+    """Answer: where ``state`` was kept (a session whose saves failed, at exit); OSError if
+    nowhere. Recovery copies live in ``recovered/`` beside ``sessions/``, else under the
+    state root, else in the temp directory."""
+
+    project: Path
+    state: SessionState
+
+
+@dataclass(frozen=True)
 class SavePointer:
     project: Path
     pointer: Pointer
@@ -100,6 +110,7 @@ class LiveCount:
 
 StorageMessage = (
     SaveSession
+    | KeepUnsaved
     | RemoveSession
     | SavePointer
     | RemovePointer
@@ -327,6 +338,9 @@ class Closed:
     session_id: str | None
     saved: bool
     reason: str
+    unsaved: bool = False
+    """Turns were made that could not be saved (they are at ``kept_at``, if anywhere)."""
+    kept_at: str | None = None
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from actors.base import Actor
 from actors.messages import (
     Claim,
     FindResumable,
+    KeepUnsaved,
     ListSessions,
     LiveCount,
     LoadSession,
@@ -83,6 +84,8 @@ class StorageActor(Actor[StorageMessage]):
             case SaveSession(project, state, writer, encoded):
                 self._check_writer(state.session_id, writer)
                 return await self._io(lambda: catalog.manager(project).save(state, encoded))
+            case KeepUnsaved(project, state):
+                return await self._io(lambda: catalog.keep_unsaved(project, state))
             case RemoveSession(project, session_id, forever, unless_live):
                 if unless_live and session_id in self._live:
                     raise SessionLive(session_id, self._live[session_id])

@@ -35,6 +35,7 @@ from actors.messages import (
     DriftMessage,
     FilesChanged,
     Info,
+    KeepUnsaved,
     LLMMessage,
     LoadSession,
     Opened,
@@ -79,6 +80,8 @@ log = logging.getLogger("agent_assist.terminal")
 AGENT_SPEC = "agent_spec.md"
 TEMPLATE_DIR = "templates"
 SUMMARY_AFTER_EXIT_TIMEOUT_S = 10.0
+EXIT_SAVE_RETRIES_S = (0.2, 1.0)
+"""Pauses before each retry of an exit save that failed (a transient EIO, a disk freed)."""
 STORAGE_TIMEOUT_S = 30.0
 
 
@@ -153,6 +156,9 @@ class TerminalActor(Actor[TerminalMessage]):
         self._lc = SessionLifecycle(policy=config.policy)
         self._turn: int | None = None
         self._turn_message_id: str | None = None
+        self._unsaved = False
+        """The last write of the session failed: turns exist only in memory (retried at the
+        next turn and at exit; kept for recovery if the exit write fails too)."""
         self._turn_count = 0
         self._confirm: int | None = None
         self._confirm_count = 0
@@ -377,6 +383,7 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._peers.storage.ask(Release(old, pid), STORAGE_TIMEOUT_S)
         await self._peers.storage.ask(Claim(new, pid), STORAGE_TIMEOUT_S)
         self._lc = transition.lifecycle
+        self._unsaved = False  # what could not be saved was just deleted on purpose
         await self._perform(transition.effects)
         await self._peers.drift.tell(Unwatch(pid))
         self._watched = None
@@ -405,15 +412,52 @@ class TerminalActor(Actor[TerminalMessage]):
         self._lc = transition.lifecycle
         wrote = any(isinstance(e, WriteSession) for e in transition.effects)
         saved = await self._perform(transition.effects) and wrote
+        for delay in EXIT_SAVE_RETRIES_S:
+            if not self._unsaved:
+                break
+            await anyio.sleep(delay)
+            state = self._lc.state
+            assert state is not None
+            saved = await self._perform(
+                [self._lc.write(state.updated_at, state.file_manifest, state.agent_spec_path)]
+            )
+        kept_at = await self._keep_unsaved() if self._unsaved else None
         session_id = self._lc.session_id
         if session_id is not None:
             await self._peers.storage.ask(Release(session_id, pid), STORAGE_TIMEOUT_S)
         await self._peers.drift.tell(Unwatch(pid))
-        await self._emit(Closed(session_id if saved else None, saved, reason))
+        await self._emit(
+            Closed(session_id if saved else None, saved, reason, self._unsaved, kept_at)
+        )
         self.released.set()
         if saved:
             await self._second_write_with_summary()
         self._self.close()
+
+    async def _keep_unsaved(self) -> str | None:
+        """The session could not be saved: write it where it can be recovered from."""
+        state = self._lc.state
+        if state is None:
+            return None
+        try:
+            path = await self._peers.storage.ask(
+                KeepUnsaved(self._config.project, state), STORAGE_TIMEOUT_S
+            )
+        except (OSError, DeadActor, TimeoutError) as exc:
+            log.error(
+                "terminal %d: session %s kept nowhere: %s",
+                self._config.terminal_pid,
+                state.session_id,
+                exc,
+            )
+            return None
+        log.warning(
+            "terminal %d: unsaved session %s kept at %s",
+            self._config.terminal_pid,
+            state.session_id,
+            path,
+        )
+        return str(path)
 
     async def _second_write_with_summary(self) -> None:
         """Durability did not wait for the summarizer; a better summary follows if it comes."""
@@ -527,10 +571,15 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
             except (SessionError, OSError, DeadActor, TimeoutError) as exc:
                 ok = False
+                if isinstance(effect, WriteSession) and not isinstance(exc, SessionError):
+                    self._unsaved = True
                 log.warning(
                     "terminal %d: %s failed: %s", config.terminal_pid, type(effect).__name__, exc
                 )
                 await self._emit(Info(f"error: could not update the session on disk: {exc}"))
+            else:
+                if isinstance(effect, WriteSession):
+                    self._unsaved = False
         return ok
 
     async def _emit(self, output: TerminalOutput) -> None:

@@ -70,6 +70,17 @@ def terminal_pid() -> int:
     return os.getppid()
 
 
+def unsaved_line(closed: Frame, session_id: str | None) -> str:
+    """The one line for a session whose last turns could not be saved."""
+    where = closed.get("kept_at")
+    if where:
+        return (
+            f"error: session {session_id} could not be saved; its unsaved turns are kept "
+            f"in {where}"
+        )
+    return f"error: session {session_id} could not be saved; its unsaved turns are lost"
+
+
 class SupervisorWatch:
     """While the prompt waits: shows what the supervisor sends and ends the prompt on a stop.
 
@@ -245,8 +256,7 @@ class Chat:
                     break
                 continue
             self._turn(line)
-        self.close()
-        return 0
+        return self.close()
 
     def _send(self, frame: Frame) -> None:
         """Send, after showing what arrived while we waited for input (notices, a stop)."""
@@ -287,7 +297,7 @@ class Chat:
                 self.console.write(reply["text"])
                 wrote = True
             elif kind == "turn_end":
-                if wrote:
+                if wrote:  # the reply's line ends before any line that follows it
                     self.console.write("\n")
                 if reply["status"] == "cancelled":
                     self.console.warn("[cancelled]")
@@ -295,6 +305,9 @@ class Chat:
                     self.console.warn(f"error: {reply.get('error')}")
                 return
             else:
+                if wrote:  # a notice (a failed save) gets a line of its own
+                    self.console.write("\n")
+                    wrote = False
                 self._other(reply)
 
     def show(self, frame: Frame) -> None:
@@ -309,6 +322,8 @@ class Chat:
         if kind in ("notice", "error"):
             self.show(frame)
         elif kind == "closed":
+            if frame.get("unsaved"):
+                raise ChatError(unsaved_line(frame, self.session_id).removeprefix("error: "))
             saved = frame.get("session_id") or self.session_id
             raise ChatEnded(f"the supervisor was stopped; session {saved} saved")
 
@@ -346,23 +361,30 @@ class Chat:
             else:
                 self._other(frame)
 
-    def close(self) -> None:
-        """Leave: the supervisor saves (as on any exit) and says so before we go."""
+    def close(self) -> int:
+        """Leave: the supervisor saves (as on any exit) and says so before we go.
+
+        Returns the exit status: 1 when turns could not be saved."""
         if self._conn is None:
-            return
+            return 0
         try:
             self.conn.sock.settimeout(CLOSE_TIMEOUT_S)  # never hang on the way out
             self.conn.send({"type": "close"})
             while True:
                 frame = self.conn.receive()
                 if frame["type"] == "closed":
+                    if frame.get("unsaved"):
+                        self.console.warn(unsaved_line(frame, self.session_id))
+                        return 1
                     if frame["saved"] and self.console.interactive:
                         self.console.warn(f"Session {frame['session_id']} saved.")
                     break
+                self._other(frame)
         except (ConnectionLost, KeyboardInterrupt, TimeoutError):
             pass
         finally:
             self.conn.close()
+        return 0
 
 
 def run_chat(options: ChatOptions) -> int:

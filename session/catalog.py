@@ -6,13 +6,21 @@ when no supervisor runs (then nothing is live).
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 from session.errors import InvalidPointer, SessionError
 from session.listing import SessionRow, classify, resumable
-from session.manager import SessionManager
+from session.manager import (
+    SessionManager,
+    atomic_write,
+    encode_state,
+    ensure_private_dir,
+    scrub_state,
+)
 from session.models import Pointer, SessionState, utc_now
 from session.paths import projects_dir
 from session.processes import process_alive
@@ -84,6 +92,29 @@ class SessionCatalog:
             warnings += problems
         rows.sort(key=lambda r: r.updated_at, reverse=True)
         return SessionListing(tuple(rows), tuple(warnings))
+
+    def keep_unsaved(self, project: Path, state: SessionState) -> Path:
+        """Write a session whose saves failed where it can be recovered from; the first of
+        ``<project>/../recovered``, ``<root>/recovered``, ``<tmp>/agent-assist-recovered-<uid>``
+        that takes it. OSError (the last one's) if none does."""
+        stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
+        name = f"{state.session_id}-{stamp}.json"
+        places = [
+            project.parent / "recovered",
+            self.root / "recovered",
+            Path(tempfile.gettempdir()) / f"agent-assist-recovered-{os.getuid()}",
+        ]
+        error: OSError | None = None
+        for place in places:
+            try:
+                ensure_private_dir(place)
+                path = place / name
+                atomic_write(path, encode_state(scrub_state(state, self.known_secrets)))
+                return path
+            except OSError as exc:
+                error = exc
+        assert error is not None
+        raise error
 
     def find_resumable(self, project: Path, terminal_pid: int, live: dict[str, int]) -> Resumable:
         manager = self.manager(project)

@@ -190,6 +190,9 @@ class ClosedFrame(_Frame):
     session_id: str | None
     saved: bool
     reason: str
+    unsaved: bool = False
+    """Turns were made that could not be saved; ``kept_at`` says where they are kept."""
+    kept_at: str | None = None
 
 
 class Result(_Frame):

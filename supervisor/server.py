@@ -113,8 +113,10 @@ def _frame_for(output: TerminalOutput) -> p.ServerFrame:
             return p.Confirm(id=confirm_id, question=question)
         case CommandOutput(text):
             return p.CommandResult(text=text)
-        case Closed(session_id, saved, reason):
-            return p.ClosedFrame(session_id=session_id, saved=saved, reason=reason)
+        case Closed(session_id, saved, reason, unsaved, kept_at):
+            return p.ClosedFrame(
+                session_id=session_id, saved=saved, reason=reason, unsaved=unsaved, kept_at=kept_at
+            )
         case Failure(code, message, _):
             return p.ErrorFrame(code=code, message=message)
 
