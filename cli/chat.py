@@ -75,8 +75,7 @@ def unsaved_line(closed: Frame, session_id: str | None) -> str:
     where = closed.get("kept_at")
     if where:
         return (
-            f"error: session {session_id} could not be saved; its unsaved turns are kept "
-            f"in {where}"
+            f"error: session {session_id} could not be saved; its unsaved turns are kept in {where}"
         )
     return f"error: session {session_id} could not be saved; its unsaved turns are lost"
 

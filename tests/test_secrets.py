@@ -39,7 +39,9 @@ TEXT = (
 def message(text: str) -> dict[str, object]:
     return {
         "kind": "request",
-        "parts": [{"part_kind": "user-prompt", "content": text, "timestamp": "2026-11-29T12:00:00Z"}],
+        "parts": [
+            {"part_kind": "user-prompt", "content": text, "timestamp": "2026-11-29T12:00:00Z"}
+        ],
     }
 
 

@@ -46,7 +46,9 @@ def control(env: Env, *frames: dict[str, object], timeout: float = 10.0) -> list
     return [json.loads(line) for line in data.splitlines()]
 
 
-def chat_once(env: Env, terminal: Terminal, text: str = "hello") -> subprocess.CompletedProcess[str]:
+def chat_once(
+    env: Env, terminal: Terminal, text: str = "hello"
+) -> subprocess.CompletedProcess[str]:
     return env.run("--new", input=f"{text}\n", terminal=terminal)
 
 
