@@ -6,23 +6,91 @@ is reported, not moved).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from supervisor.client import hello, try_connect
-from supervisor.runtime import RuntimePaths
+from supervisor.runtime import RuntimeDirError, RuntimePaths, ensure_private_runtime_dir
+
+LOCK_ATTEMPTS = 50
+LOCK_PAUSE_S = 0.02
 
 
-def _ask_supervisor(paths: RuntimePaths, frame: dict[str, Any]) -> dict[str, Any] | None:
-    """The supervisor's answer to one control request; None when no supervisor runs."""
-    conn = try_connect(paths)
+class SupervisorStarting(Exception):
+    """A supervisor holds its lock but does not answer yet."""
+
+
+def _ask_supervisor(
+    paths: RuntimePaths, frame: dict[str, Any], *, reading: bool = False
+) -> dict[str, Any] | None:
+    """The supervisor's answer to one control request; None when no supervisor runs.
+
+    For a read (``reading``), a runtime directory that cannot be used (not a
+    directory, unreachable) counts as no supervisor: listing works without one.
+    """
+    try:
+        conn = try_connect(paths)
+    except OSError:
+        if not reading:
+            raise
+        return None
     if conn is None:
         return None
     with conn:
         conn.request(hello("control"))
         data: dict[str, Any] = conn.request(frame)["data"]
     return data
+
+
+@contextlib.contextmanager
+def _supervisor_lock(paths: RuntimePaths) -> Iterator[None]:
+    """Hold ``supervisor.lock`` (the lock a running supervisor holds for its whole life), so
+    no supervisor starts while files are deleted without one. SupervisorStarting if one
+    holds it."""
+    ensure_private_runtime_dir(paths.directory)
+    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SupervisorStarting from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _through_supervisor_or_locked(
+    paths: RuntimePaths, frame: dict[str, Any]
+) -> tuple[dict[str, Any] | None, contextlib.AbstractContextManager[None]]:
+    """The supervisor's answer, or (None, the held lock) when none runs: a change made
+    offline happens under the supervisor's own lock."""
+    for _ in range(LOCK_ATTEMPTS):
+        if (data := _ask_supervisor(paths, frame)) is not None:
+            return data, contextlib.nullcontext()
+        lock = _supervisor_lock(paths)
+        try:
+            lock.__enter__()
+        except SupervisorStarting:
+            time.sleep(LOCK_PAUSE_S)
+            continue
+        return None, _Held(lock)
+    raise RuntimeDirError(f"a supervisor holds {paths.lock} but does not answer")
+
+
+class _Held(contextlib.AbstractContextManager[None]):
+    """A lock already entered: leaving the ``with`` releases it."""
+
+    def __init__(self, lock: contextlib.AbstractContextManager[None]) -> None:
+        self._lock = lock
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(None, None, None)
 
 
 def _offline_catalog(read_only: bool) -> Any:
@@ -43,7 +111,7 @@ def _project(workspace: Path) -> Path:
 
 def list_sessions(paths: RuntimePaths, workspace: str | Path, every: bool) -> dict[str, Any]:
     frame = {"type": "list_sessions", "workspace": str(workspace), "all": every}
-    if (data := _ask_supervisor(paths, frame)) is not None:
+    if (data := _ask_supervisor(paths, frame, reading=True)) is not None:
         return data
     catalog = _offline_catalog(read_only=True)
     listing = catalog.list(None if every else (_project(Path(workspace)),), {})
@@ -52,7 +120,7 @@ def list_sessions(paths: RuntimePaths, workspace: str | Path, every: bool) -> di
 
 def show_session(paths: RuntimePaths, workspace: Path, session_id: str) -> dict[str, Any]:
     frame = {"type": "show_session", "workspace": str(workspace), "session_id": session_id}
-    if (data := _ask_supervisor(paths, frame)) is not None:
+    if (data := _ask_supervisor(paths, frame, reading=True)) is not None:
         return data
     from session.models import validate_session_id
 
@@ -65,16 +133,18 @@ def show_session(paths: RuntimePaths, workspace: Path, session_id: str) -> dict[
 
 
 def remove_session(paths: RuntimePaths, workspace: Path, session_id: str) -> bool:
-    frame = {"type": "remove_session", "workspace": str(workspace), "session_id": session_id}
-    if (data := _ask_supervisor(paths, frame)) is not None:
-        return bool(data["removed"])
     from session.models import validate_session_id
 
-    manager = _offline_catalog(read_only=False).manager(_project(workspace))
     validate_session_id(session_id)
-    if not manager.exists(session_id):
-        raise FileNotFoundError(f"no session {session_id} in this project")
-    return bool(manager.delete(session_id))
+    frame = {"type": "remove_session", "workspace": str(workspace), "session_id": session_id}
+    data, held = _through_supervisor_or_locked(paths, frame)
+    if data is not None:
+        return bool(data["removed"])
+    with held:
+        manager = _offline_catalog(read_only=False).manager(_project(workspace))
+        if not manager.exists(session_id):
+            raise FileNotFoundError(f"no session {session_id} in this project")
+        return bool(manager.delete(session_id))
 
 
 def prune_sessions(
@@ -87,10 +157,16 @@ def prune_sessions(
         "older_than_days": days,
         "dry_run": dry_run,
     }
-    if (data := _ask_supervisor(paths, frame)) is not None:
+    if dry_run:
+        held: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+        data = _ask_supervisor(paths, frame, reading=True)
+    else:
+        data, held = _through_supervisor_or_locked(paths, frame)
+    if data is not None:
         return data
-    catalog = _offline_catalog(read_only=dry_run)
-    pruned = catalog.prune(None if every else (_project(workspace),), days, dry_run, {})
+    with held:
+        catalog = _offline_catalog(read_only=dry_run)
+        pruned = catalog.prune(None if every else (_project(workspace),), days, dry_run, {})
     return {
         "pruned": [r.to_json() for r in pruned.rows],
         "dry_run": dry_run,

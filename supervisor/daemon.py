@@ -16,6 +16,8 @@ import logging.handlers
 import os
 import resource
 import signal
+import socket
+import time
 from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -40,6 +42,7 @@ log = logging.getLogger("agent_assist.supervisor")
 YOUNG_GC_THRESHOLD = 10_000
 LOG_BYTES = 1024 * 1024
 LOG_BACKUPS = 3
+LOCK_WAIT_S = 1.0
 
 
 class AlreadyRunning(Exception):
@@ -103,13 +106,29 @@ def configure_logging(log_path: Path, max_bytes: int = LOG_BYTES) -> None:
 
 
 def _take_lock(paths: RuntimePaths) -> int:
+    """Hold ``supervisor.lock``. An offline ``sessions rm``/``prune`` holds it for a few
+    milliseconds, so a held lock is tried again briefly before it means another supervisor."""
     fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise AlreadyRunning("a supervisor is already running") from None
-    return fd
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline or _supervisor_answers(paths):
+                os.close(fd)
+                raise AlreadyRunning("a supervisor is already running") from None
+            time.sleep(0.02)
+
+
+def _supervisor_answers(paths: RuntimePaths) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        try:
+            probe.connect(str(paths.socket))
+        except OSError:
+            return False
+    return True
 
 
 def run_supervisor(paths: RuntimePaths | None = None) -> None:
