@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cli.console import Console
+from cli.console import Console, UnclearAnswer
+from cli.errors import as_error_line
 from supervisor.client import (
     Connection,
     ConnectionLost,
@@ -166,16 +167,30 @@ class Chat:
             else:
                 self.console.say(f"Previous session found (last active: {offer['last_active']})")
                 self.console.say("Resume previous session? [Y/n]")
-                resume = self.console.ask_yes_no(default=True)
+                resume = self._answer(
+                    "Resume previous session? [Y/n]", default=True, suggestion="--yes or --new"
+                )
             if not resume:
                 self._open("new", None)
                 return
             try:
                 self._open("resume", offer["session_id"])
             except ChatError as exc:  # the offered file cannot be used: say so, carry on
-                self.console.warn(f"error: {exc}")
+                self.console.warn(as_error_line(str(exc)))
                 self.console.warn("Starting a new session instead.")
                 self._open("new", None)
+
+    def _answer(self, question: str, *, default: bool, suggestion: str | None) -> bool:
+        """A yes/no answer. Piped, a line that is not one stops the run (ChatError): it is
+        neither taken as an answer nor lost silently."""
+        try:
+            return self.console.ask_yes_no(default=default)
+        except UnclearAnswer as exc:
+            what = question.removesuffix(" [Y/n]").removesuffix(" [y/N]")
+            hint = f"; run with {suggestion} to skip the question" if suggestion else ""
+            raise ChatError(
+                f"{exc.answer[:60]!r} is not an answer to {what!r} (y or n){hint}"
+            ) from None
 
     def _open(self, mode: str, session_id: str | None) -> None:
         self.conn.send({"type": "open", "mode": mode, "session_id": session_id})
@@ -193,9 +208,10 @@ class Chat:
             if frame["type"] != "error":
                 continue
             if frame["code"] == ErrorCode.SESSION_LIVE:
-                self.console.warn(f"error: {frame['message']}")
-                self.console.say("Start a new session instead? [Y/n]")
-                if not self.console.ask_yes_no(default=True):
+                self.console.warn(as_error_line(frame["message"]))
+                question = "Start a new session instead? [Y/n]"
+                self.console.say(question)
+                if not self._answer(question, default=True, suggestion="--new"):
                     raise ChatError("not starting a session")
                 self.conn.send({"type": "open", "mode": "new", "session_id": None})
                 continue
@@ -238,6 +254,13 @@ class Chat:
 
     def run(self) -> int:
         self.attach()
+        try:
+            return self._loop()
+        except ChatError:
+            self.close()  # the session is saved as on any exit, then the error is told
+            raise
+
+    def _loop(self) -> int:
         watch = SupervisorWatch(self)
         while True:
             try:
@@ -301,7 +324,7 @@ class Chat:
                 if reply["status"] == "cancelled":
                     self.console.warn("[cancelled]")
                 elif reply["status"] == "error":
-                    self.console.warn(f"error: {reply.get('error')}")
+                    self.console.warn(as_error_line(str(reply.get("error"))))
                 return
             else:
                 if wrote:  # a notice (a failed save) gets a line of its own
@@ -314,7 +337,7 @@ class Chat:
         if frame["type"] == "notice":
             self.console.warn(frame["text"])
         elif frame["type"] == "error":
-            self.console.warn(f"error: {frame['message']}")
+            self.console.warn(as_error_line(frame["message"]))
 
     def _other(self, frame: Frame) -> None:
         kind = frame["type"]
@@ -355,7 +378,7 @@ class Chat:
                 return True
             if frame["type"] == "confirm":
                 self.console.say(frame["question"])
-                answer = self.console.ask_yes_no(default=False)
+                answer = self._answer(frame["question"], default=False, suggestion=None)
                 self.conn.send({"type": "confirm_reply", "id": frame["id"], "answer": answer})
             else:
                 self._other(frame)

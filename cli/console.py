@@ -9,6 +9,14 @@ from typing import Any, Protocol
 SLASH_COMMANDS = ["/save", "/reset", "/new", "/checkpoint", "/compact", "/resume", "/help", "/exit"]
 
 
+class UnclearAnswer(Exception):
+    """Piped input gave a line that is not y/yes/n/no/empty where an answer was expected."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__(answer)
+        self.answer = answer
+
+
 class IdleWatcher(Protocol):
     def start(self, end_prompt: Callable[[], object]) -> None: ...
 
@@ -86,7 +94,7 @@ class Console:
             if answer in ("n", "no"):
                 return False
             if not self.interactive:
-                return default
+                raise UnclearAnswer(answer)
             self.say("Please answer y or n.")
 
     def say(self, text: str) -> None:
