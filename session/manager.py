@@ -13,7 +13,7 @@ import dataclasses
 import errno
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +44,10 @@ from session.models import (
 from session.redaction import scrub_json, scrub_mapping_keys, scrub_text
 
 MAX_SESSION_BYTES = 32 * 1024 * 1024
+MAX_MESSAGE_DEPTH = 200
+"""How deeply a saved message may nest (a tool call's arguments nest within it). Deeper
+is valid JSON that the serializers (orjson, pydantic: about 255 levels) cannot write
+back, so such a file is refused by name, untouched, instead of failing later."""
 CLEAN_MESSAGES_KEPT = 4096
 """Encoded messages a manager remembers as already scrubbed (so a save re-scrubs only new ones)."""
 MAX_POINTER_BYTES = 4096
@@ -203,6 +207,19 @@ def quarantine(path: Path, now: datetime) -> Path | None:
     except OSError:
         return None
     return target
+
+
+def nests_deeper_than(value: object, limit: int) -> bool:
+    """Whether JSON-like ``value`` has containers more than ``limit`` levels deep (no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        assert isinstance(children, Iterable)
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
 
 
 def encode_state(state: SessionState, encoded_messages: Sequence[bytes] | None = None) -> bytes:
@@ -428,11 +445,21 @@ class SessionManager:
         """The file's JSON brought to the current schema; refuses newer, quarantines bad."""
         try:
             raw = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            if str(exc).startswith("depth limit exceeded"):
+                raise UnsafeSessionFile(path, "nested over 1024 levels deep") from exc
+            raise self._corrupt(path, str(exc)) from exc
+        try:
             if not isinstance(raw, dict):
                 raise ValueError("not a JSON object")
             version = schema_version_of(raw)
-        except (orjson.JSONDecodeError, ValueError) as exc:
+        except ValueError as exc:
             raise self._corrupt(path, str(exc)) from exc
+        messages = raw.get("recent_messages", raw.get("messages"))
+        if isinstance(messages, list) and any(
+            isinstance(m, dict | list) and nests_deeper_than(m, MAX_MESSAGE_DEPTH) for m in messages
+        ):
+            raise UnsafeSessionFile(path, f"a message nests over {MAX_MESSAGE_DEPTH} levels deep")
         if version > SCHEMA_VERSION:
             raise FutureSchemaVersion(path, version, SCHEMA_VERSION)
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -393,3 +394,53 @@ def test_a_stale_temp_of_the_wrong_type_does_not_block_saves(tmp_path: Path, kin
     if kind == "directory":
         (aside,) = tmp_path.glob(f"{tmp.name}.stale-*")
         assert (aside / "inside").read_text() == "kept"
+
+
+def nested_session(tmp_path: Path, depth: int) -> Path:
+    args: object = "x"
+    for _ in range(depth):
+        args = {"a": args}
+    raw = full_state().model_dump(mode="json")
+    raw["recent_messages"] = [
+        {
+            "kind": "request",
+            "parts": [
+                {"part_kind": "user-prompt", "content": "hi", "timestamp": "2026-11-29T12:00:00Z"}
+            ],
+        },
+        {
+            "kind": "response",
+            "parts": [
+                {"part_kind": "tool-call", "tool_name": "t", "args": args, "tool_call_id": "c"}
+            ],
+            "timestamp": "2026-11-29T12:00:00Z",
+        },
+    ]
+    path = tmp_path / f"{SID}.json"
+    path.write_text(json.dumps(raw))
+    return path
+
+
+def test_a_deeply_nested_but_valid_session_loads_lists_and_saves(tmp_path: Path) -> None:
+    nested_session(tmp_path, 150)
+    manager = SessionManager(tmp_path)
+    state = manager.load(SID)
+    assert len(load_messages(state.recent_messages)) == 2
+    assert [h.session_id for h in manager.list_sessions().sessions] == [SID]
+    manager.save(state)
+    assert manager.load(SID) == state
+
+
+@pytest.mark.parametrize("depth", [300, 2000])
+def test_a_session_nested_deeper_than_can_be_written_back_is_refused_by_name(
+    tmp_path: Path, depth: int
+) -> None:
+    path = nested_session(tmp_path, depth) if depth < 900 else tmp_path / f"{SID}.json"
+    if depth >= 900:
+        path.write_bytes(b'{"recent_messages": ' + b"[" * depth + b"]" * depth + b"}")
+    before = path.read_bytes()
+    with pytest.raises(UnsafeSessionFile) as caught:
+        SessionManager(tmp_path).load(SID)
+    assert "nests over" in str(caught.value) or "nested over" in str(caught.value)
+    assert str(caught.value).startswith(f"refusing session file {SID}.json")
+    assert path.read_bytes() == before  # valid JSON: left untouched, not moved aside
