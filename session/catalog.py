@@ -6,13 +6,14 @@ when no supervisor runs (then nothing is live).
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from session.errors import InvalidPointer, SessionError
+from session.errors import SessionError, SessionFileError
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
     SessionManager,
@@ -61,7 +62,10 @@ class SessionCatalog:
     def manager(self, project: Path) -> SessionManager:
         if project not in self._managers:
             self._managers[project] = SessionManager(
-                project, read_only=self.read_only, known_secrets=self.known_secrets
+                project,
+                read_only=self.read_only,
+                known_secrets=self.known_secrets,
+                root=self.root,
             )
         return self._managers[project]
 
@@ -121,7 +125,7 @@ class SessionCatalog:
         rows, warnings = self.rows(project, live)
         try:
             own = manager.read_pointer(terminal_pid)
-        except InvalidPointer:
+        except SessionFileError:
             own = None  # already reported by the listing
         chosen = resumable(rows, own, own is not None and pointer_alive(own))
         offer = None
@@ -137,8 +141,13 @@ class SessionCatalog:
     ) -> SessionListing:
         """Delete orphaned sessions idle for more than ``days``; never live or idle ones, and
         never a file from a newer version (it is not ours to judge)."""
+        if math.isnan(days) or days < 0:
+            raise SessionError(f"--older-than must be a number of days, not {days}")
         listing = self.list(projects, live)
-        cutoff = utc_now() - timedelta(days=days)
+        try:
+            cutoff = utc_now() - timedelta(days=days)
+        except OverflowError:  # more days than the calendar holds: nothing is that old
+            cutoff = datetime.min.replace(tzinfo=UTC)
         pruned = []
         for row in listing.rows:
             if row.state != "orphaned" or row.updated_at >= cutoff or row.note is not None:

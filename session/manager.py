@@ -26,6 +26,7 @@ from session.errors import (
     FutureSchemaVersion,
     InvalidPointer,
     SessionFileError,
+    UnsafeSessionDirectory,
     UnsafeSessionFile,
 )
 from session.faults import inject
@@ -54,6 +55,17 @@ MAX_POINTER_BYTES = 4096
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 POINTER_PREFIX = "active_"
+
+
+def _guarded_directories(directory: Path, root: Path | None) -> tuple[Path, ...]:
+    if root is None:
+        return (directory,)
+    try:
+        inside = directory.relative_to(root)
+    except ValueError:
+        return (directory,)
+    parts = inside.parts
+    return tuple(root.joinpath(*parts[: i + 1]) for i in range(len(parts)))
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -182,10 +194,11 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes:
         if path.is_symlink():
             raise UnsafeSessionFile(path, "it is a symlink") from exc
         raise UnsafeSessionFile(path, exc.strerror or "cannot open") from exc
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a directory
+        os.close(fd)
+        raise UnsafeSessionFile(path, "not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise UnsafeSessionFile(path, "not a regular file")
         if info.st_size > max_bytes:
             raise UnsafeSessionFile(path, f"{info.st_size} bytes, over the {max_bytes} byte cap")
         data = handle.read(max_bytes + 1)
@@ -313,8 +326,11 @@ class SessionManager:
         max_session_bytes: int = MAX_SESSION_BYTES,
         read_only: bool = False,
         known_secrets: tuple[str, ...] = (),
+        root: Path | None = None,
     ) -> None:
         self.directory = directory
+        self._guarded = _guarded_directories(directory, root)
+        """``directory`` and its parents below ``root``: none may be a symlink or a file."""
         self.max_session_bytes = max_session_bytes
         self.read_only = read_only
         self.known_secrets = known_secrets
@@ -324,6 +340,21 @@ class SessionManager:
         """A read-only manager reports corrupt files without moving them aside."""
         self._headers: dict[str, tuple[FileIdentity, SessionHeader]] = {}
         """Headers already read, with the identity of the file they came from."""
+
+    def check_directory(self) -> None:
+        """UnsafeSessionDirectory if the directory, or a parent of it inside the state root,
+        is a symlink or not a directory (it is never followed). Missing ones are fine."""
+        for path in self._guarded:
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise UnsafeSessionDirectory(path, exc.strerror or "cannot stat") from exc
+            if stat.S_ISLNK(info.st_mode):
+                raise UnsafeSessionDirectory(path, "it is a symlink")
+            if not stat.S_ISDIR(info.st_mode):
+                raise UnsafeSessionDirectory(path, "not a directory")
 
     # -- sessions ---------------------------------------------------------
 
@@ -336,6 +367,7 @@ class SessionManager:
     def save(self, state: SessionState, encoded_messages: Sequence[bytes] | None = None) -> Path:
         """Write ``state`` durably, scrubbed (see ``encode_state`` for ``encoded_messages``)."""
         path = self.session_path(state.session_id)
+        self.check_directory()
         self._headers.pop(state.session_id, None)
         if encoded_messages is None or len(encoded_messages) != len(state.recent_messages):
             state, encoded_messages = scrub_state(state, self.known_secrets), None
@@ -371,6 +403,7 @@ class SessionManager:
         untouched) or CorruptSessionFile (file moved aside).
         """
         path = self.session_path(session_id)
+        self.check_directory()
         data = read_regular_file(path, self.max_session_bytes)
         return scrub_state(self._decode(path, data, session_id), self.known_secrets)
 
@@ -421,9 +454,9 @@ class SessionManager:
         def when(key: str) -> datetime:
             try:
                 parsed = datetime.fromisoformat(str(raw[key]).replace("Z", "+00:00"))
-            except (KeyError, ValueError):
+                return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+            except (KeyError, ValueError, OverflowError):
                 return mtime
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
         summary = raw.get("summary")
         messages = raw.get("recent_messages")
@@ -483,6 +516,7 @@ class SessionManager:
 
     def delete(self, session_id: str) -> bool:
         """Remove a session file; True if there was one."""
+        self.check_directory()
         self._headers.pop(session_id, None)
         try:
             self.session_path(session_id).unlink()
@@ -503,6 +537,10 @@ class SessionManager:
         """Every session of the directory, newest first, and what was wrong with the rest."""
         sessions: list[SessionHeader] = []
         problems: list[SessionFileError] = []
+        try:
+            self.check_directory()
+        except UnsafeSessionDirectory as exc:
+            return Listing((), (exc,))
         present = self.session_ids()
         for gone in self._headers.keys() - set(present):
             del self._headers[gone]
@@ -529,12 +567,14 @@ class SessionManager:
 
     def write_pointer(self, pointer: Pointer) -> Path:
         path = self.pointer_path(pointer.pid)
+        self.check_directory()
         _write_creating_directories(path, orjson.dumps(pointer.model_dump(mode="json")))
         return path
 
     def read_pointer(self, pid: int) -> Pointer | None:
         """The pointer of terminal ``pid``; None if absent; InvalidPointer if unusable."""
         path = self.pointer_path(pid)
+        self.check_directory()
         try:
             data = read_regular_file(path, MAX_POINTER_BYTES)
         except FileNotFoundError:
@@ -544,6 +584,7 @@ class SessionManager:
         return _decode_pointer(path, data, pid)
 
     def delete_pointer(self, pid: int) -> bool:
+        self.check_directory()
         try:
             self.pointer_path(pid).unlink()
         except FileNotFoundError:
@@ -554,6 +595,10 @@ class SessionManager:
     def list_pointers(self) -> PointerListing:
         pointers: list[Pointer] = []
         problems: list[InvalidPointer] = []
+        try:
+            self.check_directory()
+        except UnsafeSessionDirectory:
+            return PointerListing((), ())  # told once, by list_sessions
         try:
             names = sorted(os.listdir(self.directory))
         except FileNotFoundError:

@@ -25,16 +25,16 @@ class Hello(_Frame):
     type: Literal["hello"]
     protocol: int
     role: Literal["terminal", "control"]
-    client_pid: int = Field(gt=0)
-    terminal_pid: int | None = Field(default=None, gt=0)
-    workspace: str | None = None
-    model: str | None = None
+    client_pid: int = Field(gt=0, le=2**31 - 1)
+    terminal_pid: int | None = Field(default=None, gt=0, le=2**31 - 1)
+    workspace: str | None = Field(default=None, max_length=4096)
+    model: str | None = Field(default=None, max_length=256)
 
 
 class Open(_Frame):
     type: Literal["open"]
     mode: Literal["new", "resume"]
-    session_id: str | None = None
+    session_id: str | None = Field(default=None, max_length=64)
 
 
 class UserMessage(_Frame):
@@ -62,7 +62,7 @@ class Close(_Frame):
 
 class ConfirmReply(_Frame):
     type: Literal["confirm_reply"]
-    id: int
+    id: int = Field(ge=0, le=2**63)
     answer: bool
 
 

@@ -444,3 +444,31 @@ def test_a_session_nested_deeper_than_can_be_written_back_is_refused_by_name(
     assert "nests over" in str(caught.value) or "nested over" in str(caught.value)
     assert str(caught.value).startswith(f"refusing session file {SID}.json")
     assert path.read_bytes() == before  # valid JSON: left untouched, not moved aside
+
+
+@pytest.mark.parametrize(
+    "link", ["projects", "projects/ws_00000000", "projects/ws_00000000/sessions"]
+)
+def test_a_directory_symlink_inside_the_home_is_refused_like_a_file_symlink(
+    tmp_path: Path, link: str
+) -> None:
+    from session.catalog import SessionCatalog
+    from session.errors import UnsafeSessionDirectory
+
+    root = tmp_path / "home"
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "ws_00000000" / "sessions").mkdir(parents=True)
+    (elsewhere / "sessions").mkdir()
+    (root / link).parent.mkdir(parents=True, exist_ok=True)
+    depth = link.count("/")
+    target = {0: elsewhere, 1: elsewhere / "ws_00000000", 2: elsewhere / "sessions"}[depth]
+    (root / link).symlink_to(target, target_is_directory=True)
+    catalog = SessionCatalog(root)
+    project = root / "projects" / "ws_00000000" / "sessions"
+    manager = catalog.manager(project)
+    with pytest.raises(UnsafeSessionDirectory, match="symlink"):
+        manager.save(full_state())
+    listing = catalog.list((project,), {})
+    assert listing.rows == ()
+    assert [w.startswith("error: refusing sessions directory") for w in listing.warnings] == [True]
+    assert not list(elsewhere.rglob("*.json"))
