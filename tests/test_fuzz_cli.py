@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from cli.main import main
 
 texts = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40
+    alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=40
 )
 ids = st.one_of(
     texts,
