@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import resource
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -155,3 +157,12 @@ def test_more_idle_connections_than_descriptors_do_not_crash_the_supervisor(env:
     finally:
         supervisor.terminate()
         supervisor.wait(30)
+
+
+def test_the_supervisor_starts_detached_in_a_session_of_its_own(env: Env) -> None:
+    assert env.run("supervisor", "start").returncode == 0
+    pid = env.supervisor_pid()
+    assert pid is not None
+    assert os.getsid(pid) == pid  # a session leader: no controlling terminal, no tab signals
+    assert os.getsid(pid) != os.getsid(os.getpid())
+    assert (Path("/proc") / str(pid) / "fd" / "0").resolve() == Path("/dev/null")
