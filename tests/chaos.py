@@ -186,7 +186,10 @@ class Campaign:
         if action == "none":
             self._drain_acks(client, wait_for=text)
         else:
-            time.sleep(self.rng.uniform(0, 0.25))
+            # Half the kills land within the few milliseconds a turn takes (the window
+            # between "saved" and "acknowledged"), half anywhere in a quarter second.
+            short = self.rng.random() < 0.5
+            time.sleep(self.rng.uniform(0, 0.012 if short else 0.25))
             if action in ("terminal", "both"):
                 client.kill9()
             if action in ("supervisor", "both"):
