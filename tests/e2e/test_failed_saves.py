@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from tests.e2e.harness import AGENT_ASSIST, Env
 
@@ -65,3 +68,35 @@ def test_a_failed_save_is_retried_by_the_next_turn(env: Env) -> None:
     assert client.wait() == 0
     (session_id,) = env.session_ids()
     assert prompts_in(env.session(session_id)) == ["first message", "second message"]
+
+
+STEPS = ["open", "write", "fsync", "rename", "dirsync"]
+ERRNOS = ["ENOSPC", "EIO", "EROFS"]
+ALL_CASES = os.environ.get("AGENT_ASSIST_ALL_FAULTS") == "1"
+
+
+@pytest.mark.parametrize(
+    ("step", "code"),
+    [(s, e) for s in STEPS for e in ERRNOS]
+    if ALL_CASES
+    else [(s, ERRNOS[i % len(ERRNOS)]) for i, s in enumerate(STEPS)],
+)
+def test_a_fault_at_any_step_of_a_save_loses_no_turn(env: Env, step: str, code: str) -> None:
+    fault_file = faulty(env)
+    fault_file.write_text(f"{step} {code} /sessions/\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    for text in ("first message", "second message"):
+        client.send(text)
+        client.expect(f'You said: "{text}"')
+    fault_file.unlink()
+    client.send("third message")
+    client.expect('You said: "third message"')
+    client.close_stdin()
+    assert client.wait() == 0
+    (session_id,) = env.session_ids()
+    assert prompts_in(env.session(session_id)) == [
+        "first message",
+        "second message",
+        "third message",
+    ]
+    assert not [p.name for p in env.project.iterdir() if p.name.endswith(".tmp")]
