@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic_ai.messages import ModelMessage
 
+from actors.base import Ask
+from session.catalog import Resumable, SessionListing
 from session.models import Pointer, SessionState
 
 if TYPE_CHECKING:
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class SaveSession:
+class SaveSession(Ask["Path"]):
     """Refused (SessionLive) unless ``writer`` holds the session or nobody does."""
 
     project: Path
@@ -29,7 +31,7 @@ class SaveSession:
 
 
 @dataclass(frozen=True)
-class RemoveSession:
+class RemoveSession(Ask[bool]):
     """Delete a session file. ``forever`` (``/reset``) also refuses any later write of it."""
 
     project: Path
@@ -40,7 +42,7 @@ class RemoveSession:
 
 
 @dataclass(frozen=True)
-class KeepUnsaved:
+class KeepUnsaved(Ask["Path"]):
     """Answer: where ``state`` was kept (a session whose saves failed, at exit); OSError if
     nowhere. Recovery copies live in ``recovered/`` beside ``sessions/``, else under the
     state root, else in the temp directory."""
@@ -50,25 +52,25 @@ class KeepUnsaved:
 
 
 @dataclass(frozen=True)
-class SavePointer:
+class SavePointer(Ask["Path"]):
     project: Path
     pointer: Pointer
 
 
 @dataclass(frozen=True)
-class RemovePointer:
+class RemovePointer(Ask[bool]):
     project: Path
     pid: int
 
 
 @dataclass(frozen=True)
-class LoadSession:
+class LoadSession(Ask[SessionState]):
     project: Path
     session_id: str
 
 
 @dataclass(frozen=True)
-class FindResumable:
+class FindResumable(Ask[Resumable]):
     """Answer: ``Resumable``."""
 
     project: Path
@@ -76,7 +78,7 @@ class FindResumable:
 
 
 @dataclass(frozen=True)
-class Claim:
+class Claim(Ask[None]):
     """Make ``terminal_pid`` the one live terminal of the session; SessionLive if taken."""
 
     session_id: str
@@ -84,27 +86,27 @@ class Claim:
 
 
 @dataclass(frozen=True)
-class Release:
+class Release(Ask[None]):
     session_id: str
     terminal_pid: int
 
 
 @dataclass(frozen=True)
-class ListSessions:
+class ListSessions(Ask[SessionListing]):
     """Answer: ``SessionListing``. ``projects`` None means every project."""
 
     projects: tuple[Path, ...] | None
 
 
 @dataclass(frozen=True)
-class PruneSessions:
+class PruneSessions(Ask[SessionListing]):
     projects: tuple[Path, ...] | None
     older_than_days: float
     dry_run: bool
 
 
 @dataclass(frozen=True)
-class LiveCount:
+class LiveCount(Ask[int]):
     pass
 
 
@@ -151,7 +153,7 @@ LLMMessage = StartTurn | CancelTurn
 
 
 @dataclass(frozen=True)
-class Summarize:
+class Summarize(Ask["str | None"]):
     """Answer: the summary text. With ``reply_to`` a ``SummaryReady`` is also told there.
 
     ``previous`` summarizes what is no longer in ``messages`` (the compacted part).
@@ -211,7 +213,7 @@ DriftMessage = Watch | Unwatch | FsEvent | Settle
 
 
 @dataclass(frozen=True)
-class OpenSession:
+class OpenSession(Ask["Opened"]):
     """Answer: ``Opened``."""
 
     mode: Literal["new", "resume"]

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, assert_never
 
 import anyio
 
@@ -117,3 +117,5 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(lambda: catalog.prune(projects, days, dry_run, live))
             case LiveCount():
                 return len(self._live)
+            case _:
+                assert_never(message)

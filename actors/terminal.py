@@ -21,7 +21,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import ValidationError
 
-from actors.base import Actor, ActorRef, DeadActor, Envelope
+from actors.base import Actor, ActorRef, Ask, DeadActor, Envelope
 from actors.messages import (
     AskUser,
     CancelCurrentTurn,
@@ -553,7 +553,7 @@ class TerminalActor(Actor[TerminalMessage]):
             try:
                 match effect:
                     case WriteSession(state, encoded):
-                        message: StorageMessage = SaveSession(
+                        message: Ask[object] = SaveSession(
                             config.project, state, config.terminal_pid, encoded
                         )
                     case DeleteSession(session_id):
