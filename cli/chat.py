@@ -130,6 +130,7 @@ class Chat:
         self._conn: Connection | None = None
         self._model = options.model or os.environ.get("AGENT_ASSIST_MODEL") or None
         self._pid = terminal_pid()
+        self._resume_answer: bool | None = None
 
     @property
     def conn(self) -> Connection:
@@ -154,7 +155,22 @@ class Chat:
         return welcome, started
 
     def attach(self) -> None:
-        """First attach: choose between the offered session and a new one."""
+        """First attach: choose between the offered session and a new one.
+
+        A supervisor that goes away meanwhile is started again and the attach
+        redone, keeping the answer already given (a piped line is read once)."""
+        for attempt in range(REATTACH_ATTEMPTS):
+            try:
+                self._attach_once()
+                return
+            except ConnectionLost:
+                if attempt + 1 == REATTACH_ATTEMPTS:
+                    raise
+                if self._conn is not None:
+                    self._conn.close()
+                time.sleep(0.05 * (attempt + 1))
+
+    def _attach_once(self) -> None:
         welcome, _ = self._connect()
         offer = welcome.get("offer")
         if self.options.resume:
@@ -164,12 +180,15 @@ class Chat:
         else:
             if self.options.yes:
                 resume = True
+            elif self._resume_answer is not None:
+                resume = self._resume_answer
             else:
                 self.console.say(f"Previous session found (last active: {offer['last_active']})")
                 self.console.say("Resume previous session? [Y/n]")
                 resume = self._answer(
                     "Resume previous session? [Y/n]", default=True, suggestion="--yes or --new"
                 )
+                self._resume_answer = resume
             if not resume:
                 self._open("new", None)
                 return
