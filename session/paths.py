@@ -8,6 +8,8 @@ from pathlib import Path
 
 import platformdirs
 
+from session.errors import SessionError
+
 APP_NAME = "agent-assist"
 
 
@@ -16,7 +18,10 @@ def state_root(environ: os._Environ[str] | dict[str, str] | None = None) -> Path
     env = os.environ if environ is None else environ
     home = env.get("AGENT_ASSIST_HOME")
     if home:
-        return Path(home).expanduser()
+        try:
+            return Path(home).expanduser()
+        except RuntimeError as exc:  # "~user" of no such user
+            raise SessionError(f"AGENT_ASSIST_HOME {home[:80]!r}: {exc}") from None
     return Path(platformdirs.user_config_dir(APP_NAME))
 
 

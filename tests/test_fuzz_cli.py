@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
@@ -64,6 +64,7 @@ def test_older_than_argument(days: str, dry_run: bool) -> None:
     name=st.sampled_from(["AGENT_ASSIST_HOME", "AGENT_ASSIST_RUNTIME_DIR", "XDG_RUNTIME_DIR"]),
     value=texts,
 )
+@example(name="AGENT_ASSIST_HOME", value="~no-such-user-0")
 def test_environment_variables_for_listing(name: str, value: str) -> None:
     os.environ.pop("XDG_RUNTIME_DIR", None)
     run(["sessions", "--json", "--all"], **{name: value})
