@@ -410,9 +410,16 @@ class Chat:
             return 0
         try:
             self.conn.sock.settimeout(CLOSE_TIMEOUT_S)  # never hang on the way out
-            self.conn.send({"type": "close"})
+            sent = False
             while True:
+                if not sent and not self.conn.readable():
+                    self.conn.send({"type": "close"})
+                    sent = True
                 frame = self.conn.receive()
+                if frame["type"] == "closed" and not sent and not frame.get("unsaved"):
+                    saved = frame.get("session_id") or self.session_id
+                    self.console.warn(f"the supervisor was stopped; session {saved} saved")
+                    break
                 if frame["type"] == "closed":
                     if frame.get("unsaved"):
                         self.console.warn(unsaved_line(frame, self.session_id))

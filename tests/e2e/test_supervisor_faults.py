@@ -165,3 +165,32 @@ def test_the_supervisor_starts_detached_in_a_session_of_its_own(env: Env) -> Non
     assert os.getsid(pid) == pid  # a session leader: no controlling terminal, no tab signals
     assert os.getsid(pid) != os.getsid(os.getpid())
     assert (Path("/proc") / str(pid) / "fd" / "0").resolve() == Path("/dev/null")
+
+
+def test_sigterm_with_20_attached_terminals_saves_every_session(env: Env) -> None:
+    import signal
+
+    assert env.run("supervisor", "start").returncode == 0
+    clients = [env.spawn("--new", terminal=env.terminal()) for _ in range(20)]
+    for n, client in enumerate(clients):
+        client.send(f"terminal {n} speaking")
+    for n, client in enumerate(clients):
+        client.expect(f'You said: "terminal {n} speaking"')
+    pid = env.supervisor_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: not os.path.exists(f"/proc/{pid}"), what="the supervisor to stop")
+    for client in clients:  # piped: each learns of the stop when it reads its next line
+        client.close_stdin()
+        assert client.wait() == 0
+        client.expect("the supervisor was stopped", stderr=True)
+    saved = sorted(
+        next(
+            part["content"]
+            for message in env.session(session_id)["recent_messages"]
+            for part in message["parts"]
+            if part.get("part_kind") == "user-prompt"
+        )
+        for session_id in env.session_ids()
+    )
+    assert saved == sorted(f"terminal {n} speaking" for n in range(20))
