@@ -194,3 +194,33 @@ def test_sigterm_with_20_attached_terminals_saves_every_session(env: Env) -> Non
         for session_id in env.session_ids()
     )
     assert saved == sorted(f"terminal {n} speaking" for n in range(20))
+
+
+def test_terminals_that_never_read_do_not_hold_up_the_others(env: Env) -> None:
+    from tests.e2e.frames import RawClient
+    from tests.e2e.frames import terminal_hello as hello_frame
+
+    assert env.run("supervisor", "start").returncode == 0
+    stalled: list[RawClient] = []
+    backed_up = 0
+    for i in range(6):
+        client = RawClient(env.runtime / "supervisor.sock")
+        client.send(hello_frame(env.terminal().pid, env.workspace))
+        client.until("welcome")
+        client.send({"type": "open", "mode": "new"})
+        client.until("opened")
+        client.sock.setblocking(False)
+        for k in range(40):  # 150 KB replies that are never read, until the socket is full
+            frame = {"type": "user_message", "text": "x" * 150_000, "id": f"s{i}-{k}"}
+            try:
+                client.sock.send(json.dumps(frame).encode() + b"\n")
+            except BlockingIOError:
+                backed_up += 1
+                break
+        stalled.append(client)
+    assert backed_up >= 1  # the supervisor stopped reading them: they are stalled
+    result = chat_once(env, env.terminal(), "still served")
+    assert result.returncode == 0, result.stderr
+    assert 'You said: "still served"' in result.stdout
+    for client in stalled:
+        client.close()
