@@ -65,32 +65,25 @@ def _supervisor_lock(paths: RuntimePaths) -> Iterator[None]:
         os.close(fd)
 
 
-def _through_supervisor_or_locked(
-    paths: RuntimePaths, frame: dict[str, Any]
-) -> tuple[dict[str, Any] | None, contextlib.AbstractContextManager[None]]:
-    """The supervisor's answer, or (None, the held lock) when none runs: a change made
-    offline happens under the supervisor's own lock."""
+@contextlib.contextmanager
+def _supervisor_or_lock(paths: RuntimePaths, frame: dict[str, Any]) -> Iterator[Any]:
+    """Yields the supervisor's answer, or None while holding its lock when none runs:
+    a change made offline happens under the lock a supervisor would hold."""
     for _ in range(LOCK_ATTEMPTS):
         if (data := _ask_supervisor(paths, frame)) is not None:
-            return data, contextlib.nullcontext()
-        lock = _supervisor_lock(paths)
+            yield data
+            return
         try:
+            lock = _supervisor_lock(paths)
             lock.__enter__()
         except SupervisorStarting:
-            time.sleep(LOCK_PAUSE_S)
+            time.sleep(LOCK_PAUSE_S)  # one is starting: ask it again
             continue
-        return None, _Held(lock)
+        with contextlib.ExitStack() as held:
+            held.push(lock)
+            yield None
+        return
     raise RuntimeDirError(f"a supervisor holds {paths.lock} but does not answer")
-
-
-class _Held(contextlib.AbstractContextManager[None]):
-    """A lock already entered: leaving the ``with`` releases it."""
-
-    def __init__(self, lock: contextlib.AbstractContextManager[None]) -> None:
-        self._lock = lock
-
-    def __exit__(self, *exc: object) -> None:
-        self._lock.__exit__(None, None, None)
 
 
 def _offline_catalog(read_only: bool) -> Any:
@@ -137,10 +130,9 @@ def remove_session(paths: RuntimePaths, workspace: Path, session_id: str) -> boo
 
     validate_session_id(session_id)
     frame = {"type": "remove_session", "workspace": str(workspace), "session_id": session_id}
-    data, held = _through_supervisor_or_locked(paths, frame)
-    if data is not None:
-        return bool(data["removed"])
-    with held:
+    with _supervisor_or_lock(paths, frame) as data:
+        if data is not None:
+            return bool(data["removed"])
         manager = _offline_catalog(read_only=False).manager(_project(workspace))
         if not manager.exists(session_id):
             raise FileNotFoundError(f"no session {session_id} in this project")
@@ -158,13 +150,14 @@ def prune_sessions(
         "dry_run": dry_run,
     }
     if dry_run:
-        held: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
-        data = _ask_supervisor(paths, frame, reading=True)
+        checked: contextlib.AbstractContextManager[Any] = contextlib.nullcontext(
+            _ask_supervisor(paths, frame, reading=True)
+        )
     else:
-        data, held = _through_supervisor_or_locked(paths, frame)
-    if data is not None:
-        return data
-    with held:
+        checked = _supervisor_or_lock(paths, frame)
+    with checked as data:
+        if data is not None:
+            return dict(data)
         catalog = _offline_catalog(read_only=dry_run)
         pruned = catalog.prune(None if every else (_project(workspace),), days, dry_run, {})
     return {
