@@ -24,7 +24,9 @@ numbers = st.one_of(
     st.sampled_from(["inf", "-inf", "nan", "1e308", "-0", "0", "30", "1e-300", "99999999999"]),
     texts,
 )
-FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SCALE = int(os.environ.get("AGENT_ASSIST_FUZZ_SCALE", "1"))
+"""More examples for a long run (``AGENT_ASSIST_FUZZ_SCALE=10``)."""
+FUZZ = settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def run(args: list[str], **env: str) -> None:

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 from session.catalog import SessionCatalog
 
+SCALE = int(os.environ.get("AGENT_ASSIST_FUZZ_SCALE", "1"))
+"""More examples for a long run (``AGENT_ASSIST_FUZZ_SCALE=10``)."""
 SID = "aaaaaaaaaaaa"
 PROJECT = "ws_00000000"
 
@@ -176,7 +178,7 @@ def snapshot(root: Path) -> dict[str, bytes | str]:
     return out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(layout=layouts, made=entries, read_only=st.booleans())
 def test_crafted_entries_never_break_a_project(
     layout: str, made: list[tuple[str, str, bytes]], read_only: bool
