@@ -26,7 +26,9 @@ numbers = st.one_of(
 )
 SCALE = int(os.environ.get("AGENT_ASSIST_FUZZ_SCALE", "1"))
 """More examples for a long run (``AGENT_ASSIST_FUZZ_SCALE=10``)."""
-FUZZ = settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=60 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def run(args: list[str], **env: str) -> None:
