@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from pydantic_ai import Agent, RunContext
 from pydantic_ai.models import Model
 
 from session.filesystem import is_safe_relative_path
+from session.manager import replace_workspace_file
 
 MAX_READ_BYTES = 256 * 1024
 MAX_LIST_ENTRIES = 500
@@ -34,6 +36,25 @@ class TurnDeps:
     notes: str = ""
     touched: set[str] = field(default_factory=set)
     decisions: list[str] = field(default_factory=list)
+    before_first_write: Callable[[tuple[str, ...]], Awaitable[None]] | None = None
+    """Awaited once, before the turn's first file write, with the paths the turn touched
+    and the one about to be written (the automatic checkpoint)."""
+    first_write: anyio.Event | None = None
+    """Set once ``before_first_write`` is done; later writes wait for it."""
+
+
+async def _before_first_write(deps: TurnDeps, relative: str) -> None:
+    """Run the turn's pre-write hook once; concurrent writes wait until it is done."""
+    if deps.before_first_write is None:
+        return
+    if deps.first_write is not None:
+        await deps.first_write.wait()
+        return
+    deps.first_write = anyio.Event()
+    try:
+        await deps.before_first_write(tuple(sorted(deps.touched | {relative})))
+    finally:
+        deps.first_write.set()
 
 
 def _relative(path: str) -> str:
@@ -58,13 +79,12 @@ def read_workspace_file(workspace: Path, relative: str) -> str:
 
 
 def write_workspace_file(workspace: Path, relative: str, content: str) -> int:
+    """Replace the file atomically and durably (a crash leaves the old or the new content,
+    never a torn file), keeping its mode; a symlink at the path is refused."""
     target = workspace / relative
     target.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(target, flags, 0o644)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
+    replace_workspace_file(target, data)
     return len(data)
 
 
@@ -99,6 +119,7 @@ async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:
     if (problem := _check_path(ctx.deps, path)) is not None:
         return problem
     relative = _relative(path)
+    await _before_first_write(ctx.deps, relative)
     try:
         size = await anyio.to_thread.run_sync(
             write_workspace_file, ctx.deps.workspace, relative, content
@@ -136,6 +157,10 @@ def build_agent(model: Model | str) -> Agent[TurnDeps, str]:
         deps_type=TurnDeps,
         instructions=BASE_INSTRUCTIONS,
         tools=[read_file, write_file, list_files, record_decision],
+        # A compaction is the history's first message (a CompactionPart); without this
+        # pydantic-ai announces it in a mid-conversation system message that strict
+        # chat templates reject (see FACTS.md).
+        model_settings={"framing_announcement": "never"},
     )
 
     @agent.instructions

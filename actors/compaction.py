@@ -1,9 +1,11 @@
-"""CompactionActor: summarizes off the turn's critical path; failures never break a session.
+"""CompactionActor: summaries and compactions off the turn's critical path; failures never
+break a session.
 
-With ``AGENT_ASSIST_SUMMARY_MODEL`` set, an LLM writes the summary (bounded by
-a timeout) and the offline summarizer is the fallback; without it, the
-offline summarizer alone. The sliding-window compaction of DESIGN.md section 7
-will hook in here.
+With ``AGENT_ASSIST_SUMMARY_MODEL`` set, an LLM writes the summary and the
+compaction narrative (bounded by a timeout) and the offline summarizer is the
+fallback; without it, the offline summarizer alone. A compaction (DESIGN 7)
+that fails or is not shorter than what it replaces is answered with an error;
+the TerminalActor backs off and the conversation goes on.
 """
 
 from __future__ import annotations
@@ -19,7 +21,22 @@ from pydantic_ai import Agent
 
 from actors.assistant import resolve_model
 from actors.base import Actor, ActorRef, DeadActor, Envelope
-from actors.messages import CompactionMessage, Summarize, SummarizeDue, SummaryReady
+from actors.messages import (
+    Compact,
+    Compacted,
+    CompactionMessage,
+    Summarize,
+    SummarizeDue,
+    SummaryReady,
+)
+from session.compaction import (
+    BaseEventsSummarizer,
+    CompactionError,
+    Event,
+    LlmEventSummarizer,
+    OfflineEventSummarizer,
+    finish_compaction,
+)
 from session.history import dump_messages
 from session.summary import MAX_SUMMARY_CHARS, offline_summary
 
@@ -43,10 +60,16 @@ class CompactionActor(Actor[CompactionMessage]):
     name = "compaction"
 
     def __init__(
-        self, self_ref: ActorRef[CompactionMessage], summary_model: str | None = None
+        self,
+        self_ref: ActorRef[CompactionMessage],
+        summary_model: str | None = None,
+        summarizer: BaseEventsSummarizer | None = None,
     ) -> None:
+        """``summarizer`` replaces the configured ones (LLM, then offline) for compactions."""
         self._self = self_ref
         self._summary_model = summary_model
+        self._summarizer = summarizer
+        self._llm_summarizer: LlmEventSummarizer | None = None
         self._agent: Agent[None, str] | None = None
         self._waiting: dict[str, Summarize] = {}
         self._tg: TaskGroup | None = None
@@ -59,6 +82,11 @@ class CompactionActor(Actor[CompactionMessage]):
 
     async def handle(self, message: CompactionMessage) -> Any:
         match message:
+            case Compact(reply_to=None):
+                return await self._compact(message)
+            case Compact(reply_to=reply_to) if reply_to is not None:
+                assert self._tg is not None
+                self._tg.start_soon(self._compact_and_tell, message, reply_to)
             case Summarize(reply_to=None):
                 return await self._summarize(message)
             case Summarize(session_id=session_id):
@@ -74,6 +102,39 @@ class CompactionActor(Actor[CompactionMessage]):
                     with contextlib.suppress(DeadActor):
                         await waiting.reply_to.tell(SummaryReady(session_id, summary))
         return None
+
+    async def _compact_and_tell(self, message: Compact, reply_to: ActorRef[Any]) -> None:
+        result = await self._compact(message)
+        with contextlib.suppress(DeadActor):
+            await reply_to.tell(result)
+
+    async def _compact(self, message: Compact) -> Compacted:
+        """Summarize the window; every failure becomes an answer, never an exception."""
+        window = message.window
+        try:
+            summarized = await self._summarize_window(window.events)
+            compaction = finish_compaction(window, summarized)
+        except Exception as exc:
+            text = " ".join(str(exc).split()) or type(exc).__name__
+            if not isinstance(exc, CompactionError):
+                text = f"{type(exc).__name__}: {text}"
+            log.warning("compaction of session %s failed: %s", message.session_id, text)
+            return Compacted(message.session_id, message.generation, message.trigger, None, text)
+        return Compacted(message.session_id, message.generation, message.trigger, compaction)
+
+    async def _summarize_window(self, events: tuple[Event, ...]) -> Event | None:
+        if self._summarizer is not None:
+            with anyio.fail_after(LLM_SUMMARY_TIMEOUT_S):
+                return await self._summarizer.summarize_events(events)
+        if self._summary_model:
+            try:
+                if self._llm_summarizer is None:
+                    self._llm_summarizer = LlmEventSummarizer(resolve_model(self._summary_model))
+                with anyio.fail_after(LLM_SUMMARY_TIMEOUT_S):
+                    return await self._llm_summarizer.summarize_events(events)
+            except Exception as exc:
+                log.warning("LLM compaction failed, using the offline summarizer: %s", exc)
+        return OfflineEventSummarizer().summarize(events)
 
     async def _due_later(self, session_id: str) -> None:
         await anyio.sleep(SUMMARY_DELAY_S)

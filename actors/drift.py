@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from actors.messages import (
     TerminalMessage,
     Unwatch,
     Watch,
+    WatchUnavailable,
 )
 from session.filesystem import is_safe_relative_path, sha256_file
 
@@ -72,8 +74,14 @@ class _Bridge(FileSystemEventHandler):
 class DriftWatcherActor(Actor[DriftMessage]):
     name = "drift"
 
-    def __init__(self, self_ref: ActorRef[DriftMessage]) -> None:
+    def __init__(
+        self,
+        self_ref: ActorRef[DriftMessage],
+        observer_factory: Callable[[], BaseObserver] = Observer,
+    ) -> None:
         self._self = self_ref
+        self._observer_factory = observer_factory
+        """Makes the watchdog observer (a seam: tests hand in one that fails)."""
         self._entries: dict[int, _Entry] = {}
         self._pending: set[str] = set()
         self._settling = False
@@ -147,8 +155,16 @@ class DriftWatcherActor(Actor[DriftMessage]):
                     wanted.setdefault(str(full.parent), None)
         self._bridge.interesting = frozenset(interesting)
         if self._observer is None and wanted:
-            self._observer = Observer()
-            await anyio.to_thread.run_sync(self._observer.start)
+            try:
+                started = self._observer_factory()
+                await anyio.to_thread.run_sync(started.start)
+            except (OSError, RuntimeError) as exc:
+                log.warning("the file watcher cannot start: %s", exc)
+                await self._unavailable(
+                    list(self._entries), f"the file watcher cannot start: {exc}"
+                )
+                return
+            self._observer = started
         observer = self._observer
         if observer is None:
             return
@@ -164,6 +180,23 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 )
             except OSError as exc:
                 log.warning("cannot watch %s: %s", directory, exc)
+                owners = [
+                    owner
+                    for owner, entry in self._entries.items()
+                    if any(str((entry.workspace / p).parent) == directory for p in entry.manifest)
+                ]
+                await self._unavailable(owners, f"cannot watch {directory}: {exc}")
+
+    async def _unavailable(self, owners: list[int], reason: str) -> None:
+        """Those owners must compare hashes at each turn instead (they say so once)."""
+        for owner in owners:
+            entry = self._entries.get(owner)
+            if entry is None:
+                continue
+            try:
+                await entry.notify.tell(WatchUnavailable(reason))
+            except DeadActor:
+                self._entries.pop(owner, None)
 
 
 def _schedule(observer: BaseObserver, handler: _Bridge, directory: str) -> ObservedWatch:

@@ -4,24 +4,42 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from functools import partial
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic_ai import Agent
-from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+    ToolCallPart,
+)
 
 from actors.assistant import TurnDeps, build_agent, resolve_model
 from actors.base import Actor, DeadActor, Envelope
-from actors.messages import CancelTurn, LLMMessage, StartTurn, TurnDone
+from actors.messages import (
+    CancelTurn,
+    CheckpointBeforeWrite,
+    LLMMessage,
+    StartTurn,
+    TurnDone,
+    TurnToolCall,
+)
 from actors.reply import ReplyForwarder
+from actors.turn_lines import describe_tool_call, explain_failure
 
 log = logging.getLogger("agent_assist.llm")
 DEFAULT_CONCURRENCY = 4
 AGENTS_KEPT = 8
 """Agents kept built, least recently used dropped first: a client sending many model
 names costs at most this many (about 1 MB each)."""
+CHECKPOINT_TIMEOUT_S = 60.0
 
 
 def _one_line(exc: BaseException) -> str:
@@ -87,7 +105,7 @@ class LLMActor(Actor[LLMMessage]):
                     done = await self._stream_turn(turn, reply)
                 except Exception as exc:
                     log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
-                    done = TurnDone(turn.turn_id, error=_one_line(exc))
+                    done = TurnDone(turn.turn_id, error=explain_failure(exc, turn.model))
                 finally:
                     reply.close()
         self._scopes.pop(turn.turn_id, None)
@@ -98,12 +116,18 @@ class LLMActor(Actor[LLMMessage]):
 
     async def _stream_turn(self, turn: StartTurn, reply: ReplyForwarder) -> TurnDone:
         deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
+        deps.before_first_write = partial(_checkpoint_before_write, turn)
         async with self._limiter:
             agent = await self._agent(turn.model)
             async with agent.iter(
                 turn.prompt, message_history=list(turn.history), deps=deps
             ) as run:
                 async for node in run:
+                    if Agent.is_call_tools_node(node):
+                        for part in node.model_response.parts:
+                            if isinstance(part, ToolCallPart):
+                                line = describe_tool_call(part.tool_name, part.args_as_dict())
+                                await reply.send_now(TurnToolCall(turn.turn_id, line))
                     if not Agent.is_model_request_node(node):
                         continue
                     async with node.stream(run.ctx) as events:
@@ -113,7 +137,30 @@ class LLMActor(Actor[LLMMessage]):
                                 reply.add(text)
                 assert run.result is not None
                 new = tuple(run.result.new_messages())
-        return TurnDone(turn.turn_id, new, tuple(deps.decisions), tuple(sorted(deps.touched)))
+        return TurnDone(
+            turn.turn_id,
+            new,
+            tuple(deps.decisions),
+            tuple(sorted(deps.touched)),
+            input_tokens=last_input_tokens(new),
+        )
+
+
+def last_input_tokens(messages: tuple[ModelMessage, ...]) -> int | None:
+    """The model's own count of the last request's input tokens, if it reported one."""
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            return message.usage.input_tokens or None
+    return None
+
+
+async def _checkpoint_before_write(turn: StartTurn, paths: tuple[str, ...]) -> None:
+    """The automatic checkpoint, taken by the terminal (which tells the user if it failed);
+    the write goes ahead either way."""
+    try:
+        await turn.reply_to.ask(CheckpointBeforeWrite(turn.turn_id, paths), CHECKPOINT_TIMEOUT_S)
+    except Exception as exc:
+        log.warning("turn %d: checkpoint before write failed: %s", turn.turn_id, _one_line(exc))
 
 
 def _text_of(event: object) -> str:

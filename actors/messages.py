@@ -10,6 +10,9 @@ from pydantic_ai.messages import ModelMessage
 
 from actors.base import Ask
 from session.catalog import Resumable, SessionListing
+from session.checkpoints import Checkpoint, Reason
+from session.compaction import EventCompaction, Window
+from session.manager import CheckpointListing
 from session.models import Pointer, SessionState
 
 if TYPE_CHECKING:
@@ -110,6 +113,50 @@ class LiveCount(Ask[int]):
     pass
 
 
+@dataclass(frozen=True)
+class WriteCheckpoint(Ask[Checkpoint]):
+    """Answer: the ``Checkpoint`` written (the next number), with the content of ``paths``
+    of ``workspace`` as they are now. Refused like ``SaveSession``; CheckpointCapExceeded
+    when the session's cap would be passed (then nothing is written)."""
+
+    project: Path
+    workspace: Path
+    state: SessionState
+    paths: tuple[str, ...]
+    writer: int
+    reason: Reason
+
+
+@dataclass(frozen=True)
+class ListCheckpoints(Ask[CheckpointListing]):
+    """Answer: ``CheckpointListing`` (oldest first)."""
+
+    project: Path
+    session_id: str
+
+
+@dataclass(frozen=True)
+class LoadCheckpoint(Ask[Checkpoint]):
+    """Answer: the ``Checkpoint``; CheckpointError if there is no such number."""
+
+    project: Path
+    session_id: str
+    number: int
+
+
+@dataclass(frozen=True)
+class RestoreFiles(Ask["list[str]"]):
+    """Write ``paths`` of ``workspace`` back to their content at checkpoint ``number``, each
+    atomically. Answer: the paths written."""
+
+    project: Path
+    workspace: Path
+    session_id: str
+    number: int
+    paths: tuple[str, ...]
+    writer: int
+
+
 StorageMessage = (
     SaveSession
     | KeepUnsaved
@@ -123,6 +170,10 @@ StorageMessage = (
     | ListSessions
     | PruneSessions
     | LiveCount
+    | WriteCheckpoint
+    | ListCheckpoints
+    | LoadCheckpoint
+    | RestoreFiles
 )
 
 
@@ -173,7 +224,23 @@ class SummarizeDue:
     session_id: str
 
 
-CompactionMessage = Summarize | SummarizeDue
+Trigger = Literal["window", "tokens", "command"]
+"""What started a compaction: the sliding window, the token budget, or ``/compact``."""
+
+
+@dataclass(frozen=True)
+class Compact(Ask["Compacted"]):
+    """Summarize ``window`` into a compaction. Asked, the answer is ``Compacted``; told
+    with ``reply_to``, the ``Compacted`` is told there."""
+
+    session_id: str
+    generation: int
+    window: Window
+    trigger: Trigger
+    reply_to: ActorRef[TerminalMessage] | None = None
+
+
+CompactionMessage = Summarize | SummarizeDue | Compact
 
 
 # -- DriftWatcherActor --------------------------------------------------------
@@ -233,7 +300,7 @@ class CancelCurrentTurn:
 
 
 @dataclass(frozen=True)
-class RunCommand:
+class RunCommand(Ask[None]):
     name: str
     arg: str | None
 
@@ -242,10 +309,11 @@ class RunCommand:
 class ConfirmAnswer:
     id: int
     answer: bool
+    cancelled: bool = False
 
 
 @dataclass(frozen=True)
-class Detach:
+class Detach(Ask[None]):
     """The terminal's connection ended (exit, Ctrl+C, crash) or the supervisor stops.
 
     ``reason`` is ``exit`` (the client said goodbye), ``disconnected`` or ``shutdown``.
@@ -268,6 +336,16 @@ class TurnDone:
     touched: tuple[str, ...] = ()
     cancelled: bool = False
     error: str | None = None
+    input_tokens: int | None = None
+    """The model's count of the turn's last request, if it reported one."""
+
+
+@dataclass(frozen=True)
+class TurnToolCall:
+    """The running turn calls a tool; ``text`` describes it in one line."""
+
+    turn_id: int
+    text: str
 
 
 @dataclass(frozen=True)
@@ -277,8 +355,37 @@ class SummaryReady:
 
 
 @dataclass(frozen=True)
+class Compacted:
+    """A compaction's outcome: ``compaction`` to keep, or ``error`` (None and None: the
+    summarizer skipped the window)."""
+
+    session_id: str
+    generation: int
+    trigger: Trigger
+    compaction: EventCompaction | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class FilesChanged:
     paths: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class CheckpointBeforeWrite(Ask[None]):
+    """Asked by a turn's first file write: checkpoint the conversation and what the tracked
+    files and ``paths`` (the files this turn touched, and the one about to be written) hold
+    now. Answer: None."""
+
+    turn_id: int
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class WatchUnavailable:
+    """The DriftWatcher cannot watch this terminal's files (``reason``): compare hashes instead."""
+
+    reason: str
 
 
 TerminalMessage = (
@@ -290,8 +397,12 @@ TerminalMessage = (
     | Detach
     | TurnDelta
     | TurnDone
+    | TurnToolCall
     | SummaryReady
+    | Compacted
     | FilesChanged
+    | CheckpointBeforeWrite
+    | WatchUnavailable
 )
 
 
@@ -302,6 +413,8 @@ TerminalMessage = (
 class Opened:
     session_id: str
     resumed: bool
+    drift: tuple[str, ...] = ()
+    """For a resumed session: how its tracked files changed (``- a.md: modified``)."""
 
 
 @dataclass(frozen=True)
@@ -313,6 +426,15 @@ class ReplyText:
 class TurnEnded:
     status: Literal["ok", "cancelled", "error"]
     error: str | None = None
+    input_tokens: int | None = field(default=None, compare=False)
+    """The model's count of the turn's last request (for the terminal's toolbar; not
+    part of what the turn ended with)."""
+    phase: str | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class ToolCallLine:
+    text: str
 
 
 @dataclass(frozen=True)
@@ -354,4 +476,14 @@ class Failure:
     fatal: bool = False
 
 
-TerminalOutput = Opened | ReplyText | TurnEnded | Info | AskUser | CommandOutput | Closed | Failure
+TerminalOutput = (
+    Opened
+    | ReplyText
+    | TurnEnded
+    | Info
+    | AskUser
+    | CommandOutput
+    | Closed
+    | Failure
+    | ToolCallLine
+)

@@ -28,6 +28,10 @@ _RESUMED_RE = re.compile(r"This is a resumed session \(ID: ([a-f0-9]{12})\)")
 _WRITE_RE = re.compile(r"^write\s+(\S+?)(?::\s*|\s*\n)(.*)\Z", re.DOTALL)
 _READ_RE = re.compile(r"^read\s+(\S+)\s*\Z")
 _LIST_RE = re.compile(r"^list(?:\s+(\S+))?\s*\Z")
+EMPTY_WRITE_HINT = (
+    "Nothing to write to {}: put the text after the colon, or on the following lines "
+    "(Alt+Enter or Esc Enter starts a new line). The file was not changed."
+)
 _DECIDE_RE = re.compile(r"^decide\s+(.+)\Z", re.DOTALL)
 
 
@@ -83,6 +87,8 @@ def _reply_text(messages: list[ModelMessage], info: AgentInfo) -> str:
 def _next_step(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     last = messages[-1]
     if isinstance(last, ModelRequest) and any(isinstance(p, UserPromptPart) for p in last.parts):
+        if (m := _WRITE_RE.match(_last_prompt(messages).strip())) and not m[2].strip():
+            return ModelResponse(parts=[TextPart(f"{LABEL} {EMPTY_WRITE_HINT.format(m[1])}")])
         call = _tool_call(_last_prompt(messages))
         if call is not None:
             return ModelResponse(parts=[ToolCallPart(call[0], call[1], tool_call_id="offline-1")])

@@ -42,6 +42,11 @@ class ReplyForwarder:
         self._pending.append(text)
         self._wake.set()
 
+    async def send_now(self, message: TerminalMessage) -> None:
+        """Send the text waiting so far, then ``message`` (a tool call line), in that order."""
+        await self._send_pending()
+        await self._reply_to.tell(message)
+
     def close(self) -> None:
         self._closed.set()
         self._wake.set()

@@ -1,4 +1,5 @@
-"""StorageActor: the only writer of session files and pointers, and the keeper of live claims.
+"""StorageActor: the only writer of session files, pointers and checkpoints, and the keeper of
+live claims.
 
 Disk work runs in worker threads, one message at a time, so writes are
 serialized without locks. A session deleted by ``/reset`` is never written
@@ -23,19 +24,25 @@ from actors.messages import (
     Claim,
     FindResumable,
     KeepUnsaved,
+    ListCheckpoints,
     ListSessions,
     LiveCount,
+    LoadCheckpoint,
     LoadSession,
     PruneSessions,
     Release,
     RemovePointer,
     RemoveSession,
+    RestoreFiles,
     SavePointer,
     SaveSession,
     StorageMessage,
+    WriteCheckpoint,
 )
 from session.catalog import SessionCatalog
-from session.errors import SessionDeleted, SessionLive
+from session.checkpoints import cap_bytes
+from session.errors import CheckpointError, SessionDeleted, SessionLive
+from session.models import utc_now
 
 log = logging.getLogger("agent_assist.storage")
 T = TypeVar("T")
@@ -91,7 +98,7 @@ class StorageActor(Actor[StorageMessage]):
                     raise SessionLive(session_id, self._live[session_id])
                 if forever:
                     self._deleted.add(session_id)
-                return await self._io(lambda: catalog.manager(project).delete(session_id))
+                return await self._io(lambda: catalog.remove_session(project, session_id))
             case SavePointer(project, pointer):
                 return await self._io(lambda: catalog.manager(project).write_pointer(pointer))
             case RemovePointer(project, pid):
@@ -117,5 +124,34 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(lambda: catalog.prune(projects, days, dry_run, live))
             case LiveCount():
                 return len(self._live)
+            case WriteCheckpoint(project, workspace, state, paths, writer, reason):
+                self._check_writer(state.session_id, writer)
+                cap = self._checkpoint_cap()
+                store = catalog.checkpoints(project)
+                return await self._io(
+                    lambda: store.write(
+                        state, workspace, paths, reason=reason, cap=cap, now=utc_now()
+                    )
+                )
+            case ListCheckpoints(project, session_id):
+                return await self._io(lambda: catalog.checkpoints(project).listing(session_id))
+            case LoadCheckpoint(project, session_id, number):
+                return await self._io(lambda: catalog.checkpoints(project).load(session_id, number))
+            case RestoreFiles(project, workspace, session_id, number, paths, writer):
+                self._check_writer(session_id, writer)
+                store = catalog.checkpoints(project)
+
+                def restore() -> list[str]:
+                    return store.restore_files(workspace, store.load(session_id, number), paths)
+
+                return await self._io(restore)
             case _:
                 assert_never(message)
+
+    @staticmethod
+    def _checkpoint_cap() -> int:
+        """The per-session cap, read at each checkpoint (a bad value is told then)."""
+        try:
+            return cap_bytes()
+        except ValueError as exc:
+            raise CheckpointError(str(exc)) from exc

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,9 +26,12 @@ from actors.messages import (
     AskUser,
     CancelCurrentTurn,
     CancelTurn,
+    CheckpointBeforeWrite,
     Claim,
     Closed,
     CommandOutput,
+    Compact,
+    Compacted,
     CompactionMessage,
     ConfirmAnswer,
     Detach,
@@ -36,7 +39,9 @@ from actors.messages import (
     FilesChanged,
     Info,
     KeepUnsaved,
+    ListCheckpoints,
     LLMMessage,
+    LoadCheckpoint,
     LoadSession,
     Opened,
     OpenSession,
@@ -44,6 +49,7 @@ from actors.messages import (
     RemovePointer,
     RemoveSession,
     ReplyText,
+    RestoreFiles,
     RunCommand,
     SavePointer,
     SaveSession,
@@ -53,14 +59,28 @@ from actors.messages import (
     SummaryReady,
     TerminalMessage,
     TerminalOutput,
+    ToolCallLine,
+    Trigger,
     TurnDelta,
     TurnDone,
     TurnEnded,
+    TurnToolCall,
     Unwatch,
     UserTurn,
     Watch,
+    WatchUnavailable,
+    WriteCheckpoint,
 )
-from session.errors import SessionError
+from session.checkpoints import (
+    Checkpoint,
+    Reason,
+    RestorePlan,
+    listing_lines,
+    parse_number,
+    restore_plan,
+)
+from session.compaction import Window, estimate_tokens, render_compaction
+from session.errors import CheckpointError, SessionError
 from session.filesystem import build_file_manifest, detect_file_drift, list_tree
 from session.lifecycle import (
     DeletePointer,
@@ -72,8 +92,10 @@ from session.lifecycle import (
     WritePointer,
     WriteSession,
 )
+from session.manager import CheckpointListing
 from session.models import Pointer, utc_now, validate_session_id
 from session.turns import answered, stamp_message_id
+from session.resume import drift_lines
 
 log = logging.getLogger("agent_assist.terminal")
 
@@ -83,6 +105,7 @@ SUMMARY_AFTER_EXIT_TIMEOUT_S = 10.0
 EXIT_SAVE_RETRIES_S = (0.2, 1.0)
 """Pauses before each retry of an exit save that failed (a transient EIO, a disk freed)."""
 STORAGE_TIMEOUT_S = 30.0
+COMPACTION_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -162,6 +185,13 @@ class TerminalActor(Actor[TerminalMessage]):
         self._turn_count = 0
         self._confirm: int | None = None
         self._confirm_count = 0
+        self._on_confirm: Callable[[bool], Awaitable[None]] | None = None
+        """What the answer to the pending question does."""
+        self._hashing_at_each_turn = False
+        """The DriftWatcher cannot watch: tracked files are compared at each turn instead."""
+        self._history_at_restore: tuple[Any, ...] | None = None
+        """The history a restore brought back: until a turn changes it, a summary that
+        arrives was asked for the conversation before the restore, and is dropped."""
         self._notes: list[str] = []
         self._deferred_changes: set[str] = set()
         self._known: tuple[dict[str, str], str | None] | None = None
@@ -222,22 +252,40 @@ class TerminalActor(Actor[TerminalMessage]):
                     await self._emit(ReplyText(text))
             case TurnDone():
                 await self._finish_turn(message)
+            case TurnToolCall(turn_id, text):
+                if turn_id == self._turn:
+                    await self._emit(ToolCallLine(text))
             case CancelCurrentTurn():
                 if self._turn is not None:
                     await self._peers.llm.tell(CancelTurn(self._turn))
             case RunCommand(name, arg):
                 await self._command(name, arg)
+            case ConfirmAnswer(confirm_id, _, True):
+                if confirm_id == self._confirm:
+                    self._confirm = None
+                    self._on_confirm = None
+                    await self._emit(CommandOutput("Cancelled; nothing was changed."))
             case ConfirmAnswer(confirm_id, answer):
                 if confirm_id == self._confirm:
                     self._confirm = None
-                    await self._reset(delete_files=answer)
+                    action, self._on_confirm = self._on_confirm, None
+                    if action is not None:
+                        await action(answer)
+            case CheckpointBeforeWrite(turn_id, paths):
+                if turn_id == self._turn:
+                    await self._checkpoint_before_write(paths)
+            case WatchUnavailable(reason):
+                await self._watch_unavailable(reason)
             case FilesChanged(paths):
                 if self._turn is not None:
                     self._deferred_changes.update(paths)
                 else:
                     await self._note_changes(paths)
             case SummaryReady(session_id, summary):
-                await self._record_summary(session_id, summary)
+                if self._lc.history is not self._history_at_restore:
+                    await self._record_summary(session_id, summary)
+            case Compacted():
+                await self._keep_compaction(message)
             case Detach(reason):
                 await self._detach(reason)
         return None
@@ -247,6 +295,7 @@ class TerminalActor(Actor[TerminalMessage]):
             raise SessionError("a session is already open in this terminal")
         pid = self._config.terminal_pid
         storage = self._peers.storage
+        drift_text: tuple[str, ...] = ()
         if mode == "new":
             transition = self._lc.start_fresh(utc_now())
             new_id = transition.lifecycle.session_id
@@ -263,6 +312,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     detect_file_drift, self._config.workspace, stored.file_manifest
                 )
                 transition = self._lc.resume(stored, drift)
+                drift_text = tuple(drift_lines(drift))
             except ValidationError as exc:
                 await storage.ask(Release(wanted, pid), STORAGE_TIMEOUT_S)
                 raise SessionError(
@@ -275,7 +325,9 @@ class TerminalActor(Actor[TerminalMessage]):
         self._lc = transition.lifecycle
         await self._perform(transition.effects)
         await self._watch()
-        opened = Opened(transition.lifecycle.session_id or "", resumed=mode == "resume")
+        opened = Opened(
+            transition.lifecycle.session_id or "", resumed=mode == "resume", drift=drift_text
+        )
         await self._emit(opened)
         return opened
 
@@ -299,6 +351,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._emit(TurnEnded("ok", None))
                 return
         self._turn_message_id = message_id
+        await self._compare_tracked_files()
+        await self._compact_for_budget(len(text) + sum(len(n) for n in self._notes))
         self._turn_count += 1
         self._turn = self._turn_count
         notes = "\n".join(self._notes)
@@ -310,7 +364,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 prompt=text,
                 history=tuple(self._lc.request_history()),
                 workspace=self._config.workspace,
-                resume_context=self._lc.resume_context,
+                resume_context=self._lc.instructions(),
                 notes=notes,
                 reply_to=self._self,
             )
@@ -332,12 +386,21 @@ class TerminalActor(Actor[TerminalMessage]):
                 agent_spec_path=spec,
                 decisions=done.decisions,
                 touched=done.touched,
+                input_tokens=done.input_tokens,
             )
             self._lc = transition.lifecycle
             saved = await self._perform(transition.effects)
-            await self._emit(TurnEnded("ok", None if saved else "the session could not be saved"))
+            await self._emit(
+                TurnEnded(
+                    "ok",
+                    None if saved else "the session could not be saved",
+                    done.input_tokens,
+                    self._lc.state.phase if self._lc.state else None,
+                )
+            )
             await self._watch(manifest)
             await self._summarize_later()
+            await self._compact_later()
         outside = deferred - set(done.touched)
         if outside:
             await self._note_changes(outside)
@@ -350,27 +413,22 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._emit(CommandOutput(f"error: wait for the reply to finish before /{name}"))
             return
         if name == "save":
-            manifest, spec = await self._manifest()
-            transition = self._lc.save(now=utc_now(), manifest=manifest, agent_spec_path=spec)
-            self._lc = transition.lifecycle
-            ok = await self._perform(transition.effects)
-            text = f"Session {self._lc.session_id} saved." if ok else "error: the save failed"
-            await self._emit(CommandOutput(text))
+            await self._save_command()
+        elif name == "checkpoint":
+            await self._checkpoint_command(arg)
         elif name == "reset":
             files = await anyio.to_thread.run_sync(existing_design_files, self._config.workspace)
             if not files:
                 await self._reset(delete_files=False)
                 return
-            self._confirm_count += 1
-            self._confirm = self._confirm_count
-            await self._emit(AskUser(self._confirm, f"Also delete {' and '.join(files)}? [y/N]"))
-        elif name == "resume":
-            await self._emit(
-                CommandOutput(
-                    self._lc.resume_context
-                    or "No resume context: this session was not resumed, or it was reset."
-                )
+            await self._ask(
+                f"Also delete {' and '.join(files)}? [y/N]",
+                lambda answer: self._reset(delete_files=answer),
             )
+        elif name == "resume":
+            await self._emit(CommandOutput(self._context_text()))
+        elif name == "compact":
+            await self._compact_now()
         else:
             await self._emit(CommandOutput(f"/{name} is not available yet."))
 
@@ -407,6 +465,7 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._peers.llm.tell(CancelTurn(self._turn))
             self._turn = None
         self._confirm = None
+        self._on_confirm = None
         manifest, spec = await self._manifest() if self._lc.phase is Phase.ACTIVE else ({}, None)
         transition = self._lc.exit(now=utc_now(), manifest=manifest, agent_spec_path=spec)
         self._lc = transition.lifecycle
@@ -504,6 +563,128 @@ class TerminalActor(Actor[TerminalMessage]):
         except DeadActor:
             log.warning("compaction actor unavailable; summary skipped")
 
+    # -- compaction (DESIGN 7): the lifecycle decides, the CompactionActor summarizes --
+
+    async def _compact_later(self) -> None:
+        """After a completed turn: start the sliding window's compaction if one is due.
+        It runs in the CompactionActor; the next input does not wait for it."""
+        window = self._lc.compaction_due()
+        if window is None:
+            return
+        self._lc = self._lc.begin_compaction(window)
+        try:
+            await self._peers.compaction.tell(self._compact_request(window, "window", self._self))
+        except DeadActor:
+            self._lc = self._lc.compaction_failed(self._lc.generation)
+
+    async def _compact_for_budget(self, extra_chars: int) -> None:
+        """Before a model request: over the token budget, compact first (and wait)."""
+        window = self._lc.compaction_due(request_tokens=self._lc.request_tokens(extra_chars))
+        if window is not None:
+            await self._compact_and_wait(window, "tokens")
+
+    async def _compact_now(self) -> None:
+        """``/compact``: everything completed so far, now; prints the tokens before and after."""
+        if self._lc.compacting is not None:
+            await self._emit(CommandOutput("A compaction is already running; try again shortly."))
+            return
+        window = self._lc.compaction_due(force=True)
+        if window is None:
+            await self._emit(CommandOutput("Nothing to compact: no turn since the last one."))
+            return
+        before = self._lc.estimated_tokens()
+        result = await self._compact_and_wait(window, "command")
+        if result is not None and result.compaction is not None:
+            after = self._lc.estimated_tokens()
+            await self._emit(
+                CommandOutput(
+                    f"Compacted turns {result.compaction.start_invocation}-"
+                    f"{result.compaction.end_invocation}: ~{before:,} -> ~{after:,} tokens."
+                )
+            )
+        elif result is not None:
+            reason = result.error or "the summarizer skipped it"
+            await self._emit(CommandOutput(f"error: compaction failed: {reason}"))
+
+    async def _compact_and_wait(self, window: Window, trigger: Trigger) -> Compacted | None:
+        lc = self._lc
+        self._lc = lc.begin_compaction(window)
+        try:
+            result: Compacted = await self._peers.compaction.ask(
+                self._compact_request(window, trigger), COMPACTION_TIMEOUT_S
+            )
+        except (DeadActor, TimeoutError) as exc:
+            result = Compacted(lc.session_id or "", lc.generation, "command", None, str(exc))
+        await self._keep_compaction(result)
+        return result
+
+    def _compact_request(
+        self, window: Window, trigger: Trigger, reply_to: ActorRef[TerminalMessage] | None = None
+    ) -> Compact:
+        return Compact(
+            self._lc.session_id or "",
+            self._lc.generation,
+            window,
+            trigger,
+            reply_to,
+        )
+
+    async def _keep_compaction(self, result: Compacted) -> None:
+        """Keep a compaction's result (saving it), or back off after a failure: a
+        warning line once per run of failures, and the conversation goes on."""
+        lc = self._lc
+        if result.session_id != lc.session_id or result.generation != lc.generation:
+            return
+        if lc.phase is not Phase.ACTIVE:
+            return
+        if result.compaction is None:
+            self._lc = lc.compaction_failed(result.generation)
+            if result.error and self._lc.compaction_failures == 1 and result.trigger != "command":
+                wait = self._lc.backoff_until - self._lc.invocations
+                await self._emit(
+                    Info(
+                        f"warning: compaction failed ({result.error}); the conversation goes "
+                        f"on uncompacted, next try in {wait} turns"
+                    )
+                )
+            return
+        before = lc.estimated_tokens()
+        assert lc.state is not None
+        transition = lc.compacted(
+            result.compaction,
+            result.generation,
+            now=utc_now(),
+            manifest=lc.state.file_manifest,
+            agent_spec_path=lc.state.agent_spec_path,
+        )
+        self._lc = transition.lifecycle
+        await self._perform(transition.effects)
+        if result.trigger != "command":
+            after = self._lc.estimated_tokens()
+            compaction = result.compaction
+            await self._emit(
+                Info(
+                    f"note: compacted turns {compaction.start_invocation}-"
+                    f"{compaction.end_invocation} into a summary "
+                    f"(~{before:,} -> ~{after:,} tokens)"
+                )
+            )
+
+    def _context_text(self) -> str:
+        """What ``/resume`` shows: the resume context and the compaction the model gets."""
+        parts = []
+        if self._lc.resume_context:
+            parts.append(self._lc.resume_context)
+        if self._lc.compaction is not None:
+            text = render_compaction(self._lc.compaction)
+            parts.append(
+                f"# Compacted history (sent first in every request, ~{estimate_tokens(len(text))}"
+                f" tokens)\n{text}"
+            )
+        return "\n\n".join(parts) or (
+            "No resume context: this session was not resumed, or it was reset."
+        )
+
     async def _note_changes(self, paths: Iterable[str]) -> None:
         changed = sorted(paths)
         for path in changed:
@@ -513,6 +694,196 @@ class TerminalActor(Actor[TerminalMessage]):
             + ", ".join(changed)
             + ". Read them again before relying on their content."
         )
+
+    # -- checkpoints ------------------------------------------------------------
+
+    async def _save_command(self) -> None:
+        """``/save``: the next checkpoint, then the session file (which carries its number)."""
+        manifest, spec = await self._manifest()
+        number = await self._write_checkpoint("save", manifest, spec)
+        transition = self._lc.save(now=utc_now(), manifest=manifest, agent_spec_path=spec)
+        self._lc = transition.lifecycle
+        ok = await self._perform(transition.effects)
+        if not ok:
+            text = "error: the save failed"
+        elif number is None:
+            text = f"Session {self._lc.session_id} saved (no checkpoint written)."
+        else:
+            text = f"Session {self._lc.session_id} saved as checkpoint {number}."
+        await self._emit(CommandOutput(text))
+
+    async def _write_checkpoint(
+        self, reason: Reason, manifest: dict[str, str], spec: str | None
+    ) -> int | None:
+        """Have the StorageActor write the next checkpoint of the conversation and of the
+        files of ``manifest``; its number, or None after telling the user why not."""
+        state = self._lc.write(utc_now(), manifest, spec).state
+        config = self._config
+        message = WriteCheckpoint(
+            config.project,
+            config.workspace,
+            state,
+            tuple(manifest),
+            config.terminal_pid,
+            reason,
+        )
+        try:
+            checkpoint: Checkpoint = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
+        except (SessionError, OSError, DeadActor, TimeoutError) as exc:
+            log.warning("terminal %d: checkpoint failed: %s", config.terminal_pid, exc)
+            await self._emit(Info(f"error: {exc}"))
+            return None
+        self._lc = self._lc.record_checkpoint(checkpoint.number).lifecycle
+        return checkpoint.number
+
+    async def _checkpoint_before_write(self, paths: Sequence[str]) -> None:
+        """The turn's first file write is about to happen: keep what the files hold."""
+        manifest, spec = await self._manifest(paths)
+        await self._write_checkpoint("auto", manifest, spec)
+
+    async def _checkpoint_command(self, arg: str | None) -> None:
+        """``/checkpoint`` lists; ``/checkpoint N`` restores (asking about the files)."""
+        if arg is None or not arg.strip():
+            await self._list_checkpoints()
+            return
+        try:
+            number = parse_number(arg)
+        except CheckpointError as exc:
+            await self._emit(CommandOutput(f"error: {exc}"))
+            return
+        if self._turn is not None:
+            await self._emit(
+                CommandOutput(f"error: a reply is streaming; /checkpoint {number} after it ends")
+            )
+            return
+        session_id = self._lc.session_id
+        assert session_id is not None
+        try:
+            checkpoint: Checkpoint = await self._peers.storage.ask(
+                LoadCheckpoint(self._config.project, session_id, number), STORAGE_TIMEOUT_S
+            )
+        except (SessionError, OSError, DeadActor, TimeoutError) as exc:
+            await self._emit(CommandOutput(f"error: {exc}"))
+            return
+        now, _ = await self._manifest(checkpoint.files)
+        plan = restore_plan(checkpoint.files, now)
+        if not plan.to_write:
+            await self._restore(checkpoint, plan, files=False)
+            return
+        await self._emit(
+            Info(
+                "\n".join([f"Tracked files differ from checkpoint {number}:", *plan.lines(number)])
+            )
+        )
+        await self._ask(
+            "Restore files too? [y/N]",
+            lambda answer: self._restore(checkpoint, plan, files=answer),
+        )
+
+    async def _list_checkpoints(self) -> None:
+        session_id = self._lc.session_id
+        assert session_id is not None
+        try:
+            listing: CheckpointListing = await self._peers.storage.ask(
+                ListCheckpoints(self._config.project, session_id), STORAGE_TIMEOUT_S
+            )
+        except (SessionError, OSError, DeadActor, TimeoutError) as exc:
+            await self._emit(CommandOutput(f"error: {exc}"))
+            return
+        for problem in listing.problems:
+            await self._emit(Info(problem))
+        await self._emit(CommandOutput("\n".join(listing_lines(listing.checkpoints))))
+
+    async def _restore(self, checkpoint: Checkpoint, plan: RestorePlan, *, files: bool) -> None:
+        """Checkpoint the present (so the restore can be undone), write the files back if
+        asked, then bring the conversation back to ``checkpoint``."""
+        config = self._config
+        number = checkpoint.number
+        manifest, spec = await self._manifest()
+        undo = await self._write_checkpoint("restore", manifest, spec)
+        if undo is None:
+            await self._emit(
+                CommandOutput(f"error: checkpoint {number} not restored; nothing changed")
+            )
+            return
+        written: list[str] = []
+        if files and plan.to_write:
+            # The watcher learns the content to expect first: a restore is our own write.
+            restored = {p: checkpoint.files[p] for p in plan.to_write}
+            await self._watch({**(self._watched or manifest), **restored})
+            session_id = self._lc.session_id
+            assert session_id is not None
+            try:
+                written = await self._peers.storage.ask(
+                    RestoreFiles(
+                        config.project,
+                        config.workspace,
+                        session_id,
+                        number,
+                        plan.to_write,
+                        config.terminal_pid,
+                    ),
+                    STORAGE_TIMEOUT_S,
+                )
+            except (SessionError, OSError, DeadActor, TimeoutError) as exc:
+                await self._emit(Info(f"error: files not restored: {exc}"))
+        manifest, spec = await self._manifest(checkpoint.files)
+        drift = await anyio.to_thread.run_sync(
+            detect_file_drift, config.workspace, checkpoint.files
+        )
+        transition = self._lc.restore(
+            checkpoint.state, drift, now=utc_now(), manifest=manifest, agent_spec_path=spec
+        )
+        self._lc = transition.lifecycle
+        self._history_at_restore = self._lc.history
+        self._notes.clear()
+        saved = await self._perform(transition.effects)
+        await self._watch(manifest)
+        turns = checkpoint.turns
+        lines = [
+            f"Restored the conversation to checkpoint {number} "
+            f"({turns} turn{'' if turns == 1 else 's'})"
+            + ("" if saved else ", but the session could not be saved")
+            + f"; /checkpoint {undo} undoes this."
+        ]
+        if written:
+            lines.append(f"Files restored: {', '.join(written)}.")
+        elif plan.to_write:
+            lines.append(f"Files left as they are: {', '.join(plan.to_write)}.")
+        if plan.left_alone:
+            lines.append(f"Not in checkpoint {number}, left alone: {', '.join(plan.left_alone)}.")
+        await self._emit(CommandOutput("\n".join(lines)))
+
+    async def _ask(self, question: str, action: Callable[[bool], Awaitable[None]]) -> None:
+        """Ask the terminal a yes/no question; ``action`` gets the answer."""
+        self._confirm_count += 1
+        self._confirm = self._confirm_count
+        self._on_confirm = action
+        await self._emit(AskUser(self._confirm, question))
+
+    # -- live drift without a watcher ----------------------------------------------
+
+    async def _watch_unavailable(self, reason: str) -> None:
+        if self._hashing_at_each_turn:
+            return
+        self._hashing_at_each_turn = True
+        await self._emit(
+            Info(
+                f"note: cannot watch tracked files ({reason}); comparing them at each turn instead"
+            )
+        )
+
+    async def _compare_tracked_files(self) -> None:
+        """Without a watcher: the tracked files changed since last seen, noted before the turn."""
+        if not self._hashing_at_each_turn or not self._watched:
+            return
+        watched = self._watched
+        drift = await anyio.to_thread.run_sync(detect_file_drift, self._config.workspace, watched)
+        changed = [*drift.modified, *drift.deleted]
+        if changed:
+            manifest, _ = await self._manifest()
+            self._watched = dict(manifest)
+            await self._note_changes(changed)
 
     # -- helpers --------------------------------------------------------------
 

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cli.console import Console, UnclearAnswer
+from cli.console import Cancelled, Console, ReplyView, UnclearAnswer
 from cli.errors import as_error_line
+from cli.summaries import clip, summary_headline
 from supervisor.client import (
     Connection,
     ConnectionLost,
@@ -28,15 +29,22 @@ from supervisor.wire import ErrorCode, Frame
 
 HELP = """\
 Commands:
-  /save            save the session now (also rebuilds the tracked-file manifest)
+  /save            save the session now and write a checkpoint (conversation and
+                   tracked files)
   /reset, /new     forget this session: clear history, delete its saved file and
                    resume context (asks before deleting agent_spec.md / templates/)
   /resume          show the resume context given to the assistant
-  /checkpoint [n]  checkpoints (not available yet)
-  /compact         compact the history now (not available yet)
+  /checkpoint      list this session's checkpoints
+  /checkpoint n    go back to checkpoint n (asks whether to restore the files too;
+                   the present is checkpointed first, so it can be undone)
+  /compact         compact the history now (prints the tokens before and after)
+  /model           show the model in use
   /help            this help
   /exit            leave (the session is saved; Ctrl+D or Ctrl+C at an empty prompt too)
-Ctrl+C while a reply streams cancels that reply."""
+Keys: Enter sends; Alt+Enter (or Esc then Enter) starts a new line.
+Ctrl+C clears a typed line; at an empty prompt it leaves. While a reply streams it
+cancels that reply; at a question it cancels the question (nothing is done).
+Up/Down recall earlier messages of this project; Tab completes /commands."""
 
 
 REATTACH_ATTEMPTS = 5
@@ -59,6 +67,7 @@ class ChatOptions:
     new: bool
     resume: str | None
     yes: bool
+    model_source: str = "option"
 
 
 def terminal_pid() -> int:
@@ -130,7 +139,12 @@ class Chat:
         self._conn: Connection | None = None
         self._model = options.model or os.environ.get("AGENT_ASSIST_MODEL") or None
         self._pid = terminal_pid()
-        self._resume_answer: bool | None = None
+        self._resume_answer: bool | int | None = None
+        self.last_turn_failed = False
+        self.input_tokens: int | None = None
+        self.phase: str | None = None
+        self.changed_outside: set[str] = set()
+        console.toolbar = self.toolbar
 
     @property
     def conn(self) -> Connection:
@@ -178,32 +192,38 @@ class Chat:
         elif self.options.new or not offer:
             self._open("new", None)
         else:
+            others = welcome.get("others") or []
             if self.options.yes:
-                resume = True
+                resume: bool | int = True
             elif self._resume_answer is not None:
                 resume = self._resume_answer
             else:
-                self.console.say(f"Previous session found (last active: {offer['last_active']})")
-                self.console.say("Resume previous session? [Y/n]")
+                self.console.say(offer_text(offer, others))
                 resume = self._answer(
-                    "Resume previous session? [Y/n]", default=True, suggestion="--yes or --new"
+                    "Resume previous session? [Y/n]",
+                    default=True,
+                    suggestion="--yes or --new",
+                    choices=1 + len(others),
                 )
                 self._resume_answer = resume
-            if not resume:
+            if resume is False:
                 self._open("new", None)
                 return
+            chosen = offer if resume is True else others[resume - 2]
             try:
-                self._open("resume", offer["session_id"])
+                self._open("resume", chosen["session_id"])
             except ChatError as exc:  # the offered file cannot be used: say so, carry on
                 self.console.warn(as_error_line(str(exc)))
                 self.console.warn("Starting a new session instead.")
                 self._open("new", None)
 
-    def _answer(self, question: str, *, default: bool, suggestion: str | None) -> bool:
+    def _answer(
+        self, question: str, *, default: bool, suggestion: str | None, choices: int = 0
+    ) -> bool | int:
         """A yes/no answer. Piped, a line that is not one stops the run (ChatError): it is
         neither taken as an answer nor lost silently."""
         try:
-            return self.console.ask_yes_no(default=default)
+            return self.console.ask_yes_no(default=default, choices=choices)
         except UnclearAnswer as exc:
             what = question.removesuffix(" [Y/n]").removesuffix(" [y/N]")
             hint = f"; run with {suggestion} to skip the question" if suggestion else ""
@@ -220,6 +240,8 @@ class Chat:
                 if self.console.interactive:
                     what = "Resumed" if frame["resumed"] else "New"
                     self.console.warn(f"{what} session {self.session_id}. /help for commands.")
+                    for line in frame.get("drift") or ():
+                        self.console.warn(f"  {line.removeprefix('- ')}")
                 return
             if frame["type"] == "notice":
                 self.console.warn(frame["text"])
@@ -234,6 +256,10 @@ class Chat:
                     raise ChatError("not starting a session")
                 self.conn.send({"type": "open", "mode": "new", "session_id": None})
                 continue
+            if frame["code"] == ErrorCode.NOT_FOUND and session_id:
+                from cli.sessions import not_found_line
+
+                raise ChatError(not_found_line(self.options.workspace, session_id))
             raise ChatError(frame["message"])
 
     def _reattach(self) -> None:
@@ -271,8 +297,24 @@ class Chat:
 
     # -- the loop -------------------------------------------------------------
 
+    def toolbar(self) -> str:
+        """The bottom line of the prompt: session, model, files changed outside."""
+        parts = [f"session {self.session_id or '-'}", f"model {self._model or 'offline'}"]
+        if self.phase:
+            parts.append(f"phase {self.phase}")
+        if self.input_tokens:
+            parts.append(f"{self.input_tokens:,} tokens in context")
+        if self.changed_outside:
+            parts.append(f"{len(self.changed_outside)} file(s) changed outside")
+        return " " + " · ".join(parts) + "  (/help)"
+
     def run(self) -> int:
-        self.attach()
+        try:
+            self.attach()
+        except (Cancelled, KeyboardInterrupt):  # at a question, or while attaching
+            self.console.warn("Cancelled; no session was opened (the previous one is kept).")
+            self.close()
+            return 0
         try:
             return self._loop()
         except ChatError:
@@ -297,7 +339,9 @@ class Chat:
                     break
                 continue
             self._turn(line)
-        return self.close()
+        if self.close():
+            return 1
+        return 1 if self.last_turn_failed and not self.console.interactive else 0
 
     def _send(self, frame: Frame) -> None:
         """Send, after showing what arrived while we waited for input (notices, a stop)."""
@@ -314,9 +358,15 @@ class Chat:
         # supervisor saved before it died is answered from the session.
         frame = {"type": "user_message", "text": text, "id": secrets.token_hex(8)}
         self._send(frame)
+        view = self.console.reply()
+        try:
+            self._receive_turn(frame, view)
+        finally:
+            view.end()
+
+    def _receive_turn(self, frame: Frame, view: ReplyView) -> None:
         retried = False
         cancelled = False
-        wrote = False
         while True:
             try:
                 reply = self.conn.receive()
@@ -335,26 +385,32 @@ class Chat:
                 continue
             kind = reply["type"]
             if kind == "text_delta":
-                self.console.write(reply["text"])
-                wrote = True
+                view.write(reply["text"])
+            elif kind == "tool_call":
+                view.tool(reply["text"])
             elif kind == "turn_end":
-                if wrote:  # the reply's line ends before any line that follows it
-                    self.console.write("\n")
+                view.end()
+                self.last_turn_failed = reply["status"] != "ok"
+                if reply.get("input_tokens"):
+                    self.input_tokens = reply["input_tokens"]
+                self.phase = reply.get("phase") or self.phase
                 if reply["status"] == "cancelled":
                     self.console.warn("[cancelled]")
                 elif reply["status"] == "error":
                     self.console.warn(as_error_line(str(reply.get("error"))))
                 return
             else:
-                if wrote:  # a notice (a failed save) gets a line of its own
-                    self.console.write("\n")
-                    wrote = False
+                if reply["type"] in ("notice", "error"):
+                    view.end()  # a notice (a failed save) gets a line of its own
                 self._other(reply)
 
     def show(self, frame: Frame) -> None:
         """A notice or an error for the user."""
         if frame["type"] == "notice":
-            self.console.warn(frame["text"])
+            text = frame["text"]
+            if text.startswith("note: ") and text.endswith(" changed outside agent-assist"):
+                self.changed_outside.add(text.removeprefix("note: ").rsplit(" changed", 1)[0])
+            self.console.warn(text)
         elif frame["type"] == "error":
             self.console.warn(as_error_line(frame["message"]))
 
@@ -377,6 +433,12 @@ class Chat:
         if name == "help":
             self.console.say(HELP)
             return True
+        if name == "model":
+            self.console.say(
+                f"model: {self._model or 'offline'} (from {self.options.model_source}); "
+                "set it with --model, AGENT_ASSIST_MODEL or model in config.toml"
+            )
+            return True
         if name == "new":
             name = "reset"
         if name not in ("save", "reset", "checkpoint", "compact", "resume"):
@@ -397,17 +459,22 @@ class Chat:
                 return True
             if frame["type"] == "confirm":
                 self.console.say(frame["question"])
-                answer = self._answer(frame["question"], default=False, suggestion=None)
+                try:
+                    answer = self._answer(frame["question"], default=False, suggestion=None) is True
+                except Cancelled:
+                    cancel = {"type": "confirm_reply", "id": frame["id"], "answer": False}
+                    self.conn.send({**cancel, "cancel": True})
+                    continue
                 self.conn.send({"type": "confirm_reply", "id": frame["id"], "answer": answer})
             else:
                 self._other(frame)
 
-    def close(self) -> int:
+    def close(self) -> bool:
         """Leave: the supervisor saves (as on any exit) and says so before we go.
 
-        Returns the exit status: 1 when turns could not be saved."""
+        True when turns could not be saved (they were told, and where they are kept)."""
         if self._conn is None:
-            return 0
+            return False
         try:
             self.conn.sock.settimeout(CLOSE_TIMEOUT_S)  # never hang on the way out
             sent = False
@@ -416,15 +483,14 @@ class Chat:
                     self.conn.send({"type": "close"})
                     sent = True
                 frame = self.conn.receive()
-                if frame["type"] == "closed" and not sent and not frame.get("unsaved"):
-                    saved = frame.get("session_id") or self.session_id
-                    self.console.warn(f"the supervisor was stopped; session {saved} saved")
-                    break
                 if frame["type"] == "closed":
                     if frame.get("unsaved"):
                         self.console.warn(unsaved_line(frame, self.session_id))
-                        return 1
-                    if frame["saved"] and self.console.interactive:
+                        return True
+                    if not sent:  # the supervisor was stopped while we waited
+                        saved = frame.get("session_id") or self.session_id
+                        self.console.warn(f"the supervisor was stopped; session {saved} saved")
+                    elif frame["saved"] and self.console.interactive:
                         self.console.warn(f"Session {frame['session_id']} saved.")
                     break
                 self._other(frame)
@@ -432,11 +498,51 @@ class Chat:
             pass
         finally:
             self.conn.close()
-        return 0
+        return False
+
+
+def offer_text(offer: Frame, others: list[Frame]) -> str:
+    """The resume question of DESIGN 6: the two exact lines with the session's context
+    between them, and the project's other sessions to pick from by number."""
+    lines = [f"Previous session found (last active: {offer['last_active']})"]
+    facts = []
+    if offer.get("turns") is not None:
+        turns = offer["turns"]
+        facts.append(f"{turns} turn{'' if turns == 1 else 's'}")
+    if headline := summary_headline(offer.get("summary")):
+        facts.append(f"summary: {clip(headline, 70)}")
+    if facts:
+        lines.append("  " + " · ".join(facts))
+    drift = [f"{path}: modified" for path in offer.get("modified") or ()]
+    drift += [f"{path}: deleted" for path in offer.get("deleted") or ()]
+    if unchanged := offer.get("unchanged") or 0:
+        drift.append(f"{unchanged} tracked file{'' if unchanged == 1 else 's'} unchanged")
+    if drift:
+        lines.append("  " + " · ".join(drift))
+    if others:
+        lines.append(f"  or resume another session of this project (answer 2-{len(others) + 1}):")
+        for number, other in enumerate(others, start=2):
+            about = summary_headline(other.get("summary")) or "(no summary)"
+            lines.append(f"    {number}) {other['last_active']}  {clip(about, 60)}")
+    lines.append("Resume previous session? [Y/n]")
+    return "\n".join(lines)
+
+
+def history_file(workspace: Path) -> Path:
+    """The project's input history: ``<root>/projects/<name>_<hash8>/prompt_history``."""
+    from session.paths import sessions_dir, state_root
+
+    legacy = state_root() / "prompt_history"  # before history was per project
+    if legacy.is_file():
+        legacy.chmod(0o600)
+    return sessions_dir(workspace, state_root()).parent / "prompt_history"
 
 
 def run_chat(options: ChatOptions) -> int:
-    chat = Chat(options, Console(), runtime_paths())
+    console = Console()
+    if console.interactive:
+        console.history = history_file(options.workspace)
+    chat = Chat(options, console, runtime_paths())
     try:
         return chat.run()
     except ChatEnded as exc:

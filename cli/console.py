@@ -1,12 +1,33 @@
-"""Terminal input and output: prompt_toolkit on a TTY, one line per message when piped."""
+"""Terminal input and output: prompt_toolkit on a TTY, one line per message when piped.
+
+Replies go to stdout; everything else (questions, notices, command results) goes
+to stdout only when it is a terminal, else to stderr, so a piped stdout carries
+replies only. Colour and escapes only on a terminal without ``NO_COLOR``.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Protocol, TextIO
 
-SLASH_COMMANDS = ["/save", "/reset", "/new", "/checkpoint", "/compact", "/resume", "/help", "/exit"]
+SLASH_COMMANDS = {
+    "/save": "save the session now",
+    "/reset": "forget this session and start a new one",
+    "/new": "same as /reset",
+    "/checkpoint": "list checkpoints, or restore checkpoint N",
+    "/compact": "compact the history now",
+    "/resume": "show the resume context given to the assistant",
+    "/model": "show the model in use",
+    "/help": "the commands and keys",
+    "/exit": "leave (the session is saved)",
+}
+
+
+class Cancelled(Exception):
+    """The user pressed Ctrl+C (or Ctrl+D) at a question: what it guards does not happen."""
 
 
 class UnclearAnswer(Exception):
@@ -23,39 +44,132 @@ class IdleWatcher(Protocol):
     def stop(self) -> None: ...
 
 
+class ReplyView(Protocol):
+    """How one streamed reply appears: a spinner until text, text, tool-call lines."""
+
+    def write(self, text: str) -> None: ...
+
+    def tool(self, line: str) -> None: ...
+
+    def end(self) -> None: ...
+
+
+def private_history_file(path: Path) -> Path:
+    """Create ``path`` (and its directory, 0700) as a 0600 file; tighten it if it exists."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    os.close(fd)
+    os.chmod(path, 0o600)
+    return path
+
+
+class PlainReply:
+    """Reply text written as it arrives; tool lines on their own line (no escapes)."""
+
+    def __init__(self, out: TextIO, side: TextIO) -> None:
+        self._out = out
+        self._side = side
+        self._wrote = False
+        self._at_line_start = True
+
+    def write(self, text: str) -> None:
+        self._out.write(text)
+        self._out.flush()
+        self._wrote = True
+        self._at_line_start = text.endswith("\n")
+
+    def tool(self, line: str) -> None:
+        if not self._at_line_start and self._side is self._out:
+            self._out.write("\n")
+            self._at_line_start = True
+        self._side.write(f"  {line}\n")
+        self._side.flush()
+
+    def end(self) -> None:
+        if self._wrote and not self._at_line_start:
+            self._out.write("\n")
+            self._out.flush()
+        self._wrote = False
+
+
 class Console:
-    def __init__(self, interactive: bool | None = None) -> None:
+    def __init__(
+        self,
+        interactive: bool | None = None,
+        history: Path | None = None,
+        toolbar: Callable[[], str] | None = None,
+    ) -> None:
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
+        self.out_tty = sys.stdout.isatty()
+        self.color = (
+            self.out_tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+        )
+        self.history = history
+        self.toolbar = toolbar
         self._prompt: Any = None
+        self._questions: Any = None
+
+    @property
+    def info_stream(self) -> TextIO:
+        """Where lines that are not replies go: stdout on a terminal, else stderr."""
+        return sys.stdout if self.out_tty else sys.stderr
+
+    # -- input ----------------------------------------------------------------
 
     def _session(self) -> Any:
         if self._prompt is None:
             from prompt_toolkit import PromptSession
-            from prompt_toolkit.completion import WordCompleter
-            from prompt_toolkit.history import FileHistory
+            from prompt_toolkit.history import FileHistory, InMemoryHistory
+            from prompt_toolkit.key_binding import KeyBindings
 
             from session.redaction import scrub_text, secrets_from_environment
 
             known = secrets_from_environment()
 
             class ScrubbedHistory(FileHistory):
-                """Input history on disk, with credential-looking strings scrubbed."""
+                """Input history on disk (0600), with credential-looking strings scrubbed."""
 
                 def store_string(self, string: str) -> None:
                     super().store_string(scrub_text(string, known))
 
-            from session.paths import state_root
+            keys = KeyBindings()
 
-            history = state_root() / "prompt_history"
-            history.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            @keys.add("c-c", eager=True)
+            def _(event: Any) -> None:
+                """A typed line is cleared; only at an empty prompt does Ctrl+C leave."""
+                buffer = event.current_buffer
+                if buffer.text:
+                    buffer.reset()
+                else:
+                    event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
+
+            @keys.add("escape", "enter")
+            def _(event: Any) -> None:
+                """Alt+Enter (Esc Enter): a new line in the message; Enter sends. (Not Ctrl+J:
+                an Enter typed before the prompt is up arrives as Ctrl+J.)"""
+                event.current_buffer.insert_text("\n")
+
+            history: Any = (
+                ScrubbedHistory(str(private_history_file(self.history)))
+                if self.history is not None
+                else InMemoryHistory()
+            )
             self._prompt = PromptSession(
-                history=ScrubbedHistory(str(history)),
-                completer=WordCompleter(SLASH_COMMANDS, sentence=True),
+                history=history,
+                completer=slash_completer(),
+                complete_while_typing=True,
+                key_bindings=keys,
+                prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ",
+                bottom_toolbar=self._toolbar_text if self.toolbar else None,
+                enable_suspend=True,
             )
         return self._prompt
 
+    def _toolbar_text(self) -> str:
+        return self.toolbar() if self.toolbar else ""
+
     def read_line(self, prompt: str = "> ", idle: IdleWatcher | None = None) -> str | None:
-        """One line of input; None at end of input. KeyboardInterrupt passes through.
+        """One message; None at end of input. KeyboardInterrupt: Ctrl+C at an empty prompt.
 
         On a terminal, ``idle`` runs while the prompt waits: what it prints appears
         above the prompt, and it may end the prompt (as end of input).
@@ -80,10 +194,28 @@ class Console:
             return None
         return line.rstrip("\n")
 
-    def ask_yes_no(self, default: bool) -> bool:
-        """Read an answer line (the question was printed); empty or end of input is ``default``."""
+    def _read_answer(self) -> str | None:
+        """An answer line. On a terminal Ctrl+C and Ctrl+D raise Cancelled."""
+        if not self.interactive:
+            return self.read_line()
+        if self._questions is None:
+            from prompt_toolkit import PromptSession
+
+            self._questions = PromptSession()
+        try:
+            answer: str = self._questions.prompt("> ")
+        except (KeyboardInterrupt, EOFError):
+            raise Cancelled from None
+        return answer
+
+    def ask_yes_no(self, default: bool, choices: int = 0) -> bool | int:
+        """Read an answer (the question was printed); empty or end of input is ``default``.
+
+        With ``choices``, a number from 2 to ``choices`` is also an answer (returned as
+        an int). On a terminal, Ctrl+C or Ctrl+D cancels the question (Cancelled).
+        """
         while True:
-            answer = self.read_line("" if not self.interactive else "> ")
+            answer = self._read_answer()
             if answer is None:
                 return default
             answer = answer.strip().lower()
@@ -93,19 +225,43 @@ class Console:
                 return True
             if answer in ("n", "no"):
                 return False
+            if choices and answer.isdigit() and 1 <= int(answer) <= choices:
+                return True if int(answer) == 1 else int(answer)
             if not self.interactive:
                 raise UnclearAnswer(answer)
-            self.say("Please answer y or n.")
+            self.say("Please answer y or n" + (f", or 1-{choices}." if choices else "."))
+
+    # -- output ---------------------------------------------------------------
 
     def say(self, text: str) -> None:
-        """A line for the user on stdout (prompts, command results)."""
-        print(text, flush=True)
-
-    def write(self, text: str) -> None:
-        """Streamed reply text, as it arrives."""
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        """A line for the user that is not a reply (questions, command results)."""
+        print(text, file=self.info_stream, flush=True)
 
     def warn(self, text: str) -> None:
         """A diagnostic line on stderr."""
         print(text, file=sys.stderr, flush=True)
+
+    def reply(self) -> ReplyView:
+        """A view for the next streamed reply: Markdown with a spinner on a colour
+        terminal (rich is imported only then), plain text otherwise."""
+        if self.color:
+            from cli.render import RichReply
+
+            return RichReply(sys.stdout)
+        return PlainReply(sys.stdout, self.info_stream)
+
+
+def slash_completer() -> Any:
+    """Completes ``/commands`` at the start of the input, each with what it does."""
+    from prompt_toolkit.completion import Completer, Completion
+
+    class SlashCompleter(Completer):
+        def get_completions(self, document: Any, complete_event: Any) -> Iterable[Any]:
+            text = document.text_before_cursor
+            if not text.startswith("/") or " " in text or "\n" in text:
+                return
+            for name, meta in SLASH_COMMANDS.items():
+                if name.startswith(text):
+                    yield Completion(name, start_position=-len(text), display_meta=meta)
+
+    return SlashCompleter()

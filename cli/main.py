@@ -5,9 +5,10 @@ Errors become one line on stderr and exit status 1 (2 for usage errors).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,6 +27,16 @@ MODEL_HELP = (
     "at OPENAI_BASE_URL [env AGENT_ASSIST_MODEL; default: offline, the built-in "
     "deterministic model that needs no network and labels its replies]"
 )
+
+
+def complete_session_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion: the session ids of the workspace's project."""
+    from session.models import is_session_id
+    from session.paths import sessions_dir, state_root
+
+    chosen = ctx.params.get("workspace") or ctx.find_root().params.get("workspace") or "."
+    project = sessions_dir(Path(chosen).resolve(), state_root())
+    return sorted(p.stem for p in project.glob(f"{incomplete}*.json") if is_session_id(p.stem))
 
 
 def one_line_errors(fn: F) -> F:
@@ -69,7 +80,12 @@ def chat_options(fn: F) -> F:
             click.option("--model", "-m", metavar="MODEL", default=None, help=MODEL_HELP),
             click.option("--new", is_flag=True, help="Start a new session without asking."),
             click.option(
-                "--resume", "resume_id", metavar="ID", default=None, help="Resume this session."
+                "--resume",
+                "resume_id",
+                metavar="ID",
+                default=None,
+                help="Resume this session.",
+                shell_complete=complete_session_ids,
             ),
             click.option(
                 "--yes", "-y", is_flag=True, help="Resume the previous session without asking."
@@ -83,9 +99,12 @@ def chat_options(fn: F) -> F:
 def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, yes: bool) -> None:
     if new and resume_id:
         raise click.UsageError("--new and --resume cannot be used together")
+    from cli import config_cmd
     from cli.chat import ChatError, ChatOptions, run_chat  # not needed by the other commands
 
-    options = ChatOptions(workspace.resolve(), model, new, resume_id, yes)
+    settings = config_cmd.load({"model": model})
+    source = config_cmd.source_label(settings, "model")
+    options = ChatOptions(workspace.resolve(), settings.model, new, resume_id, yes, source)
     try:
         code = run_chat(options)
     except ChatError as exc:
@@ -94,6 +113,9 @@ def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, 
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(
+    None, "--version", "-V", package_name="agent-assist", prog_name="agent-assist"
+)
 @chat_options
 @click.pass_context
 @one_line_errors
@@ -151,13 +173,27 @@ workspace_override = click.option(
 )
 
 
+@contextlib.contextmanager
+def _not_found_hint(workspace: Path, session_id: str) -> Iterator[None]:
+    """An unknown session becomes one line that says which project holds it, if any."""
+    from supervisor.client import RemoteError
+    from supervisor.wire import ErrorCode
+
+    try:
+        yield
+    except (FileNotFoundError, RemoteError) as exc:
+        if isinstance(exc, RemoteError) and exc.code != ErrorCode.NOT_FOUND:
+            raise
+        raise CommandError(sessions_ops.not_found_line(workspace, session_id)) from exc
+
+
 def _workspace(ctx: click.Context, workspace: Path | None) -> Path:
     chosen = workspace or ctx.obj or Path(".")
     return Path(chosen).resolve()
 
 
 @sessions.command("show")
-@click.argument("session_id")
+@click.argument("session_id", shell_complete=complete_session_ids)
 @workspace_override
 @click.option("--json", "as_json", is_flag=True, help="Print the session as JSON.")
 @click.pass_context
@@ -166,18 +202,24 @@ def sessions_show(
     ctx: click.Context, session_id: str, workspace: Path | None, as_json: bool
 ) -> None:
     """Show one session."""
-    data = sessions_ops.show_session(runtime_paths(), _workspace(ctx, workspace), session_id)
+    where = _workspace(ctx, workspace)
+    with _not_found_hint(where, session_id):
+        data = sessions_ops.show_session(runtime_paths(), where, session_id)
     click.echo(sessions_ops.dumps(data) if as_json else sessions_ops.render_show(data))
+    for warning in data.get("warnings", ()):
+        click.echo(warning, err=True)
 
 
 @sessions.command("rm")
-@click.argument("session_id")
+@click.argument("session_id", shell_complete=complete_session_ids)
 @workspace_override
 @click.pass_context
 @one_line_errors
 def sessions_rm(ctx: click.Context, session_id: str, workspace: Path | None) -> None:
     """Delete one session (never a live one)."""
-    sessions_ops.remove_session(runtime_paths(), _workspace(ctx, workspace), session_id)
+    where = _workspace(ctx, workspace)
+    with _not_found_hint(where, session_id):
+        sessions_ops.remove_session(runtime_paths(), where, session_id)
     click.echo(f"Removed session {session_id}.")
 
 
@@ -209,6 +251,28 @@ def sessions_prune(
     click.echo(f"{verb} {len(data['pruned'])} orphaned session(s) idle for over {days:g} days.")
     for row in data["pruned"]:
         click.echo(f"  {row['session_id']}  {row['project']}  {row['last_active']}")
+
+
+# -- config ---------------------------------------------------------------------
+
+
+@main.group()
+def config() -> None:
+    """Settings: defaults < <root>/config.toml < environment < options."""
+
+
+@config.command("show")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--model", "-m", metavar="MODEL", default=None, help="Show the settings as with this --model."
+)
+@one_line_errors
+def config_show(as_json: bool, model: str | None) -> None:
+    """Every setting, its value and where it came from (default, file, env, option)."""
+    from cli import config_cmd
+
+    data = config_cmd.report({"model": model})
+    click.echo(sessions_ops.dumps(data) if as_json else config_cmd.render(data))
 
 
 # -- supervisor -----------------------------------------------------------------

@@ -22,6 +22,25 @@ LOCK_ATTEMPTS = 50
 LOCK_PAUSE_S = 0.02
 
 
+def not_found_line(workspace: Path, session_id: str) -> str:
+    """``no session X in this project``, with where it is if another project has it."""
+    from session.models import is_session_id
+    from session.paths import projects_dir, state_root
+
+    line = f"no session {session_id[:40]} in this project ({workspace})"
+    if not is_session_id(session_id):
+        return line
+    here = _project(workspace)
+    for found in sorted(projects_dir(state_root()).glob(f"*/sessions/{session_id}.json")):
+        if found.parent != here:
+            project = found.parent.parent.name
+            return (
+                f"{line}; it belongs to project {project}: run from that workspace or "
+                "pass --workspace DIR"
+            )
+    return line
+
+
 class SupervisorStarting(Exception):
     """A supervisor holds its lock but does not answer yet."""
 
@@ -122,7 +141,15 @@ def show_session(paths: RuntimePaths, workspace: Path, session_id: str) -> dict[
     state = catalog.manager(project).load(validate_session_id(session_id))
     rows, _ = catalog.rows(project, {})
     row = next((r.to_json() for r in rows if r.session_id == session_id), None)
-    return {"row": row, "session": state.model_dump(mode="json")}
+    from session.checkpoints import listing_lines
+
+    checkpoints = catalog.checkpoints(project).listing(session_id)
+    return {
+        "row": row,
+        "session": state.model_dump(mode="json"),
+        "checkpoints": listing_lines(checkpoints.checkpoints),
+        "warnings": list(checkpoints.problems),
+    }
 
 
 def remove_session(paths: RuntimePaths, workspace: Path, session_id: str) -> bool:
@@ -133,10 +160,11 @@ def remove_session(paths: RuntimePaths, workspace: Path, session_id: str) -> boo
     with _supervisor_or_lock(paths, frame) as data:
         if data is not None:
             return bool(data["removed"])
-        manager = _offline_catalog(read_only=False).manager(_project(workspace))
-        if not manager.exists(session_id):
+        catalog = _offline_catalog(read_only=False)
+        project = _project(workspace)
+        if not catalog.manager(project).exists(session_id):
             raise FileNotFoundError(f"no session {session_id} in this project")
-        return bool(manager.delete(session_id))
+        return bool(catalog.remove_session(project, session_id))
 
 
 def prune_sessions(
@@ -167,32 +195,58 @@ def prune_sessions(
     }
 
 
+PIPED_SUMMARY_WIDTH = 80
+MIN_SUMMARY_WIDTH = 12
+
+
 def _clip(text: str | None, width: int) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    from cli.summaries import clip
+
+    return clip(text or "", width)
 
 
-def render_table(rows: list[dict[str, Any]], every: bool) -> str:
+def _screen_width() -> int | None:
+    """The terminal's width when stdout is one, else None."""
+    import shutil
+    import sys
+
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = None) -> str:
+    """The sessions as a table; the summary column fits ``width`` (default: the
+    terminal's, when stdout is one)."""
     if not rows:
         return "No sessions."
+    from cli.summaries import summary_headline
+
+    width = width or _screen_width()
     header = ["SESSION", "STATE", "TERMINAL", "LAST ACTIVE", "MSGS", "SUMMARY"]
     if every:
         header.insert(1, "PROJECT")
     lines = [header]
     for row in rows:
-        summary = f"[{row['note']}] {row['summary'] or ''}" if row.get("note") else row["summary"]
+        headline = summary_headline(row["summary"])
+        summary = f"[{row['note']}] {headline}" if row.get("note") else headline
         cells = [
             row["session_id"],
             row["state"],
             str(row["terminal_pid"] or "-"),
             row["last_active"],
             str(row["messages"]),
-            _clip(summary, 50),
+            summary,
         ]
         if every:
             cells.insert(1, row["project"])
         lines.append(cells)
     widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
+    room = PIPED_SUMMARY_WIDTH
+    if width is not None:
+        room = max(width - sum(w + 2 for w in widths), MIN_SUMMARY_WIDTH)
+    for line in lines[1:]:
+        line[-1] = _clip(line[-1], room)
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(line[:-1], widths, strict=True))
         + "  "
@@ -222,6 +276,9 @@ def render_show(data: dict[str, Any]) -> str:
         lines += ["", "Decisions:", *(f"- {d}" for d in session["decisions"])]
     if session["file_manifest"]:
         lines += ["", "Tracked files:", *(f"- {p}" for p in sorted(session["file_manifest"]))]
+    if data.get("checkpoints") and session["checkpoint_count"]:
+        lines += ["", "Checkpoints (agent-assist --resume ID, then /checkpoint N):"]
+        lines += data["checkpoints"]
     return "\n".join(lines)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from session.errors import SessionError, SessionFileError
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
+    CheckpointStore,
     SessionManager,
     atomic_write,
     encode_state,
@@ -58,6 +59,7 @@ class SessionCatalog:
         self.read_only = read_only
         self.known_secrets = known_secrets
         self._managers: dict[Path, SessionManager] = {}
+        self._checkpoints: dict[Path, CheckpointStore] = {}
 
     def manager(self, project: Path) -> SessionManager:
         if project not in self._managers:
@@ -68,6 +70,21 @@ class SessionCatalog:
                 root=self.root,
             )
         return self._managers[project]
+
+    def checkpoints(self, project: Path) -> CheckpointStore:
+        """The checkpoints of ``project`` (a ``sessions/`` directory): beside it."""
+        if project not in self._checkpoints:
+            self._checkpoints[project] = CheckpointStore(project.parent)
+        return self._checkpoints[project]
+
+    def remove_session(self, project: Path, session_id: str) -> bool:
+        """Delete a session's file and its checkpoints, then the contents no remaining
+        checkpoint refers to. True if there was a session file."""
+        removed = self.manager(project).delete(session_id)
+        store = self.checkpoints(project)
+        store.delete_session(session_id)
+        store.collect_garbage()
+        return removed
 
     def project_dirs(self, projects: tuple[Path, ...] | None) -> list[Path]:
         if projects is not None:
@@ -149,11 +166,33 @@ class SessionCatalog:
         except OverflowError:  # more days than the calendar holds: nothing is that old
             cutoff = datetime.min.replace(tzinfo=UTC)
         pruned = []
+        touched: set[Path] = set()
         for row in listing.rows:
             if row.state != "orphaned" or row.updated_at >= cutoff or row.note is not None:
                 continue
             if not dry_run:
                 project = projects_dir(self.root) / row.project / "sessions"
                 self.manager(project).delete(row.session_id)
+                self.checkpoints(project).delete_session(row.session_id)
+                touched.add(project)
             pruned.append(row)
+        if not dry_run:
+            for project in self.project_dirs(projects):
+                self._drop_stray_checkpoints(project, live)
+                touched.add(project)
+            for project in touched:
+                self.checkpoints(project).collect_garbage()
         return SessionListing(tuple(pruned), listing.warnings)
+
+    def _drop_stray_checkpoints(self, project: Path, live: dict[str, int]) -> None:
+        """Checkpoints of a session with no file at all (not even one moved aside) and no
+        live terminal: left by a session whose first turn never completed."""
+        store = self.checkpoints(project)
+        try:
+            names = os.listdir(project)
+        except FileNotFoundError:
+            names = []
+        for session_id in store.session_ids():
+            if session_id in live or any(n.startswith(f"{session_id}.json") for n in names):
+                continue
+            store.delete_session(session_id)

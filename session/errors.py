@@ -5,12 +5,14 @@
     ├── IllegalTransition          a lifecycle event not allowed in the current phase
     ├── SessionLive                another terminal holds the session live
     ├── SessionDeleted             a write for a session deleted by ``/reset``
-    └── SessionFileError           a problem with one file on disk (``.path``)
-        ├── CorruptSessionFile     did not parse; moved aside to ``.moved_to``
-        ├── FutureSchemaVersion    newer schema than this code; left untouched
-        ├── UnsafeSessionFile      a symlink, not a regular file, or over the size cap
-        ├── InvalidPointer         an ``active_<pid>.json`` that is ignored
-        └── UnsafeSessionDirectory a sessions/project directory that is a symlink or a file
+    ├── SessionFileError           a problem with one file on disk (``.path``)
+    │   ├── CorruptSessionFile     did not parse; moved aside to ``.moved_to``
+    │   ├── FutureSchemaVersion    newer schema than this code; left untouched
+    │   ├── UnsafeSessionFile      a symlink, not a regular file, or over the size cap
+    │   ├── InvalidPointer         an ``active_<pid>.json`` that is ignored
+    │   └── UnsafeSessionDirectory a sessions/project directory that is a symlink or a file
+    └── CheckpointError            an unknown or malformed checkpoint number, a damaged entry
+        └── CheckpointCapExceeded  a checkpoint that would pass the session's size cap
 
 ``severity`` says how the CLI prefixes the line (``warning:`` or ``error:``).
 """
@@ -107,3 +109,18 @@ class UnsafeSessionDirectory(SessionFileError):
     def __init__(self, path: Path, reason: str) -> None:
         super().__init__(path, f"refusing sessions directory {path} ({reason}); left untouched")
         self.reason = reason
+
+
+class CheckpointError(SessionError):
+    """A checkpoint that cannot be used: an unknown or malformed number, a damaged entry."""
+
+
+class CheckpointCapExceeded(CheckpointError):
+    def __init__(self, session_id: str, would_use: int, cap: int, setting: str) -> None:
+        super().__init__(
+            f"checkpoint not written: session {session_id}'s checkpoints would take "
+            f"{would_use / 1e6:.3g} MB, over the {cap / 1e6:.3g} MB cap ({setting}); "
+            "raise the cap or start a new session"
+        )
+        self.would_use = would_use
+        self.cap = cap

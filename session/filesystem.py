@@ -7,7 +7,7 @@ import os
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 _HASH_CHUNK = 1 << 20
 
@@ -20,35 +20,46 @@ def is_safe_relative_path(workspace: Path, relative: str) -> bool:
     says (a symlinked directory anywhere below the workspace). The last
     component is not resolved: callers open it with ``O_NOFOLLOW``.
     """
-    if not relative or "\x00" in relative or "\\" in relative or relative.startswith("~"):
-        return False
-    pure = PurePosixPath(relative)
-    if pure.is_absolute() or ".." in pure.parts or pure.parts in ((), (".",)):
-        return False
+    return bool(safe_relative_paths(workspace, (relative,)))
+
+
+def safe_relative_paths(workspace: Path, relative_paths: Iterable[str]) -> list[str]:
+    """The paths among ``relative_paths`` that ``is_safe_relative_path`` accepts, in order;
+    each directory is resolved on disk once, however many files it holds."""
     root = os.path.realpath(workspace)
-    parent = os.path.normpath(os.path.join(root, *pure.parts[:-1]))
-    return os.path.realpath(parent) == parent
-
-
-def _open_regular_nofollow(path: Path) -> int | None:
-    """An fd on ``path`` if it is a regular file reached without a final symlink."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return fd
+    verdicts: dict[str, bool] = {}
+    safe: list[str] = []
+    for relative in relative_paths:
+        if not relative or "\x00" in relative or "\\" in relative or relative[0] in "~/":
+            continue
+        parts = [part for part in relative.split("/") if part not in ("", ".")]
+        if not parts or ".." in parts:
+            continue
+        parent = "/".join((root, *parts[:-1]))
+        verdict = verdicts.get(parent)
+        if verdict is None:
+            verdict = verdicts[parent] = os.path.realpath(parent) == parent
+        if verdict:
+            safe.append(relative)
+    return safe
 
 
 def sha256_file(path: Path) -> str | None:
     """Hex SHA-256 of a regular file, or None if it is missing, a symlink or not a file."""
-    fd = _open_regular_nofollow(path)
-    if fd is None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        digest = hashlib.sha256(os.read(fd, min(info.st_size + 1, _HASH_CHUNK)))
+        while chunk := os.read(fd, _HASH_CHUNK):
+            digest.update(chunk)
+        return digest.hexdigest()
+    finally:
+        os.close(fd)
 
 
 def build_file_manifest(workspace: Path, relative_paths: Iterable[str]) -> dict[str, str]:
@@ -101,11 +112,9 @@ def detect_file_drift(workspace: Path, manifest: Mapping[str, str]) -> FileDrift
     unchanged: list[str] = []
     modified: list[str] = []
     deleted: list[str] = []
-    skipped: list[str] = []
-    for relative in sorted(manifest):
-        if not is_safe_relative_path(workspace, relative):
-            skipped.append(relative)
-            continue
+    safe = set(safe_relative_paths(workspace, manifest))
+    skipped = [relative for relative in sorted(manifest) if relative not in safe]
+    for relative in sorted(safe):
         digest = sha256_file(workspace / relative)
         if digest is None:
             deleted.append(relative)

@@ -21,6 +21,20 @@ Rules (the table ``TRANSITIONS`` is the source of truth):
   session costs the same per turn as a short one.
 * A summary recorded while active is kept for the next write; one recorded
   after ``exit`` is written at once (durability never waits for a summary).
+* ``record_checkpoint`` moves ``checkpoint_count`` (the next write carries it);
+  ``restore`` (``/checkpoint N``) replaces state and history with a checkpoint's
+  through the path ``resume`` takes, keeping the session's id, creation time and
+  count, and saves.
+* Compaction (DESIGN 7, ``session/compaction.py``): ``compaction_due`` names the
+  window to summarize (sliding window after a turn, token budget before one, or
+  everything on ``/compact``); one is in flight at a time. ``compacted`` keeps
+  the result: the request then carries the compaction first and the turns after
+  its boundary; memory keeps ``overlap`` already compacted turns for the next
+  window; the session file keeps the compaction in ``compacted_history_summary``
+  and the turns after the boundary in ``recent_messages``, so a resume sends
+  exactly what was sent before. A result for an older generation of the history
+  (after ``reset`` or another resume) is ignored. ``compaction_failed`` backs
+  off: the next automatic try waits ``interval * 2**failures`` turns.
 """
 
 from __future__ import annotations
@@ -32,8 +46,24 @@ from datetime import datetime
 from enum import StrEnum
 
 import orjson
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelMessage, ModelRequest
 
+from session.compaction import Event as CompactionEvent
+from session.compaction import (
+    EventCompaction,
+    EventsCompactionConfig,
+    Window,
+    compaction_event,
+    compaction_message,
+    estimate_tokens,
+    events_from_messages,
+    message_text_chars,
+    parse_compaction,
+    render_compaction,
+    retention_window,
+    sliding_window,
+    token_window,
+)
 from session.errors import IllegalTransition
 from session.filesystem import FileDrift
 from session.history import (
@@ -43,8 +73,10 @@ from session.history import (
     load_messages,
     recent_start,
     reconstruct_history,
+    turn_starts,
 )
 from session.models import JsonDict, SessionState
+from session.redaction import scrub_text
 from session.resume import build_resume_context
 
 
@@ -61,7 +93,10 @@ class Event(StrEnum):
     SAVE = "save"
     RESET = "reset"
     SUMMARY = "record a summary"
+    COMPACT = "compact the history"
     EXIT = "exit"
+    CHECKPOINT = "record a checkpoint"
+    RESTORE = "restore a checkpoint"
 
 
 TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
@@ -72,8 +107,11 @@ TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
     (Phase.ACTIVE, Event.SAVE): Phase.ACTIVE,
     (Phase.ACTIVE, Event.RESET): Phase.ACTIVE,
     (Phase.ACTIVE, Event.SUMMARY): Phase.ACTIVE,
+    (Phase.ACTIVE, Event.COMPACT): Phase.ACTIVE,
     (Phase.ACTIVE, Event.EXIT): Phase.CLOSED,
     (Phase.CLOSED, Event.SUMMARY): Phase.CLOSED,
+    (Phase.ACTIVE, Event.CHECKPOINT): Phase.ACTIVE,
+    (Phase.ACTIVE, Event.RESTORE): Phase.ACTIVE,
 }
 
 
@@ -110,8 +148,9 @@ class PersistPolicy:
     max_chars: int | None = DEFAULT_MAX_CHARS
     known_secrets: tuple[str, ...] = ()
     memory_turns: int = 4 * DEFAULT_MAX_TURNS
-    """Turns kept in memory (for summaries); older ones are on disk nowhere but in
-    the summary and decisions, until compaction keeps them as a summary."""
+    """Turns kept in memory (for summaries and the next compaction window)."""
+    compaction: EventsCompactionConfig = EventsCompactionConfig(0, 0)
+    """The sliding window and the token budget (no summarizer: the actor has it)."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +178,19 @@ class SessionLifecycle:
     saved: bool = False
     tracked_paths: frozenset[str] = frozenset()
     policy: PersistPolicy = field(default_factory=PersistPolicy)
+    first_invocation: int = 1
+    """The invocation (user turn) number of ``history``'s first turn."""
+    compaction: EventCompaction | None = None
+    compacting: int | None = None
+    """The end invocation of the compaction in flight, if any."""
+    compaction_failures: int = 0
+    backoff_until: int = 0
+    """No automatic compaction before this many invocations have completed."""
+    generation: int = 0
+    """Bumped whenever the history is replaced (start, resume, reset)."""
+    token_base: int | None = None
+    """Tokens of the next request as the model last counted them (its input tokens
+    plus an estimate of its reply); None when the history changed since."""
 
     # -- queries ----------------------------------------------------------
 
@@ -152,7 +204,60 @@ class SessionLifecycle:
         ``history`` holds only what ``resume`` reconstructed and what agent runs
         produced, so cutting at a turn start keeps it valid.
         """
-        return list(self.history[self.tail_start :])
+        head = [compaction_message(self.compaction)] if self.compaction else []
+        return [*head, *self.history[self.tail_start :]]
+
+    def instructions(self) -> str:
+        """This session's part of the agent's instructions: the resume context, and the
+        user's rules once a compaction took them out of the history (rules are
+        instructions; the compaction itself is only context)."""
+        rules = self.compaction.retained.rules if self.compaction else ()
+        if not rules:
+            return self.resume_context
+        block = "\n".join(
+            ["## The user's rules from earlier in this conversation (always follow them)"]
+            + [f"- {rule}" for rule in rules]
+        )
+        return "\n\n".join(part for part in (self.resume_context, block) if part)
+
+    @property
+    def invocations(self) -> int:
+        """Completed invocations (user turns) of this session, compacted ones included."""
+        return self.first_invocation - 1 + len(turn_starts(self.history))
+
+    def events(self) -> list[CompactionEvent]:
+        """The history in memory as compaction events (the compaction, if any, last)."""
+        events = events_from_messages(self.history, self.first_invocation)
+        return [*events, compaction_event(self.compaction)] if self.compaction else events
+
+    def request_tokens(self, extra_chars: int = 0) -> int:
+        """The next request's size in tokens: the model's own count of the last request
+        plus an estimate of what was added since, else an estimate of the whole."""
+        if self.token_base is not None:
+            return self.token_base + estimate_tokens(extra_chars)
+        return self.estimated_tokens(extra_chars)
+
+    def estimated_tokens(self, extra_chars: int = 0) -> int:
+        """The next request's size by the characters-per-token estimate alone (the same
+        measure before and after a compaction, for the notices)."""
+        chars = sum(message_text_chars(m) for m in self.request_history())
+        return estimate_tokens(chars + len(self.instructions()) + extra_chars)
+
+    def compaction_due(
+        self, *, request_tokens: int | None = None, force: bool = False
+    ) -> Window | None:
+        """The window to compact now, if any: everything (``force``, ``/compact``), the
+        token budget's (``request_tokens`` given) or the sliding window's."""
+        if self.phase is not Phase.ACTIVE or self.compacting is not None:
+            return None
+        config = self.policy.compaction
+        if force:
+            return retention_window(self.events(), 0)
+        if request_tokens is not None:
+            return token_window(self.events(), config, request_tokens)
+        if self.invocations < self.backoff_until:
+            return None
+        return sliding_window(self.events(), config)
 
     def write(
         self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
@@ -165,6 +270,11 @@ class SessionLifecycle:
                 "file_manifest": dict(manifest),
                 "agent_spec_path": agent_spec_path,
                 "recent_messages": self.history_json[self.tail_start :],
+                "compacted_history_summary": (
+                    scrub_text(render_compaction(self.compaction), self.policy.known_secrets)
+                    if self.compaction
+                    else None
+                ),
             }
         )
         return WriteSession(state, self.history_encoded[self.tail_start :])
@@ -188,18 +298,21 @@ class SessionLifecycle:
             history_encoded=(),
             resume_context="",
             saved=False,
+            **self._fresh_compaction(None, 1),
         )
         return Transition(new, (WritePointer(state.session_id),))
 
     def resume(self, stored: SessionState, drift: FileDrift | None) -> Transition:
+        loaded = load_messages(stored.recent_messages)
         history = tuple(
             reconstruct_history(
-                load_messages(stored.recent_messages),
-                max_turns=self.policy.max_turns,
-                max_chars=self.policy.max_chars,
+                loaded, max_turns=self.policy.max_turns, max_chars=self.policy.max_chars
             )
         )
         history_json, history_encoded = self._dump(history)
+        compaction = parse_compaction(stored.compacted_history_summary)
+        dropped = len(turn_starts(loaded)) - len(turn_starts(history))
+        first = (compaction.end_invocation if compaction else 0) + 1 + max(0, dropped)
         new = self._move(
             Event.RESUME,
             state=stored,
@@ -209,6 +322,7 @@ class SessionLifecycle:
             resume_context=build_resume_context(stored, drift),
             saved=True,
             tracked_paths=frozenset(stored.file_manifest),
+            **self._fresh_compaction(compaction, first),
         )
         return Transition(new, (WritePointer(stored.session_id),))
 
@@ -221,8 +335,11 @@ class SessionLifecycle:
         agent_spec_path: str | None,
         decisions: Iterable[str] = (),
         touched: Iterable[str] = (),
+        input_tokens: int | None = None,
     ) -> Transition:
-        """A turn finished: keep its messages and save (autosave is re-enabled)."""
+        """A turn finished: keep its messages and save (autosave is re-enabled).
+
+        ``input_tokens`` is the model's count of the turn's last request."""
         state = self._check(Event.TURN)
         fresh = (d.strip() for d in decisions if d.strip())
         merged = tuple(dict.fromkeys([*state.decisions, *fresh]))
@@ -231,14 +348,24 @@ class SessionLifecycle:
         history_json = (*self.history_json, *new_json)
         history_encoded = (*self.history_encoded, *new_encoded)
         keep = recent_start(history, max_turns=self.policy.memory_turns, max_chars=None)
+        last_reply = next(
+            (m for m in reversed(new_messages) if not isinstance(m, ModelRequest)), None
+        )
+        token_base = (
+            input_tokens + estimate_tokens(message_text_chars(last_reply))
+            if input_tokens and last_reply is not None
+            else None
+        )
         new = self._move(
             Event.TURN,
             state=state.model_copy(update={"decisions": merged}),
             history=history[keep:],
             history_json=history_json[keep:],
             history_encoded=history_encoded[keep:],
+            first_invocation=self.first_invocation + len(turn_starts(history[:keep])),
             session_deleted=False,
             tracked_paths=self.tracked_paths | frozenset(touched),
+            token_base=token_base,
         )
         return new._written(now, manifest, agent_spec_path)
 
@@ -261,8 +388,79 @@ class SessionLifecycle:
             session_deleted=True,
             saved=False,
             tracked_paths=frozenset(),
+            **self._fresh_compaction(None, 1),
         )
         return Transition(new, (DeleteSession(old.session_id), DeletePointer()))
+
+    # -- compaction ---------------------------------------------------------
+
+    def begin_compaction(self, window: Window) -> SessionLifecycle:
+        """A compaction of ``window`` is in flight (one at a time)."""
+        self._check(Event.COMPACT)
+        return dataclasses.replace(self, compacting=window.end_invocation)
+
+    def compacted(
+        self,
+        compaction: EventCompaction,
+        generation: int,
+        *,
+        now: datetime,
+        manifest: Mapping[str, str],
+        agent_spec_path: str | None,
+    ) -> Transition:
+        """Keep ``compaction``: memory drops the turns before its overlap, the request
+        starts at its boundary, decisions gain what it retained, and it is saved."""
+        state = self._check(Event.COMPACT)
+        if generation != self.generation:
+            return Transition(self, ())
+        end = compaction.end_invocation
+        keep_from = end + 1 - self.policy.compaction.overlap_size
+        starts = turn_starts(self.history)
+        skip = min(max(0, keep_from - self.first_invocation), len(starts))
+        cut = starts[skip] if skip < len(starts) else len(self.history)
+        decisions = tuple(dict.fromkeys([*state.decisions, *compaction.retained.decisions]))
+        new = self._move(
+            Event.COMPACT,
+            state=state.model_copy(update={"decisions": decisions}),
+            history=self.history[cut:],
+            history_json=self.history_json[cut:],
+            history_encoded=self.history_encoded[cut:],
+            first_invocation=self.first_invocation + skip,
+            compaction=compaction,
+            compacting=None,
+            compaction_failures=0,
+            backoff_until=0,
+            token_base=None,
+        )
+        if new.session_deleted or not new.saved:
+            return Transition(new, ())
+        return Transition(new, (new.write(now, manifest, agent_spec_path),))
+
+    def compaction_failed(self, generation: int) -> SessionLifecycle:
+        """Back off: the next automatic compaction waits ``interval * 2**failures`` turns."""
+        if generation != self.generation:
+            return self
+        failures = self.compaction_failures + 1
+        wait = max(1, self.policy.compaction.compaction_interval) * 2 ** min(failures, 6)
+        return dataclasses.replace(
+            self,
+            compacting=None,
+            compaction_failures=failures,
+            backoff_until=self.invocations + wait,
+        )
+
+    def _fresh_compaction(
+        self, compaction: EventCompaction | None, first_invocation: int
+    ) -> dict[str, object]:
+        return {
+            "compaction": compaction,
+            "first_invocation": first_invocation,
+            "compacting": None,
+            "compaction_failures": 0,
+            "backoff_until": 0,
+            "generation": self.generation + 1,
+            "token_base": None,
+        }
 
     def record_summary(
         self,
@@ -291,6 +489,50 @@ class SessionLifecycle:
             return Transition(new, (DeletePointer(),))
         return new._written(now, manifest, agent_spec_path)
 
+    def record_checkpoint(self, number: int) -> Transition:
+        """Checkpoint ``number`` was written: ``checkpoint_count`` follows (the next write
+        of the session carries it)."""
+        state = self._check(Event.CHECKPOINT)
+        count = max(number, state.checkpoint_count)
+        new = self._move(
+            Event.CHECKPOINT, state=state.model_copy(update={"checkpoint_count": count})
+        )
+        return Transition(new, ())
+
+    def restore(
+        self,
+        stored: SessionState,
+        drift: FileDrift | None,
+        *,
+        now: datetime,
+        manifest: Mapping[str, str],
+        agent_spec_path: str | None,
+    ) -> Transition:
+        """``/checkpoint N``: the conversation goes back to checkpoint N's state.
+
+        State and history are replaced wholesale through the path ``resume`` takes
+        (so the next request carries N's history and N's resume context); the
+        session keeps its id, creation time and checkpoint count, keeps tracking
+        the files it tracks now, and is saved (autosave is re-enabled).
+        """
+        current = self._check(Event.RESTORE)
+        state = stored.model_copy(
+            update={
+                "session_id": current.session_id,
+                "created_at": current.created_at,
+                "checkpoint_count": max(current.checkpoint_count, stored.checkpoint_count),
+            }
+        )
+        resumed = dataclasses.replace(self, phase=Phase.UNSTARTED).resume(state, drift).lifecycle
+        new = dataclasses.replace(
+            resumed,
+            phase=self._target(Event.RESTORE),
+            session_deleted=False,
+            saved=self.saved,
+            tracked_paths=self.tracked_paths | resumed.tracked_paths,
+        )
+        return new._written(now, manifest, agent_spec_path)
+
     # -- helpers ----------------------------------------------------------
 
     def _written(
@@ -314,12 +556,23 @@ class SessionLifecycle:
         return self._require_state()
 
     def _move(self, event: Event, **changes: object) -> SessionLifecycle:
-        history = changes.get("history")
-        if isinstance(history, tuple):
-            changes["tail_start"] = recent_start(
-                history, max_turns=self.policy.max_turns, max_chars=self.policy.max_chars
-            )
-        return dataclasses.replace(self, phase=self._target(event), **changes)  # type: ignore[arg-type]
+        new = dataclasses.replace(self, phase=self._target(event), **changes)  # type: ignore[arg-type]
+        if "history" not in changes:
+            return new
+        recent = recent_start(
+            new.history, max_turns=self.policy.max_turns, max_chars=self.policy.max_chars
+        )
+        return dataclasses.replace(new, tail_start=max(recent, new._boundary_index()))
+
+    def _boundary_index(self) -> int:
+        """Where the turns after the compaction's boundary start in ``history``."""
+        if self.compaction is None:
+            return 0
+        starts = turn_starts(self.history)
+        inside = self.compaction.end_invocation + 1 - self.first_invocation
+        if inside <= 0:
+            return 0
+        return starts[inside] if inside < len(starts) else len(self.history)
 
     def _require_state(self) -> SessionState:
         if self.state is None:

@@ -11,7 +11,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import hashlib
 import os
+import re
+import secrets
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -21,7 +24,18 @@ from pathlib import Path
 import orjson
 from pydantic import ValidationError
 
+from session.checkpoints import (
+    CAP_SETTING,
+    Checkpoint,
+    Reason,
+    entry_name,
+    next_number,
+    number_of,
+    unknown_number,
+)
 from session.errors import (
+    CheckpointCapExceeded,
+    CheckpointError,
     CorruptSessionFile,
     FutureSchemaVersion,
     InvalidPointer,
@@ -30,6 +44,7 @@ from session.errors import (
     UnsafeSessionFile,
 )
 from session.faults import inject
+from session.filesystem import is_safe_relative_path, safe_relative_paths
 from session.models import (
     SCHEMA_VERSION,
     JsonDict,
@@ -114,29 +129,49 @@ def clear_stale_temp(tmp: Path) -> None:
         tmp.unlink()
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
     """Durably replace ``path`` with ``data``; a crash leaves the old or the new file, whole.
 
     Each file has a single writer (the StorageActor), so the fixed temp name
-    never races. Raises FileNotFoundError when the directory is missing. A
-    failed write leaves no temp file behind.
+    never races. Raises FileNotFoundError when the directory is missing.
+    ``sync_dir=False`` leaves the fsync of the directory to the caller (who
+    writes several files into it and syncs it once). A stale temp of the wrong
+    type is cleared first (``clear_stale_temp``); a failed write leaves no temp.
     """
-    directory = path.parent
-    tmp = temp_path(path)
     # O_NONBLOCK: a fifo at the temp name must not hang the writer (regular files ignore it).
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    _replace_durably(path, temp_path(path), data, flags, FILE_MODE, sync_dir, clear_stale=True)
+
+
+_STALE_TEMP_ERRNOS = (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EWOULDBLOCK)
+
+
+def _replace_durably(
+    path: Path,
+    tmp: Path,
+    data: bytes,
+    flags: int,
+    mode: int | None,
+    sync_dir: bool,
+    *,
+    clear_stale: bool = False,
+) -> None:
+    """Write ``tmp`` (opened with ``flags``), fsync it, rename it over ``path``, fsync the
+    directory. The temp file gets ``mode``; None: 0666 less the umask, as a new file.
+    Each step passes the fault-injection seam (``session/faults.py``)."""
     inject("open", path)
     try:
-        fd = os.open(tmp, flags, FILE_MODE)
+        fd = os.open(tmp, flags, 0o666 if mode is None else mode)
     except OSError as exc:
-        if exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EWOULDBLOCK):
+        if not clear_stale or exc.errno not in _STALE_TEMP_ERRNOS:
             raise
         clear_stale_temp(tmp)
-        fd = os.open(tmp, flags, FILE_MODE)
+        fd = os.open(tmp, flags, 0o666 if mode is None else mode)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # a fifo with a reader, a device
             raise OSError(errno.EINVAL, "stale temp is not a regular file", str(tmp))
-        os.fchmod(fd, FILE_MODE)  # a stale temp file keeps its old mode otherwise
+        if mode is not None:
+            os.fchmod(fd, mode)  # a stale temp file keeps its old mode otherwise
         view = memoryview(data)
         inject("write", path)
         while view:
@@ -154,8 +189,29 @@ def atomic_write(path: Path, data: bytes) -> None:
             if os.path.isfile(tmp) and not os.path.islink(tmp):
                 tmp.unlink()
         raise
-    inject("dirsync", path)
-    _fsync_dir(directory)
+    if sync_dir:
+        inject("dirsync", path)
+        _fsync_dir(path.parent)
+
+
+def replace_workspace_file(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
+    """Atomically and durably replace a user's file: temp file in the same directory, fsync,
+    rename, fsync of the directory (unless ``sync_dir`` is False: the caller syncs it once
+    for several files); the file keeps its mode (a new file gets 0666 less the umask). Never
+    follows a symlink: one at ``path`` is refused (OSError ELOOP)."""
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        mode = None
+    else:
+        if stat.S_ISLNK(info.st_mode):
+            raise OSError(errno.ELOOP, "is a symlink; not following it", str(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        mode = stat.S_IMODE(info.st_mode)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.agent-assist.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    _replace_durably(path, tmp, data, flags, mode, sync_dir)
 
 
 def _write_creating_directories(path: Path, data: bytes) -> None:
@@ -636,3 +692,278 @@ def _decode_pointer(path: Path, data: bytes, pid: int) -> Pointer:
     if pointer.pid != pid:
         raise InvalidPointer(path, "pid does not match the file name")
     return pointer
+
+
+# -- checkpoints --------------------------------------------------------------
+
+CHECKPOINTS_DIR = "checkpoints"
+BLOBS_DIR = "blobs"
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CheckpointListing:
+    checkpoints: tuple[Checkpoint, ...]
+    problems: tuple[str, ...]
+
+
+class CheckpointStore:
+    """Checkpoints and blobs of one project directory (``<project>/``, beside ``sessions/``).
+
+    ``checkpoints/<session_id>/NNNN.json`` are the entries, ``blobs/<sha256>`` the
+    file contents, one per content and shared by every session of the project.
+    Blobs are written (and their directory synced) before the entry that refers
+    to them, so an entry that is listed is always complete.
+    """
+
+    def __init__(self, project_dir: Path) -> None:
+        self.checkpoints_dir = project_dir / CHECKPOINTS_DIR
+        self.blobs_dir = project_dir / BLOBS_DIR
+        self._usage: dict[str, tuple[int, dict[str, int]]] = {}
+        """Per session: the bytes of its entries and the blobs they refer to (by sha)."""
+
+    def session_dir(self, session_id: str) -> Path:
+        return self.checkpoints_dir / validate_session_id(session_id)
+
+    def blob_path(self, digest: str) -> Path:
+        if not _SHA256.match(digest):
+            raise CheckpointError(f"bad blob name {digest[:70]!r}")
+        return self.blobs_dir / digest
+
+    def numbers(self, session_id: str) -> list[int]:
+        try:
+            names = os.listdir(self.session_dir(session_id))
+        except FileNotFoundError:
+            return []
+        return sorted(n for n in map(number_of, names) if n is not None)
+
+    def session_ids(self) -> list[str]:
+        try:
+            names = os.listdir(self.checkpoints_dir)
+        except FileNotFoundError:
+            return []
+        return sorted(n for n in names if is_session_id(n))
+
+    def load(self, session_id: str, number: int) -> Checkpoint:
+        """One entry; CheckpointError if there is none, or it is damaged (then moved aside)."""
+        path = self.session_dir(session_id) / entry_name(number)
+        try:
+            data = read_regular_file(path, MAX_ENTRY_BYTES)
+        except FileNotFoundError:
+            raise unknown_number(number, self.numbers(session_id)) from None
+        except UnsafeSessionFile as exc:
+            raise CheckpointError(f"checkpoint {number}: {exc}") from exc
+        try:
+            raw = orjson.loads(data)
+            state = raw["state"]
+            if schema_version_of(state) > SCHEMA_VERSION:
+                raise CheckpointError(
+                    f"checkpoint {number} was written by a newer agent-assist; left untouched"
+                )
+            checkpoint = Checkpoint.model_validate({**raw, "state": migrate(state)})
+            if checkpoint.number != number or checkpoint.state.session_id != session_id:
+                raise ValueError("number or session does not match the file")
+        except (orjson.JSONDecodeError, ValidationError, ValueError, TypeError, KeyError) as exc:
+            moved = quarantine(path, utc_now())
+            where = f"moved aside to {moved.name}" if moved else "could not move it aside"
+            raise CheckpointError(f"checkpoint {number} is damaged; {where}") from exc
+        return checkpoint
+
+    def listing(self, session_id: str) -> CheckpointListing:
+        """The session's checkpoints, oldest first, and one line per damaged one."""
+        found: list[Checkpoint] = []
+        problems: list[str] = []
+        for number in self.numbers(session_id):
+            try:
+                found.append(self.load(session_id, number))
+            except CheckpointError as exc:
+                problems.append(f"warning: {exc}")
+        return CheckpointListing(tuple(found), tuple(problems))
+
+    def _session_usage(self, session_id: str) -> tuple[int, dict[str, int]]:
+        if session_id not in self._usage:
+            entry_bytes = 0
+            sizes: dict[str, int] = {}
+            directory = self.session_dir(session_id)
+            for checkpoint in self.listing(session_id).checkpoints:
+                with contextlib.suppress(OSError):
+                    entry_bytes += (directory / entry_name(checkpoint.number)).stat().st_size
+                sizes.update(checkpoint.sizes)
+            self._usage[session_id] = (entry_bytes, sizes)
+        return self._usage[session_id]
+
+    def usage(self, session_id: str) -> int:
+        entry_bytes, sizes = self._session_usage(session_id)
+        return entry_bytes + sum(sizes.values())
+
+    def write(
+        self,
+        state: SessionState,
+        workspace: Path,
+        paths: Iterable[str],
+        *,
+        reason: Reason,
+        cap: int,
+        now: datetime,
+    ) -> Checkpoint:
+        """Write the next checkpoint of ``state`` with the content of ``paths`` (those that
+        are safe, regular files now). CheckpointCapExceeded leaves nothing written."""
+        session_id = state.session_id
+        contents: dict[str, bytes] = {}
+        files: dict[str, str] = {}
+        for relative in safe_relative_paths(workspace, sorted(set(paths))):
+            try:
+                data = read_workspace_bytes(workspace, relative, cap)
+            except OverCap as exc:
+                used = self.usage(session_id) + exc.size
+                raise CheckpointCapExceeded(session_id, used, cap, CAP_SETTING) from None
+            if data is None:
+                continue
+            digest = hashlib.sha256(data).hexdigest()
+            files[relative] = digest
+            contents[digest] = data
+        number = next_number(self.numbers(session_id), state.checkpoint_count)
+        checkpoint = Checkpoint(
+            number=number,
+            created_at=now,
+            reason=reason,
+            files=files,
+            sizes={digest: len(data) for digest, data in contents.items()},
+            state=state.model_copy(
+                update={"checkpoint_count": number, "file_manifest": files, "updated_at": now}
+            ),
+        )
+        entry = encode_checkpoint(checkpoint)
+        entry_bytes, sizes = self._session_usage(session_id)
+        new_sizes = {**sizes, **checkpoint.sizes}
+        would_use = entry_bytes + len(entry) + sum(new_sizes.values())
+        if would_use > cap:
+            raise CheckpointCapExceeded(session_id, would_use, cap, CAP_SETTING)
+        wrote_blob = False
+        for digest, data in contents.items():
+            blob = self.blob_path(digest)
+            if os.path.lexists(blob):
+                continue  # stored once per content (renamed in whole, so complete)
+            try:
+                atomic_write(blob, data, sync_dir=False)
+            except FileNotFoundError:
+                ensure_private_dir(blob.parent)
+                atomic_write(blob, data, sync_dir=False)
+            wrote_blob = True
+        if wrote_blob:
+            _fsync_dir(self.blobs_dir)
+        _write_creating_directories(self.session_dir(session_id) / entry_name(number), entry)
+        self._usage[session_id] = (entry_bytes + len(entry), new_sizes)
+        return checkpoint
+
+    def read_blob(self, digest: str) -> bytes:
+        """A blob's bytes, checked against its name; CheckpointError if missing or damaged."""
+        try:
+            data = read_regular_file(self.blob_path(digest), MAX_ENTRY_BYTES * 64)
+        except (FileNotFoundError, UnsafeSessionFile) as exc:
+            raise CheckpointError(f"the stored content {digest[:12]} is missing") from exc
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise CheckpointError(f"the stored content {digest[:12]} is damaged")
+        return data
+
+    def restore_files(
+        self, workspace: Path, checkpoint: Checkpoint, paths: Iterable[str]
+    ) -> list[str]:
+        """Write ``paths`` back to their content at ``checkpoint``, each atomically. Every
+        blob is read and checked first, so a missing one writes nothing."""
+        wanted = {p: self.read_blob(checkpoint.files[p]) for p in sorted(set(paths))}
+        written = []
+        directories: dict[Path, None] = {}
+        try:
+            for relative, data in wanted.items():
+                if not is_safe_relative_path(workspace, relative):
+                    continue
+                target = workspace / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                replace_workspace_file(target, data, sync_dir=False)
+                directories[target.parent] = None
+                written.append(relative)
+        finally:
+            for directory in directories:  # each directory synced once, for all its files
+                _fsync_dir(directory)
+        return written
+
+    def delete_session(self, session_id: str) -> int:
+        """Remove the session's checkpoints (not the blobs: see ``collect_garbage``)."""
+        directory = self.session_dir(session_id)
+        self._usage.pop(session_id, None)
+        removed = 0
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            return 0
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                (directory / name).unlink()
+                removed += number_of(name) is not None
+        with contextlib.suppress(OSError):
+            directory.rmdir()
+            _fsync_dir(self.checkpoints_dir)
+        return removed
+
+    def collect_garbage(self) -> int:
+        """Remove the blobs no remaining checkpoint of the project refers to (and temp files
+        left by a crash). A damaged entry keeps every blob: nothing is judged unreferenced
+        while an entry cannot be read."""
+        referenced: set[str] = set()
+        for session_id in self.session_ids():
+            listing = self.listing(session_id)
+            if listing.problems:
+                return 0
+            for checkpoint in listing.checkpoints:
+                referenced.update(checkpoint.files.values())
+        try:
+            names = os.listdir(self.blobs_dir)
+        except FileNotFoundError:
+            return 0
+        removed = 0
+        for name in names:
+            if name in referenced:
+                continue
+            if _SHA256.match(name) or (name.startswith(".") and name.endswith(".tmp")):
+                with contextlib.suppress(FileNotFoundError):
+                    (self.blobs_dir / name).unlink()
+                    removed += 1
+        if removed:
+            _fsync_dir(self.blobs_dir)
+        return removed
+
+
+_SHA256 = re.compile(r"^[a-f0-9]{64}\Z")
+
+
+class OverCap(Exception):
+    def __init__(self, size: int) -> None:
+        super().__init__(f"{size} bytes")
+        self.size = size
+
+
+def read_workspace_bytes(workspace: Path, relative: str, max_bytes: int) -> bytes | None:
+    """A workspace file's bytes if it is a regular file (a symlink is not followed), else
+    None; OverCap if it holds more than ``max_bytes``. The caller checked the path is safe."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        fd = os.open(os.path.join(workspace, relative), flags)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        if info.st_size > max_bytes:
+            raise OverCap(info.st_size)
+        data = handle.read()  # sized by fstat, not by the (large) cap
+    if len(data) > max_bytes:
+        raise OverCap(len(data))
+    return data
+
+
+def encode_checkpoint(checkpoint: Checkpoint) -> bytes:
+    """The entry's bytes; the state is encoded as the session file is (``encode_state``)."""
+    head = orjson.dumps(checkpoint.model_dump(mode="json", exclude={"state"}))
+    return head[:-1] + b',"state":' + encode_state(checkpoint.state) + b"}"

@@ -30,10 +30,12 @@ from actors.drift import DriftWatcherActor
 from actors.llm import LLMActor
 from actors.storage import StorageActor, StorageMemory
 from actors.terminal import Peers
+from session.compaction import EventsCompactionConfig
 from session.history import warm_up
 from session.lifecycle import PersistPolicy
 from session.paths import state_root
 from session.redaction import secrets_from_environment
+from session.settings import load_settings
 from supervisor.registry import Registry
 from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir, runtime_paths
 from supervisor.server import HELLO_TIMEOUT_S, MAX_CONNECTIONS, Server, Settings
@@ -43,6 +45,8 @@ YOUNG_GC_THRESHOLD = 10_000
 LOG_BYTES = 1024 * 1024
 LOG_BACKUPS = 3
 LOCK_WAIT_S = 1.0
+TOKEN_RETENTION_EVENTS = 4
+"""Messages kept whole when the token budget compacts (moved back to a turn start)."""
 
 
 class AlreadyRunning(Exception):
@@ -66,14 +70,24 @@ def _number_from_env(name: str, default: float) -> float:
 
 
 def settings_from_environment(paths: RuntimePaths) -> Settings:
+    """The supervisor's settings: ``<root>/config.toml`` overridden by its environment."""
+    root = state_root()
+    configured = load_settings(root, os.environ)
+    compaction = EventsCompactionConfig(
+        compaction_interval=configured.compaction_interval,
+        overlap_size=configured.compaction_overlap,
+        event_retention_size=TOKEN_RETENTION_EVENTS,
+    )
     return Settings(
-        root=state_root(),
+        root=root,
         socket=paths.socket,
-        model=os.environ.get("AGENT_ASSIST_MODEL") or "offline",
-        policy=PersistPolicy(known_secrets=secrets_from_environment()),
+        model=configured.model,
+        policy=PersistPolicy(known_secrets=secrets_from_environment(), compaction=compaction),
         version=_version(),
         hello_timeout_s=_number_from_env("AGENT_ASSIST_HELLO_TIMEOUT_S", HELLO_TIMEOUT_S),
         max_connections=int(_number_from_env("AGENT_ASSIST_MAX_CONNECTIONS", MAX_CONNECTIONS)),
+        context_tokens=configured.context_tokens,
+        summary_model=configured.summary_model,
     )
 
 
@@ -179,7 +193,7 @@ async def serve(paths: RuntimePaths, settings: Settings) -> None:
             )
         )
         llm = await workers.start(partial(run_supervised, "llm", lambda ref: LLMActor()))
-        summary_model = os.environ.get("AGENT_ASSIST_SUMMARY_MODEL") or None
+        summary_model = settings.summary_model
         compaction = await workers.start(
             partial(run_supervised, "compaction", lambda ref: CompactionActor(ref, summary_model))
         )

@@ -64,6 +64,8 @@ class ConfirmReply(_Frame):
     type: Literal["confirm_reply"]
     id: int = Field(ge=0, le=2**63)
     answer: bool
+    cancel: bool = False
+    """The user cancelled the question (Ctrl+C): the action it guards does not happen."""
 
 
 class ListSessions(_Frame):
@@ -142,6 +144,11 @@ _client_adapter: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
 class Offer(_Frame):
     session_id: str
     last_active: str
+    turns: int | None = None
+    summary: str | None = None
+    modified: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    unchanged: int = 0
 
 
 class Welcome(_Frame):
@@ -149,6 +156,8 @@ class Welcome(_Frame):
     supervisor_pid: int
     offer: Offer | None = None
     warnings: tuple[str, ...] = ()
+    others: tuple[Offer, ...] = ()
+    """Other resumable sessions of the project, newest first (no drift computed)."""
 
 
 class Opened(_Frame):
@@ -156,6 +165,7 @@ class Opened(_Frame):
     session_id: str
     resumed: bool
     warnings: tuple[str, ...] = ()
+    drift: tuple[str, ...] = ()
 
 
 class TextDelta(_Frame):
@@ -167,6 +177,15 @@ class TurnEnd(_Frame):
     type: Literal["turn_end"] = "turn_end"
     status: Literal["ok", "cancelled", "error"]
     error: str | None = None
+    input_tokens: int | None = None
+    phase: str | None = None
+
+
+class ToolCall(_Frame):
+    """One line describing a tool call of the running turn (``write_file a.md (1.2 KB)``)."""
+
+    type: Literal["tool_call"] = "tool_call"
+    text: str
 
 
 class Notice(_Frame):
@@ -211,6 +230,7 @@ ServerFrame = (
     | Opened
     | TextDelta
     | TurnEnd
+    | ToolCall
     | Notice
     | Confirm
     | CommandResult

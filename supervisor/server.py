@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import dataclasses
 import logging
 import os
 import resource
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup
@@ -32,6 +35,7 @@ from actors.messages import (
     Failure,
     FindResumable,
     Info,
+    ListCheckpoints,
     ListSessions,
     LiveCount,
     LoadSession,
@@ -44,14 +48,19 @@ from actors.messages import (
     StorageMessage,
     TerminalMessage,
     TerminalOutput,
+    ToolCallLine,
     TurnEnded,
     UserTurn,
 )
 from actors.terminal import TerminalConfig
 from session.catalog import Resumable, SessionListing
+from session.checkpoints import listing_lines
+from session.compaction import context_budget
 from session.errors import SessionError, SessionFileError, SessionLive
+from session.filesystem import detect_file_drift
 from session.lifecycle import PersistPolicy
-from session.models import is_session_id
+from session.manager import CheckpointListing
+from session.models import SessionState, is_session_id
 from session.paths import sessions_dir
 from session.processes import process_start_time
 from session.resume import format_utc
@@ -62,6 +71,7 @@ from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION, ErrorCode, FrameE
 
 log = logging.getLogger("agent_assist.server")
 OPEN_TIMEOUT_S = 60.0
+MAX_OTHER_OFFERS = 5
 OUTBOX_SIZE = 256
 HELLO_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 4096
@@ -97,16 +107,26 @@ class Settings:
     version: str
     hello_timeout_s: float = HELLO_TIMEOUT_S
     max_connections: int = MAX_CONNECTIONS
+    context_tokens: int | None = None
+    summary_model: str | None = None
+
+    def policy_for(self, model: str) -> PersistPolicy:
+        """The policy of a terminal using ``model``: its token budget depends on it."""
+        budget = context_budget(model, self.context_tokens)
+        compaction = dataclasses.replace(self.policy.compaction, token_threshold=budget)
+        return dataclasses.replace(self.policy, compaction=compaction)
 
 
 def _frame_for(output: TerminalOutput) -> p.ServerFrame:
     match output:
-        case Opened(session_id, resumed):
-            return p.Opened(session_id=session_id, resumed=resumed)
+        case Opened(session_id, resumed, drift):
+            return p.Opened(session_id=session_id, resumed=resumed, drift=drift)
+        case ToolCallLine(text):
+            return p.ToolCall(text=text)
         case ReplyText(text):
             return p.TextDelta(text=text)
-        case TurnEnded(status, error):
-            return p.TurnEnd(status=status, error=error)
+        case TurnEnded(status, error, input_tokens, phase):
+            return p.TurnEnd(status=status, error=error, input_tokens=input_tokens, phase=phase)
         case Info(text):
             return p.Notice(text=text)
         case AskUser(confirm_id, question):
@@ -149,6 +169,30 @@ def _merge_text(batch: list[TerminalOutput]) -> list[TerminalOutput]:
         else:
             merged.append(output)
     return merged
+
+
+def _turns(messages: Sequence[Mapping[str, Any]]) -> int:
+    """User turns among serialized messages (requests that carry a user prompt)."""
+    return sum(
+        1
+        for m in messages
+        if m.get("kind") == "request"
+        and any(part.get("part_kind") == "user-prompt" for part in m.get("parts", ()))
+    )
+
+
+async def offer_with_context(state: SessionState, workspace: Path) -> p.Offer:
+    """The offered session with what the user needs to decide: turns, summary, drift."""
+    drift = await anyio.to_thread.run_sync(detect_file_drift, workspace, state.file_manifest)
+    return p.Offer(
+        session_id=state.session_id,
+        last_active=format_utc(state.updated_at),
+        turns=_turns(state.recent_messages),
+        summary=state.summary or state.compacted_history_summary,
+        modified=drift.modified,
+        deleted=drift.deleted,
+        unchanged=len(drift.unchanged),
+    )
 
 
 def _error_for(exc: BaseException) -> tuple[str, str]:
@@ -326,7 +370,7 @@ class Server:
             workspace=workspace,
             project=sessions_dir(workspace, self._settings.root),
             model=hello.model or self._settings.model,
-            policy=self._settings.policy,
+            policy=self._settings.policy_for(hello.model or self._settings.model),
         )
         send_out, receive_out = anyio.create_memory_object_stream[TerminalOutput](OUTBOX_SIZE)
         handler_out = send_out.clone()
@@ -371,14 +415,29 @@ class Server:
         found: Resumable = await self._storage.ask(
             FindResumable(config.project, config.terminal_pid)
         )
-        offer = None
+        offer, others = None, tuple[p.Offer, ...]()
         if found.offer is not None:
-            offer = p.Offer(
-                session_id=found.offer.session_id, last_active=format_utc(found.offer.updated_at)
-            )
+            offer = await offer_with_context(found.offer, config.workspace)
+            others = await self._other_offers(config.project, found.offer.session_id)
         await self._send(
-            stream, p.Welcome(supervisor_pid=os.getpid(), offer=offer, warnings=found.warnings)
+            stream,
+            p.Welcome(
+                supervisor_pid=os.getpid(), offer=offer, warnings=found.warnings, others=others
+            ),
         )
+
+    async def _other_offers(self, project: Path, offered: str) -> tuple[p.Offer, ...]:
+        """The project's other orphaned sessions, newest first, for the user to pick from."""
+        listing: SessionListing = await self._storage.ask(ListSessions((project,)))
+        return tuple(
+            p.Offer(
+                session_id=row.session_id,
+                last_active=format_utc(row.updated_at),
+                summary=row.summary,
+            )
+            for row in listing.rows
+            if row.state == "orphaned" and row.note is None and row.session_id != offered
+        )[:MAX_OTHER_OFFERS]
 
     async def _pump(
         self, outputs: MemoryObjectReceiveStream[TerminalOutput], stream: SocketStream
@@ -430,8 +489,8 @@ class Server:
                     await ref.tell(CancelCurrentTurn())
                 case p.Command(name=name, arg=arg):
                     await ref.tell(RunCommand(name, arg))
-                case p.ConfirmReply(id=confirm_id, answer=answer):
-                    await ref.tell(ConfirmAnswer(confirm_id, answer))
+                case p.ConfirmReply(id=confirm_id, answer=answer, cancel=cancel):
+                    await ref.tell(ConfirmAnswer(confirm_id, answer, cancel))
                 case p.Close():
                     return "exit"
                 case _:
@@ -532,9 +591,14 @@ class Server:
         project = self._projects(workspace, False)
         assert project is not None
         state = await self._storage.ask(LoadSession(project[0], session_id))
+        checkpoints: CheckpointListing = await self._storage.ask(
+            ListCheckpoints(project[0], session_id)
+        )
         return {
             "row": await self._row(project[0], session_id),
             "session": state.model_dump(mode="json"),
+            "checkpoints": listing_lines(checkpoints.checkpoints),
+            "warnings": list(checkpoints.problems),
         }
 
     async def _remove(self, workspace: str, session_id: str) -> object:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import resource
+import signal
 from pathlib import Path
 
 import pytest
@@ -71,3 +73,59 @@ def test_the_resume_context_reaches_the_model_as_instructions(workspace: Path) -
     assert output.endswith("[resume context: session a1b2c3d4e5f6]")
     output, _ = run(workspace, "hello")
     assert "resume context" not in output
+
+
+def test_a_write_replaces_the_file_whole_and_keeps_its_mode(workspace: Path) -> None:
+    spec = workspace / "agent_spec.md"
+    spec.write_text("old content that is longer than the new one\n")
+    spec.chmod(0o640)
+    inode = spec.stat().st_ino
+    output, _ = run(workspace, "write agent_spec.md: new")
+    assert output.endswith("wrote agent_spec.md (4 bytes)")
+    assert spec.read_text() == "new\n"
+    assert spec.stat().st_mode & 0o777 == 0o640
+    assert spec.stat().st_ino != inode  # renamed into place, not rewritten in place
+    assert sorted(p.name for p in workspace.iterdir()) == ["agent_spec.md"]  # no temp file
+
+
+def test_a_write_never_follows_a_symlink(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "agent_spec.md").symlink_to(tmp_path / "secret.txt")
+    output, deps = run(workspace, "write agent_spec.md: pwned")
+    assert "error: cannot write agent_spec.md" in output
+    assert (tmp_path / "secret.txt").read_text() == "outside"
+    assert (workspace / "agent_spec.md").is_symlink()
+    assert deps.touched == set()
+
+
+def test_a_failed_write_leaves_the_old_content_and_no_temp_file(workspace: Path) -> None:
+    spec = workspace / "agent_spec.md"
+    spec.write_text("# kept\n")
+    # The file size limit makes the write fail half way (EFBIG), even for root.
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16, limits[1]))
+    try:
+        output, deps = run(workspace, "write agent_spec.md: " + "lost " * 100)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+        signal.signal(signal.SIGXFSZ, previous)
+    assert "error: cannot write agent_spec.md" in output
+    assert spec.read_text() == "# kept\n"
+    assert sorted(p.name for p in workspace.iterdir()) == ["agent_spec.md"]
+    assert deps.touched == set()
+
+
+def test_the_first_write_of_a_turn_awaits_the_checkpoint_hook_once(workspace: Path) -> None:
+    (workspace / "agent_spec.md").write_text("before\n")
+    seen: list[tuple[tuple[str, ...], str]] = []
+
+    async def hook(paths: tuple[str, ...]) -> None:
+        seen.append((paths, (workspace / "agent_spec.md").read_text()))
+
+    deps = TurnDeps(workspace, before_first_write=hook)
+    agent = build_agent(offline_model())
+    agent.run_sync("read agent_spec.md", deps=deps)
+    agent.run_sync("write agent_spec.md: after", deps=deps)
+    agent.run_sync("write notes.md: more", deps=deps)
+    assert seen == [(("agent_spec.md",), "before\n")]
+    assert (workspace / "agent_spec.md").read_text() == "after\n"

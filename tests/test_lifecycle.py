@@ -9,9 +9,10 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
+from session.compaction import EventCompaction, render_compaction
 from session.errors import IllegalTransition
 from session.filesystem import FileDrift
-from session.history import dump_messages, load_messages
+from session.history import count_turns, dump_messages, load_messages
 from session.lifecycle import (
     TRANSITIONS,
     DeletePointer,
@@ -75,14 +76,42 @@ EVENTS: dict[Event, Callable[[SessionLifecycle], Transition]] = {
     Event.SUMMARY: lambda lc: lc.record_summary(
         "s", now=T1, manifest=MANIFEST, agent_spec_path=None
     ),
+    Event.COMPACT: lambda lc: lc.compacted(
+        EventCompaction(1, 1, "summary"), lc.generation, now=T1, manifest={}, agent_spec_path=None
+    ),
     Event.EXIT: exit_,
+    Event.CHECKPOINT: lambda lc: lc.record_checkpoint(3),
+    Event.RESTORE: lambda lc: lc.restore(
+        STORED, FileDrift(), now=T1, manifest=MANIFEST, agent_spec_path=None
+    ),
 }
+
+A, U, C = Phase.ACTIVE, Phase.UNSTARTED, Phase.CLOSED
+# The table, spelled out: (phase, event) -> phase after; a missing cell is illegal.
+EXPECTED_TABLE: dict[tuple[Phase, Event], Phase] = {
+    (U, Event.START): A,
+    (U, Event.RESUME): A,
+    (U, Event.EXIT): C,
+    (A, Event.TURN): A,
+    (A, Event.SAVE): A,
+    (A, Event.RESET): A,
+    (A, Event.SUMMARY): A,
+    (A, Event.COMPACT): A,
+    (A, Event.EXIT): C,
+    (C, Event.SUMMARY): C,
+    (A, Event.CHECKPOINT): A,
+    (A, Event.RESTORE): A,
+}
+
+
+def test_the_table_is_the_one_spelled_out_here() -> None:
+    assert TRANSITIONS == EXPECTED_TABLE
 
 
 @pytest.mark.parametrize(("phase", "event"), list(itertools.product(Phase, Event)))
 def test_every_cell_of_the_table(phase: Phase, event: Event) -> None:
     lifecycle = in_phase(phase)
-    target = TRANSITIONS.get((phase, event))
+    target = EXPECTED_TABLE.get((phase, event))
     if target is None:
         with pytest.raises(IllegalTransition):
             EVENTS[event](lifecycle)
@@ -241,3 +270,56 @@ def test_every_write_carries_its_messages_already_encoded() -> None:
         assert [orjson.loads(m) for m in write.encoded_messages] == list(
             write.state.recent_messages
         )
+
+
+def test_a_checkpoint_moves_the_count_that_the_next_write_carries() -> None:
+    result = active().record_checkpoint(4)
+    assert result.effects == ()
+    assert result.lifecycle.record_checkpoint(2).lifecycle.state.checkpoint_count == 4  # type: ignore[union-attr]
+    (write, _) = result.lifecycle.save(now=T1, manifest={}, agent_spec_path=None).effects
+    assert isinstance(write, WriteSession) and write.state.checkpoint_count == 4
+
+
+def test_restore_takes_the_checkpoints_history_and_resume_state_but_keeps_the_session() -> None:
+    lc = complete(complete(active()).lifecycle, 1).lifecycle.record_checkpoint(7).lifecycle
+    drift = FileDrift(modified=("agent_spec.md",))
+    result = lc.restore(STORED, drift, now=T1, manifest=MANIFEST, agent_spec_path="agent_spec.md")
+    new = result.lifecycle
+    assert new.phase is Phase.ACTIVE and not new.session_deleted
+    assert new.session_id == "111111111111"
+    assert list(new.request_history()) == load_messages(STORED.recent_messages)
+    assert "Earlier work." in new.resume_context
+    assert "- agent_spec.md: modified" in new.resume_context
+    (write,) = result.effects
+    assert isinstance(write, WriteSession)
+    assert write.state.session_id == "111111111111"
+    assert write.state.created_at == lc.state.created_at  # type: ignore[union-attr]
+    assert write.state.summary == "Earlier work."
+    assert write.state.checkpoint_count == 7
+    assert write.state.recent_messages == STORED.recent_messages
+
+
+def test_restore_brings_the_compaction_state_of_the_checkpoint_and_drops_a_later_one() -> None:
+    lc = complete(complete(active()).lifecycle, 1).lifecycle
+    compacted = lc.compacted(
+        EventCompaction(1, 2, "We chose the model."),
+        lc.generation,
+        now=T1,
+        manifest={},
+        agent_spec_path=None,
+    ).lifecycle
+    assert compacted.compaction is not None
+    back = compacted.restore(
+        STORED, None, now=T1, manifest=MANIFEST, agent_spec_path=None
+    ).lifecycle
+    assert back.compaction is None and back.generation > compacted.generation
+
+    with_compaction = STORED.model_copy(
+        update={"compacted_history_summary": render_compaction(EventCompaction(1, 4, "Earlier."))}
+    )
+    forward = back.restore(
+        with_compaction, None, now=T1, manifest=MANIFEST, agent_spec_path=None
+    ).lifecycle
+    assert forward.compaction is not None and forward.compaction.end_invocation == 4
+    stored_turns = count_turns(load_messages(STORED.recent_messages))
+    assert forward.invocations == 4 + stored_turns  # the compacted turns, then STORED's

@@ -1,7 +1,9 @@
 """A local OpenAI-compatible Chat Completions server for the tests (streaming and not).
 
 It answers ``echo: <last user message>`` (or ``SUMMARY: ...`` for the model
-``summary-model``) and records every request it receives.
+``summary-model``) and records every request it receives. A last user message
+``decide: TEXT`` is answered with a ``record_decision`` tool call (and the tool's
+return with ``recorded``), as a real model using the assistant's tools would.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Any
 
 
 class ChatServer:
-    def __init__(self, chunk_delay: float = 0.0) -> None:
+    def __init__(self, chunk_delay: float = 0.0, api_key: str | None = None) -> None:
+        """With ``api_key``, a request without ``Authorization: Bearer <api_key>`` gets 401."""
+        self.api_key = api_key
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.chunk_delay = chunk_delay
@@ -33,6 +37,15 @@ class ChatServer:
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
                 if not self.path.endswith("/chat/completions"):
                     self.send_error(404)
+                    return
+                if server.api_key and self.headers.get("Authorization") != (
+                    f"Bearer {server.api_key}"
+                ):
+                    self._unauthorized()
+                    return
+                call = server.tool_call_for(body)
+                if call is not None and body.get("stream"):
+                    self._stream_tool_call(body, *call)
                     return
                 text = server.reply_for(body)
                 if body.get("stream"):
@@ -63,6 +76,22 @@ class ChatServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
+            def _unauthorized(self) -> None:
+                payload = json.dumps(
+                    {
+                        "error": {
+                            "message": "Incorrect API key provided",
+                            "type": "invalid_request_error",
+                            "code": "invalid_api_key",
+                        }
+                    }
+                ).encode()
+                self.send_response(401)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
             def _stream(self, body: dict[str, Any], text: str) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -79,6 +108,21 @@ class ChatServer:
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     return
+
+            def _stream_tool_call(self, body: dict[str, Any], name: str, arguments: str) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                call = {
+                    "index": 0,
+                    "id": f"call_{len(server.requests)}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }
+                self._event(body, {"role": "assistant", "tool_calls": [call]}, None)
+                self._event(body, {}, "tool_calls")
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
 
             def _event(
                 self, body: dict[str, Any], delta: dict[str, Any], finish: str | None
@@ -101,7 +145,18 @@ class ChatServer:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}/v1"
 
+    def tool_call_for(self, body: dict[str, Any]) -> tuple[str, str] | None:
+        """``record_decision`` for a last message ``decide: TEXT`` from the user."""
+        last = body["messages"][-1]
+        content = last.get("content")
+        if last["role"] == "user" and isinstance(content, str) and content.startswith("decide: "):
+            return "record_decision", json.dumps({"decision": content.removeprefix("decide: ")})
+        return None
+
     def reply_for(self, body: dict[str, Any]) -> str:
+        last_message = body["messages"][-1]
+        if last_message["role"] == "tool":
+            return "recorded"
         users = [m for m in body["messages"] if m["role"] == "user"]
         last = users[-1]["content"] if users else ""
         if isinstance(last, list):

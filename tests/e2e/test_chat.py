@@ -35,10 +35,12 @@ def test_resume_yes_keeps_the_session_and_its_history(env: Env) -> None:
     (session_id,) = env.session_ids()
     result = env.run(input="\nsecond message\n", terminal=term)
     assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
+    lines = result.stderr.splitlines()  # questions go to stderr when stdout is piped
     assert lines[0].startswith("Previous session found (last active: ")
     assert lines[0].endswith(" UTC)")
-    assert lines[1] == RESUME_PROMPT
+    assert lines[1] == "  1 turn · summary: first message"
+    assert lines[2] == RESUME_PROMPT
+    assert not result.stdout.startswith("Previous"), "piped stdout carries replies only"
     assert "(turn 2 of this conversation" in result.stdout
     assert f"[resume context: session {session_id}]" in result.stdout
     assert env.session_ids() == [session_id]
@@ -64,7 +66,7 @@ def test_a_new_tab_is_offered_the_newest_orphaned_session(env: Env) -> None:
     first_tab.close()
     (session_id,) = env.session_ids()
     result = env.run(input="y\n/exit\n", terminal=env.terminal())
-    assert RESUME_PROMPT in result.stdout
+    assert RESUME_PROMPT in result.stderr
     assert env.session_ids() == [session_id]
 
 
@@ -78,7 +80,7 @@ def test_resume_context_shows_drift_after_an_outside_edit(env: Env) -> None:
     (env.workspace / "notes" / "tools.md").unlink()
     result = env.run(input="y\n/resume\n", terminal=term)
     assert result.returncode == 0, result.stderr
-    out = result.stdout
+    out = result.stderr  # command results go to stderr when stdout is piped
     assert "# Resumed Session Context" in out
     assert "Agent specification file: agent_spec.md" in out
     assert "## Key Decisions Made\n- Use tools" in out
@@ -95,14 +97,14 @@ def test_reset_deletes_file_and_pointer_and_autosave_does_not_resurrect(env: Env
     (old,) = env.session_ids()
     result = env.run(input="y\n/reset\nn\n/resume\n", terminal=term)
     assert result.returncode == 0, result.stderr
-    assert "Also delete agent_spec.md? [y/N]" in result.stdout
-    assert "Session reset" in result.stdout
-    assert "No resume context" in result.stdout
+    assert "Also delete agent_spec.md? [y/N]" in result.stderr
+    assert "Session reset" in result.stderr
+    assert "No resume context" in result.stderr
     assert env.session_ids() == []
     assert not (env.project / f"active_{term.pid}.json").exists()
     assert (env.workspace / "agent_spec.md").exists(), "answered no: the spec stays"
     later = env.run(input="", terminal=term)
-    assert RESUME_PROMPT not in later.stdout
+    assert RESUME_PROMPT not in later.stderr
     assert old not in env.session_ids()
 
 
@@ -110,7 +112,7 @@ def test_reset_deletes_the_spec_when_confirmed_and_a_later_turn_saves_again(env:
     term = env.terminal()
     env.run(input="write agent_spec.md: # Spec\n", terminal=term)
     result = env.run(input="y\n/new\ny\nstarting over\n", terminal=term)
-    assert "Deleted agent_spec.md." in result.stdout
+    assert "Deleted agent_spec.md." in result.stderr
     assert not (env.workspace / "agent_spec.md").exists()
     (session_id,) = env.session_ids()
     assert "starting over" in str(env.session(session_id)["recent_messages"])
@@ -188,7 +190,7 @@ def test_a_second_terminal_cannot_resume_a_live_session(env: Env) -> None:
     refused = env.run("--resume", session_id, input="n\n", terminal=env.terminal())
     assert refused.returncode == 1
     assert f"session {session_id} is live in another terminal" in refused.stderr
-    assert "Start a new session instead? [Y/n]" in refused.stdout
+    assert "Start a new session instead? [Y/n]" in refused.stderr
     offered = env.run("--resume", session_id, input="y\nmine now\n", terminal=env.terminal())
     assert offered.returncode == 0, offered.stderr
     assert "(turn 1 of this conversation" in offered.stdout

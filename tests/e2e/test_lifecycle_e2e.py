@@ -172,7 +172,7 @@ def test_a_session_from_a_newer_version_is_refused_and_untouched(env: Env) -> No
     (row,) = env.sessions_json()
     assert row["session_id"] == session_id and row["note"].startswith("schema_version 99")
     offer = env.run(input="", terminal=env.terminal())
-    assert "Resume previous session?" not in offer.stdout, "not offered: it cannot be opened"
+    assert "Resume previous session?" not in offer.stderr, "not offered: it cannot be opened"
     pruned = env.run("sessions", "prune", "--older-than", "0")
     assert "Removed 0" in pruned.stdout
     assert path.read_bytes() == raw

@@ -138,7 +138,7 @@ def test_the_input_history_file_is_scrubbed(env: Env) -> None:
         tty.process.wait(timeout=30)
     finally:
         tty.close()
-    history = (env.home / "prompt_history").read_text()
+    history = (env.project.parent / "prompt_history").read_text()  # per project
     assert "token [REDACTED]" in history
     assert "ghp_" not in history
 

@@ -1,0 +1,94 @@
+"""One line for the terminal about a turn: a tool call it makes, or why it failed."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from pydantic_ai.exceptions import (
+    ModelAPIError,
+    ModelAuthenticationError,
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelNotFoundError,
+    UserError,
+)
+
+RESTART_HINT = (
+    "The supervisor uses the environment it was started with; "
+    "run agent-assist supervisor stop after changing it"
+)
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def describe_tool_call(name: str, args: Mapping[str, object]) -> str:
+    """``write_file agent_spec.md (1.2 KB)``, ``read_file notes.md``, ``record_decision "..."``."""
+    path = args.get("path")
+    if name == "write_file" and isinstance(path, str):
+        content = args.get("content")
+        size = len(content.encode("utf-8")) if isinstance(content, str) else 0
+        return f"write_file {path} ({_size(size)})"
+    if name == "read_file" and isinstance(path, str):
+        return f"read_file {path}"
+    if name == "list_files":
+        directory = args.get("directory")
+        return f"list_files {directory if isinstance(directory, str) else '.'}"
+    if name == "record_decision":
+        return f'record_decision "{_clip(str(args.get("decision", "")))}"'
+    shown = ", ".join(f"{k}={_clip(str(v), 30)}" for k, v in args.items())
+    return f"{name} {shown}".rstrip()
+
+
+def endpoint_of(model: str) -> str:
+    """Where requests of ``model`` go (for OpenAI-style strings, ``OPENAI_BASE_URL``)."""
+    provider = model.partition(":")[0]
+    if provider.startswith("openai"):
+        return os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
+    return f"the {provider} endpoint"
+
+
+def _key_of(model: str) -> str:
+    provider = model.partition(":")[0].removeprefix("gateway/")
+    if provider.startswith("openai"):
+        return "OPENAI_API_KEY"
+    return f"{provider.upper().replace('-', '_')}_API_KEY"
+
+
+def explain_failure(exc: BaseException, model: str) -> str:
+    """What happened and what to do, in one line (no ``error:`` prefix)."""
+    where = endpoint_of(model)
+    if isinstance(exc, ModelConnectionError):
+        return f"cannot connect to {where}: is the server up? {RESTART_HINT}"
+    if isinstance(exc, ModelAuthenticationError) or (
+        isinstance(exc, ModelHTTPError) and exc.status_code in (401, 403)
+    ):
+        status = exc.status_code if isinstance(exc, ModelHTTPError) else 401
+        return f"{status} from {where}: check {_key_of(model)}. {RESTART_HINT}"
+    if isinstance(exc, ModelNotFoundError) or (
+        isinstance(exc, ModelHTTPError) and exc.status_code == 404
+    ):
+        name = model.partition(":")[2] or model
+        return f"404 from {where}: the endpoint does not serve model {name!r} (check --model)"
+    if isinstance(exc, ModelHTTPError):
+        return f"{exc.status_code} from {where}: {_clip(str(exc.body or exc.message), 200)}"
+    if isinstance(exc, ModelAPIError):
+        return f"request to {where} failed: {_clip(exc.message, 200)}"
+    if isinstance(exc, UserError) and "Unknown model" in str(exc):
+        return (
+            f"unknown model {model!r}: use offline, openai-chat:NAME or a pydantic-ai provider:name"
+        )
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:500]

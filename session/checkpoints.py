@@ -1,0 +1,237 @@
+"""Checkpoints without IO: the entry model, numbering, listing lines, manifest diffs, restore plans.
+
+A checkpoint is one JSON entry, ``<project>/checkpoints/<session_id>/NNNN.json``,
+holding the session's state at that moment and ``files``: the SHA-256 of every
+tracked file's content, each stored once per project as
+``<project>/blobs/<sha256>``. The file functions that read and write them are in
+``session/manager.py`` (``CheckpointStore``); this module only decides.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from session.errors import CheckpointError
+from session.models import SessionState, Sha256Hex, UtcDatetime
+
+CHECKPOINT_FORMAT: Final = 1
+CAP_SETTING: Final = "AGENT_ASSIST_CHECKPOINT_MAX_MB"
+DEFAULT_CAP_MB: Final = 500
+FIRST_WORDS: Final = 8
+_ENTRY_RE = re.compile(r"^(\d{4,9})\.json\Z")
+
+Reason = Literal["save", "auto", "restore"]
+"""Why a checkpoint was written: ``/save``, before the assistant's first write in a
+turn, or just before a restore (so that the restore can be undone)."""
+
+
+class Checkpoint(BaseModel):
+    """One checkpoint entry, exactly as stored."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal[1] = CHECKPOINT_FORMAT
+    number: int = Field(ge=1)
+    created_at: UtcDatetime
+    reason: Reason
+    files: dict[str, Sha256Hex]
+    """Every tracked file that existed then: ``{relative_path: sha256}`` (its blob)."""
+    sizes: dict[Sha256Hex, int]
+    """The size in bytes of each blob ``files`` refers to."""
+    state: SessionState
+
+    @property
+    def turns(self) -> int:
+        return count_user_turns(self.state.recent_messages)
+
+    @property
+    def last_user(self) -> str:
+        return first_words(last_user_text(self.state.recent_messages))
+
+
+def entry_name(number: int) -> str:
+    return f"{number:04d}.json"
+
+
+def number_of(name: str) -> int | None:
+    """The checkpoint number an entry's file name holds; None for anything else (temp files)."""
+    match = _ENTRY_RE.match(name)
+    return int(match[1]) if match and int(match[1]) > 0 else None
+
+
+def next_number(existing: Iterable[int], checkpoint_count: int) -> int:
+    """Numbers only grow: one past the highest on disk or recorded in the session."""
+    return max(max(existing, default=0), checkpoint_count) + 1
+
+
+def parse_number(arg: str) -> int:
+    """The N of ``/checkpoint N``; CheckpointError (one line) if it is not a positive integer."""
+    text = arg.strip()
+    if not text.isascii() or not text.isdigit() or int(text) == 0 or len(text) > 9:
+        raise CheckpointError(f"/checkpoint takes a checkpoint number (1, 2, ...), not {arg!r}")
+    return int(text)
+
+
+def ranges(numbers: Iterable[int]) -> str:
+    """``1-3, 5``: sorted numbers with consecutive runs joined."""
+    runs: list[list[int]] = []
+    for number in sorted(set(numbers)):
+        if runs and number == runs[-1][1] + 1:
+            runs[-1][1] = number
+        else:
+            runs.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def unknown_number(number: int, existing: Sequence[int]) -> CheckpointError:
+    if not existing:
+        return CheckpointError(f"no checkpoint {number}; this session has no checkpoints")
+    return CheckpointError(
+        f"no checkpoint {number}; this session has checkpoints {ranges(existing)}"
+    )
+
+
+# -- what a checkpoint holds, in words ---------------------------------------
+
+
+def _user_prompts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    prompts = []
+    for message in messages:
+        if message.get("kind") != "request":
+            continue
+        for part in message.get("parts") or ():
+            if isinstance(part, Mapping) and part.get("part_kind") == "user-prompt":
+                content = part.get("content")
+                prompts.append(content if isinstance(content, str) else str(content))
+                break
+    return prompts
+
+
+def count_user_turns(messages: Sequence[Mapping[str, Any]]) -> int:
+    """Turns in serialized messages: the requests that carry a user prompt."""
+    return len(_user_prompts(messages))
+
+
+def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    prompts = _user_prompts(messages)
+    return prompts[-1] if prompts else ""
+
+
+def first_words(text: str, words: int = FIRST_WORDS) -> str:
+    parts = text.split()
+    return " ".join(parts[:words]) + (" ..." if len(parts) > words else "")
+
+
+# -- manifests ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    """How ``new`` differs from ``old`` (two ``{path: sha256}`` manifests)."""
+
+    modified: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+
+    @property
+    def count(self) -> int:
+        return len(self.modified) + len(self.added) + len(self.deleted)
+
+
+def diff_manifests(old: Mapping[str, str], new: Mapping[str, str]) -> FileDiff:
+    return FileDiff(
+        modified=tuple(sorted(p for p in old.keys() & new.keys() if old[p] != new[p])),
+        added=tuple(sorted(new.keys() - old.keys())),
+        deleted=tuple(sorted(old.keys() - new.keys())),
+    )
+
+
+def listing_lines(checkpoints: Sequence[Checkpoint]) -> list[str]:
+    """``/checkpoint``: oldest first, one line each beginning with the number."""
+    if not checkpoints:
+        return ["No checkpoints in this session yet (/save writes one)."]
+    width = len(str(max(c.number for c in checkpoints)))
+    lines = []
+    previous: Mapping[str, str] = {}
+    for checkpoint in sorted(checkpoints, key=lambda c: c.number):
+        changed = diff_manifests(previous, checkpoint.files).count
+        previous = checkpoint.files
+        turns = checkpoint.turns
+        words = checkpoint.last_user
+        lines.append(
+            f"  {checkpoint.number:>{width}}  {format_time(checkpoint.created_at)}"
+            f"  {turns} turn{'' if turns == 1 else 's'}"
+            f"  {changed} file{'' if changed == 1 else 's'} changed"
+            f"  ({checkpoint.reason})" + (f"  {words!r}" if words else "")
+        )
+    return lines
+
+
+def format_time(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+# -- restoring ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RestorePlan:
+    """What a file restore of checkpoint N would do to the workspace now."""
+
+    modified: tuple[str, ...]
+    """Files of N whose content differs now: written back."""
+    deleted: tuple[str, ...]
+    """Files of N missing now: written back."""
+    left_alone: tuple[str, ...]
+    """Tracked files that did not exist at N: never touched, only named."""
+
+    @property
+    def to_write(self) -> tuple[str, ...]:
+        return tuple(sorted((*self.modified, *self.deleted)))
+
+    def lines(self, number: int) -> list[str]:
+        lines = [f"  {p}: modified" for p in self.modified]
+        lines += [f"  {p}: deleted" for p in self.deleted]
+        lines += [f"  {p}: not in checkpoint {number}; left alone" for p in self.left_alone]
+        return lines
+
+
+def restore_plan(at_checkpoint: Mapping[str, str], now: Mapping[str, str]) -> RestorePlan:
+    """Compare N's files with the workspace's tracked files now (missing ones absent)."""
+    diff = diff_manifests(at_checkpoint, now)
+    return RestorePlan(modified=diff.modified, deleted=diff.deleted, left_alone=diff.added)
+
+
+# -- the size cap -------------------------------------------------------------
+
+
+def cap_bytes(environ: Mapping[str, str] | None = None) -> int:
+    """The per-session cap from ``AGENT_ASSIST_CHECKPOINT_MAX_MB`` (default 500 MB).
+
+    A bad value raises ValueError naming the setting.
+    """
+    raw = (os.environ if environ is None else environ).get(CAP_SETTING, "").strip()
+    if not raw:
+        return DEFAULT_CAP_MB * 1_000_000
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(f"{CAP_SETTING} must be a positive number of megabytes, not {raw!r}")
+    return int(value * 1_000_000)
+
+
+def usage(checkpoints: Iterable[Checkpoint], entry_bytes: int) -> int:
+    """Bytes a session's checkpoints take: their entries plus each distinct blob once."""
+    sizes: dict[str, int] = {}
+    for checkpoint in checkpoints:
+        sizes.update(checkpoint.sizes)
+    return entry_bytes + sum(sizes.values())

@@ -1,0 +1,731 @@
+"""Sliding-window compaction (DESIGN 7) with ADK's names: pure window arithmetic and summarizers.
+
+An *invocation* is one user turn; its *events* are its messages, in order. A
+compaction event summarizes every invocation up to its ``end_invocation`` (the
+*boundary*); ``conversation_history()`` returns the latest compaction event
+followed by the events after its boundary, individually.
+
+Sliding window (``compaction_interval`` N, ``overlap_size`` K): once N
+invocations have completed after the last boundary, the summarizer is given the
+previous compaction event, the last K invocations it already covered, and the
+N (or more, after a skipped window) new ones; the result covers everything up
+to the newest completed invocation.
+
+Worked timeline, interval 3, overlap 1 (``Ci`` a compaction, ``Ej`` the events
+of invocation j; "sent" is ``conversation_history()`` after that invocation)::
+
+    after  compaction  summarizer input        covers  sent
+    1      -           -                       -       E1
+    2      -           -                       -       E1 E2
+    3      C1          E1 E2 E3                1-3     C1
+    4      -           -                       -       C1 E4
+    5      -           -                       -       C1 E4 E5
+    6      C2          C1 E3 E4 E5 E6          1-6     C2
+    7      -           -                       -       C2 E7
+    8      -           -                       -       C2 E7 E8
+    9      C3          C2 E6 E7 E8 E9          1-9     C3
+
+Token budget (``token_threshold``, ``event_retention_size``): before a model
+request whose estimated size reaches the threshold, everything after the
+boundary is compacted except the last ``event_retention_size`` events, the cut
+moved back to the start of their invocation.
+
+Safety rules, enforced here: a cut is made only at an invocation start, so a
+tool call is never separated from its return, and a window whose cut would
+leave a call without its answer is not compacted; a summary that is not
+shorter than what it replaces is rejected (``SummaryTooLong``); the
+summarizer's input is clipped to ``MAX_SUMMARIZER_INPUT_CHARS``.
+
+What survives every compaction is ``Retained``: decisions (recorded with the
+tool, or stated by the user: "Decision: ...", "We decided ..."), the user's
+rules ("always", "never", "must"), every file path named by anyone, and the
+open questions. It is extracted deterministically from the events, merged with
+the previous compaction's, and rendered as fixed sections after the
+narrative, which is what the session file keeps in ``compacted_history_summary``
+(``parse_compaction()`` reads it back).
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Final
+
+from pydantic_ai.messages import (
+    CompactionPart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from session.errors import SessionError
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+PLACEHOLDER: Final = "{conversation_history}"
+MAX_SUMMARIZER_INPUT_CHARS: Final = 60_000
+MAX_NARRATIVE_CHARS: Final = 450
+MAX_ITEM_CHARS: Final = 240
+MAX_DECISIONS: Final = 200
+MAX_RULES: Final = 60
+MAX_PATHS: Final = 300
+MAX_QUESTIONS: Final = 5
+CHARS_PER_TOKEN: Final = 4
+
+
+class CompactionError(SessionError):
+    """A compaction that could not be made (the conversation goes on without it)."""
+
+
+class SummaryTooLong(CompactionError):
+    """The summary is not shorter than what it would replace."""
+
+
+class BadPromptTemplate(CompactionError):
+    """A summarizer prompt template without ``{conversation_history}``."""
+
+
+# -- events -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Retained:
+    """What every compaction carries forward, as data: never only inside prose."""
+
+    decisions: tuple[str, ...] = ()
+    rules: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    questions: tuple[str, ...] = ()
+
+    def merge(self, newer: Retained) -> Retained:
+        """Union, first mention first; questions keep only the newest few."""
+        return Retained(
+            decisions=_union(self.decisions, newer.decisions)[-MAX_DECISIONS:],
+            rules=_union(self.rules, newer.rules)[-MAX_RULES:],
+            paths=_union(self.paths, newer.paths)[-MAX_PATHS:],
+            questions=_union(self.questions, newer.questions)[-MAX_QUESTIONS:],
+        )
+
+    def is_empty(self) -> bool:
+        return not (self.decisions or self.rules or self.paths or self.questions)
+
+
+@dataclass(frozen=True)
+class EventCompaction:
+    """A summary of invocations ``start_invocation`` .. ``end_invocation``."""
+
+    start_invocation: int
+    end_invocation: int
+    compacted_content: str
+    """The narrative the summarizer wrote."""
+    retained: Retained = field(default_factory=Retained)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One message of one invocation, or a compaction event (``message`` None)."""
+
+    invocation_id: int
+    message: ModelMessage | None = None
+    compaction: EventCompaction | None = None
+
+    @property
+    def author(self) -> str:
+        if self.compaction is not None:
+            return "compaction"
+        return "model" if isinstance(self.message, ModelResponse) else "user"
+
+
+def compaction_event(compaction: EventCompaction) -> Event:
+    return Event(compaction.end_invocation, compaction=compaction)
+
+
+def events_from_messages(messages: Sequence[ModelMessage], first_invocation: int) -> list[Event]:
+    """Number the messages by invocation, the first user turn being ``first_invocation``.
+
+    Messages before the first user turn (none in a valid history) join it.
+    """
+    events: list[Event] = []
+    invocation = first_invocation - 1
+    for message in messages:
+        if _is_turn_start(message) or invocation < first_invocation:
+            invocation += 1
+        events.append(Event(invocation, message))
+    return events
+
+
+def conversation_history(events: Sequence[Event]) -> list[Event]:
+    """The latest compaction event, then the events after its boundary, individually.
+
+    Without a compaction the events are returned unchanged.
+    """
+    latest = latest_compaction(events)
+    if latest is None:
+        return list(events)
+    return [
+        compaction_event(latest),
+        *(e for e in events if e.compaction is None and e.invocation_id > latest.end_invocation),
+    ]
+
+
+def latest_compaction(events: Sequence[Event]) -> EventCompaction | None:
+    for event in reversed(events):
+        if event.compaction is not None:
+            return event.compaction
+    return None
+
+
+def invocation_ids(events: Sequence[Event]) -> list[int]:
+    return list(dict.fromkeys(e.invocation_id for e in events if e.compaction is None))
+
+
+# -- configuration and windows ----------------------------------------------------
+
+
+class BaseEventsSummarizer(ABC):
+    """Summarizes a window of events into one compaction event, or None to skip it."""
+
+    @abstractmethod
+    async def summarize_events(self, events: Sequence[Event]) -> Event | None: ...
+
+
+@dataclass(frozen=True)
+class EventsCompactionConfig:
+    """ADK's configuration. ``compaction_interval`` 0 turns the sliding window off;
+    ``token_threshold`` None turns the token trigger off."""
+
+    compaction_interval: int
+    overlap_size: int
+    summarizer: BaseEventsSummarizer | None = None
+    token_threshold: int | None = None
+    event_retention_size: int = 0
+
+    def __post_init__(self) -> None:
+        if self.compaction_interval < 0 or self.overlap_size < 0 or self.event_retention_size < 0:
+            raise ValueError("compaction settings must not be negative")
+
+
+@dataclass(frozen=True)
+class Window:
+    """What one compaction summarizes: ``events`` (the previous compaction event first,
+    if any) and the invocations it will then cover, up to ``end_invocation``."""
+
+    events: tuple[Event, ...]
+    start_invocation: int
+    end_invocation: int
+
+
+def sliding_window(events: Sequence[Event], config: EventsCompactionConfig) -> Window | None:
+    """The window due after an invocation completed, or None (see the module's timeline)."""
+    if config.compaction_interval <= 0:
+        return None
+    previous = latest_compaction(events)
+    boundary = previous.end_invocation if previous else 0
+    ids = invocation_ids(events)
+    new = [i for i in ids if i > boundary]
+    if len(new) < config.compaction_interval:
+        return None
+    first_new = ids.index(new[0])
+    start = ids[max(0, first_new - config.overlap_size)]
+    return _window(events, previous, start, new[-1])
+
+
+def token_window(
+    events: Sequence[Event], config: EventsCompactionConfig, request_tokens: int
+) -> Window | None:
+    """The window due before a model request of ``request_tokens``, or None."""
+    if config.token_threshold is None or request_tokens < config.token_threshold:
+        return None
+    return retention_window(events, config.event_retention_size)
+
+
+def retention_window(events: Sequence[Event], retain_events: int) -> Window | None:
+    """Compact everything after the boundary but the last ``retain_events`` events
+    (moved back to their invocation's start); None if that leaves nothing to compact."""
+    previous = latest_compaction(events)
+    boundary = previous.end_invocation if previous else 0
+    after = [e for e in events if e.compaction is None and e.invocation_id > boundary]
+    if not after:
+        return None
+    if retain_events > 0:
+        if retain_events >= len(after):
+            return None
+        end = after[len(after) - retain_events].invocation_id - 1
+    else:
+        end = after[-1].invocation_id
+    if end <= boundary:
+        return None
+    return _window(events, previous, after[0].invocation_id, end)
+
+
+def _window(
+    events: Sequence[Event], previous: EventCompaction | None, start: int, end: int
+) -> Window | None:
+    chosen = [e for e in events if e.compaction is None and start <= e.invocation_id <= end]
+    later = [e.message for e in events if e.message is not None and e.invocation_id > end]
+    upto = [e.message for e in events if e.message is not None and e.invocation_id <= end]
+    if not chosen or not cut_is_safe(upto, later):
+        return None
+    head = (compaction_event(previous),) if previous else ()
+    covered_from = previous.start_invocation if previous else chosen[0].invocation_id
+    return Window((*head, *chosen), covered_from, end)
+
+
+def cut_is_safe(before: Sequence[ModelMessage], after: Sequence[ModelMessage]) -> bool:
+    """No tool call before the cut waits for an answer, and nothing after it answers one."""
+    calls = {p.tool_call_id for m in before for p in m.parts if isinstance(p, ToolCallPart)}
+    answered = {
+        p.tool_call_id
+        for m in before
+        for p in m.parts
+        if isinstance(p, ToolReturnPart | RetryPromptPart)
+    }
+    if calls - answered:
+        return False
+    return not any(
+        isinstance(p, ToolReturnPart | RetryPromptPart) and p.tool_call_id in calls
+        for m in after
+        for p in m.parts
+    )
+
+
+# -- what is kept -------------------------------------------------------------------
+
+_LABELLED_DECISION_RE: Final = re.compile(
+    r"\b(?:key\s+)?(?:decision|decided)\s*:\s*\S.*", re.IGNORECASE
+)
+"""``Decision: ...`` anywhere in a line: kept from the label on."""
+_STATED_DECISION_RE: Final = re.compile(
+    r"\b(?:we|i)(?:'ve| have)?\s+(?:decided|agreed)\b|\blet'?s go with\b", re.IGNORECASE
+)
+"""``We decided ...``, ``we agreed ...``: the whole sentence is kept."""
+_RULE_RE: Final = re.compile(
+    r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever)\b", re.IGNORECASE
+)
+_EXTENSIONS: Final = (
+    "md|markdown|txt|rst|py|pyi|ipynb|json|jsonl|yaml|yml|toml|ini|cfg|conf|env|csv|tsv|sql|"
+    "sh|bash|zsh|js|jsx|ts|tsx|mjs|cjs|html|htm|css|scss|xml|proto|graphql|rs|go|java|kt|rb|"
+    "php|c|h|cc|cpp|hpp|cs|swift|lua|r|tf|hcl|dockerfile|lock|log|pdf|png|jpg|jpeg|svg|j2|jinja"
+)
+_PATH_RE: Final = re.compile(r"(?<![\w@:/.~-])((?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)*/?)")
+_EXTENSION_RE: Final = re.compile(r"\w\.(?:" + _EXTENSIONS + r")$", re.IGNORECASE)
+_SENTENCE_RE: Final = re.compile(r"(?:[^.!?\n]|[.!?](?=[^\s.!?]))+[.!?]*")
+"""A sentence: up to a stop followed by a space (``agent_spec.md`` does not end one)."""
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _clip(text: str, limit: int) -> str:
+    flat = _flat(text)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _union(*groups: Iterable[str]) -> tuple[str, ...]:
+    seen: dict[str, str] = {}
+    for group in groups:
+        for item in group:
+            seen.setdefault(item.casefold(), item)
+    return tuple(seen.values())
+
+
+def _is_turn_start(message: ModelMessage) -> bool:
+    return isinstance(message, ModelRequest) and any(
+        isinstance(p, UserPromptPart) for p in message.parts
+    )
+
+
+def _user_texts(message: ModelMessage) -> list[str]:
+    if not isinstance(message, ModelRequest):
+        return []
+    return [
+        p.content
+        for p in message.parts
+        if isinstance(p, UserPromptPart) and isinstance(p.content, str)
+    ]
+
+
+def _model_texts(message: ModelMessage) -> list[str]:
+    if not isinstance(message, ModelResponse):
+        return []
+    return [p.content for p in message.parts if isinstance(p, TextPart)]
+
+
+def _tool_calls(message: ModelMessage) -> list[ToolCallPart]:
+    if not isinstance(message, ModelResponse):
+        return []
+    return [p for p in message.parts if isinstance(p, ToolCallPart)]
+
+
+def file_paths(text: str) -> list[str]:
+    """Workspace-looking paths in ``text``: a known file extension, or a slash that is
+    not just "and/or" (a leading ``./``, ``~/`` or ``/``, a trailing ``/``, or two)."""
+    found = []
+    for match in _PATH_RE.finditer(text):
+        path = match.group(1).rstrip(".,;:")
+        if text[match.end() : match.end() + 3] == "://" or "//" in path:
+            continue
+        slashes = path.count("/")
+        if _EXTENSION_RE.search(path) or (
+            slashes
+            and len(path) > 2
+            and (path.startswith(("./", "../", "~/", "/")) or path.endswith("/") or slashes >= 2)
+        ):
+            found.append(path)
+    return found
+
+
+def _decisions_in(text: str) -> list[str]:
+    found = []
+    for line in text.splitlines():
+        labelled = _LABELLED_DECISION_RE.search(line)
+        if labelled is not None:
+            found.append(_clip(_first_sentence(labelled.group(0)), MAX_ITEM_CHARS))
+            continue
+        for sentence in _SENTENCE_RE.findall(line):
+            if _STATED_DECISION_RE.search(sentence):
+                found.append(_clip(sentence.strip(), MAX_ITEM_CHARS))
+    return found
+
+
+def _first_sentence(text: str) -> str:
+    match = _SENTENCE_RE.match(text)
+    return (match.group(0) if match else text).strip()
+
+
+def _rules_in(text: str) -> list[str]:
+    return [
+        _clip(sentence.strip(), MAX_ITEM_CHARS)
+        for line in text.splitlines()
+        for sentence in _SENTENCE_RE.findall(line)
+        if _RULE_RE.search(sentence) and not sentence.strip().endswith("?")
+    ]
+
+
+def _questions_in(text: str) -> list[str]:
+    return [
+        _clip(sentence.strip(), MAX_ITEM_CHARS)
+        for line in text.splitlines()
+        for sentence in _SENTENCE_RE.findall(line)
+        if sentence.strip().endswith("?") and len(sentence.split()) >= 3
+    ]
+
+
+def extract_retained(messages: Iterable[ModelMessage]) -> Retained:
+    """Decisions, rules, file paths and open questions named in ``messages``."""
+    decisions: list[str] = []
+    rules: list[str] = []
+    paths: list[str] = []
+    questions: list[str] = []
+    for message in messages:
+        for text in _user_texts(message):
+            stated = _decisions_in(text)
+            decisions += stated
+            rules += [r for r in _rules_in(text) if not any(r in d or d in r for d in stated)]
+            paths += file_paths(text)
+            questions += _questions_in(text)
+        for text in _model_texts(message):
+            paths += file_paths(text)
+        for call in _tool_calls(message):
+            args = call.args_as_dict()
+            if call.tool_name == "record_decision" and isinstance(args.get("decision"), str):
+                decisions.append(_clip(args["decision"], MAX_ITEM_CHARS))
+            for key in ("path", "directory"):
+                value = args.get(key)
+                if isinstance(value, str) and value.strip() not in ("", "."):
+                    paths.append(value.strip().removeprefix("./"))
+    return Retained(
+        decisions=_union(decisions),
+        rules=_union(rules),
+        paths=_union(paths),
+        questions=_union(questions)[-MAX_QUESTIONS:],
+    )
+
+
+def retained_of(events: Sequence[Event]) -> Retained:
+    """The previous compaction's ``Retained`` merged with what ``events`` add."""
+    previous = latest_compaction(events)
+    base = previous.retained if previous else Retained()
+    return base.merge(extract_retained(e.message for e in events if e.message is not None))
+
+
+# -- rendering and parsing the compacted summary -------------------------------------
+
+_HEADER_RE: Final = re.compile(r"^Conversation so far \(turns (\d+)-(\d+), compacted\)")
+_SECTIONS: Final = (
+    ("decisions", "Decisions made:"),
+    ("rules", "User rules (always follow them):"),
+    ("paths", "Files named so far:"),
+    ("questions", "Open questions:"),
+)
+
+
+def render_compaction(compaction: EventCompaction, *, rules: bool = True) -> str:
+    """The text the session file keeps (and, without ``rules``, which the instructions
+    carry, the model is sent): header, narrative, sections."""
+    lines = [
+        f"Conversation so far (turns {compaction.start_invocation}-"
+        f"{compaction.end_invocation}, compacted); the later turns follow in full.",
+        compaction.compacted_content.strip(),
+    ]
+    for name, heading in _SECTIONS:
+        items: tuple[str, ...] = getattr(compaction.retained, name)
+        if items and (rules or name != "rules"):
+            lines += ["", heading, *(f"- {_flat(item)}" for item in items)]
+    return "\n".join(lines)
+
+
+def parse_compaction(text: str | None) -> EventCompaction | None:
+    """Read back ``render_compaction()``'s text. A text in another form (an older
+    file) is kept whole as the narrative of a compaction that covers nothing."""
+    if not text or not text.strip():
+        return None
+    lines = text.splitlines()
+    header = _HEADER_RE.match(lines[0])
+    if header is None:
+        return EventCompaction(0, 0, text.strip())
+    headings = {heading: name for name, heading in _SECTIONS}
+    narrative: list[str] = []
+    sections: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in lines[1:]:
+        if line in headings:
+            current = headings[line]
+            sections[current] = []
+        elif current is not None and line.startswith("- "):
+            sections[current].append(line[2:])
+        elif current is None:
+            narrative.append(line)
+    retained = Retained(**{name: tuple(items) for name, items in sections.items()})
+    return EventCompaction(int(header[1]), int(header[2]), "\n".join(narrative).strip(), retained)
+
+
+def compaction_message(compaction: EventCompaction) -> ModelRequest:
+    """The compaction as pydantic-ai's own ``CompactionPart``, first in the history."""
+    text = render_compaction(compaction, rules=False)
+    return ModelRequest(parts=[CompactionPart(content=text)])
+
+
+# -- summarizers ------------------------------------------------------------------------
+
+
+def events_text(events: Sequence[Event], limit: int = MAX_SUMMARIZER_INPUT_CHARS) -> str:
+    """The window as plain text for a summarizer, clipped to ``limit`` characters
+    (each message to a fair share, so one huge tool return cannot crowd out the rest)."""
+    lines: list[str] = []
+    for event in events:
+        if event.compaction is not None:
+            lines.append("[earlier summary] " + render_compaction(event.compaction))
+            continue
+        message = event.message
+        assert message is not None
+        for part in message.parts:
+            if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+                lines.append(f"user: {part.content}")
+            elif isinstance(part, TextPart):
+                lines.append(f"assistant: {part.content}")
+            elif isinstance(part, ToolCallPart):
+                lines.append(f"tool call {part.tool_name}: {part.args_as_json_str()}")
+            elif isinstance(part, ToolReturnPart):
+                lines.append(f"tool {part.tool_name} returned: {part.model_response_str()}")
+    share = max(200, limit // max(1, len(lines)))
+    clipped = [line if len(line) <= share else line[: share - 1] + "…" for line in lines]
+    return "\n".join(clipped)[:limit]
+
+
+def _covered(events: Sequence[Event]) -> tuple[int, int]:
+    previous = latest_compaction(events)
+    ids = invocation_ids(events)
+    start = previous.start_invocation if previous else (ids[0] if ids else 0)
+    end = ids[-1] if ids else (previous.end_invocation if previous else 0)
+    return start, end
+
+
+def _opening(previous: EventCompaction | None) -> str:
+    """The "Started with" of an earlier offline narrative (kept through every compaction)."""
+    if previous is None or not previous.compacted_content.startswith("Started with: "):
+        return ""
+    return (
+        previous.compacted_content.removeprefix("Started with: ")
+        .split(".\n")[0]
+        .split(". Latest")[0]
+    )
+
+
+class OfflineEventSummarizer(BaseEventsSummarizer):
+    """Extractive and deterministic: how the conversation started, and the first words of
+    the window's last requests (decisions, rules and paths are kept by ``Retained``)."""
+
+    async def summarize_events(self, events: Sequence[Event]) -> Event | None:
+        return self.summarize(events)
+
+    def summarize(self, events: Sequence[Event]) -> Event | None:
+        messages = [e for e in events if e.message is not None]
+        if not messages:
+            return None
+        start, end = _covered(events)
+        previous = latest_compaction(events)
+        requests = [
+            (e.invocation_id, text)
+            for e in messages
+            if previous is None or e.invocation_id > previous.end_invocation
+            for text in _user_texts(e.message)  # type: ignore[arg-type]
+        ]
+        opening = _opening(previous) or (
+            _clip(" ".join(requests[0][1].split()[:14]), 120) if requests else ""
+        )
+        lines = [f"Started with: {opening}."] if opening else []
+        if requests:
+            first, last = requests[0][0], requests[-1][0]
+            recent = dict.fromkeys(_clip(" ".join(t.split()[:8]), 70) for _, t in requests[-3:])
+            lines.append(f"Latest requests (turns {first}-{last}): {'; '.join(recent)}.")
+        narrative = _clip_block("\n".join(lines), MAX_NARRATIVE_CHARS)
+        return compaction_event(EventCompaction(start, end, narrative))
+
+
+DEFAULT_PROMPT_TEMPLATE: Final = """\
+You compact the history of a conversation between a user and an assistant that
+designs LLM agents, so that the assistant can continue it from your summary alone.
+Write, in at most 12 short lines:
+- a narrative of what was done and where the work stands;
+- every decision made (by the assistant or stated by the user);
+- the open questions;
+- every rule the user set ("always", "never", "must"), verbatim;
+- every file path named by anyone, exactly as written.
+Do not invent anything. The conversation:
+
+{conversation_history}
+"""
+
+
+class LlmEventSummarizer(BaseEventsSummarizer):
+    """Asks a model (a pydantic-ai ``Model`` or model string) for the narrative."""
+
+    def __init__(self, model: Model | str, prompt_template: str = DEFAULT_PROMPT_TEMPLATE) -> None:
+        if PLACEHOLDER not in prompt_template:
+            raise BadPromptTemplate(f"the summarizer prompt template must contain {PLACEHOLDER}")
+        self.model = model
+        self.prompt_template = prompt_template
+
+    def with_prompt_template(self, template: str) -> LlmEventSummarizer:
+        return LlmEventSummarizer(self.model, template)
+
+    async def summarize_events(self, events: Sequence[Event]) -> Event | None:
+        if not any(e.message is not None for e in events):
+            return None
+        from pydantic_ai import Agent
+
+        agent: Agent[None, str] = Agent(self.model, output_type=str)
+        prompt = self.prompt_template.replace(PLACEHOLDER, events_text(events))
+        result = await agent.run(prompt)
+        text = result.output.strip()
+        if not text:
+            return None
+        start, end = _covered(events)
+        return compaction_event(
+            EventCompaction(start, end, _clip_block(text, 4 * MAX_NARRATIVE_CHARS))
+        )
+
+
+def _clip_block(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- applying a summary ---------------------------------------------------------------
+
+
+# Context windows of well-known models, in tokens (prefix match on the model's name).
+_CONTEXT_WINDOWS: Final = (
+    ("gpt-4.1", 1_047_576),
+    ("gpt-5", 400_000),
+    ("gpt-4o", 128_000),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+    ("claude", 200_000),
+    ("gemini", 1_048_576),
+    ("llama", 128_000),
+    ("qwen", 32_768),
+    ("mistral", 32_768),
+)
+DEFAULT_CONTEXT_WINDOW: Final = 32_768
+OFFLINE_CONTEXT_WINDOW: Final = 16_384
+BUDGET_SHARE: Final = 0.75
+"""Compaction starts when a request reaches this share of the window: headroom for
+the reply, the tools' output within the turn, and the estimate's error."""
+
+
+def context_budget(model: str, configured: int | None = None) -> int:
+    """The request size (tokens) that triggers compaction: ``configured`` if set, else
+    ``BUDGET_SHARE`` of the model's context window (a conservative default if unknown)."""
+    if configured is not None:
+        return configured
+    name = model.split(":", 1)[-1].rsplit("/", 1)[-1].lower()
+    known = (w for prefix, w in _CONTEXT_WINDOWS if name.startswith(prefix))
+    window = OFFLINE_CONTEXT_WINDOW if model == "offline" else next(known, DEFAULT_CONTEXT_WINDOW)
+    return int(window * BUDGET_SHARE)
+
+
+def estimate_tokens(text_chars: int) -> int:
+    return (text_chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+def finish_compaction(window: Window, summarized: Event | None) -> EventCompaction | None:
+    """The compaction to keep: the summarizer's narrative over the window's exact range,
+    with everything retained. None if the summarizer skipped the window.
+
+    Raises ``SummaryTooLong`` if the result is not shorter than what it replaces.
+    """
+    if summarized is None or summarized.compaction is None:
+        return None
+    compaction = EventCompaction(
+        window.start_invocation,
+        window.end_invocation,
+        summarized.compaction.compacted_content,
+        retained_of(window.events),
+    )
+    replaced = sum(_event_chars(e) for e in window.events)
+    produced = len(render_compaction(compaction))
+    if produced >= replaced:
+        raise SummaryTooLong(
+            f"the summary of turns {window.start_invocation}-{window.end_invocation} "
+            f"({produced} characters) is not shorter than what it replaces ({replaced})"
+        )
+    return compaction
+
+
+def _event_chars(event: Event) -> int:
+    if event.compaction is not None:
+        return len(render_compaction(event.compaction))
+    assert event.message is not None
+    return message_text_chars(event.message)
+
+
+def message_text_chars(message: ModelMessage) -> int:
+    total = 0
+    for part in message.parts:
+        content = getattr(part, "content", None)
+        args = getattr(part, "args", None)
+        total += 20
+        for value in (content, args):
+            if value is not None:
+                total += len(value) if isinstance(value, str) else len(str(value))
+    return total
+
+
+def with_compaction(events: Sequence[Event], compaction: EventCompaction) -> list[Event]:
+    """``events`` with ``compaction`` appended (what a session service would store)."""
+    return [*events, compaction_event(compaction)]
+
+
+def replace_narrative(compaction: EventCompaction, narrative: str) -> EventCompaction:
+    return replace(compaction, compacted_content=narrative)

@@ -1,0 +1,259 @@
+"""Checkpoints through the real terminal and supervisor: /save, /checkpoint, restore, life cycle."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+
+from tests.e2e.harness import Env, wait_for
+
+SPEC = "agent_spec.md"
+
+
+def checkpoints_dir(env: Env, session_id: str) -> Path:
+    return env.project.parent / "checkpoints" / session_id
+
+
+def blobs(env: Env) -> list[str]:
+    directory = env.project.parent / "blobs"
+    return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+
+
+def entries(env: Env, session_id: str) -> list[str]:
+    directory = checkpoints_dir(env, session_id)
+    return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+
+
+def two_versions(env: Env) -> str:
+    """A session whose spec was v1 at checkpoint 2 and v2 at checkpoint 4 (1 and 3 are the
+    automatic checkpoints before each write). Returns its id."""
+    result = env.run(
+        input=f"write {SPEC}: # v1\n/save\nwrite {SPEC}: # v2\n/save\n", terminal=env.terminal()
+    )
+    assert result.returncode == 0, result.stderr
+    assert "saved as checkpoint 2." in result.stderr
+    assert "saved as checkpoint 4." in result.stderr
+    (session_id,) = env.session_ids()
+    return session_id
+
+
+def test_save_writes_the_next_checkpoint_and_the_session_records_its_number(env: Env) -> None:
+    term = env.terminal()
+    result = env.run(input="hello\n/save\n/save\n", terminal=term)
+    assert result.returncode == 0, result.stderr
+    assert "saved as checkpoint 1." in result.stderr
+    assert "saved as checkpoint 2." in result.stderr
+    (session_id,) = env.session_ids()
+    assert env.session(session_id)["checkpoint_count"] == 2
+    assert entries(env, session_id) == ["0001.json", "0002.json"]
+
+
+def test_checkpoint_lists_oldest_first_one_line_each_beginning_with_its_number(env: Env) -> None:
+    term = env.terminal()
+    empty = env.run(input="/checkpoint\n", terminal=term)
+    assert "No checkpoints in this session yet" in empty.stderr
+    session_id = two_versions(env)
+    result = env.run("--resume", session_id, input="/checkpoint\n", terminal=env.terminal())
+    lines = [line for line in result.stderr.splitlines() if line.startswith("  ")]
+    assert [line.split()[0] for line in lines] == ["1", "2", "3", "4"]
+    assert "0 turns" in lines[0] and "0 files changed" in lines[0]
+    assert "1 turn " in lines[1] and "1 file changed" in lines[1]
+    assert "'write agent_spec.md: # v1'" in lines[1]
+    assert "2 turns" in lines[3] and "'write agent_spec.md: # v2'" in lines[3]
+
+
+def test_restore_without_files_brings_back_the_conversation_only(env: Env) -> None:
+    session_id = two_versions(env)
+    result = env.run(
+        "--resume", session_id, input="/checkpoint 2\nn\nwhere are we?\n", terminal=env.terminal()
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Tracked files differ from checkpoint 2:" in result.stderr
+    assert "  agent_spec.md: modified" in result.stderr
+    assert "Restore files too? [y/N]" in result.stderr
+    assert "Restored the conversation to checkpoint 2 (1 turn); /checkpoint 5 undoes this." in (
+        result.stderr
+    )
+    assert "Files left as they are: agent_spec.md." in result.stderr
+    assert "(turn 2 of this conversation" in result.stdout
+    assert (env.workspace / SPEC).read_text() == "# v2\n"
+    saved = env.session(session_id)
+    assert "where are we?" in str(saved["recent_messages"])
+    assert "# v2" not in str(saved["recent_messages"])
+    assert saved["checkpoint_count"] == 5
+
+
+def test_restore_with_files_writes_them_back_and_can_be_undone(env: Env) -> None:
+    session_id = two_versions(env)
+    (env.workspace / SPEC).chmod(0o640)
+    result = env.run(
+        "--resume", session_id, input="/checkpoint 2\ny\nnext\n", terminal=env.terminal()
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Files restored: agent_spec.md." in result.stderr
+    assert (env.workspace / SPEC).read_text() == "# v1\n"
+    assert (env.workspace / SPEC).stat().st_mode & 0o777 == 0o640
+    assert "changed outside" not in result.stderr
+    assert "(turn 2 of this conversation" in result.stdout
+
+    undo = env.run(
+        "--resume", session_id, input="/checkpoint 5\ny\nagain\n", terminal=env.terminal()
+    )
+    assert "Restored the conversation to checkpoint 5 (2 turns)" in undo.stderr
+    assert (env.workspace / SPEC).read_text() == "# v2\n"
+    assert "(turn 3 of this conversation" in undo.stdout
+
+
+def test_a_file_that_did_not_exist_at_the_checkpoint_is_left_alone_and_named(env: Env) -> None:
+    session_id = two_versions(env)
+    result = env.run("--resume", session_id, input="write notes.md: later\n/checkpoint 2\ny\n")
+    assert "notes.md: not in checkpoint 2; left alone" in result.stderr
+    assert "Not in checkpoint 2, left alone: notes.md." in result.stderr
+    assert (env.workspace / "notes.md").read_text() == "later\n"
+    assert (env.workspace / SPEC).read_text() == "# v1\n"
+
+
+def test_restore_works_after_the_supervisor_is_killed_and_restarted(env: Env) -> None:
+    session_id = two_versions(env)
+    first = env.supervisor_pid()
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    wait_for(lambda: not os.path.exists(f"/proc/{first}"), what="the supervisor to die")
+    result = env.run("--resume", session_id, input="/checkpoint 2\ny\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert env.supervisor_pid() != first
+    assert "Files restored: agent_spec.md." in result.stderr
+    assert (env.workspace / SPEC).read_text() == "# v1\n"
+
+
+def test_an_unknown_or_malformed_number_gets_one_line_and_changes_nothing(env: Env) -> None:
+    session_id = two_versions(env)
+    before = (entries(env, session_id), len(env.session(session_id)["recent_messages"]), 4)
+    result = env.run(
+        "--resume", session_id, input="/checkpoint 9\n/checkpoint two\n", terminal=env.terminal()
+    )
+    assert result.returncode == 0, result.stderr
+    assert "error: no checkpoint 9; this session has checkpoints 1-4" in result.stderr.splitlines()
+    assert (
+        "error: /checkpoint takes a checkpoint number (1, 2, ...), not 'two'"
+        in result.stderr.splitlines()
+    )
+    saved = env.session(session_id)
+    assert (entries(env, session_id), len(saved["recent_messages"]), saved["checkpoint_count"]) == (
+        before
+    )
+    assert (env.workspace / SPEC).read_text() == "# v2\n"
+
+
+def test_an_unchanged_file_is_stored_once_however_many_checkpoints(env: Env) -> None:
+    (env.workspace / SPEC).write_text("# the same\n")
+    result = env.run(input="/save\n/save\n/save\n", terminal=env.terminal())
+    assert "saved as checkpoint 3." in result.stderr
+    assert len(blobs(env)) == 1
+
+
+def test_reset_deletes_the_sessions_checkpoints_and_their_contents(env: Env) -> None:
+    term = env.terminal()
+    session_id = two_versions(env)
+    result = env.run("--resume", session_id, input="/reset\nn\n", terminal=term)
+    assert "Session reset" in result.stderr
+    assert not checkpoints_dir(env, session_id).exists()
+    assert blobs(env) == []
+    assert (env.workspace / SPEC).read_text() == "# v2\n"
+
+
+def test_rm_deletes_checkpoints_but_keeps_contents_another_session_refers_to(env: Env) -> None:
+    session_id = two_versions(env)
+    other = env.run("--new", input="/save\n", terminal=env.terminal())
+    assert "saved as checkpoint 1." in other.stderr
+    (other_id,) = set(env.session_ids()) - {session_id}
+    kept = json.loads((checkpoints_dir(env, other_id) / "0001.json").read_bytes())["files"]
+    result = env.run("sessions", "rm", session_id)
+    assert result.returncode == 0, result.stderr
+    assert not checkpoints_dir(env, session_id).exists()
+    assert blobs(env) == sorted(kept.values())
+
+
+def test_prune_deletes_checkpoints_and_contents_of_pruned_sessions(env: Env) -> None:
+    term = env.terminal()
+    result = env.run(input=f"write {SPEC}: # v1\n/save\n", terminal=term)
+    (session_id,) = env.session_ids()
+    term.close()  # the session is orphaned now
+    env.run("supervisor", "stop")
+    result = env.run("sessions", "prune", "--older-than", "0")
+    assert result.returncode == 0, result.stderr
+    assert env.session_ids() == []
+    assert not checkpoints_dir(env, session_id).exists()
+    assert blobs(env) == []
+
+
+def test_kill_9_mid_checkpoint_leaves_every_listed_checkpoint_restorable(env: Env) -> None:
+    templates = env.workspace / "templates"
+    templates.mkdir()
+    for n in range(300):
+        (templates / f"t{n:03}.md").write_bytes(bytes([65 + n % 26]) * 65536)
+    term = env.terminal()
+    client = env.spawn(terminal=term)
+    client.send("/save")
+    client.expect("saved as checkpoint 1.", stderr=True)  # piped: command results on stderr
+    for n in range(300):
+        (templates / f"t{n:03}.md").write_bytes(b"second version %d\n" % n * 4000)
+    stored = len(blobs(env))
+    client.send("/save")
+    wait_for(lambda: len(blobs(env)) > stored + 10, what="the checkpoint's blobs")
+    supervisor = env.supervisor_pid()
+    assert supervisor is not None
+    os.kill(supervisor, signal.SIGKILL)
+    client.kill9()
+    (session_id,) = env.session_ids()
+    for name in entries(env, session_id):
+        if name.endswith(".json"):
+            json.loads((checkpoints_dir(env, session_id) / name).read_bytes())  # all whole
+
+    listing = env.run("--resume", session_id, input="/checkpoint\n", terminal=term)
+    numbers = [line.split()[0] for line in listing.stderr.splitlines() if line.startswith("  ")]
+    assert numbers and numbers[0] == "1"
+    for number in numbers:
+        shutil.rmtree(templates)
+        result = env.run("--resume", session_id, input=f"/checkpoint {number}\ny\n", terminal=term)
+        assert result.returncode == 0, result.stderr
+        entry = json.loads(
+            (checkpoints_dir(env, session_id) / f"{int(number):04}.json").read_bytes()
+        )
+        for relative, digest in entry["files"].items():
+            data = (env.workspace / relative).read_bytes()
+            assert hashlib.sha256(data).hexdigest() == digest, relative
+
+
+def test_the_size_cap_refuses_a_checkpoint_in_one_line_and_the_session_is_still_saved(
+    env: Env,
+) -> None:
+    (env.workspace / SPEC).write_bytes(b"x" * 150_000)
+    result = env.run(
+        input="/save\nhello\n", terminal=env.terminal(), AGENT_ASSIST_CHECKPOINT_MAX_MB="0.1"
+    )
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if "cap" in line]
+    assert line.startswith("error: checkpoint not written: ")
+    assert "over the 0.1 MB cap (AGENT_ASSIST_CHECKPOINT_MAX_MB)" in line
+    assert "saved (no checkpoint written)." in result.stderr
+    (session_id,) = env.session_ids()
+    assert entries(env, session_id) == []
+    assert blobs(env) == []
+    assert "hello" in str(env.session(session_id)["recent_messages"])
+
+
+def test_the_first_write_of_a_turn_is_preceded_by_a_checkpoint_of_what_files_held(
+    env: Env,
+) -> None:
+    session_id = two_versions(env)
+    entry = json.loads((checkpoints_dir(env, session_id) / "0003.json").read_bytes())
+    assert entry["reason"] == "auto"
+    blob = env.project.parent / "blobs" / entry["files"][SPEC]
+    assert blob.read_bytes() == b"# v1\n"  # before the turn that wrote v2
+    assert "# v2" not in str(entry["state"]["recent_messages"])
+    assert blob.stat().st_mode & 0o777 == 0o600

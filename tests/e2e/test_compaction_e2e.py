@@ -1,0 +1,106 @@
+"""Compaction end to end: the real supervisor, the real terminal, and a local
+OpenAI-compatible server that records what the model is sent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.harness import Env
+from tests.e2e.openai_server import ChatServer
+
+TOPIC = (
+    "For the support-ticket triage agent, think about the classifier prompt, the routing "
+    "table, the escalation rules and how we evaluate it against last month's tickets."
+)
+
+
+@pytest.fixture
+def server(env: Env) -> Iterator[ChatServer]:
+    with ChatServer() as chat_server:
+        env.extra.update(
+            OPENAI_BASE_URL=chat_server.base_url,
+            OPENAI_API_KEY="sk-test-not-a-real-key",
+            AGENT_ASSIST_MODEL="openai-chat:test-model",
+        )
+        yield chat_server
+
+
+def chats(server: ChatServer) -> list[dict[str, Any]]:
+    return [r for r in server.requests if r["model"] == "test-model"]
+
+
+def conversation(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The request's messages without the system/developer instructions."""
+    return [m for m in request["messages"] if m["role"] not in ("system", "developer")]
+
+
+def script(turns: range) -> str:
+    return "".join(f"turn {n}: {TOPIC}\n" for n in turns)
+
+
+def test_with_compaction_every_request_stays_bounded(env: Env, server: ChatServer) -> None:
+    result = env.run(
+        "--new",
+        input=script(range(1, 31)),
+        terminal=env.terminal(),
+        AGENT_ASSIST_COMPACTION_INTERVAL="3",
+        AGENT_ASSIST_COMPACTION_OVERLAP="1",
+    )
+    assert result.returncode == 0, result.stderr
+    sizes = [len(conversation(r)) for r in chats(server)]
+    assert len(sizes) == 30
+    # At most about 2 x (interval + overlap) turns' worth, each turn a prompt and a reply.
+    assert max(sizes) <= 2 * (3 + 1) * 2, sizes
+    assert "note: compacted turns 1-3 into a summary" in result.stdout + result.stderr
+    last = conversation(chats(server)[-1])
+    assert "Conversation so far (turns 1-" in str(last[0]["content"])
+
+
+def test_without_compaction_requests_grow_to_the_tail_limit(env: Env, server: ChatServer) -> None:
+    result = env.run(
+        "--new",
+        input=script(range(1, 31)),
+        terminal=env.terminal(),
+        AGENT_ASSIST_COMPACTION_INTERVAL="0",
+    )
+    assert result.returncode == 0, result.stderr
+    sizes = [len(conversation(r)) for r in chats(server)]
+    assert sizes[:3] == [1, 3, 5]
+    assert max(sizes) == 41, "the 20-turn tail and the new prompt"
+
+
+def test_a_resume_after_a_supervisor_restart_sends_what_was_sent_before(
+    env: Env, server: ChatServer
+) -> None:
+    term = env.terminal()
+    env.extra.update(AGENT_ASSIST_COMPACTION_INTERVAL="3", AGENT_ASSIST_COMPACTION_OVERLAP="1")
+    first = env.run("--new", input=script(range(1, 9)), terminal=term)
+    assert first.returncode == 0, first.stderr
+    before_exit = conversation(chats(server)[-1])
+    assert "Conversation so far (turns 1-6" in str(before_exit[0]["content"])
+    assert env.run("supervisor", "stop").returncode == 0
+
+    resumed = env.run("--yes", input="turn 9: where were we?\n", terminal=term)
+    assert resumed.returncode == 0, resumed.stderr
+    after_resume = conversation(chats(server)[-1])
+    reply_8 = {"role": "assistant", "content": f"echo: turn 8: {TOPIC}"}
+    assert after_resume[:-1] == [*before_exit, reply_8]
+    assert after_resume[-1]["content"] == "turn 9: where were we?"
+
+
+def test_slash_compact_then_the_summary_leads_the_next_request(
+    env: Env, server: ChatServer
+) -> None:
+    result = env.run(
+        "--new",
+        input=script(range(1, 4)) + "/compact\nturn 4: and now?\n",
+        terminal=env.terminal(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Compacted turns 1-3: ~" in result.stderr  # piped: command results on stderr
+    (summary, prompt) = conversation(chats(server)[-1])
+    assert "Conversation so far (turns 1-3, compacted)" in str(summary["content"])
+    assert prompt["content"] == "turn 4: and now?"

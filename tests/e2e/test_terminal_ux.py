@@ -1,0 +1,457 @@
+"""The terminal experience, driven through a real pty: keys, questions, history, colour, errors."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
+from tests.e2e.openai_server import ChatServer
+from tests.e2e.screen import ALT_ENTER, ANSI, CTRL_C, CTRL_D, UP, Screen
+
+RESUME_PROMPT = "Resume previous session? [Y/n]"
+COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:[1-9]|3[0-9]|9[0-7]|38;5;[0-9]+)m")
+
+
+@pytest.fixture
+def screens() -> Iterator[list[Screen]]:
+    opened: list[Screen] = []
+    yield opened
+    for screen in opened:
+        screen.close()
+
+
+def open_screen(screens: list[Screen], env: Env, *args: str, **extra: str) -> Screen:
+    terminal = env.terminals[-1] if env.terminals else env.terminal()
+    screen = Screen(env, terminal, *args, extra=extra)
+    screens.append(screen)
+    return screen
+
+
+def started(screens: list[Screen], env: Env, *args: str, **extra: str) -> Screen:
+    screen = open_screen(screens, env, *args, **extra)
+    screen.expect("/help for commands.")
+    screen.expect_prompt()
+    return screen
+
+
+# -- input --------------------------------------------------------------------
+
+
+def test_ctrl_c_clears_a_typed_line_and_the_chat_goes_on(env: Env, screens: list[Screen]) -> None:
+    screen = started(screens, env, "--new")
+    screen.type("a draft I regret")
+    screen.expect("a draft I regret")
+    screen.type(CTRL_C)
+    screen.type("the real message\r")
+    screen.expect('You said: "the real message"')
+    assert "regret" not in screen.text[screen.position :]
+    screen.expect_prompt()
+    screen.type(CTRL_C)
+    assert screen.wait() == 0, "Ctrl+C at an empty prompt leaves"
+    (session_id,) = env.session_ids()
+    assert "regret" not in str(env.session(session_id)["recent_messages"])
+
+
+def test_alt_enter_inserts_a_new_line_and_enter_sends(env: Env, screens: list[Screen]) -> None:
+    screen = started(screens, env, "--new")
+    screen.type(f"write notes.md{ALT_ENTER}line one{ALT_ENTER}line two\r")
+    screen.expect("wrote notes.md")
+    assert (env.workspace / "notes.md").read_text() == "line one\nline two\n"
+
+
+def test_write_with_no_text_is_refused_with_a_hint(env: Env, screens: list[Screen]) -> None:
+    screen = started(screens, env, "--new")
+    screen.type("write agent_spec.md:\r")
+    screen.expect("Nothing to write to agent_spec.md")
+    screen.expect("Alt+Enter")
+    assert not (env.workspace / "agent_spec.md").exists()
+
+
+def test_input_history_is_kept_per_project_across_runs(env: Env, screens: list[Screen]) -> None:
+    first = started(screens, env, "--new")
+    first.type("remember this line\r")
+    first.expect('You said: "remember this line"')
+    first.expect_prompt()
+    first.type(CTRL_D)
+    assert first.wait() == 0
+    history = env.project.parent / "prompt_history"
+    assert stat.S_IMODE(history.stat().st_mode) == 0o600
+    second = started(screens, env, "--new")
+    second.type(UP)
+    second.expect("remember this line")
+    second.type("\r")
+    second.expect('You said: "remember this line"')
+
+
+def test_the_toolbar_shows_session_model_and_tokens(env: Env, screens: list[Screen]) -> None:
+    terminal = env.terminal()
+    screen = Screen(env, terminal, "--new", cpr=True)
+    screens.append(screen)
+    screen.expect("New session ")
+    (session_id,) = re.findall(r"New session ([0-9a-f]{12})", screen.text)
+    screen.expect(f"session {session_id} · model offline")
+    screen.type("hello\r")
+    screen.expect('You said: "hello"')
+    screen.expect(f"session {session_id} · model offline · ")
+    screen.expect(" tokens in context")
+
+
+def test_slash_commands_complete_with_what_they_do(env: Env, screens: list[Screen]) -> None:
+    screen = started(screens, env, "--new")
+    screen.type("/mo")
+    screen.expect("show the model in use")
+    screen.type("\t\r")
+    screen.expect("model: offline (from default)")
+
+
+# -- questions ----------------------------------------------------------------
+
+
+def test_ctrl_c_at_the_reset_question_cancels_the_reset(env: Env, screens: list[Screen]) -> None:
+    screen = started(screens, env, "--new")
+    screen.type("write agent_spec.md: # Spec\r")
+    screen.expect("wrote agent_spec.md")
+    screen.expect_prompt()
+    (session_id,) = env.session_ids()
+    screen.type("/reset\r")
+    screen.expect("Also delete agent_spec.md? [y/N]")
+    screen.expect_prompt()
+    screen.type(CTRL_C)
+    screen.expect("Cancelled; nothing was changed.")
+    screen.expect_prompt()
+    screen.type("still here\r")
+    screen.expect('You said: "still here". (turn 2')
+    assert env.session_ids() == [session_id], "the session was not reset"
+    assert (env.workspace / "agent_spec.md").exists()
+
+
+def test_ctrl_c_at_the_restore_question_restores_nothing(
+    env: Env, screens: list[Screen]
+) -> None:
+    screen = started(screens, env, "--new")
+    screen.type("write agent_spec.md: # v1\r")
+    screen.expect("wrote agent_spec.md")
+    screen.expect_prompt()
+    screen.type("/save\r")
+    screen.expect("checkpoint ")
+    number = re.findall(r"checkpoint (\d+)", screen.text)[-1]
+    screen.expect_prompt()
+    screen.type("write agent_spec.md: # v2\r")
+    screen.expect("wrote agent_spec.md")
+    screen.expect_prompt()
+    screen.type(f"/checkpoint {number}\r")
+    screen.expect("Restore files too? [y/N]")
+    screen.expect_prompt()
+    screen.type(CTRL_C)
+    screen.expect("Cancelled; nothing was changed.")
+    screen.expect_prompt()
+    screen.type("where are we\r")
+    screen.expect('You said: "where are we". (turn 3', timeout=30)
+    assert (env.workspace / "agent_spec.md").read_text() == "# v2\n"
+
+
+def _saved_session(env: Env) -> str:
+    result = env.run("--new", input="a first turn\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    return session_id
+
+
+@pytest.mark.parametrize("key", [CTRL_C, CTRL_D], ids=["ctrl-c", "ctrl-d"])
+def test_cancelling_the_resume_question_opens_nothing(
+    env: Env, screens: list[Screen], key: str
+) -> None:
+    session_id = _saved_session(env)
+    before = env.session(session_id)
+    screen = open_screen(screens, env)
+    screen.expect(RESUME_PROMPT)
+    screen.expect_prompt()
+    screen.type(key)
+    screen.expect("Cancelled; no session was opened")
+    assert screen.wait() == 0
+    assert env.session_ids() == [session_id], "no new session"
+    assert env.session(session_id) == before, "and the offered one was not resumed"
+
+
+def test_ctrl_c_at_the_start_a_new_session_question_starts_none(
+    env: Env, screens: list[Screen]
+) -> None:
+    holder = env.spawn(terminal=env.terminal())
+    holder.send("holding this session")
+    holder.expect("holding this session")
+    (session_id,) = env.session_ids()
+    env.terminal()
+    screen = open_screen(screens, env, "--resume", session_id)
+    screen.expect("Start a new session instead? [Y/n]")
+    screen.expect_prompt()
+    screen.type(CTRL_C)
+    screen.expect("Cancelled; no session was opened")
+    assert screen.wait() == 0
+    assert env.session_ids() == [session_id]
+
+
+# -- the resume offer ----------------------------------------------------------
+
+
+def test_the_resume_offer_shows_turns_summary_and_drift(env: Env, screens: list[Screen]) -> None:
+    term = env.terminal()
+    script = "write agent_spec.md: # Spec\nwrite notes.md: n\nwrite keep.md: k\n"
+    assert env.run("--new", input=script, terminal=term).returncode == 0
+    (session_id,) = env.session_ids()
+    wait_for(lambda: env.session(session_id)["summary"], what="the session's summary")
+    (env.workspace / "agent_spec.md").write_text("# Spec, edited by hand\n")
+    (env.workspace / "notes.md").unlink()
+    screen = open_screen(screens, env)
+    screen.expect("Previous session found (last active: ")
+    screen.expect("\n  3 turns · summary: write agent_spec.md: # Spec\n")
+    screen.expect("  agent_spec.md: modified · notes.md: deleted · 1 tracked file unchanged\n")
+    screen.expect(RESUME_PROMPT)
+    screen.expect_prompt()
+    screen.type("y\r")
+    screen.expect(f"Resumed session {session_id}. /help for commands.\n")
+    screen.expect("  agent_spec.md: modified\n  notes.md: deleted\n  1 tracked file unchanged")
+
+
+def test_several_resumable_sessions_are_offered_by_number(env: Env, screens: list[Screen]) -> None:
+    older_tab, newer_tab = env.terminal(), env.terminal()
+    env.run("--new", input="the older one\n", terminal=older_tab)
+    env.run("--new", input="the newer one\n", terminal=newer_tab)
+    older_tab.close()
+    newer_tab.close()
+    rows = env.sessions_json()
+    newer, older = rows[0]["session_id"], rows[1]["session_id"]
+    env.terminal()
+    screen = open_screen(screens, env)
+    screen.expect("summary: the newer one")
+    screen.expect("answer 2-2")
+    screen.expect("2) ")
+    screen.expect("the older one")
+    screen.expect(RESUME_PROMPT)
+    screen.expect_prompt()
+    screen.type("2\r")
+    screen.expect(f"Resumed session {older}.")
+    assert newer != older
+
+
+# -- output -------------------------------------------------------------------
+
+
+def test_a_tool_call_is_shown_as_one_dim_line(env: Env, screens: list[Screen]) -> None:
+    screen = started(screens, env, "--new")
+    screen.type("write agent_spec.md: # Spec\r")
+    screen.expect("  write_file agent_spec.md (7 B)\n")
+    screen.expect("wrote agent_spec.md (7 bytes)")
+    line = screen.raw[: screen.raw.index("write_file agent_spec.md (7 B)")]
+    assert line.endswith("\x1b[2m  "), "dim"
+
+
+def test_no_color_means_no_colour_codes(env: Env, screens: list[Screen]) -> None:
+    screen = started(screens, env, "--new", NO_COLOR="1")
+    screen.type("write agent_spec.md: # Spec\r")
+    screen.expect("  write_file agent_spec.md (7 B)\n")
+    screen.expect("wrote agent_spec.md (7 bytes)")
+    screen.expect_prompt()
+    screen.type("# A heading and **bold** text\r")
+    screen.expect('You said: "# A heading and **bold** text"')
+    screen.expect_prompt()
+    screen.type(CTRL_D)
+    assert screen.wait() == 0
+    assert not COLOUR.findall(screen.raw), COLOUR.findall(screen.raw)[:5]
+
+
+def test_markdown_is_rendered_on_a_colour_terminal(env: Env, screens: list[Screen]) -> None:
+    screen = started(screens, env, "--new")
+    screen.type("some **bold** words\r")
+    screen.expect("some bold words")
+    assert "\x1b[1m" in screen.raw, "bold is rendered, not printed as asterisks"
+
+
+def test_a_code_block_in_a_reply_is_highlighted(env: Env, screens: list[Screen]) -> None:
+    with ChatServer() as server:
+        env.extra.update(
+            OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="k", AGENT_ASSIST_MODEL="openai-chat:m"
+        )
+        screen = started(screens, env, "--new")
+        fence = ALT_ENTER.join(["code:", "", "```python", "def f(x):", "    return x", "```"])
+        screen.type(fence + "\r")
+        screen.expect("echo: code:")
+        screen.expect("def f(x):")
+        screen.expect_prompt()
+    reply = screen.raw[screen.raw.index("echo: code:") :]
+    assert re.search(r"\x1b\[[0-9;]*mdef\x1b\[0m", reply), "the keyword has its own colour"
+    assert "```" not in ANSI.sub("", reply), "the fence is rendered, not printed"
+
+
+def test_piped_stdout_carries_replies_only(env: Env) -> None:
+    _saved_session(env)
+    script = "y\nwrite agent_spec.md: # Spec\n/save\n/help\n/model\nhello\n"
+    result = env.run(input=script, terminal=env.terminals[-1])
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("[offline model]") for line in lines), lines
+    for other in (RESUME_PROMPT, "write_file agent_spec.md (7 B)", "saved", "/reset", "model:"):
+        assert other in result.stderr
+
+
+# -- errors -------------------------------------------------------------------
+
+
+@pytest.fixture
+def locked_server(env: Env) -> Iterator[ChatServer]:
+    with ChatServer(api_key="sk-right") as server:
+        env.extra.update(OPENAI_BASE_URL=server.base_url, AGENT_ASSIST_MODEL="openai-chat:m")
+        yield server
+
+
+def test_a_401_is_one_line_naming_the_key(
+    env: Env, screens: list[Screen], locked_server: ChatServer
+) -> None:
+    screen = started(screens, env, "--new", OPENAI_API_KEY="sk-wrong")
+    screen.type("hello\r")
+    screen.expect(f"error: 401 from {locked_server.base_url}: check OPENAI_API_KEY.")
+    screen.expect("run agent-assist supervisor stop after changing it")
+    screen.expect_prompt()
+
+
+def test_a_piped_run_whose_last_turn_failed_exits_1(env: Env, locked_server: ChatServer) -> None:
+    result = env.run("--new", input="hello\n", terminal=env.terminal(), OPENAI_API_KEY="sk-no")
+    assert result.returncode == 1
+    assert f"error: 401 from {locked_server.base_url}: check OPENAI_API_KEY" in result.stderr
+    assert result.stdout == ""
+
+
+def test_connection_refused_names_the_url_and_the_restart(env: Env, screens: list[Screen]) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    env.extra.update(OPENAI_BASE_URL=url, OPENAI_API_KEY="sk", AGENT_ASSIST_MODEL="openai-chat:m")
+    screen = started(screens, env, "--new")
+    screen.type("hello\r")
+    screen.expect(
+        f"error: cannot connect to {url}: is the server up? The supervisor uses the "
+        "environment it was started with; run agent-assist supervisor stop after changing it",
+        timeout=60,
+    )
+
+
+def test_an_unknown_model_is_refused_at_start(env: Env, screens: list[Screen]) -> None:
+    screen = open_screen(screens, env, "--model", "nosuch:thing")
+    screen.expect("error: unknown model 'nosuch:thing' from option --model")
+    screen.expect("use offline (built in, no network), openai-chat:NAME")
+    assert screen.wait() == 1
+    assert not env.runtime.joinpath("supervisor.sock").exists(), "checked before attaching"
+
+
+# -- configuration ------------------------------------------------------------
+
+
+def test_config_show_tells_each_value_and_its_source(env: Env) -> None:
+    env.home.mkdir(parents=True, exist_ok=True)
+    (env.home / "config.toml").write_text(
+        'model = "openai-chat:from-file"\ncompaction_interval = 4\ncompaction_overlap = 1\n'
+    )
+    result = env.run(
+        "config", "show", "--json", "--model", "openai-chat:from-option",
+        AGENT_ASSIST_COMPACTION_INTERVAL="6", AGENT_ASSIST_MODEL="openai-chat:from-env",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["settings"]
+    assert rows["model"] == {
+        "value": "openai-chat:from-option",
+        "source": "option",
+        "env": "AGENT_ASSIST_MODEL",
+    }
+    shown = {name: (row["value"], row["source"]) for name, row in rows.items()}
+    assert shown["compaction_interval"] == (6, "env")
+    assert shown["compaction_overlap"] == (1, "file")
+    assert rows["context_tokens"]["source"] == "default"
+    table = env.run("config", "show", AGENT_ASSIST_MODEL="openai-chat:from-env").stdout
+    assert re.search(r"^model +openai-chat:from-env +env \(AGENT_ASSIST_MODEL\)$", table, re.M)
+    assert re.search(r"^compaction_interval +4 +file \(config.toml\)$", table, re.M)
+
+
+def test_a_bad_setting_is_one_line_naming_it_and_its_source(env: Env) -> None:
+    result = env.run("config", "show", AGENT_ASSIST_COMPACTION_INTERVAL="often")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "error: bad compaction_interval 'often' from AGENT_ASSIST_COMPACTION_INTERVAL: "
+        "must be a whole number >= 0"
+    )
+
+
+def test_the_chat_uses_the_model_of_the_config_file(env: Env) -> None:
+    env.home.mkdir(parents=True, exist_ok=True)
+    (env.home / "config.toml").write_text('model = "nosuch:model"\n')
+    result = env.run("--new", input="hi\n", terminal=env.terminal())
+    assert result.returncode == 1
+    assert (
+        f"error: unknown model 'nosuch:model' from file {env.home / 'config.toml'}" in result.stderr
+    )
+
+
+def test_version_and_usage_errors(env: Env) -> None:
+    version = env.run("--version")
+    assert version.returncode == 0
+    assert re.fullmatch(r"agent-assist, version \S+\n", version.stdout)
+    assert env.run("config", "show", "--bogus").returncode == 2
+
+
+def test_a_session_of_another_project_hints_at_workspace(env: Env) -> None:
+    session_id = _saved_session(env)
+    elsewhere = env.base / "other-project"
+    elsewhere.mkdir()
+    result = env.run("sessions", "show", session_id, "-w", str(elsewhere))
+    assert result.returncode == 1
+    assert f"it belongs to project {env.project.parent.name}" in result.stderr
+    assert "--workspace DIR" in result.stderr
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_shell_completion_follows_clicks_convention(env: Env, shell: str) -> None:
+    script = env.run(_AGENT_ASSIST_COMPLETE=f"{shell}_source")
+    assert script.returncode == 0
+    assert "_AGENT_ASSIST_COMPLETE" in script.stdout
+
+
+def test_session_ids_complete_in_the_shell(env: Env) -> None:
+    session_id = _saved_session(env)
+    completed = env.run(
+        COMP_WORDS=f"agent-assist sessions show {session_id[:3]}",
+        COMP_CWORD="3",
+        _AGENT_ASSIST_COMPLETE="bash_complete",
+    )
+    assert completed.stdout.split() == [f"plain,{session_id}"]
+
+
+def test_a_piped_chat_loads_neither_rich_nor_prompt_toolkit(env: Env) -> None:
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = [{AGENT_ASSIST!r}, '--new']\n"
+        "try:\n"
+        "    runpy.run_module('cli', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('rich', 'prompt_toolkit'))\n"
+        "print('LOADED', loaded, file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        input="write agent_spec.md: # Spec\n",
+        capture_output=True,
+        text=True,
+        cwd=env.workspace,
+        env=env.environ(env.terminal()),
+        timeout=60,
+        check=False,
+    )
+    assert "wrote agent_spec.md" in result.stdout, result.stderr
+    assert "LOADED []" in result.stderr

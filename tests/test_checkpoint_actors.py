@@ -1,0 +1,214 @@
+"""Checkpoints and live drift with the real actors in process: ordering that e2e cannot pin."""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+
+from actors.base import ActorRef, open_mailbox, run_supervised
+from actors.compaction import CompactionActor
+from actors.drift import DriftWatcherActor
+from actors.llm import LLMActor
+from actors.messages import (
+    AskUser,
+    CommandOutput,
+    ConfirmAnswer,
+    Detach,
+    Info,
+    OpenSession,
+    RunCommand,
+    SummaryReady,
+    TerminalOutput,
+    TurnEnded,
+    UserTurn,
+)
+from actors.storage import StorageActor
+from actors.terminal import Peers, TerminalActor, TerminalConfig
+from session.history import warm_up
+from session.paths import sessions_dir
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class Rig:
+    terminal: ActorRef[Any]
+    outputs: MemoryObjectReceiveStream[TerminalOutput]
+    workspace: Path
+    session_file: Path
+
+    async def until(self, done: Callable[[TerminalOutput], bool]) -> list[TerminalOutput]:
+        """Every output up to and including the first for which ``done`` is true."""
+        seen: list[TerminalOutput] = []
+        with anyio.fail_after(10):
+            async for output in self.outputs:
+                seen.append(output)
+                if done(output):
+                    return seen
+        raise AssertionError(f"ended after {seen}")
+
+    async def next_of(self, kind: type[Any]) -> Any:
+        return (await self.until(lambda o: isinstance(o, kind)))[-1]
+
+    async def turn(self, text: str) -> list[TerminalOutput]:
+        await self.terminal.tell(UserTurn(text))
+        seen = await self.until(lambda o: isinstance(o, TurnEnded))
+        assert seen[-1] == TurnEnded("ok")
+        return seen
+
+    async def command(self, name: str, arg: str | None = None) -> str:
+        await self.terminal.tell(RunCommand(name, arg))
+        output: CommandOutput = await self.next_of(CommandOutput)
+        return output.text
+
+
+def notices(outputs: list[TerminalOutput]) -> list[str]:
+    return [o.text for o in outputs if isinstance(o, Info) and o.text.startswith("note:")]
+
+
+def failing_observer() -> BaseObserver:
+    raise OSError(errno.EMFILE, "inotify instance limit reached")
+
+
+async def rig_with(tmp_path: Path, observer: Callable[[], BaseObserver]) -> AsyncIterator[Rig]:
+    warm_up()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for name in ("agent_spec.md", "notes.md", "other.md"):
+        (workspace / name).write_text(f"{name} v1\n")
+    home = tmp_path / "home"
+    async with anyio.create_task_group() as tg:
+        peers = Peers(
+            storage=await tg.start(
+                partial(run_supervised, "storage", lambda _: StorageActor(home))
+            ),
+            llm=await tg.start(partial(run_supervised, "llm", lambda _: LLMActor())),
+            compaction=await tg.start(
+                partial(run_supervised, "compaction", lambda ref: CompactionActor(ref))
+            ),
+            drift=await tg.start(
+                partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref, observer))
+            ),
+        )
+        config = TerminalConfig(
+            terminal_pid=4242,
+            terminal_start_time=None,
+            workspace=workspace,
+            project=sessions_dir(workspace, home),
+            model="offline",
+        )
+        send, receive = anyio.create_memory_object_stream[TerminalOutput](256)
+        ref: ActorRef[Any]
+        ref, mailbox = open_mailbox("terminal-4242")
+        tg.start_soon(TerminalActor(ref, config, peers, send).serve, mailbox)
+        opened = await ref.ask(OpenSession("new", None))
+        yield Rig(ref, receive, workspace, config.project / f"{opened.session_id}.json")
+        await ref.ask(Detach("exit"))
+        tg.cancel_scope.cancel()
+
+
+@pytest.fixture
+async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
+    async for made in rig_with(tmp_path, Observer):
+        yield made
+
+
+@pytest.fixture
+async def blind_rig(tmp_path: Path) -> AsyncIterator[Rig]:
+    async for made in rig_with(tmp_path, failing_observer):
+        yield made
+
+
+async def test_a_restore_is_refused_while_a_reply_streams(rig: Rig) -> None:
+    assert (await rig.command("save")).endswith("saved as checkpoint 1.")
+    assert rig.terminal.tell_nowait(UserTurn("a long answer please"))
+    assert rig.terminal.tell_nowait(RunCommand("checkpoint", "1"))
+    refused: CommandOutput = await rig.next_of(CommandOutput)
+    assert refused.text == "error: a reply is streaming; /checkpoint 1 after it ends"
+    assert (await rig.next_of(TurnEnded)).status == "ok"
+
+
+async def test_the_writes_of_a_restore_give_no_changed_outside_notice(rig: Rig) -> None:
+    await rig.turn("read notes.md")
+    await rig.turn("read other.md")
+    assert (await rig.command("save")).endswith("saved as checkpoint 1.")
+    await rig.turn("write agent_spec.md: v2")
+    (rig.workspace / "notes.md").write_text("notes.md v2, by hand\n")
+    await rig.until(lambda o: "notes.md changed outside" in getattr(o, "text", ""))
+
+    await rig.terminal.tell(RunCommand("checkpoint", "1"))
+    ask: AskUser = await rig.next_of(AskUser)
+    assert ask.question == "Restore files too? [y/N]"
+    await rig.terminal.tell(ConfirmAnswer(ask.id, True))
+    done: CommandOutput = await rig.next_of(CommandOutput)
+    assert "Files restored: agent_spec.md, notes.md." in done.text
+    assert (rig.workspace / "agent_spec.md").read_text() == "agent_spec.md v1\n"
+
+    # Any notice of the restore's own writes would come before this one.
+    (rig.workspace / "other.md").write_text("other.md v2, by hand\n")
+    seen = await rig.until(lambda o: "changed outside" in getattr(o, "text", ""))
+    assert notices(seen) == ["note: other.md changed outside agent-assist"]
+
+
+async def test_without_a_watcher_files_are_compared_at_each_turn_and_it_says_so_once(
+    blind_rig: Rig,
+) -> None:
+    rig = blind_rig
+    said = await rig.until(lambda o: "cannot watch" in getattr(o, "text", ""))
+    assert notices(said)[-1] == (
+        "note: cannot watch tracked files (the file watcher cannot start: [Errno 24] inotify "
+        "instance limit reached); comparing them at each turn instead"
+    )
+    await rig.turn("read notes.md")
+    (rig.workspace / "notes.md").write_text("notes.md v2, by hand\n")
+    second = await rig.turn("what changed?")
+    assert notices(second) == ["note: notes.md changed outside agent-assist"]
+    third = await rig.turn("write agent_spec.md: ours")  # our own write: no notice
+    fourth = await rig.turn("anything else?")
+    assert notices(third) == notices(fourth) == []  # and the fallback is told only once
+
+
+class ObserverOutOfWatches(Observer):  # type: ignore[misc,valid-type]
+    """A real inotify observer on a machine whose inotify watches are used up."""
+
+    def schedule(self, *args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+
+async def test_running_out_of_inotify_watches_falls_back_to_comparing_at_each_turn(
+    tmp_path: Path,
+) -> None:
+    async for rig in rig_with(tmp_path, ObserverOutOfWatches):
+        said = await rig.until(lambda o: "cannot watch" in getattr(o, "text", ""))
+        line = notices(said)[-1]
+        assert line.startswith("note: cannot watch tracked files (cannot watch ")
+        assert line.endswith(
+            "[Errno 28] inotify watch limit reached); comparing them at each turn instead"
+        )
+        (rig.workspace / "agent_spec.md").unlink()
+        turn = await rig.turn("and now?")
+        assert notices(turn) == ["note: agent_spec.md changed outside agent-assist"]
+
+
+async def test_a_summary_of_the_conversation_before_a_restore_is_not_kept(rig: Rig) -> None:
+    await rig.turn("first")
+    assert (await rig.command("save")).endswith("saved as checkpoint 1.")
+    await rig.turn("the later turn")
+    assert (await rig.command("checkpoint", "1")).startswith("Restored the conversation")
+    session_id = rig.session_file.stem
+    await rig.terminal.tell(SummaryReady(session_id, "a summary of first and second"))
+    await rig.command("save")
+    saved = orjson.loads(rig.session_file.read_bytes())
+    assert saved["summary"] != "a summary of first and second"
+    assert "the later turn" not in str(saved["recent_messages"])

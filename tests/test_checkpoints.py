@@ -1,0 +1,257 @@
+"""session/checkpoints.py (pure decisions) and CheckpointStore (its files)."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+import pytest
+
+from session.checkpoints import (
+    Checkpoint,
+    cap_bytes,
+    diff_manifests,
+    first_words,
+    listing_lines,
+    next_number,
+    number_of,
+    parse_number,
+    ranges,
+    restore_plan,
+    unknown_number,
+)
+from session.errors import CheckpointCapExceeded, CheckpointError
+from session.manager import CheckpointStore, encode_checkpoint
+from session.models import SessionState
+
+NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+A = "a" * 64
+B = "b" * 64
+
+
+def user_turn(text: str) -> dict[str, object]:
+    return {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": text}]}
+
+
+def checkpoint(number: int, files: dict[str, str], *prompts: str) -> Checkpoint:
+    state = SessionState.new(NOW, "0123456789ab").model_copy(
+        update={"recent_messages": tuple(user_turn(p) for p in prompts)}
+    )
+    return Checkpoint(
+        number=number,
+        created_at=NOW,
+        reason="save",
+        files=files,
+        sizes=dict.fromkeys(files.values(), 10),
+        state=state,
+    )
+
+
+# -- numbering ----------------------------------------------------------------
+
+
+def test_numbers_start_at_one_and_only_grow() -> None:
+    assert next_number([], 0) == 1
+    assert next_number([1, 2, 3], 3) == 4
+    assert next_number([1, 2], 5) == 6  # a number recorded in the session is never reused
+    assert next_number([7], 2) == 8  # nor one on disk the session file does not know yet
+
+
+def test_only_entry_names_are_numbers() -> None:
+    assert number_of("0001.json") == 1
+    assert number_of("12345.json") == 12345
+    assert number_of(".0001.json.tmp") is None
+    assert number_of("0000.json") is None
+    assert number_of("0001.json.corrupt-20261201T100000Z") is None
+
+
+def test_a_checkpoint_number_is_a_positive_integer() -> None:
+    assert parse_number(" 3 ") == 3
+    for bad in ("0", "-1", "two", "1.5", "٣", "9999999999"):
+        with pytest.raises(CheckpointError, match="takes a checkpoint number"):
+            parse_number(bad)
+
+
+def test_an_unknown_number_names_the_ones_there_are() -> None:
+    assert str(unknown_number(9, [1, 2, 3])) == "no checkpoint 9; this session has checkpoints 1-3"
+    assert str(unknown_number(1, [])) == "no checkpoint 1; this session has no checkpoints"
+    assert ranges([5, 1, 2, 3, 7, 8]) == "1-3, 5, 7-8"
+
+
+# -- listing ------------------------------------------------------------------
+
+
+def test_the_listing_says_so_when_there_are_none() -> None:
+    (line,) = listing_lines([])
+    assert line.startswith("No checkpoints")
+
+
+def test_the_listing_is_oldest_first_with_turns_changes_and_first_words() -> None:
+    lines = listing_lines(
+        [
+            checkpoint(2, {"spec.md": B, "notes.md": A}, "one", "two words then many more of it"),
+            checkpoint(1, {"spec.md": A}, "one"),
+        ]
+    )
+    assert [line.split()[0] for line in lines] == ["1", "2"]
+    assert "2026-12-01 10:00:00 UTC  1 turn  1 file changed" in lines[0]
+    assert "2 turns  2 files changed  (save)  'two words then many more of it'" in lines[1]
+
+
+def test_first_words_are_eight_then_an_ellipsis() -> None:
+    assert first_words("a b c d e f g h i j") == "a b c d e f g h ..."
+    assert first_words("  short\n text ") == "short text"
+
+
+# -- diffs and restore plans ---------------------------------------------------
+
+
+def test_a_manifest_diff_names_modified_added_and_deleted_files() -> None:
+    diff = diff_manifests({"a": A, "b": A, "c": A}, {"a": A, "b": B, "d": A})
+    assert (diff.modified, diff.added, diff.deleted, diff.count) == (("b",), ("d",), ("c",), 3)
+
+
+def test_a_restore_writes_changed_and_missing_files_and_leaves_new_ones_alone() -> None:
+    plan = restore_plan(
+        {"spec.md": A, "notes.md": A, "same.md": A}, {"spec.md": B, "same.md": A, "new.md": A}
+    )
+    assert plan.to_write == ("notes.md", "spec.md")
+    assert plan.left_alone == ("new.md",)
+    assert plan.lines(3) == [
+        "  spec.md: modified",
+        "  notes.md: deleted",
+        "  new.md: not in checkpoint 3; left alone",
+    ]
+
+
+def test_the_cap_comes_from_the_environment_in_megabytes() -> None:
+    assert cap_bytes({}) == 500_000_000
+    assert cap_bytes({"AGENT_ASSIST_CHECKPOINT_MAX_MB": "0.5"}) == 500_000
+    with pytest.raises(ValueError, match="AGENT_ASSIST_CHECKPOINT_MAX_MB must be a positive"):
+        cap_bytes({"AGENT_ASSIST_CHECKPOINT_MAX_MB": "lots"})
+
+
+# -- the store ----------------------------------------------------------------
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "spec.md").write_text("v1\n")
+    return ws
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> CheckpointStore:
+    return CheckpointStore(tmp_path / "home" / "projects" / "ws_12345678")
+
+
+def state() -> SessionState:
+    return SessionState.new(NOW, "0123456789ab")
+
+
+def test_a_checkpoint_keeps_the_state_and_each_content_once(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    for _ in range(3):
+        store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    assert store.numbers("0123456789ab") == [1, 2, 3]
+    assert len(os.listdir(store.blobs_dir)) == 1
+    loaded = store.load("0123456789ab", 3)
+    assert loaded.state.checkpoint_count == 3
+    assert store.read_blob(loaded.files["spec.md"]) == b"v1\n"
+    assert oct(store.session_dir("0123456789ab").stat().st_mode & 0o777) == "0o700"
+
+
+def test_symlinks_and_paths_outside_the_workspace_are_not_stored(
+    store: CheckpointStore, workspace: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "secret").write_text("outside")
+    (workspace / "link.md").symlink_to(tmp_path / "secret")
+    written = store.write(
+        state(), workspace, ["spec.md", "link.md", "../secret"], reason="save", cap=10**9, now=NOW
+    )
+    assert list(written.files) == ["spec.md"]
+
+
+def test_the_cap_refuses_a_checkpoint_and_writes_nothing(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    (workspace / "big.md").write_bytes(b"x" * 5000)
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10_000, now=NOW)
+    with pytest.raises(CheckpointCapExceeded, match=r"over the 0\.006 MB cap"):
+        store.write(state(), workspace, ["spec.md", "big.md"], reason="save", cap=6000, now=NOW)
+    assert store.numbers("0123456789ab") == [1]
+    assert len(os.listdir(store.blobs_dir)) == 1
+
+
+def test_restoring_writes_the_content_back_and_keeps_the_mode(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    first = store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    spec = workspace / "spec.md"
+    spec.write_text("v2\n")
+    spec.chmod(0o600)
+    assert store.restore_files(workspace, first, ["spec.md"]) == ["spec.md"]
+    assert spec.read_text() == "v1\n"
+    assert spec.stat().st_mode & 0o777 == 0o600
+    assert sorted(os.listdir(workspace)) == ["spec.md"]  # no temp file left
+
+
+def test_a_damaged_blob_restores_nothing(store: CheckpointStore, workspace: Path) -> None:
+    first = store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    (store.blobs_dir / first.files["spec.md"]).write_bytes(b"tampered")
+    (workspace / "spec.md").write_text("v2\n")
+    with pytest.raises(CheckpointError, match="is damaged"):
+        store.restore_files(workspace, first, ["spec.md"])
+    assert (workspace / "spec.md").read_text() == "v2\n"
+
+
+def test_a_damaged_entry_is_moved_aside_and_not_listed(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    second = store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    path = store.session_dir("0123456789ab") / "0002.json"
+    path.write_bytes(encode_checkpoint(second)[:-20])
+    listing = store.listing("0123456789ab")
+    assert [c.number for c in listing.checkpoints] == [1]
+    (problem,) = listing.problems
+    assert problem.startswith("warning: checkpoint 2 is damaged; moved aside to 0002.json.corrupt-")
+    assert store.numbers("0123456789ab") == [1]
+
+
+def test_garbage_collection_keeps_what_another_session_refers_to(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    (workspace / "spec.md").write_text("v2\n")
+    other = SessionState.new(NOW, "ba9876543210")
+    kept = store.write(other, workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    assert len(os.listdir(store.blobs_dir)) == 2
+    assert store.delete_session("0123456789ab") == 1
+    assert store.collect_garbage() == 1
+    assert os.listdir(store.blobs_dir) == [kept.files["spec.md"]]
+    assert not store.session_dir("0123456789ab").exists()
+
+
+def test_an_entry_of_an_older_schema_is_migrated_and_a_newer_one_left_untouched(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    path = store.session_dir("0123456789ab") / "0001.json"
+    raw = orjson.loads(path.read_bytes())
+    for field in ("schema_version", "compacted_history_summary", "checkpoint_count", "phase"):
+        del raw["state"][field]
+    raw["state"]["messages"] = raw["state"].pop("recent_messages")  # schema v1
+    path.write_bytes(orjson.dumps(raw))
+    assert store.load("0123456789ab", 1).state.schema_version == 3
+
+    raw["state"]["schema_version"] = 99
+    path.write_bytes(orjson.dumps(raw))
+    with pytest.raises(CheckpointError, match="newer agent-assist; left untouched"):
+        store.load("0123456789ab", 1)
+    assert path.exists()

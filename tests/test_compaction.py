@@ -1,0 +1,360 @@
+"""session/compaction.py: the window arithmetic, the timeline of its docstring, the safety
+rules, what is retained, and the summarizers (offline, and an LLM through FunctionModel)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from pydantic_ai.messages import (
+    CompactionPart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from session.compaction import (
+    BadPromptTemplate,
+    BaseEventsSummarizer,
+    Event,
+    EventCompaction,
+    EventsCompactionConfig,
+    LlmEventSummarizer,
+    OfflineEventSummarizer,
+    Retained,
+    SummaryTooLong,
+    Window,
+    compaction_event,
+    context_budget,
+    conversation_history,
+    cut_is_safe,
+    events_from_messages,
+    events_text,
+    extract_retained,
+    file_paths,
+    finish_compaction,
+    parse_compaction,
+    render_compaction,
+    retention_window,
+    sliding_window,
+    token_window,
+    with_compaction,
+)
+from tests.conversations import turn
+
+pytestmark = pytest.mark.anyio
+
+
+REPLY = "A realistic reply of a design assistant, long enough to be worth compacting. " * 4
+
+
+def invocation(n: int, tool_calls: int = 0, text: str | None = REPLY) -> list[Event]:
+    return events_from_messages(turn(n, tool_calls, text), first_invocation=n)
+
+
+def shape(events: Sequence[Event]) -> list[str]:
+    """``C1-3`` for a compaction covering 1..3, ``E4`` for invocation 4 (once per invocation)."""
+    out: list[str] = []
+    for event in events:
+        if event.compaction is not None:
+            out.append(f"C{event.compaction.start_invocation}-{event.compaction.end_invocation}")
+        elif not out or out[-1] != f"E{event.invocation_id}":
+            out.append(f"E{event.invocation_id}")
+    return out
+
+
+async def run_invocations(
+    config: EventsCompactionConfig, count: int
+) -> tuple[list[Event], list[tuple[int, list[str], str, list[str]]]]:
+    """Drive ``count`` invocations like a session service: after each, compact if due.
+    Returns the events and, per invocation, (n, summarizer input, covered, sent)."""
+    assert config.summarizer is not None
+    events: list[Event] = []
+    timeline = []
+    for n in range(1, count + 1):
+        events += invocation(n)
+        window = sliding_window(events, config)
+        summarized_input: list[str] = []
+        covered = "-"
+        if window is not None:
+            summarized_input = shape(window.events)
+            compaction = finish_compaction(
+                window, await config.summarizer.summarize_events(window.events)
+            )
+            assert compaction is not None
+            events = with_compaction(events, compaction)
+            covered = f"{compaction.start_invocation}-{compaction.end_invocation}"
+        timeline.append((n, summarized_input, covered, shape(conversation_history(events))))
+    return events, timeline
+
+
+class LongWinded(BaseEventsSummarizer):
+    """A summarizer whose narrative is far longer than any window."""
+
+    async def summarize_events(self, events: Sequence[Event]) -> Event | None:
+        return compaction_event(EventCompaction(1, 1, "blah " * 5_000))
+
+
+class Skipping(BaseEventsSummarizer):
+    async def summarize_events(self, events: Sequence[Event]) -> Event | None:
+        return None
+
+
+# -- the timeline of the module docstring, literally -------------------------------
+
+
+async def test_the_docstring_timeline_interval_3_overlap_1() -> None:
+    config = EventsCompactionConfig(3, 1, OfflineEventSummarizer())
+    _, timeline = await run_invocations(config, 9)
+    assert timeline == [
+        (1, [], "-", ["E1"]),
+        (2, [], "-", ["E1", "E2"]),
+        (3, ["E1", "E2", "E3"], "1-3", ["C1-3"]),
+        (4, [], "-", ["C1-3", "E4"]),
+        (5, [], "-", ["C1-3", "E4", "E5"]),
+        (6, ["C1-3", "E3", "E4", "E5", "E6"], "1-6", ["C1-6"]),
+        (7, [], "-", ["C1-6", "E7"]),
+        (8, [], "-", ["C1-6", "E7", "E8"]),
+        (9, ["C1-6", "E6", "E7", "E8", "E9"], "1-9", ["C1-9"]),
+    ]
+
+
+# -- the anchors' scenarios (ADK Python compaction.py, adk-rust compaction tests) ------
+
+
+def test_history_without_a_compaction_is_unchanged() -> None:
+    events = invocation(1) + invocation(2)
+    assert conversation_history(events) == events
+
+
+def test_a_compaction_replaces_the_events_up_to_its_end_boundary() -> None:
+    old = invocation(1) + invocation(2)
+    compaction = EventCompaction(1, 2, "Summary of old conversation")
+    new = invocation(3)
+    history = conversation_history([*old, compaction_event(compaction), *new])
+    assert history[0].compaction == compaction
+    assert history[1:] == new
+    assert [e.author for e in history] == ["compaction", "user", "model"]
+
+
+async def test_interval_1_compacts_after_every_invocation() -> None:
+    _, timeline = await run_invocations(EventsCompactionConfig(1, 0, OfflineEventSummarizer()), 3)
+    assert [covered for _, _, covered, _ in timeline] == ["1-1", "1-2", "1-3"]
+
+
+async def test_interval_5_does_not_compact_after_one_invocation() -> None:
+    _, timeline = await run_invocations(EventsCompactionConfig(5, 0, OfflineEventSummarizer()), 1)
+    assert timeline == [(1, [], "-", ["E1"])]
+
+
+def test_interval_0_turns_the_sliding_window_off() -> None:
+    events = [e for n in range(1, 30) for e in invocation(n)]
+    assert sliding_window(events, EventsCompactionConfig(0, 0)) is None
+
+
+def test_a_skipped_window_is_covered_by_the_next_one() -> None:
+    events = [e for n in range(1, 6) for e in invocation(n)]
+    window = sliding_window(events, EventsCompactionConfig(3, 1))
+    assert window is not None and (window.start_invocation, window.end_invocation) == (1, 5)
+
+
+# -- the token budget ------------------------------------------------------------------
+
+
+def test_below_the_token_threshold_nothing_is_due() -> None:
+    events = [e for n in range(1, 4) for e in invocation(n)]
+    config = EventsCompactionConfig(0, 0, token_threshold=1000, event_retention_size=2)
+    assert token_window(events, config, request_tokens=999) is None
+
+
+def test_over_the_threshold_all_but_the_retained_events_are_compacted() -> None:
+    events = [e for n in range(1, 5) for e in invocation(n)]  # 2 events per invocation
+    config = EventsCompactionConfig(0, 0, token_threshold=1000, event_retention_size=2)
+    window = token_window(events, config, request_tokens=1000)
+    assert window is not None
+    assert (window.start_invocation, window.end_invocation) == (1, 3)
+
+
+def test_retention_is_moved_back_to_the_start_of_its_invocation() -> None:
+    # Invocation 3 is a prompt, a tool call, its return and a reply (4 events): keeping
+    # the last 3 events would cut between the prompt and the call, so all 4 are kept.
+    events = invocation(1) + invocation(2) + invocation(3, tool_calls=1)
+    window = retention_window(events, 3)
+    assert window is not None and window.end_invocation == 2
+
+
+def test_retaining_everything_leaves_nothing_to_compact() -> None:
+    events = invocation(1) + invocation(2)
+    assert retention_window(events, 10) is None
+
+
+# -- safety rules -------------------------------------------------------------------------
+
+
+def test_a_cut_after_an_unanswered_call_is_unsafe() -> None:
+    call = ModelResponse(parts=[ToolCallPart("read_file", {"path": "a.md"}, tool_call_id="c1")])
+    before: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("read a.md")]), call]
+    assert not cut_is_safe(before, [])
+    assert cut_is_safe(turn(0, tool_calls=2), turn(1))
+
+
+def test_a_window_never_compacts_a_call_still_awaiting_its_answer() -> None:
+    dangling: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("read a.md")]),
+        ModelResponse(parts=[ToolCallPart("read_file", {"path": "a.md"}, tool_call_id="c1")]),
+    ]
+    events = invocation(1) + events_from_messages(dangling, first_invocation=2)
+    assert sliding_window(events, EventsCompactionConfig(2, 0)) is None
+    assert retention_window(events, 0) is None
+
+
+def test_a_summary_not_shorter_than_what_it_replaces_is_rejected() -> None:
+    window = Window(tuple(invocation(1)), 1, 1)
+    summarized = compaction_event(EventCompaction(1, 1, "blah " * 5_000))
+    with pytest.raises(SummaryTooLong):
+        finish_compaction(window, summarized)
+
+
+def test_a_summarizer_returning_none_skips_the_window() -> None:
+    assert finish_compaction(Window(tuple(invocation(1)), 1, 1), None) is None
+
+
+def test_the_summarizer_input_is_clipped() -> None:
+    huge = invocation(1, text="x" * 500_000)
+    text = events_text(huge, limit=10_000)
+    assert len(text) <= 10_000 and "question 1" in text
+
+
+# -- what survives ------------------------------------------------------------------------
+
+
+def said(text: str) -> list[ModelMessage]:
+    return [
+        ModelRequest(parts=[UserPromptPart(text)]),
+        ModelResponse(parts=[TextPart(REPLY)]),
+    ]
+
+
+def test_decisions_rules_and_paths_are_extracted_from_users_and_tools() -> None:
+    messages = [
+        *said("Decision: tickets are triaged by gpt-4.1-mini. Keep notes in docs/triage.md."),
+        *said("We decided to store prompts under prompts/system/."),
+        *said("You must never email customers directly. Is latency a problem?"),
+        ModelResponse(
+            parts=[
+                ToolCallPart(
+                    "record_decision", {"decision": "Escalate after 2 failed tool calls"}, "d"
+                ),
+                ToolCallPart("write_file", {"path": "agent_spec.md", "content": "x"}, "w"),
+            ]
+        ),
+    ]
+    retained = extract_retained(messages)
+    assert retained.decisions == (
+        "Decision: tickets are triaged by gpt-4.1-mini.",
+        "We decided to store prompts under prompts/system/.",
+        "Escalate after 2 failed tool calls",
+    )
+    assert retained.rules == ("You must never email customers directly.",)
+    assert retained.paths == ("docs/triage.md", "prompts/system/", "agent_spec.md")
+    assert retained.questions == ("Is latency a problem?",)
+
+
+def test_file_paths_skip_urls_versions_and_and_or() -> None:
+    text = "see http://x.io/a.md, python 3.11, and/or e.g. this; ./run.sh and src/a/b"
+    assert file_paths(text) == ["./run.sh", "src/a/b"]
+
+
+async def test_what_is_retained_survives_every_later_compaction() -> None:
+    summarizer = OfflineEventSummarizer()
+    config = EventsCompactionConfig(2, 0, summarizer)
+    events: list[Event] = []
+    for n in range(1, 9):
+        text = "Decision: use notes/first.md for notes." if n == 1 else f"chat {n}"
+        events += events_from_messages(said(text), first_invocation=n)
+        window = sliding_window(events, config)
+        if window is not None:
+            compaction = finish_compaction(window, await summarizer.summarize_events(window.events))
+            assert compaction is not None
+            events = with_compaction(events, compaction)
+    latest = conversation_history(events)[0].compaction
+    assert latest is not None and latest.end_invocation == 8
+    assert latest.retained.decisions == ("Decision: use notes/first.md for notes.",)
+    assert "notes/first.md" in latest.retained.paths
+    assert "notes/first.md" in render_compaction(latest)
+
+
+def test_render_and_parse_round_trip() -> None:
+    compaction = EventCompaction(
+        1,
+        12,
+        "Turns 1-12: a triage agent.",
+        Retained(("use gpt-4.1",), ("Always cite.",), ("agent_spec.md",), ("Which DB?",)),
+    )
+    assert parse_compaction(render_compaction(compaction)) == compaction
+
+
+def test_an_unknown_summary_text_is_kept_whole() -> None:
+    assert parse_compaction("free text") == EventCompaction(0, 0, "free text")
+    assert parse_compaction(None) is None
+
+
+def test_the_budget_leaves_headroom_below_the_models_window() -> None:
+    assert context_budget("openai-chat:gpt-4o-mini") == 96_000
+    assert context_budget("offline") == 12_288
+    assert context_budget("openai-chat:gpt-4o", configured=5_000) == 5_000
+
+
+# -- summarizers ------------------------------------------------------------------------------
+
+
+def test_a_template_without_the_placeholder_is_refused() -> None:
+    model = FunctionModel(lambda m, i: ModelResponse(parts=[TextPart("x")]))
+    with pytest.raises(BadPromptTemplate, match="conversation_history"):
+        LlmEventSummarizer(model).with_prompt_template("Summarize please.")
+
+
+async def test_the_llm_summarizer_sends_the_window_in_its_template() -> None:
+    prompts: list[str] = []
+
+    def summarize(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        request = messages[-1]
+        assert isinstance(request, ModelRequest)
+        prompts.extend(str(p.content) for p in request.parts if isinstance(p, UserPromptPart))
+        return ModelResponse(parts=[TextPart("The user designs a triage agent.")])
+
+    summarizer = LlmEventSummarizer(FunctionModel(summarize)).with_prompt_template(
+        "SUMMARIZE:\n{conversation_history}"
+    )
+    event = await summarizer.summarize_events(invocation(1) + invocation(2))
+    assert event is not None and event.compaction is not None
+    assert event.compaction.compacted_content == "The user designs a triage agent."
+    assert (event.compaction.start_invocation, event.compaction.end_invocation) == (1, 2)
+    assert prompts[0].startswith("SUMMARIZE:\nuser: question 1")
+
+
+async def test_the_offline_summarizer_is_deterministic_and_skips_empty_windows() -> None:
+    events = invocation(1) + invocation(2)
+    first = await OfflineEventSummarizer().summarize_events(events)
+    assert first == await OfflineEventSummarizer().summarize_events(events)
+    assert await OfflineEventSummarizer().summarize_events([]) is None
+
+
+def test_the_compaction_reaches_the_model_as_a_compaction_part() -> None:
+    from session.compaction import compaction_message
+
+    message = compaction_message(EventCompaction(1, 3, "narrative"))
+    (part,) = message.parts
+    assert isinstance(part, CompactionPart) and part.content is not None
+    assert part.content.startswith("Conversation so far (turns 1-3, compacted)")
+
+
+async def test_long_winded_and_skipping_summarizers_produce_no_compaction() -> None:
+    window = Window(tuple(invocation(1)), 1, 1)
+    with pytest.raises(SummaryTooLong):
+        finish_compaction(window, await LongWinded().summarize_events(window.events))
+    assert finish_compaction(window, await Skipping().summarize_events(window.events)) is None

@@ -1,0 +1,223 @@
+"""Compaction inside a live session (TerminalActor with the real worker actors, in process):
+a failing or skipping summarizer never breaks the conversation, failures back off and warn
+once, and a slow summarizer never holds up the next turn."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from actors.base import ActorRef, open_mailbox, run_supervised
+from actors.compaction import CompactionActor
+from actors.drift import DriftWatcherActor
+from actors.llm import LLMActor
+from actors.messages import (
+    CommandOutput,
+    Compact,
+    Compacted,
+    Detach,
+    Info,
+    OpenSession,
+    RunCommand,
+    TerminalOutput,
+    TurnEnded,
+    UserTurn,
+)
+from actors.storage import StorageActor
+from actors.terminal import Peers, TerminalActor, TerminalConfig
+from session.compaction import (
+    BaseEventsSummarizer,
+    Event,
+    EventsCompactionConfig,
+    OfflineEventSummarizer,
+    Window,
+)
+from session.history import warm_up
+from session.lifecycle import PersistPolicy
+from session.paths import sessions_dir
+
+pytestmark = pytest.mark.anyio
+
+LONG = "Let us talk about the triage agent's tools, prompts and evaluation plan in detail. " * 3
+
+
+class Raising(BaseEventsSummarizer):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def summarize_events(self, events: Sequence[Event]) -> Event | None:
+        self.calls += 1
+        raise RuntimeError("the summary model is down")
+
+
+class Skipping(BaseEventsSummarizer):
+    async def summarize_events(self, events: Sequence[Event]) -> Event | None:
+        return None
+
+
+class Gated(BaseEventsSummarizer):
+    """Summarizes offline, but only once ``gate`` is set."""
+
+    def __init__(self) -> None:
+        self.gate = anyio.Event()
+        self.started = anyio.Event()
+
+    async def summarize_events(self, events: Sequence[Event]) -> Event | None:
+        self.started.set()
+        await self.gate.wait()
+        return OfflineEventSummarizer().summarize(events)
+
+
+@dataclass
+class Rig:
+    terminal: ActorRef[Any]
+    compaction: ActorRef[Any]
+    outputs: MemoryObjectReceiveStream[TerminalOutput]
+    project: Path
+    seen: list[TerminalOutput]
+
+    async def next_of(self, kind: type[Any]) -> Any:
+        with anyio.fail_after(10):
+            async for output in self.outputs:
+                self.seen.append(output)
+                if isinstance(output, kind):
+                    return output
+        raise AssertionError(f"no {kind.__name__}")
+
+    async def turn(self, text: str = LONG) -> None:
+        await self.terminal.tell(UserTurn(text))
+        assert (await self.next_of(TurnEnded)).status == "ok"
+
+    def notices(self) -> list[str]:
+        return [o.text for o in self.seen if isinstance(o, Info)]
+
+    def saved(self) -> dict[str, Any]:
+        (path,) = [p for p in self.project.glob("*.json") if not p.name.startswith("active_")]
+        data: dict[str, Any] = orjson.loads(path.read_bytes())
+        return data
+
+
+RigFactory = Callable[[BaseEventsSummarizer | None, int], Any]
+
+
+@pytest.fixture
+async def make_rig(tmp_path: Path) -> AsyncIterator[RigFactory]:
+    warm_up()
+    async with anyio.create_task_group() as tg:
+
+        async def make(summarizer: BaseEventsSummarizer | None, interval: int) -> Rig:
+            workspace = tmp_path / "ws"
+            workspace.mkdir()
+            home = tmp_path / "home"
+            compaction: ActorRef[Any] = await tg.start(
+                partial(
+                    run_supervised,
+                    "compaction",
+                    lambda ref: CompactionActor(ref, summarizer=summarizer),
+                )
+            )
+            peers = Peers(
+                storage=await tg.start(
+                    partial(run_supervised, "storage", lambda _: StorageActor(home))
+                ),
+                llm=await tg.start(partial(run_supervised, "llm", lambda _: LLMActor())),
+                compaction=compaction,
+                drift=await tg.start(
+                    partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
+                ),
+            )
+            config = TerminalConfig(
+                terminal_pid=4242,
+                terminal_start_time=None,
+                workspace=workspace,
+                project=sessions_dir(workspace, home),
+                model="offline",
+                policy=PersistPolicy(compaction=EventsCompactionConfig(interval, 0)),
+            )
+            send, receive = anyio.create_memory_object_stream[TerminalOutput](256)
+            ref: ActorRef[Any]
+            ref, mailbox = open_mailbox("terminal-4242")
+            tg.start_soon(TerminalActor(ref, config, peers, send).serve, mailbox)
+            await ref.ask(OpenSession("new", None))
+            return Rig(ref, compaction, receive, config.project, [])
+
+        yield make
+        tg.cancel_scope.cancel()
+
+
+async def test_a_raising_summarizer_warns_once_and_the_conversation_goes_on(
+    make_rig: RigFactory,
+) -> None:
+    summarizer = Raising()
+    rig: Rig = await make_rig(summarizer, 1)
+    for _ in range(6):
+        await rig.turn()
+    await rig.terminal.ask(RunCommand("resume", None))  # a round trip: the actor is idle
+    warnings = [n for n in rig.notices() if n.startswith("warning: compaction failed")]
+    assert warnings == [
+        "warning: compaction failed (RuntimeError: the summary model is down); the "
+        "conversation goes on uncompacted, next try in 2 turns"
+    ]
+    # Tried after turn 1, then (backing off 2 turns) after turn 3; the next wait is 4 turns.
+    assert summarizer.calls == 2, "backs off instead of retrying every turn"
+    assert rig.saved()["compacted_history_summary"] is None
+    assert len(rig.saved()["recent_messages"]) == 12  # all six turns kept whole
+    await rig.terminal.tell(Detach("exit"))
+
+
+async def test_a_summarizer_that_skips_makes_no_compaction_and_no_warning(
+    make_rig: RigFactory,
+) -> None:
+    rig: Rig = await make_rig(Skipping(), 1)
+    await rig.turn()
+    await rig.turn()
+    await rig.terminal.ask(RunCommand("resume", None))
+    assert not [n for n in rig.notices() if "compact" in n]
+    assert rig.saved()["compacted_history_summary"] is None
+    await rig.terminal.tell(Detach("exit"))
+
+
+async def test_a_slow_summarizer_never_holds_up_the_next_turn(make_rig: RigFactory) -> None:
+    summarizer = Gated()
+    rig: Rig = await make_rig(summarizer, 1)
+    await rig.turn("first: " + LONG)
+    with anyio.fail_after(10):
+        await summarizer.started.wait()
+    await rig.turn("second, while the first is being compacted")  # not held up
+    summarizer.gate.set()
+    notice = await rig.next_of(Info)
+    assert notice.text.startswith("note: compacted turns 1-1 into a summary")
+    assert rig.saved()["compacted_history_summary"].startswith("Conversation so far (turns 1-1")
+    await rig.terminal.tell(Detach("exit"))
+
+
+async def test_slash_compact_prints_the_tokens_before_and_after(make_rig: RigFactory) -> None:
+    rig: Rig = await make_rig(None, 0)
+    for _ in range(3):
+        await rig.turn()
+    await rig.terminal.tell(RunCommand("compact", None))
+    output = await rig.next_of(CommandOutput)
+    match = re.fullmatch(r"Compacted turns 1-3: ~([\d,]+) -> ~([\d,]+) tokens\.", output.text)
+    assert match is not None, output.text
+    before, after = (int(n.replace(",", "")) for n in match.groups())
+    assert after < before
+    await rig.terminal.tell(RunCommand("compact", None))
+    assert (await rig.next_of(CommandOutput)).text.startswith("Nothing to compact")
+    await rig.terminal.tell(Detach("exit"))
+
+
+async def test_the_actor_answers_a_failure_instead_of_raising(make_rig: RigFactory) -> None:
+    rig: Rig = await make_rig(Raising(), 0)
+    window = Window((), 1, 1)
+    result = await rig.compaction.ask(Compact("aaaaaaaaaaaa", 1, window, "command"), 5)
+    assert isinstance(result, Compacted)
+    assert result.compaction is None and result.error == "RuntimeError: the summary model is down"

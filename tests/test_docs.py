@@ -1,0 +1,48 @@
+"""The README's tour is what the real program does; the docs stay inside the repository."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tour_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_tour", ROOT / "docs" / "tour.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["docs_tour"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readme_tour_is_regenerated_identically_from_the_program() -> None:
+    tour = _tour_module()
+    committed = tour.readme_tour((ROOT / "README.md").read_text())
+    assert tour.transcript() == committed, "run: python docs/tour.py --write"
+
+
+def test_the_readme_keeps_the_ci_test_command() -> None:
+    line = (
+        "    python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' "
+        "&& .venv/bin/python -m pytest -q"
+    )
+    assert line in (ROOT / "README.md").read_text().splitlines()
+
+
+def test_the_docs_link_only_to_files_in_the_repository() -> None:
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = doc.read_text()
+        assert "../" not in text, f"{doc.name} points outside the repository"
+        for target in re.findall(r"\]\(([^)#:]+)\)", text):
+            assert (doc.parent / target).exists(), f"{doc.name} links to missing {target}"
+
+
+def test_the_systemd_unit_runs_the_supervisor_from_where_pipx_installs() -> None:
+    unit = (ROOT / "contrib" / "agent-assist.service").read_text()
+    assert "ExecStart=%h/.local/bin/agent-assist supervisor run" in unit
+    assert "mkdir -p ~/.config/systemd/user" in unit

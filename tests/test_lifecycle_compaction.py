@@ -1,0 +1,209 @@
+"""SessionLifecycle and compaction: what is due, what the next request carries, what is
+saved, what a resume restores, and the back-off after a failure."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pydantic_ai.messages import (
+    CompactionPart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    UserPromptPart,
+)
+
+from session.compaction import EventsCompactionConfig, OfflineEventSummarizer, finish_compaction
+from session.filesystem import FileDrift
+from session.history import load_messages
+from session.lifecycle import PersistPolicy, SessionLifecycle, WriteSession
+from tests.conversations import turn
+
+T0 = datetime(2026, 3, 30, 10, 15, tzinfo=UTC)
+REPLY = "A design reply with enough words in it to be worth compacting later on. " * 4
+
+
+def policy(interval: int = 3, overlap: int = 1, threshold: int | None = None) -> PersistPolicy:
+    return PersistPolicy(
+        compaction=EventsCompactionConfig(
+            interval, overlap, token_threshold=threshold, event_retention_size=2
+        )
+    )
+
+
+def after_turns(lc: SessionLifecycle, first: int, last: int) -> SessionLifecycle:
+    for n in range(first, last + 1):
+        lc = lc.complete_turn(
+            turn(n, text=REPLY), now=T0, manifest={}, agent_spec_path=None
+        ).lifecycle
+    return lc
+
+
+def compact(
+    lc: SessionLifecycle, force: bool = False
+) -> tuple[SessionLifecycle, tuple[object, ...]]:
+    window = lc.compaction_due(force=force)
+    assert window is not None
+    lc = lc.begin_compaction(window)
+    compaction = finish_compaction(window, OfflineEventSummarizer().summarize(window.events))
+    assert compaction is not None
+    transition = lc.compacted(compaction, lc.generation, now=T0, manifest={}, agent_spec_path=None)
+    return transition.lifecycle, transition.effects
+
+
+def prompts(lc: SessionLifecycle) -> list[str]:
+    return [
+        str(part.content)
+        for message in lc.request_history()
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if part.part_kind == "user-prompt"
+    ]
+
+
+def fresh(p: PersistPolicy) -> SessionLifecycle:
+    return SessionLifecycle(policy=p).start_fresh(T0).lifecycle
+
+
+def test_nothing_is_due_before_the_interval_and_the_window_is_due_at_it() -> None:
+    lc = after_turns(fresh(policy()), 1, 2)
+    assert lc.compaction_due() is None
+    lc = after_turns(lc, 3, 3)
+    window = lc.compaction_due()
+    assert window is not None and (window.start_invocation, window.end_invocation) == (1, 3)
+
+
+def test_one_compaction_at_a_time() -> None:
+    lc = after_turns(fresh(policy()), 1, 3)
+    window = lc.compaction_due()
+    assert window is not None
+    assert lc.begin_compaction(window).compaction_due() is None
+
+
+def test_after_a_compaction_the_request_starts_with_it_then_the_later_turns() -> None:
+    lc, effects = compact(after_turns(fresh(policy()), 1, 3))
+    lc = after_turns(lc, 4, 5)
+    first = lc.request_history()[0]
+    assert isinstance(first, ModelRequest) and isinstance(first.parts[0], CompactionPart)
+    assert prompts(lc) == ["question 4", "question 5"]
+    assert lc.invocations == 5
+    (write,) = effects
+    assert isinstance(write, WriteSession)
+    assert write.state.compacted_history_summary is not None
+    assert write.state.compacted_history_summary.startswith("Conversation so far (turns 1-3")
+
+
+def test_memory_keeps_the_overlap_for_the_next_window() -> None:
+    lc, _ = compact(after_turns(fresh(policy(overlap=1)), 1, 3))
+    lc = after_turns(lc, 4, 6)
+    window = lc.compaction_due()
+    assert window is not None
+    ids = [e.invocation_id for e in window.events if e.message is not None]
+    assert sorted(set(ids)) == [3, 4, 5, 6]
+
+
+def test_the_save_keeps_only_the_turns_after_the_boundary_and_resume_sends_the_same() -> None:
+    lc, _ = compact(after_turns(fresh(policy()), 1, 3))
+    lc = after_turns(lc, 4, 5)
+    saved = lc.write(T0, {}, None).state
+    assert len(saved.recent_messages) == 4  # turns 4 and 5: a prompt and a reply each
+    resumed = SessionLifecycle(policy=policy()).resume(saved, FileDrift()).lifecycle
+    assert resumed.request_history() == list(lc.request_history())
+    assert resumed.invocations == 5
+    assert load_messages(saved.recent_messages) == list(lc.request_history()[1:])
+
+
+def test_compact_now_covers_every_completed_turn() -> None:
+    lc, _ = compact(after_turns(fresh(policy(interval=0)), 1, 2), force=True)
+    assert lc.compaction is not None and lc.compaction.end_invocation == 2
+    assert prompts(lc) == []
+
+
+def test_a_result_for_an_older_generation_is_ignored() -> None:
+    lc = after_turns(fresh(policy()), 1, 3)
+    window = lc.compaction_due()
+    assert window is not None
+    compaction = finish_compaction(window, OfflineEventSummarizer().summarize(window.events))
+    assert compaction is not None
+    reset = lc.reset(T0).lifecycle
+    late = reset.compacted(compaction, lc.generation, now=T0, manifest={}, agent_spec_path=None)
+    assert late.lifecycle is reset and late.effects == ()
+
+
+def test_a_failure_backs_off_instead_of_retrying_every_turn() -> None:
+    lc = after_turns(fresh(policy(interval=3)), 1, 3)
+    window = lc.compaction_due()
+    assert window is not None
+    lc = lc.begin_compaction(window).compaction_failed(lc.generation)
+    assert lc.compaction_failures == 1 and lc.backoff_until == 3 + 6
+    lc = after_turns(lc, 4, 8)
+    assert lc.compaction_due() is None, "still backing off"
+    lc = after_turns(lc, 9, 9)
+    assert lc.compaction_due() is not None
+
+
+def test_the_token_budget_compacts_before_a_request_over_it() -> None:
+    lc = after_turns(fresh(policy(interval=0, threshold=200)), 1, 4)
+    tokens = lc.request_tokens()
+    assert tokens >= 200
+    window = lc.compaction_due(request_tokens=tokens)
+    assert window is not None and window.end_invocation == 3  # the last turn's 2 events stay
+    assert lc.compaction_due(request_tokens=199) is None
+
+
+def test_the_models_count_is_used_when_it_reported_one() -> None:
+    lc = fresh(policy())
+    lc = lc.complete_turn(
+        turn(1, text="short"), now=T0, manifest={}, agent_spec_path=None, input_tokens=5000
+    ).lifecycle
+    assert 5000 < lc.request_tokens() < 5100
+
+
+def test_decisions_retained_by_a_compaction_join_the_sessions_decisions() -> None:
+    lc = fresh(policy(interval=1, overlap=0))
+    lc = lc.complete_turn(
+        _said("Decision: the agent answers in French."),
+        now=T0,
+        manifest={},
+        agent_spec_path=None,
+    ).lifecycle
+    lc, _ = compact(lc)
+    assert lc.state is not None
+    assert lc.state.decisions == ("Decision: the agent answers in French.",)
+
+
+def _said(text: str) -> list[ModelMessage]:
+    return [ModelRequest(parts=[UserPromptPart(text)]), ModelResponse(parts=[TextPart(REPLY)])]
+
+
+def test_the_users_rules_join_the_instructions_once_compacted() -> None:
+    lc = fresh(policy(interval=1, overlap=0))
+    lc = lc.complete_turn(
+        _said("You must never promise refunds."), now=T0, manifest={}, agent_spec_path=None
+    ).lifecycle
+    assert lc.instructions() == ""
+    lc, _ = compact(lc)
+    assert lc.instructions().endswith("(always follow them)\n- You must never promise refunds.")
+
+
+def test_the_compacted_summary_is_scrubbed_before_it_is_saved() -> None:
+    key = "sk-live-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4"
+    lc = SessionLifecycle(
+        policy=PersistPolicy(
+            known_secrets=("hunter2-env-secret",),
+            compaction=EventsCompactionConfig(1, 0),
+        )
+    ).start_fresh(T0).lifecycle
+    lc = lc.complete_turn(
+        _said(f"Decision: the agent calls the API with {key}. Keep hunter2-env-secret in a.md."),
+        now=T0,
+        manifest={},
+        agent_spec_path=None,
+    ).lifecycle
+    lc, effects = compact(lc)
+    (write,) = effects
+    assert isinstance(write, WriteSession)
+    saved = write.state.compacted_history_summary
+    assert saved is not None and "Decision: the agent calls the API with" in saved
+    assert key not in saved and "hunter2-env-secret" not in saved

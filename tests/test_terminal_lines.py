@@ -1,0 +1,128 @@
+"""The one-line texts of the terminal: tool calls, endpoint failures, models, offers, Markdown."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic_ai.exceptions import ModelConnectionError, ModelHTTPError, UserError
+
+from actors.turn_lines import describe_tool_call, explain_failure
+from cli.chat import offer_text
+from cli.render import stable_prefix
+from cli.summaries import summary_headline
+from session.model_names import check_model, model_problem
+
+URL = "http://127.0.0.1:8000/v1"
+
+
+@pytest.fixture(autouse=True)
+def _endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", URL)
+
+
+def test_a_write_is_described_by_path_and_size() -> None:
+    line = describe_tool_call("write_file", {"path": "agent_spec.md", "content": "x" * 1229})
+    assert line == "write_file agent_spec.md (1.2 KB)"
+
+
+def test_other_tools_are_described_by_their_argument() -> None:
+    assert describe_tool_call("read_file", {"path": "notes.md"}) == "read_file notes.md"
+    assert describe_tool_call("list_files", {}) == "list_files ."
+    assert describe_tool_call("record_decision", {"decision": "Use  a\nsmall model"}) == (
+        'record_decision "Use a small model"'
+    )
+
+
+def test_a_401_says_which_key_to_check_and_how_to_restart() -> None:
+    exc = ModelHTTPError(401, "m", body={"error": "bad key"})
+    assert explain_failure(exc, "openai-chat:m") == (
+        f"401 from {URL}: check OPENAI_API_KEY. The supervisor uses the environment it was "
+        "started with; run agent-assist supervisor stop after changing it"
+    )
+
+
+def test_a_refused_connection_names_the_url() -> None:
+    exc = ModelConnectionError("m", "Connection error.")
+    assert explain_failure(exc, "openai-chat:m").startswith(
+        f"cannot connect to {URL}: is the server up? The supervisor uses the environment"
+    )
+
+
+def test_an_unknown_model_at_the_first_turn_is_named() -> None:
+    line = explain_failure(UserError("Unknown model: nosuch:x"), "nosuch:x")
+    assert line.startswith("unknown model 'nosuch:x': use offline, openai-chat:NAME")
+
+
+@pytest.mark.parametrize("model", ["offline", "test", "openai-chat:m", "gateway/openai:gpt-5"])
+def test_known_model_strings_pass(model: str) -> None:
+    assert model_problem(model) is None
+
+
+@pytest.mark.parametrize(
+    ("model", "problem"),
+    [
+        ("nosuch:thing", "'nosuch' is not a provider pydantic-ai knows"),
+        ("gpt-4", "it has no provider prefix"),
+        ("openai-chat:", "the model name after the colon is missing"),
+    ],
+)
+def test_unknown_model_strings_say_why(model: str, problem: str) -> None:
+    assert model_problem(model) == problem
+    line = check_model(model, "env AGENT_ASSIST_MODEL")
+    assert line is not None and line.startswith(f"error: unknown model {model!r} from env ")
+
+
+def test_blocks_are_final_up_to_the_last_blank_line_outside_a_code_fence() -> None:
+    assert stable_prefix("one\n\ntwo") == len("one\n\n")
+    assert stable_prefix("no blank line yet") == 0
+    fenced = "intro\n\n```python\nx = 1\n\ny = 2"
+    assert stable_prefix(fenced) == len("intro\n\n"), "a blank line inside a fence is not an end"
+
+
+def test_the_headline_drops_the_offline_summarizers_boilerplate() -> None:
+    summary = '3 recent request(s); first: "design a triage agent"\n- "more"\nFiles: a.md'
+    assert summary_headline(summary) == "design a triage agent"
+    assert summary_headline("Designing a support agent\nmore") == "Designing a support agent"
+    assert summary_headline(None) == ""
+
+
+def test_the_offer_keeps_the_two_exact_lines_around_the_context() -> None:
+    offer = {
+        "session_id": "a1b2c3d4e5f6",
+        "last_active": "2026-03-31 14:22 UTC",
+        "turns": 12,
+        "summary": "Designing a support-ticket triage agent\nmore",
+        "modified": ["agent_spec.md"],
+        "deleted": [],
+        "unchanged": 2,
+    }
+    assert offer_text(offer, []).splitlines() == [
+        "Previous session found (last active: 2026-03-31 14:22 UTC)",
+        "  12 turns · summary: Designing a support-ticket triage agent",
+        "  agent_spec.md: modified · 2 tracked files unchanged",
+        "Resume previous session? [Y/n]",
+    ]
+
+
+def test_the_summary_lists_no_path_the_tools_refused() -> None:
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    from session.summary import touched_paths
+
+    def call(path: str, call_id: str, answer: str) -> list[ModelRequest | ModelResponse]:
+        return [
+            ModelResponse(parts=[ToolCallPart("write_file", {"path": path}, call_id)]),
+            ModelRequest(parts=[ToolReturnPart("write_file", answer, call_id)]),
+        ]
+
+    messages = [
+        ModelRequest(parts=[UserPromptPart("write two files")]),
+        *call("../etc/passwd", "c1", "error: '../etc/passwd' is not a path inside the workspace"),
+        *call("agent_spec.md", "c2", "wrote agent_spec.md (7 bytes)"),
+    ]
+    assert touched_paths(messages) == ["agent_spec.md"]
