@@ -94,8 +94,8 @@ from session.lifecycle import (
 )
 from session.manager import CheckpointListing
 from session.models import Pointer, utc_now, validate_session_id
-from session.turns import answered, stamp_message_id
 from session.resume import drift_lines
+from session.turns import answered, stamp_message_id
 
 log = logging.getLogger("agent_assist.terminal")
 

@@ -9,8 +9,8 @@ gets one error frame and the connection is closed; nothing else is affected.
 from __future__ import annotations
 
 import contextlib
-import errno
 import dataclasses
+import errno
 import logging
 import os
 import resource
