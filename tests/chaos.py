@@ -86,6 +86,9 @@ def user_prompts(home: Path) -> Counter[str]:
 
 class Campaign:
     def __init__(self, env: Env, seed: int, weights: dict[str, float]) -> None:
+        # Compaction moves older turns out of recent_messages into a summary, where the
+        # checker cannot count them: the campaign checks turns, so compaction is off.
+        env.extra["AGENT_ASSIST_COMPACTION_INTERVAL"] = "0"
         self.env = env
         self.rng = random.Random(seed)
         self.weights = weights
