@@ -189,9 +189,12 @@ class SessionCatalog:
         live terminal: left by a session whose first turn never completed."""
         store = self.checkpoints(project)
         try:
+            self.manager(project).check_directory()
             names = os.listdir(project)
         except FileNotFoundError:
             names = []
+        except (OSError, SessionFileError):  # a file or a symlink where sessions/ should be
+            return
         for session_id in store.session_ids():
             if session_id in live or any(n.startswith(f"{session_id}.json") for n in names):
                 continue

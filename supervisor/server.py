@@ -403,6 +403,7 @@ class Server:
                 except _Hangup:
                     pass
                 except Exception as exc:
+                    log.warning("terminal %d: connection ended: %r", terminal_pid, exc)
                     code, message = _error_for(exc)
                     with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                         await handler_out.send(Failure(code, message, fatal=True))

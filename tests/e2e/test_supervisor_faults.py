@@ -61,7 +61,7 @@ def test_a_home_that_is_not_a_directory_never_locks_the_tab(env: Env) -> None:
     for _ in range(2):
         result = env.run(input="", terminal=tab)
         assert BUSY_LINE not in result.stderr
-        assert "refusing sessions directory" in result.stderr
+        assert "Not a directory" in result.stderr
     env.home.unlink()
     third = chat_once(env, tab)
     assert third.returncode == 0, third.stderr
@@ -212,9 +212,12 @@ def test_terminals_that_never_read_do_not_hold_up_the_others(env: Env) -> None:
         client.sock.setblocking(False)
         for k in range(40):  # 150 KB replies that are never read, until the socket is full
             frame = {"type": "user_message", "text": "x" * 150_000, "id": f"s{i}-{k}"}
+            data = json.dumps(frame).encode() + b"\n"
             try:
-                client.sock.send(json.dumps(frame).encode() + b"\n")
+                sent = client.sock.send(data)
             except BlockingIOError:
+                sent = 0
+            if sent < len(data):  # the socket is full (a partial frame stays unfinished)
                 backed_up += 1
                 break
         stalled.append(client)
