@@ -31,6 +31,9 @@ class SaveSession(Ask["Path"]):
     writer: int
     encoded_messages: tuple[bytes, ...] | None = None
     """``state.recent_messages`` already encoded, if the writer has them."""
+    token: int | None = None
+    """The writing actor's own id (see ``Claim``): a terminal actor that has left cannot
+    overwrite the session a newer actor of the same terminal pid claimed since."""
 
 
 @dataclass(frozen=True)
@@ -86,12 +89,16 @@ class Claim(Ask[None]):
 
     session_id: str
     terminal_pid: int
+    token: int | None = None
+    """The claiming actor's id: two actors of one terminal pid (one leaving, one arriving)
+    are told apart by it."""
 
 
 @dataclass(frozen=True)
 class Release(Ask[None]):
     session_id: str
     terminal_pid: int
+    token: int | None = None
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,8 @@ class StorageMemory:
 
     live: dict[str, int] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
+    tokens: dict[str, int] = field(default_factory=dict)
+    """The claiming actor's token of each live session (when it gave one)."""
 
 
 class StorageActor(Actor[StorageMessage]):
@@ -80,16 +82,19 @@ class StorageActor(Actor[StorageMessage]):
         if holder is not None and holder != terminal_pid:
             raise SessionLive(session_id, holder)
 
-    def _check_writer(self, session_id: str, writer: int) -> None:
+    def _check_writer(self, session_id: str, writer: int, token: int | None = None) -> None:
         if session_id in self._deleted:
             raise SessionDeleted(session_id)
         self._check_holder(session_id, writer)
+        held_by = self._memory.tokens.get(session_id)
+        if token is not None and held_by is not None and held_by != token:
+            raise SessionLive(session_id, writer)  # a newer actor of this terminal holds it
 
     async def handle(self, message: StorageMessage) -> Any:
         catalog = self._catalog
         match message:
-            case SaveSession(project, state, writer, encoded):
-                self._check_writer(state.session_id, writer)
+            case SaveSession(project, state, writer, encoded, token):
+                self._check_writer(state.session_id, writer, token)
                 return await self._io(lambda: catalog.manager(project).save(state, encoded))
             case KeepUnsaved(project, state):
                 return await self._io(lambda: catalog.keep_unsaved(project, state))
@@ -108,13 +113,21 @@ class StorageActor(Actor[StorageMessage]):
             case FindResumable(project, terminal_pid):
                 live = dict(self._live)
                 return await self._io(lambda: catalog.find_resumable(project, terminal_pid, live))
-            case Claim(session_id, terminal_pid):
+            case Claim(session_id, terminal_pid, token):
                 self._check_holder(session_id, terminal_pid)
                 self._live[session_id] = terminal_pid
+                if token is None:
+                    self._memory.tokens.pop(session_id, None)
+                else:
+                    self._memory.tokens[session_id] = token
                 return None
-            case Release(session_id, terminal_pid):
-                if self._live.get(session_id) == terminal_pid:
+            case Release(session_id, terminal_pid, token):
+                held_by = self._memory.tokens.get(session_id)
+                if self._live.get(session_id) == terminal_pid and (
+                    token is None or held_by is None or held_by == token
+                ):
                     del self._live[session_id]
+                    self._memory.tokens.pop(session_id, None)
                 return None
             case ListSessions(projects):
                 live = dict(self._live)

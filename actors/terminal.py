@@ -10,6 +10,7 @@ supervisor's connection handler turns them into frames.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import shutil
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -103,6 +104,7 @@ AGENT_SPEC = "agent_spec.md"
 TEMPLATE_DIR = "templates"
 SUMMARY_AFTER_EXIT_TIMEOUT_S = 10.0
 EXIT_SAVE_RETRIES_S = (0.2, 1.0)
+_ACTOR_TOKENS = itertools.count(1)
 """Pauses before each retry of an exit save that failed (a transient EIO, a disk freed)."""
 STORAGE_TIMEOUT_S = 30.0
 COMPACTION_TIMEOUT_S = 60.0
@@ -179,6 +181,9 @@ class TerminalActor(Actor[TerminalMessage]):
         self._lc = SessionLifecycle(policy=config.policy)
         self._turn: int | None = None
         self._turn_message_id: str | None = None
+        self._token = next(_ACTOR_TOKENS)
+        """This actor's own id for its claims and writes (the terminal pid is shared by the
+        actor that leaves and the one that arrives)."""
         self._unsaved = False
         """The last write of the session failed: turns exist only in memory (retried at the
         next turn and at exit; kept for recovery if the exit write fails too)."""
@@ -300,10 +305,10 @@ class TerminalActor(Actor[TerminalMessage]):
             transition = self._lc.start_fresh(utc_now())
             new_id = transition.lifecycle.session_id
             assert new_id is not None
-            await storage.ask(Claim(new_id, pid), STORAGE_TIMEOUT_S)
+            await storage.ask(Claim(new_id, pid, self._token), STORAGE_TIMEOUT_S)
         else:
             wanted = validate_session_id(session_id or "")
-            await storage.ask(Claim(wanted, pid), STORAGE_TIMEOUT_S)
+            await storage.ask(Claim(wanted, pid, self._token), STORAGE_TIMEOUT_S)
             try:
                 stored = await storage.ask(
                     LoadSession(self._config.project, wanted), STORAGE_TIMEOUT_S
@@ -314,13 +319,13 @@ class TerminalActor(Actor[TerminalMessage]):
                 transition = self._lc.resume(stored, drift)
                 drift_text = tuple(drift_lines(drift))
             except ValidationError as exc:
-                await storage.ask(Release(wanted, pid), STORAGE_TIMEOUT_S)
+                await storage.ask(Release(wanted, pid, self._token), STORAGE_TIMEOUT_S)
                 raise SessionError(
                     f"session file {wanted}.json holds messages this agent-assist cannot "
                     "read; left untouched"
                 ) from exc
             except BaseException:
-                await storage.ask(Release(wanted, pid), STORAGE_TIMEOUT_S)
+                await storage.ask(Release(wanted, pid, self._token), STORAGE_TIMEOUT_S)
                 raise
         self._lc = transition.lifecycle
         await self._perform(transition.effects)
@@ -438,8 +443,8 @@ class TerminalActor(Actor[TerminalMessage]):
         transition = self._lc.reset(utc_now())
         new = transition.lifecycle.session_id
         assert old is not None and new is not None
-        await self._peers.storage.ask(Release(old, pid), STORAGE_TIMEOUT_S)
-        await self._peers.storage.ask(Claim(new, pid), STORAGE_TIMEOUT_S)
+        await self._peers.storage.ask(Release(old, pid, self._token), STORAGE_TIMEOUT_S)
+        await self._peers.storage.ask(Claim(new, pid, self._token), STORAGE_TIMEOUT_S)
         self._lc = transition.lifecycle
         self._unsaved = False  # what could not be saved was just deleted on purpose
         await self._perform(transition.effects)
@@ -483,7 +488,7 @@ class TerminalActor(Actor[TerminalMessage]):
         kept_at = await self._keep_unsaved() if self._unsaved else None
         session_id = self._lc.session_id
         if session_id is not None:
-            await self._peers.storage.ask(Release(session_id, pid), STORAGE_TIMEOUT_S)
+            await self._peers.storage.ask(Release(session_id, pid, self._token), STORAGE_TIMEOUT_S)
         await self._peers.drift.tell(Unwatch(pid))
         await self._emit(
             Closed(session_id if saved else None, saved, reason, self._unsaved, kept_at)
@@ -925,7 +930,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 match effect:
                     case WriteSession(state, encoded):
                         message: Ask[object] = SaveSession(
-                            config.project, state, config.terminal_pid, encoded
+                            config.project, state, config.terminal_pid, encoded, self._token
                         )
                     case DeleteSession(session_id):
                         message = RemoveSession(config.project, session_id, forever=True)

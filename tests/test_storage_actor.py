@@ -178,3 +178,22 @@ async def test_rm_of_a_live_session_is_refused_in_the_same_step(
     assert (p / "aaaaaaaaaaaa.json").exists()
     await storage.ask(Release("aaaaaaaaaaaa", 100))
     assert await storage.ask(RemoveSession(p, "aaaaaaaaaaaa", unless_live=True)) is True
+
+
+async def test_a_late_write_of_a_departed_actor_cannot_overwrite_its_successor(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    """Both actors serve terminal 100: the one that left writes its summary late."""
+    p = project(tmp_path)
+    await storage.ask(Claim("aaaaaaaaaaaa", 100, token=1))
+    await storage.ask(Release("aaaaaaaaaaaa", 100, token=1))
+    await storage.ask(Claim("aaaaaaaaaaaa", 100, token=2))
+    newer = state("aaaaaaaaaaaa", hour=13)
+    await storage.ask(SaveSession(p, newer, writer=100, token=2))
+    with pytest.raises(SessionLive):
+        await storage.ask(SaveSession(p, state("aaaaaaaaaaaa", hour=12), writer=100, token=1))
+    await storage.ask(Release("aaaaaaaaaaaa", 100, token=1))  # not the holder: no effect
+    with pytest.raises(SessionLive):
+        await storage.ask(Claim("aaaaaaaaaaaa", 200))
+    listing: SessionListing = await storage.ask(ListSessions((p,)))
+    assert [r.updated_at.hour for r in listing.rows] == [13]
