@@ -14,15 +14,30 @@ import os
 import queue
 import random
 import signal
+import subprocess
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from session.processes import process_alive
-from tests.e2e.harness import Client, Env, Terminal
+from tests.e2e.harness import AGENT_ASSIST, Client, Env, Terminal
 
 ACK_TIMEOUT_S = 30.0
+
+
+class WholeLinesClient(Client):
+    """A terminal whose output lines count only once they are complete: a reply line ends
+    when its turn has ended (after the save), so a reply cut short by a kill -9 (its text
+    streamed, its turn never finished) is not taken for an acknowledgement."""
+
+    @staticmethod
+    def _pump(stream: IO[str] | None, q: queue.Queue[str]) -> None:
+        assert stream is not None
+        for line in stream:
+            if line.endswith("\n"):
+                q.put(line[:-1])
 
 
 @dataclass
@@ -102,7 +117,19 @@ class Campaign:
     # -- the terminal -----------------------------------------------------
 
     def _spawn(self) -> Client:
-        return self.env.spawn("--yes", terminal=self.tab)
+        process = subprocess.Popen(
+            [AGENT_ASSIST, "--yes"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            cwd=self.env.workspace,
+            env=self.env.environ(self.tab),
+        )
+        client = WholeLinesClient(process)
+        self.env.clients.append(client)
+        return client
 
     def _drain_acks(self, client: Client, wait_for: str | None = None) -> None:
         """Read the reply lines printed so far (and until ``wait_for`` is acknowledged)."""
