@@ -35,6 +35,7 @@ from session.compaction import (
     Event,
     LlmEventSummarizer,
     OfflineEventSummarizer,
+    SummaryTooLong,
     finish_compaction,
 )
 from session.history import dump_messages
@@ -42,6 +43,11 @@ from session.summary import MAX_SUMMARY_CHARS, offline_summary
 
 log = logging.getLogger("agent_assist.compaction")
 LLM_SUMMARY_TIMEOUT_S = 30.0
+LLM_BLOCKING_TIMEOUT_S = 15.0
+"""A compaction the next request waits for (token budget, ``/compact``) gives the summary
+model less time before the offline summarizer takes over."""
+LLM_RETRY_AFTER_S = 300.0
+"""After the summary model failed, the offline summarizer alone for this long."""
 SUMMARY_DELAY_S = 1.0
 
 SUMMARY_PROMPT = (
@@ -64,12 +70,16 @@ class CompactionActor(Actor[CompactionMessage]):
         self_ref: ActorRef[CompactionMessage],
         summary_model: str | None = None,
         summarizer: BaseEventsSummarizer | None = None,
+        llm_timeouts: tuple[float, float] = (LLM_SUMMARY_TIMEOUT_S, LLM_BLOCKING_TIMEOUT_S),
     ) -> None:
-        """``summarizer`` replaces the configured ones (LLM, then offline) for compactions."""
+        """``summarizer`` replaces the configured ones (LLM, then offline) for compactions;
+        ``llm_timeouts`` bound the summary model in the background and when waited for."""
         self._self = self_ref
         self._summary_model = summary_model
         self._summarizer = summarizer
         self._llm_summarizer: LlmEventSummarizer | None = None
+        self._llm_down_until = 0.0
+        self._llm_timeouts = llm_timeouts
         self._agent: Agent[None, str] | None = None
         self._waiting: dict[str, Summarize] = {}
         self._tg: TaskGroup | None = None
@@ -95,13 +105,16 @@ class CompactionActor(Actor[CompactionMessage]):
                 self._waiting[session_id] = message
             case SummarizeDue(session_id):
                 waiting = self._waiting.pop(session_id, None)
-                if waiting is None or waiting.reply_to is None:
-                    return None
-                summary = await self._summarize(waiting)
-                if summary:
-                    with contextlib.suppress(DeadActor):
-                        await waiting.reply_to.tell(SummaryReady(session_id, summary))
+                if waiting is not None and waiting.reply_to is not None and self._tg is not None:
+                    # In its own task: a slow summary model never holds up the mailbox.
+                    self._tg.start_soon(self._summarize_and_tell, waiting, waiting.reply_to)
         return None
+
+    async def _summarize_and_tell(self, message: Summarize, reply_to: ActorRef[Any]) -> None:
+        summary = await self._summarize(message)
+        if summary:
+            with contextlib.suppress(DeadActor):
+                await reply_to.tell(SummaryReady(message.session_id, summary))
 
     async def _compact_and_tell(self, message: Compact, reply_to: ActorRef[Any]) -> None:
         result = await self._compact(message)
@@ -111,9 +124,16 @@ class CompactionActor(Actor[CompactionMessage]):
     async def _compact(self, message: Compact) -> Compacted:
         """Summarize the window; every failure becomes an answer, never an exception."""
         window = message.window
+        background, waited_for = self._llm_timeouts
+        timeout = background if message.trigger == "window" else waited_for
         try:
-            summarized = await self._summarize_window(window.events)
+            summarized = await self._summarize_window(window.events, timeout)
             compaction = finish_compaction(window, summarized)
+        except SummaryTooLong as exc:
+            log.info("compaction of session %s skipped: %s", message.session_id, exc)
+            return Compacted(
+                message.session_id, message.generation, message.trigger, None, str(exc), True
+            )
         except Exception as exc:
             text = " ".join(str(exc).split()) or type(exc).__name__
             if not isinstance(exc, CompactionError):
@@ -122,19 +142,35 @@ class CompactionActor(Actor[CompactionMessage]):
             return Compacted(message.session_id, message.generation, message.trigger, None, text)
         return Compacted(message.session_id, message.generation, message.trigger, compaction)
 
-    async def _summarize_window(self, events: tuple[Event, ...]) -> Event | None:
+    async def _summarize_window(self, events: tuple[Event, ...], timeout: float) -> Event | None:
         if self._summarizer is not None:
-            with anyio.fail_after(LLM_SUMMARY_TIMEOUT_S):
+            with anyio.fail_after(timeout):
                 return await self._summarizer.summarize_events(events)
-        if self._summary_model:
+        if self._llm_usable():
             try:
                 if self._llm_summarizer is None:
+                    assert self._summary_model is not None
                     self._llm_summarizer = LlmEventSummarizer(resolve_model(self._summary_model))
-                with anyio.fail_after(LLM_SUMMARY_TIMEOUT_S):
+                with anyio.fail_after(timeout):
                     return await self._llm_summarizer.summarize_events(events)
             except Exception as exc:
-                log.warning("LLM compaction failed, using the offline summarizer: %s", exc)
+                self._llm_failed("compaction", exc)
         return OfflineEventSummarizer().summarize(events)
+
+    def _llm_usable(self) -> bool:
+        return bool(self._summary_model) and anyio.current_time() >= self._llm_down_until
+
+    def _llm_failed(self, what: str, exc: BaseException) -> None:
+        """Remember a failing summary model: the offline summarizer alone for a while, so
+        a model that is down costs one timeout, not one per turn."""
+        self._llm_down_until = anyio.current_time() + LLM_RETRY_AFTER_S
+        log.warning(
+            "LLM %s failed (%s: %s); the offline summarizer alone for %.0f s",
+            what,
+            type(exc).__name__,
+            " ".join(str(exc).split())[:300],
+            LLM_RETRY_AFTER_S,
+        )
 
     async def _due_later(self, session_id: str) -> None:
         await anyio.sleep(SUMMARY_DELAY_S)
@@ -142,12 +178,12 @@ class CompactionActor(Actor[CompactionMessage]):
             await self._self.tell(SummarizeDue(session_id))
 
     async def _summarize(self, message: Summarize) -> str | None:
-        if self._summary_model:
+        if self._llm_usable():
             try:
-                with anyio.fail_after(LLM_SUMMARY_TIMEOUT_S):
+                with anyio.fail_after(self._llm_timeouts[0]):
                     return await self._llm_summary(message)
             except Exception as exc:
-                log.warning("LLM summary failed, using the offline summarizer: %s", exc)
+                self._llm_failed("summary", exc)
         return offline_summary(message.messages, message.decisions, message.previous)
 
     async def _llm_summary(self, message: Summarize) -> str:

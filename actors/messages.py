@@ -6,17 +6,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic_ai.messages import ModelMessage
-
 from actors.base import Ask
-from session.catalog import Resumable, SessionListing
-from session.checkpoints import Checkpoint, Reason
-from session.compaction import EventCompaction, Window
-from session.manager import CheckpointListing
 from session.models import Pointer, SessionState
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before pydantic-ai loads
+    from pydantic_ai.messages import ModelMessage
+
     from actors.base import ActorRef
+    from session.catalog import Resumable, SessionListing  # noqa: F401 (in Ask["..."])
+    from session.checkpoints import (
+        Checkpoint,  # noqa: F401 (in Ask["..."])
+        Reason,
+    )
+    from session.compaction import EventCompaction, Window
+    from session.manager import CheckpointListing  # noqa: F401 (in Ask["..."])
 
 
 # -- StorageActor (all asks) ------------------------------------------------
@@ -76,7 +79,7 @@ class LoadSession(Ask[SessionState]):
 
 
 @dataclass(frozen=True)
-class FindResumable(Ask[Resumable]):
+class FindResumable(Ask["Resumable"]):
     """Answer: ``Resumable``."""
 
     project: Path
@@ -102,14 +105,14 @@ class Release(Ask[None]):
 
 
 @dataclass(frozen=True)
-class ListSessions(Ask[SessionListing]):
+class ListSessions(Ask["SessionListing"]):
     """Answer: ``SessionListing``. ``projects`` None means every project."""
 
     projects: tuple[Path, ...] | None
 
 
 @dataclass(frozen=True)
-class PruneSessions(Ask[SessionListing]):
+class PruneSessions(Ask["SessionListing"]):
     projects: tuple[Path, ...] | None
     older_than_days: float
     dry_run: bool
@@ -121,7 +124,7 @@ class LiveCount(Ask[int]):
 
 
 @dataclass(frozen=True)
-class WriteCheckpoint(Ask[Checkpoint]):
+class WriteCheckpoint(Ask["Checkpoint"]):
     """Answer: the ``Checkpoint`` written (the next number), with the content of ``paths``
     of ``workspace`` as they are now. Refused like ``SaveSession``; CheckpointCapExceeded
     when the session's cap would be passed (then nothing is written)."""
@@ -135,7 +138,7 @@ class WriteCheckpoint(Ask[Checkpoint]):
 
 
 @dataclass(frozen=True)
-class ListCheckpoints(Ask[CheckpointListing]):
+class ListCheckpoints(Ask["CheckpointListing"]):
     """Answer: ``CheckpointListing`` (oldest first)."""
 
     project: Path
@@ -143,7 +146,7 @@ class ListCheckpoints(Ask[CheckpointListing]):
 
 
 @dataclass(frozen=True)
-class LoadCheckpoint(Ask[Checkpoint]):
+class LoadCheckpoint(Ask["Checkpoint"]):
     """Answer: the ``Checkpoint``; CheckpointError if there is no such number."""
 
     project: Path
@@ -371,6 +374,8 @@ class Compacted:
     trigger: Trigger
     compaction: EventCompaction | None = None
     error: str | None = None
+    no_gain: bool = False
+    """The summary would not have been shorter: nothing worth compacting yet."""
 
 
 @dataclass(frozen=True)

@@ -302,7 +302,7 @@ class TerminalActor(Actor[TerminalMessage]):
         storage = self._peers.storage
         drift_text: tuple[str, ...] = ()
         if mode == "new":
-            transition = self._lc.start_fresh(utc_now())
+            transition = self._lc.start_fresh(utc_now(), session_id)
             new_id = transition.lifecycle.session_id
             assert new_id is not None
             await storage.ask(Claim(new_id, pid, self._token), STORAGE_TIMEOUT_S)
@@ -583,10 +583,27 @@ class TerminalActor(Actor[TerminalMessage]):
             self._lc = self._lc.compaction_failed(self._lc.generation)
 
     async def _compact_for_budget(self, extra_chars: int) -> None:
-        """Before a model request: over the token budget, compact first (and wait)."""
+        """Before a model request: over the token budget, compact first (and wait). If the
+        request is still over it afterwards (what is kept outweighs the budget), back
+        off and say so once, instead of compacting again before every request."""
         window = self._lc.compaction_due(request_tokens=self._lc.request_tokens(extra_chars))
-        if window is not None:
-            await self._compact_and_wait(window, "tokens")
+        if window is None:
+            return
+        result = await self._compact_and_wait(window, "tokens")
+        threshold = self._lc.policy.compaction.token_threshold
+        if result is None or result.compaction is None or threshold is None:
+            return
+        tokens = self._lc.request_tokens(extra_chars)
+        if tokens >= threshold:
+            self._lc, tell = self._lc.over_budget(self._lc.generation)
+            if tell:
+                await self._emit(
+                    Info(
+                        f"warning: the compacted conversation is still over the token budget "
+                        f"(~{tokens:,} of {threshold:,} tokens); raise AGENT_ASSIST_CONTEXT_TOKENS "
+                        "or /reset to start afresh"
+                    )
+                )
 
     async def _compact_now(self) -> None:
         """``/compact``: everything completed so far, now; prints the tokens before and after."""
@@ -595,7 +612,13 @@ class TerminalActor(Actor[TerminalMessage]):
             return
         window = self._lc.compaction_due(force=True)
         if window is None:
-            await self._emit(CommandOutput("Nothing to compact: no turn since the last one."))
+            await self._emit(
+                CommandOutput(
+                    "Nothing to compact: no turn since the last compaction."
+                    if self._lc.compaction is not None
+                    else "Nothing to compact yet: no turn has completed."
+                )
+            )
             return
         before = self._lc.estimated_tokens()
         result = await self._compact_and_wait(window, "command")
@@ -605,6 +628,12 @@ class TerminalActor(Actor[TerminalMessage]):
                 CommandOutput(
                     f"Compacted turns {result.compaction.start_invocation}-"
                     f"{result.compaction.end_invocation}: ~{before:,} -> ~{after:,} tokens."
+                )
+            )
+        elif result is not None and result.no_gain:
+            await self._emit(
+                CommandOutput(
+                    f"Not compacted: a summary would not be shorter (~{before:,} tokens)."
                 )
             )
         elif result is not None:
@@ -618,8 +647,11 @@ class TerminalActor(Actor[TerminalMessage]):
             result: Compacted = await self._peers.compaction.ask(
                 self._compact_request(window, trigger), COMPACTION_TIMEOUT_S
             )
-        except (DeadActor, TimeoutError) as exc:
-            result = Compacted(lc.session_id or "", lc.generation, "command", None, str(exc))
+        except TimeoutError:
+            error = f"no answer in {COMPACTION_TIMEOUT_S:.0f} s"
+            result = Compacted(lc.session_id or "", lc.generation, trigger, None, error)
+        except DeadActor as exc:
+            result = Compacted(lc.session_id or "", lc.generation, trigger, None, str(exc))
         await self._keep_compaction(result)
         return result
 
@@ -636,20 +668,23 @@ class TerminalActor(Actor[TerminalMessage]):
 
     async def _keep_compaction(self, result: Compacted) -> None:
         """Keep a compaction's result (saving it), or back off after a failure: a
-        warning line once per run of failures, and the conversation goes on."""
+        warning line once per run of failures, and the conversation goes on. A summary
+        that would not be shorter backs off quietly; ``/compact`` answers for itself."""
         lc = self._lc
         if result.session_id != lc.session_id or result.generation != lc.generation:
             return
         if lc.phase is not Phase.ACTIVE:
             return
         if result.compaction is None:
-            self._lc = lc.compaction_failed(result.generation)
-            if result.error and self._lc.compaction_failures == 1 and result.trigger != "command":
+            automatic = result.trigger != "command"
+            self._lc = lc.compaction_failed(result.generation, back_off=automatic)
+            quiet = result.no_gain or result.error is None  # nothing worth it, or skipped
+            if automatic and not quiet and self._lc.compaction_failures == 1:
                 wait = self._lc.backoff_until - self._lc.invocations
                 await self._emit(
                     Info(
-                        f"warning: compaction failed ({result.error}); the conversation goes "
-                        f"on uncompacted, next try in {wait} turns"
+                        f"warning: compaction failed ({result.error}); the "
+                        f"conversation goes on uncompacted, next try in {wait} turns"
                     )
                 )
             return

@@ -1,8 +1,14 @@
 """Durable session save against the raw limit measured in the same run.
 
 The limit is what the disk asks for the same bytes: write a temp file, fsync,
-rename over the target, fsync the directory. ``SessionManager.save`` adds the
-model dump and orjson encoding. Run:
+rename over the target, fsync the directory. Two saves are timed:
+
+* the turn's save, as the TerminalActor asks for it after every turn: each
+  message was encoded once, when it joined the history (``SessionLifecycle``
+  keeps the encodings), so the save encodes the other fields and splices the
+  messages in (``encode_state(state, encoded_messages)``). Target: within 1.2x.
+* the whole save, encoding every message again (``SessionManager.save(state)``,
+  as a resume or ``/save`` without kept encodings would), shown for scale.
 
     python -m bench.bench_save [--repeat N]
 """
@@ -21,11 +27,12 @@ from pathlib import Path
 
 import orjson
 
+from bench.common import ratio_verdict
 from session.manager import SessionManager, encode_state
 from session.models import SessionState
 
 SIZES = {"4 KB": 4 * 1024, "64 KB": 64 * 1024, "1 MB": 1024 * 1024}
-TARGET_RATIO = 1.5
+TARGET_RATIO = 1.2
 
 
 def state_of_size(target: int) -> SessionState:
@@ -67,26 +74,36 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=200)
     args = parser.parse_args()
-    print(f"{'size':>6} {'raw ms':>8} {'save ms':>8} {'ratio':>6}  (target <= {TARGET_RATIO}x)")
+    print(
+        f"{'size':>6} {'raw ms':>8} {'turn ms':>8} {'ratio':>6} {'whole ms':>9} {'ratio':>6}"
+        f"  (target <= {TARGET_RATIO}x, the turn's save)"
+    )
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         manager = SessionManager(Path(tmp) / "sessions")
         for label, size in SIZES.items():
             state = state_of_size(size)
-            data = orjson.dumps(state.model_dump(mode="json"))
+            data = encode_state(state)
+            encoded = tuple(orjson.dumps(m) for m in state.recent_messages)
+            assert encode_state(state, encoded) == data
             raw_path = Path(tmp) / "raw.json"
             manager.save(state)
             raw_ms: list[float] = []
-            save_ms: list[float] = []
-            for _ in range(5):  # interleave rounds so drift in the disk hits both alike
-                raw_ms.append(
-                    median_ms(partial(raw_durable_write, raw_path, data), args.repeat // 5)
-                )
-                save_ms.append(median_ms(partial(manager.save, state), args.repeat // 5))
-            raw, ours = statistics.median(raw_ms), statistics.median(save_ms)
-            worst = max(worst, ours / raw)
-            print(f"{label:>6} {raw:8.3f} {ours:8.3f} {ours / raw:6.2f}x  ({len(data)} bytes)")
-    print(f"worst ratio {worst:.2f}x: {'within' if worst <= TARGET_RATIO else 'OVER'} target")
+            turn_ms: list[float] = []
+            whole_ms: list[float] = []
+            for _ in range(5):  # interleave rounds so drift in the disk hits all alike
+                rounds = args.repeat // 5
+                raw_ms.append(median_ms(partial(raw_durable_write, raw_path, data), rounds))
+                turn_ms.append(median_ms(partial(manager.save, state, encoded), rounds))
+                whole_ms.append(median_ms(partial(manager.save, state), rounds))
+            raw = statistics.median(raw_ms)
+            turn, whole = statistics.median(turn_ms), statistics.median(whole_ms)
+            worst = max(worst, turn / raw)
+            print(
+                f"{label:>6} {raw:8.3f} {turn:8.3f} {turn / raw:5.2f}x {whole:9.3f} "
+                f"{whole / raw:5.2f}x  ({len(data)} bytes)"
+            )
+    print(f"worst ratio of the turn's save {worst:.2f}x: " + ratio_verdict(worst, TARGET_RATIO))
     return 0
 
 

@@ -7,7 +7,6 @@ agent, same tools, same streaming and the same 20-turn history window, run in
 this process: the limit is the agent's own cost. The two take turns, one turn
 each, so that the machine's changes of speed (this is a shared VM) hit both
 alike; measuring them in blocks made the ratio swing by 0.3 between blocks.
-Target: within 1.5x.
 
 For scale it also times, after each turn, a raw durable write (temp file,
 fsync, rename, directory fsync) of as many bytes as the session file has:
@@ -36,7 +35,8 @@ from bench.common import median_ms, private_supervisor, ratio_verdict
 from supervisor.client import Connection, hello
 from supervisor.runtime import RuntimePaths
 
-TARGET_RATIO = 1.5
+TARGET_RATIO = 1.15
+"""Against the agent run in process plus one durable write of the session file."""
 WINDOW_MESSAGES = 40  # 20 offline turns of a request and a response, as the supervisor keeps
 
 
@@ -144,8 +144,8 @@ def main() -> int:
     print(f"agent turn in-process (limit)   {median_ms(limit):7.2f} ms")
     print(f"raw durable write of the file   {median_ms(raw):7.2f} ms")
     print(f"turn through the supervisor     {median_ms(ours):7.2f} ms")
-    print(f"ratio to the agent plus the write {with_save:.2f}x")
-    print(ratio_verdict(ratio, TARGET_RATIO))
+    print(f"ratio to the bare agent {ratio:.2f}x")
+    print("against the agent plus the write: " + ratio_verdict(with_save, TARGET_RATIO))
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -11,7 +12,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 AGENT_ASSIST = str(Path(sys.executable).with_name("agent-assist"))
@@ -33,7 +33,7 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-@contextmanager
+@contextlib.contextmanager
 def private_supervisor() -> Iterator[tuple[dict[str, str], Path, Path]]:
     """(environment, workspace, runtime dir) with a running supervisor; stopped afterwards."""
     base = Path(tempfile.mkdtemp(prefix="aa-bench-"))
@@ -48,7 +48,9 @@ def private_supervisor() -> Iterator[tuple[dict[str, str], Path, Path]]:
         subprocess.run(
             [AGENT_ASSIST, "supervisor", "stop"], env=env, capture_output=True, check=False
         )
-        pid_file = base / "run" / "supervisor.pid"
-        if pid_file.exists():
-            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        for name in ("heir.pid", "supervisor.pid"):  # the heir first, else it takes over
+            pid_file = base / "run" / name
+            if pid_file.exists():
+                with contextlib.suppress(ProcessLookupError, ValueError):
+                    os.kill(int(pid_file.read_text()), signal.SIGKILL)
         shutil.rmtree(base, ignore_errors=True)

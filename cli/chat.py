@@ -16,6 +16,7 @@ from pathlib import Path
 
 from cli.console import Cancelled, Console, ReplyView, UnclearAnswer
 from cli.errors import as_error_line
+from cli.preload import preload_prompt
 from cli.summaries import clip, summary_headline
 from supervisor.client import (
     Connection,
@@ -173,6 +174,8 @@ class Chat:
 
         A supervisor that goes away meanwhile is started again and the attach
         redone, keeping the answer already given (a piped line is read once)."""
+        if self.console.interactive:
+            preload_prompt()  # overlaps the prompt's imports with the wait on the supervisor
         for attempt in range(REATTACH_ATTEMPTS):
             try:
                 self._attach_once()

@@ -16,11 +16,24 @@ QUICK_FLAGS = {"--json", "--all"}
 
 
 def quick_sessions(flags: list[str]) -> int:
+    every = "--all" in flags
+    if "--json" in flags:
+        from cli.quick import ask_for_sessions
+
+        answer = ask_for_sessions(os.path.realpath("."), every)
+        if answer is not None:
+            import json
+
+            warnings = answer["warnings"]
+            assert isinstance(warnings, list)  # checked by ask_for_sessions
+            for warning in warnings:
+                print(warning, file=sys.stderr)
+            print(json.dumps(answer["sessions"], indent=2, ensure_ascii=False))  # as ops.dumps
+            return 0
     from cli import sessions as ops
     from cli.errors import error_line
     from supervisor.runtime import runtime_paths
 
-    every = "--all" in flags
     try:
         data = ops.list_sessions(runtime_paths(), os.path.realpath("."), every)
     except Exception as exc:
@@ -39,10 +52,36 @@ def quick_sessions(flags: list[str]) -> int:
     return 0
 
 
+def quick_supervisor_run() -> int:
+    """``agent-assist supervisor run`` without click: it is on the path of every cold start
+    and every re-attach after a crash, where each import is waited for."""
+    import gc
+
+    gc.disable()  # imports build many objects and free few; run_supervisor enables it again
+    from cli.errors import error_line
+    from supervisor.daemon import AlreadyRunning, run_supervisor
+    from supervisor.runtime import runtime_paths
+
+    try:
+        run_supervisor(runtime_paths())
+    except AlreadyRunning as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        line = error_line(exc)
+        if line is None:
+            raise
+        print(line, file=sys.stderr)
+        return 1
+    return 0
+
+
 def main() -> None:
     args = sys.argv[1:]
     if args[:1] == ["sessions"] and set(args[1:]) <= QUICK_FLAGS:
         sys.exit(quick_sessions(args[1:]))
+    if args == ["supervisor", "run"]:
+        sys.exit(quick_supervisor_run())
     from cli.main import main as click_main
 
     click_main()

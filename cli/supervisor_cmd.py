@@ -29,6 +29,14 @@ def status(paths: RuntimePaths) -> dict[str, Any]:
 
 
 def start(paths: RuntimePaths) -> tuple[dict[str, Any], bool]:
+    """Start the supervisor unless one runs; a bad setting is refused here, in one line,
+    rather than by a detached process that can only write it to its log."""
+    import os
+
+    from session.paths import state_root
+    from session.settings import load_settings
+
+    load_settings(state_root(), os.environ)
     conn, started = connect_or_start(paths, START_TIMEOUT_S)
     conn.close()
     return status(paths), started

@@ -80,6 +80,7 @@ class Tour:
         for line in typed:
             child.expect("> ")
             seen += (child.before or "") + "> "
+            self.wait_for_model()  # as a reader would; else a first line may say so
             child.send(line + "\r")
         child.expect(pexpect.EOF)
         seen += child.before or ""
@@ -100,6 +101,22 @@ class Tour:
             check=True,
         )
         self.shell_line(" ".join(("agent-assist", *args)), output=result.stdout)
+
+    def wait_for_model(self) -> None:
+        """Until the supervisor has loaded its model stack (it answers before that)."""
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            result = subprocess.run(
+                [AGENT_ASSIST, "supervisor", "status", "--json"],
+                env=self.env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if result.returncode == 0 and json.loads(result.stdout).get("model_loaded"):
+                return
+            time.sleep(0.05)
+        raise RuntimeError("the supervisor did not load its model stack")
 
     def wait_for_summary(self) -> None:
         """The summary follows the exit save; the next start should see it."""

@@ -241,29 +241,46 @@ def sliding_window(events: Sequence[Event], config: EventsCompactionConfig) -> W
 def token_window(
     events: Sequence[Event], config: EventsCompactionConfig, request_tokens: int
 ) -> Window | None:
-    """The window due before a model request of ``request_tokens``, or None."""
+    """The window due before a model request of ``request_tokens``, or None.
+
+    What is kept whole is also held to half the threshold, so a window of huge
+    turns (pasted files) is compacted rather than kept and sent again.
+    """
     if config.token_threshold is None or request_tokens < config.token_threshold:
         return None
-    return retention_window(events, config.event_retention_size)
+    retain_chars = config.token_threshold * CHARS_PER_TOKEN // 2
+    return retention_window(events, config.event_retention_size, retain_chars)
 
 
-def retention_window(events: Sequence[Event], retain_events: int) -> Window | None:
+def retention_window(
+    events: Sequence[Event], retain_events: int, retain_chars: int | None = None
+) -> Window | None:
     """Compact everything after the boundary but the last ``retain_events`` events
-    (moved back to their invocation's start); None if that leaves nothing to compact."""
+    (moved back to their invocation's start), dropping the oldest of those whole
+    invocations while they weigh more than ``retain_chars``; None if that leaves
+    nothing to compact."""
     previous = latest_compaction(events)
     boundary = previous.end_invocation if previous else 0
     after = [e for e in events if e.compaction is None and e.invocation_id > boundary]
     if not after:
         return None
-    if retain_events > 0:
-        if retain_events >= len(after):
-            return None
-        end = after[len(after) - retain_events].invocation_id - 1
-    else:
-        end = after[-1].invocation_id
+    ids = list(dict.fromkeys(e.invocation_id for e in after))
+    kept = (
+        ids[ids.index(after[max(0, len(after) - retain_events)].invocation_id) :]
+        if retain_events > 0
+        else []
+    )
+    if retain_chars is not None:
+        weight = {i: 0 for i in ids}
+        for event in after:
+            assert event.message is not None
+            weight[event.invocation_id] += message_text_chars(event.message)
+        while kept and sum(weight[i] for i in kept) > retain_chars:
+            kept.pop(0)
+    end = kept[0] - 1 if kept else ids[-1]
     if end <= boundary:
         return None
-    return _window(events, previous, after[0].invocation_id, end)
+    return _window(events, previous, ids[0], end)
 
 
 def _window(
@@ -300,23 +317,90 @@ def cut_is_safe(before: Sequence[ModelMessage], after: Sequence[ModelMessage]) -
 # -- what is kept -------------------------------------------------------------------
 
 _LABELLED_DECISION_RE: Final = re.compile(
-    r"\b(?:key\s+)?(?:decision|decided)\s*:\s*\S.*", re.IGNORECASE
+    r"\b(?:key\s+)?(?:decisions?|decided)\s*:\s*\S", re.IGNORECASE
 )
-"""``Decision: ...`` anywhere in a line: kept from the label on."""
+"""``Decision: ...`` (or ``Decisions:``, ``Decided:``) anywhere in a sentence: kept from
+the label on."""
 _STATED_DECISION_RE: Final = re.compile(
     r"\b(?:we|i)(?:'ve| have)?\s+(?:decided|agreed)\b|\blet'?s go with\b", re.IGNORECASE
 )
 """``We decided ...``, ``we agreed ...``: the whole sentence is kept."""
 _RULE_RE: Final = re.compile(
-    r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever)\b", re.IGNORECASE
+    r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever)\b"
+    r"|^\s*(?:rule\s*:|do not\b|don't\b)",
+    re.IGNORECASE,
 )
+"""A rule: *always*, *never*, *must*, an imperative "Do not ...", or ``Rule: ...``."""
+_NOT_A_RULE_RE: Final = re.compile(r"^\s*I\s+(?:always|never)\s+\w+ed\b", re.IGNORECASE)
+""""I never liked ..." tells a story, not a rule."""
 _EXTENSIONS: Final = (
-    "md|markdown|txt|rst|py|pyi|ipynb|json|jsonl|yaml|yml|toml|ini|cfg|conf|env|csv|tsv|sql|"
-    "sh|bash|zsh|js|jsx|ts|tsx|mjs|cjs|html|htm|css|scss|xml|proto|graphql|rs|go|java|kt|rb|"
-    "php|c|h|cc|cpp|hpp|cs|swift|lua|r|tf|hcl|dockerfile|lock|log|pdf|png|jpg|jpeg|svg|j2|jinja"
+    "md|mdx|markdown|txt|rst|py|pyi|ipynb|json|jsonl|ndjson|yaml|yml|toml|ini|cfg|conf|env|"
+    "csv|tsv|sql|sh|bash|zsh|js|jsx|ts|tsx|mjs|cjs|html|htm|css|scss|xml|proto|graphql|rs|go|"
+    "java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|lua|r|tf|hcl|dockerfile|lock|log|pdf|png|jpg|jpeg|"
+    "svg|j2|jinja|jinja2|tmpl|tpl|prompt|parquet|arrow|feather|avro|db|sqlite|npy|npz|h5|pkl|"
+    "pt|onnx|safetensors|gguf|bin|zip|gz|tgz|tar|xlsx|docx|pptx|wasm"
 )
-_PATH_RE: Final = re.compile(r"(?<![\w@:/.~-])((?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)*/?)")
+_PATH_RE: Final = re.compile(r"(?<![\w@:/.~#-])((?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)*/?)")
 _EXTENSION_RE: Final = re.compile(r"\w\.(?:" + _EXTENSIONS + r")$", re.IGNORECASE)
+_DOTFILE_RE: Final = re.compile(r"(?:^|/)\.[A-Za-z][\w.-]*$")
+_KNOWN_NAMES: Final = frozenset(
+    [
+        "Dockerfile",
+        "Makefile",
+        "Procfile",
+        "Gemfile",
+        "Jenkinsfile",
+        "Vagrantfile",
+        "Containerfile",
+        "Justfile",
+        "README",
+        "LICENSE",
+        "CHANGELOG",
+        "CODEOWNERS",
+    ]
+)
+_TOP_DIRS: Final = frozenset(
+    [
+        "src",
+        "lib",
+        "app",
+        "apps",
+        "tests",
+        "test",
+        "docs",
+        "doc",
+        "data",
+        "config",
+        "configs",
+        "prompts",
+        "tools",
+        "scripts",
+        "bin",
+        "deploy",
+        "eval",
+        "evals",
+        "notebooks",
+        "templates",
+        "assets",
+        "static",
+        "public",
+        "api",
+        "pkg",
+        "cmd",
+        "internal",
+        "examples",
+        "spec",
+        "specs",
+        "infra",
+        "migrations",
+        "models",
+        "agents",
+        "memory",
+        "schemas",
+        "fixtures",
+    ]
+)
+"""First segments that make a one-slash path a path (``src/agent``, not ``and/or``)."""
 _SENTENCE_RE: Final = re.compile(r"(?:[^.!?\n]|[.!?](?=[^\s.!?]))+[.!?]*")
 """A sentence: up to a stop followed by a space (``agent_spec.md`` does not end one)."""
 
@@ -367,39 +451,46 @@ def _tool_calls(message: ModelMessage) -> list[ToolCallPart]:
 
 
 def file_paths(text: str) -> list[str]:
-    """Workspace-looking paths in ``text``: a known file extension, or a slash that is
-    not just "and/or" (a leading ``./``, ``~/`` or ``/``, a trailing ``/``, or two)."""
+    """Workspace-looking paths in ``text``: a known file extension or file name, a dot
+    file, or a slash that is not just "and/or" (a leading ``./``, ``~/`` or ``/``, a
+    trailing ``/``, two slashes, or a first segment such as ``src/``)."""
     found = []
     for match in _PATH_RE.finditer(text):
         path = match.group(1).rstrip(".,;:")
-        if text[match.end() : match.end() + 3] == "://" or "//" in path:
+        if text[match.end() : match.end() + 3] == "://" or "//" in path or len(path) < 2:
             continue
+        name = path.rstrip("/").rsplit("/", 1)[-1]
         slashes = path.count("/")
-        if _EXTENSION_RE.search(path) or (
-            slashes
-            and len(path) > 2
-            and (path.startswith(("./", "../", "~/", "/")) or path.endswith("/") or slashes >= 2)
+        if (
+            _EXTENSION_RE.search(path)
+            or _DOTFILE_RE.search(path)
+            or name in _KNOWN_NAMES
+            or (
+                slashes
+                and len(path) > 2
+                and (
+                    path.startswith(("./", "../", "~/", "/"))
+                    or path.endswith("/")
+                    or slashes >= 2
+                    or path.split("/", 1)[0] in _TOP_DIRS
+                )
+            )
         ):
             found.append(path)
     return found
 
 
 def _decisions_in(text: str) -> list[str]:
+    """Every decision of ``text``, sentence by sentence (several may share a line)."""
     found = []
     for line in text.splitlines():
-        labelled = _LABELLED_DECISION_RE.search(line)
-        if labelled is not None:
-            found.append(_clip(_first_sentence(labelled.group(0)), MAX_ITEM_CHARS))
-            continue
         for sentence in _SENTENCE_RE.findall(line):
-            if _STATED_DECISION_RE.search(sentence):
+            labelled = _LABELLED_DECISION_RE.search(sentence)
+            if labelled is not None:
+                found.append(_clip(sentence[labelled.start() :].strip(), MAX_ITEM_CHARS))
+            elif _STATED_DECISION_RE.search(sentence):
                 found.append(_clip(sentence.strip(), MAX_ITEM_CHARS))
     return found
-
-
-def _first_sentence(text: str) -> str:
-    match = _SENTENCE_RE.match(text)
-    return (match.group(0) if match else text).strip()
 
 
 def _rules_in(text: str) -> list[str]:
@@ -407,7 +498,9 @@ def _rules_in(text: str) -> list[str]:
         _clip(sentence.strip(), MAX_ITEM_CHARS)
         for line in text.splitlines()
         for sentence in _SENTENCE_RE.findall(line)
-        if _RULE_RE.search(sentence) and not sentence.strip().endswith("?")
+        if _RULE_RE.search(sentence)
+        and not sentence.strip().endswith("?")
+        and not _NOT_A_RULE_RE.search(sentence)
     ]
 
 
@@ -469,44 +562,51 @@ _SECTIONS: Final = (
 )
 
 
+def normalize_narrative(text: str) -> str:
+    """A narrative as the session file keeps it: no blank lines (they separate the
+    sections), no trailing spaces, so that ``parse_compaction`` reads it back exactly."""
+    return "\n".join(line.rstrip() for line in text.strip().splitlines() if line.strip())
+
+
 def render_compaction(compaction: EventCompaction, *, rules: bool = True) -> str:
     """The text the session file keeps (and, without ``rules``, which the instructions
-    carry, the model is sent): header, narrative, sections."""
-    lines = [
+    carry, the model is sent): header and narrative in one block, then each section
+    in a block of its own."""
+    head = (
         f"Conversation so far (turns {compaction.start_invocation}-"
-        f"{compaction.end_invocation}, compacted); the later turns follow in full.",
-        compaction.compacted_content.strip(),
-    ]
+        f"{compaction.end_invocation}, compacted); the later turns follow in full."
+    )
+    blocks = ["\n".join(filter(None, [head, normalize_narrative(compaction.compacted_content)]))]
     for name, heading in _SECTIONS:
         items: tuple[str, ...] = getattr(compaction.retained, name)
         if items and (rules or name != "rules"):
-            lines += ["", heading, *(f"- {_flat(item)}" for item in items)]
-    return "\n".join(lines)
+            blocks.append("\n".join([heading, *(f"- {_flat(item)}" for item in items)]))
+    return "\n\n".join(blocks)
 
 
 def parse_compaction(text: str | None) -> EventCompaction | None:
-    """Read back ``render_compaction()``'s text. A text in another form (an older
-    file) is kept whole as the narrative of a compaction that covers nothing."""
+    """Read back ``render_compaction()``'s text: the first block is the header and the
+    narrative (whatever its lines say), each later block a section. A text in another
+    form (an older file) is kept whole as the narrative of a compaction of nothing."""
     if not text or not text.strip():
         return None
-    lines = text.splitlines()
-    header = _HEADER_RE.match(lines[0])
+    first, *rest = text.split("\n\n")
+    head, _, narrative = first.partition("\n")
+    header = _HEADER_RE.match(head)
     if header is None:
         return EventCompaction(0, 0, text.strip())
     headings = {heading: name for name, heading in _SECTIONS}
-    narrative: list[str] = []
-    sections: dict[str, list[str]] = {}
-    current: str | None = None
-    for line in lines[1:]:
-        if line in headings:
-            current = headings[line]
-            sections[current] = []
-        elif current is not None and line.startswith("- "):
-            sections[current].append(line[2:])
-        elif current is None:
-            narrative.append(line)
-    retained = Retained(**{name: tuple(items) for name, items in sections.items()})
-    return EventCompaction(int(header[1]), int(header[2]), "\n".join(narrative).strip(), retained)
+    sections: dict[str, tuple[str, ...]] = {}
+    for block in rest:
+        heading, *items = block.split("\n")
+        name = headings.get(heading)
+        if name is None or not all(item.startswith("- ") for item in items):
+            narrative += "\n" + block  # not one of ours: keep its words
+            continue
+        sections[name] = tuple(item[2:] for item in items)
+    return EventCompaction(
+        int(header[1]), int(header[2]), normalize_narrative(narrative), Retained(**sections)
+    )
 
 
 def compaction_message(compaction: EventCompaction) -> ModelRequest:
@@ -583,6 +683,7 @@ class OfflineEventSummarizer(BaseEventsSummarizer):
         opening = _opening(previous) or (
             _clip(" ".join(requests[0][1].split()[:14]), 120) if requests else ""
         )
+        opening = opening.rstrip(".!?… ")
         lines = [f"Started with: {opening}."] if opening else []
         if requests:
             first, last = requests[0][0], requests[-1][0]
@@ -690,7 +791,7 @@ def finish_compaction(window: Window, summarized: Event | None) -> EventCompacti
     compaction = EventCompaction(
         window.start_invocation,
         window.end_invocation,
-        summarized.compaction.compacted_content,
+        normalize_narrative(summarized.compaction.compacted_content),
         retained_of(window.events),
     )
     replaced = sum(_event_chars(e) for e in window.events)

@@ -188,6 +188,8 @@ class SessionLifecycle:
     """No automatic compaction before this many invocations have completed."""
     generation: int = 0
     """Bumped whenever the history is replaced (start, resume, reset)."""
+    budget_warned: bool = False
+    """The user was told the compacted conversation is still over the token budget."""
     token_base: int | None = None
     """Tokens of the next request as the model last counted them (its input tokens
     plus an estimate of its reply); None when the history changed since."""
@@ -232,10 +234,14 @@ class SessionLifecycle:
 
     def request_tokens(self, extra_chars: int = 0) -> int:
         """The next request's size in tokens: the model's own count of the last request
-        plus an estimate of what was added since, else an estimate of the whole."""
-        if self.token_base is not None:
-            return self.token_base + estimate_tokens(extra_chars)
-        return self.estimated_tokens(extra_chars)
+        plus an estimate of what was added since, or the estimate of the whole if that
+        is larger (or the model reported nothing)."""
+        estimate = self.estimated_tokens(extra_chars)
+        if self.token_base is None:
+            return estimate
+        # The model's count is the ground truth; the estimate guards against a model
+        # (or a proxy) that under-reports, so compaction comes early rather than late.
+        return max(self.token_base + estimate_tokens(extra_chars), estimate)
 
     def estimated_tokens(self, extra_chars: int = 0) -> int:
         """The next request's size by the characters-per-token estimate alone (the same
@@ -253,10 +259,10 @@ class SessionLifecycle:
         config = self.policy.compaction
         if force:
             return retention_window(self.events(), 0)
-        if request_tokens is not None:
-            return token_window(self.events(), config, request_tokens)
         if self.invocations < self.backoff_until:
             return None
+        if request_tokens is not None:
+            return token_window(self.events(), config, request_tokens)
         return sliding_window(self.events(), config)
 
     def write(
@@ -304,11 +310,8 @@ class SessionLifecycle:
 
     def resume(self, stored: SessionState, drift: FileDrift | None) -> Transition:
         loaded = load_messages(stored.recent_messages)
-        history = tuple(
-            reconstruct_history(
-                loaded, max_turns=self.policy.max_turns, max_chars=self.policy.max_chars
-            )
-        )
+        max_turns, max_chars = self._tail_limits()
+        history = tuple(reconstruct_history(loaded, max_turns=max_turns, max_chars=max_chars))
         history_json, history_encoded = self._dump(history)
         compaction = parse_compaction(stored.compacted_history_summary)
         dropped = len(turn_starts(loaded)) - len(turn_starts(history))
@@ -347,7 +350,7 @@ class SessionLifecycle:
         new_json, new_encoded = self._dump(new_messages)
         history_json = (*self.history_json, *new_json)
         history_encoded = (*self.history_encoded, *new_encoded)
-        keep = recent_start(history, max_turns=self.policy.memory_turns, max_chars=None)
+        keep = self._memory_start(history)
         last_reply = next(
             (m for m in reversed(new_messages) if not isinstance(m, ModelRequest)), None
         )
@@ -436,10 +439,13 @@ class SessionLifecycle:
             return Transition(new, ())
         return Transition(new, (new.write(now, manifest, agent_spec_path),))
 
-    def compaction_failed(self, generation: int) -> SessionLifecycle:
-        """Back off: the next automatic compaction waits ``interval * 2**failures`` turns."""
+    def compaction_failed(self, generation: int, *, back_off: bool = True) -> SessionLifecycle:
+        """Back off: the next automatic compaction waits ``interval * 2**failures`` turns
+        (a failed ``/compact`` does not: ``back_off`` False only ends the attempt)."""
         if generation != self.generation:
             return self
+        if not back_off:
+            return dataclasses.replace(self, compacting=None)
         failures = self.compaction_failures + 1
         wait = max(1, self.policy.compaction.compaction_interval) * 2 ** min(failures, 6)
         return dataclasses.replace(
@@ -448,6 +454,15 @@ class SessionLifecycle:
             compaction_failures=failures,
             backoff_until=self.invocations + wait,
         )
+
+    def over_budget(self, generation: int) -> tuple[SessionLifecycle, bool]:
+        """A compaction for the token budget left the request over it (what is retained
+        outweighs the budget): back off like a failure. True the first time in this
+        history, when the user should be told."""
+        backed_off = self.compaction_failed(generation)
+        if backed_off is self:
+            return self, False
+        return dataclasses.replace(backed_off, budget_warned=True), not self.budget_warned
 
     def _fresh_compaction(
         self, compaction: EventCompaction | None, first_invocation: int
@@ -460,6 +475,7 @@ class SessionLifecycle:
             "backoff_until": 0,
             "generation": self.generation + 1,
             "token_base": None,
+            "budget_warned": False,
         }
 
     def record_summary(
@@ -559,10 +575,33 @@ class SessionLifecycle:
         new = dataclasses.replace(self, phase=self._target(event), **changes)  # type: ignore[arg-type]
         if "history" not in changes:
             return new
-        recent = recent_start(
-            new.history, max_turns=self.policy.max_turns, max_chars=self.policy.max_chars
-        )
+        max_turns, max_chars = new._tail_limits()
+        recent = recent_start(new.history, max_turns=max_turns, max_chars=max_chars)
         return dataclasses.replace(new, tail_start=max(recent, new._boundary_index()))
+
+    def _tail_limits(self) -> tuple[int | None, int | None]:
+        """The request's tail limits. With the sliding window on there are none: every
+        turn after the boundary is sent in full (the window and the token budget keep
+        it small); with it off, the recent turns within the policy's budgets."""
+        if self.policy.compaction.compaction_interval > 0:
+            return None, None
+        return self.policy.max_turns, self.policy.max_chars
+
+    def _memory_start(self, history: Sequence[ModelMessage]) -> int:
+        """Where the turns kept in memory start: the policy's ``memory_turns``, but never
+        past a turn the sliding window has yet to compact (or give again as overlap),
+        up to a hard bound of twice the window's need."""
+        policy = self.policy
+        keep = recent_start(history, max_turns=policy.memory_turns, max_chars=None)
+        config = policy.compaction
+        if config.compaction_interval <= 0:
+            return keep
+        boundary = self.compaction.end_invocation if self.compaction else 0
+        starts = turn_starts(history)
+        needed = max(0, boundary + 1 - config.overlap_size - self.first_invocation)
+        needed_start = starts[needed] if needed < len(starts) else len(history)
+        hard = 2 * max(policy.memory_turns, config.compaction_interval + config.overlap_size + 1)
+        return max(min(keep, needed_start), recent_start(history, max_turns=hard, max_chars=None))
 
     def _boundary_index(self) -> int:
         """Where the turns after the compaction's boundary start in ``history``."""

@@ -45,6 +45,7 @@ from session.errors import (
 )
 from session.faults import inject
 from session.filesystem import is_safe_relative_path, safe_relative_paths
+from session.header_index import FileIdentity, read_index, write_index
 from session.models import (
     SCHEMA_VERSION,
     JsonDict,
@@ -223,9 +224,6 @@ def _write_creating_directories(path: Path, data: bytes) -> None:
         atomic_write(path, data)
 
 
-FileIdentity = tuple[int, int, int, int]
-
-
 def file_identity(path: Path) -> FileIdentity | None:
     """(inode, size, mtime, ctime) of a regular file, not following symlinks; else None."""
     try:
@@ -310,13 +308,12 @@ def encode_state(state: SessionState, encoded_messages: Sequence[bytes] | None =
     split = names.index("recent_messages")
     before = orjson.dumps({name: ordered[name] for name in names[:split]})
     after = orjson.dumps({name: ordered[name] for name in names[split + 1 :]})
-    messages = b"[" + b",".join(encoded_messages) + b"]"
-    return b"".join(
+    return b"".join(  # two copies of the messages' bytes in all, not four
         (
             before[:-1] + b"," if len(before) > 2 else b"{",
-            b'"recent_messages":',
-            messages,
-            b"," + after[1:] if len(after) > 2 else b"}",
+            b'"recent_messages":[',
+            b",".join(encoded_messages),
+            b"]," + after[1:] if len(after) > 2 else b"]}",
         )
     )
 
@@ -396,6 +393,9 @@ class SessionManager:
         """A read-only manager reports corrupt files without moving them aside."""
         self._headers: dict[str, tuple[FileIdentity, SessionHeader]] = {}
         """Headers already read, with the identity of the file they came from."""
+        self._index_read = False
+        self._index_stale = False
+        """Whether ``_headers`` differs from what ``headers.index`` holds (see header_index)."""
 
     def check_directory(self) -> None:
         """UnsafeSessionDirectory if the directory, or a parent of it inside the state root,
@@ -479,6 +479,7 @@ class SessionManager:
         header = scrub_header(self._read_header(path, session_id), self.known_secrets)
         if identity is not None:
             self._headers[session_id] = (identity, header)
+            self._index_stale = True
         return header
 
     def _read_header(self, path: Path, session_id: str) -> SessionHeader:
@@ -598,8 +599,13 @@ class SessionManager:
         except UnsafeSessionDirectory as exc:
             return Listing((), (exc,))
         present = self.session_ids()
+        if not self._index_read:  # a cold listing: headers of unchanged files from the index
+            self._index_read = True
+            for session_id, cached in read_index(self.directory).items():
+                self._headers.setdefault(session_id, cached)
         for gone in self._headers.keys() - set(present):
             del self._headers[gone]
+            self._index_stale = True
         for session_id in present:
             try:
                 sessions.append(self.load_header(session_id))
@@ -612,6 +618,9 @@ class SessionManager:
             except SessionFileError as exc:
                 problems.append(exc)
         sessions.sort(key=lambda s: s.updated_at, reverse=True)
+        if self._index_stale and not self.read_only and present:
+            self._index_stale = False
+            write_index(self.directory, self._headers)
         return Listing(tuple(sessions), tuple(problems))
 
     # -- pointers ---------------------------------------------------------

@@ -7,6 +7,7 @@ refused with one line naming the setting and its source.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,6 +22,9 @@ CONFIG_FILE: Final = "config.toml"
 DEFAULT_MODEL: Final = "offline"
 DEFAULT_COMPACTION_INTERVAL: Final = 10
 DEFAULT_COMPACTION_OVERLAP: Final = 2
+MAX_COMPACTION_INTERVAL: Final = 100
+MAX_COMPACTION_OVERLAP: Final = 50
+MAX_CONTEXT_TOKENS: Final = 10_000_000
 
 
 class SettingsError(SessionError):
@@ -46,16 +50,16 @@ def _optional_model(raw: object) -> str | None:
     return _model(raw)
 
 
-def _count(minimum: int) -> Callable[[object], int]:
+def _count(minimum: int, maximum: int | None = None) -> Callable[[object], int]:
+    bounds = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+
     def parse(raw: object) -> int:
-        if isinstance(raw, bool):
-            raise ValueError(f"must be a whole number >= {minimum}")
-        try:
-            value = int(str(raw).strip()) if isinstance(raw, str | int) else None
-        except ValueError:
-            value = None
-        if value is None or value < minimum:
-            raise ValueError(f"must be a whole number >= {minimum}")
+        text = str(raw).strip() if isinstance(raw, str | int) and not isinstance(raw, bool) else ""
+        if not re.fullmatch(r"[0-9]{1,12}", text):
+            raise ValueError(f"must be a whole number {bounds}")
+        value = int(text)
+        if value < minimum or (maximum is not None and value > maximum):
+            raise ValueError(f"must be a whole number {bounds}")
         return value
 
     return parse
@@ -64,7 +68,7 @@ def _count(minimum: int) -> Callable[[object], int]:
 def _optional_tokens(raw: object) -> int | None:
     if raw is None or (isinstance(raw, str) and raw.strip() in ("", "auto")):
         return None
-    return _count(1000)(raw)
+    return _count(1000, MAX_CONTEXT_TOKENS)(raw)
 
 
 @dataclass(frozen=True)
@@ -82,13 +86,13 @@ SPECS: Final = (
         "compaction_interval",
         "AGENT_ASSIST_COMPACTION_INTERVAL",
         DEFAULT_COMPACTION_INTERVAL,
-        _count(0),
+        _count(0, MAX_COMPACTION_INTERVAL),
     ),
     _Spec(
         "compaction_overlap",
         "AGENT_ASSIST_COMPACTION_OVERLAP",
         DEFAULT_COMPACTION_OVERLAP,
-        _count(0),
+        _count(0, MAX_COMPACTION_OVERLAP),
     ),
     _Spec("context_tokens", "AGENT_ASSIST_CONTEXT_TOKENS", None, _optional_tokens),
 )

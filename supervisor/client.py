@@ -29,6 +29,9 @@ from supervisor.wire import (
 )
 
 START_TIMEOUT_S = 20.0
+START_POLL_S = 0.003
+HEIR_WAIT_S = 2.0
+"""How often a starting supervisor is tried (a connect attempt costs microseconds)."""
 
 
 class SupervisorUnavailable(Exception):
@@ -191,6 +194,28 @@ def _start_lock(paths: RuntimePaths, timeout: float) -> Iterator[int]:
         os.close(fd)
 
 
+def _heir_alive(paths: RuntimePaths) -> bool:
+    try:
+        pid = int(paths.heir_pid_file.read_text())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return pid > 0
+
+
+def _wait_for_heir(paths: RuntimePaths) -> Connection | None:
+    """After a supervisor died, its heir (supervisor/heir.py) takes over within
+    milliseconds: connect to it rather than start another (None if there is no heir,
+    or it does not answer within ``HEIR_WAIT_S``)."""
+    deadline = time.monotonic() + HEIR_WAIT_S
+    while _heir_alive(paths):
+        conn = try_connect(paths)
+        if conn is not None or time.monotonic() > deadline:
+            return conn
+        time.sleep(START_POLL_S)
+    return try_connect(paths)
+
+
 def connect_or_start(
     paths: RuntimePaths, timeout: float = START_TIMEOUT_S
 ) -> tuple[Connection, bool]:
@@ -204,7 +229,7 @@ def connect_or_start(
         return conn, False
     ensure_private_runtime_dir(paths.directory)
     with _start_lock(paths, timeout):
-        conn = try_connect(paths)
+        conn = try_connect(paths) or _wait_for_heir(paths)
         if conn is not None:
             return conn, False
         spawn_detached(paths)
@@ -213,7 +238,7 @@ def connect_or_start(
             conn = try_connect(paths)
             if conn is not None:
                 return conn, True
-            time.sleep(0.01)
+            time.sleep(START_POLL_S)
     raise SupervisorUnavailable(f"the supervisor did not start; see {paths.log}")
 
 

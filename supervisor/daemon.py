@@ -19,26 +19,27 @@ import signal
 import socket
 import time
 from functools import partial
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
+from anyio.abc import TaskGroup
 
-from actors.base import run_supervised
-from actors.compaction import CompactionActor
-from actors.drift import DriftWatcherActor
-from actors.llm import LLMActor
+from actors.base import ActorRef, run_supervised
+from actors.messages import StorageMessage
 from actors.storage import StorageActor, StorageMemory
-from actors.terminal import Peers
-from session.compaction import EventsCompactionConfig
-from session.history import warm_up
-from session.lifecycle import PersistPolicy
 from session.paths import state_root
 from session.redaction import secrets_from_environment
 from session.settings import load_settings
-from supervisor.registry import Registry
+from supervisor.accept import MAX_CONNECTIONS, accept_forever, connection_cap
+from supervisor.front import FrontDoor
+from supervisor.heir import forget_heir_pid, fork_heir, heir_enabled, stop_heir
 from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir, runtime_paths
-from supervisor.server import HELLO_TIMEOUT_S, MAX_CONNECTIONS, Server, Settings
+from supervisor.stack import load_model_stack, package_version
+
+if TYPE_CHECKING:  # the model stack loads after the supervisor listens (supervisor/stack.py)
+    from supervisor.registry import Registry
+    from supervisor.server import Server, Settings
 
 log = logging.getLogger("agent_assist.supervisor")
 YOUNG_GC_THRESHOLD = 10_000
@@ -53,13 +54,6 @@ class AlreadyRunning(Exception):
     pass
 
 
-def _version() -> str:
-    try:
-        return version("agent-assist")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def _number_from_env(name: str, default: float) -> float:
     """A test and tuning knob; a bad value is ignored (the default is used)."""
     try:
@@ -70,7 +64,13 @@ def _number_from_env(name: str, default: float) -> float:
 
 
 def settings_from_environment(paths: RuntimePaths) -> Settings:
-    """The supervisor's settings: ``<root>/config.toml`` overridden by its environment."""
+    """The supervisor's settings: ``<root>/config.toml`` overridden by its environment.
+
+    Imports the model stack (call it once ``load_model_stack`` has run)."""
+    from session.compaction import EventsCompactionConfig
+    from session.lifecycle import PersistPolicy
+    from supervisor.server import HELLO_TIMEOUT_S, Settings
+
     root = state_root()
     configured = load_settings(root, os.environ)
     compaction = EventsCompactionConfig(
@@ -83,9 +83,8 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
         socket=paths.socket,
         model=configured.model,
         policy=PersistPolicy(known_secrets=secrets_from_environment(), compaction=compaction),
-        version=_version(),
+        version=package_version(),
         hello_timeout_s=_number_from_env("AGENT_ASSIST_HELLO_TIMEOUT_S", HELLO_TIMEOUT_S),
-        max_connections=int(_number_from_env("AGENT_ASSIST_MAX_CONNECTIONS", MAX_CONNECTIONS)),
         context_tokens=configured.context_tokens,
         summary_model=configured.summary_model,
     )
@@ -149,20 +148,27 @@ def run_supervisor(paths: RuntimePaths | None = None) -> None:
     """Run in the foreground until stopped. Raises AlreadyRunning or RuntimeDirError."""
     paths = paths or runtime_paths()
     ensure_private_runtime_dir(paths.directory)
-    lock_fd = _take_lock(paths)
+    supervise(paths, _take_lock(paths))
+
+
+def supervise(paths: RuntimePaths, lock_fd: int, heir: int | None = None) -> None:
+    """A supervisor's life, holding ``supervisor.lock`` (``lock_fd``, closed at the end);
+    ``heir``: the heir already forked for it (an heir taking over forks the next at once)."""
     try:
         configure_logging(paths.log)
         raise_descriptor_limit()
         paths.pid_file.write_text(f"{os.getpid()}\n")
-        settings = settings_from_environment(paths)
-        log.info("supervisor %d starting (state root %s)", os.getpid(), settings.root)
-        warm_up()  # build the message serializers before the first turn needs them
-        gc.freeze()  # the imported modules never die: keep them out of every collection
+        root = state_root()
+        load_settings(root, os.environ)  # a bad setting stops the start here, in one line
+        log.info("supervisor %d starting (state root %s)", os.getpid(), root)
+        if heir is not None:
+            log.info("took over from a supervisor that died; heir %d waits to take over", heir)
         # A turn's objects die by reference counting; at the default threshold (700) the
         # young generation was still collected once per turn (0.4 ms of ~20 ms), at this
         # one about once per hundred turns.
         gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
-        anyio.run(serve, paths, settings)
+        gc.enable()  # the quick entry (cli/entry.py) imports with it paused
+        anyio.run(serve, paths, root, heir)
         log.info("supervisor %d stopped", os.getpid())
     finally:
         with contextlib.suppress(OSError):
@@ -180,40 +186,106 @@ async def _watch_signals(shutdown: anyio.Event) -> None:
             return
 
 
-async def serve(paths: RuntimePaths, settings: Settings) -> None:
+class _Running:
+    """What the model stack's loading started, for the shutdown."""
+
+    registry: Registry | None = None
+    server: Server | None = None
+    heir: int | None = None
+    with_heir: bool = False
+
+
+async def start_model_stack(
+    paths: RuntimePaths,
+    workers: TaskGroup,
+    terminals: TaskGroup,
+    storage: ActorRef[StorageMessage],
+    front: FrontDoor,
+    shutdown: anyio.Event,
+    running: _Running,
+) -> None:
+    """Import pydantic-ai and the actors that need it (in a worker thread: the loop keeps
+    answering), start those actors, and hand the connections over to the real Server."""
+    await anyio.to_thread.run_sync(load_model_stack, abandon_on_cancel=True)
+    from actors.compaction import CompactionActor
+    from actors.drift import DriftWatcherActor
+    from actors.llm import LLMActor
+    from actors.terminal import Peers
+    from supervisor.registry import Registry
+    from supervisor.server import Server
+
+    settings = settings_from_environment(paths)
+    llm = await workers.start(partial(run_supervised, "llm", lambda ref: LLMActor()))
+    summary_model = settings.summary_model
+    compaction = await workers.start(
+        partial(run_supervised, "compaction", lambda ref: CompactionActor(ref, summary_model))
+    )
+    drift = await workers.start(
+        partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
+    )
+    peers = Peers(storage=storage, llm=llm, compaction=compaction, drift=drift)
+    running.registry = Registry(terminals, peers)
+    running.server = Server(settings, running.registry, storage, shutdown)
+    front.hand_over(running.server)
+    log.info("model stack loaded")
+    if running.with_heir and running.heir is None:
+        running.heir = await anyio.to_thread.run_sync(fork_heir, paths, partial(supervise, paths))
+        log.info("heir %d waits to take over", running.heir)
+
+
+async def serve(paths: RuntimePaths, root: Path, heir: int | None = None) -> None:
+    """Listen at once (the front door answers attaches), load the model stack meanwhile."""
+    running = _Running()
+    running.with_heir = heir_enabled(os.environ)
+    running.heir = heir
+    try:
+        await _serve(paths, root, running)
+    finally:
+        if running.heir is not None:  # a stop on purpose: nothing is to take over
+            stop_heir(paths, running.heir)
+
+
+async def _serve(paths: RuntimePaths, root: Path, running: _Running) -> None:
     shutdown = anyio.Event()
     memory = StorageMemory()  # claims and /reset tombstones outlive the actor's restarts
-    secrets = settings.policy.known_secrets
+    secrets = secrets_from_environment()
     async with anyio.create_task_group() as workers:
         storage = await workers.start(
             partial(
                 run_supervised,
                 "storage",
-                lambda ref: StorageActor(settings.root, memory, known_secrets=secrets),
+                lambda ref: StorageActor(root, memory, known_secrets=secrets),
             )
         )
-        llm = await workers.start(partial(run_supervised, "llm", lambda ref: LLMActor()))
-        summary_model = settings.summary_model
-        compaction = await workers.start(
-            partial(run_supervised, "compaction", lambda ref: CompactionActor(ref, summary_model))
-        )
-        drift = await workers.start(
-            partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
-        )
-        peers = Peers(storage=storage, llm=llm, compaction=compaction, drift=drift)
+        front = FrontDoor(root, paths.socket, storage, shutdown)
         async with anyio.create_task_group() as terminals:
-            registry = Registry(terminals, peers)
-            server = Server(settings, registry, storage, shutdown)
             listener = await anyio.create_unix_listener(paths.socket, mode=0o600)
             log.info("listening on %s", paths.socket)
+            forget_heir_pid(paths, os.getpid())  # if this supervisor was an heir, it took over
             async with anyio.create_task_group() as connections:
                 connections.start_soon(_watch_signals, shutdown)
-                connections.start_soon(server.serve, listener, connections)
+                cap = connection_cap(
+                    int(_number_from_env("AGENT_ASSIST_MAX_CONNECTIONS", MAX_CONNECTIONS))
+                )
+                connections.start_soon(accept_forever, listener, front.handle, connections, cap)
+                connections.start_soon(
+                    start_model_stack,
+                    paths,
+                    workers,
+                    terminals,
+                    storage,
+                    front,
+                    shutdown,
+                    running,
+                )
                 await shutdown.wait()
-                log.info("saving %d attached session(s) before stopping", registry.attached)
-                await registry.detach_all("shutdown")
-                with anyio.move_on_after(5):
-                    await server.wait_closed()
+                if running.registry is not None and running.server is not None:
+                    log.info(
+                        "saving %d attached session(s) before stopping", running.registry.attached
+                    )
+                    await running.registry.detach_all("shutdown")
+                    with anyio.move_on_after(5):
+                        await running.server.wait_closed()
                 connections.cancel_scope.cancel()
             await listener.aclose()
             terminals.cancel_scope.cancel()

@@ -57,6 +57,11 @@ class RuntimePaths(NamedTuple):
     def log(self) -> Path:
         return self.directory / "supervisor.log"
 
+    @property
+    def heir_pid_file(self) -> Path:
+        """The pid of the supervisor's heir, waiting to take over (supervisor/heir.py)."""
+        return self.directory / "heir.pid"
+
 
 def runtime_paths(environ: dict[str, str] | os._Environ[str] | None = None) -> RuntimePaths:
     return RuntimePaths(default_runtime_dir(environ))

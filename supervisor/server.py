@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
 import logging
 import os
-import resource
 import time
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
-from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup
+from anyio.abc import SocketAttribute, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -33,7 +29,6 @@ from actors.messages import (
     CommandOutput,
     ConfirmAnswer,
     Failure,
-    FindResumable,
     Info,
     ListCheckpoints,
     ListSessions,
@@ -53,41 +48,28 @@ from actors.messages import (
     UserTurn,
 )
 from actors.terminal import TerminalConfig
-from session.catalog import Resumable, SessionListing
+from session.catalog import SessionListing
 from session.checkpoints import listing_lines
 from session.compaction import context_budget
 from session.errors import SessionError, SessionFileError, SessionLive
-from session.filesystem import detect_file_drift
 from session.lifecycle import PersistPolicy
 from session.manager import CheckpointListing
-from session.models import SessionState, is_session_id
+from session.models import is_session_id
 from session.paths import sessions_dir
 from session.processes import process_start_time
-from session.resume import format_utc
+from supervisor import accept
 from supervisor import protocol as p
+from supervisor.front import Opening
 from supervisor.registry import Registry, TerminalBusy
 from supervisor.runtime import peer_credentials
+from supervisor.welcome import welcome
 from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION, ErrorCode, FrameError
 
 log = logging.getLogger("agent_assist.server")
 OPEN_TIMEOUT_S = 60.0
-MAX_OTHER_OFFERS = 5
 OUTBOX_SIZE = 256
 HELLO_TIMEOUT_S = 10.0
-MAX_CONNECTIONS = 4096
-RESERVED_FDS = 64
-"""Descriptors kept for files, logs and watches: connections may use the rest."""
-ACCEPT_BACKOFF_S = 0.1
-ACCEPT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-TRANSIENT_ACCEPT_ERRNOS = frozenset({errno.ECONNABORTED, errno.EINTR, errno.EAGAIN, errno.EPROTO})
-
-
-def connection_cap(limit: int = MAX_CONNECTIONS) -> int:
-    """How many connections may be open at once: ``limit``, within the descriptor limit."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return limit
-    return max(8, min(limit, soft - RESERVED_FDS))
+MAX_CONNECTIONS = accept.MAX_CONNECTIONS
 
 
 class _Hangup(Exception):
@@ -171,30 +153,6 @@ def _merge_text(batch: list[TerminalOutput]) -> list[TerminalOutput]:
     return merged
 
 
-def _turns(messages: Sequence[Mapping[str, Any]]) -> int:
-    """User turns among serialized messages (requests that carry a user prompt)."""
-    return sum(
-        1
-        for m in messages
-        if m.get("kind") == "request"
-        and any(part.get("part_kind") == "user-prompt" for part in m.get("parts", ()))
-    )
-
-
-async def offer_with_context(state: SessionState, workspace: Path) -> p.Offer:
-    """The offered session with what the user needs to decide: turns, summary, drift."""
-    drift = await anyio.to_thread.run_sync(detect_file_drift, workspace, state.file_manifest)
-    return p.Offer(
-        session_id=state.session_id,
-        last_active=format_utc(state.updated_at),
-        turns=_turns(state.recent_messages),
-        summary=state.summary or state.compacted_history_summary,
-        modified=drift.modified,
-        deleted=drift.deleted,
-        unchanged=len(drift.unchanged),
-    )
-
-
 def _error_for(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, ProtocolMisuse):
         return ErrorCode.INVALID_REQUEST, str(exc)
@@ -232,45 +190,6 @@ class Server:
         self._started = time.monotonic()
         self._open_connections = 0
         self._all_closed = anyio.Event()
-        self._cap = connection_cap(settings.max_connections)
-        self.turned_away = 0
-        """Connections closed at once because ``_cap`` were open (for the log and tests)."""
-
-    async def serve(self, listener: SocketListener, tg: TaskGroup) -> None:
-        """Accept connections until cancelled. Over the cap a connection gets one ``busy``
-        error and is closed; running out of descriptors pauses accepting, never crashes."""
-        exhausted = False
-        while True:
-            try:
-                stream = await listener.accept()
-            except anyio.ClosedResourceError:
-                return
-            except (OSError, anyio.BrokenResourceError) as exc:
-                cause = exc if isinstance(exc, OSError) else exc.__cause__
-                code = cause.errno if isinstance(cause, OSError) else None
-                if code in TRANSIENT_ACCEPT_ERRNOS:
-                    continue
-                if code not in ACCEPT_ERRNOS:
-                    raise
-                if not exhausted:
-                    log.warning("accept failed (%s); pausing new connections", cause)
-                exhausted = True
-                await anyio.sleep(ACCEPT_BACKOFF_S)
-                continue
-            exhausted = False
-            if self._open_connections >= self._cap:
-                self.turned_away += 1
-                if self.turned_away == 1 or self.turned_away % 1000 == 0:
-                    log.warning("%d connections open; turning new ones away", self._cap)
-                tg.start_soon(self._turn_away, stream)
-            else:
-                tg.start_soon(self.handle, stream)
-
-    async def _turn_away(self, stream: SocketStream) -> None:
-        with anyio.move_on_after(1), contextlib.suppress(Exception):
-            async with stream:
-                message = "too many connections to the supervisor; try again shortly"
-                await self._send(stream, p.ErrorFrame(code=ErrorCode.BUSY, message=message))
 
     async def wait_closed(self) -> None:
         """Until every connection has ended (after a shutdown told them to)."""
@@ -316,6 +235,34 @@ class Server:
                 self._all_closed.set()
                 self._all_closed = anyio.Event()
 
+    async def adopt(
+        self,
+        hello: p.Hello,
+        reader: BufferedByteReceiveStream,
+        stream: SocketStream,
+        opening: Opening,
+    ) -> None:
+        """A terminal connection the front door welcomed and opened before the model stack
+        loaded: attach its TerminalActor and open the same session in it, then converse."""
+        self._open_connections += 1
+        try:
+            async with stream:
+                try:
+                    await self._terminal(hello, reader, stream, opening)
+                except _Hangup:
+                    pass
+                except Exception:
+                    log.exception("connection failed")
+        finally:
+            self._open_connections -= 1
+            if not self._open_connections:
+                self._all_closed.set()
+                self._all_closed = anyio.Event()
+
+    async def answer(self, frame: p.ClientFrame) -> object:
+        """A control request's answer (for connections the front door welcomed)."""
+        return await self._answer(frame)
+
     async def _handle(self, stream: SocketStream) -> None:
         raw = stream.extra(SocketAttribute.raw_socket)
         peer_pid, peer_uid, _ = peer_credentials(raw)
@@ -352,7 +299,11 @@ class Server:
     # -- terminal connections -----------------------------------------------
 
     async def _terminal(
-        self, hello: p.Hello, reader: BufferedByteReceiveStream, stream: SocketStream
+        self,
+        hello: p.Hello,
+        reader: BufferedByteReceiveStream,
+        stream: SocketStream,
+        opening: Opening | None = None,
     ) -> None:
         workspace = Path(hello.workspace or "")
         usable = workspace.is_absolute() and await anyio.to_thread.run_sync(workspace.is_dir)
@@ -396,9 +347,15 @@ class Server:
 
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._pump, receive_out, stream)
+                tg.start_soon(self._pump, receive_out, stream, opening is not None)
                 try:
-                    await self._welcome(config, stream)
+                    if opening is None:
+                        await self._send(
+                            stream,
+                            await welcome(self._storage, config.project, terminal_pid, workspace),
+                        )
+                    else:
+                        await self._reopen(ref, opening, handler_out)
                     reason = await self._converse(reader, stream, ref, handler_out)
                 except _Hangup:
                     pass
@@ -412,46 +369,40 @@ class Server:
         finally:
             await detach()
 
-    async def _welcome(self, config: TerminalConfig, stream: SocketStream) -> None:
-        found: Resumable = await self._storage.ask(
-            FindResumable(config.project, config.terminal_pid)
-        )
-        offer, others = None, tuple[p.Offer, ...]()
-        if found.offer is not None:
-            offer = await offer_with_context(found.offer, config.workspace)
-            others = await self._other_offers(config.project, found.offer.session_id)
-        await self._send(
-            stream,
-            p.Welcome(
-                supervisor_pid=os.getpid(), offer=offer, warnings=found.warnings, others=others
-            ),
-        )
-
-    async def _other_offers(self, project: Path, offered: str) -> tuple[p.Offer, ...]:
-        """The project's other orphaned sessions, newest first, for the user to pick from."""
-        listing: SessionListing = await self._storage.ask(ListSessions((project,)))
-        return tuple(
-            p.Offer(
-                session_id=row.session_id,
-                last_active=format_utc(row.updated_at),
-                summary=row.summary,
-            )
-            for row in listing.rows
-            if row.state == "orphaned" and row.note is None and row.session_id != offered
-        )[:MAX_OTHER_OFFERS]
+    async def _reopen(
+        self,
+        ref: ActorRef[TerminalMessage],
+        opening: Opening,
+        out: MemoryObjectSendStream[TerminalOutput],
+    ) -> None:
+        """Open in the TerminalActor the session the front door already opened."""
+        try:
+            await ref.ask(OpenSession(opening.mode, opening.session_id), OPEN_TIMEOUT_S)
+        except Exception as exc:
+            code, message = _error_for(exc)
+            await out.send(Failure(code, message))
 
     async def _pump(
-        self, outputs: MemoryObjectReceiveStream[TerminalOutput], stream: SocketStream
+        self,
+        outputs: MemoryObjectReceiveStream[TerminalOutput],
+        stream: SocketStream,
+        opened_already: bool = False,
     ) -> None:
         """The connection's single writer: actor outputs become frames, until Closed.
 
         Outputs already waiting are written together, and reply text that is
         already waiting is merged into one delta, so a fast model does not cost
-        a socket write per token.
+        a socket write per token. ``opened_already``: the front door sent the
+        terminal its ``opened``; the actor's is not sent again.
         """
         async with outputs:
             async for first in outputs:
                 batch = [first] if _ends_connection(first) else [first, *_waiting(outputs)]
+                if opened_already and any(isinstance(o, Opened) for o in batch):
+                    opened_already = False
+                    batch = [o for o in batch if not isinstance(o, Opened)]
+                    if not batch:
+                        continue
                 data = b"".join(p.encode_server_frame(_frame_for(o)) for o in _merge_text(batch))
                 try:
                     await stream.send(data)
@@ -479,6 +430,8 @@ class Server:
                 return "disconnected"
             match frame:
                 case p.Open(mode=mode, session_id=session_id):
+                    if mode == "new":  # a new session's id is the supervisor's to choose
+                        session_id = None
                     try:
                         await ref.ask(OpenSession(mode, session_id), OPEN_TIMEOUT_S)
                     except Exception as exc:
@@ -577,6 +530,7 @@ class Server:
                     "uptime_s": round(time.monotonic() - self._started, 1),
                     "version": self._settings.version,
                     "state_root": str(self._settings.root),
+                    "model_loaded": True,
                 }
             case p.Stop():
                 return {"stopping": True}

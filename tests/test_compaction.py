@@ -358,3 +358,57 @@ async def test_long_winded_and_skipping_summarizers_produce_no_compaction() -> N
     with pytest.raises(SummaryTooLong):
         finish_compaction(window, await LongWinded().summarize_events(window.events))
     assert finish_compaction(window, await Skipping().summarize_events(window.events)) is None
+
+
+def test_a_narrative_that_looks_like_a_section_reads_back_exactly() -> None:
+    narrative = (
+        "Where it stands: evaluation plan next.\n"
+        "Open questions:\n- which vector store?\n\nFiles: prompts/triage.j2"
+    )
+    compaction = finish_compaction(
+        Window(tuple(invocation(1)), 1, 1), compaction_event(EventCompaction(1, 1, narrative))
+    )
+    assert compaction is not None
+    text = render_compaction(compaction)
+    back = parse_compaction(text)
+    assert back == compaction and render_compaction(back) == text
+    assert "Files: prompts/triage.j2" in text and back.retained.questions == ()
+
+
+def test_every_decision_of_a_line_is_kept() -> None:
+    retained = extract_retained(
+        said("Decision: the queue is Redis. We decided to keep the audit log in Postgres.")
+        + said("Decisions: retries capped at 3. Decision: A. Decision: B.")
+    )
+    assert retained.decisions == (
+        "Decision: the queue is Redis.",
+        "We decided to keep the audit log in Postgres.",
+        "Decisions: retries capped at 3.",
+        "Decision: A.",
+        "Decision: B.",
+    )
+
+
+def test_dot_files_known_names_data_files_and_top_directories_are_paths() -> None:
+    text = (
+        "config/.env .env src/agent Dockerfile Makefile data/tickets.parquet "
+        "prompts/system.prompt model.onnx api/openapi.yaml#/paths and/or client/server"
+    )
+    assert file_paths(text) == [
+        "config/.env",
+        ".env",
+        "src/agent",
+        "Dockerfile",
+        "Makefile",
+        "data/tickets.parquet",
+        "prompts/system.prompt",
+        "model.onnx",
+        "api/openapi.yaml",
+    ]
+
+
+def test_rules_are_imperatives_not_stories() -> None:
+    retained = extract_retained(
+        said("I never liked LangChain. Do not use emojis. Rule: answer in French. You must cite.")
+    )
+    assert retained.rules == ("Do not use emojis.", "Rule: answer in French.", "You must cite.")

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import orjson
+import pydantic_ai.models
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 
@@ -40,10 +41,13 @@ from session.compaction import (
     EventsCompactionConfig,
     OfflineEventSummarizer,
     Window,
+    events_from_messages,
+    retention_window,
 )
 from session.history import warm_up
 from session.lifecycle import PersistPolicy
 from session.paths import sessions_dir
+from tests.conversations import turn
 
 pytestmark = pytest.mark.anyio
 
@@ -106,7 +110,7 @@ class Rig:
         return data
 
 
-RigFactory = Callable[[BaseEventsSummarizer | None, int], Any]
+RigFactory = Callable[..., Any]
 
 
 @pytest.fixture
@@ -114,7 +118,9 @@ async def make_rig(tmp_path: Path) -> AsyncIterator[RigFactory]:
     warm_up()
     async with anyio.create_task_group() as tg:
 
-        async def make(summarizer: BaseEventsSummarizer | None, interval: int) -> Rig:
+        async def make(
+            summarizer: BaseEventsSummarizer | None, interval: int, threshold: int | None = None
+        ) -> Rig:
             workspace = tmp_path / "ws"
             workspace.mkdir()
             home = tmp_path / "home"
@@ -141,7 +147,11 @@ async def make_rig(tmp_path: Path) -> AsyncIterator[RigFactory]:
                 workspace=workspace,
                 project=sessions_dir(workspace, home),
                 model="offline",
-                policy=PersistPolicy(compaction=EventsCompactionConfig(interval, 0)),
+                policy=PersistPolicy(
+                    compaction=EventsCompactionConfig(
+                        interval, 0, token_threshold=threshold, event_retention_size=2
+                    )
+                ),
             )
             send, receive = anyio.create_memory_object_stream[TerminalOutput](256)
             ref: ActorRef[Any]
@@ -221,3 +231,116 @@ async def test_the_actor_answers_a_failure_instead_of_raising(make_rig: RigFacto
     result = await rig.compaction.ask(Compact("aaaaaaaaaaaa", 1, window, "command"), 5)
     assert isinstance(result, Compacted)
     assert result.compaction is None and result.error == "RuntimeError: the summary model is down"
+
+
+class FailsOnce(BaseEventsSummarizer):
+    def __init__(self) -> None:
+        self.failed = False
+
+    async def summarize_events(self, events: Sequence[Event]) -> Event | None:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("a passing outage")
+        return OfflineEventSummarizer().summarize(events)
+
+
+async def test_a_failed_slash_compact_leaves_the_automatic_window_alone(
+    make_rig: RigFactory,
+) -> None:
+    rig: Rig = await make_rig(FailsOnce(), 3)
+    await rig.turn()
+    await rig.terminal.tell(RunCommand("compact", None))
+    output = await rig.next_of(CommandOutput)
+    assert output.text == "error: compaction failed: RuntimeError: a passing outage"
+    for _ in range(2):
+        await rig.turn()
+    notice = await rig.next_of(Info)
+    assert notice.text.startswith("note: compacted turns 1-3 into a summary")
+    await rig.terminal.tell(Detach("exit"))
+
+
+async def test_a_new_session_has_nothing_to_compact(make_rig: RigFactory) -> None:
+    rig: Rig = await make_rig(None, 3)
+    await rig.terminal.tell(RunCommand("compact", None))
+    assert (await rig.next_of(CommandOutput)).text == (
+        "Nothing to compact yet: no turn has completed."
+    )
+    await rig.terminal.tell(Detach("exit"))
+
+
+class Hanging:
+    """A Chat Completions endpoint that accepts connections and never answers."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.connections = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            self.held.append(conn)
+
+    def close(self) -> None:
+        for conn in self.held:
+            conn.close()
+        self.listener.close()
+
+
+async def test_a_hanging_summary_model_costs_one_timeout_then_the_offline_summarizer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local endpoint
+    endpoint = Hanging()
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{endpoint.port}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    events = events_from_messages(
+        [m for n in range(1, 4) for m in turn(n, text=LONG)], first_invocation=1
+    )
+    window = retention_window(events, 0)
+    assert window is not None
+    try:
+        async with anyio.create_task_group() as tg:
+            actor: ActorRef[Any] = await tg.start(
+                partial(
+                    run_supervised,
+                    "compaction",
+                    lambda ref: CompactionActor(
+                        ref, summary_model="openai-chat:slow", llm_timeouts=(0.5, 0.5)
+                    ),
+                )
+            )
+            results = []
+            for _ in range(3):
+                with anyio.fail_after(10):
+                    results.append(await actor.ask(Compact("a" * 12, 1, window, "tokens"), 10))
+            tg.cancel_scope.cancel()
+    finally:
+        endpoint.close()
+    assert all(r.compaction is not None for r in results), "the offline summarizer took over"
+    assert endpoint.connections == 1, "the failing model is not called again at once"
+
+
+async def test_a_budget_smaller_than_what_is_kept_warns_once_and_stops_compacting(
+    make_rig: RigFactory,
+) -> None:
+    rig: Rig = await make_rig(None, 0, 1000)
+    for n in range(12):  # 10 decisions a turn: what is retained soon outweighs 1,000 tokens
+        decisions = " ".join(f"Decision: choice {n}.{d} of the triage agent." for d in range(10))
+        await rig.turn(f"{decisions} {LONG} {LONG}")
+    await rig.terminal.ask(RunCommand("resume", None))
+    notices = rig.notices()
+    over = [n for n in notices if n.startswith("warning: the compacted conversation is still over")]
+    assert len(over) == 1
+    compactions = [n for n in notices if n.startswith("note: compacted")]
+    assert 1 <= len(compactions) <= 8, "backs off instead of compacting before every turn"
+    await rig.terminal.tell(Detach("exit"))

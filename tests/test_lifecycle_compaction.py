@@ -207,3 +207,60 @@ def test_the_compacted_summary_is_scrubbed_before_it_is_saved() -> None:
     saved = write.state.compacted_history_summary
     assert saved is not None and "Decision: the agent calls the API with" in saved
     assert key not in saved and "hunter2-env-secret" not in saved
+
+
+def test_turns_not_yet_compacted_stay_in_memory_past_memory_turns() -> None:
+    p = PersistPolicy(memory_turns=5, compaction=EventsCompactionConfig(8, 1))
+    lc = after_turns(SessionLifecycle(policy=p).start_fresh(T0).lifecycle, 1, 8)
+    window = lc.compaction_due()
+    assert window is not None and (window.start_invocation, window.end_invocation) == (1, 8)
+
+
+def test_with_the_window_on_every_turn_after_the_boundary_is_sent() -> None:
+    p = PersistPolicy(max_turns=3, compaction=EventsCompactionConfig(30, 0))
+    lc = after_turns(SessionLifecycle(policy=p).start_fresh(T0).lifecycle, 1, 25)
+    assert prompts(lc)[0] == "question 1" and len(prompts(lc)) == 25
+
+
+def test_with_the_window_off_the_tail_limit_applies() -> None:
+    p = PersistPolicy(max_turns=3, compaction=EventsCompactionConfig(0, 0))
+    lc = after_turns(SessionLifecycle(policy=p).start_fresh(T0).lifecycle, 1, 25)
+    assert prompts(lc) == ["question 23", "question 24", "question 25"]
+
+
+def test_huge_turns_over_the_budget_are_compacted_not_kept() -> None:
+    p = policy(interval=10, threshold=1000)  # retention 2 events, at most 2,000 characters
+    lc = fresh(p)
+    for n in range(1, 4):
+        lc = lc.complete_turn(
+            turn(n, text="pasted file " * 1000), now=T0, manifest={}, agent_spec_path=None
+        ).lifecycle
+    window = lc.compaction_due(request_tokens=lc.request_tokens())
+    assert window is not None and window.end_invocation == 3, "the last paste is too big to keep"
+
+
+def test_a_resume_after_compaction_counts_turns_from_the_boundary() -> None:
+    lc, _ = compact(after_turns(fresh(policy(interval=3, overlap=1)), 1, 3))
+    lc = after_turns(lc, 4, 5)
+    saved = lc.write(T0, {}, None).state
+    resumed = SessionLifecycle(policy=policy(interval=3, overlap=1)).resume(saved, FileDrift())
+    lc2 = after_turns(resumed.lifecycle, 6, 6)
+    window = lc2.compaction_due()
+    assert window is not None and (window.start_invocation, window.end_invocation) == (1, 6)
+
+
+def test_a_failed_slash_compact_does_not_delay_the_automatic_window() -> None:
+    lc = after_turns(fresh(policy(interval=3)), 1, 1)
+    window = lc.compaction_due(force=True)
+    assert window is not None
+    lc = lc.begin_compaction(window).compaction_failed(lc.generation, back_off=False)
+    assert lc.compacting is None and lc.backoff_until == 0
+    assert after_turns(lc, 2, 3).compaction_due() is not None
+
+
+def test_the_token_trigger_backs_off_too() -> None:
+    lc = after_turns(fresh(policy(interval=0, threshold=200)), 1, 4)
+    window = lc.compaction_due(request_tokens=lc.request_tokens())
+    assert window is not None
+    lc = lc.begin_compaction(window).compaction_failed(lc.generation)
+    assert lc.compaction_due(request_tokens=10_000) is None

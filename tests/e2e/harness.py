@@ -25,6 +25,15 @@ AGENT_ASSIST = str(Path(sys.executable).with_name("agent-assist"))
 DEFAULT_TIMEOUT = 30.0
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (zombies have)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT, what: str = "") -> Any:
     """Poll ``predicate`` until it returns something truthy (for outside processes only)."""
     deadline = time.monotonic() + timeout
@@ -200,15 +209,35 @@ class Env:
         except (OSError, ValueError):
             return None
 
+    def heir_pid(self) -> int | None:
+        try:
+            return int((self.runtime / "heir.pid").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def kill_supervisor_and_heir(self) -> None:
+        """SIGKILL the supervisor and its heir (which would otherwise take over): their
+        process group when it is their own, and each by pid until none is left."""
+        pid = self.supervisor_pid()
+        with contextlib.suppress(ProcessLookupError):
+            if pid is not None and os.getpgid(pid) != os.getpgrp():
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
+        deadline = time.monotonic() + DEFAULT_TIMEOUT
+        while time.monotonic() < deadline:
+            alive = [p for p in (self.heir_pid(), self.supervisor_pid()) if p and running(p)]
+            if not alive:
+                return
+            for pid in alive:  # the heir first
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
+
     def cleanup(self) -> None:
         for client in self.clients:
             if client.process.poll() is None:
                 client.process.kill()
                 client.process.wait()
-        pid = self.supervisor_pid()
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        self.kill_supervisor_and_heir()
         for term in self.terminals:
             term.close()
         shutil.rmtree(self.base, ignore_errors=True)

@@ -1,0 +1,63 @@
+"""``agent-assist sessions`` from a running supervisor with ``os``, ``socket`` and ``json`` only.
+
+Scripts and status bars poll the listing; the bare round trip over the
+socket costs about 25 ms, and importing ``pathlib`` and the full client
+(``supervisor.client``, ``supervisor.runtime``) added a third to it. This asks
+the supervisor directly; whenever anything is not plain (no supervisor, an
+error reply, a lost connection) it returns None and the full path
+(``cli.sessions``) answers, with its own messages and the read-only listing
+of the files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Mapping
+
+TIMEOUT_S = 30.0
+PROTOCOL_VERSION = 1
+MAX_FRAME_BYTES = 1024 * 1024
+"""``supervisor.wire``'s (a test keeps them equal): importing it would import ``typing``."""
+
+
+def runtime_dir(environ: Mapping[str, str]) -> str:
+    """``supervisor.runtime.default_runtime_dir`` as a string (a test keeps them equal)."""
+    explicit = environ.get("AGENT_ASSIST_RUNTIME_DIR")
+    if explicit:
+        return explicit
+    xdg = environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return os.path.join(xdg, "agent-assist")
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"agent-assist-{os.getuid()}")
+
+
+def ask_for_sessions(workspace: str, every: bool) -> dict[str, object] | None:
+    """The supervisor's ``list_sessions`` answer (its ``data``), or None (see the module)."""
+    hello = {
+        "type": "hello",
+        "protocol": PROTOCOL_VERSION,
+        "role": "control",
+        "client_pid": os.getpid(),
+    }
+    request = {"type": "list_sessions", "workspace": workspace, "all": every}
+    path = os.path.join(runtime_dir(os.environ), "supervisor.sock")
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(TIMEOUT_S)
+            sock.connect(path)
+            sock.sendall(json.dumps(hello).encode() + b"\n" + json.dumps(request).encode() + b"\n")
+            with sock.makefile("rb") as lines:
+                welcome = json.loads(lines.readline(MAX_FRAME_BYTES))
+                reply = json.loads(lines.readline(MAX_FRAME_BYTES))
+    except (OSError, ValueError):
+        return None
+    if welcome.get("type") != "welcome" or reply.get("type") != "result":
+        return None
+    data = reply.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("warnings"), list):
+        return None
+    return data

@@ -1,0 +1,141 @@
+"""``headers.index``: a project's session headers, cached on disk for cold listings.
+
+A listing needs each session's header (ids, times, summary, message count),
+not its messages, but the header sits in the same JSON document as the
+messages, so reading it means parsing them all: five times the cost of
+reading the bytes. The index keeps, for each session file, the header read
+from it and the file's identity (inode, size, modification and change times,
+as ``SessionManager``'s in-memory cache does). It is never trusted over the
+files: an entry is used only while a fresh ``stat`` of its file gives the same
+identity, and a file that changed, appeared or has no entry is read in full
+(and the index rewritten). A missing, unreadable or malformed index is simply
+rebuilt. It is a cache, so it is written atomically but without fsync: after
+a crash it is at worst old (entries fail the identity check) or unreadable
+(rebuilt). Only the manager of a writable directory writes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from session.models import SessionHeader, is_session_id
+
+INDEX_NAME = "headers.index"
+INDEX_VERSION = 1
+MAX_INDEX_BYTES = 64 * 1024 * 1024
+FILE_MODE = 0o600
+
+FileIdentity = tuple[int, int, int, int]
+Cached = tuple[FileIdentity, SessionHeader]
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    """The index's bytes, or None if it is missing, not a regular file or too large."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_INDEX_BYTES:
+            return None
+        return file.read(MAX_INDEX_BYTES + 1)
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError("not a string")
+
+
+def _entry(session_id: str, value: Any) -> Cached:
+    identity, header = value
+    ino, size, mtime, ctime = identity
+    if not all(type(n) is int for n in (ino, size, mtime, ctime)):
+        raise TypeError("identity is not four integers")
+    created = datetime.fromisoformat(header["created_at"])
+    updated = datetime.fromisoformat(header["updated_at"])
+    if created.tzinfo is None or updated.tzinfo is None:
+        raise ValueError("naive time")
+    messages = header["messages"]
+    if type(messages) is not int or messages < 0:
+        raise ValueError("bad message count")
+    return (ino, size, mtime, ctime), SessionHeader(
+        session_id=session_id,
+        created_at=created,
+        updated_at=updated,
+        summary=_text(header["summary"]),
+        compacted_history_summary=_text(header["compacted_history_summary"]),
+        messages=messages,
+    )
+
+
+def read_index(directory: Path) -> dict[str, Cached]:
+    """The entries of ``directory``'s index that are well formed (none if it is unusable)."""
+    data = _read_bytes(directory / INDEX_NAME)
+    if data is None:
+        return {}
+    try:
+        raw = orjson.loads(data)
+        if raw.get("version") != INDEX_VERSION:
+            return {}
+        entries = raw["sessions"]
+        if not isinstance(entries, dict):
+            return {}
+    except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError):
+        return {}
+    found: dict[str, Cached] = {}
+    for session_id, value in entries.items():
+        if not is_session_id(session_id):
+            continue
+        with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
+            found[session_id] = _entry(session_id, value)
+    return found
+
+
+def _header_json(header: SessionHeader) -> dict[str, object]:
+    return {
+        "created_at": header.created_at.isoformat(),
+        "updated_at": header.updated_at.isoformat(),
+        "summary": header.summary,
+        "compacted_history_summary": header.compacted_history_summary,
+        "messages": header.messages,
+    }
+
+
+def write_index(directory: Path, headers: Mapping[str, Cached]) -> None:
+    """Replace the index with ``headers`` (atomically; best effort: a failure is ignored)."""
+    data = orjson.dumps(
+        {
+            "version": INDEX_VERSION,
+            "sessions": {
+                session_id: [list(identity), _header_json(header)]
+                for session_id, (identity, header) in headers.items()
+                if header.note is None
+            },
+        }
+    )
+    target = directory / INDEX_NAME
+    temp = directory / f".{INDEX_NAME}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(
+            temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
+        )
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(temp, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temp.unlink()

@@ -1,0 +1,355 @@
+"""The front door: answers attaches with light modules while the model stack loads.
+
+A new supervisor listens before it imports pydantic-ai (most of a second).
+Until the stack is loaded, each connection is served here: a terminal gets its
+welcome (with the resumption offer) and its ``open`` answered (the session is
+claimed, and a resumed one read, through the StorageActor), so its prompt
+shows at once; the connection is then handed to the real ``Server``, which
+attaches a TerminalActor and opens the same session in it. A first message
+typed before that waits for the stack; past ``MODEL_NOTICE_AFTER_S`` the
+terminal is told, in one line, that the model is starting. Control requests
+that need no model (listing, status, stop) are answered at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+from anyio.abc import SocketAttribute, SocketStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from actors.base import ActorRef
+from actors.messages import (
+    Claim,
+    ListSessions,
+    LiveCount,
+    LoadSession,
+    Release,
+    StorageMessage,
+)
+from session.catalog import SessionListing
+from session.errors import SessionError, SessionFileError, SessionLive
+from session.models import new_session_id, validate_session_id
+from session.paths import sessions_dir
+from supervisor import protocol as p
+from supervisor.runtime import peer_credentials
+from supervisor.stack import package_version
+from supervisor.welcome import welcome
+from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION, ErrorCode, FrameError
+
+if TYPE_CHECKING:
+    from supervisor.server import Server
+
+log = logging.getLogger("agent_assist.front")
+MODEL_NOTICE_AFTER_S = 0.3
+MODEL_NOTICE = "starting the model..."
+STORAGE_TIMEOUT_S = 30.0
+
+
+class _Hangup(Exception):
+    """The connection is to be closed (the error frame, if any, was sent)."""
+
+
+@dataclass(frozen=True)
+class Opening:
+    """A session the front door opened for a terminal: the Server opens it again, for real."""
+
+    mode: Literal["new", "resume"]
+    session_id: str
+
+
+def error_for(exc: BaseException) -> tuple[str, str]:
+    if isinstance(exc, SessionLive):
+        return ErrorCode.SESSION_LIVE, str(exc)
+    if isinstance(exc, FileNotFoundError):
+        return ErrorCode.NOT_FOUND, "no such session"
+    if isinstance(exc, SessionFileError):
+        return ErrorCode.SESSION_FILE, f"{exc.severity}: {exc}"
+    if isinstance(exc, SessionError):
+        return ErrorCode.INVALID_REQUEST, str(exc)
+    if isinstance(exc, TimeoutError):
+        return ErrorCode.BUSY, "the supervisor did not answer in time"
+    return ErrorCode.INTERNAL, f"{type(exc).__name__}: {exc}"
+
+
+class FrontDoor:
+    def __init__(
+        self,
+        root: Path,
+        socket: Path,
+        storage: ActorRef[StorageMessage],
+        shutdown: anyio.Event,
+    ) -> None:
+        self._root = root
+        self._socket = socket
+        self._storage = storage
+        self._shutdown = shutdown
+        self._server: Server | None = None
+        self._ready = anyio.Event()
+        self._terminals: set[int] = set()
+        self._started = time.monotonic()
+
+    def hand_over(self, server: Server) -> None:
+        """The model stack is loaded: from now on ``server`` serves every connection."""
+        self._server = server
+        self._ready.set()
+
+    async def _server_ready(self) -> Server:
+        await self._ready.wait()
+        assert self._server is not None
+        return self._server
+
+    async def handle(self, stream: SocketStream) -> None:
+        if self._server is not None:
+            await self._server.handle(stream)
+            return
+        handed_over = False
+        try:
+            handed_over = await self._handle(stream)
+        except _Hangup:
+            pass
+        except Exception:
+            log.exception("connection failed")
+        finally:
+            if not handed_over:
+                await stream.aclose()
+
+    # -- framing ------------------------------------------------------------
+
+    async def _send(self, stream: SocketStream, frame: p.ServerFrame) -> None:
+        await stream.send(p.encode_server_frame(frame))
+
+    async def _refuse(self, stream: SocketStream, code: str, message: str) -> None:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await self._send(stream, p.ErrorFrame(code=code, message=message))
+        raise _Hangup(message)
+
+    async def _read(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> p.ClientFrame:
+        try:
+            line = await reader.receive_until(b"\n", MAX_FRAME_BYTES)
+        except anyio.DelimiterNotFound:
+            await self._refuse(
+                stream, ErrorCode.FRAME_TOO_LARGE, f"frame over {MAX_FRAME_BYTES} bytes"
+            )
+            raise
+        except (
+            anyio.IncompleteRead,
+            anyio.EndOfStream,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+            OSError,
+        ) as exc:
+            raise _Hangup("end of stream") from exc
+        try:
+            return p.parse_client_frame(line)
+        except FrameError as exc:
+            await self._refuse(stream, exc.code, str(exc))
+            raise
+
+    # -- connections --------------------------------------------------------
+
+    async def _handle(self, stream: SocketStream) -> bool:
+        """Serve a connection until it can be handed over; True once handed over."""
+        raw = stream.extra(SocketAttribute.raw_socket)
+        peer_pid, peer_uid, _ = peer_credentials(raw)
+        if peer_uid != os.getuid():
+            log.warning("refused a connection from uid %d (pid %d)", peer_uid, peer_pid)
+            await self._refuse(
+                stream, ErrorCode.NOT_ALLOWED, "connections from other users are not accepted"
+            )
+        reader = BufferedByteReceiveStream(stream)
+        hello = await self._read(reader, stream)
+        if not isinstance(hello, p.Hello):
+            await self._refuse(stream, ErrorCode.HELLO_REQUIRED, "the first frame must be hello")
+        assert isinstance(hello, p.Hello)
+        if hello.protocol != PROTOCOL_VERSION:
+            await self._refuse(
+                stream,
+                ErrorCode.PROTOCOL_VERSION,
+                f"protocol {hello.protocol} is not supported "
+                f"(this supervisor speaks {PROTOCOL_VERSION})",
+            )
+        if hello.role == "control":
+            await self._send(stream, p.Welcome(supervisor_pid=os.getpid()))
+            await self._control(reader, stream)
+            return False
+        terminal_pid = hello.terminal_pid or hello.client_pid
+        if terminal_pid in self._terminals:
+            await self._refuse(
+                stream,
+                ErrorCode.BUSY,
+                f"another agent-assist is attached for terminal {terminal_pid}; "
+                "set AGENT_ASSIST_TERMINAL_PID to run a second one",
+            )
+        self._terminals.add(terminal_pid)
+        try:
+            return await self._terminal(hello, terminal_pid, reader, stream)
+        finally:
+            self._terminals.discard(terminal_pid)
+
+    async def _terminal(
+        self,
+        hello: p.Hello,
+        terminal_pid: int,
+        reader: BufferedByteReceiveStream,
+        stream: SocketStream,
+    ) -> bool:
+        workspace = Path(hello.workspace or "")
+        usable = workspace.is_absolute() and await anyio.to_thread.run_sync(workspace.is_dir)
+        if not hello.workspace or not usable:
+            await self._refuse(
+                stream,
+                ErrorCode.INVALID_REQUEST,
+                f"workspace {hello.workspace!r} is not an existing directory",
+            )
+        workspace = await anyio.to_thread.run_sync(workspace.resolve)
+        project = sessions_dir(workspace, self._root)
+        await self._send(stream, await welcome(self._storage, project, terminal_pid, workspace))
+        opening = await self._open(reader, stream, project, terminal_pid)
+        if opening is None:
+            return False
+        if not await self._wait_for_model(reader, stream):
+            await self._storage.ask(Release(opening.session_id, terminal_pid), STORAGE_TIMEOUT_S)
+            return False
+        server = await self._server_ready()
+        await server.adopt(hello, reader, stream, opening)
+        return True
+
+    async def _open(
+        self,
+        reader: BufferedByteReceiveStream,
+        stream: SocketStream,
+        project: Path,
+        terminal_pid: int,
+    ) -> Opening | None:
+        """Answer ``open`` frames until one succeeds; None if the terminal leaves first."""
+        while True:
+            frame = await self._read(reader, stream)
+            if isinstance(frame, p.Close):
+                await self._send(stream, p.ClosedFrame(session_id=None, saved=False, reason="exit"))
+                return None
+            if not isinstance(frame, p.Open):
+                await self._send(
+                    stream,
+                    p.ErrorFrame(code=ErrorCode.INVALID_REQUEST, message="open a session first"),
+                )
+                continue
+            try:
+                opening = await self._claim(frame, project, terminal_pid)
+            except Exception as exc:
+                code, message = error_for(exc)
+                await self._send(stream, p.ErrorFrame(code=code, message=message))
+                continue
+            await self._send(
+                stream,
+                p.Opened(session_id=opening.session_id, resumed=opening.mode == "resume"),
+            )
+            return opening
+
+    async def _claim(self, frame: p.Open, project: Path, terminal_pid: int) -> Opening:
+        if frame.mode == "new":
+            session_id = new_session_id()
+            await self._storage.ask(Claim(session_id, terminal_pid), STORAGE_TIMEOUT_S)
+            return Opening("new", session_id)
+        session_id = validate_session_id(frame.session_id or "")
+        await self._storage.ask(Claim(session_id, terminal_pid), STORAGE_TIMEOUT_S)
+        try:  # the file must be there and readable now, as the real open will find it
+            await self._storage.ask(LoadSession(project, session_id), STORAGE_TIMEOUT_S)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._storage.ask(Release(session_id, terminal_pid), STORAGE_TIMEOUT_S)
+            raise
+        return Opening("resume", session_id)
+
+    async def _wait_for_model(
+        self, reader: BufferedByteReceiveStream, stream: SocketStream
+    ) -> bool:
+        """Until the stack is loaded, keeping what the terminal sends meanwhile in ``reader``
+        (in order) and telling it once if a message of its waits over the notice delay.
+        False if the terminal went away."""
+        if self._ready.is_set():
+            return True
+        gone = False
+        noticed = False
+        waiting_since: float | None = None
+
+        async def read_ahead() -> None:
+            nonlocal gone, waiting_since
+            while True:
+                try:
+                    chunk = await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                    gone = True
+                    tg.cancel_scope.cancel()
+                    return
+                reader.feed_data(chunk)
+                if waiting_since is None and b'"user_message"' in reader.buffer:
+                    waiting_since = anyio.current_time()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_ahead)
+            while not self._ready.is_set():
+                with anyio.move_on_after(0.05):
+                    await self._ready.wait()
+                late = waiting_since is not None and (
+                    anyio.current_time() - waiting_since > MODEL_NOTICE_AFTER_S
+                )
+                if late and not noticed and not self._ready.is_set():
+                    noticed = True
+                    await self._send(stream, p.Notice(text=MODEL_NOTICE))
+            tg.cancel_scope.cancel()
+        return not gone
+
+    # -- control connections --------------------------------------------------
+
+    async def _control(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> None:
+        while True:
+            frame = await self._read(reader, stream)
+            try:
+                data = await self._answer(frame)
+            except Exception as exc:
+                code, message = error_for(exc)
+                await self._send(stream, p.ErrorFrame(code=code, message=message))
+                continue
+            await self._send(stream, p.Result(data=data))
+            if isinstance(frame, p.Stop):
+                self._shutdown.set()
+
+    async def _answer(self, frame: p.ClientFrame) -> object:
+        if self._server is not None:
+            return await self._server.answer(frame)
+        match frame:
+            case p.ListSessions(workspace=workspace, all=every):
+                projects = None
+                if not every:
+                    if not workspace or not Path(workspace).is_absolute():
+                        raise SessionError("a workspace (absolute path) is required")
+                    projects = (sessions_dir(Path(workspace), self._root),)
+                listing: SessionListing = await self._storage.ask(ListSessions(projects))
+                return {
+                    "sessions": [r.to_json() for r in listing.rows],
+                    "warnings": list(listing.warnings),
+                }
+            case p.Status():
+                return {
+                    "running": True,
+                    "pid": os.getpid(),
+                    "socket": str(self._socket),
+                    "terminals": len(self._terminals),
+                    "live_sessions": await self._storage.ask(LiveCount()),
+                    "uptime_s": round(time.monotonic() - self._started, 1),
+                    "version": await anyio.to_thread.run_sync(package_version),
+                    "state_root": str(self._root),
+                    "model_loaded": False,  # the model stack is still loading
+                }
+            case p.Stop():
+                return {"stopping": True}
+        server = await self._server_ready()
+        return await server.answer(frame)

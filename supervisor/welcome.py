@@ -1,0 +1,77 @@
+"""A terminal's welcome: the resumption offer with what the user needs to decide, and others.
+
+Light (no model stack): both the front door of a starting supervisor and the
+Server send it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from actors.base import ActorRef
+from actors.messages import FindResumable, ListSessions, StorageMessage
+from session.catalog import Resumable, SessionListing
+from session.filesystem import detect_file_drift
+from session.models import SessionState
+from session.resume import format_utc
+from supervisor import protocol as p
+
+MAX_OTHER_OFFERS = 5
+
+
+def _turns(messages: Sequence[Mapping[str, Any]]) -> int:
+    """User turns among serialized messages (requests that carry a user prompt)."""
+    return sum(
+        1
+        for m in messages
+        if m.get("kind") == "request"
+        and any(part.get("part_kind") == "user-prompt" for part in m.get("parts", ()))
+    )
+
+
+async def offer_with_context(state: SessionState, workspace: Path) -> p.Offer:
+    """The offered session with what the user needs to decide: turns, summary, drift."""
+    drift = await anyio.to_thread.run_sync(detect_file_drift, workspace, state.file_manifest)
+    return p.Offer(
+        session_id=state.session_id,
+        last_active=format_utc(state.updated_at),
+        turns=_turns(state.recent_messages),
+        summary=state.summary or state.compacted_history_summary,
+        modified=drift.modified,
+        deleted=drift.deleted,
+        unchanged=len(drift.unchanged),
+    )
+
+
+async def other_offers(
+    storage: ActorRef[StorageMessage], project: Path, offered: str
+) -> tuple[p.Offer, ...]:
+    """The project's other orphaned sessions, newest first, for the user to pick from."""
+    listing: SessionListing = await storage.ask(ListSessions((project,)))
+    return tuple(
+        p.Offer(
+            session_id=row.session_id,
+            last_active=format_utc(row.updated_at),
+            summary=row.summary,
+        )
+        for row in listing.rows
+        if row.state == "orphaned" and row.note is None and row.session_id != offered
+    )[:MAX_OTHER_OFFERS]
+
+
+async def welcome(
+    storage: ActorRef[StorageMessage], project: Path, terminal_pid: int, workspace: Path
+) -> p.Welcome:
+    found: Resumable = await storage.ask(FindResumable(project, terminal_pid))
+    offer, others = None, tuple[p.Offer, ...]()
+    if found.offer is not None:
+        offer = await offer_with_context(found.offer, workspace)
+        others = await other_offers(storage, project, found.offer.session_id)
+    return p.Welcome(
+        supervisor_pid=os.getpid(), offer=offer, warnings=found.warnings, others=others
+    )

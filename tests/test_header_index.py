@@ -1,0 +1,131 @@
+"""headers.index: cold listings take unchanged headers from it, never trusting it over the files."""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+import pytest
+
+from session.header_index import INDEX_NAME, read_index
+from session.history import dump_messages
+from session.manager import SessionManager
+from session.models import SessionState
+from tests.conversations import conversation
+
+NOW = datetime(2026, 11, 29, 10, 15, tzinfo=UTC)
+
+
+@pytest.fixture
+def directory(tmp_path: Path) -> Path:
+    return tmp_path / "projects" / "ws_12345678" / "sessions"
+
+
+def save(directory: Path, session_id: str, summary: str, turns: int = 2) -> SessionState:
+    state = SessionState.new(NOW, session_id).model_copy(
+        update={
+            "summary": summary,
+            "recent_messages": tuple(dump_messages(conversation(*[0] * turns))),
+        }
+    )
+    SessionManager(directory).save(state)
+    return state
+
+
+def summaries(directory: Path, *, read_only: bool = False) -> dict[str, str | None]:
+    listing = SessionManager(directory, read_only=read_only).list_sessions()
+    return {header.session_id: header.summary for header in listing.sessions}
+
+
+def test_a_listing_writes_the_index_and_a_cold_listing_lists_the_same(directory: Path) -> None:
+    save(directory, "aaaaaaaaaaaa", "first", turns=3)
+    save(directory, "bbbbbbbbbbbb", "second")
+    from_files = SessionManager(directory).list_sessions()
+    assert (directory / INDEX_NAME).is_file()
+    from_index = SessionManager(directory).list_sessions()
+    assert from_index == from_files
+    assert [h.messages for h in from_index.sessions] == [6, 4]
+
+
+def test_an_unchanged_file_s_header_comes_from_the_index(directory: Path) -> None:
+    save(directory, "aaaaaaaaaaaa", "from the file")
+    SessionManager(directory).list_sessions()
+    path = directory / INDEX_NAME
+    raw = orjson.loads(path.read_bytes())
+    raw["sessions"]["aaaaaaaaaaaa"][1]["summary"] = "from the index"
+    path.write_bytes(orjson.dumps(raw))
+    assert summaries(directory) == {"aaaaaaaaaaaa": "from the index"}
+
+
+def test_a_file_changed_since_the_index_is_read_again(directory: Path) -> None:
+    save(directory, "aaaaaaaaaaaa", "before")
+    SessionManager(directory).list_sessions()
+    save(directory, "aaaaaaaaaaaa", "after")
+    assert summaries(directory) == {"aaaaaaaaaaaa": "after"}
+
+
+def test_a_session_deleted_since_the_index_is_not_listed(directory: Path) -> None:
+    save(directory, "aaaaaaaaaaaa", "kept")
+    save(directory, "bbbbbbbbbbbb", "deleted")
+    SessionManager(directory).list_sessions()
+    (directory / "bbbbbbbbbbbb.json").unlink()
+    assert summaries(directory) == {"aaaaaaaaaaaa": "kept"}
+
+
+def test_a_new_session_missing_from_the_index_is_listed(directory: Path) -> None:
+    save(directory, "aaaaaaaaaaaa", "old")
+    SessionManager(directory).list_sessions()
+    save(directory, "bbbbbbbbbbbb", "new")
+    assert summaries(directory) == {"aaaaaaaaaaaa": "old", "bbbbbbbbbbbb": "new"}
+    assert set(read_index(directory)) == {"aaaaaaaaaaaa", "bbbbbbbbbbbb"}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"not json", b"[]", b'{"version": 99, "sessions": {}}', b'{"version": 1}'],
+)
+def test_an_unusable_index_is_ignored_and_rebuilt(directory: Path, content: bytes) -> None:
+    save(directory, "aaaaaaaaaaaa", "from the file")
+    (directory / INDEX_NAME).write_bytes(content)
+    assert summaries(directory) == {"aaaaaaaaaaaa": "from the file"}
+    assert set(read_index(directory)) == {"aaaaaaaaaaaa"}
+
+
+def test_a_malformed_entry_is_dropped_and_the_file_read(directory: Path) -> None:
+    save(directory, "aaaaaaaaaaaa", "from the file")
+    SessionManager(directory).list_sessions()
+    path = directory / INDEX_NAME
+    raw = orjson.loads(path.read_bytes())
+    raw["sessions"]["aaaaaaaaaaaa"][1]["messages"] = "many"
+    raw["sessions"]["../../etc"] = raw["sessions"]["aaaaaaaaaaaa"]
+    path.write_bytes(orjson.dumps(raw))
+    assert read_index(directory) == {}
+    assert summaries(directory) == {"aaaaaaaaaaaa": "from the file"}
+
+
+def test_a_read_only_listing_writes_no_index(directory: Path) -> None:
+    save(directory, "aaaaaaaaaaaa", "listed")
+    assert summaries(directory, read_only=True) == {"aaaaaaaaaaaa": "listed"}
+    assert not (directory / INDEX_NAME).exists()
+
+
+def test_the_index_is_private_and_leaves_no_temporary_file(directory: Path) -> None:
+    save(directory, "aaaaaaaaaaaa", "listed")
+    SessionManager(directory).list_sessions()
+    assert stat.S_IMODE((directory / INDEX_NAME).stat().st_mode) == 0o600
+    assert sorted(os.listdir(directory)) == ["aaaaaaaaaaaa.json", INDEX_NAME]
+
+
+def test_a_symlinked_index_is_not_followed(directory: Path, tmp_path: Path) -> None:
+    save(directory, "aaaaaaaaaaaa", "from the file")
+    SessionManager(directory).list_sessions()
+    elsewhere = tmp_path / "elsewhere.index"
+    raw = orjson.loads((directory / INDEX_NAME).read_bytes())
+    raw["sessions"]["aaaaaaaaaaaa"][1]["summary"] = "planted"
+    elsewhere.write_bytes(orjson.dumps(raw))
+    (directory / INDEX_NAME).unlink()
+    (directory / INDEX_NAME).symlink_to(elsewhere)
+    assert summaries(directory, read_only=True) == {"aaaaaaaaaaaa": "from the file"}

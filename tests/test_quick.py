@@ -1,0 +1,43 @@
+"""The quick listing finds the same socket as the full client, without pathlib."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli import quick
+from cli.quick import runtime_dir
+from supervisor import wire
+from supervisor.runtime import default_runtime_dir
+
+
+def test_the_quick_listing_speaks_the_wire_protocol_s_version_and_frame_cap() -> None:
+    assert (quick.PROTOCOL_VERSION, quick.MAX_FRAME_BYTES) == (
+        wire.PROTOCOL_VERSION,
+        wire.MAX_FRAME_BYTES,
+    )
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {"AGENT_ASSIST_RUNTIME_DIR": "/run/user/1000/mine", "XDG_RUNTIME_DIR": "/run/user/1000"},
+        {"XDG_RUNTIME_DIR": "/run/user/1000"},
+        {},
+    ],
+)
+def test_the_quick_listing_uses_the_client_s_runtime_directory(environ: dict[str, str]) -> None:
+    assert runtime_dir(environ) == str(default_runtime_dir(environ))
+
+
+def test_the_quick_listing_imports_no_pathlib_and_no_full_client() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cli.entry, cli.quick\n"
+        "print(sorted(m for m in ('pathlib', 'typing', 'supervisor.client', 'supervisor.runtime')"
+        " if m in sys.modules))\n"
+    )
+    argv = [sys.executable, "-c", code]
+    result = subprocess.run(argv, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

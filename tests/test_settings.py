@@ -1,0 +1,41 @@
+"""session/settings.py: layers, sources and the one-line refusal of bad values."""
+
+from __future__ import annotations
+
+import pytest
+
+from session.settings import SettingsError, resolve_settings
+
+
+def test_options_beat_the_environment_which_beats_the_file() -> None:
+    settings = resolve_settings(
+        {"compaction_interval": 3, "compaction_overlap": 1, "model": "openai-chat:a"},
+        {"AGENT_ASSIST_COMPACTION_OVERLAP": "2", "AGENT_ASSIST_MODEL": "openai-chat:b"},
+        {"model": "openai-chat:c"},
+    )
+    assert (settings.compaction_interval, settings.source_of("compaction_interval")) == (3, "file")
+    assert (settings.compaction_overlap, settings.source_of("compaction_overlap")) == (2, "env")
+    assert (settings.model, settings.source_of("model")) == ("openai-chat:c", "option")
+    assert settings.source_of("context_tokens") == "default"
+
+
+@pytest.mark.parametrize("value", ["-1", "abc", "3.0", "٣", "1_0", "101", "9" * 30])
+def test_a_bad_interval_is_one_line_naming_it_and_its_source(value: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        resolve_settings({}, {"AGENT_ASSIST_COMPACTION_INTERVAL": value})
+    assert str(caught.value) == (
+        f"bad compaction_interval {value!r} from AGENT_ASSIST_COMPACTION_INTERVAL: "
+        "must be a whole number between 0 and 100"
+    )
+
+
+@pytest.mark.parametrize("value", [True, 2.5, "x", -3])
+def test_a_bad_value_in_the_file_names_the_file(value: object) -> None:
+    with pytest.raises(SettingsError, match=r"bad compaction_overlap .* from config.toml"):
+        resolve_settings({"compaction_overlap": value}, {})
+
+
+def test_context_tokens_auto_means_derived_from_the_model() -> None:
+    assert resolve_settings({"context_tokens": "auto"}, {}).context_tokens is None
+    with pytest.raises(SettingsError, match="between 1000 and"):
+        resolve_settings({}, {"AGENT_ASSIST_CONTEXT_TOKENS": "999"})

@@ -1,0 +1,215 @@
+"""A starting supervisor answers attaches before the model stack loads; the first turn waits."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from actors.base import run_supervised
+from actors.storage import StorageActor, StorageMemory
+from session.history import dump_messages
+from session.manager import SessionManager
+from session.models import SessionState, utc_now
+from session.paths import sessions_dir
+from supervisor import daemon
+from supervisor.client import Connection, hello
+from supervisor.front import MODEL_NOTICE, FrontDoor
+from supervisor.runtime import RuntimePaths
+from supervisor.stack import HEAVY_MODULES
+from supervisor.wire import Frame
+from tests.conversations import conversation
+
+TIMEOUT_S = 20.0
+
+
+def test_the_supervisor_and_its_front_door_import_no_model_stack() -> None:
+    code = (
+        "import sys, supervisor.daemon, supervisor.front, cli.entry\n"
+        "heavy = set(sys.argv[1:])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('pydantic_ai') or m in heavy))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, *HEAVY_MODULES], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+@dataclass
+class Starting:
+    """A supervisor that listens through its front door; ``load`` loads the model stack."""
+
+    root: Path
+    workspace: Path
+    socket: Path
+    load: Callable[[], Awaitable[None]]
+
+    async def connect(self) -> Connection:
+        conn = await anyio.to_thread.run_sync(Connection.open, self.socket)
+        conn.sock.settimeout(TIMEOUT_S)
+        return conn
+
+
+async def call(fn: Callable[..., Any], *args: Any) -> Any:
+    return await anyio.to_thread.run_sync(fn, *args)
+
+
+async def until(conn: Connection, kind: str) -> list[Frame]:
+    """Frames up to and including the first of type ``kind``."""
+    frames: list[Frame] = []
+    while not frames or frames[-1]["type"] != kind:
+        frames.append(await call(conn.receive))
+    return frames
+
+
+@pytest.fixture
+async def starting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Starting]:
+    root = tmp_path / "home"
+    monkeypatch.setenv("AGENT_ASSIST_HOME", str(root))
+    monkeypatch.delenv("AGENT_ASSIST_MODEL", raising=False)
+    (tmp_path / "run").mkdir(mode=0o700)
+    paths = RuntimePaths(tmp_path / "run")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    shutdown = anyio.Event()
+    running = daemon._Running()
+    memory = StorageMemory()
+    async with anyio.create_task_group() as workers:
+        storage = await workers.start(
+            partial(run_supervised, "storage", lambda ref: StorageActor(root, memory))
+        )
+        front = FrontDoor(root, paths.socket, storage, shutdown)
+        async with anyio.create_task_group() as terminals:
+            listener = await anyio.create_unix_listener(paths.socket, mode=0o600)
+            async with anyio.create_task_group() as connections:
+                connections.start_soon(
+                    partial(listener.serve, front.handle, task_group=connections)
+                )
+                yield Starting(
+                    root,
+                    workspace,
+                    paths.socket,
+                    partial(
+                        daemon.start_model_stack,
+                        paths,
+                        workers,
+                        terminals,
+                        storage,
+                        front,
+                        shutdown,
+                        running,
+                    ),
+                )
+                if running.registry is not None:
+                    await running.registry.detach_all("shutdown")
+                connections.cancel_scope.cancel()
+            await listener.aclose()
+            terminals.cancel_scope.cancel()
+        workers.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_terminal_is_opened_before_the_model_loads_and_its_first_turn_waits(
+    starting: Starting,
+) -> None:
+    conn = await starting.connect()
+    with contextlib.closing(conn):
+        welcome = await call(
+            conn.request,
+            hello("terminal", terminal_pid=os.getpid(), workspace=str(starting.workspace)),
+        )
+        assert welcome["type"] == "welcome"
+        await call(conn.send, {"type": "open", "mode": "new", "session_id": None})
+        opened = await call(conn.receive)
+        assert opened["type"] == "opened" and opened["resumed"] is False
+        await call(conn.send, {"type": "user_message", "text": "are you there"})
+        assert await call(conn.receive) == {"type": "notice", "text": MODEL_NOTICE}
+        await starting.load()
+        frames = await until(conn, "turn_end")
+        assert frames[-1]["status"] == "ok"
+        reply = "".join(f["text"] for f in frames if f["type"] == "text_delta")
+        assert 'You said: "are you there"' in reply
+        assert not any(f["type"] == "opened" for f in frames)  # told once, by the front door
+        await call(conn.send, {"type": "close"})
+        closed = (await until(conn, "closed"))[-1]
+        assert closed["saved"] is True and closed["session_id"] == opened["session_id"]
+
+
+@pytest.mark.anyio
+async def test_a_session_resumed_before_the_model_loads_keeps_its_history(
+    starting: Starting,
+) -> None:
+    state = SessionState.new(utc_now()).model_copy(
+        update={"recent_messages": tuple(dump_messages(conversation(0, 0)))}
+    )
+    SessionManager(sessions_dir(starting.workspace.resolve(), starting.root)).save(state)
+    conn = await starting.connect()
+    with contextlib.closing(conn):
+        welcome = await call(
+            conn.request,
+            hello("terminal", terminal_pid=os.getpid(), workspace=str(starting.workspace)),
+        )
+        assert welcome["offer"]["session_id"] == state.session_id
+        await call(conn.send, {"type": "open", "mode": "resume", "session_id": state.session_id})
+        opened = await call(conn.receive)
+        assert opened["type"] == "opened" and opened["resumed"] is True
+        assert opened["session_id"] == state.session_id
+        await call(conn.send, {"type": "user_message", "text": "where were we"})
+        await starting.load()
+        frames = await until(conn, "turn_end")
+        reply = "".join(f["text"] for f in frames if f["type"] == "text_delta")
+        assert "(turn 3 of this conversation" in reply
+        await call(conn.send, {"type": "close"})
+        await until(conn, "closed")
+
+
+@pytest.mark.anyio
+async def test_a_session_live_elsewhere_is_refused_before_the_model_loads(
+    starting: Starting,
+) -> None:
+    state = SessionState.new(utc_now())
+    SessionManager(sessions_dir(starting.workspace.resolve(), starting.root)).save(state)
+    first, second = await starting.connect(), await starting.connect()
+    with contextlib.closing(first), contextlib.closing(second):
+        for conn, pid in ((first, os.getpid()), (second, os.getppid())):
+            await call(
+                conn.request,
+                hello("terminal", terminal_pid=pid, workspace=str(starting.workspace)),
+            )
+            await call(
+                conn.send, {"type": "open", "mode": "resume", "session_id": state.session_id}
+            )
+        assert (await call(first.receive))["type"] == "opened"
+        refused = await call(second.receive)
+        assert refused["type"] == "error" and refused["code"] == "session_live"
+        await call(second.send, {"type": "open", "mode": "new", "session_id": None})
+        assert (await call(second.receive))["type"] == "opened"
+
+
+@pytest.mark.anyio
+async def test_listing_and_status_are_answered_before_the_model_loads_and_say_so(
+    starting: Starting,
+) -> None:
+    conn = await starting.connect()
+    with contextlib.closing(conn):
+        await call(conn.request, hello("control"))
+        listing = await call(
+            conn.request,
+            {"type": "list_sessions", "workspace": str(starting.workspace), "all": False},
+        )
+        assert listing["data"] == {"sessions": [], "warnings": []}
+        status = await call(conn.request, {"type": "status"})
+        assert status["data"]["running"] is True and status["data"]["terminals"] == 0
+        assert status["data"]["model_loaded"] is False
+        await starting.load()
+        status = await call(conn.request, {"type": "status"})
+        assert status["data"]["model_loaded"] is True
