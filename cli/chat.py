@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cli.console import Cancelled, Console, ReplyView, UnclearAnswer
+from cli.console import Cancelled, Console, PlainReply, ReplyView, UnclearAnswer
 from cli.errors import as_error_line
 from cli.preload import preload_prompt
 from cli.summaries import clip, summary_headline
@@ -403,7 +403,7 @@ class Chat:
                     self.console.warn(as_error_line(str(reply.get("error"))))
                 return
             else:
-                if reply["type"] in ("notice", "error"):
+                if reply["type"] in ("notice", "error") and isinstance(view, PlainReply):
                     view.end()  # a notice (a failed save) gets a line of its own
                 self._other(reply)
 
