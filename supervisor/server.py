@@ -59,7 +59,7 @@ from session.paths import sessions_dir
 from session.processes import process_start_time
 from supervisor import accept
 from supervisor import protocol as p
-from supervisor.front import Opening
+from supervisor.front import Opening, ProtocolMisuse
 from supervisor.registry import Registry, TerminalBusy
 from supervisor.runtime import peer_credentials
 from supervisor.welcome import welcome
@@ -74,10 +74,6 @@ MAX_CONNECTIONS = accept.MAX_CONNECTIONS
 
 class _Hangup(Exception):
     """The connection is to be closed (the error frame, if any, was sent)."""
-
-
-class ProtocolMisuse(Exception):
-    """A well-formed frame sent where it has no meaning (answered ``invalid_request``)."""
 
 
 @dataclass(frozen=True)
