@@ -23,6 +23,8 @@ from actors.supervision import Decision, RestartPolicy, decide
 log = logging.getLogger("agent_assist.actors")
 
 M = TypeVar("M")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 DEFAULT_MAILBOX = 64
 DEFAULT_ASK_TIMEOUT_S = 30.0
 DEFAULT_POLICY = RestartPolicy()
@@ -34,6 +36,15 @@ class ActorError(Exception):
 
 class DeadActor(ActorError):
     """The actor stopped before it could take or answer the message."""
+
+
+class Ask(Generic[R_co]):
+    """Base of a message that is asked, not told: ``ref.ask(message)`` returns an ``R``.
+
+    (A message class says ``class LoadSession(Ask[SessionState])``; mypy then types the
+    answer of every ask of it.)"""
+
+    __slots__ = ()
 
 
 @dataclass(eq=False)
@@ -89,15 +100,19 @@ class ActorRef(Generic[M]):
             return False
         return True
 
-    async def ask(self, message: M, timeout: float = DEFAULT_ASK_TIMEOUT_S) -> Any:
-        """Send ``message`` and wait for the answer (TimeoutError after ``timeout`` s)."""
+    async def ask(self, message: Ask[R], timeout: float = DEFAULT_ASK_TIMEOUT_S) -> R:
+        """Send ``message`` and wait for its answer, an ``R`` (TimeoutError after ``timeout`` s).
+
+        Only ``Ask`` messages can be asked; that the message is also one of this actor's
+        (an ``M``) is checked at run time by the actor's ``handle``."""
         reply = Reply()
         with anyio.fail_after(timeout):
             try:
-                await self._send.send(Envelope(message, reply))
+                await self._send.send(Envelope(message, reply))  # type: ignore[arg-type]
             except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
                 raise DeadActor(f"{self.name} is not running") from exc
-            return await reply.wait()
+            answer: R = await reply.wait()
+            return answer
 
     def close(self) -> None:
         """Stop the actor once its queued messages are handled."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from functools import partial
 from typing import Any
 
@@ -35,6 +36,9 @@ from actors.turn_lines import describe_tool_call, explain_failure
 
 log = logging.getLogger("agent_assist.llm")
 DEFAULT_CONCURRENCY = 4
+AGENTS_KEPT = 8
+"""Agents kept built, least recently used dropped first: a client sending many model
+names costs at most this many (about 1 MB each)."""
 CHECKPOINT_TIMEOUT_S = 60.0
 
 
@@ -46,11 +50,19 @@ def _one_line(exc: BaseException) -> str:
 class LLMActor(Actor[LLMMessage]):
     name = "llm"
 
-    def __init__(self, concurrency: int = DEFAULT_CONCURRENCY) -> None:
+    def __init__(
+        self, concurrency: int = DEFAULT_CONCURRENCY, agents_kept: int = AGENTS_KEPT
+    ) -> None:
         self._limiter = anyio.CapacityLimiter(concurrency)
-        self._agents: dict[str, Agent[TurnDeps, str]] = {}
+        self._agents: OrderedDict[str, Agent[TurnDeps, str]] = OrderedDict()
+        self._agents_kept = agents_kept
         self._scopes: dict[int, anyio.CancelScope] = {}
         self._tg: TaskGroup | None = None
+
+    @property
+    def agents_kept(self) -> tuple[str, ...]:
+        """The model names whose agents are built, least recently used first."""
+        return tuple(self._agents)
 
     async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[LLMMessage]]) -> None:
         """The turns run in this actor's own task group; they end when it stops."""
@@ -74,11 +86,14 @@ class LLMActor(Actor[LLMMessage]):
     async def _agent(self, model: str) -> Agent[TurnDeps, str]:
         """The agent of ``model``, built once, in a worker thread: building one imports
         and constructs for a few hundred milliseconds, which must not stall the loop."""
-        if model not in self._agents:
-            self._agents[model] = await anyio.to_thread.run_sync(
-                lambda: build_agent(resolve_model(model))
-            )
-        return self._agents[model]
+        agent = self._agents.get(model)
+        if agent is None:
+            agent = await anyio.to_thread.run_sync(lambda: build_agent(resolve_model(model)))
+            self._agents[model] = agent
+            while len(self._agents) > self._agents_kept:
+                self._agents.popitem(last=False)
+        self._agents.move_to_end(model)
+        return agent
 
     async def _run_turn(self, turn: StartTurn, scope: anyio.CancelScope) -> None:
         done = TurnDone(turn.turn_id, cancelled=True)

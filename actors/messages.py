@@ -6,21 +6,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from actors.base import Ask
 from session.models import Pointer, SessionState
 
 if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before pydantic-ai loads
     from pydantic_ai.messages import ModelMessage
 
     from actors.base import ActorRef
-    from session.checkpoints import Reason
+    from session.catalog import Resumable, SessionListing  # noqa: F401 (in Ask["..."])
+    from session.checkpoints import (
+        Checkpoint,  # noqa: F401 (in Ask["..."])
+        Reason,
+    )
     from session.compaction import EventCompaction, Window
+    from session.manager import CheckpointListing  # noqa: F401 (in Ask["..."])
 
 
 # -- StorageActor (all asks) ------------------------------------------------
 
 
 @dataclass(frozen=True)
-class SaveSession:
+class SaveSession(Ask["Path"]):
     """Refused (SessionLive) unless ``writer`` holds the session or nobody does."""
 
     project: Path
@@ -28,37 +34,52 @@ class SaveSession:
     writer: int
     encoded_messages: tuple[bytes, ...] | None = None
     """``state.recent_messages`` already encoded, if the writer has them."""
+    token: int | None = None
+    """The writing actor's own id (see ``Claim``): a terminal actor that has left cannot
+    overwrite the session a newer actor of the same terminal pid claimed since."""
 
 
 @dataclass(frozen=True)
-class RemoveSession:
+class RemoveSession(Ask[bool]):
     """Delete a session file. ``forever`` (``/reset``) also refuses any later write of it."""
 
     project: Path
     session_id: str
     forever: bool = False
+    unless_live: bool = False
+    """``sessions rm``: SessionLive if a terminal holds it, checked in the same step."""
 
 
 @dataclass(frozen=True)
-class SavePointer:
+class KeepUnsaved(Ask["Path"]):
+    """Answer: where ``state`` was kept (a session whose saves failed, at exit); OSError if
+    nowhere. Recovery copies live in ``recovered/`` beside ``sessions/``, else under the
+    state root, else in the temp directory."""
+
+    project: Path
+    state: SessionState
+
+
+@dataclass(frozen=True)
+class SavePointer(Ask["Path"]):
     project: Path
     pointer: Pointer
 
 
 @dataclass(frozen=True)
-class RemovePointer:
+class RemovePointer(Ask[bool]):
     project: Path
     pid: int
 
 
 @dataclass(frozen=True)
-class LoadSession:
+class LoadSession(Ask[SessionState]):
     project: Path
     session_id: str
 
 
 @dataclass(frozen=True)
-class FindResumable:
+class FindResumable(Ask["Resumable"]):
     """Answer: ``Resumable``."""
 
     project: Path
@@ -66,40 +87,44 @@ class FindResumable:
 
 
 @dataclass(frozen=True)
-class Claim:
+class Claim(Ask[None]):
     """Make ``terminal_pid`` the one live terminal of the session; SessionLive if taken."""
 
     session_id: str
     terminal_pid: int
+    token: int | None = None
+    """The claiming actor's id: two actors of one terminal pid (one leaving, one arriving)
+    are told apart by it."""
 
 
 @dataclass(frozen=True)
-class Release:
+class Release(Ask[None]):
     session_id: str
     terminal_pid: int
+    token: int | None = None
 
 
 @dataclass(frozen=True)
-class ListSessions:
+class ListSessions(Ask["SessionListing"]):
     """Answer: ``SessionListing``. ``projects`` None means every project."""
 
     projects: tuple[Path, ...] | None
 
 
 @dataclass(frozen=True)
-class PruneSessions:
+class PruneSessions(Ask["SessionListing"]):
     projects: tuple[Path, ...] | None
     older_than_days: float
     dry_run: bool
 
 
 @dataclass(frozen=True)
-class LiveCount:
+class LiveCount(Ask[int]):
     pass
 
 
 @dataclass(frozen=True)
-class WriteCheckpoint:
+class WriteCheckpoint(Ask["Checkpoint"]):
     """Answer: the ``Checkpoint`` written (the next number), with the content of ``paths``
     of ``workspace`` as they are now. Refused like ``SaveSession``; CheckpointCapExceeded
     when the session's cap would be passed (then nothing is written)."""
@@ -113,7 +138,7 @@ class WriteCheckpoint:
 
 
 @dataclass(frozen=True)
-class ListCheckpoints:
+class ListCheckpoints(Ask["CheckpointListing"]):
     """Answer: ``CheckpointListing`` (oldest first)."""
 
     project: Path
@@ -121,7 +146,7 @@ class ListCheckpoints:
 
 
 @dataclass(frozen=True)
-class LoadCheckpoint:
+class LoadCheckpoint(Ask["Checkpoint"]):
     """Answer: the ``Checkpoint``; CheckpointError if there is no such number."""
 
     project: Path
@@ -130,7 +155,7 @@ class LoadCheckpoint:
 
 
 @dataclass(frozen=True)
-class RestoreFiles:
+class RestoreFiles(Ask["list[str]"]):
     """Write ``paths`` of ``workspace`` back to their content at checkpoint ``number``, each
     atomically. Answer: the paths written."""
 
@@ -144,6 +169,7 @@ class RestoreFiles:
 
 StorageMessage = (
     SaveSession
+    | KeepUnsaved
     | RemoveSession
     | SavePointer
     | RemovePointer
@@ -188,7 +214,7 @@ LLMMessage = StartTurn | CancelTurn
 
 
 @dataclass(frozen=True)
-class Summarize:
+class Summarize(Ask["str | None"]):
     """Answer: the summary text. With ``reply_to`` a ``SummaryReady`` is also told there.
 
     ``previous`` summarizes what is no longer in ``messages`` (the compacted part).
@@ -213,7 +239,7 @@ Trigger = Literal["window", "tokens", "command"]
 
 
 @dataclass(frozen=True)
-class Compact:
+class Compact(Ask["Compacted"]):
     """Summarize ``window`` into a compaction. Asked, the answer is ``Compacted``; told
     with ``reply_to``, the ``Compacted`` is told there."""
 
@@ -264,7 +290,7 @@ DriftMessage = Watch | Unwatch | FsEvent | Settle
 
 
 @dataclass(frozen=True)
-class OpenSession:
+class OpenSession(Ask["Opened"]):
     """Answer: ``Opened``."""
 
     mode: Literal["new", "resume"]
@@ -274,6 +300,8 @@ class OpenSession:
 @dataclass(frozen=True)
 class UserTurn:
     text: str
+    message_id: str | None = None
+    """The terminal's id of this message: a retry of a saved turn is answered from disk."""
 
 
 @dataclass(frozen=True)
@@ -282,7 +310,7 @@ class CancelCurrentTurn:
 
 
 @dataclass(frozen=True)
-class RunCommand:
+class RunCommand(Ask[None]):
     name: str
     arg: str | None
 
@@ -295,7 +323,7 @@ class ConfirmAnswer:
 
 
 @dataclass(frozen=True)
-class Detach:
+class Detach(Ask[None]):
     """The terminal's connection ended (exit, Ctrl+C, crash) or the supervisor stops.
 
     ``reason`` is ``exit`` (the client said goodbye), ``disconnected`` or ``shutdown``.
@@ -356,7 +384,7 @@ class FilesChanged:
 
 
 @dataclass(frozen=True)
-class CheckpointBeforeWrite:
+class CheckpointBeforeWrite(Ask[None]):
     """Asked by a turn's first file write: checkpoint the conversation and what the tracked
     files and ``paths`` (the files this turn touched, and the one about to be written) hold
     now. Answer: None."""
@@ -446,6 +474,9 @@ class Closed:
     session_id: str | None
     saved: bool
     reason: str
+    unsaved: bool = False
+    """Turns were made that could not be saved (they are at ``kept_at``, if anywhere)."""
+    kept_at: str | None = None
 
 
 @dataclass(frozen=True)

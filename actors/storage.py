@@ -4,15 +4,18 @@ live claims.
 Disk work runs in worker threads, one message at a time, so writes are
 serialized without locks. A session deleted by ``/reset`` is never written
 again (no resurrection by a late autosave); a session has at most one live
-terminal, and a terminal that is not its holder cannot write it.
+terminal, and a terminal that is not its holder cannot write it. Both facts
+live in ``StorageMemory``, which the supervisor creates once and hands to
+every incarnation of the actor, so they survive its restarts.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, assert_never
 
 import anyio
 
@@ -20,6 +23,7 @@ from actors.base import Actor
 from actors.messages import (
     Claim,
     FindResumable,
+    KeepUnsaved,
     ListCheckpoints,
     ListSessions,
     LiveCount,
@@ -44,14 +48,30 @@ log = logging.getLogger("agent_assist.storage")
 T = TypeVar("T")
 
 
+@dataclass
+class StorageMemory:
+    """What the StorageActor must not forget when it restarts: the live claims
+    (session id to terminal pid) and the sessions ``/reset`` deleted for good."""
+
+    live: dict[str, int] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)
+    tokens: dict[str, int] = field(default_factory=dict)
+    """The claiming actor's token of each live session (when it gave one)."""
+
+
 class StorageActor(Actor[StorageMessage]):
     name = "storage"
 
-    def __init__(self, root: Path, live: dict[str, int] | None = None) -> None:
-        self._catalog = SessionCatalog(root)
-        self._deleted: set[str] = set()
-        # Claims survive a restart of this actor: the supervisor hands the same dict in.
-        self._live: dict[str, int] = {} if live is None else live
+    def __init__(
+        self,
+        root: Path,
+        memory: StorageMemory | None = None,
+        known_secrets: tuple[str, ...] = (),
+    ) -> None:
+        self._catalog = SessionCatalog(root, known_secrets=known_secrets)
+        self._memory = StorageMemory() if memory is None else memory
+        self._deleted = self._memory.deleted
+        self._live = self._memory.live
 
     async def _io(self, fn: Callable[[], T]) -> T:
         return await anyio.to_thread.run_sync(fn)
@@ -62,18 +82,25 @@ class StorageActor(Actor[StorageMessage]):
         if holder is not None and holder != terminal_pid:
             raise SessionLive(session_id, holder)
 
-    def _check_writer(self, session_id: str, writer: int) -> None:
+    def _check_writer(self, session_id: str, writer: int, token: int | None = None) -> None:
         if session_id in self._deleted:
             raise SessionDeleted(session_id)
         self._check_holder(session_id, writer)
+        held_by = self._memory.tokens.get(session_id)
+        if token is not None and held_by is not None and held_by != token:
+            raise SessionLive(session_id, writer)  # a newer actor of this terminal holds it
 
     async def handle(self, message: StorageMessage) -> Any:
         catalog = self._catalog
         match message:
-            case SaveSession(project, state, writer, encoded):
-                self._check_writer(state.session_id, writer)
+            case SaveSession(project, state, writer, encoded, token):
+                self._check_writer(state.session_id, writer, token)
                 return await self._io(lambda: catalog.manager(project).save(state, encoded))
-            case RemoveSession(project, session_id, forever):
+            case KeepUnsaved(project, state):
+                return await self._io(lambda: catalog.keep_unsaved(project, state))
+            case RemoveSession(project, session_id, forever, unless_live):
+                if unless_live and session_id in self._live:
+                    raise SessionLive(session_id, self._live[session_id])
                 if forever:
                     self._deleted.add(session_id)
                 return await self._io(lambda: catalog.remove_session(project, session_id))
@@ -86,13 +113,21 @@ class StorageActor(Actor[StorageMessage]):
             case FindResumable(project, terminal_pid):
                 live = dict(self._live)
                 return await self._io(lambda: catalog.find_resumable(project, terminal_pid, live))
-            case Claim(session_id, terminal_pid):
+            case Claim(session_id, terminal_pid, token):
                 self._check_holder(session_id, terminal_pid)
                 self._live[session_id] = terminal_pid
+                if token is None:
+                    self._memory.tokens.pop(session_id, None)
+                else:
+                    self._memory.tokens[session_id] = token
                 return None
-            case Release(session_id, terminal_pid):
-                if self._live.get(session_id) == terminal_pid:
+            case Release(session_id, terminal_pid, token):
+                held_by = self._memory.tokens.get(session_id)
+                if self._live.get(session_id) == terminal_pid and (
+                    token is None or held_by is None or held_by == token
+                ):
                     del self._live[session_id]
+                    self._memory.tokens.pop(session_id, None)
                 return None
             case ListSessions(projects):
                 live = dict(self._live)
@@ -123,6 +158,8 @@ class StorageActor(Actor[StorageMessage]):
                     return store.restore_files(workspace, store.load(session_id, number), paths)
 
                 return await self._io(restore)
+            case _:
+                assert_never(message)
 
     @staticmethod
     def _checkpoint_cap() -> int:

@@ -10,6 +10,7 @@ supervisor's connection handler turns them into frames.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import shutil
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -21,7 +22,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import ValidationError
 
-from actors.base import Actor, ActorRef, DeadActor, Envelope
+from actors.base import Actor, ActorRef, Ask, DeadActor, Envelope
 from actors.messages import (
     AskUser,
     CancelCurrentTurn,
@@ -38,6 +39,7 @@ from actors.messages import (
     DriftMessage,
     FilesChanged,
     Info,
+    KeepUnsaved,
     ListCheckpoints,
     LLMMessage,
     LoadCheckpoint,
@@ -94,12 +96,16 @@ from session.lifecycle import (
 from session.manager import CheckpointListing
 from session.models import Pointer, utc_now, validate_session_id
 from session.resume import drift_lines
+from session.turns import answered, stamp_message_id
 
 log = logging.getLogger("agent_assist.terminal")
 
 AGENT_SPEC = "agent_spec.md"
 TEMPLATE_DIR = "templates"
 SUMMARY_AFTER_EXIT_TIMEOUT_S = 10.0
+EXIT_SAVE_RETRIES_S = (0.2, 1.0)
+_ACTOR_TOKENS = itertools.count(1)
+"""Pauses before each retry of an exit save that failed (a transient EIO, a disk freed)."""
 STORAGE_TIMEOUT_S = 30.0
 COMPACTION_TIMEOUT_S = 60.0
 
@@ -174,6 +180,13 @@ class TerminalActor(Actor[TerminalMessage]):
         self._outbox = outbox
         self._lc = SessionLifecycle(policy=config.policy)
         self._turn: int | None = None
+        self._turn_message_id: str | None = None
+        self._token = next(_ACTOR_TOKENS)
+        """This actor's own id for its claims and writes (the terminal pid is shared by the
+        actor that leaves and the one that arrives)."""
+        self._unsaved = False
+        """The last write of the session failed: turns exist only in memory (retried at the
+        next turn and at exit; kept for recovery if the exit write fails too)."""
         self._turn_count = 0
         self._confirm: int | None = None
         self._confirm_count = 0
@@ -237,8 +250,8 @@ class TerminalActor(Actor[TerminalMessage]):
         match message:
             case OpenSession(mode, session_id):
                 return await self._open(mode, session_id)
-            case UserTurn(text):
-                await self._start_turn(text)
+            case UserTurn(text, message_id):
+                await self._start_turn(text, message_id)
             case TurnDelta(turn_id, text):
                 if turn_id == self._turn:
                     await self._emit(ReplyText(text))
@@ -292,10 +305,10 @@ class TerminalActor(Actor[TerminalMessage]):
             transition = self._lc.start_fresh(utc_now(), session_id)
             new_id = transition.lifecycle.session_id
             assert new_id is not None
-            await storage.ask(Claim(new_id, pid), STORAGE_TIMEOUT_S)
+            await storage.ask(Claim(new_id, pid, self._token), STORAGE_TIMEOUT_S)
         else:
             wanted = validate_session_id(session_id or "")
-            await storage.ask(Claim(wanted, pid), STORAGE_TIMEOUT_S)
+            await storage.ask(Claim(wanted, pid, self._token), STORAGE_TIMEOUT_S)
             try:
                 stored = await storage.ask(
                     LoadSession(self._config.project, wanted), STORAGE_TIMEOUT_S
@@ -306,13 +319,13 @@ class TerminalActor(Actor[TerminalMessage]):
                 transition = self._lc.resume(stored, drift)
                 drift_text = tuple(drift_lines(drift))
             except ValidationError as exc:
-                await storage.ask(Release(wanted, pid), STORAGE_TIMEOUT_S)
+                await storage.ask(Release(wanted, pid, self._token), STORAGE_TIMEOUT_S)
                 raise SessionError(
                     f"session file {wanted}.json holds messages this agent-assist cannot "
                     "read; left untouched"
                 ) from exc
             except BaseException:
-                await storage.ask(Release(wanted, pid), STORAGE_TIMEOUT_S)
+                await storage.ask(Release(wanted, pid, self._token), STORAGE_TIMEOUT_S)
                 raise
         self._lc = transition.lifecycle
         await self._perform(transition.effects)
@@ -323,13 +336,26 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._emit(opened)
         return opened
 
-    async def _start_turn(self, text: str) -> None:
+    async def _start_turn(self, text: str, message_id: str | None = None) -> None:
         if self._lc.phase is not Phase.ACTIVE:
             await self._emit(TurnEnded("error", "no session is open"))
             return
         if self._turn is not None:
             await self._emit(TurnEnded("error", "a reply is already running"))
             return
+        if message_id is not None:
+            reply = answered(self._lc.history, message_id)
+            if reply is not None:  # a retry of a turn already saved: answer it from there
+                log.info(
+                    "terminal %d: message %s answered from the session",
+                    self._config.terminal_pid,
+                    message_id,
+                )
+                if reply:
+                    await self._emit(ReplyText(reply))
+                await self._emit(TurnEnded("ok", None))
+                return
+        self._turn_message_id = message_id
         await self._compare_tracked_files()
         await self._compact_for_budget(len(text) + sum(len(n) for n in self._notes))
         self._turn_count += 1
@@ -359,7 +385,7 @@ class TerminalActor(Actor[TerminalMessage]):
         else:
             manifest, spec = await self._manifest_after_turn(done.touched)
             transition = self._lc.complete_turn(
-                done.new_messages,
+                stamp_message_id(done.new_messages, self._turn_message_id),
                 now=utc_now(),
                 manifest=manifest,
                 agent_spec_path=spec,
@@ -417,9 +443,10 @@ class TerminalActor(Actor[TerminalMessage]):
         transition = self._lc.reset(utc_now())
         new = transition.lifecycle.session_id
         assert old is not None and new is not None
-        await self._peers.storage.ask(Release(old, pid), STORAGE_TIMEOUT_S)
-        await self._peers.storage.ask(Claim(new, pid), STORAGE_TIMEOUT_S)
+        await self._peers.storage.ask(Release(old, pid, self._token), STORAGE_TIMEOUT_S)
+        await self._peers.storage.ask(Claim(new, pid, self._token), STORAGE_TIMEOUT_S)
         self._lc = transition.lifecycle
+        self._unsaved = False  # what could not be saved was just deleted on purpose
         await self._perform(transition.effects)
         await self._peers.drift.tell(Unwatch(pid))
         self._watched = None
@@ -449,15 +476,52 @@ class TerminalActor(Actor[TerminalMessage]):
         self._lc = transition.lifecycle
         wrote = any(isinstance(e, WriteSession) for e in transition.effects)
         saved = await self._perform(transition.effects) and wrote
+        for delay in EXIT_SAVE_RETRIES_S:
+            if not self._unsaved:
+                break
+            await anyio.sleep(delay)
+            state = self._lc.state
+            assert state is not None
+            saved = await self._perform(
+                [self._lc.write(state.updated_at, state.file_manifest, state.agent_spec_path)]
+            )
+        kept_at = await self._keep_unsaved() if self._unsaved else None
         session_id = self._lc.session_id
         if session_id is not None:
-            await self._peers.storage.ask(Release(session_id, pid), STORAGE_TIMEOUT_S)
+            await self._peers.storage.ask(Release(session_id, pid, self._token), STORAGE_TIMEOUT_S)
         await self._peers.drift.tell(Unwatch(pid))
-        await self._emit(Closed(session_id if saved else None, saved, reason))
+        await self._emit(
+            Closed(session_id if saved else None, saved, reason, self._unsaved, kept_at)
+        )
         self.released.set()
         if saved:
             await self._second_write_with_summary()
         self._self.close()
+
+    async def _keep_unsaved(self) -> str | None:
+        """The session could not be saved: write it where it can be recovered from."""
+        state = self._lc.state
+        if state is None:
+            return None
+        try:
+            path = await self._peers.storage.ask(
+                KeepUnsaved(self._config.project, state), STORAGE_TIMEOUT_S
+            )
+        except (OSError, DeadActor, TimeoutError) as exc:
+            log.error(
+                "terminal %d: session %s kept nowhere: %s",
+                self._config.terminal_pid,
+                state.session_id,
+                exc,
+            )
+            return None
+        log.warning(
+            "terminal %d: unsaved session %s kept at %s",
+            self._config.terminal_pid,
+            state.session_id,
+            path,
+        )
+        return str(path)
 
     async def _second_write_with_summary(self) -> None:
         """Durability did not wait for the summarizer; a better summary follows if it comes."""
@@ -900,8 +964,8 @@ class TerminalActor(Actor[TerminalMessage]):
             try:
                 match effect:
                     case WriteSession(state, encoded):
-                        message: StorageMessage = SaveSession(
-                            config.project, state, config.terminal_pid, encoded
+                        message: Ask[object] = SaveSession(
+                            config.project, state, config.terminal_pid, encoded, self._token
                         )
                     case DeleteSession(session_id):
                         message = RemoveSession(config.project, session_id, forever=True)
@@ -918,10 +982,15 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
             except (SessionError, OSError, DeadActor, TimeoutError) as exc:
                 ok = False
+                if isinstance(effect, WriteSession) and not isinstance(exc, SessionError):
+                    self._unsaved = True
                 log.warning(
                     "terminal %d: %s failed: %s", config.terminal_pid, type(effect).__name__, exc
                 )
                 await self._emit(Info(f"error: could not update the session on disk: {exc}"))
+            else:
+                if isinstance(effect, WriteSession):
+                    self._unsaved = False
         return ok
 
     async def _emit(self, output: TerminalOutput) -> None:

@@ -7,13 +7,15 @@ lives in the supervisor's TerminalActor.
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cli.console import Cancelled, Console, ReplyView
+from cli.console import Cancelled, Console, PlainReply, ReplyView, UnclearAnswer
+from cli.errors import as_error_line
 from cli.preload import preload_prompt
 from cli.summaries import clip, summary_headline
 from supervisor.client import (
@@ -73,10 +75,20 @@ def terminal_pid() -> int:
     """The terminal's identity: ``AGENT_ASSIST_TERMINAL_PID``, else our parent (the shell)."""
     override = os.environ.get("AGENT_ASSIST_TERMINAL_PID")
     if override:
-        if not override.isdigit() or int(override) <= 0:
-            raise ChatError(f"AGENT_ASSIST_TERMINAL_PID must be a pid, not {override!r}")
+        if not (override.isascii() and override.isdigit()) or not 0 < int(override) < 2**31:
+            raise ChatError(f"AGENT_ASSIST_TERMINAL_PID must be a pid, not {override[:40]!r}")
         return int(override)
     return os.getppid()
+
+
+def unsaved_line(closed: Frame, session_id: str | None) -> str:
+    """The one line for a session whose last turns could not be saved."""
+    where = closed.get("kept_at")
+    if where:
+        return (
+            f"error: session {session_id} could not be saved; its unsaved turns are kept in {where}"
+        )
+    return f"error: session {session_id} could not be saved; its unsaved turns are lost"
 
 
 class SupervisorWatch:
@@ -128,6 +140,7 @@ class Chat:
         self._conn: Connection | None = None
         self._model = options.model or os.environ.get("AGENT_ASSIST_MODEL") or None
         self._pid = terminal_pid()
+        self._resume_answer: bool | int | None = None
         self.last_turn_failed = False
         self.input_tokens: int | None = None
         self.phase: str | None = None
@@ -157,9 +170,24 @@ class Chat:
         return welcome, started
 
     def attach(self) -> None:
-        """First attach: choose between the offered session and a new one."""
+        """First attach: choose between the offered session and a new one.
+
+        A supervisor that goes away meanwhile is started again and the attach
+        redone, keeping the answer already given (a piped line is read once)."""
         if self.console.interactive:
             preload_prompt()  # overlaps the prompt's imports with the wait on the supervisor
+        for attempt in range(REATTACH_ATTEMPTS):
+            try:
+                self._attach_once()
+                return
+            except ConnectionLost:
+                if attempt + 1 == REATTACH_ATTEMPTS:
+                    raise
+                if self._conn is not None:
+                    self._conn.close()
+                time.sleep(0.05 * (attempt + 1))
+
+    def _attach_once(self) -> None:
         welcome, _ = self._connect()
         offer = welcome.get("offer")
         if self.options.resume:
@@ -170,9 +198,17 @@ class Chat:
             others = welcome.get("others") or []
             if self.options.yes:
                 resume: bool | int = True
+            elif self._resume_answer is not None:
+                resume = self._resume_answer
             else:
                 self.console.say(offer_text(offer, others))
-                resume = self.console.ask_yes_no(default=True, choices=1 + len(others))
+                resume = self._answer(
+                    "Resume previous session? [Y/n]",
+                    default=True,
+                    suggestion="--yes or --new",
+                    choices=1 + len(others),
+                )
+                self._resume_answer = resume
             if resume is False:
                 self._open("new", None)
                 return
@@ -180,9 +216,23 @@ class Chat:
             try:
                 self._open("resume", chosen["session_id"])
             except ChatError as exc:  # the offered file cannot be used: say so, carry on
-                self.console.warn(f"error: {exc}")
+                self.console.warn(as_error_line(str(exc)))
                 self.console.warn("Starting a new session instead.")
                 self._open("new", None)
+
+    def _answer(
+        self, question: str, *, default: bool, suggestion: str | None, choices: int = 0
+    ) -> bool | int:
+        """A yes/no answer. Piped, a line that is not one stops the run (ChatError): it is
+        neither taken as an answer nor lost silently."""
+        try:
+            return self.console.ask_yes_no(default=default, choices=choices)
+        except UnclearAnswer as exc:
+            what = question.removesuffix(" [Y/n]").removesuffix(" [y/N]")
+            hint = f"; run with {suggestion} to skip the question" if suggestion else ""
+            raise ChatError(
+                f"{exc.answer[:60]!r} is not an answer to {what!r} (y or n){hint}"
+            ) from None
 
     def _open(self, mode: str, session_id: str | None) -> None:
         self.conn.send({"type": "open", "mode": mode, "session_id": session_id})
@@ -202,9 +252,10 @@ class Chat:
             if frame["type"] != "error":
                 continue
             if frame["code"] == ErrorCode.SESSION_LIVE:
-                self.console.warn(f"error: {frame['message']}")
-                self.console.say("Start a new session instead? [Y/n]")
-                if not self.console.ask_yes_no(default=True):
+                self.console.warn(as_error_line(frame["message"]))
+                question = "Start a new session instead? [Y/n]"
+                self.console.say(question)
+                if not self._answer(question, default=True, suggestion="--new"):
                     raise ChatError("not starting a session")
                 self.conn.send({"type": "open", "mode": "new", "session_id": None})
                 continue
@@ -267,6 +318,13 @@ class Chat:
             self.console.warn("Cancelled; no session was opened (the previous one is kept).")
             self.close()
             return 0
+        try:
+            return self._loop()
+        except ChatError:
+            self.close()  # the session is saved as on any exit, then the error is told
+            raise
+
+    def _loop(self) -> int:
         watch = SupervisorWatch(self)
         while True:
             try:
@@ -284,7 +342,8 @@ class Chat:
                     break
                 continue
             self._turn(line)
-        self.close()
+        if self.close():
+            return 1
         return 1 if self.last_turn_failed and not self.console.interactive else 0
 
     def _send(self, frame: Frame) -> None:
@@ -298,7 +357,9 @@ class Chat:
             self.conn.send(frame)
 
     def _turn(self, text: str) -> None:
-        frame = {"type": "user_message", "text": text}
+        # The id makes a re-send after a re-attach a retry, not a second turn: a turn the
+        # supervisor saved before it died is answered from the session.
+        frame = {"type": "user_message", "text": text, "id": secrets.token_hex(8)}
         self._send(frame)
         view = self.console.reply()
         try:
@@ -339,9 +400,11 @@ class Chat:
                 if reply["status"] == "cancelled":
                     self.console.warn("[cancelled]")
                 elif reply["status"] == "error":
-                    self.console.warn(f"error: {reply.get('error')}")
+                    self.console.warn(as_error_line(str(reply.get("error"))))
                 return
             else:
+                if reply["type"] in ("notice", "error") and isinstance(view, PlainReply):
+                    view.end()  # a notice (a failed save) gets a line of its own
                 self._other(reply)
 
     def show(self, frame: Frame) -> None:
@@ -352,13 +415,15 @@ class Chat:
                 self.changed_outside.add(text.removeprefix("note: ").rsplit(" changed", 1)[0])
             self.console.warn(text)
         elif frame["type"] == "error":
-            self.console.warn(f"error: {frame['message']}")
+            self.console.warn(as_error_line(frame["message"]))
 
     def _other(self, frame: Frame) -> None:
         kind = frame["type"]
         if kind in ("notice", "error"):
             self.show(frame)
         elif kind == "closed":
+            if frame.get("unsaved"):
+                raise ChatError(unsaved_line(frame, self.session_id).removeprefix("error: "))
             saved = frame.get("session_id") or self.session_id
             raise ChatEnded(f"the supervisor was stopped; session {saved} saved")
 
@@ -398,7 +463,7 @@ class Chat:
             if frame["type"] == "confirm":
                 self.console.say(frame["question"])
                 try:
-                    answer = self.console.ask_yes_no(default=False) is True
+                    answer = self._answer(frame["question"], default=False, suggestion=None) is True
                 except Cancelled:
                     cancel = {"type": "confirm_reply", "id": frame["id"], "answer": False}
                     self.conn.send({**cancel, "cancel": True})
@@ -407,23 +472,36 @@ class Chat:
             else:
                 self._other(frame)
 
-    def close(self) -> None:
-        """Leave: the supervisor saves (as on any exit) and says so before we go."""
+    def close(self) -> bool:
+        """Leave: the supervisor saves (as on any exit) and says so before we go.
+
+        True when turns could not be saved (they were told, and where they are kept)."""
         if self._conn is None:
-            return
+            return False
         try:
             self.conn.sock.settimeout(CLOSE_TIMEOUT_S)  # never hang on the way out
-            self.conn.send({"type": "close"})
+            sent = False
             while True:
+                if not sent and not self.conn.readable():
+                    self.conn.send({"type": "close"})
+                    sent = True
                 frame = self.conn.receive()
                 if frame["type"] == "closed":
-                    if frame["saved"] and self.console.interactive:
+                    if frame.get("unsaved"):
+                        self.console.warn(unsaved_line(frame, self.session_id))
+                        return True
+                    if not sent:  # the supervisor was stopped while we waited
+                        saved = frame.get("session_id") or self.session_id
+                        self.console.warn(f"the supervisor was stopped; session {saved} saved")
+                    elif frame["saved"] and self.console.interactive:
                         self.console.warn(f"Session {frame['session_id']} saved.")
                     break
+                self._other(frame)
         except (ConnectionLost, KeyboardInterrupt, TimeoutError):
             pass
         finally:
             self.conn.close()
+        return False
 
 
 def offer_text(offer: Frame, others: list[Frame]) -> str:

@@ -30,6 +30,14 @@ class Cancelled(Exception):
     """The user pressed Ctrl+C (or Ctrl+D) at a question: what it guards does not happen."""
 
 
+class UnclearAnswer(Exception):
+    """Piped input gave a line that is not y/yes/n/no/empty where an answer was expected."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__(answer)
+        self.answer = answer
+
+
 class IdleWatcher(Protocol):
     def start(self, end_prompt: Callable[[], object]) -> None: ...
 
@@ -220,7 +228,7 @@ class Console:
             if choices and answer.isdigit() and 1 <= int(answer) <= choices:
                 return True if int(answer) == 1 else int(answer)
             if not self.interactive:
-                return default
+                raise UnclearAnswer(answer)
             self.say("Please answer y or n" + (f", or 1-{choices}." if choices else "."))
 
     # -- output ---------------------------------------------------------------

@@ -7,6 +7,11 @@ class CommandError(Exception):
     """A command failed in a way its message already describes."""
 
 
+def as_error_line(text: str) -> str:
+    """``error: text``, unless ``text`` already starts with its own ``error:``/``warning:``."""
+    return text if text.startswith(("warning:", "error:")) else f"error: {text}"
+
+
 def error_line(exc: BaseException) -> str | None:
     """``error: ...`` (or the file problem's own ``warning:``/``error:`` line) for the
     errors users can meet; None for a bug, which should keep its traceback."""
@@ -16,12 +21,11 @@ def error_line(exc: BaseException) -> str | None:
     if isinstance(
         exc, CommandError | SupervisorUnavailable | RuntimeDirError | ConnectionLost | RemoteError
     ):
-        return f"error: {exc}"
+        return as_error_line(str(exc))
     if isinstance(exc, FileNotFoundError):
-        return f"error: {exc.args[0] if exc.args else exc}"
+        return as_error_line(str(exc.args[0] if exc.args else exc))
     from session.errors import SessionError
 
     if isinstance(exc, SessionError | OSError):
-        text = str(exc)
-        return text if text.startswith(("warning:", "error:")) else f"error: {text}"
+        return as_error_line(str(exc))
     return None

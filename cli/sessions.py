@@ -6,12 +6,20 @@ is reported, not moved).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from supervisor.client import hello, try_connect
-from supervisor.runtime import RuntimePaths
+from supervisor.runtime import RuntimeDirError, RuntimePaths, ensure_private_runtime_dir
+
+LOCK_ATTEMPTS = 50
+LOCK_PAUSE_S = 0.02
 
 
 def not_found_line(workspace: Path, session_id: str) -> str:
@@ -33,9 +41,24 @@ def not_found_line(workspace: Path, session_id: str) -> str:
     return line
 
 
-def _ask_supervisor(paths: RuntimePaths, frame: dict[str, Any]) -> dict[str, Any] | None:
-    """The supervisor's answer to one control request; None when no supervisor runs."""
-    conn = try_connect(paths)
+class SupervisorStarting(Exception):
+    """A supervisor holds its lock but does not answer yet."""
+
+
+def _ask_supervisor(
+    paths: RuntimePaths, frame: dict[str, Any], *, reading: bool = False
+) -> dict[str, Any] | None:
+    """The supervisor's answer to one control request; None when no supervisor runs.
+
+    For a read (``reading``), a runtime directory that cannot be used (not a
+    directory, unreachable) counts as no supervisor: listing works without one.
+    """
+    try:
+        conn = try_connect(paths)
+    except OSError:
+        if not reading:
+            raise
+        return None
     if conn is None:
         return None
     with conn:
@@ -44,11 +67,52 @@ def _ask_supervisor(paths: RuntimePaths, frame: dict[str, Any]) -> dict[str, Any
     return data
 
 
+@contextlib.contextmanager
+def _supervisor_lock(paths: RuntimePaths) -> Iterator[None]:
+    """Hold ``supervisor.lock`` (the lock a running supervisor holds for its whole life), so
+    no supervisor starts while files are deleted without one. SupervisorStarting if one
+    holds it."""
+    ensure_private_runtime_dir(paths.directory)
+    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SupervisorStarting from None
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _supervisor_or_lock(paths: RuntimePaths, frame: dict[str, Any]) -> Iterator[Any]:
+    """Yields the supervisor's answer, or None while holding its lock when none runs:
+    a change made offline happens under the lock a supervisor would hold."""
+    for _ in range(LOCK_ATTEMPTS):
+        if (data := _ask_supervisor(paths, frame)) is not None:
+            yield data
+            return
+        try:
+            lock = _supervisor_lock(paths)
+            lock.__enter__()
+        except SupervisorStarting:
+            time.sleep(LOCK_PAUSE_S)  # one is starting: ask it again
+            continue
+        with contextlib.ExitStack() as held:
+            held.push(lock)
+            yield None
+        return
+    raise RuntimeDirError(f"a supervisor holds {paths.lock} but does not answer")
+
+
 def _offline_catalog(read_only: bool) -> Any:
     from session.catalog import SessionCatalog
     from session.paths import state_root
+    from session.redaction import secrets_from_environment
 
-    return SessionCatalog(state_root(), read_only=read_only)
+    return SessionCatalog(
+        state_root(), read_only=read_only, known_secrets=secrets_from_environment()
+    )
 
 
 def _project(workspace: Path) -> Path:
@@ -59,7 +123,7 @@ def _project(workspace: Path) -> Path:
 
 def list_sessions(paths: RuntimePaths, workspace: str | Path, every: bool) -> dict[str, Any]:
     frame = {"type": "list_sessions", "workspace": str(workspace), "all": every}
-    if (data := _ask_supervisor(paths, frame)) is not None:
+    if (data := _ask_supervisor(paths, frame, reading=True)) is not None:
         return data
     catalog = _offline_catalog(read_only=True)
     listing = catalog.list(None if every else (_project(Path(workspace)),), {})
@@ -68,7 +132,7 @@ def list_sessions(paths: RuntimePaths, workspace: str | Path, every: bool) -> di
 
 def show_session(paths: RuntimePaths, workspace: Path, session_id: str) -> dict[str, Any]:
     frame = {"type": "show_session", "workspace": str(workspace), "session_id": session_id}
-    if (data := _ask_supervisor(paths, frame)) is not None:
+    if (data := _ask_supervisor(paths, frame, reading=True)) is not None:
         return data
     from session.models import validate_session_id
 
@@ -89,17 +153,18 @@ def show_session(paths: RuntimePaths, workspace: Path, session_id: str) -> dict[
 
 
 def remove_session(paths: RuntimePaths, workspace: Path, session_id: str) -> bool:
-    frame = {"type": "remove_session", "workspace": str(workspace), "session_id": session_id}
-    if (data := _ask_supervisor(paths, frame)) is not None:
-        return bool(data["removed"])
     from session.models import validate_session_id
 
-    catalog = _offline_catalog(read_only=False)
-    project = _project(workspace)
     validate_session_id(session_id)
-    if not catalog.manager(project).exists(session_id):
-        raise FileNotFoundError(f"no session {session_id} in this project")
-    return bool(catalog.remove_session(project, session_id))
+    frame = {"type": "remove_session", "workspace": str(workspace), "session_id": session_id}
+    with _supervisor_or_lock(paths, frame) as data:
+        if data is not None:
+            return bool(data["removed"])
+        catalog = _offline_catalog(read_only=False)
+        project = _project(workspace)
+        if not catalog.manager(project).exists(session_id):
+            raise FileNotFoundError(f"no session {session_id} in this project")
+        return bool(catalog.remove_session(project, session_id))
 
 
 def prune_sessions(
@@ -112,10 +177,17 @@ def prune_sessions(
         "older_than_days": days,
         "dry_run": dry_run,
     }
-    if (data := _ask_supervisor(paths, frame)) is not None:
-        return data
-    catalog = _offline_catalog(read_only=dry_run)
-    pruned = catalog.prune(None if every else (_project(workspace),), days, dry_run, {})
+    if dry_run:
+        checked: contextlib.AbstractContextManager[Any] = contextlib.nullcontext(
+            _ask_supervisor(paths, frame, reading=True)
+        )
+    else:
+        checked = _supervisor_or_lock(paths, frame)
+    with checked as data:
+        if data is not None:
+            return dict(data)
+        catalog = _offline_catalog(read_only=dry_run)
+        pruned = catalog.prune(None if every else (_project(workspace),), days, dry_run, {})
     return {
         "pruned": [r.to_json() for r in pruned.rows],
         "dry_run": dry_run,

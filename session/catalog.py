@@ -6,14 +6,23 @@ when no supervisor runs (then nothing is live).
 
 from __future__ import annotations
 
+import math
 import os
+import tempfile
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from session.errors import InvalidPointer, SessionError
+from session.errors import SessionError, SessionFileError
 from session.listing import SessionRow, classify, resumable
-from session.manager import CheckpointStore, SessionManager
+from session.manager import (
+    CheckpointStore,
+    SessionManager,
+    atomic_write,
+    encode_state,
+    ensure_private_dir,
+    scrub_state,
+)
 from session.models import Pointer, SessionState, utc_now
 from session.paths import projects_dir
 from session.processes import process_alive
@@ -43,15 +52,23 @@ def problem_line(error: Exception) -> str:
 class SessionCatalog:
     """Every project's sessions under one state root."""
 
-    def __init__(self, root: Path, *, read_only: bool = False) -> None:
+    def __init__(
+        self, root: Path, *, read_only: bool = False, known_secrets: tuple[str, ...] = ()
+    ) -> None:
         self.root = root
         self.read_only = read_only
+        self.known_secrets = known_secrets
         self._managers: dict[Path, SessionManager] = {}
         self._checkpoints: dict[Path, CheckpointStore] = {}
 
     def manager(self, project: Path) -> SessionManager:
         if project not in self._managers:
-            self._managers[project] = SessionManager(project, read_only=self.read_only)
+            self._managers[project] = SessionManager(
+                project,
+                read_only=self.read_only,
+                known_secrets=self.known_secrets,
+                root=self.root,
+            )
         return self._managers[project]
 
     def checkpoints(self, project: Path) -> CheckpointStore:
@@ -97,12 +114,35 @@ class SessionCatalog:
         rows.sort(key=lambda r: r.updated_at, reverse=True)
         return SessionListing(tuple(rows), tuple(warnings))
 
+    def keep_unsaved(self, project: Path, state: SessionState) -> Path:
+        """Write a session whose saves failed where it can be recovered from; the first of
+        ``<project>/../recovered``, ``<root>/recovered``, ``<tmp>/agent-assist-recovered-<uid>``
+        that takes it. OSError (the last one's) if none does."""
+        stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
+        name = f"{state.session_id}-{stamp}.json"
+        places = [
+            project.parent / "recovered",
+            self.root / "recovered",
+            Path(tempfile.gettempdir()) / f"agent-assist-recovered-{os.getuid()}",
+        ]
+        error: OSError | None = None
+        for place in places:
+            try:
+                ensure_private_dir(place)
+                path = place / name
+                atomic_write(path, encode_state(scrub_state(state, self.known_secrets)))
+                return path
+            except OSError as exc:
+                error = exc
+        assert error is not None
+        raise error
+
     def find_resumable(self, project: Path, terminal_pid: int, live: dict[str, int]) -> Resumable:
         manager = self.manager(project)
         rows, warnings = self.rows(project, live)
         try:
             own = manager.read_pointer(terminal_pid)
-        except InvalidPointer:
+        except SessionFileError:
             own = None  # already reported by the listing
         chosen = resumable(rows, own, own is not None and pointer_alive(own))
         offer = None
@@ -118,8 +158,13 @@ class SessionCatalog:
     ) -> SessionListing:
         """Delete orphaned sessions idle for more than ``days``; never live or idle ones, and
         never a file from a newer version (it is not ours to judge)."""
+        if math.isnan(days) or days < 0:
+            raise SessionError(f"--older-than must be a number of days, not {days}")
         listing = self.list(projects, live)
-        cutoff = utc_now() - timedelta(days=days)
+        try:
+            cutoff = utc_now() - timedelta(days=days)
+        except OverflowError:  # more days than the calendar holds: nothing is that old
+            cutoff = datetime.min.replace(tzinfo=UTC)
         pruned = []
         touched: set[Path] = set()
         for row in listing.rows:
@@ -144,9 +189,12 @@ class SessionCatalog:
         live terminal: left by a session whose first turn never completed."""
         store = self.checkpoints(project)
         try:
+            self.manager(project).check_directory()
             names = os.listdir(project)
         except FileNotFoundError:
             names = []
+        except (OSError, SessionFileError):  # a file or a symlink where sessions/ should be
+            return
         for session_id in store.session_ids():
             if session_id in live or any(n.startswith(f"{session_id}.json") for n in names):
                 continue

@@ -9,7 +9,8 @@
     │   ├── CorruptSessionFile     did not parse; moved aside to ``.moved_to``
     │   ├── FutureSchemaVersion    newer schema than this code; left untouched
     │   ├── UnsafeSessionFile      a symlink, not a regular file, or over the size cap
-    │   └── InvalidPointer         an ``active_<pid>.json`` that is ignored
+    │   ├── InvalidPointer         an ``active_<pid>.json`` that is ignored
+    │   └── UnsafeSessionDirectory a sessions/project directory that is a symlink or a file
     └── CheckpointError            an unknown or malformed checkpoint number, a damaged entry
         └── CheckpointCapExceeded  a checkpoint that would pass the session's size cap
 
@@ -101,6 +102,12 @@ class InvalidPointer(SessionFileError):
 
     def __init__(self, path: Path, reason: str) -> None:
         super().__init__(path, f"ignoring invalid session pointer {path.name} ({reason})")
+        self.reason = reason
+
+
+class UnsafeSessionDirectory(SessionFileError):
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(path, f"refusing sessions directory {path} ({reason}); left untouched")
         self.reason = reason
 
 

@@ -9,6 +9,7 @@ aside instead of deleting it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import hashlib
 import os
@@ -39,8 +40,10 @@ from session.errors import (
     FutureSchemaVersion,
     InvalidPointer,
     SessionFileError,
+    UnsafeSessionDirectory,
     UnsafeSessionFile,
 )
+from session.faults import inject
 from session.filesystem import is_safe_relative_path, safe_relative_paths
 from session.header_index import FileIdentity, read_index, write_index
 from session.models import (
@@ -55,12 +58,30 @@ from session.models import (
     utc_now,
     validate_session_id,
 )
+from session.redaction import scrub_json, scrub_mapping_keys, scrub_text
 
 MAX_SESSION_BYTES = 32 * 1024 * 1024
+MAX_MESSAGE_DEPTH = 200
+"""How deeply a saved message may nest (a tool call's arguments nest within it). Deeper
+is valid JSON that the serializers (orjson, pydantic: about 255 levels) cannot write
+back, so such a file is refused by name, untouched, instead of failing later."""
+CLEAN_MESSAGES_KEPT = 4096
+"""Encoded messages a manager remembers as already scrubbed (so a save re-scrubs only new ones)."""
 MAX_POINTER_BYTES = 4096
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 POINTER_PREFIX = "active_"
+
+
+def _guarded_directories(directory: Path, root: Path | None) -> tuple[Path, ...]:
+    if root is None:
+        return (directory,)
+    try:
+        inside = directory.relative_to(root)
+    except ValueError:
+        return (directory,)
+    parts = inside.parts
+    return tuple(root.joinpath(*parts[: i + 1]) for i in range(len(parts)))
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -92,44 +113,85 @@ def temp_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp")
 
 
+def clear_stale_temp(tmp: Path) -> None:
+    """A temp name taken by something that is not a regular file (a symlink, a directory,
+    a fifo) would block every save of that file: a symlink or special file is unlinked
+    (never followed), a directory is moved aside (never deleted)."""
+    try:
+        info = os.lstat(tmp)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(info.st_mode):
+        return
+    if stat.S_ISDIR(info.st_mode):
+        stamp = utc_now().strftime("%Y%m%dT%H%M%S%fZ")
+        os.rename(tmp, tmp.with_name(f"{tmp.name}.stale-{stamp}"))
+    else:
+        tmp.unlink()
+
+
 def atomic_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
     """Durably replace ``path`` with ``data``; a crash leaves the old or the new file, whole.
 
     Each file has a single writer (the StorageActor), so the fixed temp name
     never races. Raises FileNotFoundError when the directory is missing.
     ``sync_dir=False`` leaves the fsync of the directory to the caller (who
-    writes several files into it and syncs it once).
+    writes several files into it and syncs it once). A stale temp of the wrong
+    type is cleared first (``clear_stale_temp``); a failed write leaves no temp.
     """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
-    _replace_durably(path, temp_path(path), data, flags, FILE_MODE, sync_dir)
+    # O_NONBLOCK: a fifo at the temp name must not hang the writer (regular files ignore it).
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    _replace_durably(path, temp_path(path), data, flags, FILE_MODE, sync_dir, clear_stale=True)
+
+
+_STALE_TEMP_ERRNOS = (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EWOULDBLOCK)
 
 
 def _replace_durably(
-    path: Path, tmp: Path, data: bytes, flags: int, mode: int | None, sync_dir: bool
+    path: Path,
+    tmp: Path,
+    data: bytes,
+    flags: int,
+    mode: int | None,
+    sync_dir: bool,
+    *,
+    clear_stale: bool = False,
 ) -> None:
     """Write ``tmp`` (opened with ``flags``), fsync it, rename it over ``path``, fsync the
-    directory. The temp file gets ``mode``; None: 0666 less the umask, as a new file."""
-    fd = os.open(tmp, flags, 0o666 if mode is None else mode)
+    directory. The temp file gets ``mode``; None: 0666 less the umask, as a new file.
+    Each step passes the fault-injection seam (``session/faults.py``)."""
+    inject("open", path)
     try:
+        fd = os.open(tmp, flags, 0o666 if mode is None else mode)
+    except OSError as exc:
+        if not clear_stale or exc.errno not in _STALE_TEMP_ERRNOS:
+            raise
+        clear_stale_temp(tmp)
+        fd = os.open(tmp, flags, 0o666 if mode is None else mode)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a fifo with a reader, a device
+            raise OSError(errno.EINVAL, "stale temp is not a regular file", str(tmp))
         if mode is not None:
             os.fchmod(fd, mode)  # a stale temp file keeps its old mode otherwise
         view = memoryview(data)
+        inject("write", path)
         while view:
             view = view[os.write(fd, view) :]
+        inject("fsync", path)
         os.fsync(fd)
-    except BaseException:
         os.close(fd)
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    os.close(fd)
-    try:
+        fd = -1
+        inject("rename", path)
         os.replace(tmp, path)
     except BaseException:
+        if fd >= 0:
+            os.close(fd)
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            if os.path.isfile(tmp) and not os.path.islink(tmp):
+                tmp.unlink()
         raise
     if sync_dir:
+        inject("dirsync", path)
         _fsync_dir(path.parent)
 
 
@@ -186,10 +248,11 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes:
         if path.is_symlink():
             raise UnsafeSessionFile(path, "it is a symlink") from exc
         raise UnsafeSessionFile(path, exc.strerror or "cannot open") from exc
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a directory
+        os.close(fd)
+        raise UnsafeSessionFile(path, "not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise UnsafeSessionFile(path, "not a regular file")
         if info.st_size > max_bytes:
             raise UnsafeSessionFile(path, f"{info.st_size} bytes, over the {max_bytes} byte cap")
         data = handle.read(max_bytes + 1)
@@ -211,6 +274,19 @@ def quarantine(path: Path, now: datetime) -> Path | None:
     except OSError:
         return None
     return target
+
+
+def nests_deeper_than(value: object, limit: int) -> bool:
+    """Whether JSON-like ``value`` has containers more than ``limit`` levels deep (no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        assert isinstance(children, Iterable)
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
 
 
 def encode_state(state: SessionState, encoded_messages: Sequence[bytes] | None = None) -> bytes:
@@ -242,6 +318,43 @@ def encode_state(state: SessionState, encoded_messages: Sequence[bytes] | None =
     )
 
 
+def scrub_state(
+    state: SessionState, known_secrets: tuple[str, ...] = (), *, messages: bool = True
+) -> SessionState:
+    """``state`` with credential-looking strings replaced in every text it holds: each
+    string field, each list of strings, the manifest's paths and (unless ``messages`` is
+    False) every string inside the recent messages."""
+    update: dict[str, object] = {}
+    for name in SessionState.model_fields:
+        value = getattr(state, name)
+        if name == "recent_messages":
+            if messages:
+                update[name] = tuple(scrub_json(list(value), known_secrets))
+        elif name == "file_manifest":
+            update[name] = scrub_mapping_keys(value, known_secrets)
+        elif isinstance(value, str):
+            update[name] = scrub_text(value, known_secrets)
+        elif isinstance(value, tuple):
+            update[name] = tuple(scrub_json(list(value), known_secrets))
+        elif isinstance(value, dict):
+            update[name] = scrub_json(value, known_secrets)
+    return state.model_copy(update=update)
+
+
+def scrub_header(header: SessionHeader, known_secrets: tuple[str, ...] = ()) -> SessionHeader:
+    """A listing's header with its texts scrubbed (files written before scrubbing, or by hand)."""
+
+    def clean(text: str | None) -> str | None:
+        return None if text is None else scrub_text(text, known_secrets)
+
+    return dataclasses.replace(
+        header,
+        summary=clean(header.summary),
+        compacted_history_summary=clean(header.compacted_history_summary),
+        note=clean(header.note),
+    )
+
+
 @dataclass(frozen=True)
 class Listing:
     """What a directory scan found: the good sessions and one error per bad file."""
@@ -265,16 +378,39 @@ class SessionManager:
         *,
         max_session_bytes: int = MAX_SESSION_BYTES,
         read_only: bool = False,
+        known_secrets: tuple[str, ...] = (),
+        root: Path | None = None,
     ) -> None:
         self.directory = directory
+        self._guarded = _guarded_directories(directory, root)
+        """``directory`` and its parents below ``root``: none may be a symlink or a file."""
         self.max_session_bytes = max_session_bytes
         self.read_only = read_only
+        self.known_secrets = known_secrets
+        """Every text written or read through this manager is scrubbed of these values
+        and of credential-looking strings: the one choke point of persisted and listed text."""
+        self._clean: dict[bytes, None] = {}
         """A read-only manager reports corrupt files without moving them aside."""
         self._headers: dict[str, tuple[FileIdentity, SessionHeader]] = {}
         """Headers already read, with the identity of the file they came from."""
         self._index_read = False
         self._index_stale = False
         """Whether ``_headers`` differs from what ``headers.index`` holds (see header_index)."""
+
+    def check_directory(self) -> None:
+        """UnsafeSessionDirectory if the directory, or a parent of it inside the state root,
+        is a symlink or not a directory (it is never followed). Missing ones are fine."""
+        for path in self._guarded:
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise UnsafeSessionDirectory(path, exc.strerror or "cannot stat") from exc
+            if stat.S_ISLNK(info.st_mode):
+                raise UnsafeSessionDirectory(path, "it is a symlink")
+            if not stat.S_ISDIR(info.st_mode):
+                raise UnsafeSessionDirectory(path, "not a directory")
 
     # -- sessions ---------------------------------------------------------
 
@@ -285,11 +421,36 @@ class SessionManager:
         return self.session_path(session_id).exists()
 
     def save(self, state: SessionState, encoded_messages: Sequence[bytes] | None = None) -> Path:
-        """Write ``state`` durably (see ``encode_state`` for ``encoded_messages``)."""
+        """Write ``state`` durably, scrubbed (see ``encode_state`` for ``encoded_messages``)."""
         path = self.session_path(state.session_id)
+        self.check_directory()
         self._headers.pop(state.session_id, None)
+        if encoded_messages is None or len(encoded_messages) != len(state.recent_messages):
+            state, encoded_messages = scrub_state(state, self.known_secrets), None
+        else:
+            state, encoded_messages = self._scrubbed(state, encoded_messages)
         _write_creating_directories(path, encode_state(state, encoded_messages))
         return path
+
+    def _scrubbed(
+        self, state: SessionState, encoded: Sequence[bytes]
+    ) -> tuple[SessionState, tuple[bytes, ...]]:
+        """``scrub_state``, re-scrubbing only the messages not already known to be clean
+        (a writer hands the same encoded tail again at every save)."""
+        messages = list(state.recent_messages)
+        out = list(encoded)
+        for i, data in enumerate(encoded):
+            if data in self._clean:
+                continue
+            cleaned = scrub_json(messages[i], self.known_secrets)
+            if cleaned != messages[i]:
+                messages[i] = cleaned
+                out[i] = orjson.dumps(cleaned)
+            if len(self._clean) >= CLEAN_MESSAGES_KEPT:
+                self._clean.pop(next(iter(self._clean)))
+            self._clean[out[i]] = None
+        state = scrub_state(state, self.known_secrets, messages=False)
+        return state.model_copy(update={"recent_messages": tuple(messages)}), tuple(out)
 
     def load(self, session_id: str) -> SessionState:
         """Load and migrate one session.
@@ -298,8 +459,9 @@ class SessionManager:
         untouched) or CorruptSessionFile (file moved aside).
         """
         path = self.session_path(session_id)
+        self.check_directory()
         data = read_regular_file(path, self.max_session_bytes)
-        return self._decode(path, data, session_id)
+        return scrub_state(self._decode(path, data, session_id), self.known_secrets)
 
     def load_header(self, session_id: str) -> SessionHeader:
         """Like ``load``, but validates everything except the messages (only counted).
@@ -314,7 +476,7 @@ class SessionManager:
         if cached is not None and identity is not None and cached[0] == identity:
             self._headers[session_id] = cached
             return cached[1]
-        header = self._read_header(path, session_id)
+        header = scrub_header(self._read_header(path, session_id), self.known_secrets)
         if identity is not None:
             self._headers[session_id] = (identity, header)
             self._index_stale = True
@@ -349,9 +511,9 @@ class SessionManager:
         def when(key: str) -> datetime:
             try:
                 parsed = datetime.fromisoformat(str(raw[key]).replace("Z", "+00:00"))
-            except (KeyError, ValueError):
+                return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+            except (KeyError, ValueError, OverflowError):
                 return mtime
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
         summary = raw.get("summary")
         messages = raw.get("recent_messages")
@@ -373,11 +535,21 @@ class SessionManager:
         """The file's JSON brought to the current schema; refuses newer, quarantines bad."""
         try:
             raw = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            if str(exc).startswith("depth limit exceeded"):
+                raise UnsafeSessionFile(path, "nested over 1024 levels deep") from exc
+            raise self._corrupt(path, str(exc)) from exc
+        try:
             if not isinstance(raw, dict):
                 raise ValueError("not a JSON object")
             version = schema_version_of(raw)
-        except (orjson.JSONDecodeError, ValueError) as exc:
+        except ValueError as exc:
             raise self._corrupt(path, str(exc)) from exc
+        messages = raw.get("recent_messages", raw.get("messages"))
+        if isinstance(messages, list) and any(
+            isinstance(m, dict | list) and nests_deeper_than(m, MAX_MESSAGE_DEPTH) for m in messages
+        ):
+            raise UnsafeSessionFile(path, f"a message nests over {MAX_MESSAGE_DEPTH} levels deep")
         if version > SCHEMA_VERSION:
             raise FutureSchemaVersion(path, version, SCHEMA_VERSION)
         try:
@@ -401,6 +573,7 @@ class SessionManager:
 
     def delete(self, session_id: str) -> bool:
         """Remove a session file; True if there was one."""
+        self.check_directory()
         self._headers.pop(session_id, None)
         try:
             self.session_path(session_id).unlink()
@@ -421,6 +594,10 @@ class SessionManager:
         """Every session of the directory, newest first, and what was wrong with the rest."""
         sessions: list[SessionHeader] = []
         problems: list[SessionFileError] = []
+        try:
+            self.check_directory()
+        except UnsafeSessionDirectory as exc:
+            return Listing((), (exc,))
         present = self.session_ids()
         if not self._index_read:  # a cold listing: headers of unchanged files from the index
             self._index_read = True
@@ -436,7 +613,8 @@ class SessionManager:
                 continue
             except FutureSchemaVersion as exc:  # still on disk, so still listed
                 problems.append(exc)
-                sessions.append(self._future_header(session_id, exc))
+                future = self._future_header(session_id, exc)
+                sessions.append(scrub_header(future, self.known_secrets))
             except SessionFileError as exc:
                 problems.append(exc)
         sessions.sort(key=lambda s: s.updated_at, reverse=True)
@@ -454,12 +632,14 @@ class SessionManager:
 
     def write_pointer(self, pointer: Pointer) -> Path:
         path = self.pointer_path(pointer.pid)
+        self.check_directory()
         _write_creating_directories(path, orjson.dumps(pointer.model_dump(mode="json")))
         return path
 
     def read_pointer(self, pid: int) -> Pointer | None:
         """The pointer of terminal ``pid``; None if absent; InvalidPointer if unusable."""
         path = self.pointer_path(pid)
+        self.check_directory()
         try:
             data = read_regular_file(path, MAX_POINTER_BYTES)
         except FileNotFoundError:
@@ -469,6 +649,7 @@ class SessionManager:
         return _decode_pointer(path, data, pid)
 
     def delete_pointer(self, pid: int) -> bool:
+        self.check_directory()
         try:
             self.pointer_path(pid).unlink()
         except FileNotFoundError:
@@ -479,6 +660,10 @@ class SessionManager:
     def list_pointers(self) -> PointerListing:
         pointers: list[Pointer] = []
         problems: list[InvalidPointer] = []
+        try:
+            self.check_directory()
+        except UnsafeSessionDirectory:
+            return PointerListing((), ())  # told once, by list_sessions
         try:
             names = sorted(os.listdir(self.directory))
         except FileNotFoundError:

@@ -53,7 +53,10 @@ def utc_now() -> datetime:
 def _to_utc(value: datetime) -> datetime:
     if value.tzinfo is None:
         raise ValueError("timestamp must be timezone-aware")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as exc:  # year 1 or 9999 with an offset
+        raise ValueError("timestamp out of range") from exc
 
 
 def _check_id(value: str) -> str:

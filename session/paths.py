@@ -8,6 +8,8 @@ from pathlib import Path
 
 import platformdirs
 
+from session.errors import SessionError
+
 APP_NAME = "agent-assist"
 
 
@@ -16,15 +18,23 @@ def state_root(environ: os._Environ[str] | dict[str, str] | None = None) -> Path
     env = os.environ if environ is None else environ
     home = env.get("AGENT_ASSIST_HOME")
     if home:
-        return Path(home).expanduser()
+        try:
+            return Path(home).expanduser()
+        except RuntimeError as exc:  # "~user" of no such user
+            raise SessionError(f"AGENT_ASSIST_HOME {home[:80]!r}: {exc}") from None
     return Path(platformdirs.user_config_dir(APP_NAME))
 
 
 def project_name(workspace: Path) -> str:
     """``<name>_<hash8>``: the workspace's base name and 8 hex digits of its resolved path."""
     resolved = workspace.resolve()
-    digest = hashlib.sha256(str(resolved).encode("utf-8")).hexdigest()[:8]
-    name = resolved.name or "root"
+    # fsencode is UTF-8 for every valid name, and keeps the raw bytes of a name that is not
+    # UTF-8 (a surrogate-escaped str cannot be encoded as UTF-8).
+    digest = hashlib.sha256(os.fsencode(resolved)).hexdigest()[:8]
+    name = "".join(
+        c if c.isprintable() and not "\ud800" <= c <= "\udfff" else "_"
+        for c in (resolved.name or "root")
+    )
     return f"{name}_{digest}"
 
 

@@ -8,6 +8,8 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
+PID_MAX = 2**31 - 1
+"""No process id is larger (``pid_t`` is a signed 32-bit integer); a larger number is no process."""
 # /proc gives 10 ms resolution; ps only whole seconds.
 _PROC_TOLERANCE_S = 0.05
 _PS_TOLERANCE_S = 1.0
@@ -50,6 +52,8 @@ def _ps_start_time(pid: int) -> float | None:
 
 def process_start_time(pid: int) -> float | None:
     """When ``pid`` started, in seconds since the epoch, or None if unknown or gone."""
+    if not 0 < pid <= PID_MAX:
+        return None
     fields = _proc_stat_fields(pid)
     boot = _boot_time()
     if fields is not None and boot is not None:
@@ -62,7 +66,7 @@ def process_start_time(pid: int) -> float | None:
 
 def process_alive(pid: int, start_time: float | None = None) -> bool:
     """Whether ``pid`` runs (not a zombie) and, if ``start_time`` is given, is that same process."""
-    if pid <= 0:
+    if not 0 < pid <= PID_MAX:
         return False
     try:
         os.kill(pid, 0)

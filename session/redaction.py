@@ -1,4 +1,12 @@
-"""Scrubbing credential-looking strings out of anything that is about to be persisted."""
+"""Scrubbing credential-looking strings out of anything that is about to be persisted or listed.
+
+What the patterns cover (see docs/decisions.md, "Secrets"): known provider token
+shapes, PEM private keys, ``Authorization``/``Bearer`` values, assignments
+(``password=...``, ``api_key: ...``), the prose form ``<password|passphrase|
+passcode|secret|api key|token> is|was|: <value>`` when the value looks like a
+credential (a digit or symbol in it, or 16+ letters), and the values of the
+environment variables whose names say they hold a credential.
+"""
 
 from __future__ import annotations
 
@@ -32,10 +40,25 @@ _ASSIGNMENT_RE = re.compile(
     r"\s*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})"
 )
 
+# Prose: "admin password is correcthorse99", "the api key was AbC123xyz!".
+_PROSE_RE = re.compile(
+    r"(?i)(\b(?:password|passwd|passphrase|passcode|pin code|secret|api[ _-]?key|access key|token)"
+    r"\s+(?:is|was|=|:)\s+[\"'`]?)([^\s\"'`,;]{6,})"
+)
+_WORDLIKE_RE = re.compile(r"[A-Za-z]{6,15}[.!?)]*\Z")
+"""A value of 6-15 letters after "password is" is taken for prose ("is required")."""
+
+
+def _prose_value(match: re.Match[str]) -> str:
+    if _WORDLIKE_RE.match(match.group(2)):
+        return match.group(0)
+    return match.group(1) + REDACTED
+
+
 # Every pattern above starts with one of these markers (the tokens) or, ignoring case,
 # holds one of these words: text with none of them is left alone after two searches.
 _TOKEN_MARKERS_RE = re.compile(r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|eyJ|-----BEGIN")
-_KEYWORDS_RE = re.compile(r"authorization|bearer|key|secret|token|passw")
+_KEYWORDS_RE = re.compile(r"authorization|bearer|key|secret|token|passw|passphrase|passcode|pin")
 
 
 def _may_hold_credential(text: str) -> bool:
@@ -68,7 +91,8 @@ def scrub_text(text: str, known_secrets: Iterable[str] = ()) -> str:
     text = _TOKENS_RE.sub(REDACTED, text)
     text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + REDACTED, text)
     text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)
-    return _ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    return _PROSE_RE.sub(_prose_value, text)
 
 
 def scrub_json(value: Any, known_secrets: Iterable[str] = ()) -> Any:
@@ -84,3 +108,12 @@ def _scrub(value: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(value, list | tuple):
         return [_scrub(v, secrets) for v in value]
     return value
+
+
+def scrub_mapping_keys(value: dict[str, Any], known_secrets: Iterable[str] = ()) -> dict[str, Any]:
+    """A copy of ``value`` with its keys scrubbed too (keys that collide keep the first)."""
+    secrets = tuple(known_secrets)
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        out.setdefault(scrub_text(key, secrets), _scrub(item, secrets))
+    return out

@@ -148,24 +148,30 @@ def supervisor_command() -> list[str]:
     return [sys.executable, "-m", "cli", "supervisor", "run"]
 
 
+_spawned: list[object] = []
+"""The supervisors this process started (kept so they are not reported as leaked)."""
+
+
 def spawn_detached(paths: RuntimePaths) -> None:
-    """Start ``agent-assist supervisor run`` as a daemon (double fork, new session, log file)."""
-    argv = supervisor_command()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the forked child
-        try:
-            os.setsid()
-            if os.fork() != 0:
-                os._exit(0)
-            log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            null_fd = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(null_fd, 0)
-            os.dup2(log_fd, 1)
-            os.dup2(log_fd, 2)
-            os.execv(argv[0], argv)
-        finally:
-            os._exit(127)
-    os.waitpid(pid, 0)
+    """Start ``agent-assist supervisor run`` detached: a new session (no terminal, no signals
+    from this tab), stdin from /dev/null, output to the log. ``Popen`` execs at once, so no
+    copy of this process (and of any thread it holds) runs supervisor code."""
+    import subprocess  # only here: the terminal must start fast
+
+    log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        _spawned.append(
+            subprocess.Popen(
+                supervisor_command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log_fd,
+                stderr=log_fd,
+                start_new_session=True,
+                close_fds=True,
+            )
+        )
+    finally:
+        os.close(log_fd)
 
 
 @contextlib.contextmanager

@@ -14,8 +14,11 @@ import io
 import logging
 import logging.handlers
 import os
+import resource
 import signal
+import socket
 import subprocess
+import time
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,10 +28,11 @@ from anyio.abc import TaskGroup
 
 from actors.base import ActorRef, run_supervised
 from actors.messages import StorageMessage
-from actors.storage import StorageActor
+from actors.storage import StorageActor, StorageMemory
 from session.paths import state_root
 from session.redaction import secrets_from_environment
 from session.settings import load_settings
+from supervisor.accept import MAX_CONNECTIONS, accept_forever, connection_cap
 from supervisor.front import FrontDoor
 from supervisor.heir import forget_heir_pid, heir_enabled, spawn_heir, stop_heir
 from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir, runtime_paths
@@ -42,6 +46,7 @@ log = logging.getLogger("agent_assist.supervisor")
 YOUNG_GC_THRESHOLD = 10_000
 LOG_BYTES = 1024 * 1024
 LOG_BACKUPS = 3
+LOCK_WAIT_S = 1.0
 TOKEN_RETENTION_EVENTS = 4
 """Messages kept whole when the token budget compacts (moved back to a turn start)."""
 
@@ -50,13 +55,22 @@ class AlreadyRunning(Exception):
     pass
 
 
+def _number_from_env(name: str, default: float) -> float:
+    """A test and tuning knob; a bad value is ignored (the default is used)."""
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if 0 < value < 1e9 else default
+
+
 def settings_from_environment(paths: RuntimePaths) -> Settings:
     """The supervisor's settings: ``<root>/config.toml`` overridden by its environment.
 
     Imports the model stack (call it once ``load_model_stack`` has run)."""
     from session.compaction import EventsCompactionConfig
     from session.lifecycle import PersistPolicy
-    from supervisor.server import Settings
+    from supervisor.server import HELLO_TIMEOUT_S, Settings
 
     root = state_root()
     configured = load_settings(root, os.environ)
@@ -71,9 +85,19 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
         model=configured.model,
         policy=PersistPolicy(known_secrets=secrets_from_environment(), compaction=compaction),
         version=package_version(),
+        hello_timeout_s=_number_from_env("AGENT_ASSIST_HELLO_TIMEOUT_S", HELLO_TIMEOUT_S),
         context_tokens=configured.context_tokens,
         summary_model=configured.summary_model,
     )
+
+
+def raise_descriptor_limit() -> None:
+    """Use the hard limit of open files, so the connection cap can be generous."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else 65536
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, 65536), hard))
 
 
 class PrivateRotatingLog(logging.handlers.RotatingFileHandler):
@@ -96,13 +120,29 @@ def configure_logging(log_path: Path, max_bytes: int = LOG_BYTES) -> None:
 
 
 def _take_lock(paths: RuntimePaths) -> int:
+    """Hold ``supervisor.lock``. An offline ``sessions rm``/``prune`` holds it for a few
+    milliseconds, so a held lock is tried again briefly before it means another supervisor."""
     fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise AlreadyRunning("a supervisor is already running") from None
-    return fd
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline or _supervisor_answers(paths):
+                os.close(fd)
+                raise AlreadyRunning("a supervisor is already running") from None
+            time.sleep(0.02)
+
+
+def _supervisor_answers(paths: RuntimePaths) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        try:
+            probe.connect(str(paths.socket))
+        except OSError:
+            return False
+    return True
 
 
 def run_supervisor(paths: RuntimePaths | None = None) -> None:
@@ -116,6 +156,7 @@ def supervise(paths: RuntimePaths, lock_fd: int) -> None:
     """A supervisor's life, holding ``supervisor.lock`` (``lock_fd``, closed at the end)."""
     try:
         configure_logging(paths.log)
+        raise_descriptor_limit()
         paths.pid_file.write_text(f"{os.getpid()}\n")
         root = state_root()
         load_settings(root, os.environ)  # a bad setting stops the start here, in one line
@@ -204,10 +245,15 @@ async def serve(paths: RuntimePaths, root: Path) -> None:
 
 async def _serve(paths: RuntimePaths, root: Path, running: _Running) -> None:
     shutdown = anyio.Event()
-    live: dict[str, int] = {}
+    memory = StorageMemory()  # claims and /reset tombstones outlive the actor's restarts
+    secrets = secrets_from_environment()
     async with anyio.create_task_group() as workers:
         storage = await workers.start(
-            partial(run_supervised, "storage", lambda ref: StorageActor(root, live))
+            partial(
+                run_supervised,
+                "storage",
+                lambda ref: StorageActor(root, memory, known_secrets=secrets),
+            )
         )
         front = FrontDoor(root, paths.socket, storage, shutdown)
         async with anyio.create_task_group() as terminals:
@@ -216,9 +262,10 @@ async def _serve(paths: RuntimePaths, root: Path, running: _Running) -> None:
             forget_heir_pid(paths, os.getpid())  # if this supervisor was an heir, it took over
             async with anyio.create_task_group() as connections:
                 connections.start_soon(_watch_signals, shutdown)
-                connections.start_soon(
-                    partial(listener.serve, front.handle, task_group=connections)
+                cap = connection_cap(
+                    int(_number_from_env("AGENT_ASSIST_MAX_CONNECTIONS", MAX_CONNECTIONS))
                 )
+                connections.start_soon(accept_forever, listener, front.handle, connections, cap)
                 connections.start_soon(
                     start_model_stack,
                     paths,

@@ -57,6 +57,18 @@ class _Hangup(Exception):
     """The connection is to be closed (the error frame, if any, was sent)."""
 
 
+def _hello_timeout(default: float = 10.0) -> float:
+    try:
+        value = float(os.environ.get("AGENT_ASSIST_HELLO_TIMEOUT_S") or default)
+    except ValueError:
+        return default
+    return value if 0 < value < 1e9 else default
+
+
+HELLO_TIMEOUT_S = _hello_timeout()
+"""A connection that says nothing for this long is closed (a test and tuning knob)."""
+
+
 @dataclass(frozen=True)
 class Opening:
     """A session the front door opened for a terminal: the Server opens it again, for real."""
@@ -65,7 +77,13 @@ class Opening:
     session_id: str
 
 
+class ProtocolMisuse(Exception):
+    """A well-formed frame sent where it has no meaning (answered ``invalid_request``)."""
+
+
 def error_for(exc: BaseException) -> tuple[str, str]:
+    if isinstance(exc, ProtocolMisuse):
+        return ErrorCode.INVALID_REQUEST, str(exc)
     if isinstance(exc, SessionLive):
         return ErrorCode.SESSION_LIVE, str(exc)
     if isinstance(exc, FileNotFoundError):
@@ -76,7 +94,11 @@ def error_for(exc: BaseException) -> tuple[str, str]:
         return ErrorCode.INVALID_REQUEST, str(exc)
     if isinstance(exc, TimeoutError):
         return ErrorCode.BUSY, "the supervisor did not answer in time"
-    return ErrorCode.INTERNAL, f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return ErrorCode.INTERNAL, f"{exc.strerror or exc}{where}"
+    logging.getLogger("agent_assist.front").error("internal error", exc_info=exc)
+    return ErrorCode.INTERNAL, "internal error in the supervisor (details in supervisor.log)"
 
 
 class FrontDoor:
@@ -165,7 +187,12 @@ class FrontDoor:
                 stream, ErrorCode.NOT_ALLOWED, "connections from other users are not accepted"
             )
         reader = BufferedByteReceiveStream(stream)
-        hello = await self._read(reader, stream)
+        with anyio.move_on_after(HELLO_TIMEOUT_S) as waiting:
+            hello = await self._read(reader, stream)
+        if waiting.cancelled_caught:
+            await self._refuse(
+                stream, ErrorCode.HELLO_REQUIRED, f"no hello within {HELLO_TIMEOUT_S:g} s"
+            )
         if not isinstance(hello, p.Hello):
             await self._refuse(stream, ErrorCode.HELLO_REQUIRED, "the first frame must be hello")
         assert isinstance(hello, p.Hello)

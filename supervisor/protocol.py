@@ -25,21 +25,23 @@ class Hello(_Frame):
     type: Literal["hello"]
     protocol: int
     role: Literal["terminal", "control"]
-    client_pid: int = Field(gt=0)
-    terminal_pid: int | None = Field(default=None, gt=0)
-    workspace: str | None = None
-    model: str | None = None
+    client_pid: int = Field(gt=0, le=2**31 - 1)
+    terminal_pid: int | None = Field(default=None, gt=0, le=2**31 - 1)
+    workspace: str | None = Field(default=None, max_length=4096)
+    model: str | None = Field(default=None, max_length=256)
 
 
 class Open(_Frame):
     type: Literal["open"]
     mode: Literal["new", "resume"]
-    session_id: str | None = None
+    session_id: str | None = Field(default=None, max_length=64)
 
 
 class UserMessage(_Frame):
     type: Literal["user_message"]
     text: str = Field(max_length=200_000)
+    id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    """The client's id of this message; the same id again is a retry (answered once)."""
 
 
 class Cancel(_Frame):
@@ -60,7 +62,7 @@ class Close(_Frame):
 
 class ConfirmReply(_Frame):
     type: Literal["confirm_reply"]
-    id: int
+    id: int = Field(ge=0, le=2**63)
     answer: bool
     cancel: bool = False
     """The user cancelled the question (Ctrl+C): the action it guards does not happen."""
@@ -207,6 +209,9 @@ class ClosedFrame(_Frame):
     session_id: str | None
     saved: bool
     reason: str
+    unsaved: bool = False
+    """Turns were made that could not be saved; ``kept_at`` says where they are kept."""
+    kept_at: str | None = None
 
 
 class Result(_Frame):

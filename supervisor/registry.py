@@ -35,6 +35,8 @@ class Registry:
         self._tg = tg
         self._peers = peers
         self._terminals: dict[int, _Attached] = {}
+        self._attaching: set[int] = set()
+        """Pids between the check and the actor's start: a second attach is refused."""
 
     @property
     def attached(self) -> int:
@@ -48,16 +50,22 @@ class Registry:
         A previous actor of the same pid that is still saving is waited for;
         one that is still connected makes this raise TerminalBusy.
         """
-        previous = self._terminals.get(config.terminal_pid)
-        if previous is not None:
-            if previous.connected:
-                raise TerminalBusy(
-                    f"another agent-assist is attached for terminal {config.terminal_pid}; "
-                    "set AGENT_ASSIST_TERMINAL_PID to run a second one"
-                )
-            with anyio.move_on_after(DETACH_WAIT_S):
-                await previous.released.wait()
-        ref: ActorRef[TerminalMessage] = await self._tg.start(self._run, config, outbox)
+        pid = config.terminal_pid
+        previous = self._terminals.get(pid)
+        if pid in self._attaching or (previous is not None and previous.connected):
+            raise TerminalBusy(
+                f"another agent-assist is attached for terminal {pid}; "
+                "set AGENT_ASSIST_TERMINAL_PID to run a second one"
+            )
+        # Check and reservation happen with no await in between: one step per pid.
+        self._attaching.add(pid)
+        try:
+            if previous is not None:
+                with anyio.move_on_after(DETACH_WAIT_S):
+                    await previous.released.wait()
+            ref: ActorRef[TerminalMessage] = await self._tg.start(self._run, config, outbox)
+        finally:
+            self._attaching.discard(pid)
         return ref
 
     async def detach(self, terminal_pid: int, ref: ActorRef[TerminalMessage], reason: str) -> None:

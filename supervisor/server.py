@@ -57,8 +57,9 @@ from session.manager import CheckpointListing
 from session.models import is_session_id
 from session.paths import sessions_dir
 from session.processes import process_start_time
+from supervisor import accept
 from supervisor import protocol as p
-from supervisor.front import Opening
+from supervisor.front import Opening, ProtocolMisuse
 from supervisor.registry import Registry, TerminalBusy
 from supervisor.runtime import peer_credentials
 from supervisor.welcome import welcome
@@ -67,6 +68,8 @@ from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION, ErrorCode, FrameE
 log = logging.getLogger("agent_assist.server")
 OPEN_TIMEOUT_S = 60.0
 OUTBOX_SIZE = 256
+HELLO_TIMEOUT_S = 10.0
+MAX_CONNECTIONS = accept.MAX_CONNECTIONS
 
 
 class _Hangup(Exception):
@@ -80,6 +83,8 @@ class Settings:
     model: str
     policy: PersistPolicy
     version: str
+    hello_timeout_s: float = HELLO_TIMEOUT_S
+    max_connections: int = MAX_CONNECTIONS
     context_tokens: int | None = None
     summary_model: str | None = None
 
@@ -106,8 +111,10 @@ def _frame_for(output: TerminalOutput) -> p.ServerFrame:
             return p.Confirm(id=confirm_id, question=question)
         case CommandOutput(text):
             return p.CommandResult(text=text)
-        case Closed(session_id, saved, reason):
-            return p.ClosedFrame(session_id=session_id, saved=saved, reason=reason)
+        case Closed(session_id, saved, reason, unsaved, kept_at):
+            return p.ClosedFrame(
+                session_id=session_id, saved=saved, reason=reason, unsaved=unsaved, kept_at=kept_at
+            )
         case Failure(code, message, _):
             return p.ErrorFrame(code=code, message=message)
 
@@ -143,6 +150,8 @@ def _merge_text(batch: list[TerminalOutput]) -> list[TerminalOutput]:
 
 
 def _error_for(exc: BaseException) -> tuple[str, str]:
+    if isinstance(exc, ProtocolMisuse):
+        return ErrorCode.INVALID_REQUEST, str(exc)
     if isinstance(exc, SessionLive):
         return ErrorCode.SESSION_LIVE, str(exc)
     if isinstance(exc, FileNotFoundError):
@@ -153,7 +162,13 @@ def _error_for(exc: BaseException) -> tuple[str, str]:
         return ErrorCode.INVALID_REQUEST, str(exc)
     if isinstance(exc, TimeoutError):
         return ErrorCode.BUSY, "the supervisor did not answer in time"
-    return ErrorCode.INTERNAL, f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, DeadActor):
+        return ErrorCode.BUSY, "the supervisor is restarting a component; try again"
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return ErrorCode.INTERNAL, f"{exc.strerror or exc}{where}"
+    log.error("internal error", exc_info=exc)
+    return ErrorCode.INTERNAL, "internal error in the supervisor (details in supervisor.log)"
 
 
 class Server:
@@ -253,7 +268,14 @@ class Server:
                 stream, ErrorCode.NOT_ALLOWED, "connections from other users are not accepted"
             )
         reader = BufferedByteReceiveStream(stream)
-        hello = await self._read(reader, stream)
+        with anyio.move_on_after(self._settings.hello_timeout_s) as waiting:
+            hello = await self._read(reader, stream)
+        if waiting.cancelled_caught:
+            await self._refuse(
+                stream,
+                ErrorCode.HELLO_REQUIRED,
+                f"no hello within {self._settings.hello_timeout_s:g} s",
+            )
         if not isinstance(hello, p.Hello):
             await self._refuse(stream, ErrorCode.HELLO_REQUIRED, "the first frame must be hello")
         assert isinstance(hello, p.Hello)
@@ -302,24 +324,46 @@ class Server:
         try:
             ref = await self._registry.attach(config, send_out)
         except TerminalBusy as exc:
+            for end in (send_out, handler_out, receive_out):
+                end.close()
             await self._refuse(stream, ErrorCode.BUSY, str(exc))
-        if opening is None:
-            await self._send(
-                stream, await welcome(self._storage, config.project, terminal_pid, workspace)
-            )
+            raise AssertionError("unreachable") from exc
+        # From here on the terminal is attached: whatever happens (the terminal goes
+        # away before the welcome, the offer cannot be read), it is detached again.
         reason = "disconnected"
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._pump, receive_out, stream, opening is not None)
-            try:
-                if opening is not None:
-                    await self._reopen(ref, opening, handler_out)
-                reason = await self._converse(reader, stream, ref, handler_out)
-            except _Hangup:
-                pass
-            finally:
+        detached = False
+
+        async def detach() -> None:
+            nonlocal detached
+            if not detached:
+                detached = True
                 handler_out.close()
                 with anyio.CancelScope(shield=True):
                     await self._registry.detach(terminal_pid, ref, reason)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._pump, receive_out, stream, opening is not None)
+                try:
+                    if opening is None:
+                        await self._send(
+                            stream,
+                            await welcome(self._storage, config.project, terminal_pid, workspace),
+                        )
+                    else:
+                        await self._reopen(ref, opening, handler_out)
+                    reason = await self._converse(reader, stream, ref, handler_out)
+                except _Hangup:
+                    pass
+                except Exception as exc:
+                    log.warning("terminal %d: connection ended: %r", terminal_pid, exc)
+                    code, message = _error_for(exc)
+                    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        await handler_out.send(Failure(code, message, fatal=True))
+                finally:
+                    await detach()
+        finally:
+            await detach()
 
     async def _reopen(
         self,
@@ -389,8 +433,8 @@ class Server:
                     except Exception as exc:
                         code, message = _error_for(exc)
                         await out.send(Failure(code, message))
-                case p.UserMessage(text=text):
-                    await ref.tell(UserTurn(text))
+                case p.UserMessage(text=text, id=message_id):
+                    await ref.tell(UserTurn(text, message_id))
                 case p.Cancel():
                     await ref.tell(CancelCurrentTurn())
                 case p.Command(name=name, arg=arg):
@@ -432,7 +476,7 @@ class Server:
             frame = await self._read(reader, stream)
             try:
                 data = await self._answer(frame)
-            except (SessionError, OSError, TimeoutError, DeadActor, ValueError) as exc:
+            except Exception as exc:
                 code, message = _error_for(exc)
                 await self._send(stream, p.ErrorFrame(code=code, message=message))
                 continue
@@ -443,8 +487,8 @@ class Server:
     def _projects(self, workspace: str | None, every: bool) -> tuple[Path, ...] | None:
         if every:
             return None
-        if not workspace or not Path(workspace).is_absolute():
-            raise ValueError("a workspace (absolute path) is required")
+        if not workspace or not Path(workspace).is_absolute() or "\0" in workspace:
+            raise ProtocolMisuse("a workspace (absolute path) is required")
         return (sessions_dir(Path(workspace), self._settings.root),)
 
     async def _answer(self, frame: p.ClientFrame) -> object:
@@ -486,7 +530,7 @@ class Server:
                 }
             case p.Stop():
                 return {"stopping": True}
-        raise ValueError(f"{frame.type} is not valid on a control connection")
+        raise ProtocolMisuse(f"{frame.type} is not valid on a control connection")
 
     async def _row(self, project: Path, session_id: str) -> dict[str, object] | None:
         listing: SessionListing = await self._storage.ask(ListSessions((project,)))
@@ -513,10 +557,7 @@ class Server:
             raise SessionError(f"invalid session id {session_id[:40]!r}")
         project = self._projects(workspace, False)
         assert project is not None
-        row = await self._row(project[0], session_id)
-        if row is None:
+        removed = await self._storage.ask(RemoveSession(project[0], session_id, unless_live=True))
+        if not removed:
             raise FileNotFoundError(session_id)
-        if row["state"] == "live":
-            raise SessionLive(session_id, int(str(row["terminal_pid"])))
-        removed = await self._storage.ask(RemoveSession(project[0], session_id))
-        return {"removed": bool(removed), "session_id": session_id}
+        return {"removed": True, "session_id": session_id}

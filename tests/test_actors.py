@@ -13,6 +13,7 @@ import pytest
 from actors.base import (
     Actor,
     ActorRef,
+    Ask,
     DeadActor,
     close_mailbox,
     open_mailbox,
@@ -24,17 +25,17 @@ pytestmark = pytest.mark.anyio
 
 
 @dataclass(frozen=True)
-class Add:
+class Add(Ask[int]):
     n: int
 
 
 @dataclass(frozen=True)
-class Boom:
+class Boom(Ask[None]):
     pass
 
 
 @dataclass(frozen=True)
-class Get:
+class Get(Ask[int]):
     pass
 
 

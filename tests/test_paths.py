@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,14 @@ def test_default_root_is_the_user_config_dir(
 ) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     assert state_root({}) == tmp_path / "cfg" / "agent-assist"
+
+
+def test_a_workspace_name_that_is_not_utf8_has_a_printable_project_name(tmp_path: Path) -> None:
+    raw = os.fsencode(tmp_path) + b"/caf\xe9\nname"
+    os.mkdir(raw)
+    workspace = Path(os.fsdecode(raw))
+    name = project_name(workspace)
+    assert name.startswith("caf_")
+    assert name.isprintable()
+    name.encode("utf-8")
+    assert len(name.rsplit("_", 1)[1]) == 8

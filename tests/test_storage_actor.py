@@ -22,7 +22,7 @@ from actors.messages import (
     SavePointer,
     SaveSession,
 )
-from actors.storage import StorageActor
+from actors.storage import StorageActor, StorageMemory
 from session.catalog import Resumable, SessionListing
 from session.errors import SessionDeleted, SessionLive
 from session.history import dump_messages
@@ -145,3 +145,55 @@ async def test_a_reused_pid_does_not_count_as_the_old_terminal(
     await storage.ask(SavePointer(p, stale))
     listing: SessionListing = await storage.ask(ListSessions((p,)))
     assert [r.state for r in listing.rows] == ["orphaned"]
+
+
+async def test_claims_and_reset_tombstones_survive_a_restart_of_the_actor(tmp_path: Path) -> None:
+    memory = StorageMemory()
+    p = project(tmp_path)
+    async with anyio.create_task_group() as tg:
+        ref: ActorRef[Any] = await tg.start(
+            partial(run_supervised, "storage", lambda _: StorageActor(tmp_path, memory))
+        )
+        await ref.ask(SaveSession(p, state("aaaaaaaaaaaa"), writer=1))
+        await ref.ask(RemoveSession(p, "aaaaaaaaaaaa", forever=True))
+        await ref.ask(Claim("bbbbbbbbbbbb", 100))
+        # A failing tell crashes the actor; run_supervised starts a new incarnation.
+        await ref.tell(SaveSession(p, state("bbbbbbbbbbbb"), writer=200))
+        with pytest.raises(SessionDeleted):  # a late autosave after the restart
+            await ref.ask(SaveSession(p, state("aaaaaaaaaaaa"), writer=1))
+        with pytest.raises(SessionLive):
+            await ref.ask(Claim("bbbbbbbbbbbb", 300))
+        ref.close()
+    assert not (p / "aaaaaaaaaaaa.json").exists()
+
+
+async def test_rm_of_a_live_session_is_refused_in_the_same_step(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    p = project(tmp_path)
+    await storage.ask(SaveSession(p, state("aaaaaaaaaaaa"), writer=100))
+    await storage.ask(Claim("aaaaaaaaaaaa", 100))
+    with pytest.raises(SessionLive):
+        await storage.ask(RemoveSession(p, "aaaaaaaaaaaa", unless_live=True))
+    assert (p / "aaaaaaaaaaaa.json").exists()
+    await storage.ask(Release("aaaaaaaaaaaa", 100))
+    assert await storage.ask(RemoveSession(p, "aaaaaaaaaaaa", unless_live=True)) is True
+
+
+async def test_a_late_write_of_a_departed_actor_cannot_overwrite_its_successor(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    """Both actors serve terminal 100: the one that left writes its summary late."""
+    p = project(tmp_path)
+    await storage.ask(Claim("aaaaaaaaaaaa", 100, token=1))
+    await storage.ask(Release("aaaaaaaaaaaa", 100, token=1))
+    await storage.ask(Claim("aaaaaaaaaaaa", 100, token=2))
+    newer = state("aaaaaaaaaaaa", hour=13)
+    await storage.ask(SaveSession(p, newer, writer=100, token=2))
+    with pytest.raises(SessionLive):
+        await storage.ask(SaveSession(p, state("aaaaaaaaaaaa", hour=12), writer=100, token=1))
+    await storage.ask(Release("aaaaaaaaaaaa", 100, token=1))  # not the holder: no effect
+    with pytest.raises(SessionLive):
+        await storage.ask(Claim("aaaaaaaaaaaa", 200))
+    listing: SessionListing = await storage.ask(ListSessions((p,)))
+    assert [r.updated_at.hour for r in listing.rows] == [13]

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from actors.base import run_supervised
-from actors.storage import StorageActor
+from actors.storage import StorageActor, StorageMemory
 from session.history import dump_messages
 from session.manager import SessionManager
 from session.models import SessionState, utc_now
@@ -82,10 +82,10 @@ async def starting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIter
     workspace.mkdir()
     shutdown = anyio.Event()
     running = daemon._Running()
-    live: dict[str, int] = {}
+    memory = StorageMemory()
     async with anyio.create_task_group() as workers:
         storage = await workers.start(
-            partial(run_supervised, "storage", lambda ref: StorageActor(root, live))
+            partial(run_supervised, "storage", lambda ref: StorageActor(root, memory))
         )
         front = FrontDoor(root, paths.socket, storage, shutdown)
         async with anyio.create_task_group() as terminals:

@@ -1,0 +1,102 @@
+"""Saves that fail (a full disk, a read-only directory) lose nothing: retried, then kept aside."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import AGENT_ASSIST, Env
+
+
+def prompts_in(data: dict[str, object]) -> list[str]:
+    messages = data["recent_messages"]
+    assert isinstance(messages, list)
+    return [
+        part["content"]
+        for message in messages
+        for part in message["parts"]
+        if part.get("part_kind") == "user-prompt"
+    ]
+
+
+def faulty(env: Env) -> Path:
+    fault_file = env.base / "faults"
+    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(fault_file)
+    return fault_file
+
+
+def test_exit_with_unsaved_turns_says_where_they_are_kept_and_fails(env: Env) -> None:
+    faulty(env).write_text("rename ENOSPC /sessions/\n")
+    tab = env.terminal()
+    result = subprocess.run(
+        [AGENT_ASSIST, "--new"],
+        input="first message\nsecond message\n",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # as on a terminal: both on one screen
+        text=True,
+        cwd=env.workspace,
+        env=env.environ(tab),
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("error: could not update the session on disk") for line in lines)
+    assert all(line.startswith("error:") or "error:" not in line for line in lines), lines
+    (last,) = [line for line in lines if "could not be saved" in line]
+    kept = Path(last.rsplit(" kept in ", 1)[1])
+    assert prompts_in(json.loads(kept.read_bytes())) == ["first message", "second message"]
+    assert env.session_ids() == []
+    assert not [p for p in env.project.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_failed_save_is_retried_by_the_next_turn(env: Env) -> None:
+    fault_file = faulty(env)
+    fault_file.write_text("write EIO /sessions/\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("first message")
+    client.expect("could not update the session on disk", stderr=True)
+    fault_file.unlink()
+    client.send("second message")
+    client.expect("[offline model]")
+    client.expect("[offline model]")
+    client.close_stdin()
+    assert client.wait() == 0
+    (session_id,) = env.session_ids()
+    assert prompts_in(env.session(session_id)) == ["first message", "second message"]
+
+
+STEPS = ["open", "write", "fsync", "rename", "dirsync"]
+ERRNOS = ["ENOSPC", "EIO", "EROFS"]
+ALL_CASES = os.environ.get("AGENT_ASSIST_ALL_FAULTS") == "1"
+
+
+@pytest.mark.parametrize(
+    ("step", "code"),
+    [(s, e) for s in STEPS for e in ERRNOS]
+    if ALL_CASES
+    else [(s, ERRNOS[i % len(ERRNOS)]) for i, s in enumerate(STEPS)],
+)
+def test_a_fault_at_any_step_of_a_save_loses_no_turn(env: Env, step: str, code: str) -> None:
+    fault_file = faulty(env)
+    fault_file.write_text(f"{step} {code} /sessions/\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    for text in ("first message", "second message"):
+        client.send(text)
+        client.expect(f'You said: "{text}"')
+    fault_file.unlink()
+    client.send("third message")
+    client.expect('You said: "third message"')
+    client.close_stdin()
+    assert client.wait() == 0
+    (session_id,) = env.session_ids()
+    assert prompts_in(env.session(session_id)) == [
+        "first message",
+        "second message",
+        "third message",
+    ]
+    assert not [p.name for p in env.project.iterdir() if p.name.endswith(".tmp")]

@@ -1,0 +1,54 @@
+"""`sessions` without a supervisor: listing reads whatever the runtime directory is; changes
+take the supervisor's own lock."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+
+import pytest
+
+from tests.e2e.harness import Env
+
+
+@pytest.fixture
+def one_session(env: Env) -> str:
+    result = env.run("--new", input="hello\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert env.run("supervisor", "stop").returncode == 0
+    (session_id,) = env.session_ids()
+    return session_id
+
+
+@pytest.mark.parametrize("shape", ["a file", "under a file", "too long a path"])
+def test_listing_works_read_only_whatever_the_runtime_directory_is(
+    env: Env, one_session: str, shape: str
+) -> None:
+    blocker = env.base / "blocker"
+    blocker.write_text("x")
+    runtime = {
+        "a file": blocker,
+        "under a file": blocker / "run",
+        "too long a path": env.base / ("d" * 200),
+    }[shape]
+    result = env.run("sessions", "--json", AGENT_ASSIST_RUNTIME_DIR=str(runtime))
+    assert result.returncode == 0, result.stderr
+    assert [row["session_id"] for row in json.loads(result.stdout)] == [one_session]
+    shown = env.run("sessions", "show", one_session, AGENT_ASSIST_RUNTIME_DIR=str(runtime))
+    assert shown.returncode == 0, shown.stderr
+
+
+def test_offline_rm_waits_for_the_supervisor_lock(env: Env, one_session: str) -> None:
+    fd = os.open(env.runtime / "supervisor.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as a supervisor that is starting holds it
+        refused = env.run("sessions", "rm", one_session)
+        assert refused.returncode == 1
+        assert refused.stderr.count("\n") == 1 and "supervisor.lock" in refused.stderr
+        assert env.session_ids() == [one_session]
+    finally:
+        os.close(fd)
+    removed = env.run("sessions", "rm", one_session)
+    assert removed.returncode == 0, removed.stderr
+    assert env.session_ids() == []

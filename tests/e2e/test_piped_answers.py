@@ -1,0 +1,64 @@
+"""Piped, a line read where an answer is expected must be an answer: anything else stops the run
+with one line (exit 1) and is neither taken as an answer nor lost silently."""
+
+from __future__ import annotations
+
+import json
+
+from tests.e2e.harness import Env
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith(("error:", "warning:"))]
+
+
+def test_a_message_where_the_resume_answer_was_expected_stops_the_run(env: Env) -> None:
+    tab = env.terminal()
+    assert env.run(input="first message\n", terminal=tab).returncode == 0
+    (session_id,) = env.session_ids()
+    before = env.session(session_id)
+    result = env.run(input="what did we decide?\n", terminal=tab)
+    assert result.returncode == 1
+    (line,) = error_lines(result.stderr)
+    assert "'what did we decide?'" in line and "--yes or --new" in line
+    assert env.session_ids() == [session_id]
+    assert env.session(session_id) == before
+
+
+def test_a_message_where_start_new_instead_was_expected_stops_the_run(env: Env) -> None:
+    holder = env.spawn("--new", terminal=env.terminal())
+    holder.send("keep this one live")
+    holder.expect("[offline model]")
+    (session_id,) = env.session_ids()
+    result = env.run("--resume", session_id, input="hello\n", terminal=env.terminal())
+    assert result.returncode == 1
+    assert "is live in another terminal" in result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("error: 'hello' is not an answer") and "--new" in last
+    assert env.session_ids() == [session_id]
+    holder.close_stdin()
+    assert holder.wait() == 0
+
+
+def test_a_message_where_the_reset_confirmation_was_expected_deletes_nothing(env: Env) -> None:
+    spec = env.workspace / "agent_spec.md"
+    spec.write_text("# spec\n")
+    result = env.run("--new", input="hi\n/reset\nplease keep going\n", terminal=env.terminal())
+    assert result.returncode == 1
+    assert "'please keep going' is not an answer" in result.stderr.splitlines()[-1]
+    assert spec.exists()
+    (session_id,) = env.session_ids()
+    assert "hi" in json.dumps(env.session(session_id)["recent_messages"])
+
+
+def test_an_error_line_is_never_doubly_prefixed(env: Env) -> None:
+    tab = env.terminal()
+    assert env.run(input="first\n", terminal=tab).returncode == 0
+    (session_id,) = env.session_ids()
+    path = env.project / f"{session_id}.json"
+    path.write_text(json.dumps({**env.session(session_id), "schema_version": 99}))
+    result = env.run("--resume", session_id, input="", terminal=tab)
+    assert result.returncode == 1
+    for line in result.stderr.splitlines():
+        assert not line.startswith(("error: error:", "error: warning:")), line
+    assert "schema_version 99" in result.stderr

@@ -1,0 +1,229 @@
+"""The supervisor under faults of its connections: failed attaches, early hangups, floods."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from supervisor.wire import PROTOCOL_VERSION
+from tests.e2e.harness import AGENT_ASSIST, Env, Terminal, wait_for
+
+BUSY_LINE = "another agent-assist is attached"
+
+
+def terminal_hello(env: Env, terminal: Terminal) -> bytes:
+    frame = {
+        "type": "hello",
+        "protocol": PROTOCOL_VERSION,
+        "role": "terminal",
+        "client_pid": terminal.pid,
+        "terminal_pid": terminal.pid,
+        "workspace": str(env.workspace),
+    }
+    return json.dumps(frame).encode() + b"\n"
+
+
+def control(env: Env, *frames: dict[str, object], timeout: float = 10.0) -> list[dict[str, object]]:
+    """Send a control hello and ``frames``; every frame received until the answers are in."""
+    hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "role": "control", "client_pid": 1}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(env.runtime / "supervisor.sock"))
+        sock.sendall(b"".join(json.dumps(f).encode() + b"\n" for f in (hello, *frames)))
+        data = b""
+        while data.count(b"\n") < len(frames) + 1:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def chat_once(
+    env: Env, terminal: Terminal, text: str = "hello"
+) -> subprocess.CompletedProcess[str]:
+    return env.run("--new", input=f"{text}\n", terminal=terminal)
+
+
+def test_a_home_that_is_not_a_directory_never_locks_the_tab(env: Env) -> None:
+    env.home.parent.mkdir(parents=True, exist_ok=True)
+    env.home.write_text("not a directory")  # the offer lookup used to fail here
+    tab = env.terminal()
+    for _ in range(2):
+        result = env.run(input="", terminal=tab)
+        assert BUSY_LINE not in result.stderr
+        assert "Not a directory" in result.stderr
+    env.home.unlink()
+    third = chat_once(env, tab)
+    assert third.returncode == 0, third.stderr
+
+
+def test_a_terminal_that_leaves_before_the_welcome_is_detached(env: Env) -> None:
+    assert env.run("supervisor", "start").returncode == 0
+    tab = env.terminal()
+    for _ in range(30):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(env.runtime / "supervisor.sock"))
+            sock.sendall(terminal_hello(env, tab))
+    result = chat_once(env, tab)
+    assert result.returncode == 0, result.stderr
+    assert BUSY_LINE not in result.stderr
+
+
+def test_a_connection_that_never_says_hello_is_closed(env: Env) -> None:
+    assert env.run("supervisor", "start", AGENT_ASSIST_HELLO_TIMEOUT_S="0.5").returncode == 0
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(env.runtime / "supervisor.sock"))
+        data = sock.recv(65536)
+    frame = json.loads(data.splitlines()[0])
+    assert frame["type"] == "error"
+    assert frame["code"] == "hello_required"
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {"type": "user_message", "text": "hi"},
+        {"type": "open", "mode": "new"},
+        {"type": "hello", "protocol": PROTOCOL_VERSION, "role": "control", "client_pid": 1},
+        {"type": "list_sessions", "workspace": "relative/path"},
+    ],
+)
+def test_control_misuse_gets_a_protocol_error_not_an_internal_one(
+    env: Env, frame: dict[str, object]
+) -> None:
+    assert env.run("supervisor", "start").returncode == 0
+    answers = control(env, frame, {"type": "status"})
+    error, status = answers[1], answers[2]
+    assert error["type"] == "error"
+    assert error["code"] == "invalid_request"
+    assert "Error" not in str(error["message"])  # no Python exception name
+    assert status["type"] == "result"
+
+
+@contextlib.contextmanager
+def idle_connections(env: Env, count: int) -> Iterator[list[socket.socket]]:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, count + 256)), hard))
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.connect(str(env.runtime / "supervisor.sock"))
+        yield sockets
+    finally:
+        for sock in sockets:
+            sock.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_more_idle_connections_than_descriptors_do_not_crash_the_supervisor(env: Env) -> None:
+    env.runtime.mkdir(mode=0o700)
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+
+    supervisor = subprocess.Popen(
+        [AGENT_ASSIST, "supervisor", "run"],
+        env=env.environ(AGENT_ASSIST_HELLO_TIMEOUT_S="2"),
+        preexec_fn=low_limit,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: (env.runtime / "supervisor.sock").exists(), what="the socket")
+        with idle_connections(env, 300):
+            time.sleep(0.5)
+            assert supervisor.poll() is None
+        assert supervisor.poll() is None
+        tab = env.terminal()
+        result = wait_for(
+            lambda: (r := chat_once(env, tab)).returncode == 0 and r, what="a chat after the flood"
+        )
+        assert "[offline model]" in result.stdout
+        assert supervisor.poll() is None
+    finally:
+        supervisor.terminate()
+        supervisor.wait(30)
+
+
+def test_the_supervisor_starts_detached_in_a_session_of_its_own(env: Env) -> None:
+    assert env.run("supervisor", "start").returncode == 0
+    pid = env.supervisor_pid()
+    assert pid is not None
+    assert os.getsid(pid) == pid  # a session leader: no controlling terminal, no tab signals
+    assert os.getsid(pid) != os.getsid(os.getpid())
+    assert (Path("/proc") / str(pid) / "fd" / "0").resolve() == Path("/dev/null")
+
+
+def test_sigterm_with_20_attached_terminals_saves_every_session(env: Env) -> None:
+    import signal
+
+    assert env.run("supervisor", "start").returncode == 0
+    clients = [env.spawn("--new", terminal=env.terminal()) for _ in range(20)]
+    for n, client in enumerate(clients):
+        client.send(f"terminal {n} speaking")
+    for n, client in enumerate(clients):
+        client.expect(f'You said: "terminal {n} speaking"')
+    pid = env.supervisor_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: not os.path.exists(f"/proc/{pid}"), what="the supervisor to stop")
+    for client in clients:  # piped: each learns of the stop when it reads its next line
+        client.close_stdin()
+        assert client.wait() == 0
+        client.expect("the supervisor was stopped", stderr=True)
+    saved = sorted(
+        next(
+            part["content"]
+            for message in env.session(session_id)["recent_messages"]
+            for part in message["parts"]
+            if part.get("part_kind") == "user-prompt"
+        )
+        for session_id in env.session_ids()
+    )
+    assert saved == sorted(f"terminal {n} speaking" for n in range(20))
+
+
+def test_terminals_that_never_read_do_not_hold_up_the_others(env: Env) -> None:
+    from tests.e2e.frames import RawClient
+    from tests.e2e.frames import terminal_hello as hello_frame
+
+    assert env.run("supervisor", "start").returncode == 0
+    stalled: list[RawClient] = []
+    backed_up = 0
+    for i in range(6):
+        client = RawClient(env.runtime / "supervisor.sock")
+        client.send(hello_frame(env.terminal().pid, env.workspace))
+        client.until("welcome")
+        client.send({"type": "open", "mode": "new"})
+        client.until("opened")
+        client.sock.setblocking(False)
+        for k in range(40):  # 150 KB replies that are never read, until the socket is full
+            frame = {"type": "user_message", "text": "x" * 150_000, "id": f"s{i}-{k}"}
+            data = json.dumps(frame).encode() + b"\n"
+            try:
+                sent = client.sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            if sent < len(data):  # the socket is full (a partial frame stays unfinished)
+                backed_up += 1
+                break
+        stalled.append(client)
+    assert backed_up >= 1  # the supervisor stopped reading them: they are stalled
+    result = chat_once(env, env.terminal(), "still served")
+    assert result.returncode == 0, result.stderr
+    assert 'You said: "still served"' in result.stdout
+    for client in stalled:
+        client.close()

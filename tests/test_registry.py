@@ -1,0 +1,72 @@
+"""The registry of attached terminals: one attach at a time per terminal pid."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from actors.base import ActorRef, run_supervised
+from actors.compaction import CompactionActor
+from actors.drift import DriftWatcherActor
+from actors.llm import LLMActor
+from actors.messages import TerminalOutput
+from actors.storage import StorageActor
+from actors.terminal import Peers, TerminalConfig
+from session.paths import sessions_dir
+from supervisor.registry import Registry, TerminalBusy
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_two_connections_of_one_pid_cannot_both_attach(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    config = TerminalConfig(
+        terminal_pid=4242,
+        terminal_start_time=None,
+        workspace=workspace,
+        project=sessions_dir(workspace, home),
+        model="offline",
+    )
+    async with anyio.create_task_group() as tg:
+        peers = Peers(
+            storage=await tg.start(
+                partial(run_supervised, "storage", lambda _: StorageActor(home))
+            ),
+            llm=await tg.start(partial(run_supervised, "llm", lambda _: LLMActor())),
+            compaction=await tg.start(
+                partial(run_supervised, "compaction", lambda ref: CompactionActor(ref))
+            ),
+            drift=await tg.start(
+                partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
+            ),
+        )
+        registry = Registry(tg, peers)
+        first = await registry.attach(
+            config, anyio.create_memory_object_stream[TerminalOutput](64)[0]
+        )
+        await registry.detach(4242, first, "exit")  # that terminal leaves; a new one comes
+
+        outcomes: list[ActorRef[Any] | str] = []
+
+        async def attach() -> None:
+            send, _ = anyio.create_memory_object_stream[TerminalOutput](64)
+            try:
+                outcomes.append(await registry.attach(config, send))
+            except TerminalBusy:
+                outcomes.append("busy")
+
+        async with anyio.create_task_group() as racing:
+            racing.start_soon(attach)
+            racing.start_soon(attach)
+        assert sorted(o if isinstance(o, str) else "attached" for o in outcomes) == [
+            "attached",
+            "busy",
+        ]
+        assert registry.attached == 1
+        tg.cancel_scope.cancel()

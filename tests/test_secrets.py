@@ -1,0 +1,127 @@
+"""No secret reaches a session file or a listing: every text passes the SessionManager's scrub."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+import pytest
+
+from session.catalog import SessionCatalog
+from session.manager import SessionManager
+from session.models import SessionState
+from session.redaction import REDACTED, scrub_text
+
+NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
+ENV_SECRET = "env-provided-value-0123456789"
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+SECRETS = [
+    "sk-live-abcdefghijklmnop1234",
+    "AKIAABCDEFGHIJKLMNOP",
+    "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    "hunter2222secret",
+    "correcthorse99",
+    PEM,
+    ENV_SECRET,
+]
+TEXT = (
+    "keys: sk-live-abcdefghijklmnop1234 AKIAABCDEFGHIJKLMNOP "
+    "ghp_abcdefghijklmnopqrstuvwxyz0123456789 password=hunter2222secret; "
+    f"admin password is correcthorse99. {PEM} env {ENV_SECRET}"
+)
+
+
+def message(text: str) -> dict[str, object]:
+    return {
+        "kind": "request",
+        "parts": [
+            {"part_kind": "user-prompt", "content": text, "timestamp": "2026-11-29T12:00:00Z"}
+        ],
+    }
+
+
+def leaky_state(session_id: str = "aaaaaaaaaaaa") -> SessionState:
+    return SessionState(
+        session_id=session_id,
+        created_at=NOW,
+        updated_at=NOW,
+        agent_spec_path=f"specs/{TEXT}.md",
+        file_manifest={f"notes {TEXT}.md": "0" * 64},
+        summary=TEXT,
+        decisions=(TEXT, "plain decision"),
+        recent_messages=(message(TEXT),),
+        compacted_history_summary=TEXT,
+        phase="design",
+    )
+
+
+def assert_clean(data: str | bytes) -> None:
+    text = data.decode() if isinstance(data, bytes) else data
+    text = text.replace("\\n", "\n")
+    for secret in SECRETS:
+        assert secret not in text
+    assert REDACTED in text
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        "summary",
+        "decisions",
+        "recent_messages",
+        "compacted_history_summary",
+        "agent_spec_path",
+        "file_manifest",
+    ],
+)
+def test_every_text_field_is_scrubbed_when_saved(tmp_path: Path, field: str) -> None:
+    manager = SessionManager(tmp_path, known_secrets=(ENV_SECRET,))
+    manager.save(leaky_state())
+    saved = orjson.loads((tmp_path / "aaaaaaaaaaaa.json").read_bytes())
+    assert_clean(json.dumps(saved[field]))
+
+
+def test_pre_encoded_messages_are_scrubbed_too(tmp_path: Path) -> None:
+    state = leaky_state()
+    encoded = tuple(orjson.dumps(m) for m in state.recent_messages)
+    manager = SessionManager(tmp_path, known_secrets=(ENV_SECRET,))
+    manager.save(state, encoded)
+    manager.save(state, encoded)  # the second save takes the clean-message cache path
+    assert_clean((tmp_path / "aaaaaaaaaaaa.json").read_bytes())
+
+
+def test_a_file_written_with_secrets_is_listed_and_loaded_scrubbed(tmp_path: Path) -> None:
+    project = tmp_path / "projects" / "ws_00000000" / "sessions"
+    project.mkdir(parents=True)
+    raw = leaky_state().model_dump(mode="json")  # as an older version wrote it: unscrubbed
+    (project / "aaaaaaaaaaaa.json").write_bytes(orjson.dumps(raw))
+    catalog = SessionCatalog(tmp_path, read_only=True, known_secrets=(ENV_SECRET,))
+    listing = catalog.list(None, {})
+    assert_clean(json.dumps([row.to_json() for row in listing.rows]))
+    assert_clean(json.dumps(catalog.manager(project).load("aaaaaaaaaaaa").model_dump(mode="json")))
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("the admin password is correcthorse99", "the admin password is "),
+        ("my password: hunter22", "my password: "),
+        ("the api key was AbC123xyz!", "the api key was "),
+        ("password is correcthorsebatterystaple", "password is "),
+    ],
+)
+def test_prose_credentials_are_scrubbed(text: str, kept: str) -> None:
+    assert scrub_text(text) == kept + REDACTED
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a password is required.", "the token is expired", "the secret is simple"],
+)
+def test_prose_about_credentials_is_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
