@@ -112,6 +112,7 @@ class Campaign:
         self.client: Client | None = None
         self.acked: set[str] = set()
         self.unverified: set[str] = set()
+        self.missing_once: set[str] = set()
         self._supervisors_seen: set[int] = set()
 
     # -- the terminal -----------------------------------------------------
@@ -194,8 +195,15 @@ class Campaign:
                 self.report.temps_left.append(str(path))
         counts = user_prompts(home)
         for text in sorted(self.unverified):
-            if counts[text] == 0:
+            if counts[text] == 0 and (final or text in self.missing_once):
                 self.report.lost.append(text)
+            elif counts[text] == 0:
+                # A reply cut short by a supervisor's death still ends its line (before
+                # the notice that follows it); the terminal then re-sends the message and
+                # its turn lands a moment later. Missing at two checks in a row is lost.
+                self.missing_once.add(text)
+                continue
+            self.missing_once.discard(text)
             self.unverified.discard(text)
         for text, count in counts.items():
             if count > 1 and text not in self.report.duplicated:
