@@ -104,3 +104,28 @@ def test_slash_compact_then_the_summary_leads_the_next_request(
     (summary, prompt) = conversation(chats(server)[-1])
     assert "Conversation so far (turns 1-3, compacted)" in str(summary["content"])
     assert prompt["content"] == "turn 4: and now?"
+
+
+def test_secrets_in_compacted_decisions_never_reach_the_session_file(
+    env: Env, server: ChatServer
+) -> None:
+    key = "sk-live-" + "ABCDEFGHIJKLMNOPQRSTUVWX1234"
+    lines = [
+        f"Decision: the staging deploy uses the key {key} for now. {TOPIC}",
+        f"We decided to set the password=hunter2hunter2 on the admin page. {TOPIC}",
+        *[f"turn {n}: {TOPIC}" for n in range(3, 7)],
+    ]
+    result = env.run(
+        "--new",
+        input="\n".join(lines) + "\n",
+        terminal=env.terminal(),
+        AGENT_ASSIST_COMPACTION_INTERVAL="2",
+        AGENT_ASSIST_COMPACTION_OVERLAP="0",
+    )
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    saved = env.session(session_id)
+    assert saved["compacted_history_summary"] is not None
+    assert any("staging deploy uses the key" in d for d in saved["decisions"])
+    text = (env.project / f"{session_id}.json").read_text()
+    assert key not in text and "hunter2hunter2" not in text
