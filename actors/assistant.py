@@ -37,24 +37,33 @@ class TurnDeps:
     touched: set[str] = field(default_factory=set)
     decisions: list[str] = field(default_factory=list)
     before_first_write: Callable[[tuple[str, ...]], Awaitable[None]] | None = None
-    """Awaited once, before the turn's first file write, with the paths the turn touched
-    and the one about to be written (the automatic checkpoint)."""
-    first_write: anyio.Event | None = None
-    """Set once ``before_first_write`` is done; later writes wait for it."""
+    """Awaited before the turn's first file write, with the paths the turn touched and
+    the one about to be written (the automatic checkpoint); again before the first
+    write of any other file that already exists, so that what it held is kept too."""
+    checkpointed: set[str] = field(default_factory=set)
+    """Paths whose content before this turn's writes a checkpoint already keeps."""
+    checkpoint_lock: anyio.Lock = field(default_factory=anyio.Lock)
 
 
-async def _before_first_write(deps: TurnDeps, relative: str) -> None:
-    """Run the turn's pre-write hook once; concurrent writes wait until it is done."""
-    if deps.before_first_write is None:
+async def _before_write(deps: TurnDeps, relative: str) -> None:
+    """Run the pre-write hook before the turn's first write, and before the first write
+    of each other file that exists (a file the assistant creates has nothing to keep).
+    Concurrent writes wait until it is done."""
+    if deps.before_first_write is None or relative in deps.checkpointed:
         return
-    if deps.first_write is not None:
-        await deps.first_write.wait()
-        return
-    deps.first_write = anyio.Event()
-    try:
-        await deps.before_first_write(tuple(sorted(deps.touched | {relative})))
-    finally:
-        deps.first_write.set()
+    async with deps.checkpoint_lock:
+        if relative in deps.checkpointed:
+            return
+        if deps.checkpointed:
+            exists = await anyio.to_thread.run_sync(os.path.lexists, deps.workspace / relative)
+            if not exists:
+                deps.checkpointed.add(relative)
+                return
+        paths = deps.touched | {relative}
+        try:
+            await deps.before_first_write(tuple(sorted(paths)))
+        finally:
+            deps.checkpointed.update(paths)
 
 
 def _relative(path: str) -> str:
@@ -119,7 +128,7 @@ async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:
     if (problem := _check_path(ctx.deps, path)) is not None:
         return problem
     relative = _relative(path)
-    await _before_first_write(ctx.deps, relative)
+    await _before_write(ctx.deps, relative)
     try:
         size = await anyio.to_thread.run_sync(
             write_workspace_file, ctx.deps.workspace, relative, content

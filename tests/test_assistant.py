@@ -129,3 +129,23 @@ def test_the_first_write_of_a_turn_awaits_the_checkpoint_hook_once(workspace: Pa
     agent.run_sync("write notes.md: more", deps=deps)
     assert seen == [(("agent_spec.md",), "before\n")]
     assert (workspace / "agent_spec.md").read_text() == "after\n"
+
+
+def test_the_first_write_of_another_existing_file_is_checkpointed_too(workspace: Path) -> None:
+    (workspace / "agent_spec.md").write_text("spec before\n")
+    (workspace / "old.md").write_text("old before\n")
+    seen: list[tuple[tuple[str, ...], str]] = []
+
+    async def hook(paths: tuple[str, ...]) -> None:
+        seen.append((paths, (workspace / "old.md").read_text()))
+
+    deps = TurnDeps(workspace, before_first_write=hook)
+    agent = build_agent(offline_model())
+    agent.run_sync("write agent_spec.md: after", deps=deps)
+    agent.run_sync("write new.md: created", deps=deps)  # nothing to keep: no checkpoint
+    agent.run_sync("write old.md: overwritten", deps=deps)
+    agent.run_sync("write old.md: again", deps=deps)
+    assert seen == [
+        (("agent_spec.md",), "old before\n"),
+        (("agent_spec.md", "new.md", "old.md"), "old before\n"),
+    ]
