@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +15,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
-from actors.base import ActorRef, open_mailbox, run_supervised
-from actors.compaction import CompactionActor
+from actors.base import ActorRef, open_mailbox
 from actors.drift import DriftWatcherActor
-from actors.llm import LLMActor
 from actors.messages import (
     AskUser,
     CommandOutput,
@@ -33,10 +30,10 @@ from actors.messages import (
     TurnEnded,
     UserTurn,
 )
-from actors.storage import StorageActor
-from actors.terminal import Peers, TerminalActor, TerminalConfig
+from actors.terminal import TerminalActor, TerminalConfig
 from session.history import warm_up
 from session.paths import sessions_dir
+from tests.workers import start_peers
 
 pytestmark = pytest.mark.anyio
 
@@ -89,18 +86,7 @@ async def rig_with(tmp_path: Path, observer: Callable[[], BaseObserver]) -> Asyn
         (workspace / name).write_text(f"{name} v1\n")
     home = tmp_path / "home"
     async with anyio.create_task_group() as tg:
-        peers = Peers(
-            storage=await tg.start(
-                partial(run_supervised, "storage", lambda _: StorageActor(home))
-            ),
-            llm=await tg.start(partial(run_supervised, "llm", lambda _: LLMActor())),
-            compaction=await tg.start(
-                partial(run_supervised, "compaction", lambda ref: CompactionActor(ref))
-            ),
-            drift=await tg.start(
-                partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref, observer))
-            ),
-        )
+        peers = await start_peers(tg, home, drift=lambda ref: DriftWatcherActor(ref, observer))
         config = TerminalConfig(
             terminal_pid=4242,
             terminal_start_time=None,

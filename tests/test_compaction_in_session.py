@@ -19,8 +19,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from actors.base import ActorRef, open_mailbox, run_supervised
 from actors.compaction import CompactionActor
-from actors.drift import DriftWatcherActor
-from actors.llm import LLMActor
 from actors.messages import (
     CommandOutput,
     Compact,
@@ -33,8 +31,7 @@ from actors.messages import (
     TurnEnded,
     UserTurn,
 )
-from actors.storage import StorageActor
-from actors.terminal import Peers, TerminalActor, TerminalConfig
+from actors.terminal import TerminalActor, TerminalConfig
 from session.compaction import (
     BaseEventsSummarizer,
     Event,
@@ -48,6 +45,7 @@ from session.history import warm_up
 from session.lifecycle import PersistPolicy
 from session.paths import sessions_dir
 from tests.conversations import turn
+from tests.workers import start_peers
 
 pytestmark = pytest.mark.anyio
 
@@ -124,22 +122,8 @@ async def make_rig(tmp_path: Path) -> AsyncIterator[RigFactory]:
             workspace = tmp_path / "ws"
             workspace.mkdir()
             home = tmp_path / "home"
-            compaction: ActorRef[Any] = await tg.start(
-                partial(
-                    run_supervised,
-                    "compaction",
-                    lambda ref: CompactionActor(ref, summarizer=summarizer),
-                )
-            )
-            peers = Peers(
-                storage=await tg.start(
-                    partial(run_supervised, "storage", lambda _: StorageActor(home))
-                ),
-                llm=await tg.start(partial(run_supervised, "llm", lambda _: LLMActor())),
-                compaction=compaction,
-                drift=await tg.start(
-                    partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
-                ),
+            peers = await start_peers(
+                tg, home, compaction=lambda ref: CompactionActor(ref, summarizer=summarizer)
             )
             config = TerminalConfig(
                 terminal_pid=4242,
@@ -158,7 +142,7 @@ async def make_rig(tmp_path: Path) -> AsyncIterator[RigFactory]:
             ref, mailbox = open_mailbox("terminal-4242")
             tg.start_soon(TerminalActor(ref, config, peers, send).serve, mailbox)
             await ref.ask(OpenSession("new", None))
-            return Rig(ref, compaction, receive, config.project, [])
+            return Rig(ref, peers.compaction, receive, config.project, [])
 
         yield make
         tg.cancel_scope.cancel()

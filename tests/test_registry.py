@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from actors.base import ActorRef, run_supervised
-from actors.compaction import CompactionActor
-from actors.drift import DriftWatcherActor
-from actors.llm import LLMActor
+from actors.base import ActorRef
 from actors.messages import TerminalOutput
-from actors.storage import StorageActor
-from actors.terminal import Peers, TerminalConfig
+from actors.terminal import TerminalConfig
 from session.paths import sessions_dir
 from supervisor.registry import Registry, TerminalBusy
+from tests.workers import start_peers
 
 pytestmark = pytest.mark.anyio
 
@@ -34,18 +30,7 @@ async def test_two_connections_of_one_pid_cannot_both_attach(tmp_path: Path) -> 
         model="offline",
     )
     async with anyio.create_task_group() as tg:
-        peers = Peers(
-            storage=await tg.start(
-                partial(run_supervised, "storage", lambda _: StorageActor(home))
-            ),
-            llm=await tg.start(partial(run_supervised, "llm", lambda _: LLMActor())),
-            compaction=await tg.start(
-                partial(run_supervised, "compaction", lambda ref: CompactionActor(ref))
-            ),
-            drift=await tg.start(
-                partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
-            ),
-        )
+        peers = await start_peers(tg, home)
         registry = Registry(tg, peers)
         first = await registry.attach(
             config, anyio.create_memory_object_stream[TerminalOutput](64)[0]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +13,7 @@ import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-from actors.base import ActorRef, open_mailbox, run_supervised
-from actors.compaction import CompactionActor
-from actors.drift import DriftWatcherActor
-from actors.llm import LLMActor
+from actors.base import ActorRef, open_mailbox
 from actors.messages import (
     Detach,
     Info,
@@ -27,11 +23,11 @@ from actors.messages import (
     TurnEnded,
     UserTurn,
 )
-from actors.storage import StorageActor
-from actors.terminal import Peers, TerminalActor, TerminalConfig
+from actors.terminal import TerminalActor, TerminalConfig
 from session.history import warm_up
 from session.paths import sessions_dir
 from tests.conftest import blocking_calls
+from tests.workers import start_peers
 
 pytestmark = pytest.mark.anyio
 
@@ -70,18 +66,7 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     workspace.mkdir()
     home = tmp_path / "home"
     async with anyio.create_task_group() as tg:
-        peers = Peers(
-            storage=await tg.start(
-                partial(run_supervised, "storage", lambda _: StorageActor(home))
-            ),
-            llm=await tg.start(partial(run_supervised, "llm", lambda _: LLMActor())),
-            compaction=await tg.start(
-                partial(run_supervised, "compaction", lambda ref: CompactionActor(ref))
-            ),
-            drift=await tg.start(
-                partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
-            ),
-        )
+        peers = await start_peers(tg, home)
         config = TerminalConfig(
             terminal_pid=4242,
             terminal_start_time=None,
