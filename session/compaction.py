@@ -50,7 +50,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from pydantic_ai.messages import (
@@ -66,6 +66,8 @@ from pydantic_ai.messages import (
 )
 
 from session.errors import SessionError
+from session.history import is_turn_start, message_chars
+from session.summary import user_prompts
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -156,7 +158,7 @@ def events_from_messages(messages: Sequence[ModelMessage], first_invocation: int
     events: list[Event] = []
     invocation = first_invocation - 1
     for message in messages:
-        if _is_turn_start(message) or invocation < first_invocation:
+        if is_turn_start(message) or invocation < first_invocation:
             invocation += 1
         events.append(Event(invocation, message))
     return events
@@ -274,7 +276,7 @@ def retention_window(
         weight = {i: 0 for i in ids}
         for event in after:
             assert event.message is not None
-            weight[event.invocation_id] += message_text_chars(event.message)
+            weight[event.invocation_id] += message_chars(event.message)
         while kept and sum(weight[i] for i in kept) > retain_chars:
             kept.pop(0)
     end = kept[0] - 1 if kept else ids[-1]
@@ -422,22 +424,6 @@ def _union(*groups: Iterable[str]) -> tuple[str, ...]:
     return tuple(seen.values())
 
 
-def _is_turn_start(message: ModelMessage) -> bool:
-    return isinstance(message, ModelRequest) and any(
-        isinstance(p, UserPromptPart) for p in message.parts
-    )
-
-
-def _user_texts(message: ModelMessage) -> list[str]:
-    if not isinstance(message, ModelRequest):
-        return []
-    return [
-        p.content
-        for p in message.parts
-        if isinstance(p, UserPromptPart) and isinstance(p.content, str)
-    ]
-
-
 def _model_texts(message: ModelMessage) -> list[str]:
     if not isinstance(message, ModelResponse):
         return []
@@ -520,7 +506,7 @@ def extract_retained(messages: Iterable[ModelMessage]) -> Retained:
     paths: list[str] = []
     questions: list[str] = []
     for message in messages:
-        for text in _user_texts(message):
+        for text in user_prompts([message]):
             stated = _decisions_in(text)
             decisions += stated
             rules += [r for r in _rules_in(text) if not any(r in d or d in r for d in stated)]
@@ -678,7 +664,7 @@ class OfflineEventSummarizer(BaseEventsSummarizer):
             (e.invocation_id, text)
             for e in messages
             if previous is None or e.invocation_id > previous.end_invocation
-            for text in _user_texts(e.message)  # type: ignore[arg-type]
+            for text in user_prompts([e.message])  # type: ignore[list-item]
         ]
         opening = _opening(previous) or (
             _clip(" ".join(requests[0][1].split()[:14]), 120) if requests else ""
@@ -808,25 +794,9 @@ def _event_chars(event: Event) -> int:
     if event.compaction is not None:
         return len(render_compaction(event.compaction))
     assert event.message is not None
-    return message_text_chars(event.message)
-
-
-def message_text_chars(message: ModelMessage) -> int:
-    total = 0
-    for part in message.parts:
-        content = getattr(part, "content", None)
-        args = getattr(part, "args", None)
-        total += 20
-        for value in (content, args):
-            if value is not None:
-                total += len(value) if isinstance(value, str) else len(str(value))
-    return total
+    return message_chars(event.message)
 
 
 def with_compaction(events: Sequence[Event], compaction: EventCompaction) -> list[Event]:
     """``events`` with ``compaction`` appended (what a session service would store)."""
     return [*events, compaction_event(compaction)]
-
-
-def replace_narrative(compaction: EventCompaction, narrative: str) -> EventCompaction:
-    return replace(compaction, compacted_content=narrative)

@@ -57,7 +57,6 @@ from session.compaction import (
     compaction_message,
     estimate_tokens,
     events_from_messages,
-    message_text_chars,
     parse_compaction,
     render_compaction,
     retention_window,
@@ -71,6 +70,7 @@ from session.history import (
     DEFAULT_MAX_TURNS,
     dump_messages,
     load_messages,
+    message_chars,
     recent_start,
     reconstruct_history,
     turn_starts,
@@ -246,7 +246,7 @@ class SessionLifecycle:
     def estimated_tokens(self, extra_chars: int = 0) -> int:
         """The next request's size by the characters-per-token estimate alone (the same
         measure before and after a compaction, for the notices)."""
-        chars = sum(message_text_chars(m) for m in self.request_history())
+        chars = sum(message_chars(m) for m in self.request_history())
         return estimate_tokens(chars + len(self.instructions()) + extra_chars)
 
     def compaction_due(
@@ -355,7 +355,7 @@ class SessionLifecycle:
             (m for m in reversed(new_messages) if not isinstance(m, ModelRequest)), None
         )
         token_base = (
-            input_tokens + estimate_tokens(message_text_chars(last_reply))
+            input_tokens + estimate_tokens(message_chars(last_reply))
             if input_tokens and last_reply is not None
             else None
         )
