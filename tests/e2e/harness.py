@@ -197,6 +197,12 @@ class Env:
         data: dict[str, Any] = json.loads((self.project / f"{session_id}.json").read_bytes())
         return data
 
+    def settled(self, session_id: str) -> Path:
+        """The session's file once the summary written after its terminal left has
+        landed: a test that edits the file must not race that second write."""
+        wait_for(lambda: self.session(session_id).get("summary"), what="the summary write")
+        return self.project / f"{session_id}.json"
+
     def sessions_json(self, *flags: str) -> list[dict[str, Any]]:
         result = self.run("sessions", "--json", *flags)
         assert result.returncode == 0, result.stderr

@@ -100,7 +100,7 @@ def test_sessions_show_rm_and_prune(env: Env) -> None:
     env.run(input="new work\n", terminal=new_tab)
     (new,) = set(env.session_ids()) - {old}
     old_tab.close()
-    path = env.project / f"{old}.json"
+    path = env.settled(old)
     data = json.loads(path.read_bytes())
     data["updated_at"] = (datetime.now(UTC) - timedelta(days=40)).isoformat()
     path.write_text(json.dumps(data))
@@ -141,7 +141,7 @@ def test_a_corrupt_session_is_moved_aside_and_reported_in_one_line(env: Env) -> 
     term = env.terminal()
     env.run(input="hello\n", terminal=term)
     (session_id,) = env.session_ids()
-    (env.project / f"{session_id}.json").write_bytes(b'{"schema_version": 3, "sess')
+    env.settled(session_id).write_bytes(b'{"schema_version": 3, "sess')
     result = env.run(input="", terminal=term)
     assert result.returncode == 0
     (line,) = [x for x in result.stderr.splitlines() if "corrupt" in x]
@@ -154,7 +154,7 @@ def test_a_session_from_a_newer_version_is_refused_and_untouched(env: Env) -> No
     term = env.terminal()
     env.run(input="hello\n", terminal=term)
     (session_id,) = env.session_ids()
-    path = env.project / f"{session_id}.json"
+    path = env.settled(session_id)
     data = json.loads(path.read_bytes())
     data["schema_version"] = 99
     raw = json.dumps(data).encode()
@@ -240,7 +240,7 @@ def test_a_session_whose_messages_cannot_be_read_is_refused_in_one_line(env: Env
     term = env.terminal()
     env.run(input="hello\n", terminal=term)
     (session_id,) = env.session_ids()
-    path = env.project / f"{session_id}.json"
+    path = env.settled(session_id)
     data = json.loads(path.read_bytes())
     data["recent_messages"] = [{"kind": "not-a-message"}]
     raw = json.dumps(data).encode()

@@ -55,7 +55,7 @@ def test_an_error_line_is_never_doubly_prefixed(env: Env) -> None:
     tab = env.terminal()
     assert env.run(input="first\n", terminal=tab).returncode == 0
     (session_id,) = env.session_ids()
-    path = env.project / f"{session_id}.json"
+    path = env.settled(session_id)
     path.write_text(json.dumps({**env.session(session_id), "schema_version": 99}))
     result = env.run("--resume", session_id, input="", terminal=tab)
     assert result.returncode == 1
