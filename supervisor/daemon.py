@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
-from anyio.abc import TaskGroup
+from anyio.abc import SocketListener, TaskGroup
 
 from actors.base import ActorRef, run_supervised
 from actors.messages import StorageMessage
@@ -133,6 +133,31 @@ def _take_lock(paths: RuntimePaths) -> int:
                 os.close(fd)
                 raise AlreadyRunning("a supervisor is already running") from None
             time.sleep(0.02)
+
+
+def listening_socket(path: Path, backlog: int = 4096) -> socket.socket:
+    """A socket already listening when it appears at ``path``.
+
+    It is bound and put to listen under a temporary name, then renamed into
+    place: a client that sees the file can always connect (binding at the
+    final name would leave it refusing connections until ``listen``).
+    """
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        temporary.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(temporary))
+        os.chmod(temporary, 0o600)
+        sock.listen(backlog)
+        os.replace(temporary, path)
+    except BaseException:
+        sock.close()
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+    sock.setblocking(False)
+    return sock
 
 
 def _supervisor_answers(paths: RuntimePaths) -> bool:
@@ -257,7 +282,9 @@ async def _serve(paths: RuntimePaths, root: Path, running: _Running) -> None:
         )
         front = FrontDoor(root, paths.socket, storage, shutdown)
         async with anyio.create_task_group() as terminals:
-            listener = await anyio.create_unix_listener(paths.socket, mode=0o600)
+            listener = await SocketListener.from_socket(
+                await anyio.to_thread.run_sync(listening_socket, paths.socket)
+            )
             log.info("listening on %s", paths.socket)
             forget_heir_pid(paths, os.getpid())  # if this supervisor was an heir, it took over
             async with anyio.create_task_group() as connections:

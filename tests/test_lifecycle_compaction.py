@@ -189,12 +189,16 @@ def test_the_users_rules_join_the_instructions_once_compacted() -> None:
 
 def test_the_compacted_summary_is_scrubbed_before_it_is_saved() -> None:
     key = "sk-live-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4"
-    lc = SessionLifecycle(
-        policy=PersistPolicy(
-            known_secrets=("hunter2-env-secret",),
-            compaction=EventsCompactionConfig(1, 0),
+    lc = (
+        SessionLifecycle(
+            policy=PersistPolicy(
+                known_secrets=("hunter2-env-secret",),
+                compaction=EventsCompactionConfig(1, 0),
+            )
         )
-    ).start_fresh(T0).lifecycle
+        .start_fresh(T0)
+        .lifecycle
+    )
     lc = lc.complete_turn(
         _said(f"Decision: the agent calls the API with {key}. Keep hunter2-env-secret in a.md."),
         now=T0,

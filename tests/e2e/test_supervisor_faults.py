@@ -111,6 +111,38 @@ def test_control_misuse_gets_a_protocol_error_not_an_internal_one(
     assert status["type"] == "result"
 
 
+def test_the_socket_file_appears_only_once_the_supervisor_listens(env: Env) -> None:
+    """A client that sees ``supervisor.sock`` connects at once (bound, then listening, once
+    refused a CI flood test: the file existed before ``listen``)."""
+    env.runtime.mkdir(mode=0o700)
+    path = str(env.runtime / "supervisor.sock")
+    refused = 0
+    for _ in range(8):
+        with contextlib.suppress(FileNotFoundError):  # a SIGTERM before the handler leaves it
+            os.unlink(path)
+        supervisor = subprocess.Popen(
+            [AGENT_ASSIST, "supervisor", "run"],
+            env=env.environ(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 20
+            while not os.path.exists(path):  # poll as tightly as a client could
+                assert time.monotonic() < deadline and supervisor.poll() is None
+            assert os.stat(path).st_mode & 0o777 == 0o600  # private from its first instant
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.connect(path)
+                except ConnectionRefusedError:
+                    refused += 1
+        finally:
+            supervisor.terminate()
+            supervisor.wait(30)
+    assert refused == 0
+    assert [p.name for p in env.runtime.iterdir() if p.name.startswith(".supervisor.sock")] == []
+
+
 @contextlib.contextmanager
 def idle_connections(env: Env, count: int) -> Iterator[list[socket.socket]]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

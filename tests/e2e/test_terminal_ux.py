@@ -133,9 +133,7 @@ def test_ctrl_c_at_the_reset_question_cancels_the_reset(env: Env, screens: list[
     assert (env.workspace / "agent_spec.md").exists()
 
 
-def test_ctrl_c_at_the_restore_question_restores_nothing(
-    env: Env, screens: list[Screen]
-) -> None:
+def test_ctrl_c_at_the_restore_question_restores_nothing(env: Env, screens: list[Screen]) -> None:
     screen = started(screens, env, "--new")
     screen.type("write agent_spec.md: # v1\r")
     screen.expect("wrote agent_spec.md")
