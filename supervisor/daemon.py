@@ -35,7 +35,12 @@ from session.settings import load_settings
 from supervisor.accept import MAX_CONNECTIONS, accept_forever, connection_cap
 from supervisor.front import FrontDoor
 from supervisor.heir import forget_heir_pid, heir_enabled, spawn_heir, stop_heir
-from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir, runtime_paths
+from supervisor.runtime import (
+    RuntimePaths,
+    ensure_private_runtime_dir,
+    runtime_paths,
+    write_pid_file,
+)
 from supervisor.stack import load_model_stack, package_version
 
 if TYPE_CHECKING:  # the model stack loads after the supervisor listens (supervisor/stack.py)
@@ -182,7 +187,7 @@ def supervise(paths: RuntimePaths, lock_fd: int) -> None:
     try:
         configure_logging(paths.log)
         raise_descriptor_limit()
-        paths.pid_file.write_text(f"{os.getpid()}\n")
+        write_pid_file(paths.pid_file)
         root = state_root()
         load_settings(root, os.environ)  # a bad setting stops the start here, in one line
         log.info("supervisor %d starting (state root %s)", os.getpid(), root)

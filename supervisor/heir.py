@@ -33,7 +33,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from supervisor.runtime import RuntimePaths
+from supervisor.runtime import RuntimePaths, write_pid_file
 
 HEIR_ENV = "AGENT_ASSIST_HEIR"
 HEIR_MODULE = "supervisor.heir"
@@ -41,16 +41,6 @@ HEIR_MODULE = "supervisor.heir"
 
 def heir_enabled(environ: Mapping[str, str]) -> bool:
     return environ.get(HEIR_ENV, "1").strip() != "0"
-
-
-def _write_pid(paths: RuntimePaths) -> None:
-    temp = paths.heir_pid_file.with_name(f".heir.pid.{os.getpid()}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, f"{os.getpid()}\n".encode())
-    finally:
-        os.close(fd)
-    os.replace(temp, paths.heir_pid_file)
 
 
 def forget_heir_pid(paths: RuntimePaths, pid: int) -> None:
@@ -104,7 +94,7 @@ def wait_to_take_over(paths: RuntimePaths, parent: int) -> int | None:
     """
     orphaned = os.getppid() != parent
     if not orphaned:
-        _write_pid(paths)
+        write_pid_file(paths.heir_pid_file)
     fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | (fcntl.LOCK_NB if orphaned else 0))
