@@ -87,6 +87,7 @@ class Settings:
     max_connections: int = MAX_CONNECTIONS
     context_tokens: int | None = None
     summary_model: str | None = None
+    model_timeout_s: float = 300.0
 
     def policy_for(self, model: str) -> PersistPolicy:
         """The policy of a terminal using ``model``: its token budget depends on it."""
