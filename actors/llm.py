@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections import OrderedDict
 from functools import partial
 from typing import Any
@@ -181,16 +183,22 @@ class Stalled(Exception):
 
 
 class StallWatch:
-    """A cancel scope whose deadline moves forward with each sign of progress; raises
+    """A cancel scope whose deadline moves forward with signs of progress; raises
     ``Stalled`` when it expires (a hung model call, not a slow one: a reply that keeps
-    streaming never stalls)."""
+    streaming never stalls). It fires between ``timeout_s`` and 1.1 x ``timeout_s``
+    after the last progress: the deadline moves at most ten times per timeout, since
+    moving it re-arms a timer and a turn streams many events."""
 
     def __init__(self, timeout_s: float) -> None:
         self._timeout_s = timeout_s
+        self._step = timeout_s / 10
+        self._moved = -math.inf
         self._scope = anyio.CancelScope()
 
     def progress(self) -> None:
-        self._scope.deadline = anyio.current_time() + self._timeout_s
+        if time.monotonic() - self._moved >= self._step:  # cheaper than the loop's clock
+            self._moved = time.monotonic()
+            self._scope.deadline = anyio.current_time() + self._timeout_s + self._step
 
     def __enter__(self) -> StallWatch:
         self.progress()
