@@ -148,8 +148,9 @@ class CompactionActor(Actor[CompactionMessage]):
                 return await self._summarizer.summarize_events(events)
         if self._llm_usable():
             try:
+                summarizer = self._llm()  # built outside the timeout: the first build imports
                 with anyio.fail_after(timeout):
-                    return await self._llm().summarize_events(events)
+                    return await summarizer.summarize_events(events)
             except Exception as exc:
                 self._llm_failed("compaction", exc)
         return OfflineEventSummarizer().summarize(events)
@@ -184,15 +185,15 @@ class CompactionActor(Actor[CompactionMessage]):
     async def _summarize(self, message: Summarize) -> str | None:
         if self._llm_usable():
             try:
+                summarizer = self._llm().with_prompt_template(SUMMARY_TEMPLATE)
                 with anyio.fail_after(self._llm_timeouts[0]):
-                    return await self._llm_summary(message)
+                    return await self._llm_summary(summarizer, message)
             except Exception as exc:
                 self._llm_failed("summary", exc)
         return offline_summary(message.messages, message.decisions, message.previous)
 
-    async def _llm_summary(self, message: Summarize) -> str:
+    async def _llm_summary(self, summarizer: LlmEventSummarizer, message: Summarize) -> str:
         """The same summary model and input bound as compactions, with the summary prompt."""
-        summarizer = self._llm().with_prompt_template(SUMMARY_TEMPLATE)
         summarized = await summarizer.summarize_events(events_from_messages(message.messages, 1))
         if summarized is None or summarized.compaction is None:
             raise CompactionError("the summary model wrote nothing")
