@@ -149,9 +149,7 @@ class LLMActor(Actor[LLMMessage]):
         watch: StallWatch,
     ) -> TurnDone:
         """The agent run; each node and each streamed event is progress for ``watch``."""
-        async with agent.iter(
-            turn.prompt, message_history=list(turn.history), deps=deps
-        ) as run:
+        async with agent.iter(turn.prompt, message_history=list(turn.history), deps=deps) as run:
             async for node in run:
                 watch.progress()
                 if Agent.is_call_tools_node(node):
@@ -175,6 +173,7 @@ class LLMActor(Actor[LLMMessage]):
             tuple(deps.decisions),
             tuple(sorted(deps.touched)),
             input_tokens=last_input_tokens(new),
+            phase=deps.phase,
         )
 
 

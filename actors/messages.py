@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from actors.base import Ask
-from session.models import Pointer, SessionState
+from session.models import Pointer, SessionState, WorkPhase
 
 if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before pydantic-ai loads
     from pydantic_ai.messages import ModelMessage
@@ -348,6 +348,8 @@ class TurnDone:
     error: str | None = None
     input_tokens: int | None = None
     """The model's count of the turn's last request, if it reported one."""
+    phase: WorkPhase | None = None
+    """The phase of the work the turn moved to, if it set one."""
 
 
 @dataclass(frozen=True)
@@ -427,6 +429,7 @@ class Opened:
     resumed: bool
     drift: tuple[str, ...] = ()
     """For a resumed session: how its tracked files changed (``- a.md: modified``)."""
+    phase: str | None = None
 
 
 @dataclass(frozen=True)

@@ -338,8 +338,12 @@ class TerminalActor(Actor[TerminalMessage]):
         self._lc = transition.lifecycle
         await self._perform(transition.effects)
         await self._watch()
+        state = transition.lifecycle.state
         opened = Opened(
-            transition.lifecycle.session_id or "", resumed=mode == "resume", drift=drift_text
+            transition.lifecycle.session_id or "",
+            resumed=mode == "resume",
+            drift=drift_text,
+            phase=state.phase if state else None,
         )
         await self._emit(opened)
         return opened
@@ -405,6 +409,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     decisions=done.decisions,
                     touched=done.touched,
                     input_tokens=done.input_tokens,
+                    phase=done.phase,
                 )
             except Exception:  # the turn ends unkept; the failure is reported by the loop
                 self._lc = self._lc.abandon_turn()

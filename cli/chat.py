@@ -240,6 +240,7 @@ class Chat:
             frame = self.conn.receive()
             if frame["type"] == "opened":
                 self.session_id = frame["session_id"]
+                self.phase = frame.get("phase")
                 if self.console.interactive:
                     what = "Resumed" if frame["resumed"] else "New"
                     self.console.warn(f"{what} session {self.session_id}. /help for commands.")

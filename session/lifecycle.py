@@ -82,7 +82,7 @@ from session.history import (
     reconstruct_history,
     turn_starts,
 )
-from session.models import JsonDict, SessionState
+from session.models import JsonDict, SessionState, WorkPhase
 from session.redaction import scrub_text
 from session.resume import build_resume_context
 
@@ -380,10 +380,12 @@ class SessionLifecycle:
         decisions: Iterable[str] = (),
         touched: Iterable[str] = (),
         input_tokens: int | None = None,
+        phase: WorkPhase | None = None,
     ) -> Transition:
         """A turn finished: keep its messages and save (autosave is re-enabled).
 
-        ``input_tokens`` is the model's count of the turn's last request."""
+        ``input_tokens`` is the model's count of the turn's last request; ``phase`` the
+        phase of the work the turn moved to, if it set one."""
         state = self._check(Event.TURN)
         fresh = (d.strip() for d in decisions if d.strip())
         merged = tuple(dict.fromkeys([*state.decisions, *fresh]))
@@ -402,7 +404,7 @@ class SessionLifecycle:
         )
         new = self._move(
             Event.TURN,
-            state=state.model_copy(update={"decisions": merged}),
+            state=state.model_copy(update={"decisions": merged, "phase": phase or state.phase}),
             history=history[keep:],
             history_json=history_json[keep:],
             history_encoded=history_encoded[keep:],

@@ -70,6 +70,8 @@ class Opening:
 
     mode: Literal["new", "resume"]
     session_id: str
+    phase: str | None = None
+    """The resumed session's phase of the work (for the terminal's toolbar)."""
 
 
 class ProtocolMisuse(Exception):
@@ -217,7 +219,11 @@ class FrontDoor:
                 continue
             await send(
                 stream,
-                p.Opened(session_id=opening.session_id, resumed=opening.mode == "resume"),
+                p.Opened(
+                    session_id=opening.session_id,
+                    resumed=opening.mode == "resume",
+                    phase=opening.phase,
+                ),
             )
             return opening
 
@@ -229,12 +235,12 @@ class FrontDoor:
         session_id = validate_session_id(frame.session_id or "")
         await self._storage.ask(Claim(session_id, terminal_pid), STORAGE_TIMEOUT_S)
         try:  # the file must be there and readable now, as the real open will find it
-            await self._storage.ask(LoadSession(project, session_id), STORAGE_TIMEOUT_S)
+            stored = await self._storage.ask(LoadSession(project, session_id), STORAGE_TIMEOUT_S)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._storage.ask(Release(session_id, terminal_pid), STORAGE_TIMEOUT_S)
             raise
-        return Opening("resume", session_id)
+        return Opening("resume", session_id, stored.phase)
 
     async def _wait_for_model(
         self, reader: BufferedByteReceiveStream, stream: SocketStream

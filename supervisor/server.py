@@ -95,8 +95,8 @@ class Settings:
 
 def _frame_for(output: TerminalOutput) -> p.ServerFrame:
     match output:
-        case Opened(session_id, resumed, drift):
-            return p.Opened(session_id=session_id, resumed=resumed, drift=drift)
+        case Opened(session_id, resumed, drift, phase):
+            return p.Opened(session_id=session_id, resumed=resumed, drift=drift, phase=phase)
         case ToolCallLine(text):
             return p.ToolCall(text=text)
         case ReplyText(text):
