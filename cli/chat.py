@@ -364,7 +364,8 @@ class Chat:
         self._send(frame)
         view = self.console.reply()
         try:
-            self._receive_turn(frame, view)
+            with self.console.keys_unechoed():
+                self._receive_turn(frame, view)
         finally:
             view.end()
 
