@@ -134,6 +134,7 @@ class LLMActor(Actor[LLMMessage]):
 
     async def _stream_turn(self, turn: StartTurn, reply: ReplyForwarder) -> TurnDone:
         deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
+        deps.token_budget = turn.token_budget
         deps.before_first_write = partial(_checkpoint_before_write, turn)
         async with self._limiter:
             agent = await self._agent(turn.model)

@@ -200,6 +200,8 @@ class StartTurn:
     resume_context: str
     notes: str
     reply_to: ActorRef[TerminalMessage]
+    token_budget: int | None = None
+    """The request size (tokens) each model request of the turn is kept within."""
 
 
 @dataclass(frozen=True)

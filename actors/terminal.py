@@ -389,6 +389,7 @@ class TerminalActor(Actor[TerminalMessage]):
             resume_context=self._lc.instructions(),
             notes=notes,
             reply_to=self._self,
+            token_budget=self._lc.policy.compaction.token_threshold,
         )
 
     async def _finish_turn(self, done: TurnDone) -> None:
