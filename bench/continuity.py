@@ -199,6 +199,16 @@ def tokens(request: dict[str, Any]) -> int:
     return len(request_text(request)) // 4
 
 
+def summary_tokens(request: dict[str, Any]) -> int:
+    """The compaction's part of a request (pydantic-ai sends it as a summary-tagged user
+    message)."""
+    return sum(
+        len(m["content"]) // 4
+        for m in request["messages"]
+        if isinstance(m.get("content"), str) and "<pyai:conversation_summary>" in m["content"]
+    )
+
+
 def share(text: str, wanted: list[str]) -> tuple[float, list[str]]:
     missing = [w for w in wanted if w not in text]
     return 1 - len(missing) / len(wanted), missing
@@ -292,6 +302,13 @@ def main() -> None:
         + ", ".join(f"turn {n} {size:,}" for n, size in sizes.items())
         + f"; spread {spread:.0%} (target <= {SIZE_SPREAD_TARGET:.0%}); "
         + f"turns 50 to 100: {(sizes[100] - sizes[50]) / sizes[50]:+.0%}"
+    )
+    summaries = {n: summary_tokens(firsts[n - 1]) for n in (10, 50, 100)}
+    print(
+        "of which the compaction (decisions, paths, narrative): "
+        + ", ".join(f"turn {n} {size:,}" for n, size in summaries.items())
+        + "; the turns after it: "
+        + ", ".join(f"turn {n} {sizes[n] - summaries[n]:,}" for n in sizes)
     )
     verdicts.append(spread <= SIZE_SPREAD_TARGET)
     print(
