@@ -11,6 +11,7 @@ every incarnation of the actor, so they survive its restarts.
 
 from __future__ import annotations
 
+import errno
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -76,6 +77,11 @@ class StorageActor(Actor[StorageMessage]):
     async def _io(self, fn: Callable[[], T]) -> T:
         return await anyio.to_thread.run_sync(fn)
 
+    async def _stored(self, project: Path, session_id: str) -> bool:
+        if session_id in self._deleted:
+            return False
+        return await self._io(lambda: self._catalog.manager(project).exists(session_id))
+
     def _check_holder(self, session_id: str, terminal_pid: int) -> None:
         """SessionLive unless the session is free or held by ``terminal_pid``."""
         holder = self._live.get(session_id)
@@ -113,8 +119,10 @@ class StorageActor(Actor[StorageMessage]):
             case FindResumable(project, terminal_pid):
                 live = dict(self._live)
                 return await self._io(lambda: catalog.find_resumable(project, terminal_pid, live))
-            case Claim(session_id, terminal_pid, token):
+            case Claim(session_id, terminal_pid, token, stored_in):
                 self._check_holder(session_id, terminal_pid)
+                if stored_in is not None and not await self._stored(stored_in, session_id):
+                    raise FileNotFoundError(errno.ENOENT, "no such session", session_id)
                 self._live[session_id] = terminal_pid
                 if token is None:
                     self._memory.tokens.pop(session_id, None)

@@ -308,7 +308,8 @@ class TerminalActor(Actor[TerminalMessage]):
             await storage.ask(Claim(new_id, pid, self._token), STORAGE_TIMEOUT_S)
         else:
             wanted = validate_session_id(session_id or "")
-            await storage.ask(Claim(wanted, pid, self._token), STORAGE_TIMEOUT_S)
+            claim = Claim(wanted, pid, self._token, stored_in=self._config.project)
+            await storage.ask(claim, STORAGE_TIMEOUT_S)
             try:
                 stored = await storage.ask(
                     LoadSession(self._config.project, wanted), STORAGE_TIMEOUT_S
@@ -443,11 +444,12 @@ class TerminalActor(Actor[TerminalMessage]):
         transition = self._lc.reset(utc_now())
         new = transition.lifecycle.session_id
         assert old is not None and new is not None
-        await self._peers.storage.ask(Release(old, pid, self._token), STORAGE_TIMEOUT_S)
         await self._peers.storage.ask(Claim(new, pid, self._token), STORAGE_TIMEOUT_S)
         self._lc = transition.lifecycle
         self._unsaved = False  # what could not be saved was just deleted on purpose
         await self._perform(transition.effects)
+        # Released only once deleted: in between, another terminal could be offered it.
+        await self._peers.storage.ask(Release(old, pid, self._token), STORAGE_TIMEOUT_S)
         await self._peers.drift.tell(Unwatch(pid))
         self._watched = None
         self._notes.clear()
