@@ -58,6 +58,9 @@ class StorageMemory:
     deleted: set[str] = field(default_factory=set)
     tokens: dict[str, int] = field(default_factory=dict)
     """The claiming actor's token of each live session (when it gave one)."""
+    last_claimed_by: dict[str, int | None] = field(default_factory=dict)
+    """The token of each session's latest claim, kept after its release: a late write of an
+    actor that left is refused once another actor has claimed the session since."""
 
 
 class StorageActor(Actor[StorageMessage]):
@@ -95,6 +98,9 @@ class StorageActor(Actor[StorageMessage]):
         held_by = self._memory.tokens.get(session_id)
         if token is not None and held_by is not None and held_by != token:
             raise SessionLive(session_id, writer)  # a newer actor of this terminal holds it
+        latest = self._memory.last_claimed_by.get(session_id)
+        if token is not None and latest is not None and latest != token:
+            raise SessionLive(session_id, writer)  # another actor held it since (and left)
 
     async def handle(self, message: StorageMessage) -> Any:
         catalog = self._catalog
@@ -109,6 +115,7 @@ class StorageActor(Actor[StorageMessage]):
                     raise SessionLive(session_id, self._live[session_id])
                 if forever:
                     self._deleted.add(session_id)
+                    self._memory.last_claimed_by.pop(session_id, None)
                 return await self._io(lambda: catalog.remove_session(project, session_id))
             case SavePointer(project, pointer):
                 return await self._io(lambda: catalog.manager(project).write_pointer(pointer))
@@ -124,6 +131,7 @@ class StorageActor(Actor[StorageMessage]):
                 if stored_in is not None and not await self._stored(stored_in, session_id):
                     raise FileNotFoundError(errno.ENOENT, "no such session", session_id)
                 self._live[session_id] = terminal_pid
+                self._memory.last_claimed_by[session_id] = token
                 if token is None:
                     self._memory.tokens.pop(session_id, None)
                 else:

@@ -201,8 +201,6 @@ class Shared:
     history: list[Op] = field(default_factory=list)
     known: list[str] = field(default_factory=list)
     turns_left: int = MAX_TURNS_PER_SEED
-    holders: dict[str, list[tuple[int, int, int | None]]] = field(default_factory=dict)
-    """Per session: (client, told opened at, ended at) intervals of holding it."""
     hung: list[str] = field(default_factory=list)
 
     def learn(self, session_id: object) -> None:
@@ -218,7 +216,6 @@ class Client:
         self.socket = socket
         self.workspace = workspace
         self.shared = shared
-        self.holding: str | None = None
         self.offer: str | None = None
         self.turns = 0
 
@@ -240,17 +237,6 @@ class Client:
     def done(self, op: Op, result: tuple[object, ...] | None) -> None:
         answered = None if result is None else self.shared.clock.tick()
         self.shared.history.append(Op(op.client, op.kind, op.arg, op.invoked, answered, result))
-
-    def hold(self, session_id: str, at: int) -> None:
-        self.holding = session_id
-        self.shared.holders.setdefault(session_id, []).append((self.index, at, None))
-
-    def let_go(self, at: int) -> None:
-        if self.holding is not None:
-            spans = self.shared.holders[self.holding]
-            client, start, _ = spans[-1]
-            spans[-1] = (client, start, at)
-        self.holding = None
 
     # -- the program ----------------------------------------------------------------
 
@@ -291,7 +277,6 @@ class Client:
         await self.jitter()
         op = self.invoke("disconnect")
         await wire.stream.aclose()
-        self.let_go(op.invoked)
         self.done(op, None)
 
     async def request(self, wire: Wire, op: Op, frame: Frame) -> bool:
@@ -351,7 +336,6 @@ class Client:
             frame = await wire.answer("opened")
             if frame["type"] == "opened":
                 self.done(op, ("opened", frame["session_id"]))
-                self.hold(frame["session_id"], self.shared.history[-1].answered or 0)
                 return True
             self.done(op, ("error", frame.get("code")))
         await self.jitter()
@@ -364,7 +348,6 @@ class Client:
             return False
         self.shared.learn(frame["session_id"])
         self.done(op, ("opened", frame["session_id"]))
-        self.hold(frame["session_id"], self.shared.history[-1].answered or 0)
         return True
 
     async def turn(self, wire: Wire) -> bool:
@@ -407,9 +390,6 @@ class Client:
             return False
         self.shared.learn(found.group(1))
         self.done(op, ("reset", found.group(1)))
-        at = self.shared.history[-1].answered or 0
-        self.let_go(at)
-        self.hold(found.group(1), at)
         return False
 
     async def close(self, wire: Wire) -> None:
@@ -421,7 +401,6 @@ class Client:
             self.done(op, ("closed", frame["saved"], frame["session_id"]))
         else:
             self.done(op, ("error", frame.get("code")))
-        self.let_go(self.shared.history[-1].answered or 0)
 
 
 # -- reading what is on disk -------------------------------------------------
@@ -473,8 +452,7 @@ def read_final(root: Path, workspace: Path, problems: Problems) -> Final:
 # -- the checks -----------------------------------------------------------------
 
 
-def check(history: list[Op], clients: int, final: Final, problems: Problems,
-          holders: dict[str, list[tuple[int, int, int | None]]]) -> Verdict:
+def check(history: list[Op], clients: int, final: Final, problems: Problems) -> Verdict:
     """Every check of one seed; fills ``problems`` and returns the serial search's verdict."""
     reset_away = {session_id for _, session_id in _resets(history)}
     for session_id in final.sessions:
@@ -490,9 +468,9 @@ def check(history: list[Op], clients: int, final: Final, problems: Problems,
             continue
         if session_id is None or session_id not in reset_away:
             problems.lost.append(f"{op.arg} (session {session_id}) acknowledged, not on disk")
-    for session_id, spans in holders.items():
+    for session_id, spans in _holding(history).items():
         for (a, a_start, a_end), (b, b_start, _) in itertools.combinations(spans, 2):
-            if a != b and (a_end is None or b_start < a_end) and a_start <= b_start:
+            if a != b and (a_end is None or b_start < a_end):
                 problems.two_holders.append(
                     f"{session_id}: client {b} told opened at {b_start} while client {a} "
                     f"held it since {a_start}"
@@ -518,6 +496,36 @@ def _sessions_of(history: list[Op]) -> Iterator[tuple[Op, str | None]]:
             holding[op.client] = str(result[1])
         elif op.kind in ("close", "disconnect", "hello"):
             holding[op.client] = None
+
+
+def _holding(history: list[Op]) -> dict[str, list[tuple[int, int, int | None]]]:
+    """Per session, in order: (client, told it held it at, let it go at) as the clients saw
+    it: from the answer that gave it (an open, a reset) to the request that ended it (a
+    close, a hang-up, a reset)."""
+    spans: dict[str, list[tuple[int, int, int | None]]] = {}
+    held: dict[int, str] = {}
+
+    def end(client: int, at: int) -> None:
+        session_id = held.pop(client, None)
+        if session_id is not None:
+            who, start, _ = spans[session_id][-1]
+            spans[session_id][-1] = (who, start, at)
+
+    def start(client: int, session_id: str, at: int | None) -> None:
+        held[client] = session_id
+        spans.setdefault(session_id, []).append((client, at or 0, None))
+
+    for op in sorted(history, key=lambda o: o.invoked):
+        result = op.result or ()
+        if op.kind in ("close", "disconnect", "reset"):
+            end(op.client, op.invoked)
+        if op.kind in ("open_new", "open_resume") and result[:1] == ("opened",):
+            start(op.client, str(result[1]), op.answered)
+        elif op.kind == "reset" and result[:1] == ("reset",):
+            start(op.client, str(result[1]), op.answered)
+    for session_list in spans.values():
+        session_list.sort(key=lambda span: span[1])
+    return spans
 
 
 def _resets(history: list[Op]) -> Iterator[tuple[Op, str]]:
@@ -597,7 +605,7 @@ async def run_seed(seed: int, base: Path, root: Path) -> SeedRun:
     _TRACEBACKS.extend(errors.tracebacks)
     problems.hung += shared.hung
     final = read_final(root, workspace, problems)
-    verdict = check(shared.history, clients, final, problems, shared.holders)
+    verdict = check(shared.history, clients, final, problems)
     return SeedRun(seed, clients, shared.history, final, problems, verdict)
 
 
