@@ -544,13 +544,13 @@ def _acknowledged_turns(history: list[Op]) -> Iterator[tuple[Op, str | None]]:
 # -- one seed --------------------------------------------------------------------
 
 
-async def _wait_for_socket(path: Path) -> None:
+async def wait_for_socket(path: Path) -> None:
     with anyio.fail_after(ANSWER_TIMEOUT_S):
         while not path.exists():
             await anyio.sleep(0.001)
 
 
-async def _control(socket: Path, frame: Frame) -> Frame:
+async def control(socket: Path, frame: Frame) -> Frame:
     async with await anyio.connect_unix(socket) as stream:
         wire = Wire(stream)
         await wire.send({"type": "hello", "protocol": PROTOCOL_VERSION, "role": "control", "client_pid": os.getpid()})
@@ -563,7 +563,7 @@ async def _claims_settle(socket: Path) -> int:
     """Live claims left once every client is gone (waits for the exits to finish)."""
     with anyio.move_on_after(ANSWER_TIMEOUT_S):
         while True:
-            status = await _control(socket, {"type": "status"})
+            status = await control(socket, {"type": "status"})
             live = int(status["data"]["live_sessions"])
             if live == 0:
                 return 0
@@ -588,7 +588,7 @@ async def run_seed(seed: int, base: Path, root: Path) -> SeedRun:
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(daemon.serve, paths, root)
-            await _wait_for_socket(paths.socket)
+            await wait_for_socket(paths.socket)
             async with anyio.create_task_group() as terminals:
                 for index in range(clients):
                     client = Client(index, seed, paths.socket, workspace, shared)
@@ -596,7 +596,7 @@ async def run_seed(seed: int, base: Path, root: Path) -> SeedRun:
             left = await _claims_settle(paths.socket)
             if left:
                 problems.claims_left.append(f"{left} live claim(s) after every client left")
-            await _control(paths.socket, {"type": "stop"})
+            await control(paths.socket, {"type": "stop"})
     finally:
         logging.getLogger().removeHandler(errors)
     problems.crashes += errors.records
