@@ -7,16 +7,31 @@ import logging
 import os
 import socket
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from anyio.streams.memory import MemoryObjectSendStream
 
-from actors.base import ActorRef, run_supervised
-from actors.messages import LiveCount
+from actors.base import ActorRef, Ask, Envelope, R, open_mailbox, run_supervised
+from actors.messages import (
+    CommandOutput,
+    FindResumable,
+    LiveCount,
+    OpenSession,
+    RunCommand,
+    TerminalOutput,
+    TurnEnded,
+    UserTurn,
+)
 from actors.storage import StorageActor
+from actors.terminal import TerminalActor, TerminalConfig
+from session.catalog import Resumable
+from session.history import warm_up
+from session.paths import sessions_dir
 from supervisor.front import FrontDoor
 from supervisor.runtime import RuntimePaths
 from tests.e2e.frames import RawClient, terminal_hello
@@ -31,6 +46,7 @@ from tests.interleavings import (
     wait_for_socket,
 )
 from tests.serial_model import Final, Op, SessionFile, linearize
+from tests.workers import start_peers
 
 CI_SEEDS = int(os.environ.get("AGENT_ASSIST_INTERLEAVINGS_SEEDS", "100"))
 S1, S2, S3 = "aaaaaaaaaaa1", "aaaaaaaaaaa2", "aaaaaaaaaaa3"
@@ -275,3 +291,62 @@ async def chat_in_the_same_tab(socket_path: Path) -> None:
                     assert (await wire.answer("closed"))["type"] == "closed"
                     return
             await anyio.sleep(0.005)
+
+
+class ProbingStorage(ActorRef[Any]):
+    """The real StorageActor's mailbox; while ``probing``, after each message a terminal
+    asks of it, what another terminal would be offered is noted."""
+
+    def __init__(self, send: MemoryObjectSendStream[Envelope[Any]], project: Path) -> None:
+        super().__init__("storage", send)
+        self.project = project
+        self.probing = False
+        self.offers: list[str | None] = []
+
+    async def ask(self, message: Ask[R], timeout: float = 30.0) -> R:
+        answer = await super().ask(message, timeout)
+        if self.probing:
+            found: Resumable = await super().ask(FindResumable(self.project, 999_999))
+            self.offers.append(found.offer.session_id if found.offer else None)
+        return answer
+
+
+@pytest.mark.anyio
+async def test_a_session_being_reset_is_never_offered_to_another_terminal(
+    tmp_path: Path,
+) -> None:
+    """Found by the interleavings: /reset released the session before deleting it, and a
+    terminal starting in between was offered (and could resume) the session being reset."""
+    warm_up()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    project = sessions_dir(workspace, home)
+    async with anyio.create_task_group() as tg:
+        peers = await start_peers(tg, home)
+        send, receive = anyio.create_memory_object_stream[Envelope[Any]](64)
+        storage = ProbingStorage(send, project)
+        tg.start_soon(StorageActor(home).serve, receive)
+        config = TerminalConfig(4242, None, workspace, project, "offline")
+        out, outputs = anyio.create_memory_object_stream[TerminalOutput](256)
+        ref: ActorRef[Any]
+        ref, mailbox = open_mailbox("terminal-4242")
+        tg.start_soon(TerminalActor(ref, config, replace(peers, storage=storage), out).serve, mailbox)
+
+        async def next_of(kind: type[Any]) -> Any:
+            with anyio.fail_after(10):
+                async for output in outputs:
+                    if isinstance(output, kind):
+                        return output
+            raise AssertionError(kind)
+
+        opened = await ref.ask(OpenSession("new", None))
+        await ref.tell(UserTurn("a turn, so the session is on disk"))
+        assert (await next_of(TurnEnded)).status == "ok"
+        storage.probing = True
+        await ref.tell(RunCommand("reset", None))
+        assert "Session reset" in (await next_of(CommandOutput)).text
+        storage.probing = False
+        tg.cancel_scope.cancel()
+    assert len(storage.offers) >= 3  # a probe after each step of the reset
+    assert opened.session_id not in storage.offers
