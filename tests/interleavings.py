@@ -29,7 +29,7 @@ import os
 import random
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +62,6 @@ ENVIRONMENT = {
     "AGENT_ASSIST_COMPACTION_INTERVAL": "0",
 }
 """No heir process; compaction off, so that every turn stays countable in its file."""
-_TRACEBACKS: list[str] = []
 UNSET = ("AGENT_ASSIST_MODEL", "AGENT_ASSIST_SUMMARY_MODEL", "AGENT_ASSIST_CONTEXT_TOKENS")
 
 
@@ -82,8 +81,7 @@ class Problems:
     hung: list[str] = field(default_factory=list)
 
     def items(self) -> Iterator[tuple[str, list[str]]]:
-        for name, value in vars(self).items():
-            yield name, value
+        yield from vars(self).items()
 
     @property
     def clean(self) -> bool:
@@ -98,11 +96,14 @@ class SeedRun:
     final: Final
     problems: Problems
     verdict: Verdict | None = None
+    tracebacks: list[str] = field(default_factory=list)
 
     def report(self) -> str:
         """Everything needed to replay and read a failure."""
-        lines = [f"seed {self.seed} ({self.clients} clients): replay with "
-                 f"`python -m bench.interleavings --seed {self.seed} --seeds 1`"]
+        lines = [
+            f"seed {self.seed} ({self.clients} clients): replay with "
+            f"`python -m bench.interleavings --seed {self.seed} --seeds 1`"
+        ]
         for name, found in self.problems.items():
             lines += [f"  {name}: {item}" for item in found]
         lines.append("history:")
@@ -111,6 +112,7 @@ class SeedRun:
         if self.verdict is not None and self.verdict.nearest is not None:
             lines.append(f"nearest serial outcome: {self.verdict.nearest}")
             lines += [f"  {op}" for op in self.verdict.nearest_order]
+        lines += self.tracebacks
         return "\n".join(lines)
 
 
@@ -127,7 +129,7 @@ class _Errors(logging.Handler):
             cause = record.exc_info[1] if record.exc_info else None
             text = f"{record.name}: {record.getMessage()}"
             self.records.append(text + (f" ({type(cause).__name__}: {cause})" if cause else ""))
-            if cause is not None:
+            if record.exc_info and record.exc_info[0] is not None:
                 self.tracebacks.append(logging.Formatter().formatException(record.exc_info))
 
 
@@ -209,7 +211,9 @@ class Shared:
 
 
 class Client:
-    def __init__(self, index: int, seed: int, socket: Path, workspace: Path, shared: Shared) -> None:
+    def __init__(
+        self, index: int, seed: int, socket: Path, workspace: Path, shared: Shared
+    ) -> None:
         self.index = index
         self.pid = FIRST_PID + index
         self.rng = random.Random(f"{seed}/{index}")
@@ -313,7 +317,9 @@ class Client:
                 self.offer = offer
                 return wire
             await stream.aclose()
-            self.done(op, ("busy",) if frame.get("code") == "busy" else ("error", frame.get("code")))
+            self.done(
+                op, ("busy",) if frame.get("code") == "busy" else ("error", frame.get("code"))
+            )
             if frame.get("code") != "busy":
                 return None
             await anyio.lowlevel.checkpoint()
@@ -331,7 +337,9 @@ class Client:
         if wanted is not None:
             await self.jitter()
             op = self.invoke("open_resume", wanted)
-            if await self.request(wire, op, {"type": "open", "mode": "resume", "session_id": wanted}):
+            if await self.request(
+                wire, op, {"type": "open", "mode": "resume", "session_id": wanted}
+            ):
                 return False
             frame = await wire.answer("opened")
             if frame["type"] == "opened":
@@ -363,7 +371,14 @@ class Client:
         if end["type"] == "turn_end" and end["status"] == "ok" and end.get("error") is None:
             self.done(op, ("ok",))
         else:
-            self.done(op, (end["type"], end.get("status") or end.get("code"), end.get("error") or end.get("message")))
+            self.done(
+                op,
+                (
+                    end["type"],
+                    end.get("status") or end.get("code"),
+                    end.get("error") or end.get("message"),
+                ),
+            )
         return False
 
     async def save(self, wire: Wire) -> bool:
@@ -406,7 +421,7 @@ class Client:
 # -- reading what is on disk -------------------------------------------------
 
 
-def message_ids(recent_messages: list[dict[str, Any]]) -> tuple[str, ...]:
+def message_ids(recent_messages: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
     return tuple(
         str(m["metadata"]["message_id"])
         for m in recent_messages
@@ -427,7 +442,9 @@ def read_final(root: Path, workspace: Path, problems: Problems) -> Final:
         except (OSError, SessionError) as exc:
             problems.unparsable.append(f"{session_id}.json: {exc}")
             continue
-        sessions[session_id] = SessionFile(message_ids(state.recent_messages), state.checkpoint_count)
+        sessions[session_id] = SessionFile(
+            message_ids(state.recent_messages), state.checkpoint_count
+        )
     pointers = manager.list_pointers()
     problems.unparsable += [str(p) for p in pointers.problems]
     store = catalog.checkpoints(project)
@@ -463,11 +480,11 @@ def check(history: list[Op], clients: int, final: Final, problems: Problems) -> 
             problems.resurrected.append(f"{session_id}: reset, yet its checkpoints are on disk")
     stored = Counter(m for f in final.sessions.values() for m in f.messages)
     problems.duplicated += [f"{m} stored {n} times" for m, n in stored.items() if n > 1]
-    for op, session_id in _acknowledged_turns(history):
+    for op, held in _acknowledged_turns(history):
         if stored[op.arg or ""]:
             continue
-        if session_id is None or session_id not in reset_away:
-            problems.lost.append(f"{op.arg} (session {session_id}) acknowledged, not on disk")
+        if held is None or held not in reset_away:
+            problems.lost.append(f"{op.arg} (session {held}) acknowledged, not on disk")
     for session_id, spans in _holding(history).items():
         for (a, a_start, a_end), (b, b_start, _) in itertools.combinations(spans, 2):
             if a != b and (a_end is None or b_start < a_end):
@@ -489,13 +506,21 @@ def _sessions_of(history: list[Op]) -> Iterator[tuple[Op, str | None]]:
     holding: dict[int, str | None] = {}
     for op in sorted(history, key=lambda o: o.invoked):
         yield op, holding.get(op.client)
-        result = op.result or ()
-        if op.kind in ("open_new", "open_resume") and result[:1] == ("opened",):
-            holding[op.client] = str(result[1])
-        elif op.kind == "reset" and result[:1] == ("reset",):
-            holding[op.client] = str(result[1])
+        given = _given(op)
+        if given is not None:
+            holding[op.client] = given
         elif op.kind in ("close", "disconnect", "hello"):
             holding[op.client] = None
+
+
+def _given(op: Op) -> str | None:
+    """The session an operation's answer gave its client (an open, a reset), if any."""
+    result = op.result or ()
+    if op.kind in ("open_new", "open_resume") and result[:1] == ("opened",):
+        return str(result[1])
+    if op.kind == "reset" and result[:1] == ("reset",):
+        return str(result[1])
+    return None
 
 
 def _holding(history: list[Op]) -> dict[str, list[tuple[int, int, int | None]]]:
@@ -516,13 +541,11 @@ def _holding(history: list[Op]) -> dict[str, list[tuple[int, int, int | None]]]:
         spans.setdefault(session_id, []).append((client, at or 0, None))
 
     for op in sorted(history, key=lambda o: o.invoked):
-        result = op.result or ()
         if op.kind in ("close", "disconnect", "reset"):
             end(op.client, op.invoked)
-        if op.kind in ("open_new", "open_resume") and result[:1] == ("opened",):
-            start(op.client, str(result[1]), op.answered)
-        elif op.kind == "reset" and result[:1] == ("reset",):
-            start(op.client, str(result[1]), op.answered)
+        given = _given(op)
+        if given is not None:
+            start(op.client, given, op.answered)
     for session_list in spans.values():
         session_list.sort(key=lambda span: span[1])
     return spans
@@ -546,14 +569,21 @@ def _acknowledged_turns(history: list[Op]) -> Iterator[tuple[Op, str | None]]:
 
 async def wait_for_socket(path: Path) -> None:
     with anyio.fail_after(ANSWER_TIMEOUT_S):
-        while not path.exists():
+        while not await anyio.Path(path).exists():  # noqa: ASYNC110 (serve() has no event)
             await anyio.sleep(0.001)
 
 
 async def control(socket: Path, frame: Frame) -> Frame:
     async with await anyio.connect_unix(socket) as stream:
         wire = Wire(stream)
-        await wire.send({"type": "hello", "protocol": PROTOCOL_VERSION, "role": "control", "client_pid": os.getpid()})
+        await wire.send(
+            {
+                "type": "hello",
+                "protocol": PROTOCOL_VERSION,
+                "role": "control",
+                "client_pid": os.getpid(),
+            }
+        )
         await wire.answer("welcome")
         await wire.send(frame)
         return await wire.answer("result")
@@ -600,13 +630,10 @@ async def run_seed(seed: int, base: Path, root: Path) -> SeedRun:
     finally:
         logging.getLogger().removeHandler(errors)
     problems.crashes += errors.records
-    for tb in errors.tracebacks:
-        logging.getLogger("interleavings").debug("%s", tb)
-    _TRACEBACKS.extend(errors.tracebacks)
     problems.hung += shared.hung
     final = read_final(root, workspace, problems)
     verdict = check(shared.history, clients, final, problems)
-    return SeedRun(seed, clients, shared.history, final, problems, verdict)
+    return SeedRun(seed, clients, shared.history, final, problems, verdict, errors.tracebacks)
 
 
 @dataclass
@@ -623,7 +650,9 @@ class Campaign:
     def add(self, run: SeedRun) -> None:
         self.seeds += 1
         self.operations += len(run.history)
-        self.acknowledged_turns += sum(1 for op in run.history if op.kind == "turn" and op.result == ("ok",))
+        self.acknowledged_turns += sum(
+            1 for op in run.history if op.kind == "turn" and op.result == ("ok",)
+        )
         self.resets += sum(1 for op in run.history if op.kind == "reset" and op.result is not None)
         self.disconnects += sum(1 for op in run.history if op.kind == "disconnect")
         self.refused_live += sum(1 for op in run.history if op.result == ("error", "session_live"))

@@ -19,9 +19,7 @@ from typing import Literal, TypeVar
 
 T = TypeVar("T")
 
-Kind = Literal[
-    "hello", "open_new", "open_resume", "turn", "save", "reset", "close", "disconnect"
-]
+Kind = Literal["hello", "open_new", "open_resume", "turn", "save", "reset", "close", "disconnect"]
 
 
 @dataclass(frozen=True)
@@ -123,7 +121,9 @@ def _set(items: tuple[T, ...], index: int, value: T) -> tuple[T, ...]:
 def _write(model: Model, held: Held, checkpoint_count: int | None = None) -> Model:
     """The session file of ``held`` written with its history (what every save does)."""
     old = model.file(held.session_id)
-    count = checkpoint_count if checkpoint_count is not None else (old.checkpoint_count if old else 0)
+    count = (
+        checkpoint_count if checkpoint_count is not None else (old.checkpoint_count if old else 0)
+    )
     files = {s: f for s, f in model.files if s != held.session_id}
     files[held.session_id] = SessionFile(held.history, count)
     return dataclasses.replace(model, files=frozenset(files.items()))
@@ -182,7 +182,9 @@ def apply(model: Model, op: Op, fresh: str) -> Model | None:
                 return dataclasses.replace(
                     model,
                     live=model.live | {(op.arg, c)},
-                    held=_set(model.held, c, Held(op.arg, stored.messages, saved=True, deleted=False)),
+                    held=_set(
+                        model.held, c, Held(op.arg, stored.messages, saved=True, deleted=False)
+                    ),
                     pointers=_set(model.pointers, c, op.arg),
                 )
             return model if result is None or result == refused else None
@@ -241,7 +243,9 @@ def apply(model: Model, op: Op, fresh: str) -> Model | None:
             else:
                 wrote = True
                 model = _write(model, held)
-                model = dataclasses.replace(model, pointers=_set(model.pointers, c, held.session_id))
+                model = dataclasses.replace(
+                    model, pointers=_set(model.pointers, c, held.session_id)
+                )
             expected = ("closed", wrote, held.session_id if wrote else None)
             return model if result is None or result == expected else None
     raise AssertionError(op.kind)
@@ -271,7 +275,9 @@ class _Search:
     seen: set[tuple[tuple[int, ...], Model]] = field(default_factory=set)
     nearest: tuple[int, Final, tuple[Op, ...]] | None = None
 
-    def run(self, model: Model, positions: tuple[int, ...], order: tuple[Op, ...]) -> tuple[Op, ...] | None:
+    def run(
+        self, model: Model, positions: tuple[int, ...], order: tuple[Op, ...]
+    ) -> tuple[Op, ...] | None:
         key = (positions, model)
         if key in self.seen or self.explored > self.limit:
             return None
@@ -318,7 +324,10 @@ class _Search:
 def _distance(a: Final, b: Final) -> int:
     keys = set(a.sessions) | set(b.sessions)
     d = sum(a.sessions.get(k) != b.sessions.get(k) for k in keys)
-    d += sum(a.checkpoints.get(k) != b.checkpoints.get(k) for k in set(a.checkpoints) | set(b.checkpoints))
+    d += sum(
+        a.checkpoints.get(k) != b.checkpoints.get(k)
+        for k in set(a.checkpoints) | set(b.checkpoints)
+    )
     d += sum(a.pointers.get(k) != b.pointers.get(k) for k in set(a.pointers) | set(b.pointers))
     return d
 

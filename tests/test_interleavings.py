@@ -32,10 +32,10 @@ from actors.terminal import TerminalActor, TerminalConfig
 from session.catalog import Resumable
 from session.history import warm_up
 from session.paths import sessions_dir
+from supervisor import daemon
 from supervisor.front import FrontDoor
 from supervisor.runtime import RuntimePaths
 from tests.e2e.frames import RawClient, terminal_hello
-from supervisor import daemon
 from tests.interleavings import (
     Problems,
     Wire,
@@ -267,7 +267,7 @@ async def test_a_terminal_gone_before_its_welcome_is_not_an_internal_error(
             tg.start_soon(daemon.serve, paths, tmp_path / "home")
             await wait_for_socket(paths.socket)
             with anyio.fail_after(20):
-                while not (await control(paths.socket, {"type": "status"}))["data"]["model_loaded"]:
+                while not await model_loaded(paths.socket):  # noqa: ASYNC110 (polls a status)
                     await anyio.sleep(0.01)
             logging.getLogger().addHandler(errors)
             try:
@@ -278,6 +278,11 @@ async def test_a_terminal_gone_before_its_welcome_is_not_an_internal_error(
                 logging.getLogger().removeHandler(errors)
             await control(paths.socket, {"type": "stop"})
     assert errors.messages == []
+
+
+async def model_loaded(socket_path: Path) -> bool:
+    status = await control(socket_path, {"type": "status"})
+    return bool(status["data"]["model_loaded"])
 
 
 async def chat_in_the_same_tab(socket_path: Path) -> None:
@@ -331,7 +336,9 @@ async def test_a_session_being_reset_is_never_offered_to_another_terminal(
         out, outputs = anyio.create_memory_object_stream[TerminalOutput](256)
         ref: ActorRef[Any]
         ref, mailbox = open_mailbox("terminal-4242")
-        tg.start_soon(TerminalActor(ref, config, replace(peers, storage=storage), out).serve, mailbox)
+        tg.start_soon(
+            TerminalActor(ref, config, replace(peers, storage=storage), out).serve, mailbox
+        )
 
         async def next_of(kind: type[Any]) -> Any:
             with anyio.fail_after(10):
