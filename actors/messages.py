@@ -209,6 +209,9 @@ class StartTurn:
 @dataclass(frozen=True)
 class CancelTurn:
     turn_id: int
+    reply_to: ActorRef[TerminalMessage]
+    """The terminal whose turn it is: turn ids are counted per terminal, so two terminals'
+    replies can carry the same one."""
 
 
 LLMMessage = StartTurn | CancelTurn

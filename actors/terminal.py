@@ -262,7 +262,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     await self._emit(ToolCallLine(text))
             case CancelCurrentTurn():
                 if self._turn is not None:
-                    await self._peers.llm.tell(CancelTurn(self._turn))
+                    await self._peers.llm.tell(CancelTurn(self._turn, self._self))
             case RunCommand(name, arg):
                 await self._command(name, arg)
             case ConfirmAnswer(confirm_id, _, True):
@@ -469,7 +469,7 @@ class TerminalActor(Actor[TerminalMessage]):
             return
         pid = self._config.terminal_pid
         if self._turn is not None:
-            await self._peers.llm.tell(CancelTurn(self._turn))
+            await self._peers.llm.tell(CancelTurn(self._turn, self._self))
             self._turn = None
         self._confirm = None
         self._on_confirm = None

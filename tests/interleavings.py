@@ -367,7 +367,13 @@ class Client:
         frame = {"type": "user_message", "text": f"note {message_id}", "id": message_id}
         if await self.request(wire, op, frame):
             return True
-        end = await wire.answer("turn_end")
+        end = await wire.answer("text_delta", "turn_end")
+        if end["type"] == "text_delta":
+            if self.rng.random() < 0.1:  # hang up while the reply streams
+                self.done(op, None)
+                await self.hang_up(wire)
+                return True
+            end = await wire.answer("turn_end")
         if end["type"] == "turn_end" and end["status"] == "ok" and end.get("error") is None:
             self.done(op, ("ok",))
         else:
