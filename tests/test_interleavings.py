@@ -48,7 +48,7 @@ from tests.interleavings import (
 from tests.serial_model import Final, Op, SessionFile, linearize
 from tests.workers import start_peers
 
-CI_SEEDS = int(os.environ.get("AGENT_ASSIST_INTERLEAVINGS_SEEDS", "150"))
+CI_SEEDS = int(os.environ.get("AGENT_ASSIST_INTERLEAVINGS_SEEDS", "100"))
 S1, S2, S3 = "aaaaaaaaaaa1", "aaaaaaaaaaa2", "aaaaaaaaaaa3"
 
 
