@@ -502,7 +502,8 @@ def check(history: list[Op], clients: int, final: Final, problems: Problems) -> 
     if not verdict.serializable:
         problems.not_serializable.append(
             f"no serial order of {len(history)} operations ends in what is on disk "
-            f"({verdict.explored} states explored)"
+            f"({verdict.explored} states explored"
+            + (", the search's limit: not every order was tried)" if verdict.gave_up else ")")
         )
     return verdict
 

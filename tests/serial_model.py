@@ -260,6 +260,8 @@ class Verdict:
     nearest: Final | None = None
     """With no such order: the final state of a complete serial order (closest found)."""
     nearest_order: tuple[Op, ...] = ()
+    gave_up: bool = False
+    """The search hit its limit of states: no order found, but not all were tried."""
 
     @property
     def serializable(self) -> bool:
@@ -366,7 +368,7 @@ def linearize(
     ordered = tuple(tuple(op for op in ops if op.result != ("busy",)) for ops in ordered)
     search = _Search(ordered, observed, limit)
     order = search.run(Model.empty(clients), (0,) * clients, ())
-    verdict = Verdict(order, search.explored)
+    verdict = Verdict(order, search.explored, gave_up=search.explored > limit)
     if order is None and search.nearest is not None:
         verdict.nearest, verdict.nearest_order = search.nearest[1], search.nearest[2]
     return verdict
