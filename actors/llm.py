@@ -24,12 +24,13 @@ from pydantic_ai.messages import (
 )
 
 from actors.assistant import TurnDeps, build_agent, resolve_model
-from actors.base import Actor, DeadActor, Envelope
+from actors.base import Actor, ActorRef, DeadActor, Envelope
 from actors.messages import (
     CancelTurn,
     CheckpointBeforeWrite,
     LLMMessage,
     StartTurn,
+    TerminalMessage,
     TurnDone,
     TurnToolCall,
 )
@@ -65,7 +66,8 @@ class LLMActor(Actor[LLMMessage]):
         self._limiter = anyio.CapacityLimiter(concurrency)
         self._agents: OrderedDict[str, Agent[TurnDeps, str]] = OrderedDict()
         self._agents_kept = agents_kept
-        self._scopes: dict[int, anyio.CancelScope] = {}
+        self._scopes: dict[tuple[ActorRef[TerminalMessage], int], anyio.CancelScope] = {}
+        """The running turns, by terminal and turn id."""
         self._tg: TaskGroup | None = None
 
     @property
@@ -85,10 +87,10 @@ class LLMActor(Actor[LLMMessage]):
             case StartTurn():
                 assert self._tg is not None
                 scope = anyio.CancelScope()
-                self._scopes[message.turn_id] = scope
+                self._scopes[message.reply_to, message.turn_id] = scope
                 self._tg.start_soon(self._run_turn, message, scope)
-            case CancelTurn(turn_id):
-                running = self._scopes.get(turn_id)
+            case CancelTurn(turn_id, reply_to):
+                running = self._scopes.get((reply_to, turn_id))
                 if running is not None:
                     running.cancel()
 
@@ -120,7 +122,7 @@ class LLMActor(Actor[LLMMessage]):
                     done = TurnDone(turn.turn_id, error=explain_failure(exc, turn.model))
                 finally:
                     reply.close()
-        self._scopes.pop(turn.turn_id, None)
+        self._scopes.pop((turn.reply_to, turn.turn_id), None)
         try:
             await turn.reply_to.tell(done)
         except DeadActor:

@@ -95,6 +95,10 @@ class Claim(Ask[None]):
     token: int | None = None
     """The claiming actor's id: two actors of one terminal pid (one leaving, one arriving)
     are told apart by it."""
+    stored_in: Path | None = None
+    """For a resume: the project whose file of the session must exist, checked in the same
+    step as the claim (FileNotFoundError, nothing claimed, if it does not), so a resume of
+    a session that is gone never holds it even for a moment."""
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,9 @@ class StartTurn:
 @dataclass(frozen=True)
 class CancelTurn:
     turn_id: int
+    reply_to: ActorRef[TerminalMessage]
+    """The terminal whose turn it is: turn ids are counted per terminal, so two terminals'
+    replies can carry the same one."""
 
 
 LLMMessage = StartTurn | CancelTurn

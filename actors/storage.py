@@ -11,6 +11,7 @@ every incarnation of the actor, so they survive its restarts.
 
 from __future__ import annotations
 
+import errno
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +58,9 @@ class StorageMemory:
     deleted: set[str] = field(default_factory=set)
     tokens: dict[str, int] = field(default_factory=dict)
     """The claiming actor's token of each live session (when it gave one)."""
+    last_claimed_by: dict[str, int | None] = field(default_factory=dict)
+    """The token of each session's latest claim, kept after its release: a late write of an
+    actor that left is refused once another actor has claimed the session since."""
 
 
 class StorageActor(Actor[StorageMessage]):
@@ -76,6 +80,11 @@ class StorageActor(Actor[StorageMessage]):
     async def _io(self, fn: Callable[[], T]) -> T:
         return await anyio.to_thread.run_sync(fn)
 
+    async def _stored(self, project: Path, session_id: str) -> bool:
+        if session_id in self._deleted:
+            return False
+        return await self._io(lambda: self._catalog.manager(project).exists(session_id))
+
     def _check_holder(self, session_id: str, terminal_pid: int) -> None:
         """SessionLive unless the session is free or held by ``terminal_pid``."""
         holder = self._live.get(session_id)
@@ -89,6 +98,9 @@ class StorageActor(Actor[StorageMessage]):
         held_by = self._memory.tokens.get(session_id)
         if token is not None and held_by is not None and held_by != token:
             raise SessionLive(session_id, writer)  # a newer actor of this terminal holds it
+        latest = self._memory.last_claimed_by.get(session_id)
+        if token is not None and latest is not None and latest != token:
+            raise SessionLive(session_id, writer)  # another actor held it since (and left)
 
     async def handle(self, message: StorageMessage) -> Any:
         catalog = self._catalog
@@ -103,6 +115,7 @@ class StorageActor(Actor[StorageMessage]):
                     raise SessionLive(session_id, self._live[session_id])
                 if forever:
                     self._deleted.add(session_id)
+                    self._memory.last_claimed_by.pop(session_id, None)
                 return await self._io(lambda: catalog.remove_session(project, session_id))
             case SavePointer(project, pointer):
                 return await self._io(lambda: catalog.manager(project).write_pointer(pointer))
@@ -113,9 +126,12 @@ class StorageActor(Actor[StorageMessage]):
             case FindResumable(project, terminal_pid):
                 live = dict(self._live)
                 return await self._io(lambda: catalog.find_resumable(project, terminal_pid, live))
-            case Claim(session_id, terminal_pid, token):
+            case Claim(session_id, terminal_pid, token, stored_in):
                 self._check_holder(session_id, terminal_pid)
+                if stored_in is not None and not await self._stored(stored_in, session_id):
+                    raise FileNotFoundError(errno.ENOENT, "no such session", session_id)
                 self._live[session_id] = terminal_pid
+                self._memory.last_claimed_by[session_id] = token
                 if token is None:
                     self._memory.tokens.pop(session_id, None)
                 else:

@@ -266,7 +266,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     await self._emit(ToolCallLine(text))
             case CancelCurrentTurn():
                 if self._lc.turn is not None:
-                    await self._peers.llm.tell(CancelTurn(self._lc.turn))
+                    await self._peers.llm.tell(CancelTurn(self._lc.turn, self._self))
             case RunCommand(name, arg):
                 await self._command(name, arg)
             case ConfirmAnswer(confirm_id, _, True):
@@ -316,7 +316,8 @@ class TerminalActor(Actor[TerminalMessage]):
             await storage.ask(Claim(new_id, pid, self._token), STORAGE_TIMEOUT_S)
         else:
             wanted = validate_session_id(session_id or "")
-            await storage.ask(Claim(wanted, pid, self._token), STORAGE_TIMEOUT_S)
+            claim = Claim(wanted, pid, self._token, stored_in=self._config.project)
+            await storage.ask(claim, STORAGE_TIMEOUT_S)
             try:
                 stored = await storage.ask(
                     LoadSession(self._config.project, wanted), STORAGE_TIMEOUT_S
@@ -467,11 +468,12 @@ class TerminalActor(Actor[TerminalMessage]):
         transition = self._lc.reset(utc_now())
         new = transition.lifecycle.session_id
         assert old is not None and new is not None
-        await self._peers.storage.ask(Release(old, pid, self._token), STORAGE_TIMEOUT_S)
         await self._peers.storage.ask(Claim(new, pid, self._token), STORAGE_TIMEOUT_S)
         self._lc = transition.lifecycle
         self._unsaved = False  # what could not be saved was just deleted on purpose
         await self._perform(transition.effects)
+        # Released only once deleted: in between, another terminal could be offered it.
+        await self._peers.storage.ask(Release(old, pid, self._token), STORAGE_TIMEOUT_S)
         await self._peers.drift.tell(Unwatch(pid))
         self._watched = None
         self._notes.clear()
@@ -491,7 +493,7 @@ class TerminalActor(Actor[TerminalMessage]):
             return
         pid = self._config.terminal_pid
         if self._lc.turn is not None:
-            await self._peers.llm.tell(CancelTurn(self._lc.turn))
+            await self._peers.llm.tell(CancelTurn(self._lc.turn, self._self))
         self._confirm = None
         self._on_confirm = None
         manifest, spec = await self._manifest() if self._lc.is_open else ({}, None)

@@ -132,8 +132,8 @@ class FrontDoor:
         handed_over = False
         try:
             handed_over = await self._handle(stream)
-        except Hangup:
-            pass
+        except (Hangup, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the terminal went away: not an error
         except Exception:
             log.exception("connection failed")
         finally:
@@ -185,10 +185,13 @@ class FrontDoor:
         opening = await self._open(reader, stream, project, terminal_pid)
         if opening is None:
             return False
-        if not await self._wait_for_model(reader, stream):
-            await self._storage.ask(Release(opening.session_id, terminal_pid), STORAGE_TIMEOUT_S)
-            return False
-        server = await self._server_ready()
+        try:
+            if not await self._wait_for_model(reader, stream):
+                raise Hangup("the terminal went away")
+            server = await self._server_ready()
+        except BaseException:  # the claim is the Server's to keep only once it adopts it
+            await self._release(opening.session_id, terminal_pid)
+            raise
         await server.adopt(hello, reader, stream, opening)
         return True
 
@@ -217,15 +220,23 @@ class FrontDoor:
                 code, message = error_for(exc)
                 await send(stream, p.ErrorFrame(code=code, message=message))
                 continue
-            await send(
-                stream,
-                p.Opened(
-                    session_id=opening.session_id,
-                    resumed=opening.mode == "resume",
-                    phase=opening.phase,
-                ),
-            )
+            try:
+                await send(
+                    stream,
+                    p.Opened(
+                        session_id=opening.session_id,
+                        resumed=opening.mode == "resume",
+                        phase=opening.phase,
+                    ),
+                )
+            except BaseException:  # gone before it was told: nobody holds the session
+                await self._release(opening.session_id, terminal_pid)
+                raise
             return opening
+
+    async def _release(self, session_id: str, terminal_pid: int) -> None:
+        with anyio.CancelScope(shield=True):
+            await self._storage.ask(Release(session_id, terminal_pid), STORAGE_TIMEOUT_S)
 
     async def _claim(self, frame: p.Open, project: Path, terminal_pid: int) -> Opening:
         if frame.mode == "new":
@@ -233,12 +244,12 @@ class FrontDoor:
             await self._storage.ask(Claim(session_id, terminal_pid), STORAGE_TIMEOUT_S)
             return Opening("new", session_id)
         session_id = validate_session_id(frame.session_id or "")
-        await self._storage.ask(Claim(session_id, terminal_pid), STORAGE_TIMEOUT_S)
+        claim = Claim(session_id, terminal_pid, stored_in=project)
+        await self._storage.ask(claim, STORAGE_TIMEOUT_S)
         try:  # the file must be there and readable now, as the real open will find it
             stored = await self._storage.ask(LoadSession(project, session_id), STORAGE_TIMEOUT_S)
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                await self._storage.ask(Release(session_id, terminal_pid), STORAGE_TIMEOUT_S)
+            await self._release(session_id, terminal_pid)
             raise
         return Opening("resume", session_id, stored.phase)
 

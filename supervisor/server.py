@@ -38,6 +38,7 @@ from actors.messages import (
     Opened,
     OpenSession,
     PruneSessions,
+    Release,
     RemoveSession,
     ReplyText,
     RunCommand,
@@ -270,6 +271,9 @@ class Server:
         except TerminalBusy as exc:
             for end in (send_out, handler_out, receive_out):
                 end.close()
+            if opening is not None:  # the front door's claim: nobody will hold it now
+                with anyio.CancelScope(shield=True):
+                    await self._storage.ask(Release(opening.session_id, terminal_pid))
             await refuse(stream, ErrorCode.BUSY, str(exc))
             raise AssertionError("unreachable") from exc
         # From here on the terminal is attached: whatever happens (the terminal goes
@@ -297,8 +301,8 @@ class Server:
                     else:
                         await self._reopen(ref, opening, handler_out)
                     reason = await self._converse(reader, stream, ref, handler_out)
-                except Hangup:
-                    pass
+                except (Hangup, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    pass  # the terminal went away (before its welcome, say): not an error
                 except Exception as exc:
                     log.warning("terminal %d: connection ended: %r", terminal_pid, exc)
                     code, message = _error_for(exc)

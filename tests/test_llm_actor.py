@@ -6,11 +6,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pydantic_ai.models
 import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from actors.base import ActorRef, open_mailbox
 from actors.llm import AGENTS_KEPT, LLMActor
-from actors.messages import StartTurn, TurnDone
+from actors.messages import CancelTurn, StartTurn, TurnDelta, TurnDone
+from tests.e2e.openai_server import ChatServer
 
 pytestmark = pytest.mark.anyio
 
@@ -33,3 +36,40 @@ async def test_many_model_names_keep_a_bounded_number_of_agents(tmp_path: Path) 
         llm.close()
     assert actor.agents_kept[-1] == "offline"
     assert len(actor.agents_kept) == AGENTS_KEPT
+
+
+async def test_a_cancel_stops_only_the_turn_of_the_terminal_that_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two terminals each run their turn 1 (turn ids are counted per terminal): a terminal
+    leaving mid-reply used to cancel the other's reply instead of its own."""
+    actor = LLMActor()
+    llm: ActorRef[Any]
+    llm, llm_mailbox = open_mailbox("llm")
+    terminals: list[tuple[ActorRef[Any], MemoryObjectReceiveStream[Any]]] = [
+        open_mailbox("terminal-a"),
+        open_mailbox("terminal-b"),
+    ]
+    with ChatServer(chunk_delay=0.01) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(actor.serve, llm_mailbox)
+            for ref, _ in terminals:
+                turn = StartTurn(1, "openai-chat:m", "slow", (), tmp_path, "", "", ref)
+                await llm.tell(turn)
+            for _, replies in terminals:  # both replies stream
+                with anyio.fail_after(30):
+                    while not isinstance((await replies.receive()).message, TurnDelta):
+                        pass
+            await llm.tell(CancelTurn(1, terminals[0][0]))
+            ends = []
+            for _, replies in terminals:
+                with anyio.fail_after(30):
+                    while not isinstance(message := (await replies.receive()).message, TurnDone):
+                        pass
+                ends.append(message)
+            llm.close()
+    assert [end.cancelled for end in ends] == [True, False]
+    assert ends[1].error is None

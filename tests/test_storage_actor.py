@@ -197,3 +197,42 @@ async def test_a_late_write_of_a_departed_actor_cannot_overwrite_its_successor(
         await storage.ask(Claim("aaaaaaaaaaaa", 200))
     listing: SessionListing = await storage.ask(ListSessions((p,)))
     assert [r.updated_at.hour for r in listing.rows] == [13]
+
+
+async def test_a_late_write_after_another_terminal_held_the_session_is_refused(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    """Terminal 100 left (its summary, written after the exit, is slow); terminal 200 resumed
+    the session, added a turn and left too. 100's late write would drop 200's turn."""
+    p = project(tmp_path)
+    await storage.ask(Claim("aaaaaaaaaaaa", 100, token=1))
+    await storage.ask(SaveSession(p, state("aaaaaaaaaaaa", hour=12), writer=100, token=1))
+    await storage.ask(Release("aaaaaaaaaaaa", 100, token=1))
+    await storage.ask(SaveSession(p, state("aaaaaaaaaaaa", hour=12), writer=100, token=1))
+    await storage.ask(Claim("aaaaaaaaaaaa", 200, token=2))
+    await storage.ask(SaveSession(p, state("aaaaaaaaaaaa", hour=13), writer=200, token=2))
+    await storage.ask(Release("aaaaaaaaaaaa", 200, token=2))
+    with pytest.raises(SessionLive):
+        await storage.ask(SaveSession(p, state("aaaaaaaaaaaa", hour=12), writer=100, token=1))
+    listing: SessionListing = await storage.ask(ListSessions((p,)))
+    assert [r.updated_at.hour for r in listing.rows] == [13]
+
+
+async def test_a_resume_of_a_session_that_is_not_stored_claims_nothing(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    """A failed resume never holds the session, even for a moment: another terminal asking
+    meanwhile is told there is no such session, not that it is live."""
+    p = project(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        await storage.ask(Claim("aaaaaaaaaaaa", 100, stored_in=p))
+    await storage.ask(SaveSession(p, state("bbbbbbbbbbbb"), writer=1))
+    await storage.ask(RemoveSession(p, "bbbbbbbbbbbb", forever=True))
+    with pytest.raises(FileNotFoundError):
+        await storage.ask(Claim("bbbbbbbbbbbb", 100, stored_in=p))
+    await storage.ask(Claim("aaaaaaaaaaaa", 200))  # neither is held by 100
+    await storage.ask(Claim("bbbbbbbbbbbb", 200))
+    await storage.ask(SaveSession(p, state("cccccccccccc"), writer=1))
+    await storage.ask(Claim("cccccccccccc", 100, stored_in=p))
+    with pytest.raises(SessionLive):
+        await storage.ask(Claim("cccccccccccc", 200, stored_in=p))
