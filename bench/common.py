@@ -1,4 +1,4 @@
-"""Shared pieces of the benchmarks: a private supervisor environment, attached terminals, medians."""
+"""Shared pieces of the benchmarks: a private supervisor, attached terminals, medians."""
 
 from __future__ import annotations
 
@@ -37,14 +37,9 @@ def timed(fn: Callable[[], object]) -> float:
 
 
 @contextlib.contextmanager
-def private_supervisor(
-    base: Path | None = None,
-) -> Iterator[tuple[dict[str, str], Path, Path]]:
-    """(environment, workspace, runtime dir) with a running supervisor; stopped afterwards.
-
-    Everything lives under ``base`` (a new temporary directory by default), removed at the end.
-    """
-    base = Path(tempfile.mkdtemp(prefix="aa-bench-")) if base is None else base
+def private_supervisor() -> Iterator[tuple[dict[str, str], Path, Path]]:
+    """(environment, workspace, runtime dir) with a running supervisor; stopped afterwards."""
+    base = Path(tempfile.mkdtemp(prefix="aa-bench-"))
     workspace = base / "ws"
     workspace.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_ASSIST_")}

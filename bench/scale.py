@@ -42,14 +42,11 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import select
 import selectors
 import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import orjson
 
 from bench.common import (
     FIRST_FAKE_PID,
@@ -93,10 +90,11 @@ class ScaleResult:
     rounds: int
     baseline: list[float]
     loaded: list[float]
+    first_frames: list[float]
     round_spans: list[float]
     empty_kb: int
     attached_kb: int
-    stop_s: float
+    stop: Stop
     saved: int
     problems: list[str]
 
@@ -108,6 +106,13 @@ class ScaleResult:
     def overhead(self) -> list[float]:
         alone = statistics.median(self.baseline)
         return [seconds - alone for seconds in self.loaded]
+
+    @property
+    def queue_floor(self) -> list[float]:
+        """Each place in a burst served one turn after the other at the one-terminal median:
+        the least a turn waits on one event loop if no two turns' work overlapped."""
+        alone = statistics.median(self.baseline)
+        return [place * alone for place in range(1, self.active + 1)]
 
     @property
     def work_per_turn(self) -> float:
@@ -138,10 +143,20 @@ def wait_for_quiet_heir(env: dict[str, str], runtime: Path) -> None:
             time.sleep(0.01)
 
 
-def concurrent_turns(terminals: list[Terminal], label: str) -> tuple[list[float], float]:
-    """Each terminal sends one message at once; (each turn's time, the round's span)."""
+@dataclass
+class Round:
+    """One burst: each turn's time to its first frame and to its ``turn_end``, the span."""
+
+    first_frame: list[float]
+    turns: list[float]
+    span: float
+
+
+def concurrent_turns(terminals: list[Terminal], label: str) -> Round:
+    """Each terminal sends one message at once; each turn timed by its frames."""
     selector = selectors.DefaultSelector()
     started: dict[int, float] = {}
+    first_frame: dict[int, float] = {}
     times: dict[int, float] = {}
     for index, terminal in enumerate(terminals):
         selector.register(terminal.conn.sock, selectors.EVENT_READ, index)
@@ -163,6 +178,7 @@ def concurrent_turns(terminals: list[Terminal], label: str) -> tuple[list[float]
             data = terminal.conn.sock.recv(65536)
             if not data:
                 raise ConnectionLost(f"terminal {terminal.pid} lost the supervisor")
+            first_frame.setdefault(index, now - started[index])
             for line in terminal.lines.feed(data):
                 frame = decode_frame(line)
                 if frame["type"] == "error":
@@ -173,23 +189,55 @@ def concurrent_turns(terminals: list[Terminal], label: str) -> tuple[list[float]
                     times[index] = now - started[index]
                     selector.unregister(terminal.conn.sock)
     selector.close()
-    return [times[index] for index in range(len(terminals))], time.perf_counter() - first
+    order = range(len(terminals))
+    return Round(
+        [first_frame[index] for index in order],
+        [times[index] for index in order],
+        time.perf_counter() - first,
+    )
 
 
-def stop_and_wait(runtime: Path, pid: int) -> float:
-    """Seconds from sending ``stop`` to the supervisor process's exit."""
+@dataclass
+class Stop:
+    """A stop, timed by frames: each terminal's ``closed`` frame, then the process's exit."""
+
+    exit_s: float
+    closed_s: list[float]
+    """Seconds from the stop request to each ``closed`` frame saying the session was saved."""
+
+
+def stop_and_wait(runtime: Path, pid: int, terminals: list[Terminal]) -> Stop:
+    """Send ``stop`` as ``agent-assist supervisor stop`` does; time the saves and the exit."""
     pidfd = os.pidfd_open(pid)
+    selector = selectors.DefaultSelector()
+    closed: list[float] = []
     try:
+        selector.register(pidfd, selectors.EVENT_READ, None)
+        for terminal in terminals:
+            selector.register(terminal.conn.sock, selectors.EVENT_READ, terminal)
         with Connection.open(RuntimePaths(runtime).socket) as control:
             control.request(hello("control"))
             start = time.perf_counter()
             control.request({"type": "stop"})  # then hang up, as the command does
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        if not poller.poll(60_000):
-            raise TimeoutError("the supervisor did not exit within 60 s")
-        return time.perf_counter() - start
+        while True:
+            events = selector.select(60)
+            if not events:
+                raise TimeoutError("the supervisor did not exit within 60 s")
+            now = time.perf_counter() - start
+            for key, _ in events:
+                terminal = key.data
+                if terminal is None:
+                    return Stop(now, closed)
+                data = terminal.conn.sock.recv(65536)
+                if not data:
+                    selector.unregister(terminal.conn.sock)
+                    continue
+                for line in terminal.lines.feed(data):
+                    frame = decode_frame(line)
+                    if frame["type"] == "closed" and frame.get("saved"):
+                        closed.append(now)
     finally:
+        selector.close()
         os.close(pidfd)
 
 
@@ -226,13 +274,12 @@ def run(
     active: int,
     rounds: int,
     baseline_turns: int,
-    base: Path | None = None,
 ) -> ScaleResult:
-    """The whole measurement against a private supervisor (under ``base`` if given)."""
+    """The whole measurement against a private supervisor."""
     if active > terminals or rounds * active < terminals:
         raise ValueError("every terminal needs a turn: active <= terminals <= rounds * active")
     raise_descriptor_limit(terminals + 16)
-    with private_supervisor(base) as (env, workspace, runtime):
+    with private_supervisor() as (env, workspace, runtime):
         paths = RuntimePaths(runtime)
         pid = int(paths.pid_file.read_text())
         alone, _ = attach(paths.socket, FIRST_FAKE_PID - 1, workspace)
@@ -251,14 +298,16 @@ def run(
             attached.append(Terminal(FIRST_FAKE_PID + number, conn, session_id))
         attached_kb = settled_rss(pid)
         loaded: list[float] = []
+        first_frames: list[float] = []
         spans: list[float] = []
         for number in range(rounds):
             first = number * active % terminals
             group = [attached[(first + k) % terminals] for k in range(active)]
-            times, span = concurrent_turns(group, f"round {number}")
-            loaded.extend(times)
-            spans.append(span)
-        stop_s = stop_and_wait(runtime, pid)
+            burst = concurrent_turns(group, f"round {number}")
+            loaded.extend(burst.turns)
+            first_frames.extend(burst.first_frame)
+            spans.append(burst.span)
+        stop = stop_and_wait(runtime, pid, attached)
         for terminal in attached:
             terminal.conn.close()
         saved, problems = check_saved(Path(env["AGENT_ASSIST_HOME"]), attached)
@@ -268,10 +317,11 @@ def run(
         rounds=rounds,
         baseline=baseline,
         loaded=loaded,
+        first_frames=first_frames,
         round_spans=spans,
         empty_kb=empty_kb,
         attached_kb=attached_kb,
-        stop_s=stop_s,
+        stop=stop,
         saved=saved,
         problems=problems,
     )
@@ -287,7 +337,9 @@ def report(result: ScaleResult) -> list[str]:
     memory_ok = result.per_terminal_kb < RSS_TARGET_KB
     overhead_p99 = percentile(result.overhead, 0.99) * ms
     turns_ok = overhead_p99 < OVERHEAD_P99_TARGET_MS
-    stop_ok = result.stop_s < STOP_TARGET_S and result.saved == result.terminals
+    stop_s = result.stop.exit_s
+    stop_ok = stop_s < STOP_TARGET_S and result.saved == result.terminals
+    closed = sorted(result.stop.closed_s) or [math.nan]
     lines = [
         f"empty supervisor (model stack loaded)   {result.empty_kb / 1024:8.1f} MB",
         f"with {result.terminals} idle terminals attached  {result.attached_kb / 1024:8.1f} MB",
@@ -299,14 +351,22 @@ def report(result: ScaleResult) -> list[str]:
         f"{result.active} at once of {result.terminals}, {result.rounds} rounds "
         f"({len(result.loaded)} turns): p50 {percentile(result.loaded, 0.5) * ms:.2f} ms, "
         f"p99 {percentile(result.loaded, 0.99) * ms:.2f} ms",
+        f"  to the first frame: p50 {percentile(result.first_frames, 0.5) * ms:.2f} ms, "
+        f"p99 {percentile(result.first_frames, 0.99) * ms:.2f} ms",
+        f"  one turn after the other at the one-terminal median, a burst of {result.active} "
+        f"would end at p50 {percentile(result.queue_floor, 0.5) * ms:.1f} ms, "
+        f"p99 {percentile(result.queue_floor, 0.99) * ms:.1f} ms",
         f"supervisor work per turn under load (round span / {result.active}): "
         f"{result.work_per_turn * ms:.2f} ms against {statistics.median(result.baseline) * ms:.2f}"
         " ms alone",
         f"turn overhead over the one-terminal median: "
         f"p50 {percentile(result.overhead, 0.5) * ms:.2f} ms, p99 {overhead_p99:.2f} ms "
         f"(target p99 < {OVERHEAD_P99_TARGET_MS:.0f} ms): {_verdict(turns_ok)}",
+        f"after stop: {len(result.stop.closed_s)} terminals told their session was saved, "
+        f"the first at {closed[0] * ms:.0f} ms, the median at {percentile(closed, 0.5) * ms:.0f}"
+        f" ms, the last at {closed[-1] * ms:.0f} ms",
         f"stop to exit with {result.saved} of {result.terminals} sessions saved whole: "
-        f"{result.stop_s:.3f} s (target < {STOP_TARGET_S:.0f} s, all saved): {_verdict(stop_ok)}",
+        f"{stop_s:.3f} s (target < {STOP_TARGET_S:.0f} s, all saved): {_verdict(stop_ok)}",
     ]
     lines.extend(f"  not saved: {problem}" for problem in result.problems[:10])
     over = [
