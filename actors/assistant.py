@@ -173,8 +173,9 @@ def build_agent(model: Model | str) -> Agent[TurnDeps, str]:
     )
 
     @agent.instructions
-    def session_context(ctx: RunContext[TurnDeps]) -> str:
-        """The resume block (empty after /reset) and notes such as outside file changes."""
+    async def session_context(ctx: RunContext[TurnDeps]) -> str:
+        """The resume block (empty after /reset) and notes such as outside file changes.
+        Async: pydantic-ai runs a plain ``def`` in a worker thread, a thread hop per request."""
         return "\n\n".join(part for part in (ctx.deps.resume_context, ctx.deps.notes) if part)
 
     return agent
