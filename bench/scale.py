@@ -92,6 +92,10 @@ class ScaleResult:
     loaded: list[float]
     first_frames: list[float]
     round_spans: list[float]
+    cpu_alone: float
+    """The supervisor's CPU seconds per turn with one terminal alone."""
+    cpu_loaded: float
+    """The same, per turn of the rounds under load."""
     empty_kb: int
     attached_kb: int
     stop: Stop
@@ -125,6 +129,12 @@ def percentile(samples: list[float], fraction: float) -> float:
     ordered = sorted(samples)
     rank = max(1, math.ceil(fraction * len(ordered)))
     return ordered[min(rank, len(ordered)) - 1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time the process has used so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_for_quiet_heir(env: dict[str, str], runtime: Path) -> None:
@@ -286,10 +296,12 @@ def run(
         turn(alone, "load the model")
         wait_for_quiet_heir(env, runtime)
         baseline: list[float] = []
+        cpu_before = cpu_seconds(pid)
         for number in range(baseline_turns):
             start = time.perf_counter()
             turn(alone, f"terminal alone turn {number}", f"alone-{number}")
             baseline.append(time.perf_counter() - start)
+        cpu_alone = (cpu_seconds(pid) - cpu_before) / baseline_turns
         close(alone)
         empty_kb = settled_rss(pid)
         attached: list[Terminal] = []
@@ -300,6 +312,7 @@ def run(
         loaded: list[float] = []
         first_frames: list[float] = []
         spans: list[float] = []
+        cpu_before = cpu_seconds(pid)
         for number in range(rounds):
             first = number * active % terminals
             group = [attached[(first + k) % terminals] for k in range(active)]
@@ -307,6 +320,7 @@ def run(
             loaded.extend(burst.turns)
             first_frames.extend(burst.first_frame)
             spans.append(burst.span)
+        cpu_loaded = (cpu_seconds(pid) - cpu_before) / len(loaded)
         stop = stop_and_wait(runtime, pid, attached)
         for terminal in attached:
             terminal.conn.close()
@@ -319,6 +333,8 @@ def run(
         loaded=loaded,
         first_frames=first_frames,
         round_spans=spans,
+        cpu_alone=cpu_alone,
+        cpu_loaded=cpu_loaded,
         empty_kb=empty_kb,
         attached_kb=attached_kb,
         stop=stop,
@@ -359,6 +375,8 @@ def report(result: ScaleResult) -> list[str]:
         f"supervisor work per turn under load (round span / {result.active}): "
         f"{result.work_per_turn * ms:.2f} ms against {statistics.median(result.baseline) * ms:.2f}"
         " ms alone",
+        f"supervisor CPU per turn (all its threads): {result.cpu_loaded * ms:.2f} ms under load, "
+        f"{result.cpu_alone * ms:.2f} ms alone",
         f"turn overhead over the one-terminal median: "
         f"p50 {percentile(result.overhead, 0.5) * ms:.2f} ms, p99 {overhead_p99:.2f} ms "
         f"(target p99 < {OVERHEAD_P99_TARGET_MS:.0f} ms): {_verdict(turns_ok)}",
