@@ -10,10 +10,15 @@ from pathlib import Path
 
 import anyio
 from pydantic_ai import Agent, RunContext
+from pydantic_ai.capabilities import ProcessHistory
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 
+from session.compaction import CHARS_PER_TOKEN
 from session.filesystem import is_safe_relative_path
+from session.history import fit_tool_returns
 from session.manager import replace_workspace_file
+from session.models import WorkPhase
 
 MAX_READ_BYTES = 256 * 1024
 MAX_LIST_ENTRIES = 500
@@ -23,8 +28,9 @@ You are agent-assist, an assistant for designing LLM agents. Your main artefact 
 agent_spec.md in the user's workspace: the agent's purpose, users, tools, model,
 prompts, memory, evaluation and deployment. Ask what you need to know, propose
 designs with their trade-offs, and keep agent_spec.md current with write_file.
-Record every decision the user agrees to with record_decision. Only read and
-write files inside the workspace, with paths relative to it."""
+Record every decision the user agrees to with record_decision. Call set_phase
+when the work moves between designing the agent, coding it and deploying it.
+Only read and write files inside the workspace, with paths relative to it."""
 
 
 @dataclass
@@ -36,6 +42,10 @@ class TurnDeps:
     notes: str = ""
     touched: set[str] = field(default_factory=set)
     decisions: list[str] = field(default_factory=list)
+    phase: WorkPhase | None = None
+    """The phase of the work the turn moved to (``set_phase``), if any."""
+    token_budget: int | None = None
+    """Each model request of the turn is kept within this many tokens (estimated)."""
     before_first_write: Callable[[tuple[str, ...]], Awaitable[None]] | None = None
     """Awaited before the turn's first file write, with the paths the turn touched and
     the one about to be written (the automatic checkpoint); again before the first
@@ -160,12 +170,30 @@ async def record_decision(ctx: RunContext[TurnDeps], decision: str) -> str:
     return f"recorded decision: {text}"
 
 
+async def set_phase(ctx: RunContext[TurnDeps], phase: WorkPhase) -> str:
+    """Set the phase of the work: design (the agent's specification), code (building
+    it) or deploy (shipping and running it)."""
+    ctx.deps.phase = phase
+    return f"phase set to {phase}"
+
+
+def within_budget(ctx: RunContext[TurnDeps], messages: list[ModelMessage]) -> list[ModelMessage]:
+    """Before each model request: over the turn's token budget, the oldest tool outputs
+    are elided (compaction runs between turns; this keeps one long turn in bounds)."""
+    budget = ctx.deps.token_budget
+    if budget is None:
+        return messages
+    instructions = len(BASE_INSTRUCTIONS) + len(ctx.deps.resume_context) + len(ctx.deps.notes)
+    return fit_tool_returns(messages, budget * CHARS_PER_TOKEN - instructions)
+
+
 def build_agent(model: Model | str) -> Agent[TurnDeps, str]:
     agent: Agent[TurnDeps, str] = Agent(
         model,
         deps_type=TurnDeps,
         instructions=BASE_INSTRUCTIONS,
-        tools=[read_file, write_file, list_files, record_decision],
+        tools=[read_file, write_file, list_files, record_decision, set_phase],
+        capabilities=[ProcessHistory(within_budget)],
         # A compaction is the history's first message (a CompactionPart); without this
         # pydantic-ai announces it in a mid-conversation system message that strict
         # chat templates reject (see FACTS.md).

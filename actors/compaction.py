@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream
-from pydantic_ai import Agent
 
 from actors.assistant import resolve_model
 from actors.base import Actor, ActorRef, DeadActor, Envelope
@@ -36,9 +35,9 @@ from session.compaction import (
     LlmEventSummarizer,
     OfflineEventSummarizer,
     SummaryTooLong,
+    events_from_messages,
     finish_compaction,
 )
-from session.history import dump_messages
 from session.summary import MAX_SUMMARY_CHARS, offline_summary
 
 log = logging.getLogger("agent_assist.compaction")
@@ -50,10 +49,12 @@ LLM_RETRY_AFTER_S = 300.0
 """After the summary model failed, the offline summarizer alone for this long."""
 SUMMARY_DELAY_S = 1.0
 
-SUMMARY_PROMPT = (
+SUMMARY_TEMPLATE = (
     "Summarize this agent-design conversation in at most 8 short lines for resuming it later. "
-    "Keep every file path, every decision and every rule the user set. Conversation (JSON):\n"
+    "Keep every file path, every decision and every rule the user set. Conversation:\n\n"
+    "{conversation_history}\n"
 )
+"""The session summary's prompt (the listing's summary, not a compaction's narrative)."""
 
 
 class CompactionActor(Actor[CompactionMessage]):
@@ -80,7 +81,6 @@ class CompactionActor(Actor[CompactionMessage]):
         self._llm_summarizer: LlmEventSummarizer | None = None
         self._llm_down_until = 0.0
         self._llm_timeouts = llm_timeouts
-        self._agent: Agent[None, str] | None = None
         self._waiting: dict[str, Summarize] = {}
         self._tg: TaskGroup | None = None
 
@@ -148,14 +148,19 @@ class CompactionActor(Actor[CompactionMessage]):
                 return await self._summarizer.summarize_events(events)
         if self._llm_usable():
             try:
-                if self._llm_summarizer is None:
-                    assert self._summary_model is not None
-                    self._llm_summarizer = LlmEventSummarizer(resolve_model(self._summary_model))
+                summarizer = self._llm()  # built outside the timeout: the first build imports
                 with anyio.fail_after(timeout):
-                    return await self._llm_summarizer.summarize_events(events)
+                    return await summarizer.summarize_events(events)
             except Exception as exc:
                 self._llm_failed("compaction", exc)
         return OfflineEventSummarizer().summarize(events)
+
+    def _llm(self) -> LlmEventSummarizer:
+        """The summary model's summarizer (with the compaction prompt), built once."""
+        if self._llm_summarizer is None:
+            assert self._summary_model is not None
+            self._llm_summarizer = LlmEventSummarizer(resolve_model(self._summary_model))
+        return self._llm_summarizer
 
     def _llm_usable(self) -> bool:
         return bool(self._summary_model) and anyio.current_time() >= self._llm_down_until
@@ -180,18 +185,16 @@ class CompactionActor(Actor[CompactionMessage]):
     async def _summarize(self, message: Summarize) -> str | None:
         if self._llm_usable():
             try:
+                summarizer = self._llm().with_prompt_template(SUMMARY_TEMPLATE)
                 with anyio.fail_after(self._llm_timeouts[0]):
-                    return await self._llm_summary(message)
+                    return await self._llm_summary(summarizer, message)
             except Exception as exc:
                 self._llm_failed("summary", exc)
         return offline_summary(message.messages, message.decisions, message.previous)
 
-    async def _llm_summary(self, message: Summarize) -> str:
-        if self._agent is None:
-            assert self._summary_model is not None
-            self._agent = Agent(resolve_model(self._summary_model), output_type=str)
-        import orjson
-
-        body = orjson.dumps(dump_messages(message.messages)).decode()[-60_000:]
-        result = await self._agent.run(SUMMARY_PROMPT + body)
-        return result.output.strip()[:MAX_SUMMARY_CHARS]
+    async def _llm_summary(self, summarizer: LlmEventSummarizer, message: Summarize) -> str:
+        """The same summary model and input bound as compactions, with the summary prompt."""
+        summarized = await summarizer.summarize_events(events_from_messages(message.messages, 1))
+        if summarized is None or summarized.compaction is None:
+            raise CompactionError("the summary model wrote nothing")
+        return summarized.compaction.compacted_content.strip()[:MAX_SUMMARY_CHARS]

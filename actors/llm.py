@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections import OrderedDict
 from functools import partial
 from typing import Any
@@ -40,6 +42,9 @@ AGENTS_KEPT = 8
 """Agents kept built, least recently used dropped first: a client sending many model
 names costs at most this many (about 1 MB each)."""
 CHECKPOINT_TIMEOUT_S = 60.0
+STALL_TIMEOUT_S = 300.0
+"""A model that sends nothing for this long is given up on (``AGENT_ASSIST_MODEL_TIMEOUT_S``):
+the turn ends with one line and the session goes on."""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -51,8 +56,12 @@ class LLMActor(Actor[LLMMessage]):
     name = "llm"
 
     def __init__(
-        self, concurrency: int = DEFAULT_CONCURRENCY, agents_kept: int = AGENTS_KEPT
+        self,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        agents_kept: int = AGENTS_KEPT,
+        stall_timeout_s: float = STALL_TIMEOUT_S,
     ) -> None:
+        self._stall_timeout_s = stall_timeout_s
         self._limiter = anyio.CapacityLimiter(concurrency)
         self._agents: OrderedDict[str, Agent[TurnDeps, str]] = OrderedDict()
         self._agents_kept = agents_kept
@@ -103,6 +112,9 @@ class LLMActor(Actor[LLMMessage]):
                 tg.start_soon(reply.forward)
                 try:
                     done = await self._stream_turn(turn, reply)
+                except Stalled:
+                    log.warning("turn %d: no answer from %s", turn.turn_id, turn.model)
+                    done = TurnDone(turn.turn_id, error=self._stalled_line())
                 except Exception as exc:
                     log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
                     done = TurnDone(turn.turn_id, error=explain_failure(exc, turn.model))
@@ -114,36 +126,89 @@ class LLMActor(Actor[LLMMessage]):
         except DeadActor:
             log.info("turn %d finished after its terminal went away", turn.turn_id)
 
+    def _stalled_line(self) -> str:
+        return (
+            f"the model sent nothing for {self._stall_timeout_s:g} s; the reply was stopped "
+            "(the session is kept; AGENT_ASSIST_MODEL_TIMEOUT_S sets the wait)"
+        )
+
     async def _stream_turn(self, turn: StartTurn, reply: ReplyForwarder) -> TurnDone:
         deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
+        deps.token_budget = turn.token_budget
         deps.before_first_write = partial(_checkpoint_before_write, turn)
         async with self._limiter:
             agent = await self._agent(turn.model)
-            async with agent.iter(
-                turn.prompt, message_history=list(turn.history), deps=deps
-            ) as run:
-                async for node in run:
-                    if Agent.is_call_tools_node(node):
-                        for part in node.model_response.parts:
-                            if isinstance(part, ToolCallPart):
-                                line = describe_tool_call(part.tool_name, part.args_as_dict())
-                                await reply.send_now(TurnToolCall(turn.turn_id, line))
-                    if not Agent.is_model_request_node(node):
-                        continue
-                    async with node.stream(run.ctx) as events:
-                        async for event in events:
-                            text = _text_of(event)
-                            if text:
-                                reply.add(text)
-                assert run.result is not None
-                new = tuple(run.result.new_messages())
+            with StallWatch(self._stall_timeout_s) as watch:
+                return await self._iterate(agent, turn, reply, deps, watch)
+
+    async def _iterate(
+        self,
+        agent: Agent[TurnDeps, str],
+        turn: StartTurn,
+        reply: ReplyForwarder,
+        deps: TurnDeps,
+        watch: StallWatch,
+    ) -> TurnDone:
+        """The agent run; each node and each streamed event is progress for ``watch``."""
+        async with agent.iter(turn.prompt, message_history=list(turn.history), deps=deps) as run:
+            async for node in run:
+                watch.progress()
+                if Agent.is_call_tools_node(node):
+                    for part in node.model_response.parts:
+                        if isinstance(part, ToolCallPart):
+                            line = describe_tool_call(part.tool_name, part.args_as_dict())
+                            await reply.send_now(TurnToolCall(turn.turn_id, line))
+                if not Agent.is_model_request_node(node):
+                    continue
+                async with node.stream(run.ctx) as events:
+                    async for event in events:
+                        watch.progress()
+                        text = _text_of(event)
+                        if text:
+                            reply.add(text)
+            assert run.result is not None
+            new = tuple(run.result.new_messages())
         return TurnDone(
             turn.turn_id,
             new,
             tuple(deps.decisions),
             tuple(sorted(deps.touched)),
             input_tokens=last_input_tokens(new),
+            phase=deps.phase,
         )
+
+
+class Stalled(Exception):
+    """The model sent nothing within the stall timeout."""
+
+
+class StallWatch:
+    """A cancel scope whose deadline moves forward with signs of progress; raises
+    ``Stalled`` when it expires (a hung model call, not a slow one: a reply that keeps
+    streaming never stalls). It fires between ``timeout_s`` and 1.1 x ``timeout_s``
+    after the last progress: the deadline moves at most ten times per timeout, since
+    moving it re-arms a timer and a turn streams many events."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self._timeout_s = timeout_s
+        self._step = timeout_s / 10
+        self._moved = -math.inf
+        self._scope = anyio.CancelScope()
+
+    def progress(self) -> None:
+        if time.monotonic() - self._moved >= self._step:  # cheaper than the loop's clock
+            self._moved = time.monotonic()
+            self._scope.deadline = anyio.current_time() + self._timeout_s + self._step
+
+    def __enter__(self) -> StallWatch:
+        self.progress()
+        self._scope.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._scope.__exit__(*exc_info)  # suppresses only its own cancellation: a stall
+        if self._scope.cancelled_caught:
+            raise Stalled
 
 
 def last_input_tokens(messages: tuple[ModelMessage, ...]) -> int | None:

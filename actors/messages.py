@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from actors.base import Ask
-from session.models import Pointer, SessionState
+from session.models import Pointer, SessionState, WorkPhase
 
 if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before pydantic-ai loads
     from pydantic_ai.messages import ModelMessage
@@ -200,6 +200,8 @@ class StartTurn:
     resume_context: str
     notes: str
     reply_to: ActorRef[TerminalMessage]
+    token_budget: int | None = None
+    """The request size (tokens) each model request of the turn is kept within."""
 
 
 @dataclass(frozen=True)
@@ -348,6 +350,8 @@ class TurnDone:
     error: str | None = None
     input_tokens: int | None = None
     """The model's count of the turn's last request, if it reported one."""
+    phase: WorkPhase | None = None
+    """The phase of the work the turn moved to, if it set one."""
 
 
 @dataclass(frozen=True)
@@ -427,6 +431,7 @@ class Opened:
     resumed: bool
     drift: tuple[str, ...] = ()
     """For a resumed session: how its tracked files changed (``- a.md: modified``)."""
+    phase: str | None = None
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ EMPTY_WRITE_HINT = (
     "(Alt+Enter or Esc Enter starts a new line). The file was not changed."
 )
 _DECIDE_RE = re.compile(r"^decide\s+(.+)\Z", re.DOTALL)
+_PHASE_RE = re.compile(r"^phase\s+(design|code|deploy)\s*\Z")
 
 
 def _last_prompt(messages: list[ModelMessage]) -> str:
@@ -54,6 +55,8 @@ def _tool_call(prompt: str) -> tuple[str, dict[str, str]] | None:
         return "list_files", {"directory": m[1] or "."}
     if m := _DECIDE_RE.match(text):
         return "record_decision", {"decision": m[1]}
+    if m := _PHASE_RE.match(text):
+        return "set_phase", {"phase": m[1]}
     return None
 
 

@@ -87,6 +87,7 @@ from session.lifecycle import (
     DeletePointer,
     DeleteSession,
     Effect,
+    Event,
     PersistPolicy,
     Phase,
     SessionLifecycle,
@@ -107,6 +108,9 @@ EXIT_SAVE_RETRIES_S = (0.2, 1.0)
 _ACTOR_TOKENS = itertools.count(1)
 """Pauses before each retry of an exit save that failed (a transient EIO, a disk freed)."""
 STORAGE_TIMEOUT_S = 30.0
+NO_SESSION = "no session is open"
+COMMAND_EVENTS = {"save": Event.SAVE, "reset": Event.RESET, "compact": Event.COMPACT}
+"""Commands the lifecycle's table may refuse (in a turn: the reply ends first)."""
 COMPACTION_TIMEOUT_S = 60.0
 
 
@@ -179,8 +183,6 @@ class TerminalActor(Actor[TerminalMessage]):
         self._peers = peers
         self._outbox = outbox
         self._lc = SessionLifecycle(policy=config.policy)
-        self._turn: int | None = None
-        self._turn_message_id: str | None = None
         self._token = next(_ACTOR_TOKENS)
         """This actor's own id for its claims and writes (the terminal pid is shared by the
         actor that leaves and the one that arrives)."""
@@ -192,6 +194,8 @@ class TerminalActor(Actor[TerminalMessage]):
         self._confirm_count = 0
         self._on_confirm: Callable[[bool], Awaitable[None]] | None = None
         """What the answer to the pending question does."""
+        self._confirm_event = Event.SAVE
+        """The lifecycle event that action performs (the table may refuse it by then)."""
         self._hashing_at_each_turn = False
         """The DriftWatcher cannot watch: tracked files are compared at each turn instead."""
         self._history_at_restore: tuple[Any, ...] | None = None
@@ -237,7 +241,7 @@ class TerminalActor(Actor[TerminalMessage]):
     async def _emergency_save(self) -> bool:
         """Write what the actor last held, if anything is worth writing."""
         lc = self._lc
-        if lc.phase is not Phase.ACTIVE or lc.session_deleted or not (lc.saved or lc.history):
+        if not lc.is_open or lc.session_deleted or not (lc.saved or lc.history):
             return False
         assert lc.state is not None
         return await self._perform(
@@ -253,16 +257,16 @@ class TerminalActor(Actor[TerminalMessage]):
             case UserTurn(text, message_id):
                 await self._start_turn(text, message_id)
             case TurnDelta(turn_id, text):
-                if turn_id == self._turn:
+                if turn_id == self._lc.turn:
                     await self._emit(ReplyText(text))
             case TurnDone():
                 await self._finish_turn(message)
             case TurnToolCall(turn_id, text):
-                if turn_id == self._turn:
+                if turn_id == self._lc.turn:
                     await self._emit(ToolCallLine(text))
             case CancelCurrentTurn():
-                if self._turn is not None:
-                    await self._peers.llm.tell(CancelTurn(self._turn))
+                if self._lc.turn is not None:
+                    await self._peers.llm.tell(CancelTurn(self._lc.turn))
             case RunCommand(name, arg):
                 await self._command(name, arg)
             case ConfirmAnswer(confirm_id, _, True):
@@ -274,15 +278,19 @@ class TerminalActor(Actor[TerminalMessage]):
                 if confirm_id == self._confirm:
                     self._confirm = None
                     action, self._on_confirm = self._on_confirm, None
-                    if action is not None:
+                    if action is not None and not self._lc.allows(self._confirm_event):
+                        await self._emit(
+                            CommandOutput("error: a reply is running; nothing was changed")
+                        )
+                    elif action is not None:
                         await action(answer)
             case CheckpointBeforeWrite(turn_id, paths):
-                if turn_id == self._turn:
+                if turn_id == self._lc.turn:
                     await self._checkpoint_before_write(paths)
             case WatchUnavailable(reason):
                 await self._watch_unavailable(reason)
             case FilesChanged(paths):
-                if self._turn is not None:
+                if self._lc.phase is Phase.IN_TURN:
                     self._deferred_changes.update(paths)
                 else:
                     await self._note_changes(paths)
@@ -330,18 +338,22 @@ class TerminalActor(Actor[TerminalMessage]):
         self._lc = transition.lifecycle
         await self._perform(transition.effects)
         await self._watch()
+        state = transition.lifecycle.state
         opened = Opened(
-            transition.lifecycle.session_id or "", resumed=mode == "resume", drift=drift_text
+            transition.lifecycle.session_id or "",
+            resumed=mode == "resume",
+            drift=drift_text,
+            phase=state.phase if state else None,
         )
         await self._emit(opened)
         return opened
 
     async def _start_turn(self, text: str, message_id: str | None = None) -> None:
-        if self._lc.phase is not Phase.ACTIVE:
-            await self._emit(TurnEnded("error", "no session is open"))
-            return
-        if self._turn is not None:
-            await self._emit(TurnEnded("error", "a reply is already running"))
+        if not self._lc.allows(Event.BEGIN_TURN):
+            already = self._lc.phase is Phase.IN_TURN
+            await self._emit(
+                TurnEnded("error", "a reply is already running" if already else NO_SESSION)
+            )
             return
         if message_id is not None:
             reply = answered(self._lc.history, message_id)
@@ -355,44 +367,54 @@ class TerminalActor(Actor[TerminalMessage]):
                     await self._emit(ReplyText(reply))
                 await self._emit(TurnEnded("ok", None))
                 return
-        self._turn_message_id = message_id
         await self._compare_tracked_files()
         await self._compact_for_budget(len(text) + sum(len(n) for n in self._notes))
         self._turn_count += 1
-        self._turn = self._turn_count
+        self._lc = self._lc.begin_turn(self._turn_count, message_id)
         notes = "\n".join(self._notes)
         self._notes.clear()
-        await self._peers.llm.tell(
-            StartTurn(
-                turn_id=self._turn,
-                model=self._config.model,
-                prompt=text,
-                history=tuple(self._lc.request_history()),
-                workspace=self._config.workspace,
-                resume_context=self._lc.instructions(),
-                notes=notes,
-                reply_to=self._self,
-            )
+        try:
+            await self._peers.llm.tell(self._start_request(text, notes))
+        except DeadActor:
+            self._lc = self._lc.abandon_turn()
+            await self._emit(TurnEnded("error", "the model is not available; please try again"))
+
+    def _start_request(self, text: str, notes: str) -> StartTurn:
+        return StartTurn(
+            turn_id=self._turn_count,
+            model=self._config.model,
+            prompt=text,
+            history=tuple(self._lc.request_history()),
+            workspace=self._config.workspace,
+            resume_context=self._lc.instructions(),
+            notes=notes,
+            reply_to=self._self,
+            token_budget=self._lc.policy.compaction.token_threshold,
         )
 
     async def _finish_turn(self, done: TurnDone) -> None:
-        if done.turn_id != self._turn:
+        if done.turn_id != self._lc.turn:
             return
-        self._turn = None
         deferred, self._deferred_changes = self._deferred_changes, set()
         if done.cancelled or done.error is not None:
+            self._lc = self._lc.abandon_turn()
             await self._emit(TurnEnded("cancelled" if done.cancelled else "error", done.error))
         else:
-            manifest, spec = await self._manifest_after_turn(done.touched)
-            transition = self._lc.complete_turn(
-                stamp_message_id(done.new_messages, self._turn_message_id),
-                now=utc_now(),
-                manifest=manifest,
-                agent_spec_path=spec,
-                decisions=done.decisions,
-                touched=done.touched,
-                input_tokens=done.input_tokens,
-            )
+            try:
+                manifest, spec = await self._manifest_after_turn(done.touched)
+                transition = self._lc.complete_turn(
+                    stamp_message_id(done.new_messages, self._lc.turn_message_id),
+                    now=utc_now(),
+                    manifest=manifest,
+                    agent_spec_path=spec,
+                    decisions=done.decisions,
+                    touched=done.touched,
+                    input_tokens=done.input_tokens,
+                    phase=done.phase,
+                )
+            except Exception:  # the turn ends unkept; the failure is reported by the loop
+                self._lc = self._lc.abandon_turn()
+                raise
             self._lc = transition.lifecycle
             saved = await self._perform(transition.effects)
             await self._emit(
@@ -411,10 +433,11 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._note_changes(outside)
 
     async def _command(self, name: str, arg: str | None) -> None:
-        if self._lc.phase is not Phase.ACTIVE:
-            await self._emit(CommandOutput("error: no session is open"))
+        if not self._lc.is_open:
+            await self._emit(CommandOutput(f"error: {NO_SESSION}"))
             return
-        if name in ("save", "reset") and self._turn is not None:
+        event = COMMAND_EVENTS.get(name)
+        if event is not None and not self._lc.allows(event):
             await self._emit(CommandOutput(f"error: wait for the reply to finish before /{name}"))
             return
         if name == "save":
@@ -429,6 +452,7 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._ask(
                 f"Also delete {' and '.join(files)}? [y/N]",
                 lambda answer: self._reset(delete_files=answer),
+                Event.RESET,
             )
         elif name == "resume":
             await self._emit(CommandOutput(self._context_text()))
@@ -466,12 +490,11 @@ class TerminalActor(Actor[TerminalMessage]):
         if self._lc.phase is Phase.CLOSED:
             return
         pid = self._config.terminal_pid
-        if self._turn is not None:
-            await self._peers.llm.tell(CancelTurn(self._turn))
-            self._turn = None
+        if self._lc.turn is not None:
+            await self._peers.llm.tell(CancelTurn(self._lc.turn))
         self._confirm = None
         self._on_confirm = None
-        manifest, spec = await self._manifest() if self._lc.phase is Phase.ACTIVE else ({}, None)
+        manifest, spec = await self._manifest() if self._lc.is_open else ({}, None)
         transition = self._lc.exit(now=utc_now(), manifest=manifest, agent_spec_path=spec)
         self._lc = transition.lifecycle
         wrote = any(isinstance(e, WriteSession) for e in transition.effects)
@@ -673,7 +696,7 @@ class TerminalActor(Actor[TerminalMessage]):
         lc = self._lc
         if result.session_id != lc.session_id or result.generation != lc.generation:
             return
-        if lc.phase is not Phase.ACTIVE:
+        if not lc.is_open:
             return
         if result.compaction is None:
             automatic = result.trigger != "command"
@@ -791,7 +814,7 @@ class TerminalActor(Actor[TerminalMessage]):
         except CheckpointError as exc:
             await self._emit(CommandOutput(f"error: {exc}"))
             return
-        if self._turn is not None:
+        if not self._lc.allows(Event.RESTORE):
             await self._emit(
                 CommandOutput(f"error: a reply is streaming; /checkpoint {number} after it ends")
             )
@@ -818,6 +841,7 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._ask(
             "Restore files too? [y/N]",
             lambda answer: self._restore(checkpoint, plan, files=answer),
+            Event.RESTORE,
         )
 
     async def _list_checkpoints(self) -> None:
@@ -894,11 +918,15 @@ class TerminalActor(Actor[TerminalMessage]):
             lines.append(f"Not in checkpoint {number}, left alone: {', '.join(plan.left_alone)}.")
         await self._emit(CommandOutput("\n".join(lines)))
 
-    async def _ask(self, question: str, action: Callable[[bool], Awaitable[None]]) -> None:
-        """Ask the terminal a yes/no question; ``action`` gets the answer."""
+    async def _ask(
+        self, question: str, action: Callable[[bool], Awaitable[None]], event: Event
+    ) -> None:
+        """Ask the terminal a yes/no question; ``action`` (which performs ``event``) gets
+        the answer, if the lifecycle still allows ``event`` when it comes."""
         self._confirm_count += 1
         self._confirm = self._confirm_count
         self._on_confirm = action
+        self._confirm_event = event
         await self._emit(AskUser(self._confirm, question))
 
     # -- live drift without a watcher ----------------------------------------------

@@ -62,7 +62,7 @@ def session_saves(turns: int, directory: Path) -> dict[int, WriteSession]:
     saves: dict[int, WriteSession] = {}
     for index in range(1, turns + 1):
         now = T0 + timedelta(minutes=index)
-        transition = lc.complete_turn(
+        transition = lc.begin_turn(0).complete_turn(
             turn(index, 2, reply(index)), now=now, manifest={}, agent_spec_path=None
         )
         lc = transition.lifecycle

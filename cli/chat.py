@@ -240,6 +240,7 @@ class Chat:
             frame = self.conn.receive()
             if frame["type"] == "opened":
                 self.session_id = frame["session_id"]
+                self.phase = frame.get("phase")
                 if self.console.interactive:
                     what = "Resumed" if frame["resumed"] else "New"
                     self.console.warn(f"{what} session {self.session_id}. /help for commands.")
@@ -363,7 +364,8 @@ class Chat:
         self._send(frame)
         view = self.console.reply()
         try:
-            self._receive_turn(frame, view)
+            with self.console.keys_unechoed():
+                self._receive_turn(frame, view)
         finally:
             view.end()
 

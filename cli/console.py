@@ -7,9 +7,10 @@ replies only. Colour and escapes only on a terminal without ``NO_COLOR``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
@@ -240,6 +241,30 @@ class Console:
     def warn(self, text: str) -> None:
         """A diagnostic line on stderr."""
         print(text, file=sys.stderr, flush=True)
+
+    @contextlib.contextmanager
+    def keys_unechoed(self) -> Iterator[None]:
+        """While a reply streams: what the user types is not echoed over it, and stays
+        in the terminal's input queue, so the next prompt starts with it (type-ahead).
+        Ctrl+C still interrupts (signals are left on)."""
+        if not self.interactive:
+            yield
+            return
+        import termios
+
+        try:
+            saved = termios.tcgetattr(sys.stdin)
+        except (termios.error, OSError):
+            yield
+            return
+        quiet = list(saved)
+        quiet[3] &= ~(termios.ECHO | termios.ECHONL)
+        try:
+            termios.tcsetattr(sys.stdin, termios.TCSANOW, quiet)  # NOW: keep what was typed
+            yield
+        finally:
+            with contextlib.suppress(termios.error, OSError):
+                termios.tcsetattr(sys.stdin, termios.TCSANOW, saved)
 
     def reply(self) -> ReplyView:
         """A view for the next streamed reply: Markdown with a spinner on a colour

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -103,6 +104,44 @@ def message_chars(message: ModelMessage) -> int:
             if value is not None:
                 total += len(value) if isinstance(value, str) else len(str(value))
     return total
+
+
+ELIDED_TOOL_OUTPUT = (
+    "[{chars:,} characters of tool output elided to keep the request within the token "
+    "budget; call the tool again if you need them]"
+)
+
+
+def fit_tool_returns(messages: Sequence[ModelMessage], max_chars: int) -> list[ModelMessage]:
+    """``messages`` within ``max_chars`` by eliding the content of tool returns, oldest
+    first: what runs between turns (compaction) cannot shrink one turn that reads many
+    large files. The last request's returns (what the model is about to read) are kept;
+    only contents change, so every call keeps its return and the history its shape."""
+    total = sum(message_chars(m) for m in messages)
+    if total <= max_chars:
+        return list(messages)
+    fitted = list(messages)
+    for index, message in enumerate(messages[:-1]):
+        if total <= max_chars:
+            break
+        if not isinstance(message, ModelRequest):
+            continue
+        parts = list(message.parts)
+        for k, part in enumerate(parts):
+            if total <= max_chars:
+                break
+            if type(part) is not ToolReturnPart:  # not a structured return (tool search)
+                continue
+            content = part.content
+            size = len(content) if isinstance(content, str) else len(str(content))
+            note = ELIDED_TOOL_OUTPUT.format(chars=size)
+            if size <= len(note):
+                continue
+            plain: ToolReturnPart[Any] = part
+            parts[k] = dataclasses.replace(plain, content=note)
+            total -= size - len(note)
+        fitted[index] = dataclasses.replace(message, parts=parts)
+    return fitted
 
 
 def recent_start(

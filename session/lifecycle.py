@@ -5,6 +5,13 @@ Rules (the table ``TRANSITIONS`` is the source of truth):
 * A lifecycle starts ``unstarted``. ``start_fresh`` or ``resume`` make it
   ``active``; ``exit`` makes it ``closed``, and nothing follows ``closed``
   except a late ``record_summary``.
+* A turn is a phase of its own: ``begin_turn`` moves ``active`` to ``in a
+  turn``; ``complete_turn`` (saved) or ``abandon_turn`` (cancelled or failed:
+  nothing kept) move it back. In a turn, ``save``, ``reset``, ``restore``,
+  another ``begin_turn`` and starting a compaction are illegal (the reply ends
+  first); a summary, a checkpoint (the automatic one before a file write), a
+  compaction's result and ``exit`` are not. ``allows`` asks the table, so the
+  caller can refuse in words before it asks anything else.
 * Every transition returns a new lifecycle and the effects the caller must
   perform, in order (write or delete a session file or the pointer). The
   lifecycle never does IO; the caller passes in what IO found (the stored
@@ -75,7 +82,7 @@ from session.history import (
     reconstruct_history,
     turn_starts,
 )
-from session.models import JsonDict, SessionState
+from session.models import JsonDict, SessionState, WorkPhase
 from session.redaction import scrub_text
 from session.resume import build_resume_context
 
@@ -83,35 +90,47 @@ from session.resume import build_resume_context
 class Phase(StrEnum):
     UNSTARTED = "unstarted"
     ACTIVE = "active"
+    IN_TURN = "in a turn"
     CLOSED = "closed"
 
 
 class Event(StrEnum):
     START = "start a fresh session"
     RESUME = "resume a session"
+    BEGIN_TURN = "begin a turn"
     TURN = "complete a turn"
+    ABANDON_TURN = "end a turn without a result"
     SAVE = "save"
     RESET = "reset"
     SUMMARY = "record a summary"
-    COMPACT = "compact the history"
+    COMPACT = "start a compaction"
+    COMPACTED = "keep a compaction"
     EXIT = "exit"
     CHECKPOINT = "record a checkpoint"
     RESTORE = "restore a checkpoint"
 
 
+_U, _A, _T, _C = Phase.UNSTARTED, Phase.ACTIVE, Phase.IN_TURN, Phase.CLOSED
 TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
-    (Phase.UNSTARTED, Event.START): Phase.ACTIVE,
-    (Phase.UNSTARTED, Event.RESUME): Phase.ACTIVE,
-    (Phase.UNSTARTED, Event.EXIT): Phase.CLOSED,
-    (Phase.ACTIVE, Event.TURN): Phase.ACTIVE,
-    (Phase.ACTIVE, Event.SAVE): Phase.ACTIVE,
-    (Phase.ACTIVE, Event.RESET): Phase.ACTIVE,
-    (Phase.ACTIVE, Event.SUMMARY): Phase.ACTIVE,
-    (Phase.ACTIVE, Event.COMPACT): Phase.ACTIVE,
-    (Phase.ACTIVE, Event.EXIT): Phase.CLOSED,
-    (Phase.CLOSED, Event.SUMMARY): Phase.CLOSED,
-    (Phase.ACTIVE, Event.CHECKPOINT): Phase.ACTIVE,
-    (Phase.ACTIVE, Event.RESTORE): Phase.ACTIVE,
+    (_U, Event.START): _A,
+    (_U, Event.RESUME): _A,
+    (_U, Event.EXIT): _C,
+    (_A, Event.BEGIN_TURN): _T,
+    (_A, Event.SAVE): _A,
+    (_A, Event.RESET): _A,
+    (_A, Event.SUMMARY): _A,
+    (_A, Event.COMPACT): _A,
+    (_A, Event.COMPACTED): _A,
+    (_A, Event.CHECKPOINT): _A,
+    (_A, Event.RESTORE): _A,
+    (_A, Event.EXIT): _C,
+    (_T, Event.TURN): _A,
+    (_T, Event.ABANDON_TURN): _A,
+    (_T, Event.SUMMARY): _T,
+    (_T, Event.COMPACTED): _T,
+    (_T, Event.CHECKPOINT): _T,
+    (_T, Event.EXIT): _C,
+    (_C, Event.SUMMARY): _C,
 }
 
 
@@ -193,12 +212,25 @@ class SessionLifecycle:
     token_base: int | None = None
     """Tokens of the next request as the model last counted them (its input tokens
     plus an estimate of its reply); None when the history changed since."""
+    turn: int | None = None
+    """The id of the turn in flight (``in a turn`` only)."""
+    turn_message_id: str | None = None
+    """The terminal's id of the message that turn answers, if it sent one."""
 
     # -- queries ----------------------------------------------------------
 
     @property
     def session_id(self) -> str | None:
         return self.state.session_id if self.state is not None else None
+
+    @property
+    def is_open(self) -> bool:
+        """A session is open (between its start or resume and the exit)."""
+        return self.phase in (Phase.ACTIVE, Phase.IN_TURN)
+
+    def allows(self, event: Event) -> bool:
+        """Whether the transition table allows ``event`` now."""
+        return (self.phase, event) in TRANSITIONS
 
     def request_history(self) -> list[ModelMessage]:
         """The ``message_history`` for the next agent run: the recent whole turns.
@@ -254,7 +286,7 @@ class SessionLifecycle:
     ) -> Window | None:
         """The window to compact now, if any: everything (``force``, ``/compact``), the
         token budget's (``request_tokens`` given) or the sliding window's."""
-        if self.phase is not Phase.ACTIVE or self.compacting is not None:
+        if not self.allows(Event.COMPACT) or self.compacting is not None:
             return None
         config = self.policy.compaction
         if force:
@@ -329,6 +361,15 @@ class SessionLifecycle:
         )
         return Transition(new, (WritePointer(stored.session_id),))
 
+    def begin_turn(self, turn_id: int, message_id: str | None = None) -> SessionLifecycle:
+        """A reply to a user message starts (``turn_id`` names it until it ends)."""
+        self._check(Event.BEGIN_TURN)
+        return self._move(Event.BEGIN_TURN, turn=turn_id, turn_message_id=message_id)
+
+    def abandon_turn(self) -> SessionLifecycle:
+        """The turn in flight was cancelled or failed: nothing of it is kept."""
+        return self._move(Event.ABANDON_TURN, turn=None, turn_message_id=None)
+
     def complete_turn(
         self,
         new_messages: Sequence[ModelMessage],
@@ -339,10 +380,12 @@ class SessionLifecycle:
         decisions: Iterable[str] = (),
         touched: Iterable[str] = (),
         input_tokens: int | None = None,
+        phase: WorkPhase | None = None,
     ) -> Transition:
         """A turn finished: keep its messages and save (autosave is re-enabled).
 
-        ``input_tokens`` is the model's count of the turn's last request."""
+        ``input_tokens`` is the model's count of the turn's last request; ``phase`` the
+        phase of the work the turn moved to, if it set one."""
         state = self._check(Event.TURN)
         fresh = (d.strip() for d in decisions if d.strip())
         merged = tuple(dict.fromkeys([*state.decisions, *fresh]))
@@ -361,7 +404,7 @@ class SessionLifecycle:
         )
         new = self._move(
             Event.TURN,
-            state=state.model_copy(update={"decisions": merged}),
+            state=state.model_copy(update={"decisions": merged, "phase": phase or state.phase}),
             history=history[keep:],
             history_json=history_json[keep:],
             history_encoded=history_encoded[keep:],
@@ -369,6 +412,8 @@ class SessionLifecycle:
             session_deleted=False,
             tracked_paths=self.tracked_paths | frozenset(touched),
             token_base=token_base,
+            turn=None,
+            turn_message_id=None,
         )
         return new._written(now, manifest, agent_spec_path)
 
@@ -413,7 +458,7 @@ class SessionLifecycle:
     ) -> Transition:
         """Keep ``compaction``: memory drops the turns before its overlap, the request
         starts at its boundary, decisions gain what it retained, and it is saved."""
-        state = self._check(Event.COMPACT)
+        state = self._check(Event.COMPACTED)
         if generation != self.generation:
             return Transition(self, ())
         end = compaction.end_invocation
@@ -423,7 +468,7 @@ class SessionLifecycle:
         cut = starts[skip] if skip < len(starts) else len(self.history)
         decisions = tuple(dict.fromkeys([*state.decisions, *compaction.retained.decisions]))
         new = self._move(
-            Event.COMPACT,
+            Event.COMPACTED,
             state=state.model_copy(update={"decisions": decisions}),
             history=self.history[cut:],
             history_json=self.history_json[cut:],
@@ -490,7 +535,7 @@ class SessionLifecycle:
         a second write of a session already on disk."""
         state = self._check(Event.SUMMARY)
         new = self._move(Event.SUMMARY, state=state.model_copy(update={"summary": summary}))
-        if new.phase is Phase.ACTIVE or new.session_deleted or not new.saved:
+        if new.is_open or new.session_deleted or not new.saved:
             return Transition(new, ())
         return Transition(new, (new.write(now, manifest, agent_spec_path),))
 
@@ -498,7 +543,7 @@ class SessionLifecycle:
         self, *, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
     ) -> Transition:
         """The terminal went away (exit, Ctrl+C, crash): the autosave path."""
-        new = self._move(Event.EXIT)
+        new = self._move(Event.EXIT, turn=None, turn_message_id=None)
         if self.phase is Phase.UNSTARTED or self.session_deleted:
             return Transition(new, ())
         if not self.saved and not self.history:

@@ -27,7 +27,8 @@ SESSION_ID_RE = re.compile(r"^[a-f0-9]{12}\Z")
 SHA256_RE = r"^[a-f0-9]{64}$"
 
 JsonDict = dict[str, Any]
-Phase = Literal["design", "code", "deploy"]
+WorkPhase = Literal["design", "code", "deploy"]
+"""The phase of the work a session is in (``phase`` in the session file)."""
 
 
 def validate_session_id(value: str) -> str:
@@ -86,7 +87,7 @@ class SessionState(BaseModel):
     recent_messages: tuple[JsonDict, ...] = ()
     compacted_history_summary: str | None = None
     checkpoint_count: int = Field(default=0, ge=0)
-    phase: Phase | None = None
+    phase: WorkPhase | None = None
 
     @classmethod
     def new(cls, now: datetime, session_id: str | None = None) -> SessionState:

@@ -25,6 +25,8 @@ DEFAULT_COMPACTION_OVERLAP: Final = 2
 MAX_COMPACTION_INTERVAL: Final = 100
 MAX_COMPACTION_OVERLAP: Final = 50
 MAX_CONTEXT_TOKENS: Final = 10_000_000
+DEFAULT_MODEL_TIMEOUT_S: Final = 300
+MAX_MODEL_TIMEOUT_S: Final = 86_400
 
 
 class SettingsError(SessionError):
@@ -95,6 +97,12 @@ SPECS: Final = (
         _count(0, MAX_COMPACTION_OVERLAP),
     ),
     _Spec("context_tokens", "AGENT_ASSIST_CONTEXT_TOKENS", None, _optional_tokens),
+    _Spec(
+        "model_timeout",
+        "AGENT_ASSIST_MODEL_TIMEOUT_S",
+        DEFAULT_MODEL_TIMEOUT_S,
+        _count(1, MAX_MODEL_TIMEOUT_S),
+    ),
 )
 NAMES: Final = tuple(spec.name for spec in SPECS)
 
@@ -108,6 +116,8 @@ class Settings:
     compaction_interval: int = DEFAULT_COMPACTION_INTERVAL
     compaction_overlap: int = DEFAULT_COMPACTION_OVERLAP
     context_tokens: int | None = None
+    model_timeout: int = DEFAULT_MODEL_TIMEOUT_S
+    """Seconds a model may send nothing before its reply is stopped (a hung call)."""
     sources: tuple[Setting, ...] = ()
 
     def source_of(self, name: str) -> Source:

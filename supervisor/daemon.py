@@ -93,6 +93,7 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
         hello_timeout_s=_number_from_env("AGENT_ASSIST_HELLO_TIMEOUT_S", HELLO_TIMEOUT_S),
         context_tokens=configured.context_tokens,
         summary_model=configured.summary_model,
+        model_timeout_s=configured.model_timeout,
     )
 
 
@@ -243,7 +244,10 @@ async def start_model_stack(
     from supervisor.server import Server
 
     settings = settings_from_environment(paths)
-    llm = await workers.start(partial(run_supervised, "llm", lambda ref: LLMActor()))
+    stall_s = settings.model_timeout_s
+    llm = await workers.start(
+        partial(run_supervised, "llm", lambda ref: LLMActor(stall_timeout_s=stall_s))
+    )
     summary_model = settings.summary_model
     compaction = await workers.start(
         partial(run_supervised, "compaction", lambda ref: CompactionActor(ref, summary_model))

@@ -13,7 +13,6 @@ that need no model (listing, status, stop) are answered at once.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import anyio
-from anyio.abc import SocketAttribute, SocketStream
+from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from actors.base import ActorRef
@@ -39,10 +38,10 @@ from session.errors import SessionError, SessionFileError, SessionLive
 from session.models import new_session_id, validate_session_id
 from session.paths import sessions_dir
 from supervisor import protocol as p
-from supervisor.runtime import peer_credentials
+from supervisor.greeting import Hangup, read_frame, read_hello, refuse, send
 from supervisor.stack import package_version
 from supervisor.welcome import welcome
-from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION, ErrorCode, FrameError
+from supervisor.wire import ErrorCode
 
 if TYPE_CHECKING:
     from supervisor.server import Server
@@ -51,10 +50,6 @@ log = logging.getLogger("agent_assist.front")
 MODEL_NOTICE_AFTER_S = 0.3
 MODEL_NOTICE = "starting the model..."
 STORAGE_TIMEOUT_S = 30.0
-
-
-class _Hangup(Exception):
-    """The connection is to be closed (the error frame, if any, was sent)."""
 
 
 def _hello_timeout(default: float = 10.0) -> float:
@@ -75,6 +70,8 @@ class Opening:
 
     mode: Literal["new", "resume"]
     session_id: str
+    phase: str | None = None
+    """The resumed session's phase of the work (for the terminal's toolbar)."""
 
 
 class ProtocolMisuse(Exception):
@@ -135,7 +132,7 @@ class FrontDoor:
         handed_over = False
         try:
             handed_over = await self._handle(stream)
-        except _Hangup:
+        except Hangup:
             pass
         except Exception:
             log.exception("connection failed")
@@ -143,73 +140,19 @@ class FrontDoor:
             if not handed_over:
                 await stream.aclose()
 
-    # -- framing ------------------------------------------------------------
-
-    async def _send(self, stream: SocketStream, frame: p.ServerFrame) -> None:
-        await stream.send(p.encode_server_frame(frame))
-
-    async def _refuse(self, stream: SocketStream, code: str, message: str) -> None:
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            await self._send(stream, p.ErrorFrame(code=code, message=message))
-        raise _Hangup(message)
-
-    async def _read(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> p.ClientFrame:
-        try:
-            line = await reader.receive_until(b"\n", MAX_FRAME_BYTES)
-        except anyio.DelimiterNotFound:
-            await self._refuse(
-                stream, ErrorCode.FRAME_TOO_LARGE, f"frame over {MAX_FRAME_BYTES} bytes"
-            )
-            raise
-        except (
-            anyio.IncompleteRead,
-            anyio.EndOfStream,
-            anyio.BrokenResourceError,
-            anyio.ClosedResourceError,
-            OSError,
-        ) as exc:
-            raise _Hangup("end of stream") from exc
-        try:
-            return p.parse_client_frame(line)
-        except FrameError as exc:
-            await self._refuse(stream, exc.code, str(exc))
-            raise
-
     # -- connections --------------------------------------------------------
 
     async def _handle(self, stream: SocketStream) -> bool:
         """Serve a connection until it can be handed over; True once handed over."""
-        raw = stream.extra(SocketAttribute.raw_socket)
-        peer_pid, peer_uid, _ = peer_credentials(raw)
-        if peer_uid != os.getuid():
-            log.warning("refused a connection from uid %d (pid %d)", peer_uid, peer_pid)
-            await self._refuse(
-                stream, ErrorCode.NOT_ALLOWED, "connections from other users are not accepted"
-            )
         reader = BufferedByteReceiveStream(stream)
-        with anyio.move_on_after(HELLO_TIMEOUT_S) as waiting:
-            hello = await self._read(reader, stream)
-        if waiting.cancelled_caught:
-            await self._refuse(
-                stream, ErrorCode.HELLO_REQUIRED, f"no hello within {HELLO_TIMEOUT_S:g} s"
-            )
-        if not isinstance(hello, p.Hello):
-            await self._refuse(stream, ErrorCode.HELLO_REQUIRED, "the first frame must be hello")
-        assert isinstance(hello, p.Hello)
-        if hello.protocol != PROTOCOL_VERSION:
-            await self._refuse(
-                stream,
-                ErrorCode.PROTOCOL_VERSION,
-                f"protocol {hello.protocol} is not supported "
-                f"(this supervisor speaks {PROTOCOL_VERSION})",
-            )
+        hello = await read_hello(stream, reader, HELLO_TIMEOUT_S)
         if hello.role == "control":
-            await self._send(stream, p.Welcome(supervisor_pid=os.getpid()))
+            await send(stream, p.Welcome(supervisor_pid=os.getpid()))
             await self._control(reader, stream)
             return False
         terminal_pid = hello.terminal_pid or hello.client_pid
         if terminal_pid in self._terminals:
-            await self._refuse(
+            await refuse(
                 stream,
                 ErrorCode.BUSY,
                 f"another agent-assist is attached for terminal {terminal_pid}; "
@@ -231,14 +174,14 @@ class FrontDoor:
         workspace = Path(hello.workspace or "")
         usable = workspace.is_absolute() and await anyio.to_thread.run_sync(workspace.is_dir)
         if not hello.workspace or not usable:
-            await self._refuse(
+            await refuse(
                 stream,
                 ErrorCode.INVALID_REQUEST,
                 f"workspace {hello.workspace!r} is not an existing directory",
             )
         workspace = await anyio.to_thread.run_sync(workspace.resolve)
         project = sessions_dir(workspace, self._root)
-        await self._send(stream, await welcome(self._storage, project, terminal_pid, workspace))
+        await send(stream, await welcome(self._storage, project, terminal_pid, workspace))
         opening = await self._open(reader, stream, project, terminal_pid)
         if opening is None:
             return False
@@ -258,12 +201,12 @@ class FrontDoor:
     ) -> Opening | None:
         """Answer ``open`` frames until one succeeds; None if the terminal leaves first."""
         while True:
-            frame = await self._read(reader, stream)
+            frame = await read_frame(reader, stream)
             if isinstance(frame, p.Close):
-                await self._send(stream, p.ClosedFrame(session_id=None, saved=False, reason="exit"))
+                await send(stream, p.ClosedFrame(session_id=None, saved=False, reason="exit"))
                 return None
             if not isinstance(frame, p.Open):
-                await self._send(
+                await send(
                     stream,
                     p.ErrorFrame(code=ErrorCode.INVALID_REQUEST, message="open a session first"),
                 )
@@ -272,11 +215,15 @@ class FrontDoor:
                 opening = await self._claim(frame, project, terminal_pid)
             except Exception as exc:
                 code, message = error_for(exc)
-                await self._send(stream, p.ErrorFrame(code=code, message=message))
+                await send(stream, p.ErrorFrame(code=code, message=message))
                 continue
-            await self._send(
+            await send(
                 stream,
-                p.Opened(session_id=opening.session_id, resumed=opening.mode == "resume"),
+                p.Opened(
+                    session_id=opening.session_id,
+                    resumed=opening.mode == "resume",
+                    phase=opening.phase,
+                ),
             )
             return opening
 
@@ -288,12 +235,12 @@ class FrontDoor:
         session_id = validate_session_id(frame.session_id or "")
         await self._storage.ask(Claim(session_id, terminal_pid), STORAGE_TIMEOUT_S)
         try:  # the file must be there and readable now, as the real open will find it
-            await self._storage.ask(LoadSession(project, session_id), STORAGE_TIMEOUT_S)
+            stored = await self._storage.ask(LoadSession(project, session_id), STORAGE_TIMEOUT_S)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._storage.ask(Release(session_id, terminal_pid), STORAGE_TIMEOUT_S)
             raise
-        return Opening("resume", session_id)
+        return Opening("resume", session_id, stored.phase)
 
     async def _wait_for_model(
         self, reader: BufferedByteReceiveStream, stream: SocketStream
@@ -330,7 +277,7 @@ class FrontDoor:
                 )
                 if late and not noticed and not self._ready.is_set():
                     noticed = True
-                    await self._send(stream, p.Notice(text=MODEL_NOTICE))
+                    await send(stream, p.Notice(text=MODEL_NOTICE))
             tg.cancel_scope.cancel()
         return not gone
 
@@ -338,14 +285,14 @@ class FrontDoor:
 
     async def _control(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> None:
         while True:
-            frame = await self._read(reader, stream)
+            frame = await read_frame(reader, stream)
             try:
                 data = await self._answer(frame)
             except Exception as exc:
                 code, message = error_for(exc)
-                await self._send(stream, p.ErrorFrame(code=code, message=message))
+                await send(stream, p.ErrorFrame(code=code, message=message))
                 continue
-            await self._send(stream, p.Result(data=data))
+            await send(stream, p.Result(data=data))
             if isinstance(frame, p.Stop):
                 self._shutdown.set()
                 return  # hang up: the stop must not wait for this client to hang up first

@@ -166,6 +166,7 @@ class Opened(_Frame):
     resumed: bool
     warnings: tuple[str, ...] = ()
     drift: tuple[str, ...] = ()
+    phase: str | None = None
 
 
 class TextDelta(_Frame):

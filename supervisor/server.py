@@ -13,11 +13,12 @@ import dataclasses
 import logging
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from anyio.abc import SocketAttribute, SocketStream
+from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -60,20 +61,16 @@ from session.processes import process_start_time
 from supervisor import accept
 from supervisor import protocol as p
 from supervisor.front import Opening, ProtocolMisuse
+from supervisor.greeting import Hangup, next_frame, read_frame, read_hello, refuse, send
 from supervisor.registry import Registry, TerminalBusy
-from supervisor.runtime import peer_credentials
 from supervisor.welcome import welcome
-from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION, ErrorCode, FrameError
+from supervisor.wire import ErrorCode, FrameError
 
 log = logging.getLogger("agent_assist.server")
 OPEN_TIMEOUT_S = 60.0
 OUTBOX_SIZE = 256
 HELLO_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = accept.MAX_CONNECTIONS
-
-
-class _Hangup(Exception):
-    """The connection is to be closed (the error frame, if any, was sent)."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +84,7 @@ class Settings:
     max_connections: int = MAX_CONNECTIONS
     context_tokens: int | None = None
     summary_model: str | None = None
+    model_timeout_s: float = 300.0
 
     def policy_for(self, model: str) -> PersistPolicy:
         """The policy of a terminal using ``model``: its token budget depends on it."""
@@ -97,8 +95,8 @@ class Settings:
 
 def _frame_for(output: TerminalOutput) -> p.ServerFrame:
     match output:
-        case Opened(session_id, resumed, drift):
-            return p.Opened(session_id=session_id, resumed=resumed, drift=drift)
+        case Opened(session_id, resumed, drift, phase):
+            return p.Opened(session_id=session_id, resumed=resumed, drift=drift, phase=phase)
         case ToolCallLine(text):
             return p.ToolCall(text=text)
         case ReplyText(text):
@@ -192,44 +190,10 @@ class Server:
         if self._open_connections:
             await self._all_closed.wait()
 
-    # -- framing ------------------------------------------------------------
-
-    async def _send(self, stream: SocketStream, frame: p.ServerFrame) -> None:
-        await stream.send(p.encode_server_frame(frame))
-
-    async def _refuse(self, stream: SocketStream, code: str, message: str) -> None:
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            await self._send(stream, p.ErrorFrame(code=code, message=message))
-        raise _Hangup(message)
-
-    async def _read(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> p.ClientFrame:
-        """The next frame. _Hangup at end of stream or after refusing a bad frame."""
-        try:
-            frame = await self._next_frame(reader)
-        except FrameError as exc:
-            await self._refuse(stream, exc.code, str(exc))
-            raise AssertionError("unreachable") from exc
-        if frame is None:
-            raise _Hangup("end of stream")
-        return frame
-
     # -- connections --------------------------------------------------------
 
     async def handle(self, stream: SocketStream) -> None:
-        self._open_connections += 1
-        try:
-            async with stream:
-                try:
-                    await self._handle(stream)
-                except _Hangup:
-                    pass
-                except Exception:
-                    log.exception("connection failed")
-        finally:
-            self._open_connections -= 1
-            if not self._open_connections:
-                self._all_closed.set()
-                self._all_closed = anyio.Event()
+        await self._serve(stream, lambda: self._handle(stream))
 
     async def adopt(
         self,
@@ -240,12 +204,16 @@ class Server:
     ) -> None:
         """A terminal connection the front door welcomed and opened before the model stack
         loaded: attach its TerminalActor and open the same session in it, then converse."""
+        await self._serve(stream, lambda: self._terminal(hello, reader, stream, opening))
+
+    async def _serve(self, stream: SocketStream, serve: Callable[[], Awaitable[None]]) -> None:
+        """Run ``serve``, counted among the open connections; a hangup ends it quietly."""
         self._open_connections += 1
         try:
             async with stream:
                 try:
-                    await self._terminal(hello, reader, stream, opening)
-                except _Hangup:
+                    await serve()
+                except Hangup:
                     pass
                 except Exception:
                     log.exception("connection failed")
@@ -260,34 +228,10 @@ class Server:
         return await self._answer(frame)
 
     async def _handle(self, stream: SocketStream) -> None:
-        raw = stream.extra(SocketAttribute.raw_socket)
-        peer_pid, peer_uid, _ = peer_credentials(raw)
-        if peer_uid != os.getuid():
-            log.warning("refused a connection from uid %d (pid %d)", peer_uid, peer_pid)
-            await self._refuse(
-                stream, ErrorCode.NOT_ALLOWED, "connections from other users are not accepted"
-            )
         reader = BufferedByteReceiveStream(stream)
-        with anyio.move_on_after(self._settings.hello_timeout_s) as waiting:
-            hello = await self._read(reader, stream)
-        if waiting.cancelled_caught:
-            await self._refuse(
-                stream,
-                ErrorCode.HELLO_REQUIRED,
-                f"no hello within {self._settings.hello_timeout_s:g} s",
-            )
-        if not isinstance(hello, p.Hello):
-            await self._refuse(stream, ErrorCode.HELLO_REQUIRED, "the first frame must be hello")
-        assert isinstance(hello, p.Hello)
-        if hello.protocol != PROTOCOL_VERSION:
-            await self._refuse(
-                stream,
-                ErrorCode.PROTOCOL_VERSION,
-                f"protocol {hello.protocol} is not supported "
-                f"(this supervisor speaks {PROTOCOL_VERSION})",
-            )
+        hello = await read_hello(stream, reader, self._settings.hello_timeout_s)
         if hello.role == "control":
-            await self._send(stream, p.Welcome(supervisor_pid=os.getpid()))
+            await send(stream, p.Welcome(supervisor_pid=os.getpid()))
             await self._control(reader, stream)
         else:
             await self._terminal(hello, reader, stream)
@@ -304,7 +248,7 @@ class Server:
         workspace = Path(hello.workspace or "")
         usable = workspace.is_absolute() and await anyio.to_thread.run_sync(workspace.is_dir)
         if not hello.workspace or not usable:
-            await self._refuse(
+            await refuse(
                 stream,
                 ErrorCode.INVALID_REQUEST,
                 f"workspace {hello.workspace!r} is not an existing directory",
@@ -326,7 +270,7 @@ class Server:
         except TerminalBusy as exc:
             for end in (send_out, handler_out, receive_out):
                 end.close()
-            await self._refuse(stream, ErrorCode.BUSY, str(exc))
+            await refuse(stream, ErrorCode.BUSY, str(exc))
             raise AssertionError("unreachable") from exc
         # From here on the terminal is attached: whatever happens (the terminal goes
         # away before the welcome, the offer cannot be read), it is detached again.
@@ -346,14 +290,14 @@ class Server:
                 tg.start_soon(self._pump, receive_out, stream, opening is not None)
                 try:
                     if opening is None:
-                        await self._send(
+                        await send(
                             stream,
                             await welcome(self._storage, config.project, terminal_pid, workspace),
                         )
                     else:
                         await self._reopen(ref, opening, handler_out)
                     reason = await self._converse(reader, stream, ref, handler_out)
-                except _Hangup:
+                except Hangup:
                     pass
                 except Exception as exc:
                     log.warning("terminal %d: connection ended: %r", terminal_pid, exc)
@@ -418,7 +362,7 @@ class Server:
         """Read the terminal's frames until it leaves; returns the detach reason."""
         while True:
             try:
-                frame = await self._next_frame(reader)
+                frame = await next_frame(reader)
             except FrameError as exc:
                 await out.send(Failure(exc.code, str(exc), fatal=True))
                 return "disconnected"
@@ -451,36 +395,18 @@ class Server:
                         )
                     )
 
-    async def _next_frame(self, reader: BufferedByteReceiveStream) -> p.ClientFrame | None:
-        """The next frame, None at end of stream; FrameError for a frame to refuse."""
-        try:
-            line = await reader.receive_until(b"\n", MAX_FRAME_BYTES)
-        except anyio.DelimiterNotFound as exc:
-            raise FrameError(
-                ErrorCode.FRAME_TOO_LARGE, f"frame over {MAX_FRAME_BYTES} bytes"
-            ) from exc
-        except (
-            anyio.IncompleteRead,
-            anyio.EndOfStream,
-            anyio.BrokenResourceError,
-            anyio.ClosedResourceError,
-            OSError,
-        ):
-            return None
-        return p.parse_client_frame(line)
-
     # -- control connections ------------------------------------------------
 
     async def _control(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> None:
         while True:
-            frame = await self._read(reader, stream)
+            frame = await read_frame(reader, stream)
             try:
                 data = await self._answer(frame)
             except Exception as exc:
                 code, message = _error_for(exc)
-                await self._send(stream, p.ErrorFrame(code=code, message=message))
+                await send(stream, p.ErrorFrame(code=code, message=message))
                 continue
-            await self._send(stream, p.Result(data=data))
+            await send(stream, p.Result(data=data))
             if isinstance(frame, p.Stop):
                 self._shutdown.set()
                 return  # hang up: the stop must not wait for this client to hang up first

@@ -149,3 +149,31 @@ def test_the_first_write_of_another_existing_file_is_checkpointed_too(workspace:
         (("agent_spec.md",), "old before\n"),
         (("agent_spec.md", "new.md", "old.md"), "old before\n"),
     ]
+
+
+def test_a_turn_that_reads_many_large_files_stays_within_its_token_budget(
+    workspace: Path,
+) -> None:
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from session.history import message_chars
+
+    for n in range(4):
+        (workspace / f"f{n}.md").write_text(f"{n}" * 40_000)
+    seen: list[int] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(sum(message_chars(m) for m in messages))
+        if len(seen) <= 4:  # one file per request, as a model working through them would
+            call = ToolCallPart("read_file", {"path": f"f{len(seen) - 1}.md"}, f"c{len(seen)}")
+            return ModelResponse(parts=[call])
+        return ModelResponse(parts=[TextPart("read all four")])
+
+    deps = TurnDeps(workspace, token_budget=12_000)  # about 48,000 characters
+    result = build_agent(FunctionModel(model)).run_sync("read f0.md to f3.md", deps=deps)
+    assert result.output == "read all four"
+    assert max(seen) <= 12_000 * 4, seen  # 160,000 characters were read in all
+    saved = str(result.new_messages())
+    assert "characters of tool output elided" in saved  # what is kept is what was sent
+    assert "3" * 40_000 in saved  # the newest output, read last, is whole

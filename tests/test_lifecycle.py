@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
-from session.compaction import EventCompaction, render_compaction
+from session.compaction import EventCompaction, Window, render_compaction
 from session.errors import IllegalTransition
 from session.filesystem import FileDrift
 from session.history import count_turns, dump_messages, load_messages
@@ -50,6 +50,8 @@ def in_phase(phase: Phase) -> SessionLifecycle:
         return SessionLifecycle()
     if phase is Phase.ACTIVE:
         return active()
+    if phase is Phase.IN_TURN:
+        return active().begin_turn(1)
     return exit_(active()).lifecycle
 
 
@@ -58,6 +60,9 @@ def exit_(lifecycle: SessionLifecycle) -> Transition:
 
 
 def complete(lifecycle: SessionLifecycle, index: int = 0, **kw: object) -> Transition:
+    """Complete a turn: the one in flight, or one begun here."""
+    if lifecycle.phase is Phase.ACTIVE:
+        lifecycle = lifecycle.begin_turn(index + 1)
     return lifecycle.complete_turn(
         turn(index),
         now=T1,
@@ -67,16 +72,25 @@ def complete(lifecycle: SessionLifecycle, index: int = 0, **kw: object) -> Trans
     )
 
 
+def just(lifecycle: SessionLifecycle) -> Transition:
+    return Transition(lifecycle, ())
+
+
 EVENTS: dict[Event, Callable[[SessionLifecycle], Transition]] = {
     Event.START: lambda lc: lc.start_fresh(T0),
     Event.RESUME: lambda lc: lc.resume(STORED, FileDrift()),
-    Event.TURN: complete,
+    Event.BEGIN_TURN: lambda lc: just(lc.begin_turn(7, "m-7")),
+    Event.TURN: lambda lc: lc.complete_turn(
+        turn(0), now=T1, manifest=MANIFEST, agent_spec_path=None
+    ),
+    Event.ABANDON_TURN: lambda lc: just(lc.abandon_turn()),
     Event.SAVE: lambda lc: lc.save(now=T1, manifest=MANIFEST, agent_spec_path=None),
     Event.RESET: lambda lc: lc.reset(T1),
     Event.SUMMARY: lambda lc: lc.record_summary(
         "s", now=T1, manifest=MANIFEST, agent_spec_path=None
     ),
-    Event.COMPACT: lambda lc: lc.compacted(
+    Event.COMPACT: lambda lc: just(lc.begin_compaction(Window((), 1, 1))),
+    Event.COMPACTED: lambda lc: lc.compacted(
         EventCompaction(1, 1, "summary"), lc.generation, now=T1, manifest={}, agent_spec_path=None
     ),
     Event.EXIT: exit_,
@@ -86,21 +100,31 @@ EVENTS: dict[Event, Callable[[SessionLifecycle], Transition]] = {
     ),
 }
 
-A, U, C = Phase.ACTIVE, Phase.UNSTARTED, Phase.CLOSED
+A, U, T, C = Phase.ACTIVE, Phase.UNSTARTED, Phase.IN_TURN, Phase.CLOSED
 # The table, spelled out: (phase, event) -> phase after; a missing cell is illegal.
 EXPECTED_TABLE: dict[tuple[Phase, Event], Phase] = {
     (U, Event.START): A,
     (U, Event.RESUME): A,
     (U, Event.EXIT): C,
-    (A, Event.TURN): A,
+    (A, Event.BEGIN_TURN): T,
     (A, Event.SAVE): A,
     (A, Event.RESET): A,
     (A, Event.SUMMARY): A,
     (A, Event.COMPACT): A,
-    (A, Event.EXIT): C,
-    (C, Event.SUMMARY): C,
+    (A, Event.COMPACTED): A,
     (A, Event.CHECKPOINT): A,
     (A, Event.RESTORE): A,
+    (A, Event.EXIT): C,
+    # In a turn: /save, /reset, a restore, another message and a new compaction wait
+    # for the reply to end; a summary, the automatic checkpoint before a file write, a
+    # compaction's result and the terminal going away do not.
+    (T, Event.TURN): A,
+    (T, Event.ABANDON_TURN): A,
+    (T, Event.SUMMARY): T,
+    (T, Event.COMPACTED): T,
+    (T, Event.CHECKPOINT): T,
+    (T, Event.EXIT): C,
+    (C, Event.SUMMARY): C,
 }
 
 
@@ -117,6 +141,7 @@ def test_every_cell_of_the_table(phase: Phase, event: Event) -> None:
             EVENTS[event](lifecycle)
     else:
         assert EVENTS[event](lifecycle).lifecycle.phase is target
+    assert lifecycle.allows(event) is (target is not None)
 
 
 def test_fresh_start_has_a_new_id_no_history_and_writes_the_pointer() -> None:
@@ -234,7 +259,7 @@ def test_saved_tail_is_trimmed_and_scrubbed_by_the_policy() -> None:
     for index in range(5):
         lc = complete(lc, index).lifecycle
     secret_turn = turn(9, text="the key is hunter2-very-secret and sk-abcdefghijklmnopqrstuvwx")
-    result = lc.complete_turn(secret_turn, now=T1, manifest={}, agent_spec_path=None)
+    result = lc.begin_turn(0).complete_turn(secret_turn, now=T1, manifest={}, agent_spec_path=None)
     write = result.effects[0]
     assert isinstance(write, WriteSession)
     saved = load_messages(write.state.recent_messages)

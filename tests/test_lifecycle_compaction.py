@@ -34,9 +34,11 @@ def policy(interval: int = 3, overlap: int = 1, threshold: int | None = None) ->
 
 def after_turns(lc: SessionLifecycle, first: int, last: int) -> SessionLifecycle:
     for n in range(first, last + 1):
-        lc = lc.complete_turn(
-            turn(n, text=REPLY), now=T0, manifest={}, agent_spec_path=None
-        ).lifecycle
+        lc = (
+            lc.begin_turn(0)
+            .complete_turn(turn(n, text=REPLY), now=T0, manifest={}, agent_spec_path=None)
+            .lifecycle
+        )
     return lc
 
 
@@ -154,20 +156,28 @@ def test_the_token_budget_compacts_before_a_request_over_it() -> None:
 
 def test_the_models_count_is_used_when_it_reported_one() -> None:
     lc = fresh(policy())
-    lc = lc.complete_turn(
-        turn(1, text="short"), now=T0, manifest={}, agent_spec_path=None, input_tokens=5000
-    ).lifecycle
+    lc = (
+        lc.begin_turn(0)
+        .complete_turn(
+            turn(1, text="short"), now=T0, manifest={}, agent_spec_path=None, input_tokens=5000
+        )
+        .lifecycle
+    )
     assert 5000 < lc.request_tokens() < 5100
 
 
 def test_decisions_retained_by_a_compaction_join_the_sessions_decisions() -> None:
     lc = fresh(policy(interval=1, overlap=0))
-    lc = lc.complete_turn(
-        _said("Decision: the agent answers in French."),
-        now=T0,
-        manifest={},
-        agent_spec_path=None,
-    ).lifecycle
+    lc = (
+        lc.begin_turn(0)
+        .complete_turn(
+            _said("Decision: the agent answers in French."),
+            now=T0,
+            manifest={},
+            agent_spec_path=None,
+        )
+        .lifecycle
+    )
     lc, _ = compact(lc)
     assert lc.state is not None
     assert lc.state.decisions == ("Decision: the agent answers in French.",)
@@ -179,9 +189,13 @@ def _said(text: str) -> list[ModelMessage]:
 
 def test_the_users_rules_join_the_instructions_once_compacted() -> None:
     lc = fresh(policy(interval=1, overlap=0))
-    lc = lc.complete_turn(
-        _said("You must never promise refunds."), now=T0, manifest={}, agent_spec_path=None
-    ).lifecycle
+    lc = (
+        lc.begin_turn(0)
+        .complete_turn(
+            _said("You must never promise refunds."), now=T0, manifest={}, agent_spec_path=None
+        )
+        .lifecycle
+    )
     assert lc.instructions() == ""
     lc, _ = compact(lc)
     assert lc.instructions().endswith("(always follow them)\n- You must never promise refunds.")
@@ -199,12 +213,18 @@ def test_the_compacted_summary_is_scrubbed_before_it_is_saved() -> None:
         .start_fresh(T0)
         .lifecycle
     )
-    lc = lc.complete_turn(
-        _said(f"Decision: the agent calls the API with {key}. Keep hunter2-env-secret in a.md."),
-        now=T0,
-        manifest={},
-        agent_spec_path=None,
-    ).lifecycle
+    lc = (
+        lc.begin_turn(0)
+        .complete_turn(
+            _said(
+                f"Decision: the agent calls the API with {key}. Keep hunter2-env-secret in a.md."
+            ),
+            now=T0,
+            manifest={},
+            agent_spec_path=None,
+        )
+        .lifecycle
+    )
     lc, effects = compact(lc)
     (write,) = effects
     assert isinstance(write, WriteSession)
@@ -236,9 +256,13 @@ def test_huge_turns_over_the_budget_are_compacted_not_kept() -> None:
     p = policy(interval=10, threshold=1000)  # retention 2 events, at most 2,000 characters
     lc = fresh(p)
     for n in range(1, 4):
-        lc = lc.complete_turn(
-            turn(n, text="pasted file " * 1000), now=T0, manifest={}, agent_spec_path=None
-        ).lifecycle
+        lc = (
+            lc.begin_turn(0)
+            .complete_turn(
+                turn(n, text="pasted file " * 1000), now=T0, manifest={}, agent_spec_path=None
+            )
+            .lifecycle
+        )
     window = lc.compaction_due(request_tokens=lc.request_tokens())
     assert window is not None and window.end_invocation == 3, "the last paste is too big to keep"
 

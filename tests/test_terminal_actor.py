@@ -15,9 +15,13 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserProm
 
 from actors.base import ActorRef, open_mailbox
 from actors.messages import (
+    AskUser,
+    CommandOutput,
+    ConfirmAnswer,
     Detach,
     Info,
     OpenSession,
+    RunCommand,
     TerminalOutput,
     TurnDone,
     TurnEnded,
@@ -47,6 +51,7 @@ class Rig:
     terminal: ActorRef[Any]
     outputs: MemoryObjectReceiveStream[TerminalOutput]
     project: Path
+    workspace: Path
 
     async def next_of(self, kind: type[Any]) -> Any:
         with anyio.fail_after(10):
@@ -79,7 +84,7 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
         ref, mailbox = open_mailbox("terminal-4242")
         actor = TerminalActor(ref, config, peers, send)
         tg.start_soon(actor.serve, mailbox)
-        yield Rig(ref, receive, config.project)
+        yield Rig(ref, receive, config.project, workspace)
         tg.cancel_scope.cancel()
 
 
@@ -116,4 +121,39 @@ async def test_a_failing_message_saves_what_the_actor_held_and_reports_it(rig: R
     await rig.terminal.tell(UserTurn("third message"))
     assert (await rig.next_of(TurnEnded)).status == "ok"
     assert "third message" in path.read_text()
+    await rig.terminal.tell(Detach("exit"))
+
+
+@pytest.mark.parametrize("command", ["save", "reset", "compact"])
+async def test_a_command_that_changes_the_session_waits_for_the_reply(
+    rig: Rig, command: str
+) -> None:
+    """The lifecycle's table refuses it in a turn; the actor says so in one line."""
+    await rig.terminal.ask(OpenSession("new", None))
+    # Both are queued before the model's answer can be: the command meets the turn in flight.
+    assert rig.terminal.tell_nowait(UserTurn("a long answer please"))
+    assert rig.terminal.tell_nowait(RunCommand(command, None))
+    refused: CommandOutput = await rig.next_of(CommandOutput)
+    assert refused.text == f"error: wait for the reply to finish before /{command}"
+    assert (await rig.next_of(TurnEnded)).status == "ok"
+    (path,) = rig.session_files()  # the turn was saved, the session not reset
+    assert "a long answer please" in path.read_text()
+    await rig.terminal.tell(Detach("exit"))
+
+
+async def test_an_answer_that_arrives_during_a_turn_changes_nothing(rig: Rig) -> None:
+    await rig.terminal.ask(OpenSession("new", None))
+    await rig.terminal.tell(UserTurn("first message"))
+    assert (await rig.next_of(TurnEnded)).status == "ok"
+    (rig.workspace / "agent_spec.md").write_text("# spec\n")
+    await rig.terminal.tell(RunCommand("reset", None))
+    question: AskUser = await rig.next_of(AskUser)  # also delete agent_spec.md?
+    assert rig.terminal.tell_nowait(UserTurn("second message"))
+    assert rig.terminal.tell_nowait(ConfirmAnswer(question.id, True))
+    refused: CommandOutput = await rig.next_of(CommandOutput)
+    assert refused.text == "error: a reply is running; nothing was changed"
+    assert (await rig.next_of(TurnEnded)).status == "ok"
+    (path,) = rig.session_files()
+    assert "first message" in path.read_text() and "second message" in path.read_text()
+    assert (rig.workspace / "agent_spec.md").exists()
     await rig.terminal.tell(Detach("exit"))

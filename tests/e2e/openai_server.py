@@ -4,6 +4,8 @@ It answers ``echo: <last user message>`` (or ``SUMMARY: ...`` for the model
 ``summary-model``) and records every request it receives. A last user message
 ``decide: TEXT`` is answered with a ``record_decision`` tool call (and the tool's
 return with ``recorded``), as a real model using the assistant's tools would.
+A last user message ``hang`` gets no answer at all, ``hang mid-reply`` one word and
+then nothing, until the server stops (a hung model call).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ class ChatServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.chunk_delay = chunk_delay
+        self.released = threading.Event()
+        """Set when the server stops: hung answers end then."""
         self._lock = threading.Lock()
         server = self
 
@@ -42,6 +46,10 @@ class ChatServer:
                     f"Bearer {server.api_key}"
                 ):
                     self._unauthorized()
+                    return
+                hang = server.hang_for(body)
+                if hang is not None:
+                    self._hang(body, hang)
                     return
                 call = server.tool_call_for(body)
                 if call is not None and body.get("stream"):
@@ -109,6 +117,14 @@ class ChatServer:
                 except (BrokenPipeError, ConnectionResetError):
                     return
 
+            def _hang(self, body: dict[str, Any], mid_reply: bool) -> None:
+                if mid_reply:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    self._event(body, {"role": "assistant", "content": "Thinking"}, None)
+                server.released.wait(120)
+
             def _stream_tool_call(self, body: dict[str, Any], name: str, arguments: str) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -144,6 +160,16 @@ class ChatServer:
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}/v1"
+
+    def hang_for(self, body: dict[str, Any]) -> bool | None:
+        """None to answer; else whether to hang after the first word (True) or at once."""
+        last = body["messages"][-1]
+        content = last.get("content")
+        if last["role"] != "user" or not isinstance(content, str):
+            return None
+        if content == "hang":
+            return False
+        return True if content == "hang mid-reply" else None
 
     def tool_call_for(self, body: dict[str, Any]) -> tuple[str, str] | None:
         """``record_decision`` for a last message ``decide: TEXT`` from the user."""
@@ -181,5 +207,6 @@ class ChatServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.released.set()
         self._server.shutdown()
         self._server.server_close()

@@ -72,3 +72,19 @@ def test_the_api_key_is_never_written_to_any_file(env: Env, server: ChatServer) 
     assert written
     leaks = [str(path) for path, data in written if API_KEY.encode() in data]
     assert leaks == []
+
+
+@pytest.mark.parametrize("hang", ["hang", "hang mid-reply"])
+def test_a_hung_model_call_times_out_and_the_session_lives(
+    env: Env, server: ChatServer, hang: str
+) -> None:
+    env.extra.update(AGENT_ASSIST_MODEL_TIMEOUT_S="1")
+    result = env.run(input=f"before\n{hang}\nafter the hang\n", terminal=env.terminal())
+    assert "echo: before" in result.stdout and "echo: after the hang" in result.stdout
+    assert "the model sent nothing for 1 s; the reply was stopped" in result.stderr
+    assert result.returncode == 0  # piped, the status is the last turn's: it was answered
+    (session_id,) = env.session_ids()
+    saved = str(env.session(session_id)["recent_messages"])
+    assert "before" in saved and "after the hang" in saved
+    assert f"'{hang}'" not in saved  # the stopped turn is not kept
+    assert env.supervisor_pid() is not None

@@ -112,6 +112,27 @@ def test_prompt_streaming_ctrl_c_cancels_and_ctrl_d_exits(env: Env, server: Chat
     assert "word199" not in messages, "the cancelled reply is not kept"
 
 
+def test_keys_typed_while_a_reply_streams_wait_for_the_next_prompt(
+    env: Env, server: ChatServer
+) -> None:
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        typed_at = len(ANSI.sub(b"", tty.seen))
+        tty.type("next question")  # no Enter: typed ahead while the reply streams
+        tty.expect("word199")
+        during = ANSI.sub(b"", tty.seen)[typed_at : tty.position]
+        assert b"next question" not in during, "not echoed over the streaming reply"
+        tty.expect_prompt()
+        tty.expect("next question")  # the next prompt starts with what was typed
+        tty.type("\r")
+        tty.expect("echo: next question")
+    finally:
+        tty.close()
+
+
 def test_ctrl_c_at_an_empty_prompt_exits_and_saves(env: Env) -> None:
     tty = Pty(env, env.terminal())
     try:

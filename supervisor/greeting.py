@@ -1,0 +1,94 @@
+"""A connection's framing and its hello, shared by the front door and the server.
+
+Light (no model stack): the front door uses it before pydantic-ai is imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from typing import NoReturn
+
+import anyio
+from anyio.abc import SocketAttribute, SocketStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from supervisor import protocol as p
+from supervisor.runtime import peer_credentials
+from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION, ErrorCode, FrameError
+
+log = logging.getLogger("agent_assist.server")
+
+
+class Hangup(Exception):
+    """The connection is to be closed (the error frame, if any, was sent)."""
+
+
+async def send(stream: SocketStream, frame: p.ServerFrame) -> None:
+    await stream.send(p.encode_server_frame(frame))
+
+
+async def refuse(stream: SocketStream, code: str, message: str) -> NoReturn:
+    """Send an error frame (if the peer still listens) and end the connection."""
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        await send(stream, p.ErrorFrame(code=code, message=message))
+    raise Hangup(message)
+
+
+async def next_frame(reader: BufferedByteReceiveStream) -> p.ClientFrame | None:
+    """The next frame, None at end of stream; FrameError for a frame to refuse."""
+    try:
+        line = await reader.receive_until(b"\n", MAX_FRAME_BYTES)
+    except anyio.DelimiterNotFound as exc:
+        raise FrameError(ErrorCode.FRAME_TOO_LARGE, f"frame over {MAX_FRAME_BYTES} bytes") from exc
+    except (
+        anyio.IncompleteRead,
+        anyio.EndOfStream,
+        anyio.BrokenResourceError,
+        anyio.ClosedResourceError,
+        OSError,
+    ):
+        return None
+    return p.parse_client_frame(line)
+
+
+async def read_frame(reader: BufferedByteReceiveStream, stream: SocketStream) -> p.ClientFrame:
+    """The next frame. Hangup at end of stream or after refusing a bad frame."""
+    try:
+        frame = await next_frame(reader)
+    except FrameError as exc:
+        await refuse(stream, exc.code, str(exc))
+    if frame is None:
+        raise Hangup("end of stream")
+    return frame
+
+
+async def read_hello(
+    stream: SocketStream, reader: BufferedByteReceiveStream, timeout_s: float
+) -> p.Hello:
+    """The connection's hello, from this user, in this protocol, within ``timeout_s``;
+    anything else is refused (Hangup)."""
+    peer_pid, peer_uid, _ = peer_credentials(stream.extra(SocketAttribute.raw_socket))
+    if peer_uid != os.getuid():
+        log.warning("refused a connection from uid %d (pid %d)", peer_uid, peer_pid)
+        await refuse(
+            stream,
+            ErrorCode.NOT_ALLOWED,
+            "connections from other users are not accepted",
+        )
+    hello: p.ClientFrame | None = None
+    with anyio.move_on_after(timeout_s):
+        hello = await read_frame(reader, stream)
+    if hello is None:
+        await refuse(stream, ErrorCode.HELLO_REQUIRED, f"no hello within {timeout_s:g} s")
+    if not isinstance(hello, p.Hello):
+        await refuse(stream, ErrorCode.HELLO_REQUIRED, "the first frame must be hello")
+    if hello.protocol != PROTOCOL_VERSION:
+        await refuse(
+            stream,
+            ErrorCode.PROTOCOL_VERSION,
+            f"protocol {hello.protocol} is not supported "
+            f"(this supervisor speaks {PROTOCOL_VERSION})",
+        )
+    return hello

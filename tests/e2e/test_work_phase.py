@@ -1,0 +1,35 @@
+"""The phase of the work (design / code / deploy): set by the assistant, saved, shown again."""
+
+from __future__ import annotations
+
+from tests.e2e.frames import RawClient, terminal_hello
+from tests.e2e.harness import Env
+
+
+def test_the_phase_the_assistant_sets_is_saved_and_comes_back_on_resume(env: Env) -> None:
+    assert env.run("supervisor", "start").returncode == 0
+    tab = env.terminal()
+    socket_path = env.runtime / "supervisor.sock"
+    client = RawClient(socket_path)
+    client.send(terminal_hello(tab.pid, env.workspace))
+    client.until("welcome")
+    client.send({"type": "open", "mode": "new"})
+    opened = client.until("opened")[-1]
+    assert opened.get("phase") is None  # a new session has no phase yet
+    session_id = opened["session_id"]
+    client.send({"type": "user_message", "text": "phase code"})  # the offline model's set_phase
+    ended = client.until("turn_end")[-1]
+    assert (ended["status"], ended["phase"]) == ("ok", "code")
+    assert env.session(session_id)["phase"] == "code"
+    client.send({"type": "user_message", "text": "an ordinary message"})
+    assert client.until("turn_end")[-1]["phase"] == "code"  # a turn that sets none keeps it
+    client.send({"type": "close"})
+    client.until("closed")
+    client.close()
+
+    again = RawClient(socket_path)
+    again.send(terminal_hello(tab.pid, env.workspace))
+    again.until("welcome")
+    again.send({"type": "open", "mode": "resume", "session_id": session_id})
+    assert again.until("opened")[-1]["phase"] == "code"
+    again.close()
