@@ -177,9 +177,12 @@ async def set_phase(ctx: RunContext[TurnDeps], phase: WorkPhase) -> str:
     return f"phase set to {phase}"
 
 
-def within_budget(ctx: RunContext[TurnDeps], messages: list[ModelMessage]) -> list[ModelMessage]:
+async def within_budget(
+    ctx: RunContext[TurnDeps], messages: list[ModelMessage]
+) -> list[ModelMessage]:
     """Before each model request: over the turn's token budget, the oldest tool outputs
-    are elided (compaction runs between turns; this keeps one long turn in bounds)."""
+    are elided (compaction runs between turns; this keeps one long turn in bounds).
+    Async, like ``session_context``: a plain ``def`` would cost a thread hop per request."""
     budget = ctx.deps.token_budget
     if budget is None:
         return messages
