@@ -29,7 +29,8 @@ terminal pid that says hello and opens a new session, as ``bench_memory`` does.
    ``agent-assist supervisor stop`` sends (over an already open control connection,
    so the command's own start-up is not counted) to the supervisor process's exit
    (a pidfd), then every terminal's session file must parse as a session and hold
-   each of its messages exactly once. Target: under 2 s.
+   each of its messages exactly once, with no temp file or file moved aside left and
+   no error in ``supervisor.log``. Target: under 2 s.
 
 Each figure is printed with its target and ``within target`` / ``OVER target``; the
 last line is the overall verdict.
@@ -251,6 +252,22 @@ def stop_and_wait(runtime: Path, pid: int, terminals: list[Terminal]) -> Stop:
         os.close(pidfd)
 
 
+def leftovers(home: Path, log: Path) -> list[str]:
+    """What a clean run leaves none of: temps, files moved aside, errors in the log."""
+    found = [
+        f"left on disk: {path.name}"
+        for pattern in ("projects/*/sessions/.*.tmp", "projects/*/sessions/*.corrupt-*")
+        for path in home.glob(pattern)
+    ]
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    found.extend(
+        f"supervisor.log: {line}"
+        for line in lines
+        if " ERROR " in line or " CRITICAL " in line or line.startswith("Traceback")
+    )
+    return found
+
+
 def check_saved(home: Path, terminals: list[Terminal]) -> tuple[int, list[str]]:
     """How many sessions' files parse and hold each of their messages exactly once."""
     files = {path.stem: path for path in home.glob("projects/*/sessions/*.json")}
@@ -325,6 +342,7 @@ def run(
         for terminal in attached:
             terminal.conn.close()
         saved, problems = check_saved(Path(env["AGENT_ASSIST_HOME"]), attached)
+        problems.extend(leftovers(Path(env["AGENT_ASSIST_HOME"]), RuntimePaths(runtime).log))
     return ScaleResult(
         terminals=terminals,
         active=active,
