@@ -30,7 +30,9 @@ terminal pid that says hello and opens a new session, as ``bench_memory`` does.
    so the command's own start-up is not counted) to the supervisor process's exit
    (a pidfd), then every terminal's session file must parse as a session and hold
    each of its messages exactly once, with no temp file or file moved aside left and
-   no error in ``supervisor.log``. Target: under 2 s.
+   no error in ``supervisor.log``. Target: under 2 s. Beside it, the disk's part: the
+   same files' bytes written durably again by a bare loop (write, fsync, rename,
+   directory fsync), one after the other.
 
 Each figure is printed with its target and ``within target`` / ``OVER target``; the
 last line is the overall verdict.
@@ -49,6 +51,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.bench_save import raw_durable_write
 from bench.common import (
     FIRST_FAKE_PID,
     attach,
@@ -100,6 +103,8 @@ class ScaleResult:
     empty_kb: int
     attached_kb: int
     stop: Stop
+    raw_writes_s: float
+    """The limit of the stop: the same files written durably by a bare loop."""
     saved: int
     problems: list[str]
 
@@ -268,6 +273,19 @@ def leftovers(home: Path, log: Path) -> list[str]:
     return found
 
 
+def raw_writes(home: Path) -> float:
+    """Seconds to write every session file's bytes again, durably, one after the other
+    (write, fsync, rename, directory fsync): what saving them all costs the disk."""
+    files = sorted(home.glob("projects/*/sessions/*.json"))
+    contents = [path.read_bytes() for path in files]
+    scratch = home / "raw-writes"
+    scratch.mkdir()
+    start = time.perf_counter()
+    for path, data in zip(files, contents, strict=True):
+        raw_durable_write(scratch / path.name, data)
+    return time.perf_counter() - start
+
+
 def check_saved(home: Path, terminals: list[Terminal]) -> tuple[int, list[str]]:
     """How many sessions' files parse and hold each of their messages exactly once."""
     files = {path.stem: path for path in home.glob("projects/*/sessions/*.json")}
@@ -343,6 +361,7 @@ def run(
             terminal.conn.close()
         saved, problems = check_saved(Path(env["AGENT_ASSIST_HOME"]), attached)
         problems.extend(leftovers(Path(env["AGENT_ASSIST_HOME"]), RuntimePaths(runtime).log))
+        raw_s = raw_writes(Path(env["AGENT_ASSIST_HOME"]))
     return ScaleResult(
         terminals=terminals,
         active=active,
@@ -356,6 +375,7 @@ def run(
         empty_kb=empty_kb,
         attached_kb=attached_kb,
         stop=stop,
+        raw_writes_s=raw_s,
         saved=saved,
         problems=problems,
     )
@@ -401,6 +421,8 @@ def report(result: ScaleResult) -> list[str]:
         f"after stop: {len(result.stop.closed_s)} terminals told their session was saved, "
         f"the first at {closed[0] * ms:.0f} ms, the median at {percentile(closed, 0.5) * ms:.0f}"
         f" ms, the last at {closed[-1] * ms:.0f} ms",
+        f"the same {result.terminals} files written durably by a bare loop (the disk's part): "
+        f"{result.raw_writes_s:.3f} s",
         f"stop to exit with {result.saved} of {result.terminals} sessions saved whole: "
         f"{stop_s:.3f} s (target < {STOP_TARGET_S:.0f} s, all saved): {_verdict(stop_ok)}",
     ]
