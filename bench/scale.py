@@ -23,8 +23,11 @@ terminal pid that says hello and opens a new session, as ``bench_memory`` does.
    raw p50/p99 under load next to the baseline's p50/p99, then the overhead p50/p99
    against the target: p99 under 20 ms. It also prints the supervisor's work per
    turn under load (a round's span divided by its turns) against the baseline's
-   median: when the two are close, the overhead is waiting in line behind the other
-   turns of the burst on one event loop, not work that grows with the terminals.
+   median, and the supervisor's CPU time per turn (``/proc``), alone and under load:
+   when these are close, the overhead is waiting in line behind the other turns of
+   the burst on one event loop, not work that grows with the terminals. The queueing
+   floor printed with them is each place of a burst served one turn after the other
+   at the one-terminal median.
 4. **All saved on stop**: the time from sending the ``stop`` request that
    ``agent-assist supervisor stop`` sends (over an already open control connection,
    so the command's own start-up is not counted) to the supervisor process's exit
