@@ -177,9 +177,12 @@ async def set_phase(ctx: RunContext[TurnDeps], phase: WorkPhase) -> str:
     return f"phase set to {phase}"
 
 
-def within_budget(ctx: RunContext[TurnDeps], messages: list[ModelMessage]) -> list[ModelMessage]:
+async def within_budget(
+    ctx: RunContext[TurnDeps], messages: list[ModelMessage]
+) -> list[ModelMessage]:
     """Before each model request: over the turn's token budget, the oldest tool outputs
-    are elided (compaction runs between turns; this keeps one long turn in bounds)."""
+    are elided (compaction runs between turns; this keeps one long turn in bounds).
+    Async, like ``session_context``: a plain ``def`` would cost a thread hop per request."""
     budget = ctx.deps.token_budget
     if budget is None:
         return messages
@@ -201,8 +204,9 @@ def build_agent(model: Model | str) -> Agent[TurnDeps, str]:
     )
 
     @agent.instructions
-    def session_context(ctx: RunContext[TurnDeps]) -> str:
-        """The resume block (empty after /reset) and notes such as outside file changes."""
+    async def session_context(ctx: RunContext[TurnDeps]) -> str:
+        """The resume block (empty after /reset) and notes such as outside file changes.
+        Async: pydantic-ai runs a plain ``def`` in a worker thread, a thread hop per request."""
         return "\n\n".join(part for part in (ctx.deps.resume_context, ctx.deps.notes) if part)
 
     return agent

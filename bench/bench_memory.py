@@ -12,70 +12,35 @@ supervisor's resident set divided by the number of terminals. Target: under
 from __future__ import annotations
 
 import argparse
-import resource
-import time
-from pathlib import Path
 
-from bench.common import private_supervisor
-from supervisor.client import Connection, hello
+from bench.common import (
+    FIRST_FAKE_PID,
+    attach,
+    close,
+    private_supervisor,
+    raise_descriptor_limit,
+    settled_rss,
+    turn,
+)
 from supervisor.runtime import RuntimePaths
 
 TARGET_KB = 100.0
-FIRST_FAKE_PID = 3_000_000
-"""Terminal pids no process has: each connection is a terminal of its own."""
-
-
-def rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
-
-
-def attach(socket: Path, terminal_pid: int, workspace: Path) -> Connection:
-    conn = Connection.open(socket, timeout=30)
-    conn.sock.settimeout(60)
-    conn.request(hello("terminal", terminal_pid=terminal_pid, workspace=str(workspace)))
-    conn.send({"type": "open", "mode": "new", "session_id": None})
-    while conn.receive()["type"] != "opened":
-        pass
-    return conn
-
-
-def settled_rss(pid: int) -> int:
-    """The resident set once it stops moving (freed memory is not returned at once)."""
-    previous = rss_kb(pid)
-    for _ in range(20):
-        time.sleep(0.25)
-        now = rss_kb(pid)
-        if abs(now - previous) < 64:
-            return now
-        previous = now
-    return previous
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--terminals", type=int, default=500)
     args = parser.parse_args()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(
-        resource.RLIMIT_NOFILE, (min(hard, max(soft, 2 * args.terminals + 64)), hard)
-    )
+    raise_descriptor_limit(args.terminals)
     with private_supervisor() as (_env, workspace, runtime):
         paths = RuntimePaths(runtime)
         pid = int(paths.pid_file.read_text())
-        first = attach(paths.socket, FIRST_FAKE_PID - 1, workspace)
-        first.send({"type": "user_message", "text": "load the model"})
-        while first.receive()["type"] != "turn_end":
-            pass
-        first.send({"type": "close"})
-        while first.receive()["type"] != "closed":
-            pass
-        first.close()
+        first, _ = attach(paths.socket, FIRST_FAKE_PID - 1, workspace)
+        turn(first, "load the model")
+        close(first)
         empty = settled_rss(pid)
         terminals = [
-            attach(paths.socket, FIRST_FAKE_PID + number, workspace)
+            attach(paths.socket, FIRST_FAKE_PID + number, workspace)[0]
             for number in range(args.terminals)
         ]
         loaded = settled_rss(pid)

@@ -1,9 +1,10 @@
-"""Shared pieces of the benchmarks: a private supervisor environment and medians."""
+"""Shared pieces of the benchmarks: a private supervisor, attached terminals, medians."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import shutil
 import signal
 import statistics
@@ -13,6 +14,8 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from supervisor.client import Connection, hello
 
 AGENT_ASSIST = str(Path(sys.executable).with_name("agent-assist"))
 
@@ -54,3 +57,61 @@ def private_supervisor() -> Iterator[tuple[dict[str, str], Path, Path]]:
                 with contextlib.suppress(ProcessLookupError, ValueError):
                     os.kill(int(pid_file.read_text()), signal.SIGKILL)
         shutil.rmtree(base, ignore_errors=True)
+
+
+FIRST_FAKE_PID = 3_000_000
+"""Terminal pids no process has: each connection is a terminal of its own."""
+
+
+def raise_descriptor_limit(connections: int) -> None:
+    """Let this process hold ``connections`` sockets (and some files) at once."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = max(soft, 2 * connections + 64)
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(hard, wanted)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def settled_rss(pid: int) -> int:
+    """The resident set once it stops moving (freed memory is not returned at once)."""
+    previous = rss_kb(pid)
+    for _ in range(20):
+        time.sleep(0.25)
+        now = rss_kb(pid)
+        if abs(now - previous) < 64:
+            return now
+        previous = now
+    return previous
+
+
+def attach(socket: Path, terminal_pid: int, workspace: Path) -> tuple[Connection, str]:
+    """A terminal attached as ``terminal_pid`` with a new session open; (connection, its id)."""
+    conn = Connection.open(socket, timeout=30)
+    conn.sock.settimeout(60)
+    conn.request(hello("terminal", terminal_pid=terminal_pid, workspace=str(workspace)))
+    conn.send({"type": "open", "mode": "new", "session_id": None})
+    while (frame := conn.receive())["type"] != "opened":
+        pass
+    return conn, str(frame["session_id"])
+
+
+def turn(conn: Connection, text: str, message_id: str | None = None) -> None:
+    """Send one message and read until its ``turn_end``."""
+    conn.send({"type": "user_message", "text": text, "id": message_id})
+    while conn.receive()["type"] != "turn_end":
+        pass
+
+
+def close(conn: Connection) -> None:
+    """Leave as a terminal does (the session saved, ``closed`` answered), then hang up."""
+    conn.send({"type": "close"})
+    while conn.receive()["type"] != "closed":
+        pass
+    conn.close()

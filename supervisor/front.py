@@ -306,6 +306,7 @@ class FrontDoor:
             await send(stream, p.Result(data=data))
             if isinstance(frame, p.Stop):
                 self._shutdown.set()
+                return  # hang up: the stop must not wait for this client to hang up first
 
     async def _answer(self, frame: p.ClientFrame) -> object:
         if self._server is not None:

@@ -413,6 +413,7 @@ class Server:
             await send(stream, p.Result(data=data))
             if isinstance(frame, p.Stop):
                 self._shutdown.set()
+                return  # hang up: the stop must not wait for this client to hang up first
 
     def _projects(self, workspace: str | None, every: bool) -> tuple[Path, ...] | None:
         if every:

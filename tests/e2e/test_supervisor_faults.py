@@ -259,3 +259,29 @@ def test_terminals_that_never_read_do_not_hold_up_the_others(env: Env) -> None:
     assert 'You said: "still served"' in result.stdout
     for client in stalled:
         client.close()
+
+
+def test_a_stop_hangs_up_on_the_client_that_asked_for_it(env: Env) -> None:
+    from tests.e2e.frames import RawClient, control_hello
+
+    assert env.run("supervisor", "start").returncode == 0
+    pid = env.supervisor_pid()
+
+    def model_loaded() -> bool:  # then the stop waits for connections to end
+        with contextlib.closing(RawClient(env.runtime / "supervisor.sock")) as probe:
+            probe.send(control_hello())
+            probe.receive()
+            probe.send({"type": "status"})
+            return bool(probe.receive()["data"]["model_loaded"])
+
+    wait_for(model_loaded, what="the model stack")
+    client = RawClient(env.runtime / "supervisor.sock")
+    client.send(control_hello())
+    assert client.receive()["type"] == "welcome"
+    client.send({"type": "stop"})
+    assert client.receive() == {"type": "result", "data": {"stopping": True}}
+    client.sock.settimeout(4.0)  # a stop waits at most 5 s for connections to end
+    with pytest.raises(EOFError):  # the supervisor ends the connection itself ...
+        client.receive()
+    wait_for(lambda: not os.path.exists(f"/proc/{pid}"), what="the supervisor to stop")
+    client.close()  # ... and exits while this client still holds its end
