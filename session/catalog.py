@@ -74,7 +74,7 @@ class SessionCatalog:
     def checkpoints(self, project: Path) -> CheckpointStore:
         """The checkpoints of ``project`` (a ``sessions/`` directory): beside it."""
         if project not in self._checkpoints:
-            self._checkpoints[project] = CheckpointStore(project.parent)
+            self._checkpoints[project] = CheckpointStore(project.parent, self.known_secrets)
         return self._checkpoints[project]
 
     def remove_session(self, project: Path, session_id: str) -> bool:

@@ -725,7 +725,10 @@ class CheckpointStore:
     to them, so an entry that is listed is always complete.
     """
 
-    def __init__(self, project_dir: Path) -> None:
+    def __init__(self, project_dir: Path, known_secrets: tuple[str, ...] = ()) -> None:
+        """Every state written or read through this store is scrubbed of credentials (and
+        of these values), as session files are; file contents are kept as they are."""
+        self.known_secrets = known_secrets
         self.checkpoints_dir = project_dir / CHECKPOINTS_DIR
         self.blobs_dir = project_dir / BLOBS_DIR
         self._usage: dict[str, tuple[int, dict[str, int]]] = {}
@@ -772,6 +775,8 @@ class CheckpointStore:
             checkpoint = Checkpoint.model_validate({**raw, "state": migrate(state)})
             if checkpoint.number != number or checkpoint.state.session_id != session_id:
                 raise ValueError("number or session does not match the file")
+            clean = scrub_state(checkpoint.state, self.known_secrets)  # written by an older one
+            checkpoint = checkpoint.model_copy(update={"state": clean})
         except (orjson.JSONDecodeError, ValidationError, ValueError, TypeError, KeyError) as exc:
             moved = quarantine(path, utc_now())
             where = f"moved aside to {moved.name}" if moved else "could not move it aside"
@@ -838,8 +843,11 @@ class CheckpointStore:
             reason=reason,
             files=files,
             sizes={digest: len(data) for digest, data in contents.items()},
-            state=state.model_copy(
-                update={"checkpoint_count": number, "file_manifest": files, "updated_at": now}
+            state=scrub_state(
+                state.model_copy(
+                    update={"checkpoint_count": number, "file_manifest": files, "updated_at": now}
+                ),
+                self.known_secrets,
             ),
         )
         entry = encode_checkpoint(checkpoint)

@@ -125,3 +125,42 @@ def test_prose_credentials_are_scrubbed(text: str, kept: str) -> None:
 )
 def test_prose_about_credentials_is_left_alone(text: str) -> None:
     assert scrub_text(text) == text
+
+
+def test_a_checkpoint_entry_is_scrubbed_like_the_session_file(tmp_path: Path) -> None:
+    """Found by an acceptance check: the entry kept summary and decisions in clear."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "spec.md").write_text(f"the user's file keeps its words: {TEXT}\n")
+    project = tmp_path / "projects" / "ws_00000000" / "sessions"
+    store = SessionCatalog(tmp_path, known_secrets=(ENV_SECRET,)).checkpoints(project)
+    checkpoint = store.write(
+        leaky_state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW
+    )
+    (entry,) = (project.parent / "checkpoints" / "aaaaaaaaaaaa").iterdir()
+    raw = orjson.loads(entry.read_bytes())
+    assert_clean(json.dumps(raw["state"]))
+    assert_clean(checkpoint.state.model_dump_json())
+    (blob,) = (project.parent / "blobs").iterdir()
+    assert "hunter2222secret" in blob.read_text()  # file contents are restored exactly
+
+
+def test_a_checkpoint_written_unscrubbed_is_read_scrubbed(tmp_path: Path) -> None:
+    from session.manager import CheckpointStore
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    project_dir = tmp_path / "projects" / "ws_00000000"
+    CheckpointStore(project_dir).write(
+        leaky_state(), workspace, [], reason="save", cap=10**9, now=NOW
+    )
+    (entry,) = (project_dir / "checkpoints" / "aaaaaaaaaaaa").iterdir()
+    raw = orjson.loads(entry.read_bytes())
+    raw["state"] = leaky_state().model_dump(mode="json")  # as an older agent-assist wrote it
+    entry.write_bytes(orjson.dumps(raw))
+    assert "hunter2222secret" in entry.read_text()
+    store = SessionCatalog(tmp_path, known_secrets=(ENV_SECRET,)).checkpoints(
+        project_dir / "sessions"
+    )
+    assert_clean(store.load("aaaaaaaaaaaa", 1).state.model_dump_json())
+    assert_clean(str(store.listing("aaaaaaaaaaaa")))
