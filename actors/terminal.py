@@ -219,7 +219,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     if envelope.reply is not None:
                         envelope.reply.fail(exc)
                     else:
-                        await self._on_failure(exc)
+                        await self._on_failure(exc, envelope.message)
                 else:
                     if envelope.reply is not None:
                         envelope.reply.set(result)
@@ -228,15 +228,27 @@ class TerminalActor(Actor[TerminalMessage]):
             with anyio.CancelScope(shield=True):
                 await self._emergency_save()
 
-    async def _on_failure(self, exc: Exception) -> None:
+    async def _on_failure(self, exc: Exception, message: TerminalMessage) -> None:
+        """Save what the actor holds and tell the terminal in the frame it waits for: a
+        command's result, a turn's end, or else a notice (a terminal waiting for one of the
+        first two would otherwise wait for ever)."""
         log.exception("terminal %d: handling failed", self._config.terminal_pid)
+        if isinstance(message, UserTurn | TurnDone) and self._lc.turn is not None:
+            with contextlib.suppress(DeadActor):
+                await self._peers.llm.tell(CancelTurn(self._lc.turn, self._self))
+            self._lc = self._lc.abandon_turn()
         saved = await self._emergency_save()
-        await self._emit(
-            Info(
-                f"error: internal error ({type(exc).__name__}: {exc}); "
-                f"{'session saved' if saved else 'nothing to save'}"
-            )
+        text = str(exc)[:300]
+        line = (
+            f"internal error ({type(exc).__name__}: {text}); "
+            f"{'session saved' if saved else 'nothing to save'}"
         )
+        if isinstance(message, RunCommand | ConfirmAnswer):
+            await self._emit(CommandOutput(f"error: {line}"))
+        elif isinstance(message, UserTurn | TurnDone):
+            await self._emit(TurnEnded("error", line))
+        else:
+            await self._emit(Info(f"error: {line}"))
 
     async def _emergency_save(self) -> bool:
         """Write what the actor last held, if anything is worth writing."""

@@ -75,7 +75,8 @@ def terminal_pid() -> int:
     """The terminal's identity: ``AGENT_ASSIST_TERMINAL_PID``, else our parent (the shell)."""
     override = os.environ.get("AGENT_ASSIST_TERMINAL_PID")
     if override:
-        if not (override.isascii() and override.isdigit()) or not 0 < int(override) < 2**31:
+        digits = override.isascii() and override.isdigit() and len(override) <= 10
+        if not digits or not 0 < int(override) < 2**31:
             raise ChatError(f"AGENT_ASSIST_TERMINAL_PID must be a pid, not {override[:40]!r}")
         return int(override)
     return os.getppid()

@@ -226,7 +226,13 @@ class Console:
                 return True
             if answer in ("n", "no"):
                 return False
-            if choices and answer.isdigit() and 1 <= int(answer) <= choices:
+            if (
+                choices
+                and answer.isascii()
+                and answer.isdigit()
+                and len(answer) < 10
+                and (1 <= int(answer) <= choices)
+            ):
                 return True if int(answer) == 1 else int(answer)
             if not self.interactive:
                 raise UnclearAnswer(answer)

@@ -539,7 +539,9 @@ def retained_of(events: Sequence[Event]) -> Retained:
 
 # -- rendering and parsing the compacted summary -------------------------------------
 
-_HEADER_RE: Final = re.compile(r"^Conversation so far \(turns (\d+)-(\d+), compacted\)")
+_HEADER_RE: Final = re.compile(
+    r"^Conversation so far \(turns ([0-9]{1,12})-([0-9]{1,12}), compacted\)"
+)
 _SECTIONS: Final = (
     ("decisions", "Decisions made:"),
     ("rules", "User rules (always follow them):"),

@@ -672,7 +672,7 @@ class SessionManager:
             if not (name.startswith(POINTER_PREFIX) and name.endswith(".json")):
                 continue
             digits = name[len(POINTER_PREFIX) : -5]
-            if not digits.isdigit() or int(digits) <= 0:
+            if len(digits) > 10 or not digits.isdigit() or int(digits) <= 0:
                 problems.append(InvalidPointer(self.directory / name, "bad pid in name"))
                 continue
             try:

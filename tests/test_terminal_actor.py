@@ -19,7 +19,6 @@ from actors.messages import (
     CommandOutput,
     ConfirmAnswer,
     Detach,
-    Info,
     OpenSession,
     RunCommand,
     TerminalOutput,
@@ -110,9 +109,10 @@ async def test_a_failing_message_saves_what_the_actor_held_and_reports_it(rig: R
     # The second turn's result is broken: handling it raises inside the actor.
     assert rig.terminal.tell_nowait(UserTurn("second message"))
     assert rig.terminal.tell_nowait(TurnDone(turn_id=2, new_messages=BROKEN_TURN))
-    info = await rig.next_of(Info)
-    assert info.text.startswith("error: internal error (")
-    assert info.text.endswith("; session saved")
+    ended = await rig.next_of(TurnEnded)  # the end the terminal waits for, not a notice
+    assert ended.status == "error" and ended.error is not None
+    assert ended.error.startswith("internal error (")
+    assert ended.error.endswith("; session saved")
     saved_after = orjson.loads(path.read_bytes())
     assert saved_after["recent_messages"] == saved_before["recent_messages"]
     assert saved_after["updated_at"] > saved_before["updated_at"]

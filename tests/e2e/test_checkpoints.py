@@ -149,6 +149,19 @@ def test_an_unknown_or_malformed_number_gets_one_line_and_changes_nothing(env: E
     assert (env.workspace / SPEC).read_text() == "# v2\n"
 
 
+def test_a_number_of_thousands_of_digits_is_refused_and_the_chat_goes_on(env: Env) -> None:
+    """Found by an acceptance check: int() refused it first, the handler failed, and the
+    terminal waited for ever for the command's result."""
+    huge = "9" * 4400
+    result = env.run(
+        "--new", input=f"/checkpoint {huge}\nhello after\n", terminal=env.terminal(), timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"not '{'9' * 40}...'" in result.stderr
+    assert "internal error" not in result.stderr
+    assert 'You said: "hello after"' in result.stdout
+
+
 def test_an_unchanged_file_is_stored_once_however_many_checkpoints(env: Env) -> None:
     (env.workspace / SPEC).write_text("# the same\n")
     result = env.run(input="/save\n/save\n/save\n", terminal=env.terminal())
