@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before py
         Reason,
     )
     from session.compaction import EventCompaction, Window
-    from session.manager import CheckpointListing  # noqa: F401 (in Ask["..."])
+    from session.manager import CheckpointListing, RestoredFiles  # noqa: F401 (in Ask["..."])
 
 
 # -- StorageActor (all asks) ------------------------------------------------
@@ -159,9 +159,9 @@ class LoadCheckpoint(Ask["Checkpoint"]):
 
 
 @dataclass(frozen=True)
-class RestoreFiles(Ask["list[str]"]):
+class RestoreFiles(Ask["RestoredFiles"]):
     """Write ``paths`` of ``workspace`` back to their content at checkpoint ``number``, each
-    atomically. Answer: the paths written."""
+    atomically. Answer: the paths written and those that could not be, with why."""
 
     project: Path
     workspace: Path

@@ -43,6 +43,7 @@ from actors.messages import (
 from session.catalog import SessionCatalog
 from session.checkpoints import cap_bytes
 from session.errors import CheckpointError, SessionDeleted, SessionLive
+from session.manager import RestoredFiles
 from session.models import utc_now
 
 log = logging.getLogger("agent_assist.storage")
@@ -170,7 +171,7 @@ class StorageActor(Actor[StorageMessage]):
                 self._check_writer(session_id, writer)
                 store = catalog.checkpoints(project)
 
-                def restore() -> list[str]:
+                def restore() -> RestoredFiles:
                     return store.restore_files(workspace, store.load(session_id, number), paths)
 
                 return await self._io(restore)

@@ -94,7 +94,7 @@ from session.lifecycle import (
     WritePointer,
     WriteSession,
 )
-from session.manager import CheckpointListing
+from session.manager import CheckpointListing, RestoredFiles
 from session.models import Pointer, utc_now, validate_session_id
 from session.resume import drift_lines
 from session.turns import answered, stamp_message_id
@@ -884,7 +884,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 CommandOutput(f"error: checkpoint {number} not restored; nothing changed")
             )
             return
-        written: list[str] = []
+        written: tuple[str, ...] = ()
+        failed: dict[str, str] = {}
         if files and plan.to_write:
             # The watcher learns the content to expect first: a restore is our own write.
             restored = {p: checkpoint.files[p] for p in plan.to_write}
@@ -892,7 +893,7 @@ class TerminalActor(Actor[TerminalMessage]):
             session_id = self._lc.session_id
             assert session_id is not None
             try:
-                written = await self._peers.storage.ask(
+                result: RestoredFiles = await self._peers.storage.ask(
                     RestoreFiles(
                         config.project,
                         config.workspace,
@@ -903,6 +904,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     ),
                     STORAGE_TIMEOUT_S,
                 )
+                written, failed = result.written, result.failed
             except (SessionError, OSError, DeadActor, TimeoutError) as exc:
                 await self._emit(Info(f"error: files not restored: {exc}"))
         manifest, spec = await self._manifest(checkpoint.files)
@@ -926,8 +928,10 @@ class TerminalActor(Actor[TerminalMessage]):
         ]
         if written:
             lines.append(f"Files restored: {', '.join(written)}.")
-        elif plan.to_write:
-            lines.append(f"Files left as they are: {', '.join(plan.to_write)}.")
+        lines += [f"Not restored, left as it is: {path} ({why})." for path, why in failed.items()]
+        untouched = [p for p in plan.to_write if p not in written and p not in failed]
+        if untouched:
+            lines.append(f"Files left as they are: {', '.join(untouched)}.")
         if plan.left_alone:
             lines.append(f"Not in checkpoint {number}, left alone: {', '.join(plan.left_alone)}.")
         await self._emit(CommandOutput("\n".join(lines)))

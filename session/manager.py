@@ -716,6 +716,14 @@ class CheckpointListing:
     problems: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class RestoredFiles:
+    """What a restore wrote, and each file it could not write with the reason."""
+
+    written: tuple[str, ...]
+    failed: dict[str, str]
+
+
 class CheckpointStore:
     """Checkpoints and blobs of one project directory (``<project>/``, beside ``sessions/``).
 
@@ -885,25 +893,33 @@ class CheckpointStore:
 
     def restore_files(
         self, workspace: Path, checkpoint: Checkpoint, paths: Iterable[str]
-    ) -> list[str]:
+    ) -> RestoredFiles:
         """Write ``paths`` back to their content at ``checkpoint``, each atomically. Every
-        blob is read and checked first, so a missing one writes nothing."""
+        blob is read and checked first, so a missing one writes nothing; then a file that
+        cannot be written (a symlink or a directory there now, a symlinked directory, a
+        full disk) is named with its reason and the others are still written."""
         wanted = {p: self.read_blob(checkpoint.files[p]) for p in sorted(set(paths))}
-        written = []
+        written: list[str] = []
+        failed: dict[str, str] = {}
         directories: dict[Path, None] = {}
         try:
             for relative, data in wanted.items():
                 if not is_safe_relative_path(workspace, relative):
+                    failed[relative] = "its directory is a symlink or outside the workspace"
                     continue
                 target = workspace / relative
-                target.parent.mkdir(parents=True, exist_ok=True)
-                replace_workspace_file(target, data, sync_dir=False)
+                try:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    replace_workspace_file(target, data, sync_dir=False)
+                except OSError as exc:
+                    failed[relative] = exc.strerror or str(exc)
+                    continue
                 directories[target.parent] = None
                 written.append(relative)
         finally:
             for directory in directories:  # each directory synced once, for all its files
                 _fsync_dir(directory)
-        return written
+        return RestoredFiles(tuple(written), failed)
 
     def delete_session(self, session_id: str) -> int:
         """Remove the session's checkpoints (not the blobs: see ``collect_garbage``)."""

@@ -23,7 +23,7 @@ from session.checkpoints import (
     unknown_number,
 )
 from session.errors import CheckpointCapExceeded, CheckpointError
-from session.manager import CheckpointStore, encode_checkpoint
+from session.manager import CheckpointStore, RestoredFiles, encode_checkpoint
 from session.models import SessionState
 
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
@@ -195,10 +195,35 @@ def test_restoring_writes_the_content_back_and_keeps_the_mode(
     spec = workspace / "spec.md"
     spec.write_text("v2\n")
     spec.chmod(0o600)
-    assert store.restore_files(workspace, first, ["spec.md"]) == ["spec.md"]
+    assert store.restore_files(workspace, first, ["spec.md"]) == RestoredFiles(("spec.md",), {})
     assert spec.read_text() == "v1\n"
     assert spec.stat().st_mode & 0o777 == 0o600
     assert sorted(os.listdir(workspace)) == ["spec.md"]  # no temp file left
+
+
+def test_a_file_that_cannot_be_written_is_named_and_the_others_are_restored(
+    store: CheckpointStore, workspace: Path, tmp_path: Path
+) -> None:
+    """Found by an acceptance check: one failing file made the report say nothing was
+    written, while the files before it (in name order) had been."""
+    (workspace / "a.md").write_text("a1\n")
+    (workspace / "b.md").write_text("b1\n")
+    (workspace / "c.md").write_text("c1\n")
+    first = store.write(
+        state(), workspace, ["a.md", "b.md", "c.md"], reason="save", cap=10**9, now=NOW
+    )
+    (workspace / "a.md").write_text("a2\n")
+    (workspace / "b.md").unlink()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not ours\n")
+    (workspace / "b.md").symlink_to(outside)
+    (workspace / "c.md").unlink()
+    (workspace / "c.md").mkdir()
+    result = store.restore_files(workspace, first, ["a.md", "b.md", "c.md"])
+    assert result.written == ("a.md",)
+    assert result.failed == {"b.md": "is a symlink; not following it", "c.md": "not a regular file"}
+    assert (workspace / "a.md").read_text() == "a1\n"
+    assert outside.read_text() == "not ours\n"
 
 
 def test_a_damaged_blob_restores_nothing(store: CheckpointStore, workspace: Path) -> None:
