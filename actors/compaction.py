@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any
+from typing import Any, Final
 
 import anyio
 from anyio.abc import TaskGroup
@@ -48,6 +48,8 @@ model less time before the offline summarizer takes over."""
 LLM_RETRY_AFTER_S = 300.0
 """After the summary model failed, the offline summarizer alone for this long."""
 SUMMARY_DELAY_S = 1.0
+OFFLINE: Final = "offline"
+"""As a summary model: the offline summarizer (no model)."""
 
 SUMMARY_TEMPLATE = (
     "Summarize this agent-design conversation in at most 8 short lines for resuming it later. "
@@ -78,8 +80,8 @@ class CompactionActor(Actor[CompactionMessage]):
         self._self = self_ref
         self._summary_model = summary_model
         self._summarizer = summarizer
-        self._llm_summarizer: LlmEventSummarizer | None = None
-        self._llm_down_until = 0.0
+        self._llm_summarizers: dict[str, LlmEventSummarizer] = {}
+        self._llm_down_until: dict[str, float] = {}
         self._llm_timeouts = llm_timeouts
         self._waiting: dict[str, Summarize] = {}
         self._tg: TaskGroup | None = None
@@ -127,7 +129,8 @@ class CompactionActor(Actor[CompactionMessage]):
         background, waited_for = self._llm_timeouts
         timeout = background if message.trigger == "window" else waited_for
         try:
-            summarized = await self._summarize_window(window.events, timeout)
+            model = self._model_of(message.summary_model)
+            summarized = await self._summarize_window(model, window.events, timeout)
             compaction = finish_compaction(window, summarized)
         except SummaryTooLong as exc:
             log.info("compaction of session %s skipped: %s", message.session_id, exc)
@@ -142,36 +145,44 @@ class CompactionActor(Actor[CompactionMessage]):
             return Compacted(message.session_id, message.generation, message.trigger, None, text)
         return Compacted(message.session_id, message.generation, message.trigger, compaction)
 
-    async def _summarize_window(self, events: tuple[Event, ...], timeout: float) -> Event | None:
+    def _model_of(self, requested: str | None) -> str | None:
+        """The summary model of a request: the session's, else this actor's; None for the
+        offline summarizer."""
+        model = requested or self._summary_model
+        return None if model in (None, OFFLINE) else model
+
+    async def _summarize_window(
+        self, model: str | None, events: tuple[Event, ...], timeout: float
+    ) -> Event | None:
         if self._summarizer is not None:
             with anyio.fail_after(timeout):
                 return await self._summarizer.summarize_events(events)
-        if self._llm_usable():
+        if model is not None and self._llm_usable(model):
             try:
-                summarizer = self._llm()  # built outside the timeout: the first build imports
+                summarizer = self._llm(model)  # built outside the timeout: it imports at first
                 with anyio.fail_after(timeout):
                     return await summarizer.summarize_events(events)
             except Exception as exc:
-                self._llm_failed("compaction", exc)
+                self._llm_failed(model, "compaction", exc)
         return OfflineEventSummarizer().summarize(events)
 
-    def _llm(self) -> LlmEventSummarizer:
+    def _llm(self, model: str) -> LlmEventSummarizer:
         """The summary model's summarizer (with the compaction prompt), built once."""
-        if self._llm_summarizer is None:
-            assert self._summary_model is not None
-            self._llm_summarizer = LlmEventSummarizer(resolve_model(self._summary_model))
-        return self._llm_summarizer
+        if model not in self._llm_summarizers:
+            self._llm_summarizers[model] = LlmEventSummarizer(resolve_model(model))
+        return self._llm_summarizers[model]
 
-    def _llm_usable(self) -> bool:
-        return bool(self._summary_model) and anyio.current_time() >= self._llm_down_until
+    def _llm_usable(self, model: str) -> bool:
+        return anyio.current_time() >= self._llm_down_until.get(model, 0.0)
 
-    def _llm_failed(self, what: str, exc: BaseException) -> None:
+    def _llm_failed(self, model: str, what: str, exc: BaseException) -> None:
         """Remember a failing summary model: the offline summarizer alone for a while, so
         a model that is down costs one timeout, not one per turn."""
-        self._llm_down_until = anyio.current_time() + LLM_RETRY_AFTER_S
+        self._llm_down_until[model] = anyio.current_time() + LLM_RETRY_AFTER_S
         log.warning(
-            "LLM %s failed (%s: %s); the offline summarizer alone for %.0f s",
+            "LLM %s with %s failed (%s: %s); the offline summarizer alone for %.0f s",
             what,
+            model,
             type(exc).__name__,
             " ".join(str(exc).split())[:300],
             LLM_RETRY_AFTER_S,
@@ -183,13 +194,14 @@ class CompactionActor(Actor[CompactionMessage]):
             await self._self.tell(SummarizeDue(session_id))
 
     async def _summarize(self, message: Summarize) -> str | None:
-        if self._llm_usable():
+        model = self._model_of(message.summary_model)
+        if model is not None and self._llm_usable(model):
             try:
-                summarizer = self._llm().with_prompt_template(SUMMARY_TEMPLATE)
+                summarizer = self._llm(model).with_prompt_template(SUMMARY_TEMPLATE)
                 with anyio.fail_after(self._llm_timeouts[0]):
                     return await self._llm_summary(summarizer, message)
             except Exception as exc:
-                self._llm_failed("summary", exc)
+                self._llm_failed(model, "summary", exc)
         return offline_summary(message.messages, message.decisions, message.previous)
 
     async def _llm_summary(self, summarizer: LlmEventSummarizer, message: Summarize) -> str:

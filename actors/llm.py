@@ -116,7 +116,7 @@ class LLMActor(Actor[LLMMessage]):
                     done = await self._stream_turn(turn, reply)
                 except Stalled:
                     log.warning("turn %d: no answer from %s", turn.turn_id, turn.model)
-                    done = TurnDone(turn.turn_id, error=self._stalled_line())
+                    done = TurnDone(turn.turn_id, error=self._stalled_line(turn))
                 except Exception as exc:
                     log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
                     done = TurnDone(turn.turn_id, error=explain_failure(exc, turn.model))
@@ -128,9 +128,12 @@ class LLMActor(Actor[LLMMessage]):
         except DeadActor:
             log.info("turn %d finished after its terminal went away", turn.turn_id)
 
-    def _stalled_line(self) -> str:
+    def _stall_of(self, turn: StartTurn) -> float:
+        return turn.stall_timeout_s or self._stall_timeout_s
+
+    def _stalled_line(self, turn: StartTurn) -> str:
         return (
-            f"the model sent nothing for {self._stall_timeout_s:g} s; the reply was stopped "
+            f"the model sent nothing for {self._stall_of(turn):g} s; the reply was stopped "
             "(the session is kept; AGENT_ASSIST_MODEL_TIMEOUT_S sets the wait)"
         )
 
@@ -140,7 +143,7 @@ class LLMActor(Actor[LLMMessage]):
         deps.before_first_write = partial(_checkpoint_before_write, turn)
         async with self._limiter:
             agent = await self._agent(turn.model)
-            with StallWatch(self._stall_timeout_s) as watch:
+            with StallWatch(self._stall_of(turn)) as watch:
                 return await self._iterate(agent, turn, reply, deps, watch)
 
     async def _iterate(

@@ -139,6 +139,8 @@ class WriteCheckpoint(Ask["Checkpoint"]):
     paths: tuple[str, ...]
     writer: int
     reason: Reason
+    cap: int | None = None
+    """The session's cap in bytes; None: the actor's (``AGENT_ASSIST_CHECKPOINT_MAX_MB``)."""
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,8 @@ class StartTurn:
     resume_context: str
     notes: str
     reply_to: ActorRef[TerminalMessage]
+    stall_timeout_s: float | None = None
+    """The session's model timeout; None: the actor's own."""
     token_budget: int | None = None
     """The request size (tokens) each model request of the turn is kept within."""
 
@@ -234,6 +238,8 @@ class Summarize(Ask["str | None"]):
     decisions: tuple[str, ...]
     previous: str | None
     reply_to: ActorRef[TerminalMessage] | None = None
+    summary_model: str | None = None
+    """The session's summary model (``offline``: none); None: the actor's own."""
 
 
 @dataclass(frozen=True)
@@ -257,6 +263,8 @@ class Compact(Ask["Compacted"]):
     window: Window
     trigger: Trigger
     reply_to: ActorRef[TerminalMessage] | None = None
+    summary_model: str | None = None
+    """The session's summary model (``offline``: none); None: the actor's own."""
 
 
 CompactionMessage = Summarize | SummarizeDue | Compact

@@ -154,9 +154,9 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(lambda: catalog.prune(projects, days, dry_run, live))
             case LiveCount():
                 return len(self._live)
-            case WriteCheckpoint(project, workspace, state, paths, writer, reason):
+            case WriteCheckpoint(project, workspace, state, paths, writer, reason, wanted_cap):
                 self._check_writer(state.session_id, writer)
-                cap = self._checkpoint_cap()
+                cap = wanted_cap or self._checkpoint_cap()
                 store = catalog.checkpoints(project)
                 return await self._io(
                     lambda: store.write(

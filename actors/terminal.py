@@ -130,6 +130,13 @@ class TerminalConfig:
     project: Path
     model: str
     policy: PersistPolicy = PersistPolicy()
+    summary_model: str | None = None
+    """The session's summary model (``offline``: the offline summarizer; None: the
+    CompactionActor's own)."""
+    stall_timeout_s: float | None = None
+    """The session's model timeout (None: the LLMActor's own)."""
+    checkpoint_cap: int | None = None
+    """The session's checkpoint size cap in bytes (None: the StorageActor's own)."""
 
 
 def tracked_files(workspace: Path, extra: Iterable[str]) -> tuple[dict[str, str], str | None]:
@@ -402,6 +409,7 @@ class TerminalActor(Actor[TerminalMessage]):
             resume_context=self._lc.instructions(),
             notes=notes,
             reply_to=self._self,
+            stall_timeout_s=self._config.stall_timeout_s,
             token_budget=self._lc.policy.compaction.token_threshold,
         )
 
@@ -597,6 +605,7 @@ class TerminalActor(Actor[TerminalMessage]):
             state.decisions,
             state.compacted_history_summary,
             reply_to,
+            self._config.summary_model,
         )
 
     async def _summarize_later(self) -> None:
@@ -701,6 +710,7 @@ class TerminalActor(Actor[TerminalMessage]):
             window,
             trigger,
             reply_to,
+            self._config.summary_model,
         )
 
     async def _keep_compaction(self, result: Compacted) -> None:
@@ -803,6 +813,7 @@ class TerminalActor(Actor[TerminalMessage]):
             tuple(manifest),
             config.terminal_pid,
             reason,
+            config.checkpoint_cap,
         )
         try:
             checkpoint: Checkpoint = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)

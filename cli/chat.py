@@ -69,6 +69,8 @@ class ChatOptions:
     resume: str | None
     yes: bool
     model_source: str = "option"
+    settings: dict[str, object] | None = None
+    """The other settings the chat resolved (sent in its hello: they apply to its session)."""
 
 
 def terminal_pid() -> int:
@@ -164,6 +166,7 @@ class Chat:
                 terminal_pid=self._pid,
                 workspace=str(self.options.workspace),
                 model=self._model,
+                settings=self.options.settings,
             )
         )
         for warning in welcome.get("warnings", []):

@@ -104,7 +104,9 @@ def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, 
 
     settings = config_cmd.load({"model": model})
     source = config_cmd.source_label(settings, "model")
-    options = ChatOptions(workspace.resolve(), settings.model, new, resume_id, yes, source)
+    options = ChatOptions(
+        workspace.resolve(), settings.model, new, resume_id, yes, source, settings.for_chat()
+    )
     try:
         code = run_chat(options)
     except ChatError as exc:

@@ -27,6 +27,8 @@ MAX_COMPACTION_OVERLAP: Final = 50
 MAX_CONTEXT_TOKENS: Final = 10_000_000
 DEFAULT_MODEL_TIMEOUT_S: Final = 300
 MAX_MODEL_TIMEOUT_S: Final = 86_400
+DEFAULT_CHECKPOINT_MAX_MB: Final = 500.0
+MAX_CHECKPOINT_MAX_MB: Final = 10_000_000.0
 
 
 class SettingsError(SessionError):
@@ -73,6 +75,19 @@ def _optional_tokens(raw: object) -> int | None:
     return _count(1000, MAX_CONTEXT_TOKENS)(raw)
 
 
+def _megabytes(raw: object) -> float:
+    text = (
+        str(raw).strip() if isinstance(raw, str | int | float) and not isinstance(raw, bool) else ""
+    )
+    try:
+        value = float(text) if len(text) <= 32 else -1.0
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= MAX_CHECKPOINT_MAX_MB:  # also refuses nan and inf
+        raise ValueError(f"must be a number of megabytes > 0 and <= {MAX_CHECKPOINT_MAX_MB:,.0f}")
+    return value
+
+
 @dataclass(frozen=True)
 class _Spec:
     name: str
@@ -103,6 +118,12 @@ SPECS: Final = (
         DEFAULT_MODEL_TIMEOUT_S,
         _count(1, MAX_MODEL_TIMEOUT_S),
     ),
+    _Spec(
+        "checkpoint_max_mb",
+        "AGENT_ASSIST_CHECKPOINT_MAX_MB",
+        DEFAULT_CHECKPOINT_MAX_MB,
+        _megabytes,
+    ),
 )
 NAMES: Final = tuple(spec.name for spec in SPECS)
 
@@ -118,6 +139,14 @@ class Settings:
     context_tokens: int | None = None
     model_timeout: int = DEFAULT_MODEL_TIMEOUT_S
     """Seconds a model may send nothing before its reply is stopped (a hung call)."""
+    checkpoint_max_mb: float = DEFAULT_CHECKPOINT_MAX_MB
+    """The size cap of one session's checkpoints, in megabytes."""
+
+    def for_chat(self) -> dict[str, object]:
+        """What a chat sends its supervisor (the ``settings`` of its hello): every setting
+        the session runs with, so a running supervisor applies this terminal's values."""
+        return {spec.name: getattr(self, spec.name) for spec in SPECS if spec.name != "model"}
+
     sources: tuple[Setting, ...] = ()
 
     def source_of(self, name: str) -> Source:

@@ -120,8 +120,9 @@ def hello(
     terminal_pid: int | None = None,
     workspace: str | None = None,
     model: str | None = None,
+    settings: dict[str, object] | None = None,
 ) -> Frame:
-    return {
+    frame: Frame = {
         "type": "hello",
         "protocol": PROTOCOL_VERSION,
         "role": role,
@@ -130,6 +131,9 @@ def hello(
         "workspace": workspace,
         "model": model,
     }
+    if settings is not None:
+        frame["settings"] = settings
+    return frame
 
 
 def try_connect(paths: RuntimePaths) -> Connection | None:

@@ -21,6 +21,20 @@ class _Frame(BaseModel):
 # -- client to supervisor ---------------------------------------------------
 
 
+class ChatSettings(_Frame):
+    """The settings a chat resolved (defaults < config.toml < its environment < options):
+    its session runs with them, whatever the supervisor was started with."""
+
+    summary_model: str | None = Field(default=None, max_length=256)
+    """None: the offline summarizer."""
+    compaction_interval: int = Field(ge=0, le=100)
+    compaction_overlap: int = Field(ge=0, le=50)
+    context_tokens: int | None = Field(default=None, ge=1000, le=10_000_000)
+    """None: derived from the model."""
+    model_timeout: int = Field(ge=1, le=86_400)
+    checkpoint_max_mb: float = Field(gt=0, le=10_000_000)
+
+
 class Hello(_Frame):
     type: Literal["hello"]
     protocol: int
@@ -29,6 +43,8 @@ class Hello(_Frame):
     terminal_pid: int | None = Field(default=None, gt=0, le=2**31 - 1)
     workspace: str | None = Field(default=None, max_length=4096)
     model: str | None = Field(default=None, max_length=256)
+    settings: ChatSettings | None = None
+    """A terminal's own settings; without them, the supervisor's."""
 
 
 class Open(_Frame):

@@ -23,6 +23,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from actors.base import ActorRef, DeadActor
+from actors.compaction import OFFLINE
 from actors.messages import (
     AskUser,
     CancelCurrentTurn,
@@ -87,11 +88,40 @@ class Settings:
     summary_model: str | None = None
     model_timeout_s: float = 300.0
 
-    def policy_for(self, model: str) -> PersistPolicy:
-        """The policy of a terminal using ``model``: its token budget depends on it."""
-        budget = context_budget(model, self.context_tokens)
-        compaction = dataclasses.replace(self.policy.compaction, token_threshold=budget)
+    def policy_for(self, model: str, chat: p.ChatSettings | None = None) -> PersistPolicy:
+        """The policy of a terminal using ``model`` (its token budget depends on it), with
+        the terminal's own compaction settings if it sent them."""
+        compaction = self.policy.compaction
+        context_tokens = self.context_tokens
+        if chat is not None:
+            compaction = dataclasses.replace(
+                compaction,
+                compaction_interval=chat.compaction_interval,
+                overlap_size=chat.compaction_overlap,
+            )
+            context_tokens = chat.context_tokens
+        budget = context_budget(model, context_tokens)
+        compaction = dataclasses.replace(compaction, token_threshold=budget)
         return dataclasses.replace(self.policy, compaction=compaction)
+
+    def terminal_config(
+        self, hello: p.Hello, terminal_pid: int, start_time: float | None, workspace: Path
+    ) -> TerminalConfig:
+        """What a terminal's actor runs with: the supervisor's settings, overridden by the
+        ones the terminal resolved and sent (``config show`` in its shell tells them)."""
+        model = hello.model or self.model
+        chat = hello.settings
+        return TerminalConfig(
+            terminal_pid=terminal_pid,
+            terminal_start_time=start_time,
+            workspace=workspace,
+            project=sessions_dir(workspace, self.root),
+            model=model,
+            policy=self.policy_for(model, chat),
+            summary_model=(chat.summary_model or OFFLINE) if chat else self.summary_model,
+            stall_timeout_s=chat.model_timeout if chat else None,
+            checkpoint_cap=int(chat.checkpoint_max_mb * 1_000_000) if chat else None,
+        )
 
 
 def _frame_for(output: TerminalOutput) -> p.ServerFrame:
@@ -256,14 +286,8 @@ class Server:
             )
         workspace = await anyio.to_thread.run_sync(workspace.resolve)
         terminal_pid = hello.terminal_pid or hello.client_pid
-        config = TerminalConfig(
-            terminal_pid=terminal_pid,
-            terminal_start_time=await anyio.to_thread.run_sync(process_start_time, terminal_pid),
-            workspace=workspace,
-            project=sessions_dir(workspace, self._settings.root),
-            model=hello.model or self._settings.model,
-            policy=self._settings.policy_for(hello.model or self._settings.model),
-        )
+        start_time = await anyio.to_thread.run_sync(process_start_time, terminal_pid)
+        config = self._settings.terminal_config(hello, terminal_pid, start_time, workspace)
         send_out, receive_out = anyio.create_memory_object_stream[TerminalOutput](OUTBOX_SIZE)
         handler_out = send_out.clone()
         try:
