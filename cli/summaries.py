@@ -22,6 +22,9 @@ def summary_headline(summary: str | None) -> str:
         if not line:
             continue
         line = line.removeprefix("Earlier: ")
+        if line.startswith("Conversation so far (turns "):  # a compaction's header
+            continue
+        line = line.removeprefix("Started with: ")
         if match := _REQUESTS.match(line):
             return match[1]
         return line

@@ -67,7 +67,7 @@ from pydantic_ai.messages import (
 
 from session.errors import SessionError
 from session.history import is_turn_start, message_chars
-from session.summary import user_prompts
+from session.summary import COMPACTION_HEADER_START, user_prompts
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -561,7 +561,7 @@ def render_compaction(compaction: EventCompaction, *, rules: bool = True) -> str
     carry, the model is sent): header and narrative in one block, then each section
     in a block of its own."""
     head = (
-        f"Conversation so far (turns {compaction.start_invocation}-"
+        f"{COMPACTION_HEADER_START}{compaction.start_invocation}-"
         f"{compaction.end_invocation}, compacted); the later turns follow in full."
     )
     blocks = ["\n".join(filter(None, [head, normalize_narrative(compaction.compacted_content)]))]

@@ -13,6 +13,8 @@ from pydantic_ai.messages import (
 )
 
 MAX_SUMMARY_CHARS = 1500
+COMPACTION_HEADER_START = "Conversation so far (turns "
+"""How a compaction's text begins (``session/compaction.py``), boilerplate in a summary."""
 _PROMPT_CHARS = 160
 
 
@@ -66,8 +68,9 @@ def offline_summary(
     if not prompts and not previous:
         return None
     lines: list[str] = []
-    if previous:
-        lines.append("Earlier: " + _clip(previous.splitlines()[0], 300))
+    earlier = _first_words(previous)
+    if earlier:
+        lines.append("Earlier: " + _clip(earlier, 300))
     if prompts:
         lines.append(
             f'{len(prompts)} recent request(s); first: "{_clip(prompts[0], _PROMPT_CHARS)}"'
@@ -79,6 +82,15 @@ def offline_summary(
     if decisions:
         lines.append("Decisions: " + "; ".join(_clip(d, 120) for d in decisions[-10:]))
     return _clip_block("\n".join(lines), MAX_SUMMARY_CHARS)
+
+
+def _first_words(previous: str | None) -> str:
+    """The first line of what came before that says something: a compaction's header
+    (``Conversation so far (turns 1-9, compacted); ...``) is skipped for its narrative."""
+    for line in (previous or "").splitlines():
+        if line.strip() and not line.startswith(COMPACTION_HEADER_START):
+            return line
+    return ""
 
 
 def _clip_block(text: str, limit: int) -> str:

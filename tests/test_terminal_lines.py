@@ -85,6 +85,19 @@ def test_the_headline_drops_the_offline_summarizers_boilerplate() -> None:
     assert summary_headline(None) == ""
 
 
+def test_the_headline_of_a_compacted_session_is_its_first_request_not_the_header() -> None:
+    """Found by an acceptance check: the table showed the compaction's header."""
+    from session.compaction import EventCompaction, render_compaction
+    from session.summary import offline_summary
+
+    compacted = render_compaction(EventCompaction(1, 4, "Started with: (1) design a triage bot."))
+    summary = offline_summary([], (), compacted)
+    assert summary is not None and "Conversation so far" not in summary
+    assert summary_headline(summary) == "(1) design a triage bot."
+    written_before = "Earlier: Conversation so far (turns 1-1, compacted); the later ...\nmore"
+    assert summary_headline(written_before) == "more"
+
+
 def test_the_offer_keeps_the_two_exact_lines_around_the_context() -> None:
     offer = {
         "session_id": "a1b2c3d4e5f6",
