@@ -485,6 +485,8 @@ class AskUser:
 @dataclass(frozen=True)
 class CommandOutput:
     text: str
+    phase: str | None = field(default=None, compare=False)
+    """After a command that replaced the session's state (a restore): its phase of the work."""
 
 
 @dataclass(frozen=True)

@@ -945,7 +945,8 @@ class TerminalActor(Actor[TerminalMessage]):
             lines.append(f"Files left as they are: {', '.join(untouched)}.")
         if plan.left_alone:
             lines.append(f"Not in checkpoint {number}, left alone: {', '.join(plan.left_alone)}.")
-        await self._emit(CommandOutput("\n".join(lines)))
+        phase = self._lc.state.phase if self._lc.state else None
+        await self._emit(CommandOutput("\n".join(lines), phase))
 
     async def _ask(
         self, question: str, action: Callable[[bool], Awaitable[None]], event: Event

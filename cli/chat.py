@@ -463,6 +463,8 @@ class Chat:
                 return True
             if frame["type"] == "command_result":
                 self.console.say(frame["text"])
+                if frame.get("phase"):  # a restore brought back another phase of the work
+                    self.phase = frame["phase"]
                 if name == "reset" and frame["text"].startswith("Session reset"):
                     self.session_id = frame["text"].rsplit("New session ", 1)[-1][:12]
                 return True

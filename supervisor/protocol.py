@@ -219,6 +219,7 @@ class Confirm(_Frame):
 class CommandResult(_Frame):
     type: Literal["command_result"] = "command_result"
     text: str
+    phase: str | None = None
 
 
 class ClosedFrame(_Frame):

@@ -33,3 +33,23 @@ def test_the_phase_the_assistant_sets_is_saved_and_comes_back_on_resume(env: Env
     again.send({"type": "open", "mode": "resume", "session_id": session_id})
     assert again.until("opened")[-1]["phase"] == "code"
     again.close()
+
+
+def test_a_restore_brings_back_the_phase_of_its_checkpoint(env: Env) -> None:
+    assert env.run("supervisor", "start").returncode == 0
+    client = RawClient(env.runtime / "supervisor.sock")
+    client.send(terminal_hello(env.terminal().pid, env.workspace))
+    client.until("welcome")
+    client.send({"type": "open", "mode": "new"})
+    client.until("opened")
+    client.send({"type": "user_message", "text": "phase code"})
+    client.until("turn_end")
+    client.send({"type": "command", "name": "save", "arg": None})  # checkpoint 1: code
+    client.until("command_result")
+    client.send({"type": "user_message", "text": "phase deploy"})
+    assert client.until("turn_end")[-1]["phase"] == "deploy"
+    client.send({"type": "command", "name": "checkpoint", "arg": "1"})
+    restored = client.until("command_result")[-1]
+    assert restored["text"].startswith("Restored the conversation to checkpoint 1")
+    assert restored["phase"] == "code"  # the toolbar follows at once
+    client.close()
