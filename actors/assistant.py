@@ -7,6 +7,7 @@ import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import get_type_hints
 
 import anyio
 from pydantic_ai import Agent, RunContext
@@ -188,6 +189,11 @@ async def within_budget(
         return messages
     instructions = len(BASE_INSTRUCTIONS) + len(ctx.deps.resume_context) + len(ctx.deps.notes)
     return fit_tool_returns(messages, budget * CHARS_PER_TOKEN - instructions)
+
+
+# pydantic-ai reads a history processor's annotations before every model request to see
+# whether it takes the run context; resolved once here, they are not evaluated each time.
+within_budget.__annotations__ = get_type_hints(within_budget)
 
 
 def build_agent(model: Model | str) -> Agent[TurnDeps, str]:
