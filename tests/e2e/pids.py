@@ -1,0 +1,78 @@
+"""Real pid reuse on demand: as root, ``/proc/sys/kernel/ns_last_pid`` chooses the next pid.
+
+Writing ``P - 1`` there makes the next process created in this pid namespace
+get ``P`` if it is free. Anything else on the machine that creates a process
+or a thread meanwhile takes the number first, so a spawn is checked and tried
+again. Where the file is missing or not writable (not Linux, not root),
+``pid_reuse_unavailable`` says why, for the test to skip with that reason.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.harness import DEFAULT_TIMEOUT, running, wait_for
+
+NS_LAST_PID = Path("/proc/sys/kernel/ns_last_pid")
+ATTEMPTS = 200
+
+
+def pid_in_use(pid: int) -> bool:
+    """Whether the number is held, by a running process or a zombie not yet reaped."""
+    return Path(f"/proc/{pid}").exists()
+
+
+def wait_until_free(pid: int) -> None:
+    """Until ``pid`` is reaped (an orphan's zombie is reaped by init, here within about 1 s)."""
+    wait_for(lambda: not pid_in_use(pid), DEFAULT_TIMEOUT, f"pid {pid} to be reaped")
+
+
+def spawn_at_pid(pid: int, argv: list[str], **popen: Any) -> subprocess.Popen[Any]:
+    """Start ``argv`` as process ``pid`` (which must be free); AssertionError if it never lands."""
+    for _ in range(ATTEMPTS):
+        assert not pid_in_use(pid), f"pid {pid} is taken"
+        NS_LAST_PID.write_text(f"{pid - 1}\n")
+        process: subprocess.Popen[Any] = subprocess.Popen(argv, **popen)
+        if process.pid == pid:
+            return process
+        process.kill()  # another process or thread took the number first: try again
+        process.communicate()
+    raise AssertionError(f"could not start a process as pid {pid} in {ATTEMPTS} attempts")
+
+
+def free_pid() -> int:
+    """A pid no process holds, far from the ones being handed out now."""
+    last = int(NS_LAST_PID.read_text())
+    maximum = int(Path("/proc/sys/kernel/pid_max").read_text())
+    for candidate in range(last + 5000, last + 15000):
+        pid = 300 + candidate % (maximum - 300)
+        if not pid_in_use(pid):
+            return pid
+    raise AssertionError("no free pid found")
+
+
+@lru_cache(maxsize=1)
+def pid_reuse_unavailable() -> str | None:
+    """Why a chosen pid cannot be had on this machine, or None when it can (tried once)."""
+    if not NS_LAST_PID.exists():
+        return f"{NS_LAST_PID} does not exist (not Linux, or a kernel without it)"
+    if os.geteuid() != 0:
+        return f"not root: only root may write {NS_LAST_PID} to choose the next pid"
+    try:
+        pid = free_pid()
+        process = spawn_at_pid(pid, ["true"])
+    except (OSError, AssertionError) as exc:
+        return f"choosing the next pid through {NS_LAST_PID} failed here: {exc}"
+    process.wait()
+    return None
+
+
+def kill_and_reap(pid: int) -> None:
+    """SIGKILL ``pid`` (not our child) and wait until its number is free again."""
+    if running(pid):
+        os.kill(pid, 9)
+    wait_until_free(pid)
