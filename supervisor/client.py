@@ -32,6 +32,7 @@ START_TIMEOUT_S = 20.0
 START_POLL_S = 0.003
 HEIR_WAIT_S = 2.0
 """How often a starting supervisor is tried (a connect attempt costs microseconds)."""
+PID_MAX = 2**31 - 1
 
 
 class SupervisorUnavailable(Exception):
@@ -194,13 +195,32 @@ def _start_lock(paths: RuntimePaths, timeout: float) -> Iterator[int]:
         os.close(fd)
 
 
-def _heir_alive(paths: RuntimePaths) -> bool:
+def heir_waiting(paths: RuntimePaths) -> bool:
+    """Whether ``heir.pid`` names a living heir. The heir of a supervisor killed with it
+    leaves the file behind, and its number may since name an unrelated process: where
+    /proc tells a process's command line, only a ``python -m supervisor.heir`` counts
+    (elsewhere any living process does, and is at worst waited for ``HEIR_WAIT_S``)."""
+    from supervisor.heir import HEIR_MODULE  # only here: on the start path, not the fast one
+
     try:
         pid = int(paths.heir_pid_file.read_text())
-        os.kill(pid, 0)
     except (OSError, ValueError):
         return False
-    return pid > 0
+    if not 0 < pid <= PID_MAX:
+        return False
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        pass
+    except OSError:
+        return False
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()  # gone (or a system without /proc)
+    except OSError:
+        return True
+    return HEIR_MODULE.encode() in argv
 
 
 def _wait_for_heir(paths: RuntimePaths) -> Connection | None:
@@ -208,7 +228,7 @@ def _wait_for_heir(paths: RuntimePaths) -> Connection | None:
     milliseconds: connect to it rather than start another (None if there is no heir,
     or it does not answer within ``HEIR_WAIT_S``)."""
     deadline = time.monotonic() + HEIR_WAIT_S
-    while _heir_alive(paths):
+    while heir_waiting(paths):
         conn = try_connect(paths)
         if conn is not None or time.monotonic() > deadline:
             return conn
