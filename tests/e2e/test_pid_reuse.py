@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pytest
 
+from cli.supervisor_cmd import wait_gone
+from session.processes import process_start_time
 from supervisor.client import heir_waiting
 from supervisor.runtime import RuntimePaths
 from tests.e2e.harness import AGENT_ASSIST, Env, running, wait_for
@@ -175,7 +178,28 @@ def test_a_new_tab_that_reuses_a_dead_tabs_pid_is_not_offered_that_tabs_session(
     out, err = new_tab.communicate("go\ny\nthe new tab's turn\n", timeout=60)
     assert new_tab.returncode == 0, err
     assert "Resume previous session? [Y/n]" in err
+    assert 'You said: "the new tab\'s turn"' in out
     assert prompts(env, newest) == ["a later tab's turn", "the new tab's turn"]
     assert prompts(env, old) == ["the old tab's turn"], "the dead tab's session is untouched"
     pointer = json.loads((env.project / f"active_{pid}.json").read_text())
     assert pointer["session_id"] == newest
+
+
+def test_supervisor_stop_does_not_wait_for_a_stranger_that_took_the_stopped_pid(
+    env: Env,
+) -> None:
+    stopped = env.terminal()  # stands for the supervisor that exits once told to stop
+    pid = stopped.pid
+    started = process_start_time(pid)
+    assert started is not None
+    # Start times are told apart to a tick or so (session/processes.py): like any supervisor,
+    # this one has lived longer than that before it stops.
+    wait_for(lambda: time.time() - started > 0.2, what="the process to age")
+    stopped.close()
+    kill_and_reap(pid)
+    impostor = stranger(env, pid)
+    try:
+        wait_gone(pid, started, timeout=5.0)  # SupervisorUnavailable if it waited for it
+        assert impostor.poll() is None
+    finally:
+        stop_stranger(impostor)
