@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.harness import DEFAULT_TIMEOUT, running, wait_for
+from tests.e2e.harness import DEFAULT_TIMEOUT, Terminal, running, wait_for
 
 NS_LAST_PID = Path("/proc/sys/kernel/ns_last_pid")
 ATTEMPTS = 200
@@ -28,7 +28,14 @@ def pid_in_use(pid: int) -> bool:
 
 def wait_until_free(pid: int) -> None:
     """Until ``pid`` is reaped (an orphan's zombie is reaped by init, here within about 1 s)."""
-    wait_for(lambda: not pid_in_use(pid), DEFAULT_TIMEOUT, f"pid {pid} to be reaped")
+    try:
+        wait_for(lambda: not pid_in_use(pid), DEFAULT_TIMEOUT, f"pid {pid} to be reaped")
+    except AssertionError as exc:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            stat = "gone"
+        raise AssertionError(f"{exc}: {stat}") from None
 
 
 def spawn_at_pid(pid: int, argv: list[str], **popen: Any) -> subprocess.Popen[Any]:
@@ -76,3 +83,17 @@ def kill_and_reap(pid: int) -> None:
     if running(pid):
         os.kill(pid, 9)
     wait_until_free(pid)
+
+
+def stranger(pid: int) -> subprocess.Popen[bytes]:
+    """An unrelated process (no agent-assist environment) as ``pid``, once it is free."""
+    wait_until_free(pid)
+    return spawn_at_pid(pid, ["sleep", "3600"], env={"PATH": "/usr/bin:/bin"})
+
+
+class ReusedTerminal(Terminal):
+    """A new tab's shell that got the pid of a tab that closed."""
+
+    def __init__(self, pid: int) -> None:
+        self.process = stranger(pid)
+        self.pid = pid

@@ -18,16 +18,11 @@ from session.processes import process_start_time
 from supervisor.client import heir_waiting
 from supervisor.runtime import RuntimePaths
 from tests.e2e.harness import AGENT_ASSIST, Env, running, wait_for
-from tests.e2e.pids import kill_and_reap, pid_reuse_unavailable, spawn_at_pid
+from tests.e2e.pids import kill_and_reap, pid_reuse_unavailable, spawn_at_pid, stranger
 
 pytestmark = pytest.mark.skipif(
     pid_reuse_unavailable() is not None, reason=f"no real pid reuse: {pid_reuse_unavailable()}"
 )
-
-
-def stranger(env: Env, pid: int) -> subprocess.Popen[bytes]:
-    """An unrelated process (no agent-assist environment) as ``pid``."""
-    return spawn_at_pid(pid, ["sleep", "3600"], env={"PATH": "/usr/bin:/bin"})
 
 
 def stop_stranger(process: subprocess.Popen[bytes]) -> None:
@@ -81,7 +76,7 @@ def test_a_supervisor_pid_reused_by_a_stranger_is_neither_trusted_nor_signalled(
     assert old is not None
     env.kill_supervisor_and_heir()
     kill_and_reap(old)
-    impostor = stranger(env, old)
+    impostor = stranger(old)
     try:
         assert env.supervisor_pid() == old, "supervisor.pid still names the number"
         code, info = status(env)
@@ -121,7 +116,7 @@ def test_an_heir_pid_reused_by_a_stranger_is_not_waited_for_nor_signalled(env: E
     env.kill_supervisor_and_heir()
     kill_and_reap(heir)
     kill_and_reap(supervisor)
-    impostor = stranger(env, heir)
+    impostor = stranger(heir)
     try:
         assert env.heir_pid() == heir, "heir.pid still names the number"
         assert not heir_waiting(RuntimePaths(env.runtime)), "a stranger is no heir to wait for"
@@ -139,7 +134,7 @@ def test_an_heir_pid_reused_by_a_stranger_is_not_waited_for_nor_signalled(env: E
 
 def test_a_dead_tabs_session_is_orphaned_while_a_stranger_holds_its_pid(env: Env) -> None:
     pid, old = dead_tab_with_a_session(env, "the old tab's turn")
-    impostor = stranger(env, pid)
+    impostor = stranger(pid)
     try:
         assert json.loads((env.project / f"active_{pid}.json").read_text())["session_id"] == old
         listed = row(env, old)
@@ -197,7 +192,7 @@ def test_supervisor_stop_does_not_wait_for_a_stranger_that_took_the_stopped_pid(
     wait_for(lambda: time.time() - started > 0.2, what="the process to age")
     stopped.close()
     kill_and_reap(pid)
-    impostor = stranger(env, pid)
+    impostor = stranger(pid)
     try:
         wait_gone(pid, started, timeout=5.0)  # SupervisorUnavailable if it waited for it
         assert impostor.poll() is None
