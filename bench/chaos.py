@@ -2,8 +2,9 @@
 
 Same harness and checker as the CI campaign (``tests/e2e/test_chaos.py``), more
 cycles. The weights may name the pid-reuse kinds ``tab-reuse`` and
-``supervisor-reuse`` too (root only: they choose pids through ns_last_pid). Prints one JSON object (the figures of docs/RELIABILITY.md) and exits 1
-if anything was lost, duplicated, torn, left behind, crashed or hung.
+``supervisor-reuse`` too (root only: they choose pids through ns_last_pid).
+Prints one JSON object (the figures of docs/RELIABILITY.md) and exits 1 if
+anything was lost, duplicated, torn, left behind, crashed, hung or misattributed.
 """
 
 from __future__ import annotations
