@@ -48,7 +48,27 @@ def spawn_at_pid(pid: int, argv: list[str], **popen: Any) -> subprocess.Popen[An
             return process
         process.kill()  # another process or thread took the number first: try again
         process.communicate()
-    raise AssertionError(f"could not start a process as pid {pid} in {ATTEMPTS} attempts")
+    raise AssertionError(
+        f"could not start a process as pid {pid} in {ATTEMPTS} attempts "
+        f"(group or session of: {holders(pid) or 'none'})"
+    )
+
+
+def holders(pid: int) -> list[str]:
+    """The processes whose process group or session is ``pid``: they keep the number taken
+    after its own process is gone."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = raw[raw.rfind(")") + 2 :].split()
+        if str(pid) in (fields[2], fields[3]):
+            found.append(raw[: raw.rfind(")") + 1])
+    return found
 
 
 def free_pid() -> int:
