@@ -22,8 +22,10 @@ ATTEMPTS = 200
 
 
 def pid_in_use(pid: int) -> bool:
-    """Whether the number is held, by a running process or a zombie not yet reaped."""
-    return Path(f"/proc/{pid}").exists()
+    """Whether the number is held: by a process (running, or a zombie not yet reaped), or as
+    the process group or session of others (a supervisor leads its own session, so its
+    number stays taken until its heir is reaped too)."""
+    return Path(f"/proc/{pid}").exists() or bool(holders(pid))
 
 
 def wait_until_free(pid: int) -> None:
