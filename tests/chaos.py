@@ -29,7 +29,7 @@ from typing import IO
 
 from session.processes import process_alive
 from tests.e2e.harness import AGENT_ASSIST, Client, Env, Terminal, running
-from tests.e2e.pids import ReusedTerminal, stranger
+from tests.e2e.pids import PidTaken, ReusedTerminal, stranger
 
 PID_REUSE_KINDS = ("tab-reuse", "supervisor-reuse")
 
@@ -63,6 +63,8 @@ class Report:
     hung: list[str] = field(default_factory=list)
     misattributed: list[str] = field(default_factory=list)
     """A session held by a pid that a new process reused, or such a process signalled."""
+    reuse_missed: int = 0
+    """Pids another process on the machine took first (that cycle reused no pid)."""
     seconds: float = 0.0
 
     @property
@@ -91,6 +93,7 @@ class Report:
             "crashes": len(self.crashes),
             "hung": len(self.hung),
             "misattributed": len(self.misattributed),
+            "reuse_missed": self.reuse_missed,
             "seconds": round(self.seconds, 1),
         }
 
@@ -201,7 +204,11 @@ class Campaign:
         neither idle there nor offered as this new tab's own (it is the newest orphan)."""
         pid = self.tab.pid
         self.tab.close()
-        self.tab = ReusedTerminal(pid)
+        try:
+            self.tab = ReusedTerminal(pid)
+        except PidTaken:
+            self.report.reuse_missed += 1
+            self.tab = Terminal()
         self.env.terminals.append(self.tab)
         listed = self.env.run("sessions", "--json")
         if listed.returncode != 0:
@@ -219,7 +226,11 @@ class Campaign:
             p for p in (env.supervisor_pid(), env.heir_pid()) if p and running(p) and env.ours(p)
         ]
         env.kill_supervisor_and_heir()
-        self.strangers += [stranger(pid) for pid in pids]
+        for pid in pids:
+            try:
+                self.strangers.append(stranger(pid))
+            except PidTaken:
+                self.report.reuse_missed += 1
 
     def _check_strangers(self) -> None:
         for process in self.strangers:
