@@ -18,7 +18,13 @@ from session.processes import process_start_time
 from supervisor.client import heir_waiting
 from supervisor.runtime import RuntimePaths
 from tests.e2e.harness import AGENT_ASSIST, Env, running, wait_for
-from tests.e2e.pids import kill_and_reap, pid_reuse_unavailable, spawn_at_pid, stranger
+from tests.e2e.pids import (
+    ReusedTerminal,
+    kill_and_reap,
+    pid_reuse_unavailable,
+    spawn_at_pid,
+    stranger,
+)
 
 pytestmark = pytest.mark.skipif(
     pid_reuse_unavailable() is not None, reason=f"no real pid reuse: {pid_reuse_unavailable()}"
@@ -198,3 +204,21 @@ def test_supervisor_stop_does_not_wait_for_a_stranger_that_took_the_stopped_pid(
         assert impostor.poll() is None
     finally:
         stop_stranger(impostor)
+
+
+def test_a_dead_tabs_pid_reused_at_once_is_attached_not_refused_as_busy(env: Env) -> None:
+    tab = env.terminal()
+    client = env.spawn(terminal=tab)
+    client.send("the old tab's turn")
+    client.expect('You said: "the old tab\'s turn"')
+    (old,) = env.session_ids()
+    client.kill9()
+    tab.close()
+    # No wait for the supervisor to see the terminal go: the new tab comes at once.
+    new_tab = ReusedTerminal(tab.pid)
+    env.terminals.append(new_tab)
+    again = env.run("--new", input="the new tab's turn\n", terminal=new_tab)
+    assert again.returncode == 0, again.stderr
+    (new,) = set(env.session_ids()) - {old}
+    assert prompts(env, new) == ["the new tab's turn"]
+    assert prompts(env, old) == ["the old tab's turn"]
