@@ -139,6 +139,9 @@ def test_an_heir_pid_reused_by_a_stranger_is_not_waited_for_nor_signalled(env: E
 
 
 def test_a_dead_tabs_session_is_orphaned_while_a_stranger_holds_its_pid(env: Env) -> None:
+    """DESIGN 5: idle means pointed to by a *living* terminal; the pointer's start time is
+    not the stranger's, so the session is orphaned (not idle under the stranger's pid, which
+    would hide it from new tabs and from prune), and the next new tab resumes it whole."""
     pid, old = dead_tab_with_a_session(env, "the old tab's turn")
     impostor = stranger(pid)
     try:
@@ -158,6 +161,9 @@ def test_a_dead_tabs_session_is_orphaned_while_a_stranger_holds_its_pid(env: Env
 def test_a_new_tab_that_reuses_a_dead_tabs_pid_is_not_offered_that_tabs_session(
     env: Env,
 ) -> None:
+    """DESIGN 5: a new tab has no pointer and is offered the project's newest orphan. The
+    pointer at its pid is the dead tab's (another start time), so it is not this tab's own:
+    the tab is offered the newer orphan, and its pointer is then its own."""
     pid, old = dead_tab_with_a_session(env, "the old tab's turn")
     other_tab = env.terminal()
     other = env.run("--new", input="a later tab's turn\n", terminal=other_tab)
