@@ -170,6 +170,8 @@ def test_a_new_tab_that_reuses_a_dead_tabs_pid_is_not_offered_that_tabs_session(
     assert other.returncode == 0, other.stderr
     other_tab.close()  # now the newest orphan
     (newest,) = set(env.session_ids()) - {old}
+    dead = json.loads((env.project / f"active_{pid}.json").read_text())
+    assert dead["session_id"] == old
     # The new tab: a shell given the dead tab's pid, running agent-assist as its child
     # (no AGENT_ASSIST_TERMINAL_PID: its identity is its parent, this shell).
     new_tab = spawn_at_pid(
@@ -190,6 +192,7 @@ def test_a_new_tab_that_reuses_a_dead_tabs_pid_is_not_offered_that_tabs_session(
     assert prompts(env, old) == ["the old tab's turn"], "the dead tab's session is untouched"
     pointer = json.loads((env.project / f"active_{pid}.json").read_text())
     assert pointer["session_id"] == newest
+    assert pointer["pid_start_time"] != dead["pid_start_time"], "the new tab's own start time"
 
 
 def test_supervisor_stop_does_not_wait_for_a_stranger_that_took_the_stopped_pid(
