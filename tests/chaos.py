@@ -238,6 +238,18 @@ class Campaign:
                 self.report.misattributed.append(f"stranger {process.pid} was signalled")
         self.strangers = [p for p in self.strangers if p.poll() is None]
 
+    def _wait_for_retry(self, client: Client, text: str) -> None:
+        """After the supervisor alone was killed: until ``text`` is on disk. A reply cut
+        short by the kill still ends its line (before the notice that follows it), so the
+        line can come before the terminal's re-sent message has landed; a kill of the
+        terminal in the next cycle would then cut that retry short as an in-flight turn and
+        the checker would count a turn that was never saved as lost."""
+        deadline = time.monotonic() + ACK_TIMEOUT_S
+        while user_prompts(self.env.home)[text] == 0:
+            if client.process.poll() is not None or time.monotonic() > deadline:
+                return  # the checks that follow tell a crash or a lost turn
+            time.sleep(0.01)
+
     # -- the checker ----------------------------------------------------------
 
     def check(self, final: bool = False) -> None:
@@ -302,6 +314,7 @@ class Campaign:
                 self.client = None
             else:
                 self._drain_acks(client, wait_for=text)  # re-attaches, then answers
+                self._wait_for_retry(client, text)
         self.check()
         self._check_strangers()
         self.report.cycles += 1
