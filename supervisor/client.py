@@ -16,8 +16,12 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir
+
+if TYPE_CHECKING:
+    import subprocess  # at run time only where a supervisor is started: it is slow to import
 from supervisor.wire import (
     PROTOCOL_VERSION,
     ErrorCode,
@@ -149,8 +153,10 @@ def supervisor_command() -> list[str]:
     return [sys.executable, "-m", "cli", "supervisor", "run"]
 
 
-_spawned: list[object] = []
+_spawned: list[subprocess.Popen[bytes]] = []
 """The supervisors this process started (kept so they are not reported as leaked)."""
+SPAWN_ATTEMPTS = 3
+"""Supervisors started in a row when each dies by a signal before it listens."""
 
 
 def spawn_detached(paths: RuntimePaths) -> None:
@@ -236,6 +242,14 @@ def _wait_for_heir(paths: RuntimePaths) -> Connection | None:
     return try_connect(paths)
 
 
+def _killed_before_listening() -> bool:
+    """Whether the supervisor this process started last died by a signal (the OOM killer, a
+    kill) before anything answered. One that exits by itself (another supervisor, or the
+    heir, holds the lock) leaves the socket to that one."""
+    returncode = _spawned[-1].poll() if _spawned else None
+    return returncode is not None and returncode < 0
+
+
 def connect_or_start(
     paths: RuntimePaths, timeout: float = START_TIMEOUT_S
 ) -> tuple[Connection, bool]:
@@ -253,11 +267,15 @@ def connect_or_start(
         if conn is not None:
             return conn, False
         spawn_detached(paths)
+        spawned = 1
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             conn = try_connect(paths)
             if conn is not None:
                 return conn, True
+            if _killed_before_listening() and spawned < SPAWN_ATTEMPTS:
+                spawn_detached(paths)  # nothing else would ever answer: start another
+                spawned += 1
             time.sleep(START_POLL_S)
     raise SupervisorUnavailable(f"the supervisor did not start; see {paths.log}")
 
