@@ -47,7 +47,19 @@ def wait_until_free(pid: int, timeout: float = DEFAULT_TIMEOUT) -> None:
 
 
 def spawn_at_pid(pid: int, argv: list[str], **popen: Any) -> subprocess.Popen[Any]:
-    """Start ``argv`` as process ``pid``; PidTaken if another process keeps the number."""
+    """Start ``argv`` as process ``pid``; PidTaken if another process keeps the number.
+
+    The counter is put back where it was afterwards, so the processes that follow (here
+    and anywhere on the machine) get numbers as they would have: no other test sees its
+    pids jump back to recently used ones or change their number of digits."""
+    before = int(NS_LAST_PID.read_text())
+    try:
+        return _spawn_at_pid(pid, argv, **popen)
+    finally:
+        NS_LAST_PID.write_text(f"{before}\n")
+
+
+def _spawn_at_pid(pid: int, argv: list[str], **popen: Any) -> subprocess.Popen[Any]:
     for _ in range(ATTEMPTS):
         # Whatever took the number first (a short-lived process, a thread) gives it back.
         wait_until_free(pid, RETAKE_WAIT_S)
