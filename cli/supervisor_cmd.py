@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from session.processes import process_alive
+from session.processes import process_alive, process_start_time
 from supervisor.client import (
     START_TIMEOUT_S,
     SupervisorUnavailable,
@@ -50,10 +50,18 @@ def stop(paths: RuntimePaths) -> int | None:
     with conn:
         conn.request(hello("control"))
         pid = int(conn.request({"type": "status"})["data"]["pid"])
+        started = process_start_time(pid)  # while it answers: surely the supervisor's
         conn.request({"type": "stop"})
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while process_alive(pid):  # a zombie of our own child counts as exited
+    wait_gone(pid, started, STOP_TIMEOUT_S)
+    return pid
+
+
+def wait_gone(pid: int, start_time: float | None, timeout: float) -> None:
+    """Until process ``pid``, started at ``start_time``, has exited; SupervisorUnavailable
+    after ``timeout`` s. A process that reused the number since is not waited for, and a
+    zombie of our own child counts as exited."""
+    deadline = time.monotonic() + timeout
+    while process_alive(pid, start_time):
         if time.monotonic() > deadline:
             raise SupervisorUnavailable(f"the supervisor (pid {pid}) did not stop in time")
         time.sleep(0.02)
-    return pid

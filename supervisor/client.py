@@ -16,8 +16,12 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir
+
+if TYPE_CHECKING:
+    import subprocess  # at run time only where a supervisor is started: it is slow to import
 from supervisor.wire import (
     PROTOCOL_VERSION,
     ErrorCode,
@@ -32,6 +36,7 @@ START_TIMEOUT_S = 20.0
 START_POLL_S = 0.003
 HEIR_WAIT_S = 2.0
 """How often a starting supervisor is tried (a connect attempt costs microseconds)."""
+PID_MAX = 2**31 - 1
 
 
 class SupervisorUnavailable(Exception):
@@ -152,8 +157,10 @@ def supervisor_command() -> list[str]:
     return [sys.executable, "-m", "cli", "supervisor", "run"]
 
 
-_spawned: list[object] = []
+_spawned: list[subprocess.Popen[bytes]] = []
 """The supervisors this process started (kept so they are not reported as leaked)."""
+SPAWN_ATTEMPTS = 3
+"""Supervisors started in a row when each dies by a signal before it listens."""
 
 
 def spawn_detached(paths: RuntimePaths) -> None:
@@ -198,13 +205,32 @@ def _start_lock(paths: RuntimePaths, timeout: float) -> Iterator[int]:
         os.close(fd)
 
 
-def _heir_alive(paths: RuntimePaths) -> bool:
+def heir_waiting(paths: RuntimePaths) -> bool:
+    """Whether ``heir.pid`` names a living heir. The heir of a supervisor killed with it
+    leaves the file behind, and its number may since name an unrelated process: where
+    /proc tells a process's command line, only a ``python -m supervisor.heir`` counts
+    (elsewhere any living process does, and is at worst waited for ``HEIR_WAIT_S``)."""
+    from supervisor.heir import HEIR_MODULE  # only here: on the start path, not the fast one
+
     try:
         pid = int(paths.heir_pid_file.read_text())
-        os.kill(pid, 0)
     except (OSError, ValueError):
         return False
-    return pid > 0
+    if not 0 < pid <= PID_MAX:
+        return False
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        pass
+    except OSError:
+        return False
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()  # gone (or a system without /proc)
+    except OSError:
+        return True
+    return HEIR_MODULE.encode() in argv
 
 
 def _wait_for_heir(paths: RuntimePaths) -> Connection | None:
@@ -212,12 +238,20 @@ def _wait_for_heir(paths: RuntimePaths) -> Connection | None:
     milliseconds: connect to it rather than start another (None if there is no heir,
     or it does not answer within ``HEIR_WAIT_S``)."""
     deadline = time.monotonic() + HEIR_WAIT_S
-    while _heir_alive(paths):
+    while heir_waiting(paths):
         conn = try_connect(paths)
         if conn is not None or time.monotonic() > deadline:
             return conn
         time.sleep(START_POLL_S)
     return try_connect(paths)
+
+
+def _killed_before_listening() -> bool:
+    """Whether the supervisor this process started last died by a signal (the OOM killer, a
+    kill) before anything answered. One that exits by itself (another supervisor, or the
+    heir, holds the lock) leaves the socket to that one."""
+    returncode = _spawned[-1].poll() if _spawned else None
+    return returncode is not None and returncode < 0
 
 
 def connect_or_start(
@@ -237,11 +271,15 @@ def connect_or_start(
         if conn is not None:
             return conn, False
         spawn_detached(paths)
+        spawned = 1
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             conn = try_connect(paths)
             if conn is not None:
                 return conn, True
+            if _killed_before_listening() and spawned < SPAWN_ATTEMPTS:
+                spawn_detached(paths)  # nothing else would ever answer: start another
+                spawned += 1
             time.sleep(START_POLL_S)
     raise SupervisorUnavailable(f"the supervisor did not start; see {paths.log}")
 

@@ -4,6 +4,12 @@ After every cycle the checker reads every file under the state root: each must
 parse, no file may have been moved aside as corrupt (a torn write), every turn
 whose reply the terminal showed (acknowledged) must be on disk exactly once, and
 no user message may be stored twice. At the end no temp file may be left.
+
+Two kinds of cycle reuse a pid for real (root only, tests/e2e/pids.py):
+``tab-reuse`` closes the tab with its agent-assist killed -9 and gives the
+tab's pid to a new tab (no session may then be listed as held by that pid), and
+``supervisor-reuse`` kills the terminal, the supervisor and its heir with -9 and
+gives their pids to unrelated processes, which nothing may signal or wait for.
 ``tests/test_chaos.py`` runs a short campaign in CI; ``bench/chaos.py`` a long one.
 """
 
@@ -22,7 +28,10 @@ from pathlib import Path
 from typing import IO
 
 from session.processes import process_alive
-from tests.e2e.harness import AGENT_ASSIST, Client, Env, Terminal
+from tests.e2e.harness import AGENT_ASSIST, Client, Env, Terminal, running
+from tests.e2e.pids import PidTaken, ReusedTerminal, stranger
+
+PID_REUSE_KINDS = ("tab-reuse", "supervisor-reuse")
 
 ACK_TIMEOUT_S = 30.0
 
@@ -52,6 +61,10 @@ class Report:
     temps_left: list[str] = field(default_factory=list)
     crashes: list[str] = field(default_factory=list)
     hung: list[str] = field(default_factory=list)
+    misattributed: list[str] = field(default_factory=list)
+    """A session held by a pid that a new process reused, or such a process signalled."""
+    reuse_missed: int = 0
+    """Pids another process on the machine took first (that cycle reused no pid)."""
     seconds: float = 0.0
 
     @property
@@ -64,6 +77,7 @@ class Report:
             or self.temps_left
             or self.crashes
             or self.hung
+            or self.misattributed
         )
 
     def summary(self) -> dict[str, object]:
@@ -78,6 +92,8 @@ class Report:
             "temps_left": len(self.temps_left),
             "crashes": len(self.crashes),
             "hung": len(self.hung),
+            "misattributed": len(self.misattributed),
+            "reuse_missed": self.reuse_missed,
             "seconds": round(self.seconds, 1),
         }
 
@@ -114,6 +130,7 @@ class Campaign:
         self.unverified: set[str] = set()
         self.missing_once: set[str] = set()
         self._supervisors_seen: set[int] = set()
+        self.strangers: list[subprocess.Popen[bytes]] = []
 
     # -- the terminal -----------------------------------------------------
 
@@ -169,7 +186,7 @@ class Campaign:
 
     def _kill_supervisor(self) -> None:
         pid = self.env.supervisor_pid()
-        if pid is None or not process_alive(pid):
+        if pid is None or not process_alive(pid) or not self.env.ours(pid):
             return
         os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
@@ -178,6 +195,60 @@ class Campaign:
                 self.report.hung.append(f"supervisor {pid} survived SIGKILL")
                 return
             time.sleep(0.005)
+
+    # -- pid reuse ------------------------------------------------------------
+
+    def _reuse_tab_pid(self) -> None:
+        """The tab closes (its agent-assist was killed -9); a new tab gets the tab's pid and
+        becomes the campaign's tab. The closed tab's session is no longer held by that pid:
+        neither idle there nor offered as this new tab's own (it is the newest orphan)."""
+        pid = self.tab.pid
+        self.tab.close()
+        try:
+            self.tab = ReusedTerminal(pid)
+        except PidTaken:
+            self.report.reuse_missed += 1
+            self.tab = Terminal()
+        self.env.terminals.append(self.tab)
+        listed = self.env.run("sessions", "--json")
+        if listed.returncode != 0:
+            self.report.crashes.append(f"sessions --json: {listed.stderr.strip()}")
+            return
+        for row in json.loads(listed.stdout):
+            if row["state"] == "idle" and row["terminal_pid"] == pid:
+                self.report.misattributed.append(f"{row['session_id']} idle in new tab {pid}")
+
+    def _reuse_supervisor_pids(self) -> None:
+        """Kill the supervisor and its heir with -9 and give their pids to strangers; the
+        next terminal finds pid files that name them."""
+        env = self.env
+        pids = [
+            p for p in (env.supervisor_pid(), env.heir_pid()) if p and running(p) and env.ours(p)
+        ]
+        env.kill_supervisor_and_heir()
+        for pid in pids:
+            try:
+                self.strangers.append(stranger(pid))
+            except PidTaken:
+                self.report.reuse_missed += 1
+
+    def _check_strangers(self) -> None:
+        for process in self.strangers:
+            if process.poll() is not None:
+                self.report.misattributed.append(f"stranger {process.pid} was signalled")
+        self.strangers = [p for p in self.strangers if p.poll() is None]
+
+    def _wait_for_retry(self, client: Client, text: str) -> None:
+        """After the supervisor alone was killed: until ``text`` is on disk. A reply cut
+        short by the kill still ends its line (before the notice that follows it), so the
+        line can come before the terminal's re-sent message has landed; a kill of the
+        terminal in the next cycle would then cut that retry short as an in-flight turn and
+        the checker would count a turn that was never saved as lost."""
+        deadline = time.monotonic() + ACK_TIMEOUT_S
+        while user_prompts(self.env.home)[text] == 0:
+            if client.process.poll() is not None or time.monotonic() > deadline:
+                return  # the checks that follow tell a crash or a lost turn
+            time.sleep(0.01)
 
     # -- the checker ----------------------------------------------------------
 
@@ -228,18 +299,24 @@ class Campaign:
             # between "saved" and "acknowledged"), half anywhere in a quarter second.
             short = self.rng.random() < 0.5
             time.sleep(self.rng.uniform(0, 0.012 if short else 0.25))
-            if action in ("terminal", "both"):
+            if action in ("terminal", "both", *PID_REUSE_KINDS):
                 client.kill9()
             if action in ("supervisor", "both"):
                 self._kill_supervisor()
-            if action in ("terminal", "both"):
+            if action == "supervisor-reuse":
+                self._reuse_supervisor_pids()
+            if action == "tab-reuse":
+                self._reuse_tab_pid()
+            if action in ("terminal", "both", *PID_REUSE_KINDS):
                 time.sleep(0.05)  # the pump threads hand over what was printed
                 self._drain_acks(client)
                 self._check_exit(client, killed=True)
                 self.client = None
             else:
                 self._drain_acks(client, wait_for=text)  # re-attaches, then answers
+                self._wait_for_retry(client, text)
         self.check()
+        self._check_strangers()
         self.report.cycles += 1
 
     def finish(self) -> Report:
@@ -260,14 +337,20 @@ class Campaign:
             self.report.crashes.append(f"final run exited {final.returncode}: {final.stderr}")
         self.env.run("supervisor", "stop")
         self.check(final=True)
+        self._check_strangers()
         return self.report
 
 
 def run_campaign(env: Env, cycles: int, seed: int, weights: dict[str, float]) -> Report:
     started = time.monotonic()
     campaign = Campaign(env, seed, weights)
-    for n in range(cycles):
-        campaign.cycle(n)
-    report = campaign.finish()
+    try:
+        for n in range(cycles):
+            campaign.cycle(n)
+        report = campaign.finish()
+    finally:
+        for process in campaign.strangers:
+            process.kill()
+            process.wait()
     report.seconds = time.monotonic() - started
     return report

@@ -221,16 +221,32 @@ class Env:
         except (OSError, ValueError):
             return None
 
+    def ours(self, pid: int) -> bool:
+        """Whether ``pid`` runs with this environment's runtime directory: a pid file left by a
+        killed supervisor may name an unrelated process that reused the number, never to be
+        signalled (where /proc cannot tell, the pid is trusted)."""
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True
+        return f"AGENT_ASSIST_RUNTIME_DIR={self.runtime}".encode() in environ
+
     def kill_supervisor_and_heir(self) -> None:
         """SIGKILL the supervisor and its heir (which would otherwise take over): their
         process group when it is their own, and each by pid until none is left."""
         pid = self.supervisor_pid()
         with contextlib.suppress(ProcessLookupError):
-            if pid is not None and os.getpgid(pid) != os.getpgrp():
+            if pid is not None and self.ours(pid) and os.getpgid(pid) != os.getpgrp():
                 os.killpg(os.getpgid(pid), signal.SIGKILL)
         deadline = time.monotonic() + DEFAULT_TIMEOUT
         while time.monotonic() < deadline:
-            alive = [p for p in (self.heir_pid(), self.supervisor_pid()) if p and running(p)]
+            alive = [
+                p
+                for p in (self.heir_pid(), self.supervisor_pid())
+                if p and running(p) and self.ours(p)
+            ]
             if not alive:
                 return
             for pid in alive:  # the heir first

@@ -16,6 +16,7 @@ def test_a_message_where_the_resume_answer_was_expected_stops_the_run(env: Env) 
     tab = env.terminal()
     assert env.run(input="first message\n", terminal=tab).returncode == 0
     (session_id,) = env.session_ids()
+    env.settled(session_id)  # the summary written after the first run left lands first
     before = env.session(session_id)
     result = env.run(input="what did we decide?\n", terminal=tab)
     assert result.returncode == 1

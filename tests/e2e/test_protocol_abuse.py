@@ -13,6 +13,7 @@ import pytest
 
 from supervisor.wire import PROTOCOL_VERSION
 from tests.e2e.harness import Env
+from tests.e2e.other_user import cannot_become_another_user, connect_as_other_user, other_account
 
 HELLO = {"type": "hello", "protocol": PROTOCOL_VERSION, "role": "control", "client_pid": 1}
 
@@ -118,38 +119,27 @@ def test_a_symlinked_runtime_dir_is_refused(env: Env) -> None:
     assert "is a symlink; refusing to use it" in chat.stderr
 
 
-SYSTEM_PYTHON = "/usr/bin/python3"
-
-
 @pytest.mark.skipif(
-    os.getuid() != 0 or not os.path.exists(SYSTEM_PYTHON),
-    reason="needs root and a system python to connect as another user",
+    cannot_become_another_user() is not None, reason=f"{cannot_become_another_user()}"
 )
-def test_a_peer_of_another_uid_is_refused(running: Env) -> None:
+@pytest.mark.parametrize("role", ["control", "terminal"])
+def test_a_peer_of_another_uid_is_refused(running: Env, role: str) -> None:
     sock_path = running.runtime / "supervisor.sock"
     # Let the other user reach the socket: only the supervisor's uid check remains.
     os.chmod(running.base, 0o711)
     os.chmod(running.runtime, 0o711)
     os.chmod(sock_path, 0o666)
-    script = (
-        "import contextlib,socket,sys\n"
-        "s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
-        "with contextlib.suppress(BrokenPipeError):  # refused before the hello is read\n"
-        f"    s.sendall({json.dumps(HELLO).encode()!r} + b'\\n')\n"
-        "print(s.recv(4096).decode())\n"
-    )
-    import subprocess
-
-    result = subprocess.run(
-        [SYSTEM_PYTHON, "-c", script, str(sock_path)],
-        user=65534,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    os.chmod(running.runtime, 0o700)
-    assert result.stdout.strip(), result.stderr
-    reply = json.loads(result.stdout)
+    hello = {**HELLO, "role": role, "terminal_pid": os.getpid(), "workspace": "/"}
+    try:
+        outcome = connect_as_other_user(sock_path, json.dumps(hello).encode() + b"\n")
+    finally:
+        os.chmod(running.runtime, 0o700)
+    if "setuid_failed" in outcome:
+        pytest.skip(f"cannot become {other_account().name} here: {outcome['setuid_failed']}")
+    assert outcome["uid"] == other_account().uid
+    (reply,) = [json.loads(line) for line in str(outcome["received"]).splitlines()]
     assert (reply["type"], reply["code"]) == ("error", "not_allowed")
+    assert reply["message"] == "connections from other users are not accepted"
+    log = (running.runtime / "supervisor.log").read_text()
+    assert f"refused a connection from uid {other_account().uid}" in log
     assert status_ok(running)
