@@ -26,7 +26,7 @@ from supervisor.client import (
     hello,
 )
 from supervisor.runtime import RuntimePaths, runtime_paths
-from supervisor.wire import ErrorCode, Frame
+from supervisor.wire import MAX_MESSAGE_CHARS, ErrorCode, Frame, FrameError, encode_frame
 
 HELP = """\
 Commands:
@@ -49,6 +49,16 @@ Up/Down recall earlier messages of this project; Tab completes /commands."""
 
 
 REATTACH_ATTEMPTS = 5
+REFUSED_FRAME_CODES = frozenset(
+    {
+        ErrorCode.BAD_FRAME,
+        ErrorCode.FRAME_TOO_LARGE,
+        ErrorCode.UNKNOWN_TYPE,
+        ErrorCode.INVALID_REQUEST,
+    }
+)
+"""Codes of an error frame that refuses what this client sent (not a crash of the supervisor);
+all but ``invalid_request`` end the connection, which is then re-opened quietly."""
 WATCH_POLL_S = 0.1
 CLOSE_TIMEOUT_S = 30.0
 
@@ -79,6 +89,23 @@ def terminal_pid() -> int:
             raise ChatError(f"AGENT_ASSIST_TERMINAL_PID must be a pid, not {override[:40]!r}")
         return int(override)
     return os.getppid()
+
+
+def too_long_line(frame: Frame, interactive: bool) -> str | None:
+    """The one line refusing a message too long to send, or None if it can be sent."""
+    text = frame["text"]
+    if len(text) <= MAX_MESSAGE_CHARS:
+        try:
+            encode_frame(frame)
+            return None
+        except FrameError:  # within the characters, over the bytes (escapes, wide characters)
+            pass
+    kept = " (it is in your history: Up recalls it)" if interactive else ""
+    return (
+        f"error: message not sent: {len(text):,} characters is over the limit of "
+        f"{MAX_MESSAGE_CHARS:,}; put the text in a file in the workspace and ask the "
+        f"assistant to read it{kept}"
+    )
 
 
 def unsaved_line(closed: Frame, session_id: str | None) -> str:
@@ -145,6 +172,7 @@ class Chat:
         self.input_tokens: int | None = None
         self.phase: str | None = None
         self.changed_outside: set[str] = set()
+        self._hung_up = False  # the supervisor closed the connection after refusing a frame
         console.toolbar = self.toolbar
 
     @property
@@ -266,11 +294,11 @@ class Chat:
                 raise ChatError(not_found_line(self.options.workspace, session_id))
             raise ChatError(frame["message"])
 
-    def _reattach(self) -> None:
+    def _reattach(self, quiet: bool = False) -> None:
         """The supervisor went away: start one, re-attach, restore the session from disk.
 
         A dying supervisor may still accept a connection and then reset it, so
-        this tries a few times.
+        this tries a few times. ``quiet``: it hung up on a frame it refused; no warning.
         """
         previous = self.session_id
         for attempt in range(REATTACH_ATTEMPTS):
@@ -287,6 +315,8 @@ class Chat:
                 time.sleep(0.05 * (attempt + 1))
         else:
             raise ChatError("could not re-attach to the supervisor")
+        if quiet and previous == self.session_id:
+            return
         how = "started a new one and " if started else ""
         if previous == self.session_id:
             self.console.warn(
@@ -349,6 +379,9 @@ class Chat:
 
     def _send(self, frame: Frame) -> None:
         """Send, after showing what arrived while we waited for input (notices, a stop)."""
+        if self._hung_up:
+            self._hung_up = False
+            self._reattach(quiet=True)
         try:
             while self.conn.readable():
                 self._other(self.conn.receive())
@@ -361,6 +394,10 @@ class Chat:
         # The id makes a re-send after a re-attach a retry, not a second turn: a turn the
         # supervisor saved before it died is answered from the session.
         frame = {"type": "user_message", "text": text, "id": secrets.token_hex(8)}
+        if refused := too_long_line(frame, self.console.interactive):
+            self.console.warn(refused)
+            self.last_turn_failed = True
+            return
         self._send(frame)
         view = self.console.reply()
         try:
@@ -403,6 +440,12 @@ class Chat:
                     self.console.warn("[cancelled]")
                 elif reply["status"] == "error":
                     self.console.warn(as_error_line(str(reply.get("error"))))
+                return
+            elif kind == "error" and reply.get("code") in REFUSED_FRAME_CODES:
+                view.end()  # the message was refused: no turn follows
+                self.last_turn_failed = True
+                self._hung_up = reply["code"] != ErrorCode.INVALID_REQUEST
+                self.console.warn(f"error: message not sent: {reply['message']}")
                 return
             else:
                 if reply["type"] in ("notice", "error") and isinstance(view, PlainReply):

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests.e2e.frames import RawClient, terminal_hello
 from tests.e2e.harness import AGENT_ASSIST, Env
 
 LIMIT = 200_000
@@ -49,3 +50,39 @@ def test_sessions_prune_removes_the_pointers_to_what_it_prunes(env: Env, supervi
     pruned = env.run("sessions", "prune", "--older-than", "30")
     assert "Removed 1 orphaned session(s)" in pruned.stdout, pruned.stderr
     assert env.session_ids() == [] and pointers(env) == []
+
+
+def test_an_over_long_message_is_refused_by_the_client_and_the_chat_goes_on(env: Env) -> None:
+    piped = "first turn\n" + "x" * (LIMIT + 50_000) + "\nhello after\n"
+    result = env.run("--new", input=piped, terminal=env.terminal())
+    assert 'You said: "first turn"' in result.stdout
+    assert 'You said: "hello after"' in result.stdout
+    refusals = [line for line in result.stderr.splitlines() if "200,000" in line]
+    assert len(refusals) == 1 and "250,000 characters" in refusals[0]
+    assert "in a file" in refusals[0] and "ask the assistant to read it" in refusals[0]
+    assert "went away" not in result.stderr and "lost the supervisor" not in result.stderr
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_message_over_the_frame_size_is_refused_by_the_client(env: Env) -> None:
+    control_characters = "\x01" * (LIMIT - 10)  # few characters, six bytes each on the wire
+    result = env.run("--new", input=f"{control_characters}\nhello after\n", terminal=env.terminal())
+    assert "message not sent" in result.stderr and "went away" not in result.stderr
+    assert 'You said: "hello after"' in result.stdout
+
+
+def test_the_supervisor_refuses_an_invalid_frame_and_keeps_the_connection(env: Env) -> None:
+    assert env.run("supervisor", "start").returncode == 0
+    tab = env.terminal()
+    raw = RawClient(env.runtime / "supervisor.sock")
+    raw.send(terminal_hello(tab.pid, env.workspace))
+    raw.until("welcome")
+    raw.send({"type": "open", "mode": "new", "session_id": None})
+    raw.until("opened")
+    raw.send({"type": "user_message", "text": "x" * (LIMIT + 1)})
+    (refused,) = [f for f in raw.until("error") if f["type"] == "error"]
+    assert refused["code"] == "invalid_request"
+    raw.send({"type": "user_message", "text": "still here"})
+    said = "".join(f.get("text", "") for f in raw.until("turn_end"))
+    assert 'You said: "still here"' in said
+    raw.close()
