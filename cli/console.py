@@ -117,6 +117,15 @@ class Console:
 
     # -- input ----------------------------------------------------------------
 
+    def _ui_output(self) -> Any:
+        """Where prompt_toolkit draws the prompt, toolbar and echo: stdout on a terminal,
+        else stderr (``agent-assist > out.txt`` keeps replies only in the file)."""
+        if self.out_tty:
+            return None  # prompt_toolkit's default, stdout
+        from prompt_toolkit.output import create_output
+
+        return create_output(stdout=sys.stderr)
+
     def _session(self) -> Any:
         if self._prompt is None:
             from prompt_toolkit import PromptSession
@@ -163,6 +172,7 @@ class Console:
                 prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ",
                 bottom_toolbar=self._toolbar_text if self.toolbar else None,
                 enable_suspend=True,
+                output=self._ui_output(),
             )
         return self._prompt
 
@@ -202,7 +212,7 @@ class Console:
         if self._questions is None:
             from prompt_toolkit import PromptSession
 
-            self._questions = PromptSession()
+            self._questions = PromptSession(output=self._ui_output())
         try:
             answer: str = self._questions.prompt("> ")
         except (KeyboardInterrupt, EOFError):
