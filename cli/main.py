@@ -46,6 +46,8 @@ def one_line_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except BrokenPipeError:
+            raise  # our reader went away: cli/entry.py ends quietly
         except Exception as exc:
             line = error_line(exc)
             if line is None:

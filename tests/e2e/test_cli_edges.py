@@ -4,6 +4,7 @@ end of input at questions, out-of-range numbers, and what deleting a session lea
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from datetime import UTC, datetime, timedelta
 
@@ -86,3 +87,28 @@ def test_the_supervisor_refuses_an_invalid_frame_and_keeps_the_connection(env: E
     said = "".join(f.get("text", "") for f in raw.until("turn_end"))
     assert 'You said: "still here"' in said
     raw.close()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("sessions",), ("sessions", "--json"), ("sessions", "-w", "."), ("config", "show"), ("--help",)],
+)
+def test_a_closed_pipe_ends_a_command_quietly(env: Env, args: tuple[str, ...]) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # as `| head -1` does once it has its line
+    try:
+        result = subprocess.run(
+            [AGENT_ASSIST, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=env.workspace,
+            env=env.environ(),
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert result.stderr == "", "no traceback, no error line"
+    assert result.returncode == 1, "as click's commands exit on a closed pipe"
