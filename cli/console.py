@@ -220,15 +220,16 @@ class Console:
         return answer
 
     def ask_yes_no(self, default: bool, choices: int = 0) -> bool | int:
-        """Read an answer (the question was printed); empty or end of input is ``default``.
+        """Read an answer (the question was printed); an empty line is ``default``.
 
         With ``choices``, a number from 2 to ``choices`` is also an answer (returned as
-        an int). On a terminal, Ctrl+C or Ctrl+D cancels the question (Cancelled).
+        an int). End of input (piped, or Ctrl+D on a terminal) and Ctrl+C cancel the
+        question (Cancelled): what it guards does not happen.
         """
         while True:
             answer = self._read_answer()
             if answer is None:
-                return default
+                raise Cancelled
             answer = answer.strip().lower()
             if not answer:
                 return default

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from datetime import UTC, datetime, timedelta
 
@@ -112,3 +113,44 @@ def test_a_closed_pipe_ends_a_command_quietly(env: Env, args: tuple[str, ...]) -
         os.close(write_end)
     assert result.stderr == "", "no traceback, no error line"
     assert result.returncode == 1, "as click's commands exit on a closed pipe"
+
+
+def test_end_of_input_at_the_restore_question_restores_nothing(env: Env) -> None:
+    tab = env.terminal()
+    script = "write agent_spec.md: # v1\n/save\nwrite agent_spec.md: # v2\n"
+    first = env.run("--new", input=script, terminal=tab)
+    assert first.returncode == 0, first.stderr
+    (number,) = re.findall(r"checkpoint (\d+)", first.stdout + first.stderr)
+    (session_id,) = env.session_ids()
+    before = [m["parts"] for m in env.session(session_id)["recent_messages"]]
+    asked = env.run("--yes", input=f"/checkpoint {number}\n", terminal=tab)
+    assert "Restore files too? [y/N]" in asked.stdout + asked.stderr
+    assert "Cancelled; nothing was changed." in asked.stdout + asked.stderr
+    after_parts = [m["parts"] for m in env.session(session_id)["recent_messages"]]
+    assert after_parts == before, "the conversation stays"
+    assert (env.workspace / "agent_spec.md").read_text() == "# v2\n"
+    after = env.run("--yes", input="where are we\n", terminal=tab)
+    assert 'You said: "where are we". (turn 3' in after.stdout, after.stderr
+
+
+def test_end_of_input_at_the_resume_question_opens_nothing(env: Env) -> None:
+    tab = env.terminal()
+    assert env.run("--new", input="a first turn\n", terminal=tab).returncode == 0
+    (session_id,) = env.session_ids()
+    before = env.session(session_id)
+    result = env.run(input="", terminal=tab)
+    assert "Resume previous session? [Y/n]" in result.stderr
+    assert "Cancelled; no session was opened" in result.stderr
+    assert result.returncode == 0
+    assert env.session_ids() == [session_id] and env.session(session_id) == before
+
+
+def test_end_of_input_at_the_start_a_new_session_question_starts_none(env: Env) -> None:
+    holder = env.spawn(terminal=env.terminal())
+    holder.send("holding this session")
+    holder.expect("holding this session")
+    (session_id,) = env.session_ids()
+    result = env.run("--resume", session_id, input="", terminal=env.terminal())
+    assert "Start a new session instead? [Y/n]" in result.stderr
+    assert "Cancelled; no session was opened" in result.stderr
+    assert env.session_ids() == [session_id]
