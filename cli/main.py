@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,6 +38,27 @@ def complete_session_ids(ctx: click.Context, param: click.Parameter, incomplete:
     chosen = ctx.params.get("workspace") or ctx.find_root().params.get("workspace") or "."
     project = sessions_dir(Path(chosen).resolve(), state_root())
     return sorted(p.stem for p in project.glob(f"{incomplete}*.json") if is_session_id(p.stem))
+
+
+MAX_DAYS = 1_000_000
+
+
+class Days(click.ParamType):
+    """A finite number of days from 0 to ``MAX_DAYS`` (``nan``, ``inf`` and ``1e400`` are
+    usage errors, not values to send the supervisor)."""
+
+    name = "days"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            days = float(value)
+        except ValueError:
+            days = math.nan
+        if not (math.isfinite(days) and 0 <= days <= MAX_DAYS):
+            self.fail(f"{value!r} is not a number of days from 0 to {MAX_DAYS}", param, ctx)
+        return days
 
 
 def one_line_errors(fn: F) -> F:
@@ -229,7 +251,7 @@ def sessions_rm(ctx: click.Context, session_id: str, workspace: Path | None) -> 
 @click.option(
     "--older-than",
     "days",
-    type=click.FloatRange(min=0),
+    type=Days(),
     default=30.0,
     show_default=True,
     metavar="DAYS",

@@ -154,3 +154,18 @@ def test_end_of_input_at_the_start_a_new_session_question_starts_none(env: Env) 
     assert "Start a new session instead? [Y/n]" in result.stderr
     assert "Cancelled; no session was opened" in result.stderr
     assert env.session_ids() == [session_id]
+
+
+@pytest.mark.parametrize("days", ["1e400", "nan", "inf", "-1", "-0.5", "soon", "1000001"])
+def test_a_bad_older_than_is_a_usage_error_in_one_line(env: Env, days: str) -> None:
+    result = env.run("sessions", "prune", "--older-than", days)
+    assert result.returncode == 2
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert "--older-than" in line and "number of days from 0 to 1000000" in line
+
+
+@pytest.mark.parametrize("days", ["0", "30", "2.5", "1000000"])
+def test_a_good_older_than_is_taken(env: Env, days: str) -> None:
+    result = env.run("sessions", "prune", "--older-than", days, "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "Would remove 0 orphaned session(s)" in result.stdout
