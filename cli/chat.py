@@ -14,7 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cli.console import Cancelled, Console, PlainReply, ReplyView, UnclearAnswer
+from cli.console import (
+    Cancelled,
+    Console,
+    PlainReply,
+    ReplyView,
+    UnclearAnswer,
+    other_choices,
+)
 from cli.errors import as_error_line
 from cli.preload import preload_prompt
 from cli.summaries import clip, summary_headline
@@ -258,8 +265,9 @@ class Chat:
         except UnclearAnswer as exc:
             what = question.removesuffix(" [Y/n]").removesuffix(" [y/N]")
             hint = f"; run with {suggestion} to skip the question" if suggestion else ""
+            accepted = f"y, n or {other_choices(choices)}" if choices else "y or n"
             raise ChatError(
-                f"{exc.answer[:60]!r} is not an answer to {what!r} (y or n){hint}"
+                f"{exc.answer[:60]!r} is not an answer to {what!r} ({accepted}){hint}"
             ) from None
 
     def _open(self, mode: str, session_id: str | None) -> None:
@@ -568,7 +576,8 @@ def offer_text(offer: Frame, others: list[Frame]) -> str:
     if drift:
         lines.append("  " + " · ".join(drift))
     if others:
-        lines.append(f"  or resume another session of this project (answer 2-{len(others) + 1}):")
+        numbers = other_choices(len(others) + 1)
+        lines.append(f"  or resume another session of this project (answer {numbers}):")
         for number, other in enumerate(others, start=2):
             about = summary_headline(other.get("summary")) or "(no summary)"
             lines.append(f"    {number}) {other['last_active']}  {clip(about, 60)}")

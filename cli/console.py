@@ -27,6 +27,11 @@ SLASH_COMMANDS = {
 }
 
 
+def other_choices(choices: int) -> str:
+    """How the numbers of the other sessions are named: ``2`` or ``2-N``."""
+    return "2" if choices == 2 else f"2-{choices}"
+
+
 class Cancelled(Exception):
     """The user pressed Ctrl+C (or Ctrl+D) at a question: what it guards does not happen."""
 
@@ -241,7 +246,7 @@ class Console:
                 return True if int(answer) == 1 else int(answer)
             if not self.interactive:
                 raise UnclearAnswer(answer)
-            self.say("Please answer y or n" + (f", or 1-{choices}." if choices else "."))
+            self.say("Please answer y or n" + (f", or {other_choices(choices)}." if choices else "."))
 
     # -- output ---------------------------------------------------------------
 
