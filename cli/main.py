@@ -128,6 +128,7 @@ def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, 
 
     settings = config_cmd.load({"model": model})
     source = config_cmd.source_label(settings, "model")
+    config_cmd.check_sdks(settings)
     options = ChatOptions(workspace.resolve(), settings.model, new, resume_id, yes, source)
     try:
         code = run_chat(options)

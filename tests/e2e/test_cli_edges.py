@@ -169,3 +169,24 @@ def test_a_good_older_than_is_taken(env: Env, days: str) -> None:
     result = env.run("sessions", "prune", "--older-than", days, "--dry-run")
     assert result.returncode == 0, result.stderr
     assert "Would remove 0 orphaned session(s)" in result.stdout
+
+
+def test_a_model_whose_sdk_is_missing_is_refused_at_start(env: Env) -> None:
+    result = env.run("--new", "--model", "anthropic:claude-sonnet-4-5", input="hello\n")
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: model 'anthropic:claude-sonnet-4-5' from option --model")
+    assert "needs the anthropic package" in line and "pip install anthropic" in line
+    assert not (env.runtime / "supervisor.sock").exists(), "refused before any supervisor"
+
+
+def test_a_summary_model_whose_sdk_is_missing_is_refused_at_start(env: Env) -> None:
+    result = env.run("--new", input="hello\n", AGENT_ASSIST_SUMMARY_MODEL="groq:llama-3.3-70b")
+    assert result.returncode == 1
+    assert "needs the groq package" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_the_unknown_model_error_says_a_provider_needs_its_sdk(env: Env) -> None:
+    result = env.run("--new", "--model", "nosuch:thing", input="hello\n")
+    assert result.returncode == 1
+    assert "anthropic:claude-sonnet-4-5 (which needs its SDK" in result.stderr
