@@ -60,8 +60,8 @@ BARE_NAMES: Final = frozenset({OFFLINE, "test"})
 
 ACCEPTED_FORMS: Final = (
     "offline (built in, no network), openai-chat:NAME (Chat Completions at OPENAI_BASE_URL), "
-    "or a pydantic-ai provider:name such as anthropic:claude-sonnet-4-5 (which needs "
-    "its SDK, here the anthropic package, installed beside agent-assist)"
+    "or a pydantic-ai provider:name such as anthropic:claude-sonnet-4-5 (a provider "
+    "needs its SDK installed beside agent-assist, here: pip install anthropic)"
 )
 
 _OPENAI_SDK: Final = ("openai", "openai")

@@ -189,4 +189,4 @@ def test_a_summary_model_whose_sdk_is_missing_is_refused_at_start(env: Env) -> N
 def test_the_unknown_model_error_says_a_provider_needs_its_sdk(env: Env) -> None:
     result = env.run("--new", "--model", "nosuch:thing", input="hello\n")
     assert result.returncode == 1
-    assert "anthropic:claude-sonnet-4-5 (which needs its SDK" in result.stderr
+    assert "anthropic:claude-sonnet-4-5 (a provider needs its SDK installed" in result.stderr
