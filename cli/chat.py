@@ -98,12 +98,11 @@ def terminal_pid() -> int:
     return os.getppid()
 
 
-def too_long_line(frame: Frame, interactive: bool) -> str | None:
-    """The one line refusing a message too long to send, or None if it can be sent."""
-    text = frame["text"]
+def too_long_line(text: str, interactive: bool) -> str | None:
+    """The one line refusing a message (or command line) too long to send, or None."""
     if len(text) <= MAX_MESSAGE_CHARS:
         try:
-            encode_frame(frame)
+            encode_frame({"type": "user_message", "text": text, "id": "x" * 16})
             return None
         except FrameError:  # within the characters, over the bytes (escapes, wide characters)
             pass
@@ -376,6 +375,10 @@ class Chat:
                 break
             if not line.strip():
                 continue
+            if refused := too_long_line(line, self.console.interactive):
+                self.console.warn(refused)
+                self.last_turn_failed = True
+                continue
             if line.lstrip().startswith("/"):
                 if not self._slash(line.strip()):
                     break
@@ -402,10 +405,6 @@ class Chat:
         # The id makes a re-send after a re-attach a retry, not a second turn: a turn the
         # supervisor saved before it died is answered from the session.
         frame = {"type": "user_message", "text": text, "id": secrets.token_hex(8)}
-        if refused := too_long_line(frame, self.console.interactive):
-            self.console.warn(refused)
-            self.last_turn_failed = True
-            return
         self._send(frame)
         view = self.console.reply()
         try:
@@ -507,6 +506,10 @@ class Chat:
             except ConnectionLost:
                 self._reattach()
                 self.console.warn(f"error: /{name} was interrupted; please run it again")
+                return True
+            if frame["type"] == "error" and frame.get("code") in REFUSED_FRAME_CODES:
+                self._hung_up = frame["code"] != ErrorCode.INVALID_REQUEST
+                self.console.warn(f"error: /{name} not run: {frame['message']}")
                 return True
             if frame["type"] == "command_result":
                 self.console.say(frame["text"])

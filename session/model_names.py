@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 OFFLINE: Final = "offline"
+MAX_MODEL_CHARS: Final = 256  # as the protocol's hello accepts
 
 # The provider prefixes pydantic-ai 2.x resolves (``infer_provider_class``), plus its
 # ``gateway/<provider>`` form; kept here so the terminal can check a model string in
@@ -118,6 +119,8 @@ def model_problem(model: str) -> str | None:
     """Why ``model`` cannot be a model string (one clause), or None if it looks usable."""
     if model in BARE_NAMES:
         return None
+    if len(model) > MAX_MODEL_CHARS:
+        return f"it is over {MAX_MODEL_CHARS} characters"
     provider, colon, name = model.partition(":")
     if not colon:
         return "it has no provider prefix"

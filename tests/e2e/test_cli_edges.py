@@ -190,3 +190,17 @@ def test_the_unknown_model_error_says_a_provider_needs_its_sdk(env: Env) -> None
     result = env.run("--new", "--model", "nosuch:thing", input="hello\n")
     assert result.returncode == 1
     assert "anthropic:claude-sonnet-4-5 (a provider needs its SDK installed" in result.stderr
+
+
+def test_an_over_long_command_line_is_refused_and_the_chat_goes_on(env: Env) -> None:
+    piped = "/checkpoint " + "9" * (5 * LIMIT) + "\nhello after\n"
+    result = env.run("--new", input=piped, terminal=env.terminal())
+    assert "Traceback" not in result.stderr
+    assert "over the limit of 200,000" in result.stderr
+    assert 'You said: "hello after"' in result.stdout
+
+
+def test_an_over_long_model_string_is_refused_at_start(env: Env) -> None:
+    result = env.run("--new", "--model", "openai-chat:" + "m" * 300, input="hello\n")
+    assert result.returncode == 1
+    assert "over 256 characters" in result.stderr and result.stderr.count("\n") == 1
