@@ -246,7 +246,9 @@ class Console:
                 return True if int(answer) == 1 else int(answer)
             if not self.interactive:
                 raise UnclearAnswer(answer)
-            self.say("Please answer y or n" + (f", or {other_choices(choices)}." if choices else "."))
+            self.say(
+                "Please answer y or n" + (f", or {other_choices(choices)}." if choices else ".")
+            )
 
     # -- output ---------------------------------------------------------------
 

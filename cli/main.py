@@ -43,13 +43,15 @@ def complete_session_ids(ctx: click.Context, param: click.Parameter, incomplete:
 MAX_DAYS = 1_000_000
 
 
-class Days(click.ParamType):
+class Days(click.ParamType[float]):
     """A finite number of days from 0 to ``MAX_DAYS`` (``nan``, ``inf`` and ``1e400`` are
     usage errors, not values to send the supervisor)."""
 
     name = "days"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
         if isinstance(value, float):
             return value
         try:

@@ -92,7 +92,13 @@ def test_the_supervisor_refuses_an_invalid_frame_and_keeps_the_connection(env: E
 
 @pytest.mark.parametrize(
     "args",
-    [("sessions",), ("sessions", "--json"), ("sessions", "-w", "."), ("config", "show"), ("--help",)],
+    [
+        ("sessions",),
+        ("sessions", "--json"),
+        ("sessions", "-w", "."),
+        ("config", "show"),
+        ("--help",),
+    ],
 )
 def test_a_closed_pipe_ends_a_command_quietly(env: Env, args: tuple[str, ...]) -> None:
     read_end, write_end = os.pipe()
