@@ -317,6 +317,8 @@ class Chat:
                     self._open("resume", previous) if previous else self._open("new", None)
                 except ChatError:
                     self._open("new", None)
+                except Cancelled:  # at "Start a new session instead?": nothing is opened
+                    raise ChatError("cancelled; no session is open") from None
                 break
             except ConnectionLost:
                 time.sleep(0.05 * (attempt + 1))

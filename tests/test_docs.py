@@ -23,7 +23,7 @@ def _tour_module() -> ModuleType:
 def test_the_readme_tour_is_regenerated_identically_from_the_program() -> None:
     tour = _tour_module()
     committed = tour.readme_tour((ROOT / "README.md").read_text())
-    assert tour.transcript() == committed, "run: python docs/tour.py --write"
+    assert tour.transcript() == committed, "run: .venv/bin/python docs/tour.py --write"
 
 
 def test_the_readme_keeps_the_ci_test_command() -> None:
