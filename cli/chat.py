@@ -14,7 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cli.console import Cancelled, Console, PlainReply, ReplyView, UnclearAnswer
+from cli.console import (
+    Cancelled,
+    Console,
+    PlainReply,
+    ReplyView,
+    UnclearAnswer,
+    other_choices,
+)
 from cli.errors import as_error_line
 from cli.preload import preload_prompt
 from cli.summaries import clip, summary_headline
@@ -26,7 +33,7 @@ from supervisor.client import (
     hello,
 )
 from supervisor.runtime import RuntimePaths, runtime_paths
-from supervisor.wire import ErrorCode, Frame
+from supervisor.wire import MAX_MESSAGE_CHARS, ErrorCode, Frame, FrameError, encode_frame
 
 HELP = """\
 Commands:
@@ -49,6 +56,16 @@ Up/Down recall earlier messages of this project; Tab completes /commands."""
 
 
 REATTACH_ATTEMPTS = 5
+REFUSED_FRAME_CODES = frozenset(
+    {
+        ErrorCode.BAD_FRAME,
+        ErrorCode.FRAME_TOO_LARGE,
+        ErrorCode.UNKNOWN_TYPE,
+        ErrorCode.INVALID_REQUEST,
+    }
+)
+"""Codes of an error frame that refuses what this client sent (not a crash of the supervisor);
+all but ``invalid_request`` end the connection, which is then re-opened quietly."""
 WATCH_POLL_S = 0.1
 CLOSE_TIMEOUT_S = 30.0
 
@@ -82,6 +99,22 @@ def terminal_pid() -> int:
             raise ChatError(f"AGENT_ASSIST_TERMINAL_PID must be a pid, not {override[:40]!r}")
         return int(override)
     return os.getppid()
+
+
+def too_long_line(text: str, interactive: bool) -> str | None:
+    """The one line refusing a message (or command line) too long to send, or None."""
+    if len(text) <= MAX_MESSAGE_CHARS:
+        try:
+            encode_frame({"type": "user_message", "text": text, "id": "x" * 16})
+            return None
+        except FrameError:  # within the characters, over the bytes (escapes, wide characters)
+            pass
+    kept = " (it is in your history: Up recalls it)" if interactive else ""
+    return (
+        f"error: message not sent: {len(text):,} characters is over the limit of "
+        f"{MAX_MESSAGE_CHARS:,}; put the text in a file in the workspace and ask the "
+        f"assistant to read it{kept}"
+    )
 
 
 def unsaved_line(closed: Frame, session_id: str | None) -> str:
@@ -148,6 +181,7 @@ class Chat:
         self.input_tokens: int | None = None
         self.phase: str | None = None
         self.changed_outside: set[str] = set()
+        self._hung_up = False  # the supervisor closed the connection after refusing a frame
         console.toolbar = self.toolbar
 
     @property
@@ -234,8 +268,9 @@ class Chat:
         except UnclearAnswer as exc:
             what = question.removesuffix(" [Y/n]").removesuffix(" [y/N]")
             hint = f"; run with {suggestion} to skip the question" if suggestion else ""
+            accepted = f"y, n or {other_choices(choices)}" if choices else "y or n"
             raise ChatError(
-                f"{exc.answer[:60]!r} is not an answer to {what!r} (y or n){hint}"
+                f"{exc.answer[:60]!r} is not an answer to {what!r} ({accepted}){hint}"
             ) from None
 
     def _open(self, mode: str, session_id: str | None) -> None:
@@ -270,11 +305,11 @@ class Chat:
                 raise ChatError(not_found_line(self.options.workspace, session_id))
             raise ChatError(frame["message"])
 
-    def _reattach(self) -> None:
+    def _reattach(self, quiet: bool = False) -> None:
         """The supervisor went away: start one, re-attach, restore the session from disk.
 
         A dying supervisor may still accept a connection and then reset it, so
-        this tries a few times.
+        this tries a few times. ``quiet``: it hung up on a frame it refused; no warning.
         """
         previous = self.session_id
         for attempt in range(REATTACH_ATTEMPTS):
@@ -286,11 +321,15 @@ class Chat:
                     self._open("resume", previous) if previous else self._open("new", None)
                 except ChatError:
                     self._open("new", None)
+                except Cancelled:  # at "Start a new session instead?": nothing is opened
+                    raise ChatError("cancelled; no session is open") from None
                 break
             except ConnectionLost:
                 time.sleep(0.05 * (attempt + 1))
         else:
             raise ChatError("could not re-attach to the supervisor")
+        if quiet and previous == self.session_id:
+            return
         how = "started a new one and " if started else ""
         if previous == self.session_id:
             self.console.warn(
@@ -342,6 +381,10 @@ class Chat:
                 break
             if not line.strip():
                 continue
+            if refused := too_long_line(line, self.console.interactive):
+                self.console.warn(refused)
+                self.last_turn_failed = True
+                continue
             if line.lstrip().startswith("/"):
                 if not self._slash(line.strip()):
                     break
@@ -353,6 +396,9 @@ class Chat:
 
     def _send(self, frame: Frame) -> None:
         """Send, after showing what arrived while we waited for input (notices, a stop)."""
+        if self._hung_up:
+            self._hung_up = False
+            self._reattach(quiet=True)
         try:
             while self.conn.readable():
                 self._other(self.conn.receive())
@@ -408,6 +454,12 @@ class Chat:
                 elif reply["status"] == "error":
                     self.console.warn(as_error_line(str(reply.get("error"))))
                 return
+            elif kind == "error" and reply.get("code") in REFUSED_FRAME_CODES:
+                view.end()  # the message was refused: no turn follows
+                self.last_turn_failed = True
+                self._hung_up = reply["code"] != ErrorCode.INVALID_REQUEST
+                self.console.warn(f"error: message not sent: {reply['message']}")
+                return
             else:
                 if reply["type"] in ("notice", "error") and isinstance(view, PlainReply):
                     view.end()  # a notice (a failed save) gets a line of its own
@@ -460,6 +512,10 @@ class Chat:
             except ConnectionLost:
                 self._reattach()
                 self.console.warn(f"error: /{name} was interrupted; please run it again")
+                return True
+            if frame["type"] == "error" and frame.get("code") in REFUSED_FRAME_CODES:
+                self._hung_up = frame["code"] != ErrorCode.INVALID_REQUEST
+                self.console.warn(f"error: /{name} not run: {frame['message']}")
                 return True
             if frame["type"] == "command_result":
                 self.console.say(frame["text"])
@@ -531,7 +587,8 @@ def offer_text(offer: Frame, others: list[Frame]) -> str:
     if drift:
         lines.append("  " + " · ".join(drift))
     if others:
-        lines.append(f"  or resume another session of this project (answer 2-{len(others) + 1}):")
+        numbers = other_choices(len(others) + 1)
+        lines.append(f"  or resume another session of this project (answer {numbers}):")
         for number, other in enumerate(others, start=2):
             about = summary_headline(other.get("summary")) or "(no summary)"
             lines.append(f"    {number}) {other['last_active']}  {clip(about, 60)}")

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from session.model_names import check_model
+from session.model_names import check_model, missing_sdk
 from session.paths import state_root
 from session.settings import CONFIG_FILE, SPECS, Settings, SettingsError, load_settings
 
@@ -42,6 +42,14 @@ def load(options: Mapping[str, object | None] | None = None) -> Settings:
         if problem is not None:
             raise SettingsError(problem.removeprefix("error: "))
     return settings
+
+
+def check_sdks(settings: Settings) -> None:
+    """SettingsError (one line naming the package) if a chosen model's SDK is missing."""
+    for name in ("model", "summary_model"):
+        model = getattr(settings, name)
+        if model is not None and (problem := missing_sdk(model, source_label(settings, name))):
+            raise SettingsError(problem.removeprefix("error: "))
 
 
 def report(options: Mapping[str, object | None] | None = None) -> dict[str, Any]:

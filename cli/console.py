@@ -27,6 +27,11 @@ SLASH_COMMANDS = {
 }
 
 
+def other_choices(choices: int) -> str:
+    """How the numbers of the other sessions are named: ``2`` or ``2-N``."""
+    return "2" if choices == 2 else f"2-{choices}"
+
+
 class Cancelled(Exception):
     """The user pressed Ctrl+C (or Ctrl+D) at a question: what it guards does not happen."""
 
@@ -117,6 +122,15 @@ class Console:
 
     # -- input ----------------------------------------------------------------
 
+    def _ui_output(self) -> Any:
+        """Where prompt_toolkit draws the prompt, toolbar and echo: stdout on a terminal,
+        else stderr (``agent-assist > out.txt`` keeps replies only in the file)."""
+        if self.out_tty:
+            return None  # prompt_toolkit's default, stdout
+        from prompt_toolkit.output import create_output
+
+        return create_output(stdout=sys.stderr)
+
     def _session(self) -> Any:
         if self._prompt is None:
             from prompt_toolkit import PromptSession
@@ -163,6 +177,7 @@ class Console:
                 prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ",
                 bottom_toolbar=self._toolbar_text if self.toolbar else None,
                 enable_suspend=True,
+                output=self._ui_output(),
             )
         return self._prompt
 
@@ -202,7 +217,7 @@ class Console:
         if self._questions is None:
             from prompt_toolkit import PromptSession
 
-            self._questions = PromptSession()
+            self._questions = PromptSession(output=self._ui_output())
         try:
             answer: str = self._questions.prompt("> ")
         except (KeyboardInterrupt, EOFError):
@@ -210,15 +225,16 @@ class Console:
         return answer
 
     def ask_yes_no(self, default: bool, choices: int = 0) -> bool | int:
-        """Read an answer (the question was printed); empty or end of input is ``default``.
+        """Read an answer (the question was printed); an empty line is ``default``.
 
         With ``choices``, a number from 2 to ``choices`` is also an answer (returned as
-        an int). On a terminal, Ctrl+C or Ctrl+D cancels the question (Cancelled).
+        an int). End of input (piped, or Ctrl+D on a terminal) and Ctrl+C cancel the
+        question (Cancelled): what it guards does not happen.
         """
         while True:
             answer = self._read_answer()
             if answer is None:
-                return default
+                raise Cancelled
             answer = answer.strip().lower()
             if not answer:
                 return default
@@ -236,7 +252,9 @@ class Console:
                 return True if int(answer) == 1 else int(answer)
             if not self.interactive:
                 raise UnclearAnswer(answer)
-            self.say("Please answer y or n" + (f", or 1-{choices}." if choices else "."))
+            self.say(
+                "Please answer y or n" + (f", or {other_choices(choices)}." if choices else ".")
+            )
 
     # -- output ---------------------------------------------------------------
 

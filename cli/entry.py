@@ -76,7 +76,10 @@ def quick_supervisor_run() -> int:
     return 0
 
 
-def main() -> None:
+EXIT_BROKEN_PIPE = 1  # as click's own commands exit on a closed pipe
+
+
+def dispatch() -> None:
     args = sys.argv[1:]
     if args[:1] == ["sessions"] and set(args[1:]) <= QUICK_FLAGS:
         sys.exit(quick_sessions(args[1:]))
@@ -85,3 +88,16 @@ def main() -> None:
     from cli.main import main as click_main
 
     click_main()
+
+
+def main() -> None:
+    """Run the command; a reader that closed our stdout (``| head``) ends us quietly."""
+    try:
+        try:
+            dispatch()
+        finally:
+            sys.stdout.flush()  # here, not at exit, where a closed pipe cannot be caught
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit
+        sys.exit(EXIT_BROKEN_PIPE)

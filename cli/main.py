@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,6 +40,29 @@ def complete_session_ids(ctx: click.Context, param: click.Parameter, incomplete:
     return sorted(p.stem for p in project.glob(f"{incomplete}*.json") if is_session_id(p.stem))
 
 
+MAX_DAYS = 1_000_000
+
+
+class Days(click.ParamType[float]):
+    """A finite number of days from 0 to ``MAX_DAYS`` (``nan``, ``inf`` and ``1e400`` are
+    usage errors, not values to send the supervisor)."""
+
+    name = "days"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            days = float(value)
+        except ValueError:
+            days = math.nan
+        if not (math.isfinite(days) and 0 <= days <= MAX_DAYS):
+            self.fail(f"{value!r} is not a number of days from 0 to {MAX_DAYS}", param, ctx)
+        return days
+
+
 def one_line_errors(fn: F) -> F:
     """Translate the project's errors to one line on stderr and exit status 1."""
 
@@ -46,6 +70,8 @@ def one_line_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except BrokenPipeError:
+            raise  # our reader went away: cli/entry.py ends quietly
         except Exception as exc:
             line = error_line(exc)
             if line is None:
@@ -104,6 +130,7 @@ def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, 
 
     settings = config_cmd.load({"model": model})
     source = config_cmd.source_label(settings, "model")
+    config_cmd.check_sdks(settings)
     options = ChatOptions(
         workspace.resolve(), settings.model, new, resume_id, yes, source, settings.for_chat()
     )
@@ -229,7 +256,7 @@ def sessions_rm(ctx: click.Context, session_id: str, workspace: Path | None) -> 
 @click.option(
     "--older-than",
     "days",
-    type=click.FloatRange(min=0),
+    type=Days(),
     default=30.0,
     show_default=True,
     metavar="DAYS",

@@ -572,15 +572,25 @@ class SessionManager:
         return CorruptSessionFile(path, quarantine(path, utc_now()), reason)
 
     def delete(self, session_id: str) -> bool:
-        """Remove a session file; True if there was one."""
+        """Remove a session file and the terminals' pointers to it; True if there was one."""
         self.check_directory()
         self._headers.pop(session_id, None)
+        self.delete_pointers_to(session_id)
         try:
             self.session_path(session_id).unlink()
         except FileNotFoundError:
             return False
         _fsync_dir(self.directory)
         return True
+
+    def delete_pointers_to(self, session_id: str) -> int:
+        """Remove every ``active_<pid>.json`` naming ``session_id`` (unusable ones are left
+        for ``list_sessions`` to report); how many were removed."""
+        removed = 0
+        for pointer in self.list_pointers().pointers:
+            if pointer.session_id == session_id and self.delete_pointer(pointer.pid):
+                removed += 1
+        return removed
 
     def session_ids(self) -> list[str]:
         """Ids of the session files present (names that are not ids are not listed)."""

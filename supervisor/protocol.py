@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from supervisor.wire import MAX_FRAME_BYTES, ErrorCode, FrameError
+from supervisor.wire import MAX_FRAME_BYTES, MAX_MESSAGE_CHARS, ErrorCode, FrameError
 
 
 class _Frame(BaseModel):
@@ -55,7 +55,7 @@ class Open(_Frame):
 
 class UserMessage(_Frame):
     type: Literal["user_message"]
-    text: str = Field(max_length=200_000)
+    text: str = Field(max_length=MAX_MESSAGE_CHARS)
     id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
     """The client's id of this message; the same id again is a retry (answered once)."""
 

@@ -392,8 +392,13 @@ class Server:
             try:
                 frame = await next_frame(reader)
             except FrameError as exc:
-                await out.send(Failure(exc.code, str(exc), fatal=True))
-                return "disconnected"
+                # A whole line that is JSON but not a valid frame leaves the stream in step:
+                # refuse that frame and carry on; anything else ends the connection.
+                fatal = exc.code != ErrorCode.INVALID_REQUEST
+                await out.send(Failure(exc.code, str(exc), fatal=fatal))
+                if fatal:
+                    return "disconnected"
+                continue
             if frame is None:
                 return "disconnected"
             match frame:

@@ -12,6 +12,8 @@ from typing import Any, Final
 
 PROTOCOL_VERSION: Final = 1
 MAX_FRAME_BYTES: Final = 1024 * 1024
+MAX_MESSAGE_CHARS: Final = 200_000
+"""The longest user message a terminal may send (checked by the client before sending)."""
 
 Frame = dict[str, Any]
 

@@ -228,7 +228,8 @@ def apply(model: Model, op: Op, fresh: str) -> Model | None:
                 used=model.used | {new},
                 live=model.live | {(new, c)},
                 held=_set(model.held, c, Held(new, (), saved=False, deleted=True)),
-                pointers=_set(model.pointers, c, None),
+                # deleting a session deletes every terminal's pointer to it
+                pointers=tuple(None if p == old else p for p in _set(model.pointers, c, None)),
             )
         case "close" | "disconnect":
             if held is None:  # nothing was open

@@ -23,7 +23,7 @@ def _tour_module() -> ModuleType:
 def test_the_readme_tour_is_regenerated_identically_from_the_program() -> None:
     tour = _tour_module()
     committed = tour.readme_tour((ROOT / "README.md").read_text())
-    assert tour.transcript() == committed, "run: python docs/tour.py --write"
+    assert tour.transcript() == committed, "run: .venv/bin/python docs/tour.py --write"
 
 
 def test_the_readme_keeps_the_ci_test_command() -> None:
@@ -46,3 +46,28 @@ def test_the_systemd_unit_runs_the_supervisor_from_where_pipx_installs() -> None
     unit = (ROOT / "contrib" / "agent-assist.service").read_text()
     assert "ExecStart=%h/.local/bin/agent-assist supervisor run" in unit
     assert "mkdir -p ~/.config/systemd/user" in unit
+
+
+def _error_of(tmp: Path, *args: str, **environ: str) -> str:
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_ASSIST_", "OPENAI_"))}
+    env.update(AGENT_ASSIST_HOME=str(tmp / "home"), AGENT_ASSIST_RUNTIME_DIR=str(tmp / "run"))
+    env.update(environ)
+    command = [str(Path(sys.executable).with_name("agent-assist")), *args]
+    result = subprocess.run(
+        command, input="", capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert result.returncode == 1
+    return result.stderr.strip()
+
+
+def test_the_readme_error_examples_are_what_the_program_says(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text().splitlines()
+    examples = [
+        _error_of(tmp_path, "--new", AGENT_ASSIST_COMPACTION_INTERVAL="often"),
+        _error_of(tmp_path, "--new", "--model", "nosuch:thing"),
+    ]
+    for line in examples:
+        assert f"    {line}" in readme, line

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import pexpect
 
@@ -26,17 +27,23 @@ class Screen:
         *args: str,
         cpr: bool = False,
         extra: dict[str, str] | None = None,
+        stdout_to: Path | None = None,
     ) -> None:
         """With ``cpr`` the screen answers cursor position requests, as a real terminal
-        does (prompt_toolkit then draws its bottom toolbar)."""
+        does (prompt_toolkit then draws its bottom toolbar). With ``stdout_to`` the
+        program's stdout goes to that file (stdin and stderr stay on the screen)."""
         environ = env.environ(terminal, TERM="xterm", COLUMNS="120", LINES="40")
         if not cpr:
             environ["PROMPT_TOOLKIT_NO_CPR"] = "1"
         self.cpr = cpr
         environ.update(extra or {})
+        command, argv = AGENT_ASSIST, list(args)
+        if stdout_to is not None:
+            command, argv = "/bin/sh", ["-c", 'exec "$0" "$@" > "$OUT"', AGENT_ASSIST, *args]
+            environ["OUT"] = str(stdout_to)
         self.child = pexpect.spawn(
-            AGENT_ASSIST,
-            list(args),
+            command,
+            argv,
             cwd=str(env.workspace),
             env=environ,
             dimensions=(40, 120),

@@ -229,10 +229,13 @@ def test_several_resumable_sessions_are_offered_by_number(env: Env, screens: lis
     env.terminal()
     screen = open_screen(screens, env)
     screen.expect("summary: the newer one")
-    screen.expect("answer 2-2")
+    screen.expect("(answer 2):")
     screen.expect("2) ")
     screen.expect("the older one")
     screen.expect(RESUME_PROMPT)
+    screen.expect_prompt()
+    screen.type("7\r")
+    screen.expect("Please answer y or n, or 2.")
     screen.expect_prompt()
     screen.type("2\r")
     screen.expect(f"Resumed session {older}.")
@@ -453,3 +456,20 @@ def test_a_piped_chat_loads_neither_rich_nor_prompt_toolkit(env: Env) -> None:
     )
     assert "wrote agent_spec.md" in result.stdout, result.stderr
     assert "LOADED []" in result.stderr
+
+
+def test_with_three_other_sessions_the_offer_and_the_reask_both_say_2_to_4(
+    env: Env, screens: list[Screen]
+) -> None:
+    for n in range(4):
+        tab = env.terminal()
+        assert env.run("--new", input=f"session {n}\n", terminal=tab).returncode == 0
+        tab.close()
+    env.terminal()
+    screen = open_screen(screens, env)
+    screen.expect("(answer 2-4):")
+    screen.expect("4) ")
+    screen.expect(RESUME_PROMPT)
+    screen.expect_prompt()
+    screen.type("9\r")
+    screen.expect("Please answer y or n, or 2-4.")

@@ -1,0 +1,212 @@
+"""The command line's edges as a new user meets them: over-long messages, closed pipes,
+end of input at questions, out-of-range numbers, and what deleting a session leaves."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tests.e2e.frames import RawClient, terminal_hello
+from tests.e2e.harness import AGENT_ASSIST, Env
+
+LIMIT = 200_000
+
+
+def pointers(env: Env) -> list[str]:
+    return sorted(p.name for p in env.project.glob("active_*.json"))
+
+
+@pytest.mark.parametrize("supervisor", ["running", "stopped"])
+def test_sessions_rm_removes_the_pointers_to_the_session(env: Env, supervisor: str) -> None:
+    result = env.run("--new", input="hello\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    assert len(pointers(env)) == 1
+    if supervisor == "stopped":
+        assert env.run("supervisor", "stop").returncode == 0
+    removed = env.run("sessions", "rm", session_id)
+    assert removed.returncode == 0, removed.stderr
+    assert env.session_ids() == [] and pointers(env) == []
+
+
+@pytest.mark.parametrize("supervisor", ["running", "stopped"])
+def test_sessions_prune_removes_the_pointers_to_what_it_prunes(env: Env, supervisor: str) -> None:
+    tab = env.terminal()
+    result = env.run("--new", input="hello\n", terminal=tab)
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    tab.close()  # the terminal is gone: the session is orphaned
+    path = env.settled(session_id)
+    text = path.read_text()
+    old = (datetime.now(UTC) - timedelta(days=40)).isoformat()
+    data = json.loads(text)
+    data["updated_at"] = old
+    path.write_text(json.dumps(data))
+    if supervisor == "stopped":
+        assert env.run("supervisor", "stop").returncode == 0
+    pruned = env.run("sessions", "prune", "--older-than", "30")
+    assert "Removed 1 orphaned session(s)" in pruned.stdout, pruned.stderr
+    assert env.session_ids() == [] and pointers(env) == []
+
+
+def test_an_over_long_message_is_refused_by_the_client_and_the_chat_goes_on(env: Env) -> None:
+    piped = "first turn\n" + "x" * (LIMIT + 50_000) + "\nhello after\n"
+    result = env.run("--new", input=piped, terminal=env.terminal())
+    assert 'You said: "first turn"' in result.stdout
+    assert 'You said: "hello after"' in result.stdout
+    refusals = [line for line in result.stderr.splitlines() if "200,000" in line]
+    assert len(refusals) == 1 and "250,000 characters" in refusals[0]
+    assert "in a file" in refusals[0] and "ask the assistant to read it" in refusals[0]
+    assert "went away" not in result.stderr and "lost the supervisor" not in result.stderr
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_message_over_the_frame_size_is_refused_by_the_client(env: Env) -> None:
+    control_characters = "\x01" * (LIMIT - 10)  # few characters, six bytes each on the wire
+    result = env.run("--new", input=f"{control_characters}\nhello after\n", terminal=env.terminal())
+    assert "message not sent" in result.stderr and "went away" not in result.stderr
+    assert 'You said: "hello after"' in result.stdout
+
+
+def test_the_supervisor_refuses_an_invalid_frame_and_keeps_the_connection(env: Env) -> None:
+    assert env.run("supervisor", "start").returncode == 0
+    tab = env.terminal()
+    raw = RawClient(env.runtime / "supervisor.sock")
+    raw.send(terminal_hello(tab.pid, env.workspace))
+    raw.until("welcome")
+    raw.send({"type": "open", "mode": "new", "session_id": None})
+    raw.until("opened")
+    raw.send({"type": "user_message", "text": "x" * (LIMIT + 1)})
+    (refused,) = [f for f in raw.until("error") if f["type"] == "error"]
+    assert refused["code"] == "invalid_request"
+    raw.send({"type": "user_message", "text": "still here"})
+    said = "".join(f.get("text", "") for f in raw.until("turn_end"))
+    assert 'You said: "still here"' in said
+    raw.close()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("sessions",),
+        ("sessions", "--json"),
+        ("sessions", "-w", "."),
+        ("config", "show"),
+        ("--help",),
+    ],
+)
+def test_a_closed_pipe_ends_a_command_quietly(env: Env, args: tuple[str, ...]) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # as `| head -1` does once it has its line
+    try:
+        result = subprocess.run(
+            [AGENT_ASSIST, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=env.workspace,
+            env=env.environ(),
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert result.stderr == "", "no traceback, no error line"
+    assert result.returncode == 1, "as click's commands exit on a closed pipe"
+
+
+def test_end_of_input_at_the_restore_question_restores_nothing(env: Env) -> None:
+    tab = env.terminal()
+    script = "write agent_spec.md: # v1\n/save\nwrite agent_spec.md: # v2\n"
+    first = env.run("--new", input=script, terminal=tab)
+    assert first.returncode == 0, first.stderr
+    (number,) = re.findall(r"checkpoint (\d+)", first.stdout + first.stderr)
+    (session_id,) = env.session_ids()
+    before = [m["parts"] for m in env.session(session_id)["recent_messages"]]
+    asked = env.run("--yes", input=f"/checkpoint {number}\n", terminal=tab)
+    assert "Restore files too? [y/N]" in asked.stdout + asked.stderr
+    assert "Cancelled; nothing was changed." in asked.stdout + asked.stderr
+    after_parts = [m["parts"] for m in env.session(session_id)["recent_messages"]]
+    assert after_parts == before, "the conversation stays"
+    assert (env.workspace / "agent_spec.md").read_text() == "# v2\n"
+    after = env.run("--yes", input="where are we\n", terminal=tab)
+    assert 'You said: "where are we". (turn 3' in after.stdout, after.stderr
+
+
+def test_end_of_input_at_the_resume_question_opens_nothing(env: Env) -> None:
+    tab = env.terminal()
+    assert env.run("--new", input="a first turn\n", terminal=tab).returncode == 0
+    (session_id,) = env.session_ids()
+    before = env.session(session_id)
+    result = env.run(input="", terminal=tab)
+    assert "Resume previous session? [Y/n]" in result.stderr
+    assert "Cancelled; no session was opened" in result.stderr
+    assert result.returncode == 0
+    assert env.session_ids() == [session_id] and env.session(session_id) == before
+
+
+def test_end_of_input_at_the_start_a_new_session_question_starts_none(env: Env) -> None:
+    holder = env.spawn(terminal=env.terminal())
+    holder.send("holding this session")
+    holder.expect("holding this session")
+    (session_id,) = env.session_ids()
+    result = env.run("--resume", session_id, input="", terminal=env.terminal())
+    assert "Start a new session instead? [Y/n]" in result.stderr
+    assert "Cancelled; no session was opened" in result.stderr
+    assert env.session_ids() == [session_id]
+
+
+@pytest.mark.parametrize("days", ["1e400", "nan", "inf", "-1", "-0.5", "soon", "1000001"])
+def test_a_bad_older_than_is_a_usage_error_in_one_line(env: Env, days: str) -> None:
+    result = env.run("sessions", "prune", "--older-than", days)
+    assert result.returncode == 2
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert "--older-than" in line and "number of days from 0 to 1000000" in line
+
+
+@pytest.mark.parametrize("days", ["0", "30", "2.5", "1000000"])
+def test_a_good_older_than_is_taken(env: Env, days: str) -> None:
+    result = env.run("sessions", "prune", "--older-than", days, "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "Would remove 0 orphaned session(s)" in result.stdout
+
+
+def test_a_model_whose_sdk_is_missing_is_refused_at_start(env: Env) -> None:
+    result = env.run("--new", "--model", "anthropic:claude-sonnet-4-5", input="hello\n")
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: model 'anthropic:claude-sonnet-4-5' from option --model")
+    assert "needs the anthropic package" in line and "pip install anthropic" in line
+    assert not (env.runtime / "supervisor.sock").exists(), "refused before any supervisor"
+
+
+def test_a_summary_model_whose_sdk_is_missing_is_refused_at_start(env: Env) -> None:
+    result = env.run("--new", input="hello\n", AGENT_ASSIST_SUMMARY_MODEL="groq:llama-3.3-70b")
+    assert result.returncode == 1
+    assert "needs the groq package" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_the_unknown_model_error_says_a_provider_needs_its_sdk(env: Env) -> None:
+    result = env.run("--new", "--model", "nosuch:thing", input="hello\n")
+    assert result.returncode == 1
+    assert "anthropic:claude-sonnet-4-5 (a provider needs its SDK installed" in result.stderr
+
+
+def test_an_over_long_command_line_is_refused_and_the_chat_goes_on(env: Env) -> None:
+    piped = "/checkpoint " + "9" * (5 * LIMIT) + "\nhello after\n"
+    result = env.run("--new", input=piped, terminal=env.terminal())
+    assert "Traceback" not in result.stderr
+    assert "over the limit of 200,000" in result.stderr
+    assert 'You said: "hello after"' in result.stdout
+
+
+def test_an_over_long_model_string_is_refused_at_start(env: Env) -> None:
+    result = env.run("--new", "--model", "openai-chat:" + "m" * 300, input="hello\n")
+    assert result.returncode == 1
+    assert "over 256 characters" in result.stderr and result.stderr.count("\n") == 1

@@ -1,0 +1,59 @@
+"""The terminal through a real pty at its edges: stdout redirected, over-long input,
+end of input at questions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import Env
+from tests.e2e.screen import CTRL_C, CTRL_D, UP, Screen
+
+
+@pytest.fixture
+def screens() -> Iterator[list[Screen]]:
+    opened: list[Screen] = []
+    yield opened
+    for screen in opened:
+        screen.close()
+
+
+def test_with_stdout_redirected_the_file_gets_replies_only(
+    env: Env, screens: list[Screen], tmp_path: Path
+) -> None:
+    out = tmp_path / "out.txt"
+    screen = Screen(env, env.terminal(), "--new", cpr=True, stdout_to=out)
+    screens.append(screen)
+    screen.expect("/help for commands.")
+    screen.expect(">")
+    screen.type("hello there\r")
+    screen.expect("hello there")  # echoed on the terminal
+    screen.type("/help\r")
+    screen.expect("Commands:")
+    screen.expect(">")
+    screen.type(CTRL_D)
+    assert screen.wait() == 0
+    written = out.read_text()
+    (reply,) = written.splitlines()  # the reply, and nothing else
+    assert 'You said: "hello there"' in reply and "\x1b" not in written
+
+
+def test_an_over_long_paste_is_refused_and_kept_in_the_history(
+    env: Env, screens: list[Screen]
+) -> None:
+    screen = Screen(env, env.terminal(), "--new")
+    screens.append(screen)
+    screen.expect("/help for commands.")
+    screen.expect(">")
+    long_text = "y" * 200_001
+    screen.type(f"\x1b[200~{long_text}\x1b[201~\r")  # a bracketed paste, as terminals send it
+    screen.expect("message not sent: 200,001 characters is over the limit of 200,000", 60)
+    screen.expect("Up recalls it")
+    screen.expect(">")
+    screen.type(UP)
+    screen.expect("yyyyyyyyyy")  # the refused text is back at the prompt
+    screen.type(CTRL_C)  # clears it
+    screen.type("short one\r")
+    screen.expect('You said: "short one"')
