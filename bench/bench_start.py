@@ -74,11 +74,13 @@ def supervisor_pid(runtime: Path) -> int | None:
 
 
 def alive(pid: int) -> bool:
+    """Running: not gone, and not a zombie its parent (the chat that started it, which
+    reaps it when it next connects) has yet to reap."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
         return False
-    return True
 
 
 def wait_gone(pid: int) -> None:

@@ -262,6 +262,11 @@ def connect_or_start(
     Many clients at once make one supervisor: each takes the start lock, tries
     to connect again, and only the one that still finds nothing starts it.
     """
+    for process in _spawned[:-1]:  # reap supervisors of ours that died: no zombies
+        if process.poll() is not None:
+            _spawned.remove(process)
+    if _spawned:
+        _spawned[-1].poll()  # reaped if dead; kept for ``_killed_before_listening``
     conn = try_connect(paths)
     if conn is not None:
         return conn, False
