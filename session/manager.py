@@ -437,6 +437,8 @@ class SessionManager:
     ) -> tuple[SessionState, tuple[bytes, ...]]:
         """``scrub_state``, re-scrubbing only the messages not already known to be clean
         (a writer hands the same encoded tail again at every save)."""
+        if all(map(self._clean.__contains__, encoded)):  # the usual case, checked in C
+            return scrub_state(state, self.known_secrets, messages=False), tuple(encoded)
         messages = list(state.recent_messages)
         out = list(encoded)
         for i, data in enumerate(encoded):
