@@ -24,7 +24,7 @@ import anyio
 from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from actors.base import ActorRef
+from actors.base import ActorRef, DeadActor
 from actors.messages import (
     Claim,
     ListSessions,
@@ -79,6 +79,7 @@ class ProtocolMisuse(Exception):
 
 
 def error_for(exc: BaseException) -> tuple[str, str]:
+    """The error frame's code and line for a failed request (front door and server)."""
     if isinstance(exc, ProtocolMisuse):
         return ErrorCode.INVALID_REQUEST, str(exc)
     if isinstance(exc, SessionLive):
@@ -91,6 +92,8 @@ def error_for(exc: BaseException) -> tuple[str, str]:
         return ErrorCode.INVALID_REQUEST, str(exc)
     if isinstance(exc, TimeoutError):
         return ErrorCode.BUSY, "the supervisor did not answer in time"
+    if isinstance(exc, DeadActor):
+        return ErrorCode.BUSY, "the supervisor is restarting a component; try again"
     if isinstance(exc, OSError):
         where = f" ({exc.filename})" if exc.filename else ""
         return ErrorCode.INTERNAL, f"{exc.strerror or exc}{where}"

@@ -22,7 +22,7 @@ from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from actors.base import ActorRef, DeadActor
+from actors.base import ActorRef
 from actors.compaction import OFFLINE
 from actors.messages import (
     AskUser,
@@ -54,7 +54,7 @@ from actors.terminal import TerminalConfig
 from session.catalog import SessionListing
 from session.checkpoints import listing_lines
 from session.compaction import context_budget
-from session.errors import SessionError, SessionFileError, SessionLive
+from session.errors import SessionError
 from session.lifecycle import PersistPolicy
 from session.manager import CheckpointListing
 from session.models import is_session_id
@@ -62,7 +62,7 @@ from session.paths import sessions_dir
 from session.processes import process_start_time
 from supervisor import accept
 from supervisor import protocol as p
-from supervisor.front import Opening, ProtocolMisuse
+from supervisor.front import Opening, ProtocolMisuse, error_for
 from supervisor.greeting import Hangup, next_frame, read_frame, read_hello, refuse, send
 from supervisor.registry import Registry, TerminalBusy
 from supervisor.welcome import welcome
@@ -176,28 +176,6 @@ def _merge_text(batch: list[TerminalOutput]) -> list[TerminalOutput]:
         else:
             merged.append(output)
     return merged
-
-
-def _error_for(exc: BaseException) -> tuple[str, str]:
-    if isinstance(exc, ProtocolMisuse):
-        return ErrorCode.INVALID_REQUEST, str(exc)
-    if isinstance(exc, SessionLive):
-        return ErrorCode.SESSION_LIVE, str(exc)
-    if isinstance(exc, FileNotFoundError):
-        return ErrorCode.NOT_FOUND, "no such session"
-    if isinstance(exc, SessionFileError):
-        return ErrorCode.SESSION_FILE, f"{exc.severity}: {exc}"
-    if isinstance(exc, SessionError):
-        return ErrorCode.INVALID_REQUEST, str(exc)
-    if isinstance(exc, TimeoutError):
-        return ErrorCode.BUSY, "the supervisor did not answer in time"
-    if isinstance(exc, DeadActor):
-        return ErrorCode.BUSY, "the supervisor is restarting a component; try again"
-    if isinstance(exc, OSError):
-        where = f" ({exc.filename})" if exc.filename else ""
-        return ErrorCode.INTERNAL, f"{exc.strerror or exc}{where}"
-    log.error("internal error", exc_info=exc)
-    return ErrorCode.INTERNAL, "internal error in the supervisor (details in supervisor.log)"
 
 
 class Server:
@@ -329,7 +307,7 @@ class Server:
                     pass  # the terminal went away (before its welcome, say): not an error
                 except Exception as exc:
                     log.warning("terminal %d: connection ended: %r", terminal_pid, exc)
-                    code, message = _error_for(exc)
+                    code, message = error_for(exc)
                     with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                         await handler_out.send(Failure(code, message, fatal=True))
                 finally:
@@ -347,7 +325,7 @@ class Server:
         try:
             await ref.ask(OpenSession(opening.mode, opening.session_id), OPEN_TIMEOUT_S)
         except Exception as exc:
-            code, message = _error_for(exc)
+            code, message = error_for(exc)
             await out.send(Failure(code, message))
 
     async def _pump(
@@ -408,7 +386,7 @@ class Server:
                     try:
                         await ref.ask(OpenSession(mode, session_id), OPEN_TIMEOUT_S)
                     except Exception as exc:
-                        code, message = _error_for(exc)
+                        code, message = error_for(exc)
                         await out.send(Failure(code, message))
                 case p.UserMessage(text=text, id=message_id):
                     await ref.tell(UserTurn(text, message_id))
@@ -436,7 +414,7 @@ class Server:
             try:
                 data = await self._answer(frame)
             except Exception as exc:
-                code, message = _error_for(exc)
+                code, message = error_for(exc)
                 await send(stream, p.ErrorFrame(code=code, message=message))
                 continue
             await send(stream, p.Result(data=data))
