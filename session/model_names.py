@@ -7,55 +7,6 @@ from typing import Final
 OFFLINE: Final = "offline"
 MAX_MODEL_CHARS: Final = 256  # as the protocol's hello accepts
 
-# The provider prefixes pydantic-ai 2.x resolves (``infer_provider_class``), plus its
-# ``gateway/<provider>`` form; kept here so the terminal can check a model string in
-# microseconds instead of importing pydantic-ai (600 ms).
-KNOWN_PROVIDERS: Final = frozenset(
-    {
-        "alibaba",
-        "anthropic",
-        "azure",
-        "azure-responses",
-        "bedrock",
-        "bedrock-mantle",
-        "cerebras",
-        "cohere",
-        "crusoe",
-        "deepseek",
-        "fireworks",
-        "github",
-        "github-copilot",
-        "google",
-        "google-cloud",
-        "google-decisions",
-        "groq",
-        "heroku",
-        "huggingface",
-        "litellm",
-        "meta",
-        "mistral",
-        "moonshotai",
-        "nebius",
-        "ollama",
-        "openai",
-        "openai-chat",
-        "openai-chatgpt",
-        "openai-codex",
-        "openai-decisions",
-        "openai-responses",
-        "openrouter",
-        "ovhcloud",
-        "sambanova",
-        "snowflake",
-        "system-one",
-        "together",
-        "typesafe",
-        "vercel",
-        "vllm",
-        "xai",
-        "zai",
-    }
-)
 # Strings pydantic-ai accepts without a provider prefix.
 BARE_NAMES: Final = frozenset({OFFLINE, "test"})
 
@@ -112,6 +63,17 @@ PROVIDER_SDKS: Final[dict[str, tuple[str, str]]] = {
     "huggingface": ("huggingface_hub", "huggingface_hub"),
     "mistral": ("mistralai", "mistralai"),
     "xai": ("xai_sdk", "xai-sdk"),
+}
+
+# The provider prefixes pydantic-ai 2.x resolves (``infer_provider_class``), plus its
+# ``gateway/<provider>`` form; kept here so the terminal can check a model string in
+# microseconds instead of importing pydantic-ai (600 ms). Those whose SDK is not known
+# here are found at the first turn.
+KNOWN_PROVIDERS: Final = frozenset(PROVIDER_SDKS) | {
+    "bedrock-mantle",
+    "google-decisions",
+    "system-one",
+    "typesafe",
 }
 
 
