@@ -57,3 +57,16 @@ def terminal_hello(terminal_pid: int, workspace: Path, model: str | None = None)
 
 def control_hello() -> Frame:
     return {"type": "hello", "protocol": PROTOCOL_VERSION, "role": "control", "client_pid": 1}
+
+
+def open_terminal(
+    socket_path: Path, terminal_pid: int, workspace: Path, session_id: str | None = None
+) -> tuple[RawClient, Frame]:
+    """A terminal connection that said hello and opened a session: a new one, or
+    ``session_id`` resumed; with the ``opened`` frame."""
+    client = RawClient(socket_path)
+    client.send(terminal_hello(terminal_pid, workspace))
+    client.until("welcome")
+    mode = "new" if session_id is None else "resume"
+    client.send({"type": "open", "mode": mode, "session_id": session_id})
+    return client, client.until("opened")[-1]

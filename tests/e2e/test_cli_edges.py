@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.e2e.frames import RawClient, terminal_hello
+from tests.e2e.frames import open_terminal
 from tests.e2e.harness import AGENT_ASSIST, Env
 
 LIMIT = 200_000
@@ -76,11 +76,7 @@ def test_a_message_over_the_frame_size_is_refused_by_the_client(env: Env) -> Non
 def test_the_supervisor_refuses_an_invalid_frame_and_keeps_the_connection(env: Env) -> None:
     assert env.run("supervisor", "start").returncode == 0
     tab = env.terminal()
-    raw = RawClient(env.runtime / "supervisor.sock")
-    raw.send(terminal_hello(tab.pid, env.workspace))
-    raw.until("welcome")
-    raw.send({"type": "open", "mode": "new", "session_id": None})
-    raw.until("opened")
+    raw, _ = open_terminal(env.runtime / "supervisor.sock", tab.pid, env.workspace)
     raw.send({"type": "user_message", "text": "x" * (LIMIT + 1)})
     (refused,) = [f for f in raw.until("error") if f["type"] == "error"]
     assert refused["code"] == "invalid_request"

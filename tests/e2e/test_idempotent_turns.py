@@ -6,7 +6,7 @@ import os
 import signal
 
 from session.processes import process_alive
-from tests.e2e.frames import RawClient, terminal_hello
+from tests.e2e.frames import open_terminal
 from tests.e2e.harness import Env, wait_for
 
 
@@ -27,11 +27,8 @@ def test_a_retry_after_a_supervisor_crash_is_answered_from_what_was_saved(env: E
     assert env.run("supervisor", "start").returncode == 0
     tab = env.terminal()
     socket_path = env.runtime / "supervisor.sock"
-    client = RawClient(socket_path)
-    client.send(terminal_hello(tab.pid, env.workspace))
-    client.until("welcome")
-    client.send({"type": "open", "mode": "new"})
-    session_id = client.until("opened")[-1]["session_id"]
+    client, opened = open_terminal(socket_path, tab.pid, env.workspace)
+    session_id = opened["session_id"]
     message = {"type": "user_message", "text": "decide use a queue", "id": "m-0001"}
     client.send(message)
     first = client.until("turn_end")
@@ -45,11 +42,7 @@ def test_a_retry_after_a_supervisor_crash_is_answered_from_what_was_saved(env: E
     client.close()
     assert env.run("supervisor", "start").returncode == 0
 
-    again = RawClient(socket_path)
-    again.send(terminal_hello(tab.pid, env.workspace))
-    again.until("welcome")
-    again.send({"type": "open", "mode": "resume", "session_id": session_id})
-    again.until("opened")
+    again, _ = open_terminal(socket_path, tab.pid, env.workspace, session_id)
     again.send(message)
     retry = again.until("turn_end")
     assert retry[-1]["status"] == "ok"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.e2e.frames import RawClient, terminal_hello
+from tests.e2e.frames import open_terminal
 from tests.e2e.harness import Env
 
 
@@ -10,11 +10,7 @@ def test_the_phase_the_assistant_sets_is_saved_and_comes_back_on_resume(env: Env
     assert env.run("supervisor", "start").returncode == 0
     tab = env.terminal()
     socket_path = env.runtime / "supervisor.sock"
-    client = RawClient(socket_path)
-    client.send(terminal_hello(tab.pid, env.workspace))
-    client.until("welcome")
-    client.send({"type": "open", "mode": "new"})
-    opened = client.until("opened")[-1]
+    client, opened = open_terminal(socket_path, tab.pid, env.workspace)
     assert opened.get("phase") is None  # a new session has no phase yet
     session_id = opened["session_id"]
     client.send({"type": "user_message", "text": "phase code"})  # the offline model's set_phase
@@ -27,21 +23,14 @@ def test_the_phase_the_assistant_sets_is_saved_and_comes_back_on_resume(env: Env
     client.until("closed")
     client.close()
 
-    again = RawClient(socket_path)
-    again.send(terminal_hello(tab.pid, env.workspace))
-    again.until("welcome")
-    again.send({"type": "open", "mode": "resume", "session_id": session_id})
-    assert again.until("opened")[-1]["phase"] == "code"
+    again, reopened = open_terminal(socket_path, tab.pid, env.workspace, session_id)
+    assert reopened["phase"] == "code"
     again.close()
 
 
 def test_a_restore_brings_back_the_phase_of_its_checkpoint(env: Env) -> None:
     assert env.run("supervisor", "start").returncode == 0
-    client = RawClient(env.runtime / "supervisor.sock")
-    client.send(terminal_hello(env.terminal().pid, env.workspace))
-    client.until("welcome")
-    client.send({"type": "open", "mode": "new"})
-    client.until("opened")
+    client, _ = open_terminal(env.runtime / "supervisor.sock", env.terminal().pid, env.workspace)
     client.send({"type": "user_message", "text": "phase code"})
     client.until("turn_end")
     client.send({"type": "command", "name": "save", "arg": None})  # checkpoint 1: code
