@@ -134,7 +134,15 @@ def _normalize(lines: list[str], pid: int) -> str:
     for n, session_id in enumerate(dict.fromkeys(re.findall(r"\b[0-9a-f]{12}\b", text))):
         text = text.replace(session_id, SESSION_IDS[n % len(SESSION_IDS)])
     text = TIMESTAMP.sub("2026-03-31 14:22 UTC", text)
-    return re.sub(rf"\b{pid}\b", lambda m: "4242".ljust(len(m[0])), text)
+
+    # In a table (two spaces or more after it) the stand-in takes the pid's place and its
+    # padding, so the columns do not move with the real pid's digits (3 to 7); in prose
+    # it takes the pid's place only.
+    def stand_in(match: re.Match[str]) -> str:
+        padded = len(match[1]) >= 2
+        return "4242".ljust(len(match[0])) if padded else "4242" + match[1]
+
+    return re.sub(rf"\b{pid}\b( *)", stand_in, text)
 
 
 @contextmanager

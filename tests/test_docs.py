@@ -71,3 +71,12 @@ def test_the_readme_error_examples_are_what_the_program_says(tmp_path: Path) -> 
     ]
     for line in examples:
         assert f"    {line}" in readme, line
+
+
+def test_the_tours_pid_stand_in_keeps_table_columns_whatever_the_pids_digits() -> None:
+    """Found in CI: a 3-digit shell pid widened the sessions table by one column."""
+    normalize = _tour_module()._normalize
+    expected = "1a2b3c4d5e6f  idle   4242      2026-03-31 14:22 UTC\nterminal 4242 here"
+    for pid in (684, 4242, 16459, 104242, 4194301):
+        row = f"1a2b3c4d5e6f  idle   {str(pid).ljust(8)}  2026-03-31 14:22 UTC"
+        assert normalize([row, f"terminal {pid} here"], pid) == expected
