@@ -139,6 +139,7 @@ def test_end_of_input_at_the_resume_question_opens_nothing(env: Env) -> None:
     tab = env.terminal()
     assert env.run("--new", input="a first turn\n", terminal=tab).returncode == 0
     (session_id,) = env.session_ids()
+    env.settled(session_id)  # the summary written after the first run left lands first
     before = env.session(session_id)
     result = env.run(input="", terminal=tab)
     assert "Resume previous session? [Y/n]" in result.stderr

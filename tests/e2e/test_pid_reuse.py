@@ -199,12 +199,14 @@ def test_supervisor_stop_does_not_wait_for_a_stranger_that_took_the_stopped_pid(
     env: Env,
 ) -> None:
     stopped = env.terminal()  # stands for the supervisor that exits once told to stop
+    spawned = time.monotonic()  # it started before this
     pid = stopped.pid
     started = process_start_time(pid)
     assert started is not None
     # Start times are told apart to a tick or so (session/processes.py): like any supervisor,
-    # this one has lived longer than that before it stops.
-    wait_for(lambda: time.time() - started > 0.2, what="the process to age")
+    # this one has lived longer than that before it stops. (Its computed start time cannot
+    # tell its age: the boot time it is counted from is given in whole seconds.)
+    wait_for(lambda: time.monotonic() - spawned > 0.2, what="the process to age")
     stopped.close()
     kill_and_reap(pid)
     impostor = stranger(pid)

@@ -160,6 +160,7 @@ def _saved_session(env: Env) -> str:
     result = env.run("--new", input="a first turn\n", terminal=env.terminal())
     assert result.returncode == 0, result.stderr
     (session_id,) = env.session_ids()
+    env.settled(session_id)  # the summary written after the run left lands first
     return session_id
 
 
