@@ -81,8 +81,33 @@ def secrets_from_environment(environ: Mapping[str, str] | None = None) -> tuple[
     return tuple(sorted(found, key=len, reverse=True))
 
 
+CLEAN_MEMO_TEXTS = 8192
+CLEAN_MEMO_MAX_CHARS = 1024
+_clean_memo: dict[tuple[str, ...], set[str]] = {}
+"""Short texts already found clean, per tuple of known secrets: the same summary,
+decisions and manifest are scrubbed again at every save (scrubbing is pure, so a
+memo of its no-op results is safe; it is emptied when full)."""
+
+
 def scrub_text(text: str, known_secrets: Iterable[str] = ()) -> str:
     """``text`` with known secret values and credential-looking strings replaced."""
+    if len(text) > CLEAN_MEMO_MAX_CHARS:
+        return _scrub_text(text, known_secrets)
+    secrets = known_secrets if isinstance(known_secrets, tuple) else tuple(known_secrets)
+    memo = _clean_memo.get(secrets)
+    if memo is not None and text in memo:
+        return text
+    scrubbed = _scrub_text(text, secrets)
+    if scrubbed == text:
+        if memo is None or len(memo) >= CLEAN_MEMO_TEXTS:
+            if len(_clean_memo) >= 16:  # a few tuples of secrets exist in one process
+                _clean_memo.clear()
+            memo = _clean_memo[secrets] = set()
+        memo.add(text)
+    return scrubbed
+
+
+def _scrub_text(text: str, known_secrets: Iterable[str]) -> str:
     for secret in known_secrets:
         if secret and secret in text:
             text = text.replace(secret, REDACTED)
