@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before py
         Reason,
     )
     from session.compaction import EventCompaction, Window
+    from session.encoded import EncodedMessages
     from session.manager import CheckpointListing, RestoredFiles  # noqa: F401 (in Ask["..."])
 
 
@@ -32,8 +33,8 @@ class SaveSession(Ask["Path"]):
     project: Path
     state: SessionState
     writer: int
-    encoded_messages: tuple[bytes, ...] | None = None
-    """``state.recent_messages`` already encoded, if the writer has them."""
+    encoded: EncodedMessages | None = None
+    """``state.recent_messages`` already scrubbed and encoded, if the writer has them."""
     token: int | None = None
     """The writing actor's own id (see ``Claim``): a terminal actor that has left cannot
     overwrite the session a newer actor of the same terminal pid claimed since."""

@@ -45,7 +45,7 @@ def median_save_ms(manager: SessionManager, effect: WriteSession, repeat: int) -
     samples = []
     for _ in range(repeat):
         start = time.perf_counter()
-        manager.save(effect.state, effect.encoded_messages)
+        manager.save(effect.state, effect.encoded)
         samples.append(time.perf_counter() - start)
     return statistics.median(samples) * 1000
 
@@ -67,7 +67,7 @@ def session_saves(turns: int, directory: Path) -> dict[int, WriteSession]:
         )
         lc = transition.lifecycle
         (saves[index],) = [e for e in transition.effects if isinstance(e, WriteSession)]
-        manager.save(saves[index].state, saves[index].encoded_messages)
+        manager.save(saves[index].state, saves[index].encoded)
         window = lc.compaction_due()
         if window is not None:
             lc = lc.begin_compaction(window)

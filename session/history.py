@@ -53,7 +53,13 @@ def count_turns(messages: Sequence[ModelMessage]) -> int:
 def dump_messages(
     messages: Sequence[ModelMessage], known_secrets: Iterable[str] = ()
 ) -> list[JsonDict]:
-    """JSON-ready, credential-scrubbed form of ``messages`` for the session file.
+    """JSON-ready, credential-scrubbed form of ``messages`` for the session file."""
+    scrubbed: list[JsonDict] = scrub_json(plain_messages(messages), known_secrets)
+    return scrubbed
+
+
+def plain_messages(messages: Sequence[ModelMessage]) -> list[JsonDict]:
+    """JSON-ready form of ``messages``, not yet scrubbed (``EncodedMessages.scrub`` does).
 
     The instructions each request recorded are dropped: they are recomputed on
     every run, and keeping them would persist old resume contexts.
@@ -62,9 +68,8 @@ def dump_messages(
         dataclasses.replace(m, instructions=None) if isinstance(m, ModelRequest) else m
         for m in messages
     ]
-    raw = ModelMessagesTypeAdapter.dump_python(bare, mode="json")
-    scrubbed: list[JsonDict] = scrub_json(raw, known_secrets)
-    return scrubbed
+    raw: list[JsonDict] = ModelMessagesTypeAdapter.dump_python(bare, mode="json")
+    return raw
 
 
 def warm_up() -> None:

@@ -52,7 +52,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-import orjson
 from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from session.compaction import Event as CompactionEvent
@@ -70,19 +69,20 @@ from session.compaction import (
     sliding_window,
     token_window,
 )
+from session.encoded import EncodedMessages
 from session.errors import IllegalTransition
 from session.filesystem import FileDrift
 from session.history import (
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_TURNS,
-    dump_messages,
     load_messages,
     message_chars,
+    plain_messages,
     recent_start,
     reconstruct_history,
     turn_starts,
 )
-from session.models import JsonDict, SessionState, WorkPhase
+from session.models import SessionState, WorkPhase
 from session.redaction import scrub_text
 from session.resume import build_resume_context
 
@@ -137,8 +137,8 @@ TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
 @dataclass(frozen=True)
 class WriteSession:
     state: SessionState
-    encoded_messages: tuple[bytes, ...] | None = None
-    """``state.recent_messages`` already encoded, message by message (or None)."""
+    encoded: EncodedMessages | None = None
+    """``state.recent_messages`` already scrubbed and encoded (or None)."""
 
 
 @dataclass(frozen=True)
@@ -185,10 +185,8 @@ class SessionLifecycle:
     phase: Phase = Phase.UNSTARTED
     state: SessionState | None = None
     history: tuple[ModelMessage, ...] = ()
-    history_json: tuple[JsonDict, ...] = ()
-    """``history`` dumped and scrubbed, message by message, once each."""
-    history_encoded: tuple[bytes, ...] = ()
-    """``history_json`` encoded, so that a save encodes only the new messages."""
+    history_encoded: EncodedMessages = EncodedMessages()
+    """``history`` in the session file's form: dumped, scrubbed and encoded once each."""
     tail_start: int = 0
     """Where the recent whole turns within the policy's budgets start in ``history``:
     what the next request sends and what a save keeps (kept by ``_move``)."""
@@ -302,12 +300,13 @@ class SessionLifecycle:
     ) -> WriteSession:
         """The session file to write now: the recent tail, scrubbed and already encoded,
         and the fresh manifest."""
+        tail = self.history_encoded[self.tail_start :]
         state = self._require_state().model_copy(
             update={
                 "updated_at": now,
                 "file_manifest": dict(manifest),
                 "agent_spec_path": agent_spec_path,
-                "recent_messages": self.history_json[self.tail_start :],
+                "recent_messages": tail.json,
                 "compacted_history_summary": (
                     scrub_text(render_compaction(self.compaction), self.policy.known_secrets)
                     if self.compaction
@@ -315,14 +314,12 @@ class SessionLifecycle:
                 ),
             }
         )
-        return WriteSession(state, self.history_encoded[self.tail_start :])
+        return WriteSession(state, tail)
 
-    def _dump(
-        self, messages: Sequence[ModelMessage]
-    ) -> tuple[tuple[JsonDict, ...], tuple[bytes, ...]]:
-        """The ``history_json`` and ``history_encoded`` entries of ``messages``."""
-        dumped = tuple(dump_messages(messages, self.policy.known_secrets))
-        return dumped, tuple(orjson.dumps(message) for message in dumped)
+    def _dump(self, messages: Sequence[ModelMessage]) -> EncodedMessages:
+        """The ``history_encoded`` entries of ``messages``."""
+        secrets = self.policy.known_secrets
+        return EncodedMessages.scrub(plain_messages(messages), secrets)
 
     # -- transitions ------------------------------------------------------
 
@@ -332,8 +329,7 @@ class SessionLifecycle:
             Event.START,
             state=state,
             history=(),
-            history_json=(),
-            history_encoded=(),
+            history_encoded=EncodedMessages(),
             resume_context="",
             saved=False,
             **self._fresh_compaction(None, 1),
@@ -344,7 +340,7 @@ class SessionLifecycle:
         loaded = load_messages(stored.recent_messages)
         max_turns, max_chars = self._tail_limits()
         history = tuple(reconstruct_history(loaded, max_turns=max_turns, max_chars=max_chars))
-        history_json, history_encoded = self._dump(history)
+        history_encoded = self._dump(history)
         compaction = parse_compaction(stored.compacted_history_summary)
         dropped = len(turn_starts(loaded)) - len(turn_starts(history))
         first = (compaction.end_invocation if compaction else 0) + 1 + max(0, dropped)
@@ -352,7 +348,6 @@ class SessionLifecycle:
             Event.RESUME,
             state=stored,
             history=history,
-            history_json=history_json,
             history_encoded=history_encoded,
             resume_context=build_resume_context(stored, drift),
             saved=True,
@@ -390,9 +385,7 @@ class SessionLifecycle:
         fresh = (d.strip() for d in decisions if d.strip())
         merged = tuple(dict.fromkeys([*state.decisions, *fresh]))
         history = (*self.history, *new_messages)
-        new_json, new_encoded = self._dump(new_messages)
-        history_json = (*self.history_json, *new_json)
-        history_encoded = (*self.history_encoded, *new_encoded)
+        history_encoded = self.history_encoded + self._dump(new_messages)
         keep = self._memory_start(history)
         last_reply = next(
             (m for m in reversed(new_messages) if not isinstance(m, ModelRequest)), None
@@ -406,7 +399,6 @@ class SessionLifecycle:
             Event.TURN,
             state=state.model_copy(update={"decisions": merged, "phase": phase or state.phase}),
             history=history[keep:],
-            history_json=history_json[keep:],
             history_encoded=history_encoded[keep:],
             first_invocation=self.first_invocation + len(turn_starts(history[:keep])),
             session_deleted=False,
@@ -430,8 +422,7 @@ class SessionLifecycle:
             Event.RESET,
             state=SessionState.new(now, session_id),
             history=(),
-            history_json=(),
-            history_encoded=(),
+            history_encoded=EncodedMessages(),
             resume_context="",
             session_deleted=True,
             saved=False,
@@ -471,7 +462,6 @@ class SessionLifecycle:
             Event.COMPACTED,
             state=state.model_copy(update={"decisions": decisions}),
             history=self.history[cut:],
-            history_json=self.history_json[cut:],
             history_encoded=self.history_encoded[cut:],
             first_invocation=self.first_invocation + skip,
             compaction=compaction,

@@ -33,6 +33,7 @@ from session.checkpoints import (
     number_of,
     unknown_number,
 )
+from session.encoded import EncodedMessages
 from session.errors import (
     CheckpointCapExceeded,
     CheckpointError,
@@ -61,12 +62,12 @@ from session.models import (
 from session.redaction import scrub_json, scrub_mapping_keys, scrub_text
 
 MAX_SESSION_BYTES = 32 * 1024 * 1024
+IOV_MAX = max(16, os.sysconf("SC_IOV_MAX"))
+"""Buffers one ``writev`` takes (1024 on Linux)."""
 MAX_MESSAGE_DEPTH = 200
 """How deeply a saved message may nest (a tool call's arguments nest within it). Deeper
 is valid JSON that the serializers (orjson, pydantic: about 255 levels) cannot write
 back, so such a file is refused by name, untouched, instead of failing later."""
-CLEAN_MESSAGES_KEPT = 4096
-"""Encoded messages a manager remembers as already scrubbed (so a save re-scrubs only new ones)."""
 MAX_POINTER_BYTES = 4096
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -130,8 +131,9 @@ def clear_stale_temp(tmp: Path) -> None:
         tmp.unlink()
 
 
-def atomic_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
-    """Durably replace ``path`` with ``data``; a crash leaves the old or the new file, whole.
+def atomic_write(path: Path, data: bytes | Sequence[bytes], *, sync_dir: bool = True) -> None:
+    """Durably replace ``path`` with ``data`` (bytes, or buffers written one after the
+    other); a crash leaves the old or the new file, whole.
 
     Each file has a single writer (the StorageActor), so the fixed temp name
     never races. Raises FileNotFoundError when the directory is missing.
@@ -150,7 +152,7 @@ _STALE_TEMP_ERRNOS = (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EWOULDBLOCK)
 def _replace_durably(
     path: Path,
     tmp: Path,
-    data: bytes,
+    data: bytes | Sequence[bytes],
     flags: int,
     mode: int | None,
     sync_dir: bool,
@@ -173,10 +175,8 @@ def _replace_durably(
             raise OSError(errno.EINVAL, "stale temp is not a regular file", str(tmp))
         if mode is not None:
             os.fchmod(fd, mode)  # a stale temp file keeps its old mode otherwise
-        view = memoryview(data)
         inject("write", path)
-        while view:
-            view = view[os.write(fd, view) :]
+        _write_all(fd, [data] if isinstance(data, bytes) else data)
         inject("fsync", path)
         os.fsync(fd)
         os.close(fd)
@@ -193,6 +193,23 @@ def _replace_durably(
     if sync_dir:
         inject("dirsync", path)
         _fsync_dir(path.parent)
+
+
+def _write_all(fd: int, parts: Sequence[bytes]) -> None:
+    """Write ``parts`` one after the other with ``writev``, resuming after short writes."""
+    pending = [memoryview(part) for part in parts if part]
+    at = 0
+    while at < len(pending):
+        written = os.writev(fd, pending[at : at + IOV_MAX])
+        if not written:
+            raise OSError(errno.EIO, "the file took no bytes")
+        while written:
+            if written >= len(pending[at]):
+                written -= len(pending[at])
+                at += 1
+            else:
+                pending[at] = pending[at][written:]
+                written = 0
 
 
 def replace_workspace_file(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
@@ -215,7 +232,7 @@ def replace_workspace_file(path: Path, data: bytes, *, sync_dir: bool = True) ->
     _replace_durably(path, tmp, data, flags, mode, sync_dir)
 
 
-def _write_creating_directories(path: Path, data: bytes) -> None:
+def _write_creating_directories(path: Path, data: bytes | Sequence[bytes]) -> None:
     """``atomic_write``, creating the private directories first if they are missing."""
     try:
         atomic_write(path, data)
@@ -289,33 +306,35 @@ def nests_deeper_than(value: object, limit: int) -> bool:
     return False
 
 
-def encode_state(state: SessionState, encoded_messages: Sequence[bytes] | None = None) -> bytes:
-    """The session file's bytes, fields in schema order.
+def encode_state(state: SessionState, encoded: EncodedMessages | None = None) -> bytes:
+    """The session file's bytes, fields in schema order (see ``state_parts``)."""
+    return b"".join(state_parts(state, encoded))
+
+
+def state_parts(state: SessionState, encoded: EncodedMessages | None = None) -> list[bytes]:
+    """The session file's bytes as buffers to write one after the other.
 
     ``recent_messages`` is already plain JSON data, so it goes to orjson directly
-    instead of through pydantic's slow inference of ``Any``. ``encoded_messages``,
-    when given, are those messages already encoded one by one (``orjson.dumps`` of
-    each): they are spliced in as they are, so a save encodes only the rest.
+    instead of through pydantic's slow inference of ``Any``. ``encoded``, when
+    given, holds those messages already encoded: its chunks are spliced in as they
+    are, so the file costs the encoding of its other fields only.
     """
     fields = state.model_dump(mode="json", exclude={"recent_messages"})
     ordered = {name: fields.get(name) for name in SessionState.model_fields}
-    if encoded_messages is None:
+    if encoded is None:
         ordered["recent_messages"] = state.recent_messages
-        return orjson.dumps(ordered)
-    if len(encoded_messages) != len(state.recent_messages):
-        raise ValueError("encoded_messages must be the state's recent_messages, encoded")
+        return [orjson.dumps(ordered)]
+    if len(encoded) != len(state.recent_messages):
+        raise ValueError("encoded messages must be the state's recent_messages, encoded")
     names = list(ordered)
     split = names.index("recent_messages")
     before = orjson.dumps({name: ordered[name] for name in names[:split]})
     after = orjson.dumps({name: ordered[name] for name in names[split + 1 :]})
-    return b"".join(  # two copies of the messages' bytes in all, not four
-        (
-            before[:-1] + b"," if len(before) > 2 else b"{",
-            b'"recent_messages":[',
-            b",".join(encoded_messages),
-            b"]," + after[1:] if len(after) > 2 else b"]}",
-        )
-    )
+    return [
+        before[:-1] + b',"recent_messages":[' if len(before) > 2 else b'{"recent_messages":[',
+        *encoded.parts(),
+        b"]," + after[1:] if len(after) > 2 else b"]}",
+    ]
 
 
 def scrub_state(
@@ -389,7 +408,7 @@ class SessionManager:
         self.known_secrets = known_secrets
         """Every text written or read through this manager is scrubbed of these values
         and of credential-looking strings: the one choke point of persisted and listed text."""
-        self._clean: dict[bytes, None] = {}
+        self._secret_set = frozenset(known_secrets)
         """A read-only manager reports corrupt files without moving them aside."""
         self._headers: dict[str, tuple[FileIdentity, SessionHeader]] = {}
         """Headers already read, with the identity of the file they came from."""
@@ -420,39 +439,23 @@ class SessionManager:
     def exists(self, session_id: str) -> bool:
         return self.session_path(session_id).exists()
 
-    def save(self, state: SessionState, encoded_messages: Sequence[bytes] | None = None) -> Path:
-        """Write ``state`` durably, scrubbed (see ``encode_state`` for ``encoded_messages``)."""
+    def save(self, state: SessionState, encoded: EncodedMessages | None = None) -> Path:
+        """Write ``state`` durably, scrubbed. ``encoded`` (see ``state_parts``) is used
+        when it holds the state's messages scrubbed of every value this manager scrubs;
+        otherwise every message is scrubbed and encoded again."""
         path = self.session_path(state.session_id)
         self.check_directory()
         self._headers.pop(state.session_id, None)
-        if encoded_messages is None or len(encoded_messages) != len(state.recent_messages):
-            state, encoded_messages = scrub_state(state, self.known_secrets), None
+        if (
+            encoded is None
+            or len(encoded) != len(state.recent_messages)
+            or not self._secret_set <= encoded.known_secrets
+        ):
+            state, encoded = scrub_state(state, self.known_secrets), None
         else:
-            state, encoded_messages = self._scrubbed(state, encoded_messages)
-        _write_creating_directories(path, encode_state(state, encoded_messages))
+            state = scrub_state(state, self.known_secrets, messages=False)
+        _write_creating_directories(path, state_parts(state, encoded))
         return path
-
-    def _scrubbed(
-        self, state: SessionState, encoded: Sequence[bytes]
-    ) -> tuple[SessionState, tuple[bytes, ...]]:
-        """``scrub_state``, re-scrubbing only the messages not already known to be clean
-        (a writer hands the same encoded tail again at every save)."""
-        if all(map(self._clean.__contains__, encoded)):  # the usual case, checked in C
-            return scrub_state(state, self.known_secrets, messages=False), tuple(encoded)
-        messages = list(state.recent_messages)
-        out = list(encoded)
-        for i, data in enumerate(encoded):
-            if data in self._clean:
-                continue
-            cleaned = scrub_json(messages[i], self.known_secrets)
-            if cleaned != messages[i]:
-                messages[i] = cleaned
-                out[i] = orjson.dumps(cleaned)
-            if len(self._clean) >= CLEAN_MESSAGES_KEPT:
-                self._clean.pop(next(iter(self._clean)))
-            self._clean[out[i]] = None
-        state = scrub_state(state, self.known_secrets, messages=False)
-        return state.model_copy(update={"recent_messages": tuple(messages)}), tuple(out)
 
     def load(self, session_id: str) -> SessionState:
         """Load and migrate one session.

@@ -275,9 +275,10 @@ def test_the_in_memory_history_is_bounded_and_stays_aligned() -> None:
     for index in range(10):
         current = complete(current, index).lifecycle
     assert list(current.history) == turn(7) + turn(8) + turn(9)
-    assert len(current.history_json) == len(current.history)
-    assert load_messages(current.history_json) == list(current.history)
-    assert [orjson.loads(m) for m in current.history_encoded] == list(current.history_json)
+    encoded = current.history_encoded
+    assert len(encoded) == len(current.history)
+    assert load_messages(encoded.json) == list(current.history)
+    assert orjson.loads(b"[" + encoded.joined() + b"]") == list(encoded.json)
 
 
 def test_every_write_carries_its_messages_already_encoded() -> None:
@@ -291,8 +292,8 @@ def test_every_write_carries_its_messages_already_encoded() -> None:
         lc.write(T1, {}, None),
     ]
     for write in writes:
-        assert isinstance(write, WriteSession) and write.encoded_messages is not None
-        assert [orjson.loads(m) for m in write.encoded_messages] == list(
+        assert isinstance(write, WriteSession) and write.encoded is not None
+        assert orjson.loads(b"[" + write.encoded.joined() + b"]") == list(
             write.state.recent_messages
         )
 
@@ -348,3 +349,13 @@ def test_restore_brings_the_compaction_state_of_the_checkpoint_and_drops_a_later
     assert forward.compaction is not None and forward.compaction.end_invocation == 4
     stored_turns = count_turns(load_messages(STORED.recent_messages))
     assert forward.invocations == 4 + stored_turns  # the compacted turns, then STORED's
+
+
+def test_a_write_says_which_secrets_its_messages_were_scrubbed_of() -> None:
+    policy = PersistPolicy(known_secrets=("hunter2-hunter2",))
+    lc = SessionLifecycle(policy=policy).start_fresh(T0).lifecycle
+    for index in range(3):
+        lc = complete(lc, index).lifecycle
+    write = lc.write(T1, {}, None)
+    assert write.encoded is not None
+    assert write.encoded.known_secrets == {"hunter2-hunter2"}  # the manager need not re-scrub

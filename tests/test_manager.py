@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from session.encoded import MERGE_BELOW, EncodedMessages
 from session.errors import (
     CorruptSessionFile,
     FutureSchemaVersion,
@@ -67,14 +68,25 @@ def test_a_full_session_with_tool_calls_round_trips(manager: SessionManager) -> 
     ids=["full", "no messages", "no summaries"],
 )
 def test_messages_encoded_ahead_give_the_same_bytes(state: SessionState) -> None:
-    encoded = [orjson.dumps(message) for message in state.recent_messages]
+    encoded = EncodedMessages.scrub(state.recent_messages, ())
     assert encode_state(state, encoded) == encode_state(state)
+
+
+def test_a_save_of_messages_in_many_chunks_writes_the_same_file(manager: SessionManager) -> None:
+    big = {"kind": "request", "parts": [{"content": "x" * MERGE_BELOW}]}
+    state = full_state().model_copy(update={"recent_messages": (big, big, big)})
+    encoded = EncodedMessages()
+    for message in state.recent_messages:
+        encoded += EncodedMessages.scrub([message], ())
+    assert len(encoded.chunks) == 3
+    path = manager.save(state, encoded)
+    assert path.read_bytes() == encode_state(state)
 
 
 def test_encoded_messages_that_do_not_match_are_refused() -> None:
     state = full_state()
     with pytest.raises(ValueError, match="encoded"):
-        encode_state(state, [orjson.dumps(m) for m in state.recent_messages][1:])
+        encode_state(state, EncodedMessages.scrub(state.recent_messages[1:], ()))
 
 
 def test_files_are_0600_and_directories_0700(manager: SessionManager) -> None:

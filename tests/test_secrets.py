@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from session.catalog import SessionCatalog
+from session.encoded import EncodedMessages
 from session.manager import SessionManager
 from session.models import SessionState
 from session.redaction import REDACTED, scrub_text
@@ -88,10 +89,17 @@ def test_every_text_field_is_scrubbed_when_saved(tmp_path: Path, field: str) -> 
 
 def test_pre_encoded_messages_are_scrubbed_too(tmp_path: Path) -> None:
     state = leaky_state()
-    encoded = tuple(orjson.dumps(m) for m in state.recent_messages)
     manager = SessionManager(tmp_path, known_secrets=(ENV_SECRET,))
-    manager.save(state, encoded)
-    manager.save(state, encoded)  # the second save takes the clean-message cache path
+    manager.save(state, EncodedMessages.scrub(state.recent_messages, (ENV_SECRET,)))
+    assert_clean((tmp_path / "aaaaaaaaaaaa.json").read_bytes())
+
+
+def test_messages_encoded_without_the_managers_secrets_are_scrubbed_again(
+    tmp_path: Path,
+) -> None:
+    state = leaky_state()
+    manager = SessionManager(tmp_path, known_secrets=(ENV_SECRET,))
+    manager.save(state, EncodedMessages.scrub(state.recent_messages, ()))
     assert_clean((tmp_path / "aaaaaaaaaaaa.json").read_bytes())
 
 
