@@ -182,6 +182,15 @@ def recent_start(
     return cut
 
 
+def last_turns_start(starts: Sequence[int], length: int, max_turns: int | None) -> int:
+    """``recent_start`` without a character budget, from the turn starts already found
+    (``turn_starts``) in a history of ``length`` messages."""
+    if not starts:
+        return length
+    kept = len(starts) if max_turns is None else max(1, min(max_turns, len(starts)))
+    return starts[-kept]
+
+
 def trim_to_recent(
     messages: Sequence[ModelMessage],
     *,

@@ -75,6 +75,7 @@ from session.filesystem import FileDrift
 from session.history import (
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_TURNS,
+    last_turns_start,
     load_messages,
     message_chars,
     plain_messages,
@@ -292,7 +293,14 @@ class SessionLifecycle:
         if self.invocations < self.backoff_until:
             return None
         if request_tokens is not None:
+            if config.token_threshold is None or request_tokens < config.token_threshold:
+                return None  # what token_window answers, without building the events
             return token_window(self.events(), config, request_tokens)
+        boundary = self.compaction.end_invocation if self.compaction else 0
+        if config.compaction_interval <= 0 or (
+            self.invocations - boundary < config.compaction_interval
+        ):
+            return None  # not even every invocation since the boundary fills the window
         return sliding_window(self.events(), config)
 
     def write(
@@ -611,8 +619,12 @@ class SessionLifecycle:
         if "history" not in changes:
             return new
         max_turns, max_chars = new._tail_limits()
-        recent = recent_start(new.history, max_turns=max_turns, max_chars=max_chars)
-        return dataclasses.replace(new, tail_start=max(recent, new._boundary_index()))
+        starts = turn_starts(new.history)
+        if max_chars is None:
+            recent = last_turns_start(starts, len(new.history), max_turns)
+        else:
+            recent = recent_start(new.history, max_turns=max_turns, max_chars=max_chars)
+        return dataclasses.replace(new, tail_start=max(recent, new._boundary_index(starts)))
 
     def _tail_limits(self) -> tuple[int | None, int | None]:
         """The request's tail limits. With the sliding window on there are none: every
@@ -627,22 +639,22 @@ class SessionLifecycle:
         past a turn the sliding window has yet to compact (or give again as overlap),
         up to a hard bound of twice the window's need."""
         policy = self.policy
-        keep = recent_start(history, max_turns=policy.memory_turns, max_chars=None)
+        starts = turn_starts(history)
+        keep = last_turns_start(starts, len(history), policy.memory_turns)
         config = policy.compaction
         if config.compaction_interval <= 0:
             return keep
         boundary = self.compaction.end_invocation if self.compaction else 0
-        starts = turn_starts(history)
         needed = max(0, boundary + 1 - config.overlap_size - self.first_invocation)
         needed_start = starts[needed] if needed < len(starts) else len(history)
         hard = 2 * max(policy.memory_turns, config.compaction_interval + config.overlap_size + 1)
-        return max(min(keep, needed_start), recent_start(history, max_turns=hard, max_chars=None))
+        return max(min(keep, needed_start), last_turns_start(starts, len(history), hard))
 
-    def _boundary_index(self) -> int:
-        """Where the turns after the compaction's boundary start in ``history``."""
+    def _boundary_index(self, starts: Sequence[int]) -> int:
+        """Where the turns after the compaction's boundary start in ``history``, whose
+        turns start at ``starts``."""
         if self.compaction is None:
             return 0
-        starts = turn_starts(self.history)
         inside = self.compaction.end_invocation + 1 - self.first_invocation
         if inside <= 0:
             return 0

@@ -20,10 +20,13 @@ from session.history import (
     dump_messages,
     fit_tool_returns,
     is_turn_start,
+    last_turns_start,
     load_messages,
     message_chars,
+    recent_start,
     reconstruct_history,
     trim_to_recent,
+    turn_starts,
 )
 from session.redaction import REDACTED, scrub_text, secrets_from_environment
 from tests.conversations import T0, conversation, turn
@@ -324,3 +327,17 @@ def test_the_last_requests_tool_output_is_kept_even_over_the_budget() -> None:
     fitted = fit_tool_returns(reading_turn([5000, 50_000]), 1000)
     assert returned_sizes(fitted)[-1] == 50_000  # what the model is about to read
     assert returned_sizes(fitted)[0] < 200
+
+
+@given(
+    calls=st.lists(st.integers(0, 3), max_size=12),
+    orphans=st.integers(0, 2),
+    max_turns=st.none() | st.integers(0, 14),
+)
+def test_last_turns_start_agrees_with_recent_start_without_a_character_budget(
+    calls: list[int], orphans: int, max_turns: int | None
+) -> None:
+    history = conversation(*calls)
+    history = conversation(1)[1 : 1 + orphans] + history  # a head without a prompt
+    expected = recent_start(history, max_turns=max_turns, max_chars=None)
+    assert last_turns_start(turn_starts(history), len(history), max_turns) == expected

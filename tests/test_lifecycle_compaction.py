@@ -14,7 +14,13 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from session.compaction import EventsCompactionConfig, OfflineEventSummarizer, finish_compaction
+from session.compaction import (
+    EventsCompactionConfig,
+    OfflineEventSummarizer,
+    finish_compaction,
+    sliding_window,
+    token_window,
+)
 from session.filesystem import FileDrift
 from session.history import load_messages
 from session.lifecycle import PersistPolicy, SessionLifecycle, WriteSession
@@ -292,3 +298,20 @@ def test_the_token_trigger_backs_off_too() -> None:
     assert window is not None
     lc = lc.begin_compaction(window).compaction_failed(lc.generation)
     assert lc.compaction_due(request_tokens=10_000) is None
+
+
+def test_what_is_due_is_what_the_windows_say_at_every_turn() -> None:
+    """The lifecycle skips building the events when the window cannot be due yet; at
+    every turn of a long session, compacting when due, it agrees with the windows."""
+    for interval, overlap, threshold in [(3, 1, None), (1, 0, None), (5, 2, 400), (4, 0, 150)]:
+        p = policy(interval, overlap, threshold)
+        lc = fresh(p)
+        for n in range(1, 30):
+            lc = after_turns(lc, n, n)
+            tokens = lc.request_tokens()
+            by_tokens = lc.compaction_due(request_tokens=tokens)
+            assert by_tokens == token_window(lc.events(), p.compaction, tokens)
+            due = lc.compaction_due()
+            assert due == sliding_window(lc.events(), p.compaction)
+            if due is not None:
+                lc, _ = compact(lc)
