@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 REDACTED = "[REDACTED]"
@@ -89,11 +90,25 @@ decisions and manifest are scrubbed again at every save (scrubbing is pure, so a
 memo of its no-op results is safe; it is emptied when full)."""
 
 
+def longest_first(known_secrets: Iterable[str]) -> tuple[str, ...]:
+    """The secret values, each once, longest first: a value that holds another must be
+    replaced before it, or the rest of the longer one would stay in clear."""
+    if isinstance(known_secrets, tuple | frozenset):
+        return _longest_first(known_secrets)
+    return _longest_first(tuple(known_secrets))
+
+
+@lru_cache(maxsize=64)
+def _longest_first(known_secrets: tuple[str, ...] | frozenset[str]) -> tuple[str, ...]:
+    return tuple(sorted(set(known_secrets), key=lambda secret: (-len(secret), secret)))
+
+
 def scrub_text(text: str, known_secrets: Iterable[str] = ()) -> str:
-    """``text`` with known secret values and credential-looking strings replaced."""
+    """``text`` with known secret values and credential-looking strings replaced (whatever
+    the order the values are given in)."""
+    secrets = longest_first(known_secrets)
     if len(text) > CLEAN_MEMO_MAX_CHARS:
-        return _scrub_text(text, known_secrets)
-    secrets = known_secrets if isinstance(known_secrets, tuple) else tuple(known_secrets)
+        return _scrub_text(text, secrets)
     memo = _clean_memo.get(secrets)
     if memo is not None and text in memo:
         return text
@@ -107,7 +122,7 @@ def scrub_text(text: str, known_secrets: Iterable[str] = ()) -> str:
     return scrubbed
 
 
-def _scrub_text(text: str, known_secrets: Iterable[str]) -> str:
+def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
     for secret in known_secrets:
         if secret and secret in text:
             text = text.replace(secret, REDACTED)
@@ -122,7 +137,7 @@ def _scrub_text(text: str, known_secrets: Iterable[str]) -> str:
 
 def scrub_json(value: Any, known_secrets: Iterable[str] = ()) -> Any:
     """A copy of a JSON-like value with every string scrubbed (keys are left alone)."""
-    return _scrub(value, tuple(known_secrets))
+    return _scrub(value, longest_first(known_secrets))
 
 
 def _scrub(value: Any, secrets: tuple[str, ...]) -> Any:
@@ -137,7 +152,7 @@ def _scrub(value: Any, secrets: tuple[str, ...]) -> Any:
 
 def scrub_mapping_keys(value: dict[str, Any], known_secrets: Iterable[str] = ()) -> dict[str, Any]:
     """A copy of ``value`` with its keys scrubbed too (keys that collide keep the first)."""
-    secrets = tuple(known_secrets)
+    secrets = longest_first(known_secrets)
     out: dict[str, Any] = {}
     for key, item in value.items():
         out.setdefault(scrub_text(key, secrets), _scrub(item, secrets))

@@ -172,3 +172,24 @@ def test_a_checkpoint_written_unscrubbed_is_read_scrubbed(tmp_path: Path) -> Non
     )
     assert_clean(store.load("aaaaaaaaaaaa", 1).state.model_dump_json())
     assert_clean(str(store.listing("aaaaaaaaaaaa")))
+
+
+@pytest.mark.parametrize(
+    "given",
+    [("abcdefgh", "abcdefgh_XYZ12345"), frozenset({"abcdefgh", "abcdefgh_XYZ12345"})],
+    ids=["shorter first", "a set"],
+)
+def test_a_secret_that_holds_another_is_replaced_whole_whatever_the_order(
+    given: tuple[str, ...] | frozenset[str],
+) -> None:
+    assert scrub_text("token abcdefgh_XYZ12345 here", given) == f"token {REDACTED} here"
+
+
+def test_messages_encoded_for_a_save_lose_no_part_of_a_longer_secret(tmp_path: Path) -> None:
+    secrets = ("correcthorse", "correcthorse!Zx9#2024")  # shorter first, as a set may give
+    message = {"kind": "request", "parts": [{"content": "use correcthorse!Zx9#2024 for prod"}]}
+    state = leaky_state().model_copy(update={"recent_messages": (message,)})
+    manager = SessionManager(tmp_path, known_secrets=secrets)
+    manager.save(state, EncodedMessages.scrub([message], secrets))
+    data = (tmp_path / "aaaaaaaaaaaa.json").read_bytes()
+    assert b"Zx9" not in data and b"correcthorse" not in data
