@@ -405,11 +405,12 @@ class SessionManager:
         """``directory`` and its parents below ``root``: none may be a symlink or a file."""
         self.max_session_bytes = max_session_bytes
         self.read_only = read_only
+        """A read-only manager reports corrupt files without moving them aside."""
         self.known_secrets = known_secrets
         """Every text written or read through this manager is scrubbed of these values
         and of credential-looking strings: the one choke point of persisted and listed text."""
         self._secret_set = frozenset(known_secrets)
-        """A read-only manager reports corrupt files without moving them aside."""
+        """``known_secrets`` as a set: encoded messages scrubbed of all of them are trusted."""
         self._headers: dict[str, tuple[FileIdentity, SessionHeader]] = {}
         """Headers already read, with the identity of the file they came from."""
         self._index_read = False

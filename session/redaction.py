@@ -78,8 +78,7 @@ def secrets_from_environment(environ: Mapping[str, str] | None = None) -> tuple[
     """Values of environment variables whose names say they hold a credential."""
     env = os.environ if environ is None else environ
     found = {v for k, v in env.items() if _SECRET_ENV_NAME_RE.search(k)}
-    found = {v for v in found if len(v) >= _MIN_SECRET_LEN}
-    return tuple(sorted(found, key=len, reverse=True))
+    return longest_first(v for v in found if len(v) >= _MIN_SECRET_LEN)
 
 
 CLEAN_MEMO_TEXTS = 8192
@@ -106,7 +105,12 @@ def _longest_first(known_secrets: tuple[str, ...] | frozenset[str]) -> tuple[str
 def scrub_text(text: str, known_secrets: Iterable[str] = ()) -> str:
     """``text`` with known secret values and credential-looking strings replaced (whatever
     the order the values are given in)."""
-    secrets = longest_first(known_secrets)
+    return _scrub_str(text, longest_first(known_secrets))
+
+
+def _scrub_str(text: str, secrets: tuple[str, ...]) -> str:
+    """``scrub_text`` with ``secrets`` already in ``longest_first`` order, remembering
+    short texts found clean."""
     if len(text) > CLEAN_MEMO_MAX_CHARS:
         return _scrub_text(text, secrets)
     memo = _clean_memo.get(secrets)
@@ -142,7 +146,7 @@ def scrub_json(value: Any, known_secrets: Iterable[str] = ()) -> Any:
 
 def _scrub(value: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(value, str):
-        return scrub_text(value, secrets)
+        return _scrub_str(value, secrets)
     if isinstance(value, dict):
         return {k: _scrub(v, secrets) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -155,5 +159,5 @@ def scrub_mapping_keys(value: dict[str, Any], known_secrets: Iterable[str] = ())
     secrets = longest_first(known_secrets)
     out: dict[str, Any] = {}
     for key, item in value.items():
-        out.setdefault(scrub_text(key, secrets), _scrub(item, secrets))
+        out.setdefault(_scrub_str(key, secrets), _scrub(item, secrets))
     return out
