@@ -6,6 +6,7 @@ import logging
 import math
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
@@ -107,7 +108,9 @@ class LLMActor(Actor[LLMMessage]):
         return agent
 
     async def _run_turn(self, turn: StartTurn, scope: anyio.CancelScope) -> None:
-        done = TurnDone(turn.turn_id, cancelled=True)
+        """Run ``turn`` and tell its terminal how it ended, once: a ``TurnDone`` after the
+        reply text (cancelled if ``scope`` was cancelled before the end was told)."""
+        told = False
         with scope:
             reply = ReplyForwarder(turn.reply_to, turn.turn_id)
             async with anyio.create_task_group() as tg:
@@ -122,11 +125,12 @@ class LLMActor(Actor[LLMMessage]):
                     done = TurnDone(turn.turn_id, error=explain_failure(exc, turn.model))
                 finally:
                     reply.close()
+                # Told behind the text still waiting, before the forwarder's task has wound
+                # down: the terminal saves the turn meanwhile.
+                told = await _tell_done(turn, reply.send_now, done)
         self._scopes.pop((turn.reply_to, turn.turn_id), None)
-        try:
-            await turn.reply_to.tell(done)
-        except DeadActor:
-            log.info("turn %d finished after its terminal went away", turn.turn_id)
+        if not told:
+            await _tell_done(turn, turn.reply_to.tell, TurnDone(turn.turn_id, cancelled=True))
 
     def _stall_of(self, turn: StartTurn) -> float:
         return turn.stall_timeout_s or self._stall_timeout_s
@@ -222,6 +226,17 @@ def last_input_tokens(messages: tuple[ModelMessage, ...]) -> int | None:
         if isinstance(message, ModelResponse):
             return message.usage.input_tokens or None
     return None
+
+
+async def _tell_done(
+    turn: StartTurn, send: Callable[[TerminalMessage], Awaitable[None]], done: TurnDone
+) -> bool:
+    """``send(done)``; True once it is told, or its terminal has gone (nobody to tell)."""
+    try:
+        await send(done)
+    except DeadActor:
+        log.info("turn %d finished after its terminal went away", turn.turn_id)
+    return True
 
 
 async def _checkpoint_before_write(turn: StartTurn, paths: tuple[str, ...]) -> None:

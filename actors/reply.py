@@ -21,8 +21,11 @@ FLUSH_INTERVAL_S = 0.02
 class ReplyForwarder:
     """``add`` text from the turn's task; ``forward`` runs beside it until ``close``.
 
-    After ``close`` the forwarder sends what is left and returns, so the turn's
-    ``TurnDone`` that follows it is never overtaken by reply text.
+    ``send_now`` sends the text waiting, then its message, from the turn's own
+    task: the turn's ``TurnDone`` goes that way, without waiting for ``forward``
+    to wind down. Nothing overtakes text: a delta ``forward`` is still sending
+    into a full mailbox is ahead of it (waiting senders are served in order),
+    and after ``close`` ``forward`` only sends text left waiting.
     """
 
     def __init__(
@@ -43,7 +46,8 @@ class ReplyForwarder:
         self._wake.set()
 
     async def send_now(self, message: TerminalMessage) -> None:
-        """Send the text waiting so far, then ``message`` (a tool call line), in that order."""
+        """Send the text waiting so far, then ``message`` (a tool call line, the turn's
+        end), in that order."""
         await self._send_pending()
         await self._reply_to.tell(message)
 

@@ -7,7 +7,7 @@ import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from actors.base import ActorRef, Envelope, open_mailbox
-from actors.messages import TerminalMessage, TurnDelta
+from actors.messages import TerminalMessage, TurnDelta, TurnDone
 from actors.reply import ReplyForwarder
 
 pytestmark = pytest.mark.anyio
@@ -90,3 +90,24 @@ async def test_a_terminal_that_went_away_ends_the_forwarding_quietly() -> None:
             await anyio.wait_all_tasks_blocked()
             reply.add("nor this")
             reply.close()
+
+
+async def test_a_message_sent_now_comes_after_text_still_on_its_way_into_a_full_mailbox() -> None:
+    ref, mailbox = mailbox_for_a_terminal(size=1)
+    reply = ReplyForwarder(ref, 7, interval=0)  # forward sends each text as it comes
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reply.forward)
+        reply.add("first")
+        assert await next_text(mailbox) == "first"
+        assert ref.tell_nowait(TurnDelta(7, "filler"))  # the mailbox is full now
+        reply.add("second")
+        await anyio.wait_all_tasks_blocked()  # forward is waiting to send "second"
+        reply.add(" and third")
+        reply.close()
+        tg.start_soon(reply.send_now, TurnDone(7))
+        await anyio.wait_all_tasks_blocked()
+        received = [await next_text(mailbox) for _ in range(3)]
+        with anyio.fail_after(5):
+            last = (await mailbox.receive()).message
+    assert received == ["filler", "second", " and third"]
+    assert last == TurnDone(7)
