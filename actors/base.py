@@ -87,17 +87,34 @@ class ActorRef(Generic[M]):
 
     async def tell(self, message: M) -> None:
         """Queue ``message`` (waits while the mailbox is full); DeadActor if it is closed."""
+        await self._post(Envelope(message))
+
+    async def _post(self, envelope: Envelope[Any]) -> None:
+        """Queue ``envelope``: at once when the mailbox has room (anyio's ``send`` would
+        first yield to the loop, one more turn of it on every hop), else waiting for room."""
         try:
-            await self._send.send(Envelope(message))
+            try:
+                self._send.send_nowait(envelope)
+            except anyio.WouldBlock:
+                await self._send.send(envelope)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
             raise DeadActor(f"{self.name} is not running") from exc
 
     def tell_nowait(self, message: M) -> bool:
         """Queue without waiting; False if the mailbox is full or closed."""
         try:
-            self._send.send_nowait(Envelope(message))
-        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return self.offer(message)
+        except DeadActor:
             return False
+
+    def offer(self, message: M) -> bool:
+        """Queue without waiting; False if the mailbox is full, DeadActor if it is closed."""
+        try:
+            self._send.send_nowait(Envelope(message))
+        except anyio.WouldBlock:
+            return False
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            raise DeadActor(f"{self.name} is not running") from exc
         return True
 
     async def ask(self, message: Ask[R], timeout: float = DEFAULT_ASK_TIMEOUT_S) -> R:
@@ -107,10 +124,7 @@ class ActorRef(Generic[M]):
         (an ``M``) is checked at run time by the actor's ``handle``."""
         reply = Reply()
         with anyio.fail_after(timeout):
-            try:
-                await self._send.send(Envelope(message, reply))  # type: ignore[arg-type]
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
-                raise DeadActor(f"{self.name} is not running") from exc
+            await self._post(Envelope(message, reply))
             answer: R = await reply.wait()
             return answer
 
@@ -129,7 +143,7 @@ class Actor(ABC, Generic[M]):
 
     async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[M]]) -> None:
         """Handle messages one at a time until the mailbox closes."""
-        async for envelope in mailbox:
+        while (envelope := await next_envelope(mailbox)) is not None:
             if envelope.reply is None:
                 await self.handle(envelope.message)
                 continue
@@ -137,6 +151,20 @@ class Actor(ABC, Generic[M]):
                 envelope.reply.set(await self.handle(envelope.message))
             except Exception as exc:  # the caller gets it; the actor lives on
                 envelope.reply.fail(exc)
+
+
+async def next_envelope(mailbox: MemoryObjectReceiveStream[Envelope[M]]) -> Envelope[M] | None:
+    """The next message, None once the mailbox is closed and empty. One already waiting
+    is taken without yielding to the loop first (anyio's ``receive`` would)."""
+    try:
+        return mailbox.receive_nowait()
+    except anyio.WouldBlock:
+        try:
+            return await mailbox.receive()
+        except anyio.EndOfStream:
+            return None
+    except anyio.EndOfStream:
+        return None
 
 
 def close_mailbox(mailbox: MemoryObjectReceiveStream[Envelope[M]], name: str) -> None:
