@@ -113,21 +113,17 @@ class LLMActor(Actor[LLMMessage]):
         told = False
         with scope:
             reply = ReplyForwarder(turn.reply_to, turn.turn_id)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(reply.forward)
-                try:
-                    done = await self._stream_turn(turn, reply)
-                except Stalled:
-                    log.warning("turn %d: no answer from %s", turn.turn_id, turn.model)
-                    done = TurnDone(turn.turn_id, error=self._stalled_line(turn))
-                except Exception as exc:
-                    log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
-                    done = TurnDone(turn.turn_id, error=explain_failure(exc, turn.model))
-                finally:
-                    reply.close()
-                # Told behind the text still waiting, before the forwarder's task has wound
-                # down: the terminal saves the turn meanwhile.
-                told = await _tell_done(turn, reply.send_now, done)
+            try:
+                done = await self._stream_turn(turn, reply)
+            except Stalled:
+                log.warning("turn %d: no answer from %s", turn.turn_id, turn.model)
+                done = TurnDone(turn.turn_id, error=self._stalled_line(turn))
+            except Exception as exc:
+                log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
+                done = TurnDone(turn.turn_id, error=explain_failure(exc, turn.model))
+            finally:
+                reply.close()
+            told = await _tell_done(turn, reply.send_now, done)  # behind the text held
         self._scopes.pop((turn.reply_to, turn.turn_id), None)
         if not told:
             await _tell_done(turn, turn.reply_to.tell, TurnDone(turn.turn_id, cancelled=True))
@@ -145,10 +141,16 @@ class LLMActor(Actor[LLMMessage]):
         deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
         deps.token_budget = turn.token_budget
         deps.before_first_write = partial(_checkpoint_before_write, turn)
-        async with self._limiter:
+        try:
+            self._limiter.acquire_nowait()  # a free slot is taken without a turn of the loop
+        except anyio.WouldBlock:
+            await self._limiter.acquire()
+        try:
             agent = await self._agent(turn.model)
             with StallWatch(self._stall_of(turn)) as watch:
                 return await self._iterate(agent, turn, reply, deps, watch)
+        finally:
+            self._limiter.release()
 
     async def _iterate(
         self,

@@ -1,16 +1,18 @@
 """Reply text on its way from the LLMActor to a TerminalActor, batched like a screen refresh.
 
-Text is sent at once when the line has been quiet for ``FLUSH_INTERVAL_S``;
-text that follows sooner waits at most that long and goes out together. A
-model that streams slower than 50 chunks a second is forwarded chunk by
-chunk; a fast one costs a few messages per reply instead of one per token.
+Text is sent at once when nothing was sent for ``FLUSH_INTERVAL_S``; text that
+follows sooner is held until that long after the last send and goes out
+together. A model that streams slower than 50 chunks a second is forwarded
+chunk by chunk; a fast one costs a few messages per reply instead of one per
+token. Held text is sent by a timer of the event loop (asyncio's ``call_later``),
+not by a task: a turn neither starts nor winds down a forwarding task, and its
+end cancels the timer without a turn of the loop.
 """
 
 from __future__ import annotations
 
-import contextlib
-
-import anyio
+import asyncio
+import math
 
 from actors.base import ActorRef, DeadActor
 from actors.messages import TerminalMessage, TurnDelta
@@ -19,13 +21,14 @@ FLUSH_INTERVAL_S = 0.02
 
 
 class ReplyForwarder:
-    """``add`` text from the turn's task; ``forward`` runs beside it until ``close``.
+    """``add`` text from the turn's task; ``send_now`` the held text, then a message (a
+    tool call line, the turn's end); ``close`` when the turn is over.
 
-    ``send_now`` sends the text waiting, then its message, from the turn's own
-    task: the turn's ``TurnDone`` goes that way, without waiting for ``forward``
-    to wind down. Nothing overtakes text: a delta ``forward`` is still sending
-    into a full mailbox is ahead of it (waiting senders are served in order),
-    and after ``close`` ``forward`` only sends text left waiting.
+    Nothing overtakes text: ``send_now`` sends the held text first, and a message
+    that finds the mailbox full waits behind what already waits to go in (anyio
+    serves waiting senders in order). Text still held at ``close`` goes out only
+    with a ``send_now`` that follows (the turn's end); a cancelled turn drops it.
+    A terminal that went away ends the forwarding; the turn itself goes on.
     """
 
     def __init__(
@@ -37,44 +40,62 @@ class ReplyForwarder:
         self._reply_to = reply_to
         self._turn_id = turn_id
         self._interval = interval
+        self._retry = interval or FLUSH_INTERVAL_S
+        """The pause before trying again when the mailbox is full."""
+        self._loop = asyncio.get_running_loop()
         self._pending: list[str] = []
-        self._wake = anyio.Event()
-        self._closed = anyio.Event()
+        self._last_sent = -math.inf
+        self._timer: asyncio.TimerHandle | None = None
+        self._closed = False
+        self._gone = False
 
     def add(self, text: str) -> None:
+        if self._gone:
+            return
         self._pending.append(text)
-        self._wake.set()
+        if self._timer is not None or self._closed:
+            return  # it goes with the held text
+        wait = self._last_sent + self._interval - self._loop.time()
+        if wait > 0:
+            self._arm(wait)
+        elif not self._flush():
+            self._arm(self._retry)
 
     async def send_now(self, message: TerminalMessage) -> None:
-        """Send the text waiting so far, then ``message`` (a tool call line, the turn's
-        end), in that order."""
-        await self._send_pending()
+        """Send the text held so far, then ``message``, in that order."""
+        self._disarm()
+        if self._pending and not self._gone:
+            delta = TurnDelta(self._turn_id, "".join(self._pending))
+            self._pending.clear()
+            await self._reply_to.tell(delta)
+            self._last_sent = self._loop.time()
         await self._reply_to.tell(message)
 
     def close(self) -> None:
-        self._closed.set()
-        self._wake.set()
+        self._closed = True
+        self._disarm()
 
-    async def forward(self) -> None:
-        """Send, then pause ``interval`` (cut short by ``close``), until closed.
-
-        A terminal that went away ends the forwarding; the turn itself goes on.
-        """
-        with contextlib.suppress(DeadActor):
-            while True:
-                await self._wake.wait()
-                self._wake = anyio.Event()
-                await self._send_pending()
-                if self._closed.is_set():
-                    await self._send_pending()
-                    return
-                with anyio.move_on_after(self._interval):
-                    await self._closed.wait()
-
-    async def _send_pending(self) -> None:
-        if not self._pending:
-            return
+    def _flush(self) -> bool:
+        """Send the held text if the mailbox has room; False if it is full."""
         delta = TurnDelta(self._turn_id, "".join(self._pending))
+        try:
+            if not self._reply_to.offer(delta):
+                return False
+        except DeadActor:
+            self._gone = True
         self._pending.clear()
-        if not self._reply_to.tell_nowait(delta):
-            await self._reply_to.tell(delta)
+        self._last_sent = self._loop.time()
+        return True
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if not self._closed and self._pending and not self._flush():
+            self._arm(self._retry)
+
+    def _arm(self, delay: float) -> None:
+        self._timer = self._loop.call_later(delay, self._on_timer)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

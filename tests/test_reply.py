@@ -6,20 +6,26 @@ import anyio
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from actors.base import ActorRef, Envelope, open_mailbox
+from actors.base import ActorRef, DeadActor, Envelope, open_mailbox
 from actors.messages import TerminalMessage, TurnDelta, TurnDone
 from actors.reply import ReplyForwarder
 
 pytestmark = pytest.mark.anyio
 
 LONG = 60.0  # an interval no test waits out
+SHORT = 0.01
+
+
+async def next_message(mailbox: MemoryObjectReceiveStream[Envelope[TerminalMessage]]) -> object:
+    with anyio.fail_after(5):
+        envelope = await mailbox.receive()
+    return envelope.message
 
 
 async def next_text(mailbox: MemoryObjectReceiveStream[Envelope[TerminalMessage]]) -> str:
-    with anyio.fail_after(5):
-        envelope = await mailbox.receive()
-    assert isinstance(envelope.message, TurnDelta) and envelope.message.turn_id == 7
-    return envelope.message.text
+    message = await next_message(mailbox)
+    assert isinstance(message, TurnDelta) and message.turn_id == 7
+    return message.text
 
 
 def mailbox_for_a_terminal(
@@ -35,79 +41,98 @@ def waiting(mailbox: MemoryObjectReceiveStream[Envelope[TerminalMessage]]) -> in
 async def test_the_first_text_goes_out_at_once() -> None:
     ref, mailbox = mailbox_for_a_terminal()
     reply = ReplyForwarder(ref, 7, interval=LONG)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(reply.forward)
-        reply.add("Hello")
-        assert await next_text(mailbox) == "Hello"
-        reply.close()
+    reply.add("Hello")
+    assert waiting(mailbox) == 1
+    assert await next_text(mailbox) == "Hello"
 
 
-async def test_text_that_follows_quickly_waits_and_goes_out_together_on_close() -> None:
+async def test_text_that_follows_quickly_is_held_and_goes_out_together_before_the_end() -> None:
     ref, mailbox = mailbox_for_a_terminal()
     reply = ReplyForwarder(ref, 7, interval=LONG)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(reply.forward)
-        reply.add("Hello")
-        assert await next_text(mailbox) == "Hello"
-        reply.add(", wor")
-        reply.add("ld")
-        await anyio.wait_all_tasks_blocked()
-        assert waiting(mailbox) == 0
-        reply.close()
+    reply.add("Hello")
+    assert await next_text(mailbox) == "Hello"
+    reply.add(", wor")
+    reply.add("ld")
+    await anyio.wait_all_tasks_blocked()
+    assert waiting(mailbox) == 0
+    reply.close()
+    await reply.send_now(TurnDone(7))
     assert await next_text(mailbox) == ", world"
+    assert await next_message(mailbox) == TurnDone(7)
     assert waiting(mailbox) == 0
 
 
 async def test_held_text_goes_out_after_the_interval_without_more_text() -> None:
     ref, mailbox = mailbox_for_a_terminal()
-    reply = ReplyForwarder(ref, 7, interval=0.01)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(reply.forward)
-        reply.add("one ")
-        assert await next_text(mailbox) == "one "
-        reply.add("two")
-        assert await next_text(mailbox) == "two"
-        reply.close()
+    reply = ReplyForwarder(ref, 7, interval=SHORT)
+    reply.add("one ")
+    assert await next_text(mailbox) == "one "
+    reply.add("two")
+    assert waiting(mailbox) == 0
+    assert await next_text(mailbox) == "two"
+    reply.close()
 
 
-async def test_close_with_nothing_pending_sends_nothing() -> None:
+async def test_text_after_a_quiet_interval_goes_out_at_once() -> None:
+    ref, mailbox = mailbox_for_a_terminal()
+    reply = ReplyForwarder(ref, 7, interval=SHORT)
+    reply.add("one")
+    assert await next_text(mailbox) == "one"
+    await anyio.sleep(3 * SHORT)  # the line goes quiet
+    reply.add("two")
+    assert waiting(mailbox) == 1
+    reply.close()
+
+
+async def test_close_with_nothing_held_sends_nothing() -> None:
     ref, mailbox = mailbox_for_a_terminal()
     reply = ReplyForwarder(ref, 7, interval=LONG)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(reply.forward)
-        reply.close()
+    reply.close()
+    await anyio.wait_all_tasks_blocked()
     assert waiting(mailbox) == 0
+
+
+async def test_text_held_when_a_turn_is_cancelled_is_dropped() -> None:
+    ref, mailbox = mailbox_for_a_terminal()
+    reply = ReplyForwarder(ref, 7, interval=SHORT)
+    reply.add("kept")
+    assert await next_text(mailbox) == "kept"
+    reply.add(" dropped")
+    reply.close()  # no send_now follows: the turn was cancelled
+    await anyio.sleep(5 * SHORT)  # well past the moment the held text was due
+    assert waiting(mailbox) == 0
+
+
+async def test_held_text_waits_for_room_in_a_full_mailbox() -> None:
+    ref, mailbox = mailbox_for_a_terminal(size=1)
+    reply = ReplyForwarder(ref, 7, interval=0)  # every text is due at once
+    assert ref.tell_nowait(TurnDelta(7, "filler"))  # the mailbox is full now
+    reply.add("second")
+    reply.add(" and third")
+    assert await next_text(mailbox) == "filler"
+    assert await next_text(mailbox) == "second and third"
+    reply.close()
+
+
+async def test_a_message_sent_now_comes_after_the_text_before_it_into_a_full_mailbox() -> None:
+    ref, mailbox = mailbox_for_a_terminal(size=1)
+    reply = ReplyForwarder(ref, 7, interval=0)
+    assert ref.tell_nowait(TurnDelta(7, "filler"))
+    reply.add("second")
+    reply.close()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reply.send_now, TurnDone(7))
+        await anyio.wait_all_tasks_blocked()  # send_now waits for room
+        received = [await next_message(mailbox) for _ in range(3)]
+    assert received == [TurnDelta(7, "filler"), TurnDelta(7, "second"), TurnDone(7)]
 
 
 async def test_a_terminal_that_went_away_ends_the_forwarding_quietly() -> None:
     ref, mailbox = mailbox_for_a_terminal(size=1)
     mailbox.close()
     reply = ReplyForwarder(ref, 7, interval=LONG)
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(reply.forward)
-            reply.add("nobody reads this")
-            await anyio.wait_all_tasks_blocked()
-            reply.add("nor this")
-            reply.close()
-
-
-async def test_a_message_sent_now_comes_after_text_still_on_its_way_into_a_full_mailbox() -> None:
-    ref, mailbox = mailbox_for_a_terminal(size=1)
-    reply = ReplyForwarder(ref, 7, interval=0)  # forward sends each text as it comes
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(reply.forward)
-        reply.add("first")
-        assert await next_text(mailbox) == "first"
-        assert ref.tell_nowait(TurnDelta(7, "filler"))  # the mailbox is full now
-        reply.add("second")
-        await anyio.wait_all_tasks_blocked()  # forward is waiting to send "second"
-        reply.add(" and third")
-        reply.close()
-        tg.start_soon(reply.send_now, TurnDone(7))
-        await anyio.wait_all_tasks_blocked()
-        received = [await next_text(mailbox) for _ in range(3)]
-        with anyio.fail_after(5):
-            last = (await mailbox.receive()).message
-    assert received == ["filler", "second", " and third"]
-    assert last == TurnDone(7)
+    reply.add("nobody reads this")
+    reply.add("nor this")
+    reply.close()
+    with pytest.raises(DeadActor):  # the turn's end has nobody to go to either
+        await reply.send_now(TurnDone(7))
