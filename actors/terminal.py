@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import ValidationError
 
-from actors.base import Actor, ActorRef, Ask, DeadActor, Envelope
+from actors.base import Actor, ActorRef, Ask, DeadActor, Envelope, next_envelope
 from actors.messages import (
     AskUser,
     CancelCurrentTurn,
@@ -219,7 +220,7 @@ class TerminalActor(Actor[TerminalMessage]):
 
     async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[TerminalMessage]]) -> None:
         try:
-            async for envelope in mailbox:
+            while (envelope := await next_envelope(mailbox)) is not None:
                 try:
                     result = await self.handle(envelope.message)
                 except Exception as exc:
@@ -446,6 +447,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     self._lc.state.phase if self._lc.state else None,
                 )
             )
+            await anyio.lowlevel.checkpoint()  # the turn's end goes out before what follows
             await self._watch(manifest)
             await self._summarize_later()
             await self._compact_later()

@@ -29,6 +29,21 @@ async def send(stream: SocketStream, frame: p.ServerFrame) -> None:
     await stream.send(p.encode_server_frame(frame))
 
 
+async def write_now(stream: SocketStream, data: bytes) -> None:
+    """``stream.send(data)`` for a connection's single writer: what the socket takes at
+    once is written at once (anyio's ``send`` first yields to the loop, one more turn of
+    it before every reply's end reaches the terminal); a rest the socket has no room for
+    yet goes through ``stream.send``."""
+    try:
+        sent = stream.extra(SocketAttribute.raw_socket).send(data)
+    except BlockingIOError:
+        sent = 0
+    except OSError as exc:  # closed, or the peer went away
+        raise anyio.BrokenResourceError from exc
+    if sent < len(data):
+        await stream.send(data[sent:])
+
+
 async def refuse(stream: SocketStream, code: str, message: str) -> NoReturn:
     """Send an error frame (if the peer still listens) and end the connection."""
     with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):

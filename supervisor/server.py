@@ -63,7 +63,15 @@ from session.processes import process_start_time
 from supervisor import accept
 from supervisor import protocol as p
 from supervisor.front import Opening, ProtocolMisuse, error_for
-from supervisor.greeting import Hangup, next_frame, read_frame, read_hello, refuse, send
+from supervisor.greeting import (
+    Hangup,
+    next_frame,
+    read_frame,
+    read_hello,
+    refuse,
+    send,
+    write_now,
+)
 from supervisor.registry import Registry, TerminalBusy
 from supervisor.welcome import welcome
 from supervisor.wire import ErrorCode, FrameError
@@ -351,7 +359,7 @@ class Server:
                         continue
                 data = b"".join(p.encode_server_frame(_frame_for(o)) for o in _merge_text(batch))
                 try:
-                    await stream.send(data)
+                    await write_now(stream, data)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     return
                 if _ends_connection(batch[-1]):
