@@ -64,11 +64,10 @@ def plain_messages(messages: Sequence[ModelMessage]) -> list[JsonDict]:
     The instructions each request recorded are dropped: they are recomputed on
     every run, and keeping them would persist old resume contexts.
     """
-    bare = [
-        dataclasses.replace(m, instructions=None) if isinstance(m, ModelRequest) else m
-        for m in messages
-    ]
-    raw: list[JsonDict] = ModelMessagesTypeAdapter.dump_python(bare, mode="json")
+    raw: list[JsonDict] = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+    for message in raw:
+        if message.get("instructions") is not None:  # a request's (a response has none)
+            message["instructions"] = None
     return raw
 
 

@@ -444,7 +444,7 @@ class SessionLifecycle:
     def begin_compaction(self, window: Window) -> SessionLifecycle:
         """A compaction of ``window`` is in flight (one at a time)."""
         self._check(Event.COMPACT)
-        return dataclasses.replace(self, compacting=window.end_invocation)
+        return self._with(compacting=window.end_invocation)
 
     def compacted(
         self,
@@ -488,11 +488,10 @@ class SessionLifecycle:
         if generation != self.generation:
             return self
         if not back_off:
-            return dataclasses.replace(self, compacting=None)
+            return self._with(compacting=None)
         failures = self.compaction_failures + 1
         wait = max(1, self.policy.compaction.compaction_interval) * 2 ** min(failures, 6)
-        return dataclasses.replace(
-            self,
+        return self._with(
             compacting=None,
             compaction_failures=failures,
             backoff_until=self.invocations + wait,
@@ -505,7 +504,7 @@ class SessionLifecycle:
         backed_off = self.compaction_failed(generation)
         if backed_off is self:
             return self, False
-        return dataclasses.replace(backed_off, budget_warned=True), not self.budget_warned
+        return backed_off._with(budget_warned=True), not self.budget_warned
 
     def _fresh_compaction(
         self, compaction: EventCompaction | None, first_invocation: int
@@ -582,9 +581,8 @@ class SessionLifecycle:
                 "checkpoint_count": max(current.checkpoint_count, stored.checkpoint_count),
             }
         )
-        resumed = dataclasses.replace(self, phase=Phase.UNSTARTED).resume(state, drift).lifecycle
-        new = dataclasses.replace(
-            resumed,
+        resumed = self._with(phase=Phase.UNSTARTED).resume(state, drift).lifecycle
+        new = resumed._with(
             phase=self._target(Event.RESTORE),
             session_deleted=False,
             saved=self.saved,
@@ -598,7 +596,7 @@ class SessionLifecycle:
         self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
     ) -> Transition:
         write = self.write(now, manifest, agent_spec_path)
-        new = dataclasses.replace(self, state=write.state, saved=True)
+        new = self._with(state=write.state, saved=True)
         if self.saved:
             return Transition(new, (write,))
         return Transition(new, (write, WritePointer(write.state.session_id)))
@@ -614,8 +612,18 @@ class SessionLifecycle:
         self._target(event)
         return self._require_state()
 
+    def _with(self, **changes: object) -> SessionLifecycle:
+        """A copy with ``changes``: ``dataclasses.replace`` without running ``__init__``
+        again for all twenty fields (a turn makes five copies)."""
+        unknown = changes.keys() - _FIELDS
+        if unknown:
+            raise TypeError(f"SessionLifecycle has no field {', '.join(sorted(unknown))}")
+        new = object.__new__(type(self))
+        vars(new).update(vars(self), **changes)
+        return new
+
     def _move(self, event: Event, **changes: object) -> SessionLifecycle:
-        new = dataclasses.replace(self, phase=self._target(event), **changes)  # type: ignore[arg-type]
+        new = self._with(phase=self._target(event), **changes)
         if "history" not in changes:
             return new
         max_turns, max_chars = new._tail_limits()
@@ -624,7 +632,7 @@ class SessionLifecycle:
             recent = last_turns_start(starts, len(new.history), max_turns)
         else:
             recent = recent_start(new.history, max_turns=max_turns, max_chars=max_chars)
-        return dataclasses.replace(new, tail_start=max(recent, new._boundary_index(starts)))
+        return new._with(tail_start=max(recent, new._boundary_index(starts)))
 
     def _tail_limits(self) -> tuple[int | None, int | None]:
         """The request's tail limits. With the sliding window on there are none: every
@@ -664,3 +672,6 @@ class SessionLifecycle:
         if self.state is None:
             raise IllegalTransition("use the session", self.phase.value)
         return self.state
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(SessionLifecycle))

@@ -144,13 +144,18 @@ def scrub_json(value: Any, known_secrets: Iterable[str] = ()) -> Any:
     return _scrub(value, longest_first(known_secrets))
 
 
+_ATOMS = (int, float, bool, type(None))
+"""JSON values with no string inside: left as they are without a call (most of a
+message's values are numbers and nulls)."""
+
+
 def _scrub(value: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(value, str):
         return _scrub_str(value, secrets)
     if isinstance(value, dict):
-        return {k: _scrub(v, secrets) for k, v in value.items()}
+        return {k: v if type(v) in _ATOMS else _scrub(v, secrets) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_scrub(v, secrets) for v in value]
+        return [v if type(v) in _ATOMS else _scrub(v, secrets) for v in value]
     return value
 
 
