@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -149,6 +150,16 @@ def test_fresh_start_has_a_new_id_no_history_and_writes_the_pointer() -> None:
     assert result.lifecycle.session_id is not None
     assert result.lifecycle.history == () and result.lifecycle.resume_context == ""
     assert result.effects == (WritePointer(result.lifecycle.session_id),)
+
+
+def test_a_transition_copies_the_lifecycle_and_leaves_the_original_as_it_was() -> None:
+    before = SessionLifecycle().start_fresh(T0).lifecycle
+    after = complete(before).lifecycle
+    assert before.history == () and before.phase is Phase.ACTIVE and not before.saved
+    assert after.history and after.saved and after is not before
+    assert after == dataclasses.replace(after)  # every field set, as __init__ would
+    with pytest.raises(TypeError, match="no field"):
+        before._with(histroy=())  # a misspelt field is refused, as by dataclasses.replace
 
 
 def test_resume_keeps_the_id_rebuilds_history_and_the_resume_context() -> None:
