@@ -48,6 +48,7 @@ narrative, which is what the session file keeps in ``compacted_history_summary``
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -597,8 +598,13 @@ def parse_compaction(text: str | None) -> EventCompaction | None:
     )
 
 
+@lru_cache(maxsize=16)
 def compaction_message(compaction: EventCompaction) -> ModelRequest:
-    """The compaction as pydantic-ai's own ``CompactionPart``, first in the history."""
+    """The compaction as pydantic-ai's own ``CompactionPart``, first in the history.
+
+    Rendered once per compaction (a turn asks for it twice: the token budget's
+    estimate and the request itself); like the history's own messages, the one
+    message is shared by every request that carries it."""
     text = render_compaction(compaction, rules=False)
     return ModelRequest(parts=[CompactionPart(content=text)])
 
