@@ -48,10 +48,10 @@ narrative, which is what the session file keeps in ``compacted_history_summary``
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Final
 
 from pydantic_ai.messages import (

@@ -51,6 +51,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from functools import lru_cache
 
 from pydantic_ai.messages import ModelMessage, ModelRequest
 
@@ -316,7 +317,7 @@ class SessionLifecycle:
                 "agent_spec_path": agent_spec_path,
                 "recent_messages": tail.json,
                 "compacted_history_summary": (
-                    scrub_text(render_compaction(self.compaction), self.policy.known_secrets)
+                    stored_summary(self.compaction, self.policy.known_secrets)
                     if self.compaction
                     else None
                 ),
@@ -672,6 +673,13 @@ class SessionLifecycle:
         if self.state is None:
             raise IllegalTransition("use the session", self.phase.value)
         return self.state
+
+
+@lru_cache(maxsize=8)
+def stored_summary(compaction: EventCompaction, known_secrets: tuple[str, ...]) -> str:
+    """The session file's ``compacted_history_summary`` of ``compaction``: rendered and
+    scrubbed once, not at every save."""
+    return scrub_text(render_compaction(compaction), known_secrets)
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(SessionLifecycle))
