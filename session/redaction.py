@@ -82,11 +82,15 @@ def secrets_from_environment(environ: Mapping[str, str] | None = None) -> tuple[
 
 
 CLEAN_MEMO_TEXTS = 8192
-CLEAN_MEMO_MAX_CHARS = 1024
+CLEAN_MEMO_CHARS = 4_000_000
+CLEAN_MEMO_MAX_CHARS = 65_536
 _clean_memo: dict[tuple[str, ...], set[str]] = {}
-"""Short texts already found clean, per tuple of known secrets: the same summary,
-decisions and manifest are scrubbed again at every save (scrubbing is pure, so a
-memo of its no-op results is safe; it is emptied when full)."""
+"""Texts already found clean, per tuple of known secrets: the same summary, decisions
+and manifest are scrubbed again at every save, and the patterns cost about a millisecond
+per 2 KB of prose (scrubbing is pure, so a memo of its no-op results is safe). A memo is
+emptied when it holds ``CLEAN_MEMO_TEXTS`` texts or ``CLEAN_MEMO_CHARS`` characters;
+texts over ``CLEAN_MEMO_MAX_CHARS`` are not kept."""
+_clean_memo_chars: dict[tuple[str, ...], int] = {}
 
 
 def longest_first(known_secrets: Iterable[str]) -> tuple[str, ...]:
@@ -118,25 +122,53 @@ def _scrub_str(text: str, secrets: tuple[str, ...]) -> str:
         return text
     scrubbed = _scrub_text(text, secrets)
     if scrubbed == text:
-        if memo is None or len(memo) >= CLEAN_MEMO_TEXTS:
+        chars = _clean_memo_chars.get(secrets, 0) + len(text)
+        if memo is None or len(memo) >= CLEAN_MEMO_TEXTS or chars > CLEAN_MEMO_CHARS:
             if len(_clean_memo) >= 16:  # a few tuples of secrets exist in one process
                 _clean_memo.clear()
+                _clean_memo_chars.clear()
             memo = _clean_memo[secrets] = set()
+            chars = len(text)
         memo.add(text)
+        _clean_memo_chars[secrets] = chars
     return scrubbed
 
 
+_ASSIGNMENT_WORDS = ("key", "secret", "token", "passw")
+_PROSE_WORDS = ("pass", "pin code", "secret", "key", "token")
+"""Ignoring case, every match of ``_ASSIGNMENT_RE`` (``_PROSE_RE``) holds one of these."""
+
+
 def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
+    """The patterns are slow (about a millisecond for 2 KB of prose), so each one runs
+    only on text that holds the words every match of it holds: with ASCII text, ignoring
+    case is lowering it. A replacement (``[REDACTED]``) holds none of those words, so
+    what one pattern replaces cannot give another one a match it would not have had."""
     for secret in known_secrets:
         if secret and secret in text:
             text = text.replace(secret, REDACTED)
     if not _may_hold_credential(text):
         return text
-    text = _TOKENS_RE.sub(REDACTED, text)
-    text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)
-    return _PROSE_RE.sub(_prose_value, text)
+    if not text.isascii():
+        tokens = auth = bearer = assignment = prose = True
+    else:
+        lower = text.lower()
+        tokens = _TOKEN_MARKERS_RE.search(text) is not None
+        auth = "authorization" in lower
+        bearer = "bearer" in lower
+        assignment = any(word in lower for word in _ASSIGNMENT_WORDS)
+        prose = any(word in lower for word in _PROSE_WORDS)
+    if tokens:
+        text = _TOKENS_RE.sub(REDACTED, text)
+    if auth:
+        text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    if bearer:
+        text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    if assignment:
+        text = _ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    if prose:
+        text = _PROSE_RE.sub(_prose_value, text)
+    return text
 
 
 def scrub_json(value: Any, known_secrets: Iterable[str] = ()) -> Any:
