@@ -66,7 +66,7 @@ def plain_messages(messages: Sequence[ModelMessage]) -> list[JsonDict]:
     """
     raw: list[JsonDict] = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
     for message in raw:
-        if message.get("instructions") is not None:  # a request's (a response has none)
+        if message.get("kind") == "request":
             message["instructions"] = None
     return raw
 

@@ -254,12 +254,29 @@ class Env:
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.01)
 
+    def kill_the_rest(self) -> None:
+        """SIGKILL every other process still running with this environment's runtime
+        directory: a supervisor that a killed chat had just started has no pid file yet,
+        and would outlive the test (one was found running after a suite)."""
+        mark = f"AGENT_ASSIST_RUNTIME_DIR={self.runtime}".encode()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                environ = (entry / "environ").read_bytes().split(b"\0")
+            except OSError:  # gone, or not ours to read
+                continue
+            if mark in environ:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(entry.name), signal.SIGKILL)
+
     def cleanup(self) -> None:
         for client in self.clients:
             if client.process.poll() is None:
                 client.process.kill()
                 client.process.wait()
         self.kill_supervisor_and_heir()
+        self.kill_the_rest()
         for term in self.terminals:
             term.close()
         shutil.rmtree(self.base, ignore_errors=True)
