@@ -23,6 +23,7 @@ from actors.supervision import Decision, RestartPolicy, decide
 log = logging.getLogger("agent_assist.actors")
 
 M = TypeVar("M")
+T = TypeVar("T")
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 DEFAULT_MAILBOX = 64
@@ -143,7 +144,7 @@ class Actor(ABC, Generic[M]):
 
     async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[M]]) -> None:
         """Handle messages one at a time until the mailbox closes."""
-        while (envelope := await next_envelope(mailbox)) is not None:
+        while (envelope := await next_item(mailbox)) is not None:
             if envelope.reply is None:
                 await self.handle(envelope.message)
                 continue
@@ -153,14 +154,15 @@ class Actor(ABC, Generic[M]):
                 envelope.reply.fail(exc)
 
 
-async def next_envelope(mailbox: MemoryObjectReceiveStream[Envelope[M]]) -> Envelope[M] | None:
-    """The next message, None once the mailbox is closed and empty. One already waiting
-    is taken without yielding to the loop first (anyio's ``receive`` would)."""
+async def next_item(stream: MemoryObjectReceiveStream[T]) -> T | None:
+    """The next item (a mailbox's message, an outbox's output), None once the stream is
+    closed and empty. One already waiting is taken without yielding to the loop first
+    (anyio's ``receive`` would: a turn of the loop on every hop)."""
     try:
-        return mailbox.receive_nowait()
+        return stream.receive_nowait()
     except anyio.WouldBlock:
         try:
-            return await mailbox.receive()
+            return await stream.receive()
         except anyio.EndOfStream:
             return None
     except anyio.EndOfStream:

@@ -23,7 +23,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import ValidationError
 
-from actors.base import Actor, ActorRef, Ask, DeadActor, Envelope, next_envelope
+from actors.base import Actor, ActorRef, Ask, DeadActor, Envelope, next_item
 from actors.messages import (
     AskUser,
     CancelCurrentTurn,
@@ -220,7 +220,7 @@ class TerminalActor(Actor[TerminalMessage]):
 
     async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[TerminalMessage]]) -> None:
         try:
-            while (envelope := await next_envelope(mailbox)) is not None:
+            while (envelope := await next_item(mailbox)) is not None:
                 try:
                     result = await self.handle(envelope.message)
                 except Exception as exc:

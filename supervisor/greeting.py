@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 from typing import NoReturn
 
 import anyio
@@ -29,19 +30,25 @@ async def send(stream: SocketStream, frame: p.ServerFrame) -> None:
     await stream.send(p.encode_server_frame(frame))
 
 
-async def write_now(stream: SocketStream, data: bytes) -> None:
-    """``stream.send(data)`` for a connection's single writer: what the socket takes at
-    once is written at once (anyio's ``send`` first yields to the loop, one more turn of
-    it before every reply's end reaches the terminal); a rest the socket has no room for
-    yet goes through ``stream.send``."""
+async def write_now(stream: SocketStream, sock: socket.socket, data: bytes) -> None:
+    """``stream.send(data)`` for a connection's single writer, ``sock`` being the
+    stream's socket (``raw_socket(stream)``, looked up once: anyio builds its attribute
+    table at every lookup): what the socket takes at once is written at once (anyio's
+    ``send`` first yields to the loop, one more turn of it before every reply's end
+    reaches the terminal); a rest the socket has no room for yet goes through
+    ``stream.send``."""
     try:
-        sent = stream.extra(SocketAttribute.raw_socket).send(data)
+        sent = sock.send(data)
     except BlockingIOError:
         sent = 0
     except OSError as exc:  # closed, or the peer went away
         raise anyio.BrokenResourceError from exc
     if sent < len(data):
         await stream.send(data[sent:])
+
+
+def raw_socket(stream: SocketStream) -> socket.socket:
+    return stream.extra(SocketAttribute.raw_socket)
 
 
 async def refuse(stream: SocketStream, code: str, message: str) -> NoReturn:
@@ -84,7 +91,7 @@ async def read_hello(
 ) -> p.Hello:
     """The connection's hello, from this user, in this protocol, within ``timeout_s``;
     anything else is refused (Hangup)."""
-    peer_pid, peer_uid, _ = peer_credentials(stream.extra(SocketAttribute.raw_socket))
+    peer_pid, peer_uid, _ = peer_credentials(raw_socket(stream))
     if peer_uid != os.getuid():
         log.warning("refused a connection from uid %d (pid %d)", peer_uid, peer_pid)
         await refuse(

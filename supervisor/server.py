@@ -22,7 +22,7 @@ from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from actors.base import ActorRef
+from actors.base import ActorRef, next_item
 from actors.compaction import OFFLINE
 from actors.messages import (
     AskUser,
@@ -66,6 +66,7 @@ from supervisor.front import Opening, ProtocolMisuse, error_for
 from supervisor.greeting import (
     Hangup,
     next_frame,
+    raw_socket,
     read_frame,
     read_hello,
     refuse,
@@ -349,8 +350,9 @@ class Server:
         a socket write per token. ``opened_already``: the front door sent the
         terminal its ``opened``; the actor's is not sent again.
         """
+        sock = raw_socket(stream)
         async with outputs:
-            async for first in outputs:
+            while (first := await next_item(outputs)) is not None:
                 batch = [first] if _ends_connection(first) else [first, *_waiting(outputs)]
                 if opened_already and any(isinstance(o, Opened) for o in batch):
                     opened_already = False
@@ -359,7 +361,7 @@ class Server:
                         continue
                 data = b"".join(p.encode_server_frame(_frame_for(o)) for o in _merge_text(batch))
                 try:
-                    await write_now(stream, data)
+                    await write_now(stream, sock, data)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     return
                 if _ends_connection(batch[-1]):
