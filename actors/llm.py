@@ -123,7 +123,8 @@ class LLMActor(Actor[LLMMessage]):
                 done = TurnDone(turn.turn_id, error=explain_failure(exc, turn.model))
             finally:
                 reply.close()
-            told = await _tell_done(turn, reply.send_now, done)  # behind the text held
+            await _tell_done(turn, reply.send_now, done)  # behind the text held
+            told = True
         self._scopes.pop((turn.reply_to, turn.turn_id), None)
         if not told:
             await _tell_done(turn, turn.reply_to.tell, TurnDone(turn.turn_id, cancelled=True))
@@ -232,13 +233,12 @@ def last_input_tokens(messages: tuple[ModelMessage, ...]) -> int | None:
 
 async def _tell_done(
     turn: StartTurn, send: Callable[[TerminalMessage], Awaitable[None]], done: TurnDone
-) -> bool:
-    """``send(done)``; True once it is told, or its terminal has gone (nobody to tell)."""
+) -> None:
+    """``send(done)``, unless its terminal has gone (nobody to tell)."""
     try:
         await send(done)
     except DeadActor:
         log.info("turn %d finished after its terminal went away", turn.turn_id)
-    return True
 
 
 async def _checkpoint_before_write(turn: StartTurn, paths: tuple[str, ...]) -> None:
