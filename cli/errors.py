@@ -17,9 +17,16 @@ def error_line(exc: BaseException) -> str | None:
     errors users can meet; None for a bug, which should keep its traceback."""
     from supervisor.client import ConnectionLost, RemoteError, SupervisorUnavailable
     from supervisor.runtime import RuntimeDirError
+    from supervisor.wire import FrameError
 
     if isinstance(
-        exc, CommandError | SupervisorUnavailable | RuntimeDirError | ConnectionLost | RemoteError
+        exc,
+        CommandError
+        | SupervisorUnavailable
+        | RuntimeDirError
+        | ConnectionLost
+        | RemoteError
+        | FrameError,
     ):
         return as_error_line(str(exc))
     if isinstance(exc, FileNotFoundError):

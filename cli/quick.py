@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 TIMEOUT_S = 30.0
 PROTOCOL_VERSION = 1
-MAX_FRAME_BYTES = 1024 * 1024
+MAX_SERVER_FRAME_BYTES = 64 * 1024 * 1024
 """``supervisor.wire``'s (a test keeps them equal): importing it would import ``typing``."""
 
 
@@ -51,8 +51,8 @@ def ask_for_sessions(workspace: str, every: bool) -> dict[str, object] | None:
             sock.connect(path)
             sock.sendall(json.dumps(hello).encode() + b"\n" + json.dumps(request).encode() + b"\n")
             with sock.makefile("rb") as lines:
-                welcome = json.loads(lines.readline(MAX_FRAME_BYTES))
-                reply = json.loads(lines.readline(MAX_FRAME_BYTES))
+                welcome = json.loads(lines.readline(MAX_SERVER_FRAME_BYTES))
+                reply = json.loads(lines.readline(MAX_SERVER_FRAME_BYTES))
     except (OSError, ValueError):
         return None
     if welcome.get("type") != "welcome" or reply.get("type") != "result":

@@ -23,6 +23,7 @@ from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir
 if TYPE_CHECKING:
     import subprocess  # at run time only where a supervisor is started: it is slow to import
 from supervisor.wire import (
+    MAX_SERVER_FRAME_BYTES,
     PROTOCOL_VERSION,
     ErrorCode,
     Frame,
@@ -60,7 +61,7 @@ class Connection:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self._lines = LineBuffer()
+        self._lines = LineBuffer(MAX_SERVER_FRAME_BYTES)
         self._pending: deque[bytes] = deque()
 
     @classmethod

@@ -11,7 +11,13 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from supervisor.wire import MAX_FRAME_BYTES, MAX_MESSAGE_CHARS, ErrorCode, FrameError
+from supervisor.wire import (
+    MAX_FRAME_BYTES,
+    MAX_MESSAGE_CHARS,
+    MAX_SERVER_FRAME_BYTES,
+    ErrorCode,
+    FrameError,
+)
 
 
 class _Frame(BaseModel):
@@ -279,4 +285,24 @@ def parse_client_frame(line: bytes) -> ClientFrame:
 
 
 def encode_server_frame(frame: ServerFrame) -> bytes:
-    return orjson.dumps(frame.model_dump(mode="json")) + b"\n"
+    """The frame's line. One over ``MAX_SERVER_FRAME_BYTES`` (a client would refuse it and
+    lose the connection's framing) keeps the head of its text and says so, or, with no
+    text to cut, becomes an error frame that says what was not sent."""
+    data = orjson.dumps(frame.model_dump(mode="json")) + b"\n"
+    if len(data) <= MAX_SERVER_FRAME_BYTES:
+        return data
+    over = (
+        f"the supervisor's {frame.type} frame of {len(data):,} bytes is over the "
+        f"{MAX_SERVER_FRAME_BYTES:,}-byte cap"
+    )
+    for name in ("text", "question", "drift"):
+        value = getattr(frame, name, None)
+        if isinstance(value, str) and len(value) > CUT_TEXT_CHARS:
+            cut = f"{value[:CUT_TEXT_CHARS]}\n[... {over}; the rest was not sent]"
+            return encode_server_frame(frame.model_copy(update={name: cut}))
+    error = ErrorFrame(code=ErrorCode.ANSWER_TOO_LARGE, message=f"{over}; it was not sent")
+    return orjson.dumps(error.model_dump(mode="json")) + b"\n"
+
+
+CUT_TEXT_CHARS = MAX_SERVER_FRAME_BYTES // 8
+"""The head of an over-long text that is sent (a character takes at most 6 bytes)."""

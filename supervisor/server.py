@@ -75,7 +75,7 @@ from supervisor.greeting import (
 )
 from supervisor.registry import Registry, TerminalBusy
 from supervisor.welcome import welcome
-from supervisor.wire import ErrorCode, FrameError
+from supervisor.wire import TEXT_FRAME_CHARS, ErrorCode, FrameError
 
 log = logging.getLogger("agent_assist.server")
 OPEN_TIMEOUT_S = 60.0
@@ -176,7 +176,8 @@ def _ends_connection(output: TerminalOutput) -> bool:
 
 
 def _merge_text(batch: list[TerminalOutput]) -> list[TerminalOutput]:
-    """Adjacent ReplyText outputs become one."""
+    """Adjacent ReplyText outputs become one, cut in pieces of at most ``TEXT_FRAME_CHARS``
+    (a long reply to a terminal that reads late is waiting whole)."""
     merged: list[TerminalOutput] = []
     for output in batch:
         previous = merged[-1] if merged else None
@@ -184,7 +185,19 @@ def _merge_text(batch: list[TerminalOutput]) -> list[TerminalOutput]:
             merged[-1] = ReplyText(previous.text + output.text)
         else:
             merged.append(output)
-    return merged
+    if all(not isinstance(o, ReplyText) or len(o.text) <= TEXT_FRAME_CHARS for o in merged):
+        return merged
+    pieces: list[TerminalOutput] = []
+    for output in merged:
+        if isinstance(output, ReplyText) and len(output.text) > TEXT_FRAME_CHARS:
+            text = output.text
+            pieces += (
+                ReplyText(text[at : at + TEXT_FRAME_CHARS])
+                for at in range(0, len(text), TEXT_FRAME_CHARS)
+            )
+        else:
+            pieces.append(output)
+    return pieces
 
 
 class Server:

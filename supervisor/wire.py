@@ -1,8 +1,9 @@
 """Framing shared by the supervisor and the thin client: one JSON object per line.
 
 Standard library only, so the terminal stays light. A frame is a UTF-8 JSON
-object terminated by ``\\n`` and at most ``MAX_FRAME_BYTES`` long (newline
-included); the size is checked before anything past the cap is buffered.
+object terminated by ``\\n``: at most ``MAX_FRAME_BYTES`` long (newline included)
+from a client, ``MAX_SERVER_FRAME_BYTES`` from the supervisor; the size is checked
+before anything past the cap is buffered.
 """
 
 from __future__ import annotations
@@ -12,6 +13,13 @@ from typing import Any, Final
 
 PROTOCOL_VERSION: Final = 1
 MAX_FRAME_BYTES: Final = 1024 * 1024
+"""The longest frame a client may send: the supervisor refuses a longer one."""
+MAX_SERVER_FRAME_BYTES: Final = 64 * 1024 * 1024
+"""The longest frame the supervisor sends, and a client accepts: the listing of a few
+thousand sessions, a manifest of thousands of files are over a MiB. Reply text goes in
+frames of at most ``TEXT_FRAME_CHARS`` characters, however much of it is waiting."""
+TEXT_FRAME_CHARS: Final = 128 * 1024
+"""At most 512 KiB as JSON (a character takes at most 4 bytes, or 6 as an escape)."""
 MAX_MESSAGE_CHARS: Final = 200_000
 """The longest user message a terminal may send (checked by the client before sending)."""
 
@@ -33,6 +41,7 @@ class ErrorCode:
     SESSION_FILE = "session_file"
     BUSY = "busy"
     INTERNAL = "internal"
+    ANSWER_TOO_LARGE = "answer_too_large"
 
 
 class FrameError(Exception):

@@ -11,9 +11,9 @@ from supervisor.runtime import default_runtime_dir
 
 
 def test_the_quick_listing_speaks_the_wire_protocol_s_version_and_frame_cap() -> None:
-    assert (quick.PROTOCOL_VERSION, quick.MAX_FRAME_BYTES) == (
+    assert (quick.PROTOCOL_VERSION, quick.MAX_SERVER_FRAME_BYTES) == (
         wire.PROTOCOL_VERSION,
-        wire.MAX_FRAME_BYTES,
+        wire.MAX_SERVER_FRAME_BYTES,
     )
 
 

@@ -14,7 +14,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 
 class ChatServer:
@@ -202,7 +202,7 @@ class ChatServer:
             if m["role"] in ("system", "developer")
         )
 
-    def __enter__(self) -> ChatServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

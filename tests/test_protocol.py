@@ -1,0 +1,36 @@
+"""The supervisor's frames on the wire: what it does with one a client could not accept."""
+
+from __future__ import annotations
+
+import orjson
+
+from supervisor import protocol as p
+from supervisor.wire import MAX_SERVER_FRAME_BYTES, ErrorCode
+
+
+def decoded(data: bytes) -> dict[str, object]:
+    assert data.endswith(b"\n") and data.count(b"\n") == 1
+    assert len(data) <= MAX_SERVER_FRAME_BYTES
+    frame: dict[str, object] = orjson.loads(data)
+    return frame
+
+
+def test_a_frame_within_the_cap_is_sent_as_it_is() -> None:
+    frame = decoded(p.encode_server_frame(p.CommandResult(text="Saved: checkpoint 3")))
+    assert frame == {"type": "command_result", "text": "Saved: checkpoint 3", "phase": None}
+
+
+def test_a_text_over_the_cap_keeps_its_head_and_says_the_rest_was_not_sent() -> None:
+    text = "0123456789" * (MAX_SERVER_FRAME_BYTES // 10 + 1)
+    frame = decoded(p.encode_server_frame(p.CommandResult(text=text)))
+    assert frame["type"] == "command_result"  # the command still ends
+    shown = str(frame["text"])
+    assert text.startswith(shown.split("\n[... ")[0])
+    assert shown.endswith("over the 67,108,864-byte cap; the rest was not sent]")
+
+
+def test_an_answer_over_the_cap_with_no_text_to_cut_becomes_an_error_frame() -> None:
+    rows = [{"session_id": f"{i:012x}", "summary": "x" * 1000} for i in range(70_000)]
+    frame = decoded(p.encode_server_frame(p.Result(data={"sessions": rows, "warnings": []})))
+    assert frame["type"] == "error" and frame["code"] == ErrorCode.ANSWER_TOO_LARGE
+    assert "result frame of" in str(frame["message"])
