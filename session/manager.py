@@ -19,6 +19,7 @@ import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 
 import orjson
@@ -69,6 +70,7 @@ MAX_MESSAGE_DEPTH = 200
 is valid JSON that the serializers (orjson, pydantic: about 255 levels) cannot write
 back, so such a file is refused by name, untouched, instead of failing later."""
 MAX_POINTER_BYTES = 4096
+MAX_KEPT_PATHS = 4096
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 POINTER_PREFIX = "active_"
@@ -100,7 +102,7 @@ def ensure_private_dir(path: Path) -> None:
         os.chmod(directory, DIR_MODE)
 
 
-def _fsync_dir(directory: Path) -> None:
+def _fsync_dir(directory: str | Path) -> None:
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
@@ -108,6 +110,7 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+@lru_cache(maxsize=4096)
 def temp_path(path: Path) -> Path:
     """Where ``atomic_write`` stages ``path``: one fixed name per file, so a temp file
     left by a writer killed mid-write is simply overwritten by the next write."""
@@ -163,18 +166,12 @@ def _replace_durably(
     directory. The temp file gets ``mode``; None: 0666 less the umask, as a new file.
     Each step passes the fault-injection seam (``session/faults.py``)."""
     inject("open", path)
+    fd, created = _open_temp(tmp, flags, 0o666 if mode is None else mode, clear_stale)
     try:
-        fd = os.open(tmp, flags, 0o666 if mode is None else mode)
-    except OSError as exc:
-        if not clear_stale or exc.errno not in _STALE_TEMP_ERRNOS:
-            raise
-        clear_stale_temp(tmp)
-        fd = os.open(tmp, flags, 0o666 if mode is None else mode)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a fifo with a reader, a device
+        if not created and not stat.S_ISREG(os.fstat(fd).st_mode):  # a fifo, a device
             raise OSError(errno.EINVAL, "stale temp is not a regular file", str(tmp))
         if mode is not None:
-            os.fchmod(fd, mode)  # a stale temp file keeps its old mode otherwise
+            os.fchmod(fd, mode)  # the umask, or a stale temp file's old mode, otherwise
         inject("write", path)
         _write_all(fd, [data] if isinstance(data, bytes) else data)
         inject("fsync", path)
@@ -192,7 +189,24 @@ def _replace_durably(
         raise
     if sync_dir:
         inject("dirsync", path)
-        _fsync_dir(path.parent)
+        _fsync_dir(os.path.dirname(path))
+
+
+def _open_temp(tmp: Path, flags: int, mode: int, clear_stale: bool) -> tuple[int, bool]:
+    """``tmp`` opened for writing, and whether this call created it: it is first created
+    afresh (``O_EXCL``: then it is surely a new regular file), and only if something is
+    there already (a temp left by a writer killed mid-write) opened with ``flags``."""
+    try:
+        return os.open(tmp, flags | os.O_CREAT | os.O_EXCL, mode), True
+    except FileExistsError:
+        pass
+    try:
+        return os.open(tmp, flags, mode), False
+    except OSError as exc:
+        if not clear_stale or exc.errno not in _STALE_TEMP_ERRNOS:
+            raise
+        clear_stale_temp(tmp)
+        return os.open(tmp, flags, mode), False
 
 
 def _write_all(fd: int, parts: Sequence[bytes]) -> None:
@@ -311,25 +325,41 @@ def encode_state(state: SessionState, encoded: EncodedMessages | None = None) ->
     return b"".join(state_parts(state, encoded))
 
 
-def state_parts(state: SessionState, encoded: EncodedMessages | None = None) -> list[bytes]:
+_FIELDS = tuple(SessionState.model_fields)
+_MESSAGES_AT = _FIELDS.index("recent_messages")
+_ORJSON_OPTIONS = orjson.OPT_UTC_Z
+"""Datetimes as pydantic writes them in JSON mode (UTC as ``Z``; tests check the two agree)."""
+
+
+def state_parts(
+    state: SessionState,
+    encoded: EncodedMessages | None = None,
+    *,
+    scrub: tuple[str, ...] | None = None,
+) -> list[bytes]:
     """The session file's bytes as buffers to write one after the other.
 
-    ``recent_messages`` is already plain JSON data, so it goes to orjson directly
-    instead of through pydantic's slow inference of ``Any``. ``encoded``, when
-    given, holds those messages already encoded: its chunks are spliced in as they
-    are, so the file costs the encoding of its other fields only.
+    The fields are read off the model and given to orjson as they are (no model
+    dump or copy: a turn's save pays for its header only). ``encoded``, when given,
+    holds the messages already encoded: its chunks are spliced in as they are, so
+    the file costs the encoding of its other fields only. ``scrub``, when given,
+    are the secret values each text is scrubbed of on the way (as ``scrub_state``
+    does), the encoded messages excepted: they were scrubbed when they were encoded.
     """
-    fields = state.model_dump(mode="json", exclude={"recent_messages"})
-    ordered = {name: fields.get(name) for name in SessionState.model_fields}
+    fields = state.__dict__
+    values = {name: fields[name] for name in _FIELDS}
+    if scrub is not None:
+        _scrub_fields(values, scrub, messages=encoded is None)
     if encoded is None:
-        ordered["recent_messages"] = state.recent_messages
-        return [orjson.dumps(ordered)]
+        return [orjson.dumps(values, option=_ORJSON_OPTIONS)]
     if len(encoded) != len(state.recent_messages):
         raise ValueError("encoded messages must be the state's recent_messages, encoded")
-    names = list(ordered)
-    split = names.index("recent_messages")
-    before = orjson.dumps({name: ordered[name] for name in names[:split]})
-    after = orjson.dumps({name: ordered[name] for name in names[split + 1 :]})
+    before = orjson.dumps(
+        {name: values[name] for name in _FIELDS[:_MESSAGES_AT]}, option=_ORJSON_OPTIONS
+    )
+    after = orjson.dumps(
+        {name: values[name] for name in _FIELDS[_MESSAGES_AT + 1 :]}, option=_ORJSON_OPTIONS
+    )
     return [
         before[:-1] + b',"recent_messages":[' if len(before) > 2 else b'{"recent_messages":[',
         *encoded.parts(),
@@ -337,27 +367,34 @@ def state_parts(state: SessionState, encoded: EncodedMessages | None = None) -> 
     ]
 
 
+def _scrub_fields(
+    values: dict[str, object], known_secrets: tuple[str, ...], *, messages: bool
+) -> None:
+    """Scrub, in place, each text of a session's field values: each string, each list of
+    strings, the manifest's paths and (unless ``messages`` is False) every string inside
+    the recent messages. The one list of what is scrubbed, for ``scrub_state`` too."""
+    for name, value in values.items():
+        if name == "recent_messages":
+            if messages:
+                values[name] = tuple(scrub_json(list(value), known_secrets))  # type: ignore[call-overload]
+        elif name == "file_manifest":
+            values[name] = scrub_mapping_keys(value, known_secrets)  # type: ignore[arg-type]
+        elif isinstance(value, str):
+            values[name] = scrub_text(value, known_secrets)
+        elif isinstance(value, tuple):
+            values[name] = tuple(scrub_json(list(value), known_secrets))
+        elif isinstance(value, dict):
+            values[name] = scrub_json(value, known_secrets)
+
+
 def scrub_state(
     state: SessionState, known_secrets: tuple[str, ...] = (), *, messages: bool = True
 ) -> SessionState:
-    """``state`` with credential-looking strings replaced in every text it holds: each
-    string field, each list of strings, the manifest's paths and (unless ``messages`` is
-    False) every string inside the recent messages."""
-    update: dict[str, object] = {}
-    for name in SessionState.model_fields:
-        value = getattr(state, name)
-        if name == "recent_messages":
-            if messages:
-                update[name] = tuple(scrub_json(list(value), known_secrets))
-        elif name == "file_manifest":
-            update[name] = scrub_mapping_keys(value, known_secrets)
-        elif isinstance(value, str):
-            update[name] = scrub_text(value, known_secrets)
-        elif isinstance(value, tuple):
-            update[name] = tuple(scrub_json(list(value), known_secrets))
-        elif isinstance(value, dict):
-            update[name] = scrub_json(value, known_secrets)
-    return state.model_copy(update=update)
+    """``state`` with credential-looking strings replaced in every text it holds (see
+    ``_scrub_fields``; the recent messages unless ``messages`` is False)."""
+    values: dict[str, object] = {name: getattr(state, name) for name in _FIELDS}
+    _scrub_fields(values, known_secrets, messages=messages)
+    return state.model_copy(update=values)
 
 
 def scrub_header(header: SessionHeader, known_secrets: tuple[str, ...] = ()) -> SessionHeader:
@@ -415,6 +452,8 @@ class SessionManager:
         """Headers already read, with the identity of the file they came from."""
         self._index_read = False
         self._index_stale = False
+        self._paths: dict[str, Path] = {}
+        """Each session id's file path, built once (a save's path costs a lookup)."""
         """Whether ``_headers`` differs from what ``headers.index`` holds (see header_index)."""
 
     def check_directory(self) -> None:
@@ -435,7 +474,13 @@ class SessionManager:
     # -- sessions ---------------------------------------------------------
 
     def session_path(self, session_id: str) -> Path:
-        return self.directory / f"{validate_session_id(session_id)}.json"
+        path = self._paths.get(session_id)
+        if path is None:
+            path = self.directory / f"{validate_session_id(session_id)}.json"
+            if len(self._paths) >= MAX_KEPT_PATHS:
+                self._paths.clear()
+            self._paths[session_id] = path
+        return path
 
     def exists(self, session_id: str) -> bool:
         return self.session_path(session_id).exists()
@@ -452,10 +497,8 @@ class SessionManager:
             or len(encoded) != len(state.recent_messages)
             or not self._secret_set <= encoded.known_secrets
         ):
-            state, encoded = scrub_state(state, self.known_secrets), None
-        else:
-            state = scrub_state(state, self.known_secrets, messages=False)
-        _write_creating_directories(path, state_parts(state, encoded))
+            encoded = None
+        _write_creating_directories(path, state_parts(state, encoded, scrub=self.known_secrets))
         return path
 
     def load(self, session_id: str) -> SessionState:

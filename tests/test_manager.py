@@ -11,6 +11,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from session.encoded import MERGE_BELOW, EncodedMessages
 from session.errors import (
@@ -72,6 +74,40 @@ def test_messages_encoded_ahead_give_the_same_bytes(state: SessionState) -> None
     assert encode_state(state, encoded) == encode_state(state)
 
 
+@given(
+    moment=st.datetimes(timezones=st.just(UTC)),
+    summary=st.none() | st.text(),
+    decisions=st.lists(st.text(), max_size=3).map(tuple),
+    manifest=st.dictionaries(st.text(min_size=1), st.just("b" * 64), max_size=3),
+    count=st.integers(min_value=0, max_value=2**40),
+    phase=st.sampled_from([None, "design", "code", "deploy"]),
+)
+def test_the_file_is_what_pydantic_writes_for_the_model(
+    moment: datetime,
+    summary: str | None,
+    decisions: tuple[str, ...],
+    manifest: dict[str, str],
+    count: int,
+    phase: str | None,
+) -> None:
+    """The session file is encoded from the model's fields directly (no model dump on a
+    save's path): byte for byte what pydantic's JSON mode gives, datetimes included."""
+    state = full_state().model_copy(
+        update={
+            "created_at": moment,
+            "updated_at": moment,
+            "summary": summary,
+            "decisions": decisions,
+            "file_manifest": manifest,
+            "checkpoint_count": count,
+            "phase": phase,
+        }
+    )
+    expected = orjson.dumps(state.model_dump(mode="json"))
+    assert encode_state(state) == expected
+    assert encode_state(state, EncodedMessages.scrub(state.recent_messages, ())) == expected
+
+
 def test_a_save_of_messages_in_many_chunks_writes_the_same_file(manager: SessionManager) -> None:
     big = {"kind": "request", "parts": [{"content": "x" * MERGE_BELOW}]}
     state = full_state().model_copy(update={"recent_messages": (big, big, big)})
@@ -94,6 +130,16 @@ def test_files_are_0600_and_directories_0700(manager: SessionManager) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(manager.directory.stat().st_mode) == 0o700
     assert stat.S_IMODE(manager.directory.parent.stat().st_mode) == 0o700
+
+
+def test_a_file_is_0600_whatever_the_umask(manager: SessionManager) -> None:
+    manager.save(full_state())  # the directories exist: only the file is created below
+    old = os.umask(0o277)
+    try:
+        path = manager.save(full_state().model_copy(update={"summary": "under a umask"}))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
 def test_saving_leaves_no_temp_files_and_replaces_the_old_version(manager: SessionManager) -> None:
