@@ -102,4 +102,6 @@ def test_a_fault_at_any_step_of_a_save_loses_no_turn(env: Env, step: str, code: 
         "second message",
         "third message",
     ]
+    # the summary's write after the terminal left may be in flight until the supervisor stops
+    assert env.run("supervisor", "stop").returncode == 0
     assert not [p.name for p in env.project.iterdir() if p.name.endswith(".tmp")]
