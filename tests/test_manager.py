@@ -23,7 +23,7 @@ from session.errors import (
     UnsafeSessionFile,
 )
 from session.history import dump_messages, load_messages
-from session.manager import SessionManager, encode_state, temp_path
+from session.manager import SessionManager, encode_state, json_depth, temp_path
 from session.models import Pointer, SessionState
 from tests.conversations import conversation
 
@@ -487,6 +487,29 @@ def test_a_deeply_nested_but_valid_session_loads_lists_and_saves(tmp_path: Path)
     assert [h.session_id for h in manager.list_sessions().sessions] == [SID]
     manager.save(state)
     assert manager.load(SID) == state
+
+
+def depth_of(value: object) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(depth_of, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(depth_of, value), default=0)
+    return 0
+
+
+JSON_TEXT = st.text(alphabet=st.sampled_from(list('[]{}"\\\\/ax\n\u00e9')), max_size=12)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(JSON_TEXT, inner, max_size=3),
+    max_leaves=30,
+)
+
+
+@given(JSON_VALUES)
+def test_the_depth_read_off_the_brackets_is_the_values_depth(value: object) -> None:
+    """Brackets, quotes and backslashes inside strings are not structure."""
+    assert json_depth(orjson.dumps(value)) == depth_of(value)
+    assert json_depth(json.dumps(value, indent=1).encode()) == depth_of(value)
 
 
 @pytest.mark.parametrize("depth", [300, 2000])
