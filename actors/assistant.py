@@ -15,10 +15,10 @@ from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 
+from session.atomic import replace_workspace_file
 from session.compaction import CHARS_PER_TOKEN
 from session.filesystem import is_safe_relative_path
 from session.history import fit_tool_returns
-from session.manager import replace_workspace_file
 from session.models import WorkPhase
 
 MAX_READ_BYTES = 256 * 1024

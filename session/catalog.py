@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from session.atomic import atomic_write, ensure_private_dir
 from session.errors import SessionError, SessionFileError
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
     CheckpointStore,
     SessionManager,
-    atomic_write,
     encode_state,
-    ensure_private_dir,
     scrub_state,
 )
 from session.models import Pointer, SessionState, utc_now

@@ -8,10 +8,12 @@ from it and the file's identity (inode, size, modification and change times,
 as ``SessionManager``'s in-memory cache does). It is never trusted over the
 files: an entry is used only while a fresh ``stat`` of its file gives the same
 identity, and a file that changed, appeared or has no entry is read in full
-(and the index rewritten). A missing, unreadable or malformed index is simply
-rebuilt. It is a cache, so it is written atomically but without fsync: after
-a crash it is at worst old (entries fail the identity check) or unreadable
-(rebuilt). Only the manager of a writable directory writes it.
+(and the index rewritten). A missing, unreadable or malformed index (a fifo,
+a directory, a symlink) is simply rebuilt. Its entries are scrubbed again by
+the reader, whose known secrets may differ from the writer's. It is a cache,
+so it is written atomically (``atomic_write``, mode 0600) but without fsync:
+after a crash it is at worst old (entries fail the identity check) or
+unreadable (rebuilt). Only the manager of a writable directory writes it.
 """
 
 from __future__ import annotations
@@ -26,28 +28,34 @@ from typing import Any
 
 import orjson
 
+from session.atomic import atomic_write
 from session.models import SessionHeader, is_session_id
 
 INDEX_NAME = "headers.index"
 INDEX_VERSION = 1
 MAX_INDEX_BYTES = 64 * 1024 * 1024
-FILE_MODE = 0o600
 
 FileIdentity = tuple[int, int, int, int]
 Cached = tuple[FileIdentity, SessionHeader]
 
 
 def _read_bytes(path: Path) -> bytes | None:
-    """The index's bytes, or None if it is missing, not a regular file or too large."""
+    """The index's bytes, or None if it is missing, unreadable, not a regular file (a fifo
+    is never waited on) or too large."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_INDEX_BYTES:
             return None
-        return file.read(MAX_INDEX_BYTES + 1)
+        with os.fdopen(os.dup(fd), "rb") as file:
+            return file.read(MAX_INDEX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _text(value: Any) -> str | None:
@@ -123,19 +131,6 @@ def write_index(directory: Path, headers: Mapping[str, Cached]) -> None:
             },
         }
     )
-    target = directory / INDEX_NAME
     temp = directory / f".{INDEX_NAME}.{os.getpid()}.tmp"
-    try:
-        fd = os.open(
-            temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
-        )
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        os.replace(temp, target)
-    except OSError:
-        with contextlib.suppress(OSError):
-            temp.unlink()
+    with contextlib.suppress(OSError):
+        atomic_write(directory / INDEX_NAME, data, durable=False, tmp=temp)

@@ -10,22 +10,26 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
 import hashlib
 import os
 import re
-import secrets
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from itertools import accumulate
 from pathlib import Path
 
 import orjson
 from pydantic import ValidationError
 
+from session.atomic import (
+    atomic_write,
+    ensure_private_dir,
+    fsync_dir,
+    replace_workspace_file,
+    write_creating_directories,
+)
 from session.checkpoints import (
     CAP_SETTING,
     Checkpoint,
@@ -46,7 +50,6 @@ from session.errors import (
     UnsafeSessionDirectory,
     UnsafeSessionFile,
 )
-from session.faults import inject
 from session.filesystem import is_safe_relative_path, safe_relative_paths
 from session.header_index import FileIdentity, read_index, write_index
 from session.models import (
@@ -61,19 +64,15 @@ from session.models import (
     utc_now,
     validate_session_id,
 )
-from session.redaction import scrub_json, scrub_mapping_keys, scrub_text
+from session.redaction import scrub_json, scrub_keys, scrub_text
 
 MAX_SESSION_BYTES = 32 * 1024 * 1024
-IOV_MAX = max(16, os.sysconf("SC_IOV_MAX"))
-"""Buffers one ``writev`` takes (1024 on Linux)."""
 MAX_MESSAGE_DEPTH = 200
 """How deeply a saved message may nest (a tool call's arguments nest within it). Deeper
 is valid JSON that the serializers (orjson, pydantic: about 255 levels) cannot write
 back, so such a file is refused by name, untouched, instead of failing later."""
 MAX_POINTER_BYTES = 4096
 MAX_KEPT_PATHS = 4096
-FILE_MODE = 0o600
-DIR_MODE = 0o700
 POINTER_PREFIX = "active_"
 
 
@@ -86,174 +85,6 @@ def _guarded_directories(directory: Path, root: Path | None) -> tuple[Path, ...]
         return (directory,)
     parts = inside.parts
     return tuple(root.joinpath(*parts[: i + 1]) for i in range(len(parts)))
-
-
-def ensure_private_dir(path: Path) -> None:
-    """Create ``path`` and each missing parent with mode 0700 (umask notwithstanding)."""
-    missing: list[Path] = []
-    probe = path
-    while not probe.exists() and probe != probe.parent:
-        missing.append(probe)
-        probe = probe.parent
-    for directory in reversed(missing):
-        try:
-            directory.mkdir(mode=DIR_MODE)
-        except FileExistsError:
-            continue
-        os.chmod(directory, DIR_MODE)
-
-
-def _fsync_dir(directory: str | Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-@lru_cache(maxsize=4096)
-def temp_path(path: Path) -> Path:
-    """Where ``atomic_write`` stages ``path``: one fixed name per file, so a temp file
-    left by a writer killed mid-write is simply overwritten by the next write."""
-    return path.with_name(f".{path.name}.tmp")
-
-
-def clear_stale_temp(tmp: Path) -> None:
-    """A temp name taken by something that is not a regular file (a symlink, a directory,
-    a fifo) would block every save of that file: a symlink or special file is unlinked
-    (never followed), a directory is moved aside (never deleted)."""
-    try:
-        info = os.lstat(tmp)
-    except FileNotFoundError:
-        return
-    if stat.S_ISREG(info.st_mode):
-        return
-    if stat.S_ISDIR(info.st_mode):
-        stamp = utc_now().strftime("%Y%m%dT%H%M%S%fZ")
-        os.rename(tmp, tmp.with_name(f"{tmp.name}.stale-{stamp}"))
-    else:
-        tmp.unlink()
-
-
-def atomic_write(path: Path, data: bytes | Sequence[bytes], *, sync_dir: bool = True) -> None:
-    """Durably replace ``path`` with ``data`` (bytes, or buffers written one after the
-    other); a crash leaves the old or the new file, whole.
-
-    Each file has a single writer (the StorageActor), so the fixed temp name
-    never races. Raises FileNotFoundError when the directory is missing.
-    ``sync_dir=False`` leaves the fsync of the directory to the caller (who
-    writes several files into it and syncs it once). A stale temp of the wrong
-    type is cleared first (``clear_stale_temp``); a failed write leaves no temp.
-    """
-    # O_NONBLOCK: a fifo at the temp name must not hang the writer (regular files ignore it).
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
-    _replace_durably(path, temp_path(path), data, flags, FILE_MODE, sync_dir, clear_stale=True)
-
-
-_STALE_TEMP_ERRNOS = (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EWOULDBLOCK)
-
-
-def _replace_durably(
-    path: Path,
-    tmp: Path,
-    data: bytes | Sequence[bytes],
-    flags: int,
-    mode: int | None,
-    sync_dir: bool,
-    *,
-    clear_stale: bool = False,
-) -> None:
-    """Write ``tmp`` (opened with ``flags``), fsync it, rename it over ``path``, fsync the
-    directory. The temp file gets ``mode``; None: 0666 less the umask, as a new file.
-    Each step passes the fault-injection seam (``session/faults.py``)."""
-    inject("open", path)
-    fd, created = _open_temp(tmp, flags, 0o666 if mode is None else mode, clear_stale)
-    try:
-        if not created and not stat.S_ISREG(os.fstat(fd).st_mode):  # a fifo, a device
-            raise OSError(errno.EINVAL, "stale temp is not a regular file", str(tmp))
-        if mode is not None:
-            os.fchmod(fd, mode)  # the umask, or a stale temp file's old mode, otherwise
-        inject("write", path)
-        _write_all(fd, [data] if isinstance(data, bytes) else data)
-        inject("fsync", path)
-        os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        inject("rename", path)
-        os.replace(tmp, path)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        with contextlib.suppress(OSError):
-            if os.path.isfile(tmp) and not os.path.islink(tmp):
-                tmp.unlink()
-        raise
-    if sync_dir:
-        inject("dirsync", path)
-        _fsync_dir(os.path.dirname(path))
-
-
-def _open_temp(tmp: Path, flags: int, mode: int, clear_stale: bool) -> tuple[int, bool]:
-    """``tmp`` opened for writing, and whether this call created it: it is first created
-    afresh (``O_EXCL``: then it is surely a new regular file), and only if something is
-    there already (a temp left by a writer killed mid-write) opened with ``flags``."""
-    try:
-        return os.open(tmp, flags | os.O_CREAT | os.O_EXCL, mode), True
-    except FileExistsError:
-        pass
-    try:
-        return os.open(tmp, flags, mode), False
-    except OSError as exc:
-        if not clear_stale or exc.errno not in _STALE_TEMP_ERRNOS:
-            raise
-        clear_stale_temp(tmp)
-        return os.open(tmp, flags, mode), False
-
-
-def _write_all(fd: int, parts: Sequence[bytes]) -> None:
-    """Write ``parts`` one after the other with ``writev``, resuming after short writes."""
-    pending = [memoryview(part) for part in parts if part]
-    at = 0
-    while at < len(pending):
-        written = os.writev(fd, pending[at : at + IOV_MAX])
-        if not written:
-            raise OSError(errno.EIO, "the file took no bytes")
-        while written:
-            if written >= len(pending[at]):
-                written -= len(pending[at])
-                at += 1
-            else:
-                pending[at] = pending[at][written:]
-                written = 0
-
-
-def replace_workspace_file(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
-    """Atomically and durably replace a user's file: temp file in the same directory, fsync,
-    rename, fsync of the directory (unless ``sync_dir`` is False: the caller syncs it once
-    for several files); the file keeps its mode (a new file gets 0666 less the umask). Never
-    follows a symlink: one at ``path`` is refused (OSError ELOOP)."""
-    try:
-        info = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        mode = None
-    else:
-        if stat.S_ISLNK(info.st_mode):
-            raise OSError(errno.ELOOP, "is a symlink; not following it", str(path))
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        mode = stat.S_IMODE(info.st_mode)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.agent-assist.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
-    _replace_durably(path, tmp, data, flags, mode, sync_dir)
-
-
-def _write_creating_directories(path: Path, data: bytes | Sequence[bytes]) -> None:
-    """``atomic_write``, creating the private directories first if they are missing."""
-    try:
-        atomic_write(path, data)
-    except FileNotFoundError:
-        ensure_private_dir(path.parent)
-        atomic_write(path, data)
 
 
 def file_identity(path: Path) -> FileIdentity | None:
@@ -384,18 +215,28 @@ def state_parts(
     ]
 
 
+_NOT_TEXT = frozenset(
+    ("schema_version", "session_id", "created_at", "updated_at", "checkpoint_count", "phase")
+)
+"""Fields of a fixed shape, which validation checks on load: scrubbing one (a secret
+that happens to be part of a session id) would make the file unreadable."""
+
+
 def _scrub_fields(
     values: dict[str, object], known_secrets: tuple[str, ...], *, messages: bool
 ) -> None:
-    """Scrub, in place, each text of a session's field values: each string, each list of
-    strings, the manifest's paths and (unless ``messages`` is False) every string inside
-    the recent messages. The one list of what is scrubbed, for ``scrub_state`` too."""
+    """Scrub, in place, each text of a session's field values: the summaries, the spec's
+    path, each decision, the manifest's paths (not its digests) and (unless ``messages``
+    is False) every string inside the recent messages. The one list of what is
+    scrubbed, for ``scrub_state`` too."""
     for name, value in values.items():
+        if name in _NOT_TEXT:
+            continue
         if name == "recent_messages":
             if messages:
                 values[name] = tuple(scrub_json(list(value), known_secrets))  # type: ignore[call-overload]
         elif name == "file_manifest":
-            values[name] = scrub_mapping_keys(value, known_secrets)  # type: ignore[arg-type]
+            values[name] = scrub_keys(value, known_secrets)  # type: ignore[arg-type]
         elif isinstance(value, str):
             values[name] = scrub_text(value, known_secrets)
         elif isinstance(value, tuple):
@@ -515,7 +356,7 @@ class SessionManager:
             or not self._secret_set <= encoded.known_secrets
         ):
             encoded = None
-        _write_creating_directories(path, state_parts(state, encoded, scrub=self.known_secrets))
+        write_creating_directories(path, state_parts(state, encoded, scrub=self.known_secrets))
         return path
 
     def load(self, session_id: str) -> SessionState:
@@ -653,7 +494,7 @@ class SessionManager:
             self.session_path(session_id).unlink()
         except FileNotFoundError:
             return False
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
         return True
 
     def delete_pointers_to(self, session_id: str) -> int:
@@ -684,8 +525,10 @@ class SessionManager:
         present = self.session_ids()
         if not self._index_read:  # a cold listing: headers of unchanged files from the index
             self._index_read = True
-            for session_id, cached in read_index(self.directory).items():
-                self._headers.setdefault(session_id, cached)
+            for session_id, (identity, header) in read_index(self.directory).items():
+                # written by any process: scrubbed of this one's secrets too
+                clean = scrub_header(header, self.known_secrets)
+                self._headers.setdefault(session_id, (identity, clean))
         for gone in self._headers.keys() - set(present):
             del self._headers[gone]
             self._index_stale = True
@@ -716,7 +559,7 @@ class SessionManager:
     def write_pointer(self, pointer: Pointer) -> Path:
         path = self.pointer_path(pointer.pid)
         self.check_directory()
-        _write_creating_directories(path, orjson.dumps(pointer.model_dump(mode="json")))
+        write_creating_directories(path, orjson.dumps(pointer.model_dump(mode="json")))
         return path
 
     def read_pointer(self, pid: int) -> Pointer | None:
@@ -737,7 +580,7 @@ class SessionManager:
             self.pointer_path(pid).unlink()
         except FileNotFoundError:
             return False
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
         return True
 
     def list_pointers(self) -> PointerListing:
@@ -959,8 +802,8 @@ class CheckpointStore:
                 atomic_write(blob, data, sync_dir=False)
             wrote_blob = True
         if wrote_blob:
-            _fsync_dir(self.blobs_dir)
-        _write_creating_directories(self.session_dir(session_id) / entry_name(number), entry)
+            fsync_dir(self.blobs_dir)
+        write_creating_directories(self.session_dir(session_id) / entry_name(number), entry)
         self._usage[session_id] = (entry_bytes + len(entry), new_sizes)
         return checkpoint
 
@@ -1001,7 +844,7 @@ class CheckpointStore:
                 written.append(relative)
         finally:
             for directory in directories:  # each directory synced once, for all its files
-                _fsync_dir(directory)
+                fsync_dir(directory)
         return RestoredFiles(tuple(written), failed)
 
     def delete_session(self, session_id: str) -> int:
@@ -1019,7 +862,7 @@ class CheckpointStore:
                 removed += number_of(name) is not None
         with contextlib.suppress(OSError):
             directory.rmdir()
-            _fsync_dir(self.checkpoints_dir)
+            fsync_dir(self.checkpoints_dir)
         return removed
 
     def collect_garbage(self) -> int:
@@ -1046,7 +889,7 @@ class CheckpointStore:
                     (self.blobs_dir / name).unlink()
                     removed += 1
         if removed:
-            _fsync_dir(self.blobs_dir)
+            fsync_dir(self.blobs_dir)
         return removed
 
 

@@ -191,10 +191,11 @@ def _scrub(value: Any, secrets: tuple[str, ...]) -> Any:
     return value
 
 
-def scrub_mapping_keys(value: dict[str, Any], known_secrets: Iterable[str] = ()) -> dict[str, Any]:
-    """A copy of ``value`` with its keys scrubbed too (keys that collide keep the first)."""
+def scrub_keys(value: dict[str, Any], known_secrets: Iterable[str] = ()) -> dict[str, Any]:
+    """A copy of ``value`` with its keys scrubbed and its values as they are (keys that
+    collide keep the first): a manifest's paths are text, its SHA-256 digests are not."""
     secrets = longest_first(known_secrets)
     out: dict[str, Any] = {}
     for key, item in value.items():
-        out.setdefault(_scrub_str(key, secrets), _scrub(item, secrets))
+        out.setdefault(_scrub_str(key, secrets), item)
     return out

@@ -5,6 +5,7 @@ Standard library only: the thin client uses it too.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import stat
@@ -95,7 +96,10 @@ def ensure_private_runtime_dir(directory: Path) -> None:
 def write_pid_file(path: Path) -> None:
     """Write this process's pid to ``path`` whole (temp, then rename): never read half-written."""
     temp = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)  # a stale one (or a link someone put there) is never written through
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temp, flags, 0o600)
     try:
         os.write(fd, f"{os.getpid()}\n".encode())
     finally:

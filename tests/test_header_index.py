@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -129,3 +131,85 @@ def test_a_symlinked_index_is_not_followed(directory: Path, tmp_path: Path) -> N
     (directory / INDEX_NAME).unlink()
     (directory / INDEX_NAME).symlink_to(elsewhere)
     assert summaries(directory, read_only=True) == {"aaaaaaaaaaaa": "from the file"}
+
+
+def listed_within(directory: Path, seconds: float, **options: bool) -> dict[str, str | None]:
+    """``summaries``, failing (instead of hanging the suite) if the listing blocks."""
+    pool = ThreadPoolExecutor(1)
+    try:
+        return pool.submit(summaries, directory, **options).result(timeout=seconds)
+    finally:
+        pool.shutdown(wait=False)  # a blocked listing is freed by the caller
+
+
+def release_fifo(path: Path) -> None:
+    """Open a fifo for writing (non-blocking), freeing a reader blocked on it, if any."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_a_fifo_at_the_index_is_never_waited_on(directory: Path, read_only: bool) -> None:
+    save(directory, "aaaaaaaaaaaa", "from the file")
+    os.mkfifo(directory / INDEX_NAME)
+    try:
+        assert listed_within(directory, 10, read_only=read_only) == {
+            "aaaaaaaaaaaa": "from the file"
+        }
+    finally:
+        release_fifo(directory / INDEX_NAME)
+
+
+def test_a_fifo_at_the_index_s_temporary_name_is_cleared(directory: Path) -> None:
+    save(directory, "aaaaaaaaaaaa", "from the file")
+    temp = directory / f".{INDEX_NAME}.{os.getpid()}.tmp"
+    os.mkfifo(temp)
+    try:
+        assert listed_within(directory, 10) == {"aaaaaaaaaaaa": "from the file"}
+    finally:
+        release_fifo(temp)
+    assert (directory / INDEX_NAME).is_file()
+    assert set(read_index(directory)) == {"aaaaaaaaaaaa"}
+
+
+def test_a_directory_at_the_index_is_ignored(directory: Path) -> None:
+    save(directory, "aaaaaaaaaaaa", "from the file")
+    (directory / INDEX_NAME).mkdir()
+    assert summaries(directory, read_only=True) == {"aaaaaaaaaaaa": "from the file"}
+    assert summaries(directory) == {"aaaaaaaaaaaa": "from the file"}
+
+
+def test_a_hard_link_at_the_index_s_temporary_name_is_not_written_through(
+    directory: Path, tmp_path: Path
+) -> None:
+    save(directory, "aaaaaaaaaaaa", "from the file")
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"precious")
+    victim.chmod(0o644)
+    os.link(victim, directory / f".{INDEX_NAME}.{os.getpid()}.tmp")
+    SessionManager(directory).list_sessions()
+    assert victim.read_bytes() == b"precious"
+    assert stat.S_IMODE((directory / INDEX_NAME).stat().st_mode) == 0o600
+    assert set(read_index(directory)) == {"aaaaaaaaaaaa"}
+
+
+def test_the_index_is_0600_whatever_the_umask(directory: Path) -> None:
+    save(directory, "aaaaaaaaaaaa", "listed")
+    old = os.umask(0o277)
+    try:
+        SessionManager(directory).list_sessions()
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((directory / INDEX_NAME).stat().st_mode) == 0o600
+
+
+def test_headers_from_the_index_are_scrubbed_of_the_reader_s_secrets(directory: Path) -> None:
+    """The index was written by a process that did not know the secret (a supervisor
+    started without it): the listing of one that knows it shows it scrubbed, as the
+    file's header would be."""
+    secret = "Zq9xK2mP7wL4vB8n"
+    save(directory, "aaaaaaaaaaaa", f"my value is {secret} here")
+    SessionManager(directory).list_sessions()
+    listing = SessionManager(directory, known_secrets=(secret,)).list_sessions()
+    (header,) = listing.sessions
+    assert header.summary == "my value is [REDACTED] here"

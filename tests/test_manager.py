@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from session.atomic import temp_path
 from session.encoded import MERGE_BELOW, EncodedMessages
 from session.errors import (
     CorruptSessionFile,
@@ -23,7 +24,7 @@ from session.errors import (
     UnsafeSessionFile,
 )
 from session.history import dump_messages, load_messages
-from session.manager import SessionManager, encode_state, json_depth, temp_path
+from session.manager import SessionManager, encode_state, json_depth
 from session.models import Pointer, SessionState
 from tests.conversations import conversation
 
@@ -180,6 +181,58 @@ def test_a_symlink_planted_at_the_temp_name_is_not_followed(
     manager.save(full_state().model_copy(update={"summary": "second"}))
     assert target.read_bytes() == b"untouched"
     assert manager.load(SID).summary == "second"
+
+
+def test_a_hard_link_at_the_temp_name_is_not_written_through(
+    manager: SessionManager, tmp_path: Path
+) -> None:
+    manager.save(full_state())
+    victim = tmp_path / "agent_spec.md"
+    victim.write_bytes(b"# precious spec")
+    victim.chmod(0o644)
+    os.link(victim, temp_path(manager.session_path(SID)))
+    manager.save(full_state().model_copy(update={"summary": "second"}))
+    assert victim.read_bytes() == b"# precious spec"
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o644
+    assert manager.load(SID).summary == "second"
+    assert sorted(os.listdir(manager.directory)) == [f"{SID}.json"]
+
+
+def test_a_link_from_the_temp_name_to_the_session_file_still_saves_atomically(
+    manager: SessionManager,
+) -> None:
+    path = manager.save(full_state())
+    os.link(path, temp_path(path))
+    before = path.stat().st_ino
+    manager.save(full_state().model_copy(update={"summary": "second"}))
+    assert path.stat().st_ino != before  # a new file renamed into place, not rewritten in place
+    assert manager.load(SID).summary == "second"
+    assert sorted(os.listdir(manager.directory)) == [f"{SID}.json"]
+
+
+def test_a_fifo_with_a_reader_at_the_temp_name_does_not_stop_saves(
+    manager: SessionManager,
+) -> None:
+    manager.save(full_state())
+    fifo = temp_path(manager.session_path(SID))
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        manager.save(full_state().model_copy(update={"summary": "second"}))
+    finally:
+        os.close(reader)
+    assert manager.load(SID).summary == "second"
+
+
+def test_fields_of_a_fixed_shape_are_never_scrubbed(tmp_path: Path) -> None:
+    """A known secret that happens to be part of the session id or of a file's digest
+    leaves them as they are (scrubbed, the file could not be read back)."""
+    manager = SessionManager(tmp_path, known_secrets=("0a1b2c3d", "aaaaaaaaaaaa"))
+    manager.save(full_state())
+    saved = orjson.loads((tmp_path / f"{SID}.json").read_bytes())
+    assert saved["session_id"] == SID
+    assert saved["file_manifest"] == {"agent_spec.md": "a" * 64}
+    assert manager.load(SID).file_manifest == {"agent_spec.md": "a" * 64}
 
 
 def test_corrupt_file_is_moved_aside_with_its_bytes_intact(manager: SessionManager) -> None:

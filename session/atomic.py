@@ -1,0 +1,191 @@
+"""Atomic, durable file replacement: a temp file beside the target, fsync, rename, fsync of
+the directory; a crash leaves the old file or the new one, whole.
+
+The temp file is always created afresh (``O_CREAT | O_EXCL | O_NOFOLLOW``), so
+whatever sits at its name (a temp left by a writer killed mid-write, a symlink,
+a hard link to another file, a fifo) is never written through: it is cleared
+first (``clear_stale_temp``) and the temp created again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+from session.faults import inject
+from session.models import utc_now
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+IOV_MAX = max(16, os.sysconf("SC_IOV_MAX"))
+"""Buffers one ``writev`` takes (1024 on Linux)."""
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create ``path`` and each missing parent with mode 0700 (umask notwithstanding)."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            continue
+        os.chmod(directory, DIR_MODE)
+
+
+def fsync_dir(directory: str | Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@lru_cache(maxsize=4096)
+def temp_path(path: Path) -> Path:
+    """Where ``atomic_write`` stages ``path``: one fixed name per file, so a temp file
+    left by a writer killed mid-write is cleared by the next write."""
+    return path.with_name(f".{path.name}.tmp")
+
+
+def clear_stale_temp(tmp: Path) -> None:
+    """Clear a temp name that something already holds: a file, a symlink or a special
+    file is unlinked (never followed or written: a hard link's other names keep their
+    content), a directory is moved aside (never deleted)."""
+    try:
+        info = os.lstat(tmp)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        stamp = utc_now().strftime("%Y%m%dT%H%M%S%fZ")
+        os.rename(tmp, tmp.with_name(f"{tmp.name}.stale-{stamp}"))
+    else:
+        tmp.unlink()
+
+
+def atomic_write(
+    path: Path,
+    data: bytes | Sequence[bytes],
+    *,
+    sync_dir: bool = True,
+    durable: bool = True,
+    tmp: Path | None = None,
+) -> None:
+    """Replace ``path`` with ``data`` (bytes, or buffers written one after the other),
+    mode 0600 whatever the umask.
+
+    Each file has a single writer (the StorageActor), so the fixed temp name
+    (``tmp``, default ``temp_path(path)``) never races. Raises FileNotFoundError
+    when the directory is missing. ``sync_dir=False`` leaves the fsync of the
+    directory to the caller (who writes several files into it and syncs it once);
+    ``durable=False`` makes no fsync at all (for caches, which may be lost). A
+    failed write leaves no temp.
+    """
+    staging = temp_path(path) if tmp is None else tmp
+    _replace(path, staging, data, FILE_MODE, sync_dir and durable, durable, clear_stale=True)
+
+
+def replace_workspace_file(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
+    """Atomically and durably replace a user's file: temp file in the same directory, fsync,
+    rename, fsync of the directory (unless ``sync_dir`` is False: the caller syncs it once
+    for several files); the file keeps its mode (a new file gets 0666 less the umask). Never
+    follows a symlink: one at ``path`` is refused (OSError ELOOP)."""
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        mode = None
+    else:
+        if stat.S_ISLNK(info.st_mode):
+            raise OSError(errno.ELOOP, "is a symlink; not following it", str(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        mode = stat.S_IMODE(info.st_mode)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.agent-assist.tmp")
+    _replace(path, tmp, data, mode, sync_dir, durable=True)
+
+
+def write_creating_directories(path: Path, data: bytes | Sequence[bytes]) -> None:
+    """``atomic_write``, creating the private directories first if they are missing."""
+    try:
+        atomic_write(path, data)
+    except FileNotFoundError:
+        ensure_private_dir(path.parent)
+        atomic_write(path, data)
+
+
+def _replace(
+    path: Path,
+    tmp: Path,
+    data: bytes | Sequence[bytes],
+    mode: int | None,
+    sync_dir: bool,
+    durable: bool,
+    *,
+    clear_stale: bool = False,
+) -> None:
+    """Create ``tmp``, write it, fsync it, rename it over ``path``, fsync the directory.
+    The temp file gets ``mode``; None: 0666 less the umask, as a new file. Each step
+    passes the fault-injection seam (``session/faults.py``)."""
+    inject("open", path)
+    fd = _create(tmp, 0o666 if mode is None else mode, clear_stale)
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)  # not less the umask
+        inject("write", path)
+        _write_all(fd, [data] if isinstance(data, bytes) else data)
+        if durable:
+            inject("fsync", path)
+            os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        inject("rename", path)
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            if os.path.isfile(tmp) and not os.path.islink(tmp):
+                tmp.unlink()
+        raise
+    if sync_dir:
+        inject("dirsync", path)
+        fsync_dir(os.path.dirname(path))
+
+
+def _create(tmp: Path, mode: int, clear_stale: bool) -> int:
+    """``tmp`` created afresh for writing (surely a new regular file of ours); with
+    ``clear_stale``, whatever holds the name is cleared first."""
+    try:
+        return os.open(tmp, _CREATE, mode)
+    except FileExistsError:
+        if not clear_stale:
+            raise
+    clear_stale_temp(tmp)
+    return os.open(tmp, _CREATE, mode)
+
+
+def _write_all(fd: int, parts: Sequence[bytes]) -> None:
+    """Write ``parts`` one after the other with ``writev``, resuming after short writes."""
+    pending = [memoryview(part) for part in parts if part]
+    at = 0
+    while at < len(pending):
+        written = os.writev(fd, pending[at : at + IOV_MAX])
+        if not written:
+            raise OSError(errno.EIO, "the file took no bytes")
+        while written:
+            if written >= len(pending[at]):
+                written -= len(pending[at])
+                at += 1
+            else:
+                pending[at] = pending[at][written:]
+                written = 0
