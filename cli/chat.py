@@ -181,7 +181,9 @@ class Chat:
         self.input_tokens: int | None = None
         self.phase: str | None = None
         self.changed_outside: set[str] = set()
-        self._hung_up = False  # the supervisor closed the connection after refusing a frame
+        self._hung_up = False
+        """The connection is gone (the supervisor refused a frame and hung up, or it was
+        lost twice in one turn): re-attach before the next message."""
         console.toolbar = self.toolbar
 
     @property
@@ -432,8 +434,15 @@ class Chat:
                 self.conn.send({"type": "cancel"})
                 continue
             except ConnectionLost:
-                if retried:
-                    raise ChatError("lost the supervisor twice in one turn") from None
+                if retried:  # this message goes unanswered; the next one re-attaches
+                    view.end()
+                    self.last_turn_failed = True
+                    self._hung_up = True
+                    self.console.warn(
+                        "error: lost the supervisor twice during this reply; "
+                        "the message was not answered (send it again)"
+                    )
+                    return
                 retried = True
                 self._reattach()
                 self.conn.send(frame)

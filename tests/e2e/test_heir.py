@@ -7,11 +7,13 @@ import os
 import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.harness import Env, running, wait_for
+from tests.e2e.openai_server import ChatServer
 
 
 def test_a_killed_supervisor_s_heir_takes_over_and_the_terminal_goes_on(env: Env) -> None:
@@ -156,3 +158,27 @@ def test_a_supervisor_killed_while_its_heir_loads_leaves_one_supervisor(env: Env
     assert running(serving)
     client.close_stdin()
     assert client.wait() == 0
+
+
+def test_a_reply_that_loses_two_supervisors_ends_alone_and_the_chat_goes_on(env: Env) -> None:
+    """The second death within one reply ends that reply with one line; the next message
+    re-attaches and is answered (the chat used to exit 1 there)."""
+    with ChatServer(chunk_delay=0.05) as server:
+        env.extra.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test-heir")
+        client = env.spawn("--new", "--model", "openai-chat:test-model", terminal=env.terminal())
+        client.send("a slow reply please")
+        for streams in (1, 2):  # the message, then its re-send after the first death
+            wait_for(partial(streamed, server, streams), what=f"stream {streams}")
+            pid = env.supervisor_pid()
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
+        client.expect("lost the supervisor twice during this reply", stderr=True)
+        client.send("after both")
+        client.expect("echo: after both")
+        client.close_stdin()
+        assert client.wait() == 0
+
+
+def streamed(server: ChatServer, requests: int) -> bool:
+    """Whether the model was asked ``requests`` times by now."""
+    return sum(1 for request in server.requests if request["model"] == "test-model") >= requests
