@@ -244,8 +244,8 @@ class Server:
             async with stream:
                 try:
                     await serve()
-                except Hangup:
-                    pass
+                except (Hangup, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    pass  # the peer went away (before its answer, too): not an error
                 except Exception:
                     log.exception("connection failed")
         finally:

@@ -143,3 +143,32 @@ def test_a_peer_of_another_uid_is_refused(running: Env, role: str) -> None:
     log = (running.runtime / "supervisor.log").read_text()
     assert f"refused a connection from uid {other_account().uid}" in log
     assert status_ok(running)
+
+
+def test_clients_that_leave_before_their_answer_are_no_error(running: Env) -> None:
+    """A client gone before its welcome or answer is a peer that left, not a failed
+    connection: nothing in the log (each used to leave a traceback there)."""
+    wait_until_loaded(running)  # the server itself answers, not the front door
+    for number in range(40):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(str(running.runtime / "supervisor.sock"))
+        sock.sendall(
+            json.dumps(HELLO).encode() + b"\n" + b'{"type": "list_sessions", "all": true}\n'
+        )
+        if number % 2:
+            time.sleep(0.002)
+        sock.close()
+    assert status_ok(running)
+    log = (running.runtime / "supervisor.log").read_text()
+    assert "connection failed" not in log
+    assert "Traceback" not in log
+
+
+def wait_until_loaded(env: Env) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        status = env.run("supervisor", "status", "--json")
+        if status.returncode == 0 and json.loads(status.stdout)["model_loaded"]:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the model stack did not load")
