@@ -176,7 +176,7 @@ def listing_lines(checkpoints: Sequence[Checkpoint]) -> list[str]:
 
 
 def format_time(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{moment.year:04d}-{moment:%m-%d %H:%M:%S} UTC"
 
 
 # -- restoring ---------------------------------------------------------------

@@ -16,8 +16,9 @@ IMPORTANT = (
 
 
 def format_utc(moment: datetime) -> str:
-    """``2026-03-31 14:22 UTC``."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    """``2026-03-31 14:22 UTC`` (four-digit years: strftime's ``%Y`` gives ``1`` for year 1)."""
+    utc = moment.astimezone(UTC)
+    return f"{utc.year:04d}-{utc:%m-%d %H:%M} UTC"
 
 
 def _one_line(text: str) -> str:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from session.filesystem import FileDrift
 from session.models import SessionState
-from session.resume import build_resume_context
+from session.resume import build_resume_context, format_utc
 
 STATE = SessionState(
     session_id="a1b2c3d4e5f6",
@@ -86,3 +86,8 @@ def test_nothing_to_resume_gives_an_empty_string() -> None:
 def test_multi_line_decisions_stay_one_bullet_each() -> None:
     state = STATE.model_copy(update={"decisions": ("first line\nsecond line",)})
     assert "- first line second line\n" in build_resume_context(state)
+
+
+def test_times_are_shown_with_four_digit_years() -> None:
+    assert format_utc(datetime(1, 1, 1, tzinfo=UTC)) == "0001-01-01 00:00 UTC"
+    assert format_utc(datetime(2026, 3, 31, 14, 22, 59, tzinfo=UTC)) == "2026-03-31 14:22 UTC"
