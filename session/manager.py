@@ -155,6 +155,23 @@ def json_depth(data: bytes) -> int:
     return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0)
 
 
+def messages_too_deep(data: bytes, messages: object) -> bool:
+    """Whether a message of ``messages`` (the list the file ``data`` holds, after any
+    migration: the one that will be used) nests over ``MAX_MESSAGE_DEPTH`` levels.
+
+    Messages sit at least two levels down in a file, so a file no deeper than that
+    many more levels has none too deep and costs no walk of its messages (the walk
+    was most of a listing's time)."""
+    return (
+        isinstance(messages, list)
+        and json_depth(data) > MAX_MESSAGE_DEPTH + 2
+        and any(
+            isinstance(m, dict | list) and nests_deeper_than(m, MAX_MESSAGE_DEPTH)
+            for m in messages
+        )
+    )
+
+
 def nests_deeper_than(value: object, limit: int) -> bool:
     """Whether JSON-like ``value`` has containers more than ``limit`` levels deep (no recursion)."""
     stack: list[tuple[object, int]] = [(value, 1)]
@@ -452,24 +469,15 @@ class SessionManager:
             version = schema_version_of(raw)
         except ValueError as exc:
             raise self._corrupt(path, str(exc)) from exc
-        messages = raw.get("recent_messages", raw.get("messages"))
-        # The messages sit two levels down: a file no deeper than that many more levels
-        # has none too deep, and costs no walk of its messages (most of a listing's time).
-        if (
-            isinstance(messages, list)
-            and json_depth(data) > MAX_MESSAGE_DEPTH + 2
-            and any(
-                isinstance(m, dict | list) and nests_deeper_than(m, MAX_MESSAGE_DEPTH)
-                for m in messages
-            )
-        ):
-            raise UnsafeSessionFile(path, f"a message nests over {MAX_MESSAGE_DEPTH} levels deep")
         if version > SCHEMA_VERSION:
             raise FutureSchemaVersion(path, version, SCHEMA_VERSION)
         try:
-            return migrate(raw)
+            migrated = migrate(raw)
         except (ValueError, TypeError, KeyError) as exc:
             raise self._corrupt(path, f"invalid content: {exc}".splitlines()[0]) from exc
+        if messages_too_deep(data, migrated.get("recent_messages")):
+            raise UnsafeSessionFile(path, f"a message nests over {MAX_MESSAGE_DEPTH} levels deep")
+        return migrated
 
     def _validated(self, path: Path, raw: JsonDict, session_id: str) -> SessionState:
         try:
@@ -706,7 +714,13 @@ class CheckpointStore:
                 raise CheckpointError(
                     f"checkpoint {number} was written by a newer agent-assist; left untouched"
                 )
-            checkpoint = Checkpoint.model_validate({**raw, "state": migrate(state)})
+            migrated = migrate(state)
+            if messages_too_deep(data, migrated.get("recent_messages")):
+                raise CheckpointError(
+                    f"checkpoint {number}: a message nests over {MAX_MESSAGE_DEPTH} levels "
+                    "deep; left untouched"
+                )
+            checkpoint = Checkpoint.model_validate({**raw, "state": migrated})
             if checkpoint.number != number or checkpoint.state.session_id != session_id:
                 raise ValueError("number or session does not match the file")
             clean = scrub_state(checkpoint.state, self.known_secrets)  # written by an older one

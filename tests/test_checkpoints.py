@@ -280,3 +280,21 @@ def test_an_entry_of_an_older_schema_is_migrated_and_a_newer_one_left_untouched(
     with pytest.raises(CheckpointError, match="newer agent-assist; left untouched"):
         store.load("0123456789ab", 1)
     assert path.exists()
+
+
+def test_an_entry_with_a_message_nested_too_deep_is_refused_and_left_untouched(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """It could be restored, but the session could then never be saved back."""
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    path = store.session_dir("0123456789ab") / "0001.json"
+    raw = orjson.loads(path.read_bytes())
+    deep: object = "x"
+    for _ in range(240):
+        deep = [deep]
+    raw["state"]["recent_messages"] = [{**user_turn("hi"), "metadata": deep}]
+    path.write_bytes(orjson.dumps(raw))
+    before = path.read_bytes()
+    with pytest.raises(CheckpointError, match="nests over 200 levels deep; left untouched"):
+        store.load("0123456789ab", 1)
+    assert path.read_bytes() == before

@@ -580,6 +580,27 @@ def test_a_session_nested_deeper_than_can_be_written_back_is_refused_by_name(
     assert path.read_bytes() == before  # valid JSON: left untouched, not moved aside
 
 
+@pytest.mark.parametrize("other", [[], None])
+def test_a_v1_file_with_both_message_keys_is_checked_on_the_list_it_migrates(
+    tmp_path: Path, other: object
+) -> None:
+    """v1 keeps its messages under ``messages``; a stray ``recent_messages`` beside them
+    must not be the list the depth check looks at."""
+    path = nested_session(tmp_path, 240)
+    raw = json.loads(path.read_text())
+    v1 = {
+        "session_id": SID,
+        "created_at": "2026-11-29T10:15:00",
+        "updated_at": "2026-11-29T10:15:00",
+        "messages": raw["recent_messages"],
+        "recent_messages": other,
+    }
+    path.write_text(json.dumps(v1))
+    with pytest.raises(UnsafeSessionFile, match="nests over 200"):
+        SessionManager(tmp_path).load(SID)
+    assert SessionManager(tmp_path, read_only=True).list_sessions().sessions == ()
+
+
 @pytest.mark.parametrize(
     "link", ["projects", "projects/ws_00000000", "projects/ws_00000000/sessions"]
 )
