@@ -6,6 +6,7 @@ lives in the supervisor's TerminalActor.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import threading
@@ -56,6 +57,11 @@ Up/Down recall earlier messages of this project; Tab completes /commands."""
 
 
 REATTACH_ATTEMPTS = 5
+RESEND_ATTEMPTS = 3
+LOST_TWICE = (
+    "error: lost the supervisor twice during this reply; "
+    "the message was not answered (send it again)"
+)
 REFUSED_FRAME_CODES = frozenset(
     {
         ErrorCode.BAD_FRAME,
@@ -369,6 +375,9 @@ class Chat:
         except ChatError:
             self.close()  # the session is saved as on any exit, then the error is told
             raise
+        except ConnectionLost as exc:
+            self.close()
+            raise ChatError(f"lost the supervisor: {exc}") from None
 
     def _loop(self) -> int:
         watch = SupervisorWatch(self)
@@ -406,14 +415,29 @@ class Chat:
                 self._other(self.conn.receive())
             self.conn.send(frame)
         except ConnectionLost:
+            self._resend(frame)
+
+    def _resend(self, frame: Frame) -> None:
+        """Re-attach and send ``frame`` again, re-attaching again (a few times) if the
+        new supervisor dies before it takes the frame."""
+        for _ in range(RESEND_ATTEMPTS):
             self._reattach()
-            self.conn.send(frame)
+            try:
+                self.conn.send(frame)
+                return
+            except ConnectionLost:
+                continue
+        raise ChatError("lost the supervisor each time the terminal re-attached")
 
     def _turn(self, text: str) -> None:
         # The id makes a re-send after a re-attach a retry, not a second turn: a turn the
         # supervisor saved before it died is answered from the session.
         frame = {"type": "user_message", "text": text, "id": secrets.token_hex(8)}
-        self._send(frame)
+        try:
+            self._send(frame)
+        except KeyboardInterrupt:  # while re-attaching: the message was not sent
+            self._unanswered("[cancelled]")
+            return
         view = self.console.reply()
         try:
             with self.console.keys_unechoed():
@@ -431,21 +455,22 @@ class Chat:
                 if cancelled:
                     raise
                 cancelled = True
-                self.conn.send({"type": "cancel"})
+                with contextlib.suppress(ConnectionLost):  # if lost, the receive tells it
+                    self.conn.send({"type": "cancel"})
                 continue
             except ConnectionLost:
-                if retried:  # this message goes unanswered; the next one re-attaches
-                    view.end()
-                    self.last_turn_failed = True
-                    self._hung_up = True
-                    self.console.warn(
-                        "error: lost the supervisor twice during this reply; "
-                        "the message was not answered (send it again)"
-                    )
-                    return
+                if cancelled:  # the reply the user cancelled is not asked for again
+                    return self._unanswered("[cancelled]", view)
+                if retried:
+                    return self._unanswered(LOST_TWICE, view)
                 retried = True
-                self._reattach()
-                self.conn.send(frame)
+                try:
+                    self._reattach()
+                    self.conn.send(frame)
+                except ConnectionLost:
+                    return self._unanswered(LOST_TWICE, view)
+                except KeyboardInterrupt:
+                    return self._unanswered("[cancelled]", view)
                 continue
             kind = reply["type"]
             if kind == "text_delta":
@@ -473,6 +498,15 @@ class Chat:
                 if reply["type"] in ("notice", "error") and isinstance(view, PlainReply):
                     view.end()  # a notice (a failed save) gets a line of its own
                 self._other(reply)
+
+    def _unanswered(self, line: str, view: ReplyView | None = None) -> None:
+        """End a reply no supervisor will give, with one line; the next message
+        re-attaches first."""
+        if view is not None:
+            view.end()
+        self.last_turn_failed = True
+        self._hung_up = True
+        self.console.warn(line)
 
     def show(self, frame: Frame) -> None:
         """A notice or an error for the user."""

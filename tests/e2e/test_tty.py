@@ -180,3 +180,30 @@ def test_while_the_prompt_waits_notices_appear_and_a_stop_ends_the_chat(env: Env
         assert tty.process.wait(timeout=30) == 0
     finally:
         tty.close()
+
+
+def test_ctrl_c_as_the_supervisor_dies_cancels_the_reply_and_the_chat_goes_on(
+    env: Env, server: ChatServer
+) -> None:
+    """A Ctrl+C that meets a lost supervisor (while the cancel is sent, or while the
+    terminal re-attaches) cancels that reply; it used to end the chat ("Aborted!")."""
+    env.extra["AGENT_ASSIST_HEIR"] = "0"  # re-attaching starts a supervisor: a longer window
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        pid = env.supervisor_pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        tty.type("\x03")
+        tty.expect("[cancelled]")
+        tty.expect_prompt()
+        tty.type("hello again\r")
+        tty.expect("echo: hello again")
+        tty.expect_prompt()
+        tty.type("\x04")
+        assert tty.process.wait(timeout=30) == 0
+    finally:
+        tty.close()
+    assert sum(1 for r in server.requests if "slow" in str(r["messages"][-1])) == 1
