@@ -38,6 +38,8 @@ class SaveSession(Ask["Path"]):
     token: int | None = None
     """The writing actor's own id (see ``Claim``): a terminal actor that has left cannot
     overwrite the session a newer actor of the same terminal pid claimed since."""
+    secrets: tuple[str, ...] = ()
+    """The writer's own secret values (its terminal's environment), scrubbed too."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class KeepUnsaved(Ask["Path"]):
 
     project: Path
     state: SessionState
+    secrets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,7 @@ class WriteCheckpoint(Ask["Checkpoint"]):
     reason: Reason
     cap: int | None = None
     """The session's cap in bytes; None: the actor's (``AGENT_ASSIST_CHECKPOINT_MAX_MB``)."""
+    secrets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -125,11 +125,13 @@ class StorageActor(Actor[StorageMessage]):
     async def handle(self, message: StorageMessage) -> Any:
         catalog = self._catalog
         match message:
-            case SaveSession(project, state, writer, encoded, token):
+            case SaveSession(project, state, writer, encoded, token, secrets):
                 self._check_writer(state.session_id, writer, token)
-                return await self._io(lambda: catalog.manager(project).save(state, encoded))
-            case KeepUnsaved(project, state):
-                return await self._io(lambda: catalog.keep_unsaved(project, state))
+                return await self._io(
+                    lambda: catalog.manager(project).save(state, encoded, secrets)
+                )
+            case KeepUnsaved(project, state, secrets):
+                return await self._io(lambda: catalog.keep_unsaved(project, state, secrets))
             case RemoveSession(project, session_id, forever, unless_live):
                 if unless_live and session_id in self._live:
                     raise SessionLive(session_id, self._live[session_id])
@@ -173,13 +175,21 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(lambda: catalog.prune(projects, days, dry_run, live))
             case LiveCount():
                 return len(self._live)
-            case WriteCheckpoint(project, workspace, state, paths, writer, reason, wanted_cap):
+            case WriteCheckpoint(
+                project, workspace, state, paths, writer, reason, wanted_cap, secrets
+            ):
                 self._check_writer(state.session_id, writer)
                 cap = wanted_cap or self._checkpoint_cap()
                 store = catalog.checkpoints(project)
                 return await self._io(
                     lambda: store.write(
-                        state, workspace, paths, reason=reason, cap=cap, now=utc_now()
+                        state,
+                        workspace,
+                        paths,
+                        reason=reason,
+                        cap=cap,
+                        now=utc_now(),
+                        secrets=secrets,
                     )
                 )
             case ListCheckpoints(project, session_id):

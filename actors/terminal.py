@@ -552,7 +552,8 @@ class TerminalActor(Actor[TerminalMessage]):
             return None
         try:
             path = await self._peers.storage.ask(
-                KeepUnsaved(self._config.project, state), STORAGE_TIMEOUT_S
+                KeepUnsaved(self._config.project, state, self._config.policy.known_secrets),
+                STORAGE_TIMEOUT_S,
             )
         except (OSError, DeadActor, TimeoutError) as exc:
             log.error(
@@ -816,6 +817,7 @@ class TerminalActor(Actor[TerminalMessage]):
             config.terminal_pid,
             reason,
             config.checkpoint_cap,
+            config.policy.known_secrets,
         )
         try:
             checkpoint: Checkpoint = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
@@ -1025,7 +1027,12 @@ class TerminalActor(Actor[TerminalMessage]):
                 match effect:
                     case WriteSession(state, encoded):
                         message: Ask[object] = SaveSession(
-                            config.project, state, config.terminal_pid, encoded, self._token
+                            config.project,
+                            state,
+                            config.terminal_pid,
+                            encoded,
+                            self._token,
+                            config.policy.known_secrets,
                         )
                     case DeleteSession(session_id):
                         message = RemoveSession(config.project, session_id, forever=True)

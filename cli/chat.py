@@ -26,6 +26,7 @@ from cli.console import (
 from cli.errors import as_error_line
 from cli.preload import preload_prompt
 from cli.summaries import clip, summary_headline
+from session.environment import secrets_from_environment
 from supervisor.client import (
     Connection,
     ConnectionLost,
@@ -209,6 +210,7 @@ class Chat:
                 workspace=str(self.options.workspace),
                 model=self._model,
                 settings=self.options.settings,
+                secrets=secrets_from_environment(),
             )
         )
         for warning in welcome.get("warnings", []):

@@ -25,6 +25,7 @@ from session.manager import (
 from session.models import Pointer, SessionState, utc_now
 from session.paths import projects_dir
 from session.processes import process_alive
+from session.redaction import with_secrets
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,9 @@ class SessionCatalog:
         rows.sort(key=lambda r: r.updated_at, reverse=True)
         return SessionListing(tuple(rows), tuple(warnings))
 
-    def keep_unsaved(self, project: Path, state: SessionState) -> Path:
+    def keep_unsaved(
+        self, project: Path, state: SessionState, secrets: tuple[str, ...] = ()
+    ) -> Path:
         """Write a session whose saves failed where it can be recovered from; the first of
         ``<project>/../recovered``, ``<root>/recovered``, ``<tmp>/agent-assist-recovered-<uid>``
         that takes it. OSError (the last one's) if none does."""
@@ -129,7 +132,8 @@ class SessionCatalog:
             try:
                 ensure_private_dir(place)
                 path = place / name
-                atomic_write(path, encode_state(scrub_state(state, self.known_secrets)))
+                scrubbed = scrub_state(state, with_secrets(self.known_secrets, secrets))
+                atomic_write(path, encode_state(scrubbed))
                 return path
             except OSError as exc:
                 error = exc

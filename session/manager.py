@@ -64,7 +64,7 @@ from session.models import (
     utc_now,
     validate_session_id,
 )
-from session.redaction import scrub_json, scrub_keys, scrub_text
+from session.redaction import scrub_json, scrub_keys, scrub_text, with_secrets
 
 MAX_SESSION_BYTES = 32 * 1024 * 1024
 MAX_MESSAGE_DEPTH = 200
@@ -360,20 +360,29 @@ class SessionManager:
     def exists(self, session_id: str) -> bool:
         return self.session_path(session_id).exists()
 
-    def save(self, state: SessionState, encoded: EncodedMessages | None = None) -> Path:
-        """Write ``state`` durably, scrubbed. ``encoded`` (see ``state_parts``) is used
-        when it holds the state's messages scrubbed of every value this manager scrubs;
-        otherwise every message is scrubbed and encoded again."""
+    def save(
+        self,
+        state: SessionState,
+        encoded: EncodedMessages | None = None,
+        secrets: tuple[str, ...] = (),
+    ) -> Path:
+        """Write ``state`` durably, scrubbed of this manager's secrets and the writer's own
+        ``secrets`` (a terminal's environment, which the supervisor's may lack).
+        ``encoded`` (see ``state_parts``) is used when it holds the state's messages
+        scrubbed of every one of those values; otherwise every message is scrubbed and
+        encoded again."""
         path = self.session_path(state.session_id)
         self.check_directory()
         self._headers.pop(state.session_id, None)
+        scrub = with_secrets(self.known_secrets, secrets)
         if (
             encoded is None
             or len(encoded) != len(state.recent_messages)
             or not self._secret_set <= encoded.known_secrets
+            or (secrets and not encoded.known_secrets.issuperset(secrets))
         ):
             encoded = None
-        write_creating_directories(path, state_parts(state, encoded, scrub=self.known_secrets))
+        write_creating_directories(path, state_parts(state, encoded, scrub=scrub))
         return path
 
     def load(self, session_id: str) -> SessionState:
@@ -767,9 +776,11 @@ class CheckpointStore:
         reason: Reason,
         cap: int,
         now: datetime,
+        secrets: tuple[str, ...] = (),
     ) -> Checkpoint:
         """Write the next checkpoint of ``state`` with the content of ``paths`` (those that
-        are safe, regular files now). CheckpointCapExceeded leaves nothing written."""
+        are safe, regular files now), its texts scrubbed as a session file's are (``secrets``:
+        the writer's own). CheckpointCapExceeded leaves nothing written."""
         session_id = state.session_id
         contents: dict[str, bytes] = {}
         files: dict[str, str] = {}
@@ -795,7 +806,7 @@ class CheckpointStore:
                 state.model_copy(
                     update={"checkpoint_count": number, "file_manifest": files, "updated_at": now}
                 ),
-                self.known_secrets,
+                with_secrets(self.known_secrets, secrets),
             ),
         )
         entry = encode_checkpoint(checkpoint)

@@ -10,11 +10,22 @@ environment variables whose names say they hold a credential.
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
+
+from session.environment import longest_first, secrets_from_environment
+
+__all__ = [
+    "REDACTED",
+    "longest_first",
+    "scrub_json",
+    "scrub_keys",
+    "scrub_text",
+    "secrets_from_environment",
+    "with_secrets",
+]
 
 REDACTED = "[REDACTED]"
 
@@ -70,17 +81,6 @@ def _may_hold_credential(text: str) -> bool:
     return bool(_TOKEN_MARKERS_RE.search(text) or _KEYWORDS_RE.search(text.lower()))
 
 
-_SECRET_ENV_NAME_RE = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
-_MIN_SECRET_LEN = 8
-
-
-def secrets_from_environment(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """Values of environment variables whose names say they hold a credential."""
-    env = os.environ if environ is None else environ
-    found = {v for k, v in env.items() if _SECRET_ENV_NAME_RE.search(k)}
-    return longest_first(v for v in found if len(v) >= _MIN_SECRET_LEN)
-
-
 CLEAN_MEMO_TEXTS = 8192
 CLEAN_MEMO_CHARS = 4_000_000
 CLEAN_MEMO_MAX_CHARS = 65_536
@@ -93,17 +93,15 @@ texts over ``CLEAN_MEMO_MAX_CHARS`` are not kept."""
 _clean_memo_chars: dict[tuple[str, ...], int] = {}
 
 
-def longest_first(known_secrets: Iterable[str]) -> tuple[str, ...]:
-    """The secret values, each once, longest first: a value that holds another must be
-    replaced before it, or the rest of the longer one would stay in clear."""
-    if isinstance(known_secrets, tuple | frozenset):
-        return _longest_first(known_secrets)
-    return _longest_first(tuple(known_secrets))
+def with_secrets(known: tuple[str, ...], more: tuple[str, ...]) -> tuple[str, ...]:
+    """``known`` and ``more``, each once, longest first (remembered: a writer's few
+    sets of secrets are joined again at every save)."""
+    return known if not more else _with_secrets(known, more)
 
 
 @lru_cache(maxsize=64)
-def _longest_first(known_secrets: tuple[str, ...] | frozenset[str]) -> tuple[str, ...]:
-    return tuple(sorted(set(known_secrets), key=lambda secret: (-len(secret), secret)))
+def _with_secrets(known: tuple[str, ...], more: tuple[str, ...]) -> tuple[str, ...]:
+    return longest_first((*known, *more))
 
 
 def scrub_text(text: str, known_secrets: Iterable[str] = ()) -> str:

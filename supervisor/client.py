@@ -23,7 +23,10 @@ from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir
 if TYPE_CHECKING:
     import subprocess  # at run time only where a supervisor is started: it is slow to import
 from supervisor.wire import (
+    MAX_HELLO_SECRETS,
+    MAX_SECRET_CHARS,
     MAX_SERVER_FRAME_BYTES,
+    MIN_SECRET_CHARS,
     PROTOCOL_VERSION,
     ErrorCode,
     Frame,
@@ -127,6 +130,7 @@ def hello(
     workspace: str | None = None,
     model: str | None = None,
     settings: dict[str, object] | None = None,
+    secrets: tuple[str, ...] = (),
 ) -> Frame:
     frame: Frame = {
         "type": "hello",
@@ -139,6 +143,9 @@ def hello(
     }
     if settings is not None:
         frame["settings"] = settings
+    sendable = [s for s in secrets if MIN_SECRET_CHARS <= len(s) <= MAX_SECRET_CHARS]
+    if sendable:
+        frame["secrets"] = sendable[:MAX_HELLO_SECRETS]
     return frame
 
 

@@ -13,8 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from supervisor.wire import (
     MAX_FRAME_BYTES,
+    MAX_HELLO_SECRETS,
     MAX_MESSAGE_CHARS,
+    MAX_SECRET_CHARS,
     MAX_SERVER_FRAME_BYTES,
+    MIN_SECRET_CHARS,
     ErrorCode,
     FrameError,
 )
@@ -51,6 +54,12 @@ class Hello(_Frame):
     model: str | None = Field(default=None, max_length=256)
     settings: ChatSettings | None = None
     """A terminal's own settings; without them, the supervisor's."""
+    secrets: list[
+        Annotated[str, Field(min_length=MIN_SECRET_CHARS, max_length=MAX_SECRET_CHARS)]
+    ] = Field(default_factory=list, max_length=MAX_HELLO_SECRETS)
+    """The values of the terminal's credential-named environment variables: its session's
+    files are scrubbed of them too (the supervisor's own environment may lack them). Kept
+    in memory only, never written."""
 
 
 class Open(_Frame):

@@ -60,6 +60,7 @@ from session.manager import CheckpointListing
 from session.models import is_session_id
 from session.paths import sessions_dir
 from session.processes import process_start_time
+from session.redaction import with_secrets
 from supervisor import accept
 from supervisor import protocol as p
 from supervisor.front import Opening, ProtocolMisuse, error_for
@@ -113,6 +114,12 @@ class Settings:
         compaction = dataclasses.replace(compaction, token_threshold=budget)
         return dataclasses.replace(self.policy, compaction=compaction)
 
+    def policy_of(self, hello: p.Hello, model: str) -> PersistPolicy:
+        """``policy_for`` the terminal's model and settings, scrubbing its secrets too."""
+        policy = self.policy_for(model, hello.settings)
+        secrets = with_secrets(policy.known_secrets, tuple(hello.secrets))
+        return dataclasses.replace(policy, known_secrets=secrets)
+
     def terminal_config(
         self, hello: p.Hello, terminal_pid: int, start_time: float | None, workspace: Path
     ) -> TerminalConfig:
@@ -126,7 +133,7 @@ class Settings:
             workspace=workspace,
             project=sessions_dir(workspace, self.root),
             model=model,
-            policy=self.policy_for(model, chat),
+            policy=self.policy_of(hello, model),
             summary_model=(chat.summary_model or OFFLINE) if chat else self.summary_model,
             stall_timeout_s=chat.model_timeout if chat else None,
             checkpoint_cap=int(chat.checkpoint_max_mb * 1_000_000) if chat else None,

@@ -22,6 +22,10 @@ TEXT_FRAME_CHARS: Final = 128 * 1024
 """At most 512 KiB as JSON (a character takes at most 4 bytes, or 6 as an escape)."""
 MAX_MESSAGE_CHARS: Final = 200_000
 """The longest user message a terminal may send (checked by the client before sending)."""
+MAX_HELLO_SECRETS: Final = 64
+"""Secret values a hello may carry (the terminal's credential-named variables)."""
+MIN_SECRET_CHARS: Final = 8
+MAX_SECRET_CHARS: Final = 4096
 
 Frame = dict[str, Any]
 

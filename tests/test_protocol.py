@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import orjson
+import pytest
+from pydantic import ValidationError
 
 from supervisor import protocol as p
+from supervisor.client import hello
 from supervisor.wire import MAX_SERVER_FRAME_BYTES, ErrorCode
 
 
@@ -34,3 +37,14 @@ def test_an_answer_over_the_cap_with_no_text_to_cut_becomes_an_error_frame() -> 
     frame = decoded(p.encode_server_frame(p.Result(data={"sessions": rows, "warnings": []})))
     assert frame["type"] == "error" and frame["code"] == ErrorCode.ANSWER_TOO_LARGE
     assert "result frame of" in str(frame["message"])
+
+
+def test_a_hello_carries_only_secrets_the_supervisor_accepts() -> None:
+    values = ("short", "s" * 8, "l" * 5000, *(f"v{i:07d}" for i in range(80)))
+    frame = hello("terminal", secrets=values)
+    assert frame["secrets"][0] == "s" * 8
+    assert len(frame["secrets"]) == 64
+    assert all(8 <= len(value) <= 4096 for value in frame["secrets"])
+    assert p.Hello.model_validate({**frame, "client_pid": 1}).secrets == frame["secrets"]
+    with pytest.raises(ValidationError):
+        p.Hello.model_validate({**frame, "client_pid": 1, "secrets": ["x" * 8] * 65})

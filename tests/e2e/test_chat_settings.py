@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.harness import Env
+from tests.e2e.harness import Env, all_text_under
 
 FOUR_TURNS = "a one\nb two\nc three\nd four\n"
 
@@ -45,3 +45,29 @@ def test_the_chats_checkpoint_cap_applies_to_a_running_supervisor(env: Env) -> N
         result.stderr
     )
     assert "saved (no checkpoint written)" in result.stdout + result.stderr
+
+
+def test_the_chats_own_secrets_are_scrubbed_by_a_supervisor_that_lacks_them(env: Env) -> None:
+    """A value in the chat's environment under a credential name is never written in
+    clear, even by a supervisor started without it (found by a helper's attack: the
+    session file, its checkpoints and headers.index held it)."""
+    secret = "Zq9xK2mP7wL4vB8n"
+    assert env.run("supervisor", "start").returncode == 0  # without MY_API_KEY
+    result = env.run(
+        "--new",
+        input=f"decide keep {secret} here\nwrite notes.md: the value {secret} again\n/save\n",
+        terminal=env.terminal(),
+        MY_API_KEY=secret,
+    )
+    assert result.returncode == 0, result.stderr
+    assert env.run("sessions", "--json").returncode == 0  # the supervisor writes the index
+    (session_id,) = env.session_ids()
+    assert "[REDACTED]" in json.dumps(env.session(session_id))
+    files = [path for path, _ in all_text_under(env.home)]
+    assert any(path.parent.name == "checkpoints" or "checkpoints" in path.parts for path in files)
+    leaked = [
+        path
+        for path, data in all_text_under(env.home)
+        if secret.encode() in data and path.parent.name != "blobs"  # blobs: the files as written
+    ]
+    assert leaked == []

@@ -1,0 +1,36 @@
+"""The secret values of an environment: what its credential-named variables hold.
+
+Kept apart from ``session/redaction.py`` (whose patterns cost milliseconds to
+compile) so that the terminal can send its own without loading the scrubber.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+
+_SECRET_ENV_NAME_RE = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
+MIN_SECRET_LEN = 8
+"""Shorter values are not taken for secrets (they would scrub ordinary words)."""
+
+
+def secrets_from_environment(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Values of environment variables whose names say they hold a credential."""
+    env = os.environ if environ is None else environ
+    found = {v for k, v in env.items() if _SECRET_ENV_NAME_RE.search(k)}
+    return longest_first(v for v in found if len(v) >= MIN_SECRET_LEN)
+
+
+def longest_first(known_secrets: Iterable[str]) -> tuple[str, ...]:
+    """The secret values, each once, longest first: a value that holds another must be
+    replaced before it, or the rest of the longer one would stay in clear."""
+    if isinstance(known_secrets, tuple | frozenset):
+        return _longest_first(known_secrets)
+    return _longest_first(tuple(known_secrets))
+
+
+@lru_cache(maxsize=64)
+def _longest_first(known_secrets: tuple[str, ...] | frozenset[str]) -> tuple[str, ...]:
+    return tuple(sorted(set(known_secrets), key=lambda secret: (-len(secret), secret)))
