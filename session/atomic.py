@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
+import time
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +27,9 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 IOV_MAX = max(16, os.sysconf("SC_IOV_MAX"))
 """Buffers one ``writev`` takes (1024 on Linux)."""
+WORKSPACE_TEMP_SUFFIX = ".agent-assist.tmp"
+STALE_WORKSPACE_TEMP_S = 60.0
+_TEMP_TOKEN = re.compile(r"[0-9a-f]{8}")
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
@@ -110,8 +115,38 @@ def replace_workspace_file(path: Path, data: bytes, *, sync_dir: bool = True) ->
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
         mode = stat.S_IMODE(info.st_mode)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.agent-assist.tmp")
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{WORKSPACE_TEMP_SUFFIX}")
     _replace(path, tmp, data, mode, sync_dir, durable=True)
+    clear_stale_workspace_temps(path)
+
+
+def clear_stale_workspace_temps(path: Path, now: float | None = None) -> list[str]:
+    """Remove the temps of ``path`` that a writer killed mid-write left behind (their
+    names are random, so no later write reuses them), once they are older than
+    ``STALE_WORKSPACE_TEMP_S``: a younger one may be another writer's, in flight.
+    Only regular files named exactly as ``replace_workspace_file`` names its temps;
+    the names of those removed (best effort: an error leaves them)."""
+    prefix = f".{path.name}."
+    removed: list[str] = []
+    moment = time.time() if now is None else now
+    try:
+        with os.scandir(path.parent) as entries:
+            for entry in entries:
+                name = entry.name
+                if not (name.startswith(prefix) and name.endswith(WORKSPACE_TEMP_SUFFIX)):
+                    continue
+                token = name[len(prefix) : -len(WORKSPACE_TEMP_SUFFIX)]
+                info = entry.stat(follow_symlinks=False)
+                if (
+                    _TEMP_TOKEN.fullmatch(token)
+                    and stat.S_ISREG(info.st_mode)
+                    and moment - info.st_mtime > STALE_WORKSPACE_TEMP_S
+                ):
+                    os.unlink(entry.path)
+                    removed.append(name)
+    except OSError:
+        pass
+    return removed
 
 
 def write_creating_directories(path: Path, data: bytes | Sequence[bytes]) -> None:
