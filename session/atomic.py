@@ -28,8 +28,7 @@ DIR_MODE = 0o700
 IOV_MAX = max(16, os.sysconf("SC_IOV_MAX"))
 """Buffers one ``writev`` takes (1024 on Linux)."""
 WORKSPACE_TEMP_SUFFIX = ".agent-assist.tmp"
-STALE_WORKSPACE_TEMP_S = 60.0
-_TEMP_TOKEN = re.compile(r"[0-9a-f]{8}")
+STALE_TEMP_S = 60.0
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
@@ -122,28 +121,30 @@ def replace_workspace_file(path: Path, data: bytes, *, sync_dir: bool = True) ->
 
 def clear_stale_workspace_temps(path: Path, now: float | None = None) -> list[str]:
     """Remove the temps of ``path`` that a writer killed mid-write left behind (their
-    names are random, so no later write reuses them), once they are older than
-    ``STALE_WORKSPACE_TEMP_S``: a younger one may be another writer's, in flight.
-    Only regular files named exactly as ``replace_workspace_file`` names its temps;
-    the names of those removed (best effort: an error leaves them)."""
-    prefix = f".{path.name}."
+    names are random, so no later write reuses them); see ``clear_stale_temps``."""
+    name = re.escape(path.name)
+    suffix = re.escape(WORKSPACE_TEMP_SUFFIX)
+    return clear_stale_temps(path.parent, re.compile(rf"\.{name}\.[0-9a-f]{{8}}{suffix}"), now)
+
+
+def clear_stale_temps(
+    directory: Path, names: re.Pattern[str], now: float | None = None
+) -> list[str]:
+    """Remove the regular files of ``directory`` whose whole name matches ``names`` and
+    that are older than ``STALE_TEMP_S`` (a younger one may be another writer's, in
+    flight): temps with names of their own (random, per process) that a writer killed
+    mid-write left. The names of those removed (best effort: an error leaves them)."""
     removed: list[str] = []
     moment = time.time() if now is None else now
     try:
-        with os.scandir(path.parent) as entries:
+        with os.scandir(directory) as entries:
             for entry in entries:
-                name = entry.name
-                if not (name.startswith(prefix) and name.endswith(WORKSPACE_TEMP_SUFFIX)):
+                if not names.fullmatch(entry.name):
                     continue
-                token = name[len(prefix) : -len(WORKSPACE_TEMP_SUFFIX)]
                 info = entry.stat(follow_symlinks=False)
-                if (
-                    _TEMP_TOKEN.fullmatch(token)
-                    and stat.S_ISREG(info.st_mode)
-                    and moment - info.st_mtime > STALE_WORKSPACE_TEMP_S
-                ):
+                if stat.S_ISREG(info.st_mode) and moment - info.st_mtime > STALE_TEMP_S:
                     os.unlink(entry.path)
-                    removed.append(name)
+                    removed.append(entry.name)
     except OSError:
         pass
     return removed

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 from collections.abc import Mapping
 from datetime import datetime
@@ -28,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from session.atomic import atomic_write
+from session.atomic import atomic_write, clear_stale_temps
 from session.models import SessionHeader, is_session_id
 
 INDEX_NAME = "headers.index"
@@ -134,3 +135,7 @@ def write_index(directory: Path, headers: Mapping[str, Cached]) -> None:
     temp = directory / f".{INDEX_NAME}.{os.getpid()}.tmp"
     with contextlib.suppress(OSError):
         atomic_write(directory / INDEX_NAME, data, durable=False, tmp=temp)
+    clear_stale_temps(directory, _TEMP_NAMES)  # of writers killed mid-write
+
+
+_TEMP_NAMES = re.compile(rf"\.{re.escape(INDEX_NAME)}\.[0-9]+\.tmp")

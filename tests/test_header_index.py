@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -213,3 +214,15 @@ def test_headers_from_the_index_are_scrubbed_of_the_reader_s_secrets(directory: 
     listing = SessionManager(directory, known_secrets=(secret,)).list_sessions()
     (header,) = listing.sessions
     assert header.summary == "my value is [REDACTED] here"
+
+
+def test_an_old_index_temp_of_a_writer_killed_mid_write_is_removed(directory: Path) -> None:
+    save(directory, "aaaaaaaaaaaa", "listed")
+    stale = directory / f".{INDEX_NAME}.4242.tmp"
+    stale.write_bytes(b'{"version": 1, "sess')
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    fresh = directory / f".{INDEX_NAME}.4343.tmp"  # another writer's, maybe in flight
+    fresh.write_bytes(b"{")
+    SessionManager(directory).list_sessions()
+    assert not stale.exists()
+    assert fresh.exists()
