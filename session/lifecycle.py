@@ -46,6 +46,7 @@ Rules (the table ``TRANSITIONS`` is the source of truth):
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +77,7 @@ from session.filesystem import FileDrift
 from session.history import (
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_TURNS,
+    is_turn_start,
     last_turns_start,
     load_messages,
     message_chars,
@@ -192,6 +194,9 @@ class SessionLifecycle:
     tail_start: int = 0
     """Where the recent whole turns within the policy's budgets start in ``history``:
     what the next request sends and what a save keeps (kept by ``_move``)."""
+    history_starts: tuple[int, ...] = ()
+    """Where each user turn of ``history`` starts (kept by ``_move``: a turn extends
+    them instead of walking the history again, three times, as it did)."""
     resume_context: str = ""
     session_deleted: bool = False
     saved: bool = False
@@ -257,7 +262,7 @@ class SessionLifecycle:
     @property
     def invocations(self) -> int:
         """Completed invocations (user turns) of this session, compacted ones included."""
-        return self.first_invocation - 1 + len(turn_starts(self.history))
+        return self.first_invocation - 1 + len(self.history_starts)
 
     def events(self) -> list[CompactionEvent]:
         """The history in memory as compaction events (the compaction, if any, last)."""
@@ -395,7 +400,13 @@ class SessionLifecycle:
         merged = tuple(dict.fromkeys([*state.decisions, *fresh]))
         history = (*self.history, *new_messages)
         history_encoded = self.history_encoded + self._dump(new_messages)
-        keep = self._memory_start(history)
+        at = len(self.history)
+        starts = (
+            *self.history_starts,
+            *(at + i for i, message in enumerate(new_messages) if is_turn_start(message)),
+        )
+        keep = self._memory_start(history, starts)
+        dropped = bisect.bisect_left(starts, keep)
         last_reply = next(
             (m for m in reversed(new_messages) if not isinstance(m, ModelRequest)), None
         )
@@ -409,7 +420,8 @@ class SessionLifecycle:
             state=state.model_copy(update={"decisions": merged, "phase": phase or state.phase}),
             history=history[keep:],
             history_encoded=history_encoded[keep:],
-            first_invocation=self.first_invocation + len(turn_starts(history[:keep])),
+            history_starts=tuple(start - keep for start in starts[dropped:]),
+            first_invocation=self.first_invocation + dropped,
             session_deleted=False,
             tracked_paths=self.tracked_paths | frozenset(touched),
             token_base=token_base,
@@ -463,7 +475,7 @@ class SessionLifecycle:
             return Transition(self, ())
         end = compaction.end_invocation
         keep_from = end + 1 - self.policy.compaction.overlap_size
-        starts = turn_starts(self.history)
+        starts = self.history_starts
         skip = min(max(0, keep_from - self.first_invocation), len(starts))
         cut = starts[skip] if skip < len(starts) else len(self.history)
         decisions = tuple(dict.fromkeys([*state.decisions, *compaction.retained.decisions]))
@@ -627,8 +639,10 @@ class SessionLifecycle:
         new = self._with(phase=self._target(event), **changes)
         if "history" not in changes:
             return new
+        if "history_starts" not in changes:
+            new = new._with(history_starts=tuple(turn_starts(new.history)))
         max_turns, max_chars = new._tail_limits()
-        starts = turn_starts(new.history)
+        starts = new.history_starts
         if max_chars is None:
             recent = last_turns_start(starts, len(new.history), max_turns)
         else:
@@ -643,12 +657,11 @@ class SessionLifecycle:
             return None, None
         return self.policy.max_turns, self.policy.max_chars
 
-    def _memory_start(self, history: Sequence[ModelMessage]) -> int:
+    def _memory_start(self, history: Sequence[ModelMessage], starts: Sequence[int]) -> int:
         """Where the turns kept in memory start: the policy's ``memory_turns``, but never
         past a turn the sliding window has yet to compact (or give again as overlap),
         up to a hard bound of twice the window's need."""
         policy = self.policy
-        starts = turn_starts(history)
         keep = last_turns_start(starts, len(history), policy.memory_turns)
         config = policy.compaction
         if config.compaction_interval <= 0:

@@ -3,8 +3,11 @@ saved, what a resume restores, and the back-off after a failure."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic_ai.messages import (
     CompactionPart,
     ModelMessage,
@@ -22,7 +25,7 @@ from session.compaction import (
     token_window,
 )
 from session.filesystem import FileDrift
-from session.history import load_messages
+from session.history import load_messages, turn_starts
 from session.lifecycle import PersistPolicy, SessionLifecycle, WriteSession
 from tests.conversations import turn
 
@@ -315,3 +318,31 @@ def test_what_is_due_is_what_the_windows_say_at_every_turn() -> None:
             assert due == sliding_window(lc.events(), p.compaction)
             if due is not None:
                 lc, _ = compact(lc)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.booleans()), min_size=1, max_size=40),
+    st.sampled_from([(3, 1), (1, 0), (0, 0)]),
+    st.integers(2, 6),
+)
+def test_the_turn_starts_kept_are_the_historys_at_every_step(
+    steps: list[tuple[int, bool]], window: tuple[int, int], memory_turns: int
+) -> None:
+    """A turn extends the kept turn starts instead of walking the history: they must be
+    what a walk finds, whatever turns, compactions and memory trims came before."""
+    interval, overlap = window
+    p = dataclasses.replace(policy(interval, overlap), memory_turns=memory_turns)
+    lc = fresh(p)
+    for n, (tool_calls, compact_now) in enumerate(steps, start=1):
+        lc = (
+            lc.begin_turn(0)
+            .complete_turn(turn(n, tool_calls, REPLY), now=T0, manifest={}, agent_spec_path=None)
+            .lifecycle
+        )
+        assert lc.history_starts == tuple(turn_starts(lc.history))
+        due = lc.compaction_due(force=compact_now)
+        if due is not None:
+            lc, _ = compact(lc, force=compact_now)
+            assert lc.history_starts == tuple(turn_starts(lc.history))
+        assert lc.invocations == n
