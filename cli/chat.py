@@ -188,9 +188,10 @@ class Chat:
         self.input_tokens: int | None = None
         self.phase: str | None = None
         self.changed_outside: set[str] = set()
-        self._hung_up = False
-        """The connection is gone (the supervisor refused a frame and hung up, or it was
-        lost twice in one turn): re-attach before the next message."""
+        self._hung_up = False  # the supervisor closed the connection after refusing a frame
+        self._lost = False
+        """The supervisor went away during a reply that was then given up (lost twice,
+        or cancelled meanwhile): re-attach before the next message, and say so."""
         console.toolbar = self.toolbar
 
     @property
@@ -412,6 +413,9 @@ class Chat:
         if self._hung_up:
             self._hung_up = False
             self._reattach(quiet=True)
+        if self._lost:
+            self._lost = False
+            self._reattach()
         try:
             while self.conn.readable():
                 self._other(self.conn.receive())
@@ -507,7 +511,7 @@ class Chat:
         if view is not None:
             view.end()
         self.last_turn_failed = True
-        self._hung_up = True
+        self._lost = True
         self.console.warn(line)
 
     def show(self, frame: Frame) -> None:

@@ -10,6 +10,7 @@ environment variables whose names say they hold a credential.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -137,13 +138,31 @@ _PROSE_WORDS = ("pass", "pin code", "secret", "key", "token")
 """Ignoring case, every match of ``_ASSIGNMENT_RE`` (``_PROSE_RE``) holds one of these."""
 
 
+@lru_cache(maxsize=64)
+def _written_forms(known_secrets: tuple[str, ...]) -> tuple[str, ...]:
+    """Each secret as it may stand in a text: as it is, and escaped as inside a JSON
+    string (a tool call's arguments are JSON text kept as a string: a quote, a
+    backslash or a non-ASCII letter of the value is escaped there), longest first."""
+    forms = {
+        form
+        for secret in known_secrets
+        if secret
+        for form in (
+            secret,
+            json.dumps(secret, ensure_ascii=False)[1:-1],
+            json.dumps(secret)[1:-1],
+        )
+    }
+    return tuple(sorted(forms, key=lambda form: (-len(form), form)))
+
+
 def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
     """The patterns are slow (about a millisecond for 2 KB of prose), so each one runs
     only on text that holds the words every match of it holds: with ASCII text, ignoring
     case is lowering it. A replacement (``[REDACTED]``) holds none of those words, so
     what one pattern replaces cannot give another one a match it would not have had."""
-    for secret in known_secrets:
-        if secret and secret in text:
+    for secret in _written_forms(known_secrets):
+        if secret in text:
             text = text.replace(secret, REDACTED)
     if not _may_hold_credential(text):
         return text
@@ -179,11 +198,37 @@ _ATOMS = (int, float, bool, type(None))
 message's values are numbers and nulls)."""
 
 
+MESSAGE_STRUCTURE = frozenset(
+    (
+        "kind",
+        "part_kind",
+        "timestamp",
+        "tool_call_id",
+        "finish_reason",
+        "state",
+        "outcome",
+        "model_name",
+        "provider_name",
+        "provider_url",
+        "provider_response_id",
+        "run_id",
+    )
+)
+"""Keys whose string values say what a saved message is (kinds, times, ids, the model):
+never a user's text, and scrubbing one (a secret that happens to be ``response``) made
+the message, and so the session, unreadable."""
+
+
 def _scrub(value: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(value, str):
         return _scrub_str(value, secrets)
     if isinstance(value, dict):
-        return {k: v if type(v) in _ATOMS else _scrub(v, secrets) for k, v in value.items()}
+        return {
+            k: v
+            if type(v) in _ATOMS or (k in MESSAGE_STRUCTURE and type(v) is str)
+            else _scrub(v, secrets)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [v if type(v) in _ATOMS else _scrub(v, secrets) for v in value]
     return value

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import select
 import socket
@@ -23,6 +24,7 @@ from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir
 if TYPE_CHECKING:
     import subprocess  # at run time only where a supervisor is started: it is slow to import
 from supervisor.wire import (
+    MAX_HELLO_SECRET_BYTES,
     MAX_HELLO_SECRETS,
     MAX_SECRET_CHARS,
     MAX_SERVER_FRAME_BYTES,
@@ -143,10 +145,32 @@ def hello(
     }
     if settings is not None:
         frame["settings"] = settings
-    sendable = [s for s in secrets if MIN_SECRET_CHARS <= len(s) <= MAX_SECRET_CHARS]
+    sendable = sendable_secrets(secrets)
     if sendable:
-        frame["secrets"] = sendable[:MAX_HELLO_SECRETS]
+        frame["secrets"] = sendable
     return frame
+
+
+def sendable_secrets(secrets: tuple[str, ...]) -> list[str]:
+    """The secret values a hello carries: within the supervisor's limits of count and
+    length, UTF-8 (an environment's bytes that are not arrive as lone surrogates and
+    cannot be sent), and together well inside a frame."""
+    sendable: list[str] = []
+    budget = MAX_HELLO_SECRET_BYTES
+    for value in secrets:
+        if not MIN_SECRET_CHARS <= len(value) <= MAX_SECRET_CHARS:
+            continue
+        try:
+            size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+        except UnicodeEncodeError:
+            continue
+        if len(sendable) == MAX_HELLO_SECRETS:
+            break
+        if size > budget:
+            continue
+        budget -= size
+        sendable.append(value)
+    return sendable
 
 
 def try_connect(paths: RuntimePaths) -> Connection | None:

@@ -26,6 +26,8 @@ MAX_HELLO_SECRETS: Final = 64
 """Secret values a hello may carry (the terminal's credential-named variables)."""
 MIN_SECRET_CHARS: Final = 8
 MAX_SECRET_CHARS: Final = 4096
+MAX_HELLO_SECRET_BYTES: Final = 256 * 1024
+"""All of a hello's secret values, encoded: a quarter of the frame cap."""
 
 Frame = dict[str, Any]
 

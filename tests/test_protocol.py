@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from supervisor import protocol as p
 from supervisor.client import hello
-from supervisor.wire import MAX_SERVER_FRAME_BYTES, ErrorCode
+from supervisor.wire import MAX_FRAME_BYTES, MAX_SERVER_FRAME_BYTES, ErrorCode, encode_frame
 
 
 def decoded(data: bytes) -> dict[str, object]:
@@ -48,3 +48,15 @@ def test_a_hello_carries_only_secrets_the_supervisor_accepts() -> None:
     assert p.Hello.model_validate({**frame, "client_pid": 1}).secrets == frame["secrets"]
     with pytest.raises(ValidationError):
         p.Hello.model_validate({**frame, "client_pid": 1, "secrets": ["x" * 8] * 65})
+
+
+def test_secrets_that_cannot_be_sent_are_left_out_and_the_hello_stays_small() -> None:
+    """An environment's non-UTF-8 bytes arrive as lone surrogates (the hello could not be
+    encoded: the chat died with a traceback); 64 long values of wide characters passed
+    the frame cap."""
+    undecodable = b"\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8".decode("utf-8", "surrogateescape")
+    wide = tuple(chr(0x1F600 + i) * 4096 for i in range(64))
+    frame = hello("terminal", secrets=(undecodable, "plain-secret-1", *wide))
+    assert undecodable not in frame["secrets"]
+    assert "plain-secret-1" in frame["secrets"]
+    assert len(encode_frame(frame)) < MAX_FRAME_BYTES

@@ -11,9 +11,11 @@ import pytest
 
 from session.catalog import SessionCatalog
 from session.encoded import EncodedMessages
+from session.history import dump_messages, load_messages
 from session.manager import SessionManager
 from session.models import SessionState
 from session.redaction import REDACTED, scrub_text
+from tests.conversations import conversation
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 ENV_SECRET = "env-provided-value-0123456789"
@@ -193,3 +195,43 @@ def test_messages_encoded_for_a_save_lose_no_part_of_a_longer_secret(tmp_path: P
     manager.save(state, EncodedMessages.scrub([message], secrets))
     data = (tmp_path / "aaaaaaaaaaaa.json").read_bytes()
     assert b"Zx9" not in data and b"correcthorse" not in data
+
+
+@pytest.mark.parametrize("secret", ['pa"ss\\word123', "ключ-секрет-значение-ÄÖÜ-测试"])
+def test_a_secret_inside_a_tool_calls_json_arguments_is_scrubbed(
+    tmp_path: Path, secret: str
+) -> None:
+    """Arguments are JSON text kept as a string: there the value's quotes, backslashes
+    and non-ASCII letters stand escaped, and the plain value was not found."""
+    call = {
+        "kind": "response",
+        "parts": [
+            {
+                "part_kind": "tool-call",
+                "tool_name": "write_file",
+                "args": json.dumps({"path": "x.md", "content": f"the value {secret} again"}),
+                "tool_call_id": "c1",
+            }
+        ],
+    }
+    state = leaky_state().model_copy(update={"recent_messages": (message("hi"), call)})
+    manager = SessionManager(tmp_path, known_secrets=(secret,))
+    manager.save(state, EncodedMessages.scrub(state.recent_messages, (secret,)))
+    data = (tmp_path / "aaaaaaaaaaaa.json").read_text()
+    assert secret not in json.loads(json.loads(data)["recent_messages"][1]["parts"][0]["args"])[
+        "content"
+    ]
+    assert "[REDACTED]" in data
+
+
+@pytest.mark.parametrize("secret", ["response", "user-prompt", "complete", "function:offline"])
+def test_a_secret_that_is_a_word_of_the_message_format_leaves_the_session_readable(
+    tmp_path: Path, secret: str
+) -> None:
+    """Scrubbing the messages' own structure (kinds, ids, times, the model) made every
+    session of that chat unreadable."""
+    messages = tuple(dump_messages(conversation(0, 1, 1)))
+    state = leaky_state().model_copy(update={"recent_messages": messages})
+    manager = SessionManager(tmp_path, known_secrets=(secret,))
+    manager.save(state, EncodedMessages.scrub(messages, (secret,)))
+    assert load_messages(manager.load("aaaaaaaaaaaa").recent_messages)

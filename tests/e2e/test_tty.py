@@ -200,6 +200,7 @@ def test_ctrl_c_as_the_supervisor_dies_cancels_the_reply_and_the_chat_goes_on(
         tty.expect("[cancelled]")
         tty.expect_prompt()
         tty.type("hello again\r")
+        tty.expect("the supervisor went away")  # the user is told, as on any loss
         tty.expect("echo: hello again")
         tty.expect_prompt()
         tty.type("\x04")
