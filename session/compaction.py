@@ -66,9 +66,10 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from session.compacted import COMPACTION_HEADER_START, HEADER_RE
 from session.errors import SessionError
 from session.history import is_turn_start, message_chars
-from session.summary import COMPACTION_HEADER_START, user_prompts
+from session.summary import user_prompts
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -540,9 +541,6 @@ def retained_of(events: Sequence[Event]) -> Retained:
 
 # -- rendering and parsing the compacted summary -------------------------------------
 
-_HEADER_RE: Final = re.compile(
-    r"^Conversation so far \(turns ([0-9]{1,12})-([0-9]{1,12}), compacted\)"
-)
 _SECTIONS: Final = (
     ("decisions", "Decisions made:"),
     ("rules", "User rules (always follow them):"),
@@ -581,7 +579,7 @@ def parse_compaction(text: str | None) -> EventCompaction | None:
         return None
     first, *rest = text.split("\n\n")
     head, _, narrative = first.partition("\n")
-    header = _HEADER_RE.match(head)
+    header = HEADER_RE.match(head)
     if header is None:
         return EventCompaction(0, 0, text.strip())
     headings = {heading: name for name, heading in _SECTIONS}

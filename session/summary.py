@@ -12,9 +12,9 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from session.compacted import COMPACTION_HEADER_START
+
 MAX_SUMMARY_CHARS = 1500
-COMPACTION_HEADER_START = "Conversation so far (turns "
-"""How a compaction's text begins (``session/compaction.py``), boilerplate in a summary."""
 _PROMPT_CHARS = 160
 
 

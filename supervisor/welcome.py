@@ -16,6 +16,7 @@ import anyio
 from actors.base import ActorRef
 from actors.messages import FindResumable, ListSessions, StorageMessage
 from session.catalog import Resumable, SessionListing
+from session.compacted import compacted_turns
 from session.filesystem import detect_file_drift
 from session.models import SessionState
 from session.resume import format_utc
@@ -40,7 +41,7 @@ async def offer_with_context(state: SessionState, workspace: Path) -> p.Offer:
     return p.Offer(
         session_id=state.session_id,
         last_active=format_utc(state.updated_at),
-        turns=_turns(state.recent_messages),
+        turns=compacted_turns(state.compacted_history_summary) + _turns(state.recent_messages),
         summary=state.summary or state.compacted_history_summary,
         modified=drift.modified,
         deleted=drift.deleted,

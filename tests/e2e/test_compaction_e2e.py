@@ -129,3 +129,15 @@ def test_secrets_in_compacted_decisions_never_reach_the_session_file(
     assert any("staging deploy uses the key" in d for d in saved["decisions"])
     text = (env.project / f"{session_id}.json").read_text()
     assert key not in text and "hunter2hunter2" not in text
+
+
+def test_the_resume_offer_counts_the_compacted_turns_too(env: Env, server: ChatServer) -> None:
+    """The offer's ``N turns`` is the whole conversation, not what is left after the
+    boundary (a six-turn session was offered as one turn)."""
+    term = env.terminal()
+    first = env.run(
+        "--new", input=script(range(1, 6)) + "/compact\nturn 6: and now?\n", terminal=term
+    )
+    assert first.returncode == 0, first.stderr
+    offer = env.run(input="n\n", terminal=term)
+    assert "  6 turns · summary: " in offer.stderr
