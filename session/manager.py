@@ -321,15 +321,13 @@ class SessionManager:
         self.known_secrets = known_secrets
         """Every text written or read through this manager is scrubbed of these values
         and of credential-looking strings: the one choke point of persisted and listed text."""
-        self._secret_set = frozenset(known_secrets)
-        """``known_secrets`` as a set: encoded messages scrubbed of all of them are trusted."""
         self._headers: dict[str, tuple[FileIdentity, SessionHeader]] = {}
         """Headers already read, with the identity of the file they came from."""
         self._index_read = False
         self._index_stale = False
+        """Whether ``_headers`` differs from what ``headers.index`` holds (see header_index)."""
         self._paths: dict[str, Path] = {}
         """Each session id's file path, built once (a save's path costs a lookup)."""
-        """Whether ``_headers`` differs from what ``headers.index`` holds (see header_index)."""
 
     def check_directory(self) -> None:
         """UnsafeSessionDirectory if the directory, or a parent of it inside the state root,
@@ -378,8 +376,7 @@ class SessionManager:
         if (
             encoded is None
             or len(encoded) != len(state.recent_messages)
-            or not self._secret_set <= encoded.known_secrets
-            or (secrets and not encoded.known_secrets.issuperset(secrets))
+            or not encoded.known_secrets.issuperset(scrub)
         ):
             encoded = None
         write_creating_directories(path, state_parts(state, encoded, scrub=scrub))
