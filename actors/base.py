@@ -145,13 +145,17 @@ class Actor(ABC, Generic[M]):
     async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[M]]) -> None:
         """Handle messages one at a time until the mailbox closes."""
         while (envelope := await next_item(mailbox)) is not None:
-            if envelope.reply is None:
-                await self.handle(envelope.message)
-                continue
-            try:
-                envelope.reply.set(await self.handle(envelope.message))
-            except Exception as exc:  # the caller gets it; the actor lives on
-                envelope.reply.fail(exc)
+            await self.answer(envelope, envelope.message)
+
+    async def answer(self, envelope: Envelope[M], message: M) -> None:
+        """Handle ``message`` (the envelope's); an ask gets the result or the error."""
+        if envelope.reply is None:
+            await self.handle(message)
+            return
+        try:
+            envelope.reply.set(await self.handle(message))
+        except Exception as exc:  # the caller gets it; the actor lives on
+            envelope.reply.fail(exc)
 
 
 async def next_item(stream: MemoryObjectReceiveStream[T]) -> T | None:

@@ -25,7 +25,7 @@ from pydantic_ai.messages import (
 )
 
 from actors.assistant import TurnDeps, build_agent, resolve_model
-from actors.base import Actor, ActorRef, DeadActor, Envelope
+from actors.base import Actor, ActorRef, DeadActor, Envelope, next_item
 from actors.messages import (
     CancelTurn,
     CheckpointBeforeWrite,
@@ -77,15 +77,42 @@ class LLMActor(Actor[LLMMessage]):
         return tuple(self._agents)
 
     async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[LLMMessage]]) -> None:
-        """The turns run in this actor's own task group; they end when it stops."""
+        """Read the mailbox until it closes; the turns run in this actor's own task group
+        and end when it stops.
+
+        Leader and follower: the task that takes a ``StartTurn`` hands the mailbox to a
+        new reader and runs the turn itself. One task reads at a time, so messages are
+        still handled one by one in order, and a turn starts without waiting a turn of
+        the loop for a task of its own (spawning one per turn did).
+        """
+        closed = anyio.Event()
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            await super().serve(mailbox)
+            tg.start_soon(self._read, mailbox, closed)
+            await closed.wait()
             tg.cancel_scope.cancel()
+
+    async def _read(
+        self, mailbox: MemoryObjectReceiveStream[Envelope[LLMMessage]], closed: anyio.Event
+    ) -> None:
+        """Handle messages until a ``StartTurn`` (run here, once the next reader is
+        started) or the mailbox's end (``closed`` is set)."""
+        assert self._tg is not None
+        while (envelope := await next_item(mailbox)) is not None:
+            match envelope.message:
+                case StartTurn() as turn:
+                    scope = anyio.CancelScope()
+                    self._scopes[turn.reply_to, turn.turn_id] = scope
+                    self._tg.start_soon(self._read, mailbox, closed)
+                    await self._run_turn(turn, scope)
+                    return
+                case message:
+                    await self.answer(envelope, message)
+        closed.set()
 
     async def handle(self, message: LLMMessage) -> Any:
         match message:
-            case StartTurn():
+            case StartTurn():  # the reader runs turns itself; handled here, one is spawned
                 assert self._tg is not None
                 scope = anyio.CancelScope()
                 self._scopes[message.reply_to, message.turn_id] = scope

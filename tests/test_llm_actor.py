@@ -73,3 +73,25 @@ async def test_a_cancel_stops_only_the_turn_of_the_terminal_that_asked(
             llm.close()
     assert [end.cancelled for end in ends] == [True, False]
     assert ends[1].error is None
+
+
+async def test_messages_are_taken_in_order_while_turns_run(tmp_path: Path) -> None:
+    """The task that takes a turn runs it and another reads on: a turn of one terminal does
+    not hold up the next terminal's, and the actor stops when its mailbox closes."""
+    actor = LLMActor()
+    llm: ActorRef[Any]
+    llm, llm_mailbox = open_mailbox("llm")
+    terminals: list[tuple[ActorRef[Any], MemoryObjectReceiveStream[Any]]] = [
+        open_mailbox(f"terminal-{i}") for i in range(3)
+    ]
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(actor.serve, llm_mailbox)
+        for ref, _ in terminals:
+            await llm.tell(StartTurn(1, "offline", "hi", (), tmp_path, "", "", ref))
+        for _, replies in terminals:
+            with anyio.fail_after(30):
+                while not isinstance(message := (await replies.receive()).message, TurnDone):
+                    pass
+            assert message.error is None and not message.cancelled
+            assert message.new_messages
+        llm.close()  # serve returns: the task group ends
