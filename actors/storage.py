@@ -100,6 +100,34 @@ class StorageActor(Actor[StorageMessage]):
             done = await future
         return done
 
+    async def answer(self, envelope: Envelope[StorageMessage], message: StorageMessage) -> None:
+        """A save that is asked is answered by the disk's thread itself, as soon as the
+        file is durable: the asker goes on a turn of the loop sooner than if this actor
+        woke first to pass the answer on. The actor still waits for the write to end
+        before it takes its next message."""
+        reply = envelope.reply
+        if reply is None or not isinstance(message, SaveSession):
+            await super().answer(envelope, message)
+            return
+        try:
+            self._check_writer(message.state.session_id, message.writer, message.token)
+        except Exception as exc:
+            reply.fail(exc)
+            return
+        loop = asyncio.get_running_loop()
+        catalog = self._catalog
+
+        def save() -> None:
+            try:
+                manager = catalog.manager(message.project)
+                path = manager.save(message.state, message.encoded, message.secrets)
+            except Exception as exc:
+                loop.call_soon_threadsafe(reply.fail, exc)
+            else:
+                loop.call_soon_threadsafe(reply.set, path)
+
+        await self._io(save)
+
     async def _stored(self, project: Path, session_id: str) -> bool:
         if session_id in self._deleted:
             return False

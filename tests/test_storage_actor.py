@@ -24,7 +24,7 @@ from actors.messages import (
 )
 from actors.storage import StorageActor, StorageMemory
 from session.catalog import Resumable, SessionListing
-from session.errors import SessionDeleted, SessionLive
+from session.errors import SessionDeleted, SessionLive, UnsafeSessionDirectory
 from session.history import dump_messages
 from session.models import Pointer, SessionState
 from session.processes import process_start_time
@@ -236,3 +236,25 @@ async def test_a_resume_of_a_session_that_is_not_stored_claims_nothing(
     await storage.ask(Claim("cccccccccccc", 100, stored_in=p))
     with pytest.raises(SessionLive):
         await storage.ask(Claim("cccccccccccc", 200, stored_in=p))
+
+
+async def test_an_asked_save_is_answered_once_the_file_holds_it(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    """The disk's thread answers the ask itself: when the answer comes, the file is there."""
+    saved = await storage.ask(SaveSession(project(tmp_path), state("aaaaaaaaaaaa", 13), writer=1))
+    assert saved == project(tmp_path) / "aaaaaaaaaaaa.json"
+    on_disk = SessionState.model_validate_json(saved.read_bytes())
+    assert on_disk.updated_at == NOW.replace(hour=13)
+
+
+async def test_a_save_the_disk_refuses_fails_the_ask_and_the_actor_goes_on(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    blocked = tmp_path / "projects" / "blocked_00000000"
+    blocked.parent.mkdir(parents=True, exist_ok=True)
+    blocked.write_text("a file where the project's directory should be")
+    with pytest.raises(UnsafeSessionDirectory):
+        await storage.ask(SaveSession(blocked / "sessions", state("aaaaaaaaaaaa"), writer=1))
+    saved = await storage.ask(SaveSession(project(tmp_path), state("bbbbbbbbbbbb"), writer=1))
+    assert saved.exists()
