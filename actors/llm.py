@@ -135,8 +135,9 @@ class LLMActor(Actor[LLMMessage]):
         return agent
 
     async def _run_turn(self, turn: StartTurn, scope: anyio.CancelScope) -> None:
-        """Run ``turn`` and tell its terminal how it ended, once: a ``TurnDone`` after the
-        reply text (cancelled if ``scope`` was cancelled before the end was told)."""
+        """Run ``turn`` and tell its terminal how it ended, once: a ``TurnDone`` with the
+        reply text still held (cancelled if ``scope`` was cancelled before the end was
+        told)."""
         told = False
         with scope:
             reply = ReplyForwarder(turn.reply_to, turn.turn_id)
@@ -150,7 +151,7 @@ class LLMActor(Actor[LLMMessage]):
                 done = TurnDone(turn.turn_id, error=explain_failure(exc, turn.model))
             finally:
                 reply.close()
-            await _tell_done(turn, reply.send_now, done)  # behind the text held
+            await _tell_done(turn, reply.finish, done)  # with the text held
             told = True
         self._scopes.pop((turn.reply_to, turn.turn_id), None)
         if not told:
@@ -259,7 +260,7 @@ def last_input_tokens(messages: tuple[ModelMessage, ...]) -> int | None:
 
 
 async def _tell_done(
-    turn: StartTurn, send: Callable[[TerminalMessage], Awaitable[None]], done: TurnDone
+    turn: StartTurn, send: Callable[[TurnDone], Awaitable[None]], done: TurnDone
 ) -> None:
     """``send(done)``, unless its terminal has gone (nobody to tell)."""
     try:

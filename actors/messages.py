@@ -372,6 +372,10 @@ class TurnDone:
     """The model's count of the turn's last request, if it reported one."""
     phase: WorkPhase | None = None
     """The phase of the work the turn moved to, if it set one."""
+    text: str = ""
+    """The reply's last text, still held when the turn ended: the terminal gets it with
+    the turn's end, in one write after the save, instead of in a write of its own that
+    would compete with the save for the event loop."""
 
 
 @dataclass(frozen=True)

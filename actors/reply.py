@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import math
+from dataclasses import replace
 
 from actors.base import ActorRef, DeadActor
-from actors.messages import TerminalMessage, TurnDelta
+from actors.messages import TerminalMessage, TurnDelta, TurnDone
 
 FLUSH_INTERVAL_S = 0.02
 
@@ -70,6 +71,13 @@ class ReplyForwarder:
             await self._reply_to.tell(delta)
             self._last_sent = self._loop.time()
         await self._reply_to.tell(message)
+
+    async def finish(self, done: TurnDone) -> None:
+        """Send the turn's end ``done`` carrying the text held so far (see ``TurnDone.text``)."""
+        self._disarm()
+        held = "" if self._gone else "".join(self._pending)
+        self._pending.clear()
+        await self._reply_to.tell(replace(done, text=held) if held else done)
 
     def close(self) -> None:
         self._closed = True

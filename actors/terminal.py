@@ -420,6 +420,8 @@ class TerminalActor(Actor[TerminalMessage]):
         deferred, self._deferred_changes = self._deferred_changes, set()
         if done.cancelled or done.error is not None:
             self._lc = self._lc.abandon_turn()
+            if done.text:
+                await self._emit(ReplyText(done.text))
             await self._emit(TurnEnded("cancelled" if done.cancelled else "error", done.error))
         else:
             try:
@@ -436,9 +438,16 @@ class TerminalActor(Actor[TerminalMessage]):
                 )
             except Exception:  # the turn ends unkept; the failure is reported by the loop
                 self._lc = self._lc.abandon_turn()
+                if done.text:
+                    await self._emit(ReplyText(done.text))
                 raise
             self._lc = transition.lifecycle
-            saved = await self._perform(transition.effects)
+            # The reply's last text goes out after the save, with the turn's end in one
+            # write, and before what a failed save has to say.
+            told: list[TerminalOutput] = [ReplyText(done.text)] if done.text else []
+            saved = await self._perform(transition.effects, told)
+            for output in told:
+                await self._emit(output)
             await self._emit(
                 TurnEnded(
                     "ok",
@@ -1018,8 +1027,11 @@ class TerminalActor(Actor[TerminalMessage]):
             Watch(self._config.terminal_pid, self._config.workspace, manifest, self._self)
         )
 
-    async def _perform(self, effects: Sequence[Effect]) -> bool:
-        """Carry out a transition's effects through the StorageActor; False if one failed."""
+    async def _perform(
+        self, effects: Sequence[Effect], told: list[TerminalOutput] | None = None
+    ) -> bool:
+        """Carry out a transition's effects through the StorageActor; False if one failed.
+        What a failure tells the terminal goes out at once, or into ``told`` if given."""
         config = self._config
         ok = True
         for effect in effects:
@@ -1054,7 +1066,11 @@ class TerminalActor(Actor[TerminalMessage]):
                 log.warning(
                     "terminal %d: %s failed: %s", config.terminal_pid, type(effect).__name__, exc
                 )
-                await self._emit(Info(f"error: could not update the session on disk: {exc}"))
+                notice = Info(f"error: could not update the session on disk: {exc}")
+                if told is None:
+                    await self._emit(notice)
+                else:
+                    told.append(notice)
             else:
                 if isinstance(effect, WriteSession):
                     self._unsaved = False

@@ -373,8 +373,6 @@ class Server:
         sock = raw_socket(stream)
         async with outputs:
             while (first := await next_item(outputs)) is not None:
-                if isinstance(first, ReplyText):  # what the actors do next (a save) goes first
-                    await anyio.lowlevel.checkpoint()
                 batch = [first] if _ends_connection(first) else [first, *_waiting(outputs)]
                 if opened_already and any(isinstance(o, Opened) for o in batch):
                     opened_already = False

@@ -136,3 +136,25 @@ async def test_a_terminal_that_went_away_ends_the_forwarding_quietly() -> None:
     reply.close()
     with pytest.raises(DeadActor):  # the turn's end has nobody to go to either
         await reply.send_now(TurnDone(7))
+
+
+async def test_the_turns_end_carries_the_text_still_held() -> None:
+    ref, mailbox = mailbox_for_a_terminal()
+    reply = ReplyForwarder(ref, 7, interval=LONG)
+    reply.add("Hello")
+    assert await next_text(mailbox) == "Hello"
+    reply.add(", wor")
+    reply.add("ld")
+    reply.close()
+    await reply.finish(TurnDone(7))
+    assert await next_message(mailbox) == TurnDone(7, text=", world")
+    assert waiting(mailbox) == 0
+
+
+async def test_a_turns_end_with_no_text_held_carries_none() -> None:
+    ref, mailbox = mailbox_for_a_terminal()
+    reply = ReplyForwarder(ref, 7, interval=LONG)
+    reply.add("all of it")
+    assert await next_text(mailbox) == "all of it"
+    await reply.finish(TurnDone(7))
+    assert await next_message(mailbox) == TurnDone(7)
