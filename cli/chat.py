@@ -444,14 +444,17 @@ class Chat:
         except KeyboardInterrupt:  # while re-attaching: the message was not sent
             self._unanswered("[cancelled]")
             return
-        view = self.console.reply()
+        views = [self.console.reply()]
         try:
             with self.console.keys_unechoed():
-                self._receive_turn(frame, view)
+                self._receive_turn(frame, views)
         finally:
-            view.end()
+            views[-1].end()
 
-    def _receive_turn(self, frame: Frame, view: ReplyView) -> None:
+    def _receive_turn(self, frame: Frame, views: list[ReplyView]) -> None:
+        """Show the reply to ``frame`` in ``views[-1]``; a reply asked for again after a
+        re-attach gets a view of its own, so it does not run on from the cut one."""
+        view = views[-1]
         retried = False
         cancelled = False
         while True:
@@ -470,6 +473,7 @@ class Chat:
                 if retried:
                     return self._unanswered(LOST_TWICE, view)
                 retried = True
+                view.end()  # the cut text keeps its own line
                 try:
                     self._reattach()
                     self.conn.send(frame)
@@ -477,6 +481,8 @@ class Chat:
                     return self._unanswered(LOST_TWICE, view)
                 except KeyboardInterrupt:
                     return self._unanswered("[cancelled]", view)
+                view = self.console.reply()
+                views.append(view)
                 continue
             kind = reply["type"]
             if kind == "text_delta":

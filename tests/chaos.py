@@ -19,6 +19,7 @@ import json
 import os
 import queue
 import random
+import re
 import signal
 import subprocess
 import time
@@ -36,10 +37,16 @@ PID_REUSE_KINDS = ("tab-reuse", "supervisor-reuse")
 ACK_TIMEOUT_S = 30.0
 
 
+WHOLE_REPLY = re.compile(r'You said: "(.*)"\. \(turn \d+ of this conversation; .*real LLM\.\)')
+"""The offline model's whole reply to a message: a reply cut short by a kill -9 (its text
+streamed, its turn never finished) ends its line when the terminal re-attaches, and must
+not be taken for an acknowledgement."""
+
+
 class WholeLinesClient(Client):
     """A terminal whose output lines count only once they are complete: a reply line ends
-    when its turn has ended (after the save), so a reply cut short by a kill -9 (its text
-    streamed, its turn never finished) is not taken for an acknowledgement."""
+    when its turn has ended (after the save), or when the terminal re-attaches after a
+    reply was cut short (see ``WHOLE_REPLY``)."""
 
     @staticmethod
     def _pump(stream: IO[str] | None, q: queue.Queue[str]) -> None:
@@ -166,9 +173,9 @@ class Campaign:
                 if wait_for and wait_for not in self.acked and client.process.poll() is None:
                     self.report.hung.append(f"no reply to {wait_for}")
                 return
-            marker = 'You said: "'
-            if marker in line:
-                text = line.split(marker, 1)[1].split('"', 1)[0]
+            reply = WHOLE_REPLY.search(line)
+            if reply is not None:
+                text = reply[1]
                 if text not in self.acked:
                     self.acked.add(text)
                     self.unverified.add(text)

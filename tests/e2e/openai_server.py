@@ -5,7 +5,8 @@ It answers ``echo: <last user message>`` (or ``SUMMARY: ...`` for the model
 ``decide: TEXT`` is answered with a ``record_decision`` tool call (and the tool's
 return with ``recorded``), as a real model using the assistant's tools would.
 A last user message ``hang`` gets no answer at all, ``hang mid-reply`` one word and
-then nothing, until the server stops (a hung model call).
+then nothing, until the server stops (a hung model call); ``hang mid-reply once`` does
+that the first time only, and is echoed when asked again.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class ChatServer:
         self.released = threading.Event()
         """Set when the server stops: hung answers end then."""
         self._lock = threading.Lock()
+        self._hung: set[str] = set()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -169,6 +171,11 @@ class ChatServer:
             return None
         if content == "hang":
             return False
+        if content == "hang mid-reply once":
+            with self._lock:
+                first = content not in self._hung
+                self._hung.add(content)
+            return True if first else None
         return True if content == "hang mid-reply" else None
 
     def tool_call_for(self, body: dict[str, Any]) -> tuple[str, str] | None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Env, all_text_under, wait_for
+from tests.e2e.harness import AGENT_ASSIST, Env, all_text_under, wait_for
 from tests.e2e.openai_server import ChatServer
 
 API_KEY = "sk-test-" + secrets.token_hex(16)
@@ -88,3 +92,36 @@ def test_a_hung_model_call_times_out_and_the_session_lives(
     assert "before" in saved and "after the hang" in saved
     assert f"'{hang}'" not in saved  # the stopped turn is not kept
     assert env.supervisor_pid() is not None
+
+
+def test_a_reply_cut_by_the_supervisors_death_keeps_its_line_and_the_retry_its_own(
+    env: Env, server: ChatServer, tmp_path: Path
+) -> None:
+    """The cut text used to run on into the retried reply: ``Thinkingecho: ...``."""
+    out = tmp_path / "stdout"
+    with out.open("w") as stdout:
+        chat = subprocess.Popen(
+            [AGENT_ASSIST],
+            stdin=subprocess.PIPE,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=env.workspace,
+            env=env.environ(env.terminal()),
+        )
+        assert chat.stdin is not None
+        chat.stdin.write("hello\n")
+        chat.stdin.flush()
+        wait_for(lambda: "echo: hello" in out.read_text(), what="the first reply")
+        wait_for(env.heir_pid, what="the supervisor's heir")  # it takes over, warm
+        chat.stdin.write("hang mid-reply once\n")
+        chat.stdin.flush()
+        wait_for(lambda: "Thinking" in out.read_text(), what="the first word of the reply")
+        supervisor = env.supervisor_pid()
+        assert supervisor is not None
+        os.kill(supervisor, signal.SIGKILL)  # its heir takes over, the model already loaded
+        wait_for(lambda: "echo: hang mid-reply once" in out.read_text(), what="the retried reply")
+        _, stderr = chat.communicate(timeout=60)  # closes stdin: the chat ends
+    assert out.read_text().splitlines() == ["echo: hello", "Thinking", "echo: hang mid-reply once"]
+    assert "the supervisor went away" in stderr
+    assert chat.returncode == 0
