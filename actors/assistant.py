@@ -47,34 +47,36 @@ class TurnDeps:
     """The phase of the work the turn moved to (``set_phase``), if any."""
     token_budget: int | None = None
     """Each model request of the turn is kept within this many tokens (estimated)."""
-    before_first_write: Callable[[tuple[str, ...]], Awaitable[None]] | None = None
+    before_first_write: Callable[[tuple[str, ...]], Awaitable[str | None]] | None = None
     """Awaited before the turn's first file write, with the paths the turn touched and
     the one about to be written (the automatic checkpoint); again before the first
-    write of any other file that already exists, so that what it held is kept too."""
+    write of any other file that already exists, so that what it held is kept too.
+    It answers None, or why the write may not happen."""
     checkpointed: set[str] = field(default_factory=set)
     """Paths whose content before this turn's writes a checkpoint already keeps."""
     checkpoint_lock: anyio.Lock = field(default_factory=anyio.Lock)
 
 
-async def _before_write(deps: TurnDeps, relative: str) -> None:
+async def _before_write(deps: TurnDeps, relative: str) -> str | None:
     """Run the pre-write hook before the turn's first write, and before the first write
     of each other file that exists (a file the assistant creates has nothing to keep).
-    Concurrent writes wait until it is done."""
+    Concurrent writes wait until it is done. None, or why the write may not happen (the
+    hook is asked again at the next write)."""
     if deps.before_first_write is None or relative in deps.checkpointed:
-        return
+        return None
     async with deps.checkpoint_lock:
         if relative in deps.checkpointed:
-            return
+            return None
         if deps.checkpointed:
             exists = await anyio.to_thread.run_sync(os.path.lexists, deps.workspace / relative)
             if not exists:
                 deps.checkpointed.add(relative)
-                return
+                return None
         paths = deps.touched | {relative}
-        try:
-            await deps.before_first_write(tuple(sorted(paths)))
-        finally:
+        refused = await deps.before_first_write(tuple(sorted(paths)))
+        if refused is None:
             deps.checkpointed.update(paths)
+        return refused
 
 
 def _relative(path: str) -> str:
@@ -139,7 +141,8 @@ async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:
     if (problem := _check_path(ctx.deps, path)) is not None:
         return problem
     relative = _relative(path)
-    await _before_write(ctx.deps, relative)
+    if (refused := await _before_write(ctx.deps, relative)) is not None:
+        return f"error: {relative} was not written: {refused}"
     try:
         size = await anyio.to_thread.run_sync(
             write_workspace_file, ctx.deps.workspace, relative, content

@@ -269,13 +269,16 @@ async def _tell_done(
         log.info("turn %d finished after its terminal went away", turn.turn_id)
 
 
-async def _checkpoint_before_write(turn: StartTurn, paths: tuple[str, ...]) -> None:
-    """The automatic checkpoint, taken by the terminal (which tells the user if it failed);
-    the write goes ahead either way."""
+async def _checkpoint_before_write(turn: StartTurn, paths: tuple[str, ...]) -> str | None:
+    """The automatic checkpoint, taken by the terminal (which tells the user if it failed):
+    None lets the write go ahead, else why it may not."""
     try:
-        await turn.reply_to.ask(CheckpointBeforeWrite(turn.turn_id, paths), CHECKPOINT_TIMEOUT_S)
+        return await turn.reply_to.ask(
+            CheckpointBeforeWrite(turn.turn_id, paths), CHECKPOINT_TIMEOUT_S
+        )
     except Exception as exc:
         log.warning("turn %d: checkpoint before write failed: %s", turn.turn_id, _one_line(exc))
+        return f"the checkpoint that would let this write be undone failed ({_one_line(exc)})"
 
 
 def _text_of(event: object) -> str:

@@ -412,10 +412,11 @@ class FilesChanged:
 
 
 @dataclass(frozen=True)
-class CheckpointBeforeWrite(Ask[None]):
+class CheckpointBeforeWrite(Ask[str | None]):
     """Asked by a turn's first file write: checkpoint the conversation and what the tracked
     files and ``paths`` (the files this turn touched, and the one about to be written) hold
-    now. Answer: None."""
+    now. Answer: None when the write may go ahead, else why it may not (the checkpoint
+    failed, so the write could not be taken back)."""
 
     turn_id: int
     paths: tuple[str, ...]

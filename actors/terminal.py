@@ -82,7 +82,7 @@ from session.checkpoints import (
     restore_plan,
 )
 from session.compaction import Window, estimate_tokens, render_compaction
-from session.errors import CheckpointError, SessionError
+from session.errors import CheckpointCapExceeded, CheckpointError, SessionError
 from session.filesystem import build_file_manifest, detect_file_drift, list_tree
 from session.lifecycle import (
     DeletePointer,
@@ -306,7 +306,7 @@ class TerminalActor(Actor[TerminalMessage]):
                         await action(answer)
             case CheckpointBeforeWrite(turn_id, paths):
                 if turn_id == self._lc.turn:
-                    await self._checkpoint_before_write(paths)
+                    return await self._checkpoint_before_write(paths)
             case WatchUnavailable(reason):
                 await self._watch_unavailable(reason)
             case FilesChanged(paths):
@@ -816,6 +816,13 @@ class TerminalActor(Actor[TerminalMessage]):
     ) -> int | None:
         """Have the StorageActor write the next checkpoint of the conversation and of the
         files of ``manifest``; its number, or None after telling the user why not."""
+        written = await self._checkpoint(reason, manifest, spec)
+        return written if isinstance(written, int) else None
+
+    async def _checkpoint(
+        self, reason: Reason, manifest: dict[str, str], spec: str | None
+    ) -> int | Exception:
+        """``_write_checkpoint``, with the error instead of None (the user was told)."""
         state = self._lc.write(utc_now(), manifest, spec).state
         config = self._config
         message = WriteCheckpoint(
@@ -833,14 +840,19 @@ class TerminalActor(Actor[TerminalMessage]):
         except (SessionError, OSError, DeadActor, TimeoutError) as exc:
             log.warning("terminal %d: checkpoint failed: %s", config.terminal_pid, exc)
             await self._emit(Info(f"error: {exc}"))
-            return None
+            return exc
         self._lc = self._lc.record_checkpoint(checkpoint.number).lifecycle
         return checkpoint.number
 
-    async def _checkpoint_before_write(self, paths: Sequence[str]) -> None:
-        """The turn's first file write is about to happen: keep what the files hold."""
+    async def _checkpoint_before_write(self, paths: Sequence[str]) -> str | None:
+        """The turn's first file write is about to happen: keep what the files hold. None
+        lets the write go ahead; a checkpoint that failed refuses it (it could not be taken
+        back), except over the size cap, which the user was told how to lift."""
         manifest, spec = await self._manifest(paths)
-        await self._write_checkpoint("auto", manifest, spec)
+        written = await self._checkpoint("auto", manifest, spec)
+        if isinstance(written, int | CheckpointCapExceeded):
+            return None
+        return f"the checkpoint that would let this write be undone failed ({written})"
 
     async def _checkpoint_command(self, arg: str | None) -> None:
         """``/checkpoint`` lists; ``/checkpoint N`` restores (asking about the files)."""

@@ -131,6 +131,29 @@ def test_the_first_write_of_a_turn_awaits_the_checkpoint_hook_once(workspace: Pa
     assert (workspace / "agent_spec.md").read_text() == "after\n"
 
 
+def test_a_write_whose_checkpoint_failed_is_refused_and_the_next_one_asks_again(
+    workspace: Path,
+) -> None:
+    """A write the checkpoint could not keep a copy before could not be taken back."""
+    (workspace / "agent_spec.md").write_text("before\n")
+    answers = ["the disk said no", None]
+    asked: list[tuple[str, ...]] = []
+
+    async def hook(paths: tuple[str, ...]) -> str | None:
+        asked.append(paths)
+        return answers.pop(0)
+
+    deps = TurnDeps(workspace, before_first_write=hook)
+    agent = build_agent(offline_model())
+    refused = agent.run_sync("write agent_spec.md: after", deps=deps)
+    assert "agent_spec.md was not written: the disk said no" in str(refused.all_messages())
+    assert (workspace / "agent_spec.md").read_text() == "before\n"
+    assert deps.touched == set()
+    agent.run_sync("write agent_spec.md: after", deps=deps)
+    assert asked == [("agent_spec.md",), ("agent_spec.md",)]
+    assert (workspace / "agent_spec.md").read_text() == "after\n"
+
+
 def test_the_first_write_of_another_existing_file_is_checkpointed_too(workspace: Path) -> None:
     (workspace / "agent_spec.md").write_text("spec before\n")
     (workspace / "old.md").write_text("old before\n")

@@ -270,3 +270,18 @@ def test_the_first_write_of_a_turn_is_preceded_by_a_checkpoint_of_what_files_hel
     assert blob.read_bytes() == b"# v1\n"  # before the turn that wrote v2
     assert "# v2" not in str(entry["state"]["recent_messages"])
     assert blob.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_write_is_refused_when_its_automatic_checkpoint_fails_on_the_disk(env: Env) -> None:
+    """The checkpoint before a write is what lets the write be undone: without it, the
+    file is left as it was (it used to be written anyway)."""
+    (env.workspace / SPEC).write_text("# v1\n")
+    term = env.terminal()
+    assert env.run(input="hello\n", terminal=term).returncode == 0
+    (env.project.parent / "blobs").write_text("a file where the contents' directory goes")
+    result = env.run(input=f"y\nwrite {SPEC}: # v2\n", terminal=term)
+    assert (env.workspace / SPEC).read_text() == "# v1\n"
+    assert f"{SPEC} was not written: the checkpoint that would let this write be undone" in (
+        result.stdout
+    )
+    assert "error: " in result.stderr  # the checkpoint's failure, told in one line
