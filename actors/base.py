@@ -124,10 +124,13 @@ class ActorRef(Generic[M]):
         Only ``Ask`` messages can be asked; that the message is also one of this actor's
         (an ``M``) is checked at run time by the actor's ``handle``."""
         reply = Reply()
-        with anyio.fail_after(timeout):
+        with anyio.move_on_after(timeout):
             await self._post(Envelope(message, reply))
             answer: R = await reply.wait()
             return answer
+        # Said in words: an error line names what did not answer (an empty
+        # TimeoutError printed "error: " and nothing more).
+        raise TimeoutError(f"the {self.name} actor did not answer within {timeout:g} s")
 
     def close(self) -> None:
         """Stop the actor once its queued messages are handled."""
