@@ -43,7 +43,6 @@ DEFAULT_CONCURRENCY = 4
 AGENTS_KEPT = 8
 """Agents kept built, least recently used dropped first: a client sending many model
 names costs at most this many (about 1 MB each)."""
-CHECKPOINT_TIMEOUT_S = 60.0
 STALL_TIMEOUT_S = 300.0
 """A model that sends nothing for this long is given up on (``AGENT_ASSIST_MODEL_TIMEOUT_S``):
 the turn ends with one line and the session goes on."""
@@ -169,7 +168,7 @@ class LLMActor(Actor[LLMMessage]):
     async def _stream_turn(self, turn: StartTurn, reply: ReplyForwarder) -> TurnDone:
         deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
         deps.token_budget = turn.token_budget
-        deps.before_first_write = partial(_checkpoint_before_write, turn)
+        deps.before_first_write = partial(_checkpoint_before_write, turn, self._stall_of(turn))
         try:
             self._limiter.acquire_nowait()  # a free slot is taken without a turn of the loop
         except anyio.WouldBlock:
@@ -269,13 +268,15 @@ async def _tell_done(
         log.info("turn %d finished after its terminal went away", turn.turn_id)
 
 
-async def _checkpoint_before_write(turn: StartTurn, paths: tuple[str, ...]) -> str | None:
+async def _checkpoint_before_write(
+    turn: StartTurn, timeout_s: float, paths: tuple[str, ...]
+) -> str | None:
     """The automatic checkpoint, taken by the terminal (which tells the user if it failed):
-    None lets the write go ahead, else why it may not."""
+    None lets the write go ahead, else why it may not. The terminal bounds its own wait
+    for the disk; ``timeout_s`` (the turn's stall timeout) is only a backstop, so the
+    terminal's answer is the one heard."""
     try:
-        return await turn.reply_to.ask(
-            CheckpointBeforeWrite(turn.turn_id, paths), CHECKPOINT_TIMEOUT_S
-        )
+        return await turn.reply_to.ask(CheckpointBeforeWrite(turn.turn_id, paths), timeout_s)
     except Exception as exc:
         log.warning("turn %d: checkpoint before write failed: %s", turn.turn_id, _one_line(exc))
         return f"the checkpoint that would let this write be undone failed ({_one_line(exc)})"
