@@ -18,7 +18,6 @@ from pathlib import Path
 from cli.console import (
     Cancelled,
     Console,
-    PlainReply,
     ReplyView,
     UnclearAnswer,
     other_choices,
@@ -506,9 +505,16 @@ class Chat:
                 self._hung_up = reply["code"] != ErrorCode.INVALID_REQUEST
                 self.console.warn(f"error: message not sent: {reply['message']}")
                 return
+            elif reply["type"] in ("notice", "error"):
+                # A notice (a failed save, a file changed outside) comes after the text
+                # before it and gets a line of its own; the reply, if it goes on, goes on
+                # below it. (A colour terminal's view holds its text until it ends: the
+                # notice was printed above the reply.)
+                view.end()
+                self._other(reply)
+                view = self.console.reply()
+                views.append(view)
             else:
-                if reply["type"] in ("notice", "error") and isinstance(view, PlainReply):
-                    view.end()  # a notice (a failed save) gets a line of its own
                 self._other(reply)
 
     def _unanswered(self, line: str, view: ReplyView | None = None) -> None:

@@ -208,3 +208,20 @@ def test_ctrl_c_as_the_supervisor_dies_cancels_the_reply_and_the_chat_goes_on(
     finally:
         tty.close()
     assert sum(1 for r in server.requests if "slow" in str(r["messages"][-1])) == 1
+
+
+def test_a_failed_saves_notice_comes_after_the_reply_text_it_follows(env: Env) -> None:
+    """A colour terminal's view held the reply's text until the turn ended: the notice of
+    the turn's failed save was printed above the reply."""
+    faults = env.base / "faults"
+    faults.write_text("rename EIO /sessions/\n")
+    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(faults)
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("hello tty\r")
+        tty.expect('You said: "hello tty"')
+        tty.expect("error: could not update the session on disk")
+        tty.expect_prompt()
+    finally:
+        tty.close()
