@@ -43,6 +43,7 @@ DEFAULT_CONCURRENCY = 4
 AGENTS_KEPT = 8
 """Agents kept built, least recently used dropped first: a client sending many model
 names costs at most this many (about 1 MB each)."""
+STOPPED_LINE = "the reply was stopped: the supervisor's model actor stopped; please try again"
 STALL_TIMEOUT_S = 300.0
 """A model that sends nothing for this long is given up on (``AGENT_ASSIST_MODEL_TIMEOUT_S``):
 the turn ends with one line and the session goes on."""
@@ -136,25 +137,35 @@ class LLMActor(Actor[LLMMessage]):
     async def _run_turn(self, turn: StartTurn, scope: anyio.CancelScope) -> None:
         """Run ``turn`` and tell its terminal how it ended, once: a ``TurnDone`` with the
         reply text still held (cancelled if ``scope`` was cancelled before the end was
-        told)."""
+        told; an error if the actor itself stopped, by a crash or with the supervisor, so
+        that the terminal is not left waiting for a reply no task runs any more)."""
         told = False
-        with scope:
-            reply = ReplyForwarder(turn.reply_to, turn.turn_id)
-            try:
-                done = await self._stream_turn(turn, reply)
-            except Stalled:
-                log.warning("turn %d: no answer from %s", turn.turn_id, turn.model)
-                done = TurnDone(turn.turn_id, error=self._stalled_line(turn))
-            except Exception as exc:
-                log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
-                done = TurnDone(turn.turn_id, error=explain_failure(exc, turn.model))
-            finally:
-                reply.close()
-            await _tell_done(turn, reply.finish, done)  # with the text held
-            told = True
-        self._scopes.pop((turn.reply_to, turn.turn_id), None)
-        if not told:
-            await _tell_done(turn, turn.reply_to.tell, TurnDone(turn.turn_id, cancelled=True))
+        try:
+            with scope:
+                reply = ReplyForwarder(turn.reply_to, turn.turn_id)
+                try:
+                    done = await self._stream_turn(turn, reply)
+                except Stalled:
+                    log.warning("turn %d: no answer from %s", turn.turn_id, turn.model)
+                    done = TurnDone(turn.turn_id, error=self._stalled_line(turn))
+                except Exception as exc:
+                    log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
+                    done = TurnDone(turn.turn_id, error=explain_failure(exc, turn.model))
+                finally:
+                    reply.close()
+                await _tell_done(turn, reply.finish, done)  # with the text held
+                told = True
+        finally:
+            self._scopes.pop((turn.reply_to, turn.turn_id), None)
+            if not told:
+                end = (
+                    TurnDone(turn.turn_id, cancelled=True)
+                    if scope.cancel_called
+                    else TurnDone(turn.turn_id, error=STOPPED_LINE)
+                )
+                # At once if there is room: a task the stopping actor cancelled cannot wait.
+                if not turn.reply_to.tell_nowait(end):
+                    await _tell_done(turn, turn.reply_to.tell, end)
 
     def _stall_of(self, turn: StartTurn) -> float:
         return turn.stall_timeout_s or self._stall_timeout_s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,8 @@ import pydantic_ai.models
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from actors.base import ActorRef, open_mailbox
-from actors.llm import AGENTS_KEPT, LLMActor
+from actors.base import ActorRef, open_mailbox, run_supervised
+from actors.llm import AGENTS_KEPT, STOPPED_LINE, LLMActor
 from actors.messages import CancelTurn, StartTurn, TurnDelta, TurnDone
 from tests.e2e.openai_server import ChatServer
 
@@ -95,3 +96,42 @@ async def test_messages_are_taken_in_order_while_turns_run(tmp_path: Path) -> No
             assert message.error is None and not message.cancelled
             assert message.new_messages
         llm.close()  # serve returns: the task group ends
+
+
+async def test_a_turn_cut_by_a_crash_of_the_actor_is_told_and_later_turns_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash cancelled the running turns without a word: their terminals waited for a
+    reply no task ran any more ("a reply is already running" from then on)."""
+
+    class Crashes(LLMActor):
+        async def handle(self, message: Any) -> Any:
+            if message == "crash":
+                raise RuntimeError("a bug in the actor")
+            return await super().handle(message)
+
+    llm: ActorRef[Any]
+    terminal: ActorRef[Any]
+    terminal, replies = open_mailbox("terminal")
+    with ChatServer(chunk_delay=0.01) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+        async with anyio.create_task_group() as tg:
+            llm = await tg.start(partial(run_supervised, "llm", lambda _: Crashes()))
+            await llm.tell(StartTurn(1, "openai-chat:m", "slow", (), tmp_path, "", "", terminal))
+            with anyio.fail_after(30):
+                while not isinstance((await replies.receive()).message, TurnDelta):
+                    pass
+            await llm.tell("crash")
+            with anyio.fail_after(30):
+                while not isinstance(cut := (await replies.receive()).message, TurnDone):
+                    pass
+            assert cut.turn_id == 1 and not cut.cancelled
+            assert cut.error == STOPPED_LINE
+            await llm.tell(StartTurn(2, "offline", "again", (), tmp_path, "", "", terminal))
+            with anyio.fail_after(30):
+                while not isinstance(after := (await replies.receive()).message, TurnDone):
+                    pass
+            assert after.turn_id == 2 and after.error is None
+            llm.close()
