@@ -48,6 +48,7 @@ model less time before the offline summarizer takes over."""
 LLM_RETRY_AFTER_S = 300.0
 """After the summary model failed, the offline summarizer alone for this long."""
 SUMMARY_DELAY_S = 1.0
+STOPPED_LINE = "the compaction actor stopped before it finished"
 OFFLINE: Final = "offline"
 """As a summary model: the offline summarizer (no model)."""
 
@@ -113,13 +114,29 @@ class CompactionActor(Actor[CompactionMessage]):
         return None
 
     async def _summarize_and_tell(self, message: Summarize, reply_to: ActorRef[Any]) -> None:
-        summary = await self._summarize(message)
+        """A summary that fails is logged and skipped: in its own task, an exception would
+        crash the actor, and with it the compactions other sessions are waiting for."""
+        try:
+            summary = await self._summarize(message)
+        except Exception:
+            log.exception("summary of session %s failed; skipped", message.session_id)
+            return
         if summary:
             with contextlib.suppress(DeadActor):
                 await reply_to.tell(SummaryReady(message.session_id, summary))
 
     async def _compact_and_tell(self, message: Compact, reply_to: ActorRef[Any]) -> None:
-        result = await self._compact(message)
+        """Tell the compaction's result; if the actor stops first (a crash, the supervisor's
+        stop), tell that it failed, or the session would wait for it for good (no other
+        compaction starts while one is in flight)."""
+        try:
+            result = await self._compact(message)
+        except BaseException:  # cancelled: _compact turns every failure into an answer
+            stopped = Compacted(
+                message.session_id, message.generation, message.trigger, None, STOPPED_LINE
+            )
+            reply_to.tell_nowait(stopped)  # at once: a cancelled task cannot wait
+            raise
         with contextlib.suppress(DeadActor):
             await reply_to.tell(result)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -9,8 +10,15 @@ import anyio
 import pytest
 
 from actors.base import ActorRef, open_mailbox, run_supervised
-from actors.compaction import SUMMARY_DELAY_S, CompactionActor
-from actors.messages import Summarize, SummaryReady
+from actors.compaction import STOPPED_LINE, SUMMARY_DELAY_S, CompactionActor
+from actors.messages import Compact, Compacted, Summarize, SummaryReady
+from session.compaction import (
+    BaseEventsSummarizer,
+    Event,
+    EventsCompactionConfig,
+    events_from_messages,
+    sliding_window,
+)
 from tests.conversations import conversation, turn
 
 pytestmark = pytest.mark.anyio
@@ -42,4 +50,43 @@ async def test_an_ask_is_answered_at_once_and_a_burst_makes_one_summary(
         with anyio.move_on_after(SUMMARY_DELAY_S + 0.5):
             await inbox.receive()
             pytest.fail("a burst must make one summary")
+        tg.cancel_scope.cancel()
+
+
+async def test_a_compaction_cut_by_a_crash_of_the_actor_is_told_as_failed(
+    no_blocking: None,
+) -> None:
+    """The session waited for good: no other compaction starts while one is in flight."""
+    started = anyio.Event()
+
+    class Hangs(BaseEventsSummarizer):
+        async def summarize_events(self, events: Sequence[Event]) -> Event | None:
+            started.set()
+            await anyio.sleep_forever()
+            return None
+
+    class Crashes(CompactionActor):
+        async def handle(self, message: Any) -> Any:
+            if message == "crash":
+                raise RuntimeError("a bug in the actor")
+            return await super().handle(message)
+
+    events = events_from_messages(conversation(0, 1, 2, 3), 1)
+    window = sliding_window(events, EventsCompactionConfig(2, 0, None))
+    assert window is not None
+    terminal: ActorRef[Any]
+    terminal, inbox = open_mailbox("terminal")
+    async with anyio.create_task_group() as tg:
+        compaction: ActorRef[Any] = await tg.start(
+            partial(run_supervised, "compaction", lambda ref: Crashes(ref, summarizer=Hangs()))
+        )
+        await compaction.tell(Compact("aaaaaaaaaaaa", 1, window, "window", terminal))
+        with anyio.fail_after(5):
+            await started.wait()
+        await compaction.tell("crash")
+        with anyio.fail_after(5):
+            told = (await inbox.receive()).message
+        assert isinstance(told, Compacted)
+        assert (told.session_id, told.generation, told.compaction) == ("aaaaaaaaaaaa", 1, None)
+        assert told.error == STOPPED_LINE
         tg.cancel_scope.cancel()
