@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,15 @@ class _Entry:
     notify: ActorRef[TerminalMessage]
 
 
+@dataclass
+class WatchedFiles:
+    """What the DriftWatcherActor must not forget when it restarts: each terminal's tracked
+    files and their last known digests (a crash used to end live drift notices silently
+    for every session)."""
+
+    entries: dict[int, _Entry] = field(default_factory=dict)
+
+
 class _Bridge(FileSystemEventHandler):
     """Runs in the observer thread: forward events for interesting paths, never wait long."""
 
@@ -78,11 +87,13 @@ class DriftWatcherActor(Actor[DriftMessage]):
         self,
         self_ref: ActorRef[DriftMessage],
         observer_factory: Callable[[], BaseObserver] = Observer,
+        watched: WatchedFiles | None = None,
     ) -> None:
+        """``watched`` outlives this incarnation: a restart watches those files again."""
         self._self = self_ref
         self._observer_factory = observer_factory
         """Makes the watchdog observer (a seam: tests hand in one that fails)."""
-        self._entries: dict[int, _Entry] = {}
+        self._entries = (WatchedFiles() if watched is None else watched).entries
         self._pending: set[str] = set()
         self._settling = False
         self._observer: BaseObserver | None = None
@@ -95,6 +106,9 @@ class DriftWatcherActor(Actor[DriftMessage]):
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
+                if self._entries:  # a restart: what changed while nobody watched is told too
+                    await self._reschedule()
+                    await self._settle(self._tracked_paths())
                 await super().serve(mailbox)
                 tg.cancel_scope.cancel()
         finally:
@@ -141,6 +155,14 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 await entry.notify.tell(FilesChanged(tuple(sorted(changed))))
             except DeadActor:
                 self._entries.pop(owner, None)
+
+    def _tracked_paths(self) -> set[str]:
+        return {
+            str(entry.workspace / relative)
+            for entry in self._entries.values()
+            for relative in entry.manifest
+            if is_safe_relative_path(entry.workspace, relative)
+        }
 
     async def _reschedule(self) -> None:
         """Watch the directories holding tracked files; stop watching the rest."""

@@ -237,7 +237,7 @@ async def start_model_stack(
     answering), start those actors, and hand the connections over to the real Server."""
     await anyio.to_thread.run_sync(load_model_stack, abandon_on_cancel=True)
     from actors.compaction import CompactionActor
-    from actors.drift import DriftWatcherActor
+    from actors.drift import DriftWatcherActor, WatchedFiles
     from actors.llm import LLMActor
     from actors.terminal import Peers
     from supervisor.registry import Registry
@@ -252,8 +252,9 @@ async def start_model_stack(
     compaction = await workers.start(
         partial(run_supervised, "compaction", lambda ref: CompactionActor(ref, summary_model))
     )
+    watched = WatchedFiles()  # outlives a restart of the actor
     drift = await workers.start(
-        partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
+        partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref, watched=watched))
     )
     peers = Peers(storage=storage, llm=llm, compaction=compaction, drift=drift)
     running.registry = Registry(terminals, peers)
