@@ -80,6 +80,12 @@ class ChatError(Exception):
     """Ends the chat with one line on stderr and exit status 1."""
 
 
+class AnswerStops(ChatError):
+    """The user's answer to a question (no, or piped, a line that is not an answer) stops
+    the run: it is never taken for a session that cannot be used, with a new one started
+    instead."""
+
+
 class ChatEnded(Exception):
     """The supervisor was stopped on purpose: say so and exit 0."""
 
@@ -263,6 +269,8 @@ class Chat:
             chosen = offer if resume is True else others[resume - 2]
             try:
                 self._open("resume", chosen["session_id"])
+            except AnswerStops:
+                raise
             except ChatError as exc:  # the offered file cannot be used: say so, carry on
                 self.console.warn(as_error_line(str(exc)))
                 self.console.warn("Starting a new session instead.")
@@ -279,7 +287,7 @@ class Chat:
             what = question.removesuffix(" [Y/n]").removesuffix(" [y/N]")
             hint = f"; run with {suggestion} to skip the question" if suggestion else ""
             accepted = f"y, n or {other_choices(choices)}" if choices else "y or n"
-            raise ChatError(
+            raise AnswerStops(
                 f"{exc.answer[:60]!r} is not an answer to {what!r} ({accepted}){hint}"
             ) from None
 
@@ -306,7 +314,7 @@ class Chat:
                 question = "Start a new session instead? [Y/n]"
                 self.console.say(question)
                 if not self._answer(question, default=True, suggestion="--new"):
-                    raise ChatError("not starting a session")
+                    raise AnswerStops("not starting a session")
                 self.conn.send({"type": "open", "mode": "new", "session_id": None})
                 continue
             if frame["code"] == ErrorCode.NOT_FOUND and session_id:
@@ -329,6 +337,8 @@ class Chat:
                 _, started = self._connect()
                 try:
                     self._open("resume", previous) if previous else self._open("new", None)
+                except AnswerStops:
+                    raise
                 except ChatError:
                     self._open("new", None)
                 except Cancelled:  # at "Start a new session instead?": nothing is opened

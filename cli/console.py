@@ -232,10 +232,10 @@ class Console:
         question (Cancelled): what it guards does not happen.
         """
         while True:
-            answer = self._read_answer()
-            if answer is None:
+            line = self._read_answer()
+            if line is None:
                 raise Cancelled
-            answer = answer.strip().lower()
+            answer = line.strip().lower()
             if not answer:
                 return default
             if answer in ("y", "yes"):
@@ -251,7 +251,7 @@ class Console:
             ):
                 return True if int(answer) == 1 else int(answer)
             if not self.interactive:
-                raise UnclearAnswer(answer)
+                raise UnclearAnswer(line.strip())  # quoted as typed
             self.say(
                 "Please answer y or n" + (f", or {other_choices(choices)}." if choices else ".")
             )

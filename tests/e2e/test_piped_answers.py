@@ -63,3 +63,30 @@ def test_an_error_line_is_never_doubly_prefixed(env: Env) -> None:
     for line in result.stderr.splitlines():
         assert not line.startswith(("error: error:", "error: warning:")), line
     assert "schema_version 99" in result.stderr
+
+
+def test_a_message_where_start_new_instead_was_expected_after_the_offer_stops_the_run(
+    env: Env,
+) -> None:
+    """The offered session was taken by another terminal before the answer came: a line
+    that is not an answer to "Start a new session instead?" was taken for an unusable
+    file, and a new session was said to start (none did) with exit 0."""
+    first = env.terminal()
+    assert env.run(input="first message\n", terminal=first).returncode == 0
+    (session_id,) = env.session_ids()
+    first.close()  # orphaned: offered to the next tab
+    chat = env.spawn(terminal=env.terminal())
+    chat.expect("Resume previous session? [Y/n]", stderr=True)
+    holder = env.spawn("--resume", session_id, terminal=env.terminal())
+    holder.send("taken meanwhile")
+    holder.expect("[offline model]")
+    chat.send("y")
+    chat.send("My Message")
+    assert chat.wait() == 1
+    errors = chat.drain_stderr()
+    assert any("is live in another terminal" in line for line in errors), errors
+    assert errors[-1].startswith("error: 'My Message' is not an answer"), errors
+    assert "Starting a new session instead." not in errors
+    assert env.session_ids() == [session_id]
+    holder.close_stdin()
+    assert holder.wait() == 0
