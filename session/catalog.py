@@ -147,7 +147,14 @@ class SessionCatalog:
             own = manager.read_pointer(terminal_pid)
         except SessionFileError:
             own = None  # already reported by the listing
-        chosen = resumable(rows, own, own is not None and pointer_alive(own))
+        own_alive = own is not None and pointer_alive(own)
+        chosen = resumable(rows, own, own_alive)
+        holder = live.get(own.session_id) if own is not None and own_alive else None
+        if own is not None and holder is not None and holder != terminal_pid:
+            warnings.append(
+                f"note: this tab's session {own.session_id} is live in another terminal "
+                f"(pid {holder}); it is not offered here"
+            )
         offer = None
         if chosen is not None:
             try:

@@ -90,3 +90,21 @@ def test_a_message_where_start_new_instead_was_expected_after_the_offer_stops_th
     assert env.session_ids() == [session_id]
     holder.close_stdin()
     assert holder.wait() == 0
+
+
+def test_a_tab_whose_session_is_live_elsewhere_is_told_so(env: Env) -> None:
+    """It started a new session without a word (a scripted "y" became its first message)."""
+    tab = env.terminal()
+    assert env.run(input="mine\n", terminal=tab).returncode == 0
+    (session_id,) = env.session_ids()
+    holder = env.spawn("--resume", session_id, terminal=env.terminal())
+    holder.send("taken by another tab")
+    holder.expect("[offline model]")
+    result = env.run(input="hello\n", terminal=tab)
+    assert result.returncode == 0, result.stderr
+    assert (
+        f"note: this tab's session {session_id} is live in another terminal (pid "
+        in result.stderr
+    )
+    holder.close_stdin()
+    assert holder.wait() == 0
