@@ -86,6 +86,10 @@ class AnswerStops(ChatError):
     instead."""
 
 
+class WouldAsk(Exception):
+    """A re-attach made where no question can be asked (the prompt's watch) would need one."""
+
+
 class ChatEnded(Exception):
     """The supervisor was stopped on purpose: say so and exit 0."""
 
@@ -171,7 +175,16 @@ class SupervisorWatch:
                     continue
                 frame = conn.receive()
             except (ConnectionLost, OSError):
-                return  # a crash: the next message re-attaches
+                # A crash: re-attach now, so that the session is live again at once
+                # (another tab could take it meanwhile), unless that needs a question;
+                # then, or if it fails, the next message re-attaches.
+                try:
+                    self._chat.reattach_quietly()
+                except Exception:
+                    self._chat.lost()
+                    return
+                conn = self._chat.conn
+                continue
             if frame["type"] == "closed":
                 self.stopped_frame = frame
                 end_prompt()
@@ -206,7 +219,7 @@ class Chat:
 
     # -- attaching ------------------------------------------------------------
 
-    def _connect(self) -> tuple[Frame, bool]:
+    def _connect(self, tell_warnings: bool = True) -> tuple[Frame, bool]:
         conn, started = connect_or_start(self.paths)
         self._conn = conn
         welcome = conn.request(
@@ -219,8 +232,9 @@ class Chat:
                 secrets=secrets_from_environment(),
             )
         )
-        for warning in welcome.get("warnings", []):
-            self.console.warn(warning)
+        if tell_warnings:
+            for warning in welcome.get("warnings", []):
+                self.console.warn(warning)
         return welcome, started
 
     def attach(self) -> None:
@@ -291,14 +305,19 @@ class Chat:
                 f"{exc.answer[:60]!r} is not an answer to {what!r} ({accepted}){hint}"
             ) from None
 
-    def _open(self, mode: str, session_id: str | None) -> None:
+    def _open(
+        self, mode: str, session_id: str | None, ask: bool = True, announce: bool = True
+    ) -> None:
+        """Open the session; if it is live elsewhere, ask about a new one (WouldAsk instead
+        when ``ask`` is False). ``announce``: on a terminal, say which session it is (a
+        re-attach says it in its own line)."""
         self.conn.send({"type": "open", "mode": mode, "session_id": session_id})
         while True:
             frame = self.conn.receive()
             if frame["type"] == "opened":
                 self.session_id = frame["session_id"]
                 self.phase = frame.get("phase")
-                if self.console.interactive:
+                if self.console.interactive and announce:
                     what = "Resumed" if frame["resumed"] else "New"
                     self.console.warn(f"{what} session {self.session_id}. /help for commands.")
                     for line in frame.get("drift") or ():
@@ -310,6 +329,8 @@ class Chat:
             if frame["type"] != "error":
                 continue
             if frame["code"] == ErrorCode.SESSION_LIVE:
+                if not ask:
+                    raise WouldAsk(frame["message"])
                 self.console.warn(as_error_line(frame["message"]))
                 question = "Start a new session instead? [Y/n]"
                 self.console.say(question)
@@ -323,7 +344,18 @@ class Chat:
                 raise ChatError(not_found_line(self.options.workspace, session_id))
             raise ChatError(frame["message"])
 
-    def _reattach(self, quiet: bool = False) -> None:
+    def reattach_quietly(self) -> None:
+        """Re-attach at once, from the prompt's watch: WouldAsk if that needs a question
+        (the session is live elsewhere now), which the next message then asks. Done, it
+        is also the re-attach a reply lost before asked of the next message."""
+        self._reattach(ask=False)
+        self._lost = False
+
+    def lost(self) -> None:
+        """The supervisor went away: the next message re-attaches first."""
+        self._lost = True
+
+    def _reattach(self, quiet: bool = False, ask: bool = True) -> None:
         """The supervisor went away: start one, re-attach, restore the session from disk.
 
         A dying supervisor may still accept a connection and then reset it, so
@@ -334,13 +366,16 @@ class Chat:
             if self._conn is not None:
                 self._conn.close()
             try:
-                _, started = self._connect()
+                _, started = self._connect(tell_warnings=False)  # told at the start
                 try:
-                    self._open("resume", previous) if previous else self._open("new", None)
+                    if previous:
+                        self._open("resume", previous, ask=ask, announce=False)
+                    else:
+                        self._open("new", None, announce=False)
                 except AnswerStops:
                     raise
                 except ChatError:
-                    self._open("new", None)
+                    self._open("new", None, announce=False)
                 except Cancelled:  # at "Start a new session instead?": nothing is opened
                     raise ChatError("cancelled; no session is open") from None
                 break

@@ -225,3 +225,25 @@ def test_a_failed_saves_notice_comes_after_the_reply_text_it_follows(env: Env) -
         tty.expect_prompt()
     finally:
         tty.close()
+
+
+def test_a_supervisor_killed_while_the_prompt_waits_is_replaced_at_once(env: Env) -> None:
+    """The session was not live again until the next message: another tab could take it."""
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("hello tty\r")
+        tty.expect('You said: "hello tty"')
+        tty.expect_prompt()
+        (session_id,) = env.session_ids()
+        first = env.supervisor_pid()
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        tty.expect("warning: the supervisor went away; ")  # nothing typed: the watch saw it
+        tty.expect(f"restored session {session_id}")
+        rows = env.sessions_json()
+        assert [(row["session_id"], row["state"]) for row in rows] == [(session_id, "live")]
+        tty.type("after the crash\r")
+        tty.expect('You said: "after the crash". (turn 2 of this conversation')
+    finally:
+        tty.close()
