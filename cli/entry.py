@@ -85,9 +85,9 @@ def dispatch() -> None:
         sys.exit(quick_sessions(args[1:]))
     if args == ["supervisor", "run"]:
         sys.exit(quick_supervisor_run())
-    from cli.main import main as click_main
+    from cli.main import run
 
-    click_main()
+    run()
 
 
 def main() -> None:

@@ -361,3 +361,22 @@ def supervisor_status(as_json: bool) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def run() -> None:
+    """``main`` as a command line: errors click finds in the arguments are one line too
+    (``error: ... (see 'agent-assist --help')``, exit status 2), not click's usage block."""
+    try:
+        code = main.main(standalone_mode=False)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "agent-assist"
+        message = " ".join(exc.format_message().split()).removesuffix(".")
+        print(f"error: {message} (see '{where} --help')", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        print(f"error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        print("Aborted!", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -163,8 +163,9 @@ def test_end_of_input_at_the_start_a_new_session_question_starts_none(env: Env) 
 def test_a_bad_older_than_is_a_usage_error_in_one_line(env: Env, days: str) -> None:
     result = env.run("sessions", "prune", "--older-than", days)
     assert result.returncode == 2
-    (line,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
-    assert "--older-than" in line and "number of days from 0 to 1000000" in line
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: Invalid value for '--older-than'")
+    assert "number of days from 0 to 1000000" in line
 
 
 @pytest.mark.parametrize("days", ["0", "30", "2.5", "1000000"])
@@ -207,3 +208,25 @@ def test_an_over_long_model_string_is_refused_at_start(env: Env) -> None:
     result = env.run("--new", "--model", "openai-chat:" + "m" * 300, input="hello\n")
     assert result.returncode == 1
     assert "over 256 characters" in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--bogus"], "error: No such option '--bogus' (see 'agent-assist --help')"),
+        (["--new", "--resume", "aaaaaaaaaaaa"], "error: --new and --resume cannot be used"),
+        (["-w", "/nonexistent"], "error: Invalid value for '--workspace'"),
+        (["sessions", "prune", "--older-than", "-1"], "error: Invalid value for '--older-than'"),
+        (["version"], "error: No such command 'version'. Did you mean 'sessions'?"),
+        (["sessions", "show"], "error: Missing argument 'SESSION_ID' (see 'agent-assist sessions"),
+    ],
+)
+def test_a_usage_error_is_one_line_and_exit_status_2(
+    env: Env, args: list[str], says: str
+) -> None:
+    """DESIGN 5a: one line on stderr; it was click's usage block of four."""
+    result = env.run(*args)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(says), line
+    assert result.stdout == ""
