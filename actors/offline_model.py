@@ -32,7 +32,7 @@ EMPTY_WRITE_HINT = (
     "Nothing to write to {}: put the text after the colon, or on the following lines "
     "(Alt+Enter or Esc Enter starts a new line). The file was not changed."
 )
-_DECIDE_RE = re.compile(r"^decide\s+(.+)\Z", re.DOTALL)
+_DECIDE_RE = re.compile(r"^decide(?::\s*|\s+)(.+)\Z", re.DOTALL)  # "decide: X" too
 _PHASE_RE = re.compile(r"^phase\s+(design|code|deploy)\s*\Z")
 
 

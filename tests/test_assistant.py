@@ -65,6 +65,8 @@ def test_listing_and_decisions(workspace: Path) -> None:
     output, deps = run(workspace, "decide Use Chat Completions everywhere")
     assert deps.decisions == ["Use Chat Completions everywhere"]
     assert "recorded decision" in output
+    _, deps = run(workspace, "decide: Keep a colon, as write does")  # it was only echoed
+    assert deps.decisions == ["Keep a colon, as write does"]
 
 
 def test_the_resume_context_reaches_the_model_as_instructions(workspace: Path) -> None:
