@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Awaitable, Callable
@@ -91,7 +92,14 @@ def _check_path(deps: TurnDeps, path: str) -> str | None:
 
 
 def read_workspace_file(workspace: Path, relative: str) -> str:
-    fd = os.open(workspace / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        fd = os.open(
+            workspace / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+        )
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # said as a write says it, not "too many levels of ..."
+            raise OSError(errno.ELOOP, "is a symlink; not following it", relative) from exc
+        raise
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise OSError("not a regular file")
