@@ -196,7 +196,7 @@ def resolve_settings(
         try:
             value = spec.parse(raw) if source != "default" else raw
         except ValueError as exc:
-            raise SettingsError(f"bad {spec.name} {raw!r} from {where}: {exc}") from None
+            raise SettingsError(f"bad {spec.name} {_shown(raw)} from {where}: {exc}") from None
         values[spec.name] = value
         sources.append(Setting(spec.name, value, source))
     return Settings(**values, sources=tuple(sources))
@@ -208,3 +208,10 @@ def load_settings(
     return resolve_settings(
         read_config_file(root), env, options, file_label=str(root / CONFIG_FILE)
     )
+
+
+def _shown(raw: object) -> str:
+    """A bad value as the user wrote it: TOML's ``true``, not Python's ``True``."""
+    if isinstance(raw, bool):
+        return "true" if raw else "false"
+    return repr(raw)

@@ -39,3 +39,8 @@ def test_context_tokens_auto_means_derived_from_the_model() -> None:
     assert resolve_settings({"context_tokens": "auto"}, {}).context_tokens is None
     with pytest.raises(SettingsError, match="between 1000 and"):
         resolve_settings({}, {"AGENT_ASSIST_CONTEXT_TOKENS": "999"})
+
+
+def test_a_bad_boolean_in_the_file_is_shown_as_toml_writes_it() -> None:
+    with pytest.raises(SettingsError, match=r"^bad compaction_interval true from config.toml"):
+        resolve_settings({"compaction_interval": True}, {})
