@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from session.compacted import compacted_turns, session_turns
 from supervisor.client import hello, try_connect
 from supervisor.runtime import RuntimeDirError, RuntimePaths, ensure_private_runtime_dir
 
@@ -255,6 +256,14 @@ def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = No
     ).rstrip()
 
 
+def turns_line(session: dict[str, Any]) -> str:
+    """``18 (16 compacted into the summary)``: a compacted session's tail alone looked empty."""
+    summary = session.get("compacted_history_summary")
+    turns = session_turns(summary, session["recent_messages"])
+    compacted = compacted_turns(summary)
+    return f"{turns} ({compacted} compacted into the summary)" if compacted else str(turns)
+
+
 def render_show(data: dict[str, Any]) -> str:
     session = data["session"]
     row = data.get("row") or {}
@@ -267,6 +276,7 @@ def render_show(data: dict[str, Any]) -> str:
         f"Last active  {session['updated_at']}",
         f"Agent spec   {session['agent_spec_path'] or '-'}",
         f"Phase        {session['phase'] or '-'}",
+        f"Turns        {turns_line(session)}",
         f"Messages     {len(session['recent_messages'])} (recent tail)",
         f"Checkpoints  {session['checkpoint_count']}",
     ]

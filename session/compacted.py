@@ -1,10 +1,12 @@
 """The header of a compacted summary: how a session file says which turns its
-compaction covers. Light (no model stack): the welcome's turn count reads it."""
+compaction covers, and a session's turn count from it and the saved tail. Light (no
+model stack): the welcome and ``sessions show`` read it."""
 
 from __future__ import annotations
 
 import re
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 COMPACTION_HEADER_START: Final = "Conversation so far (turns "
 """How a compaction's text begins (``session/compaction.py``), boilerplate in a summary."""
@@ -18,3 +20,20 @@ def compacted_turns(text: str | None) -> int:
     turns after it are kept whole); 0 without a summary or with one of another form."""
     header = HEADER_RE.match(text or "")
     return int(header[2]) if header else 0
+
+
+def tail_turns(messages: Sequence[Mapping[str, Any]]) -> int:
+    """User turns among serialized messages (requests that carry a user prompt)."""
+    return sum(
+        1
+        for m in messages
+        if m.get("kind") == "request"
+        and any(part.get("part_kind") == "user-prompt" for part in m.get("parts", ()))
+    )
+
+
+def session_turns(
+    compacted_history_summary: str | None, messages: Sequence[Mapping[str, Any]]
+) -> int:
+    """A saved session's turns: those its compaction covers and those of its tail."""
+    return compacted_turns(compacted_history_summary) + tail_turns(messages)

@@ -7,16 +7,14 @@ Server send it.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 from actors.base import ActorRef
 from actors.messages import FindResumable, ListSessions, StorageMessage
 from session.catalog import Resumable, SessionListing
-from session.compacted import compacted_turns
+from session.compacted import session_turns
 from session.filesystem import detect_file_drift
 from session.models import SessionState
 from session.resume import format_utc
@@ -25,23 +23,13 @@ from supervisor import protocol as p
 MAX_OTHER_OFFERS = 5
 
 
-def _turns(messages: Sequence[Mapping[str, Any]]) -> int:
-    """User turns among serialized messages (requests that carry a user prompt)."""
-    return sum(
-        1
-        for m in messages
-        if m.get("kind") == "request"
-        and any(part.get("part_kind") == "user-prompt" for part in m.get("parts", ()))
-    )
-
-
 async def offer_with_context(state: SessionState, workspace: Path) -> p.Offer:
     """The offered session with what the user needs to decide: turns, summary, drift."""
     drift = await anyio.to_thread.run_sync(detect_file_drift, workspace, state.file_manifest)
     return p.Offer(
         session_id=state.session_id,
         last_active=format_utc(state.updated_at),
-        turns=compacted_turns(state.compacted_history_summary) + _turns(state.recent_messages),
+        turns=session_turns(state.compacted_history_summary, state.recent_messages),
         summary=state.summary or state.compacted_history_summary,
         modified=drift.modified,
         deleted=drift.deleted,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -258,3 +259,20 @@ def test_a_session_whose_messages_cannot_be_read_is_refused_in_one_line(env: Env
     assert offered.returncode == 0
     assert "Starting a new session instead." in offered.stderr
     assert "(turn 1 of this conversation" in offered.stdout
+
+
+def test_sessions_show_counts_the_turns_a_compaction_took_out_of_the_tail(env: Env) -> None:
+    """A compacted session showed only its tail (``Messages 0``): it looked empty."""
+    turns = "".join(f"turn {n}\n" for n in range(1, 8))
+    result = env.run(
+        input=turns,
+        terminal=env.terminal(),
+        AGENT_ASSIST_COMPACTION_INTERVAL="2",
+        AGENT_ASSIST_COMPACTION_OVERLAP="0",
+    )
+    assert result.returncode == 0, result.stderr
+    assert env.run("supervisor", "stop").returncode == 0  # every compaction written
+    (session_id,) = env.session_ids()
+    shown = env.run("sessions", "show", session_id)
+    (line,) = [line for line in shown.stdout.splitlines() if line.startswith("Turns")]
+    assert re.fullmatch(r"Turns +7 \([1-7] compacted into the summary\)", line), line
