@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from session.compacted import session_turns
 from session.errors import CheckpointError
 from session.models import SessionState, Sha256Hex, UtcDatetime
 
@@ -49,7 +50,9 @@ class Checkpoint(BaseModel):
 
     @property
     def turns(self) -> int:
-        return count_user_turns(self.state.recent_messages)
+        """The session's turns then, those a compaction took out of the tail included
+        (a checkpoint made after a compaction said ``0 turns``)."""
+        return session_turns(self.state.compacted_history_summary, self.state.recent_messages)
 
     @property
     def last_user(self) -> str:

@@ -298,3 +298,13 @@ def test_an_entry_with_a_message_nested_too_deep_is_refused_and_left_untouched(
     with pytest.raises(CheckpointError, match="nests over 200 levels deep; left untouched"):
         store.load("0123456789ab", 1)
     assert path.read_bytes() == before
+
+
+def test_a_checkpoint_after_a_compaction_counts_the_compacted_turns_too() -> None:
+    """It counted only the saved tail: ``0 turns`` once everything was compacted."""
+    made = checkpoint(3, {"spec.md": A}, "seventh")
+    compacted = made.state.model_copy(
+        update={"compacted_history_summary": "Conversation so far (turns 1-6, compacted)\n..."}
+    )
+    (line,) = listing_lines([made.model_copy(update={"state": compacted})])
+    assert "  7 turns  " in line
