@@ -36,7 +36,7 @@ from actors.messages import (
     TurnToolCall,
 )
 from actors.reply import ReplyForwarder
-from actors.turn_lines import describe_tool_call, explain_failure
+from actors.turn_lines import checkpoint_failed, describe_tool_call, explain_failure
 
 log = logging.getLogger("agent_assist.llm")
 DEFAULT_CONCURRENCY = 4
@@ -101,8 +101,7 @@ class LLMActor(Actor[LLMMessage]):
         while (envelope := await next_item(mailbox)) is not None:
             match envelope.message:
                 case StartTurn() as turn:
-                    scope = anyio.CancelScope()
-                    self._scopes[turn.reply_to, turn.turn_id] = scope
+                    scope = self._cancellable(turn)
                     self._tg.start_soon(self._read, mailbox, closed)
                     await self._run_turn(turn, scope)
                     return
@@ -114,13 +113,17 @@ class LLMActor(Actor[LLMMessage]):
         match message:
             case StartTurn():  # the reader runs turns itself; handled here, one is spawned
                 assert self._tg is not None
-                scope = anyio.CancelScope()
-                self._scopes[message.reply_to, message.turn_id] = scope
-                self._tg.start_soon(self._run_turn, message, scope)
+                self._tg.start_soon(self._run_turn, message, self._cancellable(message))
             case CancelTurn(turn_id, reply_to):
                 running = self._scopes.get((reply_to, turn_id))
                 if running is not None:
                     running.cancel()
+
+    def _cancellable(self, turn: StartTurn) -> anyio.CancelScope:
+        """The scope a ``CancelTurn`` of ``turn`` cancels, known before the turn starts."""
+        scope = anyio.CancelScope()
+        self._scopes[turn.reply_to, turn.turn_id] = scope
+        return scope
 
     async def _agent(self, model: str) -> Agent[TurnDeps, str]:
         """The agent of ``model``, built once, in a worker thread: building one imports
@@ -290,7 +293,7 @@ async def _checkpoint_before_write(
         return await turn.reply_to.ask(CheckpointBeforeWrite(turn.turn_id, paths), timeout_s)
     except Exception as exc:
         log.warning("turn %d: checkpoint before write failed: %s", turn.turn_id, _one_line(exc))
-        return f"the checkpoint that would let this write be undone failed ({_one_line(exc)})"
+        return checkpoint_failed(_one_line(exc))
 
 
 def _text_of(event: object) -> str:

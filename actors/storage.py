@@ -110,23 +110,29 @@ class StorageActor(Actor[StorageMessage]):
             await super().answer(envelope, message)
             return
         try:
-            self._check_writer(message.state.session_id, message.writer, message.token)
+            saving = self._saving(message)
         except Exception as exc:
             reply.fail(exc)
             return
         loop = asyncio.get_running_loop()
-        catalog = self._catalog
 
         def save() -> None:
             try:
-                manager = catalog.manager(message.project)
-                path = manager.save(message.state, message.encoded, message.secrets)
+                path = saving()
             except Exception as exc:
                 loop.call_soon_threadsafe(reply.fail, exc)
             else:
                 loop.call_soon_threadsafe(reply.set, path)
 
         await self._io(save)
+
+    def _saving(self, message: SaveSession) -> Callable[[], Path]:
+        """The disk work of ``message``, once its writer may write (refused otherwise)."""
+        self._check_writer(message.state.session_id, message.writer, message.token)
+        catalog = self._catalog
+        return lambda: catalog.manager(message.project).save(
+            message.state, message.encoded, message.secrets
+        )
 
     async def _stored(self, project: Path, session_id: str) -> bool:
         if session_id in self._deleted:
@@ -153,11 +159,8 @@ class StorageActor(Actor[StorageMessage]):
     async def handle(self, message: StorageMessage) -> Any:
         catalog = self._catalog
         match message:
-            case SaveSession(project, state, writer, encoded, token, secrets):
-                self._check_writer(state.session_id, writer, token)
-                return await self._io(
-                    lambda: catalog.manager(project).save(state, encoded, secrets)
-                )
+            case SaveSession():
+                return await self._io(self._saving(message))
             case KeepUnsaved(project, state, secrets):
                 return await self._io(lambda: catalog.keep_unsaved(project, state, secrets))
             case RemoveSession(project, session_id, forever, unless_live):

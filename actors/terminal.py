@@ -73,6 +73,7 @@ from actors.messages import (
     WatchUnavailable,
     WriteCheckpoint,
 )
+from actors.turn_lines import checkpoint_failed
 from session.checkpoints import (
     Checkpoint,
     Reason,
@@ -852,7 +853,7 @@ class TerminalActor(Actor[TerminalMessage]):
         written = await self._checkpoint("auto", manifest, spec)
         if isinstance(written, int | CheckpointCapExceeded):
             return None
-        return f"the checkpoint that would let this write be undone failed ({written})"
+        return checkpoint_failed(written)
 
     async def _checkpoint_command(self, arg: str | None) -> None:
         """``/checkpoint`` lists; ``/checkpoint N`` restores (asking about the files)."""

@@ -21,6 +21,11 @@ RESTART_HINT = (
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 
 
+def checkpoint_failed(reason: object) -> str:
+    """Why a write may not happen: the checkpoint that would let it be undone failed."""
+    return f"the checkpoint that would let this write be undone failed ({reason})"
+
+
 def _size(n: int) -> str:
     if n < 1024:
         return f"{n} B"
