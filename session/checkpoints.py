@@ -18,7 +18,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from session.compacted import session_turns
+from session.compacted import session_turns, tail_prompts
 from session.errors import CheckpointError
 from session.models import SessionState, Sha256Hex, UtcDatetime
 
@@ -105,26 +105,8 @@ def unknown_number(number: int, existing: Sequence[int]) -> CheckpointError:
 # -- what a checkpoint holds, in words ---------------------------------------
 
 
-def _user_prompts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
-    prompts = []
-    for message in messages:
-        if message.get("kind") != "request":
-            continue
-        for part in message.get("parts") or ():
-            if isinstance(part, Mapping) and part.get("part_kind") == "user-prompt":
-                content = part.get("content")
-                prompts.append(content if isinstance(content, str) else str(content))
-                break
-    return prompts
-
-
-def count_user_turns(messages: Sequence[Mapping[str, Any]]) -> int:
-    """Turns in serialized messages: the requests that carry a user prompt."""
-    return len(_user_prompts(messages))
-
-
 def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
-    prompts = _user_prompts(messages)
+    prompts = tail_prompts(messages)
     return prompts[-1] if prompts else ""
 
 

@@ -22,18 +22,22 @@ def compacted_turns(text: str | None) -> int:
     return int(header[2]) if header else 0
 
 
-def tail_turns(messages: Sequence[Mapping[str, Any]]) -> int:
-    """User turns among serialized messages (requests that carry a user prompt)."""
-    return sum(
-        1
-        for m in messages
-        if m.get("kind") == "request"
-        and any(part.get("part_kind") == "user-prompt" for part in m.get("parts", ()))
-    )
+def tail_prompts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The user prompt of each request of serialized messages that carries one (a turn)."""
+    prompts = []
+    for message in messages:
+        if message.get("kind") != "request":
+            continue
+        for part in message.get("parts") or ():
+            if isinstance(part, Mapping) and part.get("part_kind") == "user-prompt":
+                content = part.get("content")
+                prompts.append(content if isinstance(content, str) else str(content))
+                break
+    return prompts
 
 
 def session_turns(
     compacted_history_summary: str | None, messages: Sequence[Mapping[str, Any]]
 ) -> int:
     """A saved session's turns: those its compaction covers and those of its tail."""
-    return compacted_turns(compacted_history_summary) + tail_turns(messages)
+    return compacted_turns(compacted_history_summary) + len(tail_prompts(messages))
