@@ -359,10 +359,6 @@ def supervisor_status(as_json: bool) -> None:
     sys.exit(0 if info["running"] else NOT_RUNNING)
 
 
-if __name__ == "__main__":
-    main()
-
-
 def run() -> None:
     """``main`` as a command line: errors click finds in the arguments are one line too
     (``error: ... (see 'agent-assist --help')``, exit status 2), not click's usage block."""
@@ -380,3 +376,7 @@ def run() -> None:
         print("Aborted!", file=sys.stderr)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    run()
