@@ -4,7 +4,8 @@ With the instant ``offline`` model, one turn through the supervisor (socket,
 connection handler, TerminalActor, LLMActor, the durable save of the session
 after the turn, the reply streamed back) is compared with the same pydantic-ai
 agent, same tools, same streaming and the same 20-turn history window, run in
-this process: the limit is the agent's own cost. The two take turns, one turn
+this process, on the same event loop as the supervisor's (``loop_options``: uvloop
+where it is installed): the limit is the agent's own cost. The two take turns, one turn
 each, so that the machine's changes of speed (this is a shared VM) hit both
 alike; measuring them in blocks made the ratio swing by 0.3 between blocks.
 
@@ -33,6 +34,7 @@ from actors.offline_model import offline_model
 from bench.bench_save import raw_durable_write
 from bench.common import median_ms, private_supervisor, ratio_verdict
 from supervisor.client import Connection, hello
+from supervisor.daemon import loop_options
 from supervisor.runtime import RuntimePaths
 
 TARGET_RATIO = 1.15
@@ -138,7 +140,9 @@ def main() -> int:
     args = parser.parse_args()
     with private_supervisor() as (env, _workspace, runtime), tempfile.TemporaryDirectory() as tmp:
         home = Path(env["AGENT_ASSIST_HOME"])
-        ours, limit, raw = anyio.run(measure, home, runtime, Path(tmp), args.turns)
+        ours, limit, raw = anyio.run(
+            measure, home, runtime, Path(tmp), args.turns, backend_options=loop_options()
+        )
     ratio = median_ms(ours) / median_ms(limit)
     with_save = median_ms(ours) / (median_ms(limit) + median_ms(raw))
     print(f"agent turn in-process (limit)   {median_ms(limit):7.2f} ms")

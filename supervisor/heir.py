@@ -124,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
 
     load_model_stack()  # everything a supervisor needs to serve a turn at once
     importlib.import_module("anyio._backends._asyncio")  # what anyio.run imports
+    with contextlib.suppress(ImportError):
+        importlib.import_module("uvloop")  # what loop_options picks
     lock_fd = wait_to_take_over(paths, args.supervisor_pid)
     if lock_fd is None:
         return 0
