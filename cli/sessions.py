@@ -224,7 +224,7 @@ def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = No
     from cli.summaries import summary_headline
 
     width = width or _screen_width()
-    header = ["SESSION", "STATE", "TERMINAL", "LAST ACTIVE", "MSGS", "SUMMARY"]
+    header = ["SESSION", "STATE", "TERMINAL", "LAST ACTIVE", "TURNS", "SUMMARY"]
     if every:
         header.insert(1, "PROJECT")
     lines = [header]
@@ -236,7 +236,7 @@ def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = No
             row["state"],
             str(row["terminal_pid"] or "-"),
             row["last_active"],
-            str(row["messages"]),
+            str(row["turns"]),
             summary,
         ]
         if every:

@@ -1,6 +1,6 @@
 """``headers.index``: a project's session headers, cached on disk for cold listings.
 
-A listing needs each session's header (ids, times, summary, message count),
+A listing needs each session's header (ids, times, summary, message and turn counts),
 not its messages, but the header sits in the same JSON document as the
 messages, so reading it means parsing them all: five times the cost of
 reading the bytes. The index keeps, for each session file, the header read
@@ -33,7 +33,8 @@ from session.atomic import atomic_write, clear_stale_temps
 from session.models import SessionHeader, is_session_id
 
 INDEX_NAME = "headers.index"
-INDEX_VERSION = 1
+INDEX_VERSION = 2
+"""2: each header has its ``turns``."""
 MAX_INDEX_BYTES = 64 * 1024 * 1024
 
 FileIdentity = tuple[int, int, int, int]
@@ -74,9 +75,9 @@ def _entry(session_id: str, value: Any) -> Cached:
     updated = datetime.fromisoformat(header["updated_at"])
     if created.tzinfo is None or updated.tzinfo is None:
         raise ValueError("naive time")
-    messages = header["messages"]
-    if type(messages) is not int or messages < 0:
-        raise ValueError("bad message count")
+    messages, turns = header["messages"], header["turns"]
+    if type(messages) is not int or messages < 0 or type(turns) is not int or turns < 0:
+        raise ValueError("bad message or turn count")
     return (ino, size, mtime, ctime), SessionHeader(
         session_id=session_id,
         created_at=created,
@@ -84,6 +85,7 @@ def _entry(session_id: str, value: Any) -> Cached:
         summary=_text(header["summary"]),
         compacted_history_summary=_text(header["compacted_history_summary"]),
         messages=messages,
+        turns=turns,
     )
 
 
@@ -117,6 +119,7 @@ def _header_json(header: SessionHeader) -> dict[str, object]:
         "summary": header.summary,
         "compacted_history_summary": header.compacted_history_summary,
         "messages": header.messages,
+        "turns": header.turns,
     }
 
 

@@ -23,6 +23,7 @@ class SessionRow:
     updated_at: datetime
     summary: str | None
     messages: int
+    turns: int
     note: str | None = None
 
     def to_json(self) -> dict[str, object]:
@@ -36,6 +37,7 @@ class SessionRow:
             "last_active": format_utc(self.updated_at),
             "summary": self.summary,
             "messages": self.messages,
+            "turns": self.turns,
             "note": self.note,
         }
 
@@ -71,6 +73,7 @@ def classify(
                 updated_at=state.updated_at,
                 summary=state.summary or state.compacted_history_summary,
                 messages=state.messages,
+                turns=state.turns,
                 note=state.note,
             )
         )

@@ -39,6 +39,7 @@ from session.checkpoints import (
     number_of,
     unknown_number,
 )
+from session.compacted import session_turns, tail_prompts
 from session.encoded import EncodedMessages
 from session.errors import (
     CheckpointCapExceeded,
@@ -426,6 +427,7 @@ class SessionManager:
             summary=state.summary,
             compacted_history_summary=state.compacted_history_summary,
             messages=len(messages),
+            turns=session_turns(state.compacted_history_summary, messages),
         )
 
     def _future_header(self, session_id: str, error: FutureSchemaVersion) -> SessionHeader:
@@ -454,6 +456,9 @@ class SessionManager:
             summary=summary if isinstance(summary, str) else None,
             compacted_history_summary=None,
             messages=len(messages) if isinstance(messages, list) else 0,
+            turns=len(tail_prompts([m for m in messages if isinstance(m, dict)]))
+            if isinstance(messages, list)
+            else 0,
             note=f"schema_version {error.found} is newer than this agent-assist supports "
             f"({error.supported})",
         )

@@ -117,6 +117,8 @@ class SessionHeader:
     summary: str | None
     compacted_history_summary: str | None
     messages: int
+    turns: int
+    """User turns: those of ``messages`` and those its compacted summary covers."""
     note: str | None = None
     """Why the session cannot be opened by this version (it is still listed)."""
 

@@ -276,3 +276,26 @@ def test_sessions_show_counts_the_turns_a_compaction_took_out_of_the_tail(env: E
     shown = env.run("sessions", "show", session_id)
     (line,) = [line for line in shown.stdout.splitlines() if line.startswith("Turns")]
     assert re.fullmatch(r"Turns +7 \([1-7] compacted into the summary\)", line), line
+
+
+def test_the_sessions_listing_counts_the_turns_a_compaction_took_out_of_the_tail(
+    env: Env,
+) -> None:
+    """The listing's MSGS column counted the saved tail: 0 once a session was compacted."""
+    turns = "".join(f"turn {n}\n" for n in range(1, 8))
+    result = env.run(
+        input=turns,
+        terminal=env.terminal(),
+        AGENT_ASSIST_COMPACTION_INTERVAL="2",
+        AGENT_ASSIST_COMPACTION_OVERLAP="0",
+    )
+    assert result.returncode == 0, result.stderr
+    assert env.run("supervisor", "stop").returncode == 0  # every compaction written
+    (cold,) = env.sessions_json()  # no supervisor: the files are read
+    assert cold["turns"] == 7
+    table = env.run("sessions").stdout.splitlines()
+    assert re.match(r"SESSION +STATE +TERMINAL +LAST ACTIVE +TURNS +SUMMARY", table[0])
+    assert re.match(r"[0-9a-f]{12} +idle +[0-9]+ +\S+ \S+ UTC +7 ", table[1]), table[1]
+    env.run("supervisor", "start")
+    (warm,) = env.sessions_json()
+    assert warm["turns"] == 7
