@@ -202,7 +202,9 @@ class Chat:
         self._model = options.model or os.environ.get("AGENT_ASSIST_MODEL") or None
         self._pid = terminal_pid()
         self._resume_answer: bool | int | None = None
-        self.last_turn_failed = False
+        self.a_turn_failed = False
+        """A message was refused or its turn failed: a piped run exits 1 (not only when
+        the last one did: a failure mid-script is not hidden by a later success)."""
         self.input_tokens: int | None = None
         self.phase: str | None = None
         self.changed_outside: set[str] = set()
@@ -441,7 +443,7 @@ class Chat:
                 continue
             if refused := too_long_line(line, self.console.interactive):
                 self.console.warn(refused)
-                self.last_turn_failed = True
+                self.a_turn_failed = True
                 continue
             if line.lstrip().startswith("/"):
                 if not self._slash(line.strip()):
@@ -450,7 +452,7 @@ class Chat:
             self._turn(line)
         if self.close():
             return 1
-        return 1 if self.last_turn_failed and not self.console.interactive else 0
+        return 1 if self.a_turn_failed and not self.console.interactive else 0
 
     def _send(self, frame: Frame) -> None:
         """Send, after showing what arrived while we waited for input (notices, a stop)."""
@@ -535,7 +537,8 @@ class Chat:
                 view.tool(reply["text"])
             elif kind == "turn_end":
                 view.end()
-                self.last_turn_failed = reply["status"] != "ok"
+                if reply["status"] != "ok":
+                    self.a_turn_failed = True
                 if reply.get("input_tokens"):
                     self.input_tokens = reply["input_tokens"]
                 self.phase = reply.get("phase") or self.phase
@@ -546,7 +549,7 @@ class Chat:
                 return
             elif kind == "error" and reply.get("code") in REFUSED_FRAME_CODES:
                 view.end()  # the message was refused: no turn follows
-                self.last_turn_failed = True
+                self.a_turn_failed = True
                 self._hung_up = reply["code"] != ErrorCode.INVALID_REQUEST
                 self.console.warn(f"error: message not sent: {reply['message']}")
                 return
@@ -567,7 +570,7 @@ class Chat:
         re-attaches first."""
         if view is not None:
             view.end()
-        self.last_turn_failed = True
+        self.a_turn_failed = True
         self._lost = True
         self.console.warn(line)
 

@@ -330,6 +330,14 @@ def test_a_piped_run_whose_last_turn_failed_exits_1(env: Env, locked_server: Cha
     assert result.stdout == ""
 
 
+def test_a_piped_run_exits_1_when_a_turn_failed_before_the_last(env: Env) -> None:
+    """The exit status followed the last turn: a failure mid-script was hidden."""
+    refused = "x" * 200_001
+    result = env.run("--new", input=f"{refused}\nhello\n", terminal=env.terminal())
+    assert "(turn 1 of this conversation" in result.stdout, "the next message still ran"
+    assert result.returncode == 1
+
+
 def test_connection_refused_names_the_url_and_the_restart(env: Env, screens: list[Screen]) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
