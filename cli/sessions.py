@@ -264,6 +264,18 @@ def turns_line(session: dict[str, Any]) -> str:
     return f"{turns} ({compacted} compacted into the summary)" if compacted else str(turns)
 
 
+def _when(iso: str) -> str:
+    """A stored time as the listing and the resume offer print it (``2026-03-31 14:22 UTC``)."""
+    from datetime import datetime
+
+    from session.resume import format_utc
+
+    try:
+        return format_utc(datetime.fromisoformat(iso.replace("Z", "+00:00")))
+    except ValueError:
+        return iso
+
+
 def render_show(data: dict[str, Any]) -> str:
     session = data["session"]
     row = data.get("row") or {}
@@ -272,8 +284,8 @@ def render_show(data: dict[str, Any]) -> str:
         f"State        {row.get('state', 'unknown')}"
         + (f" (terminal {row['terminal_pid']})" if row.get("terminal_pid") else ""),
         f"Project      {row.get('project', '')}",
-        f"Created      {session['created_at']}",
-        f"Last active  {session['updated_at']}",
+        f"Created      {_when(session['created_at'])}",
+        f"Last active  {_when(session['updated_at'])}",
         f"Agent spec   {session['agent_spec_path'] or '-'}",
         f"Phase        {session['phase'] or '-'}",
         f"Turns        {turns_line(session)}",

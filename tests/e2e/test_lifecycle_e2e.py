@@ -299,3 +299,15 @@ def test_the_sessions_listing_counts_the_turns_a_compaction_took_out_of_the_tail
     env.run("supervisor", "start")
     (warm,) = env.sessions_json()
     assert warm["turns"] == 7
+
+
+def test_sessions_show_prints_times_as_the_listing_does(env: Env) -> None:
+    """``sessions show`` printed raw ISO stamps (``2026-12-02T07:42:33.503121Z``)."""
+    assert env.run(input="hello\n", terminal=env.terminal()).returncode == 0
+    (session_id,) = env.session_ids()
+    shown = env.run("sessions", "show", session_id).stdout.splitlines()
+    (listed,) = env.sessions_json()
+    for label in ("Created", "Last active"):
+        (line,) = [line for line in shown if line.startswith(label)]
+        assert re.fullmatch(rf"{label} +\d{{4}}-\d\d-\d\d \d\d:\d\d UTC", line), line
+    assert f"Last active  {listed['last_active']}" in shown
