@@ -15,12 +15,10 @@ import asyncio
 import errno
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, assert_never
 
-import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from actors.base import Actor, Envelope
@@ -43,6 +41,7 @@ from actors.messages import (
     StorageMessage,
     WriteCheckpoint,
 )
+from actors.worker_thread import WorkerThread
 from session.catalog import SessionCatalog
 from session.checkpoints import cap_bytes
 from session.errors import CheckpointError, SessionDeleted, SessionLive
@@ -80,25 +79,23 @@ class StorageActor(Actor[StorageMessage]):
         self._memory = StorageMemory() if memory is None else memory
         self._deleted = self._memory.deleted
         self._live = self._memory.live
-        self._disk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="storage")
+        self._disk = WorkerThread("storage")
         """One thread: the disk work runs one call at a time, in mailbox order."""
 
     async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[StorageMessage]]) -> None:
         try:
             await super().serve(mailbox)
         finally:
-            self._disk.shutdown(wait=False)  # its last call, if any, still completes
+            self._disk.stop()  # its last call, if any, still completes
 
     async def _io(self, fn: Callable[[], T]) -> T:
         """``fn()`` in this actor's own worker thread; the wait is shielded, so work that
         started always completes before the actor goes on (or stops).
 
         Not ``anyio.to_thread``: its checkpoint and capacity limiter cost two turns of
-        the event loop on every save's critical path; the loop's executor costs none."""
-        future = asyncio.get_running_loop().run_in_executor(self._disk, fn)
-        with anyio.CancelScope(shield=True):
-            done = await future
-        return done
+        the event loop on every save's critical path (``WorkerThread`` says why not an
+        executor either)."""
+        return await self._disk.run(fn)
 
     async def answer(self, envelope: Envelope[StorageMessage], message: StorageMessage) -> None:
         """A save that is asked is answered by the disk's thread itself, as soon as the

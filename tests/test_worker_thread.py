@@ -1,0 +1,138 @@
+"""WorkerThread: an actor's blocking calls, one at a time, in order, never cut off."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import anyio
+import pytest
+
+from actors.worker_thread import WorkerThread
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_call_runs_in_the_worker_thread_and_returns_its_result() -> None:
+    worker = WorkerThread("test-worker")
+    try:
+        name = await worker.run(lambda: threading.current_thread().name)
+    finally:
+        worker.stop()
+    assert name == "test-worker"
+
+
+async def test_a_call_that_raises_raises_in_its_caller() -> None:
+    worker = WorkerThread("test-worker")
+
+    def fails() -> None:
+        raise OSError(28, "No space left on device")
+
+    try:
+        with pytest.raises(OSError, match="No space left"):
+            await worker.run(fails)
+        assert await worker.run(lambda: "still working") == "still working"
+    finally:
+        worker.stop()
+
+
+async def test_calls_run_one_at_a_time_in_the_order_given() -> None:
+    worker = WorkerThread("test-worker")
+    order: list[int] = []
+    running = threading.Lock()
+
+    def call(n: int) -> None:
+        assert running.acquire(blocking=False), "two calls at once"
+        try:
+            order.append(n)
+        finally:
+            running.release()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for n in range(50):
+                tg.start_soon(worker.run, lambda n=n: call(n))
+                await anyio.lowlevel.checkpoint()  # each task puts its call in turn
+    finally:
+        worker.stop()
+    assert order == list(range(50))
+
+
+async def test_a_cancelled_caller_waits_for_the_call_that_began() -> None:
+    worker = WorkerThread("test-worker")
+    began, release = threading.Event(), threading.Event()
+    finished: list[str] = []
+
+    def slow() -> None:
+        began.set()
+        release.wait(10)
+        finished.append("written")
+
+    async def caller(scope: anyio.CancelScope) -> None:
+        with scope:
+            await worker.run(slow)
+        finished.append("caller went on")
+
+    try:
+        scope = anyio.CancelScope()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(caller, scope)
+            await anyio.to_thread.run_sync(began.wait, 10)
+            scope.cancel()
+            await anyio.sleep(0.05)
+            assert finished == [], "the caller may not go on before the call ends"
+            release.set()
+    finally:
+        worker.stop()
+    assert finished == ["written", "caller went on"]
+
+
+async def test_after_stop_a_new_call_starts_a_new_thread() -> None:
+    worker = WorkerThread("test-worker")
+    first = await worker.run(threading.get_ident)
+    worker.stop()
+    second = await worker.run(threading.get_ident)
+    worker.stop()
+    assert isinstance(first, int) and isinstance(second, int)
+
+
+def test_the_interpreter_exit_waits_for_a_call_that_began(tmp_path: Path) -> None:
+    """A write in flight when the process ends is finished, not cut off (the thread is a
+    daemon: the exit stops it after its calls, even if its owner never did)."""
+    done = tmp_path / "done"
+    script = textwrap.dedent(
+        f"""
+        import asyncio, threading, time
+        from pathlib import Path
+        from actors.worker_thread import WorkerThread
+
+        worker = WorkerThread("exit-test")
+        began = threading.Event()
+
+        def slow():
+            began.set()
+            time.sleep(0.3)
+            Path({str(done)!r}).write_text("written")
+
+        async def main():
+            asyncio.get_running_loop().call_soon(asyncio.ensure_future, worker.run(slow))
+            while not began.is_set():
+                await asyncio.sleep(0.01)
+            # the loop ends here, with the call in flight and the worker never stopped
+
+        asyncio.run(main())
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert done.read_text() == "written"
