@@ -37,6 +37,7 @@ from actors.messages import (
 )
 from actors.reply import ReplyForwarder
 from actors.turn_lines import checkpoint_failed, describe_tool_call, explain_failure
+from session.model_names import BARE_NAMES
 
 log = logging.getLogger("agent_assist.llm")
 DEFAULT_CONCURRENCY = 4
@@ -226,7 +227,7 @@ class LLMActor(Actor[LLMMessage]):
             new,
             tuple(deps.decisions),
             tuple(sorted(deps.touched)),
-            input_tokens=last_input_tokens(new),
+            input_tokens=None if turn.model in BARE_NAMES else last_input_tokens(new),
             phase=deps.phase,
         )
 

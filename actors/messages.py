@@ -469,7 +469,8 @@ class TurnEnded:
     status: Literal["ok", "cancelled", "error"]
     error: str | None = None
     input_tokens: int | None = field(default=None, compare=False)
-    """The model's count of the turn's last request (for the terminal's toolbar; not
+    """The model's count of the turn's last request, or for a model that counts none
+    (``offline``) the estimate of the turn's request (for the terminal's toolbar; not
     part of what the turn ended with)."""
     phase: str | None = field(default=None, compare=False)
 

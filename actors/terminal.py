@@ -199,6 +199,8 @@ class TerminalActor(Actor[TerminalMessage]):
         """The last write of the session failed: turns exist only in memory (retried at the
         next turn and at exit; kept for recovery if the exit write fails too)."""
         self._turn_count = 0
+        self._request_tokens = 0
+        """The estimated size of the turn's request, for a model that counts none."""
         self._confirm: int | None = None
         self._confirm_count = 0
         self._on_confirm: Callable[[bool], Awaitable[None]] | None = None
@@ -390,7 +392,9 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._emit(TurnEnded("ok", None))
                 return
         await self._compare_tracked_files()
-        await self._compact_for_budget(len(text) + sum(len(n) for n in self._notes))
+        self._request_tokens = await self._compact_for_budget(
+            len(text) + sum(len(n) for n in self._notes)
+        )
         self._turn_count += 1
         self._lc = self._lc.begin_turn(self._turn_count, message_id)
         notes = "\n".join(self._notes)
@@ -453,7 +457,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 TurnEnded(
                     "ok",
                     None if saved else "the session could not be saved",
-                    done.input_tokens,
+                    done.input_tokens or self._request_tokens,
                     self._lc.state.phase if self._lc.state else None,
                 )
             )
@@ -641,18 +645,20 @@ class TerminalActor(Actor[TerminalMessage]):
         except DeadActor:
             self._lc = self._lc.compaction_failed(self._lc.generation)
 
-    async def _compact_for_budget(self, extra_chars: int) -> None:
+    async def _compact_for_budget(self, extra_chars: int) -> int:
         """Before a model request: over the token budget, compact first (and wait). If the
         request is still over it afterwards (what is kept outweighs the budget), back
-        off and say so once, instead of compacting again before every request."""
-        window = self._lc.compaction_due(request_tokens=self._lc.request_tokens(extra_chars))
+        off and say so once, instead of compacting again before every request. Returns
+        the request's size in tokens, as the budget sees it."""
+        tokens = self._lc.request_tokens(extra_chars)
+        window = self._lc.compaction_due(request_tokens=tokens)
         if window is None:
-            return
+            return tokens
         result = await self._compact_and_wait(window, "tokens")
         threshold = self._lc.policy.compaction.token_threshold
-        if result is None or result.compaction is None or threshold is None:
-            return
         tokens = self._lc.request_tokens(extra_chars)
+        if result is None or result.compaction is None or threshold is None:
+            return tokens
         if tokens >= threshold:
             self._lc, tell = self._lc.over_budget(self._lc.generation)
             if tell:
@@ -663,6 +669,7 @@ class TerminalActor(Actor[TerminalMessage]):
                         "or /reset to start afresh"
                     )
                 )
+        return tokens
 
     async def _compact_now(self) -> None:
         """``/compact``: everything completed so far, now; prints the tokens before and after."""

@@ -157,3 +157,16 @@ async def test_an_answer_that_arrives_during_a_turn_changes_nothing(rig: Rig) ->
     assert "first message" in path.read_text() and "second message" in path.read_text()
     assert (rig.workspace / "agent_spec.md").exists()
     await rig.terminal.tell(Detach("exit"))
+
+
+async def test_the_offline_model_s_turns_end_with_the_request_s_estimated_size(rig: Rig) -> None:
+    """The offline model counts no tokens: pydantic-ai's stand-in said 50 at every turn, so
+    the toolbar's count never moved. The turn's end now carries the request's estimate."""
+    await rig.terminal.ask(OpenSession("new", None))
+    sizes = []
+    for n in range(3):
+        await rig.terminal.tell(UserTurn(f"message {n}: " + "many words here " * 100))
+        ended = await rig.next_of(TurnEnded)
+        assert ended.status == "ok"
+        sizes.append(ended.input_tokens)
+    assert sizes[0] > 50 and sizes[0] < sizes[1] < sizes[2], sizes
