@@ -91,7 +91,8 @@ class WouldAsk(Exception):
 
 
 class ChatEnded(Exception):
-    """The supervisor was stopped on purpose: say so and exit 0."""
+    """The supervisor was stopped on purpose: say so and exit (0 on a terminal; piped, 1:
+    what was read last, a message or an answer, was not done, nor the rest of the input)."""
 
 
 @dataclass(frozen=True)
@@ -723,8 +724,11 @@ def run_chat(options: ChatOptions) -> int:
     try:
         return chat.run()
     except ChatEnded as exc:
-        chat.console.warn(str(exc))
-        return 0
+        if chat.console.interactive:
+            chat.console.warn(str(exc))
+            return 0
+        chat.console.warn(f"{exc}; the run stopped before the end of its input")
+        return 1
     except RemoteError as exc:
         raise ChatError(str(exc)) from exc
     except ConnectionLost as exc:
