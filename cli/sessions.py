@@ -236,7 +236,7 @@ def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = No
             row["state"],
             str(row["terminal_pid"] or "-"),
             row["last_active"],
-            str(row["turns"]),
+            str(row.get("turns", "-")),  # a supervisor older than the column sends none
             summary,
         ]
         if every:

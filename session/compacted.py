@@ -23,12 +23,16 @@ def compacted_turns(text: str | None) -> int:
 
 
 def tail_prompts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The user prompt of each request of serialized messages that carries one (a turn)."""
+    """The user prompt of each request of serialized messages that carries one (a turn).
+
+    The messages may not be validated yet (a listing counts the turns of files it does
+    not open): a message of another shape is no turn, never an error."""
     prompts = []
     for message in messages:
         if message.get("kind") != "request":
             continue
-        for part in message.get("parts") or ():
+        parts = message.get("parts")
+        for part in parts if isinstance(parts, list) else ():
             if isinstance(part, Mapping) and part.get("part_kind") == "user-prompt":
                 content = part.get("content")
                 prompts.append(content if isinstance(content, str) else str(content))

@@ -481,6 +481,25 @@ def test_a_newer_session_is_still_listed_and_reported(manager: SessionManager) -
     assert path.read_bytes() == raw
 
 
+@pytest.mark.parametrize("schema_version", [3, 99])
+@pytest.mark.parametrize("parts", [5, None, "text", {"part_kind": "user-prompt"}])
+def test_a_message_of_another_shape_is_listed_without_a_turn_not_an_error(
+    manager: SessionManager, schema_version: int, parts: object
+) -> None:
+    """Counting a listed file's turns walks messages that are not validated yet: one
+    whose parts were not a list broke the listing of the whole project."""
+    manager.save(full_state())
+    path = manager.session_path(SID)
+    raw = orjson.loads(path.read_bytes())
+    turns = manager.list_sessions().sessions[0].turns
+    raw["recent_messages"].append({"kind": "request", "parts": parts})
+    raw["schema_version"] = schema_version
+    path.write_bytes(orjson.dumps(raw))
+    listing = SessionManager(manager.directory).list_sessions()
+    (header,) = listing.sessions
+    assert header.turns == turns
+
+
 @pytest.mark.parametrize("kind", ["symlink", "directory", "fifo", "dangling symlink"])
 def test_a_stale_temp_of_the_wrong_type_does_not_block_saves(tmp_path: Path, kind: str) -> None:
     manager = SessionManager(tmp_path)
