@@ -30,26 +30,29 @@ class WorkerThread:
     """``await run(fn)`` runs ``fn()`` in this object's thread and returns its result (or
     raises its exception). The wait is shielded: a call that began always ends before
     the awaiting task goes on, cancelled or not. ``stop()`` lets the calls already
-    given finish, then ends the thread (a later ``run`` starts another). The
-    interpreter's exit stops every worker thread still running and waits for it, so a
-    write that began is never cut off (and one whose owner never stopped it does not
-    hold the exit up forever)."""
+    given finish, then ends the thread; a call given after it is refused
+    (``RuntimeError``). The interpreter's exit stops every worker thread still running
+    and waits for it, so a write that began is never cut off (and one whose owner
+    never stopped it does not hold the exit up forever)."""
 
     def __init__(self, name: str) -> None:
         self._name = name
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._stopped = False
 
     async def run(self, fn: Callable[[], T]) -> T:
+        if self._stopped:
+            raise RuntimeError(f"the {self._name} thread was stopped")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         if self._thread is None:
-            self._jobs = queue.SimpleQueue()
-            self._thread = threading.Thread(
+            thread = threading.Thread(
                 target=_work, args=(self._jobs,), name=self._name, daemon=True
             )
-            _running[self._thread] = self._jobs
-            self._thread.start()
+            thread.start()  # if it cannot start, the next call tries again
+            self._thread = thread
+            _running[thread] = self._jobs
         self._jobs.put((fn, future, loop))
         with anyio.CancelScope(shield=True):
             result = await future
@@ -57,9 +60,9 @@ class WorkerThread:
 
     def stop(self) -> None:
         """End the thread once the calls already given are done (without waiting)."""
-        if self._thread is not None:
+        if not self._stopped:
+            self._stopped = True
             self._jobs.put(None)
-            self._thread = None
 
 
 def _work(jobs: queue.SimpleQueue[_Job | None]) -> None:
@@ -106,5 +109,9 @@ def _succeed(future: asyncio.Future[Any], result: Any) -> None:
 
 
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
+    if isinstance(error, StopIteration):  # a future refuses it (and would never settle)
+        wrapped = RuntimeError(f"the call raised StopIteration: {error}")
+        wrapped.__cause__ = error
+        error = wrapped
     if not future.done():
         future.set_exception(error)

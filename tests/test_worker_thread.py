@@ -90,13 +90,60 @@ async def test_a_cancelled_caller_waits_for_the_call_that_began() -> None:
     assert finished == ["written", "caller went on"]
 
 
-async def test_after_stop_a_new_call_starts_a_new_thread() -> None:
+async def test_a_call_after_stop_is_refused_and_the_calls_before_it_finish() -> None:
+    """A new thread after ``stop`` ran beside the old one, which still had calls queued:
+    two calls at once, out of order."""
     worker = WorkerThread("test-worker")
-    first = await worker.run(threading.get_ident)
-    worker.stop()
-    second = await worker.run(threading.get_ident)
-    worker.stop()
-    assert isinstance(first, int) and isinstance(second, int)
+    release = threading.Event()
+    order: list[str] = []
+
+    def slow_first() -> None:
+        release.wait(10)
+        order.append("first")
+
+    async def first() -> None:
+        await worker.run(slow_first)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(first)
+        await anyio.lowlevel.checkpoint()  # the first call is given
+        worker.stop()
+        with pytest.raises(RuntimeError, match="test-worker thread was stopped"):
+            await worker.run(lambda: order.append("after stop"))
+        release.set()
+    assert order == ["first"]
+
+
+async def test_a_thread_that_could_not_start_is_started_again_by_the_next_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A failed start (no threads left) left every later call waiting forever."""
+    real_start = threading.Thread.start
+    failures = [RuntimeError("can't start new thread")]
+
+    def start_once_failing(thread: threading.Thread) -> None:
+        if failures:
+            raise failures.pop()
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_once_failing)
+    worker = WorkerThread("test-worker")
+    try:
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            await worker.run(lambda: "first")
+        with anyio.fail_after(5):
+            assert await worker.run(lambda: "second") == "second"
+    finally:
+        worker.stop()
+
+
+async def test_a_call_that_raises_stop_iteration_fails_instead_of_hanging() -> None:
+    worker = WorkerThread("test-worker")
+    try:
+        with anyio.fail_after(5), pytest.raises(RuntimeError, match="StopIteration"):
+            await worker.run(lambda: next(iter(())))
+    finally:
+        worker.stop()
 
 
 def test_the_interpreter_exit_waits_for_a_call_that_began(tmp_path: Path) -> None:
