@@ -265,8 +265,8 @@ def test_a_session_whose_messages_cannot_be_read_is_refused_in_one_line(env: Env
     assert "(turn 1 of this conversation" in offered.stdout
 
 
-def test_sessions_show_counts_the_turns_a_compaction_took_out_of_the_tail(env: Env) -> None:
-    """A compacted session showed only its tail (``Messages 0``): it looked empty."""
+def seven_turns_mostly_compacted(env: Env) -> None:
+    """A session of seven turns, compacted every two, saved and the supervisor stopped."""
     turns = "".join(f"turn {n}\n" for n in range(1, 8))
     result = env.run(
         input=turns,
@@ -276,6 +276,11 @@ def test_sessions_show_counts_the_turns_a_compaction_took_out_of_the_tail(env: E
     )
     assert result.returncode == 0, result.stderr
     assert env.run("supervisor", "stop").returncode == 0  # every compaction written
+
+
+def test_sessions_show_counts_the_turns_a_compaction_took_out_of_the_tail(env: Env) -> None:
+    """A compacted session showed only its tail (``Messages 0``): it looked empty."""
+    seven_turns_mostly_compacted(env)
     (session_id,) = env.session_ids()
     shown = env.run("sessions", "show", session_id)
     (line,) = [line for line in shown.stdout.splitlines() if line.startswith("Turns")]
@@ -286,15 +291,7 @@ def test_the_sessions_listing_counts_the_turns_a_compaction_took_out_of_the_tail
     env: Env,
 ) -> None:
     """The listing's MSGS column counted the saved tail: 0 once a session was compacted."""
-    turns = "".join(f"turn {n}\n" for n in range(1, 8))
-    result = env.run(
-        input=turns,
-        terminal=env.terminal(),
-        AGENT_ASSIST_COMPACTION_INTERVAL="2",
-        AGENT_ASSIST_COMPACTION_OVERLAP="0",
-    )
-    assert result.returncode == 0, result.stderr
-    assert env.run("supervisor", "stop").returncode == 0  # every compaction written
+    seven_turns_mostly_compacted(env)
     (cold,) = env.sessions_json()  # no supervisor: the files are read
     assert cold["turns"] == 7
     table = env.run("sessions").stdout.splitlines()
