@@ -83,7 +83,13 @@ from session.checkpoints import (
     restore_plan,
 )
 from session.compaction import Window, estimate_tokens, render_compaction
-from session.errors import CheckpointCapExceeded, CheckpointError, SessionError
+from session.errors import (
+    CheckpointCapExceeded,
+    CheckpointError,
+    SessionDeleted,
+    SessionError,
+    SessionLive,
+)
 from session.filesystem import build_file_manifest, detect_file_drift, list_tree
 from session.lifecycle import (
     DeletePointer,
@@ -100,6 +106,12 @@ from session.manager import CheckpointListing, RestoredFiles
 from session.models import Pointer, utc_now, validate_session_id
 from session.resume import drift_lines
 from session.turns import answered, stamp_message_id
+
+NOT_OURS_TO_KEEP = (SessionDeleted, SessionLive)
+"""A save refused for these is not kept aside at exit: the session was deleted on purpose
+(``/reset``), or another terminal holds it. Any other failed save is (a sessions
+directory that became a file, a full disk, a newer file on disk): the turns are kept in
+``recovered/``, never lost."""
 
 log = logging.getLogger("agent_assist.terminal")
 
@@ -1081,7 +1093,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
             except (SessionError, OSError, DeadActor, TimeoutError) as exc:
                 ok = False
-                if isinstance(effect, WriteSession) and not isinstance(exc, SessionError):
+                if isinstance(effect, WriteSession) and not isinstance(exc, NOT_OURS_TO_KEEP):
                     self._unsaved = True
                 log.warning(
                     "terminal %d: %s failed: %s", config.terminal_pid, type(effect).__name__, exc

@@ -105,3 +105,23 @@ def test_a_fault_at_any_step_of_a_save_loses_no_turn(env: Env, step: str, code: 
     # the summary's write after the terminal left may be in flight until the supervisor stops
     assert env.run("supervisor", "stop").returncode == 0
     assert not [p.name for p in env.project.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_sessions_directory_that_became_a_file_keeps_the_turns_aside_at_exit(
+    env: Env,
+) -> None:
+    """A save refused because ``sessions/`` is no longer a directory was not kept at exit:
+    the turns were lost and the run exited 0."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("first message")
+    client.expect("[offline model]")
+    sessions = env.project
+    sessions.rename(sessions.with_name("sessions.bak"))
+    sessions.write_text("not a directory\n")
+    client.send("second message")
+    client.expect("could not update the session on disk", stderr=True)
+    client.close_stdin()
+    assert client.wait() == 1
+    last = client.expect("could not be saved", stderr=True)
+    kept = Path(last.rsplit(" kept in ", 1)[1])
+    assert prompts_in(json.loads(kept.read_bytes())) == ["first message", "second message"]
