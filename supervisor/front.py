@@ -35,8 +35,10 @@ from actors.messages import (
 )
 from session.catalog import SessionListing
 from session.errors import SessionError, SessionFileError, SessionLive
+from session.filesystem import detect_file_drift
 from session.models import new_session_id, validate_session_id
 from session.paths import sessions_dir
+from session.resume import drift_lines
 from supervisor import protocol as p
 from supervisor.greeting import Hangup, read_frame, read_hello, refuse, send
 from supervisor.stack import package_version
@@ -72,6 +74,8 @@ class Opening:
     session_id: str
     phase: str | None = None
     """The resumed session's phase of the work (for the terminal's toolbar)."""
+    drift: tuple[str, ...] = ()
+    """How the resumed session's tracked files changed (as ``Opened.drift`` says it)."""
 
 
 class ProtocolMisuse(Exception):
@@ -185,7 +189,7 @@ class FrontDoor:
         workspace = await anyio.to_thread.run_sync(workspace.resolve)
         project = sessions_dir(workspace, self._root)
         await send(stream, await welcome(self._storage, project, terminal_pid, workspace))
-        opening = await self._open(reader, stream, project, terminal_pid)
+        opening = await self._open(reader, stream, project, terminal_pid, workspace)
         if opening is None:
             return False
         try:
@@ -204,6 +208,7 @@ class FrontDoor:
         stream: SocketStream,
         project: Path,
         terminal_pid: int,
+        workspace: Path,
     ) -> Opening | None:
         """Answer ``open`` frames until one succeeds; None if the terminal leaves first."""
         while True:
@@ -218,7 +223,7 @@ class FrontDoor:
                 )
                 continue
             try:
-                opening = await self._claim(frame, project, terminal_pid)
+                opening = await self._claim(frame, project, terminal_pid, workspace)
             except Exception as exc:
                 code, message = error_for(exc)
                 await send(stream, p.ErrorFrame(code=code, message=message))
@@ -229,6 +234,7 @@ class FrontDoor:
                     p.Opened(
                         session_id=opening.session_id,
                         resumed=opening.mode == "resume",
+                        drift=opening.drift,
                         phase=opening.phase,
                     ),
                 )
@@ -241,7 +247,9 @@ class FrontDoor:
         with anyio.CancelScope(shield=True):
             await self._storage.ask(Release(session_id, terminal_pid), STORAGE_TIMEOUT_S)
 
-    async def _claim(self, frame: p.Open, project: Path, terminal_pid: int) -> Opening:
+    async def _claim(
+        self, frame: p.Open, project: Path, terminal_pid: int, workspace: Path
+    ) -> Opening:
         if frame.mode == "new":
             session_id = new_session_id()
             await self._storage.ask(Claim(session_id, terminal_pid), STORAGE_TIMEOUT_S)
@@ -251,10 +259,13 @@ class FrontDoor:
         await self._storage.ask(claim, STORAGE_TIMEOUT_S)
         try:  # the file must be there and readable now, as the real open will find it
             stored = await self._storage.ask(LoadSession(project, session_id), STORAGE_TIMEOUT_S)
+            drift = await anyio.to_thread.run_sync(
+                detect_file_drift, workspace, stored.file_manifest
+            )
         except BaseException:
             await self._release(session_id, terminal_pid)
             raise
-        return Opening("resume", session_id, stored.phase)
+        return Opening("resume", session_id, stored.phase, tuple(drift_lines(drift)))
 
     async def _wait_for_model(
         self, reader: BufferedByteReceiveStream, stream: SocketStream

@@ -200,7 +200,12 @@ def test_ctrl_c_at_the_start_a_new_session_question_starts_none(
 # -- the resume offer ----------------------------------------------------------
 
 
-def test_the_resume_offer_shows_turns_summary_and_drift(env: Env, screens: list[Screen]) -> None:
+@pytest.mark.parametrize("supervisor", ["running", "started by the chat"])
+def test_the_resume_offer_shows_turns_summary_and_drift(
+    env: Env, screens: list[Screen], supervisor: str
+) -> None:
+    """Started by the chat, the new supervisor answers the open before its model stack is
+    loaded (the front door): the drift lines after ``Resumed session`` were missing."""
     term = env.terminal()
     script = "write agent_spec.md: # Spec\nwrite notes.md: n\nwrite keep.md: k\n"
     assert env.run("--new", input=script, terminal=term).returncode == 0
@@ -208,6 +213,8 @@ def test_the_resume_offer_shows_turns_summary_and_drift(env: Env, screens: list[
     wait_for(lambda: env.session(session_id)["summary"], what="the session's summary")
     (env.workspace / "agent_spec.md").write_text("# Spec, edited by hand\n")
     (env.workspace / "notes.md").unlink()
+    if supervisor != "running":
+        assert env.run("supervisor", "stop").returncode == 0
     screen = open_screen(screens, env)
     screen.expect("Previous session found (last active: ")
     screen.expect("\n  3 turns · summary: write agent_spec.md: # Spec\n")
