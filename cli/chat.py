@@ -303,7 +303,7 @@ class Chat:
         except UnclearAnswer as exc:
             what = question.removesuffix(" [Y/n]").removesuffix(" [y/N]")
             hint = f"; run with {suggestion} to skip the question" if suggestion else ""
-            accepted = f"y, n or {other_choices(choices)}" if choices else "y or n"
+            accepted = f"y, n or {other_choices(choices)}" if choices > 1 else "y or n"
             raise AnswerStops(
                 f"{exc.answer[:60]!r} is not an answer to {what!r} ({accepted}){hint}"
             ) from None

@@ -253,7 +253,7 @@ class Console:
             if not self.interactive:
                 raise UnclearAnswer(line.strip())  # quoted as typed
             self.say(
-                "Please answer y or n" + (f", or {other_choices(choices)}." if choices else ".")
+                "Please answer y or n" + (f", or {other_choices(choices)}." if choices > 1 else ".")
             )
 
     # -- output ---------------------------------------------------------------

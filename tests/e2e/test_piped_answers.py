@@ -41,6 +41,16 @@ def test_a_message_where_start_new_instead_was_expected_stops_the_run(env: Env) 
     assert holder.wait() == 0
 
 
+def test_the_resume_offer_of_one_session_names_only_y_and_n(env: Env) -> None:
+    """With no other session to choose, the refusal named a choice range ``2-1``."""
+    tab = env.terminal()
+    assert env.run("--new", input="hello\n", terminal=tab).returncode == 0
+    result = env.run(input="maybe\n", terminal=tab)
+    assert result.returncode == 1
+    last = result.stderr.splitlines()[-1]
+    assert "'maybe' is not an answer to 'Resume previous session?' (y or n)" in last, last
+
+
 def test_a_message_where_the_reset_confirmation_was_expected_deletes_nothing(env: Env) -> None:
     spec = env.workspace / "agent_spec.md"
     spec.write_text("# spec\n")
