@@ -614,6 +614,7 @@ class Chat:
             name = "reset"
         if name not in ("save", "reset", "checkpoint", "compact", "resume"):
             self.console.warn(f"error: unknown command /{name} (try /help)")
+            self.a_turn_failed = True
             return True
         self._send({"type": "command", "name": name, "arg": arg.strip() or None})
         while True:
@@ -626,13 +627,10 @@ class Chat:
             if frame["type"] == "error" and frame.get("code") in REFUSED_FRAME_CODES:
                 self._hung_up = frame["code"] != ErrorCode.INVALID_REQUEST
                 self.console.warn(f"error: /{name} not run: {frame['message']}")
+                self.a_turn_failed = True
                 return True
             if frame["type"] == "command_result":
-                self.console.say(frame["text"])
-                if frame.get("phase"):  # a restore brought back another phase of the work
-                    self.phase = frame["phase"]
-                if name == "reset" and frame["text"].startswith("Session reset"):
-                    self.session_id = frame["text"].rsplit("New session ", 1)[-1][:12]
+                self._command_result(name, frame)
                 return True
             if frame["type"] == "confirm":
                 self.console.say(frame["question"])
@@ -645,6 +643,21 @@ class Chat:
                 self.conn.send({"type": "confirm_reply", "id": frame["id"], "answer": answer})
             else:
                 self._other(frame)
+
+    def _command_result(self, name: str, frame: Frame) -> None:
+        """Show a command's result and keep the toolbar true to the session it leaves."""
+        text = frame["text"]
+        self.console.say(text)
+        if text.startswith("error:"):
+            self.a_turn_failed = True  # piped, a failed command fails the run as a turn does
+        elif name == "reset" and text.startswith("Session reset"):
+            self.session_id = text.rsplit("New session ", 1)[-1][:12]
+            self.phase, self.input_tokens = None, None
+            self.changed_outside.clear()
+        elif name == "checkpoint" and text.startswith("Restored the conversation"):
+            self.phase, self.input_tokens = frame.get("phase"), None  # the checkpoint's
+        elif frame.get("phase"):
+            self.phase = frame["phase"]
 
     def close(self) -> bool:
         """Leave: the supervisor saves (as on any exit) and says so before we go.

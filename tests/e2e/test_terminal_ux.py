@@ -489,3 +489,25 @@ def test_with_three_other_sessions_the_offer_and_the_reask_both_say_2_to_4(
     screen.expect_prompt()
     screen.type("9\r")
     screen.expect("Please answer y or n, or 2-4.")
+
+
+def test_the_toolbar_forgets_the_old_session_s_phase_after_reset(
+    env: Env, screens: list[Screen]
+) -> None:
+    """The new session after /reset was shown in the old one's phase of the work."""
+    screen = Screen(env, env.terminal(), "--new", cpr=True)
+    screens.append(screen)
+    screen.expect("/help for commands.")
+    screen.type("phase code\r")
+    screen.expect(" · phase code")
+    screen.type("/reset\r")
+    screen.expect("New session ")
+    screen.expect(".")
+    new_id = screen.text[screen.position - 13 : screen.position - 1]
+    screen.expect(f"session {new_id} · model offline  (/help)")
+
+
+def test_a_piped_command_that_fails_makes_the_run_s_status_1(env: Env) -> None:
+    result = env.run("--new", input="hello\n/checkpoint 99\n", terminal=env.terminal())
+    assert "error: no checkpoint 99" in result.stderr
+    assert result.returncode == 1
