@@ -13,6 +13,7 @@ import re
 from collections.abc import AsyncIterator
 
 from pydantic_ai.messages import (
+    CompactionPart,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -22,6 +23,8 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+
+from session.compacted import compacted_turns
 
 LABEL = "[offline model]"
 _RESUMED_RE = re.compile(r"This is a resumed session \(ID: ([a-f0-9]{12})\)")
@@ -60,6 +63,15 @@ def _tool_call(prompt: str) -> tuple[str, dict[str, str]] | None:
     return None
 
 
+def _compacted_turns(messages: list[ModelMessage]) -> int:
+    """The turns the history's compaction (its first request) took out of it."""
+    for message in messages[:1]:
+        for part in message.parts:
+            if isinstance(part, CompactionPart):
+                return compacted_turns(part.content)
+    return 0
+
+
 def _reply_text(messages: list[ModelMessage], info: AgentInfo) -> str:
     last = messages[-1]
     returns = (
@@ -71,7 +83,7 @@ def _reply_text(messages: list[ModelMessage], info: AgentInfo) -> str:
         body = "; ".join(f"{p.tool_name}: {str(p.content)[:2000]}" for p in returns)
         return f"{LABEL} {body}"
     prompt = _last_prompt(messages)
-    turns = sum(
+    turns = _compacted_turns(messages) + sum(
         1
         for m in messages
         if isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts)

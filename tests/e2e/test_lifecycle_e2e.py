@@ -312,3 +312,19 @@ def test_sessions_show_prints_times_as_the_listing_does(env: Env) -> None:
         (line,) = [line for line in shown if line.startswith(label)]
         assert re.fullmatch(rf"{label} +\d{{4}}-\d\d-\d\d \d\d:\d\d UTC", line), line
     assert f"Last active  {listed['last_active']}" in shown
+
+
+def test_the_offline_model_counts_the_turns_a_compaction_took_out_of_the_history(
+    env: Env,
+) -> None:
+    """It counted the prompts left in the request: ``turn 2`` at the seventh turn."""
+    turns = "".join(f"turn {n}\n" for n in range(1, 8))
+    result = env.run(
+        input=turns,
+        terminal=env.terminal(),
+        AGENT_ASSIST_COMPACTION_INTERVAL="2",
+        AGENT_ASSIST_COMPACTION_OVERLAP="0",
+    )
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.splitlines()[-1]
+    assert 'You said: "turn 7". (turn 7 of this conversation' in last, last
