@@ -136,7 +136,7 @@ def test_an_unknown_or_malformed_number_gets_one_line_and_changes_nothing(env: E
     result = env.run(
         "--resume", session_id, input="/checkpoint 9\n/checkpoint two\n", terminal=env.terminal()
     )
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, "piped, a command that answers error: fails the run"
     assert "error: no checkpoint 9; this session has checkpoints 1-4" in result.stderr.splitlines()
     assert (
         "error: /checkpoint takes a checkpoint number (1, 2, ...), not 'two'"
@@ -156,7 +156,7 @@ def test_a_number_of_thousands_of_digits_is_refused_and_the_chat_goes_on(env: En
     result = env.run(
         "--new", input=f"/checkpoint {huge}\nhello after\n", terminal=env.terminal(), timeout=60
     )
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, "piped, a command that answers error: fails the run"
     assert f"not '{'9' * 40}...'" in result.stderr
     assert "internal error" not in result.stderr
     assert 'You said: "hello after"' in result.stdout
