@@ -945,7 +945,7 @@ class TerminalActor(Actor[TerminalMessage]):
         if files and plan.to_write:
             # The watcher learns the content to expect first: a restore is our own write.
             restored = {p: checkpoint.files[p] for p in plan.to_write}
-            await self._watch({**(self._watched or manifest), **restored})
+            await self._watch({**(self._watched or manifest), **restored}, again=True)
             session_id = self._lc.session_id
             assert session_id is not None
             try:
@@ -1048,11 +1048,12 @@ class TerminalActor(Actor[TerminalMessage]):
             return await self._manifest(touched)
         return self._known
 
-    async def _watch(self, manifest: dict[str, str] | None = None) -> None:
-        """Have the DriftWatcher watch ``manifest`` (unless it already does)."""
+    async def _watch(self, manifest: dict[str, str] | None = None, *, again: bool = False) -> None:
+        """Have the DriftWatcher watch ``manifest`` (unless it already does; ``again``: even
+        then, as what it saw since, an outside change it told, is its baseline now)."""
         if manifest is None:
             manifest, _ = await self._manifest()
-        if manifest == self._watched:
+        if manifest == self._watched and not again:
             return
         self._watched = dict(manifest)
         await self._peers.drift.tell(

@@ -7,9 +7,12 @@ import json
 import os
 import shutil
 import signal
+import time
 from pathlib import Path
 
 from tests.e2e.harness import Env, wait_for
+
+WATCHER_LATENCY_S = 1.5
 
 SPEC = "agent_spec.md"
 
@@ -128,6 +131,40 @@ def test_restore_works_after_the_supervisor_is_killed_and_restarted(env: Env) ->
     assert env.supervisor_pid() != first
     assert "Files restored: agent_spec.md." in result.stderr
     assert (env.workspace / SPEC).read_text() == "# v1\n"
+
+
+def test_a_restore_after_an_outside_edit_was_noted_gives_no_second_notice(env: Env) -> None:
+    """The watcher's baseline was the outside edit it had told: the restore's own write
+    then read as one more change outside agent-assist."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send(f"write {SPEC}: # v1")
+    client.send("/save")
+    client.expect("saved as checkpoint 2.", stderr=True)
+    with (env.workspace / SPEC).open("a") as spec:
+        spec.write("edited outside\n")
+
+    def noticed() -> bool:  # piped, a notice comes out with the next command's answer
+        client.send("/checkpoint")
+        client.expect("(save)", stderr=True)
+        return any("changed outside" in line for line in client.drain_stderr())
+
+    wait_for(noticed, what="the outside edit's notice")
+    client.send("/checkpoint 2")
+    client.send("y")
+    client.expect("Files restored: agent_spec.md.", stderr=True)
+    # What the watcher makes of the restore's write comes within a second (DESIGN 6c):
+    # listen that long, a command at a time, before the last message.
+    until = time.monotonic() + WATCHER_LATENCY_S
+    while time.monotonic() < until:
+        client.send("/checkpoint")
+        client.expect("(restore)", stderr=True)
+    client.send("after the restore")
+    client.expect('You said: "after the restore"')
+    client.close_stdin()
+    assert client.wait() == 0
+    assert (env.workspace / SPEC).read_text() == "# v1\n"
+    notes = [line for line in client.drain_stderr() if "changed outside" in line]
+    assert notes == [f"note: {SPEC} changed outside agent-assist"], "the edit's, once"
 
 
 def test_an_unknown_or_malformed_number_gets_one_line_and_changes_nothing(env: Env) -> None:
