@@ -520,8 +520,8 @@ class Chat:
                 if retried:
                     return self._unanswered(LOST_TWICE, view)
                 retried = True
-                view.end()  # the cut text keeps its own line
-                try:
+                try:  # a Ctrl+C from here on, ending the cut view included, cancels
+                    view.end()  # the cut text keeps its own line
                     self._reattach()
                     self.conn.send(frame)
                 except ConnectionLost:

@@ -59,7 +59,8 @@ class Pty:
                 try:
                     self.seen += os.read(self.master, 65536)
                 except OSError:
-                    raise AssertionError(f"pty closed before {needle!r}") from None
+                    shown = ANSI.sub(b"", self.seen)[-600:]
+                    raise AssertionError(f"pty closed before {needle!r}: {shown!r}") from None
         self.position = found + len(needle)
 
     def expect_prompt(self) -> None:
