@@ -218,31 +218,18 @@ def _screen_width() -> int | None:
 
 def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = None) -> str:
     """The sessions as a table; the summary column fits ``width`` (default: the
-    terminal's, when stdout is one)."""
+    terminal's, when stdout is one). On a narrow terminal the table first writes its
+    times shorter (``12-02 07:42``), then leaves out the TERMINAL column, before the
+    summary shrinks below its minimum."""
     if not rows:
         return "No sessions."
-    from cli.summaries import summary_headline
-
     width = width or _screen_width()
-    header = ["SESSION", "STATE", "TERMINAL", "LAST ACTIVE", "TURNS", "SUMMARY"]
-    if every:
-        header.insert(1, "PROJECT")
-    lines = [header]
-    for row in rows:
-        headline = summary_headline(row["summary"])
-        summary = f"[{row['note']}] {headline}" if row.get("note") else headline
-        cells = [
-            row["session_id"],
-            row["state"],
-            str(row["terminal_pid"] or "-"),
-            row["last_active"],
-            str(row.get("turns", "-")),  # a supervisor older than the column sends none
-            summary,
-        ]
-        if every:
-            cells.insert(1, row["project"])
-        lines.append(cells)
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
+    for short_times, with_pid in ((False, True), (True, True), (True, False)):
+        lines = _table_lines(rows, every, short_times, with_pid)
+        fixed = sum(max(len(line[i]) for line in lines) + 2 for i in range(len(lines[0]) - 1))
+        if width is None or fixed + MIN_SUMMARY_WIDTH <= width:
+            break
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
     room = PIPED_SUMMARY_WIDTH
     if width is not None:
         room = max(width - sum(w + 2 for w in widths), MIN_SUMMARY_WIDTH)
@@ -254,6 +241,46 @@ def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = No
         + line[-1]
         for line in lines
     ).rstrip()
+
+
+def _table_lines(
+    rows: list[dict[str, Any]], every: bool, short_times: bool, with_pid: bool
+) -> list[list[str]]:
+    """The header and a line of cells per row (the summary last, not yet clipped)."""
+    from cli.summaries import summary_headline
+
+    def line(
+        session: str, project: str, state: str, pid: str, active: str, turns: str, summary: str
+    ) -> list[str]:
+        return [
+            session,
+            *([project] if every else []),
+            state,
+            *([pid] if with_pid else []),
+            active,
+            turns,
+            summary,
+        ]
+
+    active_header = "ACTIVE (UTC)" if short_times else "LAST ACTIVE"
+    lines = [line("SESSION", "PROJECT", "STATE", "TERMINAL", active_header, "TURNS", "SUMMARY")]
+    for row in rows:
+        headline = summary_headline(row["summary"])
+        active = row["last_active"]
+        if short_times:  # 2026-03-31 14:22 UTC -> 03-31 14:22
+            active = active.removesuffix(" UTC")[5:]
+        lines.append(
+            line(
+                row["session_id"],
+                row["project"],
+                row["state"],
+                str(row["terminal_pid"] or "-"),
+                active,
+                str(row.get("turns", "-")),  # a supervisor older than the column sends none
+                f"[{row['note']}] {headline}" if row.get("note") else headline,
+            )
+        )
+    return lines
 
 
 def turns_line(session: dict[str, Any]) -> str:

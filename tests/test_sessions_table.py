@@ -35,3 +35,23 @@ def test_a_row_from_a_supervisor_older_than_the_turns_column_shows_a_dash() -> N
     del old["turns"]
     _, line = render_table([old], every=False, width=120).splitlines()
     assert "UTC  -  " in line
+
+
+def test_every_project_s_table_fits_an_80_column_terminal() -> None:
+    """With the PROJECT column the fixed columns alone took 77 of 80 columns: every row
+    wrapped. Times get shorter first, then the TERMINAL column goes."""
+    rows = [row(state="idle", terminal_pid=4242), row(session_id="1a2b3c4d5e6f")]
+    table = render_table(rows, every=True, width=80).splitlines()
+    assert all(len(line) <= 80 for line in table), table
+    assert "ACTIVE (UTC)" in table[0] and "12-02 07:42" in table[1]
+    narrow = render_table(
+        [row(project="my-agent_33df9f5d")], every=True, width=80
+    ).splitlines()
+    assert all(len(line) <= 80 for line in narrow), narrow
+    assert "TERMINAL" not in narrow[0] and "STATE" in narrow[0]
+
+
+def test_a_wide_terminal_keeps_every_column_and_the_full_time() -> None:
+    header, line = render_table([row()], every=True, width=160).splitlines()
+    assert header.split()[:6] == ["SESSION", "PROJECT", "STATE", "TERMINAL", "LAST", "ACTIVE"]
+    assert "2026-12-02 07:42 UTC" in line
