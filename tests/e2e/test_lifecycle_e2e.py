@@ -265,8 +265,8 @@ def test_a_session_whose_messages_cannot_be_read_is_refused_in_one_line(env: Env
     assert "(turn 1 of this conversation" in offered.stdout
 
 
-def seven_turns_mostly_compacted(env: Env) -> None:
-    """A session of seven turns, compacted every two, saved and the supervisor stopped."""
+def seven_turns_mostly_compacted(env: Env) -> str:
+    """A piped session of seven turns, compacted every two; returns what it printed."""
     turns = "".join(f"turn {n}\n" for n in range(1, 8))
     result = env.run(
         input=turns,
@@ -275,12 +275,13 @@ def seven_turns_mostly_compacted(env: Env) -> None:
         AGENT_ASSIST_COMPACTION_OVERLAP="0",
     )
     assert result.returncode == 0, result.stderr
-    assert env.run("supervisor", "stop").returncode == 0  # every compaction written
+    return result.stdout
 
 
 def test_sessions_show_counts_the_turns_a_compaction_took_out_of_the_tail(env: Env) -> None:
     """A compacted session showed only its tail (``Messages 0``): it looked empty."""
     seven_turns_mostly_compacted(env)
+    assert env.run("supervisor", "stop").returncode == 0  # every compaction written
     (session_id,) = env.session_ids()
     shown = env.run("sessions", "show", session_id)
     (line,) = [line for line in shown.stdout.splitlines() if line.startswith("Turns")]
@@ -292,6 +293,7 @@ def test_the_sessions_listing_counts_the_turns_a_compaction_took_out_of_the_tail
 ) -> None:
     """The listing's MSGS column counted the saved tail: 0 once a session was compacted."""
     seven_turns_mostly_compacted(env)
+    assert env.run("supervisor", "stop").returncode == 0  # every compaction written
     (cold,) = env.sessions_json()  # no supervisor: the files are read
     assert cold["turns"] == 7
     table = env.run("sessions").stdout.splitlines()
@@ -318,13 +320,5 @@ def test_the_offline_model_counts_the_turns_a_compaction_took_out_of_the_history
     env: Env,
 ) -> None:
     """It counted the prompts left in the request: ``turn 2`` at the seventh turn."""
-    turns = "".join(f"turn {n}\n" for n in range(1, 8))
-    result = env.run(
-        input=turns,
-        terminal=env.terminal(),
-        AGENT_ASSIST_COMPACTION_INTERVAL="2",
-        AGENT_ASSIST_COMPACTION_OVERLAP="0",
-    )
-    assert result.returncode == 0, result.stderr
-    last = result.stdout.splitlines()[-1]
+    last = seven_turns_mostly_compacted(env).splitlines()[-1]
     assert 'You said: "turn 7". (turn 7 of this conversation' in last, last
