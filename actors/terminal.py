@@ -325,6 +325,9 @@ class TerminalActor(Actor[TerminalMessage]):
             case WatchUnavailable(reason):
                 await self._watch_unavailable(reason)
             case FilesChanged(paths):
+                # The watcher's baseline is now what it saw, no longer ``_watched``: the
+                # next ``_watch`` tells it what to expect, even an unchanged manifest.
+                self._watched = None
                 if self._lc.phase is Phase.IN_TURN:
                     self._deferred_changes.update(paths)
                 else:
@@ -945,7 +948,7 @@ class TerminalActor(Actor[TerminalMessage]):
         if files and plan.to_write:
             # The watcher learns the content to expect first: a restore is our own write.
             restored = {p: checkpoint.files[p] for p in plan.to_write}
-            await self._watch({**(self._watched or manifest), **restored}, again=True)
+            await self._watch({**(self._watched or manifest), **restored})
             session_id = self._lc.session_id
             assert session_id is not None
             try:
@@ -1048,12 +1051,11 @@ class TerminalActor(Actor[TerminalMessage]):
             return await self._manifest(touched)
         return self._known
 
-    async def _watch(self, manifest: dict[str, str] | None = None, *, again: bool = False) -> None:
-        """Have the DriftWatcher watch ``manifest`` (unless it already does; ``again``: even
-        then, as what it saw since, an outside change it told, is its baseline now)."""
+    async def _watch(self, manifest: dict[str, str] | None = None) -> None:
+        """Have the DriftWatcher watch ``manifest`` (unless it already does)."""
         if manifest is None:
             manifest, _ = await self._manifest()
-        if manifest == self._watched and not again:
+        if manifest == self._watched:
             return
         self._watched = dict(manifest)
         await self._peers.drift.tell(
