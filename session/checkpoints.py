@@ -24,6 +24,8 @@ from session.models import SessionState, Sha256Hex, UtcDatetime
 
 CHECKPOINT_FORMAT: Final = 1
 CAP_SETTING: Final = "AGENT_ASSIST_CHECKPOINT_MAX_MB"
+CAP_SETTINGS_TOLD: Final = f"{CAP_SETTING} or checkpoint_max_mb in config.toml"
+"""Where the cap comes from, as a cap message names it (the environment or the file)."""
 DEFAULT_CAP_MB: Final = 500
 FIRST_WORDS: Final = 8
 _ENTRY_RE = re.compile(r"^(\d{4,9})\.json\Z")

@@ -31,7 +31,7 @@ from session.atomic import (
     write_creating_directories,
 )
 from session.checkpoints import (
-    CAP_SETTING,
+    CAP_SETTINGS_TOLD,
     Checkpoint,
     Reason,
     entry_name,
@@ -791,7 +791,7 @@ class CheckpointStore:
                 data = read_workspace_bytes(workspace, relative, cap)
             except OverCap as exc:
                 used = self.usage(session_id) + exc.size
-                raise CheckpointCapExceeded(session_id, used, cap, CAP_SETTING) from None
+                raise CheckpointCapExceeded(session_id, used, cap, CAP_SETTINGS_TOLD) from None
             if data is None:
                 continue
             digest = hashlib.sha256(data).hexdigest()
@@ -816,7 +816,7 @@ class CheckpointStore:
         new_sizes = {**sizes, **checkpoint.sizes}
         would_use = entry_bytes + len(entry) + sum(new_sizes.values())
         if would_use > cap:
-            raise CheckpointCapExceeded(session_id, would_use, cap, CAP_SETTING)
+            raise CheckpointCapExceeded(session_id, would_use, cap, CAP_SETTINGS_TOLD)
         wrote_blob = False
         for digest, data in contents.items():
             blob = self.blob_path(digest)

@@ -47,6 +47,19 @@ def test_the_chats_checkpoint_cap_applies_to_a_running_supervisor(env: Env) -> N
     assert "saved (no checkpoint written)" in result.stdout + result.stderr
 
 
+def test_a_cap_from_config_toml_is_told_with_the_file_among_its_sources(env: Env) -> None:
+    """The cap's message names both places it can be set (it named only the environment
+    variable, though the cap came from config.toml)."""
+    env.home.mkdir(parents=True, exist_ok=True)
+    (env.home / "config.toml").write_text("checkpoint_max_mb = 0.1\n")
+    (env.workspace / "agent_spec.md").write_text("x" * 300_000)
+    result = env.run("--new", input="/save\n", terminal=env.terminal())
+    assert (
+        "over the 0.1 MB cap (AGENT_ASSIST_CHECKPOINT_MAX_MB or checkpoint_max_mb in config.toml)"
+        in result.stderr
+    )
+
+
 def test_the_chats_own_secrets_are_scrubbed_by_a_supervisor_that_lacks_them(env: Env) -> None:
     """A value in the chat's environment under a credential name is never written in
     clear, even by a supervisor started without it (found by a helper's attack: the

@@ -289,7 +289,10 @@ def test_the_size_cap_refuses_a_checkpoint_in_one_line_and_the_session_is_still_
     assert result.returncode == 0, result.stderr
     (line,) = [line for line in result.stderr.splitlines() if "cap" in line]
     assert line.startswith("error: checkpoint not written: ")
-    assert "over the 0.1 MB cap (AGENT_ASSIST_CHECKPOINT_MAX_MB)" in line
+    assert (
+        "over the 0.1 MB cap (AGENT_ASSIST_CHECKPOINT_MAX_MB or checkpoint_max_mb in config.toml)"
+        in line
+    )
     assert "saved (no checkpoint written)." in result.stderr
     (session_id,) = env.session_ids()
     assert entries(env, session_id) == []
