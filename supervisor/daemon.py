@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.abc import SocketListener, TaskGroup
+from anyio.abc import TaskGroup
 
 from actors.base import ActorRef, run_supervised
 from actors.messages import StorageMessage
@@ -32,9 +32,10 @@ from actors.storage import StorageActor, StorageMemory
 from session.paths import state_root
 from session.redaction import secrets_from_environment
 from session.settings import load_settings
-from supervisor.accept import MAX_CONNECTIONS, accept_forever, connection_cap
+from supervisor.accept import MAX_CONNECTIONS, connection_cap
 from supervisor.front import FrontDoor
 from supervisor.heir import forget_heir_pid, heir_enabled, spawn_heir, stop_heir
+from supervisor.listening import keep_lock, serve_socket
 from supervisor.runtime import (
     RuntimePaths,
     ensure_private_runtime_dir,
@@ -125,7 +126,7 @@ def configure_logging(log_path: Path, max_bytes: int = LOG_BYTES) -> None:
     root.setLevel(logging.INFO)
 
 
-def _take_lock(paths: RuntimePaths) -> int:
+def take_lock(paths: RuntimePaths) -> int:
     """Hold ``supervisor.lock``. An offline ``sessions rm``/``prune`` holds it for a few
     milliseconds, so a held lock is tried again briefly before it means another supervisor."""
     fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -139,31 +140,6 @@ def _take_lock(paths: RuntimePaths) -> int:
                 os.close(fd)
                 raise AlreadyRunning("a supervisor is already running") from None
             time.sleep(0.02)
-
-
-def listening_socket(path: Path, backlog: int = 4096) -> socket.socket:
-    """A socket already listening when it appears at ``path``.
-
-    It is bound and put to listen under a temporary name, then renamed into
-    place: a client that sees the file can always connect (binding at the
-    final name would leave it refusing connections until ``listen``).
-    """
-    temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    with contextlib.suppress(FileNotFoundError):
-        temporary.unlink()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.bind(str(temporary))
-        os.chmod(temporary, 0o600)
-        sock.listen(backlog)
-        os.replace(temporary, path)
-    except BaseException:
-        sock.close()
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        raise
-    sock.setblocking(False)
-    return sock
 
 
 def _supervisor_answers(paths: RuntimePaths) -> bool:
@@ -180,7 +156,7 @@ def run_supervisor(paths: RuntimePaths | None = None) -> None:
     """Run in the foreground until stopped. Raises AlreadyRunning or RuntimeDirError."""
     paths = paths or runtime_paths()
     ensure_private_runtime_dir(paths.directory)
-    supervise(paths, _take_lock(paths))
+    supervise(paths, take_lock(paths))
 
 
 def loop_options() -> dict[str, Any]:
@@ -208,7 +184,7 @@ def supervise(paths: RuntimePaths, lock_fd: int) -> None:
         # one about once per hundred turns.
         gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
         gc.enable()  # the quick entry (cli/entry.py) imports with it paused
-        anyio.run(serve, paths, root, backend_options=loop_options())
+        anyio.run(serve, paths, root, lock_fd, backend_options=loop_options())
         log.info("supervisor %d stopped", os.getpid())
     finally:
         with contextlib.suppress(OSError):
@@ -274,22 +250,26 @@ async def start_model_stack(
     log.info("model stack loaded")
     if running.with_heir and running.heir is None:
         with anyio.CancelScope(shield=True):  # a stop meanwhile must find it to kill it
-            heir = running.heir = await anyio.to_thread.run_sync(spawn_heir, paths)
+            try:
+                heir = running.heir = await anyio.to_thread.run_sync(spawn_heir, paths)
+            except OSError as exc:  # the runtime directory removed meanwhile, say
+                log.warning("no heir started (%s); a new supervisor would start instead", exc)
+                return
         log.info("heir %d started: it loads the model stack, then waits to take over", heir.pid)
 
 
-async def serve(paths: RuntimePaths, root: Path) -> None:
+async def serve(paths: RuntimePaths, root: Path, lock_fd: int) -> None:
     """Listen at once (the front door answers attaches), load the model stack meanwhile."""
     running = _Running()
     running.with_heir = heir_enabled(os.environ)
     try:
-        await _serve(paths, root, running)
+        await _serve(paths, root, lock_fd, running)
     finally:
         if running.heir is not None:  # a stop on purpose: nothing is to take over
             stop_heir(paths, running.heir)
 
 
-async def _serve(paths: RuntimePaths, root: Path, running: _Running) -> None:
+async def _serve(paths: RuntimePaths, root: Path, lock_fd: int, running: _Running) -> None:
     shutdown = anyio.Event()
     memory = StorageMemory()  # claims and /reset tombstones outlive the actor's restarts
     secrets = secrets_from_environment()
@@ -303,17 +283,15 @@ async def _serve(paths: RuntimePaths, root: Path, running: _Running) -> None:
         )
         front = FrontDoor(root, paths.socket, storage, shutdown)
         async with anyio.create_task_group() as terminals:
-            listener = await SocketListener.from_socket(
-                await anyio.to_thread.run_sync(listening_socket, paths.socket)
-            )
-            log.info("listening on %s", paths.socket)
-            forget_heir_pid(paths, os.getpid())  # if this supervisor was an heir, it took over
             async with anyio.create_task_group() as connections:
-                connections.start_soon(_watch_signals, shutdown)
                 cap = connection_cap(
                     int(_number_from_env("AGENT_ASSIST_MAX_CONNECTIONS", MAX_CONNECTIONS))
                 )
-                connections.start_soon(accept_forever, listener, front.handle, connections, cap)
+                await connections.start(serve_socket, paths, front.handle, connections, cap)
+                log.info("listening on %s", paths.socket)
+                forget_heir_pid(paths, os.getpid())  # if this supervisor was an heir, it took over
+                connections.start_soon(_watch_signals, shutdown)
+                connections.start_soon(keep_lock, paths, lock_fd, shutdown)
                 connections.start_soon(
                     start_model_stack,
                     paths,
@@ -333,6 +311,5 @@ async def _serve(paths: RuntimePaths, root: Path, running: _Running) -> None:
                     with anyio.move_on_after(5):
                         await running.server.wait_closed()
                 connections.cancel_scope.cancel()
-            await listener.aclose()
             terminals.cancel_scope.cancel()
         workers.cancel_scope.cancel()

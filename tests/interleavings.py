@@ -622,9 +622,10 @@ async def run_seed(seed: int, base: Path, root: Path) -> SeedRun:
     problems = Problems()
     errors = _Errors()
     logging.getLogger().addHandler(errors)
+    lock_fd = await anyio.to_thread.run_sync(daemon.take_lock, paths)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(daemon.serve, paths, root)
+            tg.start_soon(daemon.serve, paths, root, lock_fd)
             await wait_for_socket(paths.socket)
             async with anyio.create_task_group() as terminals:
                 for index in range(clients):
@@ -635,6 +636,7 @@ async def run_seed(seed: int, base: Path, root: Path) -> SeedRun:
                 problems.claims_left.append(f"{left} live claim(s) after every client left")
             await control(paths.socket, {"type": "stop"})
     finally:
+        os.close(lock_fd)
         logging.getLogger().removeHandler(errors)
     problems.crashes += errors.records
     problems.hung += shared.hung

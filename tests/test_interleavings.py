@@ -3,6 +3,7 @@ checker's own failures, and the defects the interleavings found."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -262,9 +263,10 @@ async def test_a_terminal_gone_before_its_welcome_is_not_an_internal_error(
     (tmp_path / "run").mkdir(mode=0o700)
     paths = RuntimePaths(tmp_path / "run")
     errors = _Errors()
-    with supervisor_environment(tmp_path / "home"):
+    lock_fd = await anyio.to_thread.run_sync(daemon.take_lock, paths)
+    with supervisor_environment(tmp_path / "home"), contextlib.closing(os.fdopen(lock_fd)):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(daemon.serve, paths, tmp_path / "home")
+            tg.start_soon(daemon.serve, paths, tmp_path / "home", lock_fd)
             await wait_for_socket(paths.socket)
             with anyio.fail_after(20):
                 while not await model_loaded(paths.socket):  # noqa: ASYNC110 (polls a status)

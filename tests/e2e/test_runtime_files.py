@@ -1,0 +1,85 @@
+"""A running supervisor keeps its place in the runtime directory: a socket, lock or pid
+file removed by a temp-dir cleaner or by hand is put back, and never two supervisors."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+
+from tests.e2e.harness import Env, running, wait_for
+
+
+def status(env: Env) -> dict[str, object]:
+    result = env.run("supervisor", "status", "--json")
+    return dict(json.loads(result.stdout))
+
+
+def test_a_removed_socket_is_made_again_and_the_next_chat_reaches_the_same_supervisor(
+    env: Env,
+) -> None:
+    """Before, the supervisor ran on unreachable, and every chat waited 20 s for a start
+    its lock refused, then failed."""
+    assert env.run("supervisor", "start").returncode == 0
+    pid = env.supervisor_pid()
+    (env.runtime / "supervisor.sock").unlink()
+    wait_for(lambda: (env.runtime / "supervisor.sock").exists(), what="the socket made again")
+    result = env.run("--new", input="hello\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert status(env)["pid"] == pid
+    log = (env.runtime / "supervisor.log").read_text()
+    assert "was removed or replaced; listening again" in log
+
+
+def test_a_removed_runtime_directory_is_made_again_with_its_lock_and_pid_file(
+    env: Env,
+) -> None:
+    assert env.run("supervisor", "start").returncode == 0
+    pid = env.supervisor_pid()
+    assert pid is not None
+    shutil.rmtree(env.runtime)
+    wait_for(
+        lambda: (env.runtime / "supervisor.sock").exists()
+        and (env.runtime / "supervisor.pid").exists(),
+        what="the socket and pid file made again",
+    )
+    assert (env.runtime / "supervisor.pid").read_text().strip() == str(pid)
+    assert oct(env.runtime.stat().st_mode & 0o777) == "0o700"
+    lock = os.open(env.runtime / "supervisor.lock", os.O_RDWR)
+    try:  # held again: a second supervisor cannot take it
+        wait_for(lambda: _held(lock), what="the lock taken again")
+    finally:
+        os.close(lock)
+    result = env.run("--new", input="hello\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert status(env)["pid"] == pid
+    log = (env.runtime / "supervisor.log").read_text()  # written at its path again
+    assert "supervisor.lock was removed or replaced; took it again" in log
+
+
+def test_a_supervisor_whose_lock_another_took_stops_and_the_other_serves(env: Env) -> None:
+    assert env.run("supervisor", "start").returncode == 0
+    first = env.supervisor_pid()
+    assert first is not None
+    (env.runtime / "supervisor.lock").unlink()
+    (env.runtime / "supervisor.sock").unlink()
+    # What a second supervisor does at start, before the first looks again.
+    lock = os.open(env.runtime / "supervisor.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        wait_for(lambda: not running(first), what="the first supervisor stopping")
+    finally:
+        os.close(lock)
+    assert "another supervisor holds" in (env.runtime / "supervisor.log").read_text()
+    result = env.run("--new", input="hello\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+
+
+def _held(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return False
