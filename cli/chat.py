@@ -410,7 +410,8 @@ class Chat:
         if self.input_tokens:
             parts.append(f"{self.input_tokens:,} tokens in context")
         if self.changed_outside:
-            parts.append(f"{len(self.changed_outside)} file(s) changed outside")
+            count = len(self.changed_outside)
+            parts.append(f"{count} file{'' if count == 1 else 's'} changed outside")
         return " " + " · ".join(parts) + "  (/help)"
 
     def run(self) -> int:

@@ -277,7 +277,9 @@ def sessions_prune(
     for warning in data["warnings"]:
         click.echo(warning, err=True)
     verb = "Would remove" if dry_run else "Removed"
-    click.echo(f"{verb} {len(data['pruned'])} orphaned session(s) idle for over {days:g} days.")
+    count = len(data["pruned"])
+    sessions = f"{count} orphaned session{'' if count == 1 else 's'}"
+    click.echo(f"{verb} {sessions} idle for over {days:g} days.")
     for row in data["pruned"]:
         click.echo(f"  {row['session_id']}  {row['project']}  {row['last_active']}")
 
@@ -350,10 +352,9 @@ def supervisor_status(as_json: bool) -> None:
     if as_json:
         click.echo(sessions_ops.dumps(info))
     elif info["running"]:
-        click.echo(
-            f"running (pid {info['pid']}, {info['terminals']} terminal(s) attached, "
-            f"socket {info['socket']})"
-        )
+        count = info["terminals"]
+        terminals = f"{count} terminal{'' if count == 1 else 's'}"
+        click.echo(f"running (pid {info['pid']}, {terminals} attached, socket {info['socket']})")
     else:
         click.echo(f"not running (socket {info['socket']})")
     sys.exit(0 if info["running"] else NOT_RUNNING)

@@ -104,6 +104,21 @@ def test_the_toolbar_shows_session_model_and_tokens(env: Env, screens: list[Scre
     screen.expect(" tokens in context")
 
 
+def test_the_toolbar_counts_files_changed_outside_in_words(
+    env: Env, screens: list[Screen]
+) -> None:
+    """"1 file changed outside", not "1 file(s) changed outside"."""
+    screen = Screen(env, env.terminal(), "--new", cpr=True)
+    screens.append(screen)
+    screen.expect("New session ")
+    screen.type("write agent_spec.md: # Spec\r")
+    screen.expect("wrote agent_spec.md")
+    screen.expect_prompt()
+    (env.workspace / "agent_spec.md").write_text("# Edited elsewhere\n")
+    screen.expect("note: agent_spec.md changed outside agent-assist")
+    screen.expect(" · 1 file changed outside  (/help)")
+
+
 def test_slash_commands_complete_with_what_they_do(env: Env, screens: list[Screen]) -> None:
     screen = started(screens, env, "--new")
     screen.type("/mo")
