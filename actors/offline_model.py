@@ -33,7 +33,7 @@ _READ_RE = re.compile(r"^read\s+(\S+)\s*\Z")
 _LIST_RE = re.compile(r"^list(?:\s+(\S+))?\s*\Z")
 EMPTY_WRITE_HINT = (
     "Nothing to write to {}: put the text after the colon, or on the following lines "
-    "(Alt+Enter or Esc Enter starts a new line). The file was not changed."
+    "(at a terminal prompt, Alt+Enter or Esc Enter starts a new line). The file was not changed."
 )
 _DECIDE_RE = re.compile(r"^decide(?::\s*|\s+)(.+)\Z", re.DOTALL)  # "decide: X" too
 _PHASE_RE = re.compile(r"^phase\s+(design|code|deploy)\s*\Z")
