@@ -622,8 +622,7 @@ class Chat:
             try:
                 frame = self.conn.receive()
             except ConnectionLost:
-                self._reattach()
-                self.console.warn(f"error: /{name} was interrupted; please run it again")
+                self._command_interrupted(name)
                 return True
             if frame["type"] == "error" and frame.get("code") in REFUSED_FRAME_CODES:
                 self._hung_up = frame["code"] != ErrorCode.INVALID_REQUEST
@@ -635,15 +634,30 @@ class Chat:
                 return True
             if frame["type"] == "confirm":
                 self.console.say(frame["question"])
+                reply = {"type": "confirm_reply", "id": frame["id"], "answer": False}
                 try:
-                    answer = self._answer(frame["question"], default=False, suggestion=None) is True
+                    answer = self._answer(frame["question"], default=False, suggestion=None)
+                    reply["answer"] = answer is True
                 except Cancelled:
-                    cancel = {"type": "confirm_reply", "id": frame["id"], "answer": False}
-                    self.conn.send({**cancel, "cancel": True})
-                    continue
-                self.conn.send({"type": "confirm_reply", "id": frame["id"], "answer": answer})
+                    reply["cancel"] = True
+                try:
+                    self.conn.send(reply)
+                except ConnectionLost:  # the supervisor went while the question waited
+                    self._command_interrupted(name)
+                    return True
             else:
                 self._other(frame)
+
+    def _command_interrupted(self, name: str) -> None:
+        """The supervisor went during ``/name``: a stop ends the chat (its ``closed`` frame
+        may still wait to be read); after a crash, re-attach and say the command did not
+        finish."""
+        with contextlib.suppress(ConnectionLost):
+            while self.conn.readable():
+                self._other(self.conn.receive())
+        self._reattach()
+        self.console.warn(f"error: /{name} was interrupted; please run it again")
+        self.a_turn_failed = True
 
     def _command_result(self, name: str, frame: Frame) -> None:
         """Show a command's result and keep the toolbar true to the session it leaves."""

@@ -152,6 +152,42 @@ def test_kill_9_of_the_supervisor_then_the_next_turn_works(env: Env) -> None:
     assert client.wait() == 0
 
 
+def test_a_crash_while_a_question_waits_leaves_the_command_undone_and_the_chat_going(
+    env: Env,
+) -> None:
+    """Before, the answer's send failed and the chat ended: 'lost the supervisor: [Errno
+    32] Broken pipe', exit 1."""
+    (env.workspace / "agent_spec.md").write_text("# Spec\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("before the crash")
+    client.expect("before the crash")
+    client.send("/reset")
+    client.expect("Also delete agent_spec.md? [y/N]", stderr=True)
+    env.kill_supervisor_and_heir()
+    client.send("n")
+    client.expect("error: /reset was interrupted; please run it again", stderr=True)
+    client.send("after the crash")
+    assert "(turn 2 of this conversation" in client.expect("after the crash")
+    client.close_stdin()
+    assert client.wait() == 1  # piped, a command that did not run fails the run
+    assert (env.workspace / "agent_spec.md").exists()
+    assert not any("Broken pipe" in line for line in client.drain_stderr())
+
+
+def test_a_stop_while_a_question_waits_ends_the_chat_as_a_stop_does(env: Env) -> None:
+    (env.workspace / "agent_spec.md").write_text("# Spec\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("before the stop")
+    client.expect("before the stop")
+    client.send("/reset")
+    client.expect("Also delete agent_spec.md? [y/N]", stderr=True)
+    assert env.run("supervisor", "stop").returncode == 0
+    client.send("n")
+    client.expect("the supervisor was stopped; session ", stderr=True)
+    assert client.wait() == 1  # piped: the stop cut the run short of its input's end
+    assert not any("lost the supervisor" in line for line in client.drain_stderr())
+
+
 def test_ten_clients_starting_at_once_make_one_supervisor(env: Env) -> None:
     clients = [env.spawn(terminal=env.terminal()) for _ in range(10)]
     for n, client in enumerate(clients):
