@@ -233,6 +233,7 @@ class Chat:
                 model=self._model,
                 settings=self.options.settings,
                 secrets=secrets_from_environment(),
+                state_root=resolved_state_root(),
             )
         )
         if tell_warnings:
@@ -732,6 +733,13 @@ def offer_text(offer: Frame, others: list[Frame]) -> str:
             lines.append(f"    {number}) {other['last_active']}  {clip(about, 60)}")
     lines.append("Resume previous session? [Y/n]")
     return "\n".join(lines)
+
+
+def resolved_state_root() -> Path:
+    """Where this client keeps sessions, as the supervisor compares it (``hello``)."""
+    from session.paths import state_root
+
+    return state_root().resolve()
 
 
 def history_file(workspace: Path) -> Path:

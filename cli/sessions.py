@@ -54,6 +54,8 @@ def _ask_supervisor(
     For a read (``reading``), a runtime directory that cannot be used (not a
     directory, unreachable) counts as no supervisor: listing works without one.
     """
+    from session.paths import state_root
+
     try:
         conn = try_connect(paths)
     except OSError:
@@ -63,7 +65,7 @@ def _ask_supervisor(
     if conn is None:
         return None
     with conn:
-        conn.request(hello("control"))
+        conn.request(hello("control", state_root=state_root().resolve()))
         data: dict[str, Any] = conn.request(frame)["data"]
     return data
 

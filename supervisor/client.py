@@ -133,6 +133,7 @@ def hello(
     model: str | None = None,
     settings: dict[str, object] | None = None,
     secrets: tuple[str, ...] = (),
+    state_root: Path | None = None,
 ) -> Frame:
     frame: Frame = {
         "type": "hello",
@@ -145,6 +146,8 @@ def hello(
     }
     if settings is not None:
         frame["settings"] = settings
+    if state_root is not None:
+        frame["state_root"] = str(state_root)
     sendable = sendable_secrets(secrets)
     if sendable:
         frame["secrets"] = sendable

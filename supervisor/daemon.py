@@ -78,7 +78,7 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
     from session.lifecycle import PersistPolicy
     from supervisor.server import HELLO_TIMEOUT_S, Settings
 
-    root = state_root()
+    root = state_root().resolve()
     configured = load_settings(root, os.environ)
     compaction = EventsCompactionConfig(
         compaction_interval=configured.compaction_interval,
@@ -176,7 +176,7 @@ def supervise(paths: RuntimePaths, lock_fd: int) -> None:
         configure_logging(paths.log)
         raise_descriptor_limit()
         write_pid_file(paths.pid_file)
-        root = state_root()
+        root = state_root().resolve()
         load_settings(root, os.environ)  # a bad setting stops the start here, in one line
         log.info("supervisor %d starting (state root %s)", os.getpid(), root)
         # A turn's objects die by reference counting; at the default threshold (700) the

@@ -152,7 +152,7 @@ class FrontDoor:
     async def _handle(self, stream: SocketStream) -> bool:
         """Serve a connection until it can be handed over; True once handed over."""
         reader = BufferedByteReceiveStream(stream)
-        hello = await read_hello(stream, reader, HELLO_TIMEOUT_S)
+        hello = await read_hello(stream, reader, HELLO_TIMEOUT_S, self._root)
         if hello.role == "control":
             await send(stream, p.Welcome(supervisor_pid=os.getpid()))
             await self._control(reader, stream)

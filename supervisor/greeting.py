@@ -9,6 +9,7 @@ import contextlib
 import logging
 import os
 import socket
+from pathlib import Path
 from typing import NoReturn
 
 import anyio
@@ -87,9 +88,10 @@ async def read_frame(reader: BufferedByteReceiveStream, stream: SocketStream) ->
 
 
 async def read_hello(
-    stream: SocketStream, reader: BufferedByteReceiveStream, timeout_s: float
+    stream: SocketStream, reader: BufferedByteReceiveStream, timeout_s: float, root: Path
 ) -> p.Hello:
-    """The connection's hello, from this user, in this protocol, within ``timeout_s``;
+    """The connection's hello, from this user, in this protocol, within ``timeout_s``, from
+    a client that keeps its sessions where this supervisor does (``root``, resolved);
     anything else is refused (Hangup)."""
     peer_pid, peer_uid, _ = peer_credentials(raw_socket(stream))
     if peer_uid != os.getuid():
@@ -112,5 +114,13 @@ async def read_hello(
             ErrorCode.PROTOCOL_VERSION,
             f"protocol {hello.protocol} is not supported "
             f"(this supervisor speaks {PROTOCOL_VERSION})",
+        )
+    if hello.state_root is not None and hello.state_root != str(root):
+        await refuse(
+            stream,
+            ErrorCode.OTHER_STATE_ROOT,
+            f"the running supervisor keeps sessions in {root}, not in {hello.state_root} "
+            "(AGENT_ASSIST_HOME): stop it first (agent-assist supervisor stop), or give "
+            "this one its own AGENT_ASSIST_RUNTIME_DIR",
         )
     return hello

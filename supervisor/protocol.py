@@ -52,6 +52,9 @@ class Hello(_Frame):
     terminal_pid: int | None = Field(default=None, gt=0, le=2**31 - 1)
     workspace: str | None = Field(default=None, max_length=4096)
     model: str | None = Field(default=None, max_length=256)
+    state_root: str | None = Field(default=None, max_length=4096)
+    """Where the client keeps sessions (``AGENT_ASSIST_HOME`` resolved): a supervisor that
+    keeps them elsewhere refuses it, rather than write where the client does not look."""
     settings: ChatSettings | None = None
     """A terminal's own settings; without them, the supervisor's."""
     secrets: list[

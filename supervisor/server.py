@@ -267,7 +267,9 @@ class Server:
 
     async def _handle(self, stream: SocketStream) -> None:
         reader = BufferedByteReceiveStream(stream)
-        hello = await read_hello(stream, reader, self._settings.hello_timeout_s)
+        hello = await read_hello(
+            stream, reader, self._settings.hello_timeout_s, self._settings.root
+        )
         if hello.role == "control":
             await send(stream, p.Welcome(supervisor_pid=os.getpid()))
             await self._control(reader, stream)

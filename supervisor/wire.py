@@ -48,6 +48,7 @@ class ErrorCode:
     BUSY = "busy"
     INTERNAL = "internal"
     ANSWER_TOO_LARGE = "answer_too_large"
+    OTHER_STATE_ROOT = "other_state_root"
 
 
 class FrameError(Exception):

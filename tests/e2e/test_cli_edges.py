@@ -237,3 +237,32 @@ def test_supervisor_status_counts_attached_terminals_in_words(env: Env) -> None:
     result = env.run("supervisor", "status")
     assert result.returncode == 0
     assert f"running (pid {env.supervisor_pid()}, 0 terminals attached, socket " in result.stdout
+
+
+def test_a_chat_with_another_home_is_refused_by_a_supervisor_that_keeps_sessions_elsewhere(
+    env: Env,
+) -> None:
+    """Before, the chat's session went to the supervisor's home, silently, and a listing
+    with the chat's home showed the supervisor's sessions."""
+    assert env.run("supervisor", "start").returncode == 0
+    other = env.home.parent / "other-home"
+    chat = env.run("--new", input="hello\n", terminal=env.terminal(), AGENT_ASSIST_HOME=str(other))
+    listing = env.run("sessions", AGENT_ASSIST_HOME=str(other))
+    for result in (chat, listing):
+        assert result.returncode == 1
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(
+            f"error: the running supervisor keeps sessions in {env.home.resolve()}, "
+            f"not in {other.resolve()} (AGENT_ASSIST_HOME)"
+        ), line
+    assert env.session_ids() == []
+    assert not (other / "projects").exists()
+
+
+def test_a_relative_home_is_the_same_home_from_the_directory_it_names(env: Env) -> None:
+    env.home.mkdir(parents=True, exist_ok=True)
+    relative = {"AGENT_ASSIST_HOME": os.path.relpath(env.home, env.workspace)}
+    assert env.run("supervisor", "start", **relative).returncode == 0
+    chat = env.run("--new", input="hello\n", terminal=env.terminal(), **relative)
+    assert chat.returncode == 0, chat.stderr
+    assert len(env.session_ids()) == 1
