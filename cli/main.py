@@ -160,14 +160,53 @@ def main(
     exits, Ctrl+C and crashes. Without a command it starts a chat (same as `chat`)."""
     if ctx.invoked_subcommand is None:
         _chat(workspace, model, new, resume_id, yes)
+        return
+    given = _given(ctx, CHAT_PARAMS)
+    applies: tuple[str, ...] = ()
+    if ctx.invoked_subcommand == "chat":
+        applies = CHAT_PARAMS
+    elif ctx.invoked_subcommand == "sessions":
+        applies = ("workspace",)
+    for name in given:
+        if name not in applies:
+            option = "--resume" if name == "resume_id" else f"--{name}"
+            raise click.UsageError(
+                f"{option} does not apply to `{ctx.invoked_subcommand}`"
+                + (f"; put it after `{ctx.invoked_subcommand}`" if name == "workspace" else "")
+            )
+    ctx.obj = {name: ctx.params[name] for name in given}
+
+
+CHAT_PARAMS = ("workspace", "model", "new", "resume_id", "yes")
+
+
+def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
+    """The options of ``names`` given on the command line (not left at their default)."""
+    return [
+        name
+        for name in names
+        if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+    ]
 
 
 @main.command()
 @chat_options
+@click.pass_context
 @one_line_errors
-def chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, yes: bool) -> None:
+def chat(
+    ctx: click.Context,
+    workspace: Path,
+    model: str | None,
+    new: bool,
+    resume_id: str | None,
+    yes: bool,
+) -> None:
     """Attach to the supervisor (starting it if needed), offer resumption, converse."""
-    _chat(workspace, model, new, resume_id, yes)
+    before = dict(ctx.obj or {})  # given before `chat`: `agent-assist -w DIR chat --new`
+    for name in _given(ctx, CHAT_PARAMS):
+        before.pop(name, None)  # given after `chat` too: that one counts
+    values = {**ctx.params, **before}
+    _chat(values["workspace"], values["model"], values["new"], values["resume_id"], values["yes"])
 
 
 # -- sessions -------------------------------------------------------------------
@@ -181,6 +220,8 @@ def chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, y
 @one_line_errors
 def sessions(ctx: click.Context, workspace: Path, every: bool, as_json: bool) -> None:
     """List sessions: live (attached now), idle (its terminal still runs), orphaned."""
+    if not _given(ctx, ("workspace",)) and ctx.obj:  # `agent-assist -w DIR sessions`
+        workspace = ctx.obj.get("workspace", workspace)
     if ctx.invoked_subcommand is not None:
         ctx.obj = workspace
         return

@@ -221,9 +221,7 @@ def test_an_over_long_model_string_is_refused_at_start(env: Env) -> None:
         (["sessions", "show"], "error: Missing argument 'SESSION_ID' (see 'agent-assist sessions"),
     ],
 )
-def test_a_usage_error_is_one_line_and_exit_status_2(
-    env: Env, args: list[str], says: str
-) -> None:
+def test_a_usage_error_is_one_line_and_exit_status_2(env: Env, args: list[str], says: str) -> None:
     """DESIGN 5a: one line on stderr; it was click's usage block of four."""
     result = env.run(*args)
     assert result.returncode == 2
@@ -261,8 +259,47 @@ def test_a_chat_with_another_home_is_refused_by_a_supervisor_that_keeps_sessions
 
 def test_a_relative_home_is_the_same_home_from_the_directory_it_names(env: Env) -> None:
     env.home.mkdir(parents=True, exist_ok=True)
-    relative = {"AGENT_ASSIST_HOME": os.path.relpath(env.home, env.workspace)}
-    assert env.run("supervisor", "start", **relative).returncode == 0
-    chat = env.run("--new", input="hello\n", terminal=env.terminal(), **relative)
+    relative = os.path.relpath(env.home, env.workspace)
+    assert env.run("supervisor", "start", AGENT_ASSIST_HOME=relative).returncode == 0
+    chat = env.run("--new", input="hello\n", terminal=env.terminal(), AGENT_ASSIST_HOME=relative)
     assert chat.returncode == 0, chat.stderr
     assert len(env.session_ids()) == 1
+
+
+def test_options_before_chat_apply_to_the_chat(env: Env) -> None:
+    """`agent-assist -w DIR chat --new` chatted in the current directory (the group's
+    options were dropped when a command followed)."""
+    other = env.workspace.parent / "other-ws"
+    other.mkdir()
+    result = env.run("-w", str(other), "--new", "chat", input="hello\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    (row,) = env.sessions_json("--all")
+    assert row["project"].startswith("other-ws_")
+
+
+def test_a_bad_model_before_chat_is_refused_as_after_it(env: Env) -> None:
+    result = env.run("-m", "nosuch:zzz", "chat", "--new", input="/model\n")
+    assert result.returncode == 1
+    assert "nosuch" in result.stderr
+
+
+def test_workspace_before_sessions_lists_that_workspace(env: Env) -> None:
+    other = env.workspace.parent / "other-ws"
+    other.mkdir()
+    assert env.run("--new", "-w", str(other), input="hello\n").returncode == 0
+    (session_id,) = env.session_ids() or [row["session_id"] for row in env.sessions_json("--all")]
+    listing = env.run("-w", str(other), "sessions", "--json")
+    assert [row["session_id"] for row in json.loads(listing.stdout)] == [session_id]
+    shown = env.run("-w", str(other), "sessions", "show", session_id)
+    assert shown.returncode == 0, shown.stderr
+
+
+def test_a_chat_option_before_another_command_is_a_usage_error(env: Env) -> None:
+    for args in (
+        ("--new", "sessions"),
+        ("-m", "offline", "supervisor", "status"),
+        ("-w", ".", "config", "show"),
+    ):
+        result = env.run(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "does not apply to `" in result.stderr
