@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
+from cli.printable import printable
+
 SLASH_COMMANDS = {
     "/save": "save the session now",
     "/reset": "forget this session and start a new one",
@@ -75,11 +77,13 @@ class PlainReply:
     def __init__(self, out: TextIO, side: TextIO) -> None:
         self._out = out
         self._side = side
+        self._terminal = out.isatty()
+        """Only a terminal is kept from control sequences: a file gets the reply as sent."""
         self._wrote = False
         self._at_line_start = True
 
     def write(self, text: str) -> None:
-        self._out.write(text)
+        self._out.write(printable(text) if self._terminal else text)
         self._out.flush()
         self._wrote = True
         self._at_line_start = text.endswith("\n")
@@ -88,7 +92,7 @@ class PlainReply:
         if not self._at_line_start and self._side is self._out:
             self._out.write("\n")
             self._at_line_start = True
-        self._side.write(f"  {line}\n")
+        self._side.write(f"  {printable(line)}\n")
         self._side.flush()
 
     def end(self) -> None:
@@ -260,11 +264,11 @@ class Console:
 
     def say(self, text: str) -> None:
         """A line for the user that is not a reply (questions, command results)."""
-        print(text, file=self.info_stream, flush=True)
+        print(printable(text), file=self.info_stream, flush=True)
 
     def warn(self, text: str) -> None:
         """A diagnostic line on stderr."""
-        print(text, file=sys.stderr, flush=True)
+        print(printable(text), file=sys.stderr, flush=True)
 
     @contextlib.contextmanager
     def keys_unechoed(self) -> Iterator[None]:

@@ -15,6 +15,8 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
+from cli.printable import printable
+
 REFRESH_PER_SECOND = 12
 CODE_THEME = "monokai"
 
@@ -55,7 +57,7 @@ class RichReply:
             self._live.console.print(self._markdown(text.rstrip("\n")))
 
     def write(self, text: str) -> None:
-        self._pending += text
+        self._pending += printable(text)
         cut = stable_prefix(self._pending)
         if cut:
             self._commit(self._pending[:cut])
@@ -65,7 +67,7 @@ class RichReply:
     def tool(self, line: str) -> None:
         self._commit(self._pending)
         self._pending = ""
-        self._live.console.print(Text(f"  {line}", style="dim"))
+        self._live.console.print(Text(f"  {printable(line)}", style="dim"))
         self._live.update(self._spinner)
 
     def end(self) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cli.printable import printable
 from session.compacted import compacted_turns, session_turns
 from supervisor.client import hello, try_connect
 from supervisor.runtime import RuntimeDirError, RuntimePaths, ensure_private_runtime_dir
@@ -282,7 +283,7 @@ def _table_lines(
                 f"[{row['note']}] {headline}" if row.get("note") else headline,
             )
         )
-    return lines
+    return [[printable(cell) for cell in cells] for cells in lines]
 
 
 def turns_line(session: dict[str, Any]) -> str:
@@ -330,7 +331,7 @@ def render_show(data: dict[str, Any]) -> str:
     if data.get("checkpoints") and session["checkpoint_count"]:
         lines += ["", "Checkpoints (agent-assist --resume ID, then /checkpoint N):"]
         lines += data["checkpoints"]
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def dumps(value: Any) -> str:

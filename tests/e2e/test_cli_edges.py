@@ -303,3 +303,20 @@ def test_a_chat_option_before_another_command_is_a_usage_error(env: Env) -> None
         result = env.run(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert "does not apply to `" in result.stderr
+
+
+def test_escape_sequences_in_a_session_never_reach_the_listing_or_the_resume_offer(
+    env: Env,
+) -> None:
+    """A summary that set the terminal's title (OSC) or colours when listed."""
+    message = "\x1b[31mRED\x1b[0m \x1b]0;pwned\x07 title"
+    terminal = env.terminal()
+    assert env.run("--new", input=message + "\n", terminal=terminal).returncode == 0
+    (session_id,) = env.session_ids()
+    table = env.run("sessions")
+    shown = env.run("sessions", "show", session_id)
+    offer = env.run(input="n\n", terminal=terminal)  # the same tab: offered its session
+    assert "RED title" in table.stdout
+    assert "Previous session found" in offer.stdout + offer.stderr
+    for output in (table.stdout, shown.stdout, offer.stdout + offer.stderr):
+        assert "\x1b" not in output and "\x07" not in output

@@ -1,0 +1,28 @@
+"""What a terminal is shown of session and model text: no control sequences."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli.printable import printable
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("\x1b[31mRED\x1b[0m plain", "RED plain"),
+        ("\x1b]0;pwned\x07 title", " title"),
+        ("\x1b]52;c;aGVsbG8=\x1b\\ clipboard", " clipboard"),
+        ("\x1bP1$r\x1b\\dcs", "dcs"),
+        ("cursor\x1b[2J\x1b[Hhome", "cursorhome"),
+        ("over\rwrite", "overwrite"),
+        ("bell\x07 back\x08space", "bell backspace"),
+        ("c1 \x9b31m csi", "c1 31m csi"),
+        ("an OSC never ended \x1b]0;title", "an OSC never ended "),
+        ("lone escape \x1b", "lone escape "),
+        ("tabs\tand\nnewlines stay", "tabs\tand\nnewlines stay"),
+        ("ünïcödé → and emoji 🙂 stay", "ünïcödé → and emoji 🙂 stay"),
+    ],
+)
+def test_control_sequences_are_dropped_and_text_is_kept(raw: str, shown: str) -> None:
+    assert printable(raw) == shown
