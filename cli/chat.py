@@ -50,6 +50,8 @@ Commands:
   /model           show the model in use
   /help            this help
   /exit            leave (the session is saved; Ctrl+D or Ctrl+C at an empty prompt too)
+A message may start with a path (/etc/hosts ...); start it with // to send a
+message that begins with /word (//save this -> "/save this").
 Keys: Enter sends; Alt+Enter (or Esc then Enter) starts a new line.
 Ctrl+C clears a typed line; at an empty prompt it leaves. While a reply streams it
 cancels that reply; at a question it cancels the question (nothing is done).
@@ -116,6 +118,14 @@ def terminal_pid() -> int:
             raise ChatError(f"AGENT_ASSIST_TERMINAL_PID must be a pid, not {override[:40]!r}")
         return int(override)
     return os.getppid()
+
+
+def is_command(line: str) -> bool:
+    """``/name`` or ``/name args``: a slash command. A line that starts with a path
+    (``/etc/hosts is ...``) or with ``//`` (the escape: ``//save`` sends ``/save``) is a
+    message."""
+    word = line.strip().split(maxsplit=1)[0] if line.strip() else ""
+    return word.startswith("/") and "/" not in word[1:] and len(word) > 1
 
 
 def too_long_line(text: str, interactive: bool) -> str | None:
@@ -448,11 +458,11 @@ class Chat:
                 self.console.warn(refused)
                 self.a_turn_failed = True
                 continue
-            if line.lstrip().startswith("/"):
+            if is_command(line):
                 if not self._slash(line.strip()):
                     break
                 continue
-            self._turn(line)
+            self._turn(line.removeprefix("/") if line.startswith("//") else line)
         if self.close():
             return 1
         return 1 if self.a_turn_failed and not self.console.interactive else 0

@@ -270,3 +270,14 @@ def test_sessions_work_read_only_without_a_supervisor(env: Env) -> None:
     assert not (env.runtime / "supervisor.sock").exists()
     table = env.run("sessions")
     assert row["session_id"] in table.stdout and "idle" in table.stdout
+
+
+def test_a_message_that_starts_with_a_path_is_sent_and_a_double_slash_escapes(env: Env) -> None:
+    """'/etc/hosts is ...' was refused as an unknown command, with no way to send it."""
+    result = env.run(
+        "--new", input="/etc/hosts is where the config lives\n//save this please\n"
+    )
+    assert result.returncode == 0, result.stderr
+    assert 'You said: "/etc/hosts is where the config lives"' in result.stdout
+    assert 'You said: "/save this please"' in result.stdout
+    assert "checkpoint" not in result.stderr
