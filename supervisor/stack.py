@@ -55,6 +55,9 @@ def load_model_stack() -> str:
         for name in LAZY_MODULES:
             with contextlib.suppress(ImportError):  # pydantic-ai's dependency, not ours
                 importlib.import_module(name)
+        import pydantic_ai
+
+        pydantic_ai.BANNER_ENABLED = False  # no advertisement on `supervisor run`'s terminal
         from session.history import warm_up
 
         warm_up()  # build the message serializers before the first turn needs them

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.e2e.frames import open_terminal
-from tests.e2e.harness import AGENT_ASSIST, Env
+from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
 
 LIMIT = 200_000
 
@@ -320,3 +320,26 @@ def test_escape_sequences_in_a_session_never_reach_the_listing_or_the_resume_off
     assert "Previous session found" in offer.stdout + offer.stderr
     for output in (table.stdout, shown.stdout, offer.stdout + offer.stderr):
         assert "\x1b" not in output and "\x07" not in output
+
+
+def test_supervisor_run_on_a_terminal_prints_no_third_party_banner(env: Env) -> None:
+    """pydantic-ai shows a first-run banner on a terminal (not under pytest or CI: the
+    supervisor here runs without those variables, as a user's does)."""
+    import pexpect
+
+    environ = {
+        k: v for k, v in env.environ().items() if k not in ("PYTEST_VERSION", "CI")
+    }
+    child = pexpect.spawn(
+        AGENT_ASSIST, ["supervisor", "run"], env=environ, encoding="utf-8", timeout=30
+    )
+    try:
+        wait_for(lambda: (env.runtime / "supervisor.sock").exists(), what="the socket")
+        result = env.run("--new", input="hello\n", terminal=env.terminal())
+        assert result.returncode == 0, result.stderr
+        child.sendintr()
+        child.expect(pexpect.EOF)
+        assert "pydantic-ai v" not in str(child.before)
+        assert "Logfire" not in str(child.before)
+    finally:
+        child.close(force=True)
