@@ -144,6 +144,13 @@ def too_long_line(text: str, interactive: bool) -> str | None:
     )
 
 
+def stopped_line(closed: Frame, session_id: str | None) -> str:
+    """What a chat says when the supervisor was stopped (``closed`` its last frame)."""
+    if not closed.get("saved"):  # a session with no completed turn has nothing to keep
+        return "the supervisor was stopped; nothing to save (no turn was completed)"
+    return f"the supervisor was stopped; session {closed.get('session_id') or session_id} saved"
+
+
 def unsaved_line(closed: Frame, session_id: str | None) -> str:
     """The one line for a session whose last turns could not be saved."""
     where = closed.get("kept_at")
@@ -604,8 +611,7 @@ class Chat:
         elif kind == "closed":
             if frame.get("unsaved"):
                 raise ChatError(unsaved_line(frame, self.session_id).removeprefix("error: "))
-            saved = frame.get("session_id") or self.session_id
-            raise ChatEnded(f"the supervisor was stopped; session {saved} saved")
+            raise ChatEnded(stopped_line(frame, self.session_id))
 
     def _slash(self, line: str) -> bool:
         """Run a slash command; False means leave."""
@@ -704,8 +710,7 @@ class Chat:
                         self.console.warn(unsaved_line(frame, self.session_id))
                         return True
                     if not sent:  # the supervisor was stopped while we waited
-                        saved = frame.get("session_id") or self.session_id
-                        self.console.warn(f"the supervisor was stopped; session {saved} saved")
+                        self.console.warn(stopped_line(frame, self.session_id))
                     elif frame["saved"] and self.console.interactive:
                         self.console.warn(f"Session {frame['session_id']} saved.")
                     break

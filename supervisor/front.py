@@ -13,6 +13,7 @@ that need no model (listing, status, stop) are answered at once.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -103,6 +104,14 @@ def error_for(exc: BaseException) -> tuple[str, str]:
         return ErrorCode.INTERNAL, f"{exc.strerror or exc}{where}"
     logging.getLogger("agent_assist.front").error("internal error", exc_info=exc)
     return ErrorCode.INTERNAL, "internal error in the supervisor (details in supervisor.log)"
+
+
+async def _tell_stopped(stream: SocketStream) -> None:
+    """The ``closed`` frame of a stop, to a terminal whose session had no turn yet (the chat
+    says the supervisor was stopped, not that it went away)."""
+    gone = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+    with anyio.CancelScope(shield=True), anyio.move_on_after(1), contextlib.suppress(*gone):
+        await send(stream, p.ClosedFrame(session_id=None, saved=False, reason="shutdown"))
 
 
 class FrontDoor:
@@ -198,6 +207,8 @@ class FrontDoor:
             server = await self._server_ready()
         except BaseException:  # the claim is the Server's to keep only once it adopts it
             await self._release(opening.session_id, terminal_pid)
+            if self._shutdown.is_set():  # stopped before the stack loaded: nothing was saved
+                await _tell_stopped(stream)
             raise
         await server.adopt(hello, reader, stream, opening)
         return True

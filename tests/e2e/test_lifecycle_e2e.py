@@ -74,6 +74,20 @@ def test_sigterm_stops_the_supervisor_gracefully(env: Env) -> None:
     assert not (env.runtime / "supervisor.sock").exists()
 
 
+def test_a_stop_before_the_first_turn_says_nothing_was_saved(env: Env) -> None:
+    """It said 'session X saved' of a session that has no file (no turn completed)."""
+    client = env.spawn("--new", terminal=env.terminal())
+    wait_for(
+        lambda: json.loads(env.run("supervisor", "status", "--json").stdout)["terminals"] == 1,
+        what="the chat attached",
+    )
+    assert env.run("supervisor", "stop").returncode == 0
+    client.send("are you there?")
+    line = client.expect("the supervisor was stopped", stderr=True)
+    assert line.startswith("the supervisor was stopped; nothing to save (no turn was completed)")
+    assert env.session_ids() == []
+
+
 def test_status_json_reports_running_pid_socket_and_terminals(env: Env) -> None:
     idle = json.loads(env.run("supervisor", "status", "--json").stdout)
     assert idle["running"] is False and idle["pid"] is None
