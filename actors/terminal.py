@@ -532,6 +532,7 @@ class TerminalActor(Actor[TerminalMessage]):
         deleted: list[str] = []
         if delete_files:
             deleted = await anyio.to_thread.run_sync(delete_design_files, self._config.workspace)
+        await self._watch()  # the new session tracks the design files that are left at once
         text = (
             f"Session reset: history, saved session and resume context cleared. New session {new}."
         )

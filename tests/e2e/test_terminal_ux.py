@@ -119,6 +119,21 @@ def test_the_toolbar_counts_files_changed_outside_in_words(
     screen.expect(" · 1 file changed outside  (/help)")
 
 
+def test_after_reset_an_outside_edit_of_the_kept_spec_is_noticed_at_once(
+    env: Env, screens: list[Screen]
+) -> None:
+    """The new session watched nothing until its first turn."""
+    (env.workspace / "agent_spec.md").write_text("# Spec\n")
+    screen = started(screens, env, "--new")
+    screen.type("/reset\r")
+    screen.expect("Also delete agent_spec.md? [y/N]")
+    screen.type("n\r")
+    screen.expect("Session reset")
+    screen.expect_prompt()
+    (env.workspace / "agent_spec.md").write_text("# Edited elsewhere\n")
+    screen.expect("note: agent_spec.md changed outside agent-assist")
+
+
 def test_slash_commands_complete_with_what_they_do(env: Env, screens: list[Screen]) -> None:
     screen = started(screens, env, "--new")
     screen.type("/mo")
