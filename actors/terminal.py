@@ -210,6 +210,8 @@ class TerminalActor(Actor[TerminalMessage]):
         self._unsaved = False
         """The last write of the session failed: turns exist only in memory (retried at the
         next turn and at exit; kept for recovery if the exit write fails too)."""
+        self._failure_told: str | None = None
+        """The last disk failure told the terminal: the same one again is not repeated."""
         self._turn_count = 0
         self._request_tokens = 0
         """The estimated size of the turn's request, for a model that counts none."""
@@ -1102,12 +1104,16 @@ class TerminalActor(Actor[TerminalMessage]):
                 log.warning(
                     "terminal %d: %s failed: %s", config.terminal_pid, type(effect).__name__, exc
                 )
-                notice = Info(f"error: could not update the session on disk: {exc}")
+                line = f"error: could not update the session on disk: {exc}"
+                if line == self._failure_told:
+                    continue  # told already; the run's end says where unsaved turns are kept
+                self._failure_told = line
                 if told is None:
-                    await self._emit(notice)
+                    await self._emit(Info(line))
                 else:
-                    told.append(notice)
+                    told.append(Info(line))
             else:
+                self._failure_told = None
                 if isinstance(effect, WriteSession):
                     self._unsaved = False
         return ok

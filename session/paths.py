@@ -25,8 +25,13 @@ def state_root(environ: os._Environ[str] | dict[str, str] | None = None) -> Path
     return Path(platformdirs.user_config_dir(APP_NAME))
 
 
+MAX_NAME_BYTES = 255 - len("_12345678")
+"""The base name's part of a project directory's name, in bytes (a longer one is cut)."""
+
+
 def project_name(workspace: Path) -> str:
-    """``<name>_<hash8>``: the workspace's base name and 8 hex digits of its resolved path."""
+    """``<name>_<hash8>``: the workspace's base name (its first 246 bytes) and 8 hex digits
+    of its resolved path."""
     resolved = workspace.resolve()
     # fsencode is UTF-8 for every valid name, and keeps the raw bytes of a name that is not
     # UTF-8 (a surrogate-escaped str cannot be encoded as UTF-8).
@@ -35,6 +40,8 @@ def project_name(workspace: Path) -> str:
         c if c.isprintable() and not "\ud800" <= c <= "\udfff" else "_"
         for c in (resolved.name or "root")
     )
+    while len(os.fsencode(name)) > MAX_NAME_BYTES:  # a directory name may take 255 bytes
+        name = name[:-1]
     return f"{name}_{digest}"
 
 

@@ -50,3 +50,22 @@ def test_a_workspace_name_that_is_not_utf8_has_a_printable_project_name(tmp_path
     assert name.isprintable()
     name.encode("utf-8")
     assert len(name.rsplit("_", 1)[1]) == 8
+
+
+@pytest.mark.parametrize("name", ["M" * 255, "é" * 127, "M" * 246, "M" * 247])
+def test_a_long_workspace_name_makes_a_project_directory_name_that_fits(
+    tmp_path: Path, name: str
+) -> None:
+    """A 255-byte workspace name made a 264-byte directory name: no session was saved."""
+    workspace = tmp_path / name
+    workspace.mkdir()
+    project = project_name(workspace)
+    assert len(os.fsencode(project)) <= 255
+    assert name.startswith(project.rsplit("_", 1)[0])
+    (tmp_path / "projects" / project).mkdir(parents=True)  # the file system takes it
+
+
+def test_a_workspace_name_that_fits_is_kept_whole(tmp_path: Path) -> None:
+    workspace = tmp_path / ("M" * 246)
+    workspace.mkdir()
+    assert project_name(workspace).rsplit("_", 1)[0] == "M" * 246

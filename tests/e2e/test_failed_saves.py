@@ -125,3 +125,21 @@ def test_a_sessions_directory_that_became_a_file_keeps_the_turns_aside_at_exit(
     last = client.expect("could not be saved", stderr=True)
     kept = Path(last.rsplit(" kept in ", 1)[1])
     assert prompts_in(json.loads(kept.read_bytes())) == ["first message", "second message"]
+
+
+def test_a_disk_failure_that_repeats_is_told_once(env: Env) -> None:
+    """The same refusal was told for every write: seven lines for a run of two turns."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("first message")
+    client.expect("[offline model]")
+    sessions = env.project
+    sessions.rename(sessions.with_name("sessions.bak"))
+    sessions.write_text("not a directory\n")
+    for text in ("second message", "third message"):
+        client.send(text)
+        client.expect(text)
+    client.close_stdin()
+    assert client.wait() == 1
+    client.expect("could not be saved", stderr=True)
+    told = [line for line in client.drain_stderr() if "could not update the session" in line]
+    assert len(told) == 1, told
