@@ -59,7 +59,7 @@ def _ask_supervisor(
 
     try:
         conn = try_connect(paths)
-    except OSError:
+    except (OSError, RuntimeDirError):
         if not reading:
             raise
         return None

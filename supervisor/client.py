@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from supervisor.runtime import RuntimePaths, ensure_private_runtime_dir
+from supervisor.runtime import RuntimePaths, check_socket_path, ensure_private_runtime_dir
 
 if TYPE_CHECKING:
     import subprocess  # at run time only where a supervisor is started: it is slow to import
@@ -178,6 +178,7 @@ def sendable_secrets(secrets: tuple[str, ...]) -> list[str]:
 
 def try_connect(paths: RuntimePaths) -> Connection | None:
     """A connection to a running supervisor, or None when none answers."""
+    check_socket_path(paths.directory)
     try:
         return Connection.open(paths.socket)
     except (FileNotFoundError, ConnectionRefusedError):

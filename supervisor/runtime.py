@@ -68,11 +68,28 @@ def runtime_paths(environ: dict[str, str] | os._Environ[str] | None = None) -> R
     return RuntimePaths(default_runtime_dir(environ))
 
 
+MAX_SOCKET_PATH_BYTES = 107
+"""A Unix socket's path, in bytes (Linux: ``sun_path`` holds 108 with its NUL)."""
+
+
+def check_socket_path(directory: Path) -> None:
+    """RuntimeDirError if the socket in ``directory`` would have too long a path."""
+    size = len(os.fsencode(directory / SOCKET_NAME))
+    if size > MAX_SOCKET_PATH_BYTES:
+        raise RuntimeDirError(
+            f"runtime directory {directory} is too long for the supervisor's socket "
+            f"({size} bytes with {SOCKET_NAME}, at most {MAX_SOCKET_PATH_BYTES}); set "
+            "AGENT_ASSIST_RUNTIME_DIR to a shorter directory"
+        )
+
+
 def ensure_private_runtime_dir(directory: Path) -> None:
     """Create the directory 0700, or check an existing one: ours, a directory, not a symlink.
 
-    Raises RuntimeDirError when the directory cannot be trusted.
+    Raises RuntimeDirError when the directory cannot be trusted (or its socket's path
+    would be too long).
     """
+    check_socket_path(directory)
     try:
         os.mkdir(directory, 0o700)
     except FileExistsError:

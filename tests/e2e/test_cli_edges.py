@@ -343,3 +343,14 @@ def test_supervisor_run_on_a_terminal_prints_no_third_party_banner(env: Env) -> 
         assert "Logfire" not in str(child.before)
     finally:
         child.close(force=True)
+
+
+def test_a_runtime_directory_too_long_for_a_socket_is_told_by_name(env: Env) -> None:
+    """It was 'error: AF_UNIX path too long', naming neither the path nor the variable."""
+    long = env.runtime.parent / ("d" * 100)
+    for args, stdin in ((("supervisor", "start"), ""), (("--new",), "hello\n")):
+        result = env.run(*args, input=stdin, AGENT_ASSIST_RUNTIME_DIR=str(long))
+        assert result.returncode == 1
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(f"error: runtime directory {long} is too long for the supervisor")
+        assert "set AGENT_ASSIST_RUNTIME_DIR to a shorter directory" in line
