@@ -120,6 +120,15 @@ def terminal_pid() -> int:
     return os.getppid()
 
 
+def fit_to_width(text: str, width: int) -> str:
+    """Each line of ``text`` cut to ``width - 1`` characters (with an ellipsis), so that
+    none wraps on a terminal that wide."""
+    room = max(width - 1, 20)
+    return "\n".join(
+        line if len(line) <= room else line[: room - 1] + "…" for line in text.split("\n")
+    )
+
+
 def is_command(line: str) -> bool:
     """``/name`` or ``/name args``: a slash command. A line that starts with a path
     (``/etc/hosts is ...``) or with ``//`` (the escape: ``//save`` sends ``/save``) is a
@@ -647,7 +656,7 @@ class Chat:
                 self.a_turn_failed = True
                 return True
             if frame["type"] == "command_result":
-                self._command_result(name, frame)
+                self._command_result(name, frame, arg)
                 return True
             if frame["type"] == "confirm":
                 self.console.say(frame["question"])
@@ -676,9 +685,13 @@ class Chat:
         self.console.warn(f"error: /{name} was interrupted; please run it again")
         self.a_turn_failed = True
 
-    def _command_result(self, name: str, frame: Frame) -> None:
+    def _command_result(self, name: str, frame: Frame, arg: str = "") -> None:
         """Show a command's result and keep the toolbar true to the session it leaves."""
         text = frame["text"]
+        if name == "checkpoint" and not arg.strip() and self.console.interactive:
+            import shutil  # only here: the chat's start imports little
+
+            text = fit_to_width(text, shutil.get_terminal_size().columns)  # a line each
         self.console.say(text)
         if text.startswith("error:"):
             self.a_turn_failed = True  # piped, a failed command fails the run as a turn does

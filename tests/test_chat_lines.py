@@ -24,3 +24,16 @@ from cli.chat import is_command
 )
 def test_a_line_is_a_command_when_it_starts_with_a_slash_word(line: str, command: bool) -> None:
     assert is_command(line) is command
+
+
+def test_a_listing_is_cut_to_the_terminal_width_line_by_line() -> None:
+    """`/checkpoint`'s lines of over 100 characters wrapped mid-word on 80 columns."""
+    from cli.chat import fit_to_width
+
+    long = (
+        "  1  2026-12-02 11:53:21 UTC  1 turn  0 files changed  (auto)  "
+        "'clearhello there, please'"
+    )
+    fitted = fit_to_width(f"{long}\n  2  short", 80).split("\n")
+    assert fitted == [long[:78] + "…", "  2  short"]
+    assert all(len(line) <= 79 for line in fitted)
