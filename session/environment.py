@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
-_SECRET_ENV_NAME_RE = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
+_SECRET_ENV_NAME_RE = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASS|CREDENTIAL)")
 MIN_SECRET_LEN = 8
 """Shorter values are not taken for secrets (they would scrub ordinary words)."""
 

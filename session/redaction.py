@@ -40,6 +40,11 @@ _TOKEN_PATTERNS = [
     r"\bAIza[0-9A-Za-z_\-]{35}",
     r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe
+    r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
+    r"\bglpat-[A-Za-z0-9_\-]{20,}",  # GitLab
+    r"\bnpm_[A-Za-z0-9]{36}\b",
+    r"\bpypi-[A-Za-z0-9_\-]{50,}",
 ]
 _TOKENS_RE = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS))
 
@@ -48,6 +53,13 @@ _AUTH_HEADER_RE = re.compile(
     r"(?i)(\bauthorization\s*[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)?\s*)[^\s\"',;]{4,}"
 )
 _BEARER_RE = re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/\-]{8,}=*")
+_ENV_ASSIGNMENT_RE = re.compile(
+    r"(\b[A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASS|PASSWORD|PASSWD|PWD|CREDENTIALS?)"
+    r"\s*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})"
+)
+"""An environment-style assignment: ``GITHUB_TOKEN=...``, ``DB_PASS: ...``, ``STRIPE_KEY=``."""
+_URL_PASSWORD_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]+:)([^\s@/]+)(@)")
+"""The password of a URL: ``postgres://admin:S3cr3t@db/app``."""
 _ASSIGNMENT_RE = re.compile(
     r"(?i)(\b[A-Za-z0-9_]*(?:api[_-]?key|secret|access[_-]?token|auth[_-]?token|password|passwd)"
     r"\s*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})"
@@ -70,8 +82,12 @@ def _prose_value(match: re.Match[str]) -> str:
 
 # Every pattern above starts with one of these markers (the tokens) or, ignoring case,
 # holds one of these words: text with none of them is left alone after two searches.
-_TOKEN_MARKERS_RE = re.compile(r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|eyJ|-----BEGIN")
-_KEYWORDS_RE = re.compile(r"authorization|bearer|key|secret|token|passw|passphrase|passcode|pin")
+_TOKEN_MARKERS_RE = re.compile(
+    r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|eyJ|-----BEGIN|[rs]k_|hf_|glpat-|npm_|pypi-|://"
+)
+_KEYWORDS_RE = re.compile(
+    r"authorization|bearer|key|secret|token|pass|pwd|credential|passphrase|passcode|pin"
+)
 
 
 def _may_hold_credential(text: str) -> bool:
@@ -134,6 +150,7 @@ def _scrub_str(text: str, secrets: tuple[str, ...]) -> str:
 
 
 _ASSIGNMENT_WORDS = ("key", "secret", "token", "passw")
+_ENV_ASSIGNMENT_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL")
 _PROSE_WORDS = ("pass", "pin code", "secret", "key", "token")
 """Ignoring case, every match of ``_ASSIGNMENT_RE`` (``_PROSE_RE``) holds one of these."""
 
@@ -167,22 +184,27 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
     if not _may_hold_credential(text):
         return text
     if not text.isascii():
-        tokens = auth = bearer = assignment = prose = True
+        tokens = auth = bearer = assignment = env_assignment = prose = True
     else:
         lower = text.lower()
         tokens = _TOKEN_MARKERS_RE.search(text) is not None
         auth = "authorization" in lower
         bearer = "bearer" in lower
         assignment = any(word in lower for word in _ASSIGNMENT_WORDS)
+        env_assignment = any(word in text for word in _ENV_ASSIGNMENT_WORDS)
         prose = any(word in lower for word in _PROSE_WORDS)
     if tokens:
         text = _TOKENS_RE.sub(REDACTED, text)
+        if "://" in text:
+            text = _URL_PASSWORD_RE.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
     if auth:
         text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + REDACTED, text)
     if bearer:
         text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)
     if assignment:
         text = _ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    if env_assignment:
+        text = _ENV_ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)
     if prose:
         text = _PROSE_RE.sub(_prose_value, text)
     return text

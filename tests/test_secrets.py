@@ -130,6 +130,46 @@ def test_prose_credentials_are_scrubbed(text: str, kept: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "kept"),
+    [  # found by a helper's attack: each was stored in clear
+        (
+            "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "export AWS_SECRET_ACCESS_KEY=",
+        ),
+        ("GITHUB_TOKEN=abc123def456ghi789jkl", "GITHUB_TOKEN="),
+        ("STRIPE_KEY=sk_live_51Habcdefghijklmnopqrstuv", "STRIPE_KEY="),
+        ("HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "HF_TOKEN="),
+        ("DB_PASS: ppPASSvalue4321", "DB_PASS: "),
+        ("the stripe key sk_live_51Habcdefghijklmnopqrstuv", "the stripe key "),
+        ("use hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "use "),
+    ],
+)
+def test_environment_assignments_and_provider_tokens_are_scrubbed(text: str, kept: str) -> None:
+    assert scrub_text(text) == kept + REDACTED
+
+
+def test_the_password_of_a_url_is_scrubbed_and_the_rest_kept() -> None:
+    url = "DATABASE_URL=postgres://admin:S3cr3tPass99@db.example.com/app"
+    assert "S3cr3tPass99" not in scrub_text(url)
+    assert scrub_text("see postgres://admin:S3cr3tPass99@db.example.com/app") == (
+        f"see postgres://admin:{REDACTED}@db.example.com/app"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the primary key is the ticket id",
+        "SORT_KEY is the column we sort by",
+        "visit https://example.com/docs for more",
+        "max_tokens: 4096",
+    ],
+)
+def test_ordinary_text_about_keys_and_urls_is_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
     "text",
     ["a password is required.", "the token is expired", "the secret is simple"],
 )
@@ -235,3 +275,10 @@ def test_a_secret_that_is_a_word_of_the_message_format_leaves_the_session_readab
     manager = SessionManager(tmp_path, known_secrets=(secret,))
     manager.save(state, EncodedMessages.scrub(messages, (secret,)))
     assert load_messages(manager.load("aaaaaaaaaaaa").recent_messages)
+
+
+def test_a_pass_variable_is_a_secret_and_the_working_directory_is_not() -> None:
+    from session.environment import secrets_from_environment
+
+    environ = {"DB_PASS": "ppPASSvalue4321", "PWD": "/home/someone/work", "OLDPWD": "/tmp/x"}
+    assert secrets_from_environment(environ) == ("ppPASSvalue4321",)
