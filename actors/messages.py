@@ -279,8 +279,9 @@ CompactionMessage = Summarize | SummarizeDue | Compact
 
 
 @dataclass(frozen=True)
-class Watch:
-    """Watch these files of ``workspace`` for ``owner`` (replaces its earlier watch)."""
+class Watch(Ask[None]):
+    """Watch these files of ``workspace`` for ``owner`` (replaces its earlier watch); an ask
+    is answered once the watch is in place (a change after the answer is seen)."""
 
     owner: int
     workspace: Path

@@ -189,6 +189,10 @@ def existing_design_files(workspace: Path) -> list[str]:
     return found
 
 
+WATCH_TIMEOUT_S = 5.0
+"""How long a reset waits for its files' watch to be in place."""
+
+
 class TerminalActor(Actor[TerminalMessage]):
     name = "terminal"
 
@@ -534,7 +538,7 @@ class TerminalActor(Actor[TerminalMessage]):
         deleted: list[str] = []
         if delete_files:
             deleted = await anyio.to_thread.run_sync(delete_design_files, self._config.workspace)
-        await self._watch()  # the new session tracks the design files that are left at once
+        await self._watch(settled=True)  # the new session tracks the design files left
         text = (
             f"Session reset: history, saved session and resume context cleared. New session {new}."
         )
@@ -1054,16 +1058,24 @@ class TerminalActor(Actor[TerminalMessage]):
             return await self._manifest(touched)
         return self._known
 
-    async def _watch(self, manifest: dict[str, str] | None = None) -> None:
-        """Have the DriftWatcher watch ``manifest`` (unless it already does)."""
+    async def _watch(
+        self, manifest: dict[str, str] | None = None, *, settled: bool = False
+    ) -> None:
+        """Have the DriftWatcher watch ``manifest`` (unless it already does); ``settled``:
+        wait until the watch is in place (what the user does next is seen)."""
         if manifest is None:
             manifest, _ = await self._manifest()
         if manifest == self._watched:
             return
         self._watched = dict(manifest)
-        await self._peers.drift.tell(
-            Watch(self._config.terminal_pid, self._config.workspace, manifest, self._self)
-        )
+        watch = Watch(self._config.terminal_pid, self._config.workspace, manifest, self._self)
+        if not settled:
+            await self._peers.drift.tell(watch)
+            return
+        try:
+            await self._peers.drift.ask(watch, WATCH_TIMEOUT_S)
+        except (DeadActor, TimeoutError) as exc:  # changes are then seen at the next turn
+            log.warning("terminal %d: watch not confirmed: %s", self._config.terminal_pid, exc)
 
     async def _perform(
         self, effects: Sequence[Effect], told: list[TerminalOutput] | None = None
