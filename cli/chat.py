@@ -58,6 +58,9 @@ cancels that reply; at a question it cancels the question (nothing is done).
 Up/Down recall earlier messages of this project; Tab completes /commands."""
 
 
+SAVE_RETRIED = "error: could not update the session on disk"
+"""A failed save (actors/terminal.py) is retried at the next turn and at exit: the run
+fails only if turns are still unsaved at its end (the ``closed`` frame says so)."""
 REATTACH_ATTEMPTS = 5
 RESEND_ATTEMPTS = 3
 LOST_TWICE = (
@@ -604,13 +607,16 @@ class Chat:
         self.console.warn(line)
 
     def show(self, frame: Frame) -> None:
-        """A notice or an error for the user."""
+        """A notice or an error for the user (piped, an error line fails the run)."""
         if frame["type"] == "notice":
             text = frame["text"]
+            if text.startswith("error:") and not text.startswith(SAVE_RETRIED):
+                self.a_turn_failed = True
             if text.startswith("note: ") and text.endswith(" changed outside agent-assist"):
                 self.changed_outside.add(text.removeprefix("note: ").rsplit(" changed", 1)[0])
             self.console.warn(text)
         elif frame["type"] == "error":
+            self.a_turn_failed = True
             self.console.warn(as_error_line(frame["message"]))
 
     def _other(self, frame: Frame) -> None:
