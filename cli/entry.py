@@ -60,6 +60,7 @@ def quick_supervisor_run() -> int:
     gc.disable()  # imports build many objects and free few; run_supervisor enables it again
     from cli.errors import error_line
     from supervisor.daemon import AlreadyRunning, run_supervisor
+    from supervisor.home import HOME_HELD_EXIT, HomeHeld
     from supervisor.runtime import runtime_paths
 
     try:
@@ -67,6 +68,9 @@ def quick_supervisor_run() -> int:
     except AlreadyRunning as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except HomeHeld as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return HOME_HELD_EXIT
     except Exception as exc:
         line = error_line(exc)
         if line is None:

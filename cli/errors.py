@@ -16,6 +16,7 @@ def error_line(exc: BaseException) -> str | None:
     """``error: ...`` (or the file problem's own ``warning:``/``error:`` line) for the
     errors users can meet; None for a bug, which should keep its traceback."""
     from supervisor.client import ConnectionLost, RemoteError, SupervisorUnavailable
+    from supervisor.home import HomeHeld
     from supervisor.runtime import RuntimeDirError
     from supervisor.wire import FrameError
 
@@ -24,6 +25,7 @@ def error_line(exc: BaseException) -> str | None:
         CommandError
         | SupervisorUnavailable
         | RuntimeDirError
+        | HomeHeld
         | ConnectionLost
         | RemoteError
         | FrameError,

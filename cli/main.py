@@ -360,11 +360,15 @@ def supervisor() -> None:
 def supervisor_run() -> None:
     """Run the supervisor in the foreground (for systemd)."""
     from supervisor.daemon import AlreadyRunning, run_supervisor
+    from supervisor.home import HOME_HELD_EXIT, HomeHeld
 
     try:
         run_supervisor(runtime_paths())
     except AlreadyRunning as exc:
         raise CommandError(str(exc)) from exc
+    except HomeHeld as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(HOME_HELD_EXIT)
 
 
 @supervisor.command("start")

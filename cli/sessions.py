@@ -83,6 +83,13 @@ def _supervisor_lock(paths: RuntimePaths) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise SupervisorStarting from None
+        from session.paths import state_root
+        from supervisor.home import HomeHeld, home_holder
+
+        root = state_root().resolve()
+        holder = home_holder(root)
+        if holder is not None:  # it may hand out the sessions this change is about
+            raise HomeHeld(root, holder)
         yield
     finally:
         os.close(fd)

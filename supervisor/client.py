@@ -19,7 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from supervisor.runtime import RuntimePaths, check_socket_path, ensure_private_runtime_dir
+from supervisor.runtime import (
+    HOME_HELD_EXIT,
+    RuntimePaths,
+    check_socket_path,
+    ensure_private_runtime_dir,
+)
 
 if TYPE_CHECKING:
     import subprocess  # at run time only where a supervisor is started: it is slow to import
@@ -282,6 +287,18 @@ def _wait_for_heir(paths: RuntimePaths) -> Connection | None:
     return try_connect(paths)
 
 
+def _last_error(log: Path) -> str:
+    """The last ``error:`` line of the supervisor's log (what a failed start said)."""
+    try:
+        with open(log, "rb") as file:
+            file.seek(max(0, os.fstat(file.fileno()).st_size - 8192))
+            lines = file.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        lines = []
+    said = [line for line in lines if line.startswith("error: ")]
+    return said[-1].removeprefix("error: ") if said else f"the supervisor did not start; see {log}"
+
+
 def _killed_before_listening() -> bool:
     """Whether the supervisor this process started last died by a signal (the OOM killer, a
     kill) before anything answered. One that exits by itself (another supervisor, or the
@@ -318,6 +335,8 @@ def connect_or_start(
             conn = try_connect(paths)
             if conn is not None:
                 return conn, True
+            if _spawned and _spawned[-1].poll() == HOME_HELD_EXIT:
+                raise SupervisorUnavailable(_last_error(paths.log))
             if _killed_before_listening() and spawned < SPAWN_ATTEMPTS:
                 spawn_detached(paths)  # nothing else would ever answer: start another
                 spawned += 1

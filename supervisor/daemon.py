@@ -35,6 +35,7 @@ from session.settings import load_settings
 from supervisor.accept import MAX_CONNECTIONS, connection_cap
 from supervisor.front import FrontDoor
 from supervisor.heir import forget_heir_pid, heir_enabled, spawn_heir, stop_heir
+from supervisor.home import take_home_lock
 from supervisor.listening import keep_lock, serve_socket
 from supervisor.runtime import (
     RuntimePaths,
@@ -179,12 +180,17 @@ def supervise(paths: RuntimePaths, lock_fd: int) -> None:
         root = state_root().resolve()
         load_settings(root, os.environ)  # a bad setting stops the start here, in one line
         log.info("supervisor %d starting (state root %s)", os.getpid(), root)
+        home_fd = take_home_lock(root, paths.directory)  # HomeHeld: another one keeps it
         # A turn's objects die by reference counting; at the default threshold (700) the
         # young generation was still collected once per turn (0.4 ms of ~20 ms), at this
         # one about once per hundred turns.
         gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
         gc.enable()  # the quick entry (cli/entry.py) imports with it paused
-        anyio.run(serve, paths, root, lock_fd, backend_options=loop_options())
+        try:
+            anyio.run(serve, paths, root, lock_fd, backend_options=loop_options())
+        finally:
+            if home_fd is not None:
+                os.close(home_fd)
         log.info("supervisor %d stopped", os.getpid())
     finally:
         with contextlib.suppress(OSError):

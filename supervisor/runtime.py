@@ -14,6 +14,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 SOCKET_NAME = "supervisor.sock"
+HOME_HELD_EXIT = 4
+"""``supervisor run``'s exit status when another supervisor keeps its state root
+(supervisor/home.py): a starting client then says why at once instead of waiting
+for a socket that never comes."""
 
 
 class RuntimeDirError(Exception):

@@ -83,3 +83,23 @@ def _held(fd: int) -> bool:
         return True
     fcntl.flock(fd, fcntl.LOCK_UN)
     return False
+
+
+def test_a_second_runtime_directory_over_the_same_home_starts_no_second_supervisor(
+    env: Env,
+) -> None:
+    """Two supervisors over one home (XDG_RUNTIME_DIR set on a desktop, unset over ssh)
+    each granted the same session to a terminal: one's acknowledged turns were lost."""
+    assert env.run("supervisor", "start").returncode == 0
+    other = env.runtime.parent / "run-elsewhere"
+    chat = env.run("--new", input="hello\n", AGENT_ASSIST_RUNTIME_DIR=str(other))
+    assert chat.returncode == 1
+    (line,) = chat.stderr.splitlines()
+    assert line == (
+        f"error: another supervisor (runtime directory {env.runtime}) keeps the sessions in "
+        f"{env.home.resolve()}; set AGENT_ASSIST_RUNTIME_DIR={env.runtime} to use it"
+    )
+    assert env.session_ids() == []
+    prune = env.run("sessions", "prune", "--older-than", "0", AGENT_ASSIST_RUNTIME_DIR=str(other))
+    assert prune.returncode == 1
+    assert "another supervisor (runtime directory" in prune.stderr
