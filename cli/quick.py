@@ -16,7 +16,8 @@ import os
 import socket
 from collections.abc import Mapping
 
-TIMEOUT_S = 30.0
+TIMEOUT_S = 10.0
+"""As ``supervisor.client.CONTROL_TIMEOUT_S``: then the full path says it in one line."""
 PROTOCOL_VERSION = 1
 MAX_SERVER_FRAME_BYTES = 64 * 1024 * 1024
 """``supervisor.wire``'s (a test keeps them equal): importing it would import ``typing``."""
@@ -35,6 +36,20 @@ def runtime_dir(environ: Mapping[str, str]) -> str:
     return os.path.join(tempfile.gettempdir(), f"agent-assist-{os.getuid()}")
 
 
+def state_root(environ: Mapping[str, str]) -> str | None:
+    """``session.paths.state_root`` resolved, as a string (a test keeps them equal); None
+    where the platform's default is not the XDG one (the full path then answers)."""
+    home = environ.get("AGENT_ASSIST_HOME")
+    if not home:
+        import sys
+
+        if not sys.platform.startswith("linux"):
+            return None
+        config = environ.get("XDG_CONFIG_HOME", "").strip()
+        home = os.path.join(config or os.path.expanduser("~/.config"), "agent-assist")
+    return os.path.realpath(os.path.expanduser(home))
+
+
 def ask_for_sessions(workspace: str, every: bool) -> dict[str, object] | None:
     """The supervisor's ``list_sessions`` answer (its ``data``), or None (see the module)."""
     hello = {
@@ -43,11 +58,15 @@ def ask_for_sessions(workspace: str, every: bool) -> dict[str, object] | None:
         "role": "control",
         "client_pid": os.getpid(),
     }
+    root = state_root(os.environ)
+    if root is None:
+        return None
+    hello["state_root"] = root
     request = {"type": "list_sessions", "workspace": workspace, "all": every}
     path = os.path.join(runtime_dir(os.environ), "supervisor.sock")
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(TIMEOUT_S)
+            sock.settimeout(float(os.environ.get("AGENT_ASSIST_CONTROL_TIMEOUT_S", TIMEOUT_S)))
             sock.connect(path)
             sock.sendall(json.dumps(hello).encode() + b"\n" + json.dumps(request).encode() + b"\n")
             with sock.makefile("rb") as lines:

@@ -17,7 +17,7 @@ from typing import Any
 
 from cli.printable import printable
 from session.compacted import compacted_turns, session_turns
-from supervisor.client import hello, try_connect
+from supervisor.client import control_connection, hello, not_answering
 from supervisor.runtime import RuntimeDirError, RuntimePaths, ensure_private_runtime_dir
 
 LOCK_ATTEMPTS = 50
@@ -58,7 +58,7 @@ def _ask_supervisor(
     from session.paths import state_root
 
     try:
-        conn = try_connect(paths)
+        conn = control_connection(paths)
     except (OSError, RuntimeDirError):
         if not reading:
             raise
@@ -66,8 +66,11 @@ def _ask_supervisor(
     if conn is None:
         return None
     with conn:
-        conn.request(hello("control", state_root=state_root().resolve()))
-        data: dict[str, Any] = conn.request(frame)["data"]
+        try:
+            conn.request(hello("control", state_root=state_root().resolve()))
+            data: dict[str, Any] = conn.request(frame)["data"]
+        except TimeoutError:
+            raise not_answering(paths) from None
     return data
 
 

@@ -10,8 +10,9 @@ from supervisor.client import (
     START_TIMEOUT_S,
     SupervisorUnavailable,
     connect_or_start,
+    control_connection,
     hello,
-    try_connect,
+    not_answering,
 )
 from supervisor.runtime import RuntimePaths
 
@@ -19,12 +20,15 @@ STOP_TIMEOUT_S = 30.0
 
 
 def status(paths: RuntimePaths) -> dict[str, Any]:
-    conn = try_connect(paths)
+    conn = control_connection(paths)
     if conn is None:
         return {"running": False, "pid": None, "socket": str(paths.socket), "terminals": 0}
     with conn:
-        conn.request(hello("control"))
-        data: dict[str, Any] = conn.request({"type": "status"})["data"]
+        try:
+            conn.request(hello("control"))
+            data: dict[str, Any] = conn.request({"type": "status"})["data"]
+        except TimeoutError:
+            raise not_answering(paths) from None
         return data
 
 
@@ -44,14 +48,18 @@ def start(paths: RuntimePaths) -> tuple[dict[str, Any], bool]:
 
 def stop(paths: RuntimePaths) -> int | None:
     """Stop the supervisor (it saves every live session first); its pid, or None if none ran."""
-    conn = try_connect(paths)
+    conn = control_connection(paths)
     if conn is None:
         return None
     with conn:
-        conn.request(hello("control"))
-        pid = int(conn.request({"type": "status"})["data"]["pid"])
-        started = process_start_time(pid)  # while it answers: surely the supervisor's
-        conn.request({"type": "stop"})
+        try:
+            conn.request(hello("control"))
+            pid = int(conn.request({"type": "status"})["data"]["pid"])
+            started = process_start_time(pid)  # while it answers: surely the supervisor's
+            conn.sock.settimeout(STOP_TIMEOUT_S)  # it saves every live session first
+            conn.request({"type": "stop"})
+        except TimeoutError:
+            raise not_answering(paths) from None
     wait_gone(pid, started, STOP_TIMEOUT_S)
     return pid
 

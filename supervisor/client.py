@@ -181,6 +181,44 @@ def sendable_secrets(secrets: tuple[str, ...]) -> list[str]:
     return sendable
 
 
+def _control_timeout() -> float:
+    try:  # a test and tuning knob
+        value = float(os.environ.get("AGENT_ASSIST_CONTROL_TIMEOUT_S", "10"))
+    except ValueError:
+        return 10.0
+    return value if 0 < value < 1e6 else 10.0
+
+
+CONTROL_TIMEOUT_S = _control_timeout()
+"""A control request (status, listing, stop) unanswered this long: the supervisor is hung
+or stopped (SIGSTOP), or something else listens on its socket."""
+
+
+def not_answering(paths: RuntimePaths) -> SupervisorUnavailable:
+    """The one line for a supervisor that takes connections but does not answer them."""
+    try:
+        pid = int(paths.pid_file.read_text())
+    except (OSError, ValueError):
+        return SupervisorUnavailable(
+            f"the supervisor's socket {paths.socket} takes connections but nothing answers "
+            f"within {CONTROL_TIMEOUT_S:g} s"
+        )
+    return SupervisorUnavailable(
+        f"the supervisor (pid {pid}) does not answer within {CONTROL_TIMEOUT_S:g} s: it is "
+        f"stopped or hung (kill -CONT {pid} resumes a stopped one; kill {pid} ends it)"
+    )
+
+
+def control_connection(paths: RuntimePaths) -> Connection | None:
+    """A connection to the running supervisor for control requests, whose every receive
+    gives up after ``CONTROL_TIMEOUT_S`` (TimeoutError); None when none runs."""
+    conn = try_connect(paths)
+    if conn is None:
+        return None
+    conn.sock.settimeout(CONTROL_TIMEOUT_S)
+    return conn
+
+
 def try_connect(paths: RuntimePaths) -> Connection | None:
     """A connection to a running supervisor, or None when none answers."""
     check_socket_path(paths.directory)

@@ -41,3 +41,25 @@ def test_the_quick_listing_imports_no_pathlib_and_no_full_client() -> None:
     argv = [sys.executable, "-c", code]
     result = subprocess.run(argv, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {"AGENT_ASSIST_HOME": "/tmp/somewhere/../home-x"},
+        {"AGENT_ASSIST_HOME": "relative-home"},
+        {"XDG_CONFIG_HOME": "/tmp/config-x"},
+        {},
+    ],
+)
+def test_the_quick_listing_sends_the_client_s_state_root(
+    environ: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It sent none, so a supervisor with another home answered for its own."""
+    from session.paths import state_root
+
+    for name in ("AGENT_ASSIST_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    assert quick.state_root(environ) == str(state_root().resolve())

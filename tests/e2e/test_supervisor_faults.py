@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import resource
+import signal
 import socket
 import subprocess
 import time
@@ -285,3 +286,29 @@ def test_a_stop_hangs_up_on_the_client_that_asked_for_it(env: Env) -> None:
         client.receive()
     wait_for(lambda: not os.path.exists(f"/proc/{pid}"), what="the supervisor to stop")
     client.close()  # ... and exits while this client still holds its end
+
+
+def test_a_stopped_supervisor_is_told_in_one_line_not_waited_for_forever(env: Env) -> None:
+    """`status`, `sessions` and `stop` hung with no time limit on a SIGSTOPped supervisor."""
+    assert env.run("supervisor", "start").returncode == 0
+    pid = env.supervisor_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for args in (("supervisor", "status"), ("sessions", "--json"), ("supervisor", "stop")):
+            result = env.run(*args, AGENT_ASSIST_CONTROL_TIMEOUT_S="1", timeout=20)
+            assert result.returncode == 1, (args, result.stderr)
+            assert result.stderr.splitlines()[-1] == (
+                f"error: the supervisor (pid {pid}) does not answer within 1 s: it is stopped "
+                f"or hung (kill -CONT {pid} resumes a stopped one; kill {pid} ends it)"
+            )
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def test_the_quick_listing_is_refused_by_a_supervisor_with_another_home(env: Env) -> None:
+    assert env.run("supervisor", "start").returncode == 0
+    other = env.home.parent / "other-home"
+    result = env.run("sessions", "--json", AGENT_ASSIST_HOME=str(other))
+    assert result.returncode == 1
+    assert "error: the running supervisor keeps sessions in" in result.stderr
