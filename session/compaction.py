@@ -413,6 +413,13 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+def merge_decisions(*groups: Iterable[str]) -> tuple[str, ...]:
+    """A session's decisions: each on one line of at most ``MAX_ITEM_CHARS``, once (a
+    decision and a compaction's clipped copy of it are one), the newest ``MAX_DECISIONS``."""
+    clipped = (_clip(item, MAX_ITEM_CHARS) for group in groups for item in group if item.strip())
+    return _union(clipped)[-MAX_DECISIONS:]
+
+
 def _clip(text: str, limit: int) -> str:
     flat = _flat(text)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -65,6 +65,7 @@ from session.compaction import (
     compaction_message,
     estimate_tokens,
     events_from_messages,
+    merge_decisions,
     parse_compaction,
     render_compaction,
     retention_window,
@@ -396,8 +397,7 @@ class SessionLifecycle:
         ``input_tokens`` is the model's count of the turn's last request; ``phase`` the
         phase of the work the turn moved to, if it set one."""
         state = self._check(Event.TURN)
-        fresh = (d.strip() for d in decisions if d.strip())
-        merged = tuple(dict.fromkeys([*state.decisions, *fresh]))
+        merged = merge_decisions(state.decisions, decisions)
         history = (*self.history, *new_messages)
         history_encoded = self.history_encoded + self._dump(new_messages)
         at = len(self.history)
@@ -478,7 +478,7 @@ class SessionLifecycle:
         starts = self.history_starts
         skip = min(max(0, keep_from - self.first_invocation), len(starts))
         cut = starts[skip] if skip < len(starts) else len(self.history)
-        decisions = tuple(dict.fromkeys([*state.decisions, *compaction.retained.decisions]))
+        decisions = merge_decisions(state.decisions, compaction.retained.decisions)
         new = self._move(
             Event.COMPACTED,
             state=state.model_copy(update={"decisions": decisions}),

@@ -35,6 +35,11 @@ def drift_lines(drift: FileDrift) -> list[str]:
     return lines
 
 
+RESUME_DECISIONS = 40
+"""The newest decisions the resume context lists: it goes with every request, so it stays
+small however many a long session made."""
+
+
 def build_resume_context(state: SessionState | None, drift: FileDrift | None = None) -> str:
     """The resume block of DESIGN.md section 6, or ``""`` when there is nothing to resume.
 
@@ -55,7 +60,12 @@ def build_resume_context(state: SessionState | None, drift: FileDrift | None = N
         lines += ["", "## Previous Session Summary", summary.strip()]
     decisions = [_one_line(d) for d in state.decisions if d.strip()]
     if decisions:
-        lines += ["", "## Key Decisions Made", *(f"- {d}" for d in decisions)]
+        shown = decisions[-RESUME_DECISIONS:]
+        lines += ["", "## Key Decisions Made"]
+        if len(decisions) > len(shown):
+            earlier = len(decisions) - len(shown)
+            lines.append(f"- ({earlier} earlier decisions are kept in the session file)")
+        lines += [f"- {d}" for d in shown]
     changes = drift_lines(drift) if drift is not None else []
     if changes:
         lines += ["", "## File Changes Since Last Session", *changes]

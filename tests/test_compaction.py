@@ -412,3 +412,17 @@ def test_rules_are_imperatives_not_stories() -> None:
         said("I never liked LangChain. Do not use emojis. Rule: answer in French. You must cite.")
     )
     assert retained.rules == ("Do not use emojis.", "Rule: answer in French.", "You must cite.")
+
+
+def test_a_decision_and_its_clipped_copy_are_one_and_the_list_is_bounded() -> None:
+    """A long decision was kept twice (in full, and clipped by a compaction), and a long
+    session's decisions grew without bound."""
+    from session.compaction import MAX_DECISIONS, MAX_ITEM_CHARS, merge_decisions
+
+    long = "Use Postgres " + "because of the ticket volume " * 20
+    clipped = long[: MAX_ITEM_CHARS - 1] + "…"
+    assert merge_decisions([long], [clipped]) == (clipped,)
+    many = [f"decision {i}" for i in range(MAX_DECISIONS + 50)]
+    merged = merge_decisions(many)
+    assert len(merged) == MAX_DECISIONS and merged[-1] == f"decision {MAX_DECISIONS + 49}"
+    assert merge_decisions(["  a\n  decision  ", "", "A decision"]) == ("a decision",)

@@ -91,3 +91,17 @@ def test_multi_line_decisions_stay_one_bullet_each() -> None:
 def test_times_are_shown_with_four_digit_years() -> None:
     assert format_utc(datetime(1, 1, 1, tzinfo=UTC)) == "0001-01-01 00:00 UTC"
     assert format_utc(datetime(2026, 3, 31, 14, 22, 59, tzinfo=UTC)) == "2026-03-31 14:22 UTC"
+
+
+def test_the_resume_context_lists_the_newest_decisions_and_counts_the_rest() -> None:
+    """A session of 300 long decisions sent all of them with every request."""
+    from session.resume import RESUME_DECISIONS
+
+    decisions = tuple(f"decision {i}" for i in range(RESUME_DECISIONS + 5))
+    state = SessionState.new(datetime(2026, 3, 30, 10, 15, tzinfo=UTC)).model_copy(
+        update={"decisions": decisions}
+    )
+    text = build_resume_context(state, None)
+    assert "- (5 earlier decisions are kept in the session file)" in text
+    assert "- decision 4\n" not in text and "- decision 5\n" in text
+    assert text.count("\n- decision ") == RESUME_DECISIONS
