@@ -511,13 +511,15 @@ class SessionLifecycle:
         )
 
     def over_budget(self, generation: int) -> tuple[SessionLifecycle, bool]:
-        """A compaction for the token budget left the request over it (what is retained
-        outweighs the budget): back off like a failure. True the first time in this
-        history, when the user should be told."""
-        backed_off = self.compaction_failed(generation)
-        if backed_off is self:
+        """A compaction for the token budget left the request over it (the new message,
+        or the instructions, outweigh the budget). No back-off: before the next request
+        the turns completed since are compacted again (one compaction per request, and
+        none when nothing is left to compact), so the request stays as small as it can
+        be; backing off let a run of huge messages grow it without bound. True the
+        first time in this history, when the user should be told."""
+        if generation != self.generation:
             return self, False
-        return backed_off._with(budget_warned=True), not self.budget_warned
+        return self._with(budget_warned=True), not self.budget_warned
 
     def _fresh_compaction(
         self, compaction: EventCompaction | None, first_invocation: int

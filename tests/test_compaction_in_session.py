@@ -38,6 +38,7 @@ from session.compaction import (
     EventsCompactionConfig,
     OfflineEventSummarizer,
     Window,
+    estimate_tokens,
     events_from_messages,
     retention_window,
 )
@@ -314,9 +315,12 @@ async def test_a_hanging_summary_model_costs_one_timeout_then_the_offline_summar
     assert endpoint.connections == 1, "the failing model is not called again at once"
 
 
-async def test_a_budget_smaller_than_what_is_kept_warns_once_and_stops_compacting(
+async def test_a_budget_smaller_than_what_is_kept_warns_once_and_keeps_the_request_small(
     make_rig: RigFactory,
 ) -> None:
+    """Over the budget after a compaction, it used to back off, and a run of long turns
+    then grew the request without bound (451k tokens against a 12k budget, found by a
+    helper): each request now compacts the turns completed since, and says so once."""
     rig: Rig = await make_rig(None, 0, 1000)
     for n in range(12):  # 10 decisions a turn: what is retained soon outweighs 1,000 tokens
         decisions = " ".join(f"Decision: choice {n}.{d} of the triage agent." for d in range(10))
@@ -326,5 +330,19 @@ async def test_a_budget_smaller_than_what_is_kept_warns_once_and_stops_compactin
     over = [n for n in notices if n.startswith("warning: the compacted conversation is still over")]
     assert len(over) == 1
     compactions = [n for n in notices if n.startswith("note: compacted")]
-    assert 1 <= len(compactions) <= 8, "backs off instead of compacting before every turn"
+    assert len(compactions) >= 10, "compacts before every request once over the budget"
+    await rig.terminal.tell(Detach("exit"))
+
+
+async def test_a_run_of_messages_each_over_the_budget_keeps_the_request_from_growing(
+    make_rig: RigFactory,
+) -> None:
+    rig: Rig = await make_rig(None, 0, 1000)
+    huge = "word " * 1600  # about 2,000 tokens: over the budget alone
+    for n in range(8):
+        await rig.turn(f"message {n} {huge}")
+    compactions = [n for n in rig.notices() if n.startswith("note: compacted")]
+    after = [int(n.rsplit("-> ~", 1)[1].split()[0].replace(",", "")) for n in compactions]
+    assert len(after) >= 6
+    assert max(after) < 2 * estimate_tokens(len(huge)), after  # the newest turn, not all
     await rig.terminal.tell(Detach("exit"))
