@@ -32,6 +32,7 @@ from session.atomic import (
 )
 from session.checkpoints import (
     CAP_SETTINGS_TOLD,
+    CHECKPOINT_FORMAT,
     Checkpoint,
     Reason,
     entry_name,
@@ -721,7 +722,12 @@ class CheckpointStore:
         try:
             raw = orjson.loads(data)
             state = raw["state"]
-            if schema_version_of(state) > SCHEMA_VERSION:
+            newer_format = (
+                isinstance(raw.get("format"), int | float)
+                and not isinstance(raw["format"], bool)
+                and raw["format"] > CHECKPOINT_FORMAT
+            )
+            if newer_format or schema_version_of(state) > SCHEMA_VERSION:
                 raise CheckpointError(
                     f"checkpoint {number} was written by a newer agent-assist; left untouched"
                 )
@@ -884,11 +890,13 @@ class CheckpointStore:
         except FileNotFoundError:
             return 0
         for name in names:
+            if number_of(name) is None and not (name.startswith(".") and name.endswith(".tmp")):
+                continue  # a damaged entry moved aside is kept, as a session file's is
             with contextlib.suppress(FileNotFoundError):
                 (directory / name).unlink()
                 removed += number_of(name) is not None
         with contextlib.suppress(OSError):
-            directory.rmdir()
+            directory.rmdir()  # left, with what was moved aside, if not empty
             fsync_dir(self.checkpoints_dir)
         return removed
 

@@ -12,8 +12,10 @@ Schema history (what older versions lacked, and how ``migrate`` fills it in):
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal
@@ -137,6 +139,8 @@ class Pointer(BaseModel):
 def schema_version_of(raw: JsonDict) -> int:
     """The schema version a raw session dict claims (v1 files carry none)."""
     version = raw.get("schema_version", 1)
+    if isinstance(version, float) and version > SCHEMA_VERSION:  # 4.0, or 2**70 (a float
+        return int(version) if math.isfinite(version) else sys.maxsize  # to orjson): newer
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ValueError(f"bad schema_version {version!r}")
     return version

@@ -249,6 +249,34 @@ def test_a_damaged_entry_is_moved_aside_and_not_listed(
     assert store.numbers("0123456789ab") == [1]
 
 
+def test_deleting_a_sessions_checkpoints_keeps_what_was_moved_aside(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """`sessions prune` and `rm` deleted the damaged entries moved aside, with the rest."""
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    second = store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    path = store.session_dir("0123456789ab") / "0002.json"
+    path.write_bytes(encode_checkpoint(second)[:-20])
+    store.listing("0123456789ab")  # moves it aside
+    assert store.delete_session("0123456789ab") == 1
+    (kept,) = os.listdir(store.session_dir("0123456789ab"))
+    assert kept.startswith("0002.json.corrupt-")
+
+
+def test_an_entry_of_a_newer_format_is_left_untouched(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """It was taken for damaged and moved aside."""
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    path = store.session_dir("0123456789ab") / "0001.json"
+    raw = orjson.loads(path.read_bytes())
+    raw["format"] = 99
+    path.write_bytes(orjson.dumps(raw))
+    (problem,) = store.listing("0123456789ab").problems
+    assert problem == "warning: checkpoint 1 was written by a newer agent-assist; left untouched"
+    assert os.listdir(store.session_dir("0123456789ab")) == ["0001.json"]
+
+
 def test_garbage_collection_keeps_what_another_session_refers_to(
     store: CheckpointStore, workspace: Path
 ) -> None:

@@ -117,3 +117,21 @@ def test_has_content_is_false_only_for_an_unused_session() -> None:
     assert not fresh.has_content()
     assert fresh.model_copy(update={"decisions": ("x",)}).has_content()
     assert fresh.model_copy(update={"summary": "s"}).has_content()
+
+
+@pytest.mark.parametrize("version", [4.0, 1e300, float(2**70), float("inf")])
+def test_a_schema_version_past_this_one_written_as_a_float_is_newer_not_corrupt(
+    version: float,
+) -> None:
+    """2**70 reaches us as a float (orjson); it was taken for corrupt and moved aside."""
+    from session.models import SCHEMA_VERSION, schema_version_of
+
+    assert schema_version_of({"schema_version": version}) > SCHEMA_VERSION
+
+
+@pytest.mark.parametrize("version", [1.5, 0.0, -4.0, "3", True])
+def test_a_schema_version_that_is_no_version_is_bad(version: object) -> None:
+    from session.models import schema_version_of
+
+    with pytest.raises(ValueError, match="bad schema_version"):
+        schema_version_of({"schema_version": version})
