@@ -47,6 +47,14 @@ def ensure_private_dir(path: Path) -> None:
         os.chmod(directory, DIR_MODE)
 
 
+def check_private_dir(path: Path) -> None:
+    """OSError unless ``path`` is a real directory (not a symlink) of this user that no one
+    else may use (for a place in a shared directory such as /tmp)."""
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise OSError(errno.EPERM, f"{path} is not a private directory of this user")
+
+
 def fsync_dir(directory: str | Path) -> None:
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from session.atomic import atomic_write, ensure_private_dir
+from session.atomic import atomic_write, check_private_dir, ensure_private_dir
 from session.errors import SessionError, SessionFileError
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
@@ -131,6 +131,8 @@ class SessionCatalog:
         for place in places:
             try:
                 ensure_private_dir(place)
+                if place == places[-1]:  # in a shared directory: someone may have put it there
+                    check_private_dir(place)
                 path = place / name
                 scrubbed = scrub_state(state, with_secrets(self.known_secrets, secrets))
                 atomic_write(path, encode_state(scrubbed))

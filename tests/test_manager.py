@@ -646,3 +646,29 @@ def test_a_directory_symlink_inside_the_home_is_refused_like_a_file_symlink(
     assert listing.rows == ()
     assert [w.startswith("error: refusing sessions directory") for w in listing.warnings] == [True]
     assert not list(elsewhere.rglob("*.json"))
+
+
+def test_unsaved_turns_are_never_kept_in_a_shared_directory_someone_else_prepared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the home unwritable, the last place is under /tmp: a directory (or a link to
+    one) that another user made there took the only copy of the turns."""
+    import tempfile
+
+    from session.catalog import SessionCatalog
+    from session.models import SessionState
+
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    elsewhere = tmp_path / "world-writable"
+    elsewhere.mkdir(mode=0o777)
+    os.chmod(elsewhere, 0o777)
+    (shared / f"agent-assist-recovered-{os.getuid()}").symlink_to(elsewhere)
+    root = tmp_path / "home"
+    root.write_text("not a directory: the first two places fail\n")
+    catalog = SessionCatalog(root)
+    state = SessionState.new(datetime(2026, 12, 2, tzinfo=UTC))
+    with pytest.raises(OSError, match="is not a private directory of this user"):
+        catalog.keep_unsaved(root / "projects" / "p_12345678" / "sessions", state)
+    assert os.listdir(elsewhere) == []
