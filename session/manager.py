@@ -431,6 +431,33 @@ class SessionManager:
             turns=session_turns(state.compacted_history_summary, messages),
         )
 
+    def _unread_header(
+        self, session_id: str, error: UnsafeSessionFile | CorruptSessionFile
+    ) -> SessionHeader | None:
+        """The header of a session file that is still on disk but was not read (refused, or
+        corrupt and left in place): its times from the file itself, a note saying why.
+        None if it is no longer there (moved aside)."""
+        try:
+            info = os.lstat(self.session_path(session_id))
+        except OSError:
+            return None
+        when = datetime.fromtimestamp(info.st_mtime, UTC)
+        reason = (
+            f"refused: {error.reason}"
+            if isinstance(error, UnsafeSessionFile)
+            else "corrupt: not read (see the warning)"
+        )
+        return SessionHeader(
+            session_id=session_id,
+            created_at=when,
+            updated_at=when,
+            summary=None,
+            compacted_history_summary=None,
+            messages=0,
+            turns=0,
+            note=reason,
+        )
+
     def _future_header(self, session_id: str, error: FutureSchemaVersion) -> SessionHeader:
         """A best-effort header of a file from a newer version (never validated, never written)."""
         raw: JsonDict = {}
@@ -561,6 +588,11 @@ class SessionManager:
                 problems.append(exc)
                 future = self._future_header(session_id, exc)
                 sessions.append(scrub_header(future, self.known_secrets))
+            except (UnsafeSessionFile, CorruptSessionFile) as exc:
+                problems.append(exc)
+                unread = self._unread_header(session_id, exc)
+                if unread is not None:  # still at its name (not moved aside): listed
+                    sessions.append(unread)
             except SessionFileError as exc:
                 problems.append(exc)
         sessions.sort(key=lambda s: s.updated_at, reverse=True)

@@ -617,7 +617,32 @@ def test_a_v1_file_with_both_message_keys_is_checked_on_the_list_it_migrates(
     path.write_text(json.dumps(v1))
     with pytest.raises(UnsafeSessionFile, match="nests over 200"):
         SessionManager(tmp_path).load(SID)
-    assert SessionManager(tmp_path, read_only=True).list_sessions().sessions == ()
+    (row,) = SessionManager(tmp_path, read_only=True).list_sessions().sessions
+    assert row.note == "refused: a message nests over 200 levels deep"  # listed, not read
+
+
+def test_a_refused_session_file_is_still_listed_with_why(
+    manager: SessionManager, tmp_path: Path
+) -> None:
+    """A listing hid session files that are still on disk (a symlink, one over the cap)."""
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text("{}")
+    manager.directory.mkdir(parents=True)
+    manager.session_path(SID).symlink_to(elsewhere)
+    listing = manager.list_sessions()
+    (row,) = listing.sessions
+    assert (row.session_id, row.note) == (SID, "refused: it is a symlink")
+    assert [str(p) for p in listing.problems] == [
+        f"refusing session file {SID}.json (it is a symlink); left untouched"
+    ]
+
+
+def test_a_corrupt_file_a_read_only_listing_leaves_in_place_is_listed(tmp_path: Path) -> None:
+    SessionManager(tmp_path).directory.mkdir(parents=True, exist_ok=True)
+    (SessionManager(tmp_path).session_path(SID)).write_text('{"schema_version": 3, "x": ')
+    (row,) = SessionManager(tmp_path, read_only=True).list_sessions().sessions
+    assert row.note == "corrupt: not read (see the warning)"
+    assert SessionManager(tmp_path).list_sessions().sessions == ()  # moved aside: no session
 
 
 @pytest.mark.parametrize(
