@@ -37,6 +37,7 @@ from supervisor.front import FrontDoor
 from supervisor.heir import forget_heir_pid, heir_enabled, spawn_heir, stop_heir
 from supervisor.home import take_home_lock
 from supervisor.listening import keep_lock, serve_socket
+from supervisor.loop_errors import quiet_loop_errors
 from supervisor.runtime import (
     RuntimePaths,
     ensure_private_runtime_dir,
@@ -276,6 +277,7 @@ async def serve(paths: RuntimePaths, root: Path, lock_fd: int) -> None:
 
 
 async def _serve(paths: RuntimePaths, root: Path, lock_fd: int, running: _Running) -> None:
+    quiet_loop_errors()
     shutdown = anyio.Event()
     memory = StorageMemory()  # claims and /reset tombstones outlive the actor's restarts
     secrets = secrets_from_environment()
