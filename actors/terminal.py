@@ -214,6 +214,8 @@ class TerminalActor(Actor[TerminalMessage]):
         self._unsaved = False
         """The last write of the session failed: turns exist only in memory (retried at the
         next turn and at exit; kept for recovery if the exit write fails too)."""
+        self._window_told: Window | None = None
+        """The window of the last compaction told (not waited for) to the CompactionActor."""
         self._failure_told: str | None = None
         """The last disk failure told the terminal: the same one again is not repeated."""
         self._turn_count = 0
@@ -579,7 +581,23 @@ class TerminalActor(Actor[TerminalMessage]):
         self.released.set()
         if saved:
             await self._second_write_with_summary()
+            await self._compaction_after_exit()
         self._self.close()
+
+    async def _compaction_after_exit(self) -> None:
+        """The compaction in flight when the terminal left (due after its last turn) is kept
+        too: asked again (its told answer would find this actor gone) and written."""
+        window = self._window_told
+        if window is None or self._lc.compacting != window.end_invocation:
+            return
+        try:
+            result: Compacted = await self._peers.compaction.ask(
+                self._compact_request(window, "window"), SUMMARY_AFTER_EXIT_TIMEOUT_S
+            )
+        except Exception as exc:
+            log.warning("compaction after exit failed: %s", exc)
+            return
+        await self._keep_compaction(result)
 
     async def _keep_unsaved(self) -> str | None:
         """The session could not be saved: write it where it can be recovered from."""
@@ -662,6 +680,7 @@ class TerminalActor(Actor[TerminalMessage]):
         if window is None:
             return
         self._lc = self._lc.begin_compaction(window)
+        self._window_told = window
         try:
             await self._peers.compaction.tell(self._compact_request(window, "window", self._self))
         except DeadActor:
@@ -762,7 +781,7 @@ class TerminalActor(Actor[TerminalMessage]):
         lc = self._lc
         if result.session_id != lc.session_id or result.generation != lc.generation:
             return
-        if not lc.is_open:
+        if not lc.allows(Event.COMPACTED):  # not started, or in a phase that takes none
             return
         if result.compaction is None:
             automatic = result.trigger != "command"

@@ -126,6 +126,7 @@ EXPECTED_TABLE: dict[tuple[Phase, Event], Phase] = {
     (T, Event.CHECKPOINT): T,
     (T, Event.EXIT): C,
     (C, Event.SUMMARY): C,
+    (C, Event.COMPACTED): C,
 }
 
 

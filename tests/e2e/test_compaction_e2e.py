@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import Env
+from tests.e2e.harness import Env, wait_for
 from tests.e2e.openai_server import ChatServer
 
 TOPIC = (
@@ -141,3 +141,24 @@ def test_the_resume_offer_counts_the_compacted_turns_too(env: Env, server: ChatS
     assert first.returncode == 0, first.stderr
     offer = env.run(input="n\n", terminal=term)
     assert "  6 turns · summary: " in offer.stderr
+
+
+def test_a_compaction_due_after_the_last_turn_is_kept_after_the_exit(env: Env) -> None:
+    """It was dropped with the terminal: the file kept the summary of turns 1-2 and the
+    tail of turns 3-4, and only the next run caught up."""
+    from session.compaction import parse_compaction
+
+    result = env.run(
+        "--new",
+        input="a1\na2\na3\na4\n",
+        AGENT_ASSIST_COMPACTION_INTERVAL="2",
+        AGENT_ASSIST_COMPACTION_OVERLAP="0",
+    )
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+
+    def compacted_up_to() -> int:
+        compaction = parse_compaction(env.session(session_id)["compacted_history_summary"])
+        return compaction.end_invocation if compaction else 0
+
+    wait_for(lambda: compacted_up_to() == 4, what="turns 1-4 compacted in the file")
