@@ -51,7 +51,7 @@ Commands:
   /help            this help
   /exit            leave (the session is saved; Ctrl+D or Ctrl+C at an empty prompt too)
 A message may start with a path (/etc/hosts ...); start it with // to send a
-message that begins with /word (//save this -> "/save this").
+message that begins with /word (//save this sends "/save this").
 Keys: Enter sends; Alt+Enter (or Esc then Enter) starts a new line.
 Ctrl+C clears a typed line; at an empty prompt it leaves. While a reply streams it
 cancels that reply; at a question it cancels the question (nothing is done).
