@@ -7,7 +7,10 @@ refused with one line naming the setting and its source.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -153,11 +156,27 @@ class Settings:
         return next((s.source for s in self.sources if s.name == name), "default")
 
 
+MAX_CONFIG_BYTES = 1_000_000
+
+
+def _read_settings_file(path: Path) -> bytes:
+    """The file's bytes; OSError for anything that is not a regular file of a sane size (a
+    FIFO at its name made every chat and ``config show`` wait forever for a writer)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise OSError(errno.EFBIG, f"over {MAX_CONFIG_BYTES:,} bytes")
+        return file.read(MAX_CONFIG_BYTES + 1)
+
+
 def read_config_file(root: Path) -> dict[str, object]:
     """The TOML table of ``<root>/config.toml`` ({} when there is none)."""
     path = root / CONFIG_FILE
     try:
-        data = path.read_bytes()
+        data = _read_settings_file(path)
     except FileNotFoundError:
         return {}
     except OSError as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from session.settings import SettingsError, resolve_settings
@@ -44,3 +46,23 @@ def test_context_tokens_auto_means_derived_from_the_model() -> None:
 def test_a_bad_boolean_in_the_file_is_shown_as_toml_writes_it() -> None:
     with pytest.raises(SettingsError, match=r"^bad compaction_interval true from config.toml"):
         resolve_settings({"compaction_interval": True}, {})
+
+
+def test_a_fifo_at_the_config_file_is_one_line_not_a_wait_forever(tmp_path: Path) -> None:
+    import os
+
+    from session.errors import SessionError
+    from session.settings import read_config_file
+
+    os.mkfifo(tmp_path / "config.toml")
+    with pytest.raises(SessionError, match=r"config\.toml: not a regular file"):
+        read_config_file(tmp_path)
+
+
+def test_a_directory_at_the_config_file_is_one_line(tmp_path: Path) -> None:
+    from session.errors import SessionError
+    from session.settings import read_config_file
+
+    (tmp_path / "config.toml").mkdir()
+    with pytest.raises(SessionError, match=r"cannot read .*config\.toml"):
+        read_config_file(tmp_path)
