@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-_REQUESTS = re.compile(r'^\d+ recent request\(s\); first: "(.*)"$')
+_REQUESTS = re.compile(r'^\d+ recent request(?:\(s\)|s)?; first: "(.*)"$')
+"""``1 recent request``, ``3 recent requests``, and ``(s)`` as earlier versions wrote."""
 
 
 def clip(text: str, width: int) -> str:
@@ -14,7 +15,7 @@ def clip(text: str, width: int) -> str:
 
 def summary_headline(summary: str | None) -> str:
     """The first line of a summary; for the offline summarizer's own format, the first
-    request it quotes (``3 recent request(s); first: "..."`` becomes ``...``)."""
+    request it quotes (``3 recent requests; first: "..."`` becomes ``...``)."""
     if not summary:
         return ""
     for line in summary.splitlines():

@@ -687,7 +687,8 @@ class OfflineEventSummarizer(BaseEventsSummarizer):
         if requests:
             first, last = requests[0][0], requests[-1][0]
             recent = dict.fromkeys(_clip(" ".join(t.split()[:8]), 70) for _, t in requests[-3:])
-            lines.append(f"Latest requests (turns {first}-{last}): {'; '.join(recent)}.")
+            turns = f"turn {first}" if first == last else f"turns {first}-{last}"
+            lines.append(f"Latest requests ({turns}): {'; '.join(recent)}.")
         narrative = _clip_block("\n".join(lines), MAX_NARRATIVE_CHARS)
         return compaction_event(EventCompaction(start, end, narrative))
 

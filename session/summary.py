@@ -72,9 +72,8 @@ def offline_summary(
     if earlier:
         lines.append("Earlier: " + _clip(earlier, 300))
     if prompts:
-        lines.append(
-            f'{len(prompts)} recent request(s); first: "{_clip(prompts[0], _PROMPT_CHARS)}"'
-        )
+        requests = f"{len(prompts)} recent request{'' if len(prompts) == 1 else 's'}"
+        lines.append(f'{requests}; first: "{_clip(prompts[0], _PROMPT_CHARS)}"')
         lines += [f'- "{_clip(p, _PROMPT_CHARS)}"' for p in prompts[-3:] if len(prompts) > 1]
     paths = touched_paths(messages)
     if paths:

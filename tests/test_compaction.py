@@ -344,6 +344,16 @@ async def test_the_offline_summarizer_is_deterministic_and_skips_empty_windows()
     assert await OfflineEventSummarizer().summarize_events([]) is None
 
 
+async def test_the_offline_narrative_names_one_turn_as_a_turn() -> None:
+    """It said "Latest requests (turns 3-3)"."""
+    one = await OfflineEventSummarizer().summarize_events(invocation(3))
+    two = await OfflineEventSummarizer().summarize_events(invocation(2) + invocation(3))
+    assert one is not None and one.compaction is not None
+    assert two is not None and two.compaction is not None
+    assert "Latest requests (turn 3): " in one.compaction.compacted_content
+    assert "Latest requests (turns 2-3): " in two.compaction.compacted_content
+
+
 def test_the_compaction_reaches_the_model_as_a_compaction_part() -> None:
     from session.compaction import compaction_message
 

@@ -46,7 +46,7 @@ async def test_an_ask_is_answered_at_once_and_a_burst_makes_one_summary(
             envelope = await inbox.receive()
         ready = envelope.message
         assert isinstance(ready, SummaryReady)
-        assert ready.summary.startswith("3 recent request(s)"), "the latest request wins"
+        assert ready.summary.startswith("3 recent requests;"), "the latest request wins"
         with anyio.move_on_after(SUMMARY_DELAY_S + 0.5):
             await inbox.receive()
             pytest.fail("a burst must make one summary")

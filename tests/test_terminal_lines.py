@@ -79,8 +79,9 @@ def test_blocks_are_final_up_to_the_last_blank_line_outside_a_code_fence() -> No
 
 
 def test_the_headline_drops_the_offline_summarizers_boilerplate() -> None:
-    summary = '3 recent request(s); first: "design a triage agent"\n- "more"\nFiles: a.md'
-    assert summary_headline(summary) == "design a triage agent"
+    for requests in ("3 recent requests", "1 recent request", "3 recent request(s)"):
+        summary = f'{requests}; first: "design a triage agent"\n- "more"\nFiles: a.md'
+        assert summary_headline(summary) == "design a triage agent"
     assert summary_headline("Designing a support agent\nmore") == "Designing a support agent"
     assert summary_headline(None) == ""
 
