@@ -17,7 +17,14 @@ from typing import Any
 
 from cli.printable import printable
 from session.compacted import compacted_turns, session_turns
-from supervisor.client import control_connection, hello, not_answering
+from supervisor.client import (
+    BUSY_LINE,
+    SupervisorUnavailable,
+    control_connection,
+    control_hello,
+    hello,
+    not_answering,
+)
 from supervisor.runtime import RuntimeDirError, RuntimePaths, ensure_private_runtime_dir
 
 LOCK_ATTEMPTS = 50
@@ -67,7 +74,7 @@ def _ask_supervisor(
         return None
     with conn:
         try:
-            conn.request(hello("control", state_root=state_root().resolve()))
+            control_hello(conn, hello("control", state_root=state_root().resolve()))
             data: dict[str, Any] = conn.request(frame)["data"]
         except TimeoutError:
             raise not_answering(paths) from None
@@ -137,11 +144,18 @@ def _project(workspace: Path) -> Path:
 
 def list_sessions(paths: RuntimePaths, workspace: str | Path, every: bool) -> dict[str, Any]:
     frame = {"type": "list_sessions", "workspace": str(workspace), "all": every}
-    if (data := _ask_supervisor(paths, frame, reading=True)) is not None:
-        return data
+    busy: list[str] = []
+    try:
+        if (data := _ask_supervisor(paths, frame, reading=True)) is not None:
+            return data
+    except SupervisorUnavailable as exc:
+        if str(exc) != BUSY_LINE:
+            raise
+        busy.append(f"warning: {BUSY_LINE.split(';')[0]}; listed from the files (none as live)")
     catalog = _offline_catalog(read_only=True)
     listing = catalog.list(None if every else (_project(Path(workspace)),), {})
-    return {"sessions": [r.to_json() for r in listing.rows], "warnings": list(listing.warnings)}
+    warnings = [*busy, *listing.warnings]
+    return {"sessions": [r.to_json() for r in listing.rows], "warnings": warnings}
 
 
 def show_session(paths: RuntimePaths, workspace: Path, session_id: str) -> dict[str, Any]:

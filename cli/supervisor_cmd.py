@@ -11,6 +11,7 @@ from supervisor.client import (
     SupervisorUnavailable,
     connect_or_start,
     control_connection,
+    control_hello,
     hello,
     not_answering,
 )
@@ -25,7 +26,7 @@ def status(paths: RuntimePaths) -> dict[str, Any]:
         return {"running": False, "pid": None, "socket": str(paths.socket), "terminals": 0}
     with conn:
         try:
-            conn.request(hello("control"))
+            control_hello(conn, hello("control"))
             data: dict[str, Any] = conn.request({"type": "status"})["data"]
         except TimeoutError:
             raise not_answering(paths) from None
@@ -53,7 +54,7 @@ def stop(paths: RuntimePaths) -> int | None:
         return None
     with conn:
         try:
-            conn.request(hello("control"))
+            control_hello(conn, hello("control"))
             pid = int(conn.request({"type": "status"})["data"]["pid"])
             started = process_start_time(pid)  # while it answers: surely the supervisor's
             conn.sock.settimeout(STOP_TIMEOUT_S)  # it saves every live session first

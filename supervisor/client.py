@@ -209,6 +209,29 @@ def not_answering(paths: RuntimePaths) -> SupervisorUnavailable:
     )
 
 
+BUSY_LINE = "the supervisor is busy (too many connections); try again shortly"
+
+
+def control_hello(conn: Connection, frame: Frame) -> None:
+    """Send a control ``hello`` (``frame``) and take the welcome. A supervisor at its cap
+    of connections answers ``busy`` and hangs up, maybe before the hello is sent:
+    SupervisorUnavailable(BUSY_LINE) then; TimeoutError if nothing answers."""
+    try:
+        conn.request(frame)
+    except ConnectionLost:
+        try:
+            reply = conn.receive()  # the ``busy`` sent before it hung up, if any
+        except (ConnectionLost, OSError):
+            raise SupervisorUnavailable(BUSY_LINE) from None
+        if reply.get("code") == ErrorCode.BUSY:
+            raise SupervisorUnavailable(BUSY_LINE) from None
+        raise
+    except RemoteError as exc:
+        if exc.code == ErrorCode.BUSY:
+            raise SupervisorUnavailable(BUSY_LINE) from None
+        raise
+
+
 def control_connection(paths: RuntimePaths) -> Connection | None:
     """A connection to the running supervisor for control requests, whose every receive
     gives up after ``CONTROL_TIMEOUT_S`` (TimeoutError); None when none runs."""

@@ -312,3 +312,32 @@ def test_the_quick_listing_is_refused_by_a_supervisor_with_another_home(env: Env
     result = env.run("sessions", "--json", AGENT_ASSIST_HOME=str(other))
     assert result.returncode == 1
     assert "error: the running supervisor keeps sessions in" in result.stderr
+
+
+def test_a_supervisor_at_its_connection_cap_is_told_as_busy_and_the_listing_reads_files(
+    env: Env,
+) -> None:
+    """`supervisor status` said 'error: [Errno 32] Broken pipe'; `sessions` failed."""
+    assert env.run("--new", input="hello\n").returncode == 0
+    assert env.run("supervisor", "stop").returncode == 0
+    assert env.run("supervisor", "start", AGENT_ASSIST_MAX_CONNECTIONS="8").returncode == 0
+    held = []
+    try:
+        for _ in range(8):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(str(env.runtime / "supervisor.sock"))
+            held.append(sock)
+        status = env.run("supervisor", "status")
+        assert status.returncode == 1
+        assert status.stderr.splitlines() == [
+            "error: the supervisor is busy (too many connections); try again shortly"
+        ]
+        listing = env.run("sessions", "--json")
+        assert listing.returncode == 0, listing.stderr
+        assert len(json.loads(listing.stdout)) == 1
+        assert "warning: the supervisor is busy (too many connections); listed from the files" in (
+            listing.stderr
+        )
+    finally:
+        for sock in held:
+            sock.close()
