@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import AGENT_ASSIST, Env
+from tests.e2e.harness import AGENT_ASSIST, Client, Env
 
 
 def prompts_in(data: dict[str, object]) -> list[str]:
@@ -107,17 +107,23 @@ def test_a_fault_at_any_step_of_a_save_loses_no_turn(env: Env, step: str, code: 
     assert not [p.name for p in env.project.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_a_sessions_directory_that_became_a_file_keeps_the_turns_aside_at_exit(
-    env: Env,
-) -> None:
-    """A save refused because ``sessions/`` is no longer a directory was not kept at exit:
-    the turns were lost and the run exited 0."""
+def chat_with_a_broken_sessions_directory(env: Env) -> Client:
+    """A chat whose first turn was saved, after which ``sessions/`` became a file."""
     client = env.spawn("--new", terminal=env.terminal())
     client.send("first message")
     client.expect("[offline model]")
     sessions = env.project
     sessions.rename(sessions.with_name("sessions.bak"))
     sessions.write_text("not a directory\n")
+    return client
+
+
+def test_a_sessions_directory_that_became_a_file_keeps_the_turns_aside_at_exit(
+    env: Env,
+) -> None:
+    """A save refused because ``sessions/`` is no longer a directory was not kept at exit:
+    the turns were lost and the run exited 0."""
+    client = chat_with_a_broken_sessions_directory(env)
     client.send("second message")
     client.expect("could not update the session on disk", stderr=True)
     client.close_stdin()
@@ -129,12 +135,7 @@ def test_a_sessions_directory_that_became_a_file_keeps_the_turns_aside_at_exit(
 
 def test_a_disk_failure_that_repeats_is_told_once(env: Env) -> None:
     """The same refusal was told for every write: seven lines for a run of two turns."""
-    client = env.spawn("--new", terminal=env.terminal())
-    client.send("first message")
-    client.expect("[offline model]")
-    sessions = env.project
-    sessions.rename(sessions.with_name("sessions.bak"))
-    sessions.write_text("not a directory\n")
+    client = chat_with_a_broken_sessions_directory(env)
     for text in ("second message", "third message"):
         client.send(text)
         client.expect(text)
