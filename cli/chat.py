@@ -9,9 +9,10 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -786,13 +787,51 @@ def history_file(workspace: Path) -> Path:
     return sessions_dir(workspace, state_root()).parent / "prompt_history"
 
 
+class Terminated(Exception):
+    """SIGTERM or SIGHUP: the chat leaves as on an exit (the supervisor saves and says so)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def ended_by_signals() -> Iterator[None]:
+    """While the chat runs, SIGTERM and SIGHUP raise Terminated (their default ended the
+    process at once: the prompt's toolbar was left on the screen and nothing said the
+    session was saved)."""
+    import signal
+
+    def terminate(signum: int, frame: object) -> None:
+        current = sys.modules.get("prompt_toolkit.application.current")
+        app = current.get_app_or_none() if current is not None else None
+        if app is not None and app.is_running and app.future is not None and not app.future.done():
+            # Raised here it would land in one of the prompt's tasks, which reports it
+            # and waits for Enter: the prompt ends with it instead.
+            app.exit(exception=Terminated(signum))
+            return
+        raise Terminated(signum)
+
+    previous = {s: signal.signal(s, terminate) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def run_chat(options: ChatOptions) -> int:
     console = Console()
     if console.interactive:
         console.history = history_file(options.workspace)
     chat = Chat(options, console, runtime_paths())
     try:
-        return chat.run()
+        with ended_by_signals():
+            return chat.run()
+    except Terminated as exc:  # SIGTERM or SIGHUP: leave as an exit does
+        with contextlib.suppress(OSError):  # a hung-up terminal takes no more output
+            chat.close()
+        return 128 + exc.signum
     except ChatEnded as exc:
         if chat.console.interactive:
             chat.console.warn(str(exc))

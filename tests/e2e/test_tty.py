@@ -248,3 +248,44 @@ def test_a_supervisor_killed_while_the_prompt_waits_is_replaced_at_once(env: Env
         tty.expect('You said: "after the crash". (turn 2 of this conversation')
     finally:
         tty.close()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_terminating_signal_at_the_prompt_leaves_as_an_exit_does(
+    env: Env, signum: int
+) -> None:
+    """SIGTERM ended the chat at once: the toolbar stayed on the screen and nothing said
+    the session was saved."""
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("remember this\r")
+        tty.expect("You said")
+        tty.expect_prompt()
+        tty.process.send_signal(signum)
+        tty.expect("saved.")
+        assert tty.process.wait(timeout=30) == 128 + signum
+    finally:
+        tty.close()
+    (session_id,) = env.session_ids()
+    assert "remember this" in str(env.session(session_id)["recent_messages"])
+
+
+def test_sigterm_while_a_reply_streams_drops_that_reply_and_keeps_the_rest(
+    env: Env, server: ChatServer
+) -> None:
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("hello tty\r")
+        tty.expect("echo: hello tty")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        tty.process.send_signal(signal.SIGTERM)
+        tty.expect("saved.")
+        assert tty.process.wait(timeout=30) == 128 + signal.SIGTERM
+    finally:
+        tty.close()
+    (session_id,) = env.session_ids()
+    messages = str(env.session(session_id)["recent_messages"])
+    assert "hello tty" in messages and "word199" not in messages
