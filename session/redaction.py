@@ -52,13 +52,16 @@ _TOKENS_RE = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS))
 _AUTH_HEADER_RE = re.compile(
     r"(?i)(\bauthorization\s*[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)?\s*)[^\s\"',;]{4,}"
 )
-_BEARER_RE = re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/\-]{8,}=*")
+_BEARER_RE = re.compile(
+    r"(?i)(\bbearer\s+)(?=[A-Za-z0-9._~+/\-]*[0-9._~+/\-])[A-Za-z0-9._~+/\-]{8,}=*"
+)
+"""A bearer token holds a digit or a symbol ("Bearer authentication" is prose)."""
 _ENV_ASSIGNMENT_RE = re.compile(
     r"(\b[A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASS|PASSWORD|PASSWD|PWD|CREDENTIALS?)"
     r"\s*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})"
 )
 """An environment-style assignment: ``GITHUB_TOKEN=...``, ``DB_PASS: ...``, ``STRIPE_KEY=``."""
-_URL_PASSWORD_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]+:)([^\s@/]+)(@)")
+_URL_PASSWORD_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)([^\s@/]+)(@)")
 """The password of a URL: ``postgres://admin:S3cr3t@db/app``."""
 _ASSIGNMENT_RE = re.compile(
     r"(?i)(\b[A-Za-z0-9_]*(?:api[_-]?key|secret|access[_-]?token|auth[_-]?token|password|passwd)"

@@ -154,6 +154,9 @@ def test_the_password_of_a_url_is_scrubbed_and_the_rest_kept() -> None:
     assert scrub_text("see postgres://admin:S3cr3tPass99@db.example.com/app") == (
         f"see postgres://admin:{REDACTED}@db.example.com/app"
     )
+    assert scrub_text("cache at redis://:SECRETredis2@h:6379") == (
+        f"cache at redis://:{REDACTED}@h:6379"
+    )
 
 
 @pytest.mark.parametrize(
@@ -163,6 +166,7 @@ def test_the_password_of_a_url_is_scrubbed_and_the_rest_kept() -> None:
         "SORT_KEY is the column we sort by",
         "visit https://example.com/docs for more",
         "max_tokens: 4096",
+        "We use Bearer authentication for the internal API",
     ],
 )
 def test_ordinary_text_about_keys_and_urls_is_left_alone(text: str) -> None:
