@@ -212,7 +212,9 @@ class Console:
         line = sys.stdin.readline()
         if not line:
             return None
-        return line.rstrip("\n")
+        # Bytes that are not UTF-8 reach us as lone surrogates, which no frame can carry:
+        # each becomes U+FFFD, as a terminal shows them.
+        return line.encode("utf-8", "surrogateescape").decode("utf-8", "replace").rstrip("\n")
 
     def _read_answer(self) -> str | None:
         """An answer line. On a terminal Ctrl+C and Ctrl+D raise Cancelled."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 
-from tests.e2e.harness import Env, wait_for
+from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
 
 RESUME_PROMPT = "Resume previous session? [Y/n]"
 
@@ -281,3 +282,18 @@ def test_a_message_that_starts_with_a_path_is_sent_and_a_double_slash_escapes(en
     assert 'You said: "/etc/hosts is where the config lives"' in result.stdout
     assert 'You said: "/save this please"' in result.stdout
     assert "checkpoint" not in result.stderr
+
+
+def test_piped_bytes_that_are_not_utf8_are_sent_replaced_not_a_traceback(env: Env) -> None:
+    result = subprocess.run(
+        [AGENT_ASSIST, "--new"],
+        input=b"caf\xe9 latin1 \x9b\n",
+        capture_output=True,
+        cwd=env.workspace,
+        env=env.environ(env.terminal()),
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert 'You said: "caf\ufffd latin1 \ufffd"' in result.stdout.decode()
+    assert b"Traceback" not in result.stderr
