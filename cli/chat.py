@@ -28,11 +28,13 @@ from cli.preload import preload_prompt
 from cli.summaries import clip, summary_headline
 from session.environment import secrets_from_environment
 from supervisor.client import (
+    CONTROL_TIMEOUT_S,
     Connection,
     ConnectionLost,
     RemoteError,
     connect_or_start,
     hello,
+    not_answering,
 )
 from supervisor.runtime import RuntimePaths, runtime_paths
 from supervisor.wire import MAX_MESSAGE_CHARS, ErrorCode, Frame, FrameError, encode_frame
@@ -255,17 +257,22 @@ class Chat:
     def _connect(self, tell_warnings: bool = True) -> tuple[Frame, bool]:
         conn, started = connect_or_start(self.paths)
         self._conn = conn
-        welcome = conn.request(
-            hello(
-                "terminal",
-                terminal_pid=self._pid,
-                workspace=str(self.options.workspace),
-                model=self._model,
-                settings=self.options.settings,
-                secrets=secrets_from_environment(),
-                state_root=resolved_state_root(),
+        conn.sock.settimeout(CONTROL_TIMEOUT_S)  # a stopped or hung supervisor is told
+        try:
+            welcome = conn.request(
+                hello(
+                    "terminal",
+                    terminal_pid=self._pid,
+                    workspace=str(self.options.workspace),
+                    model=self._model,
+                    settings=self.options.settings,
+                    secrets=secrets_from_environment(),
+                    state_root=resolved_state_root(),
+                )
             )
-        )
+        except TimeoutError:
+            raise ChatError(str(not_answering(self.paths))) from None
+        conn.sock.settimeout(None)  # replies may take the model's time
         if tell_warnings:
             for warning in welcome.get("warnings", []):
                 self.console.warn(warning)

@@ -295,8 +295,15 @@ def test_a_stopped_supervisor_is_told_in_one_line_not_waited_for_forever(env: En
     assert pid is not None
     os.kill(pid, signal.SIGSTOP)
     try:
-        for args in (("supervisor", "status"), ("sessions", "--json"), ("supervisor", "stop")):
-            result = env.run(*args, AGENT_ASSIST_CONTROL_TIMEOUT_S="1", timeout=20)
+        for args in (
+            ("supervisor", "status"),
+            ("sessions", "--json"),
+            ("--new",),  # a chat printed nothing and waited forever
+            ("supervisor", "stop"),
+        ):
+            result = env.run(
+                *args, input="hello\n", AGENT_ASSIST_CONTROL_TIMEOUT_S="1", timeout=20
+            )
             assert result.returncode == 1, (args, result.stderr)
             assert result.stderr.splitlines()[-1] == (
                 f"error: the supervisor (pid {pid}) does not answer within 1 s: it is stopped "
