@@ -413,11 +413,25 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+MAX_DECISION_CHARS: Final = 1000
+"""A decision as the session file keeps it (a compaction's text clips it shorter)."""
+
+
 def merge_decisions(*groups: Iterable[str]) -> tuple[str, ...]:
-    """A session's decisions: each on one line of at most ``MAX_ITEM_CHARS``, once (a
-    decision and a compaction's clipped copy of it are one), the newest ``MAX_DECISIONS``."""
-    clipped = (_clip(item, MAX_ITEM_CHARS) for group in groups for item in group if item.strip())
-    return _union(clipped)[-MAX_DECISIONS:]
+    """A session's decisions: each on one line of at most ``MAX_DECISION_CHARS``, once,
+    the newest ``MAX_DECISIONS``. A copy a compaction clipped (``…``) of one that is here
+    whole is the same decision; two that only begin alike are two."""
+    items = _union(
+        _clip(item, MAX_DECISION_CHARS) for group in groups for item in group if item.strip()
+    )
+    whole = [item for item in items if not item.endswith("…")]
+    kept = [
+        item
+        for item in items
+        if not item.endswith("…")
+        or not any(other.casefold().startswith(item[:-1].casefold()) for other in whole)
+    ]
+    return tuple(kept)[-MAX_DECISIONS:]
 
 
 def _clip(text: str, limit: int) -> str:

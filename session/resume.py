@@ -25,6 +25,10 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def drift_lines(drift: FileDrift) -> list[str]:
     """``- <file>: modified`` / ``- <file>: deleted`` by path, then the unchanged count."""
     changes = [(p, "modified") for p in drift.modified] + [(p, "deleted") for p in drift.deleted]
@@ -35,6 +39,7 @@ def drift_lines(drift: FileDrift) -> list[str]:
     return lines
 
 
+RESUME_DECISION_CHARS = 300
 RESUME_DECISIONS = 40
 """The newest decisions the resume context lists: it goes with every request, so it stays
 small however many a long session made."""
@@ -65,7 +70,7 @@ def build_resume_context(state: SessionState | None, drift: FileDrift | None = N
         if len(decisions) > len(shown):
             earlier = len(decisions) - len(shown)
             lines.append(f"- ({earlier} earlier decisions are kept in the session file)")
-        lines += [f"- {d}" for d in shown]
+        lines += [f"- {_clip(d, RESUME_DECISION_CHARS)}" for d in shown]
     changes = drift_lines(drift) if drift is not None else []
     if changes:
         lines += ["", "## File Changes Since Last Session", *changes]

@@ -431,7 +431,10 @@ def test_a_decision_and_its_clipped_copy_are_one_and_the_list_is_bounded() -> No
 
     long = "Use Postgres " + "because of the ticket volume " * 20
     clipped = long[: MAX_ITEM_CHARS - 1] + "…"
-    assert merge_decisions([long], [clipped]) == (clipped,)
+    assert merge_decisions([long], [clipped]) == (long.strip(),)
+    assert merge_decisions([clipped], [long]) == (long.strip(),)
+    one, two = long + "ENDING ONE: use RDS", long + "ENDING TWO: self-host"
+    assert merge_decisions([one, two], [clipped]) == (one, two)  # begin alike: two
     many = [f"decision {i}" for i in range(MAX_DECISIONS + 50)]
     merged = merge_decisions(many)
     assert len(merged) == MAX_DECISIONS and merged[-1] == f"decision {MAX_DECISIONS + 49}"
