@@ -188,7 +188,7 @@ def supervise(paths: RuntimePaths, lock_fd: int) -> None:
         gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
         gc.enable()  # the quick entry (cli/entry.py) imports with it paused
         try:
-            anyio.run(serve, paths, root, lock_fd, backend_options=loop_options())
+            anyio.run(serve, paths, root, lock_fd, home_fd, backend_options=loop_options())
         finally:
             if home_fd is not None:
                 os.close(home_fd)
@@ -265,18 +265,22 @@ async def start_model_stack(
         log.info("heir %d started: it loads the model stack, then waits to take over", heir.pid)
 
 
-async def serve(paths: RuntimePaths, root: Path, lock_fd: int) -> None:
+async def serve(
+    paths: RuntimePaths, root: Path, lock_fd: int, home_fd: int | None = None
+) -> None:
     """Listen at once (the front door answers attaches), load the model stack meanwhile."""
     running = _Running()
     running.with_heir = heir_enabled(os.environ)
     try:
-        await _serve(paths, root, lock_fd, running)
+        await _serve(paths, root, lock_fd, home_fd, running)
     finally:
         if running.heir is not None:  # a stop on purpose: nothing is to take over
             stop_heir(paths, running.heir)
 
 
-async def _serve(paths: RuntimePaths, root: Path, lock_fd: int, running: _Running) -> None:
+async def _serve(
+    paths: RuntimePaths, root: Path, lock_fd: int, home_fd: int | None, running: _Running
+) -> None:
     quiet_loop_errors()
     shutdown = anyio.Event()
     memory = StorageMemory()  # claims and /reset tombstones outlive the actor's restarts
@@ -299,7 +303,8 @@ async def _serve(paths: RuntimePaths, root: Path, lock_fd: int, running: _Runnin
                 log.info("listening on %s", paths.socket)
                 forget_heir_pid(paths, os.getpid())  # if this supervisor was an heir, it took over
                 connections.start_soon(_watch_signals, shutdown)
-                connections.start_soon(keep_lock, paths, lock_fd, shutdown)
+                home = (root, home_fd) if home_fd is not None else None
+                connections.start_soon(keep_lock, paths, lock_fd, shutdown, home)
                 connections.start_soon(
                     start_model_stack,
                     paths,

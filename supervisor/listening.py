@@ -24,6 +24,7 @@ import anyio
 from anyio.abc import SocketListener, SocketStream, TaskGroup, TaskStatus
 
 from supervisor.accept import accept_forever
+from supervisor.home import HOME_LOCK_NAME, HomeHeld, take_home_lock
 from supervisor.runtime import (
     RuntimeDirError,
     RuntimePaths,
@@ -150,12 +151,43 @@ def hold_lock(paths: RuntimePaths, lock_fd: int) -> int | None:
     return lock_fd
 
 
-async def keep_lock(paths: RuntimePaths, lock_fd: int, shutdown: anyio.Event) -> None:
-    """Hold ``supervisor.lock`` and the pid file in place; stop the supervisor (``shutdown``)
-    if another one took the lock's path."""
+def hold_home_lock(root: Path, runtime_dir: Path, home_fd: int) -> int | None:
+    """``home_fd`` while ``<root>/.supervisor.lock`` is still the file it locks; else that
+    lock taken anew at its path, or None when another supervisor took it first."""
+    if _inode(root / HOME_LOCK_NAME) == os.fstat(home_fd).st_ino:
+        return home_fd
+    try:
+        fd = take_home_lock(root, runtime_dir)
+    except HomeHeld:
+        return None
+    if fd is None:  # the root cannot hold one now: keep what we hold
+        return home_fd
+    log.warning("%s was removed or replaced; took it again", root / HOME_LOCK_NAME)
+    return fd
+
+
+async def keep_lock(
+    paths: RuntimePaths,
+    lock_fd: int,
+    shutdown: anyio.Event,
+    home: tuple[Path, int] | None = None,
+) -> None:
+    """Hold ``supervisor.lock``, the pid file and the state root's lock (``home``: the root
+    and the lock's descriptor) in place; stop the supervisor (``shutdown``) if another
+    one took either lock's path."""
     while True:
         try:
             held = await anyio.to_thread.run_sync(hold_lock, paths, lock_fd)
+            if held is not None and home is not None:
+                root, home_fd = home
+                kept = await anyio.to_thread.run_sync(
+                    hold_home_lock, root, paths.directory, home_fd
+                )
+                if kept is None:
+                    log.warning("another supervisor keeps the sessions in %s now; stopping", root)
+                    shutdown.set()
+                    return
+                home = (root, kept)
         except (OSError, RuntimeDirError) as exc:
             log.warning("cannot check %s (%s); trying again", paths.lock, exc)
         else:

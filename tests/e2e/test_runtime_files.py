@@ -3,10 +3,12 @@ file removed by a temp-dir cleaner or by hand is put back, and never two supervi
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import shutil
+import time
 
 from tests.e2e.harness import Env, running, wait_for
 
@@ -103,3 +105,30 @@ def test_a_second_runtime_directory_over_the_same_home_starts_no_second_supervis
     prune = env.run("sessions", "prune", "--older-than", "0", AGENT_ASSIST_RUNTIME_DIR=str(other))
     assert prune.returncode == 1
     assert "another supervisor (runtime directory" in prune.stderr
+
+
+def test_a_removed_home_lock_leaves_one_supervisor_serving_the_home(env: Env) -> None:
+    """With <home>/.supervisor.lock removed, a second runtime directory started a second
+    supervisor over the home, and both stayed: a terminal of each was given one session."""
+    assert env.run("supervisor", "start").returncode == 0
+    first = env.supervisor_pid()
+    assert first is not None
+    other = env.runtime.parent / "run-elsewhere"
+    (env.home.resolve() / ".supervisor.lock").unlink()
+    env.run("supervisor", "start", AGENT_ASSIST_RUNTIME_DIR=str(other))  # may win the race
+    second_pid = other / "supervisor.pid"
+
+    def serving() -> list[int]:
+        pids = [first] if running(first) else []
+        if second_pid.exists():
+            with contextlib.suppress(ValueError):
+                pid = int(second_pid.read_text())
+                pids += [pid] if running(pid) else []
+        return pids
+
+    try:
+        wait_for(lambda: len(serving()) == 1, what="one supervisor left over the home")
+        time.sleep(1.5)  # a second look: the survivor keeps it (outside processes)
+        assert len(serving()) == 1
+    finally:
+        env.run("supervisor", "stop", AGENT_ASSIST_RUNTIME_DIR=str(other))
