@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import time
 from pathlib import Path
 
 from supervisor.runtime import HOME_HELD_EXIT
@@ -45,7 +46,7 @@ def take_home_lock(root: Path, runtime_dir: Path) -> int | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = _read(fd)
+        holder = _holder(fd)
         os.close(fd)
         raise HomeHeld(root, holder) from None
     with contextlib.suppress(OSError):
@@ -64,10 +65,20 @@ def home_holder(root: Path) -> str | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return _read(fd) or "?"
+        return _holder(fd) or "?"
     finally:
         os.close(fd)
     return None
+
+
+def _holder(fd: int, tries: int = 20) -> str:
+    """The runtime directory the holder wrote, waiting a little for a holder that has
+    just taken the lock and not written it yet."""
+    for _ in range(tries):
+        if holder := _read(fd):
+            return holder
+        time.sleep(0.01)
+    return ""
 
 
 def _read(fd: int) -> str:
