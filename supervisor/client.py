@@ -24,6 +24,7 @@ from supervisor.runtime import (
     RuntimePaths,
     check_socket_path,
     ensure_private_runtime_dir,
+    number_from_env,
 )
 
 if TYPE_CHECKING:
@@ -181,15 +182,7 @@ def sendable_secrets(secrets: tuple[str, ...]) -> list[str]:
     return sendable
 
 
-def _control_timeout() -> float:
-    try:  # a test and tuning knob
-        value = float(os.environ.get("AGENT_ASSIST_CONTROL_TIMEOUT_S", "10"))
-    except ValueError:
-        return 10.0
-    return value if 0 < value < 1e6 else 10.0
-
-
-CONTROL_TIMEOUT_S = _control_timeout()
+CONTROL_TIMEOUT_S = number_from_env("AGENT_ASSIST_CONTROL_TIMEOUT_S", 10.0)
 """A control request (status, listing, stop) unanswered this long: the supervisor is hung
 or stopped (SIGSTOP), or something else listens on its socket."""
 

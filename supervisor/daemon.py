@@ -41,6 +41,7 @@ from supervisor.loop_errors import quiet_loop_errors
 from supervisor.runtime import (
     RuntimePaths,
     ensure_private_runtime_dir,
+    number_from_env,
     runtime_paths,
     write_pid_file,
 )
@@ -61,15 +62,6 @@ TOKEN_RETENTION_EVENTS = 4
 
 class AlreadyRunning(Exception):
     pass
-
-
-def _number_from_env(name: str, default: float) -> float:
-    """A test and tuning knob; a bad value is ignored (the default is used)."""
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
-        return default
-    return value if 0 < value < 1e9 else default
 
 
 def settings_from_environment(paths: RuntimePaths) -> Settings:
@@ -93,7 +85,7 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
         model=configured.model,
         policy=PersistPolicy(known_secrets=secrets_from_environment(), compaction=compaction),
         version=package_version(),
-        hello_timeout_s=_number_from_env("AGENT_ASSIST_HELLO_TIMEOUT_S", HELLO_TIMEOUT_S),
+        hello_timeout_s=number_from_env("AGENT_ASSIST_HELLO_TIMEOUT_S", HELLO_TIMEOUT_S),
         context_tokens=configured.context_tokens,
         summary_model=configured.summary_model,
         model_timeout_s=configured.model_timeout,
@@ -297,7 +289,7 @@ async def _serve(
         async with anyio.create_task_group() as terminals:
             async with anyio.create_task_group() as connections:
                 cap = connection_cap(
-                    int(_number_from_env("AGENT_ASSIST_MAX_CONNECTIONS", MAX_CONNECTIONS))
+                    int(number_from_env("AGENT_ASSIST_MAX_CONNECTIONS", MAX_CONNECTIONS))
                 )
                 await connections.start(serve_socket, paths, front.handle, connections, cap)
                 log.info("listening on %s", paths.socket)

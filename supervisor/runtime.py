@@ -68,6 +68,15 @@ class RuntimePaths(NamedTuple):
         return self.directory / "heir.pid"
 
 
+def number_from_env(name: str, default: float) -> float:
+    """A test and tuning knob; a bad value is ignored (the default is used)."""
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if 0 < value < 1e9 else default
+
+
 def runtime_paths(environ: dict[str, str] | os._Environ[str] | None = None) -> RuntimePaths:
     return RuntimePaths(default_runtime_dir(environ))
 
