@@ -18,8 +18,7 @@ from typing import Any
 from cli.printable import printable
 from session.compacted import compacted_turns, session_turns
 from supervisor.client import (
-    BUSY_LINE,
-    SupervisorUnavailable,
+    SupervisorBusy,
     control_connection,
     control_hello,
     hello,
@@ -148,10 +147,11 @@ def list_sessions(paths: RuntimePaths, workspace: str | Path, every: bool) -> di
     try:
         if (data := _ask_supervisor(paths, frame, reading=True)) is not None:
             return data
-    except SupervisorUnavailable as exc:
-        if str(exc) != BUSY_LINE:
-            raise
-        busy.append(f"warning: {BUSY_LINE.split(';')[0]}; listed from the files (none as live)")
+    except SupervisorBusy:
+        busy.append(
+            "warning: the supervisor is busy (too many connections); "
+            "listed from the files (none as live)"
+        )
     catalog = _offline_catalog(read_only=True)
     listing = catalog.list(None if every else (_project(Path(workspace)),), {})
     warnings = [*busy, *listing.warnings]

@@ -55,6 +55,13 @@ class SupervisorUnavailable(Exception):
     """No supervisor could be reached or started."""
 
 
+class SupervisorBusy(SupervisorUnavailable):
+    """The supervisor is at its cap of connections (it answered ``busy``)."""
+
+    def __init__(self) -> None:
+        super().__init__("the supervisor is busy (too many connections); try again shortly")
+
+
 class ConnectionLost(Exception):
     """The supervisor closed the connection (it stopped or crashed)."""
 
@@ -202,26 +209,23 @@ def not_answering(paths: RuntimePaths) -> SupervisorUnavailable:
     )
 
 
-BUSY_LINE = "the supervisor is busy (too many connections); try again shortly"
-
-
 def control_hello(conn: Connection, frame: Frame) -> None:
     """Send a control ``hello`` (``frame``) and take the welcome. A supervisor at its cap
     of connections answers ``busy`` and hangs up, maybe before the hello is sent:
-    SupervisorUnavailable(BUSY_LINE) then; TimeoutError if nothing answers."""
+    SupervisorBusy then; TimeoutError if nothing answers."""
     try:
         conn.request(frame)
     except ConnectionLost:
         try:
             reply = conn.receive()  # the ``busy`` sent before it hung up, if any
         except (ConnectionLost, OSError):
-            raise SupervisorUnavailable(BUSY_LINE) from None
+            raise SupervisorBusy from None
         if reply.get("code") == ErrorCode.BUSY:
-            raise SupervisorUnavailable(BUSY_LINE) from None
+            raise SupervisorBusy from None
         raise
     except RemoteError as exc:
         if exc.code == ErrorCode.BUSY:
-            raise SupervisorUnavailable(BUSY_LINE) from None
+            raise SupervisorBusy from None
         raise
 
 
@@ -403,6 +407,7 @@ __all__ = [
     "ConnectionLost",
     "FrameError",
     "RemoteError",
+    "SupervisorBusy",
     "SupervisorUnavailable",
     "connect_or_start",
     "hello",
