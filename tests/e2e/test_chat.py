@@ -6,7 +6,7 @@ import os
 import signal
 import subprocess
 
-from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
+from tests.e2e.harness import AGENT_ASSIST, Client, Env, wait_for
 
 RESUME_PROMPT = "Resume previous session? [Y/n]"
 
@@ -153,17 +153,23 @@ def test_kill_9_of_the_supervisor_then_the_next_turn_works(env: Env) -> None:
     assert client.wait() == 0
 
 
+def waiting_at_the_reset_question(env: Env) -> Client:
+    """A piped chat with one turn done, asked whether /reset may delete agent_spec.md."""
+    (env.workspace / "agent_spec.md").write_text("# Spec\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("first turn")
+    client.expect("first turn")
+    client.send("/reset")
+    client.expect("Also delete agent_spec.md? [y/N]", stderr=True)
+    return client
+
+
 def test_a_crash_while_a_question_waits_leaves_the_command_undone_and_the_chat_going(
     env: Env,
 ) -> None:
     """Before, the answer's send failed and the chat ended: 'lost the supervisor: [Errno
     32] Broken pipe', exit 1."""
-    (env.workspace / "agent_spec.md").write_text("# Spec\n")
-    client = env.spawn("--new", terminal=env.terminal())
-    client.send("before the crash")
-    client.expect("before the crash")
-    client.send("/reset")
-    client.expect("Also delete agent_spec.md? [y/N]", stderr=True)
+    client = waiting_at_the_reset_question(env)
     env.kill_supervisor_and_heir()
     client.send("n")
     client.expect("error: /reset was interrupted; please run it again", stderr=True)
@@ -176,12 +182,7 @@ def test_a_crash_while_a_question_waits_leaves_the_command_undone_and_the_chat_g
 
 
 def test_a_stop_while_a_question_waits_ends_the_chat_as_a_stop_does(env: Env) -> None:
-    (env.workspace / "agent_spec.md").write_text("# Spec\n")
-    client = env.spawn("--new", terminal=env.terminal())
-    client.send("before the stop")
-    client.expect("before the stop")
-    client.send("/reset")
-    client.expect("Also delete agent_spec.md? [y/N]", stderr=True)
+    client = waiting_at_the_reset_question(env)
     assert env.run("supervisor", "stop").returncode == 0
     client.send("n")
     client.expect("the supervisor was stopped; session ", stderr=True)

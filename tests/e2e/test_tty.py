@@ -87,15 +87,19 @@ def server(env: Env) -> Iterator[ChatServer]:
         yield chat_server
 
 
+def streaming_after_one_turn(tty: Pty) -> None:
+    """One turn answered ("hello tty"), then a slow reply streaming (seen up to word3)."""
+    tty.expect("/help for commands.")
+    tty.type("hello tty\r")
+    tty.expect("echo: hello tty")
+    tty.type("be slow please\r")
+    tty.expect("word3")
+
+
 def test_prompt_streaming_ctrl_c_cancels_and_ctrl_d_exits(env: Env, server: ChatServer) -> None:
-    term = env.terminal()
-    tty = Pty(env, term)
+    tty = Pty(env, env.terminal())
     try:
-        tty.expect("/help for commands.")
-        tty.type("hello tty\r")
-        tty.expect("echo: hello tty")
-        tty.type("be slow please\r")
-        tty.expect("word3")
+        streaming_after_one_turn(tty)
         tty.type("\x03")
         tty.expect("[cancelled]")
         tty.expect_prompt()
@@ -276,11 +280,7 @@ def test_sigterm_while_a_reply_streams_drops_that_reply_and_keeps_the_rest(
 ) -> None:
     tty = Pty(env, env.terminal())
     try:
-        tty.expect("/help for commands.")
-        tty.type("hello tty\r")
-        tty.expect("echo: hello tty")
-        tty.type("be slow please\r")
-        tty.expect("word3")
+        streaming_after_one_turn(tty)
         tty.process.send_signal(signal.SIGTERM)
         tty.expect("saved.")
         assert tty.process.wait(timeout=30) == 128 + signal.SIGTERM
