@@ -214,8 +214,6 @@ class TerminalActor(Actor[TerminalMessage]):
         self._unsaved = False
         """The last write of the session failed: turns exist only in memory (retried at the
         next turn and at exit; kept for recovery if the exit write fails too)."""
-        self._window_told: Window | None = None
-        """The window of the last compaction told (not waited for) to the CompactionActor."""
         self._failure_told: str | None = None
         """The last disk failure told the terminal: the same one again is not repeated."""
         self._turn_count = 0
@@ -587,8 +585,8 @@ class TerminalActor(Actor[TerminalMessage]):
     async def _compaction_after_exit(self) -> None:
         """The compaction in flight when the terminal left (due after its last turn) is kept
         too: asked again (its told answer would find this actor gone) and written."""
-        window = self._window_told
-        if window is None or self._lc.compacting != window.end_invocation:
+        window = self._lc.compacting  # a compaction waited for ends before the exit
+        if window is None:
             return
         try:
             result: Compacted = await self._peers.compaction.ask(
@@ -680,7 +678,6 @@ class TerminalActor(Actor[TerminalMessage]):
         if window is None:
             return
         self._lc = self._lc.begin_compaction(window)
-        self._window_told = window
         try:
             await self._peers.compaction.tell(self._compact_request(window, "window", self._self))
         except DeadActor:

@@ -208,8 +208,8 @@ class SessionLifecycle:
     first_invocation: int = 1
     """The invocation (user turn) number of ``history``'s first turn."""
     compaction: EventCompaction | None = None
-    compacting: int | None = None
-    """The end invocation of the compaction in flight, if any."""
+    compacting: Window | None = None
+    """The window of the compaction in flight, if any."""
     compaction_failures: int = 0
     backoff_until: int = 0
     """No automatic compaction before this many invocations have completed."""
@@ -459,7 +459,7 @@ class SessionLifecycle:
     def begin_compaction(self, window: Window) -> SessionLifecycle:
         """A compaction of ``window`` is in flight (one at a time)."""
         self._check(Event.COMPACT)
-        return self._with(compacting=window.end_invocation)
+        return self._with(compacting=window)
 
     def compacted(
         self,
