@@ -31,7 +31,8 @@ LOCK_PAUSE_S = 0.02
 
 
 def not_found_line(workspace: Path, session_id: str) -> str:
-    """``no session X in this project``, with where it is if another project has it."""
+    """``no session X in this project``, with where it is if another project has it, or
+    why it cannot be opened if its file was moved aside as corrupt."""
     from session.models import is_session_id
     from session.paths import projects_dir, state_root
 
@@ -39,6 +40,12 @@ def not_found_line(workspace: Path, session_id: str) -> str:
     if not is_session_id(session_id):
         return line
     here = _project(workspace)
+    kept = sorted(here.glob(f"{session_id}.json.corrupt-*"))
+    if kept:  # moved aside by this run's listing, or an earlier one
+        return (
+            f"session {session_id} cannot be opened: its file was corrupt and is kept as "
+            f"{kept[-1].name}"
+        )
     for found in sorted(projects_dir(state_root()).glob(f"*/sessions/{session_id}.json")):
         if found.parent != here:
             project = found.parent.parent.name

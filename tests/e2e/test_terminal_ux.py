@@ -462,6 +462,20 @@ def test_a_session_of_another_project_hints_at_workspace(env: Env) -> None:
     assert "--workspace DIR" in result.stderr
 
 
+def test_resuming_a_corrupt_session_says_its_file_was_moved_aside(env: Env) -> None:
+    session_id = _saved_session(env)
+    (env.project / f"{session_id}.json").write_text("{broken")
+    result = env.run("--resume", session_id, input="hello\n")
+    assert result.returncode == 1
+    (kept,) = env.project.glob(f"{session_id}.json.corrupt-*")
+    assert f"error: session {session_id} cannot be opened: its file was corrupt" in result.stderr
+    assert kept.name in result.stderr.splitlines()[-1]
+    assert "no session" not in result.stderr
+    shown = env.run("sessions", "show", session_id)
+    assert shown.returncode == 1
+    assert f"is kept as {kept.name}" in shown.stderr
+
+
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_shell_completion_follows_clicks_convention(env: Env, shell: str) -> None:
     script = env.run(_AGENT_ASSIST_COMPLETE=f"{shell}_source")
