@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cli.console import (
+    SLASH_COMMANDS,
     Cancelled,
     Console,
     ReplyView,
@@ -135,12 +136,23 @@ def fit_to_width(text: str, width: int) -> str:
     )
 
 
+COMMAND_NAMES = frozenset(name[1:] for name in SLASH_COMMANDS) | {"quit"}
+
+
 def is_command(line: str) -> bool:
     """``/name`` or ``/name args``: a slash command. A line that starts with a path
-    (``/etc/hosts is ...``) or with ``//`` (the escape: ``//save`` sends ``/save``) is a
-    message."""
+    (``/etc/hosts is ...``, or ``/tmp is ...`` when ``/tmp`` is not a command and exists)
+    or with ``//`` (the escape: ``//save`` sends ``/save``) is a message."""
     word = line.strip().split(maxsplit=1)[0] if line.strip() else ""
-    return word.startswith("/") and "/" not in word[1:] and len(word) > 1
+    if not (word.startswith("/") and "/" not in word[1:] and len(word) > 1):
+        return False
+    return word[1:].lower() in COMMAND_NAMES or not os.path.lexists(word)
+
+
+def message_text(line: str) -> str:
+    """What a message line sends: ``//`` at its start (after spaces) sends one ``/``."""
+    stripped = line.lstrip()
+    return stripped[1:] if stripped.startswith("//") else line
 
 
 def too_long_line(text: str, interactive: bool) -> str | None:
@@ -489,7 +501,7 @@ class Chat:
                 if not self._slash(line.strip()):
                     break
                 continue
-            self._turn(line.removeprefix("/") if line.startswith("//") else line)
+            self._turn(message_text(line))
         if self.close():
             return 1
         return 1 if self.a_turn_failed and not self.console.interactive else 0

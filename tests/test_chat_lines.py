@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.chat import is_command
+from cli.chat import is_command, message_text
 
 
 @pytest.mark.parametrize(
@@ -16,6 +16,9 @@ from cli.chat import is_command
         ("/nosuch", True),  # an unknown command is told so, not sent
         ("/etc/hosts is where the config lives", False),
         ("/usr/bin/env python3 fails", False),
+        ("/tmp is where scratch files go", False),  # a one-part path that exists
+        ("/exit", True),  # a command, whatever is on disk
+        ("/QUIT", True),
         ("//save this", False),
         ("/", False),
         ("hello /save", False),
@@ -24,6 +27,19 @@ from cli.chat import is_command
 )
 def test_a_line_is_a_command_when_it_starts_with_a_slash_word(line: str, command: bool) -> None:
     assert is_command(line) is command
+
+
+@pytest.mark.parametrize(
+    ("line", "sent"),
+    [
+        ("//save this", "/save this"),
+        ("  //save this", "/save this"),
+        ("/etc/hosts is here", "/etc/hosts is here"),
+        ("  indented text", "  indented text"),
+    ],
+)
+def test_a_leading_double_slash_sends_one_slash(line: str, sent: str) -> None:
+    assert message_text(line) == sent
 
 
 def test_a_listing_is_cut_to_the_terminal_width_line_by_line() -> None:
