@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import logging
 import shutil
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,7 +90,13 @@ from session.errors import (
     SessionError,
     SessionLive,
 )
-from session.filesystem import build_file_manifest, detect_file_drift, list_tree
+from session.filesystem import (
+    FileDrift,
+    build_file_manifest,
+    clear_leftover_temps,
+    detect_file_drift,
+    list_tree,
+)
 from session.lifecycle import (
     DeletePointer,
     DeleteSession,
@@ -161,6 +167,15 @@ def tracked_files(workspace: Path, extra: Iterable[str]) -> tuple[dict[str, str]
     if spec:
         paths.add(spec)
     return build_file_manifest(workspace, paths), spec
+
+
+def drift_at_resume(workspace: Path, manifest: Mapping[str, str]) -> FileDrift:
+    """How the tracked files changed, once the temps a killed write (a tool's, a
+    restore's) left beside them are cleared. Blocking: run it in a worker thread."""
+    removed = clear_leftover_temps(workspace, manifest)
+    if removed:
+        log.info("removed %d leftover temp file(s) in %s", len(removed), workspace)
+    return detect_file_drift(workspace, manifest)
 
 
 def delete_design_files(workspace: Path) -> list[str]:
@@ -367,7 +382,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     LoadSession(self._config.project, wanted), STORAGE_TIMEOUT_S
                 )
                 drift = await anyio.to_thread.run_sync(
-                    detect_file_drift, self._config.workspace, stored.file_manifest
+                    drift_at_resume, self._config.workspace, stored.file_manifest
                 )
                 transition = self._lc.resume(stored, drift)
                 drift_text = tuple(drift_lines(drift))

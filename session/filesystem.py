@@ -103,6 +103,17 @@ class FileDrift:
         return bool(self.modified or self.deleted)
 
 
+def clear_leftover_temps(workspace: Path, relative_paths: Iterable[str]) -> list[str]:
+    """Remove the temps a write killed mid-way left beside these workspace files, once
+    they are old enough (``session.atomic.clear_stale_workspace_temps``); their names."""
+    from session.atomic import clear_stale_workspace_temps
+
+    removed: list[str] = []
+    for relative in safe_relative_paths(workspace, relative_paths):
+        removed += clear_stale_workspace_temps(workspace / relative)
+    return removed
+
+
 def detect_file_drift(workspace: Path, manifest: Mapping[str, str]) -> FileDrift:
     """Compare the workspace against ``manifest``.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 
 from tests.e2e.harness import AGENT_ASSIST, Client, Env, wait_for
 
@@ -90,6 +91,28 @@ def test_resume_context_shows_drift_after_an_outside_edit(env: Env) -> None:
         in out
     )
     assert "IMPORTANT: You are resuming a previous session." in out
+
+
+def test_resuming_clears_the_temps_a_killed_write_left_beside_tracked_files(env: Env) -> None:
+    """A supervisor killed mid-write (a tool's write, a checkpoint's restore) leaves a temp
+    beside the file; resuming the session removes it once it is a minute old."""
+    term = env.terminal()
+    env.run(input="write notes/tools.md: search\n", terminal=term)
+    notes = env.workspace / "notes"
+    old = notes / ".tools.md.0123abcd.agent-assist.tmp"
+    young = notes / ".tools.md.4567cdef.agent-assist.tmp"
+    other = notes / ".other.md.89abcdef.agent-assist.tmp"  # no tracked file of that name
+    for leftover in (old, young, other):
+        leftover.write_text("half a write")
+    an_hour_ago = time.time() - 3600
+    os.utime(old, (an_hour_ago, an_hour_ago))
+    os.utime(other, (an_hour_ago, an_hour_ago))
+    result = env.run(input="y\n", terminal=term)
+    assert result.returncode == 0, result.stderr
+    assert not old.exists()
+    assert young.exists()  # perhaps another writer's, in flight
+    assert other.exists()
+    assert (notes / "tools.md").read_text() == "search\n"
 
 
 def test_reset_deletes_file_and_pointer_and_autosave_does_not_resurrect(env: Env) -> None:
