@@ -50,7 +50,9 @@ class RemoveSession(Ask[bool]):
     session_id: str
     forever: bool = False
     unless_live: bool = False
-    """``sessions rm``: SessionLive if a terminal holds it, checked in the same step."""
+    """``sessions rm``: SessionLive if a terminal holds it, checked in the same step; and
+    nothing is deleted (False) unless the session file is there: the checkpoints of one
+    moved aside as corrupt may be what repairs it."""
 
 
 @dataclass(frozen=True)

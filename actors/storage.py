@@ -166,7 +166,9 @@ class StorageActor(Actor[StorageMessage]):
                 if forever:
                     self._deleted.add(session_id)
                     self._memory.last_claimed_by.pop(session_id, None)
-                return await self._io(lambda: catalog.remove_session(project, session_id))
+                return await self._io(
+                    lambda: catalog.remove_session(project, session_id, if_saved=unless_live)
+                )
             case SavePointer(project, pointer):
                 return await self._io(lambda: catalog.manager(project).write_pointer(pointer))
             case RemovePointer(project, pid):

@@ -197,9 +197,9 @@ def remove_session(paths: RuntimePaths, workspace: Path, session_id: str) -> boo
             return bool(data["removed"])
         catalog = _offline_catalog(read_only=False)
         project = _project(workspace)
-        if not catalog.manager(project).exists(session_id):
+        if not catalog.remove_session(project, session_id, if_saved=True):
             raise FileNotFoundError(f"no session {session_id} in this project")
-        return bool(catalog.remove_session(project, session_id))
+        return True
 
 
 def prune_sessions(

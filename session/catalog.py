@@ -77,10 +77,14 @@ class SessionCatalog:
             self._checkpoints[project] = CheckpointStore(project.parent, self.known_secrets)
         return self._checkpoints[project]
 
-    def remove_session(self, project: Path, session_id: str) -> bool:
+    def remove_session(self, project: Path, session_id: str, *, if_saved: bool = False) -> bool:
         """Delete a session's file and its checkpoints, then the contents no remaining
-        checkpoint refers to. True if there was a session file."""
-        removed = self.manager(project).delete(session_id)
+        checkpoint refers to. True if there was a session file; ``if_saved``: without one,
+        nothing is deleted."""
+        manager = self.manager(project)
+        if if_saved and not manager.exists(session_id):
+            return False
+        removed = manager.delete(session_id)
         store = self.checkpoints(project)
         store.delete_session(session_id)
         store.collect_garbage()

@@ -10,6 +10,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.harness import Env, wait_for
 
 WATCHER_LATENCY_S = 1.5
@@ -226,6 +228,24 @@ def test_rm_deletes_checkpoints_but_keeps_contents_another_session_refers_to(env
     assert result.returncode == 0, result.stderr
     assert not checkpoints_dir(env, session_id).exists()
     assert blobs(env) == sorted(kept.values())
+
+
+@pytest.mark.parametrize("supervisor", ["running", "stopped"])
+def test_rm_of_a_session_whose_file_was_moved_aside_deletes_nothing(
+    env: Env, supervisor: str
+) -> None:
+    """Its checkpoints may be what repairs it: `rm` said "no session" and had deleted them."""
+    session_id = two_versions(env)
+    session_file = env.project / f"{session_id}.json"
+    session_file.rename(session_file.with_name(f"{session_id}.json.corrupt-20261202T150414Z"))
+    if supervisor == "stopped":
+        env.run("supervisor", "stop")
+    kept = entries(env, session_id)
+    result = env.run("sessions", "rm", session_id)
+    assert result.returncode == 1
+    assert "its file was corrupt" in result.stderr
+    assert entries(env, session_id) == kept != []
+    assert blobs(env) != []
 
 
 def test_prune_deletes_checkpoints_and_contents_of_pruned_sessions(env: Env) -> None:
