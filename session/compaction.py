@@ -69,6 +69,7 @@ from pydantic_ai.messages import (
 from session.compacted import COMPACTION_HEADER_START, HEADER_RE
 from session.errors import SessionError
 from session.history import is_turn_start, message_chars
+from session.redaction import scrub_text
 from session.summary import user_prompts
 
 if TYPE_CHECKING:
@@ -523,19 +524,21 @@ def _questions_in(text: str) -> list[str]:
 
 
 def extract_retained(messages: Iterable[ModelMessage]) -> Retained:
-    """Decisions, rules, file paths and open questions named in ``messages``."""
+    """Decisions, rules, file paths and open questions named in ``messages``; texts are
+    scrubbed of credentials first (a value cut out of its ``key: value`` context, as a
+    "path", would no longer be recognised when the summary is saved)."""
     decisions: list[str] = []
     rules: list[str] = []
     paths: list[str] = []
     questions: list[str] = []
     for message in messages:
-        for text in user_prompts([message]):
+        for text in map(scrub_text, user_prompts([message])):
             stated = _decisions_in(text)
             decisions += stated
             rules += [r for r in _rules_in(text) if not any(r in d or d in r for d in stated)]
             paths += file_paths(text)
             questions += _questions_in(text)
-        for text in _model_texts(message):
+        for text in map(scrub_text, _model_texts(message)):
             paths += file_paths(text)
         for call in _tool_calls(message):
             args = call.args_as_dict()
@@ -650,6 +653,7 @@ def events_text(events: Sequence[Event], limit: int = MAX_SUMMARIZER_INPUT_CHARS
                 lines.append(f"tool call {part.tool_name}: {part.args_as_json_str()}")
             elif isinstance(part, ToolReturnPart):
                 lines.append(f"tool {part.tool_name} returned: {part.model_response_str()}")
+    lines = [scrub_text(line) for line in lines]  # before a clip can cut a secret from its key
     share = max(200, limit // max(1, len(lines)))
     clipped = [line if len(line) <= share else line[: share - 1] + "…" for line in lines]
     return "\n".join(clipped)[:limit]
@@ -691,7 +695,7 @@ class OfflineEventSummarizer(BaseEventsSummarizer):
             (e.invocation_id, text)
             for e in messages
             if previous is None or e.invocation_id > previous.end_invocation
-            for text in user_prompts([e.message])  # type: ignore[list-item]
+            for text in map(scrub_text, user_prompts([e.message]))  # type: ignore[list-item]
         ]
         opening = _opening(previous) or (
             _clip(" ".join(requests[0][1].split()[:14]), 120) if requests else ""

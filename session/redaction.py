@@ -64,9 +64,12 @@ _ENV_ASSIGNMENT_RE = re.compile(
 _URL_PASSWORD_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)([^\s@/]+)(@)")
 """The password of a URL: ``postgres://admin:S3cr3t@db/app``."""
 _ASSIGNMENT_RE = re.compile(
-    r"(?i)(\b[A-Za-z0-9_]*(?:api[_-]?key|secret|access[_-]?token|auth[_-]?token|password|passwd)"
+    r"(?i)(\b[A-Za-z0-9_-]*(?:api[_-]?key|secret|access[_-]?key|private[_-]?key|signing[_-]?key"
+    r"|(?:access|auth|refresh|id|session)[_-]?token|password|passwd)(?:[_-][A-Za-z0-9_-]*)?"
     r"\s*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})"
 )
+"""An assignment in any case: ``password=...``, ``aws_secret_access_key: ...`` (a config
+file's form), ``"client_secret": "..."``."""
 
 # Prose: "admin password is correcthorse99", "the api key was AbC123xyz!".
 _PROSE_RE = re.compile(

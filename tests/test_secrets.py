@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -142,6 +143,14 @@ def test_prose_credentials_are_scrubbed(text: str, kept: str) -> None:
         ("DB_PASS: ppPASSvalue4321", "DB_PASS: "),
         ("the stripe key sk_live_51Habcdefghijklmnopqrstuv", "the stripe key "),
         ("use hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "use "),
+        (  # the config-file form of the same keys, in any case
+            "aws_secret_access_key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "aws_secret_access_key: ",
+        ),
+        ("client_secret = 'Zq8dTr0pLm2x", "client_secret = '"),
+        ("db_password_prod: ppPASSvalue4321", "db_password_prod: "),
+        ("refresh_token: 1//0gAbCdEfGhIj", "refresh_token: "),
+        ('"private_key": "MIIEvQIBADANBgkq', '"private_key": "'),
     ],
 )
 def test_environment_assignments_and_provider_tokens_are_scrubbed(text: str, kept: str) -> None:
@@ -166,6 +175,10 @@ def test_the_password_of_a_url_is_scrubbed_and_the_rest_kept() -> None:
         "SORT_KEY is the column we sort by",
         "visit https://example.com/docs for more",
         "max_tokens: 4096",
+        "max_tokens: 128000",
+        "primary_key: ticket_id",
+        "sort_key: created_at",
+        "secretary: JaneDoe42",
         "We use Bearer authentication for the internal API",
     ],
 )
@@ -286,3 +299,39 @@ def test_a_pass_variable_is_a_secret_and_the_working_directory_is_not() -> None:
 
     environ = {"DB_PASS": "ppPASSvalue4321", "PWD": "/home/someone/work", "OLDPWD": "/tmp/x"}
     assert secrets_from_environment(environ) == ("ppPASSvalue4321",)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # found by a helper's attack: a "path" cut out of its key's context was kept in clear
+        "my config has aws_secret_access_key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "also Authorization: Bearer eyJhbGciOi.eyJzdWIiOi/abc/def",
+        "WRITE notes/secret.md AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "the token=ghp_abcdefghijklmnopqrstuvwxyz0123456789/x/y",
+    ],
+)
+def test_a_compaction_keeps_no_secret_of_the_conversation(text: str) -> None:
+    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+    from session.compaction import (
+        OfflineEventSummarizer,
+        events_from_messages,
+        events_text,
+        extract_retained,
+        render_compaction,
+    )
+
+    messages = [
+        ModelRequest(parts=[UserPromptPart(text)]),
+        ModelResponse(parts=[TextPart(f"noted: {text}")]),
+    ]
+    events = events_from_messages(messages, first_invocation=1)
+    summarized = OfflineEventSummarizer().summarize(events)
+    assert summarized is not None and summarized.compaction is not None
+    compaction = summarized.compaction
+    kept = [
+        render_compaction(replace(compaction, retained=extract_retained(messages))),
+        events_text(events),
+    ]
+    for secret in ("wJalrXUtnFEMI", "eyJzdWIiOi", "ghp_abcdefghij"):
+        assert all(secret not in part for part in kept), kept
