@@ -10,6 +10,7 @@ supervisor's connection handler turns them into frames.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import logging
 import shutil
@@ -705,6 +706,13 @@ class TerminalActor(Actor[TerminalMessage]):
         the request's size in tokens, as the budget sees it."""
         tokens = self._lc.request_tokens(extra_chars)
         window = self._lc.compaction_due(request_tokens=tokens)
+        if window is None and self._lc.compacting is not None:
+            # Over the budget while a compaction runs in the background (a slow summary
+            # model): compact now rather than send requests over it until that answers.
+            superseded = self._lc.supersede_compaction()
+            window = superseded.compaction_due(request_tokens=tokens)
+            if window is not None:
+                self._lc = superseded
         if window is None:
             return tokens
         result = await self._compact_and_wait(window, "tokens")
@@ -771,7 +779,8 @@ class TerminalActor(Actor[TerminalMessage]):
             result = Compacted(lc.session_id or "", lc.generation, trigger, None, error)
         except DeadActor as exc:
             result = Compacted(lc.session_id or "", lc.generation, trigger, None, str(exc))
-        await self._keep_compaction(result)
+        if not await self._keep_compaction(result) and result.compaction is not None:
+            return dataclasses.replace(result, compaction=None, no_gain=True)
         return result
 
     def _compact_request(
@@ -786,18 +795,21 @@ class TerminalActor(Actor[TerminalMessage]):
             self._config.summary_model,
         )
 
-    async def _keep_compaction(self, result: Compacted) -> None:
+    async def _keep_compaction(self, result: Compacted) -> bool:
         """Keep a compaction's result (saving it), or back off after a failure: a
         warning line once per run of failures, and the conversation goes on. A summary
-        that would not be shorter backs off quietly; ``/compact`` answers for itself."""
+        that would not make the request smaller backs off quietly; ``/compact`` answers
+        for itself. Whether the compaction was kept."""
         lc = self._lc
         if result.session_id != lc.session_id or result.generation != lc.generation:
-            return
+            return False
         if not lc.allows(Event.COMPACTED):  # not started, or in a phase that takes none
-            return
+            return False
+        automatic = result.trigger != "command"
         if result.compaction is None:
-            automatic = result.trigger != "command"
             self._lc = lc.compaction_failed(result.generation, back_off=automatic)
+            if self._lc is lc:  # the late answer of a superseded compaction
+                return False
             quiet = result.no_gain or result.error is None  # nothing worth it, or skipped
             if automatic and not quiet and self._lc.compaction_failures == 1:
                 wait = self._lc.backoff_until - self._lc.invocations
@@ -807,7 +819,7 @@ class TerminalActor(Actor[TerminalMessage]):
                         f"conversation goes on uncompacted, next try in {wait} turns"
                     )
                 )
-            return
+            return False
         before = lc.estimated_tokens()
         assert lc.state is not None
         transition = lc.compacted(
@@ -816,10 +828,13 @@ class TerminalActor(Actor[TerminalMessage]):
             now=utc_now(),
             manifest=lc.state.file_manifest,
             agent_spec_path=lc.state.agent_spec_path,
+            back_off=automatic,
         )
         self._lc = transition.lifecycle
+        if self._lc.compaction is not result.compaction:  # stale, or no smaller: not kept
+            return False
         await self._perform(transition.effects)
-        if result.trigger != "command":
+        if automatic:
             after = self._lc.estimated_tokens()
             compaction = result.compaction
             await self._emit(
@@ -829,6 +844,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     f"(~{before:,} -> ~{after:,} tokens)"
                 )
             )
+        return True
 
     def _context_text(self) -> str:
         """What ``/resume`` shows: the resume context and the compaction the model gets."""

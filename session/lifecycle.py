@@ -35,13 +35,16 @@ Rules (the table ``TRANSITIONS`` is the source of truth):
   count, and saves.
 * Compaction (DESIGN 7, ``session/compaction.py``): ``compaction_due`` names the
   window to summarize (sliding window after a turn, token budget before one, or
-  everything on ``/compact``); one is in flight at a time. ``compacted`` keeps
+  everything on ``/compact``); one is in flight at a time, except that the token
+  budget does not wait for one in flight (``supersede_compaction``). ``compacted`` keeps
   the result: the request then carries the compaction first and the turns after
   its boundary; memory keeps ``overlap`` already compacted turns for the next
   window; the session file keeps the compaction in ``compacted_history_summary``
   and the turns after the boundary in ``recent_messages``, so a resume sends
   exactly what was sent before. A result for an older generation of the history
-  (after ``reset`` or another resume) is ignored. ``compaction_failed`` backs
+  (after ``reset`` or another resume), or covering no more than the one kept, is
+  ignored; one that would not make the next request smaller is not kept and counts
+  as a failure. ``compaction_failed`` backs
   off: the next automatic try waits ``interval * 2**failures`` turns.
 """
 
@@ -461,6 +464,14 @@ class SessionLifecycle:
         self._check(Event.COMPACT)
         return self._with(compacting=window)
 
+    def supersede_compaction(self) -> SessionLifecycle:
+        """Give up waiting for the compaction in flight: the token budget compacts now,
+        before the next request, instead of sending it over the budget until a slow
+        summary answers. That answer, when it comes, is kept only if it covers more
+        than the compaction kept by then (``compacted``)."""
+        self._check(Event.COMPACT)
+        return self._with(compacting=None)
+
     def compacted(
         self,
         compaction: EventCompaction,
@@ -469,11 +480,22 @@ class SessionLifecycle:
         now: datetime,
         manifest: Mapping[str, str],
         agent_spec_path: str | None,
+        back_off: bool = True,
     ) -> Transition:
         """Keep ``compaction``: memory drops the turns before its overlap, the request
-        starts at its boundary, decisions gain what it retained, and it is saved."""
+        starts at its boundary, decisions gain what it retained, and it is saved.
+
+        Not kept (no effect): a result for an older generation, or one that covers no
+        more than the compaction already kept (a superseded one, answering late). Not
+        kept, and taken as a failure (``compaction_failed(back_off)``): one that would
+        not make the next request smaller (a summary longer than the turns it replaces
+        once the request's framing and the rules in the instructions are counted)."""
         state = self._check(Event.COMPACTED)
         if generation != self.generation:
+            return Transition(self, ())
+        if self.compaction is not None and (
+            compaction.end_invocation <= self.compaction.end_invocation
+        ):
             return Transition(self, ())
         end = compaction.end_invocation
         keep_from = end + 1 - self.policy.compaction.overlap_size
@@ -493,6 +515,8 @@ class SessionLifecycle:
             backoff_until=0,
             token_base=None,
         )
+        if new.estimated_tokens() >= self.estimated_tokens():
+            return Transition(self.compaction_failed(generation, back_off=back_off), ())
         if new.session_deleted or not new.saved:
             return Transition(new, ())
         return Transition(new, (new.write(now, manifest, agent_spec_path),))
@@ -500,8 +524,8 @@ class SessionLifecycle:
     def compaction_failed(self, generation: int, *, back_off: bool = True) -> SessionLifecycle:
         """Back off: the next automatic compaction waits ``interval * 2**failures`` turns
         (a failed ``/compact`` does not: ``back_off`` False only ends the attempt)."""
-        if generation != self.generation:
-            return self
+        if generation != self.generation or self.compacting is None:
+            return self  # a late answer of a superseded compaction: nothing in flight
         if not back_off:
             return self._with(compacting=None)
         failures = self.compaction_failures + 1

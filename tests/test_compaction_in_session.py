@@ -195,6 +195,36 @@ async def test_a_slow_summarizer_never_holds_up_the_next_turn(make_rig: RigFacto
     await rig.terminal.tell(Detach("exit"))
 
 
+class GatedFirst(Gated):
+    """The first summary waits for ``gate`` (a slow summary model in the background); the
+    later ones answer at once."""
+
+    async def summarize_events(self, events: Sequence[Event]) -> Event | None:
+        if self.started.is_set():
+            return OfflineEventSummarizer().summarize(events)
+        return await super().summarize_events(events)
+
+
+async def test_the_budget_is_kept_while_a_slow_compaction_runs_in_the_background(
+    make_rig: RigFactory,
+) -> None:
+    """A helper's attack: with the summary model taking 6 s, a 48 KB paste was sent again
+    with every request until the background compaction answered."""
+    summarizer = GatedFirst()
+    rig: Rig = await make_rig(summarizer, 1, threshold=2000)
+    await rig.turn("first: " + LONG)
+    with anyio.fail_after(10):
+        await summarizer.started.wait()  # turn 1's compaction hangs in the background
+    await rig.turn("paste: " + "wordy " * 3000)  # about 4,500 tokens
+    await rig.turn("third, after the paste")
+    assert any(n.startswith("note: compacted turns 1-2 into a summary") for n in rig.notices())
+    assert "wordy wordy" not in orjson.dumps(rig.saved()["recent_messages"]).decode()
+    summarizer.gate.set()  # the late answer, for turn 1 alone, is not kept over turns 1-2
+    await rig.terminal.ask(RunCommand("resume", None))
+    assert rig.saved()["compacted_history_summary"].startswith("Conversation so far (turns 1-2")
+    await rig.terminal.tell(Detach("exit"))
+
+
 async def test_slash_compact_prints_the_tokens_before_and_after(make_rig: RigFactory) -> None:
     rig: Rig = await make_rig(None, 0)
     for _ in range(3):

@@ -346,3 +346,53 @@ def test_the_turn_starts_kept_are_the_historys_at_every_step(
             lc, _ = compact(lc, force=compact_now)
             assert lc.history_starts == tuple(turn_starts(lc.history))
         assert lc.invocations == n
+
+
+def test_the_budget_supersedes_a_compaction_in_flight() -> None:
+    """A background compaction that takes long (a slow summary model) left every request
+    until it answered over the budget: the budget now compacts at once, and the late
+    answer, older than what is kept by then, is ignored."""
+    lc = after_turns(fresh(policy(interval=3, threshold=200)), 1, 3)
+    background = lc.compaction_due()
+    assert background is not None
+    lc = lc.begin_compaction(background)
+    lc = after_turns(lc, 4, 6)
+    tokens = lc.request_tokens()
+    assert lc.compaction_due(request_tokens=tokens) is None  # one in flight
+    lc = lc.supersede_compaction()
+    window = lc.compaction_due(request_tokens=tokens)
+    assert window is not None and window.end_invocation > background.end_invocation
+    compaction = finish_compaction(window, OfflineEventSummarizer().summarize(window.events))
+    assert compaction is not None
+    lc = lc.begin_compaction(window)
+    lc = lc.compacted(compaction, lc.generation, now=T0, manifest={}, agent_spec_path=None)
+    lc = lc.lifecycle
+    late = finish_compaction(background, OfflineEventSummarizer().summarize(background.events))
+    assert late is not None
+    ignored = lc.compacted(late, lc.generation, now=T0, manifest={}, agent_spec_path=None)
+    assert ignored.lifecycle is lc and ignored.effects == ()
+    assert lc.compaction_failed(lc.generation) is lc  # a late failure: nothing in flight
+
+
+def test_a_compaction_that_would_not_shrink_the_request_is_not_kept() -> None:
+    """The offline summary of two short turns is longer than they are with the request's
+    framing: the notice said "~65 -> ~69 tokens"."""
+    short = SessionLifecycle(policy=policy(interval=2, overlap=1)).start_fresh(T0).lifecycle
+    for n in (1, 2):
+        short = (
+            short.begin_turn(0)
+            .complete_turn(turn(n, text="ok"), now=T0, manifest={}, agent_spec_path=None)
+            .lifecycle
+        )
+    window = short.compaction_due()
+    assert window is not None
+    summary = OfflineEventSummarizer().summarize(window.events)
+    assert summary is not None and summary.compaction is not None
+    grown = dataclasses.replace(
+        summary.compaction, compacted_content=summary.compaction.compacted_content + " x" * 400
+    )
+    lc = short.begin_compaction(window)
+    kept = lc.compacted(grown, lc.generation, now=T0, manifest={}, agent_spec_path=None)
+    assert kept.lifecycle.compaction is None and kept.effects == ()
+    assert kept.lifecycle.compacting is None
+    assert kept.lifecycle.estimated_tokens() == short.estimated_tokens()
