@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 from collections.abc import Awaitable, Callable
@@ -43,6 +44,9 @@ class TurnDeps:
     resume_context: str = ""
     notes: str = ""
     touched: set[str] = field(default_factory=set)
+    written: dict[str, str] = field(default_factory=dict)
+    """The files this turn wrote, each with the SHA-256 of what it wrote last: a change
+    seen during the turn is the turn's own unless the file now holds something else."""
     decisions: list[str] = field(default_factory=list)
     phase: WorkPhase | None = None
     """The phase of the work the turn moved to (``set_phase``), if any."""
@@ -108,14 +112,15 @@ def read_workspace_file(workspace: Path, relative: str) -> str:
     return text + ("\n[truncated]" if len(data) > MAX_READ_BYTES else "")
 
 
-def write_workspace_file(workspace: Path, relative: str, content: str) -> int:
+def write_workspace_file(workspace: Path, relative: str, content: str) -> tuple[int, str]:
     """Replace the file atomically and durably (a crash leaves the old or the new content,
-    never a torn file), keeping its mode; a symlink at the path is refused."""
+    never a torn file), keeping its mode; a symlink at the path is refused. The size and
+    the SHA-256 of what was written."""
     target = workspace / relative
     target.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
     replace_workspace_file(target, data)
-    return len(data)
+    return len(data), hashlib.sha256(data).hexdigest()
 
 
 def list_workspace(workspace: Path, relative: str) -> list[str]:
@@ -152,12 +157,13 @@ async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:
     if (refused := await _before_write(ctx.deps, relative)) is not None:
         return f"error: {relative} was not written: {refused}"
     try:
-        size = await anyio.to_thread.run_sync(
+        size, digest = await anyio.to_thread.run_sync(
             write_workspace_file, ctx.deps.workspace, relative, content
         )
     except OSError as exc:
         return f"error: cannot write {relative}: {exc.strerror or exc}"
     ctx.deps.touched.add(relative)
+    ctx.deps.written[relative] = digest
     return f"wrote {relative} ({size} bytes)"
 
 

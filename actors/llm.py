@@ -227,6 +227,7 @@ class LLMActor(Actor[LLMMessage]):
             new,
             tuple(deps.decisions),
             tuple(sorted(deps.touched)),
+            tuple(sorted(deps.written.items())),
             input_tokens=None if turn.model in BARE_NAMES else last_input_tokens(new),
             phase=deps.phase,
         )

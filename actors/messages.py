@@ -369,6 +369,8 @@ class TurnDone:
     new_messages: tuple[ModelMessage, ...] = ()
     decisions: tuple[str, ...] = ()
     touched: tuple[str, ...] = ()
+    written: tuple[tuple[str, str], ...] = ()
+    """The files the turn wrote, with the SHA-256 of what it wrote last."""
     cancelled: bool = False
     error: str | None = None
     input_tokens: int | None = None

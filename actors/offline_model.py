@@ -28,6 +28,7 @@ from session.compacted import compacted_turns
 
 LABEL = "[offline model]"
 _RESUMED_RE = re.compile(r"This is a resumed session \(ID: ([a-f0-9]{12})\)")
+_CHANGED_RE = re.compile(r"changed outside the assistant since the last turn: (.*?)\. Read")
 _WRITE_RE = re.compile(r"^write\s+(\S+?)(?::\s*|\s*\n)(.*)\Z", re.DOTALL)
 _READ_RE = re.compile(r"^read\s+(\S+)\s*\Z")
 _LIST_RE = re.compile(r"^list(?:\s+(\S+))?\s*\Z")
@@ -96,6 +97,9 @@ def _reply_text(messages: list[ModelMessage], info: AgentInfo) -> str:
     resumed = _RESUMED_RE.search(info.instructions or "")
     if resumed:
         text += f" [resume context: session {resumed[1]}]"
+    changed = _CHANGED_RE.search(info.instructions or "")
+    if changed:
+        text += f" [changed outside: {changed[1]}]"
     return text
 
 

@@ -206,6 +206,8 @@ def existing_design_files(workspace: Path) -> list[str]:
 
 
 WATCH_TIMEOUT_S = 5.0
+BURST_S = 2.0
+"""Changes of one file less than this far apart are one burst: one notice."""
 """How long a reset waits for its files' watch to be in place."""
 
 
@@ -246,7 +248,10 @@ class TerminalActor(Actor[TerminalMessage]):
         self._history_at_restore: tuple[Any, ...] | None = None
         """The history a restore brought back: until a turn changes it, a summary that
         arrives was asked for the conversation before the restore, and is dropped."""
-        self._notes: list[str] = []
+        self._changed_outside: set[str] = set()
+        """Files changed outside since the last request: its note names them, once."""
+        self._last_change: dict[str, float] = {}
+        """When each file was last seen changing outside (a burst gives one notice)."""
         self._deferred_changes: set[str] = set()
         self._known: tuple[dict[str, str], str | None] | None = None
         self._watched: dict[str, str] | None = None
@@ -430,12 +435,12 @@ class TerminalActor(Actor[TerminalMessage]):
                 return
         await self._compare_tracked_files()
         self._request_tokens = await self._compact_for_budget(
-            len(text) + sum(len(n) for n in self._notes)
+            len(text) + len(self._changes_note())
         )
         self._turn_count += 1
         self._lc = self._lc.begin_turn(self._turn_count, message_id)
-        notes = "\n".join(self._notes)
-        self._notes.clear()
+        notes = self._changes_note()
+        self._changed_outside.clear()
         try:
             await self._peers.llm.tell(self._start_request(text, notes))
         except DeadActor:
@@ -502,7 +507,7 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._watch(manifest)
             await self._summarize_later()
             await self._compact_later()
-        outside = deferred - set(done.touched)
+        outside = self._changed_by_others(deferred, done)
         if outside:
             await self._note_changes(outside)
 
@@ -549,7 +554,7 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._peers.storage.ask(Release(old, pid, self._token), STORAGE_TIMEOUT_S)
         await self._peers.drift.tell(Unwatch(pid))
         self._watched = None
-        self._notes.clear()
+        self._changed_outside.clear()
         self._known = None
         deleted: list[str] = []
         if delete_files:
@@ -862,14 +867,34 @@ class TerminalActor(Actor[TerminalMessage]):
         )
 
     async def _note_changes(self, paths: Iterable[str]) -> None:
-        changed = sorted(paths)
-        for path in changed:
-            await self._emit(Info(f"note: {path} changed outside agent-assist"))
-        self._notes.append(
+        """Tell the terminal, one notice per file and burst (a file that changed again
+        within ``BURST_S`` of its last change is not told again), and have the next
+        request name each file once."""
+        now = anyio.current_time()
+        for path in sorted(set(paths)):
+            last = self._last_change.get(path)
+            self._last_change[path] = now
+            self._changed_outside.add(path)
+            if last is None or now - last >= BURST_S:
+                await self._emit(Info(f"note: {path} changed outside agent-assist"))
+
+    def _changes_note(self) -> str:
+        """The next request's note on the files changed outside since the last one."""
+        if not self._changed_outside:
+            return ""
+        return (
             "Note: these tracked files changed outside the assistant since the last turn: "
-            + ", ".join(changed)
+            + ", ".join(sorted(self._changed_outside))
             + ". Read them again before relying on their content."
         )
+
+    def _changed_by_others(self, seen: set[str], done: TurnDone) -> set[str]:
+        """The files among ``seen`` (changes seen during the turn) that changed outside:
+        every file the turn did not write (reading one is no change), and each one it
+        wrote that holds something else now than what it wrote last."""
+        written = dict(done.written)
+        now = self._known[0] if self._known is not None else {}
+        return {path for path in seen if path not in written or now.get(path) != written[path]}
 
     # -- checkpoints ------------------------------------------------------------
 
@@ -1029,7 +1054,7 @@ class TerminalActor(Actor[TerminalMessage]):
         )
         self._lc = transition.lifecycle
         self._history_at_restore = self._lc.history
-        self._notes.clear()
+        self._changed_outside.clear()
         saved = await self._perform(transition.effects)
         await self._watch(manifest)
         turns = checkpoint.turns

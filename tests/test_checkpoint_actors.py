@@ -22,7 +22,9 @@ from actors.messages import (
     CommandOutput,
     ConfirmAnswer,
     Detach,
+    FilesChanged,
     Info,
+    ReplyText,
     OpenSession,
     RunCommand,
     SummaryReady,
@@ -142,9 +144,9 @@ async def test_the_writes_of_a_restore_give_no_changed_outside_notice(rig: Rig) 
     assert (rig.workspace / "agent_spec.md").read_text() == "agent_spec.md v1\n"
 
     # Any notice of the restore's own writes would come before this one.
-    (rig.workspace / "other.md").write_text("other.md v2, by hand\n")
+    (rig.workspace / "agent_spec.md").write_text("agent_spec.md v2, by hand\n")
     seen = await rig.until(lambda o: "changed outside" in getattr(o, "text", ""))
-    assert notices(seen) == ["note: other.md changed outside agent-assist"]
+    assert notices(seen) == ["note: agent_spec.md changed outside agent-assist"]
 
 
 async def test_without_a_watcher_files_are_compared_at_each_turn_and_it_says_so_once(
@@ -198,3 +200,39 @@ async def test_a_summary_of_the_conversation_before_a_restore_is_not_kept(rig: R
     saved = orjson.loads(rig.session_file.read_bytes())
     assert saved["summary"] != "a summary of first and second"
     assert "the later turn" not in str(saved["recent_messages"])
+
+
+def replies(outputs: list[TerminalOutput]) -> str:
+    return "".join(o.text for o in outputs if isinstance(o, ReplyText))
+
+
+async def test_a_burst_of_outside_changes_gives_one_notice_and_the_request_one_note(
+    rig: Rig,
+) -> None:
+    """A helper's attack: 50 writes 10 ms apart gave five notices, and the next request
+    repeated the note once per notice."""
+    for _ in range(3):
+        assert rig.terminal.tell_nowait(FilesChanged(("notes.md",)))
+    seen = await rig.turn("what changed?")
+    assert notices(seen) == ["note: notes.md changed outside agent-assist"]
+    assert replies(seen).count("[changed outside: notes.md]") == 1
+    assert "changed outside" not in replies(await rig.turn("and now?")), "once"
+
+
+async def test_a_change_during_a_turn_to_a_file_the_turn_read_is_noticed(rig: Rig) -> None:
+    """Reading a file is not writing it: the change was dropped as the turn's own."""
+    assert rig.terminal.tell_nowait(UserTurn("read notes.md"))
+    assert rig.terminal.tell_nowait(FilesChanged(("notes.md",)))  # while the turn runs
+    seen = await rig.until(lambda o: "changed outside" in getattr(o, "text", ""))
+    assert any(isinstance(o, TurnEnded) for o in seen)
+    assert notices(seen) == ["note: notes.md changed outside agent-assist"]
+    assert "[changed outside: notes.md]" in replies(await rig.turn("next"))
+
+
+async def test_the_turns_own_write_seen_during_it_gives_no_notice(rig: Rig) -> None:
+    assert rig.terminal.tell_nowait(UserTurn("write notes.md: ours"))
+    assert rig.terminal.tell_nowait(FilesChanged(("notes.md",)))  # the write, seen
+    await rig.until(lambda o: isinstance(o, TurnEnded))
+    (rig.workspace / "agent_spec.md").write_text("agent_spec.md v2, by hand\n")
+    seen = await rig.until(lambda o: "changed outside" in getattr(o, "text", ""))
+    assert notices(seen) == ["note: agent_spec.md changed outside agent-assist"]
