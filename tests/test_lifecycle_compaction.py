@@ -365,8 +365,9 @@ def test_the_budget_supersedes_a_compaction_in_flight() -> None:
     compaction = finish_compaction(window, OfflineEventSummarizer().summarize(window.events))
     assert compaction is not None
     lc = lc.begin_compaction(window)
-    lc = lc.compacted(compaction, lc.generation, now=T0, manifest={}, agent_spec_path=None)
-    lc = lc.lifecycle
+    lc = lc.compacted(
+        compaction, lc.generation, now=T0, manifest={}, agent_spec_path=None
+    ).lifecycle
     late = finish_compaction(background, OfflineEventSummarizer().summarize(background.events))
     assert late is not None
     ignored = lc.compacted(late, lc.generation, now=T0, manifest={}, agent_spec_path=None)

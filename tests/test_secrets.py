@@ -311,7 +311,13 @@ def test_a_pass_variable_is_a_secret_and_the_working_directory_is_not() -> None:
     ],
 )
 def test_a_compaction_keeps_no_secret_of_the_conversation(text: str) -> None:
-    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        UserPromptPart,
+    )
 
     from session.compaction import (
         OfflineEventSummarizer,
@@ -321,7 +327,7 @@ def test_a_compaction_keeps_no_secret_of_the_conversation(text: str) -> None:
         render_compaction,
     )
 
-    messages = [
+    messages: list[ModelMessage] = [
         ModelRequest(parts=[UserPromptPart(text)]),
         ModelResponse(parts=[TextPart(f"noted: {text}")]),
     ]
