@@ -4,13 +4,16 @@ watchdog's observer thread hands raw events to this actor's mailbox through
 anyio's thread bridge and never blocks on anything else; bursts coalesce over
 ``SETTLE_S`` and hashing runs in a worker thread. Observer methods are called
 from worker threads too (they take the lock watchdog holds while it calls
-handlers).
+handlers). A tracked file's directory that is removed (its inotify watch ends
+with it) or missing is followed from the nearest directory above it, and
+watched again, with its files compared, once it is back.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,6 +43,7 @@ from session.filesystem import is_safe_relative_path, sha256_file
 log = logging.getLogger("agent_assist.drift")
 SETTLE_S = 0.1
 CHANGE_EVENTS = frozenset({"modified", "created", "deleted", "moved", "closed"})
+STRUCTURAL_EVENTS = frozenset({"created", "deleted", "moved"})
 
 
 @dataclass(frozen=True)
@@ -59,19 +63,25 @@ class WatchedFiles:
 
 
 class _Bridge(FileSystemEventHandler):
-    """Runs in the observer thread: forward events for interesting paths, never wait long."""
+    """Runs in the observer thread: forward events for interesting paths (the tracked files,
+    and the directories on the way to them, whose removal or creation changes what must
+    be watched), never wait long."""
 
     def __init__(self, ref: ActorRef[DriftMessage], token: EventLoopToken) -> None:
         self._ref = ref
         self._token = token
-        self.interesting: frozenset[str] = frozenset()
+        self.files: frozenset[str] = frozenset()
+        self.directories: frozenset[str] = frozenset()
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type not in CHANGE_EVENTS:
             return  # opens and reads (our own hashing among them) change nothing
+        # A directory "modified" is a file made or removed in it: only its own coming and
+        # going changes what must be watched.
+        structural = event.event_type in STRUCTURAL_EVENTS
         for raw in (event.src_path, getattr(event, "dest_path", "")):
             path = os.fsdecode(raw)
-            if path and path in self.interesting:
+            if path and (path in self.files or (structural and path in self.directories)):
                 try:
                     anyio.from_thread.run_sync(
                         self._ref.tell_nowait, FsEvent(path), token=self._token
@@ -96,9 +106,14 @@ class DriftWatcherActor(Actor[DriftMessage]):
         self._entries = (WatchedFiles() if watched is None else watched).entries
         self._pending: set[str] = set()
         self._settling = False
+        self._restructured = False
         self._observer: BaseObserver | None = None
         self._bridge: _Bridge | None = None
-        self._scheduled: dict[str, ObservedWatch] = {}
+        self._scheduled: dict[str, tuple[ObservedWatch, _Identity]] = {}
+        """Each watched directory, and the identity it had when its watch was made: a
+        directory removed (its watch dies with it) or replaced is watched anew."""
+        self._directories: frozenset[str] = frozenset()
+        """The directories on the way to tracked files (see ``_layout``)."""
         self._tg: TaskGroup | None = None
 
     async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[DriftMessage]]) -> None:
@@ -127,12 +142,18 @@ class DriftWatcherActor(Actor[DriftMessage]):
                     await self._reschedule()
             case FsEvent(path):
                 self._pending.add(path)
+                if path in self._directories:
+                    self._restructured = True
                 if not self._settling and self._tg is not None:
                     self._settling = True
                     self._tg.start_soon(self._settle_later)
             case Settle():
                 self._settling = False
                 pending, self._pending = self._pending, set()
+                if self._restructured:  # a directory came or went: watch what is there now,
+                    self._restructured = False  # and compare every file (some may have
+                    await self._reschedule()  # changed before their watch was in place)
+                    pending |= self._tracked_paths()
                 await self._settle(pending)
 
     async def _settle_later(self) -> None:
@@ -164,18 +185,35 @@ class DriftWatcherActor(Actor[DriftMessage]):
             if is_safe_relative_path(entry.workspace, relative)
         }
 
-    async def _reschedule(self) -> None:
-        """Watch the directories holding tracked files; stop watching the rest."""
-        assert self._bridge is not None
-        wanted: dict[str, None] = {}
-        interesting: set[str] = set()
+    def _layout(self) -> tuple[set[str], dict[str, str]]:
+        """The tracked files' paths, and each directory that holds one or leads to one
+        (up to its workspace), with that workspace."""
+        files: set[str] = set()
+        directories: dict[str, str] = {}
         for entry in self._entries.values():
+            root = str(entry.workspace)
             for relative in entry.manifest:
-                if is_safe_relative_path(entry.workspace, relative):
-                    full = entry.workspace / relative
-                    interesting.add(str(full))
-                    wanted.setdefault(str(full.parent), None)
-        self._bridge.interesting = frozenset(interesting)
+                if not is_safe_relative_path(entry.workspace, relative):
+                    continue
+                full = entry.workspace / relative
+                files.add(str(full))
+                for directory in full.parents:
+                    directories.setdefault(str(directory), root)
+                    if str(directory) == root:
+                        break
+        return files, directories
+
+    async def _reschedule(self) -> None:
+        """Watch the directories holding tracked files (the nearest existing one on the way
+        to a file whose directory is missing, so that its making is seen); stop watching
+        the rest, and watch anew a directory removed or replaced since its watch."""
+        assert self._bridge is not None
+        files, directories = self._layout()
+        self._directories = frozenset(directories)
+        self._bridge.files = frozenset(files)
+        self._bridge.directories = self._directories
+        holders = {str(Path(f).parent) for f in files}
+        wanted = await anyio.to_thread.run_sync(_watch_targets, holders, directories)
         if self._observer is None and wanted:
             try:
                 started = self._observer_factory()
@@ -190,14 +228,15 @@ class DriftWatcherActor(Actor[DriftMessage]):
         observer = self._observer
         if observer is None:
             return
-        for directory in [d for d in self._scheduled if d not in wanted]:
-            watch = self._scheduled.pop(directory)
-            await anyio.to_thread.run_sync(observer.unschedule, watch)
-        for directory in [d for d in wanted if d not in self._scheduled]:
-            if not await anyio.to_thread.run_sync(os.path.isdir, directory):
+        for directory, (watch, identity) in list(self._scheduled.items()):
+            if wanted.get(directory) != identity:
+                del self._scheduled[directory]
+                await anyio.to_thread.run_sync(_unschedule, observer, watch)
+        for directory, identity in wanted.items():
+            if directory in self._scheduled:
                 continue
             try:
-                self._scheduled[directory] = await anyio.to_thread.run_sync(
+                watch = await anyio.to_thread.run_sync(
                     _schedule, observer, self._bridge, directory
                 )
             except OSError as exc:
@@ -205,9 +244,14 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 owners = [
                     owner
                     for owner, entry in self._entries.items()
-                    if any(str((entry.workspace / p).parent) == directory for p in entry.manifest)
+                    if any(
+                        str(entry.workspace / p).startswith(directory + os.sep)
+                        for p in entry.manifest
+                    )
                 ]
                 await self._unavailable(owners, f"cannot watch {directory}: {exc}")
+                continue
+            self._scheduled[directory] = (watch, identity)
 
     async def _unavailable(self, owners: list[int], reason: str) -> None:
         """Those owners must compare hashes at each turn instead (they say so once)."""
@@ -221,8 +265,40 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 self._entries.pop(owner, None)
 
 
+_Identity = tuple[int, int]
+"""A directory's device and inode."""
+
+
+def _watch_targets(holders: set[str], directories: dict[str, str]) -> dict[str, _Identity]:
+    """The directories to watch, with their identities: each of ``holders`` that exists,
+    else the nearest existing directory on its way up to its workspace. Blocking."""
+    targets: dict[str, _Identity] = {}
+    for holder in sorted(holders):
+        path = Path(holder)
+        while True:
+            try:
+                info = os.stat(path, follow_symlinks=False)
+            except OSError:
+                info = None
+            if info is not None and stat.S_ISDIR(info.st_mode):
+                targets[str(path)] = (info.st_dev, info.st_ino)
+                break
+            if str(path) == directories.get(holder) or path.parent == path:
+                break  # the workspace itself is gone: nothing to watch
+            path = path.parent
+    return targets
+
+
 def _schedule(observer: BaseObserver, handler: _Bridge, directory: str) -> ObservedWatch:
     return observer.schedule(handler, directory, recursive=False)
+
+
+def _unschedule(observer: BaseObserver, watch: ObservedWatch) -> None:
+    """Stop a watch, whose directory may be gone already (its watch ended with it)."""
+    try:
+        observer.unschedule(watch)
+    except (KeyError, OSError) as exc:
+        log.debug("unscheduling %s: %s", watch.path, exc)
 
 
 def _stop_observer(observer: BaseObserver) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -44,4 +45,51 @@ async def test_a_restarted_watcher_watches_the_same_files_again(tmp_path: Path) 
         with anyio.fail_after(10):
             told = (await inbox.receive()).message
         assert told == FilesChanged(("agent_spec.md",))
+        tg.cancel_scope.cancel()
+
+
+async def watching(
+    tg: Any, workspace: Path, manifest: dict[str, str]
+) -> tuple[ActorRef[Any], Any]:
+    """A watcher watching ``manifest`` for terminal 1, and that terminal's inbox."""
+    terminal: ActorRef[Any]
+    terminal, inbox = open_mailbox("terminal")
+    drift: ActorRef[Any] = await tg.start(
+        partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
+    )
+    await drift.ask(Watch(1, workspace, manifest, terminal))
+    return drift, inbox
+
+
+async def told(inbox: Any) -> Any:
+    with anyio.fail_after(10):
+        return (await inbox.receive()).message
+
+
+async def test_a_directory_removed_and_made_again_is_watched_again(tmp_path: Path) -> None:
+    """A helper's attack: once a tracked file's directory was removed (by hand, or before a
+    restore put it back), no later change of that file was ever told."""
+    nested = tmp_path / "sub" / "x"
+    nested.mkdir(parents=True)
+    (nested / "y.md").write_text("v1\n")
+    digest = sha256_file(nested / "y.md")
+    assert digest is not None
+    async with anyio.create_task_group() as tg:
+        _, inbox = await watching(tg, tmp_path, {"sub/x/y.md": digest})
+        shutil.rmtree(tmp_path / "sub")
+        assert await told(inbox) == FilesChanged(("sub/x/y.md",))
+        nested.mkdir(parents=True)
+        (nested / "y.md").write_text("v2, by hand\n")
+        assert await told(inbox) == FilesChanged(("sub/x/y.md",))
+        (nested / "y.md").write_text("v3, by hand again\n")
+        assert await told(inbox) == FilesChanged(("sub/x/y.md",))
+        tg.cancel_scope.cancel()
+
+
+async def test_a_file_whose_directory_is_missing_is_told_when_it_appears(tmp_path: Path) -> None:
+    async with anyio.create_task_group() as tg:
+        _, inbox = await watching(tg, tmp_path, {"notes/plan.md": "0" * 64})
+        (tmp_path / "notes").mkdir()
+        (tmp_path / "notes" / "plan.md").write_text("made by hand\n")
+        assert await told(inbox) == FilesChanged(("notes/plan.md",))
         tg.cancel_scope.cancel()
