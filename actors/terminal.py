@@ -16,6 +16,7 @@ import logging
 import shutil
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -179,21 +180,34 @@ def drift_at_resume(workspace: Path, manifest: Mapping[str, str]) -> FileDrift:
     return detect_file_drift(workspace, manifest)
 
 
-def delete_design_files(workspace: Path) -> list[str]:
-    """Remove agent_spec.md and the template directory (never following symlinks)."""
-    deleted = []
+def delete_design_files(workspace: Path) -> tuple[list[str], list[str]]:
+    """Remove agent_spec.md and the template directory (never following symlinks): what
+    was deleted, and what could not be, each with why (the reset goes on either way)."""
+    deleted: list[str] = []
+    failed: list[str] = []
     spec = workspace / AGENT_SPEC
-    if spec.is_file() or spec.is_symlink():
-        spec.unlink()
-        deleted.append(AGENT_SPEC)
     templates = workspace / TEMPLATE_DIR
-    if templates.is_symlink():
-        templates.unlink()
-        deleted.append(TEMPLATE_DIR + "/")
-    elif templates.is_dir():
-        shutil.rmtree(templates)
-        deleted.append(TEMPLATE_DIR + "/")
-    return deleted
+    removals: list[tuple[str, Callable[[], None] | None]] = [
+        (AGENT_SPEC, spec.unlink if spec.is_file() or spec.is_symlink() else None),
+        (
+            TEMPLATE_DIR + "/",
+            templates.unlink
+            if templates.is_symlink()
+            else partial(shutil.rmtree, templates)
+            if templates.is_dir()
+            else None,
+        ),
+    ]
+    for name, remove in removals:
+        if remove is None:
+            continue
+        try:
+            remove()
+        except OSError as exc:
+            failed.append(f"{name} ({exc.strerror or exc})")
+        else:
+            deleted.append(name)
+    return deleted, failed
 
 
 def existing_design_files(workspace: Path) -> list[str]:
@@ -557,14 +571,19 @@ class TerminalActor(Actor[TerminalMessage]):
         self._changed_outside.clear()
         self._known = None
         deleted: list[str] = []
+        failed: list[str] = []
         if delete_files:
-            deleted = await anyio.to_thread.run_sync(delete_design_files, self._config.workspace)
+            deleted, failed = await anyio.to_thread.run_sync(
+                delete_design_files, self._config.workspace
+            )
         await self._watch(settled=True)  # the new session tracks the design files left
         text = (
             f"Session reset: history, saved session and resume context cleared. New session {new}."
         )
         if deleted:
             text += f" Deleted {' and '.join(deleted)}."
+        if failed:
+            text += f"\nerror: could not delete {' or '.join(failed)}; it is left as it was."
         await self._emit(CommandOutput(text))
 
     async def _detach(self, reason: str) -> None:

@@ -719,9 +719,9 @@ class Chat:
 
             text = fit_to_width(text, shutil.get_terminal_size().columns)  # a line each
         self.console.say(text)
-        if text.startswith("error:"):
+        if any(line.startswith("error:") for line in text.splitlines()):
             self.a_turn_failed = True  # piped, a failed command fails the run as a turn does
-        elif name == "reset" and text.startswith("Session reset"):
+        if name == "reset" and text.startswith("Session reset"):
             self.session_id = text.rsplit("New session ", 1)[-1][:12]
             self.phase, self.input_tokens = None, None
             self.changed_outside.clear()

@@ -7,6 +7,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from tests.e2e.harness import AGENT_ASSIST, Client, Env, wait_for
 
 RESUME_PROMPT = "Resume previous session? [Y/n]"
@@ -130,6 +132,27 @@ def test_reset_deletes_file_and_pointer_and_autosave_does_not_resurrect(env: Env
     later = env.run(input="", terminal=term)
     assert RESUME_PROMPT not in later.stderr
     assert old not in env.session_ids()
+
+
+def test_a_spec_that_cannot_be_deleted_is_named_and_the_reset_is_still_done(env: Env) -> None:
+    """A helper's attack: an undeletable agent_spec.md ended /reset in "internal error"
+    after the session was deleted, and the terminal kept showing the old session."""
+    term = env.terminal()
+    env.run(input="write agent_spec.md: # Spec\n", terminal=term)
+    (old,) = env.session_ids()
+    spec = env.workspace / "agent_spec.md"
+    if subprocess.run(["chattr", "+i", str(spec)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        result = env.run(input="y\n/reset\ny\nhello again\n", terminal=term)
+    finally:
+        subprocess.run(["chattr", "-i", str(spec)], check=True)
+    assert result.returncode == 1, result.stderr  # an error line was printed
+    assert "Session reset" in result.stderr
+    assert "error: could not delete agent_spec.md (Operation not permitted)" in result.stderr
+    assert "internal error" not in result.stderr
+    assert old not in env.session_ids()
+    assert spec.read_text() == "# Spec\n"
 
 
 def test_reset_deletes_the_spec_when_confirmed_and_a_later_turn_saves_again(env: Env) -> None:
