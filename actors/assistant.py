@@ -24,6 +24,7 @@ from session.history import fit_tool_returns
 from session.models import WorkPhase
 
 MAX_READ_BYTES = 256 * 1024
+MIN_READ_CHARS = 2_000
 MAX_LIST_ENTRIES = 500
 
 BASE_INSTRUCTIONS = """\
@@ -95,7 +96,9 @@ def _check_path(deps: TurnDeps, path: str) -> str | None:
     return None
 
 
-def read_workspace_file(workspace: Path, relative: str) -> str:
+def read_workspace_file(workspace: Path, relative: str, limit: int = MAX_READ_BYTES) -> str:
+    """The file's text, its first ``limit`` characters (at most ``MAX_READ_BYTES`` bytes
+    read) with a note saying so if it is longer."""
     try:
         fd = os.open(
             workspace / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -105,11 +108,18 @@ def read_workspace_file(workspace: Path, relative: str) -> str:
             raise OSError(errno.ELOOP, "is a symlink; not following it", relative) from exc
         raise
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
             raise OSError("not a regular file")
         data = handle.read(MAX_READ_BYTES + 1)
     text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
-    return text + ("\n[truncated]" if len(data) > MAX_READ_BYTES else "")
+    if len(data) <= MAX_READ_BYTES and len(text) <= limit:
+        return text
+    shown = min(limit, len(text))
+    return (
+        f"{text[:shown]}\n[truncated: the first {shown:,} characters of {info.st_size:,} bytes"
+        + (", half of the context budget]" if shown == limit < MAX_READ_BYTES else "]")
+    )
 
 
 def write_workspace_file(workspace: Path, relative: str, content: str) -> tuple[int, str]:
@@ -141,12 +151,24 @@ async def read_file(ctx: RunContext[TurnDeps], path: str) -> str:
     if (problem := _check_path(ctx.deps, path)) is not None:
         return problem
     relative = _relative(path)
+    limit = read_limit(ctx.deps.token_budget)
     try:
-        text = await anyio.to_thread.run_sync(read_workspace_file, ctx.deps.workspace, relative)
+        text = await anyio.to_thread.run_sync(
+            read_workspace_file, ctx.deps.workspace, relative, limit
+        )
     except OSError as exc:
         return f"error: cannot read {relative}: {exc.strerror or exc}"
     ctx.deps.touched.add(relative)
     return text
+
+
+def read_limit(token_budget: int | None) -> int:
+    """The characters one ``read_file`` returns: half of the request's token budget (a
+    file of a model's whole context made that request fail), within
+    ``MIN_READ_CHARS``-``MAX_READ_BYTES``."""
+    if token_budget is None:
+        return MAX_READ_BYTES
+    return max(MIN_READ_CHARS, min(MAX_READ_BYTES, token_budget * CHARS_PER_TOKEN // 2))
 
 
 async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:

@@ -186,7 +186,7 @@ def test_a_turn_that_reads_many_large_files_stays_within_its_token_budget(
     from session.history import message_chars
 
     for n in range(4):
-        (workspace / f"f{n}.md").write_text(f"{n}" * 40_000)
+        (workspace / f"f{n}.md").write_text(f"{n}" * 20_000)
     seen: list[int] = []
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -199,7 +199,27 @@ def test_a_turn_that_reads_many_large_files_stays_within_its_token_budget(
     deps = TurnDeps(workspace, token_budget=12_000)  # about 48,000 characters
     result = build_agent(FunctionModel(model)).run_sync("read f0.md to f3.md", deps=deps)
     assert result.output == "read all four"
-    assert max(seen) <= 12_000 * 4, seen  # 160,000 characters were read in all
+    assert max(seen) <= 12_000 * 4, seen  # 80,000 characters were read in all
     saved = str(result.new_messages())
     assert "characters of tool output elided" in saved  # what is kept is what was sent
-    assert "3" * 40_000 in saved  # the newest output, read last, is whole
+    assert "3" * 20_000 in saved  # the newest output, read last, is whole
+
+
+def test_a_file_read_is_cut_to_half_the_context_budget(workspace: Path) -> None:
+    """A helper's attack: a 272 KB file read with a 2,000-token budget made a request of
+    67,000 tokens, which the model refused; the same file could never be read."""
+    (workspace / "big.txt").write_text("line of a big file\n" * 15_000)
+    from pydantic_ai.messages import ToolReturnPart
+
+    deps = TurnDeps(workspace, token_budget=2_000)
+    result = build_agent(offline_model()).run_sync("read big.txt", deps=deps)
+    (returned,) = [
+        str(part.content)
+        for message in result.new_messages()
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    ]
+    assert returned.endswith(
+        "\n[truncated: the first 4,000 characters of 285,000 bytes, half of the context budget]"
+    )
+    assert len(returned) < 4_000 + 100
