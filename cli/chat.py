@@ -473,6 +473,9 @@ class Chat:
             return 0
         try:
             return self._loop()
+        except KeyboardInterrupt:  # twice while a reply or a command ran: leave now
+            self.close()  # the session is saved as on any exit
+            return 130
         except ChatError:
             self.close()  # the session is saved as on any exit, then the error is told
             raise
@@ -670,12 +673,22 @@ class Chat:
             self.a_turn_failed = True
             return True
         self._send({"type": "command", "name": name, "arg": arg.strip() or None})
+        interrupted = False
         while True:
             try:
                 frame = self.conn.receive()
             except ConnectionLost:
                 self._command_interrupted(name)
                 return True
+            except KeyboardInterrupt:
+                if interrupted:
+                    raise  # the second: leave (``run`` saves the session on the way out)
+                interrupted = True
+                self.console.warn(
+                    f"/{name} cannot be interrupted and is still running; "
+                    "Ctrl+C again to leave (the session is saved)"
+                )
+                continue
             if frame["type"] == "error" and frame.get("code") in REFUSED_FRAME_CODES:
                 self._hung_up = frame["code"] != ErrorCode.INVALID_REQUEST
                 self.console.warn(f"error: /{name} not run: {frame['message']}")

@@ -29,6 +29,7 @@ class ChatServer:
         """Set when the server stops: hung answers end then."""
         self._lock = threading.Lock()
         self._hung: set[str] = set()
+        self.hang_summaries = False
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -164,7 +165,10 @@ class ChatServer:
         return f"http://{host!s}:{port}/v1"
 
     def hang_for(self, body: dict[str, Any]) -> bool | None:
-        """None to answer; else whether to hang after the first word (True) or at once."""
+        """None to answer; else whether to hang after the first word (True) or at once.
+        ``hang_summaries``: every request to ``summary-model`` hangs."""
+        if self.hang_summaries and body["model"] == "summary-model":
+            return False
         last = body["messages"][-1]
         content = last.get("content")
         if last["role"] != "user" or not isinstance(content, str):

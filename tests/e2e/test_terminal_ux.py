@@ -360,6 +360,35 @@ def test_a_401_is_one_line_naming_the_key(
     screen.expect_prompt()
 
 
+def test_ctrl_c_while_compact_waits_says_so_and_twice_leaves_saving_the_session(
+    env: Env, screens: list[Screen]
+) -> None:
+    """A helper's attack: Ctrl+C while /compact waited for a hanging summary model ended
+    the chat in "Aborted!", exit 1, without saying the session was saved."""
+    with ChatServer() as server:
+        server.hang_summaries = True
+        screen = started(
+            screens,
+            env,
+            "--new",
+            OPENAI_BASE_URL=server.base_url,
+            OPENAI_API_KEY="sk-test",
+            AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        )
+        screen.type("a first message\r")
+        screen.expect("[offline model]")
+        screen.expect_prompt()
+        screen.type("/compact\r")
+        wait_for(lambda: any(r["model"] == "summary-model" for r in server.requests))
+        screen.type(CTRL_C)
+        screen.expect("/compact cannot be interrupted and is still running")
+        screen.type(CTRL_C)
+        assert screen.wait() == 130
+    assert "Aborted!" not in screen.text
+    (session_id,) = env.session_ids()
+    assert "a first message" in (env.project / f"{session_id}.json").read_text()
+
+
 def test_a_piped_run_whose_last_turn_failed_exits_1(env: Env, locked_server: ChatServer) -> None:
     result = env.run("--new", input="hello\n", terminal=env.terminal(), OPENAI_API_KEY="sk-no")
     assert result.returncode == 1
