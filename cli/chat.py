@@ -384,7 +384,8 @@ class Chat:
             if frame["code"] == ErrorCode.SESSION_LIVE:
                 if not ask:
                     raise WouldAsk(frame["message"])
-                self.console.warn(as_error_line(frame["message"]))
+                # A note, not an error: a new session instead is offered (and "n" is one).
+                self.console.warn(f"note: {frame['message']}")
                 question = "Start a new session instead? [Y/n]"
                 self.console.say(question)
                 if not self._answer(question, default=True, suggestion="--new"):

@@ -26,6 +26,20 @@ def test_a_message_where_the_resume_answer_was_expected_stops_the_run(env: Env) 
     assert env.session(session_id) == before
 
 
+def test_taking_a_new_session_instead_of_a_live_one_is_no_failure(env: Env) -> None:
+    """It printed an `error:` line, yet exited 0: the line is a note now."""
+    holder = env.spawn("--new", terminal=env.terminal())
+    holder.send("keep this one live")
+    holder.expect("[offline model]")
+    (session_id,) = env.session_ids()
+    result = env.run("--resume", session_id, input="y\nhello\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert f"note: session {session_id} is live in another terminal" in result.stderr
+    assert error_lines(result.stderr) == []
+    assert len(env.session_ids()) == 2
+    holder.close_stdin()
+
+
 def test_a_message_where_start_new_instead_was_expected_stops_the_run(env: Env) -> None:
     holder = env.spawn("--new", terminal=env.terminal())
     holder.send("keep this one live")
