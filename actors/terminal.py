@@ -758,9 +758,8 @@ class TerminalActor(Actor[TerminalMessage]):
 
     async def _compact_now(self) -> None:
         """``/compact``: everything completed so far, now; prints the tokens before and after."""
-        if self._lc.compacting is not None:
-            await self._emit(CommandOutput("A compaction is already running; try again shortly."))
-            return
+        if self._lc.compacting is not None:  # a background one: /compact does not wait for it
+            self._lc = self._lc.supersede_compaction()
         window = self._lc.compaction_due(force=True)
         if window is None:
             await self._emit(

@@ -225,6 +225,23 @@ async def test_the_budget_is_kept_while_a_slow_compaction_runs_in_the_background
     await rig.terminal.tell(Detach("exit"))
 
 
+async def test_slash_compact_does_not_wait_for_a_compaction_in_the_background(
+    make_rig: RigFactory,
+) -> None:
+    """It answered "already running; try again shortly", which a script cannot do."""
+    summarizer = GatedFirst()
+    rig: Rig = await make_rig(summarizer, 1)
+    await rig.turn("first: " + LONG)
+    with anyio.fail_after(10):
+        await summarizer.started.wait()  # turn 1's compaction hangs in the background
+    await rig.turn("second: " + LONG)
+    await rig.terminal.tell(RunCommand("compact", None))
+    output = await rig.next_of(CommandOutput)
+    assert output.text.startswith("Compacted turns 1-2: "), output.text
+    summarizer.gate.set()
+    await rig.terminal.tell(Detach("exit"))
+
+
 async def test_slash_compact_prints_the_tokens_before_and_after(make_rig: RigFactory) -> None:
     rig: Rig = await make_rig(None, 0)
     for _ in range(3):
