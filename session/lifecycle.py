@@ -27,8 +27,9 @@ Rules (the table ``TRANSITIONS`` is the source of truth):
   save after a ``reset``; later saves leave it alone.
 * The in-memory history is bounded (``PersistPolicy.memory_turns``), so a long
   session costs the same per turn as a short one.
-* A summary recorded while active is kept for the next write; one recorded
-  after ``exit`` is written at once (durability never waits for a summary).
+* A summary is written when it arrives, in a second write of the session
+  already on disk (durability never waits for a summary); none for a session
+  deleted by ``reset`` or never saved.
 * ``record_checkpoint`` moves ``checkpoint_count`` (the next write carries it);
   ``restore`` (``/checkpoint N``) replaces state and history with a checkpoint's
   through the path ``resume`` takes, keeping the session's id, creation time and
@@ -569,11 +570,11 @@ class SessionLifecycle:
         manifest: Mapping[str, str],
         agent_spec_path: str | None,
     ) -> Transition:
-        """A summary arrived. While active it rides on the next write; after exit it is
-        a second write of a session already on disk."""
+        """A summary arrived: a second write of a session already on disk (the listing
+        shows it at once; it no longer waits for the next turn's save, a turn behind)."""
         state = self._check(Event.SUMMARY)
         new = self._move(Event.SUMMARY, state=state.model_copy(update={"summary": summary}))
-        if new.is_open or new.session_deleted or not new.saved:
+        if new.session_deleted or not new.saved:
             return Transition(new, ())
         return Transition(new, (new.write(now, manifest, agent_spec_path),))
 

@@ -244,12 +244,20 @@ def test_a_resumed_session_is_saved_on_exit_even_without_new_turns() -> None:
     assert isinstance(exit_(resumed).effects[0], WriteSession)
 
 
-def test_a_summary_while_active_rides_on_the_next_write() -> None:
+def test_a_summary_while_active_is_written_when_it_arrives() -> None:
+    """It rode on the next turn's write: the listing showed a live session's summary a
+    turn late, or none after its first turn."""
     lc = complete(active()).lifecycle
     result = lc.record_summary("Fresh summary", now=T1, manifest={}, agent_spec_path=None)
-    assert result.effects == ()
-    (write,) = complete(result.lifecycle, 1).effects
+    (write,) = result.effects
     assert isinstance(write, WriteSession) and write.state.summary == "Fresh summary"
+    (later,) = complete(result.lifecycle, 1).effects
+    assert isinstance(later, WriteSession) and later.state.summary == "Fresh summary"
+
+
+def test_a_summary_of_a_session_never_saved_writes_nothing() -> None:
+    result = active().record_summary("Fresh", now=T1, manifest={}, agent_spec_path=None)
+    assert result.effects == ()
 
 
 def test_the_first_save_after_reset_writes_the_pointer_again() -> None:

@@ -344,3 +344,20 @@ def test_piped_bytes_that_are_not_utf8_are_sent_replaced_not_a_traceback(env: En
     assert result.returncode == 0, result.stderr
     assert 'You said: "caf\ufffd latin1 \ufffd"' in result.stdout.decode()
     assert b"Traceback" not in result.stderr
+
+
+def test_a_live_sessions_summary_is_listed_after_its_first_turn(env: Env) -> None:
+    """A helper's report: the listing showed no summary for a live session after its first
+    turns, and a stale one later (the summary waited for the next turn's save)."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("design a triage agent for support tickets")
+    client.expect("[offline model]")
+    (session_id,) = env.session_ids()
+
+    def summary() -> str | None:
+        (row,) = [r for r in env.sessions_json() if r["session_id"] == session_id]
+        assert row["state"] == "live"
+        return row["summary"]
+
+    assert "triage agent" in wait_for(summary, what="the summary of turn 1")
+    client.close_stdin()
