@@ -357,7 +357,8 @@ def test_a_live_sessions_summary_is_listed_after_its_first_turn(env: Env) -> Non
     def summary() -> str | None:
         (row,) = [r for r in env.sessions_json() if r["session_id"] == session_id]
         assert row["state"] == "live"
-        return row["summary"]
+        found: str | None = row["summary"]
+        return found
 
     assert "triage agent" in wait_for(summary, what="the summary of turn 1")
     client.close_stdin()
