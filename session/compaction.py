@@ -78,6 +78,8 @@ if TYPE_CHECKING:
 PLACEHOLDER: Final = "{conversation_history}"
 MAX_SUMMARIZER_INPUT_CHARS: Final = 60_000
 MAX_NARRATIVE_CHARS: Final = 450
+MAX_LLM_NARRATIVE_CHARS: Final = 4 * MAX_NARRATIVE_CHARS
+"""A summary model's answer over this is a runaway, not a summary."""
 MAX_ITEM_CHARS: Final = 240
 MAX_DECISIONS: Final = 200
 MAX_RULES: Final = 60
@@ -92,6 +94,11 @@ class CompactionError(SessionError):
 
 class SummaryTooLong(CompactionError):
     """The summary is not shorter than what it would replace."""
+
+
+class RunawaySummary(CompactionError):
+    """The summary model answered more than a summary's cap: cut, it would replace the
+    narrative with whatever its head holds (it is not used; the offline summarizer is)."""
 
 
 class BadPromptTemplate(CompactionError):
@@ -749,10 +756,13 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         text = result.output.strip()
         if not text:
             return None
+        if len(text) > MAX_LLM_NARRATIVE_CHARS:
+            raise RunawaySummary(
+                f"the summary model answered {len(text):,} characters, over the cap of "
+                f"{MAX_LLM_NARRATIVE_CHARS:,}; not used"
+            )
         start, end = _covered(events)
-        return compaction_event(
-            EventCompaction(start, end, _clip_block(text, 4 * MAX_NARRATIVE_CHARS))
-        )
+        return compaction_event(EventCompaction(start, end, text))
 
 
 def _clip_block(text: str, limit: int) -> str:

@@ -337,6 +337,18 @@ async def test_the_llm_summarizer_sends_the_window_in_its_template() -> None:
     assert prompts[0].startswith("SUMMARIZE:\nuser: question 1")
 
 
+async def test_a_runaway_answer_of_the_summary_model_is_refused_not_cut() -> None:
+    """A helper's attack: 100 KB of "blah" was cut to its head and kept as the narrative
+    (the listing's summary too), in place of the earlier one."""
+    from session.compaction import RunawaySummary
+
+    def runaway(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("SUMMARY " + "blah " * 20_000)])
+
+    with pytest.raises(RunawaySummary, match="100,007 characters, over the cap of 1,800"):
+        await LlmEventSummarizer(FunctionModel(runaway)).summarize_events(invocation(1))
+
+
 async def test_the_offline_summarizer_is_deterministic_and_skips_empty_windows() -> None:
     events = invocation(1) + invocation(2)
     first = await OfflineEventSummarizer().summarize_events(events)
