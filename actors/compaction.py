@@ -100,7 +100,8 @@ class CompactionActor(Actor[CompactionMessage]):
             case Compact(reply_to=reply_to) if reply_to is not None:
                 assert self._tg is not None
                 self._tg.start_soon(self._compact_and_tell, message, reply_to)
-            case Summarize(reply_to=None):
+            case Summarize(reply_to=None, session_id=session_id):
+                self._waiting.pop(session_id, None)  # asked for now: the told one is moot
                 return await self._summarize(message)
             case Summarize(session_id=session_id):
                 if session_id not in self._waiting and self._tg is not None:
@@ -123,7 +124,7 @@ class CompactionActor(Actor[CompactionMessage]):
             return
         if summary:
             with contextlib.suppress(DeadActor):
-                await reply_to.tell(SummaryReady(message.session_id, summary))
+                await reply_to.tell(SummaryReady(message.session_id, summary, message.messages))
 
     async def _compact_and_tell(self, message: Compact, reply_to: ActorRef[Any]) -> None:
         """Tell the compaction's result; if the actor stops first (a crash, the supervisor's

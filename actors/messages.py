@@ -395,6 +395,8 @@ class TurnToolCall:
 class SummaryReady:
     session_id: str
     summary: str
+    covers: tuple[ModelMessage, ...] = ()
+    """The messages summarized (``Summarize.messages``, the same object)."""
 
 
 @dataclass(frozen=True)

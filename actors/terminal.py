@@ -24,6 +24,7 @@ import anyio
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import ValidationError
+from pydantic_ai.messages import ModelMessage
 
 from actors.base import Actor, ActorRef, Ask, DeadActor, Envelope, next_item
 from actors.messages import (
@@ -113,6 +114,7 @@ from session.lifecycle import (
 from session.manager import CheckpointListing, RestoredFiles
 from session.models import Pointer, utc_now, validate_session_id
 from session.resume import drift_lines
+from session.summary import offline_summary
 from session.turns import answered, stamp_message_id
 
 NOT_OURS_TO_KEEP = (SessionDeleted, SessionLive)
@@ -262,6 +264,8 @@ class TerminalActor(Actor[TerminalMessage]):
         self._history_at_restore: tuple[Any, ...] | None = None
         """The history a restore brought back: until a turn changes it, a summary that
         arrives was asked for the conversation before the restore, and is dropped."""
+        self._summary_covers: tuple[ModelMessage, ...] | None = None
+        """The history the last summary kept was made of (the exit asks for none again)."""
         self._changed_outside: set[str] = set()
         """Files changed outside since the last request: its note names them, once."""
         self._last_change: dict[str, float] = {}
@@ -373,9 +377,10 @@ class TerminalActor(Actor[TerminalMessage]):
                     self._deferred_changes.update(paths)
                 else:
                     await self._note_changes(paths)
-            case SummaryReady(session_id, summary):
+            case SummaryReady(session_id, summary, covers):
                 if self._lc.history is not self._history_at_restore:
                     await self._record_summary(session_id, summary)
+                    self._summary_covers = covers
             case Compacted():
                 await self._keep_compaction(message)
             case Detach(reason):
@@ -666,15 +671,14 @@ class TerminalActor(Actor[TerminalMessage]):
     async def _second_write_with_summary(self) -> None:
         """Durability did not wait for the summarizer; a better summary follows if it comes."""
         state = self._lc.state
-        if state is None:
-            return
+        if state is None or (state.summary and self._summary_covers is self._lc.history):
+            return  # the summary written already covers every turn
+        request = self._summary_request()
         try:
-            summary = await self._peers.compaction.ask(
-                self._summary_request(), SUMMARY_AFTER_EXIT_TIMEOUT_S
-            )
-        except Exception as exc:
-            log.warning("summary after exit failed: %s", exc)
-            return
+            summary = await self._peers.compaction.ask(request, SUMMARY_AFTER_EXIT_TIMEOUT_S)
+        except Exception as exc:  # a slow summary model: the offline summary, not none
+            log.warning("summary after exit failed: %s; the offline summary is kept", exc)
+            summary = offline_summary(request.messages, request.decisions, request.previous)
         if summary:
             await self._record_summary(state.session_id, summary)
 

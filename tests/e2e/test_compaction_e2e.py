@@ -162,3 +162,52 @@ def test_a_compaction_due_after_the_last_turn_is_kept_after_the_exit(env: Env) -
         return compaction.end_invocation if compaction else 0
 
     wait_for(lambda: compacted_up_to() == 4, what="turns 1-4 compacted in the file")
+
+
+def summary_prompts(server: ChatServer) -> list[str]:
+    return [
+        str(r["messages"][-1]["content"])
+        for r in server.requests
+        if r["model"] == "summary-model"
+        and str(r["messages"][-1]["content"]).startswith("Summarize this agent-design")
+    ]
+
+
+def test_the_summary_at_exit_is_asked_of_the_summary_model_once(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report: every exit sent the same summary prompt twice (the one made a
+    second after the last turn, and the exit's own)."""
+    client = env.spawn(
+        "--new",
+        terminal=env.terminal(),
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        AGENT_ASSIST_COMPACTION_INTERVAL="0",
+    )
+    client.send(f"turn 1: {TOPIC}")
+    client.expect("turn 1")
+    (session_id,) = env.session_ids()
+    wait_for(lambda: env.session(session_id)["summary"], what="the summary written")
+    client.close_stdin()
+    assert client.wait() == 0
+    env.run("supervisor", "stop")  # what the exit asked for has been asked by now
+    assert len(summary_prompts(server)) == 1, summary_prompts(server)
+
+
+def test_a_summary_model_too_slow_at_exit_leaves_the_offline_summary(
+    env: Env, server: ChatServer
+) -> None:
+    """With a summary model slower than the exit's 10 s wait, the session kept no summary
+    at all, and the listing showed none."""
+    server.hang_summaries = True
+    result = env.run(
+        "--new",
+        input=f"turn 1: {TOPIC}\n",
+        terminal=env.terminal(),
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        AGENT_ASSIST_COMPACTION_INTERVAL="0",
+    )
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    summary = wait_for(lambda: env.session(session_id)["summary"], timeout=30, what="summary")
+    assert "turn 1" in summary
