@@ -125,6 +125,10 @@ def chat_options(fn: F) -> F:
 def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, yes: bool) -> None:
     if new and resume_id:
         raise click.UsageError("--new and --resume cannot be used together")
+    if new and yes:
+        raise click.UsageError("--new and --yes cannot be used together (--yes resumes)")
+    if resume_id is not None and not resume_id.strip():
+        raise click.UsageError("--resume needs a session id (12 hex digits)")
     from cli import config_cmd
     from cli.chat import ChatError, ChatOptions, run_chat  # not needed by the other commands
 
@@ -170,14 +174,17 @@ def main(
     for name in given:
         if name not in applies:
             option = "--resume" if name == "resume_id" else f"--{name}"
+            after = TAKEN_AFTER.get((ctx.invoked_subcommand or "", name))
             raise click.UsageError(
                 f"{option} does not apply to `{ctx.invoked_subcommand}`"
-                + (f"; put it after `{ctx.invoked_subcommand}`" if name == "workspace" else "")
+                + (f"; put it after `{after}`" if after else "")
             )
     ctx.obj = {name: ctx.params[name] for name in given}
 
 
 CHAT_PARAMS = ("workspace", "model", "new", "resume_id", "yes")
+TAKEN_AFTER = {("config", "model"): "config show"}
+"""Where an option given before a command that does not take it is taken instead."""
 
 
 def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
@@ -410,6 +417,9 @@ def run() -> None:
     (``error: ... (see 'agent-assist --help')``, exit status 2), not click's usage block."""
     try:
         code = main.main(standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:  # `agent-assist config`: its help
+        print(exc.format_message(), file=sys.stderr)
+        sys.exit(exc.exit_code)
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "agent-assist"
         message = " ".join(exc.format_message().split()).removesuffix(".")

@@ -305,6 +305,41 @@ def test_a_chat_option_before_another_command_is_a_usage_error(env: Env) -> None
         assert "does not apply to `" in result.stderr
 
 
+def test_the_hint_for_an_option_before_a_command_names_where_it_is_taken(env: Env) -> None:
+    """`-w DIR config show` was told to put -w after `config`, which takes no -w."""
+    assert "put it after" not in env.run("-w", ".", "config", "show").stderr
+    assert "put it after" not in env.run("-w", ".", "supervisor", "status").stderr
+    assert "; put it after `config show`" in env.run("-m", "offline", "config", "show").stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("--resume", ""), "error: --resume needs a session id (12 hex digits)"),
+        (("--new", "--yes"), "error: --new and --yes cannot be used together"),
+    ],
+)
+def test_chat_options_that_contradict_or_are_empty_are_usage_errors(
+    env: Env, args: tuple[str, ...], line: str
+) -> None:
+    """`--resume ''` started a new session silently; `--new --yes` let --new win silently."""
+    result = env.run(*args, input="hello\n")
+    assert result.returncode == 2
+    assert result.stderr.startswith(line)
+    assert env.session_ids() == []
+
+
+@pytest.mark.parametrize("group", ["config", "supervisor", "sessions"])
+def test_a_command_group_alone_prints_its_help_unsquashed(env: Env, group: str) -> None:
+    result = env.run(group)
+    if group == "sessions":  # lists, as documented
+        assert result.returncode == 0
+        return
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"Usage: agent-assist {group} [OPTIONS] COMMAND")
+    assert "\nCommands:\n" in result.stderr
+
+
 def test_escape_sequences_in_a_session_never_reach_the_listing_or_the_resume_offer(
     env: Env,
 ) -> None:
