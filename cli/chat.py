@@ -387,9 +387,12 @@ class Chat:
                 # A note, not an error: a new session instead is offered (and "n" is one).
                 self.console.warn(f"note: {frame['message']}")
                 question = "Start a new session instead? [Y/n]"
-                self.console.say(question)
-                if not self._answer(question, default=True, suggestion="--new"):
-                    raise AnswerStops("not starting a session")
+                if self.options.yes:  # --yes answers the questions at the start
+                    self.console.warn("Starting a new session instead (--yes).")
+                else:
+                    self.console.say(question)
+                    if not self._answer(question, default=True, suggestion="--new"):
+                        raise AnswerStops("not starting a session")
                 self.conn.send({"type": "open", "mode": "new", "session_id": None})
                 continue
             if frame["code"] == ErrorCode.NOT_FOUND and session_id:

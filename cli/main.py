@@ -114,7 +114,13 @@ def chat_options(fn: F) -> F:
                 shell_complete=complete_session_ids,
             ),
             click.option(
-                "--yes", "-y", is_flag=True, help="Resume the previous session without asking."
+                "--yes",
+                "-y",
+                is_flag=True,
+                help=(
+                    "Resume the previous session without asking; with --resume of a session "
+                    "live elsewhere, start a new one without asking."
+                ),
             ),
         ]
     ):

@@ -132,3 +132,18 @@ def test_a_tab_whose_session_is_live_elsewhere_is_told_so(env: Env) -> None:
     )
     holder.close_stdin()
     assert holder.wait() == 0
+
+
+def test_yes_answers_the_start_a_new_session_question_too(env: Env) -> None:
+    holder = env.spawn("--new", terminal=env.terminal())
+    holder.send("keep this one live")
+    holder.expect("[offline model]")
+    (session_id,) = env.session_ids()
+    result = env.run(
+        "--resume", session_id, "--yes", input="hello\n", terminal=env.terminal()
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Start a new session instead? [Y/n]" not in result.stderr
+    assert "Starting a new session instead (--yes)." in result.stderr
+    assert len(env.session_ids()) == 2
+    holder.close_stdin()
