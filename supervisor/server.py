@@ -54,7 +54,7 @@ from actors.terminal import TerminalConfig
 from session.catalog import SessionListing
 from session.checkpoints import listing_lines
 from session.compaction import context_budget
-from session.errors import SessionError
+from session.errors import InvalidSessionId
 from session.lifecycle import PersistPolicy
 from session.manager import CheckpointListing
 from session.models import is_session_id
@@ -508,7 +508,7 @@ class Server:
 
     async def _show(self, workspace: str, session_id: str) -> object:
         if not is_session_id(session_id):
-            raise SessionError(f"invalid session id {session_id[:40]!r}")
+            raise InvalidSessionId(session_id)
         project = self._projects(workspace, False)
         assert project is not None
         state = await self._storage.ask(LoadSession(project[0], session_id))
@@ -524,7 +524,7 @@ class Server:
 
     async def _remove(self, workspace: str, session_id: str) -> object:
         if not is_session_id(session_id):
-            raise SessionError(f"invalid session id {session_id[:40]!r}")
+            raise InvalidSessionId(session_id)
         project = self._projects(workspace, False)
         assert project is not None
         removed = await self._storage.ask(RemoveSession(project[0], session_id, unless_live=True))
