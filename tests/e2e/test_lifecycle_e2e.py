@@ -141,8 +141,11 @@ def test_sessions_show_rm_and_prune(env: Env) -> None:
     assert removed.returncode == 0 and env.session_ids() == []
     missing = env.run("sessions", "rm", new)
     assert missing.returncode == 1 and missing.stderr.startswith("error:")
-    bad = env.run("sessions", "show", "../../etc")
-    assert bad.returncode == 1 and "invalid session id" in bad.stderr
+    env.run("supervisor", "start")  # answered by the supervisor: show had no hint
+    for command in ("show", "rm"):
+        bad = env.run("sessions", command, "../../etc")
+        assert bad.returncode == 1
+        assert "invalid session id '../../etc' (expected 12 hex digits)" in bad.stderr
 
 
 def test_a_live_session_cannot_be_removed(env: Env) -> None:
