@@ -17,10 +17,14 @@ QUICK_FLAGS = {"--json", "--all"}
 
 def quick_sessions(flags: list[str]) -> int:
     every = "--all" in flags
+    answering = True
     if "--json" in flags:
         from cli.quick import ask_for_sessions
 
-        answer = ask_for_sessions(os.path.realpath("."), every)
+        try:
+            answer = ask_for_sessions(os.path.realpath("."), every)
+        except TimeoutError:
+            answer, answering = None, False
         if answer is not None:
             import json
 
@@ -35,7 +39,7 @@ def quick_sessions(flags: list[str]) -> int:
     from supervisor.runtime import runtime_paths
 
     try:
-        data = ops.list_sessions(runtime_paths(), os.path.realpath("."), every)
+        data = ops.list_sessions(runtime_paths(), os.path.realpath("."), every, ask=answering)
     except Exception as exc:
         line = error_line(exc)
         if line is None:

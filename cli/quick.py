@@ -51,7 +51,8 @@ def state_root(environ: Mapping[str, str]) -> str | None:
 
 
 def ask_for_sessions(workspace: str, every: bool) -> dict[str, object] | None:
-    """The supervisor's ``list_sessions`` answer (its ``data``), or None (see the module)."""
+    """The supervisor's ``list_sessions`` answer (its ``data``), or None (see the module);
+    TimeoutError if it takes the connection but does not answer in time."""
     hello = {
         "type": "hello",
         "protocol": PROTOCOL_VERSION,
@@ -72,6 +73,8 @@ def ask_for_sessions(workspace: str, every: bool) -> dict[str, object] | None:
             with sock.makefile("rb") as lines:
                 welcome = json.loads(lines.readline(MAX_SERVER_FRAME_BYTES))
                 reply = json.loads(lines.readline(MAX_SERVER_FRAME_BYTES))
+    except TimeoutError:
+        raise  # a stopped or hung supervisor: the caller lists the files without asking again
     except (OSError, ValueError):
         return None
     if welcome.get("type") != "welcome" or reply.get("type") != "result":

@@ -19,6 +19,7 @@ from cli.printable import printable
 from session.compacted import compacted_turns, session_turns
 from supervisor.client import (
     SupervisorBusy,
+    SupervisorUnavailable,
     control_connection,
     control_hello,
     hello,
@@ -148,10 +149,16 @@ def _project(workspace: Path) -> Path:
     return sessions_dir(workspace, state_root())
 
 
-def list_sessions(paths: RuntimePaths, workspace: str | Path, every: bool) -> dict[str, Any]:
+def list_sessions(
+    paths: RuntimePaths, workspace: str | Path, every: bool, *, ask: bool = True
+) -> dict[str, Any]:
+    """The listing: the supervisor's, else (none running, busy, or not answering; ``ask``
+    False: it was just found not answering) the files', with a warning saying why."""
     frame = {"type": "list_sessions", "workspace": str(workspace), "all": every}
     busy: list[str] = []
     try:
+        if not ask:
+            raise not_answering(paths)
         if (data := _ask_supervisor(paths, frame, reading=True)) is not None:
             return data
     except SupervisorBusy:
@@ -159,6 +166,8 @@ def list_sessions(paths: RuntimePaths, workspace: str | Path, every: bool) -> di
             "warning: the supervisor is busy (too many connections); "
             "listed from the files (none as live)"
         )
+    except SupervisorUnavailable as exc:  # stopped or hung: the files can still be read
+        busy.append(f"warning: {exc}; listed from the files (none as live)")
     catalog = _offline_catalog(read_only=True)
     listing = catalog.list(None if every else (_project(Path(workspace)),), {})
     warnings = [*busy, *listing.warnings]
