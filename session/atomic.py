@@ -122,15 +122,29 @@ def replace_workspace_file(path: Path, data: bytes, *, sync_dir: bool = True) ->
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
         mode = stat.S_IMODE(info.st_mode)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{WORKSPACE_TEMP_SUFFIX}")
+    tmp = path.with_name(f".{_temp_stem(path.name)}.{secrets.token_hex(4)}{WORKSPACE_TEMP_SUFFIX}")
     _replace(path, tmp, data, mode, sync_dir, durable=True)
     clear_stale_workspace_temps(path)
+
+
+NAME_MAX = 255
+_TEMP_EXTRA = len(f"..{'0' * 8}{WORKSPACE_TEMP_SUFFIX}")
+
+
+def _temp_stem(name: str) -> str:
+    """``name`` as a workspace temp's name holds it: its bytes cut so that the temp's name
+    stays within ``NAME_MAX`` bytes (a file whose own name was that long could be neither
+    written nor restored). A cut mid-character is fine: a name is bytes to the kernel."""
+    raw = os.fsencode(name)
+    if len(raw) + _TEMP_EXTRA <= NAME_MAX:
+        return name
+    return os.fsdecode(raw[: NAME_MAX - _TEMP_EXTRA])
 
 
 def clear_stale_workspace_temps(path: Path, now: float | None = None) -> list[str]:
     """Remove the temps of ``path`` that a writer killed mid-write left behind (their
     names are random, so no later write reuses them); see ``clear_stale_temps``."""
-    name = re.escape(path.name)
+    name = re.escape(_temp_stem(path.name))
     suffix = re.escape(WORKSPACE_TEMP_SUFFIX)
     return clear_stale_temps(path.parent, re.compile(rf"\.{name}\.[0-9a-f]{{8}}{suffix}"), now)
 

@@ -38,3 +38,23 @@ def test_only_old_temps_of_that_file_named_exactly_so_are_removed(tmp_path: Path
     ]
     replace_workspace_file(tmp_path / "notes.md", b"whole")
     assert all(path.exists() for path in kept)
+
+
+def test_a_file_whose_name_is_near_the_limit_can_be_written_and_its_temps_cleared(
+    tmp_path: Path,
+) -> None:
+    """A helper's attack: names of 229-255 bytes could not be written (the temp's name
+    passed 255 bytes), so a checkpoint held content it could never put back."""
+    for name in ("L" * 250 + ".md", "é" * 126 + ".md"):  # 253 and 255 bytes
+        target = tmp_path / name
+        replace_workspace_file(target, b"first")
+        replace_workspace_file(target, b"second")
+        assert target.read_bytes() == b"second"
+        stem = b"." + os.fsencode(name)[: 255 - 27]
+        stale = tmp_path / os.fsdecode(stem + b".3b46d43b.agent-assist.tmp")
+        stale.write_bytes(b"half a file")
+        then = time.time() - STALE_TEMP_S - 5
+        os.utime(stale, (then, then))
+        replace_workspace_file(target, b"third")
+        assert not stale.exists()
+    assert sorted(os.listdir(tmp_path)) == sorted(["L" * 250 + ".md", "é" * 126 + ".md"])
