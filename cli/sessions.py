@@ -263,7 +263,8 @@ def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = No
     """The sessions as a table; the summary column fits ``width`` (default: the
     terminal's, when stdout is one). On a narrow terminal the table first writes its
     times shorter (``12-02 07:42``), then leaves out the TERMINAL column, before the
-    summary shrinks below its minimum."""
+    summary shrinks below its minimum; narrower still, lines are cut at the width (a
+    wrapped table is unreadable)."""
     if not rows:
         return "No sessions."
     width = width or _screen_width()
@@ -276,14 +277,17 @@ def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = No
     room = PIPED_SUMMARY_WIDTH
     if width is not None:
         room = max(width - sum(w + 2 for w in widths), MIN_SUMMARY_WIDTH)
-    for line in lines[1:]:
+    for line in lines:
         line[-1] = _clip(line[-1], room)
-    return "\n".join(
+    text = [
         "  ".join(cell.ljust(w) for cell, w in zip(line[:-1], widths, strict=True))
         + "  "
         + line[-1]
         for line in lines
-    ).rstrip()
+    ]
+    if width is not None:  # narrower still than the fixed columns: cut, never wrap
+        text = [line if len(line) <= width else line[: width - 1] + "…" for line in text]
+    return "\n".join(text).rstrip()
 
 
 def _table_lines(

@@ -55,3 +55,15 @@ def test_a_wide_terminal_keeps_every_column_and_the_full_time() -> None:
     header, line = render_table([row()], every=True, width=160).splitlines()
     assert header.split()[:6] == ["SESSION", "PROJECT", "STATE", "TERMINAL", "LAST", "ACTIVE"]
     assert "2026-12-02 07:42 UTC" in line
+
+
+def test_no_line_is_wider_than_a_narrow_terminal() -> None:
+    """A helper's report: at 60 columns `sessions --all` printed a 61-character header
+    (the SUMMARY heading wrapped), and at 45 columns every row wrapped."""
+    rows = [row(project="a-long-project-name_33df9f5d"), row(session_id="1a2b3c4d5e6f")]
+    for width in (45, 60, 70):
+        for every in (True, False):
+            table = render_table(rows, every=every, width=width).splitlines()
+            assert all(len(line) <= width for line in table), (width, every, table)
+            starts = ("SESSION", "0a1b2c3d4e5f", "1a2b3c4d5e6f")
+            assert all(line.startswith(starts) for line in table)
