@@ -413,6 +413,16 @@ def supervisor_status(as_json: bool) -> None:
         count = info["terminals"]
         terminals = f"{count} terminal{'' if count == 1 else 's'}"
         click.echo(f"running (pid {info['pid']}, {terminals} attached, socket {info['socket']})")
+        from session.paths import state_root
+
+        theirs, ours = info.get("state_root"), str(state_root().resolve())
+        if theirs and theirs != ours:  # it runs, but refuses this home's chats and listings
+            click.echo(
+                f"warning: it keeps sessions in {theirs}, not in {ours} "
+                "(AGENT_ASSIST_HOME): chats and listings with this home are refused; "
+                "stop it, or give this home its own AGENT_ASSIST_RUNTIME_DIR",
+                err=True,
+            )
     else:
         click.echo(f"not running (socket {info['socket']})")
     sys.exit(0 if info["running"] else NOT_RUNNING)

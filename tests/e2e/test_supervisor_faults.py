@@ -329,6 +329,18 @@ def test_the_quick_listing_is_refused_by_a_supervisor_with_another_home(env: Env
     assert "error: the running supervisor keeps sessions in" in result.stderr
 
 
+def test_status_warns_when_the_running_supervisor_keeps_another_home(env: Env) -> None:
+    """It said "running", exit 0, while every chat and listing of this home was refused."""
+    assert env.run("supervisor", "start").returncode == 0
+    other = env.home.parent / "other-home"
+    result = env.run("supervisor", "status", AGENT_ASSIST_HOME=str(other))
+    assert result.returncode == 0
+    assert result.stdout.startswith("running (pid ")
+    assert result.stderr.startswith(
+        f"warning: it keeps sessions in {env.home.resolve()}, not in {other.resolve()}"
+    )
+
+
 def test_a_supervisor_at_its_connection_cap_is_told_as_busy_and_the_listing_reads_files(
     env: Env,
 ) -> None:
