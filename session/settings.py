@@ -206,12 +206,15 @@ def resolve_settings(
         raw: object = spec.default
         source: Source = "default"
         where = "default"
+        # Sources named as ``cli.config_cmd.source_label`` names them: "file PATH",
+        # "env NAME", "option --name".
         if spec.name in file:
-            raw, source, where = file[spec.name], "file", f"{file_label}"
+            raw, source, where = file[spec.name], "file", f"file {file_label}"
         if env.get(spec.env) not in (None, ""):
-            raw, source, where = env[spec.env], "env", spec.env
+            raw, source, where = env[spec.env], "env", f"env {spec.env}"
         if options.get(spec.name) is not None:
-            raw, source, where = options[spec.name], "option", f"--{spec.name.replace('_', '-')}"
+            raw, source = options[spec.name], "option"
+            where = f"option --{spec.name.replace('_', '-')}"
         try:
             value = spec.parse(raw) if source != "default" else raw
         except ValueError as exc:

@@ -26,14 +26,14 @@ def test_a_bad_interval_is_one_line_naming_it_and_its_source(value: str) -> None
     with pytest.raises(SettingsError) as caught:
         resolve_settings({}, {"AGENT_ASSIST_COMPACTION_INTERVAL": value})
     assert str(caught.value) == (
-        f"bad compaction_interval {value!r} from AGENT_ASSIST_COMPACTION_INTERVAL: "
+        f"bad compaction_interval {value!r} from env AGENT_ASSIST_COMPACTION_INTERVAL: "
         "must be a whole number between 0 and 100"
     )
 
 
 @pytest.mark.parametrize("value", [True, 2.5, "x", -3])
 def test_a_bad_value_in_the_file_names_the_file(value: object) -> None:
-    with pytest.raises(SettingsError, match=r"bad compaction_overlap .* from config.toml"):
+    with pytest.raises(SettingsError, match=r"bad compaction_overlap .* from file config.toml"):
         resolve_settings({"compaction_overlap": value}, {})
 
 
@@ -44,7 +44,7 @@ def test_context_tokens_auto_means_derived_from_the_model() -> None:
 
 
 def test_a_bad_boolean_in_the_file_is_shown_as_toml_writes_it() -> None:
-    with pytest.raises(SettingsError, match=r"^bad compaction_interval true from config.toml"):
+    with pytest.raises(SettingsError, match=r"^bad compaction_interval true from file config.toml"):
         resolve_settings({"compaction_interval": True}, {})
 
 

@@ -459,7 +459,7 @@ def test_a_bad_setting_is_one_line_naming_it_and_its_source(env: Env) -> None:
     result = env.run("config", "show", AGENT_ASSIST_COMPACTION_INTERVAL="often")
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        "error: bad compaction_interval 'often' from AGENT_ASSIST_COMPACTION_INTERVAL: "
+        "error: bad compaction_interval 'often' from env AGENT_ASSIST_COMPACTION_INTERVAL: "
         "must be a whole number between 0 and 100"
     )
 
