@@ -252,7 +252,10 @@ workspace_override = click.option(
     "-w",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     default=None,
-    help="The agent's workspace [default: the group's, else the current directory].",
+    help=(
+        "The agent's workspace [default: the one given before `sessions`, else the "
+        "current directory]."
+    ),
 )
 
 

@@ -18,6 +18,7 @@ import resource
 import signal
 import socket
 import subprocess
+import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -111,13 +112,33 @@ class PrivateRotatingLog(logging.handlers.RotatingFileHandler):
 
 
 def configure_logging(log_path: Path, max_bytes: int = LOG_BYTES) -> None:
+    """Log to ``supervisor.log``, and to stderr too when someone reads it: a terminal
+    (``supervisor run`` by hand) or systemd's journal (its ``JOURNAL_STREAM`` names the
+    stream stderr still is). A supervisor started in the background has the log itself
+    as stderr: it does not write each line twice."""
     handler = PrivateRotatingLog(log_path, maxBytes=max_bytes, backupCount=LOG_BACKUPS)
     handler.setFormatter(
         logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s")
     )
+    handlers: list[logging.Handler] = [handler]
+    if stderr_is_read():
+        shown = logging.StreamHandler(sys.stderr)
+        shown.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handlers.append(shown)
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = handlers
     root.setLevel(logging.INFO)
+
+
+def stderr_is_read() -> bool:
+    """Whether stderr is a terminal or the journal stream systemd gave this service."""
+    try:
+        if os.isatty(2):
+            return True
+        info = os.fstat(2)
+    except OSError:
+        return False
+    return os.environ.get("JOURNAL_STREAM") == f"{info.st_dev}:{info.st_ino}"
 
 
 def take_lock(paths: RuntimePaths) -> int:
@@ -132,8 +153,16 @@ def take_lock(paths: RuntimePaths) -> int:
         except BlockingIOError:
             if time.monotonic() > deadline or _supervisor_answers(paths):
                 os.close(fd)
-                raise AlreadyRunning("a supervisor is already running") from None
+                raise AlreadyRunning(_already_running(paths)) from None
             time.sleep(0.02)
+
+
+def _already_running(paths: RuntimePaths) -> str:
+    try:
+        pid = f"pid {int(paths.pid_file.read_text())}, "
+    except (OSError, ValueError):
+        pid = ""
+    return f"a supervisor is already running ({pid}socket {paths.socket})"
 
 
 def _supervisor_answers(paths: RuntimePaths) -> bool:

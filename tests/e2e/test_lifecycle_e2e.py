@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -109,7 +111,37 @@ def test_a_second_supervisor_run_refuses(env: Env) -> None:
     assert env.run("supervisor", "start").returncode == 0
     second = env.run("supervisor", "run", timeout=30)
     assert second.returncode == 1
-    assert second.stderr.strip() == "error: a supervisor is already running"
+    assert second.stderr.strip() == (
+        f"error: a supervisor is already running (pid {env.supervisor_pid()}, "
+        f"socket {env.runtime / 'supervisor.sock'})"
+    )
+
+
+def test_supervisor_run_on_a_terminal_logs_there_too(env: Env) -> None:
+    """In the foreground it printed nothing: every line went to supervisor.log alone."""
+    import pty
+
+    main, secondary = pty.openpty()
+    run = subprocess.Popen(
+        [AGENT_ASSIST, "supervisor", "run"],
+        env=env.environ(),
+        stdin=subprocess.DEVNULL,
+        stdout=secondary,
+        stderr=secondary,
+    )
+    os.close(secondary)
+    try:
+        seen = b""
+        deadline = time.monotonic() + 20
+        while b"listening on" not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([main], [], [], 0.5)
+            if ready:
+                seen += os.read(main, 4096)
+        assert b"listening on" in seen, seen
+    finally:
+        run.terminate()
+        run.wait(timeout=20)
+        os.close(main)
 
 
 def test_sessions_show_rm_and_prune(env: Env) -> None:
