@@ -767,7 +767,7 @@ class Chat:
                         return True
                     if not sent:  # the supervisor was stopped while we waited
                         self.console.warn(stopped_line(frame, self.session_id))
-                    elif frame["saved"] and self.console.interactive:
+                    elif frame["saved"]:  # piped too: a script learns its session id
                         self.console.warn(f"Session {frame['session_id']} saved.")
                     break
                 self._other(frame)

@@ -340,6 +340,15 @@ def test_piped_stdout_carries_replies_only(env: Env) -> None:
         assert other in result.stderr
 
 
+def test_a_piped_run_names_its_session_at_the_end(env: Env) -> None:
+    """A script could not learn which session its run used: the line is on stderr."""
+    result = env.run("--new", input="hello\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    assert result.stderr.splitlines()[-1] == f"Session {session_id} saved."
+    assert "Session" not in result.stdout
+
+
 # -- errors -------------------------------------------------------------------
 
 
