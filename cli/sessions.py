@@ -185,13 +185,13 @@ def show_session(paths: RuntimePaths, workspace: Path, session_id: str) -> dict[
     state = catalog.manager(project).load(validate_session_id(session_id))
     rows, _ = catalog.rows(project, {})
     row = next((r.to_json() for r in rows if r.session_id == session_id), None)
-    from session.checkpoints import listing_lines
+    from session.checkpoints import listing_items
 
     checkpoints = catalog.checkpoints(project).listing(session_id)
     return {
         "row": row,
         "session": state.model_dump(mode="json"),
-        "checkpoints": listing_lines(checkpoints.checkpoints),
+        "checkpoints": listing_items(checkpoints.checkpoints),
         "warnings": list(checkpoints.problems),
     }
 
@@ -373,8 +373,12 @@ def render_show(data: dict[str, Any]) -> str:
     if session["file_manifest"]:
         lines += ["", "Tracked files:", *(f"- {p}" for p in sorted(session["file_manifest"]))]
     if data.get("checkpoints") and session["checkpoint_count"]:
+        from session.checkpoints import item_lines
+
+        items = data["checkpoints"]
         lines += ["", "Checkpoints (agent-assist --resume ID, then /checkpoint N):"]
-        lines += data["checkpoints"]
+        # A supervisor of an older version sends the lines themselves.
+        lines += items if all(isinstance(i, str) for i in items) else item_lines(items)
     return printable("\n".join(lines))
 
 

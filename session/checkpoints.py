@@ -141,23 +141,46 @@ def diff_manifests(old: Mapping[str, str], new: Mapping[str, str]) -> FileDiff:
     )
 
 
-def listing_lines(checkpoints: Sequence[Checkpoint]) -> list[str]:
-    """``/checkpoint``: oldest first, one line each beginning with the number."""
-    if not checkpoints:
-        return ["No checkpoints in this session yet (/save writes one)."]
-    width = len(str(max(c.number for c in checkpoints)))
-    lines = []
+def listing_items(checkpoints: Sequence[Checkpoint]) -> list[dict[str, object]]:
+    """The checkpoints as data (``sessions show --json``), oldest first: number, time,
+    turns, files changed since the previous one, why it was written, the last message's
+    first words."""
+    items: list[dict[str, object]] = []
     previous: Mapping[str, str] = {}
     for checkpoint in sorted(checkpoints, key=lambda c: c.number):
-        changed = diff_manifests(previous, checkpoint.files).count
+        items.append(
+            {
+                "number": checkpoint.number,
+                "created_at": checkpoint.created_at.isoformat(),
+                "turns": checkpoint.turns,
+                "files_changed": diff_manifests(previous, checkpoint.files).count,
+                "reason": checkpoint.reason,
+                "last_user": checkpoint.last_user or None,
+            }
+        )
         previous = checkpoint.files
-        turns = checkpoint.turns
-        words = checkpoint.last_user
+    return items
+
+
+def listing_lines(checkpoints: Sequence[Checkpoint]) -> list[str]:
+    """``/checkpoint``: oldest first, one line each beginning with the number."""
+    return item_lines(listing_items(checkpoints))
+
+
+def item_lines(items: Sequence[Mapping[str, object]]) -> list[str]:
+    """``listing_items`` as the lines ``/checkpoint`` and ``sessions show`` print."""
+    if not items:
+        return ["No checkpoints in this session yet (/save writes one)."]
+    width = max(len(str(item["number"])) for item in items)
+    lines = []
+    for item in items:
+        turns, changed, words = item["turns"], item["files_changed"], item["last_user"]
+        moment = datetime.fromisoformat(str(item["created_at"]))
         lines.append(
-            f"  {checkpoint.number:>{width}}  {format_time(checkpoint.created_at)}"
+            f"  {item['number']:>{width}}  {format_time(moment)}"
             f"  {turns} turn{'' if turns == 1 else 's'}"
             f"  {changed} file{'' if changed == 1 else 's'} changed"
-            f"  ({checkpoint.reason})" + (f"  {words!r}" if words else "")
+            f"  ({item['reason']})" + (f"  {words!r}" if words else "")
         )
     return lines
 

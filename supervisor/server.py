@@ -52,7 +52,7 @@ from actors.messages import (
 )
 from actors.terminal import TerminalConfig
 from session.catalog import SessionListing
-from session.checkpoints import listing_lines
+from session.checkpoints import listing_items
 from session.compaction import context_budget
 from session.errors import InvalidSessionId
 from session.lifecycle import PersistPolicy
@@ -518,7 +518,7 @@ class Server:
         return {
             "row": await self._row(project[0], session_id),
             "session": state.model_dump(mode="json"),
-            "checkpoints": listing_lines(checkpoints.checkpoints),
+            "checkpoints": listing_items(checkpoints.checkpoints),
             "warnings": list(checkpoints.problems),
         }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -345,3 +346,20 @@ def test_a_write_is_refused_when_its_automatic_checkpoint_fails_on_the_disk(env:
         result.stdout
     )
     assert "error: " in result.stderr  # the checkpoint's failure, told in one line
+
+
+@pytest.mark.parametrize("supervisor", ["running", "stopped"])
+def test_sessions_show_json_gives_checkpoints_as_data(env: Env, supervisor: str) -> None:
+    """They were the /checkpoint list's text lines, for a script to parse."""
+    session_id = two_versions(env)
+    if supervisor == "stopped":
+        env.run("supervisor", "stop")
+    shown = env.run("sessions", "show", session_id, "--json")
+    assert shown.returncode == 0, shown.stderr
+    checkpoints = json.loads(shown.stdout)["checkpoints"]
+    assert [c["number"] for c in checkpoints] == [1, 2, 3, 4]
+    assert [c["reason"] for c in checkpoints] == ["auto", "save", "auto", "save"]
+    assert all(isinstance(c["created_at"], str) and c["turns"] >= 0 for c in checkpoints)
+    text = env.run("sessions", "show", session_id).stdout
+    assert "Checkpoints (agent-assist --resume ID, then /checkpoint N):" in text
+    assert re.search(r"\n  4  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC  \d+ turns?", text), text
