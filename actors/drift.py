@@ -151,9 +151,10 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 self._settling = False
                 pending, self._pending = self._pending, set()
                 if self._restructured:  # a directory came or went: watch what is there now,
-                    self._restructured = False  # and compare every file (some may have
-                    await self._reschedule()  # changed before their watch was in place)
-                    pending |= self._tracked_paths()
+                    self._restructured = False  # and compare the files below it (some may
+                    await self._reschedule()  # have changed before their watch was in place)
+                    moved = [d + os.sep for d in pending if d in self._directories]
+                    pending |= {p for p in self._tracked_paths() if p.startswith(tuple(moved))}
                 await self._settle(pending)
 
     async def _settle_later(self) -> None:

@@ -371,8 +371,11 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._watch_unavailable(reason)
             case FilesChanged(paths):
                 # The watcher's baseline is now what it saw, no longer ``_watched``: the
-                # next ``_watch`` tells it what to expect, even an unchanged manifest.
+                # next ``_watch`` tells it what to expect, even an unchanged manifest; and
+                # the manifest is hashed anew after the next turn (the one kept would
+                # give the watcher the old digest back, and the change be told again).
                 self._watched = None
+                self._known = None
                 if self._lc.phase is Phase.IN_TURN:
                     self._deferred_changes.update(paths)
                 else:

@@ -93,3 +93,22 @@ async def test_a_file_whose_directory_is_missing_is_told_when_it_appears(tmp_pat
         (tmp_path / "notes" / "plan.md").write_text("made by hand\n")
         assert await told(inbox) == FilesChanged(("notes/plan.md",))
         tg.cancel_scope.cancel()
+
+
+async def test_a_directory_made_again_compares_only_the_files_below_it(tmp_path: Path) -> None:
+    """A helper's report: re-creating sub/ re-reported a.md, changed (and told) earlier."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.md").write_text("two\n")
+    (tmp_path / "a.md").write_text("one\n")
+    stale = sha256_file(tmp_path / "a.md")
+    (tmp_path / "a.md").write_text("one, changed since the manifest\n")
+    digest = sha256_file(tmp_path / "sub" / "b.md")
+    assert stale is not None and digest is not None
+    async with anyio.create_task_group() as tg:
+        _, inbox = await watching(tg, tmp_path, {"a.md": stale, "sub/b.md": digest})
+        shutil.rmtree(tmp_path / "sub")
+        assert await told(inbox) == FilesChanged(("sub/b.md",))
+        (tmp_path / "sub").mkdir()
+        (tmp_path / "sub" / "b.md").write_text("y\n")
+        assert await told(inbox) == FilesChanged(("sub/b.md",))
+        tg.cancel_scope.cancel()
