@@ -47,12 +47,19 @@ def not_found_line(workspace: Path, session_id: str) -> str:
             f"session {session_id} cannot be opened: its file was corrupt and is kept as "
             f"{kept[-1].name}"
         )
-    for found in sorted(projects_dir(state_root()).glob(f"*/sessions/{session_id}.json")):
+    base = projects_dir(state_root())
+    for found in sorted(base.glob(f"*/sessions/{session_id}.json")):
         if found.parent != here:
             project = found.parent.parent.name
             return (
                 f"{line}; it belongs to project {project}: run from that workspace or "
                 "pass --workspace DIR"
+            )
+    for found in sorted(base.glob(f"*/sessions/{session_id}.json.corrupt-*")):
+        if found.parent != here:
+            return (
+                f"{line}; project {found.parent.parent.name} had it, but its file was "
+                f"corrupt and is kept as {found.name}"
             )
     return line
 

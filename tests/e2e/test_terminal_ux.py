@@ -514,6 +514,17 @@ def test_resuming_a_corrupt_session_says_its_file_was_moved_aside(env: Env) -> N
     assert f"is kept as {kept.name}" in shown.stderr
 
 
+def test_a_corrupt_session_of_another_project_is_named_with_its_project(env: Env) -> None:
+    session_id = _saved_session(env)
+    session_file = env.project / f"{session_id}.json"
+    session_file.rename(session_file.with_name(f"{session_id}.json.corrupt-20261202T150414Z"))
+    elsewhere = env.base / "other-project"
+    elsewhere.mkdir()
+    result = env.run("sessions", "rm", session_id, "-w", str(elsewhere))
+    assert result.returncode == 1
+    assert f"project {env.project.parent.name} had it, but its file was corrupt" in result.stderr
+
+
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_shell_completion_follows_clicks_convention(env: Env, shell: str) -> None:
     script = env.run(_AGENT_ASSIST_COMPLETE=f"{shell}_source")
