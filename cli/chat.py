@@ -188,6 +188,10 @@ def unsaved_line(closed: Frame, session_id: str | None) -> str:
     return f"error: session {session_id} could not be saved; its unsaved turns are lost"
 
 
+class LeaveNow(Exception):
+    """The user pressed Ctrl+C twice while a command ran: leave without waiting for it."""
+
+
 class SupervisorWatch:
     """While the prompt waits: shows what the supervisor sends and ends the prompt on a stop.
 
@@ -477,8 +481,11 @@ class Chat:
             return 0
         try:
             return self._loop()
-        except KeyboardInterrupt:  # twice while a reply or a command ran: leave now
+        except KeyboardInterrupt:  # twice while a reply ran: leave now
             self.close()  # the session is saved as on any exit
+            return 130
+        except LeaveNow as leaving:  # twice while a command ran: it cannot be waited for
+            self.leave_now(str(leaving))
             return 130
         except ChatError:
             self.close()  # the session is saved as on any exit, then the error is told
@@ -686,7 +693,7 @@ class Chat:
                 return True
             except KeyboardInterrupt:
                 if interrupted:
-                    raise  # the second: leave (``run`` saves the session on the way out)
+                    raise LeaveNow(name) from None
                 interrupted = True
                 self.console.warn(
                     f"/{name} cannot be interrupted and is still running; "
@@ -746,6 +753,16 @@ class Chat:
             self.phase, self.input_tokens = frame.get("phase"), None  # the checkpoint's
         elif frame.get("phase"):
             self.phase = frame["phase"]
+
+    def leave_now(self, command: str) -> None:
+        """Leave without waiting for the supervisor, busy with ``/command``: it saves the
+        session when it is done, as for a terminal that went away."""
+        if self._conn is not None:
+            with contextlib.suppress(ConnectionLost, OSError):
+                self.conn.send({"type": "close"})
+            self.conn.close()
+        which = f"session {self.session_id}" if self.session_id else "the session"
+        self.console.warn(f"Left; {which} is saved once /{command} ends.")
 
     def close(self) -> bool:
         """Leave: the supervisor saves (as on any exit) and says so before we go.

@@ -392,8 +392,10 @@ def test_ctrl_c_while_compact_waits_says_so_and_twice_leaves_saving_the_session(
         screen.type(CTRL_C)
         screen.expect("/compact cannot be interrupted and is still running")
         screen.type(CTRL_C)
-        assert screen.wait() == 130
+        screen.expect("is saved once /compact ends.")
+        assert screen.wait(timeout=5) == 130  # at once: it waited for the compaction
     assert "Aborted!" not in screen.text
+    wait_for(lambda: env.session_ids(), timeout=30, what="the session saved after /compact")
     (session_id,) = env.session_ids()
     assert "a first message" in (env.project / f"{session_id}.json").read_text()
 
