@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage
 
 from actors.base import Actor, ActorRef, Ask, DeadActor, Envelope, next_item
+from actors.compaction import OFFLINE
 from actors.messages import (
     AskUser,
     CancelCurrentTurn,
@@ -603,7 +604,10 @@ class TerminalActor(Actor[TerminalMessage]):
         self._confirm = None
         self._on_confirm = None
         manifest, spec = await self._manifest() if self._lc.is_open else ({}, None)
-        transition = self._lc.exit(now=utc_now(), manifest=manifest, agent_spec_path=spec)
+        summary = self._exit_summary()
+        transition = self._lc.exit(
+            now=utc_now(), manifest=manifest, agent_spec_path=spec, summary=summary
+        )
         self._lc = transition.lifecycle
         wrote = any(isinstance(e, WriteSession) for e in transition.effects)
         saved = await self._perform(transition.effects) and wrote
@@ -629,6 +633,20 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._second_write_with_summary()
             await self._compaction_after_exit()
         self._self.close()
+
+    def _exit_summary(self) -> str | None:
+        """The offline summary, for the exit's write, when the summary kept does not cover
+        every turn; with the offline summarizer as the summary model nothing is asked after
+        the exit, then."""
+        if not self._lc.is_open or self._lc.state is None or not self._lc.history:
+            return None
+        if self._summary_covers is self._lc.history and self._lc.state.summary:
+            return None
+        request = self._summary_request()
+        summary = offline_summary(request.messages, request.decisions, request.previous)
+        if self._config.summary_model in (None, OFFLINE):
+            self._summary_covers = self._lc.history
+        return summary
 
     async def _compaction_after_exit(self) -> None:
         """The compaction in flight when the terminal left (due after its last turn) is kept

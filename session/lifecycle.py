@@ -579,10 +579,19 @@ class SessionLifecycle:
         return Transition(new, (new.write(now, manifest, agent_spec_path),))
 
     def exit(
-        self, *, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
+        self,
+        *,
+        now: datetime,
+        manifest: Mapping[str, str],
+        agent_spec_path: str | None,
+        summary: str | None = None,
     ) -> Transition:
-        """The terminal went away (exit, Ctrl+C, crash): the autosave path."""
+        """The terminal went away (exit, Ctrl+C, crash): the autosave path. ``summary``:
+        one to write with it (the offline summary of what the kept one does not cover:
+        a summary model may answer late, or never if the supervisor stops first)."""
         new = self._move(Event.EXIT, turn=None, turn_message_id=None)
+        if summary and new.state is not None and new.state.summary != summary:
+            new = new._with(state=new.state.model_copy(update={"summary": summary}))
         if self.phase is Phase.UNSTARTED or self.session_deleted:
             return Transition(new, ())
         if not self.saved and not self.history:
