@@ -45,6 +45,9 @@ class TurnDeps:
     resume_context: str = ""
     notes: str = ""
     touched: set[str] = field(default_factory=set)
+    read: dict[str, str] = field(default_factory=dict)
+    """The files this turn read before writing them, each with the SHA-256 of what it
+    read first: one that holds something else at the turn's end changed outside."""
     written: dict[str, str] = field(default_factory=dict)
     """The files this turn wrote, each with the SHA-256 of what it wrote last: a change
     seen during the turn is the turn's own unless the file now holds something else."""
@@ -96,9 +99,12 @@ def _check_path(deps: TurnDeps, path: str) -> str | None:
     return None
 
 
-def read_workspace_file(workspace: Path, relative: str, limit: int = MAX_READ_BYTES) -> str:
+def read_workspace_file(
+    workspace: Path, relative: str, limit: int = MAX_READ_BYTES
+) -> tuple[str, str | None]:
     """The file's text, its first ``limit`` characters (at most ``MAX_READ_BYTES`` bytes
-    read) with a note saying so if it is longer."""
+    read) with a note saying so if it is longer; and the SHA-256 of the file as read
+    (None when it was not read whole)."""
     try:
         fd = os.open(
             workspace / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -113,13 +119,14 @@ def read_workspace_file(workspace: Path, relative: str, limit: int = MAX_READ_BY
             raise OSError("not a regular file")
         data = handle.read(MAX_READ_BYTES + 1)
     text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
+    digest = hashlib.sha256(data).hexdigest() if len(data) <= MAX_READ_BYTES else None
     if len(data) <= MAX_READ_BYTES and len(text) <= limit:
-        return text
+        return text, digest
     shown = min(limit, len(text))
     return (
         f"{text[:shown]}\n[truncated: the first {shown:,} characters of {info.st_size:,} bytes"
         + (", half of the context budget]" if shown == limit < MAX_READ_BYTES else "]")
-    )
+    ), digest
 
 
 def write_workspace_file(workspace: Path, relative: str, content: str) -> tuple[int, str]:
@@ -153,12 +160,14 @@ async def read_file(ctx: RunContext[TurnDeps], path: str) -> str:
     relative = _relative(path)
     limit = read_limit(ctx.deps.token_budget)
     try:
-        text = await anyio.to_thread.run_sync(
+        text, digest = await anyio.to_thread.run_sync(
             read_workspace_file, ctx.deps.workspace, relative, limit
         )
     except OSError as exc:
         return f"error: cannot read {relative}: {exc.strerror or exc}"
     ctx.deps.touched.add(relative)
+    if digest is not None and relative not in ctx.deps.written:
+        ctx.deps.read.setdefault(relative, digest)  # what the model was shown first
     return text
 
 

@@ -228,6 +228,7 @@ class LLMActor(Actor[LLMMessage]):
             tuple(deps.decisions),
             tuple(sorted(deps.touched)),
             tuple(sorted(deps.written.items())),
+            tuple(sorted(deps.read.items())),
             input_tokens=None if turn.model in BARE_NAMES else last_input_tokens(new),
             phase=deps.phase,
         )

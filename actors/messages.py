@@ -371,6 +371,8 @@ class TurnDone:
     touched: tuple[str, ...] = ()
     written: tuple[tuple[str, str], ...] = ()
     """The files the turn wrote, with the SHA-256 of what it wrote last."""
+    read: tuple[tuple[str, str], ...] = ()
+    """The files the turn read (before any write of them), with the SHA-256 read."""
     cancelled: bool = False
     error: str | None = None
     input_tokens: int | None = None

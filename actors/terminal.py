@@ -932,12 +932,16 @@ class TerminalActor(Actor[TerminalMessage]):
         )
 
     def _changed_by_others(self, seen: set[str], done: TurnDone) -> set[str]:
-        """The files among ``seen`` (changes seen during the turn) that changed outside:
-        every file the turn did not write (reading one is no change), and each one it
-        wrote that holds something else now than what it wrote last."""
+        """The files that changed outside during the turn: among ``seen`` (changes the
+        watcher saw), every file the turn did not write (reading one is no change) and
+        each one it wrote that holds something else now than what it wrote last; and each
+        file it read (and did not write) that holds something else now than what it read
+        (one not tracked before the turn had no watch)."""
         written = dict(done.written)
         now = self._known[0] if self._known is not None else {}
-        return {path for path in seen if path not in written or now.get(path) != written[path]}
+        outside = {p for p in seen if p not in written or now.get(p) != written[p]}
+        outside |= {p for p, read in done.read if p not in written and now.get(p) != read}
+        return outside
 
     # -- checkpoints ------------------------------------------------------------
 

@@ -30,6 +30,9 @@ class ChatServer:
         self._lock = threading.Lock()
         self._hung: set[str] = set()
         self.hang_summaries = False
+        self.tool_returns_go = threading.Event()
+        """Cleared: an answer to a tool's return waits until it is set again."""
+        self.tool_returns_go.set()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,6 +57,8 @@ class ChatServer:
                 if hang is not None:
                     self._hang(body, hang)
                     return
+                if body["messages"][-1]["role"] == "tool":
+                    server.tool_returns_go.wait(60)
                 call = server.tool_call_for(body)
                 if call is not None and body.get("stream"):
                     self._stream_tool_call(body, *call)
@@ -183,11 +188,14 @@ class ChatServer:
         return True if content == "hang mid-reply" else None
 
     def tool_call_for(self, body: dict[str, Any]) -> tuple[str, str] | None:
-        """``record_decision`` for a last message ``decide: TEXT`` from the user."""
+        """``record_decision`` for a last message ``decide: TEXT`` from the user, and
+        ``read_file`` for ``read: PATH``."""
         last = body["messages"][-1]
         content = last.get("content")
         if last["role"] == "user" and isinstance(content, str) and content.startswith("decide: "):
             return "record_decision", json.dumps({"decision": content.removeprefix("decide: ")})
+        if last["role"] == "user" and isinstance(content, str) and content.startswith("read: "):
+            return "read_file", json.dumps({"path": content.removeprefix("read: ")})
         return None
 
     def reply_for(self, body: dict[str, Any]) -> str:

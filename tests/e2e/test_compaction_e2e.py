@@ -230,3 +230,31 @@ def test_the_exit_writes_a_summary_even_if_the_supervisor_stops_before_the_model
     env.run("supervisor", "stop")
     (session_id,) = env.session_ids()
     assert "turn 1" in env.session(session_id)["summary"]
+
+
+def test_a_file_read_for_the_first_time_and_changed_during_the_turn_is_told(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's attack: an untracked file read by a turn and changed before the turn
+    ended was never told (no watch yet), and the manifest took the new content silently:
+    the model had been shown the old one."""
+    (env.workspace / "r2.md").write_text("original\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    server.tool_returns_go.clear()
+    client.send("read: r2.md")
+    wait_for(
+        lambda: any(r["messages"][-1]["role"] == "tool" for r in chats(server)),
+        what="the read's return at the model",
+    )
+    with (env.workspace / "r2.md").open("a") as edit:
+        edit.write("changed during the turn\n")
+    server.tool_returns_go.set()
+    client.expect("recorded")  # the reply to the read: the turn ended
+    client.send("and now?")  # the notice is shown before the next message is sent
+    client.expect("and now?")
+    client.close_stdin()
+    assert client.wait() == 0
+    assert "note: r2.md changed outside agent-assist" in client.drain_stderr()
+    last = chats(server)[-1]
+    system = " ".join(str(m["content"]) for m in last["messages"] if m["role"] == "system")
+    assert "changed outside the assistant since the last turn: r2.md" in system
