@@ -63,19 +63,58 @@ _ENV_ASSIGNMENT_RE = re.compile(
 """An environment-style assignment: ``GITHUB_TOKEN=...``, ``DB_PASS: ...``, ``STRIPE_KEY=``."""
 _URL_PASSWORD_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)([^\s@/]+)(@)")
 """The password of a URL: ``postgres://admin:S3cr3t@db/app``."""
+_STRONG_KEY = (
+    r"[A-Za-z0-9_-]*(?:api[_-]?key|secret|access[_-]?key|private[_-]?key|signing[_-]?key"
+    r"|password|passwd|passphrase)(?:[_-][A-Za-z0-9_-]*)?"
+)
+"""A key whose every value is a secret: ``password``, ``aws_secret_access_key``."""
+_TOKEN_KEY = r"[A-Za-z0-9_-]*token(?:[_-][A-Za-z0-9_-]*)?"  # noqa: S105 (a pattern)
+"""A key whose value is a secret when it looks like one: ``github_token``, ``token``
+(``token_limit: 128000`` and ``token: expired`` are not)."""
 _ASSIGNMENT_RE = re.compile(
-    r"(?i)(\b[A-Za-z0-9_-]*(?:api[_-]?key|secret|access[_-]?key|private[_-]?key|signing[_-]?key"
-    r"|(?:access|auth|refresh|id|session)[_-]?token|password|passwd)(?:[_-][A-Za-z0-9_-]*)?"
-    r"\s*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})"
+    rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY})\s*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{{6,}})"
 )
 """An assignment in any case: ``password=...``, ``aws_secret_access_key: ...`` (a config
-file's form), ``"client_secret": "..."``."""
+file's form), ``"client_secret": "..."``, ``github_token: ...``."""
+_QUOTED_ASSIGNMENT_RE = re.compile(
+    rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY})[\"']?\s*[:=]\s*)([\"'])([^\"'\n]{{6,500}}?)\3"
+)
+"""The same with a quoted value, which may hold spaces: the whole value goes."""
+
+
+def _assigned(match: re.Match[str]) -> str:
+    if _is_token_key(match.group("key")) and not _looks_secret(match.group(3)):
+        return match.group(0)
+    return match.group(1) + REDACTED
+
+
+def _quoted(match: re.Match[str]) -> str:
+    if _is_token_key(match.group("key")) and not _looks_secret(match.group(4)):
+        return match.group(0)
+    return match.group(1) + match.group(3) + REDACTED + match.group(3)
+
+
+def _is_token_key(key: str) -> bool:
+    return re.fullmatch(_STRONG_KEY, key, re.IGNORECASE) is None
+
+
+def _looks_secret(value: str) -> bool:
+    """A token-like value: not a number, not a plain word or words (``expired``)."""
+    return not (value.isdigit() or re.fullmatch(r"[A-Za-z .!?)]+", value))
+
 
 # Prose: "admin password is correcthorse99", "the api key was AbC123xyz!".
-_PROSE_RE = re.compile(
-    r"(?i)(\b(?:password|passwd|passphrase|passcode|pin code|secret|api[ _-]?key|access key|token)"
-    r"\s+(?:is|was|=|:)\s+[\"'`]?)([^\s\"'`,;]{6,})"
+_PROSE_KEY = (
+    r"(?:[A-Za-z0-9]+[_-])*(?:password|passwd|passphrase|passcode|pin code|secret|"
+    r"api[ _-]?key|access[ _-]?key|token)(?:[_-][A-Za-z0-9]+)*"
 )
+_PROSE_RE = re.compile(
+    rf"(?i)(\b{_PROSE_KEY}\s+(?:is|was|=|:)\s+[\"'`]?)([^\s\"'`,;]{{6,}})"
+)
+_SET_RE = re.compile(
+    rf"(?i)(\bset\s+(?:the\s+|my\s+|our\s+)?{_PROSE_KEY}\s+to\s+[\"'`]?)([^\s\"'`,;]{{6,}})"
+)
+"""``set aws_secret_access_key to ...``, ``set the password to ...``."""
 _WORDLIKE_RE = re.compile(r"[A-Za-z]{6,15}[.!?)]*\Z")
 """A value of 6-15 letters after "password is" is taken for prose ("is required")."""
 
@@ -208,11 +247,13 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
     if bearer:
         text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)
     if assignment:
-        text = _ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)
+        text = _QUOTED_ASSIGNMENT_RE.sub(_quoted, text)
+        text = _ASSIGNMENT_RE.sub(_assigned, text)
     if env_assignment:
         text = _ENV_ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)
     if prose:
         text = _PROSE_RE.sub(_prose_value, text)
+        text = _SET_RE.sub(_prose_value, text)
     return text
 
 

@@ -151,6 +151,13 @@ def test_prose_credentials_are_scrubbed(text: str, kept: str) -> None:
         ("db_password_prod: ppPASSvalue4321", "db_password_prod: "),
         ("refresh_token: 1//0gAbCdEfGhIj", "refresh_token: "),
         ('"private_key": "MIIEvQIBADANBgkq', '"private_key": "'),
+        # found by a helper's second attack: token keys, bare token, prose forms
+        ("github_token: ghx/abc123/def999", "github_token: "),
+        ("token: tk/abc123/zzz777", "token: "),
+        ("slack_bot_token: xoxq/abc/123456", "slack_bot_token: "),
+        ("client_secret is cs/abc/987654", "client_secret is "),
+        ("refresh_token was rt-0gAbCdEf99", "refresh_token was "),
+        ("set aws_secret_access_key to wJalrXUtnFEMI/K7MDENG", "set aws_secret_access_key to "),
     ],
 )
 def test_environment_assignments_and_provider_tokens_are_scrubbed(text: str, kept: str) -> None:
@@ -179,6 +186,9 @@ def test_the_password_of_a_url_is_scrubbed_and_the_rest_kept() -> None:
         "primary_key: ticket_id",
         "sort_key: created_at",
         "secretary: JaneDoe42",
+        "token_limit: 128000",
+        "the token: expired",
+        "set the token to expire",
         "We use Bearer authentication for the internal API",
     ],
 )
@@ -308,6 +318,9 @@ def test_a_pass_variable_is_a_secret_and_the_working_directory_is_not() -> None:
         "also Authorization: Bearer eyJhbGciOi.eyJzdWIiOi/abc/def",
         "WRITE notes/secret.md AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
         "the token=ghp_abcdefghijklmnopqrstuvwxyz0123456789/x/y",
+        "github_token: ghx/abc123/wJalrXUtnFEMI",
+        "client_secret is cs/abc/wJalrXUtnFEMI",
+        'password: "correct horse wJalrXUtnFEMI staple"',
     ],
 )
 def test_a_compaction_keeps_no_secret_of_the_conversation(text: str) -> None:
@@ -341,3 +354,15 @@ def test_a_compaction_keeps_no_secret_of_the_conversation(text: str) -> None:
     ]
     for secret in ("wJalrXUtnFEMI", "eyJzdWIiOi", "ghp_abcdefghij"):
         assert all(secret not in part for part in kept), kept
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [  # the whole quoted value goes, spaces and all
+        ('password: "correct horse battery staple"', 'password: "'),
+        ("aws_secret_access_key: 'wJalr XUtn/K7MD'", "aws_secret_access_key: '"),
+    ],
+)
+def test_a_quoted_value_is_scrubbed_whole(text: str, kept: str) -> None:
+    quote = text[-1]
+    assert scrub_text(text) == kept + REDACTED + quote
