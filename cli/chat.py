@@ -241,6 +241,43 @@ class SupervisorWatch:
             self._chat.show(frame)
 
 
+class QuestionWatch:
+    """While a command's question waits: shows the notices that arrive (a file changed
+    outside, within a second, not after the answer). The first other frame (a stop's
+    ``closed``) is given back to the connection for the command's loop, and the watch
+    reads no further; a lost connection is found by the answer's send."""
+
+    def __init__(self, chat: Chat) -> None:
+        self._chat = chat
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, end_prompt: Callable[[], object]) -> None:
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def _run(self) -> None:
+        conn = self._chat.conn
+        while not self._stopping.is_set():
+            try:
+                if not conn.readable(WATCH_POLL_S):
+                    continue
+                frame = conn.receive()
+            except (ConnectionLost, OSError):
+                return
+            if frame["type"] != "notice":
+                conn.put_back(frame)
+                return
+            self._chat.show(frame)
+
+
 class Chat:
     def __init__(self, options: ChatOptions, console: Console, paths: RuntimePaths) -> None:
         self.options = options
@@ -348,12 +385,18 @@ class Chat:
                 self._open("new", None)
 
     def _answer(
-        self, question: str, *, default: bool, suggestion: str | None, choices: int = 0
+        self,
+        question: str,
+        *,
+        default: bool,
+        suggestion: str | None,
+        choices: int = 0,
+        watch: QuestionWatch | None = None,
     ) -> bool | int:
         """A yes/no answer. Piped, a line that is not one stops the run (ChatError): it is
         neither taken as an answer nor lost silently."""
         try:
-            return self.console.ask_yes_no(default=default, choices=choices)
+            return self.console.ask_yes_no(default=default, choices=choices, idle=watch)
         except UnclearAnswer as exc:
             what = question.removesuffix(" [Y/n]").removesuffix(" [y/N]")
             hint = f"; run with {suggestion} to skip the question" if suggestion else ""
@@ -712,7 +755,12 @@ class Chat:
                 self.console.say(frame["question"])
                 reply = {"type": "confirm_reply", "id": frame["id"], "answer": False}
                 try:
-                    answer = self._answer(frame["question"], default=False, suggestion=None)
+                    answer = self._answer(
+                        frame["question"],
+                        default=False,
+                        suggestion=None,
+                        watch=QuestionWatch(self),
+                    )
                     reply["answer"] = answer is True
                 except Cancelled:
                     reply["cancel"] = True

@@ -216,21 +216,33 @@ class Console:
         # each becomes U+FFFD, as a terminal shows them.
         return line.encode("utf-8", "surrogateescape").decode("utf-8", "replace").rstrip("\n")
 
-    def _read_answer(self) -> str | None:
-        """An answer line. On a terminal Ctrl+C and Ctrl+D raise Cancelled."""
+    def _read_answer(self, idle: IdleWatcher | None = None) -> str | None:
+        """An answer line. On a terminal Ctrl+C and Ctrl+D raise Cancelled; ``idle`` runs
+        while the question waits (what it prints appears above it)."""
         if not self.interactive:
             return self.read_line()
         if self._questions is None:
             from prompt_toolkit import PromptSession
 
             self._questions = PromptSession(output=self._ui_output())
-        try:
-            answer: str = self._questions.prompt("> ")
-        except (KeyboardInterrupt, EOFError):
-            raise Cancelled from None
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        questions = self._questions
+        with patch_stdout():
+            if idle is not None:
+                idle.start(lambda: questions.app.loop.call_soon_threadsafe(questions.app.exit))
+            try:
+                answer: str = questions.prompt("> ")
+            except (KeyboardInterrupt, EOFError):
+                raise Cancelled from None
+            finally:
+                if idle is not None:
+                    idle.stop()
         return answer
 
-    def ask_yes_no(self, default: bool, choices: int = 0) -> bool | int:
+    def ask_yes_no(
+        self, default: bool, choices: int = 0, idle: IdleWatcher | None = None
+    ) -> bool | int:
         """Read an answer (the question was printed); an empty line is ``default``.
 
         With ``choices``, a number from 2 to ``choices`` is also an answer (returned as
@@ -238,7 +250,7 @@ class Console:
         question (Cancelled): what it guards does not happen.
         """
         while True:
-            line = self._read_answer()
+            line = self._read_answer(idle)
             if line is None:
                 raise Cancelled
             answer = line.strip().lower()

@@ -81,6 +81,8 @@ class Connection:
         self.sock = sock
         self._lines = LineBuffer(MAX_SERVER_FRAME_BYTES)
         self._pending: deque[bytes] = deque()
+        self._returned: deque[Frame] = deque()
+        """Frames read and given back (``put_back``), received again first."""
 
     @classmethod
     def open(cls, path: Path, timeout: float | None = 5.0) -> Connection:
@@ -102,13 +104,15 @@ class Connection:
 
     def readable(self, timeout: float = 0.0) -> bool:
         """Whether a frame (or the end of the stream) is waiting, within ``timeout`` s."""
-        if self._pending:
+        if self._pending or self._returned:
             return True
         ready, _, _ = select.select([self.sock], [], [], timeout)
         return bool(ready)
 
     def receive(self) -> Frame:
         """The next frame; ConnectionLost at end of stream."""
+        if self._returned:
+            return self._returned.popleft()
         while not self._pending:
             try:
                 data = self.sock.recv(65536)
@@ -118,6 +122,11 @@ class Connection:
                 raise ConnectionLost("the supervisor closed the connection")
             self._pending.extend(self._lines.feed(data))
         return decode_frame(self._pending.popleft())
+
+    def put_back(self, frame: Frame) -> None:
+        """Give back a frame read too soon (by a watch that only shows notices): the next
+        ``receive`` returns it."""
+        self._returned.appendleft(frame)
 
     def request(self, frame: Frame) -> Frame:
         """Send one frame and return the reply; RemoteError for an ``error`` reply."""

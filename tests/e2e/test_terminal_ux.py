@@ -186,6 +186,32 @@ def test_ctrl_c_at_the_restore_question_restores_nothing(env: Env, screens: list
     assert (env.workspace / "agent_spec.md").read_text() == "# v2\n"
 
 
+def test_a_file_changed_while_the_restore_question_waits_is_told_at_once(
+    env: Env, screens: list[Screen]
+) -> None:
+    """A helper's report: the notice waited until the question was answered."""
+    screen = started(screens, env, "--new")
+    screen.type("write agent_spec.md: # v1\r")
+    screen.expect("wrote agent_spec.md")
+    screen.expect_prompt()
+    screen.type("/save\r")
+    screen.expect("checkpoint ")
+    number = re.findall(r"checkpoint (\d+)", screen.text)[-1]
+    screen.expect_prompt()
+    screen.type("write agent_spec.md: # v2\r")
+    screen.expect("wrote agent_spec.md")
+    screen.expect_prompt()
+    screen.type(f"/checkpoint {number}\r")
+    screen.expect("Restore files too? [y/N]")
+    screen.expect_prompt()
+    with (env.workspace / "agent_spec.md").open("a") as edit:
+        edit.write("edited by hand while the question waits\n")
+    screen.expect("note: agent_spec.md changed outside agent-assist", timeout=10)
+    screen.type("n\r")
+    screen.expect("Restored the conversation")
+    screen.expect_prompt()
+
+
 def _saved_session(env: Env) -> str:
     result = env.run("--new", input="a first turn\n", terminal=env.terminal())
     assert result.returncode == 0, result.stderr
