@@ -192,18 +192,14 @@ class LeaveNow(Exception):
     """The user pressed Ctrl+C twice while a command ran: leave without waiting for it."""
 
 
-class SupervisorWatch:
-    """While the prompt waits: shows what the supervisor sends and ends the prompt on a stop.
-
-    It reads the connection only between ``start`` and ``stop``, when the
-    conversation loop does not, so one thread at a time owns the socket.
-    """
+class _Watch:
+    """Reads the connection in a thread of its own between ``start`` and ``stop``, while
+    the main thread waits for input and does not touch it: one reader at a time."""
 
     def __init__(self, chat: Chat) -> None:
         self._chat = chat
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
-        self.stopped_frame: Frame | None = None
 
     def start(self, end_prompt: Callable[[], object]) -> None:
         self._stopping.clear()
@@ -217,12 +213,27 @@ class SupervisorWatch:
             self._thread = None
 
     def _run(self, end_prompt: Callable[[], object]) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def _poll(conn: Connection) -> Frame | None:
+        """The next frame, or None after ``WATCH_POLL_S`` without one (so that ``stop``
+        is seen); ConnectionLost or OSError if the connection went."""
+        return conn.receive() if conn.readable(WATCH_POLL_S) else None
+
+
+class SupervisorWatch(_Watch):
+    """While the prompt waits: shows what the supervisor sends and ends the prompt on a stop."""
+
+    def __init__(self, chat: Chat) -> None:
+        super().__init__(chat)
+        self.stopped_frame: Frame | None = None
+
+    def _run(self, end_prompt: Callable[[], object]) -> None:
         conn = self._chat.conn
         while not self._stopping.is_set():
             try:
-                if not conn.readable(WATCH_POLL_S):
-                    continue
-                frame = conn.receive()
+                frame = self._poll(conn)
             except (ConnectionLost, OSError):
                 # A crash: re-attach now, so that the session is live again at once
                 # (another tab could take it meanwhile), unless that needs a question;
@@ -234,6 +245,8 @@ class SupervisorWatch:
                     return
                 conn = self._chat.conn
                 continue
+            if frame is None:
+                continue
             if frame["type"] == "closed":
                 self.stopped_frame = frame
                 end_prompt()
@@ -241,37 +254,21 @@ class SupervisorWatch:
             self._chat.show(frame)
 
 
-class QuestionWatch:
+class QuestionWatch(_Watch):
     """While a command's question waits: shows the notices that arrive (a file changed
     outside, within a second, not after the answer). The first other frame (a stop's
     ``closed``) is given back to the connection for the command's loop, and the watch
     reads no further; a lost connection is found by the answer's send."""
 
-    def __init__(self, chat: Chat) -> None:
-        self._chat = chat
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self, end_prompt: Callable[[], object]) -> None:
-        self._stopping.clear()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-
-    def _run(self) -> None:
+    def _run(self, end_prompt: Callable[[], object]) -> None:
         conn = self._chat.conn
         while not self._stopping.is_set():
             try:
-                if not conn.readable(WATCH_POLL_S):
-                    continue
-                frame = conn.receive()
+                frame = self._poll(conn)
             except (ConnectionLost, OSError):
                 return
+            if frame is None:
+                continue
             if frame["type"] != "notice":
                 conn.put_back(frame)
                 return

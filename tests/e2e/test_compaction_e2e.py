@@ -194,30 +194,12 @@ def test_the_summary_at_exit_is_asked_of_the_summary_model_once(
     assert len(summary_prompts(server)) == 1, summary_prompts(server)
 
 
-def test_a_summary_model_too_slow_at_exit_leaves_the_offline_summary(
-    env: Env, server: ChatServer
-) -> None:
-    """With a summary model slower than the exit's 10 s wait, the session kept no summary
-    at all, and the listing showed none."""
-    server.hang_summaries = True
-    result = env.run(
-        "--new",
-        input=f"turn 1: {TOPIC}\n",
-        terminal=env.terminal(),
-        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
-        AGENT_ASSIST_COMPACTION_INTERVAL="0",
-    )
-    assert result.returncode == 0, result.stderr
-    (session_id,) = env.session_ids()
-    summary = wait_for(lambda: env.session(session_id)["summary"], timeout=30, what="summary")
-    assert "turn 1" in summary
-
-
 def test_the_exit_writes_a_summary_even_if_the_supervisor_stops_before_the_model_answers(
     env: Env, server: ChatServer
 ) -> None:
-    """With a slow summary model, a stop right after the exit left the session with no
-    summary at all: the offline one now goes with the exit's own write."""
+    """With a summary model slower than the exit's 10 s wait, the session kept no summary
+    (and a stop right after the exit none either): the offline one now goes with the
+    exit's own write."""
     server.hang_summaries = True
     result = env.run(
         "--new",

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.harness import Env
+from tests.e2e.harness import Client, Env
 
 
 def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith(("error:", "warning:"))]
+
+
+def live_elsewhere(env: Env) -> tuple[Client, str]:
+    """A chat in another terminal holding a new session live; (that chat, its session)."""
+    holder = env.spawn("--new", terminal=env.terminal())
+    holder.send("keep this one live")
+    holder.expect("[offline model]")
+    (session_id,) = env.session_ids()
+    return holder, session_id
 
 
 def test_a_message_where_the_resume_answer_was_expected_stops_the_run(env: Env) -> None:
@@ -28,10 +37,7 @@ def test_a_message_where_the_resume_answer_was_expected_stops_the_run(env: Env) 
 
 def test_taking_a_new_session_instead_of_a_live_one_is_no_failure(env: Env) -> None:
     """It printed an `error:` line, yet exited 0: the line is a note now."""
-    holder = env.spawn("--new", terminal=env.terminal())
-    holder.send("keep this one live")
-    holder.expect("[offline model]")
-    (session_id,) = env.session_ids()
+    holder, session_id = live_elsewhere(env)
     result = env.run("--resume", session_id, input="y\nhello\n", terminal=env.terminal())
     assert result.returncode == 0, result.stderr
     assert f"note: session {session_id} is live in another terminal" in result.stderr
@@ -41,10 +47,7 @@ def test_taking_a_new_session_instead_of_a_live_one_is_no_failure(env: Env) -> N
 
 
 def test_a_message_where_start_new_instead_was_expected_stops_the_run(env: Env) -> None:
-    holder = env.spawn("--new", terminal=env.terminal())
-    holder.send("keep this one live")
-    holder.expect("[offline model]")
-    (session_id,) = env.session_ids()
+    holder, session_id = live_elsewhere(env)
     result = env.run("--resume", session_id, input="hello\n", terminal=env.terminal())
     assert result.returncode == 1
     assert "is live in another terminal" in result.stderr
@@ -135,10 +138,7 @@ def test_a_tab_whose_session_is_live_elsewhere_is_told_so(env: Env) -> None:
 
 
 def test_yes_answers_the_start_a_new_session_question_too(env: Env) -> None:
-    holder = env.spawn("--new", terminal=env.terminal())
-    holder.send("keep this one live")
-    holder.expect("[offline model]")
-    (session_id,) = env.session_ids()
+    holder, session_id = live_elsewhere(env)
     result = env.run(
         "--resume", session_id, "--yes", input="hello\n", terminal=env.terminal()
     )

@@ -163,7 +163,9 @@ def test_ctrl_c_at_the_reset_question_cancels_the_reset(env: Env, screens: list[
     assert (env.workspace / "agent_spec.md").exists()
 
 
-def test_ctrl_c_at_the_restore_question_restores_nothing(env: Env, screens: list[Screen]) -> None:
+def at_the_restore_question(screens: list[Screen], env: Env) -> Screen:
+    """A chat whose spec was `# v1` at the checkpoint /save wrote and is `# v2` now, asked
+    `Restore files too? [y/N]` by `/checkpoint` of that checkpoint."""
     screen = started(screens, env, "--new")
     screen.type("write agent_spec.md: # v1\r")
     screen.expect("wrote agent_spec.md")
@@ -178,6 +180,11 @@ def test_ctrl_c_at_the_restore_question_restores_nothing(env: Env, screens: list
     screen.type(f"/checkpoint {number}\r")
     screen.expect("Restore files too? [y/N]")
     screen.expect_prompt()
+    return screen
+
+
+def test_ctrl_c_at_the_restore_question_restores_nothing(env: Env, screens: list[Screen]) -> None:
+    screen = at_the_restore_question(screens, env)
     screen.type(CTRL_C)
     screen.expect("Cancelled; nothing was changed.")
     screen.expect_prompt()
@@ -190,20 +197,7 @@ def test_a_file_changed_while_the_restore_question_waits_is_told_at_once(
     env: Env, screens: list[Screen]
 ) -> None:
     """A helper's report: the notice waited until the question was answered."""
-    screen = started(screens, env, "--new")
-    screen.type("write agent_spec.md: # v1\r")
-    screen.expect("wrote agent_spec.md")
-    screen.expect_prompt()
-    screen.type("/save\r")
-    screen.expect("checkpoint ")
-    number = re.findall(r"checkpoint (\d+)", screen.text)[-1]
-    screen.expect_prompt()
-    screen.type("write agent_spec.md: # v2\r")
-    screen.expect("wrote agent_spec.md")
-    screen.expect_prompt()
-    screen.type(f"/checkpoint {number}\r")
-    screen.expect("Restore files too? [y/N]")
-    screen.expect_prompt()
+    screen = at_the_restore_question(screens, env)
     with (env.workspace / "agent_spec.md").open("a") as edit:
         edit.write("edited by hand while the question waits\n")
     screen.expect("note: agent_spec.md changed outside agent-assist", timeout=10)
