@@ -71,15 +71,21 @@ _STRONG_KEY = (
 _TOKEN_KEY = r"[A-Za-z0-9_-]*token(?:[_-][A-Za-z0-9_-]*)?"  # noqa: S105 (a pattern)
 """A key whose value is a secret when it looks like one: ``github_token``, ``token``
 (``token_limit: 128000`` and ``token: expired`` are not)."""
+_QUOTE = r"(?:\\?[\"'])"
+"""A quote, or one escaped as in JSON text (a tool call's arguments are kept so)."""
 _ASSIGNMENT_RE = re.compile(
-    rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY})\s*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{{6,}})"
+    rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY})\s*{_QUOTE}?\s*[:=]\s*{_QUOTE}?)"
+    r"([^\s\"',;\\]{6,})"
 )
 """An assignment in any case: ``password=...``, ``aws_secret_access_key: ...`` (a config
 file's form), ``"client_secret": "..."``, ``github_token: ...``."""
-_QUOTED_ASSIGNMENT_RE = re.compile(
-    rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY})[\"']?\s*[:=]\s*)([\"'])([^\"'\n]{{6,500}}?)\3"
+_QUOTED_RE = re.compile(
+    rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY}|passcode|pin code|api key|access key)"
+    rf"{_QUOTE}?\s*(?::|=|\s+is|\s+was|\s+to)\s*)"
+    r"(?P<open>\\?[\"'`]|[\u201c\u2018])(?P<value>.{6,500}?)(?P<close>(?P=open)|[\u201d\u2019])"
 )
-"""The same with a quoted value, which may hold spaces: the whole value goes."""
+"""A quoted value after a key, in an assignment or in prose (``client_secret is "..."``,
+``set the password to "..."``): the whole value goes, spaces, apostrophes and all."""
 
 
 def _assigned(match: re.Match[str]) -> str:
@@ -89,18 +95,26 @@ def _assigned(match: re.Match[str]) -> str:
 
 
 def _quoted(match: re.Match[str]) -> str:
-    if _is_token_key(match.group("key")) and not _looks_secret(match.group(4)):
+    if _is_token_key(match.group("key")) and not _looks_secret(match.group("value")):
         return match.group(0)
-    return match.group(1) + match.group(3) + REDACTED + match.group(3)
+    return match.group(1) + match.group("open") + REDACTED + match.group("close")
 
 
 def _is_token_key(key: str) -> bool:
-    return re.fullmatch(_STRONG_KEY, key, re.IGNORECASE) is None
+    """A key named for a token alone (not also for a password, secret or key)."""
+    return "token" in key.lower() and _STRONG_WORD_RE.search(key) is None
+
+
+_STRONG_WORD_RE = re.compile(r"(?i)pass|secret|key|pin code")
 
 
 def _looks_secret(value: str) -> bool:
-    """A token-like value: not a number, not a plain word or words (``expired``)."""
-    return not (value.isdigit() or re.fullmatch(r"[A-Za-z .!?)]+", value))
+    """A token-like value: letters and digits (``tk/abc123``), or 20 characters and more
+    without a space; not a number (``128000``, ``100/200``) nor a name (``ticket_id``,
+    ``expired``)."""
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    return (letters and digits) or (len(value) >= 20 and " " not in value)
 
 
 # Prose: "admin password is correcthorse99", "the api key was AbC123xyz!".
@@ -120,8 +134,11 @@ _WORDLIKE_RE = re.compile(r"[A-Za-z]{6,15}[.!?)]*\Z")
 
 
 def _prose_value(match: re.Match[str]) -> str:
-    if _WORDLIKE_RE.match(match.group(2)):
+    value = match.group(2)
+    if _WORDLIKE_RE.match(value):
         return match.group(0)
+    if _is_token_key(match.group(1)) and not _looks_secret(value):
+        return match.group(0)  # "token_limit is 128000"
     return match.group(1) + REDACTED
 
 
@@ -194,7 +211,7 @@ def _scrub_str(text: str, secrets: tuple[str, ...]) -> str:
     return scrubbed
 
 
-_ASSIGNMENT_WORDS = ("key", "secret", "token", "passw")
+_ASSIGNMENT_WORDS = ("key", "secret", "token", "pass")
 _ENV_ASSIGNMENT_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL")
 _PROSE_WORDS = ("pass", "pin code", "secret", "key", "token")
 """Ignoring case, every match of ``_ASSIGNMENT_RE`` (``_PROSE_RE``) holds one of these."""
@@ -246,8 +263,9 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + REDACTED, text)
     if bearer:
         text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    if assignment or prose:
+        text = _QUOTED_RE.sub(_quoted, text)
     if assignment:
-        text = _QUOTED_ASSIGNMENT_RE.sub(_quoted, text)
         text = _ASSIGNMENT_RE.sub(_assigned, text)
     if env_assignment:
         text = _ENV_ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)

@@ -233,16 +233,22 @@ def _scrub_with_every_pattern(text: str) -> str:
     if not r._may_hold_credential(text):
         return text
     text = r._TOKENS_RE.sub(r.REDACTED, text)
+    text = r._URL_PASSWORD_RE.sub(lambda m: m.group(1) + r.REDACTED + m.group(3), text)
     text = r._AUTH_HEADER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._BEARER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
-    text = r._ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
-    return r._PROSE_RE.sub(r._prose_value, text)
+    text = r._QUOTED_RE.sub(r._quoted, text)
+    text = r._ASSIGNMENT_RE.sub(r._assigned, text)
+    text = r._ENV_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
+    text = r._PROSE_RE.sub(r._prose_value, text)
+    return r._SET_RE.sub(r._prose_value, text)
 
 
 _PROSE_FRAGMENTS = st.sampled_from(
     ["password", "Passphrase", "PASSCODE", "pin code", "PIN Code", "api key", "Access Key",
      "token", "secret", " is ", " was ", " = ", ": ", "`", "correcthorse99", "AbC123xyz!",
-     "required", "\u212a", "\u017f", "shipping", "mapping", "keys", "sk-", "[REDACTED]"]
+     "required", "\u212a", "\u017f", "shipping", "mapping", "keys", "sk-", "[REDACTED]",
+     '"', "'", '\\"', "\u201c", "\u201d", " to ", "set ", "_token", "GITHUB_TOKEN=",
+     "postgres://u:", "@h"]
 )
 
 

@@ -366,3 +366,28 @@ def test_a_compaction_keeps_no_secret_of_the_conversation(text: str) -> None:
 def test_a_quoted_value_is_scrubbed_whole(text: str, kept: str) -> None:
     quote = text[-1]
     assert scrub_text(text) == kept + REDACTED + quote
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # found by a helper's third attack
+        (json.dumps({"content": 'password: "hunter two three four"'}), "hunter two"),
+        ('client_secret is "cs abc 987654"', "cs abc"),
+        ('set the password to "blue whale song"', "blue whale"),
+        ("refresh_token was 'rt abc 123456'", "rt abc"),
+        ("password: \u201ccorrect horse battery staple\u201d", "horse battery"),
+        ('password: "correct horse\'s battery staple"', "battery staple"),
+        ("passphrase: Xy9/abc123", "Xy9/abc123"),
+        ('passphrase: "correct horse battery staple"', "horse battery"),
+    ],
+)
+def test_quoted_and_prose_values_are_scrubbed(text: str, secret: str) -> None:
+    assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["token_limit is 128000", "token_limit: 100/200", "token: ticket_id"],
+)
+def test_numbers_and_names_after_a_token_key_are_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
