@@ -168,7 +168,7 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 if str(entry.workspace / relative) not in paths:
                     continue
                 now = await anyio.to_thread.run_sync(sha256_file, entry.workspace / relative)
-                if now != digest:
+                if (now or "") != digest:  # "": gone, and told so already
                     changed[relative] = now or ""
             if not changed:
                 continue

@@ -112,3 +112,22 @@ async def test_a_directory_made_again_compares_only_the_files_below_it(tmp_path:
         (tmp_path / "sub" / "b.md").write_text("y\n")
         assert await told(inbox) == FilesChanged(("sub/b.md",))
         tg.cancel_scope.cancel()
+
+
+async def test_a_file_told_gone_is_not_told_again_when_its_directory_comes_back(
+    tmp_path: Path,
+) -> None:
+    """A helper's report: sub/y.md, told deleted, was told again when sub/ was made again
+    without it."""
+    (tmp_path / "sub").mkdir()
+    for name in ("x.md", "y.md"):
+        (tmp_path / "sub" / name).write_text(f"{name}\n")
+    manifest = {f"sub/{n}": sha256_file(tmp_path / "sub" / n) or "" for n in ("x.md", "y.md")}
+    async with anyio.create_task_group() as tg:
+        _, inbox = await watching(tg, tmp_path, manifest)
+        shutil.rmtree(tmp_path / "sub")
+        assert await told(inbox) == FilesChanged(("sub/x.md", "sub/y.md"))
+        (tmp_path / "sub").mkdir()
+        (tmp_path / "sub" / "x.md").write_text("back\n")
+        assert await told(inbox) == FilesChanged(("sub/x.md",))
+        tg.cancel_scope.cancel()
