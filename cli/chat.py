@@ -256,9 +256,10 @@ class SupervisorWatch(_Watch):
 
 class QuestionWatch(_Watch):
     """While a command's question waits: shows the notices that arrive (a file changed
-    outside, within a second, not after the answer). The first other frame (a stop's
-    ``closed``) is given back to the connection for the command's loop, and the watch
-    reads no further; a lost connection is found by the answer's send."""
+    outside, within a second, not after the answer). The first other frame is given back
+    to the connection for the command's loop, and the watch reads no further; a stop's
+    ``closed`` also ends the question (as unanswered: the loop then tells the stop). A
+    lost connection is found by the answer's send."""
 
     def _run(self, end_prompt: Callable[[], object]) -> None:
         conn = self._chat.conn
@@ -271,6 +272,8 @@ class QuestionWatch(_Watch):
                 continue
             if frame["type"] != "notice":
                 conn.put_back(frame)
+                if frame["type"] == "closed":
+                    end_prompt()
                 return
             self._chat.show(frame)
 

@@ -206,6 +206,17 @@ def test_a_file_changed_while_the_restore_question_waits_is_told_at_once(
     screen.expect_prompt()
 
 
+def test_a_stop_while_the_restore_question_waits_is_told_at_once(
+    env: Env, screens: list[Screen]
+) -> None:
+    """A helper's report: the stop was told only once the question was answered."""
+    screen = at_the_restore_question(screens, env)
+    assert env.run("supervisor", "stop").returncode == 0
+    screen.expect("the supervisor was stopped; session ", timeout=10)
+    screen.wait(timeout=10)  # the chat ends, as a stop at the prompt ends it
+    assert (env.workspace / "agent_spec.md").read_text() == "# v2\n", "nothing restored"
+
+
 def _saved_session(env: Env) -> str:
     result = env.run("--new", input="a first turn\n", terminal=env.terminal())
     assert result.returncode == 0, result.stderr
