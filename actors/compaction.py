@@ -11,7 +11,9 @@ the TerminalActor backs off and the conversation goes on.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import anyio
@@ -48,6 +50,8 @@ model less time before the offline summarizer takes over."""
 LLM_RETRY_AFTER_S = 300.0
 """After the summary model failed, the offline summarizer alone for this long."""
 SUMMARY_DELAY_S = 1.0
+KEPT_ANSWERS = 64
+"""Told compactions' answers kept for an ask of the same window."""
 STOPPED_LINE = "the compaction actor stopped before it finished"
 OFFLINE: Final = "offline"
 """As a summary model: the offline summarizer (no model)."""
@@ -58,6 +62,20 @@ SUMMARY_TEMPLATE = (
     "{conversation_history}\n"
 )
 """The session summary's prompt (the listing's summary, not a compaction's narrative)."""
+
+
+@dataclass
+class _Running:
+    """A told compaction in progress: ``done`` is set when it ends (``result`` unless it
+    was cut short)."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: Compacted | None = None
+
+
+def _window_key(message: Compact) -> tuple[str, int, int, int]:
+    window = message.window
+    return message.session_id, message.generation, window.start_invocation, window.end_invocation
 
 
 class CompactionActor(Actor[CompactionMessage]):
@@ -85,6 +103,10 @@ class CompactionActor(Actor[CompactionMessage]):
         self._llm_down_until: dict[str, float] = {}
         self._llm_timeouts = llm_timeouts
         self._waiting: dict[str, Summarize] = {}
+        self._running: dict[tuple[str, int, int, int], _Running] = {}
+        """The told compactions running or just answered, by session, generation and
+        window: an ask for the same window (the exit's, for the compaction due after the
+        last turn) waits for that answer, or takes it, instead of asking the model again."""
         self._tg: TaskGroup | None = None
 
     async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[CompactionMessage]]) -> None:
@@ -96,6 +118,11 @@ class CompactionActor(Actor[CompactionMessage]):
     async def handle(self, message: CompactionMessage) -> Any:
         match message:
             case Compact(reply_to=None):
+                running = self._running.get(_window_key(message))
+                if running is not None:  # told before (the exit asks again): that answer
+                    await running.done.wait()
+                    if running.result is not None:
+                        return dataclasses.replace(running.result, trigger=message.trigger)
                 return await self._compact(message)
             case Compact(reply_to=reply_to) if reply_to is not None:
                 assert self._tg is not None
@@ -130,6 +157,8 @@ class CompactionActor(Actor[CompactionMessage]):
         """Tell the compaction's result; if the actor stops first (a crash, the supervisor's
         stop), tell that it failed, or the session would wait for it for good (no other
         compaction starts while one is in flight)."""
+        key = _window_key(message)
+        running = self._running[key] = _Running()  # a retry of the window starts afresh
         try:
             result = await self._compact(message)
         except BaseException:  # cancelled: _compact turns every failure into an answer
@@ -138,6 +167,14 @@ class CompactionActor(Actor[CompactionMessage]):
             )
             reply_to.tell_nowait(stopped)  # at once: a cancelled task cannot wait
             raise
+        finally:
+            running.done.set()
+            if self._running.get(key) is running:
+                del self._running[key]
+        running.result = result
+        self._running[key] = running  # kept a while: the exit may ask after it ended
+        while len(self._running) > KEPT_ANSWERS:
+            del self._running[next(iter(self._running))]
         with contextlib.suppress(DeadActor):
             await reply_to.tell(result)
 

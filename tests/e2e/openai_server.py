@@ -30,6 +30,8 @@ class ChatServer:
         self._lock = threading.Lock()
         self._hung: set[str] = set()
         self.hang_summaries = False
+        self.summary_delay = 0.0
+        """Seconds every request to ``summary-model`` waits before it is answered."""
         self.tool_returns_go = threading.Event()
         """Cleared: an answer to a tool's return waits until it is set again."""
         self.tool_returns_go.set()
@@ -53,6 +55,8 @@ class ChatServer:
                 ):
                     self._unauthorized()
                     return
+                if body["model"] == "summary-model" and server.summary_delay:
+                    server.released.wait(server.summary_delay)
                 hang = server.hang_for(body)
                 if hang is not None:
                     self._hang(body, hang)

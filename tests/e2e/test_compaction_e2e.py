@@ -240,3 +240,33 @@ def test_a_file_read_for_the_first_time_and_changed_during_the_turn_is_told(
     last = chats(server)[-1]
     system = " ".join(str(m["content"]) for m in last["messages"] if m["role"] == "system")
     assert "changed outside the assistant since the last turn: r2.md" in system
+
+
+def test_a_compaction_running_at_exit_is_not_asked_of_the_model_again(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report: the compaction due after the last turn was sent to the summary
+    model twice (the exit asked for it again while the first request was running)."""
+    server.summary_delay = 2.0
+    result = env.run(
+        "--new",
+        input=f"turn 1: {TOPIC}\nturn 2: {TOPIC}\n",
+        terminal=env.terminal(),
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        AGENT_ASSIST_COMPACTION_INTERVAL="2",
+        AGENT_ASSIST_COMPACTION_OVERLAP="0",
+    )
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    wait_for(
+        lambda: env.session(session_id)["compacted_history_summary"],
+        timeout=30,
+        what="the compaction written after the exit",
+    )
+    env.run("supervisor", "stop")
+    prompts = [
+        r for r in server.requests
+        if r["model"] == "summary-model"
+        and str(r["messages"][-1]["content"]).startswith("You compact the history")
+    ]
+    assert len(prompts) == 1, len(prompts)
