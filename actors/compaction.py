@@ -73,7 +73,11 @@ class _Running:
     result: Compacted | None = None
 
 
-def _window_key(message: Compact) -> tuple[str, int, int, int]:
+_WindowKey = tuple[str, int, int, int]
+"""A compaction's session, generation, and window's first and last invocations."""
+
+
+def _window_key(message: Compact) -> _WindowKey:
     window = message.window
     return message.session_id, message.generation, window.start_invocation, window.end_invocation
 
@@ -103,7 +107,7 @@ class CompactionActor(Actor[CompactionMessage]):
         self._llm_down_until: dict[str, float] = {}
         self._llm_timeouts = llm_timeouts
         self._waiting: dict[str, Summarize] = {}
-        self._running: dict[tuple[str, int, int, int], _Running] = {}
+        self._running: dict[_WindowKey, _Running] = {}
         """The told compactions running or just answered, by session, generation and
         window: an ask for the same window (the exit's, for the compaction due after the
         last turn) waits for that answer, or takes it, instead of asking the model again."""

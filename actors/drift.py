@@ -179,12 +179,8 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 self._entries.pop(owner, None)
 
     def _tracked_paths(self) -> set[str]:
-        return {
-            str(entry.workspace / relative)
-            for entry in self._entries.values()
-            for relative in entry.manifest
-            if is_safe_relative_path(entry.workspace, relative)
-        }
+        files, _ = self._layout()
+        return files
 
     def _layout(self) -> tuple[set[str], dict[str, str]]:
         """The tracked files' paths, and each directory that holds one or leads to one

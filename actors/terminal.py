@@ -223,9 +223,9 @@ def existing_design_files(workspace: Path) -> list[str]:
 
 
 WATCH_TIMEOUT_S = 5.0
+"""How long a reset waits for its files' watch to be in place."""
 BURST_S = 2.0
 """Changes of one file less than this far apart are one burst: one notice."""
-"""How long a reset waits for its files' watch to be in place."""
 
 
 class TerminalActor(Actor[TerminalMessage]):
@@ -642,8 +642,7 @@ class TerminalActor(Actor[TerminalMessage]):
             return None
         if self._summary_covers is self._lc.history and self._lc.state.summary:
             return None
-        request = self._summary_request()
-        summary = offline_summary(request.messages, request.decisions, request.previous)
+        summary = self._offline_summary(self._summary_request())
         if self._config.summary_model in (None, OFFLINE):
             self._summary_covers = self._lc.history
         return summary
@@ -699,7 +698,7 @@ class TerminalActor(Actor[TerminalMessage]):
             summary = await self._peers.compaction.ask(request, SUMMARY_AFTER_EXIT_TIMEOUT_S)
         except Exception as exc:  # a slow summary model: the offline summary, not none
             log.warning("summary after exit failed: %s; the offline summary is kept", exc)
-            summary = offline_summary(request.messages, request.decisions, request.previous)
+            summary = self._offline_summary(request)
         if summary:
             await self._record_summary(state.session_id, summary)
 
@@ -727,6 +726,11 @@ class TerminalActor(Actor[TerminalMessage]):
             reply_to,
             self._config.summary_model,
         )
+
+    @staticmethod
+    def _offline_summary(request: Summarize) -> str | None:
+        """What the offline summarizer makes of what ``request`` asks a summary of."""
+        return offline_summary(request.messages, request.decisions, request.previous)
 
     async def _summarize_later(self) -> None:
         try:
