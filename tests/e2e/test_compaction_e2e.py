@@ -3,6 +3,7 @@ OpenAI-compatible server that records what the model is sent."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -164,6 +165,16 @@ def test_a_compaction_due_after_the_last_turn_is_kept_after_the_exit(env: Env) -
     wait_for(lambda: compacted_up_to() == 4, what="turns 1-4 compacted in the file")
 
 
+def run_with_summary_model(
+    env: Env, turns: range, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """A piped run of a new session, one scripted turn each of ``turns``, with the test
+    server's ``summary-model`` as the summary model (and ``extra`` in the environment
+    from then on)."""
+    env.extra.update(AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model", **extra)
+    return env.run("--new", input=script(turns), terminal=env.terminal())
+
+
 def summary_prompts(server: ChatServer) -> list[str]:
     return [
         str(r["messages"][-1]["content"])
@@ -201,13 +212,7 @@ def test_the_exit_writes_a_summary_even_if_the_supervisor_stops_before_the_model
     (and a stop right after the exit none either): the offline one now goes with the
     exit's own write."""
     server.hang_summaries = True
-    result = env.run(
-        "--new",
-        input=f"turn 1: {TOPIC}\n",
-        terminal=env.terminal(),
-        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
-        AGENT_ASSIST_COMPACTION_INTERVAL="0",
-    )
+    result = run_with_summary_model(env, range(1, 2), AGENT_ASSIST_COMPACTION_INTERVAL="0")
     assert result.returncode == 0, result.stderr
     env.run("supervisor", "stop")
     (session_id,) = env.session_ids()
@@ -248,11 +253,9 @@ def test_a_compaction_running_at_exit_is_not_asked_of_the_model_again(
     """A helper's report: the compaction due after the last turn was sent to the summary
     model twice (the exit asked for it again while the first request was running)."""
     server.summary_delay = 2.0
-    result = env.run(
-        "--new",
-        input=f"turn 1: {TOPIC}\nturn 2: {TOPIC}\n",
-        terminal=env.terminal(),
-        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+    result = run_with_summary_model(
+        env,
+        range(1, 3),
         AGENT_ASSIST_COMPACTION_INTERVAL="2",
         AGENT_ASSIST_COMPACTION_OVERLAP="0",
     )
