@@ -114,7 +114,7 @@ from session.lifecycle import (
 )
 from session.manager import CheckpointListing, RestoredFiles
 from session.models import Pointer, utc_now, validate_session_id
-from session.resume import drift_lines
+from session.resume import RestoredFrom, drift_lines
 from session.summary import offline_summary
 from session.turns import answered, stamp_message_id
 
@@ -1101,7 +1101,12 @@ class TerminalActor(Actor[TerminalMessage]):
             detect_file_drift, config.workspace, checkpoint.files
         )
         transition = self._lc.restore(
-            checkpoint.state, drift, now=utc_now(), manifest=manifest, agent_spec_path=spec
+            checkpoint.state,
+            drift,
+            checkpoint=RestoredFrom(number, checkpoint.created_at),
+            now=utc_now(),
+            manifest=manifest,
+            agent_spec_path=spec,
         )
         self._lc = transition.lifecycle
         self._history_at_restore = self._lc.history

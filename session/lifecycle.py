@@ -94,7 +94,7 @@ from session.history import (
 )
 from session.models import SessionState, WorkPhase
 from session.redaction import scrub_text
-from session.resume import build_resume_context
+from session.resume import RestoredFrom, build_resume_context
 
 
 class Phase(StrEnum):
@@ -357,7 +357,14 @@ class SessionLifecycle:
         )
         return Transition(new, (WritePointer(state.session_id),))
 
-    def resume(self, stored: SessionState, drift: FileDrift | None) -> Transition:
+    def resume(
+        self,
+        stored: SessionState,
+        drift: FileDrift | None,
+        restored: RestoredFrom | None = None,
+    ) -> Transition:
+        """The stored session goes on (or, with ``restored``, checkpoint N's state: its
+        context then says so instead of "resumed")."""
         loaded = load_messages(stored.recent_messages)
         max_turns, max_chars = self._tail_limits()
         history = tuple(reconstruct_history(loaded, max_turns=max_turns, max_chars=max_chars))
@@ -370,7 +377,7 @@ class SessionLifecycle:
             state=stored,
             history=history,
             history_encoded=history_encoded,
-            resume_context=build_resume_context(stored, drift),
+            resume_context=build_resume_context(stored, drift, restored),
             saved=True,
             tracked_paths=frozenset(stored.file_manifest),
             **self._fresh_compaction(compaction, first),
@@ -613,6 +620,7 @@ class SessionLifecycle:
         stored: SessionState,
         drift: FileDrift | None,
         *,
+        checkpoint: RestoredFrom,
         now: datetime,
         manifest: Mapping[str, str],
         agent_spec_path: str | None,
@@ -632,7 +640,7 @@ class SessionLifecycle:
                 "checkpoint_count": max(current.checkpoint_count, stored.checkpoint_count),
             }
         )
-        resumed = self._with(phase=Phase.UNSTARTED).resume(state, drift).lifecycle
+        resumed = self._with(phase=Phase.UNSTARTED).resume(state, drift, checkpoint).lifecycle
         new = resumed._with(
             phase=self._target(Event.RESTORE),
             session_deleted=False,

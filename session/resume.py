@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from session.filesystem import FileDrift
@@ -13,6 +14,20 @@ IMPORTANT = (
     "before proceeding. If the user's request seems to continue prior work,\n"
     "use this context. If they start a new topic, proceed normally."
 )
+RESTORED_HEADING = "# Restored Checkpoint Context"
+RESTORED_IMPORTANT = (
+    "IMPORTANT: This conversation was taken back to an earlier checkpoint. What was\n"
+    "said after it is no longer part of it: do not rely on it unless the user\n"
+    "says it again. Review the context above before proceeding."
+)
+
+
+@dataclass(frozen=True)
+class RestoredFrom:
+    """The checkpoint a conversation was taken back to (``/checkpoint N``)."""
+
+    number: int
+    taken_at: datetime
 
 
 def format_utc(moment: datetime) -> str:
@@ -45,19 +60,37 @@ RESUME_DECISIONS = 40
 small however many a long session made."""
 
 
-def build_resume_context(state: SessionState | None, drift: FileDrift | None = None) -> str:
+def build_resume_context(
+    state: SessionState | None,
+    drift: FileDrift | None = None,
+    restored: RestoredFrom | None = None,
+) -> str:
     """The resume block of DESIGN.md section 6, or ``""`` when there is nothing to resume.
 
-    Sections without content are left out.
+    Sections without content are left out. After ``/checkpoint N`` (``restored``) the
+    same block says that the conversation was taken back to checkpoint N instead of
+    resumed, and the drift is the files' since that checkpoint.
     """
     if state is None or not state.has_content():
         return ""
-    lines = [
-        HEADING,
-        f"This is a resumed session (ID: {state.session_id}).",
-        f"Originally started: {format_utc(state.created_at)}",
-        f"Last active: {format_utc(state.updated_at)}",
-    ]
+    if restored is None:
+        lines = [
+            HEADING,
+            f"This is a resumed session (ID: {state.session_id}).",
+            f"Originally started: {format_utc(state.created_at)}",
+            f"Last active: {format_utc(state.updated_at)}",
+        ]
+        changes_heading, important = "## File Changes Since Last Session", IMPORTANT
+    else:
+        lines = [
+            RESTORED_HEADING,
+            f"This session (ID: {state.session_id}) was taken back to checkpoint "
+            f"{restored.number}.",
+            f"Originally started: {format_utc(state.created_at)}",
+            f"Checkpoint {restored.number} taken: {format_utc(restored.taken_at)}",
+        ]
+        changes_heading = f"## File Changes Since Checkpoint {restored.number}"
+        important = RESTORED_IMPORTANT
     if state.agent_spec_path:
         lines += ["", f"Agent specification file: {state.agent_spec_path}"]
     summary = state.summary or state.compacted_history_summary
@@ -73,6 +106,6 @@ def build_resume_context(state: SessionState | None, drift: FileDrift | None = N
         lines += [f"- {_clip(d, RESUME_DECISION_CHARS)}" for d in shown]
     changes = drift_lines(drift) if drift is not None else []
     if changes:
-        lines += ["", "## File Changes Since Last Session", *changes]
-    lines += ["", IMPORTANT]
+        lines += ["", changes_heading, *changes]
+    lines += ["", important]
     return "\n".join(lines)

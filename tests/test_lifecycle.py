@@ -27,11 +27,13 @@ from session.lifecycle import (
     WriteSession,
 )
 from session.models import SessionState
+from session.resume import RestoredFrom
 from tests.conversations import conversation, turn
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=5)
 MANIFEST = {"agent_spec.md": "b" * 64}
+AT_2 = RestoredFrom(2, T0)
 STORED = SessionState(
     session_id="a1b2c3d4e5f6",
     created_at=T0 - timedelta(days=1),
@@ -97,7 +99,7 @@ EVENTS: dict[Event, Callable[[SessionLifecycle], Transition]] = {
     Event.EXIT: exit_,
     Event.CHECKPOINT: lambda lc: lc.record_checkpoint(3),
     Event.RESTORE: lambda lc: lc.restore(
-        STORED, FileDrift(), now=T1, manifest=MANIFEST, agent_spec_path=None
+        STORED, FileDrift(), checkpoint=AT_2, now=T1, manifest=MANIFEST, agent_spec_path=None
     ),
 }
 
@@ -329,13 +331,15 @@ def test_a_checkpoint_moves_the_count_that_the_next_write_carries() -> None:
 def test_restore_takes_the_checkpoints_history_and_resume_state_but_keeps_the_session() -> None:
     lc = complete(complete(active()).lifecycle, 1).lifecycle.record_checkpoint(7).lifecycle
     drift = FileDrift(modified=("agent_spec.md",))
-    result = lc.restore(STORED, drift, now=T1, manifest=MANIFEST, agent_spec_path="agent_spec.md")
+    result = lc.restore(
+        STORED, drift, checkpoint=AT_2, now=T1, manifest=MANIFEST, agent_spec_path="agent_spec.md"
+    )
     new = result.lifecycle
     assert new.phase is Phase.ACTIVE and not new.session_deleted
     assert new.session_id == "111111111111"
     assert list(new.request_history()) == load_messages(STORED.recent_messages)
     assert "Earlier work." in new.resume_context
-    assert "- agent_spec.md: modified" in new.resume_context
+    assert "## File Changes Since Checkpoint 2\n- agent_spec.md: modified" in new.resume_context
     (write,) = result.effects
     assert isinstance(write, WriteSession)
     assert write.state.session_id == "111111111111"
@@ -343,6 +347,18 @@ def test_restore_takes_the_checkpoints_history_and_resume_state_but_keeps_the_se
     assert write.state.summary == "Earlier work."
     assert write.state.checkpoint_count == 7
     assert write.state.recent_messages == STORED.recent_messages
+
+
+def test_a_restored_conversation_is_told_it_was_taken_back_not_resumed() -> None:
+    new = active().restore(
+        STORED, None, checkpoint=AT_2, now=T1, manifest=MANIFEST, agent_spec_path=None
+    ).lifecycle
+    assert new.resume_context.startswith(
+        "# Restored Checkpoint Context\n"
+        "This session (ID: 111111111111) was taken back to checkpoint 2.\n"
+    )
+    assert "resumed session" not in new.resume_context.lower()
+    assert "You are resuming" not in new.resume_context
 
 
 def test_restore_brings_the_compaction_state_of_the_checkpoint_and_drops_a_later_one() -> None:
@@ -356,7 +372,7 @@ def test_restore_brings_the_compaction_state_of_the_checkpoint_and_drops_a_later
     ).lifecycle
     assert compacted.compaction is not None
     back = compacted.restore(
-        STORED, None, now=T1, manifest=MANIFEST, agent_spec_path=None
+        STORED, None, checkpoint=AT_2, now=T1, manifest=MANIFEST, agent_spec_path=None
     ).lifecycle
     assert back.compaction is None and back.generation > compacted.generation
 
@@ -364,7 +380,7 @@ def test_restore_brings_the_compaction_state_of_the_checkpoint_and_drops_a_later
         update={"compacted_history_summary": render_compaction(EventCompaction(1, 4, "Earlier."))}
     )
     forward = back.restore(
-        with_compaction, None, now=T1, manifest=MANIFEST, agent_spec_path=None
+        with_compaction, None, checkpoint=AT_2, now=T1, manifest=MANIFEST, agent_spec_path=None
     ).lifecycle
     assert forward.compaction is not None and forward.compaction.end_invocation == 4
     stored_turns = count_turns(load_messages(STORED.recent_messages))

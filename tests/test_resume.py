@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from session.filesystem import FileDrift
 from session.models import SessionState
-from session.resume import build_resume_context, format_utc
+from session.resume import RestoredFrom, build_resume_context, format_utc
 
 STATE = SessionState(
     session_id="a1b2c3d4e5f6",
@@ -105,3 +105,31 @@ def test_the_resume_context_lists_the_newest_decisions_and_counts_the_rest() -> 
     assert "- (5 earlier decisions are kept in the session file)" in text
     assert "- decision 4\n" not in text and "- decision 5\n" in text
     assert text.count("\n- decision ") == RESUME_DECISIONS
+
+
+def test_after_a_restore_the_block_names_the_checkpoint_instead_of_a_resume() -> None:
+    drift = FileDrift(unchanged=("notes.md",), modified=("agent_spec.md",))
+    restored = RestoredFrom(3, datetime(2026, 3, 31, 9, 5, tzinfo=UTC))
+    assert build_resume_context(STATE, drift, restored) == (
+        "# Restored Checkpoint Context\n"
+        "This session (ID: a1b2c3d4e5f6) was taken back to checkpoint 3.\n"
+        "Originally started: 2026-03-30 10:15 UTC\n"
+        "Checkpoint 3 taken: 2026-03-31 09:05 UTC\n"
+        "\n"
+        "Agent specification file: agent_spec.md\n"
+        "\n"
+        "## Previous Session Summary\n"
+        "Designed a research agent with two tools.\n"
+        "\n"
+        "## Key Decisions Made\n"
+        "- Use pydantic-ai with Chat Completions\n"
+        "- Tools are read-only\n"
+        "\n"
+        "## File Changes Since Checkpoint 3\n"
+        "- agent_spec.md: modified\n"
+        "- 1 tracked file unchanged\n"
+        "\n"
+        "IMPORTANT: This conversation was taken back to an earlier checkpoint. What was\n"
+        "said after it is no longer part of it: do not rely on it unless the user\n"
+        "says it again. Review the context above before proceeding."
+    )

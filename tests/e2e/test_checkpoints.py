@@ -93,6 +93,19 @@ def test_restore_without_files_brings_back_the_conversation_only(env: Env) -> No
     assert saved["checkpoint_count"] == 5
 
 
+def test_after_a_restore_the_context_says_taken_back_to_the_checkpoint_not_resumed(
+    env: Env,
+) -> None:
+    term = env.terminal()
+    result = env.run(input="hello\n/save\nmore\n/checkpoint 1\n/resume\n", terminal=term)
+    assert result.returncode == 0, result.stderr
+    assert "Restored the conversation to checkpoint 1" in result.stderr
+    (session_id,) = env.session_ids()
+    assert "# Restored Checkpoint Context" in result.stderr
+    assert f"This session (ID: {session_id}) was taken back to checkpoint 1." in result.stderr
+    assert "This is a resumed session" not in result.stderr
+
+
 def test_restore_with_files_writes_them_back_and_can_be_undone(env: Env) -> None:
     session_id = two_versions(env)
     (env.workspace / SPEC).chmod(0o640)
