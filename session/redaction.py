@@ -2,7 +2,8 @@
 
 What the patterns cover (see docs/decisions.md, "Secrets"): known provider token
 shapes, PEM private keys, ``Authorization``/``Bearer`` values, assignments
-(``password=...``, ``api_key: ...``), the prose form ``<password|passphrase|
+(``password=...``, ``api_key: ...``; a config line's value of several words, to
+the line's end), the prose form ``<password|passphrase|
 passcode|secret|api key|token> is|was|: <value>`` when the value looks like a
 credential (a digit or symbol in it, or 16+ letters), and the values of the
 environment variables whose names say they hold a credential.
@@ -79,6 +80,20 @@ _ASSIGNMENT_RE = re.compile(
 )
 """An assignment in any case: ``password=...``, ``aws_secret_access_key: ...`` (a config
 file's form), ``"client_secret": "..."``, ``github_token: ...``."""
+_LINE_KEY = (
+    rf"[ \t]*(?:[-*][ \t]+|export[ \t]+)?{_QUOTE}?(?:{_STRONG_KEY}){_QUOTE}?[ \t]*[:=][ \t]*"
+    r"(?![\s\"'`\\\[])"
+)
+_LINE_ASSIGNMENT_RE = re.compile(rf"(?im)(^{_LINE_KEY})([^\n]*?[ \t][^\n]*?)(?=[ \t]*$)")
+"""A password, secret or key alone on its line, a config file's way, whose value holds
+spaces (``passphrase: correct horse battery staple``): all of it goes, up to the line's
+end. A value of one word is the assignment's."""
+_JSON_LINE_ASSIGNMENT_RE = re.compile(
+    rf"(?i)((?:(?<=\\n)|(?<=\")){_LINE_KEY})"
+    r"((?:[^\n\\\"]|\\[^n])*?[ \t](?:[^\n\\\"]|\\[^n])*?)(?=[ \t]*(?:\\n|\"))"
+)
+"""The same line in JSON text (a tool call's arguments are kept so): it begins a string
+or follows an escaped newline, and ends at the next one or at the string's end."""
 _QUOTED_RE = re.compile(
     rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY}|passcode|pin code|api key|access key)"
     rf"{_QUOTE}?\s*(?::|=|\s+is|\s+was|\s+to)\s*)"
@@ -266,6 +281,9 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
     if assignment or prose:
         text = _QUOTED_RE.sub(_quoted, text)
     if assignment:
+        text = _LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)
+        if "\\n" in text or '"' in text:
+            text = _JSON_LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)
         text = _ASSIGNMENT_RE.sub(_assigned, text)
     if env_assignment:
         text = _ENV_ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)

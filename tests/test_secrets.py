@@ -391,3 +391,41 @@ def test_quoted_and_prose_values_are_scrubbed(text: str, secret: str) -> None:
 )
 def test_numbers_and_names_after_a_token_key_are_left_alone(text: str) -> None:
     assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [  # a config line's unquoted value of several words goes whole, to the line's end
+        ("password: orange banana cherry grape", "password: [REDACTED]"),
+        (
+            "db:\n  password: orange banana cherry grape\n  host: db.local",
+            "db:\n  password: [REDACTED]\n  host: db.local",
+        ),
+        ("- passphrase = correct horse battery staple", "- passphrase = [REDACTED]"),
+        ("export DB_PASSWORD=orange banana\nnext", "export DB_PASSWORD=[REDACTED]\nnext"),
+        (  # the same line inside a tool call's JSON arguments
+            json.dumps({"content": "db:\n  password: orange banana cherry\n  host: x"}),
+            json.dumps({"content": "db:\n  password: [REDACTED]\n  host: x"}),
+        ),
+        (
+            json.dumps({"content": 'secret: it\'s "orange" banana'}),
+            json.dumps({"content": "secret: [REDACTED]"}),
+        ),
+    ],
+)
+def test_a_config_lines_value_of_several_words_is_scrubbed_whole(
+    text: str, expected: str
+) -> None:
+    assert scrub_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The password: it is required twice.",  # not at a line's start: prose
+        "token: some words here",  # a token key's value must look like a token
+        "keyboard: a b c",
+    ],
+)
+def test_a_line_of_words_after_other_keys_is_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
