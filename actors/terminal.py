@@ -733,6 +733,17 @@ class TerminalActor(Actor[TerminalMessage]):
         return offline_summary(request.messages, request.decisions, request.previous)
 
     async def _summarize_later(self) -> None:
+        """Ask the summary model for the session's summary (it is written when it comes).
+        A session with none yet is written with the offline one first: a summary model
+        takes seconds, and the listing would show nothing meanwhile."""
+        state = self._lc.state
+        if state is not None and not state.summary and self._config.summary_model not in (
+            None,
+            OFFLINE,
+        ):
+            summary = self._offline_summary(self._summary_request())
+            if summary:
+                await self._record_summary(state.session_id, summary)
         try:
             await self._peers.compaction.tell(self._summary_request(self._self))
         except DeadActor:

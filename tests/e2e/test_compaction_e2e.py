@@ -3,6 +3,7 @@ OpenAI-compatible server that records what the model is sent."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from typing import Any
@@ -217,6 +218,30 @@ def test_the_exit_writes_a_summary_even_if_the_supervisor_stops_before_the_model
     env.run("supervisor", "stop")
     (session_id,) = env.session_ids()
     assert "turn 1" in env.session(session_id)["summary"]
+
+
+def test_a_live_session_is_listed_with_the_offline_summary_while_the_model_writes_its_own(
+    env: Env, server: ChatServer
+) -> None:
+    """A left-out of session 11: with a summary model, a live session was listed with no
+    summary until the model answered (up to 30 s), or never while it hung."""
+    server.hang_summaries = True
+    client = env.spawn(
+        "--new",
+        terminal=env.terminal(),
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        AGENT_ASSIST_COMPACTION_INTERVAL="0",
+    )
+    client.send(f"turn 1: {TOPIC}")
+    client.expect("turn 1")
+    (session_id,) = env.session_ids()
+    wait_for(lambda: env.session(session_id)["summary"], what="a summary in the file")
+    assert "turn 1" in env.session(session_id)["summary"]
+    listed = json.loads(env.run("sessions", "--json").stdout)
+    assert [item["state"] for item in listed] == ["live"]
+    assert "turn 1" in listed[0]["summary"]
+    client.close_stdin()
+    assert client.wait() == 0
 
 
 def test_a_file_read_for_the_first_time_and_changed_during_the_turn_is_told(
