@@ -264,6 +264,18 @@ def token_window(
     return retention_window(events, config.event_retention_size, retain_chars)
 
 
+COMPACTION_SHARE: Final = 4
+"""A request's compaction takes at most 1/COMPACTION_SHARE of the token budget; the
+turns kept whole after it at most half (``token_window``)."""
+
+
+def compaction_chars(config: EventsCompactionConfig) -> int | None:
+    """The characters a request's compaction may take (None: no token budget)."""
+    if config.token_threshold is None:
+        return None
+    return config.token_threshold * CHARS_PER_TOKEN // COMPACTION_SHARE
+
+
 def retention_window(
     events: Sequence[Event], retain_events: int, retain_chars: int | None = None
 ) -> Window | None:
@@ -586,20 +598,66 @@ def normalize_narrative(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip().splitlines() if line.strip())
 
 
-def render_compaction(compaction: EventCompaction, *, rules: bool = True) -> str:
+def render_compaction(
+    compaction: EventCompaction, *, rules: bool = True, max_chars: int | None = None
+) -> str:
     """The text the session file keeps (and, without ``rules``, which the instructions
     carry, the model is sent): header and narrative in one block, then each section
-    in a block of its own."""
+    in a block of its own.
+
+    With ``max_chars`` (a request's share of the token budget) the sections keep their
+    newest items within it, sharing what the header and narrative leave, and say how
+    many earlier ones the session file keeps: decisions and paths gathered over a long
+    conversation would otherwise outgrow the budget themselves."""
     head = (
         f"{COMPACTION_HEADER_START}{compaction.start_invocation}-"
         f"{compaction.end_invocation}, compacted); the later turns follow in full."
     )
-    blocks = ["\n".join(filter(None, [head, normalize_narrative(compaction.compacted_content)]))]
-    for name, heading in _SECTIONS:
-        items: tuple[str, ...] = getattr(compaction.retained, name)
-        if items and (rules or name != "rules"):
-            blocks.append("\n".join([heading, *(f"- {_flat(item)}" for item in items)]))
-    return "\n\n".join(blocks)
+    first = "\n".join(filter(None, [head, normalize_narrative(compaction.compacted_content)]))
+    sections = [
+        (heading, [f"- {_flat(item)}" for item in items])
+        for name, heading in _SECTIONS
+        if (items := getattr(compaction.retained, name)) and (rules or name != "rules")
+    ]
+    if max_chars is not None:
+        sections = _within(sections, max_chars - len(first))
+    return "\n\n".join([first, *("\n".join([heading, *lines]) for heading, lines in sections)])
+
+
+def _within(sections: list[tuple[str, list[str]]], room: int) -> list[tuple[str, list[str]]]:
+    """``sections`` held to ``room`` characters: smallest first, each takes what it needs
+    up to an equal share of what is left, so what a small one leaves goes to the others."""
+    kept = dict(enumerate(lines for _, lines in sections))
+    by_size = sorted(kept, key=lambda index: _chars(kept[index]))
+    for done, index in enumerate(by_size):
+        heading = sections[index][0]
+        share = room // (len(by_size) - done) - len(heading) - 2
+        kept[index] = _newest_within(kept[index], share)
+        room -= len(heading) + 2 + _chars(kept[index])
+    return [(heading, kept[index]) for index, (heading, _) in enumerate(sections)]
+
+
+def _newest_within(lines: list[str], chars: int) -> list[str]:
+    """The newest of ``lines`` that fit in ``chars`` (with their newlines), after a line
+    that counts the earlier ones, which the session file keeps."""
+    if _chars(lines) <= chars:
+        return lines
+    kept: list[str] = []
+    used = len(_EARLIER.format(len(lines))) + 1
+    for line in reversed(lines):
+        if used + len(line) + 1 > chars:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return [_EARLIER.format(len(lines) - len(kept)), *reversed(kept)]
+
+
+def _chars(lines: list[str]) -> int:
+    """The characters of ``lines`` joined, each with its newline."""
+    return sum(len(line) + 1 for line in lines)
+
+
+_EARLIER: Final = "- ({} earlier, kept in the session file, left out here for the token budget)"
 
 
 def parse_compaction(text: str | None) -> EventCompaction | None:
@@ -628,13 +686,14 @@ def parse_compaction(text: str | None) -> EventCompaction | None:
 
 
 @lru_cache(maxsize=16)
-def compaction_message(compaction: EventCompaction) -> ModelRequest:
-    """The compaction as pydantic-ai's own ``CompactionPart``, first in the history.
+def compaction_message(compaction: EventCompaction, max_chars: int | None = None) -> ModelRequest:
+    """The compaction as pydantic-ai's own ``CompactionPart``, first in the history, its
+    sections held to ``max_chars`` (see ``render_compaction``).
 
     Rendered once per compaction (a turn asks for it twice: the token budget's
     estimate and the request itself); like the history's own messages, the one
     message is shared by every request that carries it."""
-    text = render_compaction(compaction, rules=False)
+    text = render_compaction(compaction, rules=False, max_chars=max_chars)
     return ModelRequest(parts=[CompactionPart(content=text)])
 
 

@@ -66,6 +66,7 @@ from session.compaction import (
     EventCompaction,
     EventsCompactionConfig,
     Window,
+    compaction_chars,
     compaction_event,
     compaction_message,
     estimate_tokens,
@@ -250,7 +251,8 @@ class SessionLifecycle:
         ``history`` holds only what ``resume`` reconstructed and what agent runs
         produced, so cutting at a turn start keeps it valid.
         """
-        head = [compaction_message(self.compaction)] if self.compaction else []
+        share = compaction_chars(self.policy.compaction)
+        head = [compaction_message(self.compaction, share)] if self.compaction else []
         return [*head, *self.history[self.tail_start :]]
 
     def instructions(self) -> str:

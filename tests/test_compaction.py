@@ -451,3 +451,24 @@ def test_a_decision_and_its_clipped_copy_are_one_and_the_list_is_bounded() -> No
     merged = merge_decisions(many)
     assert len(merged) == MAX_DECISIONS and merged[-1] == f"decision {MAX_DECISIONS + 49}"
     assert merge_decisions(["  a\n  decision  ", "", "A decision"]) == ("a decision",)
+
+
+def test_a_requests_compaction_keeps_the_newest_items_within_its_share_and_counts_the_rest() -> (
+    None
+):
+    retained = Retained(
+        decisions=tuple(f"Decision number {n} about the triage agent" for n in range(200)),
+        paths=tuple(f"docs/part_{n}.md" for n in range(300)),
+        questions=("Which model?",),
+    )
+    compaction = EventCompaction(1, 400, "We designed the triage agent.", retained)
+    text = render_compaction(compaction, rules=False, max_chars=2_000)
+    assert len(text) <= 2_000
+    assert "We designed the triage agent." in text
+    assert "- Decision number 199 about the triage agent" in text  # the newest stay
+    assert "- docs/part_299.md" in text and "- Which model?" in text
+    assert "- Decision number 0 about" not in text and "- docs/part_0.md" not in text
+    assert "earlier, kept in the session file, left out here for the token budget)" in text
+    full = render_compaction(compaction)  # what the session file keeps: everything
+    assert "- Decision number 0 about the triage agent" in full and "- docs/part_0.md" in full
+    assert render_compaction(compaction, max_chars=len(full)) == full
