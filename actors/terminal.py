@@ -768,6 +768,16 @@ class TerminalActor(Actor[TerminalMessage]):
         request is still over it afterwards (what is kept outweighs the budget), back
         off and say so once, instead of compacting again before every request. Returns
         the request's size in tokens, as the budget sees it."""
+        threshold = self._lc.policy.compaction.token_threshold
+        message = estimate_tokens(extra_chars)
+        if threshold is not None and message >= threshold:
+            await self._emit(
+                Info(
+                    f"warning: this message alone is ~{message:,} tokens, over the token "
+                    f"budget of {threshold:,}; it is sent as it is (a model with a smaller "
+                    "context window will refuse it: send a part, or a file to read)"
+                )
+            )
         tokens = self._lc.request_tokens(extra_chars)
         window = self._lc.compaction_due(request_tokens=tokens)
         if window is None and self._lc.compacting is not None:
@@ -780,12 +790,11 @@ class TerminalActor(Actor[TerminalMessage]):
         if window is None:
             return tokens
         result = await self._compact_and_wait(window, "tokens")
-        threshold = self._lc.policy.compaction.token_threshold
         tokens = self._lc.request_tokens(extra_chars)
         if result is None or result.compaction is None or threshold is None:
             return tokens
-        if tokens >= threshold:
-            self._lc, tell = self._lc.over_budget(self._lc.generation)
+        if tokens >= threshold and message < threshold:  # else the message was told of
+            self._lc, tell = self._lc.over_budget(self._lc.generation, tokens)
             if tell:
                 await self._emit(
                     Info(

@@ -220,8 +220,9 @@ class SessionLifecycle:
     """No automatic compaction before this many invocations have completed."""
     generation: int = 0
     """Bumped whenever the history is replaced (start, resume, reset)."""
-    budget_warned: bool = False
-    """The user was told the compacted conversation is still over the token budget."""
+    budget_warned: int = 0
+    """The request's tokens when the user was last told the compacted conversation is
+    still over the token budget (0: not told)."""
     token_base: int | None = None
     """Tokens of the next request as the model last counted them (its input tokens
     plus an estimate of its reply); None when the history changed since."""
@@ -546,16 +547,19 @@ class SessionLifecycle:
             backoff_until=self.invocations + wait,
         )
 
-    def over_budget(self, generation: int) -> tuple[SessionLifecycle, bool]:
-        """A compaction for the token budget left the request over it (the new message,
-        or the instructions, outweigh the budget). No back-off: before the next request
-        the turns completed since are compacted again (one compaction per request, and
-        none when nothing is left to compact), so the request stays as small as it can
-        be; backing off let a run of huge messages grow it without bound. True the
-        first time in this history, when the user should be told."""
+    def over_budget(self, generation: int, tokens: int) -> tuple[SessionLifecycle, bool]:
+        """A compaction for the token budget left the request over it, at ``tokens`` (the
+        new message, or what the instructions carry, outweigh the budget). No back-off:
+        before the next request the turns completed since are compacted again (one
+        compaction per request, and none when nothing is left to compact), so the request
+        stays as small as it can be; backing off let a run of huge messages grow it
+        without bound. True when the user should be told: the first time in this
+        history, and again whenever the request has grown by half since."""
         if generation != self.generation:
             return self, False
-        return self._with(budget_warned=True), not self.budget_warned
+        if self.budget_warned and tokens < self.budget_warned * 3 // 2:
+            return self, False
+        return self._with(budget_warned=tokens), True
 
     def _fresh_compaction(
         self, compaction: EventCompaction | None, first_invocation: int
@@ -568,7 +572,7 @@ class SessionLifecycle:
             "backoff_until": 0,
             "generation": self.generation + 1,
             "token_base": None,
-            "budget_warned": False,
+            "budget_warned": 0,
         }
 
     def record_summary(

@@ -399,3 +399,20 @@ async def test_a_run_of_messages_each_over_the_budget_keeps_the_request_from_gro
     assert len(after) >= 6
     assert max(after) < 2 * estimate_tokens(len(huge)), after  # the newest turn, not all
     await rig.terminal.tell(Detach("exit"))
+
+
+async def test_a_message_over_the_budget_alone_is_told_as_such_each_time(
+    make_rig: RigFactory,
+) -> None:
+    """A helper's report: a 144 KB message was told as "the compacted conversation is
+    still over the token budget ... /reset to start afresh", which /reset cannot help."""
+    rig: Rig = await make_rig(None, 0, 1000)
+    huge = "word " * 1600  # about 2,000 tokens
+    for n in range(3):
+        await rig.turn(f"message {n} {huge}")
+    notices = rig.notices()
+    alone = [n for n in notices if n.startswith("warning: this message alone is ~2,0")]
+    assert len(alone) == 3, notices
+    assert "over the token budget of 1,000; it is sent as it is" in alone[0]
+    assert not [n for n in notices if n.startswith("warning: the compacted conversation")]
+    await rig.terminal.tell(Detach("exit"))

@@ -397,3 +397,13 @@ def test_a_compaction_that_would_not_shrink_the_request_is_not_kept() -> None:
     assert kept.lifecycle.compaction is None and kept.effects == ()
     assert kept.lifecycle.compacting is None
     assert kept.lifecycle.estimated_tokens() == short.estimated_tokens()
+
+
+def test_over_the_budget_is_told_once_then_again_each_time_the_request_grew_by_half() -> None:
+    lc = after_turns(fresh(policy(threshold=1000)), 1, 2)
+    told = []
+    for tokens in (1200, 1300, 1799, 1800, 2000, 2700):
+        lc, tell = lc.over_budget(lc.generation, tokens)
+        told.append(tell)
+    assert told == [True, False, False, True, False, True]
+    assert lc.over_budget(lc.generation - 1, 10_000) == (lc, False)  # an older history's
