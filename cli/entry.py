@@ -16,13 +16,20 @@ QUICK_FLAGS = {"--json", "--all"}
 
 
 def quick_sessions(flags: list[str]) -> int:
+    from cli.errors import CommandError, as_error_line, current_directory
+
     every = "--all" in flags
+    try:
+        workspace = None if every else current_directory()  # --all needs none
+    except CommandError as exc:
+        print(as_error_line(str(exc)), file=sys.stderr)
+        return 1
     answering = True
     if "--json" in flags:
         from cli.quick import ask_for_sessions
 
         try:
-            answer = ask_for_sessions(os.path.realpath("."), every)
+            answer = ask_for_sessions(workspace, every)
         except TimeoutError:
             answer, answering = None, False
         if answer is not None:
@@ -39,7 +46,7 @@ def quick_sessions(flags: list[str]) -> int:
     from supervisor.runtime import runtime_paths
 
     try:
-        data = ops.list_sessions(runtime_paths(), os.path.realpath("."), every, ask=answering)
+        data = ops.list_sessions(runtime_paths(), workspace, every, ask=answering)
     except Exception as exc:
         line = error_line(exc)
         if line is None:

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import os
+
+CWD_GONE = (
+    "the current directory no longer exists (it was deleted or moved): "
+    "cd to it again, or pass --workspace DIR"
+)
+
 
 class CommandError(Exception):
     """A command failed in a way its message already describes."""
+
+
+def current_directory() -> str:
+    """The current directory, resolved; ``CommandError(CWD_GONE)`` if it was deleted."""
+    try:
+        return os.path.realpath(os.getcwd())
+    except FileNotFoundError:
+        raise CommandError(CWD_GONE) from None
 
 
 def as_error_line(text: str) -> str:
@@ -32,7 +47,15 @@ def error_line(exc: BaseException) -> str | None:
     ):
         return as_error_line(str(exc))
     if isinstance(exc, FileNotFoundError):
-        return as_error_line(str(exc.args[0] if exc.args else exc))
+        if exc.errno is None:  # raised by us, with a message of its own
+            return as_error_line(str(exc.args[0] if exc.args else exc))
+        if exc.filename is not None:
+            return as_error_line(f"{exc.filename}: {exc.strerror}")
+        try:  # the OS's, naming no file: the current directory's, most likely
+            os.getcwd()
+        except FileNotFoundError:
+            return as_error_line(CWD_GONE)
+        return as_error_line(str(exc.strerror))
     from session.errors import SessionError
 
     if isinstance(exc, SessionError | OSError):

@@ -17,7 +17,7 @@ import click
 
 from cli import sessions as sessions_ops
 from cli import supervisor_cmd
-from cli.errors import CommandError, error_line
+from cli.errors import CommandError, current_directory, error_line
 from supervisor.runtime import runtime_paths
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -82,6 +82,14 @@ def one_line_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def resolved(workspace: Path) -> Path:
+    """``workspace`` made absolute, symlinks resolved; a relative one from a current
+    directory that was deleted is one clear error, not ``error: 2``."""
+    if not workspace.is_absolute():
+        workspace = Path(current_directory()) / workspace
+    return workspace.resolve()
+
+
 def workspace_option(fn: F) -> F:
     return click.option(
         "--workspace",
@@ -142,7 +150,7 @@ def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, 
     source = config_cmd.source_label(settings, "model")
     config_cmd.check_sdks(settings)
     options = ChatOptions(
-        workspace.resolve(), settings.model, new, resume_id, yes, source, settings.for_chat()
+        resolved(workspace), settings.model, new, resume_id, yes, source, settings.for_chat()
     )
     try:
         code = run_chat(options)
@@ -238,7 +246,8 @@ def sessions(ctx: click.Context, workspace: Path, every: bool, as_json: bool) ->
     if ctx.invoked_subcommand is not None:
         ctx.obj = workspace
         return
-    data = sessions_ops.list_sessions(runtime_paths(), workspace.resolve(), every)
+    listed = None if every else resolved(workspace)  # --all needs no workspace
+    data = sessions_ops.list_sessions(runtime_paths(), listed, every)
     for warning in data["warnings"]:
         click.echo(warning, err=True)
     if as_json:
@@ -274,8 +283,7 @@ def _not_found_hint(workspace: Path, session_id: str) -> Iterator[None]:
 
 
 def _workspace(ctx: click.Context, workspace: Path | None) -> Path:
-    chosen = workspace or ctx.obj or Path(".")
-    return Path(chosen).resolve()
+    return resolved(Path(workspace or ctx.obj or "."))
 
 
 @sessions.command("show")

@@ -50,7 +50,7 @@ def state_root(environ: Mapping[str, str]) -> str | None:
     return os.path.realpath(os.path.expanduser(home))
 
 
-def ask_for_sessions(workspace: str, every: bool) -> dict[str, object] | None:
+def ask_for_sessions(workspace: str | None, every: bool) -> dict[str, object] | None:
     """The supervisor's ``list_sessions`` answer (its ``data``), or None (see the module);
     TimeoutError if it takes the connection but does not answer in time."""
     hello = {

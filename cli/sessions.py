@@ -157,11 +157,11 @@ def _project(workspace: Path) -> Path:
 
 
 def list_sessions(
-    paths: RuntimePaths, workspace: str | Path, every: bool, *, ask: bool = True
+    paths: RuntimePaths, workspace: str | Path | None, every: bool, *, ask: bool = True
 ) -> dict[str, Any]:
     """The listing: the supervisor's, else (none running, busy, or not answering; ``ask``
     False: it was just found not answering) the files', with a warning saying why."""
-    frame = {"type": "list_sessions", "workspace": str(workspace), "all": every}
+    frame = {"type": "list_sessions", "workspace": workspace and str(workspace), "all": every}
     busy: list[str] = []
     try:
         if not ask:
@@ -176,7 +176,7 @@ def list_sessions(
     except SupervisorUnavailable as exc:  # stopped or hung: the files can still be read
         busy.append(f"warning: {exc}; listed from the files (none as live)")
     catalog = _offline_catalog(read_only=True)
-    listing = catalog.list(None if every else (_project(Path(workspace)),), {})
+    listing = catalog.list(None if every or workspace is None else (_project(Path(workspace)),), {})
     warnings = [*busy, *listing.warnings]
     return {"sessions": [r.to_json() for r in listing.rows], "warnings": warnings}
 

@@ -389,3 +389,44 @@ def test_a_runtime_directory_too_long_for_a_socket_is_told_by_name(env: Env) -> 
         (line,) = result.stderr.splitlines()
         assert line.startswith(f"error: runtime directory {long} is too long for the supervisor")
         assert "set AGENT_ASSIST_RUNTIME_DIR to a shorter directory" in line
+
+
+def in_a_deleted_directory(env: Env, *args: str) -> subprocess.CompletedProcess[str]:
+    """``agent-assist ARGS`` run from a current directory removed before it starts (a
+    shell left in a workspace that was deleted)."""
+    gone = env.base / "gone"
+    gone.mkdir()
+    script = f'cd "{gone}" && rm -rf "{gone}" && exec "$0" "$@"'
+    return subprocess.run(
+        ["sh", "-c", script, AGENT_ASSIST, *args],
+        input="",
+        text=True,
+        capture_output=True,
+        env=env.environ(env.terminal()),
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "args", [(), ("--new",), ("sessions",), ("sessions", "--json"), ("sessions", "show", "a" * 12)]
+)
+def test_a_deleted_current_directory_is_one_clear_line(env: Env, args: tuple[str, ...]) -> None:
+    """A helper's report: each of these said ``error: 2``."""
+    result = in_a_deleted_directory(env, *args)
+    assert result.returncode == 1
+    assert result.stderr == (
+        "error: the current directory no longer exists (it was deleted or moved): "
+        "cd to it again, or pass --workspace DIR\n"
+    )
+
+
+@pytest.mark.parametrize("args", [("sessions", "--all"), ("sessions", "--all", "--json")])
+def test_every_projects_listing_needs_no_current_directory(
+    env: Env, args: tuple[str, ...]
+) -> None:
+    assert env.run("--new", input="hello\n", terminal=env.terminal()).returncode == 0
+    (session_id,) = env.session_ids()
+    result = in_a_deleted_directory(env, *args)
+    assert result.returncode == 0, result.stderr
+    assert session_id in result.stdout
