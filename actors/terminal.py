@@ -1142,7 +1142,9 @@ class TerminalActor(Actor[TerminalMessage]):
         ]
         if written:
             lines.append(f"Files restored: {', '.join(written)}.")
-        lines += [f"Not restored, left as it is: {path} ({why})." for path, why in failed.items()]
+        lines += [
+            f"error: {path} not restored, left as it is ({why})." for path, why in failed.items()
+        ]
         untouched = [p for p in plan.to_write if p not in written and p not in failed]
         if untouched:
             lines.append(f"Files left as they are: {', '.join(untouched)}.")

@@ -136,6 +136,25 @@ def test_a_file_that_did_not_exist_at_the_checkpoint_is_left_alone_and_named(env
     assert (env.workspace / SPEC).read_text() == "# v1\n"
 
 
+def test_a_file_not_restored_is_an_error_line_and_fails_a_piped_run(env: Env) -> None:
+    """A helper's report: the README says a piped run with files not restored exits 1;
+    a file refused (its directory now a symlink) was a plain line, and the run exited 0."""
+    sub = env.workspace / "sub"
+    sub.mkdir()
+    result = env.run(input="write sub/notes.md: v1\n/save\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    (sub / "notes.md").unlink()
+    sub.rmdir()
+    elsewhere = env.base / "elsewhere"
+    elsewhere.mkdir()
+    sub.symlink_to(elsewhere)
+    result = env.run("--resume", session_id, input="/checkpoint 2\ny\n", terminal=env.terminal())
+    assert "error: sub/notes.md not restored, left as it is (" in result.stderr
+    assert result.returncode == 1
+    assert list(elsewhere.iterdir()) == []  # nothing written through the symlink
+
+
 def test_restore_works_after_the_supervisor_is_killed_and_restarted(env: Env) -> None:
     session_id = two_versions(env)
     first = env.supervisor_pid()
