@@ -859,7 +859,11 @@ class CheckpointStore:
         for digest, data in contents.items():
             blob = self.blob_path(digest)
             if os.path.lexists(blob):
-                continue  # stored once per content (renamed in whole, so complete)
+                if _holds(blob, data):
+                    continue  # stored once per content
+                # Damaged since it was written: every checkpoint of this content would
+                # refer to it. Kept aside (never deleted) and written anew.
+                quarantine(blob, now)
             try:
                 atomic_write(blob, data, sync_dir=False)
             except FileNotFoundError:
@@ -879,7 +883,9 @@ class CheckpointStore:
         except (FileNotFoundError, UnsafeSessionFile) as exc:
             raise CheckpointError(f"the stored content {digest[:12]} is missing") from exc
         if hashlib.sha256(data).hexdigest() != digest:
-            raise CheckpointError(f"the stored content {digest[:12]} is damaged")
+            aside = quarantine(self.blob_path(digest), utc_now())
+            kept = f"; moved aside to {aside.name}" if aside else ""
+            raise CheckpointError(f"the stored content {digest[:12]} is damaged{kept}")
         return data
 
     def restore_files(
@@ -961,6 +967,14 @@ class CheckpointStore:
 
 
 _SHA256 = re.compile(r"^[a-f0-9]{64}\Z")
+
+
+def _holds(blob: Path, data: bytes) -> bool:
+    """Whether the blob file holds exactly ``data`` (False if it cannot be read whole)."""
+    try:
+        return read_regular_file(blob, len(data) + 1) == data
+    except (OSError, UnsafeSessionFile):
+        return False
 
 
 class OverCap(Exception):

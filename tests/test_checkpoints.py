@@ -236,6 +236,33 @@ def test_a_damaged_blob_restores_nothing(store: CheckpointStore, workspace: Path
     assert (workspace / "spec.md").read_text() == "v2\n"
 
 
+def test_a_damaged_blob_is_moved_aside_when_read(store: CheckpointStore, workspace: Path) -> None:
+    first = store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    blob = store.blobs_dir / first.files["spec.md"]
+    blob.write_bytes(b"tampered")
+    with pytest.raises(CheckpointError, match=r"is damaged; moved aside to [0-9a-f]{64}\.corrupt-"):
+        store.restore_files(workspace, first, ["spec.md"])
+    (aside,) = store.blobs_dir.glob("*.corrupt-*")
+    assert aside.read_bytes() == b"tampered" and not blob.exists()
+
+
+def test_a_checkpoint_of_a_content_whose_blob_was_damaged_stores_it_anew(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """A helper's attack: the next checkpoint of the same content took the damaged blob
+    for its own (stored once per content), so /save told of a checkpoint that could
+    never be restored."""
+    first = store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    blob = store.blobs_dir / first.files["spec.md"]
+    blob.write_bytes(b"tampered")
+    second = store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    (workspace / "spec.md").write_text("v2\n")
+    assert store.restore_files(workspace, second, ["spec.md"]).written == ("spec.md",)
+    assert (workspace / "spec.md").read_text() == "v1\n"
+    (aside,) = store.blobs_dir.glob("*.corrupt-*")
+    assert aside.read_bytes() == b"tampered"  # kept aside, never deleted
+
+
 def test_a_damaged_entry_is_moved_aside_and_not_listed(
     store: CheckpointStore, workspace: Path
 ) -> None:
