@@ -254,6 +254,8 @@ def sessions(ctx: click.Context, workspace: Path, every: bool, as_json: bool) ->
         click.echo(sessions_ops.dumps(data["sessions"]))
     else:
         click.echo(sessions_ops.render_table(data["sessions"], every))
+    if sessions_ops.any_error(data["warnings"]):
+        sys.exit(1)  # a file or directory that could not be read: the listing is not whole
 
 
 workspace_override = click.option(

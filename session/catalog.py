@@ -98,6 +98,18 @@ class SessionCatalog:
             return []
         return sorted(p / "sessions" for p in base.iterdir() if (p / "sessions").is_dir())
 
+    def _unreadable_projects_dir(self) -> str | None:
+        """The error line when the projects directory is there but cannot be listed (a
+        file in its place or above it): every project's listing is then missing."""
+        base = projects_dir(self.root)
+        try:
+            os.listdir(base)
+        except FileNotFoundError:
+            return None  # nothing saved yet
+        except OSError as exc:
+            return f"error: refusing sessions directory {base} ({exc.strerror}); left untouched"
+        return None
+
     def rows(self, project: Path, live: dict[str, int]) -> tuple[list[SessionRow], list[str]]:
         manager = self.manager(project)
         listing = manager.list_sessions()
@@ -111,6 +123,8 @@ class SessionCatalog:
     def list(self, projects: tuple[Path, ...] | None, live: dict[str, int]) -> SessionListing:
         rows: list[SessionRow] = []
         warnings: list[str] = []
+        if projects is None and (problem := self._unreadable_projects_dir()) is not None:
+            warnings.append(problem)
         for project in self.project_dirs(projects):
             found, problems = self.rows(project, live)
             rows += found

@@ -430,3 +430,14 @@ def test_every_projects_listing_needs_no_current_directory(
     result = in_a_deleted_directory(env, *args)
     assert result.returncode == 0, result.stderr
     assert session_id in result.stdout
+
+
+@pytest.mark.parametrize("args", [("sessions",), ("sessions", "--json"), ("sessions", "--all")])
+def test_a_listing_that_could_not_read_the_store_exits_1(env: Env, args: tuple[str, ...]) -> None:
+    """A helper's attack: with the home replaced by a file, `sessions` printed "No
+    sessions." (`[]`) beside its `error:` line and exited 0: a script took it for empty."""
+    env.home.parent.mkdir(parents=True, exist_ok=True)
+    env.home.write_text("not a directory\n")
+    result = env.run(*args)
+    assert "error: refusing sessions directory" in result.stderr
+    assert result.returncode == 1
