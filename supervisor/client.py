@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from supervisor.runtime import (
     HOME_HELD_EXIT,
+    RuntimeDirError,
     RuntimePaths,
     check_socket_path,
     ensure_private_runtime_dir,
@@ -258,6 +259,10 @@ def try_connect(paths: RuntimePaths) -> Connection | None:
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
             return None
+        if exc.errno == errno.ENOTDIR:
+            raise RuntimeDirError(
+                f"runtime directory {paths.directory} is not a directory (or is under a file)"
+            ) from exc
         raise
 
 

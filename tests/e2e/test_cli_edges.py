@@ -441,3 +441,17 @@ def test_a_listing_that_could_not_read_the_store_exits_1(env: Env, args: tuple[s
     result = env.run(*args)
     assert "error: refusing sessions directory" in result.stderr
     assert result.returncode == 1
+
+
+@pytest.mark.parametrize("args", [("supervisor", "status"), ("--new",), ("supervisor", "start")])
+def test_a_runtime_directory_that_is_a_file_is_named_in_one_line(
+    env: Env, args: tuple[str, ...]
+) -> None:
+    """A helper's attack: `error: [Errno 20] Not a directory`, naming nothing."""
+    runtime = env.base / "runtime-file"
+    runtime.write_text("x\n")
+    result = env.run(*args, AGENT_ASSIST_RUNTIME_DIR=str(runtime))
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"error: runtime directory {runtime} is not a directory (or is under a file)\n"
+    )
