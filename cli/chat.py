@@ -295,6 +295,8 @@ class Chat:
         self.phase: str | None = None
         self.changed_outside: set[str] = set()
         self._hung_up = False  # the supervisor closed the connection after refusing a frame
+        self._told: set[str] = set()
+        """The start's warnings told already (an open refused for one is not told twice)."""
         self._lost = False
         """The supervisor went away during a reply that was then given up (lost twice,
         or cancelled meanwhile): re-attach before the next message, and say so."""
@@ -329,6 +331,7 @@ class Chat:
         if tell_warnings:
             for warning in welcome.get("warnings", []):
                 self.console.warn(warning)
+                self._told.add(warning)
         return welcome, started
 
     def attach(self) -> None:
@@ -446,6 +449,8 @@ class Chat:
                 from cli.sessions import not_found_line
 
                 raise ChatError(not_found_line(self.options.workspace, session_id))
+            if frame["message"] in self._told and session_id:  # the start's warning said why
+                raise ChatError(f"session {session_id} cannot be resumed (see above)")
             raise ChatError(frame["message"])
 
     def reattach_quietly(self) -> None:
