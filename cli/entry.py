@@ -17,6 +17,7 @@ QUICK_FLAGS = {"--json", "--all"}
 
 def quick_sessions(flags: list[str]) -> int:
     from cli.errors import CommandError, as_error_line, current_directory
+    from cli.quick import incomplete
 
     every = "--all" in flags
     try:
@@ -40,7 +41,9 @@ def quick_sessions(flags: list[str]) -> int:
             for warning in warnings:
                 print(warning, file=sys.stderr)
             print(json.dumps(answer["sessions"], indent=2, ensure_ascii=False))  # as ops.dumps
-            return 1 if any(str(w).startswith("error:") for w in warnings) else 0
+            rows = answer["sessions"]
+            assert isinstance(rows, list)  # checked by ask_for_sessions
+            return 1 if incomplete(map(str, warnings), rows) else 0
     from cli import sessions as ops
     from cli.errors import error_line
     from supervisor.runtime import runtime_paths
@@ -60,7 +63,7 @@ def quick_sessions(flags: list[str]) -> int:
         if "--json" in flags
         else ops.render_table(data["sessions"], every)
     )
-    return 1 if ops.any_error(data["warnings"]) else 0
+    return 1 if incomplete(data["warnings"], data["sessions"]) else 0
 
 
 def quick_supervisor_run() -> int:

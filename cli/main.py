@@ -18,6 +18,7 @@ import click
 from cli import sessions as sessions_ops
 from cli import supervisor_cmd
 from cli.errors import CommandError, current_directory, error_line
+from cli.quick import incomplete
 from supervisor.runtime import runtime_paths
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -254,7 +255,7 @@ def sessions(ctx: click.Context, workspace: Path, every: bool, as_json: bool) ->
         click.echo(sessions_ops.dumps(data["sessions"]))
     else:
         click.echo(sessions_ops.render_table(data["sessions"], every))
-    if sessions_ops.any_error(data["warnings"]):
+    if incomplete(data["warnings"], data["sessions"]):
         sys.exit(1)  # a file or directory that could not be read: the listing is not whole
 
 

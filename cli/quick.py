@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 TIMEOUT_S = 10.0
 """As ``supervisor.client.CONTROL_TIMEOUT_S``: then the full path says it in one line."""
@@ -83,3 +83,14 @@ def ask_for_sessions(workspace: str | None, every: bool) -> dict[str, object] | 
     if not isinstance(data, dict) or not isinstance(data.get("warnings"), list):
         return None
     return data
+
+
+def incomplete(warnings: Iterable[str], rows: Iterable[Mapping[str, object]]) -> bool:
+    """Whether a listing's ``error:`` lines tell of something it could not list (a file
+    refused, a directory unreadable): the command then exits 1, since what it prints is
+    not the whole store. A file listed anyway (a newer version's, with its note) is not."""
+    listed = [f"{row['session_id']}.json" for row in rows]
+    return any(
+        line.startswith("error:") and not any(name in line for name in listed)
+        for line in warnings
+    )

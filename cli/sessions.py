@@ -11,7 +11,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -154,12 +154,6 @@ def _project(workspace: Path) -> Path:
     from session.paths import sessions_dir, state_root
 
     return sessions_dir(workspace, state_root())
-
-
-def any_error(warnings: Iterable[str]) -> bool:
-    """Whether a listing's lines hold an ``error:`` (a file or directory that could not be
-    read): the command then exits 1, since what it lists is not the whole store."""
-    return any(line.startswith("error:") for line in warnings)
 
 
 def list_sessions(
