@@ -180,7 +180,7 @@ def item_lines(items: Sequence[Mapping[str, object]]) -> list[str]:
             f"  {item['number']:>{width}}  {format_time(moment)}"
             f"  {turns} turn{'' if turns == 1 else 's'}"
             f"  {changed} file{'' if changed == 1 else 's'} changed"
-            f"  ({item['reason']})" + (f"  {words!r}" if words else "")
+            f"  ({item['reason']})" + (f"  '{words}'" if words else "")  # not repr: no \x1b
         )
     return lines
 

@@ -101,6 +101,13 @@ def test_the_listing_is_oldest_first_with_turns_changes_and_first_words() -> Non
     assert "2 turns  2 files changed  (save)  'two words then many more of it'" in lines[1]
 
 
+def test_the_first_words_are_shown_as_typed_not_as_a_python_repr() -> None:
+    """A helper's report: a message holding an escape sequence or a quote was listed
+    as ``'escape \\x1b[31mRED'`` (the terminal's console drops the sequence itself)."""
+    (line,) = listing_lines([checkpoint(1, {"spec.md": A}, "one", "it's \x1b[31mRED\x1b[0m")])
+    assert line.endswith("(save)  'it's \x1b[31mRED\x1b[0m'")
+
+
 def test_first_words_are_eight_then_an_ellipsis() -> None:
     assert first_words("a b c d e f g h i j") == "a b c d e f g h ..."
     assert first_words("  short\n text ") == "short text"
