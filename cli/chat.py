@@ -634,7 +634,7 @@ class Chat:
                     return self._unanswered(LOST_TWICE, view)
                 retried = True
                 try:  # a Ctrl+C from here on, ending the cut view included, cancels
-                    view.end()  # the cut text keeps its own line
+                    view.cut()  # shown, the cut text keeps its own line; held, it goes
                     self._reattach()
                     self.conn.send(frame)
                 except ConnectionLost:

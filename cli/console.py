@@ -61,6 +61,11 @@ class ReplyView(Protocol):
 
     def end(self) -> None: ...
 
+    def cut(self) -> None:
+        """The supervisor went away mid-reply and the reply is asked for again: end this
+        view, dropping what it holds back (a piped run's text; a terminal's is shown)."""
+        ...
+
 
 def private_history_file(path: Path) -> Path:
     """Create ``path`` (and its directory, 0700) as a 0600 file; tighten it if it exists."""
@@ -72,23 +77,44 @@ def private_history_file(path: Path) -> Path:
 
 
 class PlainReply:
-    """Reply text written as it arrives; tool lines on their own line (no escapes)."""
+    """Reply text written as it arrives; tool lines on their own line (no escapes).
 
-    def __init__(self, out: TextIO, side: TextIO) -> None:
+    ``hold`` (a piped run): the text is held until the reply ends, so that a reply cut
+    by the supervisor's death and given again whole is not on stdout twice, once cut."""
+
+    def __init__(self, out: TextIO, side: TextIO, hold: bool = False) -> None:
         self._out = out
         self._side = side
         self._terminal = out.isatty()
         """Only a terminal is kept from control sequences: a file gets the reply as sent."""
+        self._held: list[str] | None = [] if hold else None
         self._wrote = False
         self._at_line_start = True
 
     def write(self, text: str) -> None:
-        self._out.write(printable(text) if self._terminal else text)
-        self._out.flush()
+        if self._held is not None:
+            self._held.append(text)
+        else:
+            self._out.write(printable(text) if self._terminal else text)
+            self._out.flush()
         self._wrote = True
         self._at_line_start = text.endswith("\n")
 
+    def cut(self) -> None:
+        if self._held is not None:
+            self._held.clear()
+            self._wrote, self._at_line_start = False, True
+        self.end()
+
+    def _release(self) -> None:
+        if self._held:
+            text = "".join(self._held)
+            self._out.write(printable(text) if self._terminal else text)
+            self._held.clear()
+
     def tool(self, line: str) -> None:
+        if self._side is self._out:
+            self._release()  # in order, where tool lines share stdout
         if not self._at_line_start and self._side is self._out:
             self._out.write("\n")
             self._at_line_start = True
@@ -96,9 +122,10 @@ class PlainReply:
         self._side.flush()
 
     def end(self) -> None:
+        self._release()
         if self._wrote and not self._at_line_start:
             self._out.write("\n")
-            self._out.flush()
+        self._out.flush()
         self._wrote = False
 
 
@@ -315,7 +342,7 @@ class Console:
             from cli.render import RichReply
 
             return RichReply(sys.stdout)
-        return PlainReply(sys.stdout, self.info_stream)
+        return PlainReply(sys.stdout, self.info_stream, hold=not self.interactive)
 
 
 def slash_completer() -> Any:

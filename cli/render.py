@@ -70,6 +70,9 @@ class RichReply:
         self._live.console.print(Text(f"  {printable(line)}", style="dim"))
         self._live.update(self._spinner)
 
+    def cut(self) -> None:
+        self.end()  # on a terminal the cut text was seen: it keeps its own line
+
     def end(self) -> None:
         if not self._live.is_started:
             return

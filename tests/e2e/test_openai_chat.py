@@ -95,10 +95,12 @@ def test_a_hung_model_call_times_out_and_the_session_lives(
     assert env.supervisor_pid() is not None
 
 
-def test_a_reply_cut_by_the_supervisors_death_keeps_its_line_and_the_retry_its_own(
+def test_a_piped_reply_cut_by_the_supervisors_death_is_on_stdout_once_whole(
     env: Env, server: ChatServer, tmp_path: Path
 ) -> None:
-    """The cut text used to run on into the retried reply: ``Thinkingecho: ...``."""
+    """The cut text used to run on into the retried reply (``Thinkingecho: ...``), then
+    kept a line of its own: a helper's script got the reply twice, once cut. A piped
+    run holds a reply's text until it ends."""
     out = tmp_path / "stdout"
     with out.open("w") as stdout:
         chat = subprocess.Popen(
@@ -117,12 +119,17 @@ def test_a_reply_cut_by_the_supervisors_death_keeps_its_line_and_the_retry_its_o
         wait_for(env.heir_pid, what="the supervisor's heir")  # it takes over, warm
         chat.stdin.write("hang mid-reply once\n")
         chat.stdin.flush()
-        wait_for(lambda: "Thinking" in out.read_text(), what="the first word of the reply")
+        hanging = "hang mid-reply once"
+        wait_for(
+            lambda: any(r["messages"][-1]["content"] == hanging for r in server.requests),
+            what="the request whose reply hangs after its first word",
+        )
+        assert "Thinking" not in out.read_text()  # held until the reply ends
         supervisor = env.supervisor_pid()
         assert supervisor is not None
         os.kill(supervisor, signal.SIGKILL)  # its heir takes over, the model already loaded
         wait_for(lambda: "echo: hang mid-reply once" in out.read_text(), what="the retried reply")
         _, stderr = chat.communicate(timeout=60)  # closes stdin: the chat ends
-    assert out.read_text().splitlines() == ["echo: hello", "Thinking", "echo: hang mid-reply once"]
+    assert out.read_text().splitlines() == ["echo: hello", "echo: hang mid-reply once"]
     assert "the supervisor went away" in stderr
     assert chat.returncode == 0
