@@ -114,6 +114,7 @@ from session.lifecycle import (
 )
 from session.manager import CheckpointListing, RestoredFiles
 from session.models import Pointer, utc_now, validate_session_id
+from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
 from session.summary import offline_summary
 from session.turns import answered, stamp_message_id
@@ -492,7 +493,8 @@ class TerminalActor(Actor[TerminalMessage]):
             self._lc = self._lc.abandon_turn()
             if done.text:
                 await self._emit(ReplyText(done.text))
-            await self._emit(TurnEnded("cancelled" if done.cancelled else "error", done.error))
+            error = done.error and scrub_text(done.error, self._config.policy.known_secrets)
+            await self._emit(TurnEnded("cancelled" if done.cancelled else "error", error))
         else:
             try:
                 manifest, spec = await self._manifest_after_turn(done.touched)

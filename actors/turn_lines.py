@@ -14,6 +14,8 @@ from pydantic_ai.exceptions import (
     UserError,
 )
 
+from session.redaction import scrub_text, secrets_from_environment
+
 RESTART_HINT = (
     "The supervisor uses the environment it was started with; "
     "run agent-assist supervisor stop after changing it"
@@ -73,7 +75,12 @@ def _key_of(model: str) -> str:
 
 
 def explain_failure(exc: BaseException, model: str) -> str:
-    """What happened and what to do, in one line (no ``error:`` prefix)."""
+    """What happened and what to do, in one line (no ``error:`` prefix), scrubbed of
+    secrets: an endpoint's error body may echo the request's ``Authorization`` header."""
+    return scrub_text(_explain(exc, model), secrets_from_environment())
+
+
+def _explain(exc: BaseException, model: str) -> str:
     where = endpoint_of(model)
     if isinstance(exc, ModelConnectionError):
         return f"cannot connect to {where}: is the server up? {RESTART_HINT}"

@@ -31,7 +31,7 @@ from actors.base import ActorRef, run_supervised
 from actors.messages import StorageMessage
 from actors.storage import StorageActor, StorageMemory
 from session.paths import state_root
-from session.redaction import secrets_from_environment
+from session.redaction import scrub_text, secrets_from_environment
 from session.settings import load_settings
 from supervisor.accept import MAX_CONNECTIONS, connection_cap
 from supervisor.front import FrontDoor
@@ -111,6 +111,26 @@ class PrivateRotatingLog(logging.handlers.RotatingFileHandler):
         return stream
 
 
+class ScrubSecrets(logging.Filter):
+    """Every log line scrubbed as a session file is: an endpoint's error may echo the
+    request's ``Authorization`` header, and the log is a file on disk too."""
+
+    def __init__(self, secrets: tuple[str, ...]) -> None:
+        super().__init__()
+        self._secrets = secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        scrubbed = scrub_text(message, self._secrets)
+        if scrubbed != message:
+            record.msg, record.args = scrubbed, None
+        if record.exc_info and not record.exc_text:  # the formatter keeps this text
+            record.exc_text = scrub_text(
+                logging.Formatter().formatException(record.exc_info), self._secrets
+            )
+        return True
+
+
 def configure_logging(log_path: Path, max_bytes: int = LOG_BYTES) -> None:
     """Log to ``supervisor.log``, and to stderr too when someone reads it: a terminal
     (``supervisor run`` by hand) or systemd's journal (its ``JOURNAL_STREAM`` names the
@@ -125,6 +145,9 @@ def configure_logging(log_path: Path, max_bytes: int = LOG_BYTES) -> None:
         shown = logging.StreamHandler(sys.stderr)
         shown.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         handlers.append(shown)
+    scrub = ScrubSecrets(secrets_from_environment())
+    for each in handlers:
+        each.addFilter(scrub)
     root = logging.getLogger()
     root.handlers[:] = handlers
     root.setLevel(logging.INFO)

@@ -6,7 +6,8 @@ It answers ``echo: <last user message>`` (or ``SUMMARY: ...`` for the model
 return with ``recorded``), as a real model using the assistant's tools would.
 A last user message ``hang`` gets no answer at all, ``hang mid-reply`` one word and
 then nothing, until the server stops (a hung model call); ``hang mid-reply once`` does
-that the first time only, and is echoed when asked again.
+that the first time only, and is echoed when asked again. ``echo my key`` gets a
+400 whose body holds the request's ``Authorization`` header.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ class ChatServer:
                 ):
                     self._unauthorized()
                     return
+                if body["messages"][-1].get("content") == "echo my key":
+                    self._bad_request(f"bad request; you sent {self.headers.get('Authorization')}")
+                    return
                 if body["model"] == "summary-model" and server.summary_delay:
                     server.released.wait(server.summary_delay)
                 hang = server.hang_for(body)
@@ -91,6 +95,15 @@ class ChatServer:
                     }
                 ).encode()
                 self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _bad_request(self, message: str) -> None:
+                """400, its body echoing ``message`` (as some gateways echo a header)."""
+                payload = json.dumps({"error": {"message": message}}).encode()
+                self.send_response(400)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()

@@ -79,6 +79,21 @@ def test_the_api_key_is_never_written_to_any_file(env: Env, server: ChatServer) 
     assert leaks == []
 
 
+def test_an_error_that_echoes_the_key_is_told_and_logged_without_it(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's attack: a gateway's 400 echoing the request's Authorization header put
+    the API key on the terminal and in supervisor.log."""
+    result = env.run(input="echo my key\n", terminal=env.terminal())
+    assert result.returncode == 1
+    assert "error: 400 from http" in result.stderr
+    assert "bad request; you sent Bearer [REDACTED]" in result.stderr
+    assert API_KEY not in result.stderr
+    env.run("supervisor", "stop")
+    log = (env.runtime / "supervisor.log").read_text()
+    assert "turn 1 failed" in log and API_KEY not in log
+
+
 @pytest.mark.parametrize("hang", ["hang", "hang mid-reply"])
 def test_a_hung_model_call_times_out_and_the_session_lives(
     env: Env, server: ChatServer, hang: str
