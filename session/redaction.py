@@ -66,7 +66,7 @@ _URL_PASSWORD_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)([^\s@/
 """The password of a URL: ``postgres://admin:S3cr3t@db/app``."""
 _STRONG_KEY = (
     r"[A-Za-z0-9_-]*(?:api[_-]?key|secret|access[_-]?key|private[_-]?key|signing[_-]?key"
-    r"|password|passwd|passphrase)(?:[_-][A-Za-z0-9_-]*)?"
+    r"|account[_-]?key|password|passwd|passphrase|pwd)(?:[_-][A-Za-z0-9_-]*)?"
 )
 """A key whose every value is a secret: ``password``, ``aws_secret_access_key``."""
 _TOKEN_KEY = r"[A-Za-z0-9_-]*token(?:[_-][A-Za-z0-9_-]*)?"  # noqa: S105 (a pattern)
@@ -144,8 +144,26 @@ _SET_RE = re.compile(
     rf"(?i)(\bset\s+(?:the\s+|my\s+|our\s+)?{_PROSE_KEY}\s+to\s+[\"'`]?)([^\s\"'`,;]{{6,}})"
 )
 """``set aws_secret_access_key to ...``, ``set the password to ...``."""
+_BARE_PROSE_RE = re.compile(
+    r"(?i)(\b(?:secret|password|passphrase|token|(?:secret|access|api|account) key)\s+)"
+    r"([a-z0-9/+_\-=]{16,})(?![\w.])"
+)
+"""A key word followed by its value with nothing between: ``aws secret key wJalr...``."""
+_CLI_USER_RE = re.compile(r"((?:^|\s)(?:-u|--user)[\s=]+[^\s:]+:)([^\s\"']+)")
+"""``curl -u user:password``, ``--user=user:password``."""
 _WORDLIKE_RE = re.compile(r"[A-Za-z]{6,15}[.!?)]*\Z")
 """A value of 6-15 letters after "password is" is taken for prose ("is required")."""
+
+
+def _bare_value(match: re.Match[str]) -> str:
+    """Only a value that looks generated: digits, lower and upper case letters mixed."""
+    value = match.group(2)
+    generated = (
+        any(c.isdigit() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+    )
+    return match.group(1) + REDACTED if generated else match.group(0)
 
 
 def _prose_value(match: re.Match[str]) -> str:
@@ -161,6 +179,7 @@ def _prose_value(match: re.Match[str]) -> str:
 # holds one of these words: text with none of them is left alone after two searches.
 _TOKEN_MARKERS_RE = re.compile(
     r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|eyJ|-----BEGIN|[rs]k_|hf_|glpat-|npm_|pypi-|://"
+    r"|-u\s|-u=|--user"
 )
 _KEYWORDS_RE = re.compile(
     r"authorization|bearer|key|secret|token|pass|pwd|credential|passphrase|passcode|pin"
@@ -226,7 +245,7 @@ def _scrub_str(text: str, secrets: tuple[str, ...]) -> str:
     return scrubbed
 
 
-_ASSIGNMENT_WORDS = ("key", "secret", "token", "pass")
+_ASSIGNMENT_WORDS = ("key", "secret", "token", "pass", "pwd")
 _ENV_ASSIGNMENT_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL")
 _PROSE_WORDS = ("pass", "pin code", "secret", "key", "token")
 """Ignoring case, every match of ``_ASSIGNMENT_RE`` (``_PROSE_RE``) holds one of these."""
@@ -290,6 +309,9 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
     if prose:
         text = _PROSE_RE.sub(_prose_value, text)
         text = _SET_RE.sub(_prose_value, text)
+        text = _BARE_PROSE_RE.sub(_bare_value, text)
+    if "-u" in text:  # "--user" too
+        text = _CLI_USER_RE.sub(lambda m: m.group(1) + REDACTED, text)
     return text
 
 

@@ -429,3 +429,36 @@ def test_a_config_lines_value_of_several_words_is_scrubbed_whole(
 )
 def test_a_line_of_words_after_other_keys_is_left_alone(text: str) -> None:
     assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # found by a helper's attack on the HTTP path
+        ("pwd=userpwdlower66", "userpwdlower66"),
+        ("AccountName=x;AccountKey=FILEAZUREaccountKEY0123456789abcdef==;", "FILEAZURE"),
+        ("Endpoint=sb://x/;SharedAccessKey=abcDEF123456ghiJKL=", "abcDEF123456"),
+        ("curl -u root:UserCurlPw77 https://x", "UserCurlPw77"),
+        ("curl --user=root:UserCurlPw77 https://x", "UserCurlPw77"),
+        ("secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYUSERMSG", "wJalrXUtnFEMI"),
+        ("aws secret key wJalrXUtnFEMI/K7MDENG/bPxRfiCYTTYKEY01", "wJalrXUtnFEMI"),
+        (json.dumps({"content": "pwd=toolpwd998 AccountKey=TOOLAZUREabc123=="}), "toolpwd998"),
+    ],
+)
+def test_lower_case_pwd_azure_keys_curl_users_and_bare_key_values_are_scrubbed(
+    text: str, secret: str
+) -> None:
+    assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the secret sauce is patience",
+        "token limit 128000",
+        "key components/ParserModule2024Helper.py",
+        "cd $(pwd) && ls -u",
+        "pwd prints the working directory",
+    ],
+)
+def test_words_near_those_keys_are_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
