@@ -154,7 +154,8 @@ class LLMActor(Actor[LLMMessage]):
                     done = TurnDone(turn.turn_id, error=self._stalled_line(turn))
                 except Exception as exc:
                     log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
-                    done = TurnDone(turn.turn_id, error=explain_failure(exc, turn.model))
+                    line = explain_failure(exc, turn.model, mid_reply=reply.had_text)
+                    done = TurnDone(turn.turn_id, error=line)
                 finally:
                     reply.close()
                 await _tell_done(turn, reply.finish, done)  # with the text held

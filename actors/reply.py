@@ -49,8 +49,11 @@ class ReplyForwarder:
         self._timer: asyncio.TimerHandle | None = None
         self._closed = False
         self._gone = False
+        self.had_text = False
+        """Some of the reply's text was given (a failure then comes mid-reply)."""
 
     def add(self, text: str) -> None:
+        self.had_text = True
         if self._gone:
             return
         self._pending.append(text)

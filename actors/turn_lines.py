@@ -74,14 +74,17 @@ def _key_of(model: str) -> str:
     return f"{provider.upper().replace('-', '_')}_API_KEY"
 
 
-def explain_failure(exc: BaseException, model: str) -> str:
+def explain_failure(exc: BaseException, model: str, *, mid_reply: bool = False) -> str:
     """What happened and what to do, in one line (no ``error:`` prefix), scrubbed of
-    secrets: an endpoint's error body may echo the request's ``Authorization`` header."""
-    return scrub_text(_explain(exc, model), secrets_from_environment())
+    secrets: an endpoint's error body may echo the request's ``Authorization`` header.
+    ``mid_reply``: some of the reply had come (a connection error is then a drop)."""
+    return scrub_text(_explain(exc, model, mid_reply), secrets_from_environment())
 
 
-def _explain(exc: BaseException, model: str) -> str:
+def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
     where = endpoint_of(model)
+    if isinstance(exc, ModelConnectionError) and mid_reply:
+        return f"the connection to {where} dropped mid-reply; the reply is not kept: send it again"
     if isinstance(exc, ModelConnectionError):
         return f"cannot connect to {where}: is the server up? {RESTART_HINT}"
     if isinstance(exc, ModelAuthenticationError) or (

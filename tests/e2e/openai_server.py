@@ -7,7 +7,8 @@ return with ``recorded``), as a real model using the assistant's tools would.
 A last user message ``hang`` gets no answer at all, ``hang mid-reply`` one word and
 then nothing, until the server stops (a hung model call); ``hang mid-reply once`` does
 that the first time only, and is echoed when asked again. ``echo my key`` gets a
-400 whose body holds the request's ``Authorization`` header.
+400 whose body holds the request's ``Authorization`` header; ``cut mid-reply`` one
+word, then the connection closes in the middle of a chunk.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class ChatServer:
                 ):
                     self._unauthorized()
                     return
+                if body["messages"][-1].get("content") == "cut mid-reply":
+                    self._cut(body)
+                    return
                 if body["messages"][-1].get("content") == "echo my key":
                     self._bad_request(f"bad request; you sent {self.headers.get('Authorization')}")
                     return
@@ -99,6 +103,27 @@ class ChatServer:
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
+
+            def _cut(self, body: dict[str, Any]) -> None:
+                """One word of a chunked stream, then the connection closed mid-chunk."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                chunk = {
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion.chunk",
+                    "created": int(time.time()),
+                    "model": body["model"],
+                    "choices": [
+                        {"index": 0, "delta": {"content": "Thinking"}, "finish_reason": None}
+                    ],
+                }
+                data = b"data: " + json.dumps(chunk).encode() + b"\n\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.write(b"ff\r\ndata: {\"cho")  # a chunk that never ends
+                self.wfile.flush()
+                self.close_connection = True
 
             def _bad_request(self, message: str) -> None:
                 """400, its body echoing ``message`` (as some gateways echo a header)."""

@@ -94,6 +94,18 @@ def test_an_error_that_echoes_the_key_is_told_and_logged_without_it(
     assert "turn 1 failed" in log and API_KEY not in log
 
 
+def test_a_connection_dropped_mid_reply_is_told_as_a_drop_not_as_no_server(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's attack: a stream cut mid-reply said "cannot connect ... is the server
+    up?", with a hint to restart the supervisor."""
+    result = env.run(input="cut mid-reply\nhello\n", terminal=env.terminal())
+    assert result.returncode == 1
+    assert "dropped mid-reply; the reply is not kept: send it again" in result.stderr
+    assert "cannot connect" not in result.stderr
+    assert result.stdout.strip().endswith("echo: hello")  # the session goes on
+
+
 @pytest.mark.parametrize("hang", ["hang", "hang mid-reply"])
 def test_a_hung_model_call_times_out_and_the_session_lives(
     env: Env, server: ChatServer, hang: str
