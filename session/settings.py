@@ -46,7 +46,11 @@ class Setting:
 
 
 def _model(raw: object) -> str:
-    if not isinstance(raw, str) or not raw.strip() or any(c.isspace() for c in raw.strip()):
+    if (
+        not isinstance(raw, str)
+        or not raw.strip()
+        or any(c.isspace() or not c.isprintable() for c in raw.strip())
+    ):  # no space, no control character (a BEL or an escape would reach the terminal)
         raise ValueError("must be a model string such as offline or openai-chat:NAME")
     return raw.strip()
 
@@ -182,7 +186,11 @@ def read_config_file(root: Path) -> dict[str, object]:
     except OSError as exc:
         raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        table = tomllib.loads(data.decode("utf-8", errors="replace"))
+        table = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SettingsError(
+            f"{path} is not valid UTF-8 (byte {exc.start}); TOML files are UTF-8"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path} is not valid TOML: {exc}") from None
     unknown = sorted(set(table) - set(NAMES))

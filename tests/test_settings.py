@@ -66,3 +66,20 @@ def test_a_directory_at_the_config_file_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "config.toml").mkdir()
     with pytest.raises(SessionError, match=r"cannot read .*config\.toml"):
         read_config_file(tmp_path)
+
+
+@pytest.mark.parametrize("model", ["openai-chat:x\x07bell", "openai-chat:x\x1b[31mRED", "a\x00b"])
+def test_a_model_string_with_a_control_character_is_refused(model: str) -> None:
+    """A helper's attack: a BEL or an escape was accepted and reached the terminal."""
+    with pytest.raises(SettingsError, match="must be a model string"):
+        resolve_settings({}, {"AGENT_ASSIST_MODEL": model})
+    with pytest.raises(SettingsError, match=r"from file config\.toml: must be a model string"):
+        resolve_settings({"model": model}, {})
+
+
+def test_a_config_file_that_is_not_utf8_says_so(tmp_path: Path) -> None:
+    from session.settings import read_config_file
+
+    (tmp_path / "config.toml").write_bytes(b'model = "\xff\xfe"\n')
+    with pytest.raises(SettingsError, match=r"config\.toml is not valid UTF-8 \(byte 9\)"):
+        read_config_file(tmp_path)
