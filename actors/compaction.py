@@ -107,6 +107,9 @@ class CompactionActor(Actor[CompactionMessage]):
         self._llm_down_until: dict[str, float] = {}
         self._llm_timeouts = llm_timeouts
         self._waiting: dict[str, Summarize] = {}
+        self._summarizing: set[str] = set()
+        """Sessions whose summary is being written: one at a time each (a hung summary
+        model took one more request per turn, a dozen at once)."""
         self._running: dict[_WindowKey, _Running] = {}
         """The told compactions running or just answered, by session, generation and
         window: an ask for the same window (the exit's, for the compaction due after the
@@ -138,10 +141,13 @@ class CompactionActor(Actor[CompactionMessage]):
                 if session_id not in self._waiting and self._tg is not None:
                     self._tg.start_soon(self._due_later, session_id)
                 self._waiting[session_id] = message
+            case SummarizeDue(session_id) if session_id in self._summarizing:
+                pass  # the newest request waits; it is started when the running one ends
             case SummarizeDue(session_id):
                 waiting = self._waiting.pop(session_id, None)
                 if waiting is not None and waiting.reply_to is not None and self._tg is not None:
                     # In its own task: a slow summary model never holds up the mailbox.
+                    self._summarizing.add(session_id)
                     self._tg.start_soon(self._summarize_and_tell, waiting, waiting.reply_to)
         return None
 
@@ -153,6 +159,10 @@ class CompactionActor(Actor[CompactionMessage]):
         except Exception:
             log.exception("summary of session %s failed; skipped", message.session_id)
             return
+        finally:
+            self._summarizing.discard(message.session_id)
+            if message.session_id in self._waiting and self._tg is not None:
+                self._tg.start_soon(self._due_later, message.session_id)  # the newest next
         if summary:
             with contextlib.suppress(DeadActor):
                 await reply_to.tell(SummaryReady(message.session_id, summary, message.messages))

@@ -138,6 +138,12 @@ NO_SESSION = "no session is open"
 COMMAND_EVENTS = {"save": Event.SAVE, "reset": Event.RESET, "compact": Event.COMPACT}
 """Commands the lifecycle's table may refuse (in a turn: the reply ends first)."""
 COMPACTION_TIMEOUT_S = 60.0
+SLOW_COMPACTION_S = 1.0
+COMPACTING_LINE = (
+    "note: compacting the conversation to fit the token budget (waiting for the summary "
+    "model; up to 15 s, then the offline summarizer)"
+)
+"""Told when the compaction a message waits for takes longer than ``SLOW_COMPACTION_S``."""
 
 
 @dataclass(frozen=True)
@@ -845,9 +851,13 @@ class TerminalActor(Actor[TerminalMessage]):
         lc = self._lc
         self._lc = lc.begin_compaction(window)
         try:
-            result: Compacted = await self._peers.compaction.ask(
-                self._compact_request(window, trigger), COMPACTION_TIMEOUT_S
-            )
+            async with anyio.create_task_group() as waiting:
+                if trigger == "tokens":  # before a request: the user waits, and is told why
+                    waiting.start_soon(self._tell_after, SLOW_COMPACTION_S, COMPACTING_LINE)
+                result: Compacted = await self._peers.compaction.ask(
+                    self._compact_request(window, trigger), COMPACTION_TIMEOUT_S
+                )
+                waiting.cancel_scope.cancel()
         except TimeoutError:
             error = f"no answer in {COMPACTION_TIMEOUT_S:.0f} s"
             result = Compacted(lc.session_id or "", lc.generation, trigger, None, error)
@@ -856,6 +866,10 @@ class TerminalActor(Actor[TerminalMessage]):
         if not await self._keep_compaction(result) and result.compaction is not None:
             return dataclasses.replace(result, compaction=None, no_gain=True)
         return result
+
+    async def _tell_after(self, delay: float, line: str) -> None:
+        await anyio.sleep(delay)
+        await self._emit(Info(line))
 
     def _compact_request(
         self, window: Window, trigger: Trigger, reply_to: ActorRef[TerminalMessage] | None = None

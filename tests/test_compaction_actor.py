@@ -90,3 +90,47 @@ async def test_a_compaction_cut_by_a_crash_of_the_actor_is_told_as_failed(
         assert (told.session_id, told.generation, told.compaction) == ("aaaaaaaaaaaa", 1, None)
         assert told.error == STOPPED_LINE
         tg.cancel_scope.cancel()
+
+
+async def test_a_hung_summary_model_is_asked_one_summary_at_a_time_per_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A helper's attack: with a hung summary model, each turn's summary started one more
+    request beside the hung ones (a dozen at once). The newest waits for the one running,
+    and runs after it (here offline: the model failed meanwhile)."""
+    import pydantic_ai.models
+
+    from actors.messages import SummarizeDue
+    from tests.e2e.harness import wait_for
+    from tests.e2e.openai_server import ChatServer
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+    with ChatServer() as server:
+        server.hang_summaries = True
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
+        async with anyio.create_task_group() as tg:
+            make = partial(CompactionActor, summary_model="openai-chat:summary-model")
+            compaction: ActorRef[Any] = await tg.start(
+                partial(run_supervised, "compaction", make)
+            )
+            terminal: ActorRef[Any]
+            terminal, inbox = open_mailbox("terminal")
+            for n in range(1, 4):  # three turns' requests, each due at once
+                messages = tuple(conversation(*([0] * n)))
+                await compaction.tell(Summarize("aaaaaaaaaaaa", messages, (), None, terminal))
+                await compaction.tell(SummarizeDue("aaaaaaaaaaaa"))
+                if n == 1:  # the first is at the model, hung
+                    await anyio.to_thread.run_sync(
+                        lambda: wait_for(lambda: server.requests, what="the summary request")
+                    )
+            server.released.set()  # the hung request fails: the offline summarizer answers
+            with anyio.fail_after(10):
+                answers = [(await inbox.receive()).message for _ in range(2)]
+            assert [a.summary.split(";")[0] for a in answers] == [
+                "1 recent request",
+                "3 recent requests",
+            ]
+            asked = {str(r["messages"]) for r in server.requests}  # the client retries each
+            assert len(asked) == 1, "the second and third waited; the third ran, offline"
+            tg.cancel_scope.cancel()

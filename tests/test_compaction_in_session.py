@@ -416,3 +416,20 @@ async def test_a_message_over_the_budget_alone_is_told_as_such_each_time(
     assert "over the token budget of 1,000; it is sent as it is" in alone[0]
     assert not [n for n in notices if n.startswith("warning: the compacted conversation")]
     await rig.terminal.tell(Detach("exit"))
+
+
+async def test_a_message_waiting_for_a_slow_compaction_is_told_why(
+    make_rig: RigFactory,
+) -> None:
+    """A helper's attack: a hung summary model held a message 16 s with no line."""
+    summarizer = Gated()
+    rig: Rig = await make_rig(summarizer, 0, 1000)
+    await rig.turn(f"first {LONG * 10}")  # about 630 tokens
+    await rig.terminal.tell(UserTurn(f"second {LONG * 10}"))  # over 1,000 with the first
+    with anyio.fail_after(10):
+        await summarizer.started.wait()
+    note = await rig.next_of(Info)
+    assert note.text.startswith("note: compacting the conversation to fit the token budget")
+    summarizer.gate.set()
+    assert (await rig.next_of(TurnEnded)).status == "ok"
+    await rig.terminal.tell(Detach("exit"))
