@@ -237,10 +237,14 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._AUTH_HEADER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._BEARER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._QUOTED_RE.sub(r._quoted, text)
+    text = r._LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
+    text = r._JSON_LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._ASSIGNMENT_RE.sub(r._assigned, text)
     text = r._ENV_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._PROSE_RE.sub(r._prose_value, text)
-    return r._SET_RE.sub(r._prose_value, text)
+    text = r._SET_RE.sub(r._prose_value, text)
+    text = r._BARE_PROSE_RE.sub(r._bare_value, text)
+    return r._CLI_USER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
 
 
 _PROSE_FRAGMENTS = st.sampled_from(
@@ -248,7 +252,8 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "token", "secret", " is ", " was ", " = ", ": ", "`", "correcthorse99", "AbC123xyz!",
      "required", "\u212a", "\u017f", "shipping", "mapping", "keys", "sk-", "[REDACTED]",
      '"', "'", '\\"', "\u201c", "\u201d", " to ", "set ", "_token", "GITHUB_TOKEN=",
-     "postgres://u:", "@h"]
+     "postgres://u:", "@h", "\n", "\\n", " -u ", "root:", "pwd=", "AccountKey=",
+     "wJalrXUtnFEMI/K7MDENG"]
 )
 
 
@@ -265,7 +270,14 @@ def test_running_each_pattern_only_where_its_words_are_changes_nothing(text: str
 def test_the_quick_check_never_skips_text_a_pattern_would_change(text: str) -> None:
     from session import redaction as r
 
-    changes = [r._TOKENS_RE, r._AUTH_HEADER_RE, r._BEARER_RE, r._ASSIGNMENT_RE]
+    changes = [
+        r._TOKENS_RE,
+        r._AUTH_HEADER_RE,
+        r._BEARER_RE,
+        r._ASSIGNMENT_RE,
+        r._LINE_ASSIGNMENT_RE,
+        r._CLI_USER_RE,
+    ]
     if any(pattern.search(text) for pattern in changes):
         assert r._may_hold_credential(text)
 
