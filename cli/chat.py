@@ -295,6 +295,9 @@ class Chat:
         self.phase: str | None = None
         self.changed_outside: set[str] = set()
         self._hung_up = False  # the supervisor closed the connection after refusing a frame
+        self.questions_asked = 0
+        """Yes/no questions asked so far (a piped answer line with none to answer is
+        not sent as a message: see ``_stray_answer``)."""
         self._told: set[str] = set()
         """The start's warnings told already (an open refused for one is not told twice)."""
         self._lost = False
@@ -398,6 +401,7 @@ class Chat:
     ) -> bool | int:
         """A yes/no answer. Piped, a line that is not one stops the run (ChatError): it is
         neither taken as an answer nor lost silently."""
+        self.questions_asked += 1
         try:
             return self.console.ask_yes_no(default=default, choices=choices, idle=watch)
         except UnclearAnswer as exc:
@@ -544,6 +548,7 @@ class Chat:
 
     def _loop(self) -> int:
         watch = SupervisorWatch(self)
+        may_be_stray = self.questions_asked == 0  # piped: a "y" for a question not asked
         while True:
             try:
                 line = self.console.read_line("> ", watch)
@@ -559,14 +564,29 @@ class Chat:
                 self.console.warn(refused)
                 self.a_turn_failed = True
                 continue
+            if may_be_stray and self._stray_answer(line):
+                continue
             if is_command(line):
+                asked = self.questions_asked
                 if not self._slash(line.strip()):
                     break
+                may_be_stray = self.questions_asked == asked  # it asked nothing
                 continue
+            may_be_stray = False
             self._turn(message_text(line))
         if self.close():
             return 1
         return 1 if self.a_turn_failed and not self.console.interactive else 0
+
+    def _stray_answer(self, line: str) -> bool:
+        """Piped, right after the start or a command that asked nothing: a ``y``/``n``
+        line written for a question that was not asked (no session to resume; files that
+        already match a checkpoint) is told in one line and not sent as a message."""
+        word = line.strip().lower()
+        if self.console.interactive or word not in ("y", "yes", "n", "no"):
+            return False
+        self.console.warn(f"note: {word!r} answers no question (none was asked); not sent")
+        return True
 
     def _send(self, frame: Frame) -> None:
         """Send, after showing what arrived while we waited for input (notices, a stop)."""

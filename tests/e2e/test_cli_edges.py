@@ -455,3 +455,15 @@ def test_a_runtime_directory_that_is_a_file_is_named_in_one_line(
     assert result.stderr == (
         f"error: runtime directory {runtime} is not a directory (or is under a file)\n"
     )
+
+
+def test_a_piped_answer_to_a_question_never_asked_is_not_sent_as_a_message(env: Env) -> None:
+    """A helper's attack: the README's `printf 'y\\nwhat did we decide?\\n' | agent-assist`
+    sent "y" to the model when there was no session to resume (no question asked), and a
+    scripted "y" after a /checkpoint that asked nothing became a turn."""
+    result = env.run(input="y\nwhat did we decide?\n/checkpoint\nn\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("answers no question (none was asked); not sent") == 2
+    assert 'You said: "y"' not in result.stdout and 'You said: "n"' not in result.stdout
+    assert len(env.session_ids()) == 1
+    assert "turn 1 of this conversation" in result.stdout  # "what did we decide?" is turn 1
