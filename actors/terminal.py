@@ -235,6 +235,13 @@ BURST_S = 2.0
 """Changes of one file less than this far apart are one burst: one notice."""
 
 
+def _described(exc: BaseException) -> str:
+    """An error in words: an OSError's reason and file, not ``[Errno 13] ...``."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return str(exc) or type(exc).__name__
+
+
 @dataclass(frozen=True)
 class SavedAhead:
     """A turn's end saved before the turn ended: what it was told to hold (``done``),
@@ -1086,7 +1093,10 @@ class TerminalActor(Actor[TerminalMessage]):
             checkpoint: Checkpoint = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
         except (SessionError, OSError, DeadActor, TimeoutError) as exc:
             log.warning("terminal %d: checkpoint failed: %s", config.terminal_pid, exc)
-            await self._emit(Info(f"error: {exc}"))
+            why = _described(exc)
+            if not why.startswith("checkpoint not written"):  # the cap's line says it
+                why = f"checkpoint not written: {why}"
+            await self._emit(Info(f"error: {why}"))
             return exc
         self._lc = self._lc.record_checkpoint(checkpoint.number).lifecycle
         return checkpoint.number

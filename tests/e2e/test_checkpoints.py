@@ -332,6 +332,19 @@ def test_kill_9_mid_checkpoint_leaves_every_listed_checkpoint_restorable(env: En
             assert hashlib.sha256(data).hexdigest() == digest, relative
 
 
+def test_a_checkpoint_the_disk_refuses_is_one_line_naming_what_failed(env: Env) -> None:
+    """A helper's attack: an unwritable checkpoints directory said only ``error: [Errno
+    13] Permission denied: '...'``. (A file in its place: the tests run as root.)"""
+    assert env.run("--new", input="hello\n", terminal=env.terminal()).returncode == 0
+    (env.project.parent / "checkpoints").write_text("not a directory\n")
+    result = env.run("--yes", input="/save\n", terminal=env.terminal())
+    assert result.returncode == 1
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert line.startswith("error: checkpoint not written: Not a directory: ")
+    assert "[Errno" not in result.stderr
+    assert "saved (no checkpoint written)." in result.stderr
+
+
 def test_the_size_cap_refuses_a_checkpoint_in_one_line_and_the_session_is_still_saved(
     env: Env,
 ) -> None:
