@@ -274,26 +274,30 @@ def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = No
     wrapped table is unreadable)."""
     if not rows:
         return "No sessions."
+    from cli.summaries import columns, pad
+
     width = width or _screen_width()
     for short_times, with_pid in ((False, True), (True, True), (True, False)):
         lines = _table_lines(rows, every, short_times, with_pid)
-        fixed = sum(max(len(line[i]) for line in lines) + 2 for i in range(len(lines[0]) - 1))
+        fixed = sum(
+            max(columns(line[i]) for line in lines) + 2 for i in range(len(lines[0]) - 1)
+        )
         if width is None or fixed + MIN_SUMMARY_WIDTH <= width:
             break
-    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
+    widths = [max(columns(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
     room = PIPED_SUMMARY_WIDTH
     if width is not None:
         room = max(width - sum(w + 2 for w in widths), MIN_SUMMARY_WIDTH)
     for line in lines:
         line[-1] = _clip(line[-1], room)
     text = [
-        "  ".join(cell.ljust(w) for cell, w in zip(line[:-1], widths, strict=True))
+        "  ".join(pad(cell, w) for cell, w in zip(line[:-1], widths, strict=True))
         + "  "
         + line[-1]
         for line in lines
     ]
     if width is not None:  # narrower still than the fixed columns: cut, never wrap
-        text = [line if len(line) <= width else line[: width - 1] + "…" for line in text]
+        text = [_clip(line, width) if columns(line) > width else line for line in text]
     return "\n".join(text).rstrip()
 
 

@@ -8,9 +8,34 @@ _REQUESTS = re.compile(r'^\d+ recent request(?:\(s\)|s)?; first: "(.*)"$')
 """``1 recent request``, ``3 recent requests``, and ``(s)`` as earlier versions wrote."""
 
 
+def columns(text: str) -> int:
+    """The screen columns ``text`` takes: a CJK character or an emoji takes two."""
+    from wcwidth import wcswidth
+
+    width = wcswidth(text)
+    return width if width >= 0 else len(text)  # a control character: counted as one
+
+
 def clip(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` screen columns with an ellipsis."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
+    if (len(flat) <= width and flat.isascii()) or columns(flat) <= width:
+        return flat
+    from wcwidth import wcwidth
+
+    kept, used = [], 0
+    for char in flat:
+        used += max(wcwidth(char), 0)
+        if used > width - 1:
+            break
+        kept.append(char)
+    return "".join(kept) + "…"
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` followed by spaces to ``width`` screen columns (``ljust`` counts
+    characters)."""
+    return text + " " * max(width - columns(text), 0)
 
 
 def summary_headline(summary: str | None) -> str:

@@ -67,3 +67,20 @@ def test_no_line_is_wider_than_a_narrow_terminal() -> None:
             assert all(len(line) <= width for line in table), (width, every, table)
             starts = ("SESSION", "0a1b2c3d4e5f", "1a2b3c4d5e6f")
             assert all(line.startswith(starts) for line in table)
+
+
+def test_wide_characters_are_counted_in_screen_columns() -> None:
+    """A helper's report: a CJK summary row took 133 columns of a 120-column terminal
+    (its characters were counted, each takes two), and wrapped."""
+    from wcwidth import wcswidth
+
+    rows = [
+        row(summary="日本語のエージェント設計 with wide chars 全角文字 " * 4 + "🤖"),
+        row(session_id="1a2b3c4d5e6f", project="プロジェクト_33df9f5d"),
+    ]
+    for every in (False, True):
+        table = render_table(rows, every=every, width=120).splitlines()
+        assert all(wcswidth(line) <= 120 for line in table), table
+        assert table[1].rstrip().endswith("…")
+    _, first, second = render_table(rows, every=True, width=200).splitlines()
+    assert wcswidth(first.split("  orphaned")[0]) == wcswidth(second.split("  orphaned")[0])
