@@ -184,7 +184,8 @@ class DriftWatcherActor(Actor[DriftMessage]):
 
     def _layout(self) -> tuple[set[str], dict[str, str]]:
         """The tracked files' paths, and each directory that holds one or leads to one
-        (up to its workspace), with that workspace."""
+        (the workspace's own ancestors too: a workspace deleted and made again is seen
+        coming back), with that workspace."""
         files: set[str] = set()
         directories: dict[str, str] = {}
         for entry in self._entries.values():
@@ -196,8 +197,6 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 files.add(str(full))
                 for directory in full.parents:
                     directories.setdefault(str(directory), root)
-                    if str(directory) == root:
-                        break
         return files, directories
 
     async def _reschedule(self) -> None:
@@ -210,7 +209,7 @@ class DriftWatcherActor(Actor[DriftMessage]):
         self._bridge.files = frozenset(files)
         self._bridge.directories = self._directories
         holders = {str(Path(f).parent) for f in files}
-        wanted = await anyio.to_thread.run_sync(_watch_targets, holders, directories)
+        wanted = await anyio.to_thread.run_sync(_watch_targets, holders)
         if self._observer is None and wanted:
             try:
                 started = self._observer_factory()
@@ -266,9 +265,10 @@ _Identity = tuple[int, int]
 """A directory's device and inode."""
 
 
-def _watch_targets(holders: set[str], directories: dict[str, str]) -> dict[str, _Identity]:
+def _watch_targets(holders: set[str]) -> dict[str, _Identity]:
     """The directories to watch, with their identities: each of ``holders`` that exists,
-    else the nearest existing directory on its way up to its workspace. Blocking."""
+    else the nearest existing directory above it (above the workspace, if that is gone
+    too). Blocking."""
     targets: dict[str, _Identity] = {}
     for holder in sorted(holders):
         path = Path(holder)
@@ -280,8 +280,8 @@ def _watch_targets(holders: set[str], directories: dict[str, str]) -> dict[str, 
             if info is not None and stat.S_ISDIR(info.st_mode):
                 targets[str(path)] = (info.st_dev, info.st_ino)
                 break
-            if str(path) == directories.get(holder) or path.parent == path:
-                break  # the workspace itself is gone: nothing to watch
+            if path.parent == path:
+                break
             path = path.parent
     return targets
 

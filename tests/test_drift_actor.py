@@ -131,3 +131,23 @@ async def test_a_file_told_gone_is_not_told_again_when_its_directory_comes_back(
         (tmp_path / "sub" / "x.md").write_text("back\n")
         assert await told(inbox) == FilesChanged(("sub/x.md",))
         tg.cancel_scope.cancel()
+
+
+async def test_a_workspace_removed_and_made_again_is_watched_again(tmp_path: Path) -> None:
+    """A helper's report: after the workspace itself was deleted and made again, edits
+    gave no notice until the next turn (there was nothing left to watch)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "agent_spec.md").write_text("v1\n")
+    digest = sha256_file(workspace / "agent_spec.md")
+    assert digest is not None
+    async with anyio.create_task_group() as tg:
+        _, inbox = await watching(tg, workspace, {"agent_spec.md": digest})
+        shutil.rmtree(workspace)
+        assert await told(inbox) == FilesChanged(("agent_spec.md",))
+        workspace.mkdir()
+        (workspace / "agent_spec.md").write_text("recreated\n")
+        assert await told(inbox) == FilesChanged(("agent_spec.md",))
+        (workspace / "agent_spec.md").write_text("again\n")
+        assert await told(inbox) == FilesChanged(("agent_spec.md",))
+        tg.cancel_scope.cancel()
