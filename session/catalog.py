@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -118,7 +119,7 @@ class SessionCatalog:
         rows = classify(
             project.parent.name, listing.sessions, pointers.pointers, live, pointer_alive
         )
-        return rows, warnings
+        return rows, warnings + recovered_lines(project)
 
     def list(self, projects: tuple[Path, ...] | None, live: dict[str, int]) -> SessionListing:
         rows: list[SessionRow] = []
@@ -229,3 +230,37 @@ class SessionCatalog:
             if session_id in live or any(n.startswith(f"{session_id}.json") for n in names):
                 continue
             store.delete_session(session_id)
+
+
+_RECOVERED_NAME = re.compile(r"^([a-f0-9]{12})-(\d{8}T\d{6}Z)\.json$")
+
+
+def recovered_lines(project: Path) -> list[str]:
+    """A warning for each session copy in ``<project>/../recovered`` newer than its
+    session file (written there when the session could not be saved): its turns are
+    nowhere else, and resuming the older file would leave them behind."""
+    place = project.parent / "recovered"
+    try:
+        names = sorted(os.listdir(place))
+    except OSError:
+        return []
+    lines = []
+    for name in names:
+        match = _RECOVERED_NAME.match(name)
+        if match is None:
+            continue
+        session_id = match[1]
+        kept_at = datetime.strptime(match[2], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+        try:
+            written = os.stat(project / f"{session_id}.json").st_mtime
+        except OSError:
+            written = None
+        if written is not None and written >= kept_at.timestamp() + 1:  # (whole seconds)
+            continue  # written since (saved again, or the copy put back): nothing lost
+        lines.append(
+            f"warning: session {session_id} has turns its file lacks, kept in {place / name} "
+            f"when its saves failed; copy that over {project / (session_id + '.json')} to "
+            "keep them"
+        )
+    return lines
+

@@ -697,3 +697,30 @@ def test_unsaved_turns_are_never_kept_in_a_shared_directory_someone_else_prepare
     with pytest.raises(OSError, match="is not a private directory of this user"):
         catalog.keep_unsaved(root / "projects" / "p_12345678" / "sessions", state)
     assert os.listdir(elsewhere) == []
+
+
+def test_turns_kept_in_recovered_are_told_by_the_listing_until_the_session_is_written(
+    tmp_path: Path,
+) -> None:
+    """A helper's report: turns written to recovered/ (their saves failed) were never told
+    again; the next start offered the older file without a word."""
+    from session.catalog import SessionCatalog
+
+    root = tmp_path / "home"
+    catalog = SessionCatalog(root)
+    project = root / "projects" / "ws_00000000" / "sessions"
+    manager = catalog.manager(project)
+    state = full_state()
+    manager.save(state)
+    old = (project / f"{state.session_id}.json").stat().st_mtime - 10
+    os.utime(project / f"{state.session_id}.json", (old, old))
+    kept = catalog.keep_unsaved(project, state)
+    assert kept.parent == project.parent / "recovered"
+    (line,) = catalog.list((project,), {}).warnings
+    assert line.startswith(f"warning: session {state.session_id} has turns its file lacks")
+    assert str(kept) in line
+    (line,) = catalog.find_resumable(project, 4242, {}).warnings
+    assert str(kept) in line
+    later = kept.stat().st_mtime + 5
+    os.utime(project / f"{state.session_id}.json", (later, later))  # saved again since
+    assert catalog.list((project,), {}).warnings == ()
