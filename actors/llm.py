@@ -204,10 +204,7 @@ class LLMActor(Actor[LLMMessage]):
         deps: TurnDeps,
         watch: StallWatch,
     ) -> TurnDone:
-        """The agent run; each node and each streamed event is progress for ``watch``.
-        Once the last response has streamed (text, no tool call to run), the turn's end
-        is told ahead, so the terminal's save overlaps the run's wind-down."""
-        told_ahead = False
+        """The agent run; each node and each streamed event is progress for ``watch``."""
         async with agent.iter(turn.prompt, message_history=list(turn.history), deps=deps) as run:
             async for node in run:
                 watch.progress()
@@ -224,39 +221,18 @@ class LLMActor(Actor[LLMMessage]):
                         text = _text_of(event)
                         if text:
                             reply.add(text)
-                new = tuple(run.new_messages())
-                if not told_ahead and _ends_the_turn(new):
-                    told_ahead = True
-                    await _tell_done(turn, turn.reply_to.tell, _turn_done(turn, deps, new, True))
             assert run.result is not None
             new = tuple(run.result.new_messages())
-        return _turn_done(turn, deps, new)
-
-
-def _ends_the_turn(new: tuple[ModelMessage, ...]) -> bool:
-    """Whether the run's last message is a response that ends it: text, no tool call."""
-    last = new[-1] if new else None
-    return (
-        isinstance(last, ModelResponse)
-        and not any(isinstance(part, ToolCallPart) for part in last.parts)
-        and any(isinstance(part, TextPart) and part.content for part in last.parts)
-    )
-
-
-def _turn_done(
-    turn: StartTurn, deps: TurnDeps, new: tuple[ModelMessage, ...], ahead: bool = False
-) -> TurnDone:
-    return TurnDone(
-        turn.turn_id,
-        new,
-        tuple(deps.decisions),
-        tuple(sorted(deps.touched)),
-        tuple(sorted(deps.written.items())),
-        tuple(sorted(deps.read.items())),
-        input_tokens=None if turn.model in BARE_NAMES else last_input_tokens(new),
-        phase=deps.phase,
-        ahead=ahead,
-    )
+        return TurnDone(
+            turn.turn_id,
+            new,
+            tuple(deps.decisions),
+            tuple(sorted(deps.touched)),
+            tuple(sorted(deps.written.items())),
+            tuple(sorted(deps.read.items())),
+            input_tokens=None if turn.model in BARE_NAMES else last_input_tokens(new),
+            phase=deps.phase,
+        )
 
 
 class Stalled(Exception):

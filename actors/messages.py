@@ -383,11 +383,6 @@ class TurnDone:
     """The reply's last text, still held when the turn ended: the terminal gets it with
     the turn's end, in one write after the save, instead of in a write of its own that
     would compete with the save for the event loop."""
-    ahead: bool = False
-    """Told ahead of the turn's end: its last response has streamed and no tool call
-    follows, so this is what the end will hold. The terminal saves it while pydantic-ai
-    winds the run down (about a millisecond, as long as the disk's sync); the
-    ``TurnDone`` that follows confirms it, or ends the turn otherwise."""
 
 
 @dataclass(frozen=True)

@@ -242,19 +242,6 @@ def _described(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-@dataclass(frozen=True)
-class SavedAhead:
-    """A turn's end saved before the turn ended: what it was told to hold (``done``),
-    the lifecycle before it (to go back to if the turn ends otherwise), the manifest
-    after it, whether the save went well, and what a failed save has to say."""
-
-    done: TurnDone
-    before: SessionLifecycle
-    manifest: dict[str, str]
-    saved: bool
-    failures: tuple[TerminalOutput, ...]
-
-
 class TerminalActor(Actor[TerminalMessage]):
     name = "terminal"
 
@@ -301,8 +288,6 @@ class TerminalActor(Actor[TerminalMessage]):
         self._deferred_changes: set[str] = set()
         self._known: tuple[dict[str, str], str | None] | None = None
         self._watched: dict[str, str] | None = None
-        self._saved_ahead: SavedAhead | None = None
-        """The running turn's end, saved before its ``TurnDone`` came (``_save_ahead``)."""
         self.released = anyio.Event()
         """Set once the exit autosave is done and the session is released."""
 
@@ -369,8 +354,6 @@ class TerminalActor(Actor[TerminalMessage]):
             case TurnDelta(turn_id, text):
                 if turn_id == self._lc.turn:
                     await self._emit(ReplyText(text))
-            case TurnDone(ahead=True):
-                await self._save_ahead(message)
             case TurnDone():
                 await self._finish_turn(message)
             case TurnToolCall(turn_id, text):
@@ -515,97 +498,56 @@ class TerminalActor(Actor[TerminalMessage]):
             token_budget=self._lc.policy.compaction.token_threshold,
         )
 
-    async def _save_ahead(self, done: TurnDone) -> None:
-        """The turn's end, told ahead (its last response has streamed, no tool call
-        follows): complete and save it now, while pydantic-ai winds the run down. The
-        terminal is told when the turn's ``TurnDone`` confirms it (``_finish_turn``).
-        Not for a session never saved: a turn that then ended otherwise would leave a
-        file holding it (its own end would write nothing)."""
-        if done.turn_id != self._lc.turn or self._saved_ahead is not None or not self._lc.saved:
-            return
-        before = self._lc
-        manifest, saved, failures = await self._complete(done)
-        self._saved_ahead = SavedAhead(done, before, manifest, saved, tuple(failures))
-
     async def _finish_turn(self, done: TurnDone) -> None:
-        ahead, self._saved_ahead = self._saved_ahead, None
-        resave = False
-        if ahead is not None and ahead.done != dataclasses.replace(done, text="", ahead=True):
-            # The turn ended otherwise than it was saved ahead (it failed, was cancelled
-            # or went on): it ends as it ended, and a session saved with it is saved again.
-            self._lc, resave = ahead.before, ahead.saved
-            ahead = None
-        if ahead is None and done.turn_id != self._lc.turn:
+        if done.turn_id != self._lc.turn:
             return
         deferred, self._deferred_changes = self._deferred_changes, set()
-        if ahead is not None:
-            await self._announce_end(done, ahead.manifest, ahead.saved, list(ahead.failures))
-        elif done.cancelled or done.error is not None:
+        if done.cancelled or done.error is not None:
             self._lc = self._lc.abandon_turn()
-            if resave:
-                await self._emergency_save()
             if done.text:
                 await self._emit(ReplyText(done.text))
             error = done.error and scrub_text(done.error, self._config.policy.known_secrets)
             await self._emit(TurnEnded("cancelled" if done.cancelled else "error", error))
         else:
-            manifest, saved, failures = await self._complete(done)
-            await self._announce_end(done, manifest, saved, failures)
+            try:
+                manifest, spec = await self._manifest_after_turn(done.touched)
+                transition = self._lc.complete_turn(
+                    stamp_message_id(done.new_messages, self._lc.turn_message_id),
+                    now=utc_now(),
+                    manifest=manifest,
+                    agent_spec_path=spec,
+                    decisions=done.decisions,
+                    touched=done.touched,
+                    input_tokens=done.input_tokens,
+                    phase=done.phase,
+                )
+            except Exception:  # the turn ends unkept; the failure is reported by the loop
+                self._lc = self._lc.abandon_turn()
+                if done.text:
+                    await self._emit(ReplyText(done.text))
+                raise
+            self._lc = transition.lifecycle
+            # The reply's last text goes out after the save, with the turn's end in one
+            # write, and before what a failed save has to say.
+            told: list[TerminalOutput] = [ReplyText(done.text)] if done.text else []
+            saved = await self._perform(transition.effects, told)
+            for output in told:
+                await self._emit(output)
+            await self._emit(
+                TurnEnded(
+                    "ok",
+                    None if saved else "the session could not be saved",
+                    done.input_tokens or self._request_tokens,
+                    self._lc.state.phase if self._lc.state else None,
+                )
+            )
+            await anyio.lowlevel.checkpoint()  # the turn's end goes out before what follows
+            await self._watch(manifest)
+            await self._summarize_later()
+            await self._compact_later()
         outside = self._changed_by_others(deferred, done)
         if outside:
             await self._note_changes(outside)
-
-    async def _complete(self, done: TurnDone) -> tuple[dict[str, str], bool, list[TerminalOutput]]:
-        """Complete the turn in the lifecycle and save it: the manifest after it, whether
-        it was saved, and what a failed save has to say."""
-        try:
-            manifest, spec = await self._manifest_after_turn(done.touched)
-            transition = self._lc.complete_turn(
-                stamp_message_id(done.new_messages, self._lc.turn_message_id),
-                now=utc_now(),
-                manifest=manifest,
-                agent_spec_path=spec,
-                decisions=done.decisions,
-                touched=done.touched,
-                input_tokens=done.input_tokens,
-                phase=done.phase,
-            )
-        except Exception:  # the turn ends unkept; the failure is reported by the loop
-            self._lc = self._lc.abandon_turn()
-            if done.text:
-                await self._emit(ReplyText(done.text))
-            raise
-        self._lc = transition.lifecycle
-        failures: list[TerminalOutput] = []
-        saved = await self._perform(transition.effects, failures)
-        return manifest, saved, failures
-
-    async def _announce_end(
-        self,
-        done: TurnDone,
-        manifest: dict[str, str],
-        saved: bool,
-        failures: list[TerminalOutput],
-    ) -> None:
-        """Tell the terminal a saved turn ended, then what follows a turn."""
-        # The reply's last text goes out after the save, with the turn's end in one
-        # write, and before what a failed save has to say.
-        if done.text:
-            await self._emit(ReplyText(done.text))
-        for output in failures:
-            await self._emit(output)
-        await self._emit(
-            TurnEnded(
-                "ok",
-                None if saved else "the session could not be saved",
-                done.input_tokens or self._request_tokens,
-                self._lc.state.phase if self._lc.state else None,
-            )
-        )
-        await anyio.lowlevel.checkpoint()  # the turn's end goes out before what follows
-        await self._watch(manifest)
-        await self._summarize_later()
-        await self._compact_later()
 
     async def _command(self, name: str, arg: str | None) -> None:
         if not self._lc.is_open:
