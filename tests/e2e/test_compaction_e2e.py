@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import Env, wait_for
+from tests.e2e.harness import Client, Env, wait_for
 from tests.e2e.openai_server import ChatServer
 
 TOPIC = (
@@ -185,11 +185,9 @@ def summary_prompts(server: ChatServer) -> list[str]:
     ]
 
 
-def test_the_summary_at_exit_is_asked_of_the_summary_model_once(
-    env: Env, server: ChatServer
-) -> None:
-    """A helper's report: every exit sent the same summary prompt twice (the one made a
-    second after the last turn, and the exit's own)."""
+def live_after_one_turn(env: Env) -> tuple[Client, str]:
+    """A chat with the test server's summary model, live after its first turn, and its
+    session's id once the session's file has a summary."""
     client = env.spawn(
         "--new",
         terminal=env.terminal(),
@@ -199,7 +197,16 @@ def test_the_summary_at_exit_is_asked_of_the_summary_model_once(
     client.send(f"turn 1: {TOPIC}")
     client.expect("turn 1")
     (session_id,) = env.session_ids()
-    wait_for(lambda: env.session(session_id)["summary"], what="the summary written")
+    wait_for(lambda: env.session(session_id)["summary"], what="a summary in the file")
+    return client, session_id
+
+
+def test_the_summary_at_exit_is_asked_of_the_summary_model_once(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report: every exit sent the same summary prompt twice (the one made a
+    second after the last turn, and the exit's own)."""
+    client, _ = live_after_one_turn(env)
     client.close_stdin()
     assert client.wait() == 0
     env.run("supervisor", "stop")  # what the exit asked for has been asked by now
@@ -226,16 +233,7 @@ def test_a_live_session_is_listed_with_the_offline_summary_while_the_model_write
     """A left-out of session 11: with a summary model, a live session was listed with no
     summary until the model answered (up to 30 s), or never while it hung."""
     server.hang_summaries = True
-    client = env.spawn(
-        "--new",
-        terminal=env.terminal(),
-        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
-        AGENT_ASSIST_COMPACTION_INTERVAL="0",
-    )
-    client.send(f"turn 1: {TOPIC}")
-    client.expect("turn 1")
-    (session_id,) = env.session_ids()
-    wait_for(lambda: env.session(session_id)["summary"], what="a summary in the file")
+    client, session_id = live_after_one_turn(env)
     assert "turn 1" in env.session(session_id)["summary"]
     listed = json.loads(env.run("sessions", "--json").stdout)
     assert [item["state"] for item in listed] == ["live"]
