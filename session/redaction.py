@@ -2,8 +2,8 @@
 
 What the patterns cover (see docs/decisions.md, "Secrets"): known provider token
 shapes, PEM private keys, ``Authorization``/``Bearer`` values, assignments
-(``password=...``, ``api_key: ...``; a config line's value of several words, to
-the line's end), the prose form ``<password|passphrase|
+(``password=...``, ``api_key: ...``; a passphrase line's value of several words,
+to the line's end), the prose form ``<password|passphrase|
 passcode|secret|api key|token> is|was|: <value>`` when the value looks like a
 credential (a digit or symbol in it, or 16+ letters), and the values of the
 environment variables whose names say they hold a credential.
@@ -66,12 +66,13 @@ _URL_PASSWORD_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)([^\s@/
 """The password of a URL: ``postgres://admin:S3cr3t@db/app``."""
 _STRONG_KEY = (
     r"[A-Za-z0-9_-]*(?:api[_-]?key|secret|access[_-]?key|private[_-]?key|signing[_-]?key"
-    r"|account[_-]?key|password|passwd|passphrase|pwd)(?:[_-][A-Za-z0-9_-]*)?"
+    r"|account[_-]?key|password|passwd|passphrase)(?:[_-][A-Za-z0-9_-]*)?"
 )
 """A key whose every value is a secret: ``password``, ``aws_secret_access_key``."""
-_TOKEN_KEY = r"[A-Za-z0-9_-]*token(?:[_-][A-Za-z0-9_-]*)?"  # noqa: S105 (a pattern)
-"""A key whose value is a secret when it looks like one: ``github_token``, ``token``
-(``token_limit: 128000`` and ``token: expired`` are not)."""
+_TOKEN_KEY = r"[A-Za-z0-9_-]*(?:token|pwd)(?:[_-][A-Za-z0-9_-]*)?"  # noqa: S105 (a pattern)
+"""A key whose value is a secret when it looks like one: ``github_token``, ``token``,
+``pwd`` (``token_limit: 128000``, ``token: expired`` and ``pwd = os.getcwd()`` are
+not)."""
 _QUOTE = r"(?:\\?[\"'])"
 """A quote, or one escaped as in JSON text (a tool call's arguments are kept so)."""
 _ASSIGNMENT_RE = re.compile(
@@ -80,14 +81,15 @@ _ASSIGNMENT_RE = re.compile(
 )
 """An assignment in any case: ``password=...``, ``aws_secret_access_key: ...`` (a config
 file's form), ``"client_secret": "..."``, ``github_token: ...``."""
+_PASSPHRASE_KEY = r"[A-Za-z0-9_-]*passphrase(?:[_-][A-Za-z0-9_-]*)?"  # noqa: S105
 _LINE_KEY = (
-    rf"[ \t]*(?:[-*][ \t]+|export[ \t]+)?{_QUOTE}?(?:{_STRONG_KEY}){_QUOTE}?[ \t]*[:=][ \t]*"
-    r"(?![\s\"'`\\\[])"
+    rf"[ \t]*(?:[-*][ \t]+|export[ \t]+)?{_QUOTE}?(?:{_PASSPHRASE_KEY}){_QUOTE}?[ \t]*[:=]"
+    r"[ \t]*(?![\s\"'`\\\[])"
 )
 _LINE_ASSIGNMENT_RE = re.compile(rf"(?im)(^{_LINE_KEY})([^\n]*?[ \t][^\n]*?)(?=[ \t]*$)")
-"""A password, secret or key alone on its line, a config file's way, whose value holds
-spaces (``passphrase: correct horse battery staple``): all of it goes, up to the line's
-end. A value of one word is the assignment's."""
+"""A passphrase alone on its line, a config file's way, whose value holds spaces
+(``passphrase: correct horse battery staple``): all of it goes, up to the line's end. (Not
+a password's: ``password: must be rotated every 90 days`` is a design's text as often.)"""
 _JSON_LINE_ASSIGNMENT_RE = re.compile(
     rf"(?i)((?:(?<=\\n)|(?<=\")){_LINE_KEY})"
     r"((?:[^\n\\\"]|\\[^n])*?[ \t](?:[^\n\\\"]|\\[^n])*?)(?=[ \t]*(?:\\n|\"))"
@@ -116,8 +118,9 @@ def _quoted(match: re.Match[str]) -> str:
 
 
 def _is_token_key(key: str) -> bool:
-    """A key named for a token alone (not also for a password, secret or key)."""
-    return "token" in key.lower() and _STRONG_WORD_RE.search(key) is None
+    """A key named for a token (or ``pwd``) alone, not also for a password, secret or key."""
+    lower = key.lower()
+    return ("token" in lower or "pwd" in lower) and _STRONG_WORD_RE.search(key) is None
 
 
 _STRONG_WORD_RE = re.compile(r"(?i)pass|secret|key|pin code")
@@ -135,22 +138,23 @@ def _looks_secret(value: str) -> bool:
 # Prose: "admin password is correcthorse99", "the api key was AbC123xyz!".
 _PROSE_KEY = (
     r"(?:[A-Za-z0-9]+[_-])*(?:password|passwd|passphrase|passcode|pin code|secret|"
-    r"api[ _-]?key|access[ _-]?key|token)(?:[_-][A-Za-z0-9]+)*"
+    r"api[ _-]?key|(?:secret[ _-]?)?access[ _-]?key|secret[ _-]?key|token)(?:[_-][A-Za-z0-9]+)*"
 )
 _PROSE_RE = re.compile(
-    rf"(?i)(\b{_PROSE_KEY}\s+(?:is|was|=|:)\s+[\"'`]?)([^\s\"'`,;]{{6,}})"
+    rf"(?i)(\b{_PROSE_KEY}(?:\s+(?:is|was)\s+|\s*[=:]\s+)[\"'`]?)([^\s\"'`,;\\]{{6,}})"
 )
 _SET_RE = re.compile(
     rf"(?i)(\bset\s+(?:the\s+|my\s+|our\s+)?{_PROSE_KEY}\s+to\s+[\"'`]?)([^\s\"'`,;]{{6,}})"
 )
 """``set aws_secret_access_key to ...``, ``set the password to ...``."""
 _BARE_PROSE_RE = re.compile(
-    r"(?i)(\b(?:secret|password|passphrase|token|(?:secret|access|api|account) key)\s+)"
-    r"([a-z0-9/+_\-=]{16,})(?![\w.])"
+    r"(?i)(\b(?:secret|password|passphrase|token|(?:secret|access|api|account) key)\s+"
+    r"[\"'`]?)([a-z0-9/+_\-=]{16,}+)(?!\w|\.\w)"
 )
 """A key word followed by its value with nothing between: ``aws secret key wJalr...``."""
-_CLI_USER_RE = re.compile(r"((?:^|\s)(?:-u|--user)[\s=]+[^\s:]+:)([^\s\"']+)")
-"""``curl -u user:password``, ``--user=user:password``."""
+_CLI_USER_RE = re.compile(r"((?:^|\s)(?:-u|--user)[\s=]*[^\s:]*[^\s:\d][^\s:]*:)([^\s\"']+)")
+"""``curl -u user:password``, ``--user=user:password``, when the password looks like one
+(``docker run -u 1000:1000`` and ``-u root:wheel`` are not)."""
 _WORDLIKE_RE = re.compile(r"[A-Za-z]{6,15}[.!?)]*\Z")
 """A value of 6-15 letters after "password is" is taken for prose ("is required")."""
 
@@ -166,6 +170,10 @@ def _bare_value(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED if generated else match.group(0)
 
 
+def _cli_password(match: re.Match[str]) -> str:
+    return match.group(1) + REDACTED if _looks_secret(match.group(2)) else match.group(0)
+
+
 def _prose_value(match: re.Match[str]) -> str:
     value = match.group(2)
     if _WORDLIKE_RE.match(value):
@@ -179,7 +187,7 @@ def _prose_value(match: re.Match[str]) -> str:
 # holds one of these words: text with none of them is left alone after two searches.
 _TOKEN_MARKERS_RE = re.compile(
     r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|eyJ|-----BEGIN|[rs]k_|hf_|glpat-|npm_|pypi-|://"
-    r"|-u\s|-u=|--user"
+    r"|(?:^|\s)-u|--user"
 )
 _KEYWORDS_RE = re.compile(
     r"authorization|bearer|key|secret|token|pass|pwd|credential|passphrase|passcode|pin"
@@ -311,7 +319,7 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         text = _SET_RE.sub(_prose_value, text)
         text = _BARE_PROSE_RE.sub(_bare_value, text)
     if "-u" in text:  # "--user" too
-        text = _CLI_USER_RE.sub(lambda m: m.group(1) + REDACTED, text)
+        text = _CLI_USER_RE.sub(_cli_password, text)
     return text
 
 

@@ -244,7 +244,7 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._PROSE_RE.sub(r._prose_value, text)
     text = r._SET_RE.sub(r._prose_value, text)
     text = r._BARE_PROSE_RE.sub(r._bare_value, text)
-    return r._CLI_USER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
+    return r._CLI_USER_RE.sub(r._cli_password, text)
 
 
 _PROSE_FRAGMENTS = st.sampled_from(

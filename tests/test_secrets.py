@@ -395,28 +395,71 @@ def test_numbers_and_names_after_a_token_key_are_left_alone(text: str) -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [  # a config line's unquoted value of several words goes whole, to the line's end
-        ("password: orange banana cherry grape", "password: [REDACTED]"),
+    [  # a passphrase line's unquoted value of several words goes whole, to the line's end
+        ("passphrase: orange banana cherry grape", "passphrase: [REDACTED]"),
         (
-            "db:\n  password: orange banana cherry grape\n  host: db.local",
-            "db:\n  password: [REDACTED]\n  host: db.local",
+            "gpg:\n  passphrase: orange banana cherry grape\n  key: main",
+            "gpg:\n  passphrase: [REDACTED]\n  key: main",
         ),
         ("- passphrase = correct horse battery staple", "- passphrase = [REDACTED]"),
-        ("export DB_PASSWORD=orange banana\nnext", "export DB_PASSWORD=[REDACTED]\nnext"),
+        ("export GPG_PASSPHRASE=orange banana\nnext", "export GPG_PASSPHRASE=[REDACTED]\nnext"),
         (  # the same line inside a tool call's JSON arguments
-            json.dumps({"content": "db:\n  password: orange banana cherry\n  host: x"}),
-            json.dumps({"content": "db:\n  password: [REDACTED]\n  host: x"}),
+            json.dumps({"content": "gpg:\n  passphrase: orange banana cherry\n  host: x"}),
+            json.dumps({"content": "gpg:\n  passphrase: [REDACTED]\n  host: x"}),
         ),
         (
-            json.dumps({"content": 'secret: it\'s "orange" banana'}),
-            json.dumps({"content": "secret: [REDACTED]"}),
+            json.dumps({"content": 'passphrase: it\'s "orange" banana'}),
+            json.dumps({"content": "passphrase: [REDACTED]"}),
         ),
+        # a password's value of several words loses its first word only: the rest cannot be
+        # told from a design's text ("password: must be rotated every 90 days")
+        ("password: orange9 banana cherry", "password: [REDACTED] banana cherry"),
     ],
 )
-def test_a_config_lines_value_of_several_words_is_scrubbed_whole(
+def test_a_passphrase_lines_value_of_several_words_is_scrubbed_whole(
     text: str, expected: str
 ) -> None:
     assert scrub_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # found by a helper: design text and code the first version of those rules mangled
+        "- password: must be rotated every 90 days",
+        "password_policy: min length twelve, one digit",
+        "password_required: true for all users",
+        "Password: see the vault entry for prod",
+        "password: <your password here>",
+        "password: {{ vault_db_password }}",
+        "    password: str = Field(..., min_length=12)",
+        "api_key: str = Field(description='the key')",
+        "password == confirm_password",
+        "pwd = os.getcwd()",
+        "pwd=$(pwd)",
+        "docker run -u 1000:1000 image",
+        "docker exec -u root:root app",
+        "secret_santa: pick a name from the hat",
+    ],
+)
+def test_design_text_and_code_about_credentials_are_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # found by a helper: the AWS console's own form, and the key word's other forms
+        ("AWS Secret Access Key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "bPxRfiCY"),
+        ("aws secret key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "bPxRfiCY"),
+        ("aws secret key is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "bPxRfiCY"),
+        ("secret key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "bPxRfiCY"),
+        ('aws secret key "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"', "bPxRfiCY"),
+        ("secret access key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY.", "bPxRfiCY"),
+        ("curl -ualice:Pw12345678 https://x", "Pw12345678"),
+        ("MYSQL_PWD=s3cr3tpw mysql", "s3cr3tpw"),
+    ],
+)
+def test_aws_secret_keys_in_every_written_form_are_scrubbed(text: str, secret: str) -> None:
+    assert secret not in scrub_text(text)
 
 
 @pytest.mark.parametrize(
