@@ -41,9 +41,7 @@ def quick_sessions(flags: list[str]) -> int:
             for warning in warnings:
                 print(warning, file=sys.stderr)
             print(json.dumps(answer["sessions"], indent=2, ensure_ascii=False))  # as ops.dumps
-            rows = answer["sessions"]
-            assert isinstance(rows, list)  # checked by ask_for_sessions
-            return 1 if incomplete(map(str, warnings), rows) else 0
+            return 1 if incomplete(map(str, warnings)) else 0
     from cli import sessions as ops
     from cli.errors import error_line
     from supervisor.runtime import runtime_paths
@@ -63,7 +61,7 @@ def quick_sessions(flags: list[str]) -> int:
         if "--json" in flags
         else ops.render_table(data["sessions"], every)
     )
-    return 1 if incomplete(data["warnings"], data["sessions"]) else 0
+    return 1 if incomplete(data["warnings"]) else 0
 
 
 def quick_supervisor_run() -> int:

@@ -255,7 +255,7 @@ def sessions(ctx: click.Context, workspace: Path, every: bool, as_json: bool) ->
         click.echo(sessions_ops.dumps(data["sessions"]))
     else:
         click.echo(sessions_ops.render_table(data["sessions"], every))
-    if incomplete(data["warnings"], data["sessions"]):
+    if incomplete(data["warnings"]):
         sys.exit(1)  # a file or directory that could not be read: the listing is not whole
 
 

@@ -85,12 +85,11 @@ def ask_for_sessions(workspace: str | None, every: bool) -> dict[str, object] | 
     return data
 
 
-def incomplete(warnings: Iterable[str], rows: Iterable[Mapping[str, object]]) -> bool:
-    """Whether a listing's ``error:`` lines tell of something it could not list (a file
+def incomplete(warnings: Iterable[str]) -> bool:
+    """Whether a listing's ``error:`` lines tell of something it could not read (a file
     refused, a directory unreadable): the command then exits 1, since what it prints is
-    not the whole store. A file listed anyway (a newer version's, with its note) is not."""
-    listed = [f"{row['session_id']}.json" for row in rows]
+    not the whole store. A newer version's file is not: it is listed, with its note."""
     return any(
-        line.startswith("error:") and not any(name in line for name in listed)
+        line.startswith("error:") and "newer than this agent-assist supports" not in line
         for line in warnings
     )

@@ -111,6 +111,27 @@ class SessionCatalog:
             return f"error: refusing sessions directory {base} ({exc.strerror}); left untouched"
         return None
 
+    def _unreadable_projects(self) -> list[str]:
+        """An error line for each project of the projects directory whose sessions cannot
+        be listed (the project, or its ``sessions``, a file): ``--all`` skipped them."""
+        base = projects_dir(self.root)
+        try:
+            entries = sorted(base.iterdir())
+        except OSError:
+            return []  # told by _unreadable_projects_dir, or nothing saved yet
+        lines = []
+        for entry in entries:
+            sessions = entry / "sessions"
+            if entry.is_dir() and (sessions.is_dir() or not os.path.lexists(sessions)):
+                continue
+            bad = entry if not entry.is_dir() else sessions
+            if bad.name.startswith("."):
+                continue
+            lines.append(
+                f"error: refusing sessions directory {bad} (not a directory); left untouched"
+            )
+        return lines
+
     def rows(self, project: Path, live: dict[str, int]) -> tuple[list[SessionRow], list[str]]:
         manager = self.manager(project)
         listing = manager.list_sessions()
@@ -124,8 +145,9 @@ class SessionCatalog:
     def list(self, projects: tuple[Path, ...] | None, live: dict[str, int]) -> SessionListing:
         rows: list[SessionRow] = []
         warnings: list[str] = []
-        if projects is None and (problem := self._unreadable_projects_dir()) is not None:
-            warnings.append(problem)
+        if projects is None:
+            problem = self._unreadable_projects_dir()
+            warnings += [problem] if problem is not None else self._unreadable_projects()
         for project in self.project_dirs(projects):
             found, problems = self.rows(project, live)
             rows += found

@@ -467,3 +467,30 @@ def test_a_piped_answer_to_a_question_never_asked_is_not_sent_as_a_message(env: 
     assert 'You said: "y"' not in result.stdout and 'You said: "n"' not in result.stdout
     assert len(env.session_ids()) == 1
     assert "turn 1 of this conversation" in result.stdout  # "what did we decide?" is turn 1
+
+
+@pytest.mark.parametrize("broken", ["sessions_is_a_file", "project_is_a_file", "a_dir_as_a_file"])
+def test_every_listing_tells_what_it_could_not_read_and_exits_1(env: Env, broken: str) -> None:
+    """A helper's attack: `sessions --all` said "No sessions." (exit 0) with a project
+    whose sessions directory was a file; a directory named like a session file was
+    told, but the exit status was 0."""
+    assert env.run("--new", input="hello\n", terminal=env.terminal()).returncode == 0
+    (session_id,) = env.session_ids()
+    project = env.project.parent
+    if broken == "a_dir_as_a_file":
+        (env.project / "abcdefabcdef.json").mkdir()
+    else:
+        other = project.parent / "other_12345678"
+        other.mkdir()
+        target = other if broken == "project_is_a_file" else other / "sessions"
+        if broken == "project_is_a_file":
+            other.rmdir()
+        target.write_text("not a directory\n")
+    for args in (("sessions", "--all"), ("sessions", "--all", "--json"), ("sessions",)):
+        result = env.run(*args)
+        if args == ("sessions",) and broken != "a_dir_as_a_file":
+            assert result.returncode == 0, result.stderr  # this project is whole
+            continue
+        assert "error: refusing" in result.stderr, (args, result.stderr)
+        assert result.returncode == 1, (args, result.stderr)
+        assert session_id in result.stdout  # what could be read is listed
