@@ -295,6 +295,8 @@ class Chat:
         self.phase: str | None = None
         self.changed_outside: set[str] = set()
         self._hung_up = False  # the supervisor closed the connection after refusing a frame
+        self.resumed = False
+        """The session opened is one resumed (its last reply may have asked something)."""
         self.questions_asked = 0
         """Yes/no questions asked so far (a piped answer line with none to answer is
         not sent as a message: see ``_stray_answer``)."""
@@ -423,6 +425,7 @@ class Chat:
             frame = self.conn.receive()
             if frame["type"] == "opened":
                 self.session_id = frame["session_id"]
+                self.resumed = bool(frame["resumed"])
                 self.phase = frame.get("phase")
                 if self.console.interactive and announce:
                     what = "Resumed" if frame["resumed"] else "New"
@@ -548,7 +551,8 @@ class Chat:
 
     def _loop(self) -> int:
         watch = SupervisorWatch(self)
-        may_be_stray = self.questions_asked == 0  # piped: a "y" for a question not asked
+        # Piped: a "y" for a question not asked (a resumed session's last reply may have).
+        may_be_stray = self.questions_asked == 0 and not self.resumed
         while True:
             try:
                 line = self.console.read_line("> ", watch)

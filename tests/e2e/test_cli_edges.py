@@ -494,3 +494,16 @@ def test_every_listing_tells_what_it_could_not_read_and_exits_1(env: Env, broken
         assert "error: refusing" in result.stderr, (args, result.stderr)
         assert result.returncode == 1, (args, result.stderr)
         assert session_id in result.stdout  # what could be read is listed
+
+
+def test_a_yes_first_to_a_session_resumed_without_a_question_is_a_message(env: Env) -> None:
+    """A helper's report: `echo yes | agent-assist --resume ID` dropped the "yes" as an
+    answer to no question; the resumed session's last reply may have asked one."""
+    term = env.terminal()
+    assert env.run("--new", input="shall we go on?\n", terminal=term).returncode == 0
+    (session_id,) = env.session_ids()
+    for args in (("--resume", session_id), ("--yes",)):  # --yes: this tab's session
+        result = env.run(*args, input="yes\n", terminal=term)
+        assert result.returncode == 0, result.stderr
+        assert "answers no question" not in result.stderr
+        assert 'You said: "yes"' in result.stdout
