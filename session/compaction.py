@@ -632,14 +632,14 @@ def _within(sections: list[tuple[str, list[str]]], room: int) -> list[tuple[str,
     for done, index in enumerate(by_size):
         heading = sections[index][0]
         share = room // (len(by_size) - done) - len(heading) - 2
-        kept[index] = _newest_within(kept[index], share)
+        kept[index] = newest_within(kept[index], share)
         room -= len(heading) + 2 + _chars(kept[index])
     return [(heading, kept[index]) for index, (heading, _) in enumerate(sections)]
 
 
-def _newest_within(lines: list[str], chars: int) -> list[str]:
-    """The newest of ``lines`` that fit in ``chars`` (with their newlines), after a line
-    that counts the earlier ones, which the session file keeps."""
+def newest_within(lines: list[str], chars: int) -> list[str]:
+    """The newest of ``lines`` (``- item`` lines) that fit in ``chars`` (with their
+    newlines), after a line that counts the earlier ones, which the session file keeps."""
     if _chars(lines) <= chars:
         return lines
     kept: list[str] = []

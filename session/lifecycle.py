@@ -380,7 +380,9 @@ class SessionLifecycle:
             state=stored,
             history=history,
             history_encoded=history_encoded,
-            resume_context=build_resume_context(stored, drift, restored),
+            resume_context=build_resume_context(
+                stored, drift, restored, compaction_chars(self.policy.compaction)
+            ),
             saved=True,
             tracked_paths=frozenset(stored.file_manifest),
             **self._fresh_compaction(compaction, first),

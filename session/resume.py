@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from session.compaction import newest_within
 from session.filesystem import FileDrift
 from session.models import SessionState
 
@@ -64,12 +65,14 @@ def build_resume_context(
     state: SessionState | None,
     drift: FileDrift | None = None,
     restored: RestoredFrom | None = None,
+    max_decision_chars: int | None = None,
 ) -> str:
     """The resume block of DESIGN.md section 6, or ``""`` when there is nothing to resume.
 
     Sections without content are left out. After ``/checkpoint N`` (``restored``) the
     same block says that the conversation was taken back to checkpoint N instead of
-    resumed, and the drift is the files' since that checkpoint.
+    resumed, and the drift is the files' since that checkpoint. ``max_decision_chars``
+    (a share of the token budget) holds the decisions to their newest that fit.
     """
     if state is None or not state.has_content():
         return ""
@@ -99,11 +102,17 @@ def build_resume_context(
     decisions = [_one_line(d) for d in state.decisions if d.strip()]
     if decisions:
         shown = decisions[-RESUME_DECISIONS:]
+        listed = [f"- {_clip(d, RESUME_DECISION_CHARS)}" for d in shown]
+        earlier = len(decisions) - len(shown)
+        if max_decision_chars is not None:
+            fitted = newest_within(listed, max_decision_chars)
+            if fitted is not listed:  # cut: its first line counts what it left out
+                earlier += len(listed) - (len(fitted) - 1)
+                listed = fitted[1:]
         lines += ["", "## Key Decisions Made"]
-        if len(decisions) > len(shown):
-            earlier = len(decisions) - len(shown)
+        if earlier:
             lines.append(f"- ({earlier} earlier decisions are kept in the session file)")
-        lines += [f"- {_clip(d, RESUME_DECISION_CHARS)}" for d in shown]
+        lines += listed
     changes = drift_lines(drift) if drift is not None else []
     if changes:
         lines += ["", changes_heading, *changes]

@@ -133,3 +133,18 @@ def test_after_a_restore_the_block_names_the_checkpoint_instead_of_a_resume() ->
         "said after it is no longer part of it: do not rely on it unless the user\n"
         "says it again. Review the context above before proceeding."
     )
+
+
+def test_decisions_beyond_the_budgets_share_are_counted_not_listed() -> None:
+    """A helper's report: a resumed session's block listed 40 decisions of 300 characters
+    whatever the token budget, and its requests ran at twice a small budget."""
+    many = STATE.model_copy(
+        update={"decisions": tuple(f"Decision {n}: " + "word " * 50 for n in range(30))}
+    )
+    text = build_resume_context(many, None, None, max_decision_chars=1_000)
+    block = text.split("## Key Decisions Made\n")[1].split("\n\n")[0]
+    assert len(block) <= 1_000
+    assert block.splitlines()[0].endswith("earlier decisions are kept in the session file)")
+    earlier = int(block.splitlines()[0].removeprefix("- (").split()[0])
+    assert earlier + len(block.splitlines()) - 1 == 30
+    assert "Decision 29:" in block and "Decision 0:" not in block

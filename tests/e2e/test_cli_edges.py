@@ -507,3 +507,20 @@ def test_a_yes_first_to_a_session_resumed_without_a_question_is_a_message(env: E
         assert result.returncode == 0, result.stderr
         assert "answers no question" not in result.stderr
         assert 'You said: "yes"' in result.stdout
+
+
+def test_a_resumed_session_s_requests_stay_within_a_small_budget(env: Env) -> None:
+    """A helper's report: after 40 decisions, each request of the resumed session ran at
+    about twice a 2,000-token budget (its resume block listed 40 decisions whatever the
+    budget), with no warning."""
+    env.extra.update(AGENT_ASSIST_CONTEXT_TOKENS="2000", AGENT_ASSIST_COMPACTION_INTERVAL="3")
+    words = " ".join(f"lorem{n}" for n in range(45))
+    script = "".join(f"decide D{n} {words}\n" for n in range(1, 41))
+    term = env.terminal()
+    assert env.run("--new", input=script, terminal=term).returncode == 0
+    resumed = env.run("--yes", input="msg a\nmsg b\nmsg c\nmsg d\n", terminal=term)
+    assert resumed.returncode == 0, resumed.stderr
+    notes = [line for line in resumed.stderr.splitlines() if line.startswith("note: compacted")]
+    assert notes, resumed.stderr
+    after = [int(n.rsplit("-> ~", 1)[1].split()[0].replace(",", "")) for n in notes]
+    assert max(after) < 2000, notes
