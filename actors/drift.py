@@ -155,13 +155,20 @@ class DriftWatcherActor(Actor[DriftMessage]):
                     await self._reschedule()  # have changed before their watch was in place)
                     moved = [d + os.sep for d in pending if d in self._directories]
                     pending |= {p for p in self._tracked_paths() if p.startswith(tuple(moved))}
-                await self._settle(pending)
+                if await self._settle(pending):
+                    # A file gone may have gone with its directory, whose own removal is
+                    # not always reported (the whole workspace, deleted): watch what is
+                    # there now, so that its coming back is seen.
+                    await self._reschedule()
 
     async def _settle_later(self) -> None:
         await anyio.sleep(SETTLE_S)
         await self._self.tell(Settle())
 
-    async def _settle(self, paths: set[str]) -> None:
+    async def _settle(self, paths: set[str]) -> bool:
+        """Tell each owner which of its files among ``paths`` changed; whether one of
+        them is gone."""
+        gone = False
         for owner, entry in list(self._entries.items()):
             changed: dict[str, str] = {}
             for relative, digest in entry.manifest.items():
@@ -170,6 +177,7 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 now = await anyio.to_thread.run_sync(sha256_file, entry.workspace / relative)
                 if (now or "") != digest:  # "": gone, and told so already
                     changed[relative] = now or ""
+                    gone = gone or now is None
             if not changed:
                 continue
             self._entries[owner] = replace(entry, manifest={**entry.manifest, **changed})
@@ -177,6 +185,7 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 await entry.notify.tell(FilesChanged(tuple(sorted(changed))))
             except DeadActor:
                 self._entries.pop(owner, None)
+        return gone
 
     def _tracked_paths(self) -> set[str]:
         files, _ = self._layout()

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -378,3 +379,28 @@ def test_the_offline_model_counts_the_turns_a_compaction_took_out_of_the_history
     """It counted the prompts left in the request: ``turn 2`` at the seventh turn."""
     last = seven_turns_mostly_compacted(env).splitlines()[-1]
     assert 'You said: "turn 7". (turn 7 of this conversation' in last, last
+
+
+def test_an_edit_after_the_workspace_was_deleted_and_made_again_is_noticed(env: Env) -> None:
+    """A helper's report: once the whole workspace was deleted (told) and made again,
+    edits gave no notice until the next turn."""
+    client = env.spawn(terminal=env.terminal())
+    client.send("write agent_spec.md: # Spec")
+    client.expect("wrote agent_spec.md")
+    time.sleep(0.5)  # the watch on the new file is set up after the turn (outside process)
+    shutil.rmtree(env.workspace)
+    time.sleep(2.5)  # told gone; and a change 2 s after it is no longer the same burst
+    env.workspace.mkdir()
+    time.sleep(0.5)  # its coming back is seen and watched
+    (env.workspace / "agent_spec.md").write_text("# Spec, made again\n")
+    time.sleep(1.0)  # the watcher coalesces; the notice then waits in the socket
+    client.send("what changed?")
+    client.expect("what changed?")
+    client.close_stdin()
+    assert client.wait() == 0
+    notes = [
+        line
+        for line in client.drain_stderr()
+        if line == "note: agent_spec.md changed outside agent-assist"
+    ]
+    assert len(notes) == 2, notes  # deleted, then made again
