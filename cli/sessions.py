@@ -269,16 +269,22 @@ def _screen_width() -> int | None:
 def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = None) -> str:
     """The sessions as a table; the summary column fits ``width`` (default: the
     terminal's, when stdout is one). On a narrow terminal the table first writes its
-    times shorter (``12-02 07:42``), then leaves out the TERMINAL column, before the
-    summary shrinks below its minimum; narrower still, lines are cut at the width (a
-    wrapped table is unreadable)."""
+    times shorter (``12-02 07:42``), then leaves out the TERMINAL, TURNS and PROJECT
+    columns, in that order, before the summary shrinks below its minimum; narrower
+    still, lines are cut at the width (a wrapped table is unreadable)."""
     if not rows:
         return "No sessions."
     from cli.summaries import columns, pad
 
     width = width or _screen_width()
-    for short_times, with_pid in ((False, True), (True, True), (True, False)):
-        lines = _table_lines(rows, every, short_times, with_pid)
+    for short_times, with_pid, with_turns, with_project in (
+        (False, True, True, every),
+        (True, True, True, every),
+        (True, False, True, every),  # whole columns go, least needed first, before the
+        (True, False, False, every),  # summary gets shorter than its minimum: a cell cut
+        (True, False, False, False),  # in the middle (`orphane…`) reads as nothing
+    ):
+        lines = _table_lines(rows, with_project, short_times, with_pid, with_turns)
         fixed = sum(
             max(columns(line[i]) for line in lines) + 2 for i in range(len(lines[0]) - 1)
         )
@@ -302,7 +308,11 @@ def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = No
 
 
 def _table_lines(
-    rows: list[dict[str, Any]], every: bool, short_times: bool, with_pid: bool
+    rows: list[dict[str, Any]],
+    every: bool,
+    short_times: bool,
+    with_pid: bool,
+    with_turns: bool = True,
 ) -> list[list[str]]:
     """The header and a line of cells per row (the summary last, not yet clipped)."""
     from cli.summaries import summary_headline
@@ -316,7 +326,7 @@ def _table_lines(
             state,
             *([pid] if with_pid else []),
             active,
-            turns,
+            *([turns] if with_turns else []),
             summary,
         ]
 

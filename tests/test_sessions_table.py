@@ -84,3 +84,15 @@ def test_wide_characters_are_counted_in_screen_columns() -> None:
         assert table[1].rstrip().endswith("…")
     _, first, second = render_table(rows, every=True, width=200).splitlines()
     assert wcswidth(first.split("  orphaned")[0]) == wcswidth(second.split("  orphaned")[0])
+
+
+def test_a_narrow_terminal_loses_whole_columns_not_the_middle_of_cells() -> None:
+    """A helper's report: at 60 columns `--all` cut TURNS to `TUR…` and the summary to
+    `…`; at 40 STATE became `orphane…`."""
+    rows = [row(state="orphaned", project="my-agent-project_33df9f5d", turns=1234)]
+    header, line = render_table(rows, every=True, width=60).splitlines()
+    assert header.split()[:4] == ["SESSION", "STATE", "ACTIVE", "(UTC)"]
+    assert "orphaned" in line.split() and "TURNS" not in header and "PROJECT" not in header
+    assert "Designing" in line
+    header, line = render_table(rows, every=True, width=40).splitlines()
+    assert "orphaned" in line.split()  # only the summary is cut
