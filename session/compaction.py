@@ -70,6 +70,7 @@ from session.compacted import COMPACTION_HEADER_START, HEADER_RE
 from session.errors import SessionError
 from session.history import is_turn_start, message_chars
 from session.redaction import scrub_text
+from session.shares import line_chars, newest_within
 from session.summary import user_prompts
 
 if TYPE_CHECKING:
@@ -628,36 +629,15 @@ def _within(sections: list[tuple[str, list[str]]], room: int) -> list[tuple[str,
     """``sections`` held to ``room`` characters: smallest first, each takes what it needs
     up to an equal share of what is left, so what a small one leaves goes to the others."""
     kept = dict(enumerate(lines for _, lines in sections))
-    by_size = sorted(kept, key=lambda index: _chars(kept[index]))
+    by_size = sorted(kept, key=lambda index: line_chars(kept[index]))
     for done, index in enumerate(by_size):
         heading = sections[index][0]
         share = room // (len(by_size) - done) - len(heading) - 2
         kept[index] = newest_within(kept[index], share)
-        room -= len(heading) + 2 + _chars(kept[index])
+        room -= len(heading) + 2 + line_chars(kept[index])
     return [(heading, kept[index]) for index, (heading, _) in enumerate(sections)]
 
 
-def newest_within(lines: list[str], chars: int) -> list[str]:
-    """The newest of ``lines`` (``- item`` lines) that fit in ``chars`` (with their
-    newlines), after a line that counts the earlier ones, which the session file keeps."""
-    if _chars(lines) <= chars:
-        return lines
-    kept: list[str] = []
-    used = len(_EARLIER.format(len(lines))) + 1
-    for line in reversed(lines):
-        if used + len(line) + 1 > chars:
-            break
-        kept.append(line)
-        used += len(line) + 1
-    return [_EARLIER.format(len(lines) - len(kept)), *reversed(kept)]
-
-
-def _chars(lines: list[str]) -> int:
-    """The characters of ``lines`` joined, each with its newline."""
-    return sum(len(line) + 1 for line in lines)
-
-
-_EARLIER: Final = "- ({} earlier, kept in the session file, left out here for the token budget)"
 
 
 def parse_compaction(text: str | None) -> EventCompaction | None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from session.compaction import newest_within
 from session.filesystem import FileDrift
 from session.models import SessionState
+from session.shares import newest_within
 
 HEADING = "# Resumed Session Context"
 IMPORTANT = (
