@@ -285,6 +285,28 @@ def _not_found_hint(workspace: Path, session_id: str) -> Iterator[None]:
         raise CommandError(sessions_ops.not_found_line(workspace, session_id)) from exc
 
 
+T = TypeVar("T")
+
+
+def _in_any_project(act: Callable[[str | None], T], workspace: Path, session_id: str) -> T:
+    """``act`` on the session in the workspace's project; if it is not there but another
+    project holds it (session ids are unique), there, saying so (its workspace may be
+    elsewhere, or gone)."""
+    from supervisor.client import RemoteError
+    from supervisor.wire import ErrorCode
+
+    try:
+        return act(None)
+    except (FileNotFoundError, RemoteError) as exc:
+        if isinstance(exc, RemoteError) and exc.code != ErrorCode.NOT_FOUND:
+            raise
+        other = sessions_ops.project_holding(workspace, session_id)
+        if other is None:
+            raise
+        click.echo(f"note: session {session_id} is in project {other}", err=True)
+        return act(other)
+
+
 def _workspace(ctx: click.Context, workspace: Path | None) -> Path:
     return resolved(Path(workspace or ctx.obj or "."))
 
@@ -301,7 +323,11 @@ def sessions_show(
     """Show one session."""
     where = _workspace(ctx, workspace)
     with _not_found_hint(where, session_id):
-        data = sessions_ops.show_session(runtime_paths(), where, session_id)
+        data = _in_any_project(
+            lambda project: sessions_ops.show_session(runtime_paths(), where, session_id, project),
+            where,
+            session_id,
+        )
     click.echo(sessions_ops.dumps(data) if as_json else sessions_ops.render_show(data))
     for warning in data.get("warnings", ()):
         click.echo(warning, err=True)
@@ -316,7 +342,13 @@ def sessions_rm(ctx: click.Context, session_id: str, workspace: Path | None) -> 
     """Delete one session (never a live one)."""
     where = _workspace(ctx, workspace)
     with _not_found_hint(where, session_id):
-        sessions_ops.remove_session(runtime_paths(), where, session_id)
+        _in_any_project(
+            lambda project: sessions_ops.remove_session(
+                runtime_paths(), where, session_id, project
+            ),
+            where,
+            session_id,
+        )
     click.echo(f"Removed session {session_id}.")
 
 

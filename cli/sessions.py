@@ -47,14 +47,13 @@ def not_found_line(workspace: Path, session_id: str) -> str:
             f"session {session_id} cannot be opened: its file was corrupt and is kept as "
             f"{kept[-1].name}"
         )
+    other = project_holding(workspace, session_id)
+    if other is not None:
+        return (
+            f"{line}; it belongs to project {other}: run from that workspace or pass "
+            "--workspace DIR"
+        )
     base = projects_dir(state_root())
-    for found in sorted(base.glob(f"*/sessions/{session_id}.json")):
-        if found.parent != here:
-            project = found.parent.parent.name
-            return (
-                f"{line}; it belongs to project {project}: run from that workspace or "
-                "pass --workspace DIR"
-            )
     for found in sorted(base.glob(f"*/sessions/{session_id}.json.corrupt-*")):
         if found.parent != here:
             return (
@@ -150,9 +149,12 @@ def _offline_catalog(read_only: bool) -> Any:
     )
 
 
-def _project(workspace: Path) -> Path:
-    from session.paths import sessions_dir, state_root
+def _project(workspace: Path, name: str | None = None) -> Path:
+    """The sessions directory of ``workspace``'s project, or of the project ``name``."""
+    from session.paths import projects_dir, sessions_dir, state_root
 
+    if name is not None:
+        return projects_dir(state_root()) / name / "sessions"
     return sessions_dir(workspace, state_root())
 
 
@@ -181,14 +183,37 @@ def list_sessions(
     return {"sessions": [r.to_json() for r in listing.rows], "warnings": warnings}
 
 
-def show_session(paths: RuntimePaths, workspace: Path, session_id: str) -> dict[str, Any]:
-    frame = {"type": "show_session", "workspace": str(workspace), "session_id": session_id}
+def project_holding(workspace: Path, session_id: str) -> str | None:
+    """The name of the other project whose sessions directory holds ``session_id``'s file
+    (session ids are unique across projects), if any."""
+    from session.models import is_session_id
+    from session.paths import projects_dir, state_root
+
+    if not is_session_id(session_id):
+        return None
+    here = _project(workspace)
+    for found in sorted(projects_dir(state_root()).glob(f"*/sessions/{session_id}.json")):
+        if found.parent != here:
+            return found.parent.parent.name
+    return None
+
+
+def show_session(
+    paths: RuntimePaths, workspace: Path, session_id: str, project_name: str | None = None
+) -> dict[str, Any]:
+    """``project_name``: the session's project, when it is not the workspace's."""
+    frame = {
+        "type": "show_session",
+        "workspace": str(workspace),
+        "session_id": session_id,
+        "project": project_name,
+    }
     if (data := _ask_supervisor(paths, frame, reading=True)) is not None:
         return data
     from session.models import validate_session_id
 
     catalog = _offline_catalog(read_only=True)
-    project = _project(workspace)
+    project = _project(workspace, project_name)
     state = catalog.manager(project).load(validate_session_id(session_id))
     rows, _ = catalog.rows(project, {})
     row = next((r.to_json() for r in rows if r.session_id == session_id), None)
@@ -203,16 +228,24 @@ def show_session(paths: RuntimePaths, workspace: Path, session_id: str) -> dict[
     }
 
 
-def remove_session(paths: RuntimePaths, workspace: Path, session_id: str) -> bool:
+def remove_session(
+    paths: RuntimePaths, workspace: Path, session_id: str, project_name: str | None = None
+) -> bool:
+    """``project_name``: the session's project, when it is not the workspace's."""
     from session.models import validate_session_id
 
     validate_session_id(session_id)
-    frame = {"type": "remove_session", "workspace": str(workspace), "session_id": session_id}
+    frame = {
+        "type": "remove_session",
+        "workspace": str(workspace),
+        "session_id": session_id,
+        "project": project_name,
+    }
     with _supervisor_or_lock(paths, frame) as data:
         if data is not None:
             return bool(data["removed"])
         catalog = _offline_catalog(read_only=False)
-        project = _project(workspace)
+        project = _project(workspace, project_name)
         if not catalog.remove_session(project, session_id, if_saved=True):
             raise FileNotFoundError(f"no session {session_id} in this project")
         return True

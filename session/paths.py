@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 import platformdirs
@@ -43,6 +44,15 @@ def project_name(workspace: Path) -> str:
     while len(os.fsencode(name)) > MAX_NAME_BYTES:  # a directory name may take 255 bytes
         name = name[:-1]
     return f"{name}_{digest}"
+
+
+_PROJECT_NAME = re.compile(r"[^/\x00]{0,246}_[0-9a-f]{8}")
+
+
+def is_project_name(name: str) -> bool:
+    """Whether ``name`` is a project directory's name (``project_name``'s form): nothing
+    that could lead out of the projects directory."""
+    return _PROJECT_NAME.fullmatch(name) is not None and len(os.fsencode(name)) <= 255
 
 
 def projects_dir(root: Path) -> Path:

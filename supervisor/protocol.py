@@ -112,12 +112,17 @@ class ShowSession(_Frame):
     type: Literal["show_session"]
     workspace: str
     session_id: str
+    project: str | None = None
+    """A project directory's name (``<name>_<hash8>``), instead of the workspace's: a
+    session whose workspace is elsewhere, or gone."""
 
 
 class RemoveSession(_Frame):
     type: Literal["remove_session"]
     workspace: str
     session_id: str
+    project: str | None = None
+    """As ``ShowSession.project``."""
 
 
 class PruneSessions(_Frame):

@@ -58,7 +58,7 @@ from session.errors import InvalidSessionId
 from session.lifecycle import PersistPolicy
 from session.manager import CheckpointListing
 from session.models import is_session_id
-from session.paths import sessions_dir
+from session.paths import is_project_name, projects_dir, sessions_dir
 from session.processes import process_start_time
 from session.redaction import with_secrets
 from supervisor import accept
@@ -471,10 +471,10 @@ class Server:
                     "sessions": [r.to_json() for r in listing.rows],
                     "warnings": list(listing.warnings),
                 }
-            case p.ShowSession(workspace=workspace, session_id=session_id):
-                return await self._show(workspace, session_id)
-            case p.RemoveSession(workspace=workspace, session_id=session_id):
-                return await self._remove(workspace, session_id)
+            case p.ShowSession(workspace=workspace, session_id=session_id, project=name):
+                return await self._show(self._project(workspace, name), session_id)
+            case p.RemoveSession(workspace=workspace, session_id=session_id, project=name):
+                return await self._remove(self._project(workspace, name), session_id)
             case p.PruneSessions(
                 workspace=workspace, all=every, older_than_days=days, dry_run=dry_run
             ):
@@ -506,28 +506,34 @@ class Server:
         listing: SessionListing = await self._storage.ask(ListSessions((project,)))
         return next((r.to_json() for r in listing.rows if r.session_id == session_id), None)
 
-    async def _show(self, workspace: str, session_id: str) -> object:
+    def _project(self, workspace: str, name: str | None) -> Path:
+        """The sessions directory of ``workspace``'s project, or of the project ``name``."""
+        if name is None:
+            projects = self._projects(workspace, False)
+            assert projects is not None
+            return projects[0]
+        if not is_project_name(name):
+            raise ProtocolMisuse(f"not a project name: {name[:80]!r}")
+        return projects_dir(self._settings.root) / name / "sessions"
+
+    async def _show(self, project: Path, session_id: str) -> object:
         if not is_session_id(session_id):
             raise InvalidSessionId(session_id)
-        project = self._projects(workspace, False)
-        assert project is not None
-        state = await self._storage.ask(LoadSession(project[0], session_id))
+        state = await self._storage.ask(LoadSession(project, session_id))
         checkpoints: CheckpointListing = await self._storage.ask(
-            ListCheckpoints(project[0], session_id)
+            ListCheckpoints(project, session_id)
         )
         return {
-            "row": await self._row(project[0], session_id),
+            "row": await self._row(project, session_id),
             "session": state.model_dump(mode="json"),
             "checkpoints": listing_items(checkpoints.checkpoints),
             "warnings": list(checkpoints.problems),
         }
 
-    async def _remove(self, workspace: str, session_id: str) -> object:
+    async def _remove(self, project: Path, session_id: str) -> object:
         if not is_session_id(session_id):
             raise InvalidSessionId(session_id)
-        project = self._projects(workspace, False)
-        assert project is not None
-        removed = await self._storage.ask(RemoveSession(project[0], session_id, unless_live=True))
+        removed = await self._storage.ask(RemoveSession(project, session_id, unless_live=True))
         if not removed:
             raise FileNotFoundError(session_id)
         return {"removed": True, "session_id": session_id}

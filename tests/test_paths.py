@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from session.paths import project_name, sessions_dir, state_root
+from session.paths import is_project_name, project_name, sessions_dir, state_root
 
 
 def test_project_name_is_base_name_and_hash_of_the_resolved_path(tmp_path: Path) -> None:
@@ -69,3 +69,23 @@ def test_a_workspace_name_that_fits_is_kept_whole(tmp_path: Path) -> None:
     workspace = tmp_path / ("M" * 246)
     workspace.mkdir()
     assert project_name(workspace).rsplit("_", 1)[0] == "M" * 246
+
+
+@pytest.mark.parametrize(
+    ("name", "valid"),
+    [
+        ("ws_33df9f5d", True),
+        ("my agent ü_0a1b2c3d", True),
+        (".._0a1b2c3d", True),  # a directory of that name, inside the projects directory
+        ("../x_0a1b2c3d", False),
+        ("a/b_0a1b2c3d", False),
+        ("ws_33df9f5", False),
+        ("ws_33DF9F5D", False),
+        ("ws\x00_33df9f5d", False),
+        ("x" * 247 + "_33df9f5d", False),
+    ],
+)
+def test_a_project_name_from_a_client_cannot_lead_out_of_the_projects_directory(
+    name: str, valid: bool
+) -> None:
+    assert is_project_name(name) is valid

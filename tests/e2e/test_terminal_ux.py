@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import socket
 import stat
 import subprocess
@@ -523,14 +524,38 @@ def test_version_and_usage_errors(env: Env) -> None:
     assert env.run("config", "show", "--bogus").returncode == 2
 
 
-def test_a_session_of_another_project_hints_at_workspace(env: Env) -> None:
+def test_resuming_a_session_of_another_project_hints_at_its_workspace(env: Env) -> None:
     session_id = _saved_session(env)
     elsewhere = env.base / "other-project"
     elsewhere.mkdir()
-    result = env.run("sessions", "show", session_id, "-w", str(elsewhere))
+    result = env.run("--resume", session_id, "-w", str(elsewhere), input="hello\n")
     assert result.returncode == 1
     assert f"it belongs to project {env.project.parent.name}" in result.stderr
     assert "--workspace DIR" in result.stderr
+
+
+@pytest.mark.parametrize("supervisor", ["running", "stopped"])
+def test_show_and_rm_find_a_session_of_another_project(env: Env, supervisor: str) -> None:
+    """A helper's report: a session whose workspace was deleted could be neither shown
+    nor removed (the hint said to run from a workspace that no longer exists). Run
+    from another workspace, they find it (the tests' commands run in the first one, so
+    it is emptied rather than deleted)."""
+    session_id = _saved_session(env)
+    project = env.project.parent.name
+    shutil.rmtree(env.workspace)
+    env.workspace.mkdir()
+    elsewhere = env.base / "other-project"
+    elsewhere.mkdir()
+    if supervisor == "stopped":
+        env.run("supervisor", "stop")
+    shown = env.run("sessions", "show", session_id, "-w", str(elsewhere))
+    assert shown.returncode == 0, shown.stderr
+    assert f"note: session {session_id} is in project {project}" in shown.stderr
+    assert session_id in shown.stdout
+    removed = env.run("sessions", "rm", session_id, "-w", str(elsewhere))
+    assert removed.returncode == 0, removed.stderr
+    assert f"Removed session {session_id}." in removed.stdout
+    assert not (env.project / f"{session_id}.json").exists()
 
 
 def test_resuming_a_corrupt_session_says_its_file_was_moved_aside(env: Env) -> None:
