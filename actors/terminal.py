@@ -553,6 +553,14 @@ class TerminalActor(Actor[TerminalMessage]):
         if not self._lc.is_open:
             await self._emit(CommandOutput(f"error: {NO_SESSION}"))
             return
+        if arg is not None and name != "checkpoint":  # not dropped silently: it did nothing
+            await self._emit(
+                CommandOutput(
+                    f"error: /{name} takes no argument (a message that starts with / is "
+                    "sent as //...); nothing was done"
+                )
+            )
+            return
         event = COMMAND_EVENTS.get(name)
         if event is not None and not self._lc.allows(event):
             await self._emit(CommandOutput(f"error: wait for the reply to finish before /{name}"))

@@ -524,3 +524,15 @@ def test_a_resumed_session_s_requests_stay_within_a_small_budget(env: Env) -> No
     assert notes, resumed.stderr
     after = [int(n.rsplit("-> ~", 1)[1].split()[0].replace(",", "")) for n in notes]
     assert max(after) < 2000, notes
+
+
+@pytest.mark.parametrize("command", ["/save extra", "/compact now", "/resume 3"])
+def test_an_argument_to_a_command_that_takes_none_is_refused_not_dropped(
+    env: Env, command: str
+) -> None:
+    """A helper's report: `/save extra` saved and dropped "extra" without a word."""
+    result = env.run(input=f"hello\n{command}\n", terminal=env.terminal())
+    name = command.split()[0]
+    assert f"error: {name} takes no argument" in result.stderr
+    assert result.returncode == 1
+    assert "saved as checkpoint" not in result.stderr
