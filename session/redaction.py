@@ -148,10 +148,15 @@ _SET_RE = re.compile(
 )
 """``set aws_secret_access_key to ...``, ``set the password to ...``."""
 _BARE_PROSE_RE = re.compile(
-    r"(?i)(\b(?:secret|password|passphrase|token|(?:secret|access|api|account) key)\s+"
+    r"(?i)(\b(?:secret|password|passphrase|token|(?:secret|access|api|account)[ _-]key)\s+"
     r"[\"'`]?)([a-z0-9/+_\-=]{16,}+)(?!\w|\.\w)"
 )
 """A key word followed by its value with nothing between: ``aws secret key wJalr...``."""
+_CLI_PASSWORD_RE = re.compile(r"((?:^|\s)--(?:password|passwd|pass)(?:=|\s+))([^\s\"']+)")
+"""``wget --password X``, ``--password=X``: a command's password flag (its value, whatever
+it looks like)."""
+_SAS_SIGNATURE_RE = re.compile(r"([?&]sig=)([A-Za-z0-9%+/=]{16,})")
+"""An Azure shared access signature in a URL: ``...?sv=...&sig=AbC%2F...``."""
 _CLI_USER_RE = re.compile(r"((?:^|\s)(?:-u|--user)[\s=]*[^\s:]*[^\s:\d][^\s:]*:)([^\s\"']+)")
 """``curl -u user:password``, ``--user=user:password``, when the password looks like one
 (``docker run -u 1000:1000`` and ``-u root:wheel`` are not)."""
@@ -187,7 +192,7 @@ def _prose_value(match: re.Match[str]) -> str:
 # holds one of these words: text with none of them is left alone after two searches.
 _TOKEN_MARKERS_RE = re.compile(
     r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|eyJ|-----BEGIN|[rs]k_|hf_|glpat-|npm_|pypi-|://"
-    r"|(?:^|\s)-u|--user"
+    r"|(?:^|\s)-u|--user|--pass|sig="
 )
 _KEYWORDS_RE = re.compile(
     r"authorization|bearer|key|secret|token|pass|pwd|credential|passphrase|passcode|pin"
@@ -320,6 +325,10 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         text = _BARE_PROSE_RE.sub(_bare_value, text)
     if "-u" in text:  # "--user" too
         text = _CLI_USER_RE.sub(_cli_password, text)
+    if "--pass" in text:
+        text = _CLI_PASSWORD_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    if "sig=" in text:
+        text = _SAS_SIGNATURE_RE.sub(lambda m: m.group(1) + REDACTED, text)
     return text
 
 
