@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from session.atomic import atomic_write, check_private_dir, ensure_private_dir
-from session.errors import SessionError, SessionFileError
+from session.errors import SessionError, SessionFileError, UnsafeSessionDirectory
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
     CheckpointStore,
@@ -92,45 +92,32 @@ class SessionCatalog:
         return removed
 
     def project_dirs(self, projects: tuple[Path, ...] | None) -> list[Path]:
-        if projects is not None:
-            return list(projects)
-        base = projects_dir(self.root)
-        if not base.is_dir():
-            return []
-        return sorted(p / "sessions" for p in base.iterdir() if (p / "sessions").is_dir())
+        return list(projects) if projects is not None else self._every_project()[0]
 
-    def _unreadable_projects_dir(self) -> str | None:
-        """The error line when the projects directory is there but cannot be listed (a
-        file in its place or above it): every project's listing is then missing."""
-        base = projects_dir(self.root)
-        try:
-            os.listdir(base)
-        except FileNotFoundError:
-            return None  # nothing saved yet
-        except OSError as exc:
-            return f"error: refusing sessions directory {base} ({exc.strerror}); left untouched"
-        return None
-
-    def _unreadable_projects(self) -> list[str]:
-        """An error line for each project of the projects directory whose sessions cannot
-        be listed (the project, or its ``sessions``, a file): ``--all`` skipped them."""
+    def _every_project(self) -> tuple[list[Path], list[str]]:
+        """Every project's sessions directory, and an error line for each place that
+        should hold one but cannot be listed (the projects directory, a project or its
+        ``sessions`` a file): ``--all`` skipped them silently."""
         base = projects_dir(self.root)
         try:
             entries = sorted(base.iterdir())
-        except OSError:
-            return []  # told by _unreadable_projects_dir, or nothing saved yet
-        lines = []
+        except FileNotFoundError:
+            return [], []  # nothing saved yet
+        except OSError as exc:
+            return [], [problem_line(UnsafeSessionDirectory(base, str(exc.strerror)))]
+        directories: list[Path] = []
+        problems: list[str] = []
         for entry in entries:
             sessions = entry / "sessions"
-            if entry.is_dir() and (sessions.is_dir() or not os.path.lexists(sessions)):
+            if sessions.is_dir():
+                directories.append(sessions)
                 continue
-            bad = entry if not entry.is_dir() else sessions
-            if bad.name.startswith("."):
+            if entry.is_dir() and not os.path.lexists(sessions):
                 continue
-            lines.append(
-                f"error: refusing sessions directory {bad} (not a directory); left untouched"
-            )
-        return lines
+            bad = sessions if entry.is_dir() else entry
+            if not bad.name.startswith("."):
+                problems.append(problem_line(UnsafeSessionDirectory(bad, "not a directory")))
+        return directories, problems
 
     def rows(self, project: Path, live: dict[str, int]) -> tuple[list[SessionRow], list[str]]:
         manager = self.manager(project)
@@ -146,9 +133,10 @@ class SessionCatalog:
         rows: list[SessionRow] = []
         warnings: list[str] = []
         if projects is None:
-            problem = self._unreadable_projects_dir()
-            warnings += [problem] if problem is not None else self._unreadable_projects()
-        for project in self.project_dirs(projects):
+            directories, warnings = self._every_project()
+        else:
+            directories = list(projects)
+        for project in directories:
             found, problems = self.rows(project, live)
             rows += found
             warnings += problems
