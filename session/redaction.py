@@ -30,6 +30,9 @@ __all__ = [
 ]
 
 REDACTED = "[REDACTED]"
+_KEEP_KEY = r"\g<1>" + REDACTED
+"""The replacement of a prefix pattern's match: its group 1 (the key) kept, the value
+redacted."""
 
 # Whole-match patterns: the match itself is the secret.
 _TOKEN_PATTERNS = [
@@ -305,20 +308,20 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
     if tokens:
         text = _TOKENS_RE.sub(REDACTED, text)
         if "://" in text:
-            text = _URL_PASSWORD_RE.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
+            text = _URL_PASSWORD_RE.sub(_KEEP_KEY + r"\g<3>", text)
     if auth:
-        text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + REDACTED, text)
+        text = _AUTH_HEADER_RE.sub(_KEEP_KEY, text)
     if bearer:
-        text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)
+        text = _BEARER_RE.sub(_KEEP_KEY, text)
     if assignment or prose:
         text = _QUOTED_RE.sub(_quoted, text)
     if assignment:
-        text = _LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)
+        text = _LINE_ASSIGNMENT_RE.sub(_KEEP_KEY, text)
         if "\\n" in text or '"' in text:
-            text = _JSON_LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)
+            text = _JSON_LINE_ASSIGNMENT_RE.sub(_KEEP_KEY, text)
         text = _ASSIGNMENT_RE.sub(_assigned, text)
     if env_assignment:
-        text = _ENV_ASSIGNMENT_RE.sub(lambda m: m.group(1) + REDACTED, text)
+        text = _ENV_ASSIGNMENT_RE.sub(_KEEP_KEY, text)
     if prose:
         text = _PROSE_RE.sub(_prose_value, text)
         text = _SET_RE.sub(_prose_value, text)
@@ -326,9 +329,9 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
     if "-u" in text:  # "--user" too
         text = _CLI_USER_RE.sub(_cli_password, text)
     if "--pass" in text:
-        text = _CLI_PASSWORD_RE.sub(lambda m: m.group(1) + REDACTED, text)
+        text = _CLI_PASSWORD_RE.sub(_KEEP_KEY, text)
     if "sig=" in text:
-        text = _SAS_SIGNATURE_RE.sub(lambda m: m.group(1) + REDACTED, text)
+        text = _SAS_SIGNATURE_RE.sub(_KEEP_KEY, text)
     return text
 
 
