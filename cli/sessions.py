@@ -198,16 +198,23 @@ def project_holding(workspace: Path, session_id: str) -> str | None:
     return None
 
 
-def show_session(
-    paths: RuntimePaths, workspace: Path, session_id: str, project_name: str | None = None
+def _one_session(
+    kind: str, workspace: Path, session_id: str, project_name: str | None
 ) -> dict[str, Any]:
-    """``project_name``: the session's project, when it is not the workspace's."""
-    frame = {
-        "type": "show_session",
+    """The frame that asks about one session (``show_session``, ``remove_session``)."""
+    return {
+        "type": kind,
         "workspace": str(workspace),
         "session_id": session_id,
         "project": project_name,
     }
+
+
+def show_session(
+    paths: RuntimePaths, workspace: Path, session_id: str, project_name: str | None = None
+) -> dict[str, Any]:
+    """``project_name``: the session's project, when it is not the workspace's."""
+    frame = _one_session("show_session", workspace, session_id, project_name)
     if (data := _ask_supervisor(paths, frame, reading=True)) is not None:
         return data
     from session.models import validate_session_id
@@ -235,12 +242,7 @@ def remove_session(
     from session.models import validate_session_id
 
     validate_session_id(session_id)
-    frame = {
-        "type": "remove_session",
-        "workspace": str(workspace),
-        "session_id": session_id,
-        "project": project_name,
-    }
+    frame = _one_session("remove_session", workspace, session_id, project_name)
     with _supervisor_or_lock(paths, frame) as data:
         if data is not None:
             return bool(data["removed"])
