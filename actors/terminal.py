@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage
 
 from actors.base import Actor, ActorRef, Ask, DeadActor, Envelope, next_item
-from actors.compaction import OFFLINE
+from actors.compaction import LLM_BLOCKING_TIMEOUT_S, OFFLINE
 from actors.messages import (
     AskUser,
     CancelCurrentTurn,
@@ -141,7 +141,7 @@ COMPACTION_TIMEOUT_S = 60.0
 SLOW_COMPACTION_S = 1.0
 COMPACTING_LINE = (
     "note: compacting the conversation to fit the token budget (waiting for the summary "
-    "model; up to 15 s, then the offline summarizer)"
+    f"model; up to {LLM_BLOCKING_TIMEOUT_S:g} s, then the offline summarizer)"
 )
 """Told when the compaction a message waits for takes longer than ``SLOW_COMPACTION_S``."""
 
@@ -759,16 +759,17 @@ class TerminalActor(Actor[TerminalMessage]):
         """Ask the summary model for the session's summary (it is written when it comes).
         A session with none yet is written with the offline one first: a summary model
         takes seconds, and the listing would show nothing meanwhile."""
+        request = self._summary_request(self._self)
         state = self._lc.state
         if state is not None and not state.summary and self._config.summary_model not in (
             None,
             OFFLINE,
         ):
-            summary = self._offline_summary(self._summary_request())
+            summary = self._offline_summary(request)
             if summary:
                 await self._record_summary(state.session_id, summary)
         try:
-            await self._peers.compaction.tell(self._summary_request(self._self))
+            await self._peers.compaction.tell(request)
         except DeadActor:
             log.warning("compaction actor unavailable; summary skipped")
 
@@ -788,9 +789,10 @@ class TerminalActor(Actor[TerminalMessage]):
 
     async def _compact_for_budget(self, extra_chars: int) -> int:
         """Before a model request: over the token budget, compact first (and wait). If the
-        request is still over it afterwards (what is kept outweighs the budget), back
-        off and say so once, instead of compacting again before every request. Returns
-        the request's size in tokens, as the budget sees it."""
+        request is still over it afterwards (what is kept outweighs the budget), say so,
+        and again when it has grown by half (a message over it alone is told as such),
+        but do not back off: the next request compacts what came since. Returns the
+        request's size in tokens, as the budget sees it."""
         threshold = self._lc.policy.compaction.token_threshold
         message = estimate_tokens(extra_chars)
         if threshold is not None and message >= threshold:
