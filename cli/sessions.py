@@ -309,7 +309,7 @@ def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = No
     still, lines are cut at the width (a wrapped table is unreadable)."""
     if not rows:
         return "No sessions."
-    from cli.summaries import columns, pad
+    from cli.summaries import columns, cut, pad
 
     width = width or _screen_width()
     for short_times, with_pid, with_turns, with_project in (
@@ -320,12 +320,9 @@ def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = No
         (True, False, False, False),  # in the middle (`orphane…`) reads as nothing
     ):
         lines = _table_lines(rows, with_project, short_times, with_pid, with_turns)
-        fixed = sum(
-            max(columns(line[i]) for line in lines) + 2 for i in range(len(lines[0]) - 1)
-        )
-        if width is None or fixed + MIN_SUMMARY_WIDTH <= width:
+        widths = [max(columns(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
+        if width is None or sum(w + 2 for w in widths) + MIN_SUMMARY_WIDTH <= width:
             break
-    widths = [max(columns(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
     room = PIPED_SUMMARY_WIDTH
     if width is not None:
         room = max(width - sum(w + 2 for w in widths), MIN_SUMMARY_WIDTH)
@@ -338,13 +335,13 @@ def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = No
         for line in lines
     ]
     if width is not None:  # narrower still than the fixed columns: cut, never wrap
-        text = [_clip(line, width) if columns(line) > width else line for line in text]
+        text = [cut(line, width) for line in text]
     return "\n".join(text).rstrip()
 
 
 def _table_lines(
     rows: list[dict[str, Any]],
-    every: bool,
+    with_project: bool,
     short_times: bool,
     with_pid: bool,
     with_turns: bool = True,
@@ -357,7 +354,7 @@ def _table_lines(
     ) -> list[str]:
         return [
             session,
-            *([project] if every else []),
+            *([project] if with_project else []),
             state,
             *([pid] if with_pid else []),
             active,

@@ -18,13 +18,18 @@ def columns(text: str) -> int:
 
 def clip(text: str, width: int) -> str:
     """``text`` on one line, cut to ``width`` screen columns with an ellipsis."""
-    flat = " ".join(text.split())
-    if (len(flat) <= width and flat.isascii()) or columns(flat) <= width:
-        return flat
+    return cut(" ".join(text.split()), width)
+
+
+def cut(line: str, width: int) -> str:
+    """``line`` as it is if it fits in ``width`` screen columns, else its first columns
+    and an ellipsis."""
+    if (len(line) <= width and line.isascii()) or columns(line) <= width:
+        return line
     from wcwidth import wcwidth
 
     kept, used = [], 0
-    for char in flat:
+    for char in line:
         used += max(wcwidth(char), 0)
         if used > width - 1:
             break

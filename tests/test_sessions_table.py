@@ -96,3 +96,14 @@ def test_a_narrow_terminal_loses_whole_columns_not_the_middle_of_cells() -> None
     assert "Designing" in line
     header, line = render_table(rows, every=True, width=40).splitlines()
     assert "orphaned" in line.split()  # only the summary is cut
+
+
+def test_a_line_cut_at_a_narrow_width_keeps_its_column_spacing() -> None:
+    """The cut of a line too wide even without its summary's room kept its columns'
+    padding: cutting with the summary's clip (which makes one line of its words) would
+    run the columns together."""
+    rows = [row(state="idle", terminal_pid=4242), row(session_id="1a2b3c4d5e6f")]
+    wide = render_table(rows, every=False, width=55).splitlines()  # the same columns
+    narrow = render_table(rows, every=False, width=40).splitlines()
+    for full, cut in zip(wide, narrow, strict=True):
+        assert cut.endswith("…") and full.startswith(cut[:-1])
