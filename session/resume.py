@@ -9,6 +9,10 @@ from session.filesystem import FileDrift
 from session.models import SessionState
 from session.shares import newest_within
 
+DECISIONS_PREFIX = "Decisions: "
+"""Begins the offline summary's line of decisions: a block that lists the decisions in
+their own section leaves that line out of the summary it shows."""
+
 HEADING = "# Resumed Session Context"
 IMPORTANT = (
     "IMPORTANT: You are resuming a previous session. Review the context above\n"
@@ -97,9 +101,13 @@ def build_resume_context(
     if state.agent_spec_path:
         lines += ["", f"Agent specification file: {state.agent_spec_path}"]
     summary = state.summary or state.compacted_history_summary
+    decisions = [_one_line(d) for d in state.decisions if d.strip()]
+    if decisions and summary:  # the section below lists them: not twice
+        summary = "\n".join(
+            line for line in summary.splitlines() if not line.startswith(DECISIONS_PREFIX)
+        )
     if summary and summary.strip():
         lines += ["", "## Previous Session Summary", summary.strip()]
-    decisions = [_one_line(d) for d in state.decisions if d.strip()]
     if decisions:
         shown = decisions[-RESUME_DECISIONS:]
         listed = [f"- {_clip(d, RESUME_DECISION_CHARS)}" for d in shown]

@@ -13,6 +13,7 @@ from pydantic_ai.messages import (
 )
 
 from session.compacted import COMPACTION_HEADER_START
+from session.resume import DECISIONS_PREFIX
 
 MAX_SUMMARY_CHARS = 1500
 _PROMPT_CHARS = 160
@@ -74,12 +75,13 @@ def offline_summary(
     if prompts:
         requests = f"{len(prompts)} recent request{'' if len(prompts) == 1 else 's'}"
         lines.append(f'{requests}; first: "{_clip(prompts[0], _PROMPT_CHARS)}"')
-        lines += [f'- "{_clip(p, _PROMPT_CHARS)}"' for p in prompts[-3:] if len(prompts) > 1]
+        latest = prompts[max(1, len(prompts) - 3) :]  # the first is said on the line above
+        lines += [f'- "{_clip(p, _PROMPT_CHARS)}"' for p in latest]
     paths = touched_paths(messages)
     if paths:
         lines.append("Files: " + ", ".join(paths[:20]))
     if decisions:
-        lines.append("Decisions: " + "; ".join(_clip(d, 120) for d in decisions[-10:]))
+        lines.append(DECISIONS_PREFIX + "; ".join(_clip(d, 120) for d in decisions[-10:]))
     return _clip_block("\n".join(lines), MAX_SUMMARY_CHARS)
 
 

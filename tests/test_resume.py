@@ -148,3 +148,18 @@ def test_decisions_beyond_the_budgets_share_are_counted_not_listed() -> None:
     earlier = int(block.splitlines()[0].removeprefix("- (").split()[0])
     assert earlier + len(block.splitlines()) - 1 == 30
     assert "Decision 29:" in block and "Decision 0:" not in block
+
+
+def test_the_summarys_decisions_line_is_not_repeated_above_the_decisions_section() -> None:
+    """Found by trying /resume: the offline summary's ``Decisions:`` line said the same
+    decisions a second time, just above the section that lists them."""
+    summary = '2 recent requests; first: "a"\n- "b"\nFiles: notes.md\nDecisions: use x; use y'
+    state = STATE.model_copy(update={"summary": summary, "decisions": ("use x", "use y")})
+    text = build_resume_context(state, FileDrift())
+    assert text.count("use x") == 1 and "Decisions:" not in text
+    assert "Files: notes.md\n\n## Key Decisions Made\n- use x\n- use y" in text
+
+
+def test_a_summarys_decisions_line_stays_when_the_session_holds_no_decisions() -> None:
+    state = STATE.model_copy(update={"summary": "did a\nDecisions: use x", "decisions": ()})
+    assert "Decisions: use x" in build_resume_context(state, FileDrift())

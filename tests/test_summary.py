@@ -1,0 +1,35 @@
+"""offline_summary(): the extractive summary says each request once."""
+
+from __future__ import annotations
+
+from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+
+from session.summary import offline_summary
+
+
+def _asked(*prompts: str) -> list[ModelMessage]:
+    return [ModelRequest(parts=[UserPromptPart(content=prompt)]) for prompt in prompts]
+
+
+def test_the_first_request_is_not_listed_again_among_the_latest() -> None:
+    summary = offline_summary(_asked("hello one", "write notes.md: abc", "decide x"))
+    assert summary == (
+        '3 recent requests; first: "hello one"\n'
+        '- "write notes.md: abc"\n'
+        '- "decide x"'
+    )
+
+
+def test_the_latest_three_are_listed_after_the_first() -> None:
+    summary = offline_summary(_asked(*(f"request {n}" for n in range(1, 8))))
+    assert summary is not None
+    assert summary.splitlines() == [
+        '7 recent requests; first: "request 1"',
+        '- "request 5"',
+        '- "request 6"',
+        '- "request 7"',
+    ]
+
+
+def test_a_single_request_is_its_first_line_only() -> None:
+    assert offline_summary(_asked("only this")) == '1 recent request; first: "only this"'
