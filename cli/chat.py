@@ -371,7 +371,7 @@ class Chat:
             elif self._resume_answer is not None:
                 resume = self._resume_answer
             else:
-                self.console.say(offer_text(offer, others))
+                self.console.say(offer_text(offer, others, welcome.get("more_others") or 0))
                 resume = self._answer(
                     "Resume previous session? [Y/n]",
                     default=True,
@@ -872,9 +872,10 @@ class Chat:
         return False
 
 
-def offer_text(offer: Frame, others: list[Frame]) -> str:
+def offer_text(offer: Frame, others: list[Frame], more: int = 0) -> str:
     """The resume question of DESIGN 6: the two exact lines with the session's context
-    between them, and the project's other sessions to pick from by number."""
+    between them, and the project's other sessions to pick from by number (and how many
+    ``more`` are on disk than are listed)."""
     lines = [f"Previous session found (last active: {offer['last_active']})"]
     facts = []
     if offer.get("turns") is not None:
@@ -896,6 +897,8 @@ def offer_text(offer: Frame, others: list[Frame]) -> str:
         for number, other in enumerate(others, start=2):
             about = summary_headline(other.get("summary")) or "(no summary)"
             lines.append(f"    {number}) {other['last_active']}  {clip(about, 60)}")
+        if more:
+            lines.append(f"    and {more} more (agent-assist sessions lists them all)")
     lines.append("Resume previous session? [Y/n]")
     return "\n".join(lines)
 

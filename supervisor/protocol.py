@@ -197,6 +197,8 @@ class Welcome(_Frame):
     warnings: tuple[str, ...] = ()
     others: tuple[Offer, ...] = ()
     """Other resumable sessions of the project, newest first (no drift computed)."""
+    more_others: int = 0
+    """How many more there are than ``others`` lists."""
 
 
 class Opened(_Frame):

@@ -39,10 +39,11 @@ async def offer_with_context(state: SessionState, workspace: Path) -> p.Offer:
 
 async def other_offers(
     storage: ActorRef[StorageMessage], project: Path, offered: str
-) -> tuple[p.Offer, ...]:
-    """The project's other orphaned sessions, newest first, for the user to pick from."""
+) -> tuple[tuple[p.Offer, ...], int]:
+    """The project's other orphaned sessions, newest first, for the user to pick from
+    (at most ``MAX_OTHER_OFFERS``), and how many more there are."""
     listing: SessionListing = await storage.ask(ListSessions((project,)))
-    return tuple(
+    others = [
         p.Offer(
             session_id=row.session_id,
             last_active=format_utc(row.updated_at),
@@ -50,17 +51,22 @@ async def other_offers(
         )
         for row in listing.rows
         if row.state == "orphaned" and row.note is None and row.session_id != offered
-    )[:MAX_OTHER_OFFERS]
+    ]
+    return tuple(others[:MAX_OTHER_OFFERS]), max(0, len(others) - MAX_OTHER_OFFERS)
 
 
 async def welcome(
     storage: ActorRef[StorageMessage], project: Path, terminal_pid: int, workspace: Path
 ) -> p.Welcome:
     found: Resumable = await storage.ask(FindResumable(project, terminal_pid))
-    offer, others = None, tuple[p.Offer, ...]()
+    offer, others, more = None, tuple[p.Offer, ...](), 0
     if found.offer is not None:
         offer = await offer_with_context(found.offer, workspace)
-        others = await other_offers(storage, project, found.offer.session_id)
+        others, more = await other_offers(storage, project, found.offer.session_id)
     return p.Welcome(
-        supervisor_pid=os.getpid(), offer=offer, warnings=found.warnings, others=others
+        supervisor_pid=os.getpid(),
+        offer=offer,
+        warnings=found.warnings,
+        others=others,
+        more_others=more,
     )

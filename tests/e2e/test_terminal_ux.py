@@ -662,3 +662,16 @@ def test_a_piped_command_that_fails_makes_the_run_s_status_1(env: Env) -> None:
     result = env.run("--new", input="hello\n/checkpoint 99\n", terminal=env.terminal())
     assert "error: no checkpoint 99" in result.stderr
     assert result.returncode == 1
+
+
+def test_an_offer_with_more_other_sessions_than_it_lists_says_how_many_more(env: Env) -> None:
+    """Found by trying the product: past five others the rest went unmentioned, as if
+    the sessions still on disk were gone."""
+    for n in range(8):
+        tab = env.terminal()
+        assert env.run("--new", input=f"session {n}\n", terminal=tab).returncode == 0
+        tab.close()
+    result = env.run(input="n\n", terminal=env.terminal())
+    assert "(answer 2-6):" in result.stderr, result.stderr
+    assert "    6) " in result.stderr and "    7) " not in result.stderr
+    assert "    and 2 more (agent-assist sessions lists them all)" in result.stderr
