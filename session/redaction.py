@@ -158,6 +158,15 @@ _BARE_PROSE_RE = re.compile(
 _CLI_PASSWORD_RE = re.compile(r"((?:^|\s)--(?:password|passwd|pass)(?:=|\s+))([^\s\"']+)")
 """``wget --password X``, ``--password=X``: a command's password flag (its value, whatever
 it looks like)."""
+_SHORT_PASSWORD_FLAG_RE = re.compile(
+    r"(\b(?:mysql(?:dump|admin|import|sh)?|mariadb(?:-dump|-admin)?)\b[^\n|;&]*?\s-p)"
+    r"([^\s\"'-][^\s\"']*)"
+    r"|(\b(?:sshpass|(?:docker|podman|nerdctl)\s+login)\b[^\n|;&]*?\s-p[ \t]+[\"']?)"
+    r"([^\s\"']+)"
+)
+"""A short ``-p`` password flag: MySQL's, attached (``mysql -pS3cret``; ``mysql -p db``
+asks for it), and ``sshpass -p X``, ``docker login -p X`` (whatever the value looks
+like)."""
 _SAS_SIGNATURE_RE = re.compile(r"([?&]sig=)([A-Za-z0-9%+/=]{16,})")
 """An Azure shared access signature in a URL: ``...?sv=...&sig=AbC%2F...``."""
 _CLI_USER_RE = re.compile(r"((?:^|\s)(?:-u|--user)[\s=]*[^\s:]*[^\s:\d][^\s:]*:)([^\s\"']+)")
@@ -178,6 +187,10 @@ def _bare_value(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED if generated else match.group(0)
 
 
+def _short_password_flag(match: re.Match[str]) -> str:
+    return (match.group(1) or match.group(3)) + REDACTED
+
+
 def _cli_password(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED if _looks_secret(match.group(2)) else match.group(0)
 
@@ -195,7 +208,7 @@ def _prose_value(match: re.Match[str]) -> str:
 # holds one of these words: text with none of them is left alone after two searches.
 _TOKEN_MARKERS_RE = re.compile(
     r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|eyJ|-----BEGIN|[rs]k_|hf_|glpat-|npm_|pypi-|://"
-    r"|(?:^|\s)-u|--user|--pass|sig="
+    r"|(?:^|\s)-u|--user|--pass|sig=|\s-p"
 )
 _KEYWORDS_RE = re.compile(
     r"authorization|bearer|key|secret|token|pass|pwd|credential|passphrase|passcode|pin"
@@ -330,6 +343,8 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         text = _CLI_USER_RE.sub(_cli_password, text)
     if "--pass" in text:
         text = _CLI_PASSWORD_RE.sub(_KEEP_KEY, text)
+    if "-p" in text:
+        text = _SHORT_PASSWORD_FLAG_RE.sub(_short_password_flag, text)
     if "sig=" in text:
         text = _SAS_SIGNATURE_RE.sub(_KEEP_KEY, text)
     return text

@@ -246,6 +246,7 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._BARE_PROSE_RE.sub(r._bare_value, text)
     text = r._CLI_USER_RE.sub(r._cli_password, text)
     text = r._CLI_PASSWORD_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
+    text = r._SHORT_PASSWORD_FLAG_RE.sub(r._short_password_flag, text)
     return r._SAS_SIGNATURE_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
 
 
@@ -255,7 +256,8 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "required", "\u212a", "\u017f", "shipping", "mapping", "keys", "sk-", "[REDACTED]",
      '"', "'", '\\"', "\u201c", "\u201d", " to ", "set ", "_token", "GITHUB_TOKEN=",
      "postgres://u:", "@h", "\n", "\\n", " -u ", "root:", "pwd=", "AccountKey=",
-     "wJalrXUtnFEMI/K7MDENG", " --password ", "&sig=", "AbC%2Fdef1234567890"]
+     "wJalrXUtnFEMI/K7MDENG", " --password ", "&sig=", "AbC%2Fdef1234567890",
+     "mysql", " -p", "\t-p", "sshpass", "docker login", "Hunter2x"]
 )
 
 
@@ -280,6 +282,7 @@ def test_the_quick_check_never_skips_text_a_pattern_would_change(text: str) -> N
         r._LINE_ASSIGNMENT_RE,
         r._CLI_USER_RE,
         r._CLI_PASSWORD_RE,
+        r._SHORT_PASSWORD_FLAG_RE,
         r._SAS_SIGNATURE_RE,
     ]
     if any(pattern.search(text) for pattern in changes):

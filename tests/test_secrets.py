@@ -526,3 +526,27 @@ def test_password_flags_bare_api_key_headers_and_sas_signatures_are_scrubbed(
 def test_words_like_those_flags_are_left_alone(text: str) -> None:
     assert scrub_text(text) == text
 
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # left open by session 12's notes: a short -p flag's password
+        ("mysql -u root -pS3cretPw mydb", "S3cretPw"),
+        ("mysqldump -h db -uadmin -pHunter2x app > dump.sql", "Hunter2x"),
+        ("mariadb -pverysecret", "verysecret"),
+        ("sshpass -p 'Tr0ub4dor' ssh admin@host", "Tr0ub4dor"),
+        ("docker login -u me -p dckrpass123 registry.example.com", "dckrpass123"),
+    ],
+)
+def test_a_short_password_flag_of_the_commands_that_take_one_is_scrubbed(
+    text: str, secret: str
+) -> None:
+    assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["mysql -p mydb", "mkdir -p build/out", "ssh -p 2222 admin@host", "mysql -P 3306 -h db"],
+)
+def test_a_short_p_flag_that_holds_no_password_is_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
