@@ -6,14 +6,12 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from session.budget import BUDGET_SHARE, context_budget, context_window
 from session.model_names import check_model, missing_sdk
 from session.paths import state_root
 from session.settings import CONFIG_FILE, SPECS, Settings, SettingsError, load_settings
 
-UNSET = {
-    "summary_model": "(offline summarizer)",
-    "context_tokens": "(from the model)",
-}
+UNSET = {"summary_model": "(offline summarizer)"}
 
 
 def source_label(settings: Settings, name: str) -> str:
@@ -67,12 +65,21 @@ def report(options: Mapping[str, object | None] | None = None) -> dict[str, Any]
     return {"config_file": str(path), "config_file_exists": path.is_file(), "settings": rows}
 
 
+def budget_from(model: str) -> str:
+    """The budget an unset ``context_tokens`` means, and where it comes from."""
+    window = context_window(model)
+    share = f"{BUDGET_SHARE:.0%}"
+    return f"{context_budget(model)} ({share} of the model's {window}-token window)"
+
+
 def render(data: dict[str, Any]) -> str:
     rows = data["settings"]
     cells = [("SETTING", "VALUE", "SOURCE")]
     for name, row in rows.items():
         value = row["value"]
         shown = UNSET.get(name, "-") if value is None else str(value)
+        if name == "context_tokens" and value is None:
+            shown = budget_from(str(rows["model"]["value"]))
         source = row["source"]
         if source == "env":
             source = f"env ({row['env']})"

@@ -811,38 +811,6 @@ def _clip_block(text: str, limit: int) -> str:
 # -- applying a summary ---------------------------------------------------------------
 
 
-# Context windows of well-known models, in tokens (prefix match on the model's name).
-_CONTEXT_WINDOWS: Final = (
-    ("gpt-4.1", 1_047_576),
-    ("gpt-5", 400_000),
-    ("gpt-4o", 128_000),
-    ("o1", 200_000),
-    ("o3", 200_000),
-    ("o4", 200_000),
-    ("claude", 200_000),
-    ("gemini", 1_048_576),
-    ("llama", 128_000),
-    ("qwen", 32_768),
-    ("mistral", 32_768),
-)
-DEFAULT_CONTEXT_WINDOW: Final = 32_768
-OFFLINE_CONTEXT_WINDOW: Final = 16_384
-BUDGET_SHARE: Final = 0.75
-"""Compaction starts when a request reaches this share of the window: headroom for
-the reply, the tools' output within the turn, and the estimate's error."""
-
-
-def context_budget(model: str, configured: int | None = None) -> int:
-    """The request size (tokens) that triggers compaction: ``configured`` if set, else
-    ``BUDGET_SHARE`` of the model's context window (a conservative default if unknown)."""
-    if configured is not None:
-        return configured
-    name = model.split(":", 1)[-1].rsplit("/", 1)[-1].lower()
-    known = (w for prefix, w in _CONTEXT_WINDOWS if name.startswith(prefix))
-    window = OFFLINE_CONTEXT_WINDOW if model == "offline" else next(known, DEFAULT_CONTEXT_WINDOW)
-    return int(window * BUDGET_SHARE)
-
-
 def estimate_tokens(text_chars: int) -> int:
     return (text_chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 

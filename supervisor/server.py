@@ -51,9 +51,9 @@ from actors.messages import (
     UserTurn,
 )
 from actors.terminal import TerminalConfig
+from session.budget import context_budget
 from session.catalog import SessionListing
 from session.checkpoints import listing_items
-from session.compaction import context_budget
 from session.errors import InvalidSessionId
 from session.lifecycle import PersistPolicy
 from session.manager import CheckpointListing

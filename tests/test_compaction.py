@@ -17,6 +17,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from session.budget import context_budget
 from session.compaction import (
     BadPromptTemplate,
     BaseEventsSummarizer,
@@ -29,7 +30,6 @@ from session.compaction import (
     SummaryTooLong,
     Window,
     compaction_event,
-    context_budget,
     conversation_history,
     cut_is_safe,
     events_from_messages,

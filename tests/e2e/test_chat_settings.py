@@ -84,3 +84,13 @@ def test_the_chats_own_secrets_are_scrubbed_by_a_supervisor_that_lacks_them(env:
         if secret.encode() in data and path.parent.name != "blobs"  # blobs: the files as written
     ]
     assert leaked == []
+
+
+def test_config_show_tells_the_token_budget_the_model_gives(env: Env) -> None:
+    """It said "(from the model)": the user could not learn the number compaction uses."""
+    shown = env.run("config", "show")
+    assert "context_tokens       12288 (75% of the model's 16384-token window)" in shown.stdout
+    gpt = env.run("config", "show", AGENT_ASSIST_MODEL="openai-chat:gpt-4o-mini")
+    assert "96000 (75% of the model's 128000-token window)" in gpt.stdout
+    data = json.loads(env.run("config", "show", "--json").stdout)
+    assert data["settings"]["context_tokens"]["value"] is None, "unset stays null for scripts"
