@@ -37,8 +37,10 @@ from session.compaction import (
     LlmEventSummarizer,
     OfflineEventSummarizer,
     SummaryTooLong,
+    compaction_event,
     events_from_messages,
     finish_compaction,
+    parse_compaction,
 )
 from session.summary import MAX_SUMMARY_CHARS, offline_summary
 
@@ -264,7 +266,7 @@ class CompactionActor(Actor[CompactionMessage]):
 
     async def _summarize(self, message: Summarize) -> str | None:
         model = self._model_of(message.summary_model)
-        if model is not None and self._llm_usable(model):
+        if model is not None and message.messages and self._llm_usable(model):  # new turns
             try:
                 summarizer = self._llm(model).with_prompt_template(SUMMARY_TEMPLATE)
                 with anyio.fail_after(self._llm_timeouts[0]):
@@ -275,7 +277,11 @@ class CompactionActor(Actor[CompactionMessage]):
 
     async def _llm_summary(self, summarizer: LlmEventSummarizer, message: Summarize) -> str:
         """The same summary model and input bound as compactions, with the summary prompt."""
-        summarized = await summarizer.summarize_events(events_from_messages(message.messages, 1))
+        earlier = parse_compaction(message.previous)
+        head = [compaction_event(earlier)] if earlier else []
+        first = earlier.end_invocation + 1 if earlier else 1
+        events = [*head, *events_from_messages(message.messages, first)]
+        summarized = await summarizer.summarize_events(events)
         if summarized is None or summarized.compaction is None:
             raise CompactionError("the summary model wrote nothing")
         return summarized.compaction.compacted_content.strip()[:MAX_SUMMARY_CHARS]

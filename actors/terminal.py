@@ -439,9 +439,11 @@ class TerminalActor(Actor[TerminalMessage]):
                 await storage.ask(Release(wanted, pid, self._token), STORAGE_TIMEOUT_S)
                 raise
         self._lc = transition.lifecycle
+        state = transition.lifecycle.state
+        if state is not None and state.summary:  # a resume with no turn asks for none
+            self._summary_covers = self._lc.history
         await self._perform(transition.effects)
         await self._watch()
-        state = transition.lifecycle.state
         opened = Opened(
             transition.lifecycle.session_id or "",
             resumed=mode == "resume",
@@ -745,7 +747,7 @@ class TerminalActor(Actor[TerminalMessage]):
             state.session_id,
             self._lc.history,
             state.decisions,
-            state.compacted_history_summary,
+            self._lc.earlier_summary(),
             reply_to,
             self._config.summary_model,
         )

@@ -269,6 +269,17 @@ class SessionLifecycle:
         )
         return "\n\n".join(part for part in (self.resume_context, block) if part)
 
+    def earlier_summary(self) -> str | None:
+        """What summarizes the turns before ``history``'s, for the session's summary: the
+        compaction, or, with none, when turns were left out of memory (a resume's tail),
+        the session's last summary, as a compaction of those turns."""
+        if self.compaction is not None:
+            return stored_summary(self.compaction, self.policy.known_secrets)
+        if self.first_invocation > 1 and self.state is not None and self.state.summary:
+            earlier = EventCompaction(1, self.first_invocation - 1, self.state.summary)
+            return render_compaction(earlier)
+        return None
+
     @property
     def invocations(self) -> int:
         """Completed invocations (user turns) of this session, compacted ones included."""

@@ -17,6 +17,7 @@ from session.resume import DECISIONS_PREFIX
 
 MAX_SUMMARY_CHARS = 1500
 _PROMPT_CHARS = 160
+EARLIER = "Earlier: "
 
 
 def _clip(text: str, limit: int) -> str:
@@ -71,7 +72,7 @@ def offline_summary(
     lines: list[str] = []
     earlier = _first_words(previous)
     if earlier:
-        lines.append("Earlier: " + _clip(earlier, 300))
+        lines.append(EARLIER + _clip(earlier, 300))
     if prompts:
         requests = f"{len(prompts)} recent request{'' if len(prompts) == 1 else 's'}"
         lines.append(f'{requests}; first: "{_clip(prompts[0], _PROMPT_CHARS)}"')
@@ -90,7 +91,7 @@ def _first_words(previous: str | None) -> str:
     (``Conversation so far (turns 1-9, compacted); ...``) is skipped for its narrative."""
     for line in (previous or "").splitlines():
         if line.strip() and not line.startswith(COMPACTION_HEADER_START):
-            return line
+            return line.removeprefix(EARLIER)  # an earlier summary's own earlier words
     return ""
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
-from session.compaction import EventCompaction, Window, render_compaction
+from session.compaction import EventCompaction, EventsCompactionConfig, Window, render_compaction
 from session.errors import IllegalTransition
 from session.filesystem import FileDrift
 from session.history import count_turns, dump_messages, load_messages
@@ -395,3 +395,24 @@ def test_a_write_says_which_secrets_its_messages_were_scrubbed_of() -> None:
     write = lc.write(T1, {}, None)
     assert write.encoded is not None
     assert write.encoded.known_secrets == {"hunter2-hunter2"}  # the manager need not re-scrub
+
+
+def test_with_no_compaction_the_turns_out_of_memory_are_summarized_by_the_last_summary() -> None:
+    """A helper's report: the summary model was asked a session's summary of the turns in
+    memory alone; the turns left out of memory are what the session's last summary says."""
+    policy = PersistPolicy(max_turns=2, memory_turns=3, compaction=EventsCompactionConfig(0, 0))
+    lc = SessionLifecycle(policy=policy).start_fresh(T0).lifecycle
+    assert lc.earlier_summary() is None
+    for index in range(3):
+        lc = complete(lc, index).lifecycle
+    assert lc.earlier_summary() is None, "every turn is still in memory"
+    summarized = lc.record_summary(
+        "Designing a triage agent", now=T1, manifest={}, agent_spec_path=None
+    )
+    lc = summarized.lifecycle
+    for index in range(3, 10):
+        lc = complete(lc, index).lifecycle
+    assert lc.first_invocation == 8
+    assert lc.earlier_summary() == render_compaction(
+        EventCompaction(1, 7, "Designing a triage agent")
+    )

@@ -33,3 +33,10 @@ def test_the_latest_three_are_listed_after_the_first() -> None:
 
 def test_a_single_request_is_its_first_line_only() -> None:
     assert offline_summary(_asked("only this")) == '1 recent request; first: "only this"'
+
+
+def test_an_earlier_summarys_own_earlier_words_are_not_said_twice() -> None:
+    previous = "Earlier: designing a triage agent\n2 recent requests; first: ..."
+    summary = offline_summary(_asked("go on"), previous=previous)
+    assert summary is not None
+    assert summary.splitlines()[0] == "Earlier: designing a triage agent"

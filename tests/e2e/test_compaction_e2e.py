@@ -296,3 +296,60 @@ def test_a_compaction_running_at_exit_is_not_asked_of_the_model_again(
         and str(r["messages"][-1]["content"]).startswith("You compact the history")
     ]
     assert len(prompts) == 1, len(prompts)
+
+
+def compacted_through_turn_4(env: Env, server: ChatServer) -> str:
+    """A session whose turns 1-4 the summary model compacted (two windows of two), and
+    whose file holds its summary; its id."""
+    from session.compaction import parse_compaction
+
+    result = run_with_summary_model(
+        env,
+        range(1, 5),
+        AGENT_ASSIST_COMPACTION_INTERVAL="2",
+        AGENT_ASSIST_COMPACTION_OVERLAP="0",
+    )
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+
+    def compacted_up_to() -> int:
+        compaction = parse_compaction(env.session(session_id)["compacted_history_summary"])
+        return compaction.end_invocation if compaction else 0
+
+    wait_for(lambda: compacted_up_to() == 4, timeout=30, what="turns 1-4 compacted")
+    env.run("supervisor", "stop")  # whatever the exit asked for has landed
+    assert env.session(session_id)["summary"]
+    return session_id
+
+
+def test_the_summary_models_summary_covers_the_compacted_turns_too(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report: with a summary model, the session's summary was asked of the
+    turns in memory alone; after a compaction (or a resume) it covered the last turns
+    and forgot what the compaction held."""
+    session_id = compacted_through_turn_4(env, server)
+    asked_before = len(summary_prompts(server))
+    result = env.run("--resume", session_id, input=script(range(5, 6)))
+    assert result.returncode == 0, result.stderr
+    env.run("supervisor", "stop")
+    prompts = summary_prompts(server)[asked_before:]
+    assert prompts, "the new turn's summary was asked of the summary model"
+    assert "[earlier summary]" in prompts[-1] and "turns 1-4" in prompts[-1], prompts[-1]
+    assert "turn 5:" in prompts[-1]
+
+
+def test_a_resume_without_a_turn_keeps_the_summary_as_it_was(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report: resuming and leaving at once asked for the summary again, of no
+    turns; the summary model's empty answer made it fail (and be left out for 300 s)
+    and the offline summary of nothing replaced the session's own."""
+    session_id = compacted_through_turn_4(env, server)
+    summary = env.session(session_id)["summary"]
+    asked_before = len(summary_prompts(server))
+    result = env.run("--resume", session_id, input="")
+    assert result.returncode == 0, result.stderr
+    env.run("supervisor", "stop")
+    assert env.session(session_id)["summary"] == summary
+    assert summary_prompts(server)[asked_before:] == []
