@@ -106,7 +106,8 @@ class CompactionActor(Actor[CompactionMessage]):
         self._summary_model = summary_model
         self._summarizer = summarizer
         self._llm_summarizers: dict[str, LlmEventSummarizer] = {}
-        self._llm_down_until: dict[str, float] = {}
+        self._llm_down: dict[str, tuple[float, str]] = {}
+        """Summary models that failed: until when the offline summarizer stands in, why."""
         self._llm_timeouts = llm_timeouts
         self._waiting: dict[str, Summarize] = {}
         self._summarizing: set[str] = set()
@@ -166,8 +167,10 @@ class CompactionActor(Actor[CompactionMessage]):
             if message.session_id in self._waiting and self._tg is not None:
                 self._tg.start_soon(self._due_later, message.session_id)  # the newest next
         if summary:
+            because = self._offline_because(self._model_of(message.summary_model))
+            ready = SummaryReady(message.session_id, summary, message.messages, because)
             with contextlib.suppress(DeadActor):
-                await reply_to.tell(SummaryReady(message.session_id, summary, message.messages))
+                await reply_to.tell(ready)
 
     async def _compact_and_tell(self, message: Compact, reply_to: ActorRef[Any]) -> None:
         """Tell the compaction's result; if the actor stops first (a crash, the supervisor's
@@ -203,6 +206,7 @@ class CompactionActor(Actor[CompactionMessage]):
             model = self._model_of(message.summary_model)
             summarized = await self._summarize_window(model, window.events, timeout)
             compaction = finish_compaction(window, summarized)
+            offline_because = self._offline_because(model)
         except SummaryTooLong as exc:
             log.info("compaction of session %s skipped: %s", message.session_id, exc)
             return Compacted(
@@ -214,7 +218,13 @@ class CompactionActor(Actor[CompactionMessage]):
                 text = f"{type(exc).__name__}: {text}"
             log.warning("compaction of session %s failed: %s", message.session_id, text)
             return Compacted(message.session_id, message.generation, message.trigger, None, text)
-        return Compacted(message.session_id, message.generation, message.trigger, compaction)
+        return Compacted(
+            message.session_id,
+            message.generation,
+            message.trigger,
+            compaction,
+            offline_because=offline_because,
+        )
 
     def _model_of(self, requested: str | None) -> str | None:
         """The summary model of a request: the session's, else this actor's; None for the
@@ -244,18 +254,33 @@ class CompactionActor(Actor[CompactionMessage]):
         return self._llm_summarizers[model]
 
     def _llm_usable(self, model: str) -> bool:
-        return anyio.current_time() >= self._llm_down_until.get(model, 0.0)
+        return self._offline_because(model) is None
+
+    def _offline_because(self, model: str | None) -> str | None:
+        """Why the offline summarizer stands in for the summary ``model`` now (it failed
+        lately), as the terminal's line says it; None when the model is asked."""
+        until, reason = self._llm_down.get(model or "", (0.0, ""))
+        left = until - anyio.current_time()
+        if model is None or left <= 0:
+            return None
+        return (
+            f"the summary model {model} failed ({reason}); the offline summarizer stands in "
+            f"for it, and it is asked again in {max(1, round(left / 60))} min"
+        )
 
     def _llm_failed(self, model: str, what: str, exc: BaseException) -> None:
         """Remember a failing summary model: the offline summarizer alone for a while, so
         a model that is down costs one timeout, not one per turn."""
-        self._llm_down_until[model] = anyio.current_time() + LLM_RETRY_AFTER_S
+        text = " ".join(str(exc).split())[:200]
+        if isinstance(exc, TimeoutError):
+            text = "no answer in time"
+        reason = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        self._llm_down[model] = (anyio.current_time() + LLM_RETRY_AFTER_S, reason)
         log.warning(
-            "LLM %s with %s failed (%s: %s); the offline summarizer alone for %.0f s",
+            "LLM %s with %s failed (%s); the offline summarizer alone for %.0f s",
             what,
             model,
-            type(exc).__name__,
-            " ".join(str(exc).split())[:300],
+            reason,
             LLM_RETRY_AFTER_S,
         )
 

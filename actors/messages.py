@@ -399,6 +399,8 @@ class SummaryReady:
     summary: str
     covers: tuple[ModelMessage, ...] = ()
     """The messages summarized (``Summarize.messages``, the same object)."""
+    offline_because: str | None = None
+    """Why the offline summarizer wrote it in the summary model's place, if it did."""
 
 
 @dataclass(frozen=True)
@@ -413,6 +415,8 @@ class Compacted:
     error: str | None = None
     no_gain: bool = False
     """The summary would not have been shorter: nothing worth compacting yet."""
+    offline_because: str | None = None
+    """Why the offline summarizer wrote it in the summary model's place, if it did."""
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ from session.checkpoints import (
     parse_number,
     restore_plan,
 )
-from session.compaction import Window, estimate_tokens, render_compaction
+from session.compaction import Window, estimate_tokens, render_compaction, turns_named
 from session.errors import (
     CheckpointCapExceeded,
     CheckpointError,
@@ -144,6 +144,11 @@ COMPACTING_LINE = (
     f"model; up to {LLM_BLOCKING_TIMEOUT_S:g} s, then the offline summarizer)"
 )
 """Told when the compaction a message waits for takes longer than ``SLOW_COMPACTION_S``."""
+COMPACTING_NOW_LINE = (
+    f"note: compacting (waiting for the summary model; up to {LLM_BLOCKING_TIMEOUT_S:g} s, "
+    "then the offline summarizer)"
+)
+"""``/compact``'s, told alike."""
 
 
 @dataclass(frozen=True)
@@ -279,6 +284,9 @@ class TerminalActor(Actor[TerminalMessage]):
         self._history_at_restore: tuple[Any, ...] | None = None
         """The history a restore brought back: until a turn changes it, a summary that
         arrives was asked for the conversation before the restore, and is dropped."""
+        self._offline_told = False
+        """The summary model failed and the terminal was told the offline summarizer
+        stands in (once, until the model writes again)."""
         self._summary_covers: tuple[ModelMessage, ...] | None = None
         """The history the last summary kept was made of (the exit asks for none again)."""
         self._changed_outside: set[str] = set()
@@ -395,10 +403,11 @@ class TerminalActor(Actor[TerminalMessage]):
                     self._deferred_changes.update(paths)
                 else:
                     await self._note_changes(paths)
-            case SummaryReady(session_id, summary, covers):
+            case SummaryReady(session_id, summary, covers, offline_because):
                 if self._lc.history is not self._history_at_restore:
                     await self._record_summary(session_id, summary)
                     self._summary_covers = covers
+                await self._tell_offline(offline_because)
             case Compacted():
                 await self._keep_compaction(message)
             case Detach(reason):
@@ -850,10 +859,12 @@ class TerminalActor(Actor[TerminalMessage]):
         result = await self._compact_and_wait(window, "command")
         if result is not None and result.compaction is not None:
             after = self._lc.estimated_tokens()
+            by = " by the offline summarizer" if result.offline_because else ""
+            end = result.compaction.end_invocation
             await self._emit(
                 CommandOutput(
-                    f"Compacted turns {result.compaction.start_invocation}-"
-                    f"{result.compaction.end_invocation}: ~{before:,} -> ~{after:,} tokens."
+                    f"Compacted {turns_named(result.compaction.start_invocation, end)}{by}: "
+                    f"~{before:,} -> ~{after:,} tokens."
                 )
             )
         elif result is not None and result.no_gain:
@@ -871,8 +882,9 @@ class TerminalActor(Actor[TerminalMessage]):
         self._lc = lc.begin_compaction(window)
         try:
             async with anyio.create_task_group() as waiting:
-                if trigger == "tokens":  # before a request: the user waits, and is told why
-                    waiting.start_soon(self._tell_after, SLOW_COMPACTION_S, COMPACTING_LINE)
+                if trigger != "window":  # the user waits for it, and is told why
+                    line = COMPACTING_LINE if trigger == "tokens" else COMPACTING_NOW_LINE
+                    waiting.start_soon(self._tell_after, SLOW_COMPACTION_S, line)
                 result: Compacted = await self._peers.compaction.ask(
                     self._compact_request(window, trigger), COMPACTION_TIMEOUT_S
                 )
@@ -941,17 +953,26 @@ class TerminalActor(Actor[TerminalMessage]):
         if self._lc.compaction is not result.compaction:  # stale, or no smaller: not kept
             return False
         await self._perform(transition.effects)
+        await self._tell_offline(result.offline_because)
         if automatic:
             after = self._lc.estimated_tokens()
             compaction = result.compaction
+            turns = turns_named(compaction.start_invocation, compaction.end_invocation)
             await self._emit(
                 Info(
-                    f"note: compacted turns {compaction.start_invocation}-"
-                    f"{compaction.end_invocation} into a summary "
-                    f"(~{before:,} -> ~{after:,} tokens)"
+                    f"note: compacted {turns} into a summary (~{before:,} -> ~{after:,} tokens)"
                 )
             )
         return True
+
+    async def _tell_offline(self, because: str | None) -> None:
+        """Say once that the offline summarizer stands in for a failing summary model (and
+        again after the model has written something since)."""
+        if because is None:
+            self._offline_told = False
+        elif not self._offline_told:
+            self._offline_told = True
+            await self._emit(Info(f"warning: {because}"))
 
     def _context_text(self) -> str:
         """What ``/resume`` shows: the resume context and the compaction the model gets."""

@@ -751,7 +751,7 @@ class OfflineEventSummarizer(BaseEventsSummarizer):
         if requests:
             first, last = requests[0][0], requests[-1][0]
             recent = dict.fromkeys(_clip(" ".join(t.split()[:8]), 70) for _, t in requests[-3:])
-            turns = f"turn {first}" if first == last else f"turns {first}-{last}"
+            turns = turns_named(first, last)
             lines.append(f"Latest requests ({turns}): {'; '.join(recent)}.")
         narrative = _clip_block("\n".join(lines), MAX_NARRATIVE_CHARS)
         return compaction_event(EventCompaction(start, end, narrative))
@@ -804,6 +804,11 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         return compaction_event(EventCompaction(start, end, text))
 
 
+def turns_named(first: int, last: int) -> str:
+    """``turn 3`` or ``turns 1-4``."""
+    return f"turn {first}" if first == last else f"turns {first}-{last}"
+
+
 def _clip_block(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -833,7 +838,7 @@ def finish_compaction(window: Window, summarized: Event | None) -> EventCompacti
     produced = len(render_compaction(compaction))
     if produced >= replaced:
         raise SummaryTooLong(
-            f"the summary of turns {window.start_invocation}-{window.end_invocation} "
+            f"the summary of {turns_named(window.start_invocation, window.end_invocation)} "
             f"({produced} characters) is not shorter than what it replaces ({replaced})"
         )
     return compaction

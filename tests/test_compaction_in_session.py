@@ -191,7 +191,7 @@ async def test_a_slow_summarizer_never_holds_up_the_next_turn(make_rig: RigFacto
     await rig.turn("second, while the first is being compacted")  # not held up
     summarizer.gate.set()
     notice = await rig.next_of(Info)
-    assert notice.text.startswith("note: compacted turns 1-1 into a summary")
+    assert notice.text.startswith("note: compacted turn 1 into a summary")
     assert rig.saved()["compacted_history_summary"].startswith("Conversation so far (turns 1-1")
     await rig.terminal.tell(Detach("exit"))
 

@@ -32,6 +32,8 @@ class ChatServer:
         self._lock = threading.Lock()
         self._hung: set[str] = set()
         self.hang_summaries = False
+        self.fail_summaries = False
+        """Every request to ``summary-model`` gets a 400 error."""
         self.summary_delay = 0.0
         """Seconds every request to ``summary-model`` waits before it is answered."""
         self.tool_returns_go = threading.Event()
@@ -62,6 +64,9 @@ class ChatServer:
                     return
                 if body["messages"][-1].get("content") == "echo my key":
                     self._bad_request(f"bad request; you sent {self.headers.get('Authorization')}")
+                    return
+                if body["model"] == "summary-model" and server.fail_summaries:
+                    self._bad_request("the summary model is down for maintenance")
                     return
                 if body["model"] == "summary-model" and server.summary_delay:
                     server.released.wait(server.summary_delay)

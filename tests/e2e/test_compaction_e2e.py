@@ -353,3 +353,48 @@ def test_a_resume_without_a_turn_keeps_the_summary_as_it_was(
     env.run("supervisor", "stop")
     assert env.session(session_id)["summary"] == summary
     assert summary_prompts(server)[asked_before:] == []
+
+
+def test_a_failing_summary_model_is_told_once_and_compact_says_who_wrote_the_summary(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report: with the summary model down, the offline summarizer stood in
+    silently (for every terminal, for 300 s) and /compact reported a plain success."""
+    server.fail_summaries = True
+    result = env.run(
+        "--new",
+        input=script(range(1, 3)) + "/compact\nturn 3: go on\n/compact\n",
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        AGENT_ASSIST_COMPACTION_INTERVAL="0",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Compacted turns 1-2 by the offline summarizer:" in result.stderr, result.stderr
+    assert "Compacted turns 1-3 by the offline summarizer:" in result.stderr, result.stderr
+    warnings = [
+        line for line in result.stderr.splitlines()
+        if line.startswith("warning: the summary model openai-chat:summary-model failed")
+    ]
+    assert len(warnings) == 1, result.stderr
+    assert "down for maintenance" in warnings[0]
+    assert "the offline summarizer stands in for it" in warnings[0]
+
+
+def test_compact_waiting_for_a_slow_summary_model_says_so(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report: /compact with a slow summary model held the terminal for up to
+    15 s with no line."""
+    server.summary_delay = 2.0
+    result = env.run(
+        "--new",
+        input=script(range(1, 2)) + "/compact\n",
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        AGENT_ASSIST_COMPACTION_INTERVAL="0",
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    waiting = lines.index(
+        "note: compacting (waiting for the summary model; up to 15 s, then the offline "
+        "summarizer)"
+    )
+    assert lines[waiting + 1].startswith("Compacted turn 1: ~"), lines
