@@ -950,8 +950,8 @@ class TerminalActor(Actor[TerminalMessage]):
             back_off=automatic,
         )
         self._lc = transition.lifecycle
-        if self._lc.compaction is not result.compaction:  # stale, or no smaller: not kept
-            return False
+        if self._lc.compaction is not result.compaction or lc.compaction is result.compaction:
+            return False  # stale, no smaller, or kept already (/compact waited for it)
         await self._perform(transition.effects)
         await self._tell_offline(result.offline_because)
         if automatic:

@@ -398,3 +398,22 @@ def test_compact_waiting_for_a_slow_summary_model_says_so(
         "summarizer)"
     )
     assert lines[waiting + 1].startswith("Compacted turn 1: ~"), lines
+
+
+def test_compact_while_the_windows_compaction_runs_compacts_once(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report: /compact right when the window's compaction was due waited for
+    that one (the same window) and told it, and then the background's answer, the same
+    compaction, was told again as a second one: "(~44 -> ~44 tokens)"."""
+    server.summary_delay = 1.0
+    result = env.run(
+        "--new",
+        input=script(range(1, 3)) + "/compact\n",
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        AGENT_ASSIST_COMPACTION_INTERVAL="2",
+        AGENT_ASSIST_COMPACTION_OVERLAP="1",
+    )
+    assert result.returncode == 0, result.stderr
+    told = [line for line in result.stderr.splitlines() if "ompacted turns 1-2" in line]
+    assert len(told) == 1 and told[0].startswith("Compacted turns 1-2: ~"), result.stderr
