@@ -352,12 +352,19 @@ _STATED_DECISION_RE: Final = re.compile(
 """``We decided ...``, ``we agreed ...``: the whole sentence is kept."""
 _RULE_RE: Final = re.compile(
     r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever)\b"
-    r"|^\s*(?:rule\s*:|do not\b|don't\b)",
+    r"|^\s*(?:please,?\s+)?(?:rule\s*:|do not\b|don't\b|make sure\b|ensure\b|only\s+\w+\b"
+    r"|avoid\b|remember to\b)",
     re.IGNORECASE,
 )
-"""A rule: *always*, *never*, *must*, an imperative "Do not ...", or ``Rule: ...``."""
-_NOT_A_RULE_RE: Final = re.compile(r"^\s*I\s+(?:always|never)\s+\w+ed\b", re.IGNORECASE)
-""""I never liked ..." tells a story, not a rule."""
+"""A rule: *always*, *never*, *must*, an imperative ("Do not ...", "Make sure ...",
+"Only use ...", "Avoid ..."), or ``Rule: ...``."""
+_NOT_A_RULE_RE: Final = re.compile(
+    r"^\s*I\s+(?:always|never)\s+(?!use\b|want\b|need\b|prefer\b)\w+"
+    r"|^\W*\w+\W*$",
+    re.IGNORECASE,
+)
+""""I never liked ...", "I always forget ..." tell a story (but "I always want ..." is a
+rule); a one-word sentence ("Never,") answers, it does not set a rule."""
 _EXTENSIONS: Final = (
     "md|mdx|markdown|txt|rst|py|pyi|ipynb|json|jsonl|ndjson|yaml|yml|toml|ini|cfg|conf|env|"
     "csv|tsv|sql|sh|bash|zsh|js|jsx|ts|tsx|mjs|cjs|html|htm|css|scss|xml|proto|graphql|rs|go|"

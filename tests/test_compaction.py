@@ -472,3 +472,20 @@ def test_a_requests_compaction_keeps_the_newest_items_within_its_share_and_count
     full = render_compaction(compaction)  # what the session file keeps: everything
     assert "- Decision number 0 about the triage agent" in full and "- docs/part_0.md" in full
     assert render_compaction(compaction, max_chars=len(full)) == full
+
+
+def test_habits_and_one_word_answers_are_not_rules_but_imperatives_are() -> None:
+    """A helper's report: "I always forget my keys, lol." and "Never," were kept as rules;
+    "Make sure to ..." and "Only use ..." were not."""
+    retained = extract_retained(
+        said(
+            "I always forget my keys, lol.\nNever,\nMake sure to cite the ticket id. "
+            "Only use the EU region. Please avoid jargon. I always want a table."
+        )
+    )
+    assert retained.rules == (
+        "Make sure to cite the ticket id.",
+        "Only use the EU region.",
+        "Please avoid jargon.",
+        "I always want a table.",
+    )
