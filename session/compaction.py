@@ -277,6 +277,15 @@ def compaction_chars(config: EventsCompactionConfig) -> int | None:
     return config.token_threshold * CHARS_PER_TOKEN // COMPACTION_SHARE
 
 
+def uncompacted_chars(config: EventsCompactionConfig) -> int | None:
+    """With automatic compaction off (interval 0), the characters of whole turns a request
+    may carry: the token budget's, but for what a ``/compact`` summary may take (None:
+    no token budget). The oldest turns are left out of the request, not summarized."""
+    if config.token_threshold is None:
+        return None
+    return config.token_threshold * CHARS_PER_TOKEN * (COMPACTION_SHARE - 1) // COMPACTION_SHARE
+
+
 def retention_window(
     events: Sequence[Event], retain_events: int, retain_chars: int | None = None
 ) -> Window | None:

@@ -77,6 +77,7 @@ from session.compaction import (
     retention_window,
     sliding_window,
     token_window,
+    uncompacted_chars,
 )
 from session.encoded import EncodedMessages
 from session.errors import IllegalTransition
@@ -320,6 +321,8 @@ class SessionLifecycle:
         if self.invocations < self.backoff_until:
             return None
         if request_tokens is not None:
+            if config.compaction_interval <= 0:
+                return None  # compaction off: the tail is held to the budget instead
             if config.token_threshold is None or request_tokens < config.token_threshold:
                 return None  # what token_window answers, without building the events
             return token_window(self.events(), config, request_tokens)
@@ -717,10 +720,14 @@ class SessionLifecycle:
     def _tail_limits(self) -> tuple[int | None, int | None]:
         """The request's tail limits. With the sliding window on there are none: every
         turn after the boundary is sent in full (the window and the token budget keep
-        it small); with it off, the recent turns within the policy's budgets."""
-        if self.policy.compaction.compaction_interval > 0:
+        it small); with it off (no automatic compaction), the recent turns within the
+        policy's budgets and the token budget's."""
+        config = self.policy.compaction
+        if config.compaction_interval > 0:
             return None, None
-        return self.policy.max_turns, self.policy.max_chars
+        budget = uncompacted_chars(config)
+        limits = [limit for limit in (self.policy.max_chars, budget) if limit is not None]
+        return self.policy.max_turns, min(limits, default=None)
 
     def _memory_start(self, history: Sequence[ModelMessage], starts: Sequence[int]) -> int:
         """Where the turns kept in memory start: the policy's ``memory_turns``, but never

@@ -370,7 +370,7 @@ async def test_decisions_that_outweigh_the_budget_are_sent_newest_first_within_i
     outgrew the budget themselves, so every request compacted again for a 2-5% gain and
     the request grew to twice the budget. The request now carries the newest of them
     within a quarter of the budget; the session file keeps them all."""
-    rig: Rig = await make_rig(None, 0, 1000)
+    rig: Rig = await make_rig(None, 100, 1000)
     for n in range(12):  # 10 decisions a turn: 120 in all outweigh 1,000 tokens
         decisions = " ".join(f"Decision: choice {n}.{d} of the triage agent." for d in range(10))
         await rig.turn(f"{decisions} {LONG} {LONG}")
@@ -390,7 +390,7 @@ async def test_decisions_that_outweigh_the_budget_are_sent_newest_first_within_i
 async def test_a_run_of_messages_each_over_the_budget_keeps_the_request_from_growing(
     make_rig: RigFactory,
 ) -> None:
-    rig: Rig = await make_rig(None, 0, 1000)
+    rig: Rig = await make_rig(None, 100, 1000)
     huge = "word " * 1600  # about 2,000 tokens: over the budget alone
     for n in range(8):
         await rig.turn(f"message {n} {huge}")
@@ -406,7 +406,7 @@ async def test_a_message_over_the_budget_alone_is_told_as_such_each_time(
 ) -> None:
     """A helper's report: a 144 KB message was told as "the compacted conversation is
     still over the token budget ... /reset to start afresh", which /reset cannot help."""
-    rig: Rig = await make_rig(None, 0, 1000)
+    rig: Rig = await make_rig(None, 100, 1000)
     huge = "word " * 1600  # about 2,000 tokens
     for n in range(3):
         await rig.turn(f"message {n} {huge}")
@@ -423,7 +423,7 @@ async def test_a_message_waiting_for_a_slow_compaction_is_told_why(
 ) -> None:
     """A helper's attack: a hung summary model held a message 16 s with no line."""
     summarizer = Gated()
-    rig: Rig = await make_rig(summarizer, 0, 1000)
+    rig: Rig = await make_rig(summarizer, 100, 1000)
     await rig.turn(f"first {LONG * 10}")  # about 630 tokens
     await rig.terminal.tell(UserTurn(f"second {LONG * 10}"))  # over 1,000 with the first
     with anyio.fail_after(10):

@@ -25,7 +25,7 @@ from session.compaction import (
     token_window,
 )
 from session.filesystem import FileDrift
-from session.history import load_messages, turn_starts
+from session.history import load_messages, message_chars, turn_starts
 from session.lifecycle import PersistPolicy, SessionLifecycle, WriteSession
 from tests.conversations import turn
 
@@ -155,7 +155,7 @@ def test_a_failure_backs_off_instead_of_retrying_every_turn() -> None:
 
 
 def test_the_token_budget_compacts_before_a_request_over_it() -> None:
-    lc = after_turns(fresh(policy(interval=0, threshold=200)), 1, 4)
+    lc = after_turns(fresh(policy(interval=100, threshold=200)), 1, 4)
     tokens = lc.request_tokens()
     assert tokens >= 200
     window = lc.compaction_due(request_tokens=tokens)
@@ -276,6 +276,18 @@ def test_huge_turns_over_the_budget_are_compacted_not_kept() -> None:
     assert window is not None and window.end_invocation == 3, "the last paste is too big to keep"
 
 
+def test_with_compaction_off_the_token_budget_leaves_old_turns_out_not_summarized() -> None:
+    """A helper's report: interval 0 ("turns compaction off") still compacted for the
+    token budget. It now holds the request's turns to the budget instead."""
+    p = policy(interval=0, threshold=1000)  # 4,000 characters, 3,000 of them for turns
+    lc = after_turns(fresh(p), 1, 40)
+    assert lc.compaction_due(request_tokens=lc.request_tokens()) is None
+    chars = sum(message_chars(m) for m in lc.request_history())
+    assert 2_000 < chars <= 3_000, chars
+    assert prompts(lc)[-1] == "question 40"
+    assert lc.compaction_due(force=True) is not None, "/compact still compacts"
+
+
 def test_a_resume_after_compaction_counts_turns_from_the_boundary() -> None:
     lc, _ = compact(after_turns(fresh(policy(interval=3, overlap=1)), 1, 3))
     lc = after_turns(lc, 4, 5)
@@ -296,7 +308,7 @@ def test_a_failed_slash_compact_does_not_delay_the_automatic_window() -> None:
 
 
 def test_the_token_trigger_backs_off_too() -> None:
-    lc = after_turns(fresh(policy(interval=0, threshold=200)), 1, 4)
+    lc = after_turns(fresh(policy(interval=100, threshold=200)), 1, 4)
     window = lc.compaction_due(request_tokens=lc.request_tokens())
     assert window is not None
     lc = lc.begin_compaction(window).compaction_failed(lc.generation)
