@@ -11,7 +11,11 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
-_SECRET_ENV_NAME_RE = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASS|CREDENTIAL)")
+_SECRET_ENV_NAME_RE = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASS|CREDENTIAL|_PWD(?:_|$)|^PWD_)")
+"""Names of variables holding a credential: ``OPENAI_API_KEY``, ``MYSQL_PWD`` (not
+``PWD`` nor ``OLDPWD``, the working directories)."""
+_NAMES_A_PLACE = re.compile(r"(?i)_(?:FILE|PATH|DIR|NAME|ENV|ID)$")
+"""``DB_PASSWORD_FILE``: where a secret is kept, not the secret."""
 MIN_SECRET_LEN = 8
 """Shorter values are not taken for secrets (they would scrub ordinary words)."""
 
@@ -19,7 +23,9 @@ MIN_SECRET_LEN = 8
 def secrets_from_environment(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Values of environment variables whose names say they hold a credential."""
     env = os.environ if environ is None else environ
-    found = {v for k, v in env.items() if _SECRET_ENV_NAME_RE.search(k)}
+    found = {
+        v for k, v in env.items() if _SECRET_ENV_NAME_RE.search(k) and not _NAMES_A_PLACE.search(k)
+    }
     return longest_first(v for v in found if len(v) >= MIN_SECRET_LEN)
 
 

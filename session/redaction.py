@@ -34,6 +34,11 @@ _KEEP_KEY = r"\g<1>" + REDACTED
 """The replacement of a prefix pattern's match: its group 1 (the key) kept, the value
 redacted."""
 
+_DISCORD_BOT_TOKEN = (
+    r"\b[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}\b"  # noqa: S105
+)
+"""A Discord bot token (no fixed prefix: its own shape is its marker)."""
+
 # Whole-match patterns: the match itself is the secret.
 _TOKEN_PATTERNS = [
     r"sk-(?:proj-|ant-|live-|test-|or-)?[A-Za-z0-9_\-]{16,}",
@@ -43,12 +48,19 @@ _TOKEN_PATTERNS = [
     r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
     r"\bAIza[0-9A-Za-z_\-]{35}",
     r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    # a PEM or PGP private key, to its END line, or to the text's end if that was cut off
+    r"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+    r"(?:-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
     r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe
     r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
     r"\bglpat-[A-Za-z0-9_\-]{20,}",  # GitLab
     r"\bnpm_[A-Za-z0-9]{36}\b",
     r"\bpypi-[A-Za-z0-9_\-]{50,}",
+    r"\bwhsec_[A-Za-z0-9]{20,}",  # Stripe webhook signing secret
+    r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",  # SendGrid
+    r"\bhooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,}",
+    r"\bdiscord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{40,}",
+    _DISCORD_BOT_TOKEN,
 ]
 _TOKENS_RE = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS))
 
@@ -65,22 +77,31 @@ _ENV_ASSIGNMENT_RE = re.compile(
     r"\s*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})"
 )
 """An environment-style assignment: ``GITHUB_TOKEN=...``, ``DB_PASS: ...``, ``STRIPE_KEY=``."""
-_URL_PASSWORD_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)([^\s@/]+)(@)")
-"""The password of a URL: ``postgres://admin:S3cr3t@db/app``."""
+_URL_PASSWORD_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)([^\s/]+)(@)")
+"""The password of a URL: ``postgres://admin:S3cr3t@db/app``, up to the authority's last
+``@`` (a password may hold one: ``postgresql://user:p@ss:w0rd@db``)."""
+_COOKIE_RE = re.compile(
+    r"(?i)(\b(?:set-)?cookie\s*[\"']?\s*:\s*[\"']?)([A-Za-z0-9_.\-]+=[^\n\r\"']*)"
+)
+"""A ``Cookie:`` or ``Set-Cookie:`` header's value (``session=...; theme=dark``): a
+session cookie is a credential."""
 _STRONG_KEY = (
     r"[A-Za-z0-9_-]*(?:api[_-]?key|secret|access[_-]?key|private[_-]?key|signing[_-]?key"
     r"|account[_-]?key|password|passwd|passphrase)(?:[_-][A-Za-z0-9_-]*)?"
 )
 """A key whose every value is a secret: ``password``, ``aws_secret_access_key``."""
-_TOKEN_KEY = r"[A-Za-z0-9_-]*(?:token|pwd)(?:[_-][A-Za-z0-9_-]*)?"  # noqa: S105 (a pattern)
+_TOKEN_KEY = (
+    r"(?:[A-Za-z0-9_-]*(?:token|pwd)|(?:[A-Za-z0-9]+[_-])*(?:pw|pass))"  # noqa: S105
+    r"(?:[_-][A-Za-z0-9_-]*)?"
+)
 """A key whose value is a secret when it looks like one: ``github_token``, ``token``,
-``pwd`` (``token_limit: 128000``, ``token: expired`` and ``pwd = os.getcwd()`` are
-not)."""
+``pwd``, ``pw``, ``db_pass`` (``token_limit: 128000``, ``token: expired``, ``pass:
+enabled`` and ``pwd = os.getcwd()`` are not)."""
 _QUOTE = r"(?:\\?[\"'])"
 """A quote, or one escaped as in JSON text (a tool call's arguments are kept so)."""
 _ASSIGNMENT_RE = re.compile(
     rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY})\s*{_QUOTE}?\s*[:=]\s*{_QUOTE}?)"
-    r"([^\s\"',;\\]{6,})"
+    r"([^\s\"',;\\]{3,})"
 )
 """An assignment in any case: ``password=...``, ``aws_secret_access_key: ...`` (a config
 file's form), ``"client_secret": "..."``, ``github_token: ...``."""
@@ -102,31 +123,67 @@ or follows an escaped newline, and ends at the next one or at the string's end."
 _QUOTED_RE = re.compile(
     rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY}|passcode|pin code|api key|access key)"
     rf"{_QUOTE}?\s*(?::|=|\s+is|\s+was|\s+to)\s*)"
-    r"(?P<open>\\?[\"'`]|[\u201c\u2018])(?P<value>.{6,500}?)(?P<close>(?P=open)|[\u201d\u2019])"
+    r"(?P<open>\\?[\"'`]|[\u201c\u2018])(?P<value>.{3,500}?)(?P<close>(?P=open)|[\u201d\u2019])"
 )
 """A quoted value after a key, in an assignment or in prose (``client_secret is "..."``,
 ``set the password to "..."``): the whole value goes, spaces, apostrophes and all."""
 
 
 def _assigned(match: re.Match[str]) -> str:
-    if _is_token_key(match.group("key")) and not _looks_secret(match.group(3)):
+    if _kept(match.group("key"), match.group(3)):
         return match.group(0)
     return match.group(1) + REDACTED
 
 
 def _quoted(match: re.Match[str]) -> str:
-    if _is_token_key(match.group("key")) and not _looks_secret(match.group("value")):
+    if _kept(match.group("key"), match.group("value")):
         return match.group(0)
     return match.group(1) + match.group("open") + REDACTED + match.group("close")
 
 
+def _kept(key: str, value: str) -> bool:
+    """Whether an assignment's value stays: it names where the secret is (a reference, or
+    a key such as ``secret_name``), it is a token key's value that does not look like a
+    token, or it is too short and plain to be one (``none``, ``todo``)."""
+    if _REFERENCE_KEY_RE.search(key) or _is_reference(value):
+        return True
+    if _is_token_key(key):
+        return not _looks_secret(value)
+    return len(value) < 6 and not _looks_short_secret(value)
+
+
 def _is_token_key(key: str) -> bool:
-    """A key named for a token (or ``pwd``) alone, not also for a password, secret or key."""
-    lower = key.lower()
-    return ("token" in lower or "pwd" in lower) and _STRONG_WORD_RE.search(key) is None
+    """A key named for a token (or ``pwd``, ``pw``, ``pass``) alone, not also for a
+    password, secret or key."""
+    return _STRONG_WORD_RE.search(key) is None
 
 
-_STRONG_WORD_RE = re.compile(r"(?i)pass|secret|key|pin code")
+_STRONG_WORD_RE = re.compile(r"(?i)passw|passphrase|passcode|secret|key|pin code")
+_REFERENCE_KEY_RE = re.compile(
+    r"(?i)[_-](?:names?|env|var|variable|path|file|ref|arn|id|url|header|field|type|"
+    r"length|len|size|limit|count|prefix|suffix|rotation|policy)$"
+)
+"""A key that names where a secret is, or what it is like, not the secret:
+``secret_name``, ``api_key_env``, ``token_url``, ``password_length``."""
+_REFERENCE_RE = re.compile(
+    r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?"  # $VAR, ${VAR}
+    r"|\{\{[^{}]*\}\}|%\([A-Za-z_]+\)s"  # {{ template }}, %(name)s
+    r"|[A-Z]+(?:_[A-Z]+)+"  # an environment variable's name: OPENAI_API_KEY
+    r"|[A-Za-z_]+(?:\.[A-Za-z_]+)+(?:[\[(].*)?"  # settings.openai_api_key, os.environ[
+)
+"""A value that says where the secret is, not the secret (no digit in a name or path)."""
+
+
+def _is_reference(value: str) -> bool:
+    return _REFERENCE_RE.fullmatch(value) is not None
+
+
+def _looks_short_secret(value: str) -> bool:
+    """A value of 3-5 characters taken for a credential: a digit, a symbol, or a capital
+    after the first letter in it (``Adm1n``, ``p@ss``; not ``none``, ``todo``, ``True``)."""
+    return any(c.isdigit() or not c.isalnum() or c.isupper() for c in value[1:]) or (
+        value[:1].isdigit()
+    )
 
 
 def _looks_secret(value: str) -> bool:
@@ -177,14 +234,18 @@ _WORDLIKE_RE = re.compile(r"[A-Za-z]{6,15}[.!?)]*\Z")
 
 
 def _bare_value(match: re.Match[str]) -> str:
-    """Only a value that looks generated: digits, lower and upper case letters mixed."""
+    """Only a value that looks generated: digits, lower and upper case letters mixed, or
+    20 hex digits and more (a Twilio auth token, a Heroku key: ``3f2a9b...``)."""
     value = match.group(2)
     generated = (
         any(c.isdigit() for c in value)
         and any(c.isupper() for c in value)
         and any(c.islower() for c in value)
-    )
+    ) or (_HEX_RE.fullmatch(value) is not None and sum(c.isdigit() for c in value) >= 6)
     return match.group(1) + REDACTED if generated else match.group(0)
+
+
+_HEX_RE = re.compile(r"[0-9a-fA-F]{20,}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 
 
 def _short_password_flag(match: re.Match[str]) -> str:
@@ -195,9 +256,14 @@ def _cli_password(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED if _looks_secret(match.group(2)) else match.group(0)
 
 
+_PROSE_LINK_RE = re.compile(r"(?i)(?:\s+(?:is|was|to)\s+|\s*[=:]\s*)[\"'`]?\Z")
+"""What joins a prose key to its value (`` is ``, ``: ``), to find the key itself."""
+
+
 def _prose_value(match: re.Match[str]) -> str:
     value = match.group(2)
-    if _WORDLIKE_RE.match(value):
+    key = _PROSE_LINK_RE.sub("", match.group(1))
+    if _WORDLIKE_RE.match(value) or _is_reference(value) or _REFERENCE_KEY_RE.search(key):
         return match.group(0)
     if _is_token_key(match.group(1)) and not _looks_secret(value):
         return match.group(0)  # "token_limit is 128000"
@@ -208,10 +274,11 @@ def _prose_value(match: re.Match[str]) -> str:
 # holds one of these words: text with none of them is left alone after two searches.
 _TOKEN_MARKERS_RE = re.compile(
     r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|eyJ|-----BEGIN|[rs]k_|hf_|glpat-|npm_|pypi-|://"
-    r"|(?:^|\s)-u|--user|--pass|sig=|\s-p"
+    r"|(?:^|\s)-u|--user|--pass|sig=|\s-p|whsec_|SG\.|hooks\.slack|/api/webhooks/|"
+    + _DISCORD_BOT_TOKEN
 )
 _KEYWORDS_RE = re.compile(
-    r"authorization|bearer|key|secret|token|pass|pwd|credential|passphrase|passcode|pin"
+    r"authorization|bearer|key|secret|token|pass|pw|credential|passphrase|passcode|pin|cookie"
 )
 
 
@@ -274,7 +341,7 @@ def _scrub_str(text: str, secrets: tuple[str, ...]) -> str:
     return scrubbed
 
 
-_ASSIGNMENT_WORDS = ("key", "secret", "token", "pass", "pwd")
+_ASSIGNMENT_WORDS = ("key", "secret", "token", "pass", "pw")
 _ENV_ASSIGNMENT_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL")
 _PROSE_WORDS = ("pass", "pin code", "secret", "key", "token")
 """Ignoring case, every match of ``_ASSIGNMENT_RE`` (``_PROSE_RE``) holds one of these."""
@@ -298,6 +365,21 @@ def _written_forms(known_secrets: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(forms, key=lambda form: (-len(form), form)))
 
 
+@lru_cache(maxsize=256)
+def _whole(secret: str) -> re.Pattern[str]:
+    """``secret`` where it stands as a whole (not inside a word or a name: a password
+    ``postgres`` leaves ``postgres_schema.sql`` alone), also right after an escaped
+    newline or tab of JSON text."""
+    edge = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrtbf]))"
+    left = edge if secret[0].isalnum() or secret[0] == "_" else ""
+    right = r"(?![A-Za-z0-9_])" if secret[-1].isalnum() or secret[-1] == "_" else ""
+    return re.compile(left + re.escape(secret) + right)
+
+
+def _env_assigned(match: re.Match[str]) -> str:
+    return match.group(0) if _is_reference(match.group(2)) else match.group(1) + REDACTED
+
+
 def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
     """The patterns are slow (about a millisecond for 2 KB of prose), so each one runs
     only on text that holds the words every match of it holds: with ASCII text, ignoring
@@ -305,11 +387,11 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
     what one pattern replaces cannot give another one a match it would not have had."""
     for secret in _written_forms(known_secrets):
         if secret in text:
-            text = text.replace(secret, REDACTED)
+            text = _whole(secret).sub(REDACTED, text)
     if not _may_hold_credential(text):
         return text
     if not text.isascii():
-        tokens = auth = bearer = assignment = env_assignment = prose = True
+        tokens = auth = bearer = assignment = env_assignment = prose = cookie = True
     else:
         lower = text.lower()
         tokens = _TOKEN_MARKERS_RE.search(text) is not None
@@ -318,12 +400,15 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         assignment = any(word in lower for word in _ASSIGNMENT_WORDS)
         env_assignment = any(word in text for word in _ENV_ASSIGNMENT_WORDS)
         prose = any(word in lower for word in _PROSE_WORDS)
+        cookie = "cookie" in lower
     if tokens:
         text = _TOKENS_RE.sub(REDACTED, text)
         if "://" in text:
             text = _URL_PASSWORD_RE.sub(_KEEP_KEY + r"\g<3>", text)
     if auth:
         text = _AUTH_HEADER_RE.sub(_KEEP_KEY, text)
+    if cookie:
+        text = _COOKIE_RE.sub(_KEEP_KEY, text)
     if bearer:
         text = _BEARER_RE.sub(_KEEP_KEY, text)
     if assignment or prose:
@@ -334,7 +419,7 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
             text = _JSON_LINE_ASSIGNMENT_RE.sub(_KEEP_KEY, text)
         text = _ASSIGNMENT_RE.sub(_assigned, text)
     if env_assignment:
-        text = _ENV_ASSIGNMENT_RE.sub(_KEEP_KEY, text)
+        text = _ENV_ASSIGNMENT_RE.sub(_env_assigned, text)
     if prose:
         text = _PROSE_RE.sub(_prose_value, text)
         text = _SET_RE.sub(_prose_value, text)
@@ -397,10 +482,9 @@ def _scrub(value: Any, secrets: tuple[str, ...]) -> Any:
 
 
 def scrub_keys(value: dict[str, Any], known_secrets: Iterable[str] = ()) -> dict[str, Any]:
-    """A copy of ``value`` with its keys scrubbed and its values as they are (keys that
-    collide keep the first): a manifest's paths are text, its SHA-256 digests are not."""
+    """A copy of ``value`` without the keys that hold a secret (its values as they are):
+    a manifest's paths are text, its SHA-256 digests are not. A path with a secret in it
+    is left out, not kept scrubbed: ``[REDACTED]/schema.sql`` names no file, and would
+    be reported deleted at every resume."""
     secrets = longest_first(known_secrets)
-    out: dict[str, Any] = {}
-    for key, item in value.items():
-        out.setdefault(_scrub_str(key, secrets), item)
-    return out
+    return {key: item for key, item in value.items() if _scrub_str(key, secrets) == key}

@@ -222,6 +222,10 @@ _FRAGMENTS = st.sampled_from(
         "_-",
         "-----BEGIN RSA PRIVATE KEY-----",
         "-----END RSA PRIVATE KEY-----",
+        "Cookie: ",
+        "sid=",
+        "whsec_",
+        "SG.",
     ]
 )
 
@@ -235,12 +239,13 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._TOKENS_RE.sub(r.REDACTED, text)
     text = r._URL_PASSWORD_RE.sub(lambda m: m.group(1) + r.REDACTED + m.group(3), text)
     text = r._AUTH_HEADER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
+    text = r._COOKIE_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._BEARER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._QUOTED_RE.sub(r._quoted, text)
     text = r._LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._JSON_LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._ASSIGNMENT_RE.sub(r._assigned, text)
-    text = r._ENV_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
+    text = r._ENV_ASSIGNMENT_RE.sub(r._env_assigned, text)
     text = r._PROSE_RE.sub(r._prose_value, text)
     text = r._SET_RE.sub(r._prose_value, text)
     text = r._BARE_PROSE_RE.sub(r._bare_value, text)
@@ -257,7 +262,10 @@ _PROSE_FRAGMENTS = st.sampled_from(
      '"', "'", '\\"', "\u201c", "\u201d", " to ", "set ", "_token", "GITHUB_TOKEN=",
      "postgres://u:", "@h", "\n", "\\n", " -u ", "root:", "pwd=", "AccountKey=",
      "wJalrXUtnFEMI/K7MDENG", " --password ", "&sig=", "AbC%2Fdef1234567890",
-     "mysql", " -p", "\t-p", "sshpass", "docker login", "Hunter2x"]
+     "mysql", " -p", "\t-p", "sshpass", "docker login", "Hunter2x", "Cookie: ", "sid=",
+     "pw", "pass", "Adm1n", "abc", "${DB_PASSWORD}", "OPENAI_API_KEY", "settings.api_key",
+     "_name", "_env", "whsec_", "SG.", "hooks.slack.com/services/", "3f2a9b8c7d6e5f4a3b2c1d",
+     "-----BEGIN PGP PRIVATE KEY BLOCK-----", "@ss:w0rd@"]
 )
 
 
@@ -284,6 +292,7 @@ def test_the_quick_check_never_skips_text_a_pattern_would_change(text: str) -> N
         r._CLI_PASSWORD_RE,
         r._SHORT_PASSWORD_FLAG_RE,
         r._SAS_SIGNATURE_RE,
+        r._COOKIE_RE,
     ]
     if any(pattern.search(text) for pattern in changes):
         assert r._may_hold_credential(text)
