@@ -237,6 +237,8 @@ def _scrub_with_every_pattern(text: str) -> str:
     if not r._may_hold_credential(text):
         return text
     text = r._TOKENS_RE.sub(r.REDACTED, text)
+    if not text.isascii() or any(w in text.lower() for w in ("discord", "token", "bot ")):
+        text = r._DISCORD_BOT_TOKEN_RE.sub(r.REDACTED, text)  # by design, only with those
     text = r._URL_PASSWORD_RE.sub(lambda m: m.group(1) + r.REDACTED + m.group(3), text)
     text = r._AUTH_HEADER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._COOKIE_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
@@ -265,7 +267,8 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "mysql", " -p", "\t-p", "sshpass", "docker login", "Hunter2x", "Cookie: ", "sid=",
      "pw", "pass", "Adm1n", "abc", "${DB_PASSWORD}", "OPENAI_API_KEY", "settings.api_key",
      "_name", "_env", "whsec_", "SG.", "hooks.slack.com/services/", "3f2a9b8c7d6e5f4a3b2c1d",
-     "-----BEGIN PGP PRIVATE KEY BLOCK-----", "@ss:w0rd@"]
+     "-----BEGIN PGP PRIVATE KEY BLOCK-----", "@ss:w0rd@", "bot ", "discord",
+     "MTA4OTk2NzQ1NjE4NDk3NTM2MA.GhYk3Q.abcdefghijklmnopqrstuvwxyz0123456789AB"]
 )
 
 

@@ -563,7 +563,7 @@ def test_a_short_p_flag_that_holds_no_password_is_left_alone(text: str) -> None:
         ("https://discord.com/api/webhooks/1234567890/" + "aB3_-" * 12, "aB3_-aB3_-"),
         ("endpoint secret whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLSDq", "MfKQ9r8GKYqrTwjUPD8I"),
         ("SG.abcdefghijklmnopqrstuv.ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq", "ABCDEFGHIJKLM"),
-        ("bot MTA4OTk2NzQ1NjE4NDk3NTM2MA.GhYk3Q.abcdefghijklmnopqrstuvwxyz0123456789AB",
+        ("discord bot MTA4OTk2NzQ1NjE4NDk3NTM2MA.GhYk3Q.abcdefghijklmnopqrstuvwxyz0123456789AB",
          "GhYk3Q.abcdefghij"),
         ("Cookie: session=eyAbc123XyzQwe789; theme=dark", "eyAbc123XyzQwe789"),
         ("Set-Cookie: sid=Qm9uam91cg42; Path=/; HttpOnly", "Qm9uam91cg42"),
