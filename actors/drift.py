@@ -182,7 +182,8 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 continue
             self._entries[owner] = replace(entry, manifest={**entry.manifest, **changed})
             try:
-                await entry.notify.tell(FilesChanged(tuple(sorted(changed))))
+                told = tuple(sorted(changed))
+                await entry.notify.tell(FilesChanged(told, tuple(changed[p] for p in told)))
             except DeadActor:
                 self._entries.pop(owner, None)
         return gone

@@ -144,18 +144,19 @@ class LLMActor(Actor[LLMMessage]):
         told; an error if the actor itself stopped, by a crash or with the supervisor, so
         that the terminal is not left waiting for a reply no task runs any more)."""
         told = False
+        deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
         try:
             with scope:
                 reply = ReplyForwarder(turn.reply_to, turn.turn_id)
                 try:
-                    done = await self._stream_turn(turn, reply)
+                    done = await self._stream_turn(turn, reply, deps)
                 except Stalled:
                     log.warning("turn %d: no answer from %s", turn.turn_id, turn.model)
-                    done = TurnDone(turn.turn_id, error=self._stalled_line(turn))
+                    done = _unfinished(turn, deps, error=self._stalled_line(turn))
                 except Exception as exc:
                     log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
                     line = explain_failure(exc, turn.model, mid_reply=reply.had_text)
-                    done = TurnDone(turn.turn_id, error=line)
+                    done = _unfinished(turn, deps, error=line)
                 finally:
                     reply.close()
                 await _tell_done(turn, reply.finish, done)  # with the text held
@@ -164,9 +165,9 @@ class LLMActor(Actor[LLMMessage]):
             self._scopes.pop((turn.reply_to, turn.turn_id), None)
             if not told:
                 end = (
-                    TurnDone(turn.turn_id, cancelled=True)
+                    _unfinished(turn, deps, cancelled=True)
                     if scope.cancel_called
-                    else TurnDone(turn.turn_id, error=STOPPED_LINE)
+                    else _unfinished(turn, deps, error=STOPPED_LINE)
                 )
                 # At once if there is room: a task the stopping actor cancelled cannot wait.
                 if not turn.reply_to.tell_nowait(end):
@@ -181,8 +182,9 @@ class LLMActor(Actor[LLMMessage]):
             "(the session is kept; AGENT_ASSIST_MODEL_TIMEOUT_S sets the wait)"
         )
 
-    async def _stream_turn(self, turn: StartTurn, reply: ReplyForwarder) -> TurnDone:
-        deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
+    async def _stream_turn(
+        self, turn: StartTurn, reply: ReplyForwarder, deps: TurnDeps
+    ) -> TurnDone:
         deps.token_budget = turn.token_budget
         deps.before_first_write = partial(_checkpoint_before_write, turn, self._stall_of(turn))
         try:
@@ -233,6 +235,21 @@ class LLMActor(Actor[LLMMessage]):
             input_tokens=None if turn.model in BARE_NAMES else last_input_tokens(new),
             phase=deps.phase,
         )
+
+
+def _unfinished(
+    turn: StartTurn, deps: TurnDeps, *, cancelled: bool = False, error: str | None = None
+) -> TurnDone:
+    """The end of a turn cut short: nothing of the conversation, but the files its tools
+    touched and wrote before (they are on disk: tracked, and not changes from outside)."""
+    return TurnDone(
+        turn.turn_id,
+        touched=tuple(sorted(deps.touched)),
+        written=tuple(sorted(deps.written.items())),
+        read=tuple(sorted(deps.read.items())),
+        cancelled=cancelled,
+        error=error,
+    )
 
 
 class Stalled(Exception):

@@ -422,6 +422,8 @@ class Compacted:
 @dataclass(frozen=True)
 class FilesChanged:
     paths: tuple[str, ...] = field(default=())
+    digests: tuple[str, ...] = ()
+    """The SHA-256 each of ``paths`` held when it was seen ("": gone), if known."""
 
 
 @dataclass(frozen=True)

@@ -289,6 +289,9 @@ class TerminalActor(Actor[TerminalMessage]):
         stands in (once, until the model writes again)."""
         self._summary_covers: tuple[ModelMessage, ...] | None = None
         """The history the last summary kept was made of (the exit asks for none again)."""
+        self._written: dict[str, str] = {}
+        """What the turns' tools wrote last in each file (its SHA-256): the watcher seeing
+        that is no change from outside."""
         self._changed_outside: set[str] = set()
         """Files changed outside since the last request: its note names them, once."""
         self._last_change: dict[str, float] = {}
@@ -392,7 +395,10 @@ class TerminalActor(Actor[TerminalMessage]):
                     return await self._checkpoint_before_write(paths)
             case WatchUnavailable(reason):
                 await self._watch_unavailable(reason)
-            case FilesChanged(paths):
+            case FilesChanged(paths, digests):
+                paths = self._not_written_by_us(paths, digests)
+                if not paths:
+                    return None
                 # The watcher's baseline is now what it saw, no longer ``_watched``: the
                 # next ``_watch`` tells it what to expect, even an unchanged manifest; and
                 # the manifest is hashed anew after the next turn (the one kept would
@@ -513,8 +519,12 @@ class TerminalActor(Actor[TerminalMessage]):
         if done.turn_id != self._lc.turn:
             return
         deferred, self._deferred_changes = self._deferred_changes, set()
+        self._written.update(done.written)
         if done.cancelled or done.error is not None:
-            self._lc = self._lc.abandon_turn()
+            self._lc = self._lc.abandon_turn(done.touched)
+            if done.touched:  # what it wrote is tracked, watched, and not told as outside
+                manifest, _ = await self._manifest(done.touched)
+                await self._watch(manifest)
             if done.text:
                 await self._emit(ReplyText(done.text))
             error = done.error and scrub_text(done.error, self._config.policy.known_secrets)
@@ -1011,6 +1021,20 @@ class TerminalActor(Actor[TerminalMessage]):
             + ". Read them again before relying on their content."
         )
 
+    def _not_written_by_us(
+        self, paths: tuple[str, ...], digests: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        """``paths`` but those that hold what a turn's tools wrote there last: the
+        watcher's news of a write of ours can come after the turn ended (a turn cut short
+        right after it wrote, a model that answers fast), and is no change from outside."""
+        if len(digests) != len(paths):
+            return paths
+        return tuple(
+            path
+            for path, digest in zip(paths, digests, strict=True)
+            if self._written.get(path) != digest
+        )
+
     def _changed_by_others(self, seen: set[str], done: TurnDone) -> set[str]:
         """The files that changed outside during the turn: among ``seen`` (changes the
         watcher saw), every file the turn did not write (reading one is no change) and
@@ -1032,6 +1056,7 @@ class TerminalActor(Actor[TerminalMessage]):
         transition = self._lc.save(now=utc_now(), manifest=manifest, agent_spec_path=spec)
         self._lc = transition.lifecycle
         ok = await self._perform(transition.effects)
+        await self._watch(manifest, settled=True)  # what it took in is watched from now on
         if not ok:
             text = "error: the save failed"
         elif number is None:
@@ -1274,6 +1299,8 @@ class TerminalActor(Actor[TerminalMessage]):
         wait until the watch is in place (what the user does next is seen)."""
         if manifest is None:
             manifest, _ = await self._manifest()
+        # agent_spec.md is tracked once it exists: watched before, its making is seen.
+        manifest = {AGENT_SPEC: "", **manifest}
         if manifest == self._watched:
             return
         self._watched = dict(manifest)

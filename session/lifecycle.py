@@ -408,9 +408,16 @@ class SessionLifecycle:
         self._check(Event.BEGIN_TURN)
         return self._move(Event.BEGIN_TURN, turn=turn_id, turn_message_id=message_id)
 
-    def abandon_turn(self) -> SessionLifecycle:
-        """The turn in flight was cancelled or failed: nothing of it is kept."""
-        return self._move(Event.ABANDON_TURN, turn=None, turn_message_id=None)
+    def abandon_turn(self, touched: Iterable[str] = ()) -> SessionLifecycle:
+        """The turn in flight was cancelled or failed: nothing of its conversation is
+        kept, but the files its tools ``touched`` before are tracked (what it wrote is on
+        disk)."""
+        return self._move(
+            Event.ABANDON_TURN,
+            turn=None,
+            turn_message_id=None,
+            tracked_paths=self.tracked_paths | frozenset(touched),
+        )
 
     def complete_turn(
         self,

@@ -12,7 +12,7 @@ import pytest
 
 from actors.base import ActorRef, open_mailbox, run_supervised
 from actors.drift import DriftWatcherActor, WatchedFiles
-from actors.messages import FilesChanged, Watch
+from actors.messages import Watch
 from session.filesystem import sha256_file
 
 pytestmark = pytest.mark.anyio
@@ -44,7 +44,8 @@ async def test_a_restarted_watcher_watches_the_same_files_again(tmp_path: Path) 
         spec.write_text("v2, by hand\n")
         with anyio.fail_after(10):
             told = (await inbox.receive()).message
-        assert told == FilesChanged(("agent_spec.md",))
+        assert told.paths == ("agent_spec.md",)
+        assert told.digests == (sha256_file(spec),), "what the watcher saw there"
         tg.cancel_scope.cancel()
 
 
@@ -77,12 +78,12 @@ async def test_a_directory_removed_and_made_again_is_watched_again(tmp_path: Pat
     async with anyio.create_task_group() as tg:
         _, inbox = await watching(tg, tmp_path, {"sub/x/y.md": digest})
         shutil.rmtree(tmp_path / "sub")
-        assert await told(inbox) == FilesChanged(("sub/x/y.md",))
+        assert (await told(inbox)).paths == ("sub/x/y.md",)
         nested.mkdir(parents=True)
         (nested / "y.md").write_text("v2, by hand\n")
-        assert await told(inbox) == FilesChanged(("sub/x/y.md",))
+        assert (await told(inbox)).paths == ("sub/x/y.md",)
         (nested / "y.md").write_text("v3, by hand again\n")
-        assert await told(inbox) == FilesChanged(("sub/x/y.md",))
+        assert (await told(inbox)).paths == ("sub/x/y.md",)
         tg.cancel_scope.cancel()
 
 
@@ -91,7 +92,7 @@ async def test_a_file_whose_directory_is_missing_is_told_when_it_appears(tmp_pat
         _, inbox = await watching(tg, tmp_path, {"notes/plan.md": "0" * 64})
         (tmp_path / "notes").mkdir()
         (tmp_path / "notes" / "plan.md").write_text("made by hand\n")
-        assert await told(inbox) == FilesChanged(("notes/plan.md",))
+        assert (await told(inbox)).paths == ("notes/plan.md",)
         tg.cancel_scope.cancel()
 
 
@@ -107,10 +108,10 @@ async def test_a_directory_made_again_compares_only_the_files_below_it(tmp_path:
     async with anyio.create_task_group() as tg:
         _, inbox = await watching(tg, tmp_path, {"a.md": stale, "sub/b.md": digest})
         shutil.rmtree(tmp_path / "sub")
-        assert await told(inbox) == FilesChanged(("sub/b.md",))
+        assert (await told(inbox)).paths == ("sub/b.md",)
         (tmp_path / "sub").mkdir()
         (tmp_path / "sub" / "b.md").write_text("y\n")
-        assert await told(inbox) == FilesChanged(("sub/b.md",))
+        assert (await told(inbox)).paths == ("sub/b.md",)
         tg.cancel_scope.cancel()
 
 
@@ -126,10 +127,10 @@ async def test_a_file_told_gone_is_not_told_again_when_its_directory_comes_back(
     async with anyio.create_task_group() as tg:
         _, inbox = await watching(tg, tmp_path, manifest)
         shutil.rmtree(tmp_path / "sub")
-        assert await told(inbox) == FilesChanged(("sub/x.md", "sub/y.md"))
+        assert (await told(inbox)).paths == ("sub/x.md", "sub/y.md")
         (tmp_path / "sub").mkdir()
         (tmp_path / "sub" / "x.md").write_text("back\n")
-        assert await told(inbox) == FilesChanged(("sub/x.md",))
+        assert (await told(inbox)).paths == ("sub/x.md",)
         tg.cancel_scope.cancel()
 
 
@@ -144,10 +145,10 @@ async def test_a_workspace_removed_and_made_again_is_watched_again(tmp_path: Pat
     async with anyio.create_task_group() as tg:
         _, inbox = await watching(tg, workspace, {"agent_spec.md": digest})
         shutil.rmtree(workspace)
-        assert await told(inbox) == FilesChanged(("agent_spec.md",))
+        assert (await told(inbox)).paths == ("agent_spec.md",)
         workspace.mkdir()
         (workspace / "agent_spec.md").write_text("recreated\n")
-        assert await told(inbox) == FilesChanged(("agent_spec.md",))
+        assert (await told(inbox)).paths == ("agent_spec.md",)
         (workspace / "agent_spec.md").write_text("again\n")
-        assert await told(inbox) == FilesChanged(("agent_spec.md",))
+        assert (await told(inbox)).paths == ("agent_spec.md",)
         tg.cancel_scope.cancel()

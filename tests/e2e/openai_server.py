@@ -236,13 +236,16 @@ class ChatServer:
 
     def tool_call_for(self, body: dict[str, Any]) -> tuple[str, str] | None:
         """``record_decision`` for a last message ``decide: TEXT`` from the user, and
-        ``read_file`` for ``read: PATH``."""
+        ``read_file`` for ``read: PATH``, ``write_file`` for ``write: PATH: TEXT``."""
         last = body["messages"][-1]
         content = last.get("content")
         if last["role"] == "user" and isinstance(content, str) and content.startswith("decide: "):
             return "record_decision", json.dumps({"decision": content.removeprefix("decide: ")})
         if last["role"] == "user" and isinstance(content, str) and content.startswith("read: "):
             return "read_file", json.dumps({"path": content.removeprefix("read: ")})
+        if last["role"] == "user" and isinstance(content, str) and content.startswith("write: "):
+            path, _, text = content.removeprefix("write: ").partition(": ")
+            return "write_file", json.dumps({"path": path, "content": text + "\n"})
         return None
 
     def reply_for(self, body: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Env, wait_for
+from tests.e2e.harness import Client, Env, wait_for
 
 WATCHER_LATENCY_S = 1.5
 
@@ -408,3 +408,43 @@ def test_sessions_show_json_gives_checkpoints_as_data(env: Env, supervisor: str)
     text = env.run("sessions", "show", session_id).stdout
     assert "Checkpoints (agent-assist --resume ID, then /checkpoint N):" in text
     assert re.search(r"\n  4  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC  \d+ turns?", text), text
+
+
+def outside_notices(client: Client, what: str, listed: str) -> None:
+    """Wait for the notice of an outside change naming ``what`` (piped, a notice comes
+    out with the next command's answer: ``/checkpoint``'s, which shows ``listed``)."""
+
+    def noticed() -> bool:
+        client.send("/checkpoint")
+        client.expect(listed, stderr=True)
+        return f"note: {what} changed outside agent-assist" in client.drain_stderr()
+
+    wait_for(noticed, what=f"the notice of {what}")
+
+
+def test_an_agent_spec_made_outside_after_the_start_is_told(env: Env) -> None:
+    """A helper's report: agent_spec.md created after the session started was never
+    watched (it is tracked "when it exists"), nor after /save had added it."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("hello")
+    client.expect('You said: "hello"')
+    (env.workspace / SPEC).write_text("# made in an editor\n")
+    outside_notices(client, SPEC, "checkpoints")
+    client.close_stdin()
+    assert client.wait() == 0
+
+
+def test_a_template_file_saved_into_the_manifest_is_watched_from_then_on(env: Env) -> None:
+    """A helper's report: /save added a file made after the start to the manifest, but
+    the watcher was never told: its later edits went unnoticed."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("hello")
+    client.expect('You said: "hello"')
+    (env.workspace / "templates").mkdir()
+    (env.workspace / "templates" / "triage.md").write_text("v1\n")
+    client.send("/save")
+    client.expect("saved as checkpoint 1.", stderr=True)
+    (env.workspace / "templates" / "triage.md").write_text("v2, edited outside\n")
+    outside_notices(client, "templates/triage.md", "(save)")
+    client.close_stdin()
+    assert client.wait() == 0

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.harness import AGENT_ASSIST, Env, Terminal
+from tests.e2e.harness import AGENT_ASSIST, Env, Terminal, wait_for
 from tests.e2e.openai_server import ChatServer
 
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
@@ -289,3 +289,43 @@ def test_sigterm_while_a_reply_streams_drops_that_reply_and_keeps_the_rest(
     (session_id,) = env.session_ids()
     messages = str(env.session(session_id)["recent_messages"])
     assert "hello tty" in messages and "word199" not in messages
+
+
+def test_a_cancelled_turns_writes_are_its_own_and_tracked(env: Env, server: ChatServer) -> None:
+    """A helper's report: Ctrl+C after the assistant's write told that write as a change
+    "outside agent-assist" (and noted it to the model); a file a cancelled turn made was
+    not tracked (never watched, not in the manifest)."""
+    spec = env.workspace / "agent_spec.md"
+    spec.write_text("v1\n")
+    server.tool_returns_go.clear()  # the model's answer to a write waits: Ctrl+C cuts it
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        for path in ("agent_spec.md", "notes.md"):
+            tty.type(f"write: {path}: by the assistant\r")
+            written = env.workspace / path
+            wait_for(
+                lambda written=written: written.exists()  # type: ignore[misc]
+                and written.read_text() == "by the assistant\n",
+                what=f"the write of {path}",
+            )
+            tty.type("\x03")
+            tty.expect("[cancelled]")
+            tty.expect_prompt()
+        time.sleep(1.5)  # what the watcher makes of the writes comes within a second
+        (env.workspace / "notes.md").write_text("edited outside\n")
+        tty.expect("note: notes.md changed outside agent-assist")
+        server.tool_returns_go.set()
+        tty.type("and now?\r")
+        tty.expect("echo: and now?")
+        tty.expect_prompt()
+        tty.type("\x04")
+        assert tty.process.wait(timeout=30) == 0
+    finally:
+        tty.close()
+    shown = ANSI.sub(b"", tty.seen).decode(errors="replace")
+    assert "agent_spec.md changed outside" not in shown
+    system = server.system_text()
+    assert "changed outside the assistant since the last turn: notes.md." in system, system
+    (session_id,) = env.session_ids()
+    assert set(env.session(session_id)["file_manifest"]) == {"agent_spec.md", "notes.md"}
