@@ -67,6 +67,8 @@ SAVE_RETRIED = "error: could not update the session on disk"
 fails only if turns are still unsaved at its end (the ``closed`` frame says so)."""
 REATTACH_ATTEMPTS = 5
 RESEND_ATTEMPTS = 3
+CUT_OFF = "[cut off: the chat ended before the reply did; this message was not kept]"
+"""After the partial text of a reply the end of the chat cut (it is not the reply)."""
 LOST_TWICE = (
     "error: lost the supervisor twice during this reply; "
     "the message was not answered (send it again)"
@@ -632,6 +634,11 @@ class Chat:
         try:
             with self.console.keys_unechoed():
                 self._receive_turn(frame, views)
+        except (ChatEnded, Terminated):  # the supervisor stopped, SIGTERM, SIGHUP
+            views[-1].end()
+            with contextlib.suppress(OSError):  # a hung-up terminal takes no more output
+                self.console.warn(CUT_OFF)
+            raise
         finally:
             views[-1].end()
 

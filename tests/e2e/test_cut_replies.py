@@ -1,0 +1,60 @@
+"""A reply cut by the end of the chat (a supervisor stop, SIGTERM, SIGHUP) says so: its
+partial text on stdout is not the reply, and the message was not kept."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.harness import Client, Env, wait_for
+from tests.e2e.openai_server import ChatServer
+
+CUT_OFF = "[cut off: the chat ended before the reply did; this message was not kept]"
+
+
+@pytest.fixture
+def server(env: Env) -> Iterator[ChatServer]:
+    with ChatServer(chunk_delay=0.05) as chat_server:
+        env.extra.update(
+            OPENAI_BASE_URL=chat_server.base_url,
+            OPENAI_API_KEY="sk-local",
+            AGENT_ASSIST_MODEL="openai-chat:test-model",
+        )
+        yield chat_server
+
+
+def streaming(env: Env, server: ChatServer) -> Client:
+    """A piped chat whose second message's reply is streaming."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("hello")
+    client.expect("echo: hello")
+    client.send("be slow please")
+    wait_for(
+        lambda: any("slow" in str(r["messages"][-1]) for r in server.requests),
+        what="the slow reply asked for",
+    )
+    time.sleep(0.3)  # a few words of it streamed (stdout shows them only at the line's end)
+    return client
+
+
+@pytest.mark.parametrize("how", ["stop", "SIGTERM", "SIGHUP"])
+def test_a_reply_cut_by_the_end_of_the_chat_says_so(
+    env: Env, server: ChatServer, how: str
+) -> None:
+    """A helper's report: the cut reply was left on stdout as if whole, and nothing said
+    the message it answered was lost."""
+    client = streaming(env, server)
+    if how == "stop":
+        assert env.run("supervisor", "stop").returncode == 0
+    else:
+        client.process.send_signal(getattr(signal, how))
+    assert client.wait() != 0
+    time.sleep(0.2)  # the reader threads take the last lines
+    stderr = client.drain_stderr()
+    assert CUT_OFF in stderr, stderr
+    (session_id,) = env.session_ids()
+    wait_for(lambda: "hello" in str(env.session(session_id)["recent_messages"]), what="saved")
+    assert "be slow please" not in str(env.session(session_id)["recent_messages"])
