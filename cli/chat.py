@@ -436,7 +436,7 @@ class Chat:
                         self.console.warn(f"  {line.removeprefix('- ')}")
                 return
             if frame["type"] == "notice":
-                self.console.warn(frame["text"])
+                self.show(frame)  # piped, an error line (a failed write) fails the run
                 continue
             if frame["type"] != "error":
                 continue

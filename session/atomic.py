@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import re
 import secrets
 import stat
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
 from session.faults import inject
 from session.models import utc_now
 
+log = logging.getLogger("agent_assist.storage")
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 IOV_MAX = max(16, os.sysconf("SC_IOV_MAX"))
@@ -83,6 +86,21 @@ def clear_stale_temp(tmp: Path) -> None:
         os.rename(tmp, tmp.with_name(f"{tmp.name}.stale-{stamp}"))
     else:
         tmp.unlink()
+
+
+def quarantine(path: Path, now: datetime) -> Path | None:
+    """Move ``path`` aside to ``<name>.corrupt-<timestamp>``; never deletes. None if it failed."""
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    suffix = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{suffix}")
+        suffix += 1
+    try:
+        os.rename(path, target)
+    except OSError:
+        return None
+    return target
 
 
 def atomic_write(
@@ -207,7 +225,16 @@ def _replace(
         os.close(fd)
         fd = -1
         inject("rename", path)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except IsADirectoryError:
+            if not clear_stale:  # a user's file: never moved
+                raise
+            aside = quarantine(path, utc_now())  # a directory at our file's name, by hand
+            if aside is None:
+                raise
+            log.warning("a directory was at %s; moved aside to %s", path, aside.name)
+            os.replace(tmp, path)
     except BaseException:
         if fd >= 0:
             os.close(fd)

@@ -27,6 +27,7 @@ from session.atomic import (
     atomic_write,
     ensure_private_dir,
     fsync_dir,
+    quarantine,
     replace_workspace_file,
     write_creating_directories,
 )
@@ -124,21 +125,6 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise UnsafeSessionFile(path, f"over the {max_bytes} byte cap")
     return data
-
-
-def quarantine(path: Path, now: datetime) -> Path | None:
-    """Move ``path`` aside to ``<name>.corrupt-<timestamp>``; never deletes. None if it failed."""
-    stamp = now.strftime("%Y%m%dT%H%M%SZ")
-    target = path.with_name(f"{path.name}.corrupt-{stamp}")
-    suffix = 1
-    while target.exists():
-        target = path.with_name(f"{path.name}.corrupt-{stamp}-{suffix}")
-        suffix += 1
-    try:
-        os.rename(path, target)
-    except OSError:
-        return None
-    return target
 
 
 _NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b'[]{}"')

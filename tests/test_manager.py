@@ -402,6 +402,20 @@ def test_pointer_round_trip_and_delete(manager: SessionManager) -> None:
     assert manager.read_pointer(4242) is None
 
 
+def test_a_directory_in_place_of_a_pointer_or_session_file_is_moved_aside_not_failed_on(
+    manager: SessionManager,
+) -> None:
+    """A helper's attack: a directory at active_<pid>.json made every pointer write fail
+    with a raw "[Errno 21] Is a directory" line, and the run still exit 0."""
+    in_the_way = manager.pointer_path(4242)
+    in_the_way.mkdir(parents=True)
+    (in_the_way / "kept.txt").write_text("mine")
+    manager.write_pointer(pointer(4242))
+    assert manager.read_pointer(4242) == pointer(4242)
+    (aside,) = in_the_way.parent.glob("active_4242.json.corrupt-*")
+    assert (aside / "kept.txt").read_text() == "mine", "moved aside, never deleted"
+
+
 @pytest.mark.parametrize(
     ("content", "reason"),
     [
