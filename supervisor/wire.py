@@ -12,8 +12,11 @@ import json
 from typing import Any, Final
 
 PROTOCOL_VERSION: Final = 1
-MAX_FRAME_BYTES: Final = 1024 * 1024
-"""The longest frame a client may send: the supervisor refuses a longer one."""
+MAX_FRAME_BYTES: Final = 2 * 1024 * 1024
+"""The longest frame a client may send: the supervisor refuses a longer one. A message of
+``MAX_MESSAGE_CHARS`` characters fits whatever they are (a control character takes 6
+bytes as an escape: 1.2 MB; at 1 MiB, 190,000 of them were refused as "over the limit
+of 200,000")."""
 MAX_SERVER_FRAME_BYTES: Final = 64 * 1024 * 1024
 """The longest frame the supervisor sends, and a client accepts: the listing of a few
 thousand sessions, a manifest of thousands of files are over a MiB. Reply text goes in

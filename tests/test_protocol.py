@@ -60,3 +60,12 @@ def test_secrets_that_cannot_be_sent_are_left_out_and_the_hello_stays_small() ->
     assert undecodable not in frame["secrets"]
     assert "plain-secret-1" in frame["secrets"]
     assert len(encode_frame(frame)) < MAX_FRAME_BYTES
+
+
+def test_a_message_within_the_character_limit_fits_in_a_frame_whatever_its_characters() -> None:
+    """A helper's attack: 190,000 control characters (6 bytes each as escapes) made a
+    frame over the cap, refused as "190,000 characters is over the limit of 200,000"."""
+    from supervisor.wire import MAX_MESSAGE_CHARS, encode_frame
+
+    for worst in ("\x01", '"', "\U0001f600", "\u2028"):
+        encode_frame({"type": "user_message", "text": worst * MAX_MESSAGE_CHARS, "id": "x" * 16})
