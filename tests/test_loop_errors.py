@@ -53,3 +53,17 @@ def test_after_the_quiet_time_the_next_one_is_logged_with_how_many_were_left_out
     with caplog.at_level(logging.ERROR, logger="agent_assist.supervisor"):
         quiet(loop.as_loop(), flood)
     assert "1 more event-loop errors like the next one were not logged" in caplog.text
+
+
+def test_errors_that_differ_only_in_an_objects_address_are_one_kind() -> None:
+    """A helper's attack: 5,000 connections dropped at once logged 901 tracebacks, each
+    message naming a different future's address."""
+    loop = RecordingLoop()
+    handler = QuietLoopErrors(quiet_s=3600)
+    for address in range(0x7F5EC5E86200, 0x7F5EC5E86200 + 500 * 0x120, 0x120):
+        message = (
+            "Exception in callback <built-in method set_result of _asyncio.Future object "
+            f"at {address:#x}>"
+        )
+        handler(loop.as_loop(), {"message": message, "exception": asyncio.InvalidStateError()})
+    assert len(loop.logged) == 1
