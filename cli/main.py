@@ -64,6 +64,25 @@ class Days(click.ParamType[float]):
         return days
 
 
+class SessionId(click.ParamType[str]):
+    """A session id: 12 hex digits (``../x`` is a usage error, told before anything runs)."""
+
+    name = "id"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> str:
+        from session.models import is_session_id  # only when an id is given
+
+        text = str(value).strip()
+        if not is_session_id(text):
+            self.fail(f"{str(value)[:40]!r} is not a session id (12 hex digits)", param, ctx)
+        return text
+
+
+SESSION_ID = SessionId()
+
+
 def one_line_errors(fn: F) -> F:
     """Translate the project's errors to one line on stderr and exit status 1."""
 
@@ -118,6 +137,7 @@ def chat_options(fn: F) -> F:
                 "--resume",
                 "resume_id",
                 metavar="ID",
+                type=SESSION_ID,
                 default=None,
                 help="Resume this session.",
                 shell_complete=complete_session_ids,
@@ -142,8 +162,6 @@ def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, 
         raise click.UsageError("--new and --resume cannot be used together")
     if new and yes:
         raise click.UsageError("--new and --yes cannot be used together (--yes resumes)")
-    if resume_id is not None and not resume_id.strip():
-        raise click.UsageError("--resume needs a session id (12 hex digits)")
     from cli import config_cmd
     from cli.chat import ChatError, ChatOptions, run_chat  # not needed by the other commands
 
@@ -312,7 +330,7 @@ def _workspace(ctx: click.Context, workspace: Path | None) -> Path:
 
 
 @sessions.command("show")
-@click.argument("session_id", shell_complete=complete_session_ids)
+@click.argument("session_id", type=SESSION_ID, shell_complete=complete_session_ids)
 @workspace_override
 @click.option("--json", "as_json", is_flag=True, help="Print the session as JSON.")
 @click.pass_context
@@ -334,7 +352,7 @@ def sessions_show(
 
 
 @sessions.command("rm")
-@click.argument("session_id", shell_complete=complete_session_ids)
+@click.argument("session_id", type=SESSION_ID, shell_complete=complete_session_ids)
 @workspace_override
 @click.pass_context
 @one_line_errors

@@ -315,7 +315,8 @@ def test_the_hint_for_an_option_before_a_command_names_where_it_is_taken(env: En
 @pytest.mark.parametrize(
     ("args", "line"),
     [
-        (("--resume", ""), "error: --resume needs a session id (12 hex digits)"),
+        (("--resume", ""), "error: Invalid value for '--resume': '' is not a session id"),
+        (("--resume", "../../x"), "error: Invalid value for '--resume': '../../x' is not a"),
         (("--new", "--yes"), "error: --new and --yes cannot be used together"),
     ],
 )
