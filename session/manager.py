@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import logging
 import os
 import re
 import stat
@@ -57,6 +58,7 @@ from session.filesystem import is_safe_relative_path, safe_relative_paths
 from session.header_index import FileIdentity, read_index, write_index
 from session.models import (
     SCHEMA_VERSION,
+    SHA256_RE,
     JsonDict,
     Pointer,
     SessionHeader,
@@ -68,6 +70,24 @@ from session.models import (
     validate_session_id,
 )
 from session.redaction import scrub_json, scrub_keys, scrub_text, with_secrets
+
+log = logging.getLogger("agent_assist.storage")
+_DIGEST_RE = re.compile(SHA256_RE)
+
+
+def _valid_entries(path: Path, manifest: JsonDict) -> JsonDict:
+    """A manifest without its entries that hold no SHA-256 (a hand edit): one bad entry
+    untracks one file, it does not move the whole session aside."""
+    kept = {
+        name: digest
+        for name, digest in manifest.items()
+        if isinstance(digest, str) and _DIGEST_RE.match(digest)
+    }
+    if len(kept) != len(manifest):
+        left = sorted(set(manifest) - set(kept))
+        log.warning("%s: manifest entries with no valid digest left out: %s", path.name, left)
+    return kept
+
 
 MAX_SESSION_BYTES = 32 * 1024 * 1024
 MAX_MESSAGE_DEPTH = 200
@@ -502,6 +522,9 @@ class SessionManager:
             raise self._corrupt(path, f"invalid content: {exc}".splitlines()[0]) from exc
         if messages_too_deep(data, migrated.get("recent_messages")):
             raise UnsafeSessionFile(path, f"a message nests over {MAX_MESSAGE_DEPTH} levels deep")
+        manifest = migrated.get("file_manifest")
+        if isinstance(manifest, dict):
+            migrated["file_manifest"] = _valid_entries(path, manifest)
         return migrated
 
     def _validated(self, path: Path, raw: JsonDict, session_id: str) -> SessionState:

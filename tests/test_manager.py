@@ -738,3 +738,17 @@ def test_turns_kept_in_recovered_are_told_by_the_listing_until_the_session_is_wr
     later = kept.stat().st_mtime + 5
     os.utime(project / f"{state.session_id}.json", (later, later))  # saved again since
     assert catalog.list((project,), {}).warnings == ()
+
+
+def test_a_manifest_entry_with_no_valid_digest_is_left_out_not_the_whole_session(
+    manager: SessionManager,
+) -> None:
+    """A helper's attack: one hand-edited digest moved the whole session aside."""
+    path = manager.save(full_state())
+    data = orjson.loads(path.read_bytes())
+    good = dict(data["file_manifest"])
+    data["file_manifest"] = {**good, "edited.md": "not-a-digest", "odd.md": 7}
+    path.write_bytes(orjson.dumps(data))
+    loaded = manager.load(SID)
+    assert loaded.file_manifest == good
+    assert path.exists() and not list(path.parent.glob("*.corrupt-*"))
