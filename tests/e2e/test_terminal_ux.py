@@ -675,3 +675,12 @@ def test_an_offer_with_more_other_sessions_than_it_lists_says_how_many_more(env:
     assert "(answer 2-6):" in result.stderr, result.stderr
     assert "    6) " in result.stderr and "    7) " not in result.stderr
     assert "    and 2 more (agent-assist sessions lists them all)" in result.stderr
+
+
+def test_leaving_a_session_with_no_turn_says_nothing_was_saved(env: Env) -> None:
+    """A helper's report: /exit of a session with no turn printed nothing at all, where
+    every other exit names what was saved."""
+    result = env.run("--new", input="/exit\n")
+    assert result.returncode == 0
+    assert result.stderr.splitlines()[-1] == "Nothing to save (no turn was completed)."
+    assert env.session_ids() == []
