@@ -44,7 +44,7 @@ from actors.messages import (
 from actors.worker_thread import WorkerThread
 from session.catalog import SessionCatalog
 from session.checkpoints import cap_bytes
-from session.errors import CheckpointError, SessionDeleted, SessionLive
+from session.errors import CheckpointError, SessionDeleted, SessionLive, SupersededWriter
 from session.manager import RestoredFiles
 from session.models import utc_now
 
@@ -148,10 +148,10 @@ class StorageActor(Actor[StorageMessage]):
         self._check_holder(session_id, writer)
         held_by = self._memory.tokens.get(session_id)
         if token is not None and held_by is not None and held_by != token:
-            raise SessionLive(session_id, writer)  # a newer actor of this terminal holds it
+            raise SupersededWriter(session_id, writer)  # a newer actor of this terminal has it
         latest = self._memory.last_claimed_by.get(session_id)
         if token is not None and latest is not None and latest != token:
-            raise SessionLive(session_id, writer)  # another actor held it since (and left)
+            raise SupersededWriter(session_id, writer)  # another actor held it since (and left)
 
     async def handle(self, message: StorageMessage) -> Any:
         catalog = self._catalog

@@ -4,6 +4,7 @@
     ├── InvalidSessionId           an id that is not 12 lowercase hex digits
     ├── IllegalTransition          a lifecycle event not allowed in the current phase
     ├── SessionLive                another terminal holds the session live
+    │   └── SupersededWriter       a late write of an actor the session was opened by since
     ├── SessionDeleted             a write for a session deleted by ``/reset``
     ├── SessionFileError           a problem with one file on disk (``.path``)
     │   ├── CorruptSessionFile     did not parse; moved aside to ``.moved_to``
@@ -49,6 +50,20 @@ class SessionLive(SessionError):
         super().__init__(f"session {session_id} is live in another terminal (pid {holder_pid})")
         self.session_id = session_id
         self.holder_pid = holder_pid
+
+
+class SupersededWriter(SessionLive):
+    """A late write (an exit's, a summary's) of a terminal actor the session was claimed
+    by since: refused, and said as such (it named the late writer as the live holder)."""
+
+    def __init__(self, session_id: str, writer_pid: int) -> None:
+        SessionError.__init__(
+            self,
+            f"session {session_id} was opened again since terminal {writer_pid} wrote it; "
+            "that terminal's late write is refused",
+        )
+        self.session_id = session_id
+        self.holder_pid = writer_pid
 
 
 class SessionDeleted(SessionError):

@@ -24,7 +24,12 @@ from actors.messages import (
 )
 from actors.storage import StorageActor, StorageMemory
 from session.catalog import Resumable, SessionListing
-from session.errors import SessionDeleted, SessionLive, UnsafeSessionDirectory
+from session.errors import (
+    SessionDeleted,
+    SessionLive,
+    SupersededWriter,
+    UnsafeSessionDirectory,
+)
 from session.history import dump_messages
 from session.models import Pointer, SessionState
 from session.processes import process_start_time
@@ -212,8 +217,12 @@ async def test_a_late_write_after_another_terminal_held_the_session_is_refused(
     await storage.ask(Claim("aaaaaaaaaaaa", 200, token=2))
     await storage.ask(SaveSession(p, state("aaaaaaaaaaaa", hour=13), writer=200, token=2))
     await storage.ask(Release("aaaaaaaaaaaa", 200, token=2))
-    with pytest.raises(SessionLive):
+    with pytest.raises(SupersededWriter) as refused:  # not "live in terminal 100": it left
         await storage.ask(SaveSession(p, state("aaaaaaaaaaaa", hour=12), writer=100, token=1))
+    assert str(refused.value) == (
+        "session aaaaaaaaaaaa was opened again since terminal 100 wrote it; that terminal's "
+        "late write is refused"
+    )
     listing: SessionListing = await storage.ask(ListSessions((p,)))
     assert [r.updated_at.hour for r in listing.rows] == [13]
 
