@@ -284,6 +284,8 @@ class TerminalActor(Actor[TerminalMessage]):
         self._history_at_restore: tuple[Any, ...] | None = None
         """The history a restore brought back: until a turn changes it, a summary that
         arrives was asked for the conversation before the restore, and is dropped."""
+        self._held_notices: list[Info] = []
+        """Background notices that came while a reply streamed: told after it."""
         self._offline_told = False
         """The summary model failed and the terminal was told the offline summarizer
         stands in (once, until the model writes again)."""
@@ -569,6 +571,9 @@ class TerminalActor(Actor[TerminalMessage]):
         outside = self._changed_by_others(deferred, done)
         if outside:
             await self._note_changes(outside)
+        held, self._held_notices = self._held_notices, []
+        for notice in held:
+            await self._emit(notice)
 
     async def _command(self, name: str, arg: str | None) -> None:
         if not self._lc.is_open:
@@ -942,7 +947,7 @@ class TerminalActor(Actor[TerminalMessage]):
             quiet = result.no_gain or result.error is None  # nothing worth it, or skipped
             if automatic and not quiet and self._lc.compaction_failures == 1:
                 wait = self._lc.backoff_until - self._lc.invocations
-                await self._emit(
+                await self._tell_between_turns(
                     Info(
                         f"warning: compaction failed ({result.error}); the "
                         f"conversation goes on uncompacted, next try in {wait} turns"
@@ -968,7 +973,7 @@ class TerminalActor(Actor[TerminalMessage]):
             after = self._lc.estimated_tokens()
             compaction = result.compaction
             turns = turns_named(compaction.start_invocation, compaction.end_invocation)
-            await self._emit(
+            await self._tell_between_turns(
                 Info(
                     f"note: compacted {turns} into a summary (~{before:,} -> ~{after:,} tokens)"
                 )
@@ -982,7 +987,15 @@ class TerminalActor(Actor[TerminalMessage]):
             self._offline_told = False
         elif not self._offline_told:
             self._offline_told = True
-            await self._emit(Info(f"warning: {because}"))
+            await self._tell_between_turns(Info(f"warning: {because}"))
+
+    async def _tell_between_turns(self, notice: Info) -> None:
+        """A notice of work done in the background (a compaction, the summary model): held
+        while a reply streams, and told after it (it cut the reply's text in two)."""
+        if self._lc.phase is Phase.IN_TURN:
+            self._held_notices.append(notice)
+        else:
+            await self._emit(notice)
 
     def _context_text(self) -> str:
         """What ``/resume`` shows: the resume context and the compaction the model gets."""

@@ -417,3 +417,23 @@ def test_compact_while_the_windows_compaction_runs_compacts_once(
     assert result.returncode == 0, result.stderr
     told = [line for line in result.stderr.splitlines() if "ompacted turns 1-2" in line]
     assert len(told) == 1 and told[0].startswith("Compacted turns 1-2: ~"), result.stderr
+
+
+def test_a_compaction_note_that_comes_while_a_reply_streams_waits_for_its_end(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report: the note of the compaction done after turn 1 came in the middle
+    of turn 2's reply, which it cut in two lines on stdout."""
+    server.chunk_delay = 0.02  # turn 2's reply streams for about 4 s
+    server.summary_delay = 0.5  # turn 1's compaction ends while it streams
+    result = env.run(
+        "--new",
+        input=script(range(1, 2)) + "be slow please\n",
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        AGENT_ASSIST_COMPACTION_INTERVAL="1",
+        AGENT_ASSIST_COMPACTION_OVERLAP="0",
+    )
+    assert result.returncode == 0, result.stderr
+    slow = [line for line in result.stdout.splitlines() if "word" in line]
+    assert len(slow) == 1 and slow[0].startswith("word0") and slow[0].endswith("word199")
+    assert "note: compacted turn 1 into a summary" in result.stderr
