@@ -58,7 +58,17 @@ class Checkpoint(BaseModel):
 
     @property
     def last_user(self) -> str:
-        return first_words(last_user_text(self.state.recent_messages))
+        """The first words of the last user message: the tail's, or after a compaction took
+        the whole tail, the last request its offline narrative names."""
+        text = last_user_text(self.state.recent_messages)
+        if not text:
+            latest = _LATEST_REQUESTS_RE.search(self.state.compacted_history_summary or "")
+            text = latest[1].split("; ")[-1] if latest else ""
+        return first_words(text)
+
+
+_LATEST_REQUESTS_RE = re.compile(r"^Latest requests \(turns? [\d-]+\): (.*?)\.?$", re.MULTILINE)
+"""The offline narrative's line naming the compacted turns' last requests."""
 
 
 def entry_name(number: int) -> str:

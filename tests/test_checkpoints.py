@@ -371,3 +371,23 @@ def test_a_checkpoint_after_a_compaction_counts_the_compacted_turns_too() -> Non
     )
     (line,) = listing_lines([made.model_copy(update={"state": compacted})])
     assert "  7 turns  " in line
+
+
+def test_a_checkpoint_after_a_whole_compaction_names_its_last_request_from_the_summary() -> None:
+    """A helper's report: after /compact took the whole tail, the checkpoint's line had no
+    last words (the tail it read them from was empty)."""
+    compacted = checkpoint(1, {}).model_copy(
+        update={
+            "state": SessionState.new(NOW, "0123456789ab").model_copy(
+                update={
+                    "compacted_history_summary": (
+                        "Conversation so far (turns 1-3, compacted); the later turns follow "
+                        "in full.\nStarted with: design a triage agent.\n"
+                        "Latest requests (turns 1-3): design the router; add tests; ship it."
+                    )
+                }
+            )
+        }
+    )
+    assert compacted.turns == 3
+    assert compacted.last_user == "ship it"
