@@ -66,10 +66,15 @@ def test_an_over_long_message_is_refused_by_the_client_and_the_chat_goes_on(env:
     assert result.returncode == 1, "piped, a refused message makes the run's status 1"
 
 
-def test_a_message_over_the_frame_size_is_refused_by_the_client(env: Env) -> None:
-    control_characters = "\x01" * (LIMIT - 10)  # few characters, six bytes each on the wire
+def test_a_message_within_the_character_limit_is_sent_whatever_its_characters(
+    env: Env,
+) -> None:
+    """A helper's attack: 199,990 control characters (six bytes each on the wire) were
+    refused as "over the limit of 200,000"; the frame cap now holds any such message."""
+    control_characters = "\x01" * (LIMIT - 10)
     result = env.run("--new", input=f"{control_characters}\nhello after\n", terminal=env.terminal())
-    assert "message not sent" in result.stderr and "went away" not in result.stderr
+    assert "message not sent" not in result.stderr and "went away" not in result.stderr
+    assert result.stdout.count("You said:") == 2
     assert 'You said: "hello after"' in result.stdout
 
 
