@@ -369,11 +369,13 @@ _RULE_RE: Final = re.compile(
 "Only use ...", "Avoid ..."), or ``Rule: ...``."""
 _NOT_A_RULE_RE: Final = re.compile(
     r"^\s*I\s+(?:always|never)\s+(?!use\b|want\b|need\b|prefer\b)\w+"
-    r"|^\W*\w+\W*$",
+    r"|^\s*(?:we|you|they|he|she|it)\s+(?:always|never)\s+(?:forg[eo]t|lose|lost|miss)"
+    r"|\bnever\s+mind\b|^\W*(?:\w+\W+)?\w*\W*$",
     re.IGNORECASE,
 )
-""""I never liked ...", "I always forget ..." tell a story (but "I always want ..." is a
-rule); a one-word sentence ("Never,") answers, it does not set a rule."""
+""""I never liked ...", "we always forget ..." tell a story (but "I always want ..." is a
+rule); "Never mind" is no rule; nor is a sentence of one or two words ("Never,",
+"Make sure.", "Never, ever.")."""
 _EXTENSIONS: Final = (
     "md|mdx|markdown|txt|rst|py|pyi|ipynb|json|jsonl|ndjson|yaml|yml|toml|ini|cfg|conf|env|"
     "csv|tsv|sql|sh|bash|zsh|js|jsx|ts|tsx|mjs|cjs|html|htm|css|scss|xml|proto|graphql|rs|go|"

@@ -14,8 +14,8 @@ from functools import lru_cache
 _SECRET_ENV_NAME_RE = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASS|CREDENTIAL|_PWD(?:_|$)|^PWD_)")
 """Names of variables holding a credential: ``OPENAI_API_KEY``, ``MYSQL_PWD`` (not
 ``PWD`` nor ``OLDPWD``, the working directories)."""
-_NAMES_A_PLACE = re.compile(r"(?i)_(?:FILE|PATH|DIR|NAME|ENV|ID)$")
-"""``DB_PASSWORD_FILE``: where a secret is kept, not the secret."""
+_NAMES_A_PLACE = re.compile(r"(?i)(?:FILE|PATH|DIR|_NAME|_ENV|_ID)$")
+"""``DB_PASSWORD_FILE``, ``PGPASSFILE``: where a secret is kept, not the secret."""
 MIN_SECRET_LEN = 8
 """Shorter values are not taken for secrets (they would scrub ordinary words)."""
 
@@ -24,7 +24,11 @@ def secrets_from_environment(environ: Mapping[str, str] | None = None) -> tuple[
     """Values of environment variables whose names say they hold a credential."""
     env = os.environ if environ is None else environ
     found = {
-        v for k, v in env.items() if _SECRET_ENV_NAME_RE.search(k) and not _NAMES_A_PLACE.search(k)
+        v
+        for k, v in env.items()
+        if _SECRET_ENV_NAME_RE.search(k)
+        and not _NAMES_A_PLACE.search(k)
+        and not os.path.isabs(v)  # GOOGLE_APPLICATION_CREDENTIALS: where the secret is
     }
     return longest_first(v for v in found if len(v) >= MIN_SECRET_LEN)
 

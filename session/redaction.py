@@ -147,8 +147,8 @@ def _kept(key: str, value: str) -> bool:
     token, or it is too short and plain to be one (``none``, ``todo``)."""
     if _REFERENCE_KEY_RE.search(key) or _is_reference(value):
         return True
-    if _is_token_key(key):
-        return not _looks_secret(value)
+    if _is_token_key(key) or _HASH_KEY_RE.search(key):
+        return not _looks_secret(value) or value.startswith(("/", "~/"))
     return len(value) < 6 and not _looks_short_secret(value)
 
 
@@ -159,9 +159,13 @@ def _is_token_key(key: str) -> bool:
 
 
 _STRONG_WORD_RE = re.compile(r"(?i)passw|passphrase|passcode|secret|key|pin code")
+_HASH_KEY_RE = re.compile(r"(?i)[_-]hash(?:es)?$")
+"""``password_hash``: a hash is kept out when it looks like one (``$2b$12$...``); its
+algorithm (``bcrypt``) stays."""
 _REFERENCE_KEY_RE = re.compile(
     r"(?i)[_-](?:names?|env|var|variable|path|file|ref|arn|id|url|header|field|type|"
-    r"length|len|size|limit|count|prefix|suffix|rotation|policy)$"
+    r"length|len|size|limit|count|prefix|suffix|rotation|policy|algorithm|algo|scheme|"
+    r"hint)$"
 )
 """A key that names where a secret is, or what it is like, not the secret:
 ``secret_name``, ``api_key_env``, ``token_url``, ``password_length``."""
@@ -175,7 +179,20 @@ _REFERENCE_RE = re.compile(
 
 
 def _is_reference(value: str) -> bool:
-    return _REFERENCE_RE.fullmatch(value) is not None
+    """A reference (``${VAR}``, ``settings.key``, ``${{ secrets.X }}``, whose value the
+    assignment patterns cut at its first space) or a placeholder (``TBD``, ``N/A``,
+    ``<your password>``, ``***``)."""
+    return (
+        _REFERENCE_RE.fullmatch(value) is not None
+        or value.startswith(("${{", "{{", "<"))
+        or value.rstrip(".").lower() in _PLACEHOLDERS
+        or set(value) <= set("*.x-_")
+    )
+
+
+_PLACEHOLDERS = frozenset(
+    ("tbd", "tba", "n/a", "na", "none", "null", "nil", "todo", "unset", "empty", "redacted")
+)
 
 
 def _looks_short_secret(value: str) -> bool:
@@ -369,13 +386,15 @@ def _written_forms(known_secrets: tuple[str, ...]) -> tuple[str, ...]:
 
 @lru_cache(maxsize=256)
 def _whole(secret: str) -> re.Pattern[str]:
-    """``secret`` where it stands as a whole (not inside a word or a name: a password
-    ``postgres`` leaves ``postgres_schema.sql`` alone), also right after an escaped
-    newline or tab of JSON text."""
+    """Where ``secret`` is replaced: everywhere, but for a plain word (letters only,
+    under 16: ``postgres``, ``changeme``), which is replaced where it stands whole (not
+    inside a word or a name: ``postgres_schema.sql`` stays), also right after an escaped
+    newline or tab of JSON text. A generated value glued to text (``bot123:AAH...`` in a
+    Telegram URL, ``Tr0ub4dor99_old``) is still the secret."""
+    if not (secret.isalpha() and len(secret) < 16):
+        return re.compile(re.escape(secret))
     edge = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrtbf]))"
-    left = edge if secret[0].isalnum() or secret[0] == "_" else ""
-    right = r"(?![A-Za-z0-9_])" if secret[-1].isalnum() or secret[-1] == "_" else ""
-    return re.compile(left + re.escape(secret) + right)
+    return re.compile(edge + re.escape(secret) + r"(?![A-Za-z0-9_])")
 
 
 def _env_assigned(match: re.Match[str]) -> str:

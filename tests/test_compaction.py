@@ -489,3 +489,17 @@ def test_habits_and_one_word_answers_are_not_rules_but_imperatives_are() -> None
         "Please avoid jargon.",
         "I always want a table.",
     )
+
+
+def test_idioms_complaints_and_fragments_are_not_rules() -> None:
+    """A helper's second attack: "Never mind, ..." and "We always forget ..." were kept as
+    rules the model must always follow, and so were the fragments "Make sure." and
+    "Only use"."""
+    retained = extract_retained(
+        said(
+            "Never mind, it works now.\nWe always forget to close the ticket.\n"
+            "You always forget the tests.\nNever, ever.\nMake sure.\nOnly use\n"
+            "We never deploy on Fridays.\nNever use emojis."
+        )
+    )
+    assert retained.rules == ("We never deploy on Fridays.", "Never use emojis.")

@@ -628,3 +628,50 @@ def test_a_manifest_path_with_a_secret_in_it_is_left_out_not_rewritten() -> None
 
     manifest = {"postgres/schema.sql": "a" * 64, "postgres_schema.sql": "b" * 64}
     assert scrub_keys(manifest, ("postgres",)) == {"postgres_schema.sql": "b" * 64}
+
+
+def test_a_generated_secret_is_replaced_even_glued_to_text() -> None:
+    """A helper's second attack: a known value touching a letter, digit or _ was left in
+    clear (Telegram's bot<TOKEN> URLs); only a plain word is replaced where whole."""
+    telegram = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+    secrets = (telegram, "Tr0ub4dor99", "postgres")
+    text = f"https://api.telegram.org/bot{telegram}/getMe Tr0ub4dor99_old postgres_schema.sql"
+    assert scrub_text(text, secrets) == (
+        "https://api.telegram.org/bot[REDACTED]/getMe [REDACTED]_old postgres_schema.sql"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # a helper's second attack: placeholders and design statements, not credentials
+        "secret: ${{ secrets.DEPLOY_KEY }}",
+        "secret: TBD",
+        "secret: N/A",
+        "password: TBD.",
+        "password: ...",
+        "password: ***",
+        "password: <redacted>",
+        "password_hash: bcrypt",
+        "pwd: /tmp/h23",
+    ],
+)
+def test_placeholders_and_design_statements_are_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
+
+
+def test_a_password_hash_and_a_numeric_password_are_still_scrubbed() -> None:
+    assert scrub_text("password_hash: $2b$12$abcdefghijklmnopqrstuv") == (
+        "password_hash: [REDACTED]"
+    )
+    assert scrub_text("password: 1234") == "password: [REDACTED]"
+
+
+def test_a_variable_naming_a_file_or_holding_a_path_is_no_secret() -> None:
+    from session.environment import secrets_from_environment
+
+    environ = {
+        "PGPASSFILE": "/home/u/.pgpass",
+        "GOOGLE_APPLICATION_CREDENTIALS": "/home/u/creds.json",
+        "DB_PASSWORD": "Tr0ub4dor99",
+    }
+    assert secrets_from_environment(environ) == ("Tr0ub4dor99",)
