@@ -68,7 +68,8 @@ fails only if turns are still unsaved at its end (the ``closed`` frame says so).
 REATTACH_ATTEMPTS = 5
 RESEND_ATTEMPTS = 3
 CUT_OFF = "[cut off: the chat ended before the reply did; this message was not kept]"
-"""After the partial text of a reply the end of the chat cut (it is not the reply)."""
+"""Where a reply the end of the chat cut would have been (on a terminal, after its partial
+text; piped, stdout gets none of it: it is not a reply)."""
 LOST_TWICE = (
     "error: lost the supervisor twice during this reply; "
     "the message was not answered (send it again)"
@@ -631,8 +632,8 @@ class Chat:
             with self.console.keys_unechoed():
                 self._receive_turn(frame, views)
         except (ChatEnded, Terminated):  # the supervisor stopped, SIGTERM, SIGHUP
-            views[-1].end()
             with contextlib.suppress(OSError):  # a hung-up terminal takes no more output
+                views[-1].cut()  # piped, the partial text held back is no reply: dropped
                 self.console.warn(CUT_OFF)
             raise
         finally:

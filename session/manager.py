@@ -542,12 +542,18 @@ class SessionManager:
         return CorruptSessionFile(path, quarantine(path, utc_now()), reason)
 
     def delete(self, session_id: str) -> bool:
-        """Remove a session file and the terminals' pointers to it; True if there was one."""
+        """Remove a session file and the terminals' pointers to it; True if there was one.
+        UnsafeSessionFile, and nothing removed, if a directory (or other non-file) is at
+        its name: that is not ours to delete."""
         self.check_directory()
+        path = self.session_path(session_id)
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                raise UnsafeSessionFile(path, "not a regular file")
         self._headers.pop(session_id, None)
         self.delete_pointers_to(session_id)
         try:
-            self.session_path(session_id).unlink()
+            path.unlink()
         except FileNotFoundError:
             return False
         fsync_dir(self.directory)

@@ -752,3 +752,19 @@ def test_a_manifest_entry_with_no_valid_digest_is_left_out_not_the_whole_session
     loaded = manager.load(SID)
     assert loaded.file_manifest == good
     assert path.exists() and not list(path.parent.glob("*.corrupt-*"))
+
+
+def test_removing_a_session_whose_file_is_a_directory_is_refused_in_one_line(
+    manager: SessionManager,
+) -> None:
+    """A helper's attack: `sessions rm` printed a raw "Is a directory" error."""
+    from session.errors import UnsafeSessionFile
+
+    path = manager.session_path(SID)
+    path.mkdir(parents=True)
+    with pytest.raises(UnsafeSessionFile) as refused:
+        manager.delete(SID)
+    assert str(refused.value) == (
+        f"refusing session file {SID}.json (not a regular file); left untouched"
+    )
+    assert path.is_dir()

@@ -1,8 +1,11 @@
 """A reply cut by the end of the chat (a supervisor stop, SIGTERM, SIGHUP) says so: its
-partial text on stdout is not the reply, and the message was not kept."""
+partial text is not a reply (piped, stdout gets none of it), and the message was not
+kept."""
 
 from __future__ import annotations
 
+import contextlib
+import queue
 import signal
 import time
 from collections.abc import Iterator
@@ -55,6 +58,11 @@ def test_a_reply_cut_by_the_end_of_the_chat_says_so(
     time.sleep(0.2)  # the reader threads take the last lines
     stderr = client.drain_stderr()
     assert CUT_OFF in stderr, stderr
+    stdout = list(client.stdout_lines)
+    with contextlib.suppress(queue.Empty):
+        while True:
+            stdout.append(client.out.get_nowait())
+    assert stdout == ["echo: hello"], "stdout carries replies only: not a cut one's start"
     (session_id,) = env.session_ids()
     wait_for(lambda: "hello" in str(env.session(session_id)["recent_messages"]), what="saved")
     assert "be slow please" not in str(env.session(session_id)["recent_messages"])
