@@ -26,6 +26,7 @@ from cli.console import (
 )
 from cli.errors import as_error_line
 from cli.preload import preload_prompt
+from cli.quick import incomplete
 from cli.summaries import clip, summary_headline
 from session.environment import secrets_from_environment
 from supervisor.client import (
@@ -336,6 +337,8 @@ class Chat:
             for warning in welcome.get("warnings", []):
                 self.console.warn(warning)
                 self._told.add(warning)
+                if incomplete([warning]):  # a file refused (its session not resumed)
+                    self.a_turn_failed = True
         return welcome, started
 
     def attach(self) -> None:

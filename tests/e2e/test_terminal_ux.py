@@ -684,3 +684,20 @@ def test_leaving_a_session_with_no_turn_says_nothing_was_saved(env: Env) -> None
     assert result.returncode == 0
     assert result.stderr.splitlines()[-1] == "Nothing to save (no turn was completed)."
     assert env.session_ids() == []
+
+
+def test_a_refused_session_file_at_the_start_fails_a_piped_run_and_rm_says_why(
+    env: Env,
+) -> None:
+    """A helper's attack: with a directory at a session file's name, a piped run printed
+    `error: refusing session file ...` and still exit 0 (the README says any error line
+    makes it 1), and `sessions rm` printed a raw "Is a directory"."""
+    assert env.run("--new", input="hi\n").returncode == 0
+    (env.project / "0123456789ab.json").mkdir()
+    result = env.run("--new", input="hello\n")
+    refused = "error: refusing session file 0123456789ab.json (not a regular file); left untouched"
+    assert refused in result.stderr.splitlines()
+    assert result.returncode == 1
+    removed = env.run("sessions", "rm", "0123456789ab")
+    assert removed.returncode == 1 and removed.stderr.splitlines() == [refused]
+    assert (env.project / "0123456789ab.json").is_dir()
