@@ -39,6 +39,14 @@ def conversation(request: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in request["messages"] if m["role"] not in ("system", "developer")]
 
 
+def compacted_up_to(env: Env, session_id: str) -> int:
+    """The last turn the session file's compaction covers (0: none)."""
+    from session.compaction import parse_compaction
+
+    compaction = parse_compaction(env.session(session_id)["compacted_history_summary"])
+    return compaction.end_invocation if compaction else 0
+
+
 def script(turns: range) -> str:
     return "".join(f"turn {n}: {TOPIC}\n" for n in turns)
 
@@ -148,8 +156,6 @@ def test_the_resume_offer_counts_the_compacted_turns_too(env: Env, server: ChatS
 def test_a_compaction_due_after_the_last_turn_is_kept_after_the_exit(env: Env) -> None:
     """It was dropped with the terminal: the file kept the summary of turns 1-2 and the
     tail of turns 3-4, and only the next run caught up."""
-    from session.compaction import parse_compaction
-
     result = env.run(
         "--new",
         input="a1\na2\na3\na4\n",
@@ -158,12 +164,7 @@ def test_a_compaction_due_after_the_last_turn_is_kept_after_the_exit(env: Env) -
     )
     assert result.returncode == 0, result.stderr
     (session_id,) = env.session_ids()
-
-    def compacted_up_to() -> int:
-        compaction = parse_compaction(env.session(session_id)["compacted_history_summary"])
-        return compaction.end_invocation if compaction else 0
-
-    wait_for(lambda: compacted_up_to() == 4, what="turns 1-4 compacted in the file")
+    wait_for(lambda: compacted_up_to(env, session_id) == 4, what="turns 1-4 compacted")
 
 
 def run_with_summary_model(
@@ -301,8 +302,6 @@ def test_a_compaction_running_at_exit_is_not_asked_of_the_model_again(
 def compacted_through_turn_4(env: Env, server: ChatServer) -> str:
     """A session whose turns 1-4 the summary model compacted (two windows of two), and
     whose file holds its summary; its id."""
-    from session.compaction import parse_compaction
-
     result = run_with_summary_model(
         env,
         range(1, 5),
@@ -311,12 +310,9 @@ def compacted_through_turn_4(env: Env, server: ChatServer) -> str:
     )
     assert result.returncode == 0, result.stderr
     (session_id,) = env.session_ids()
-
-    def compacted_up_to() -> int:
-        compaction = parse_compaction(env.session(session_id)["compacted_history_summary"])
-        return compaction.end_invocation if compaction else 0
-
-    wait_for(lambda: compacted_up_to() == 4, timeout=30, what="turns 1-4 compacted")
+    wait_for(
+        lambda: compacted_up_to(env, session_id) == 4, timeout=30, what="turns 1-4 compacted"
+    )
     env.run("supervisor", "stop")  # whatever the exit asked for has landed
     assert env.session(session_id)["summary"]
     return session_id

@@ -8,7 +8,6 @@ import contextlib
 import queue
 import signal
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -19,14 +18,8 @@ CUT_OFF = "[cut off: the chat ended before the reply did; this message was not k
 
 
 @pytest.fixture
-def server(env: Env) -> Iterator[ChatServer]:
-    with ChatServer(chunk_delay=0.05) as chat_server:
-        env.extra.update(
-            OPENAI_BASE_URL=chat_server.base_url,
-            OPENAI_API_KEY="sk-local",
-            AGENT_ASSIST_MODEL="openai-chat:test-model",
-        )
-        yield chat_server
+def server(streaming_server: ChatServer) -> ChatServer:
+    return streaming_server
 
 
 def streaming(env: Env, server: ChatServer) -> Client:

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import termios
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -77,14 +76,8 @@ class Pty:
 
 
 @pytest.fixture
-def server(env: Env) -> Iterator[ChatServer]:
-    with ChatServer(chunk_delay=0.05) as chat_server:
-        env.extra.update(
-            OPENAI_BASE_URL=chat_server.base_url,
-            OPENAI_API_KEY="sk-local",
-            AGENT_ASSIST_MODEL="openai-chat:test-model",
-        )
-        yield chat_server
+def server(streaming_server: ChatServer) -> ChatServer:
+    return streaming_server
 
 
 def streaming_after_one_turn(tty: Pty) -> None:
