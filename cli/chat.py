@@ -870,7 +870,7 @@ class Chat:
                         self.console.warn(stopped_line(frame, self.session_id))
                     elif frame["saved"]:  # piped too: a script learns its session id
                         self.console.warn(f"Session {frame['session_id']} saved.")
-                    else:  # said, not left to be guessed from silence
+                    elif self.session_id is not None:  # said, not guessed from silence
                         self.console.warn("Nothing to save (no turn was completed).")
                     break
                 self._other(frame)

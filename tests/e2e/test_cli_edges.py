@@ -149,6 +149,7 @@ def test_end_of_input_at_the_resume_question_opens_nothing(env: Env) -> None:
     result = env.run(input="", terminal=tab)
     assert "Resume previous session? [Y/n]" in result.stderr
     assert "Cancelled; no session was opened" in result.stderr
+    assert "Nothing to save" not in result.stderr, "no session was opened: nothing to say"
     assert result.returncode == 0
     assert env.session_ids() == [session_id] and env.session(session_id) == before
 
