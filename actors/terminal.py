@@ -527,6 +527,7 @@ class TerminalActor(Actor[TerminalMessage]):
             if done.touched:  # what it wrote is tracked, watched, and not told as outside
                 manifest, _ = await self._manifest(done.touched)
                 await self._watch(manifest)
+            outside = self._changed_by_others(deferred, done)
             if done.text:
                 await self._emit(ReplyText(done.text))
             error = done.error and scrub_text(done.error, self._config.policy.known_secrets)
@@ -534,10 +535,11 @@ class TerminalActor(Actor[TerminalMessage]):
         else:
             try:
                 manifest, spec = await self._manifest_after_turn(done.touched)
+                outside = self._changed_by_others(deferred, done)
                 transition = self._lc.complete_turn(
                     stamp_message_id(done.new_messages, self._lc.turn_message_id),
                     now=utc_now(),
-                    manifest=manifest,
+                    manifest=self._as_the_model_knows(manifest, outside),
                     agent_spec_path=spec,
                     decisions=done.decisions,
                     touched=done.touched,
@@ -568,7 +570,6 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._watch(manifest)
             await self._summarize_later()
             await self._compact_later()
-        outside = self._changed_by_others(deferred, done)
         if outside:
             await self._note_changes(outside)
         held, self._held_notices = self._held_notices, []
@@ -655,7 +656,10 @@ class TerminalActor(Actor[TerminalMessage]):
         manifest, spec = await self._manifest() if self._lc.is_open else ({}, None)
         summary = self._exit_summary()
         transition = self._lc.exit(
-            now=utc_now(), manifest=manifest, agent_spec_path=spec, summary=summary
+            now=utc_now(),
+            manifest=self._as_the_model_knows(manifest),
+            agent_spec_path=spec,
+            summary=summary,
         )
         self._lc = transition.lifecycle
         wrote = any(isinstance(e, WriteSession) for e in transition.effects)
@@ -1034,6 +1038,20 @@ class TerminalActor(Actor[TerminalMessage]):
             + ". Read them again before relying on their content."
         )
 
+    def _as_the_model_knows(
+        self, manifest: dict[str, str], untold: Iterable[str] = ()
+    ) -> dict[str, str]:
+        """``manifest`` as the session file keeps it: each file changed outside that the
+        model has not been told of yet (``untold`` too) at the digest saved before, so
+        that a resume tells it as drift (the exit's fresh hashes took the change in: the
+        notice was shown, and the model never heard of it)."""
+        pending = self._changed_outside.union(untold)
+        if not pending or self._lc.state is None:
+            return manifest
+        saved = self._lc.state.file_manifest
+        known = {path: digest for path, digest in manifest.items() if path not in pending}
+        return known | {path: saved[path] for path in pending if path in saved}
+
     def _not_written_by_us(
         self, paths: tuple[str, ...], digests: tuple[str, ...]
     ) -> tuple[str, ...]:
@@ -1066,7 +1084,9 @@ class TerminalActor(Actor[TerminalMessage]):
         """``/save``: the next checkpoint, then the session file (which carries its number)."""
         manifest, spec = await self._manifest()
         number = await self._write_checkpoint("save", manifest, spec)
-        transition = self._lc.save(now=utc_now(), manifest=manifest, agent_spec_path=spec)
+        transition = self._lc.save(
+            now=utc_now(), manifest=self._as_the_model_knows(manifest), agent_spec_path=spec
+        )
         self._lc = transition.lifecycle
         ok = await self._perform(transition.effects)
         await self._watch(manifest, settled=True)  # what it took in is watched from now on

@@ -448,3 +448,28 @@ def test_a_template_file_saved_into_the_manifest_is_watched_from_then_on(env: En
     outside_notices(client, "templates/triage.md", "(save)")
     client.close_stdin()
     assert client.wait() == 0
+
+
+@pytest.mark.parametrize("leave", ["/exit", "supervisor stop"])
+def test_an_outside_change_the_model_was_not_told_of_is_drift_at_the_resume(
+    env: Env, leave: str
+) -> None:
+    """A helper's report: a change told on the terminal and then the exit (or a stop)
+    before the next message: the exit's fresh hashes took it in, and the model never
+    heard of it (the resume said every file was unchanged)."""
+    tab = env.terminal()
+    client = env.spawn("--new", terminal=tab)
+    client.send(f"write {SPEC}: # v1")
+    client.expect(f"wrote {SPEC}")
+    with (env.workspace / SPEC).open("a") as spec:
+        spec.write("edited outside\n")
+    outside_notices(client, SPEC, "(auto)")  # the write made checkpoint 1
+    if leave == "/exit":
+        client.send("/exit")
+    else:
+        assert env.run("supervisor", "stop").returncode == 0
+    client.close_stdin()  # piped, an idle chat reads the stop's news with its next line
+    client.wait()
+    offer = env.run(input="y\n/resume\n", terminal=tab)
+    assert f"  {SPEC}: modified" in offer.stderr.splitlines(), offer.stderr
+    assert f"- {SPEC}: modified" in offer.stderr.splitlines(), "in the model's context"
