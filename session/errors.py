@@ -93,6 +93,8 @@ class CorruptSessionFile(SessionFileError):
         super().__init__(path, message)
         self.moved_to = moved_to
         self.reason = reason
+        if moved_to is None:  # not dealt with: what it holds is missing from what is shown
+            self.severity = "error"
 
 
 class FutureSchemaVersion(SessionFileError):

@@ -451,7 +451,7 @@ class SessionManager:
         reason = (
             f"refused: {error.reason}"
             if isinstance(error, UnsafeSessionFile)
-            else "corrupt: not read (see the warning)"
+            else "corrupt: not read (see the error line)"
         )
         return SessionHeader(
             session_id=session_id,
