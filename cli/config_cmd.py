@@ -44,10 +44,18 @@ def load(options: Mapping[str, object | None] | None = None) -> Settings:
 
 def check_sdks(settings: Settings) -> None:
     """SettingsError (one line naming the package) if a chosen model's SDK is missing."""
+    for problem in sdk_problems(settings):
+        raise SettingsError(problem)
+
+
+def sdk_problems(settings: Settings) -> list[str]:
+    """For each chosen model whose SDK is missing, the line that says which package."""
+    problems = []
     for name in ("model", "summary_model"):
         model = getattr(settings, name)
         if model is not None and (problem := missing_sdk(model, source_label(settings, name))):
-            raise SettingsError(problem.removeprefix("error: "))
+            problems.append(problem.removeprefix("error: "))
+    return problems
 
 
 def report(options: Mapping[str, object | None] | None = None) -> dict[str, Any]:

@@ -543,3 +543,12 @@ def test_an_argument_to_a_command_that_takes_none_is_refused_not_dropped(
     assert f"error: {name} takes no argument" in result.stderr
     assert result.returncode == 1
     assert "saved as checkpoint" not in result.stderr
+
+
+def test_config_show_warns_of_a_model_whose_sdk_is_missing(env: Env) -> None:
+    """A helper's report: `config show` showed a model a chat refuses, with no word."""
+    result = env.run("config", "show", AGENT_ASSIST_SUMMARY_MODEL="groq:llama-3.3-70b")
+    assert result.returncode == 0
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("warning: a chat would refuse this: model 'groq:llama-3.3-70b'")
+    assert "needs the groq package" in line
