@@ -117,9 +117,11 @@ class UnsafeSessionFile(SessionFileError):
 class InvalidPointer(SessionFileError):
     severity: Severity = "warning"
 
-    def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(path, f"ignoring invalid session pointer {path.name} ({reason})")
+    def __init__(self, path: Path, reason: str, moved_to: Path | None = None) -> None:
+        aside = f"; moved aside to {moved_to.name}" if moved_to is not None else ""
+        super().__init__(path, f"ignoring invalid session pointer {path.name} ({reason}){aside}")
         self.reason = reason
+        self.moved_to = moved_to
 
 
 class UnsafeSessionDirectory(SessionFileError):

@@ -174,8 +174,7 @@ def messages_too_deep(data: bytes, messages: object) -> bool:
         isinstance(messages, list)
         and json_depth(data) > MAX_MESSAGE_DEPTH + 2
         and any(
-            isinstance(m, dict | list) and nests_deeper_than(m, MAX_MESSAGE_DEPTH)
-            for m in messages
+            isinstance(m, dict | list) and nests_deeper_than(m, MAX_MESSAGE_DEPTH) for m in messages
         )
     )
 
@@ -666,16 +665,26 @@ class SessionManager:
                 continue
             digits = name[len(POINTER_PREFIX) : -5]
             if len(digits) > 10 or not digits.isdigit() or int(digits) <= 0:
-                problems.append(InvalidPointer(self.directory / name, "bad pid in name"))
+                problems.append(
+                    self._set_aside(InvalidPointer(self.directory / name, "bad pid in name"))
+                )
                 continue
             try:
                 pointer = self.read_pointer(int(digits))
             except InvalidPointer as exc:
-                problems.append(exc)
+                problems.append(self._set_aside(exc))
                 continue
             if pointer is not None:
                 pointers.append(pointer)
         return PointerListing(tuple(pointers), tuple(problems))
+
+    def _set_aside(self, problem: InvalidPointer) -> InvalidPointer:
+        """An invalid pointer moved aside (never deleted), so that it is told once, not at
+        every listing; a read-only manager (no supervisor) leaves it where it is."""
+        if self.read_only:
+            return problem
+        moved = quarantine(problem.path, utc_now())
+        return problem if moved is None else InvalidPointer(problem.path, problem.reason, moved)
 
 
 def _decode_pointer(path: Path, data: bytes, pid: int) -> Pointer:

@@ -459,7 +459,10 @@ def test_invalid_pointers_are_ignored_and_reported(
     assert str(caught.value) == f"ignoring invalid session pointer active_4242.json ({reason})"
     listing = manager.list_pointers()
     assert listing.pointers == ()
-    assert [str(p) for p in listing.problems] == [str(caught.value)]
+    (moved,) = manager.directory.glob("active_4242.json.corrupt-*")
+    assert moved.read_bytes() == orjson.dumps(content), "moved aside, never deleted"
+    assert [str(p) for p in listing.problems] == [f"{caught.value}; moved aside to {moved.name}"]
+    assert manager.list_pointers().problems == (), "told once, not at every listing"
 
 
 def test_listing_pointers_skips_bad_names_and_keeps_good_ones(manager: SessionManager) -> None:
