@@ -236,9 +236,11 @@ def _scrub_with_every_pattern(text: str) -> str:
 
     if not r._may_hold_credential(text):
         return text
+    # by design, only with those words (in the text as given: the words are looked for once)
+    discord = not text.isascii() or any(w in text.lower() for w in ("discord", "token", "bot "))
     text = r._TOKENS_RE.sub(r.REDACTED, text)
-    if not text.isascii() or any(w in text.lower() for w in ("discord", "token", "bot ")):
-        text = r._DISCORD_BOT_TOKEN_RE.sub(r.REDACTED, text)  # by design, only with those
+    if discord:
+        text = r._DISCORD_BOT_TOKEN_RE.sub(r.REDACTED, text)
     text = r._URL_PASSWORD_RE.sub(lambda m: m.group(1) + r.REDACTED + m.group(3), text)
     text = r._AUTH_HEADER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._COOKIE_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
@@ -406,3 +408,15 @@ def test_last_turns_start_agrees_with_recent_start_without_a_character_budget(
     history = conversation(1)[1 : 1 + orphans] + history  # a head without a prompt
     expected = recent_start(history, max_turns=max_turns, max_chars=None)
     assert last_turns_start(turn_starts(history), len(history), max_turns) == expected
+
+
+def test_the_quick_checks_look_at_the_text_as_given() -> None:
+    """Hypothesis found it: a redaction that removed the text's only non-ASCII character
+    changed what the reference scrub decided afterwards; the scrub decides once."""
+    from session import redaction as r
+
+    text = (
+        "MTA4OTk2NzQ1NjE4NDk3NTM2MA.GhYk3Q.abcdefghijklmnopqrstuvwxyz0123456789AB"
+        "-----BEGIN RSA PRIVATE KEY-----\u201c"
+    )
+    assert r._scrub_text(text, ()) == _scrub_with_every_pattern(text) == "[REDACTED][REDACTED]"
