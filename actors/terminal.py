@@ -186,6 +186,11 @@ def tracked_files(workspace: Path, extra: Iterable[str]) -> tuple[dict[str, str]
     return build_file_manifest(workspace, paths), spec
 
 
+def _untold(drift: FileDrift, baseline: Mapping[str, str]) -> dict[str, str]:
+    """The files ``drift`` reports changed, at the digest it compared them with."""
+    return {path: baseline[path] for path in (*drift.modified, *drift.deleted) if path in baseline}
+
+
 def drift_at_resume(workspace: Path, manifest: Mapping[str, str]) -> FileDrift:
     """How the tracked files changed, once the temps a killed write (a tool's, a
     restore's) left beside them are cleared. Blocking: run it in a worker thread."""
@@ -295,6 +300,10 @@ class TerminalActor(Actor[TerminalMessage]):
         """What the turns' tools wrote last in each file (its SHA-256): the watcher seeing
         that is no change from outside."""
         self._changed_outside: set[str] = set()
+        self._drift_untold: dict[str, str] = {}
+        """Drift a resume (or a restore) put in the context, which no request has carried
+        yet: each file at the digest that context compares with. Saved so, a later resume
+        tells it again (leaving at once lost it)."""
         """Files changed outside since the last request: its note names them, once."""
         self._last_change: dict[str, float] = {}
         """When each file was last seen changing outside (a burst gives one notice)."""
@@ -446,6 +455,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 )
                 transition = self._lc.resume(stored, drift)
                 drift_text = tuple(drift_lines(drift))
+                self._drift_untold = _untold(drift, stored.file_manifest)
             except ValidationError as exc:
                 await storage.ask(Release(wanted, pid, self._token), STORAGE_TIMEOUT_S)
                 raise SessionError(
@@ -497,6 +507,7 @@ class TerminalActor(Actor[TerminalMessage]):
         self._lc = self._lc.begin_turn(self._turn_count, message_id)
         notes = self._changes_note()
         self._changed_outside.clear()
+        self._drift_untold.clear()  # this request carries the context that tells it
         try:
             await self._peers.llm.tell(self._start_request(text, notes))
         except DeadActor:
@@ -628,6 +639,7 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._peers.drift.tell(Unwatch(pid))
         self._watched = None
         self._changed_outside.clear()
+        self._drift_untold.clear()
         self._known = None
         deleted: list[str] = []
         failed: list[str] = []
@@ -1042,15 +1054,18 @@ class TerminalActor(Actor[TerminalMessage]):
         self, manifest: dict[str, str], untold: Iterable[str] = ()
     ) -> dict[str, str]:
         """``manifest`` as the session file keeps it: each file changed outside that the
-        model has not been told of yet (``untold`` too) at the digest saved before, so
-        that a resume tells it as drift (the exit's fresh hashes took the change in: the
-        notice was shown, and the model never heard of it)."""
+        model has not been told of yet (``untold`` too) at the digest saved before, and
+        each file of a resume's (a restore's) drift no request has carried yet at the
+        digest that drift was found against, so that the next resume tells it (the exit's
+        fresh hashes took the change in: the notice was shown, the model never told)."""
         pending = self._changed_outside.union(untold)
-        if not pending or self._lc.state is None:
+        if not (pending or self._drift_untold) or self._lc.state is None:
             return manifest
         saved = self._lc.state.file_manifest
-        known = {path: digest for path, digest in manifest.items() if path not in pending}
-        return known | {path: saved[path] for path in pending if path in saved}
+        baseline = {path: saved[path] for path in pending if path in saved}
+        baseline.update(self._drift_untold)
+        told = {path: digest for path, digest in manifest.items() if path not in pending}
+        return told | baseline
 
     def _not_written_by_us(
         self, paths: tuple[str, ...], digests: tuple[str, ...]
@@ -1237,17 +1252,18 @@ class TerminalActor(Actor[TerminalMessage]):
         drift = await anyio.to_thread.run_sync(
             detect_file_drift, config.workspace, checkpoint.files
         )
+        self._changed_outside.clear()  # the checkpoint's context tells the drift from it
+        self._drift_untold = _untold(drift, checkpoint.files)
         transition = self._lc.restore(
             checkpoint.state,
             drift,
             checkpoint=RestoredFrom(number, checkpoint.created_at),
             now=utc_now(),
-            manifest=manifest,
+            manifest=self._as_the_model_knows(manifest),
             agent_spec_path=spec,
         )
         self._lc = transition.lifecycle
         self._history_at_restore = self._lc.history
-        self._changed_outside.clear()
         saved = await self._perform(transition.effects)
         await self._watch(manifest)
         turns = checkpoint.turns
@@ -1332,8 +1348,9 @@ class TerminalActor(Actor[TerminalMessage]):
         wait until the watch is in place (what the user does next is seen)."""
         if manifest is None:
             manifest, _ = await self._manifest()
-        # agent_spec.md is tracked once it exists: watched before, its making is seen.
-        manifest = {AGENT_SPEC: "", **manifest}
+        # agent_spec.md is tracked once it exists, and a tracked file deleted stays
+        # tracked: watched while absent, their making is seen.
+        manifest = {AGENT_SPEC: "", **dict.fromkeys(self._lc.tracked_paths, ""), **manifest}
         if manifest == self._watched:
             return
         self._watched = dict(manifest)

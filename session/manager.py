@@ -562,7 +562,7 @@ class SessionManager:
         """Remove every ``active_<pid>.json`` naming ``session_id`` (unusable ones are left
         for ``list_sessions`` to report); how many were removed."""
         removed = 0
-        for pointer in self.list_pointers().pointers:
+        for pointer in self.list_pointers(set_aside=False).pointers:  # told by listings
             if pointer.session_id == session_id and self.delete_pointer(pointer.pid):
                 removed += 1
         return removed
@@ -649,7 +649,9 @@ class SessionManager:
         fsync_dir(self.directory)
         return True
 
-    def list_pointers(self) -> PointerListing:
+    def list_pointers(self, *, set_aside: bool = True) -> PointerListing:
+        """The terminals' pointers, and the invalid ones as problems (moved aside unless
+        ``set_aside`` is False: the caller does not tell them)."""
         pointers: list[Pointer] = []
         problems: list[InvalidPointer] = []
         try:
@@ -664,15 +666,19 @@ class SessionManager:
             if not (name.startswith(POINTER_PREFIX) and name.endswith(".json")):
                 continue
             digits = name[len(POINTER_PREFIX) : -5]
-            if len(digits) > 10 or not digits.isdigit() or int(digits) <= 0:
-                problems.append(
-                    self._set_aside(InvalidPointer(self.directory / name, "bad pid in name"))
-                )
+            if (
+                len(digits) > 10
+                or not digits.isdigit()
+                or int(digits) <= 0
+                or digits != str(int(digits))  # active_09004.json is not active_9004.json
+            ):
+                problem = InvalidPointer(self.directory / name, "bad pid in name")
+                problems.append(self._set_aside(problem) if set_aside else problem)
                 continue
             try:
                 pointer = self.read_pointer(int(digits))
             except InvalidPointer as exc:
-                problems.append(self._set_aside(exc))
+                problems.append(self._set_aside(exc) if set_aside else exc)
                 continue
             if pointer is not None:
                 pointers.append(pointer)

@@ -784,3 +784,26 @@ def test_a_corrupt_file_left_in_place_is_an_error_not_a_warning(tmp_path: Path) 
     with pytest.raises(CorruptSessionFile) as caught:
         SessionManager(directory, read_only=True).load(SID)
     assert problem_line(caught.value).startswith(f"error: session file {SID}.json is corrupt")
+
+
+def test_a_pointer_name_with_a_leading_zero_is_a_bad_pid_not_another_terminals(
+    manager: SessionManager,
+) -> None:
+    """A helper's attack: active_09004.json was read as active_9004.json (the live
+    terminal's pointer) and never reported."""
+    manager.write_pointer(pointer(9004))
+    (manager.directory / "active_09004.json").write_bytes(b"{junk")
+    listing = manager.list_pointers()
+    assert listing.pointers == (pointer(9004),)
+    assert [p.reason for p in listing.problems] == ["bad pid in name"]
+
+
+def test_removing_a_session_leaves_invalid_pointers_for_a_listing_to_tell(
+    manager: SessionManager,
+) -> None:
+    """A helper's attack: `sessions rm` moved invalid pointers aside and nobody was told."""
+    manager.save(full_state())
+    (manager.directory / "active_7201.json").write_bytes(b"{bad")
+    assert manager.delete(SID)
+    assert (manager.directory / "active_7201.json").read_bytes() == b"{bad"
+    assert [p.path.name for p in manager.list_pointers().problems] == ["active_7201.json"]

@@ -473,3 +473,66 @@ def test_an_outside_change_the_model_was_not_told_of_is_drift_at_the_resume(
     offer = env.run(input="y\n/resume\n", terminal=tab)
     assert f"  {SPEC}: modified" in offer.stderr.splitlines(), offer.stderr
     assert f"- {SPEC}: modified" in offer.stderr.splitlines(), "in the model's context"
+
+
+def test_a_resumes_drift_no_message_carried_is_told_at_the_next_resume(env: Env) -> None:
+    """A helper's attack: a resume that reported `n.md: modified` and was left at once
+    saved the new hashes: the next resume said the file was unchanged, and the model was
+    never told."""
+    tab = env.terminal()
+    env.run("--new", input="write n.md: x\n", terminal=tab)
+    with (env.workspace / "n.md").open("a") as edit:
+        edit.write("more\n")
+    for _ in range(2):  # resumed and left with no message, twice
+        offer = env.run(input="y\n", terminal=tab)
+        assert "  n.md: modified" in offer.stderr.splitlines(), offer.stderr
+    told = env.run(input="y\nwhat now?\n", terminal=tab)
+    assert 'You said: "what now?"' in told.stdout
+    after = env.run(input="y\n", terminal=tab)
+    assert "  1 tracked file unchanged" in after.stderr.splitlines(), "told once a message was"
+
+
+def test_an_outside_change_left_by_a_restore_is_told_at_the_next_resume(env: Env) -> None:
+    """A helper's attack: /checkpoint N (files left as they are) after an outside edit
+    saved the new hashes: the next resume said the file was unchanged."""
+    tab = env.terminal()
+    client = env.spawn("--new", terminal=tab)
+    client.send(f"write {SPEC}: # v1")
+    client.expect(f"wrote {SPEC}")
+    client.send("/save")
+    client.expect("saved as checkpoint 2.", stderr=True)
+    with (env.workspace / SPEC).open("a") as spec:
+        spec.write("edited outside\n")
+    outside_notices(client, SPEC, "(save)")
+    client.send("/checkpoint 2")
+    client.send("n")
+    client.expect("/checkpoint 3 undoes this.", stderr=True)
+    client.send("/exit")
+    client.close_stdin()
+    assert client.wait() == 0
+    offer = env.run(input="y\n", terminal=tab)
+    assert f"  {SPEC}: modified" in offer.stderr.splitlines(), offer.stderr
+
+
+def test_a_tracked_file_deleted_and_made_again_outside_is_told(env: Env) -> None:
+    """A helper's attack: a tracked file deleted (and told) was no longer watched: made
+    again outside, it gave no notice."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("write b.md: b")
+    client.expect("wrote b.md")
+    (env.workspace / "b.md").unlink()
+    outside_notices(client, "b.md", "(auto)")
+    client.send("go on")
+    client.expect("[changed outside: b.md]")
+    (env.workspace / "b.md").write_text("B reborn\n")
+    asked = 0
+
+    def told_again() -> bool:  # (a notice within 2 s of the last is one burst: the model)
+        nonlocal asked
+        asked += 1
+        client.send(f"and now {asked}?")
+        return "[changed outside: b.md]" in client.expect(f"and now {asked}?")
+
+    wait_for(told_again, what="the model told of b.md made again")
+    client.close_stdin()
+    assert client.wait() == 0
