@@ -51,6 +51,24 @@ class _Entry:
     workspace: Path
     manifest: dict[str, str]
     notify: ActorRef[TerminalMessage]
+    files: frozenset[str] = frozenset()
+    """The tracked files' full paths (those that stay inside the workspace)."""
+    directories: frozenset[str] = frozenset()
+    """Each directory that holds one of them or leads to one."""
+
+
+def _entry(workspace: Path, manifest: dict[str, str], notify: ActorRef[TerminalMessage]) -> _Entry:
+    """An entry with its paths worked out once (a restructuring of the watches walked
+    every terminal's paths again, checking each: 500 terminals leaving took 4 s)."""
+    files: set[str] = set()
+    directories: set[str] = set()
+    for relative in manifest:
+        if not is_safe_relative_path(workspace, relative):
+            continue
+        full = workspace / relative
+        files.add(str(full))
+        directories.update(str(directory) for directory in full.parents)
+    return _Entry(workspace, dict(manifest), notify, frozenset(files), frozenset(directories))
 
 
 @dataclass
@@ -135,7 +153,7 @@ class DriftWatcherActor(Actor[DriftMessage]):
     async def handle(self, message: DriftMessage) -> Any:
         match message:
             case Watch(owner, workspace, manifest, notify):
-                self._entries[owner] = _Entry(workspace.resolve(), dict(manifest), notify)
+                self._entries[owner] = _entry(workspace.resolve(), dict(manifest), notify)
                 await self._reschedule()
             case Unwatch(owner):
                 if self._entries.pop(owner, None) is not None:
@@ -200,13 +218,9 @@ class DriftWatcherActor(Actor[DriftMessage]):
         directories: dict[str, str] = {}
         for entry in self._entries.values():
             root = str(entry.workspace)
-            for relative in entry.manifest:
-                if not is_safe_relative_path(entry.workspace, relative):
-                    continue
-                full = entry.workspace / relative
-                files.add(str(full))
-                for directory in full.parents:
-                    directories.setdefault(str(directory), root)
+            files |= entry.files
+            for directory in entry.directories:
+                directories.setdefault(directory, root)
         return files, directories
 
     async def _reschedule(self) -> None:
