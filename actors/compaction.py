@@ -259,9 +259,11 @@ class CompactionActor(Actor[CompactionMessage]):
     def _offline_because(self, model: str | None) -> str | None:
         """Why the offline summarizer stands in for the summary ``model`` now (it failed
         lately), as the terminal's line says it; None when the model is asked."""
-        until, reason = self._llm_down.get(model or "", (0.0, ""))
+        if model is None or model not in self._llm_down:
+            return None
+        until, reason = self._llm_down[model]
         left = until - anyio.current_time()
-        if model is None or left <= 0:
+        if left <= 0:
             return None
         return (
             f"the summary model {model} failed ({reason}); the offline summarizer stands in "

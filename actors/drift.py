@@ -51,10 +51,10 @@ class _Entry:
     workspace: Path
     manifest: dict[str, str]
     notify: ActorRef[TerminalMessage]
-    files: frozenset[str] = frozenset()
+    files: frozenset[str]
     """The tracked files' full paths (those that stay inside the workspace)."""
-    directories: frozenset[str] = frozenset()
-    """Each directory that holds one of them or leads to one."""
+    directories: frozenset[str]
+    """Each directory that holds one of them or leads to one (made by ``_entry``)."""
 
 
 def _entry(workspace: Path, manifest: dict[str, str], notify: ActorRef[TerminalMessage]) -> _Entry:
