@@ -18,7 +18,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from session.compacted import session_turns, tail_prompts
+from session.compacted import last_compacted_request, session_turns, tail_prompts
 from session.errors import CheckpointError
 from session.models import SessionState, Sha256Hex, UtcDatetime
 
@@ -61,14 +61,7 @@ class Checkpoint(BaseModel):
         """The first words of the last user message: the tail's, or after a compaction took
         the whole tail, the last request its offline narrative names."""
         text = last_user_text(self.state.recent_messages)
-        if not text:
-            latest = _LATEST_REQUESTS_RE.search(self.state.compacted_history_summary or "")
-            text = latest[1].split("; ")[-1] if latest else ""
-        return first_words(text)
-
-
-_LATEST_REQUESTS_RE = re.compile(r"^Latest requests \(turns? [\d-]+\): (.*?)\.?$", re.MULTILINE)
-"""The offline narrative's line naming the compacted turns' last requests."""
+        return first_words(text or last_compacted_request(self.state.compacted_history_summary))
 
 
 def entry_name(number: int) -> str:

@@ -15,6 +15,19 @@ HEADER_RE: Final = re.compile(
 )
 
 
+LATEST_REQUESTS_START: Final = "Latest requests ("
+"""How the offline narrative's line naming the last compacted requests begins."""
+_LATEST_REQUESTS_RE: Final = re.compile(
+    r"^Latest requests \(turns? [\d-]+\): (.*?)\.?$", re.MULTILINE
+)
+
+
+def last_compacted_request(text: str | None) -> str:
+    """The last request an offline narrative in ``text`` names ("" if none does)."""
+    latest = _LATEST_REQUESTS_RE.search(text or "")
+    return latest[1].split("; ")[-1] if latest else ""
+
+
 def compacted_turns(text: str | None) -> int:
     """How many turns the compacted summary ``text`` covers (its last turn's number; the
     turns after it are kept whole); 0 without a summary or with one of another form."""

@@ -66,7 +66,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from session.compacted import COMPACTION_HEADER_START, HEADER_RE
+from session.compacted import COMPACTION_HEADER_START, HEADER_RE, LATEST_REQUESTS_START
 from session.errors import SessionError
 from session.history import is_turn_start, message_chars
 from session.redaction import scrub_text
@@ -770,7 +770,7 @@ class OfflineEventSummarizer(BaseEventsSummarizer):
             first, last = requests[0][0], requests[-1][0]
             recent = dict.fromkeys(_clip(" ".join(t.split()[:8]), 70) for _, t in requests[-3:])
             turns = turns_named(first, last)
-            lines.append(f"Latest requests ({turns}): {'; '.join(recent)}.")
+            lines.append(f"{LATEST_REQUESTS_START}{turns}): {'; '.join(recent)}.")
         narrative = _clip_block("\n".join(lines), MAX_NARRATIVE_CHARS)
         return compaction_event(EventCompaction(start, end, narrative))
 

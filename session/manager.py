@@ -542,8 +542,8 @@ class SessionManager:
 
     def delete(self, session_id: str) -> bool:
         """Remove a session file and the terminals' pointers to it; True if there was one.
-        UnsafeSessionFile, and nothing removed, if a directory (or other non-file) is at
-        its name: that is not ours to delete."""
+        UnsafeSessionFile, and nothing removed, if a directory is at its name: that is not
+        ours to delete."""
         self.check_directory()
         path = self.session_path(session_id)
         with contextlib.suppress(FileNotFoundError):
