@@ -520,6 +520,8 @@ def test_a_tracked_file_deleted_and_made_again_outside_is_told(env: Env) -> None
     client = env.spawn("--new", terminal=env.terminal())
     client.send("write b.md: b")
     client.expect("wrote b.md")
+    client.send("/save")  # answered once the watch on the new file is in place
+    client.expect("saved as checkpoint 2.", stderr=True)
     (env.workspace / "b.md").unlink()
     outside_notices(client, "b.md", "(auto)")
     client.send("go on")
