@@ -44,6 +44,8 @@ log = logging.getLogger("agent_assist.drift")
 SETTLE_S = 0.1
 CHANGE_EVENTS = frozenset({"modified", "created", "deleted", "moved", "closed"})
 STRUCTURAL_EVENTS = frozenset({"created", "deleted", "moved"})
+REWATCH_ROUNDS = 8
+"""A bound on watching anew while directories come and go under the watcher's feet."""
 
 
 @dataclass(frozen=True)
@@ -154,10 +156,10 @@ class DriftWatcherActor(Actor[DriftMessage]):
         match message:
             case Watch(owner, workspace, manifest, notify):
                 self._entries[owner] = _entry(workspace.resolve(), dict(manifest), notify)
-                await self._reschedule()
+                await self._rewatch()
             case Unwatch(owner):
                 if self._entries.pop(owner, None) is not None:
-                    await self._reschedule()
+                    await self._rewatch()
             case FsEvent(path):
                 self._pending.add(path)
                 if path in self._directories:
@@ -170,14 +172,26 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 pending, self._pending = self._pending, set()
                 if self._restructured:  # a directory came or went: watch what is there now,
                     self._restructured = False  # and compare the files below it (some may
-                    await self._reschedule()  # have changed before their watch was in place)
+                    await self._rewatch()  # have changed before their watch was in place)
                     moved = [d + os.sep for d in pending if d in self._directories]
                     pending |= {p for p in self._tracked_paths() if p.startswith(tuple(moved))}
                 if await self._settle(pending):
                     # A file gone may have gone with its directory, whose own removal is
                     # not always reported (the whole workspace, deleted): watch what is
                     # there now, so that its coming back is seen.
-                    await self._reschedule()
+                    await self._rewatch()
+
+    async def _rewatch(self) -> None:
+        """Watch what must be watched now, and compare the tracked files below each
+        directory newly watched: one changed (a directory made again, a file written)
+        before its watch was in place gives no event, and was told by nothing."""
+        for _ in range(REWATCH_ROUNDS):
+            placed = await self._reschedule()
+            if not placed:
+                return
+            below = tuple(directory + os.sep for directory in placed)
+            if not await self._settle({p for p in self._tracked_paths() if p.startswith(below)}):
+                return  # nothing gone: what must be watched is what is watched
 
     async def _settle_later(self) -> None:
         await anyio.sleep(SETTLE_S)
@@ -223,17 +237,36 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 directories.setdefault(directory, root)
         return files, directories
 
-    async def _reschedule(self) -> None:
+    async def _reschedule(self) -> set[str]:
         """Watch the directories holding tracked files (the nearest existing one on the way
         to a file whose directory is missing, so that its making is seen); stop watching
-        the rest, and watch anew a directory removed or replaced since its watch."""
+        the rest, and watch anew a directory removed or replaced since its watch. Until
+        what must be watched stands still: a directory made before the watch above it
+        was in place gives no event. Returns the directories newly watched."""
         assert self._bridge is not None
         files, directories = self._layout()
         self._directories = frozenset(directories)
         self._bridge.files = frozenset(files)
         self._bridge.directories = self._directories
         holders = {str(Path(f).parent) for f in files}
-        wanted = await anyio.to_thread.run_sync(_watch_targets, holders)
+        placed: set[str] = set()
+        failed: set[str] = set()
+        for _ in range(REWATCH_ROUNDS):
+            wanted = await anyio.to_thread.run_sync(_watch_targets, holders)
+            watched = {d: identity for d, (_, identity) in self._scheduled.items()}
+            if watched == {d: i for d, i in wanted.items() if d not in failed}:
+                break
+            if not await self._place(wanted, placed, failed):
+                break
+        return placed
+
+    async def _place(
+        self, wanted: dict[str, _Identity], placed: set[str], failed: set[str]
+    ) -> bool:
+        """Make the watches ``wanted`` (adding those made to ``placed``, those that could
+        not be made to ``failed``: tried once); False when there is no watcher to make
+        them with."""
+        assert self._bridge is not None
         if self._observer is None and wanted:
             try:
                 started = self._observer_factory()
@@ -243,17 +276,17 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 await self._unavailable(
                     list(self._entries), f"the file watcher cannot start: {exc}"
                 )
-                return
+                return False
             self._observer = started
         observer = self._observer
         if observer is None:
-            return
+            return False
         for directory, (watch, identity) in list(self._scheduled.items()):
             if wanted.get(directory) != identity:
                 del self._scheduled[directory]
                 await anyio.to_thread.run_sync(_unschedule, observer, watch)
         for directory, identity in wanted.items():
-            if directory in self._scheduled:
+            if directory in self._scheduled or directory in failed:
                 continue
             try:
                 watch = await anyio.to_thread.run_sync(
@@ -270,8 +303,11 @@ class DriftWatcherActor(Actor[DriftMessage]):
                     )
                 ]
                 await self._unavailable(owners, f"cannot watch {directory}: {exc}")
+                failed.add(directory)
                 continue
             self._scheduled[directory] = (watch, identity)
+            placed.add(directory)
+        return True
 
     async def _unavailable(self, owners: list[int], reason: str) -> None:
         """Those owners must compare hashes at each turn instead (they say so once)."""

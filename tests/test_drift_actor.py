@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from watchdog.observers import Observer
 
 from actors.base import ActorRef, open_mailbox, run_supervised
 from actors.drift import DriftWatcherActor, WatchedFiles
@@ -101,12 +103,11 @@ async def test_a_directory_made_again_compares_only_the_files_below_it(tmp_path:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "b.md").write_text("two\n")
     (tmp_path / "a.md").write_text("one\n")
-    stale = sha256_file(tmp_path / "a.md")
-    (tmp_path / "a.md").write_text("one, changed since the manifest\n")
-    digest = sha256_file(tmp_path / "sub" / "b.md")
-    assert stale is not None and digest is not None
+    manifest = {p: sha256_file(tmp_path / p) or "" for p in ("a.md", "sub/b.md")}
     async with anyio.create_task_group() as tg:
-        _, inbox = await watching(tg, tmp_path, {"a.md": stale, "sub/b.md": digest})
+        _, inbox = await watching(tg, tmp_path, manifest)
+        (tmp_path / "a.md").write_text("one, changed by hand\n")
+        assert (await told(inbox)).paths == ("a.md",)
         shutil.rmtree(tmp_path / "sub")
         assert (await told(inbox)).paths == ("sub/b.md",)
         (tmp_path / "sub").mkdir()
@@ -151,4 +152,82 @@ async def test_a_workspace_removed_and_made_again_is_watched_again(tmp_path: Pat
         assert (await told(inbox)).paths == ("agent_spec.md",)
         (workspace / "agent_spec.md").write_text("again\n")
         assert (await told(inbox)).paths == ("agent_spec.md",)
+        tg.cancel_scope.cancel()
+
+
+class ObserverRacedBy(Observer):  # type: ignore[misc,valid-type]
+    """A real inotify observer, and a user faster than it: ``before(directory)`` runs just
+    before each watch is placed (what it changes there gives no event)."""
+
+    def __init__(self, before: Callable[[str], None]) -> None:
+        super().__init__()
+        self._before = before
+
+    def schedule(self, handler: Any, path: str, **kwargs: Any) -> Any:
+        self._before(path)
+        return super().schedule(handler, path, **kwargs)
+
+
+async def watching_with(
+    tg: Any, observer: Callable[[], Any], workspace: Path, manifest: dict[str, str]
+) -> Any:
+    terminal: ActorRef[Any]
+    terminal, inbox = open_mailbox("terminal")
+    drift: ActorRef[Any] = await tg.start(
+        partial(
+            run_supervised,
+            "drift",
+            lambda ref: DriftWatcherActor(ref, observer_factory=observer),
+        )
+    )
+    await drift.ask(Watch(1, workspace, manifest, terminal))
+    return inbox
+
+
+async def test_a_file_changed_before_its_watch_is_in_place_is_told(tmp_path: Path) -> None:
+    """A file a turn wrote is watched from the turn's end: a change by hand in the moment
+    before its watch was in place was told by nothing."""
+    (tmp_path / "agent_spec.md").write_text("written by the turn\n")
+    digest = sha256_file(tmp_path / "agent_spec.md")
+    assert digest is not None
+
+    def edit_by_hand(directory: str) -> None:
+        (tmp_path / "agent_spec.md").write_text("changed by hand, at once\n")
+
+    async with anyio.create_task_group() as tg:
+        inbox = await watching_with(
+            tg, lambda: ObserverRacedBy(edit_by_hand), tmp_path, {"agent_spec.md": digest}
+        )
+        changed = await told(inbox)
+        assert changed.paths == ("agent_spec.md",)
+        assert changed.digests == (sha256_file(tmp_path / "agent_spec.md"),)
+        tg.cancel_scope.cancel()
+
+
+async def test_a_directory_made_again_before_the_watch_above_it_is_told(tmp_path: Path) -> None:
+    """The CI's failure: sub/ removed, then sub/x/y.md made again before the watch on the
+    workspace (which would see sub/ come back) was in place: no change was ever told."""
+    nested = tmp_path / "sub" / "x"
+    nested.mkdir(parents=True)
+    (nested / "y.md").write_text("v1\n")
+    digest = sha256_file(nested / "y.md")
+    assert digest is not None
+
+    def make_it_again(directory: str) -> None:
+        if directory == str(tmp_path) and not nested.exists():
+            nested.mkdir(parents=True)
+            (nested / "y.md").write_text("v2, by hand\n")
+
+    async with anyio.create_task_group() as tg:
+        inbox = await watching_with(
+            tg, lambda: ObserverRacedBy(make_it_again), tmp_path, {"sub/x/y.md": digest}
+        )
+        shutil.rmtree(tmp_path / "sub")
+        gone = await told(inbox)
+        assert gone.paths == ("sub/x/y.md",)
+        if gone.digests == ("",):  # told gone before the watch on tmp_path made it again
+            gone = await told(inbox)
+        assert gone.digests == (sha256_file(nested / "y.md"),), "v2 is told"
+        (nested / "y.md").write_text("v3, by hand again\n")  # and sub/x is watched
+        assert (await told(inbox)).digests == (sha256_file(nested / "y.md"),)
         tg.cancel_scope.cancel()
