@@ -80,11 +80,13 @@ class SessionCatalog:
 
     def remove_session(self, project: Path, session_id: str, *, if_saved: bool = False) -> bool:
         """Delete a session's file and its checkpoints, then the contents no remaining
-        checkpoint refers to. True if there was a session file; ``if_saved``: without one,
-        nothing is deleted."""
+        checkpoint refers to. True if there was a session file; ``if_saved`` (the user's
+        ``sessions rm``): without one, or with one of a newer version, nothing is deleted."""
         manager = self.manager(project)
         if if_saved and not manager.exists(session_id):
             return False
+        if if_saved:
+            manager.refuse_newer(session_id)
         removed = manager.delete(session_id)
         store = self.checkpoints(project)
         store.delete_session(session_id)

@@ -365,6 +365,18 @@ class SessionManager:
     def exists(self, session_id: str) -> bool:
         return self.session_path(session_id).exists()
 
+    def refuse_newer(self, session_id: str) -> None:
+        """FutureSchemaVersion if the session's file was written by a newer version: this
+        one cannot read it, so it is not this one's to delete (a damaged file is)."""
+        path = self.session_path(session_id)
+        try:
+            raw = orjson.loads(read_regular_file(path, self.max_session_bytes))
+            version = schema_version_of(raw) if isinstance(raw, dict) else 0
+        except (OSError, SessionFileError, orjson.JSONDecodeError, ValueError):
+            return
+        if version > SCHEMA_VERSION:
+            raise FutureSchemaVersion(path, version, SCHEMA_VERSION)
+
     def save(
         self,
         state: SessionState,

@@ -240,6 +240,25 @@ def test_a_session_from_a_newer_version_is_refused_and_untouched(env: Env) -> No
     assert path.read_bytes() == raw
 
 
+def test_a_session_from_a_newer_version_is_not_removed(env: Env) -> None:
+    """A helper's report: `sessions rm` deleted a file this version cannot read (and so
+    cannot judge), which the design says is never overwritten."""
+    env.run(input="hello\n", terminal=env.terminal())
+    (session_id,) = env.session_ids()
+    path = env.settled(session_id)
+    raw = json.dumps({**json.loads(path.read_bytes()), "schema_version": 99}).encode()
+    path.write_bytes(raw)
+    told = (
+        f"error: session file {session_id}.json has schema_version 99, newer than this "
+        "agent-assist supports (3); left untouched"
+    )
+    for supervisor in ("running", "stopped"):
+        result = env.run("sessions", "rm", session_id)
+        assert (result.returncode, result.stderr.strip()) == (1, told), supervisor
+        assert path.read_bytes() == raw
+        env.run("supervisor", "stop")
+
+
 def test_an_invalid_pointer_is_reported_and_ignored(env: Env) -> None:
     term = env.terminal()
     env.project.mkdir(parents=True)
