@@ -126,9 +126,10 @@ class SessionHeader:
 
 
 class Pointer(BaseModel):
-    """``active_<pid>.json``: which session the terminal ``pid`` uses."""
+    """``active_<pid>.json``: which session the terminal ``pid`` uses. A field it does not
+    know (a newer version's) is ignored: a pointer carries no schema version."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
     session_id: SessionId
     pid: int = Field(gt=0)

@@ -465,6 +465,16 @@ def test_invalid_pointers_are_ignored_and_reported(
     assert manager.list_pointers().problems == (), "told once, not at every listing"
 
 
+def test_a_pointer_with_a_field_of_a_newer_version_is_read(manager: SessionManager) -> None:
+    """A pointer has no schema version: one a newer agent-assist wrote with one more field
+    was moved aside as invalid, and its tab lost its session."""
+    manager.directory.mkdir(parents=True)
+    raw = {**pointer(4242).model_dump(mode="json"), "tty": "/dev/pts/3"}
+    (manager.directory / "active_4242.json").write_bytes(orjson.dumps(raw))
+    assert manager.read_pointer(4242) == pointer(4242)
+    assert manager.list_pointers().pointers == (pointer(4242),)
+
+
 def test_listing_pointers_skips_bad_names_and_keeps_good_ones(manager: SessionManager) -> None:
     manager.write_pointer(pointer(10))
     (manager.directory / "active_abc.json").write_bytes(b"{}")
