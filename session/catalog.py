@@ -14,13 +14,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import orjson
+
 from session.atomic import atomic_write, check_private_dir, ensure_private_dir
+from session.compacted import session_turns
 from session.errors import SessionError, SessionFileError, UnsafeSessionDirectory
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
+    MAX_SESSION_BYTES,
     CheckpointStore,
     SessionManager,
     encode_state,
+    read_regular_file,
     scrub_state,
 )
 from session.models import Pointer, SessionState, utc_now
@@ -248,8 +253,9 @@ _RECOVERED_NAME = re.compile(r"^([a-f0-9]{12})-(\d{8}T\d{6}Z)\.json$")
 
 
 def recovered_lines(project: Path) -> list[str]:
-    """A warning for each session copy in ``<project>/../recovered`` newer than its
-    session file (written there when the session could not be saved): its turns are
+    """A warning for each session copy in ``<project>/../recovered`` that its session file
+    has not caught up with (written since, with as many turns: an exit rewrites a file
+    with none more) (written there when the session could not be saved): its turns are
     nowhere else, and resuming the older file would leave them behind."""
     place = project.parent / "recovered"
     try:
@@ -267,8 +273,12 @@ def recovered_lines(project: Path) -> list[str]:
             written = os.stat(project / f"{session_id}.json").st_mtime
         except OSError:
             written = None
-        if written is not None and written >= kept_at.timestamp() + 1:  # (whole seconds)
-            continue  # written since (saved again, or the copy put back): nothing lost
+        if (
+            written is not None
+            and written >= kept_at.timestamp() + 1  # (whole seconds)
+            and _turns_in(project / f"{session_id}.json") >= _turns_in(place / name)
+        ):
+            continue  # written since with as many turns (the copy put back, or gone past)
         lines.append(
             f"warning: session {session_id} has turns its file lacks, kept in {place / name} "
             f"when its saves failed; copy that over {project / (session_id + '.json')} to "
@@ -276,3 +286,19 @@ def recovered_lines(project: Path) -> list[str]:
         )
     return lines
 
+
+
+def _turns_in(path: Path) -> int:
+    """The turns a session file (or a copy of one) holds; 0 when it cannot be read."""
+    try:
+        raw = orjson.loads(read_regular_file(path, MAX_SESSION_BYTES))
+        messages = raw.get("recent_messages") if isinstance(raw, dict) else None
+        summary = raw.get("compacted_history_summary") if isinstance(raw, dict) else None
+    except (OSError, SessionFileError, orjson.JSONDecodeError):
+        return 0
+    if not isinstance(messages, list):
+        return 0
+    return session_turns(
+        summary if isinstance(summary, str) else None,
+        [m for m in messages if isinstance(m, dict)],
+    )

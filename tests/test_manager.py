@@ -753,6 +753,31 @@ def test_turns_kept_in_recovered_are_told_by_the_listing_until_the_session_is_wr
     assert catalog.list((project,), {}).warnings == ()
 
 
+def test_turns_kept_in_recovered_are_told_until_the_session_file_holds_as_many(
+    tmp_path: Path,
+) -> None:
+    """A resume that added no turn rewrote the session file at its exit, and the turns
+    kept in recovered/ were told by nothing from then on."""
+    from session.catalog import SessionCatalog
+
+    root = tmp_path / "home"
+    catalog = SessionCatalog(root)
+    project = root / "projects" / "ws_00000000" / "sessions"
+    file = project / f"{SID}.json"
+    catalog.manager(project).save(full_state())
+    longer = full_state().model_copy(
+        update={"recent_messages": tuple(dump_messages(conversation(0, 2, 1, 0)))}
+    )
+    kept = catalog.keep_unsaved(project, longer)
+    later = kept.stat().st_mtime + 5
+    os.utime(file, (later, later))  # the file written again, with no turn more
+    (line,) = catalog.list((project,), {}).warnings
+    assert str(kept) in line
+    catalog.manager(project).save(longer)  # the copy put back
+    os.utime(file, (later, later))
+    assert catalog.list((project,), {}).warnings == ()
+
+
 def test_a_manifest_entry_with_no_valid_digest_is_left_out_not_the_whole_session(
     manager: SessionManager,
 ) -> None:
