@@ -134,7 +134,7 @@ class SessionCatalog:
         rows = classify(
             project.parent.name, listing.sessions, pointers.pointers, live, pointer_alive
         )
-        return rows, warnings + recovered_lines(project)
+        return rows, warnings + recovered_lines(self.root, project)
 
     def list(self, projects: tuple[Path, ...] | None, live: dict[str, int]) -> SessionListing:
         rows: list[SessionRow] = []
@@ -153,22 +153,18 @@ class SessionCatalog:
     def keep_unsaved(
         self, project: Path, state: SessionState, secrets: tuple[str, ...] = ()
     ) -> Path:
-        """Write a session whose saves failed where it can be recovered from; the first of
-        ``<project>/../recovered``, ``<root>/recovered``, ``<tmp>/agent-assist-recovered-<uid>``
-        that takes it. OSError (the last one's) if none does."""
+        """Write a session whose saves failed where it can be recovered from: the first of
+        ``recovered_places`` that takes it. OSError (the last one's) if none does."""
         stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
         name = f"{state.session_id}-{stamp}.json"
-        places = [
-            project.parent / "recovered",
-            self.root / "recovered",
-            Path(tempfile.gettempdir()) / f"agent-assist-recovered-{os.getuid()}",
-        ]
         error: OSError | None = None
-        for place in places:
+        for place in recovered_places(self.root, project):
             try:
+                if place.parent.name.startswith("agent-assist-recovered-"):
+                    # in a shared directory: someone may have put it there
+                    ensure_private_dir(place.parent)
+                    check_private_dir(place.parent)
                 ensure_private_dir(place)
-                if place == places[-1]:  # in a shared directory: someone may have put it there
-                    check_private_dir(place)
                 path = place / name
                 scrubbed = scrub_state(state, with_secrets(self.known_secrets, secrets))
                 atomic_write(path, encode_state(scrubbed))
@@ -252,18 +248,33 @@ class SessionCatalog:
 _RECOVERED_NAME = re.compile(r"^([a-f0-9]{12})-(\d{8}T\d{6}Z)\.json$")
 
 
-def recovered_lines(project: Path) -> list[str]:
-    """A warning for each session copy in ``<project>/../recovered`` that its session file
-    has not caught up with (written since, with as many turns: an exit rewrites a file
-    with none more) (written there when the session could not be saved): its turns are
-    nowhere else, and resuming the older file would leave them behind."""
-    place = project.parent / "recovered"
-    try:
-        names = sorted(os.listdir(place))
-    except OSError:
-        return []
+def recovered_places(root: Path, project: Path) -> list[Path]:
+    """Where the copies of ``project``'s sessions whose saves failed are kept, first
+    choice first: ``<project>/../recovered``, else under ``<root>/recovered`` or
+    ``<tmp>/agent-assist-recovered-<uid>``, in a directory named for the project."""
+    name = project.parent.name
+    return [
+        project.parent / "recovered",
+        root / "recovered" / name,
+        Path(tempfile.gettempdir()) / f"agent-assist-recovered-{os.getuid()}" / name,
+    ]
+
+
+def recovered_lines(root: Path, project: Path) -> list[str]:
+    """A warning for each copy of a session kept in ``recovered_places`` (its saves failed)
+    that its session file has not caught up with (written since, with as many turns: an
+    exit rewrites the file with none more): its turns are nowhere else, and resuming the
+    older file would leave them behind."""
+    found: list[tuple[Path, str]] = []
+    for place in recovered_places(root, project):
+        try:
+            if place.parent.name.startswith("agent-assist-recovered-"):
+                check_private_dir(place.parent)  # not one someone else made
+            found += [(place, name) for name in sorted(os.listdir(place))]
+        except OSError:
+            continue
     lines = []
-    for name in names:
+    for place, name in found:
         match = _RECOVERED_NAME.match(name)
         if match is None:
             continue
@@ -285,7 +296,6 @@ def recovered_lines(project: Path) -> list[str]:
             "keep them"
         )
     return lines
-
 
 
 def _turns_in(path: Path) -> int:

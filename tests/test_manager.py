@@ -842,3 +842,33 @@ def test_removing_a_session_leaves_invalid_pointers_for_a_listing_to_tell(
     assert manager.delete(SID)
     assert (manager.directory / "active_7201.json").read_bytes() == b"{bad"
     assert [p.path.name for p in manager.list_pointers().problems] == ["active_7201.json"]
+
+
+@pytest.mark.parametrize("taken", ["the project's place", "the home's place too"])
+def test_turns_kept_in_a_fallback_place_are_told_by_the_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, taken: str
+) -> None:
+    """A helper's attack (a full disk): the copy went to <tmp>/agent-assist-recovered-<uid>
+    and no listing or start ever told it; only the project's own place was looked in."""
+    import tempfile
+
+    from session.catalog import SessionCatalog
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    root = tmp_path / "home"
+    catalog = SessionCatalog(root)
+    project = root / "projects" / "ws_00000000" / "sessions"
+    catalog.manager(project).save(full_state())
+    old = (project / f"{SID}.json").stat().st_mtime - 10
+    os.utime(project / f"{SID}.json", (old, old))
+    (project.parent / "recovered").write_text("in the way\n")
+    if taken == "the home's place too":
+        (root / "recovered").write_text("in the way\n")
+    kept = catalog.keep_unsaved(project, full_state())
+    assert kept.parent.name == "ws_00000000", "named for its project"
+    (line,) = catalog.list((project,), {}).warnings
+    assert str(kept) in line
+    other = root / "projects" / "other_11111111" / "sessions"
+    catalog.manager(other).save(full_state("b" * 12))
+    assert catalog.list((other,), {}).warnings == (), "another project's copy is not its"
