@@ -550,7 +550,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 transition = self._lc.complete_turn(
                     stamp_message_id(done.new_messages, self._lc.turn_message_id),
                     now=utc_now(),
-                    manifest=self._as_the_model_knows(manifest, outside),
+                    manifest=self._as_the_model_knows(manifest, outside, dict(done.written)),
                     agent_spec_path=spec,
                     decisions=done.decisions,
                     touched=done.touched,
@@ -1051,18 +1051,22 @@ class TerminalActor(Actor[TerminalMessage]):
         )
 
     def _as_the_model_knows(
-        self, manifest: dict[str, str], untold: Iterable[str] = ()
+        self,
+        manifest: dict[str, str],
+        untold: Iterable[str] = (),
+        wrote: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
         """``manifest`` as the session file keeps it: each file changed outside that the
-        model has not been told of yet (``untold`` too) at the digest saved before, and
-        each file of a resume's (a restore's) drift no request has carried yet at the
-        digest that drift was found against, so that the next resume tells it (the exit's
-        fresh hashes took the change in: the notice was shown, the model never told)."""
+        model has not been told of yet (``untold`` too) at the digest it knows (what the
+        turn ending ``wrote`` there, else the one saved before), and each file of a
+        resume's (a restore's) drift no request has carried yet at the digest that drift
+        was found against, so that the next resume tells it (the exit's fresh hashes took
+        the change in: the notice was shown, the model never told)."""
         pending = self._changed_outside.union(untold)
         if not (pending or self._drift_untold) or self._lc.state is None:
             return manifest
-        saved = self._lc.state.file_manifest
-        baseline = {path: saved[path] for path in pending if path in saved}
+        known = {**self._lc.state.file_manifest, **(wrote or {})}
+        baseline = {path: known[path] for path in pending if path in known}
         baseline.update(self._drift_untold)
         told = {path: digest for path, digest in manifest.items() if path not in pending}
         return told | baseline
@@ -1083,13 +1087,14 @@ class TerminalActor(Actor[TerminalMessage]):
 
     def _changed_by_others(self, seen: set[str], done: TurnDone) -> set[str]:
         """The files that changed outside during the turn: among ``seen`` (changes the
-        watcher saw), every file the turn did not write (reading one is no change) and
-        each one it wrote that holds something else now than what it wrote last; and each
-        file it read (and did not write) that holds something else now than what it read
-        (one not tracked before the turn had no watch)."""
+        watcher saw), every file the turn did not write (reading one is no change); each
+        file it wrote that holds something else now than what it wrote last (seen or not:
+        one it made had no watch yet); and each file it read (and did not write) that
+        holds something else now than what it read (one not tracked before had no watch)."""
         written = dict(done.written)
         now = self._known[0] if self._known is not None else {}
-        outside = {p for p in seen if p not in written or now.get(p) != written[p]}
+        outside = {p for p in seen if p not in written}
+        outside |= {p for p, digest in written.items() if now.get(p) != digest}
         outside |= {p for p, read in done.read if p not in written and now.get(p) != read}
         return outside
 

@@ -3,6 +3,7 @@ OpenAI-compatible server that records what the model is sent."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from collections.abc import Iterator
@@ -269,6 +270,58 @@ def test_a_file_read_for_the_first_time_and_changed_during_the_turn_is_told(
     last = chats(server)[-1]
     system = " ".join(str(m["content"]) for m in last["messages"] if m["role"] == "system")
     assert "changed outside the assistant since the last turn: r2.md" in system
+
+
+def test_a_file_a_turn_made_and_changed_outside_before_the_turn_ended_is_told(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's attack: a file the turn created, edited by hand in the moment before
+    the turn ended (no watch on it yet), was taken as the assistant's own: no notice, and
+    the session file kept the edited content's digest, so the resume said nothing
+    either."""
+    client = env.spawn("--new", terminal=env.terminal())
+    server.tool_returns_go.clear()
+    client.send("write: d/new.md: by the assistant")
+    wait_for(
+        lambda: any(r["messages"][-1]["role"] == "tool" for r in chats(server)),
+        what="the write's return at the model",
+    )
+    with (env.workspace / "d" / "new.md").open("a") as edit:
+        edit.write("and a line by hand\n")
+    server.tool_returns_go.set()
+    client.expect("recorded")  # the turn ended
+    client.send("and now?")
+    client.expect("and now?")
+    client.close_stdin()
+    assert client.wait() == 0
+    assert "note: d/new.md changed outside agent-assist" in client.drain_stderr()
+    system = server.system_text()
+    assert "changed outside the assistant since the last turn: d/new.md" in system
+
+
+def test_a_file_a_turn_made_and_changed_outside_is_drift_at_the_resume(
+    env: Env, server: ChatServer
+) -> None:
+    """The same edit, and the chat ends before the model is told: the session file keeps
+    what the model knows of the file (what it wrote), so the resume tells the change."""
+    term = env.terminal()
+    client = env.spawn("--new", terminal=term)
+    server.tool_returns_go.clear()
+    client.send("write: new.md: by the assistant")
+    wait_for(
+        lambda: any(r["messages"][-1]["role"] == "tool" for r in chats(server)),
+        what="the write's return at the model",
+    )
+    (env.workspace / "new.md").write_text("replaced by hand\n")
+    server.tool_returns_go.set()
+    client.expect("recorded")
+    client.close_stdin()
+    assert client.wait() == 0
+    (session_id,) = env.session_ids()
+    written = hashlib.sha256(b"by the assistant\n").hexdigest()
+    assert env.session(session_id)["file_manifest"] == {"new.md": written}
+    assert env.run("--yes", input="hi\n", terminal=term).returncode == 0
+    assert "- new.md: modified" in server.system_text()
 
 
 def test_a_compaction_running_at_exit_is_not_asked_of_the_model_again(
