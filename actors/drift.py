@@ -172,7 +172,8 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 pending, self._pending = self._pending, set()
                 if self._restructured:  # a directory came or went: watch what is there now,
                     self._restructured = False  # and compare the files below it (some may
-                    await self._rewatch()  # have changed before their watch was in place)
+                    await self._retire(pending)  # have changed before their watch was in
+                    await self._rewatch()  # place)
                     moved = [d + os.sep for d in pending if d in self._directories]
                     pending |= {p for p in self._tracked_paths() if p.startswith(tuple(moved))}
                 if await self._settle(pending):
@@ -180,6 +181,16 @@ class DriftWatcherActor(Actor[DriftMessage]):
                     # not always reported (the whole workspace, deleted): watch what is
                     # there now, so that its coming back is seen.
                     await self._rewatch()
+
+    async def _retire(self, paths: set[str]) -> None:
+        """Stop the watches of the watched directories among ``paths`` (each came, went or
+        moved): a watch ends with its directory, and one made again at once has the same
+        identity on ext4 (its inode is reused), so it would pass for the old one's."""
+        if self._observer is None:
+            return
+        for directory in paths & self._scheduled.keys():
+            watch, _ = self._scheduled.pop(directory)
+            await anyio.to_thread.run_sync(_unschedule, self._observer, watch)
 
     async def _rewatch(self) -> None:
         """Watch what must be watched now, and compare the tracked files below each

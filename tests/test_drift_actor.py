@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from functools import partial
@@ -230,4 +231,31 @@ async def test_a_directory_made_again_before_the_watch_above_it_is_told(tmp_path
         assert gone.digests == (sha256_file(nested / "y.md"),), "v2 is told"
         (nested / "y.md").write_text("v3, by hand again\n")  # and sub/x is watched
         assert (await told(inbox)).digests == (sha256_file(nested / "y.md"),)
+        tg.cancel_scope.cancel()
+
+
+async def test_a_directory_removed_and_made_again_at_once_is_watched_again(
+    tmp_path: Path,
+) -> None:
+    """A helper's report (`rm -rf notes && mkdir notes && echo 1 > notes/a.md`): ext4 gives
+    the new directory the old one's inode, so the watch that died with the old one was
+    taken for the new one's, and no later change in it was ever told."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("x\n")
+    digest = sha256_file(notes / "a.md")
+    assert digest is not None
+    async with anyio.create_task_group() as tg:
+        _, inbox = await watching(tg, tmp_path, {"notes/a.md": digest})
+        before = os.stat(notes).st_ino
+        shutil.rmtree(notes)
+        notes.mkdir()
+        (notes / "a.md").write_text("1\n")
+        assert os.stat(notes).st_ino == before, "the case: the same inode (ext4, tmpfs)"
+        changed = await told(inbox)
+        while changed.digests != (sha256_file(notes / "a.md"),):  # told gone first, maybe
+            changed = await told(inbox)
+        with (notes / "a.md").open("a") as edit:
+            edit.write("2\n")
+        assert (await told(inbox)).digests == (sha256_file(notes / "a.md"),)
         tg.cancel_scope.cancel()
