@@ -320,6 +320,8 @@ class OpenSession(Ask["Opened"]):
 
     mode: Literal["new", "resume"]
     session_id: str | None
+    continuing: Literal["resumed", "fresh"] | None = None
+    """A re-attach after the supervisor went away (the protocol's ``Continuing``)."""
 
 
 @dataclass(frozen=True)

@@ -369,8 +369,8 @@ class TerminalActor(Actor[TerminalMessage]):
 
     async def handle(self, message: TerminalMessage) -> Any:
         match message:
-            case OpenSession(mode, session_id):
-                return await self._open(mode, session_id)
+            case OpenSession(mode, session_id, continuing):
+                return await self._open(mode, session_id, continuing)
             case UserTurn(text, message_id):
                 await self._start_turn(text, message_id)
             case TurnDelta(turn_id, text):
@@ -431,12 +431,18 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._detach(reason)
         return None
 
-    async def _open(self, mode: str, session_id: str | None) -> Opened:
+    async def _open(
+        self, mode: str, session_id: str | None, continuing: str | None = None
+    ) -> Opened:
+        """``continuing``: the session the terminal never left, after the supervisor went
+        away; "fresh" (the model had no resume context) goes on without one, and what
+        changed while nobody watched is told as changes outside."""
         if self._lc.phase is not Phase.UNSTARTED:
             raise SessionError("a session is already open in this terminal")
         pid = self._config.terminal_pid
         storage = self._peers.storage
         drift_text: tuple[str, ...] = ()
+        outside: tuple[str, ...] = ()
         if mode == "new":
             transition = self._lc.start_fresh(utc_now(), session_id)
             new_id = transition.lifecycle.session_id
@@ -453,9 +459,13 @@ class TerminalActor(Actor[TerminalMessage]):
                 drift = await anyio.to_thread.run_sync(
                     drift_at_resume, self._config.workspace, stored.file_manifest
                 )
-                transition = self._lc.resume(stored, drift)
+                fresh = continuing == "fresh"
+                transition = self._lc.resume(stored, drift, context=not fresh)
                 drift_text = tuple(drift_lines(drift))
-                self._drift_untold = _untold(drift, stored.file_manifest)
+                if fresh:
+                    outside = (*drift.modified, *drift.deleted)
+                else:
+                    self._drift_untold = _untold(drift, stored.file_manifest)
             except ValidationError as exc:
                 await storage.ask(Release(wanted, pid, self._token), STORAGE_TIMEOUT_S)
                 raise SessionError(
@@ -471,6 +481,8 @@ class TerminalActor(Actor[TerminalMessage]):
             self._summary_covers = self._lc.history
         await self._perform(transition.effects)
         await self._watch()
+        if outside:
+            await self._note_changes(outside)
         opened = Opened(
             transition.lifecycle.session_id or "",
             resumed=mode == "resume",

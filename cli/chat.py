@@ -297,6 +297,8 @@ class Chat:
         self._hung_up = False  # the supervisor closed the connection after refusing a frame
         self.resumed = False
         """The session opened is one resumed (its last reply may have asked something)."""
+        self.has_context = False
+        """Whether the model is given a resume context (kept across a re-attach)."""
         self.questions_asked = 0
         """Yes/no questions asked so far (a piped answer line with none to answer is
         not sent as a message: see ``_stray_answer``)."""
@@ -417,15 +419,26 @@ class Chat:
             ) from None
 
     def _open(
-        self, mode: str, session_id: str | None, ask: bool = True, announce: bool = True
+        self,
+        mode: str,
+        session_id: str | None,
+        ask: bool = True,
+        announce: bool = True,
+        continuing: bool = False,
     ) -> None:
         """Open the session; if it is live elsewhere, ask about a new one (WouldAsk instead
         when ``ask`` is False). ``announce``: on a terminal, say which session it is (a
-        re-attach says it in its own line)."""
-        self.conn.send({"type": "open", "mode": mode, "session_id": session_id})
+        re-attach says it in its own line). ``continuing``: it is the session this
+        terminal never left, after the supervisor went away (it goes on as it was)."""
+        frame: Frame = {"type": "open", "mode": mode, "session_id": session_id}
+        if continuing:
+            frame["continuing"] = "resumed" if self.has_context else "fresh"
+        self.conn.send(frame)
         while True:
             frame = self.conn.receive()
             if frame["type"] == "opened":
+                if frame["session_id"] != session_id or not continuing:
+                    self.has_context = bool(frame["resumed"])
                 self.session_id = frame["session_id"]
                 self.resumed = bool(frame["resumed"])
                 self.phase = frame.get("phase")
@@ -487,7 +500,7 @@ class Chat:
                 _, started = self._connect(tell_warnings=False)  # told at the start
                 try:
                     if previous:
-                        self._open("resume", previous, ask=ask, announce=False)
+                        self._open("resume", previous, ask=ask, announce=False, continuing=True)
                     else:
                         self._open("new", None, announce=False)
                 except AnswerStops:
@@ -831,10 +844,12 @@ class Chat:
             self.a_turn_failed = True  # piped, a failed command fails the run as a turn does
         if name == "reset" and text.startswith("Session reset"):
             self.session_id = text.rsplit("New session ", 1)[-1][:12]
+            self.has_context = False
             self.phase, self.input_tokens = None, None
             self.changed_outside.clear()
         elif name == "checkpoint" and text.startswith("Restored the conversation"):
             self.phase, self.input_tokens = frame.get("phase"), None  # the checkpoint's
+            self.has_context = True  # "restored from checkpoint N"
         elif frame.get("phase"):
             self.phase = frame["phase"]
 

@@ -379,9 +379,12 @@ class SessionLifecycle:
         stored: SessionState,
         drift: FileDrift | None,
         restored: RestoredFrom | None = None,
+        *,
+        context: bool = True,
     ) -> Transition:
         """The stored session goes on (or, with ``restored``, checkpoint N's state: its
-        context then says so instead of "resumed")."""
+        context then says so instead of "resumed"). Without ``context``, no resume context:
+        the session the terminal never left goes on after the supervisor went away."""
         loaded = load_messages(stored.recent_messages)
         max_turns, max_chars = self._tail_limits()
         history = tuple(reconstruct_history(loaded, max_turns=max_turns, max_chars=max_chars))
@@ -396,7 +399,9 @@ class SessionLifecycle:
             history_encoded=history_encoded,
             resume_context=build_resume_context(
                 stored, drift, restored, compaction_chars(self.policy.compaction)
-            ),
+            )
+            if context
+            else "",
             saved=True,
             tracked_paths=frozenset(stored.file_manifest),
             **self._fresh_compaction(compaction, first),

@@ -77,6 +77,8 @@ class Opening:
     """The resumed session's phase of the work (for the terminal's toolbar)."""
     drift: tuple[str, ...] = ()
     """How the resumed session's tracked files changed (as ``Opened.drift`` says it)."""
+    continuing: p.Continuing | None = None
+    """The ``open`` frame's: a re-attach after the supervisor went away."""
 
 
 class ProtocolMisuse(Exception):
@@ -276,7 +278,8 @@ class FrontDoor:
         except BaseException:
             await self._release(session_id, terminal_pid)
             raise
-        return Opening("resume", session_id, stored.phase, tuple(drift_lines(drift)))
+        drifted = tuple(drift_lines(drift))
+        return Opening("resume", session_id, stored.phase, drifted, frame.continuing)
 
     async def _wait_for_model(
         self, reader: BufferedByteReceiveStream, stream: SocketStream

@@ -65,10 +65,19 @@ class Hello(_Frame):
     in memory only, never written."""
 
 
+Continuing = Literal["resumed", "fresh"]
+"""How the model knew the session a terminal re-attaches to: with a resume context (the
+user resumed it, or restored a checkpoint) or none (a new session, or one /reset). It goes
+on as it was: no resume context is made up for a fresh one."""
+
+
 class Open(_Frame):
     type: Literal["open"]
     mode: Literal["new", "resume"]
     session_id: str | None = Field(default=None, max_length=64)
+    continuing: Continuing | None = None
+    """A re-attach after the supervisor went away, of the session the terminal never left
+    (see ``Continuing``)."""
 
 
 class UserMessage(_Frame):

@@ -354,7 +354,8 @@ class Server:
     ) -> None:
         """Open in the TerminalActor the session the front door already opened."""
         try:
-            await ref.ask(OpenSession(opening.mode, opening.session_id), OPEN_TIMEOUT_S)
+            opened = OpenSession(opening.mode, opening.session_id, opening.continuing)
+            await ref.ask(opened, OPEN_TIMEOUT_S)
         except Exception as exc:
             code, message = error_for(exc)
             await out.send(Failure(code, message))
@@ -412,11 +413,12 @@ class Server:
             if frame is None:
                 return "disconnected"
             match frame:
-                case p.Open(mode=mode, session_id=session_id):
+                case p.Open(mode=mode, session_id=session_id, continuing=continuing):
                     if mode == "new":  # a new session's id is the supervisor's to choose
                         session_id = None
                     try:
-                        await ref.ask(OpenSession(mode, session_id), OPEN_TIMEOUT_S)
+                        opening = OpenSession(mode, session_id, continuing)
+                        await ref.ask(opening, OPEN_TIMEOUT_S)
                     except Exception as exc:
                         code, message = error_for(exc)
                         await out.send(Failure(code, message))

@@ -486,3 +486,43 @@ def test_a_compaction_note_that_comes_while_a_reply_streams_waits_for_its_end(
     slow = [line for line in result.stdout.splitlines() if "word" in line]
     assert len(slow) == 1 and slow[0].startswith("word0") and slow[0].endswith("word199")
     assert "note: compacted turn 1 into a summary" in result.stderr
+
+
+def test_a_session_going_on_after_the_supervisor_died_is_not_told_as_resumed(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report: after a kill -9 of the supervisor, a session the user never
+    left (a new one) was put to the model as "a resumed session" with a summary of the
+    very history the request carried. What changed while nobody watched is told as a
+    change outside, as a live session's is."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("write: notes.md: v1")
+    client.expect("recorded")
+    assert "# Resumed Session Context" not in server.system_text()
+    env.kill_supervisor_and_heir()
+    (env.workspace / "notes.md").write_text("v2, by hand while no supervisor ran\n")
+    client.send("after the crash")
+    client.expect("echo: after the crash")
+    client.close_stdin()
+    assert client.wait() == 0
+    system = server.system_text()
+    assert "# Resumed Session Context" not in system
+    assert "changed outside the assistant since the last turn: notes.md" in system
+    assert "note: notes.md changed outside agent-assist" in client.drain_stderr()
+
+
+def test_a_resumed_session_keeps_its_resume_context_after_the_supervisor_died(
+    env: Env, server: ChatServer
+) -> None:
+    term = env.terminal()
+    assert env.run("--new", input="first\n", terminal=term).returncode == 0
+    client = env.spawn("--yes", terminal=term)
+    client.send("resumed")
+    client.expect("echo: resumed")
+    assert "# Resumed Session Context" in server.system_text()
+    env.kill_supervisor_and_heir()
+    client.send("after the crash")
+    client.expect("echo: after the crash")
+    client.close_stdin()
+    assert client.wait() == 0
+    assert "# Resumed Session Context" in server.system_text()
