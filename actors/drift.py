@@ -6,7 +6,8 @@ anyio's thread bridge and never blocks on anything else; bursts coalesce over
 from worker threads too (they take the lock watchdog holds while it calls
 handlers). A tracked file's directory that is removed (its inotify watch ends
 with it) or missing is followed from the nearest directory above it, and
-watched again, with its files compared, once it is back.
+watched again once it is back. Each directory newly watched has its tracked
+files compared: a change made before its watch was in place gives no event.
 """
 
 from __future__ import annotations
