@@ -214,9 +214,12 @@ def _looks_secret(value: str) -> bool:
 
 # Prose: "admin password is correcthorse99", "the api key was AbC123xyz!".
 _PROSE_KEY = (
-    r"(?:[A-Za-z0-9]+[_-])*(?:password|passwd|passphrase|passcode|pin code|secret|"
-    r"api[ _-]?key|(?:secret[ _-]?)?access[ _-]?key|secret[ _-]?key|token)(?:[_-][A-Za-z0-9]+)*"
+    r"(?:[A-Za-z0-9]+[_-])*(?:password|passwd|passphrase|passcode|pin code|secret|pwd|"
+    r"api[ _-]?key|(?:secret[ _-]?)?access[ _-]?key|secret[ _-]?key|token|"
+    r"mot de passe|passwort|contrase[ñn]a|senha)(?:[_-][A-Za-z0-9]+)*"
 )
+"""``pwd is X`` too (``pwd is /home/me``, a directory, is not taken), and the word for a
+password in French, German, Spanish and Portuguese."""
 _PROSE_RE = re.compile(
     rf"(?i)(\b{_PROSE_KEY}(?:\s+(?:is|was)\s+|\s*[=:]\s+)[\"'`]?)([^\s\"'`,;\\]{{6,}})"
 )
@@ -282,6 +285,8 @@ def _prose_value(match: re.Match[str]) -> str:
     key = _PROSE_LINK_RE.sub("", match.group(1))
     if _WORDLIKE_RE.match(value) or _is_reference(value) or _REFERENCE_KEY_RE.search(key):
         return match.group(0)
+    if key.lower().endswith("pwd") and value.startswith(("/", "~", ".")):
+        return match.group(0)  # the shell's working directory: "pwd is /home/me"
     if _is_token_key(match.group(1)) and not _looks_secret(value):
         return match.group(0)  # "token_limit is 128000"
     return match.group(1) + REDACTED
@@ -297,6 +302,7 @@ _TOKEN_WORDS = ("whsec_", "sg.", "webhooks/")
 """Lower-case words of the token patterns that have no marker above (a cheaper test)."""
 _KEYWORDS_RE = re.compile(
     r"authorization|bearer|key|secret|token|pass|pw|credential|passphrase|passcode|pin|cookie"
+    r"|contrase|senha"
     r"|discord|whsec_|sg\.|webhooks/"
 )
 
@@ -362,7 +368,7 @@ def _scrub_str(text: str, secrets: tuple[str, ...]) -> str:
 
 _ASSIGNMENT_WORDS = ("key", "secret", "token", "pass", "pw")
 _ENV_ASSIGNMENT_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL")
-_PROSE_WORDS = ("pass", "pin code", "secret", "key", "token")
+_PROSE_WORDS = ("pass", "pin code", "secret", "key", "token", "pwd", "contrase", "senha")
 """Ignoring case, every match of ``_ASSIGNMENT_RE`` (``_PROSE_RE``) holds one of these."""
 
 

@@ -270,7 +270,9 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "pw", "pass", "Adm1n", "abc", "${DB_PASSWORD}", "OPENAI_API_KEY", "settings.api_key",
      "_name", "_env", "whsec_", "SG.", "hooks.slack.com/services/", "3f2a9b8c7d6e5f4a3b2c1d",
      "-----BEGIN PGP PRIVATE KEY BLOCK-----", "@ss:w0rd@", "bot ", "discord",
-     "MTA4OTk2NzQ1NjE4NDk3NTM2MA.GhYk3Q.abcdefghijklmnopqrstuvwxyz0123456789AB"]
+     "MTA4OTk2NzQ1NjE4NDk3NTM2MA.GhYk3Q.abcdefghijklmnopqrstuvwxyz0123456789AB",
+     "pwd", "PWD", "mot de passe", "Passwort", "contraseña", "CONTRASENA", "senha",
+     "/home/me", "~/w"]
 )
 
 

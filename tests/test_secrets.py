@@ -127,6 +127,13 @@ def test_a_file_written_with_secrets_is_listed_and_loaded_scrubbed(tmp_path: Pat
         ("my password: hunter22", "my password: "),
         ("the api key was AbC123xyz!", "the api key was "),
         ("password is correcthorsebatterystaple", "password is "),
+        # a helper's attack: each was stored in clear
+        ("pwd is letmein42", "pwd is "),
+        ("the db pwd: letmein42", "the db pwd: "),
+        ("mot de passe: secretfr99", "mot de passe: "),
+        ("Passwort: geheim42", "Passwort: "),
+        ("la contraseña: clave2024x", "la contraseña: "),
+        ("senha: minhasenha9", "senha: "),
     ],
 )
 def test_prose_credentials_are_scrubbed(text: str, kept: str) -> None:
@@ -201,7 +208,14 @@ def test_ordinary_text_about_keys_and_urls_is_left_alone(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["a password is required.", "the token is expired", "the secret is simple"],
+    [
+        "a password is required.",
+        "the token is expired",
+        "the secret is simple",
+        "pwd is /home/me/project",
+        "pwd: ~/work",
+        "run pwd to see the directory",
+    ],
 )
 def test_prose_about_credentials_is_left_alone(text: str) -> None:
     assert scrub_text(text) == text
