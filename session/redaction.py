@@ -4,7 +4,7 @@ What the patterns cover (see docs/decisions.md, "Secrets"): known provider token
 shapes, PEM private keys, ``Authorization``/``Bearer`` values, assignments
 (``password=...``, ``api_key: ...``; a passphrase line's value of several words,
 to the line's end), the prose form ``<password|passphrase|
-passcode|secret|api key|token> is|was|: <value>`` when the value looks like a
+passcode|secret|api key|token|pwd> is|was|: <value>`` when the value looks like a
 credential (a digit or symbol in it, or 16+ letters), and the values of the
 environment variables whose names say they hold a credential.
 """
