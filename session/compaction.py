@@ -561,6 +561,12 @@ def _questions_in(text: str) -> list[str]:
     ]
 
 
+def stated_decisions(messages: Sequence[ModelMessage]) -> list[str]:
+    """The decisions the user states in ``messages`` (``Decision: ...``), scrubbed: the
+    session keeps them from their turn on, compacted or not (compaction may be off)."""
+    return [d for text in map(scrub_text, user_prompts(messages)) for d in _decisions_in(text)]
+
+
 def extract_retained(messages: Iterable[ModelMessage]) -> Retained:
     """Decisions, rules, file paths and open questions named in ``messages``; texts are
     scrubbed of credentials first (a value cut out of its ``key: value`` context, as a

@@ -76,6 +76,7 @@ from session.compaction import (
     render_compaction,
     retention_window,
     sliding_window,
+    stated_decisions,
     token_window,
     uncompacted_chars,
 )
@@ -441,7 +442,7 @@ class SessionLifecycle:
         ``input_tokens`` is the model's count of the turn's last request; ``phase`` the
         phase of the work the turn moved to, if it set one."""
         state = self._check(Event.TURN)
-        merged = merge_decisions(state.decisions, decisions)
+        merged = merge_decisions(state.decisions, stated_decisions(new_messages), decisions)
         history = (*self.history, *new_messages)
         history_encoded = self.history_encoded + self._dump(new_messages)
         at = len(self.history)

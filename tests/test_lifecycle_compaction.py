@@ -419,3 +419,24 @@ def test_over_the_budget_is_told_once_then_again_each_time_the_request_grew_by_h
         told.append(tell)
     assert told == [True, False, False, True, False, True]
     assert lc.over_budget(lc.generation - 1, 10_000) == (lc, False)  # an older history's
+
+
+def test_a_decision_the_user_states_joins_the_sessions_decisions_at_once() -> None:
+    """A helper's report: with compaction off, a stated decision was kept nowhere once its
+    turn left the request (they joined the session's decisions only when compacted); the
+    resume context had no "Key Decisions Made"."""
+    lc = after_turns(fresh(policy(interval=0, threshold=1000)), 1, 1)
+    lc = (
+        lc.begin_turn(0)
+        .complete_turn(
+            _said("Decision: the agent answers in French. Thanks!"),
+            now=T0,
+            manifest={},
+            agent_spec_path=None,
+        )
+        .lifecycle
+    )
+    lc = after_turns(lc, 3, 40)
+    assert "Decision:" not in " ".join(prompts(lc)), "the turn left the request"
+    assert lc.state is not None
+    assert lc.state.decisions == ("Decision: the agent answers in French.",)
