@@ -228,6 +228,10 @@ class SessionLifecycle:
     token_base: int | None = None
     """Tokens of the next request as the model last counted them (its input tokens
     plus an estimate of its reply); None when the history changed since."""
+    token_overhead: int = 0
+    """What the model's last count held beyond the estimate of the messages and the
+    instructions (the tool definitions, the base prompt): added to the estimate while
+    ``token_base`` is stale (after a compaction)."""
     turn: int | None = None
     """The id of the turn in flight (``in a turn`` only)."""
     turn_message_id: str | None = None
@@ -295,10 +299,11 @@ class SessionLifecycle:
     def request_tokens(self, extra_chars: int = 0) -> int:
         """The next request's size in tokens: the model's own count of the last request
         plus an estimate of what was added since, or the estimate of the whole if that
-        is larger (or the model reported nothing)."""
+        is larger; while that count is stale (after a compaction) the estimate plus
+        what the count held beyond it (``token_overhead``)."""
         estimate = self.estimated_tokens(extra_chars)
         if self.token_base is None:
-            return estimate
+            return estimate + self.token_overhead
         # The model's count is the ground truth; the estimate guards against a model
         # (or a proxy) that under-reports, so compaction comes early rather than late.
         return max(self.token_base + estimate_tokens(extra_chars), estimate)
@@ -473,6 +478,8 @@ class SessionLifecycle:
             turn=None,
             turn_message_id=None,
         )
+        if token_base is not None:
+            new = new._with(token_overhead=max(0, token_base - new.estimated_tokens()))
         return new._written(now, manifest, agent_spec_path)
 
     def save(

@@ -440,3 +440,25 @@ def test_a_decision_the_user_states_joins_the_sessions_decisions_at_once() -> No
     assert "Decision:" not in " ".join(prompts(lc)), "the turn left the request"
     assert lc.state is not None
     assert lc.state.decisions == ("Decision: the agent answers in French.",)
+
+
+def test_after_a_compaction_the_estimate_keeps_what_the_models_count_had_beyond_it() -> None:
+    """A helper's report: after a compaction the budget was judged by the estimate of the
+    messages alone, without the tool definitions and the base prompt the model's count
+    had held: requests ran over the budget with no compaction and no warning."""
+    lc = after_turns(fresh(policy(interval=3, overlap=0)), 1, 2)
+    beyond = 1500  # the tools' schemas and the system prompt, as the model counts them
+    lc = (
+        lc.begin_turn(0)
+        .complete_turn(
+            turn(3, text=REPLY),
+            now=T0,
+            manifest={},
+            agent_spec_path=None,
+            input_tokens=lc.estimated_tokens(len("question 3")) + beyond,
+        )
+        .lifecycle
+    )
+    lc, _ = compact(lc)
+    assert lc.token_base is None, "the model's count is stale: the history changed"
+    assert lc.request_tokens() >= lc.estimated_tokens() + beyond * 0.9
