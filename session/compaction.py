@@ -119,12 +119,13 @@ class Retained:
     questions: tuple[str, ...] = ()
 
     def merge(self, newer: Retained) -> Retained:
-        """Union, first mention first; questions keep only the newest few."""
+        """Union, oldest first by last mention (what ``newer`` names again is among the
+        newest: the caps let go of the oldest); questions keep only the newest few."""
         return Retained(
-            decisions=_union(self.decisions, newer.decisions)[-MAX_DECISIONS:],
-            rules=_union(self.rules, newer.rules)[-MAX_RULES:],
-            paths=_union(self.paths, newer.paths)[-MAX_PATHS:],
-            questions=_union(self.questions, newer.questions)[-MAX_QUESTIONS:],
+            decisions=_mentioned_again(self.decisions, newer.decisions)[-MAX_DECISIONS:],
+            rules=_mentioned_again(self.rules, newer.rules)[-MAX_RULES:],
+            paths=_mentioned_again(self.paths, newer.paths)[-MAX_PATHS:],
+            questions=_mentioned_again(self.questions, newer.questions)[-MAX_QUESTIONS:],
         )
 
     def is_empty(self) -> bool:
@@ -476,6 +477,13 @@ def merge_decisions(*groups: Iterable[str]) -> tuple[str, ...]:
 def _clip(text: str, limit: int) -> str:
     flat = _flat(text)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _mentioned_again(older: Iterable[str], newer: Iterable[str]) -> tuple[str, ...]:
+    """``older`` then ``newer``, each once: an item in both takes its place in ``newer``."""
+    latest = _union(newer)
+    again = {item.casefold() for item in latest}
+    return (*_union(i for i in older if i.casefold() not in again), *latest)
 
 
 def _union(*groups: Iterable[str]) -> tuple[str, ...]:

@@ -462,3 +462,18 @@ def test_after_a_compaction_the_estimate_keeps_what_the_models_count_had_beyond_
     lc, _ = compact(lc)
     assert lc.token_base is None, "the model's count is stale: the history changed"
     assert lc.request_tokens() >= lc.estimated_tokens() + beyond * 0.9
+
+
+def test_paths_named_again_in_the_overlap_stay_the_newest() -> None:
+    """A helper's report: a pasted log naming 1,500 files kept the 300 named before the
+    last 300 once the next window took the turn again as its overlap (re-mentioned
+    items kept their old place, and the cap cut from the end)."""
+    log = "the log: " + " ".join(f"src/huge/mod_{i}.py failed;" for i in range(1500))
+    lc = after_turns(fresh(policy(interval=3, overlap=1)), 1, 2)
+    lc = lc.begin_turn(0).complete_turn(_said(log), now=T0, manifest={}, agent_spec_path=None)
+    lc, _ = compact(lc.lifecycle)
+    lc, _ = compact(after_turns(lc, 4, 6))
+    assert lc.compaction is not None and lc.compaction.end_invocation == 6
+    paths = lc.compaction.retained.paths
+    assert paths[-1] == "src/huge/mod_1499.py"
+    assert paths[0] == "src/huge/mod_1200.py"
