@@ -12,6 +12,7 @@ files compared: a change made before its watch was in place gives no event.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -305,6 +306,8 @@ class DriftWatcherActor(Actor[DriftMessage]):
                     _schedule, observer, self._bridge, directory
                 )
             except OSError as exc:
+                if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                    continue  # gone since it was looked at: the next round finds what is
                 log.warning("cannot watch %s: %s", directory, exc)
                 owners = [
                     owner

@@ -15,7 +15,7 @@ from watchdog.observers import Observer
 
 from actors.base import ActorRef, open_mailbox, run_supervised
 from actors.drift import DriftWatcherActor, WatchedFiles
-from actors.messages import Watch
+from actors.messages import FilesChanged, Watch
 from session.filesystem import sha256_file
 
 pytestmark = pytest.mark.anyio
@@ -258,4 +258,35 @@ async def test_a_directory_removed_and_made_again_at_once_is_watched_again(
         with (notes / "a.md").open("a") as edit:
             edit.write("2\n")
         assert (await told(inbox)).digests == (sha256_file(notes / "a.md"),)
+        tg.cancel_scope.cancel()
+
+
+async def test_a_directory_gone_before_its_watch_is_made_is_no_reason_to_give_up(
+    tmp_path: Path,
+) -> None:
+    """A helper's attack (a loop of rm -rf d; mkdir -p d/x/y): a directory removed between
+    looking and watching was taken for "cannot watch" and the session told to compare
+    at each turn instead, though its watches went on working."""
+    nested = tmp_path / "d" / "x"
+    nested.mkdir(parents=True)
+    (nested / "y.md").write_text("v1\n")
+    digest = sha256_file(nested / "y.md")
+    assert digest is not None
+    removed: list[str] = []
+
+    def remove_it(directory: str) -> None:
+        if directory == str(nested) and not removed:
+            removed.append(directory)
+            shutil.rmtree(tmp_path / "d")
+
+    async with anyio.create_task_group() as tg:
+        inbox = await watching_with(
+            tg, lambda: ObserverRacedBy(remove_it), tmp_path, {"d/x/y.md": digest}
+        )
+        gone = await told(inbox)
+        assert isinstance(gone, FilesChanged), gone
+        assert gone.paths == ("d/x/y.md",) and gone.digests == ("",)
+        nested.mkdir(parents=True)
+        (nested / "y.md").write_text("v2\n")
+        assert (await told(inbox)).digests == (sha256_file(nested / "y.md"),)
         tg.cancel_scope.cancel()
