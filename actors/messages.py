@@ -320,7 +320,7 @@ class OpenSession(Ask["Opened"]):
 
     mode: Literal["new", "resume"]
     session_id: str | None
-    continuing: Literal["resumed", "fresh"] | None = None
+    continuing: Literal["resumed", "fresh"] | int | None = None
     """A re-attach after the supervisor went away (the protocol's ``Continuing``)."""
 
 

@@ -432,11 +432,11 @@ class TerminalActor(Actor[TerminalMessage]):
         return None
 
     async def _open(
-        self, mode: str, session_id: str | None, continuing: str | None = None
+        self, mode: str, session_id: str | None, continuing: str | int | None = None
     ) -> Opened:
         """``continuing``: the session the terminal never left, after the supervisor went
-        away; "fresh" (the model had no resume context) goes on without one, and what
-        changed while nobody watched is told as changes outside."""
+        away (the protocol's ``Continuing``): it goes on with the kind of context it had,
+        and what changed while nobody watched is told as changes outside."""
         if self._lc.phase is not Phase.UNSTARTED:
             raise SessionError("a session is already open in this terminal")
         pid = self._config.terminal_pid
@@ -459,13 +459,15 @@ class TerminalActor(Actor[TerminalMessage]):
                 drift = await anyio.to_thread.run_sync(
                     drift_at_resume, self._config.workspace, stored.file_manifest
                 )
-                fresh = continuing == "fresh"
-                transition = self._lc.resume(stored, drift, context=not fresh)
                 drift_text = tuple(drift_lines(drift))
-                if fresh:
-                    outside = (*drift.modified, *drift.deleted)
-                else:
+                if continuing is None:
+                    transition = self._lc.resume(stored, drift)
                     self._drift_untold = _untold(drift, stored.file_manifest)
+                else:
+                    restored = await self._restored_from(wanted, continuing)
+                    context = continuing != "fresh"
+                    transition = self._lc.resume(stored, None, restored, context=context)
+                    outside = (*drift.modified, *drift.deleted)
             except ValidationError as exc:
                 await storage.ask(Release(wanted, pid, self._token), STORAGE_TIMEOUT_S)
                 raise SessionError(
@@ -491,6 +493,22 @@ class TerminalActor(Actor[TerminalMessage]):
         )
         await self._emit(opened)
         return opened
+
+    async def _restored_from(
+        self, session_id: str, continuing: str | int
+    ) -> RestoredFrom | None:
+        """The checkpoint a continuing session had been taken back to, if it still has it
+        (else its context is a resumed one's)."""
+        if not isinstance(continuing, int):
+            return None
+        try:
+            checkpoint: Checkpoint = await self._peers.storage.ask(
+                LoadCheckpoint(self._config.project, session_id, continuing), STORAGE_TIMEOUT_S
+            )
+        except (SessionError, OSError, DeadActor, TimeoutError) as exc:
+            log.info("checkpoint %d of %s: %s", continuing, session_id, exc)
+            return None
+        return RestoredFrom(checkpoint.number, checkpoint.created_at)
 
     async def _start_turn(self, text: str, message_id: str | None = None) -> None:
         if not self._lc.allows(Event.BEGIN_TURN):

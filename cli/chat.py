@@ -67,6 +67,7 @@ SAVE_RETRIED = "error: could not update the session on disk"
 """A failed save (actors/terminal.py) is retried at the next turn and at exit: the run
 fails only if turns are still unsaved at its end (the ``closed`` frame says so)."""
 REATTACH_ATTEMPTS = 5
+RESTORED = "Restored the conversation to checkpoint "
 RESEND_ATTEMPTS = 3
 CUT_OFF = "[cut off: the chat ended before the reply did; this message was not kept]"
 """Where a reply the end of the chat cut would have been (on a terminal, after its partial
@@ -297,8 +298,10 @@ class Chat:
         self._hung_up = False  # the supervisor closed the connection after refusing a frame
         self.resumed = False
         """The session opened is one resumed (its last reply may have asked something)."""
-        self.has_context = False
-        """Whether the model is given a resume context (kept across a re-attach)."""
+        self.context: str | int = "fresh"
+        """The kind of resume context the model is given, kept across a re-attach (the
+        protocol's ``Continuing``): "fresh" (none), "resumed", or a restored checkpoint's
+        number."""
         self.questions_asked = 0
         """Yes/no questions asked so far (a piped answer line with none to answer is
         not sent as a message: see ``_stray_answer``)."""
@@ -432,13 +435,13 @@ class Chat:
         terminal never left, after the supervisor went away (it goes on as it was)."""
         frame: Frame = {"type": "open", "mode": mode, "session_id": session_id}
         if continuing:
-            frame["continuing"] = "resumed" if self.has_context else "fresh"
+            frame["continuing"] = self.context
         self.conn.send(frame)
         while True:
             frame = self.conn.receive()
             if frame["type"] == "opened":
                 if frame["session_id"] != session_id or not continuing:
-                    self.has_context = bool(frame["resumed"])
+                    self.context = "resumed" if frame["resumed"] else "fresh"
                 self.session_id = frame["session_id"]
                 self.resumed = bool(frame["resumed"])
                 self.phase = frame.get("phase")
@@ -844,12 +847,13 @@ class Chat:
             self.a_turn_failed = True  # piped, a failed command fails the run as a turn does
         if name == "reset" and text.startswith("Session reset"):
             self.session_id = text.rsplit("New session ", 1)[-1][:12]
-            self.has_context = False
+            self.context = "fresh"
             self.phase, self.input_tokens = None, None
             self.changed_outside.clear()
-        elif name == "checkpoint" and text.startswith("Restored the conversation"):
+        elif name == "checkpoint" and text.startswith(RESTORED):
             self.phase, self.input_tokens = frame.get("phase"), None  # the checkpoint's
-            self.has_context = True  # "restored from checkpoint N"
+            number = text.removeprefix(RESTORED).split(" ", 1)[0]  # "3", from "3 (2 turns)"
+            self.context = int(number) if number.isdigit() else "resumed"
         elif frame.get("phase"):
             self.phase = frame["phase"]
 

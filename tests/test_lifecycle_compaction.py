@@ -470,8 +470,8 @@ def test_paths_named_again_in_the_overlap_stay_the_newest() -> None:
     items kept their old place, and the cap cut from the end)."""
     log = "the log: " + " ".join(f"src/huge/mod_{i}.py failed;" for i in range(1500))
     lc = after_turns(fresh(policy(interval=3, overlap=1)), 1, 2)
-    lc = lc.begin_turn(0).complete_turn(_said(log), now=T0, manifest={}, agent_spec_path=None)
-    lc, _ = compact(lc.lifecycle)
+    said = lc.begin_turn(0).complete_turn(_said(log), now=T0, manifest={}, agent_spec_path=None)
+    lc, _ = compact(said.lifecycle)
     lc, _ = compact(after_turns(lc, 4, 6))
     assert lc.compaction is not None and lc.compaction.end_invocation == 6
     paths = lc.compaction.retained.paths

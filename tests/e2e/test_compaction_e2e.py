@@ -514,15 +514,45 @@ def test_a_session_going_on_after_the_supervisor_died_is_not_told_as_resumed(
 def test_a_resumed_session_keeps_its_resume_context_after_the_supervisor_died(
     env: Env, server: ChatServer
 ) -> None:
+    """A helper's attack: the resumed session's change made while no supervisor ran was
+    put in its rebuilt context only (no notice, no note)."""
     term = env.terminal()
-    assert env.run("--new", input="first\n", terminal=term).returncode == 0
+    assert env.run("--new", input="write: notes.md: v1\n", terminal=term).returncode == 0
     client = env.spawn("--yes", terminal=term)
     client.send("resumed")
     client.expect("echo: resumed")
     assert "# Resumed Session Context" in server.system_text()
     env.kill_supervisor_and_heir()
+    (env.workspace / "notes.md").write_text("v2, by hand while no supervisor ran\n")
     client.send("after the crash")
     client.expect("echo: after the crash")
     client.close_stdin()
     assert client.wait() == 0
-    assert "# Resumed Session Context" in server.system_text()
+    system = server.system_text()
+    assert "# Resumed Session Context" in system
+    assert "changed outside the assistant since the last turn: notes.md" in system
+    assert "note: notes.md changed outside agent-assist" in client.drain_stderr()
+
+
+def test_a_restored_session_keeps_its_checkpoints_context_after_the_supervisor_died(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's attack: after /checkpoint N and a supervisor's death, the model was told
+    of "a resumed session" instead of the conversation taken back to checkpoint N."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("first")
+    client.expect("echo: first")
+    client.send("/save")
+    client.expect("saved as checkpoint 1.", stderr=True)
+    client.send("second")
+    client.expect("echo: second")
+    client.send("/checkpoint 1")
+    client.expect("Restored the conversation to checkpoint 1", stderr=True)
+    env.kill_supervisor_and_heir()
+    client.send("after the crash")
+    client.expect("echo: after the crash")
+    client.close_stdin()
+    assert client.wait() == 0
+    system = server.system_text()
+    assert "# Restored Checkpoint Context" in system, system
+    assert "# Resumed Session Context" not in system
