@@ -436,7 +436,8 @@ class TerminalActor(Actor[TerminalMessage]):
     ) -> Opened:
         """``continuing``: the session the terminal never left, after the supervisor went
         away (the protocol's ``Continuing``): it goes on with the kind of context it had,
-        and what changed while nobody watched is told as changes outside."""
+        rebuilt from the file, whose drift tells what changed while nobody watched (with
+        no context, "fresh", that is told as changes outside)."""
         if self._lc.phase is not Phase.UNSTARTED:
             raise SessionError("a session is already open in this terminal")
         pid = self._config.terminal_pid
@@ -460,14 +461,13 @@ class TerminalActor(Actor[TerminalMessage]):
                     drift_at_resume, self._config.workspace, stored.file_manifest
                 )
                 drift_text = tuple(drift_lines(drift))
-                if continuing is None:
-                    transition = self._lc.resume(stored, drift)
-                    self._drift_untold = _untold(drift, stored.file_manifest)
+                if continuing == "fresh":  # no context to tell the drift: changes outside
+                    transition = self._lc.resume(stored, None, context=False)
+                    outside = (*drift.modified, *drift.deleted)
                 else:
                     restored = await self._restored_from(wanted, continuing)
-                    context = continuing != "fresh"
-                    transition = self._lc.resume(stored, None, restored, context=context)
-                    outside = (*drift.modified, *drift.deleted)
+                    transition = self._lc.resume(stored, drift, restored)
+                    self._drift_untold = _untold(drift, stored.file_manifest)
             except ValidationError as exc:
                 await storage.ask(Release(wanted, pid, self._token), STORAGE_TIMEOUT_S)
                 raise SessionError(
@@ -495,7 +495,7 @@ class TerminalActor(Actor[TerminalMessage]):
         return opened
 
     async def _restored_from(
-        self, session_id: str, continuing: str | int
+        self, session_id: str, continuing: str | int | None
     ) -> RestoredFrom | None:
         """The checkpoint a continuing session had been taken back to, if it still has it
         (else its context is a resumed one's)."""

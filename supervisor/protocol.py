@@ -68,9 +68,9 @@ class Hello(_Frame):
 Continuing = Literal["resumed", "fresh"] | Annotated[int, Field(ge=1)]
 """How the model knew the session a terminal re-attaches to: with a resume context (the
 user resumed it: "resumed"; or restored checkpoint N: N) or none ("fresh": a new session,
-or one /reset). It goes on as it was: no resume context is made up for a fresh one, a
-restored one's still says so, and what changed while no supervisor ran is told as
-changes outside (not in the context)."""
+or one /reset). It goes on as it was: no resume context is made up for a fresh one (what
+changed while no supervisor ran is told as changes outside), a restored one's still says
+so."""
 
 
 class Open(_Frame):
