@@ -428,11 +428,14 @@ class Chat:
         ask: bool = True,
         announce: bool = True,
         continuing: bool = False,
-    ) -> None:
+    ) -> str | None:
         """Open the session; if it is live elsewhere, ask about a new one (WouldAsk instead
         when ``ask`` is False). ``announce``: on a terminal, say which session it is (a
         re-attach says it in its own line). ``continuing``: it is the session this
-        terminal never left, after the supervisor went away (it goes on as it was)."""
+        terminal never left, after the supervisor went away (it goes on as it was).
+        Returns ``session_id`` if a new session was opened because that one was live in
+        another terminal."""
+        elsewhere: str | None = None
         frame: Frame = {"type": "open", "mode": mode, "session_id": session_id}
         if continuing:
             frame["continuing"] = self.context
@@ -450,7 +453,7 @@ class Chat:
                     self.console.warn(f"{what} session {self.session_id}. /help for commands.")
                     for line in frame.get("drift") or ():
                         self.console.warn(f"  {line.removeprefix('- ')}")
-                return
+                return elsewhere
             if frame["type"] == "notice":
                 self.show(frame)  # piped, an error line (a failed write) fails the run
                 continue
@@ -461,6 +464,7 @@ class Chat:
                     raise WouldAsk(frame["message"])
                 # A note, not an error: a new session instead is offered (and "n" is one).
                 self.console.warn(f"note: {frame['message']}")
+                elsewhere = session_id
                 question = "Start a new session instead? [Y/n]"
                 if self.options.yes:  # --yes answers the questions at the start
                     self.console.warn("Starting a new session instead (--yes).")
@@ -496,6 +500,7 @@ class Chat:
         this tries a few times. ``quiet``: it hung up on a frame it refused; no warning.
         """
         previous = self.session_id
+        elsewhere: str | None = None
         for attempt in range(REATTACH_ATTEMPTS):
             if self._conn is not None:
                 self._conn.close()
@@ -503,7 +508,9 @@ class Chat:
                 _, started = self._connect(tell_warnings=False)  # told at the start
                 try:
                     if previous:
-                        self._open("resume", previous, ask=ask, announce=False, continuing=True)
+                        elsewhere = self._open(
+                            "resume", previous, ask=ask, announce=False, continuing=True
+                        )
                     else:
                         self._open("new", None, announce=False)
                 except AnswerStops:
@@ -523,6 +530,11 @@ class Chat:
         if previous == self.session_id:
             self.console.warn(
                 f"warning: the supervisor went away; {how}restored session {self.session_id}"
+            )
+        elif previous and previous == elsewhere:  # its note said where
+            self.console.warn(
+                f"warning: the supervisor went away; {how}continuing in new session "
+                f"{self.session_id}"
             )
         else:
             self.console.warn(

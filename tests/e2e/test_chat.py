@@ -362,3 +362,28 @@ def test_a_live_sessions_summary_is_listed_after_its_first_turn(env: Env) -> Non
 
     assert "triage agent" in wait_for(summary, what="the summary of turn 1")
     client.close_stdin()
+
+
+def test_a_session_taken_by_another_terminal_while_the_supervisor_was_down_is_said_so(
+    env: Env,
+) -> None:
+    """A helper's report: the terminal that found its session live elsewhere after a
+    re-attach said it "had not been saved yet" (it had; another terminal holds it)."""
+    first = env.spawn("--yes", terminal=env.terminal())
+    first.send("before the crash")
+    first.expect("before the crash")
+    (session_id,) = wait_for(env.session_ids, what="a session file")
+    env.kill_supervisor_and_heir()
+    other = env.spawn("--resume", session_id, terminal=env.terminal())
+    other.send("taken here")
+    other.expect("taken here")
+    first.send("after the crash")
+    first.expect("after the crash")
+    first.close_stdin()
+    assert first.wait() == 0
+    told = "\n".join(first.drain_stderr())
+    assert f"session {session_id} is live in another terminal" in told
+    assert "had not been saved yet" not in told
+    assert "continuing in new session" in told
+    other.close_stdin()
+    assert other.wait() == 0

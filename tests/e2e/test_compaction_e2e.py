@@ -533,7 +533,7 @@ def test_a_resumed_session_keeps_its_resume_context_after_the_supervisor_died(
     assert "# Resumed Session Context" in system
     assert "- notes.md: modified" in system
     assert "changed outside the assistant" not in system
-    assert "changed outside agent-assist" not in client.drain_stderr()
+    assert not any("changed outside" in line for line in client.drain_stderr())
 
 
 def test_a_restored_session_keeps_its_checkpoints_context_after_the_supervisor_died(
