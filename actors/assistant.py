@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import hashlib
 import os
@@ -187,12 +188,21 @@ async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:
     relative = _relative(path)
     if (refused := await _before_write(ctx.deps, relative)) is not None:
         return f"error: {relative} was not written: {refused}"
+    write = asyncio.ensure_future(
+        anyio.to_thread.run_sync(write_workspace_file, ctx.deps.workspace, relative, content)
+    )
     try:
-        size, digest = await anyio.to_thread.run_sync(
-            write_workspace_file, ctx.deps.workspace, relative, content
-        )
+        size, digest = await asyncio.shield(write)
     except OSError as exc:
         return f"error: cannot write {relative}: {exc.strerror or exc}"
+    except asyncio.CancelledError:
+        # pydantic-ai cancels a tool's task natively (Task.cancel, which anyio's shield
+        # does not stop) while the write's thread runs on: what it wrote is the turn's.
+        await asyncio.wait({write})
+        if not write.cancelled() and write.exception() is None:
+            ctx.deps.touched.add(relative)
+            ctx.deps.written[relative] = write.result()[1]
+        raise
     ctx.deps.touched.add(relative)
     ctx.deps.written[relative] = digest
     return f"wrote {relative} ({size} bytes)"

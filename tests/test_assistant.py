@@ -223,3 +223,34 @@ def test_a_file_read_is_cut_to_half_the_context_budget(workspace: Path) -> None:
         "\n[truncated: the first 4,000 characters of 285,000 bytes, half of the context budget]"
     )
     assert len(returned) < 4_000 + 100
+
+
+@pytest.mark.anyio
+async def test_a_write_the_turn_was_cancelled_during_is_still_its_own(tmp_path: Path) -> None:
+    """The CI's failure: Ctrl+C while the write's thread ran left the file written but not
+    recorded as the turn's (pydantic-ai cancels a tool's task with ``Task.cancel``, which
+    anyio's shield around the thread does not stop), and the watcher's news of it was
+    told as a change made outside agent-assist."""
+    import asyncio
+    import hashlib
+
+    from pydantic_ai import RunContext
+    from pydantic_ai.models.test import TestModel
+    from pydantic_ai.usage import RunUsage
+
+    from actors.assistant import write_file
+
+    deps = TurnDeps(tmp_path)
+    ctx = RunContext(deps=deps, model=TestModel(), usage=RunUsage())
+    target = tmp_path / "a.md"
+    task = asyncio.ensure_future(write_file(ctx, "a.md", "by the assistant\n"))
+    # Renamed into place, the file is there before the thread has synced the directory,
+    # and its result reaches the task two loop turns after that.
+    while not target.exists():  # noqa: ASYNC110
+        await asyncio.sleep(0)
+    task.cancel()  # as pydantic-ai does
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert target.read_text() == "by the assistant\n"
+    assert deps.written == {"a.md": hashlib.sha256(b"by the assistant\n").hexdigest()}
+    assert "a.md" in deps.touched
