@@ -21,6 +21,14 @@ from session.filesystem import sha256_file
 pytestmark = pytest.mark.anyio
 
 
+def written(path: Path, text: str) -> str:
+    """Write ``text`` to ``path``; its digest."""
+    path.write_text(text)
+    digest = sha256_file(path)
+    assert digest is not None
+    return digest
+
+
 class Crashes(DriftWatcherActor):
     async def handle(self, message: Any) -> Any:
         if message == "crash":
@@ -31,9 +39,7 @@ class Crashes(DriftWatcherActor):
 async def test_a_restarted_watcher_watches_the_same_files_again(tmp_path: Path) -> None:
     """A crash ended live drift notices for every session, silently."""
     spec = tmp_path / "agent_spec.md"
-    spec.write_text("v1\n")
-    digest = sha256_file(spec)
-    assert digest is not None
+    digest = written(spec, "v1\n")
     terminal: ActorRef[Any]
     terminal, inbox = open_mailbox("terminal")
     watched = WatchedFiles()
@@ -75,9 +81,7 @@ async def test_a_directory_removed_and_made_again_is_watched_again(tmp_path: Pat
     restore put it back), no later change of that file was ever told."""
     nested = tmp_path / "sub" / "x"
     nested.mkdir(parents=True)
-    (nested / "y.md").write_text("v1\n")
-    digest = sha256_file(nested / "y.md")
-    assert digest is not None
+    digest = written(nested / "y.md", "v1\n")
     async with anyio.create_task_group() as tg:
         _, inbox = await watching(tg, tmp_path, {"sub/x/y.md": digest})
         shutil.rmtree(tmp_path / "sub")
@@ -141,9 +145,7 @@ async def test_a_workspace_removed_and_made_again_is_watched_again(tmp_path: Pat
     gave no notice until the next turn (there was nothing left to watch)."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    (workspace / "agent_spec.md").write_text("v1\n")
-    digest = sha256_file(workspace / "agent_spec.md")
-    assert digest is not None
+    digest = written(workspace / "agent_spec.md", "v1\n")
     async with anyio.create_task_group() as tg:
         _, inbox = await watching(tg, workspace, {"agent_spec.md": digest})
         shutil.rmtree(workspace)
@@ -188,9 +190,7 @@ async def watching_with(
 async def test_a_file_changed_before_its_watch_is_in_place_is_told(tmp_path: Path) -> None:
     """A file a turn wrote is watched from the turn's end: a change by hand in the moment
     before its watch was in place was told by nothing."""
-    (tmp_path / "agent_spec.md").write_text("written by the turn\n")
-    digest = sha256_file(tmp_path / "agent_spec.md")
-    assert digest is not None
+    digest = written(tmp_path / "agent_spec.md", "written by the turn\n")
 
     def edit_by_hand(directory: str) -> None:
         (tmp_path / "agent_spec.md").write_text("changed by hand, at once\n")
@@ -210,9 +210,7 @@ async def test_a_directory_made_again_before_the_watch_above_it_is_told(tmp_path
     workspace (which would see sub/ come back) was in place: no change was ever told."""
     nested = tmp_path / "sub" / "x"
     nested.mkdir(parents=True)
-    (nested / "y.md").write_text("v1\n")
-    digest = sha256_file(nested / "y.md")
-    assert digest is not None
+    digest = written(nested / "y.md", "v1\n")
 
     def make_it_again(directory: str) -> None:
         if directory == str(tmp_path) and not nested.exists():
@@ -242,9 +240,7 @@ async def test_a_directory_removed_and_made_again_at_once_is_watched_again(
     taken for the new one's, and no later change in it was ever told."""
     notes = tmp_path / "notes"
     notes.mkdir()
-    (notes / "a.md").write_text("x\n")
-    digest = sha256_file(notes / "a.md")
-    assert digest is not None
+    digest = written(notes / "a.md", "x\n")
     async with anyio.create_task_group() as tg:
         _, inbox = await watching(tg, tmp_path, {"notes/a.md": digest})
         before = os.stat(notes).st_ino
@@ -269,9 +265,7 @@ async def test_a_directory_gone_before_its_watch_is_made_is_no_reason_to_give_up
     at each turn instead, though its watches went on working."""
     nested = tmp_path / "d" / "x"
     nested.mkdir(parents=True)
-    (nested / "y.md").write_text("v1\n")
-    digest = sha256_file(nested / "y.md")
-    assert digest is not None
+    digest = written(nested / "y.md", "v1\n")
     removed: list[str] = []
 
     def remove_it(directory: str) -> None:

@@ -488,6 +488,18 @@ def test_a_compaction_note_that_comes_while_a_reply_streams_waits_for_its_end(
     assert "note: compacted turn 1 into a summary" in result.stderr
 
 
+def edited_while_no_supervisor_runs(env: Env, server: ChatServer, client: Client) -> str:
+    """Kill the supervisor and its heir, edit notes.md by hand, send one message and end
+    the chat: the system text of that message's request."""
+    env.kill_supervisor_and_heir()
+    (env.workspace / "notes.md").write_text("v2, by hand while no supervisor ran\n")
+    client.send("after the crash")
+    client.expect("echo: after the crash")
+    client.close_stdin()
+    assert client.wait() == 0
+    return server.system_text()
+
+
 def test_a_session_going_on_after_the_supervisor_died_is_not_told_as_resumed(
     env: Env, server: ChatServer
 ) -> None:
@@ -499,13 +511,7 @@ def test_a_session_going_on_after_the_supervisor_died_is_not_told_as_resumed(
     client.send("write: notes.md: v1")
     client.expect("recorded")
     assert "# Resumed Session Context" not in server.system_text()
-    env.kill_supervisor_and_heir()
-    (env.workspace / "notes.md").write_text("v2, by hand while no supervisor ran\n")
-    client.send("after the crash")
-    client.expect("echo: after the crash")
-    client.close_stdin()
-    assert client.wait() == 0
-    system = server.system_text()
+    system = edited_while_no_supervisor_runs(env, server, client)
     assert "# Resumed Session Context" not in system
     assert "changed outside the assistant since the last turn: notes.md" in system
     assert "note: notes.md changed outside agent-assist" in client.drain_stderr()
@@ -523,13 +529,7 @@ def test_a_resumed_session_keeps_its_resume_context_after_the_supervisor_died(
     client.send("resumed")
     client.expect("echo: resumed")
     assert "# Resumed Session Context" in server.system_text()
-    env.kill_supervisor_and_heir()
-    (env.workspace / "notes.md").write_text("v2, by hand while no supervisor ran\n")
-    client.send("after the crash")
-    client.expect("echo: after the crash")
-    client.close_stdin()
-    assert client.wait() == 0
-    system = server.system_text()
+    system = edited_while_no_supervisor_runs(env, server, client)
     assert "# Resumed Session Context" in system
     assert "- notes.md: modified" in system
     assert "changed outside the assistant" not in system
