@@ -10,6 +10,7 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -134,7 +135,8 @@ class SessionCatalog:
         rows = classify(
             project.parent.name, listing.sessions, pointers.pointers, live, pointer_alive
         )
-        return rows, warnings + recovered_lines(self.root, project)
+        turns = {header.session_id: header.turns for header in listing.sessions}
+        return rows, warnings + recovered_lines(self.root, project, turns)
 
     def list(self, projects: tuple[Path, ...] | None, live: dict[str, int]) -> SessionListing:
         rows: list[SessionRow] = []
@@ -260,11 +262,11 @@ def recovered_places(root: Path, project: Path) -> list[Path]:
     ]
 
 
-def recovered_lines(root: Path, project: Path) -> list[str]:
+def recovered_lines(root: Path, project: Path, turns: Mapping[str, int]) -> list[str]:
     """A warning for each copy of a session kept in ``recovered_places`` (its saves failed)
-    that its session file has not caught up with (written since, with as many turns: an
-    exit rewrites the file with none more): its turns are nowhere else, and resuming the
-    older file would leave them behind."""
+    that its session file has not caught up with (written since, with as many ``turns``,
+    the listing's count, as the copy: an exit rewrites the file with none more): its
+    turns are nowhere else, and resuming the older file would leave them behind."""
     found: list[tuple[Path, str]] = []
     for place in recovered_places(root, project):
         try:
@@ -287,7 +289,7 @@ def recovered_lines(root: Path, project: Path) -> list[str]:
         if (
             written is not None
             and written >= kept_at.timestamp() + 1  # (whole seconds)
-            and _turns_in(project / f"{session_id}.json") >= _turns_in(place / name)
+            and turns.get(session_id, 0) >= _turns_in(place / name)
         ):
             continue  # written since with as many turns (the copy put back, or gone past)
         lines.append(
@@ -299,7 +301,7 @@ def recovered_lines(root: Path, project: Path) -> list[str]:
 
 
 def _turns_in(path: Path) -> int:
-    """The turns a session file (or a copy of one) holds; 0 when it cannot be read."""
+    """The turns a copy of a session file holds; 0 when it cannot be read."""
     try:
         raw = orjson.loads(read_regular_file(path, MAX_SESSION_BYTES))
         messages = raw.get("recent_messages") if isinstance(raw, dict) else None
