@@ -18,7 +18,7 @@ HEADER_RE: Final = re.compile(
 LATEST_REQUESTS_START: Final = "Latest requests ("
 """How the offline narrative's line naming the last compacted requests begins."""
 _LATEST_REQUESTS_RE: Final = re.compile(
-    r"^Latest requests \(turns? [\d-]+\): (.*?)\.?$", re.MULTILINE
+    rf"^{re.escape(LATEST_REQUESTS_START)}turns? [\d-]+\): (.*?)\.?$", re.MULTILINE
 )
 
 
