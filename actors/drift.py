@@ -17,6 +17,7 @@ import logging
 import os
 import stat
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -175,9 +176,10 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 if self._restructured:  # a directory came or went: watch what is there now,
                     self._restructured = False  # and compare the files below it (some may
                     await self._retire(pending)  # have changed before their watch was in
-                    await self._rewatch()  # place)
+                    compared = await self._rewatch()  # place)
                     moved = [d + os.sep for d in pending if d in self._directories]
                     pending |= {p for p in self._tracked_paths() if p.startswith(tuple(moved))}
+                    pending -= compared
                 if await self._settle(pending):
                     # A file gone may have gone with its directory, whose own removal is
                     # not always reported (the whole workspace, deleted): watch what is
@@ -194,23 +196,28 @@ class DriftWatcherActor(Actor[DriftMessage]):
             watch, _ = self._scheduled.pop(directory)
             await anyio.to_thread.run_sync(_unschedule, self._observer, watch)
 
-    async def _rewatch(self) -> None:
+    async def _rewatch(self) -> set[str]:
         """Watch what must be watched now, and compare the tracked files below each
         directory newly watched: one changed (a directory made again, a file written)
-        before its watch was in place gives no event, and was told by nothing."""
+        before its watch was in place gives no event, and was told by nothing. Returns
+        the files compared."""
+        compared: set[str] = set()
         for _ in range(REWATCH_ROUNDS):
             placed = await self._reschedule()
             if not placed:
-                return
+                break
             below = tuple(directory + os.sep for directory in placed)
-            if not await self._settle({p for p in self._tracked_paths() if p.startswith(below)}):
-                return  # nothing gone: what must be watched is what is watched
+            now = {p for p in self._tracked_paths() if p.startswith(below)}
+            compared |= now
+            if not await self._settle(now):
+                break  # nothing gone: what must be watched is what is watched
+        return compared
 
     async def _settle_later(self) -> None:
         await anyio.sleep(SETTLE_S)
         await self._self.tell(Settle())
 
-    async def _settle(self, paths: set[str]) -> bool:
+    async def _settle(self, paths: AbstractSet[str]) -> bool:
         """Tell each owner which of its files among ``paths`` changed; whether one of
         them is gone."""
         gone = False
@@ -233,9 +240,10 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 self._entries.pop(owner, None)
         return gone
 
-    def _tracked_paths(self) -> set[str]:
-        files, _ = self._layout()
-        return files
+    def _tracked_paths(self) -> frozenset[str]:
+        """The tracked files' paths, as the last ``_reschedule`` worked them out."""
+        assert self._bridge is not None
+        return self._bridge.files
 
     def _layout(self) -> tuple[set[str], dict[str, str]]:
         """The tracked files' paths, and each directory that holds one or leads to one
