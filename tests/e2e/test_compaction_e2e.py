@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import Client, Env, wait_for
+from tests.e2e.harness import Client, Env, Terminal, wait_for
 from tests.e2e.openai_server import ChatServer
 
 TOPIC = (
@@ -244,6 +244,21 @@ def test_a_live_session_is_listed_with_the_offline_summary_while_the_model_write
     assert client.wait() == 0
 
 
+def held_at_the_tools_return(
+    env: Env, server: ChatServer, message: str, terminal: Terminal | None = None
+) -> Client:
+    """A new piped chat that sent ``message``, whose tool has run: the model's answer to
+    its return waits until ``server.tool_returns_go`` is set."""
+    client = env.spawn("--new", terminal=terminal or env.terminal())
+    server.tool_returns_go.clear()
+    client.send(message)
+    wait_for(
+        lambda: any(r["messages"][-1]["role"] == "tool" for r in chats(server)),
+        what="the tool's return at the model",
+    )
+    return client
+
+
 def test_a_file_read_for_the_first_time_and_changed_during_the_turn_is_told(
     env: Env, server: ChatServer
 ) -> None:
@@ -251,13 +266,7 @@ def test_a_file_read_for_the_first_time_and_changed_during_the_turn_is_told(
     ended was never told (no watch yet), and the manifest took the new content silently:
     the model had been shown the old one."""
     (env.workspace / "r2.md").write_text("original\n")
-    client = env.spawn("--new", terminal=env.terminal())
-    server.tool_returns_go.clear()
-    client.send("read: r2.md")
-    wait_for(
-        lambda: any(r["messages"][-1]["role"] == "tool" for r in chats(server)),
-        what="the read's return at the model",
-    )
+    client = held_at_the_tools_return(env, server, "read: r2.md")
     with (env.workspace / "r2.md").open("a") as edit:
         edit.write("changed during the turn\n")
     server.tool_returns_go.set()
@@ -279,13 +288,7 @@ def test_a_file_a_turn_made_and_changed_outside_before_the_turn_ended_is_told(
     the turn ended (no watch on it yet), was taken as the assistant's own: no notice, and
     the session file kept the edited content's digest, so the resume said nothing
     either."""
-    client = env.spawn("--new", terminal=env.terminal())
-    server.tool_returns_go.clear()
-    client.send("write: d/new.md: by the assistant")
-    wait_for(
-        lambda: any(r["messages"][-1]["role"] == "tool" for r in chats(server)),
-        what="the write's return at the model",
-    )
+    client = held_at_the_tools_return(env, server, "write: d/new.md: by the assistant")
     with (env.workspace / "d" / "new.md").open("a") as edit:
         edit.write("and a line by hand\n")
     server.tool_returns_go.set()
@@ -305,13 +308,7 @@ def test_a_file_a_turn_made_and_changed_outside_is_drift_at_the_resume(
     """The same edit, and the chat ends before the model is told: the session file keeps
     what the model knows of the file (what it wrote), so the resume tells the change."""
     term = env.terminal()
-    client = env.spawn("--new", terminal=term)
-    server.tool_returns_go.clear()
-    client.send("write: new.md: by the assistant")
-    wait_for(
-        lambda: any(r["messages"][-1]["role"] == "tool" for r in chats(server)),
-        what="the write's return at the model",
-    )
+    client = held_at_the_tools_return(env, server, "write: new.md: by the assistant", term)
     (env.workspace / "new.md").write_text("replaced by hand\n")
     server.tool_returns_go.set()
     client.expect("recorded")
