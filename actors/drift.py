@@ -285,8 +285,9 @@ class DriftWatcherActor(Actor[DriftMessage]):
         self, wanted: dict[str, _Identity], placed: set[str], failed: set[str]
     ) -> bool:
         """Make the watches ``wanted`` (adding those made to ``placed``, those that could
-        not be made to ``failed``: tried once); False when there is no watcher to make
-        them with."""
+        not be made to ``failed``: tried once); whether to look again (a watch was made,
+        after which a directory made below it gives no event, or a directory was gone).
+        Unwatching alone needs no second look: 500 terminals leaving took twice as long."""
         assert self._bridge is not None
         if self._observer is None and wanted:
             try:
@@ -302,6 +303,7 @@ class DriftWatcherActor(Actor[DriftMessage]):
         observer = self._observer
         if observer is None:
             return False
+        again = False
         for directory, (watch, identity) in list(self._scheduled.items()):
             if wanted.get(directory) != identity:
                 del self._scheduled[directory]
@@ -315,7 +317,8 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 )
             except OSError as exc:
                 if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-                    continue  # gone since it was looked at: the next round finds what is
+                    again = True  # gone since it was looked at: the next round finds what is
+                    continue
                 log.warning("cannot watch %s: %s", directory, exc)
                 owners = [
                     owner
@@ -330,7 +333,8 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 continue
             self._scheduled[directory] = (watch, identity)
             placed.add(directory)
-        return True
+            again = True
+        return again
 
     async def _unavailable(self, owners: list[int], reason: str) -> None:
         """Those owners must compare hashes at each turn instead (they say so once)."""
