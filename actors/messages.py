@@ -57,13 +57,14 @@ class RemoveSession(Ask[bool]):
 
 @dataclass(frozen=True)
 class KeepUnsaved(Ask["Path"]):
-    """Answer: where ``state`` was kept (a session whose saves failed, at exit); OSError if
-    nowhere. Recovery copies live in ``recovered/`` beside ``sessions/``, else under the
-    state root, else in the temp directory."""
+    """Answer: where ``state`` was kept (a session whose saves failed); OSError if nowhere.
+    Recovery copies live in ``recovered/`` beside ``sessions/``, else under the state root,
+    else in the temp directory; as ``name`` if given (replacing the copy kept before)."""
 
     project: Path
     state: SessionState
     secrets: tuple[str, ...] = ()
+    name: str | None = None
 
 
 @dataclass(frozen=True)

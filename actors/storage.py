@@ -158,8 +158,8 @@ class StorageActor(Actor[StorageMessage]):
         match message:
             case SaveSession():
                 return await self._io(self._saving(message))
-            case KeepUnsaved(project, state, secrets):
-                return await self._io(lambda: catalog.keep_unsaved(project, state, secrets))
+            case KeepUnsaved(project, state, secrets, name):
+                return await self._io(lambda: catalog.keep_unsaved(project, state, secrets, name))
             case RemoveSession(project, session_id, forever, unless_live):
                 if unless_live and session_id in self._live:
                     raise SessionLive(session_id, self._live[session_id])

@@ -275,6 +275,8 @@ class TerminalActor(Actor[TerminalMessage]):
         next turn and at exit; kept for recovery if the exit write fails too)."""
         self._failure_told: str | None = None
         """The last disk failure told the terminal: the same one again is not repeated."""
+        self._kept_as: dict[str, str] = {}
+        """The name of each session's recovery copy (written again at each failed save)."""
         self._turn_count = 0
         self._request_tokens = 0
         """The estimated size of the turn's request, for a model that counts none."""
@@ -597,6 +599,8 @@ class TerminalActor(Actor[TerminalMessage]):
             # write, and before what a failed save has to say.
             told: list[TerminalOutput] = [ReplyText(done.text)] if done.text else []
             saved = await self._perform(transition.effects, told)
+            if self._unsaved:  # kept aside before the turn ends: a crash now loses nothing
+                await self._keep_unsaved()
             for output in told:
                 await self._emit(output)
             await self._emit(
@@ -758,13 +762,17 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._keep_compaction(result)
 
     async def _keep_unsaved(self) -> str | None:
-        """The session could not be saved: write it where it can be recovered from."""
+        """The session could not be saved: write it where it can be recovered from (the
+        same copy each time: it holds every turn the session file does not)."""
         state = self._lc.state
         if state is None:
             return None
+        name = self._kept_as.get(state.session_id)
         try:
             path = await self._peers.storage.ask(
-                KeepUnsaved(self._config.project, state, self._config.policy.known_secrets),
+                KeepUnsaved(
+                    self._config.project, state, self._config.policy.known_secrets, name
+                ),
                 STORAGE_TIMEOUT_S,
             )
         except (OSError, DeadActor, TimeoutError) as exc:
@@ -775,12 +783,14 @@ class TerminalActor(Actor[TerminalMessage]):
                 exc,
             )
             return None
-        log.warning(
-            "terminal %d: unsaved session %s kept at %s",
-            self._config.terminal_pid,
-            state.session_id,
-            path,
-        )
+        if name is None:
+            log.warning(
+                "terminal %d: unsaved session %s kept at %s",
+                self._config.terminal_pid,
+                state.session_id,
+                path,
+            )
+        self._kept_as[state.session_id] = path.name
         return str(path)
 
     async def _second_write_with_summary(self) -> None:
@@ -1449,6 +1459,9 @@ class TerminalActor(Actor[TerminalMessage]):
                 self._failure_told = None
                 if isinstance(effect, WriteSession):
                     self._unsaved = False
+                    # the next failure keeps a copy of its own: this one may hold turns a
+                    # restore takes back
+                    self._kept_as.pop(effect.state.session_id, None)
         return ok
 
     async def _emit(self, output: TerminalOutput) -> None:

@@ -153,12 +153,16 @@ class SessionCatalog:
         return SessionListing(tuple(rows), tuple(warnings))
 
     def keep_unsaved(
-        self, project: Path, state: SessionState, secrets: tuple[str, ...] = ()
+        self,
+        project: Path,
+        state: SessionState,
+        secrets: tuple[str, ...] = (),
+        name: str | None = None,
     ) -> Path:
         """Write a session whose saves failed where it can be recovered from: the first of
-        ``recovered_places`` that takes it. OSError (the last one's) if none does."""
-        stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
-        name = f"{state.session_id}-{stamp}.json"
+        ``recovered_places`` that takes it, as ``name`` (a copy kept before is replaced),
+        else under a new name. OSError (the last one's) if none does."""
+        name = name or unsaved_name(state.session_id)
         error: OSError | None = None
         for place in recovered_places(self.root, project):
             try:
@@ -248,6 +252,11 @@ class SessionCatalog:
 
 
 _RECOVERED_NAME = re.compile(r"^([a-f0-9]{12})-(\d{8}T\d{6}Z)\.json$")
+
+
+def unsaved_name(session_id: str) -> str:
+    """The name of a new recovery copy of ``session_id``: the id and the time."""
+    return f"{session_id}-{utc_now().strftime('%Y%m%dT%H%M%SZ')}.json"
 
 
 def recovered_places(root: Path, project: Path) -> list[Path]:

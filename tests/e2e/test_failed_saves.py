@@ -144,3 +144,23 @@ def test_a_disk_failure_that_repeats_is_told_once(env: Env) -> None:
     client.expect("could not be saved", stderr=True)
     told = [line for line in client.drain_stderr() if "could not update the session" in line]
     assert len(told) == 1, told
+
+
+def test_turns_whose_saves_failed_survive_a_supervisor_killed_before_the_exit(env: Env) -> None:
+    """Unsaved turns were kept aside only at the exit: a supervisor killed before it lost
+    every turn whose save had failed."""
+    fault_file = faulty(env)
+    fault_file.write_text("rename ENOSPC /sessions/\n")
+    tab = env.terminal()
+    client = env.spawn("--new", terminal=tab)
+    for text in ("first message", "second message"):
+        client.send(text)
+        client.expect(f'You said: "{text}"')
+    env.kill_supervisor_and_heir()
+    client.kill9()
+    fault_file.unlink()
+    recovered = env.project.parent / "recovered"
+    (kept,) = recovered.iterdir()  # one copy, written again at each failed save
+    assert prompts_in(json.loads(kept.read_bytes())) == ["first message", "second message"]
+    listing = env.run("sessions", terminal=tab)
+    assert f"kept in {kept}" in listing.stderr
