@@ -59,7 +59,6 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
-    RetryPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
@@ -72,6 +71,7 @@ from session.history import is_turn_start, message_chars
 from session.redaction import scrub_text
 from session.shares import line_chars, newest_within
 from session.summary import user_prompts
+from session.tool_pairs import tool_pairs
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -332,20 +332,12 @@ def _window(
 
 
 def cut_is_safe(before: Sequence[ModelMessage], after: Sequence[ModelMessage]) -> bool:
-    """No tool call before the cut waits for an answer, and nothing after it answers one."""
-    calls = {p.tool_call_id for m in before for p in m.parts if isinstance(p, ToolCallPart)}
-    answered = {
-        p.tool_call_id
-        for m in before
-        for p in m.parts
-        if isinstance(p, ToolReturnPart | RetryPromptPart)
-    }
-    if calls - answered:
-        return False
-    return not any(
-        isinstance(p, ToolReturnPart | RetryPromptPart) and p.tool_call_id in calls
-        for m in after
-        for p in m.parts
+    """No tool call before the cut waits for an answer, and nothing after it answers one
+    (calls and answers paired by position: a call id may be used again)."""
+    cut = len(before)
+    return all(
+        pair.called_at >= cut or (pair.answered_at is not None and pair.answered_at < cut)
+        for pair in tool_pairs([*before, *after])
     )
 
 

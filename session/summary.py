@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
-    ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
 
 from session.compacted import COMPACTION_HEADER_START
 from session.resume import DECISIONS_PREFIX
+from session.tool_pairs import tool_pairs
 
 MAX_SUMMARY_CHARS = 1500
 _PROMPT_CHARS = 160
@@ -38,23 +38,15 @@ def user_prompts(messages: Sequence[ModelMessage]) -> list[str]:
 def touched_paths(messages: Sequence[ModelMessage]) -> list[str]:
     """Workspace paths named by file tool calls, first mention first (not the calls the
     tools refused, such as a path outside the workspace)."""
-    refused = {
-        part.tool_call_id
-        for message in messages
-        for part in message.parts
-        if isinstance(part, ToolReturnPart) and str(part.content).startswith("error:")
-    }
     seen: dict[str, None] = {}
-    for message in messages:
-        for part in message.parts:
-            if (
-                isinstance(part, ToolCallPart)
-                and part.tool_name in ("read_file", "write_file")
-                and part.tool_call_id not in refused
-            ):
-                path = part.args_as_dict().get("path")
-                if isinstance(path, str):
-                    seen.setdefault(path, None)
+    for pair in tool_pairs(messages):
+        refused = isinstance(pair.answer, ToolReturnPart) and str(
+            pair.answer.content
+        ).startswith("error:")
+        if pair.call.tool_name in ("read_file", "write_file") and not refused:
+            path = pair.call.args_as_dict().get("path")
+            if isinstance(path, str):
+                seen.setdefault(path, None)
     return list(seen)
 
 

@@ -13,6 +13,7 @@ from pydantic_ai.messages import (
     ModelResponse,
     TextPart,
     ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -503,3 +504,18 @@ def test_idioms_complaints_and_fragments_are_not_rules() -> None:
         )
     )
     assert retained.rules == ("We never deploy on Fridays.", "Never use emojis.")
+
+
+def test_a_call_id_used_again_pairs_each_call_with_the_answer_after_it() -> None:
+    """Providers may give every call one id: a cut between two such answered calls is safe,
+    and one between a call and its answer is not, whatever the ids of the calls around."""
+
+    def rounds(n: int) -> list[ModelMessage]:
+        return [
+            ModelResponse(parts=[ToolCallPart("read_file", {"path": f"{n}.md"}, tool_call_id="c")]),
+            ModelRequest(parts=[ToolReturnPart("read_file", "text", tool_call_id="c")]),
+        ]
+
+    first, second = rounds(1), rounds(2)
+    assert cut_is_safe(first, second)
+    assert not cut_is_safe([*first, second[0]], second[1:])

@@ -140,3 +140,23 @@ def test_the_summary_lists_no_path_the_tools_refused() -> None:
         *call("agent_spec.md", "c2", "wrote agent_spec.md (7 bytes)"),
     ]
     assert touched_paths(messages) == ["agent_spec.md"]
+
+
+def test_the_summary_lists_the_paths_of_calls_whose_id_a_refused_call_used_before() -> None:
+    """Refusals were matched by call id: one refused call hid every later path whose call
+    reused its id (the offline model's ids all are ``offline-1``)."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+
+    from session.summary import touched_paths
+
+    def call(path: str, answer: str) -> list[ModelRequest | ModelResponse]:
+        return [
+            ModelResponse(parts=[ToolCallPart("write_file", {"path": path}, "offline-1")]),
+            ModelRequest(parts=[ToolReturnPart("write_file", answer, "offline-1")]),
+        ]
+
+    messages = [
+        *call("../etc/passwd", "error: '../etc/passwd' is not a path inside the workspace"),
+        *call("agent_spec.md", "wrote agent_spec.md (7 bytes)"),
+    ]
+    assert touched_paths(messages) == ["agent_spec.md"]

@@ -555,3 +555,19 @@ def test_a_restored_session_keeps_its_checkpoints_context_after_the_supervisor_d
     system = server.system_text()
     assert "# Restored Checkpoint Context" in system, system
     assert "# Resumed Session Context" not in system
+
+
+def test_the_token_budget_compacts_turns_whose_tool_calls_reuse_one_id(env: Env) -> None:
+    """The offline model (like many local servers) gives every tool call the same id: each
+    cut was taken for one splitting a call from its return, and a session over its token
+    budget never compacted."""
+    choice = "route tickets through the small model first then escalate " * 5
+    env.run(
+        "--new",
+        input="".join(f"decide choice {n}: {choice}\n" for n in range(12)),
+        terminal=env.terminal(),
+        AGENT_ASSIST_COMPACTION_INTERVAL="100",
+        AGENT_ASSIST_CONTEXT_TOKENS="1000",
+    )
+    (session_id,) = env.session_ids()
+    assert compacted_up_to(env, session_id) >= 9
