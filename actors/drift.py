@@ -41,7 +41,7 @@ from actors.messages import (
     Watch,
     WatchUnavailable,
 )
-from session.filesystem import is_safe_relative_path, sha256_file
+from session.filesystem import is_safe_relative_path, tracked_digest
 
 log = logging.getLogger("agent_assist.drift")
 SETTLE_S = 0.1
@@ -226,7 +226,7 @@ class DriftWatcherActor(Actor[DriftMessage]):
             for relative, digest in entry.manifest.items():
                 if str(entry.workspace / relative) not in paths:
                     continue
-                now = await anyio.to_thread.run_sync(sha256_file, entry.workspace / relative)
+                now = await anyio.to_thread.run_sync(tracked_digest, entry.workspace, relative)
                 if (now or "") != digest:  # "": gone, and told so already
                     changed[relative] = now or ""
                     gone = gone or now is None
@@ -259,8 +259,9 @@ class DriftWatcherActor(Actor[DriftMessage]):
         return files, directories
 
     async def _reschedule(self) -> set[str]:
-        """Watch the directories holding tracked files (the nearest existing one on the way
-        to a file whose directory is missing, so that its making is seen); stop watching
+        """Watch the directories holding tracked files and those on the way to them from
+        the workspace (the nearest existing one on the way to a file whose directory is
+        missing, so that its making is seen); stop watching
         the rest, and watch anew a directory removed or replaced since its watch. Until
         what must be watched stands still: a directory made before the watch above it
         was in place gives no event. Returns the directories newly watched."""
@@ -269,7 +270,9 @@ class DriftWatcherActor(Actor[DriftMessage]):
         self._directories = frozenset(directories)
         self._bridge.files = frozenset(files)
         self._bridge.directories = self._directories
-        holders = {str(Path(f).parent) for f in files}
+        # Every directory from a workspace down to its tracked files: watchdog tells
+        # nothing when a watched directory itself is moved, its parent's watch does.
+        holders = {d for d, root in directories.items() if d == root or d.startswith(root + os.sep)}
         placed: set[str] = set()
         failed: set[str] = set()
         for _ in range(REWATCH_ROUNDS):

@@ -23,6 +23,15 @@ def is_safe_relative_path(workspace: Path, relative: str) -> bool:
     return bool(safe_relative_paths(workspace, (relative,)))
 
 
+def _inside(relative: str) -> list[str] | None:
+    """The parts of ``relative`` if it names a path inside the workspace as written (not
+    empty, absolute, ``~`` or ``..``, no NUL or backslash), else None."""
+    if not relative or "\x00" in relative or "\\" in relative or relative[0] in "~/":
+        return None
+    parts = [part for part in relative.split("/") if part not in ("", ".")]
+    return parts if parts and ".." not in parts else None
+
+
 def safe_relative_paths(workspace: Path, relative_paths: Iterable[str]) -> list[str]:
     """The paths among ``relative_paths`` that ``is_safe_relative_path`` accepts, in order;
     each directory is resolved on disk once, however many files it holds."""
@@ -30,10 +39,8 @@ def safe_relative_paths(workspace: Path, relative_paths: Iterable[str]) -> list[
     verdicts: dict[str, bool] = {}
     safe: list[str] = []
     for relative in relative_paths:
-        if not relative or "\x00" in relative or "\\" in relative or relative[0] in "~/":
-            continue
-        parts = [part for part in relative.split("/") if part not in ("", ".")]
-        if not parts or ".." in parts:
+        parts = _inside(relative)
+        if parts is None:
             continue
         parent = "/".join((root, *parts[:-1]))
         verdict = verdicts.get(parent)
@@ -60,6 +67,14 @@ def sha256_file(path: Path) -> str | None:
         return digest.hexdigest()
     finally:
         os.close(fd)
+
+
+def tracked_digest(workspace: Path, relative: str) -> str | None:
+    """``sha256_file`` of a tracked file reached without symlinks; None if it is gone, not a
+    regular file, or its directory is now a symlink (the file is not where it was)."""
+    if not is_safe_relative_path(workspace, relative):
+        return None
+    return sha256_file(workspace / relative)
 
 
 def build_file_manifest(workspace: Path, relative_paths: Iterable[str]) -> dict[str, str]:
@@ -118,15 +133,17 @@ def detect_file_drift(workspace: Path, manifest: Mapping[str, str]) -> FileDrift
     """Compare the workspace against ``manifest``.
 
     Files not in the manifest are not reported; a tracked file that is now a
-    symlink reads as deleted; keys escaping the workspace are skipped.
+    symlink, or whose directory is, reads as deleted; keys escaping the workspace
+    (as written: ``..``, absolute) are skipped.
     """
     unchanged: list[str] = []
     modified: list[str] = []
     deleted: list[str] = []
-    safe = set(safe_relative_paths(workspace, manifest))
-    skipped = [relative for relative in sorted(manifest) if relative not in safe]
-    for relative in sorted(safe):
-        digest = sha256_file(workspace / relative)
+    inside = [relative for relative in sorted(manifest) if _inside(relative) is not None]
+    skipped = [relative for relative in sorted(manifest) if _inside(relative) is None]
+    reachable = set(safe_relative_paths(workspace, inside))
+    for relative in inside:
+        digest = sha256_file(workspace / relative) if relative in reachable else None
         if digest is None:
             deleted.append(relative)
         elif digest != manifest[relative]:

@@ -94,6 +94,38 @@ async def test_a_directory_removed_and_made_again_is_watched_again(tmp_path: Pat
         tg.cancel_scope.cancel()
 
 
+async def test_a_directory_replaced_by_a_symlink_tells_its_files_gone(tmp_path: Path) -> None:
+    """A helper's report: the file was hashed through the symlink, found unchanged, and
+    never told (the contract: a file reached through a symlink reads as deleted)."""
+    workspace = tmp_path / "ws"
+    (workspace / "sub").mkdir(parents=True)
+    digest = written(workspace / "sub" / "deep.md", "d1\n")
+    async with anyio.create_task_group() as tg:
+        _, inbox = await watching(tg, workspace, {"sub/deep.md": digest})
+        (workspace / "sub").rename(tmp_path / "outside")
+        (workspace / "sub").symlink_to(tmp_path / "outside")
+        change = await told(inbox)
+        assert change.paths == ("sub/deep.md",)
+        assert change.digests == ("",), "told gone"
+        tg.cancel_scope.cancel()
+
+
+async def test_a_directory_moved_below_an_unwatched_one_tells_its_files_gone(
+    tmp_path: Path,
+) -> None:
+    """Only the directories holding tracked files were watched, and watchdog tells nothing
+    when a watched directory itself is moved: ``mv a/b a/c`` was never told."""
+    workspace = tmp_path / "ws"
+    (workspace / "a" / "b").mkdir(parents=True)
+    spec = written(workspace / "agent_spec.md", "s\n")
+    digest = written(workspace / "a" / "b" / "f.md", "f\n")
+    async with anyio.create_task_group() as tg:
+        _, inbox = await watching(tg, workspace, {"agent_spec.md": spec, "a/b/f.md": digest})
+        (workspace / "a" / "b").rename(workspace / "a" / "c")
+        assert (await told(inbox)).paths == ("a/b/f.md",)
+        tg.cancel_scope.cancel()
+
+
 async def test_a_file_whose_directory_is_missing_is_told_when_it_appears(tmp_path: Path) -> None:
     async with anyio.create_task_group() as tg:
         _, inbox = await watching(tg, tmp_path, {"notes/plan.md": "0" * 64})
@@ -206,15 +238,16 @@ async def test_a_file_changed_before_its_watch_is_in_place_is_told(tmp_path: Pat
 
 
 async def test_a_directory_made_again_before_the_watch_above_it_is_told(tmp_path: Path) -> None:
-    """The CI's failure: sub/ removed, then sub/x/y.md made again before the watch on the
-    workspace (which would see sub/ come back) was in place: no change was ever told."""
+    """The CI's failure: sub/ removed, then sub/x/y.md made again before the watch that
+    would see sub/x come back was in place: no change was ever told. (The workspace and
+    each directory on the way are watched now: the race is with the watch on sub/.)"""
     nested = tmp_path / "sub" / "x"
     nested.mkdir(parents=True)
     digest = written(nested / "y.md", "v1\n")
 
     def make_it_again(directory: str) -> None:
-        if directory == str(tmp_path) and not nested.exists():
-            nested.mkdir(parents=True)
+        if directory == str(tmp_path / "sub") and not nested.exists():
+            nested.mkdir()
             (nested / "y.md").write_text("v2, by hand\n")
 
     async with anyio.create_task_group() as tg:
@@ -223,10 +256,9 @@ async def test_a_directory_made_again_before_the_watch_above_it_is_told(tmp_path
         )
         shutil.rmtree(tmp_path / "sub")
         gone = await told(inbox)
-        assert gone.paths == ("sub/x/y.md",)
-        if gone.digests == ("",):  # told gone before the watch on tmp_path made it again
-            gone = await told(inbox)
-        assert gone.digests == (sha256_file(nested / "y.md"),), "v2 is told"
+        assert gone.paths == ("sub/x/y.md",) and gone.digests == ("",)
+        (tmp_path / "sub").mkdir()  # seen; sub/x, made before sub's watch, is not
+        assert (await told(inbox)).digests == (sha256_file(nested / "y.md"),), "v2 is told"
         (nested / "y.md").write_text("v3, by hand again\n")  # and sub/x is watched
         assert (await told(inbox)).digests == (sha256_file(nested / "y.md"),)
         tg.cancel_scope.cancel()

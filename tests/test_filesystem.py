@@ -100,6 +100,21 @@ def test_a_tracked_file_replaced_by_a_symlink_reads_as_deleted(workspace: Path) 
     assert detect_file_drift(workspace, manifest).deleted == ("notes.md",)
 
 
+def test_a_tracked_file_whose_directory_became_a_symlink_reads_as_deleted(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A helper's report: the file was skipped, as if its path escaped the workspace, and
+    dropped from the manifest without a word."""
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "deep.md").write_text("d1\n")
+    manifest = build_file_manifest(workspace, ["notes.md", "sub/deep.md"])
+    (workspace / "sub").rename(tmp_path / "elsewhere")
+    (workspace / "sub").symlink_to(tmp_path / "elsewhere")
+    drift = detect_file_drift(workspace, manifest)
+    assert drift.deleted == ("sub/deep.md",)
+    assert drift.unchanged == ("notes.md",) and drift.skipped == ()
+
+
 def test_manifest_keys_that_escape_the_workspace_are_skipped(workspace: Path) -> None:
     manifest = {"../etc.md": "0" * 64, "/etc/passwd": "0" * 64, "notes.md": "0" * 64}
     drift = detect_file_drift(workspace, manifest)
