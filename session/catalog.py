@@ -6,6 +6,7 @@ when no supervisor runs (then nothing is live).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
@@ -262,12 +263,14 @@ def unsaved_name(session_id: str) -> str:
 def recovered_places(root: Path, project: Path) -> list[Path]:
     """Where the copies of ``project``'s sessions whose saves failed are kept, first
     choice first: ``<project>/../recovered``, else under ``<root>/recovered`` or
-    ``<tmp>/agent-assist-recovered-<uid>``, in a directory named for the project."""
+    ``<tmp>/agent-assist-recovered-<uid>-<root's hash8>`` (one per home: another home's
+    copies are not this one's), in a directory named for the project."""
     name = project.parent.name
+    home = hashlib.sha256(os.fsencode(os.path.abspath(root))).hexdigest()[:8]
     return [
         project.parent / "recovered",
         root / "recovered" / name,
-        Path(tempfile.gettempdir()) / f"agent-assist-recovered-{os.getuid()}" / name,
+        Path(tempfile.gettempdir()) / f"agent-assist-recovered-{os.getuid()}-{home}" / name,
     ]
 
 
@@ -299,14 +302,26 @@ def recovered_lines(root: Path, project: Path, turns: Mapping[str, int]) -> list
             written is not None
             and written >= kept_at.timestamp() + 1  # (whole seconds)
             and turns.get(session_id, 0) >= _turns_in(place / name)
-        ):
-            continue  # written since with as many turns (the copy put back, or gone past)
+        ) or (written is not None and _same_bytes(project / f"{session_id}.json", place / name)):
+            continue  # written since with as many turns, or the copy put back (cp -p too)
         lines.append(
             f"warning: session {session_id} has turns its file lacks, kept in {place / name} "
             f"when its saves failed; copy that over {project / (session_id + '.json')} to "
             "keep them"
         )
     return lines
+
+
+def _same_bytes(one: Path, other: Path) -> bool:
+    """Whether two files hold the same bytes (False if either cannot be read)."""
+    try:
+        if os.stat(one).st_size != os.stat(other).st_size:
+            return False
+        return read_regular_file(one, MAX_SESSION_BYTES) == read_regular_file(
+            other, MAX_SESSION_BYTES
+        )
+    except (OSError, SessionFileError):
+        return False
 
 
 def _turns_in(path: Path) -> int:

@@ -37,6 +37,11 @@ def manager(tmp_path: Path) -> SessionManager:
     return SessionManager(tmp_path / "projects" / "ws_12345678" / "sessions")
 
 
+def with_more(state: SessionState) -> SessionState:
+    """``state`` as a later turn left it (a copy kept aside holds more than the file)."""
+    return state.model_copy(update={"decisions": (*state.decisions, "Log every escalation")})
+
+
 def full_state(session_id: str = SID) -> SessionState:
     return SessionState(
         session_id=session_id,
@@ -707,7 +712,7 @@ def test_unsaved_turns_are_never_kept_in_a_shared_directory_someone_else_prepare
     one) that another user made there took the only copy of the turns."""
     import tempfile
 
-    from session.catalog import SessionCatalog
+    from session.catalog import SessionCatalog, recovered_places
     from session.models import SessionState
 
     shared = tmp_path / "shared-tmp"
@@ -716,13 +721,14 @@ def test_unsaved_turns_are_never_kept_in_a_shared_directory_someone_else_prepare
     elsewhere = tmp_path / "world-writable"
     elsewhere.mkdir(mode=0o777)
     os.chmod(elsewhere, 0o777)
-    (shared / f"agent-assist-recovered-{os.getuid()}").symlink_to(elsewhere)
     root = tmp_path / "home"
+    project = root / "projects" / "p_12345678" / "sessions"
+    (shared / recovered_places(root, project)[-1].parent.name).symlink_to(elsewhere)
     root.write_text("not a directory: the first two places fail\n")
     catalog = SessionCatalog(root)
     state = SessionState.new(datetime(2026, 12, 2, tzinfo=UTC))
     with pytest.raises(OSError, match="is not a private directory of this user"):
-        catalog.keep_unsaved(root / "projects" / "p_12345678" / "sessions", state)
+        catalog.keep_unsaved(project, state)
     assert os.listdir(elsewhere) == []
 
 
@@ -741,7 +747,7 @@ def test_turns_kept_in_recovered_are_told_by_the_listing_until_the_session_is_wr
     manager.save(state)
     old = (project / f"{state.session_id}.json").stat().st_mtime - 10
     os.utime(project / f"{state.session_id}.json", (old, old))
-    kept = catalog.keep_unsaved(project, state)
+    kept = catalog.keep_unsaved(project, with_more(state))
     assert kept.parent == project.parent / "recovered"
     (line,) = catalog.list((project,), {}).warnings
     assert line.startswith(f"warning: session {state.session_id} has turns its file lacks")
@@ -865,10 +871,47 @@ def test_turns_kept_in_a_fallback_place_are_told_by_the_listing(
     (project.parent / "recovered").write_text("in the way\n")
     if taken == "the home's place too":
         (root / "recovered").write_text("in the way\n")
-    kept = catalog.keep_unsaved(project, full_state())
+    kept = catalog.keep_unsaved(project, with_more(full_state()))
     assert kept.parent.name == "ws_00000000", "named for its project"
     (line,) = catalog.list((project,), {}).warnings
     assert str(kept) in line
     other = root / "projects" / "other_11111111" / "sessions"
     catalog.manager(other).save(full_state("b" * 12))
     assert catalog.list((other,), {}).warnings == (), "another project's copy is not its"
+
+
+def test_a_copy_put_back_with_its_time_kept_is_not_warned_about(tmp_path: Path) -> None:
+    """A helper's report: ``cp -p`` of the copy over the session file kept warning (the
+    file's time was the copy's, not later)."""
+    from session.catalog import SessionCatalog
+
+    root = tmp_path / "home"
+    catalog = SessionCatalog(root)
+    project = root / "projects" / "ws_00000000" / "sessions"
+    state = full_state()
+    catalog.manager(project).save(full_state())
+    kept = catalog.keep_unsaved(project, with_more(state))
+    assert catalog.list((project,), {}).warnings
+    shutil.copy2(kept, project / f"{state.session_id}.json")
+    assert catalog.list((project,), {}).warnings == ()
+
+
+def test_the_copies_kept_under_tmp_are_each_homes_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A helper's report: two homes with the same workspace shared the place under /tmp,
+    and each warned of the other's copies (telling the user to copy one into the other)."""
+    import tempfile
+
+    from session.catalog import SessionCatalog
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    one, other = SessionCatalog(tmp_path / "one"), SessionCatalog(tmp_path / "other")
+    (tmp_path / "one").write_text("in the way: the copy goes under /tmp\n")
+    project = tmp_path / "one" / "projects" / "ws_00000000" / "sessions"
+    kept = one.keep_unsaved(project, full_state())
+    assert kept.is_relative_to(tmp_path / "tmp")
+    theirs = tmp_path / "other" / "projects" / "ws_00000000" / "sessions"
+    other.manager(theirs).save(full_state("b" * 12))
+    assert other.list((theirs,), {}).warnings == ()
