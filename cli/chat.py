@@ -709,7 +709,10 @@ class Chat:
             elif kind == "tool_call":
                 view.tool(reply["text"])
             elif kind == "turn_end":
-                view.end()
+                if reply["status"] == "cancelled":
+                    view.cut()  # the turn is not kept: piped, its text is no reply
+                else:
+                    view.end()
                 if reply["status"] != "ok":
                     self.a_turn_failed = True
                 if reply.get("input_tokens"):
@@ -730,7 +733,11 @@ class Chat:
                 # A notice (a failed save, a file changed outside) comes after the text
                 # before it and gets a line of its own; the reply, if it goes on, goes on
                 # below it. (A colour terminal's view holds its text until it ends: the
-                # notice was printed above the reply.)
+                # notice was printed above the reply; piped, the text held back stays
+                # held: it goes to stdout when the reply is whole.)
+                if view.held_back:
+                    self._other(reply)
+                    continue
                 view.end()
                 self._other(reply)
                 view = self.console.reply()
@@ -740,9 +747,9 @@ class Chat:
 
     def _unanswered(self, line: str, view: ReplyView | None = None) -> None:
         """End a reply no supervisor will give, with one line; the next message
-        re-attaches first."""
+        re-attaches first. Piped, the text it held back is dropped: no whole reply."""
         if view is not None:
-            view.end()
+            view.cut()
         self.a_turn_failed = True
         self._lost = True
         self.console.warn(line)

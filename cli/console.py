@@ -55,6 +55,10 @@ class IdleWatcher(Protocol):
 class ReplyView(Protocol):
     """How one streamed reply appears: a spinner until text, text, tool-call lines."""
 
+    held_back: bool
+    """The text is held until the reply ends (a piped run: stdout gets whole replies), so
+    a notice that comes meanwhile (on stderr) does not end it."""
+
     def write(self, text: str) -> None: ...
 
     def tool(self, line: str) -> None: ...
@@ -88,6 +92,7 @@ class PlainReply:
         self._terminal = out.isatty()
         """Only a terminal is kept from control sequences: a file gets the reply as sent."""
         self._held: list[str] | None = [] if hold else None
+        self.held_back = hold
         self._wrote = False
         self._at_line_start = True
 

@@ -49,6 +49,8 @@ class RichReply:
         )
         self._live.start()
 
+    held_back = False
+
     def _markdown(self, text: str) -> Markdown:
         return Markdown(text, code_theme=CODE_THEME)
 

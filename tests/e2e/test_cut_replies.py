@@ -59,3 +59,21 @@ def test_a_reply_cut_by_the_end_of_the_chat_says_so(
     (session_id,) = env.session_ids()
     wait_for(lambda: "hello" in str(env.session(session_id)["recent_messages"]), what="saved")
     assert "be slow please" not in str(env.session(session_id)["recent_messages"])
+
+
+def test_a_reply_cancelled_with_ctrl_c_leaves_none_of_its_text_on_stdout(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report: piped, Ctrl+C while a reply streamed cancelled the turn (it is
+    not kept) and put the reply's first words on stdout, as if they were a reply."""
+    client = streaming(env, server)
+    client.process.send_signal(signal.SIGINT)
+    client.expect("[cancelled]", stderr=True)
+    client.close_stdin()
+    client.wait()
+    time.sleep(0.2)  # the reader threads take the last lines
+    stdout = list(client.stdout_lines)
+    with contextlib.suppress(queue.Empty):
+        while True:
+            stdout.append(client.out.get_nowait())
+    assert stdout == ["echo: hello"], "stdout carries whole replies only"
