@@ -415,7 +415,11 @@ class Chat:
             return self.console.ask_yes_no(default=default, choices=choices, idle=watch)
         except UnclearAnswer as exc:
             what = question.removesuffix(" [Y/n]").removesuffix(" [y/N]")
-            hint = f"; run with {suggestion} to skip the question" if suggestion else ""
+            hint = (
+                f"; run with {suggestion} to skip the question"
+                if suggestion
+                else "; the run stops here (--yes and --new answer only the resume question)"
+            )
             accepted = f"y, n or {other_choices(choices)}" if choices > 1 else "y or n"
             raise AnswerStops(
                 f"{exc.answer[:60]!r} is not an answer to {what!r} ({accepted}){hint}"
@@ -572,6 +576,10 @@ class Chat:
         except LeaveNow as leaving:  # twice while a command ran: it cannot be waited for
             self.leave_now(str(leaving))
             return 130
+        except AnswerStops as stop:  # told first: the last line names the saved session
+            self.console.warn(as_error_line(str(stop)))
+            self.close()
+            return 1
         except ChatError:
             self.close()  # the session is saved as on any exit, then the error is told
             raise

@@ -73,9 +73,12 @@ def test_a_message_where_the_reset_confirmation_was_expected_deletes_nothing(env
     spec.write_text("# spec\n")
     result = env.run("--new", input="hi\n/reset\nplease keep going\n", terminal=env.terminal())
     assert result.returncode == 1
-    assert "'please keep going' is not an answer" in result.stderr.splitlines()[-1]
+    *_, refused, last = result.stderr.splitlines()
+    assert "'please keep going' is not an answer" in refused
+    assert "--yes" in refused and "--new" in refused, "DESIGN 5a: the line suggests them"
     assert spec.exists()
     (session_id,) = env.session_ids()
+    assert last == f"Session {session_id} saved.", "the last line names the session"
     assert "hi" in json.dumps(env.session(session_id)["recent_messages"])
 
 
