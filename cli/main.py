@@ -400,6 +400,8 @@ def sessions_prune(
     click.echo(f"{verb} {sessions} idle for over {days:g} days.")
     for row in data["pruned"]:
         click.echo(f"  {row['session_id']}  {row['project']}  {row['last_active']}")
+    if incomplete(data["warnings"]):
+        sys.exit(1)  # a file it could not read was left alone: as the listing says
 
 
 # -- config ---------------------------------------------------------------------

@@ -54,6 +54,20 @@ def test_sessions_prune_removes_the_pointers_to_what_it_prunes(env: Env, supervi
     assert env.session_ids() == [] and pointers(env) == []
 
 
+@pytest.mark.parametrize("supervisor", ["running", "stopped"])
+def test_sessions_prune_exits_1_when_it_could_not_read_a_file(env: Env, supervisor: str) -> None:
+    """A helper's report: prune told of a session file it refused (a symlink) in an
+    ``error:`` line and exited 0, where the listing of the same directory exits 1."""
+    assert env.run("--new", input="hello\n", terminal=env.terminal()).returncode == 0
+    (env.project / "dddddddddddd.json").symlink_to(env.base / "elsewhere.json")
+    if supervisor == "stopped":
+        assert env.run("supervisor", "stop").returncode == 0
+    pruned = env.run("sessions", "prune", "--older-than", "0", "--dry-run")
+    assert "error: refusing session file dddddddddddd.json" in pruned.stderr, pruned.stderr
+    assert pruned.returncode == 1
+    assert env.run("sessions").returncode == 1, "as the listing"
+
+
 def test_an_over_long_message_is_refused_by_the_client_and_the_chat_goes_on(env: Env) -> None:
     piped = "first turn\n" + "x" * (LIMIT + 50_000) + "\nhello after\n"
     result = env.run("--new", input=piped, terminal=env.terminal())
