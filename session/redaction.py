@@ -216,12 +216,19 @@ def _looks_secret(value: str) -> bool:
 _PROSE_KEY = (
     r"(?:[A-Za-z0-9]+[_-])*(?:password|passwd|passphrase|passcode|pin code|secret|pwd|"
     r"api[ _-]?key|(?:secret[ _-]?)?access[ _-]?key|secret[ _-]?key|token|"
-    r"mot de passe|passwort|contrase[ñn]a|senha)(?:[_-][A-Za-z0-9]+)*"
+    r"mot de passe|passwort|contrase[ñn]a|senha|credentials?|pw)(?:[_-][A-Za-z0-9]+)*"
 )
-"""``pwd is X`` too (``pwd is /home/me``, a directory, is not taken), and the word for a
-password in French, German, Spanish and Portuguese."""
+"""``pwd is X`` too (``pwd is /home/me``, a directory, is not taken), ``pw``,
+``credentials``, and the word for a password in French, German, Spanish and Portuguese."""
+_PROSE_WHOSE = (
+    r"(?:\s+(?:for|of|on|in|at)\s+(?:the\s+|our\s+|my\s+|this\s+)?"
+    r"[\w.-]{1,40}(?:\s+[\w.-]{1,40})?)?"
+)
+"""Whose it is, between the key and its value: ``the password for staging is X``."""
+_PROSE_LINK = r"(?:\s+(?:is|was|are|were|ist|est|es|é)\s+|\s*[=:]\s+)"
+"""``is`` (``ist``, ``est``, ``es``, ``é``: German, French, Spanish, Portuguese), or ``:``."""
 _PROSE_RE = re.compile(
-    rf"(?i)(\b{_PROSE_KEY}(?:\s+(?:is|was)\s+|\s*[=:]\s+)[\"'`]?)([^\s\"'`,;\\]{{6,}})"
+    rf"(?i)(\b{_PROSE_KEY}{_PROSE_WHOSE}{_PROSE_LINK}[\"'`]?)([^\s\"'`,;\\]{{6,}})"
 )
 _SET_RE = re.compile(
     rf"(?i)(\bset\s+(?:the\s+|my\s+|our\s+)?{_PROSE_KEY}\s+to\s+[\"'`]?)([^\s\"'`,;]{{6,}})"
@@ -229,9 +236,16 @@ _SET_RE = re.compile(
 """``set aws_secret_access_key to ...``, ``set the password to ...``."""
 _BARE_PROSE_RE = re.compile(
     r"(?i)(\b(?:secret|password|passphrase|token|(?:secret|access|api|account)[ _-]key)\s+"
-    r"[\"'`]?)([a-z0-9/+_\-=]{16,}+)(?!\w|\.\w)"
+    r"[\"'`]?)([a-z0-9/+_\-=]{8,}+)(?!\w|\.\w)"
 )
-"""A key word followed by its value with nothing between: ``aws secret key wJalr...``."""
+"""A key word followed by its value with nothing between: ``aws secret key wJalr...``,
+``use secret Zq9Xv7Lm2Pk4 for the vault`` (a value that looks generated: ``_bare_value``)."""
+_LOGIN_RE = re.compile(
+    r"(?i)(\b(?:log\s?in|sign\s?in|log\s?on)\s+(?:with|as|using)\s+[^\s/:]{1,64}\s*[/:]\s*)"
+    r"([^\s\"'`,;]{6,})"
+)
+"""``login with admin / Hx8Kq2Vn5Wz7``, ``sign in as bob:S3cret99`` (when the password looks
+like one: ``_cli_password``)."""
 _CLI_PASSWORD_RE = re.compile(r"((?:^|\s)--(?:password|passwd|pass)(?:=|\s+))([^\s\"']+)")
 """``wget --password X``, ``--password=X``: a command's password flag (its value, whatever
 it looks like)."""
@@ -276,7 +290,9 @@ def _cli_password(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED if _looks_secret(match.group(2)) else match.group(0)
 
 
-_PROSE_LINK_RE = re.compile(r"(?i)(?:\s+(?:is|was|to)\s+|\s*[=:]\s*)[\"'`]?\Z")
+_PROSE_LINK_RE = re.compile(
+    r"(?i)(?:\s+(?:is|was|are|were|ist|est|es|é|to)\s+|\s*[=:]\s*)[\"'`]?\Z"
+)
 """What joins a prose key to its value (`` is ``, ``: ``), to find the key itself."""
 
 
@@ -302,9 +318,13 @@ _TOKEN_WORDS = ("whsec_", "sg.", "webhooks/")
 """Lower-case words of the token patterns that have no marker above (a cheaper test)."""
 _KEYWORDS_RE = re.compile(
     r"authorization|bearer|key|secret|token|pass|pw|credential|passphrase|passcode|pin|cookie"
-    r"|contrase|senha"
+    r"|contrase|senha|log\s?in|sign\s?in|log\s?on"
     r"|discord|whsec_|sg\.|webhooks/"
 )
+
+
+_LOGIN_WORD_RE = re.compile(r"log\s?in|sign\s?in|log\s?on")
+"""Every match of ``_LOGIN_RE`` holds one of these (lower case)."""
 
 
 def _may_hold_credential(text: str) -> bool:
@@ -368,7 +388,9 @@ def _scrub_str(text: str, secrets: tuple[str, ...]) -> str:
 
 _ASSIGNMENT_WORDS = ("key", "secret", "token", "pass", "pw")
 _ENV_ASSIGNMENT_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL")
-_PROSE_WORDS = ("pass", "pin code", "secret", "key", "token", "pwd", "contrase", "senha")
+_PROSE_WORDS = (
+    "pass", "pin code", "secret", "key", "token", "pw", "contrase", "senha", "credential"
+)
 """Ignoring case, every match of ``_ASSIGNMENT_RE`` (``_PROSE_RE``) holds one of these."""
 
 
@@ -419,6 +441,7 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         return text
     if not text.isascii():
         tokens = auth = bearer = assignment = env_assignment = prose = cookie = bot = True
+        login = True
     else:
         lower = text.lower()
         tokens = _TOKEN_MARKERS_RE.search(text) is not None or any(
@@ -431,6 +454,7 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         prose = any(word in lower for word in _PROSE_WORDS)
         cookie = "cookie" in lower
         bot = "discord" in lower or "token" in lower or "bot " in lower
+        login = _LOGIN_WORD_RE.search(lower) is not None
     if tokens:
         text = _TOKENS_RE.sub(REDACTED, text)
         if "://" in text:
@@ -456,6 +480,8 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         text = _PROSE_RE.sub(_prose_value, text)
         text = _SET_RE.sub(_prose_value, text)
         text = _BARE_PROSE_RE.sub(_bare_value, text)
+    if login:
+        text = _LOGIN_RE.sub(_cli_password, text)
     if "-u" in text:  # "--user" too
         text = _CLI_USER_RE.sub(_cli_password, text)
     if "--pass" in text:

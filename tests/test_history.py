@@ -253,6 +253,7 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._PROSE_RE.sub(r._prose_value, text)
     text = r._SET_RE.sub(r._prose_value, text)
     text = r._BARE_PROSE_RE.sub(r._bare_value, text)
+    text = r._LOGIN_RE.sub(r._cli_password, text)
     text = r._CLI_USER_RE.sub(r._cli_password, text)
     text = r._CLI_PASSWORD_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._SHORT_PASSWORD_FLAG_RE.sub(r._short_password_flag, text)
@@ -272,7 +273,9 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "-----BEGIN PGP PRIVATE KEY BLOCK-----", "@ss:w0rd@", "bot ", "discord",
      "MTA4OTk2NzQ1NjE4NDk3NTM2MA.GhYk3Q.abcdefghijklmnopqrstuvwxyz0123456789AB",
      "pwd", "PWD", "mot de passe", "Passwort", "contraseña", "CONTRASENA", "senha",
-     "/home/me", "~/w"]
+     "/home/me", "~/w", " for staging", " of the db", " are ", " ist ", " est ", " es ",
+     " \u00e9 ", "credentials", "login with ", "sign in as ", "admin / ", "bob:",
+     "Zq9Xv7Lm2Pk4", "Tr0ub4dor&3"]
 )
 
 

@@ -134,6 +134,17 @@ def test_a_file_written_with_secrets_is_listed_and_loaded_scrubbed(tmp_path: Pat
         ("Passwort: geheim42", "Passwort: "),
         ("la contraseña: clave2024x", "la contraseña: "),
         ("senha: minhasenha9", "senha: "),
+        # a helper's attack on compaction: each was kept in the summary in clear
+        ("the password for staging is Tr0ub4dor&3", "the password for staging is "),
+        ("the password for the staging db is Tr0ub4dor&3", "the password for the staging db is "),
+        ("use secret Zq9Xv7Lm2Pk4", "use secret "),
+        ("credentials are admin/Hx8Kq2Vn5Wz7", "credentials are "),
+        ("login with admin / Hx8Kq2Vn5Wz7", "login with admin / "),
+        ("sign in as bob:S3cret99", "sign in as bob:"),
+        ("my pw is Tr0ub4dor&3", "my pw is "),
+        ("Passwort ist geheim42", "Passwort ist "),
+        ("le mot de passe est secretfr99", "le mot de passe est "),
+        ("la contraseña es clave2024x", "la contraseña es "),
     ],
 )
 def test_prose_credentials_are_scrubbed(text: str, kept: str) -> None:
@@ -215,6 +226,12 @@ def test_ordinary_text_about_keys_and_urls_is_left_alone(text: str) -> None:
         "pwd is /home/me/project",
         "pwd: ~/work",
         "run pwd to see the directory",
+        "the token for github is in the vault",
+        "credentials are stored in the vault",
+        "login with google / github",
+        "the secret sauce is important",
+        "use secret keys and rotate them",
+        "the api key for openai is OPENAI_API_KEY",
     ],
 )
 def test_prose_about_credentials_is_left_alone(text: str) -> None:
