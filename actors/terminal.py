@@ -86,7 +86,7 @@ from session.checkpoints import (
     parse_number,
     restore_plan,
 )
-from session.compaction import Window, estimate_tokens, render_compaction, turns_named
+from session.compaction import Window, estimate_tokens, turns_named
 from session.errors import (
     CheckpointCapExceeded,
     CheckpointError,
@@ -1054,12 +1054,12 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._emit(notice)
 
     def _context_text(self) -> str:
-        """What ``/resume`` shows: the resume context and the compaction the model gets."""
+        """What ``/resume`` shows: what the model is given, as it is given: the resume
+        context and the user's rules (its instructions), and the compaction it is sent."""
         parts = []
-        if self._lc.resume_context:
-            parts.append(self._lc.resume_context)
-        if self._lc.compaction is not None:
-            text = render_compaction(self._lc.compaction)
+        if instructions := self._lc.instructions():
+            parts.append(instructions)
+        if (text := self._lc.compaction_sent()) is not None:
             parts.append(
                 f"# Compacted history (sent first in every request, ~{estimate_tokens(len(text))}"
                 f" tokens)\n{text}"

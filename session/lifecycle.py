@@ -98,6 +98,9 @@ from session.history import (
 from session.models import SessionState, WorkPhase
 from session.redaction import scrub_text
 from session.resume import RestoredFrom, build_resume_context
+from session.shares import newest_within
+
+RULES_HEADING = "## The user's rules from earlier in this conversation (always follow them)"
 
 
 class Phase(StrEnum):
@@ -265,15 +268,24 @@ class SessionLifecycle:
     def instructions(self) -> str:
         """This session's part of the agent's instructions: the resume context, and the
         user's rules once a compaction took them out of the history (rules are
-        instructions; the compaction itself is only context)."""
+        instructions; the compaction itself is only context), the newest that fit in the
+        compaction's share of the token budget (rules gathered over a long conversation
+        outgrew the budget themselves, and every turn compacted again)."""
         rules = self.compaction.retained.rules if self.compaction else ()
         if not rules:
             return self.resume_context
-        block = "\n".join(
-            ["## The user's rules from earlier in this conversation (always follow them)"]
-            + [f"- {rule}" for rule in rules]
-        )
+        lines = [f"- {rule}" for rule in rules]
+        share = compaction_chars(self.policy.compaction)
+        kept = lines if share is None else newest_within(lines, share)
+        block = "\n".join([RULES_HEADING, *kept])
         return "\n\n".join(part for part in (self.resume_context, block) if part)
+
+    def compaction_sent(self) -> str | None:
+        """The compaction's text as requests carry it (held to its share of the budget)."""
+        if self.compaction is None:
+            return None
+        share = compaction_chars(self.policy.compaction)
+        return render_compaction(self.compaction, rules=False, max_chars=share)
 
     def earlier_summary(self) -> str | None:
         """What summarizes the turns before ``history``'s, for the session's summary: the

@@ -210,6 +210,27 @@ def test_the_users_rules_join_the_instructions_once_compacted() -> None:
     assert lc.instructions().endswith("(always follow them)\n- You must never promise refunds.")
 
 
+def test_the_users_rules_in_the_instructions_keep_to_the_compactions_share_of_the_budget() -> None:
+    """A helper's attack: 60 long rules made a 3,600-token instructions block against a
+    1,000-token budget, and every turn compacted again for nothing."""
+    from session.compaction import compaction_chars
+
+    budget = policy(interval=100, overlap=0, threshold=1000)
+    lc = fresh(budget)
+    for n in range(60):
+        rule = f"Always follow rule number {n}: keep the customer tone friendly and concise."
+        lc = lc.begin_turn(0).complete_turn(
+            _said(rule), now=T0, manifest={}, agent_spec_path=None
+        ).lifecycle
+    lc, _ = compact(lc, force=True)
+    share = compaction_chars(budget.compaction)
+    assert share is not None
+    block = lc.instructions().split("(always follow them)\n", 1)[1]
+    assert len(block) <= share
+    assert block.endswith("rule number 59: keep the customer tone friendly and concise.")
+    assert "earlier, kept in the session file" in block.splitlines()[0]
+
+
 def test_the_compacted_summary_is_scrubbed_before_it_is_saved() -> None:
     key = "sk-live-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4"
     lc = (

@@ -571,3 +571,26 @@ def test_the_token_budget_compacts_turns_whose_tool_calls_reuse_one_id(env: Env)
     )
     (session_id,) = env.session_ids()
     assert compacted_up_to(env, session_id) >= 9
+
+
+def test_slash_resume_shows_the_rules_and_the_compaction_as_the_model_is_sent_them(
+    env: Env,
+) -> None:
+    """A helper's report: /resume showed every rule and decision (~6,000 tokens) where the
+    model was sent the compaction held to its share of a 1,000-token budget."""
+    rule = "keep the customer tone friendly and concise and polite " * 2
+    script = "".join(f"always follow rule number {n}: {rule}\n" for n in range(40))
+    result = env.run(
+        "--new",
+        input=script + "/compact\n/resume\n",
+        terminal=env.terminal(),
+        AGENT_ASSIST_COMPACTION_INTERVAL="100",
+        AGENT_ASSIST_CONTEXT_TOKENS="1000",
+    )
+    assert result.returncode == 0, result.stderr
+    shown = result.stderr.split("## The user's rules", 1)[1]
+    rules, compacted = shown.split("# Compacted history (sent first in every request, ~", 1)
+    assert "earlier, kept in the session file, left out here for the token budget" in rules
+    assert "rule number 39:" in rules and "rule number 0:" not in rules
+    assert int(compacted.split(" ", 1)[0]) <= 1000
+    assert "User rules (always follow them):" not in compacted, "rules go as instructions"
