@@ -117,15 +117,24 @@ class Retained:
     rules: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
     questions: tuple[str, ...] = ()
+    revoked: tuple[str, ...] = field(default=(), compare=False)
+    """The rules the user took back in these messages (``forget the tabs rule``), as the
+    words that name them: they leave the older rules at a merge (never stored)."""
 
     def merge(self, newer: Retained) -> Retained:
         """Union, oldest first by last mention (what ``newer`` names again is among the
-        newest: the caps let go of the oldest); questions keep only the newest few."""
+        newest: the caps let go of the oldest), but the rules ``newer`` takes back;
+        questions keep only the newest few that no decision has settled."""
+        rules = [r for r in self.rules if not any(_names(r, w) for w in newer.revoked)]
+        decisions = _mentioned_again(self.decisions, newer.decisions)[-MAX_DECISIONS:]
+        questions = _mentioned_again(self.questions, newer.questions)
         return Retained(
-            decisions=_mentioned_again(self.decisions, newer.decisions)[-MAX_DECISIONS:],
-            rules=_mentioned_again(self.rules, newer.rules)[-MAX_RULES:],
+            decisions=decisions,
+            rules=_mentioned_again(rules, newer.rules)[-MAX_RULES:],
             paths=_mentioned_again(self.paths, newer.paths)[-MAX_PATHS:],
-            questions=_mentioned_again(self.questions, newer.questions)[-MAX_QUESTIONS:],
+            questions=tuple(q for q in questions if not _answered(q, newer.decisions))[
+                -MAX_QUESTIONS:
+            ],
         )
 
     def is_empty(self) -> bool:
@@ -353,13 +362,36 @@ _STATED_DECISION_RE: Final = re.compile(
 )
 """``We decided ...``, ``we agreed ...``: the whole sentence is kept."""
 _RULE_RE: Final = re.compile(
-    r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever)\b"
-    r"|^\s*(?:please,?\s+)?(?:rule\s*:|do not\b|don't\b|make sure\b|ensure\b|only\s+\w+\b"
-    r"|avoid\b|remember to\b)",
+    r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever|from now on|going forward"
+    r"|henceforth|from here on)\b"
+    r"|^\s*(?:please,?\s+)?(?:rule\s*:|important\s*:|do not\b|don't\b|make sure\b|ensure\b"
+    r"|only\s+\w+\b|avoid\b|remember to\b)"
+    r"|^\s*(?:please,?\s+)?(?:use|prefer|keep|write|name|put|store|format)\b[^?]*"
+    r"\b(?:all|every|everywhere)\b",
     re.IGNORECASE,
 )
-"""A rule: *always*, *never*, *must*, an imperative ("Do not ...", "Make sure ...",
-"Only use ...", "Avoid ..."), or ``Rule: ...``."""
+"""A rule: *always*, *never*, *must*, *from now on*, *going forward*, an imperative ("Do
+not ...", "Make sure ...", "Only use ...", "Avoid ...", "Use snake_case for all ..."),
+``Rule: ...`` or ``IMPORTANT: ...``."""
+_TAG_QUESTION_RE: Final = re.compile(
+    r",?\s*(?:ok|okay|right|alright|all right|please|understood|got it|yes)\s*\?+\s*$",
+    re.IGNORECASE,
+)
+"""A rule asked to be acknowledged ("Always use UTC timestamps, ok?") is a rule."""
+_REVOKE_RE: Final = re.compile(
+    r"\b(?:forget|drop|ignore|remove|scrap|cancel|revoke|disregard)\s+(?:the|my|that|this|our)"
+    r"\s+(.{1,40}?)\s+rule\b",
+    re.IGNORECASE,
+)
+"""``forget the tabs rule``: the rules naming those words are no longer the user's."""
+_CHIT_CHAT_RE: Final = re.compile(
+    r"^\W*(?:how are you|can you (?:hear|see) me|is this (?:thing )?on|are you (?:sure|there|ok"
+    r"|okay|still there)|what did (?:we|i|you)|what have we|do you remember|did you|who are you"
+    r"|what (?:is|was) your|what can you)\b",
+    re.IGNORECASE,
+)
+"""Questions that are no open question of the work: greetings, checks, recall of what was
+said (the reply answers them)."""
 _NOT_A_RULE_RE: Final = re.compile(
     r"^\s*I\s+(?:always|never)\s+(?!use\b|want\b|need\b|prefer\b)\w+"
     r"|^\s*(?:we|you|they|he|she|it)\s+(?:always|never)\s+(?:forg[eo]t|lose|lost|miss)"
@@ -541,24 +573,110 @@ def _decisions_in(text: str) -> list[str]:
     return found
 
 
+_FENCED_RE: Final = re.compile(r"^\s*```.*?(?:^\s*```[^\n]*$|\Z)", re.DOTALL | re.MULTILINE)
+_FILE_CONTENT_RE: Final = re.compile(
+    r"^\s*(?:please,?\s+)?(?:write|append(?:\s+to)?|save|create|overwrite)\s+(?:to\s+)?"
+    r"\S*[./]\S*?\s*:",
+    re.IGNORECASE,
+)
+
+
+def _said_to_us(text: str) -> str:
+    """What a user prompt says to the assistant: not the content of a file it asks to have
+    written (``write agent_spec.md: ...``), nor a fenced block: their *must* and *never*
+    are the designed agent's, not rules for the assistant (a spec of 70 of them pushed
+    every rule of the user's out)."""
+    text = _FENCED_RE.sub("", text)
+    content = _FILE_CONTENT_RE.match(text)
+    return text[: content.end()] if content else text
+
+
 def _rules_in(text: str) -> list[str]:
-    return [
-        _clip(sentence.strip(), MAX_ITEM_CHARS)
-        for line in text.splitlines()
-        for sentence in _SENTENCE_RE.findall(line)
-        if _RULE_RE.search(sentence)
-        and not sentence.strip().endswith("?")
-        and not _NOT_A_RULE_RE.search(sentence)
-    ]
+    found = []
+    for line in _said_to_us(text).splitlines():
+        for sentence in _SENTENCE_RE.findall(line):
+            sentence = sentence.strip()
+            if sentence.endswith("?"):
+                tagged = _TAG_QUESTION_RE.search(sentence)
+                if tagged is None:
+                    continue
+                sentence = sentence[: tagged.start()].rstrip(" ,") + "."
+            if _RULE_RE.search(sentence) and not _NOT_A_RULE_RE.search(sentence):
+                found.append(_clip(sentence, MAX_ITEM_CHARS))
+    return found
 
 
 def _questions_in(text: str) -> list[str]:
     return [
         _clip(sentence.strip(), MAX_ITEM_CHARS)
-        for line in text.splitlines()
+        for line in _said_to_us(text).splitlines()
         for sentence in _SENTENCE_RE.findall(line)
-        if sentence.strip().endswith("?") and len(sentence.split()) >= 3
+        if sentence.strip().endswith("?")
+        and len(sentence.split()) >= 3
+        and not _TAG_QUESTION_RE.search(sentence)
+        and not _CHIT_CHAT_RE.search(sentence)
     ]
+
+
+def _revoked_in(text: str) -> list[str]:
+    """The words of each rule ``text`` takes back (``forget the tabs rule``: ``tabs``)."""
+    return [
+        " ".join(words)
+        for match in _REVOKE_RE.finditer(text)
+        if (words := [w for w in re.findall(r"[\w-]{3,}", match[1].lower()) if w != "rule"])
+    ]
+
+
+def _names(rule: str, revoked: str) -> bool:
+    """Whether ``rule`` names every word of a revocation (``tabs``: "always use tabs")."""
+    words = set(re.findall(r"[\w-]+", rule.lower()))
+    return all(word in words or word.rstrip("s") in words for word in revoked.split())
+
+
+_CONTENT_WORD_RE: Final = re.compile(r"[a-z0-9][\w-]{2,}")
+_STOP_WORDS: Final = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "should",
+        "would",
+        "could",
+        "shall",
+        "will",
+        "can",
+        "use",
+        "using",
+        "are",
+        "our",
+        "that",
+        "this",
+        "what",
+        "which",
+        "how",
+        "when",
+        "where",
+        "who",
+        "why",
+        "does",
+        "did",
+        "not",
+    ]
+)
+
+
+def _answered(question: str, decisions: Iterable[str]) -> bool:
+    """Whether one of ``decisions`` settles ``question``: it holds most of the question's
+    words ("should we use Redis for the cache?", "Use Redis for the cache")."""
+    words = {w for w in _CONTENT_WORD_RE.findall(question.lower()) if w not in _STOP_WORDS}
+    if len(words) < 2:
+        return False
+    for decision in decisions:
+        said = set(_CONTENT_WORD_RE.findall(decision.lower()))
+        if len(words & said) * 3 >= len(words) * 2:
+            return True
+    return False
 
 
 def stated_decisions(messages: Sequence[ModelMessage]) -> list[str]:
@@ -575,11 +693,15 @@ def extract_retained(messages: Iterable[ModelMessage]) -> Retained:
     rules: list[str] = []
     paths: list[str] = []
     questions: list[str] = []
+    revoked: list[str] = []
     for message in messages:
         for text in map(scrub_text, user_prompts([message])):
             stated = _decisions_in(text)
             decisions += stated
             rules += [r for r in _rules_in(text) if not any(r in d or d in r for d in stated)]
+            taken_back = _revoked_in(text)
+            rules = [r for r in rules if not any(_names(r, words) for words in taken_back)]
+            revoked += taken_back
             paths += file_paths(text)
             questions += _questions_in(text)
         for text in map(scrub_text, _model_texts(message)):
@@ -596,7 +718,8 @@ def extract_retained(messages: Iterable[ModelMessage]) -> Retained:
         decisions=_union(decisions),
         rules=_union(rules),
         paths=_union(paths),
-        questions=_union(questions)[-MAX_QUESTIONS:],
+        questions=tuple(q for q in _union(questions) if not _answered(q, decisions)),
+        revoked=tuple(revoked),
     )
 
 
@@ -660,8 +783,6 @@ def _within(sections: list[tuple[str, list[str]]], room: int) -> list[tuple[str,
         kept[index] = newest_within(kept[index], share)
         room -= len(heading) + 2 + line_chars(kept[index])
     return [(heading, kept[index]) for index, (heading, _) in enumerate(sections)]
-
-
 
 
 def parse_compaction(text: str | None) -> EventCompaction | None:

@@ -519,3 +519,75 @@ def test_a_call_id_used_again_pairs_each_call_with_the_answer_after_it() -> None
     first, second = rounds(1), rounds(2)
     assert cut_is_safe(first, second)
     assert not cut_is_safe([*first, second[0]], second[1:])
+
+
+def merged(*prompts: str) -> Retained:
+    """What a session retains of ``prompts``, one turn each (merged as compactions do)."""
+    retained = Retained()
+    for prompt in prompts:
+        retained = retained.merge(extract_retained(said(prompt)))
+    return retained
+
+
+def test_the_content_of_a_file_the_user_has_written_gives_no_rules() -> None:
+    """A helper's attack: the 70 musts of a spec the user had written (``write
+    agent_spec.md: ...``) became rules for the assistant and pushed out the user's own."""
+    spec = " ".join(f"The agent must handle case {i} politely." for i in range(70))
+    retained = merged(
+        "never log the customer email address",
+        f"write agent_spec.md: # Triage agent. {spec}",
+        "```\nassert x, 'must never be empty'\n```",
+    )
+    assert retained.rules == ("never log the customer email address",)
+    assert "agent_spec.md" in retained.paths
+
+
+def test_rules_said_from_now_on_for_all_important_or_to_be_acknowledged_are_rules() -> None:
+    """A helper's attack: each was lost at the first compaction (the last one was filed as
+    an open question)."""
+    retained = merged(
+        "From now on, use British spelling.",
+        "Use snake_case for all function names.",
+        "IMPORTANT: no network calls in tests",
+        "Going forward, all prompts go in prompts/ as .j2 files",
+        "Always use UTC timestamps, ok?",
+    )
+    assert retained.rules == (
+        "From now on, use British spelling.",
+        "Use snake_case for all function names.",
+        "IMPORTANT: no network calls in tests",
+        "Going forward, all prompts go in prompts/ as .j2 files",
+        "Always use UTC timestamps.",
+    )
+    assert retained.questions == ()
+
+
+def test_a_rule_the_user_takes_back_is_no_longer_kept() -> None:
+    """A helper's attack: "forget the tabs rule" left "always use tabs" among the rules
+    the model must always follow."""
+    within_one = extract_retained(
+        said("always use tabs for indentation. Actually, forget the tabs rule.")
+    )
+    assert within_one.rules == ()
+    later = merged("always use tabs for indentation", "never use emojis", "forget the tabs rule")
+    assert later.rules == ("never use emojis",)
+
+
+def test_open_questions_are_the_works_not_chit_chat_and_leave_once_decided() -> None:
+    """A helper's attack: greetings and checks pushed "should we use Redis?" out of the
+    five open questions, and a question settled by a decision stayed open."""
+    retained = merged(
+        "should we use Redis for the cache?",
+        "which region should host the vector store?",
+        "what did we decide?",
+        "how are you today?",
+        "can you hear me?",
+        "is this thing on?",
+        "are you sure?",
+    )
+    assert retained.questions == (
+        "should we use Redis for the cache?",
+        "which region should host the vector store?",
+    )
+    settled = retained.merge(extract_retained(said("Decision: use Redis for the cache.")))
+    assert settled.questions == ("which region should host the vector store?",)
