@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 
 from pydantic_ai.exceptions import (
@@ -67,6 +68,11 @@ def endpoint_of(model: str) -> str:
     return f"the {provider} endpoint"
 
 
+_MISSING_SETTING_RE = re.compile(r"\bSet the `([A-Z][A-Z0-9_]+)` environment variable")
+"""pydantic-ai's words for a provider whose key (or URL) is not set (its line also names
+the provider class and its built-in test model: nothing a user of agent-assist can use)."""
+
+
 def _key_of(model: str) -> str:
     provider = model.partition(":")[0].removeprefix("gateway/")
     if provider.startswith("openai"):
@@ -101,6 +107,11 @@ def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
         return f"{exc.status_code} from {where}: {_clip(str(exc.body or exc.message), 200)}"
     if isinstance(exc, ModelAPIError):
         return f"request to {where} failed: {_clip(exc.message, 200)}"
+    if isinstance(exc, UserError) and (missing := _MISSING_SETTING_RE.search(str(exc))):
+        return (
+            f"model {model!r} needs {missing[1]}, which the supervisor's environment does not "
+            f"set. {RESTART_HINT}"
+        )
     if isinstance(exc, UserError) and "Unknown model" in str(exc):
         return (
             f"unknown model {model!r}: use offline, openai-chat:NAME or a pydantic-ai provider:name"

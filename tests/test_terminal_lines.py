@@ -52,6 +52,21 @@ def test_an_unknown_model_at_the_first_turn_is_named() -> None:
     assert line.startswith("unknown model 'nosuch:x': use offline, openai-chat:NAME")
 
 
+def test_a_provider_missing_its_key_names_it_and_the_supervisors_environment() -> None:
+    """A helper's report: pydantic-ai's own line was shown, pointing at ``OpenAIProvider``
+    and its test model, and cut in two by the scrubber (``api_key=[REDACTED]``)."""
+    exc = UserError(
+        "Set the `OPENAI_API_KEY` environment variable or pass it via "
+        "`OpenAIProvider(api_key=...)` to use the OpenAI provider. To try Pydantic AI "
+        "without an API key, use the built-in test model: `Agent('test')`."
+    )
+    assert explain_failure(exc, "openai:gpt-4o") == (
+        "model 'openai:gpt-4o' needs OPENAI_API_KEY, which the supervisor's environment does "
+        "not set. The supervisor uses the environment it was started with; run agent-assist "
+        "supervisor stop after changing it"
+    )
+
+
 @pytest.mark.parametrize("model", ["offline", "test", "openai-chat:m", "gateway/openai:gpt-5"])
 def test_known_model_strings_pass(model: str) -> None:
     assert model_problem(model) is None
