@@ -106,6 +106,9 @@ class Claim(Ask[None]):
     """For a resume: the project whose file of the session must exist, checked in the same
     step as the claim (FileNotFoundError, nothing claimed, if it does not), so a resume of
     a session that is gone never holds it even for a moment."""
+    new_in: Path | None = None
+    """For a new session: its project (it has no file until its first turn: listings show
+    it, live, meanwhile)."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import errno
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, assert_never
 
@@ -61,6 +62,8 @@ class StorageMemory:
     deleted: set[str] = field(default_factory=set)
     tokens: dict[str, int] = field(default_factory=dict)
     """The claiming actor's token of each live session (when it gave one)."""
+    unsaved_new: dict[str, tuple[Path, datetime]] = field(default_factory=dict)
+    """Each live new session's project and the time it began (listed before it has a file)."""
     last_claimed_by: dict[str, int | None] = field(default_factory=dict)
     """The token of each session's latest claim, kept after its release: a late write of an
     actor that left is refused once another actor has claimed the session since."""
@@ -178,11 +181,13 @@ class StorageActor(Actor[StorageMessage]):
             case FindResumable(project, terminal_pid):
                 live = dict(self._live)
                 return await self._io(lambda: catalog.find_resumable(project, terminal_pid, live))
-            case Claim(session_id, terminal_pid, token, stored_in):
+            case Claim(session_id, terminal_pid, token, stored_in, new_in):
                 self._check_holder(session_id, terminal_pid)
                 if stored_in is not None and not await self._stored(stored_in, session_id):
                     raise FileNotFoundError(errno.ENOENT, "no such session", session_id)
                 self._live[session_id] = terminal_pid
+                if new_in is not None:
+                    self._memory.unsaved_new[session_id] = (new_in, utc_now())
                 self._memory.last_claimed_by[session_id] = token
                 if token is None:
                     self._memory.tokens.pop(session_id, None)
@@ -196,10 +201,16 @@ class StorageActor(Actor[StorageMessage]):
                 ):
                     del self._live[session_id]
                     self._memory.tokens.pop(session_id, None)
+                    self._memory.unsaved_new.pop(session_id, None)
                 return None
             case ListSessions(projects):
                 live = dict(self._live)
-                return await self._io(lambda: catalog.list(projects, live))
+                new = {
+                    session_id: (project, since, live[session_id])
+                    for session_id, (project, since) in self._memory.unsaved_new.items()
+                    if session_id in live
+                }
+                return await self._io(lambda: catalog.list(projects, live, new))
             case PruneSessions(projects, days, dry_run):
                 live = dict(self._live)
                 return await self._io(lambda: catalog.prune(projects, days, dry_run, live))

@@ -450,7 +450,8 @@ class TerminalActor(Actor[TerminalMessage]):
             transition = self._lc.start_fresh(utc_now(), session_id)
             new_id = transition.lifecycle.session_id
             assert new_id is not None
-            await storage.ask(Claim(new_id, pid, self._token), STORAGE_TIMEOUT_S)
+            claim = Claim(new_id, pid, self._token, new_in=self._config.project)
+            await storage.ask(claim, STORAGE_TIMEOUT_S)
         else:
             wanted = validate_session_id(session_id or "")
             claim = Claim(wanted, pid, self._token, stored_in=self._config.project)
@@ -664,7 +665,8 @@ class TerminalActor(Actor[TerminalMessage]):
         transition = self._lc.reset(utc_now())
         new = transition.lifecycle.session_id
         assert old is not None and new is not None
-        await self._peers.storage.ask(Claim(new, pid, self._token), STORAGE_TIMEOUT_S)
+        claim = Claim(new, pid, self._token, new_in=self._config.project)
+        await self._peers.storage.ask(claim, STORAGE_TIMEOUT_S)
         self._lc = transition.lifecycle
         self._unsaved = False  # what could not be saved was just deleted on purpose
         await self._perform(transition.effects)

@@ -48,6 +48,25 @@ class SessionListing:
     warnings: tuple[str, ...]
 
 
+NEW_SESSION_NOTE = "new: no turn saved yet"
+
+
+def new_session_row(session_id: str, project: Path, since: datetime, pid: int) -> SessionRow:
+    """A live session with no file yet (its first turn has not completed)."""
+    return SessionRow(
+        session_id=session_id,
+        project=project.parent.name,
+        state="live",
+        terminal_pid=pid,
+        created_at=since,
+        updated_at=since,
+        summary=None,
+        messages=0,
+        turns=0,
+        note=NEW_SESSION_NOTE,
+    )
+
+
 def pointer_alive(pointer: Pointer) -> bool:
     return process_alive(pointer.pid, pointer.pid_start_time)
 
@@ -139,7 +158,14 @@ class SessionCatalog:
         turns = {header.session_id: header.turns for header in listing.sessions}
         return rows, warnings + recovered_lines(self.root, project, turns)
 
-    def list(self, projects: tuple[Path, ...] | None, live: dict[str, int]) -> SessionListing:
+    def list(
+        self,
+        projects: tuple[Path, ...] | None,
+        live: dict[str, int],
+        new: Mapping[str, tuple[Path, datetime, int]] | None = None,
+    ) -> SessionListing:
+        """The sessions of ``projects`` (None: every project), and the ``new`` ones among
+        them (live, with no file until their first turn: project, start, terminal pid)."""
         rows: list[SessionRow] = []
         warnings: list[str] = []
         if projects is None:
@@ -150,6 +176,12 @@ class SessionCatalog:
             found, problems = self.rows(project, live)
             rows += found
             warnings += problems
+        listed = {row.session_id for row in rows}
+        rows += [
+            new_session_row(session_id, project, since, pid)
+            for session_id, (project, since, pid) in (new or {}).items()
+            if session_id not in listed and (projects is None or project in projects)
+        ]
         rows.sort(key=lambda r: r.updated_at, reverse=True)
         return SessionListing(tuple(rows), tuple(warnings))
 

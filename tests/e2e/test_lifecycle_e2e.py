@@ -423,3 +423,16 @@ def test_an_edit_after_the_workspace_was_deleted_and_made_again_is_noticed(env: 
         if line == "note: agent_spec.md changed outside agent-assist"
     ]
     assert len(notes) == 2, notes  # deleted, then made again
+
+
+def test_a_new_session_is_listed_live_before_its_first_turn(env: Env) -> None:
+    """A helper's report: a session just opened was in no listing (nor in --all) until its
+    first turn, though the supervisor counted it live."""
+    tab = env.terminal()
+    chat = env.spawn("--new", terminal=tab)
+    (row,) = wait_for(lambda: env.sessions_json(), what="the new session listed")
+    assert (row["state"], row["terminal_pid"], row["turns"]) == ("live", tab.pid, 0)
+    assert [r["session_id"] for r in env.sessions_json("--all")] == [row["session_id"]]
+    chat.close_stdin()
+    assert chat.wait() == 0
+    assert env.sessions_json() == [], "it left with no turn: nothing is kept"
