@@ -100,7 +100,9 @@ def build_resume_context(
         important = RESTORED_IMPORTANT
     if state.agent_spec_path:
         lines += ["", f"Agent specification file: {state.agent_spec_path}"]
-    summary = state.summary or state.compacted_history_summary
+    # Not the compacted history in its place: every request carries that already (it was
+    # sent twice to a session restored to a checkpoint taken before any summary).
+    summary = state.summary
     decisions = [_one_line(d) for d in state.decisions if d.strip()]
     if decisions and summary:  # the section below lists them: not twice
         summary = "\n".join(

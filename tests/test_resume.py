@@ -72,9 +72,12 @@ def test_sections_without_content_are_left_out() -> None:
     )
 
 
-def test_the_compacted_summary_stands_in_when_there_is_no_summary() -> None:
+def test_the_compacted_summary_does_not_stand_in_when_there_is_no_summary() -> None:
+    """A helper's report: a session restored to a checkpoint taken before any summary was
+    sent its compacted history twice, here and as the compaction every request carries."""
     state = STATE.model_copy(update={"summary": None, "compacted_history_summary": "Older work."})
-    assert "## Previous Session Summary\nOlder work.\n" in build_resume_context(state)
+    text = build_resume_context(state)
+    assert "Older work." not in text and "## Previous Session Summary" not in text
 
 
 def test_nothing_to_resume_gives_an_empty_string() -> None:
