@@ -133,11 +133,14 @@ def terminal_pid() -> int:
 
 
 def fit_to_width(text: str, width: int) -> str:
-    """Each line of ``text`` cut to ``width - 1`` characters (with an ellipsis), so that
-    none wraps on a terminal that wide."""
+    """Each row of a listing in ``text`` (a line that begins with its number, after
+    spaces) cut to ``width - 1`` characters (with an ellipsis), so that none wraps on a
+    terminal that wide; other lines (a message: "No checkpoints in this session yet")
+    are left whole, to wrap."""
     room = max(width - 1, 20)
     return "\n".join(
-        line if len(line) <= room else line[: room - 1] + "…" for line in text.split("\n")
+        line if len(line) <= room or not line.lstrip()[:1].isdigit() else line[: room - 1] + "…"
+        for line in text.split("\n")
     )
 
 

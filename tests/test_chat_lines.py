@@ -53,3 +53,11 @@ def test_a_listing_is_cut_to_the_terminal_width_line_by_line() -> None:
     fitted = fit_to_width(f"{long}\n  2  short", 80).split("\n")
     assert fitted == [long[:78] + "…", "  2  short"]
     assert all(len(line) <= 79 for line in fitted)
+
+
+def test_a_message_among_the_listing_is_left_whole_to_wrap() -> None:
+    """A helper's report: on 20 columns `/checkpoint` said "No checkpoints in t…"."""
+    from cli.chat import fit_to_width
+
+    message = "No checkpoints in this session yet (/save writes one)."
+    assert fit_to_width(message, 20) == message
