@@ -469,6 +469,35 @@ _TOP_DIRS: Final = frozenset(
     ]
 )
 """First segments that make a one-slash path a path (``src/agent``, not ``and/or``)."""
+_NOT_FILES: Final = frozenset(
+    f"{name}.js"
+    for name in [
+        "node",
+        "next",
+        "nuxt",
+        "vue",
+        "react",
+        "three",
+        "d3",
+        "express",
+        "ember",
+        "backbone",
+        "angular",
+        "chart",
+        "p5",
+        "moment",
+        "alpine",
+        "svelte",
+        "solid",
+        "nest",
+        "socket",
+        "knockout",
+        "meteor",
+    ]
+)
+"""Names that look like files but name a framework or library (``node.js``)."""
+_BARE_EXTENSION_RE: Final = re.compile(r"\.(?!env$)(?:" + _EXTENSIONS + r")$", re.IGNORECASE)
+"""``.j2``, ``.md``: a kind of file, not a dot file (``.env`` is one)."""
 _SENTENCE_RE: Final = re.compile(r"(?:[^.!?\n]|[.!?](?=[^\s.!?]))+[.!?]*")
 """A sentence: up to a stop followed by a space (``agent_spec.md`` does not end one)."""
 
@@ -541,6 +570,8 @@ def file_paths(text: str) -> list[str]:
             continue
         name = path.rstrip("/").rsplit("/", 1)[-1]
         slashes = path.count("/")
+        if not slashes and (name.casefold() in _NOT_FILES or _BARE_EXTENSION_RE.match(name)):
+            continue  # a framework (node.js), or a kind of file (.j2 files), not a file
         if (
             _EXTENSION_RE.search(path)
             or _DOTFILE_RE.search(path)

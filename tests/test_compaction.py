@@ -591,3 +591,10 @@ def test_open_questions_are_the_works_not_chit_chat_and_leave_once_decided() -> 
     )
     settled = retained.merge(extract_retained(said("Decision: use Redis for the cache.")))
     assert settled.questions == ("which region should host the vector store?",)
+
+
+def test_a_framework_or_a_kind_of_file_is_not_a_file_path() -> None:
+    """A helper's report: ``node.js`` and ``.j2`` were kept among the files named so far."""
+    text = "we use node.js and Next.js; prompts go in prompts/ as .j2 files next to .env"
+    assert file_paths(text) == ["prompts/", ".env"]
+    assert file_paths("see src/node.js and .gitignore") == ["src/node.js", ".gitignore"]
