@@ -25,6 +25,7 @@ from cli.console import (
     other_choices,
 )
 from cli.errors import as_error_line
+from cli.interrupts import DeferredInterrupts
 from cli.preload import preload_prompt
 from cli.quick import incomplete
 from cli.summaries import clip, summary_headline
@@ -306,6 +307,7 @@ class Chat:
         protocol's ``Continuing``): "fresh" (none), "resumed", or a restored checkpoint's
         number."""
         self.questions_asked = 0
+        self._interrupts = DeferredInterrupts()
         """Yes/no questions asked so far (a piped answer line with none to answer is
         not sent as a message: see ``_stray_answer``)."""
         self._told: set[str] = set()
@@ -669,17 +671,18 @@ class Chat:
         except KeyboardInterrupt:  # while re-attaching: the message was not sent
             self._unanswered("[cancelled]")
             return
-        views = [self.console.reply()]
-        try:
-            with self.console.keys_unechoed():
-                self._receive_turn(frame, views)
-        except (ChatEnded, Terminated):  # the supervisor stopped, SIGTERM, SIGHUP
-            with contextlib.suppress(OSError):  # a hung-up terminal takes no more output
-                views[-1].cut()  # piped, the partial text held back is no reply: dropped
-                self.console.warn(CUT_OFF)
-            raise
-        finally:
-            views[-1].end()
+        with self._interrupts:  # a Ctrl+C while the reply is drawn cancels it too
+            views = [self.console.reply()]
+            try:
+                with self.console.keys_unechoed():
+                    self._receive_turn(frame, views)
+            except (ChatEnded, Terminated):  # the supervisor stopped, SIGTERM, SIGHUP
+                with contextlib.suppress(OSError):  # a hung-up terminal takes no more output
+                    views[-1].cut()  # piped, the partial text held back is no reply: dropped
+                    self.console.warn(CUT_OFF)
+                raise
+            finally:
+                views[-1].end()
 
     def _receive_turn(self, frame: Frame, views: list[ReplyView]) -> None:
         """Show the reply to ``frame`` in ``views[-1]``; a reply asked for again after a
@@ -689,7 +692,8 @@ class Chat:
         cancelled = False
         while True:
             try:
-                reply = self.conn.receive()
+                with self._interrupts.interruptible():
+                    reply = self.conn.receive()
             except KeyboardInterrupt:
                 if cancelled:
                     raise
@@ -705,7 +709,8 @@ class Chat:
                 retried = True
                 try:  # a Ctrl+C from here on, ending the cut view included, cancels
                     view.cut()  # shown, the cut text keeps its own line; held, it goes
-                    self._reattach()
+                    with self._interrupts.interruptible():
+                        self._reattach()
                     self.conn.send(frame)
                 except ConnectionLost:
                     return self._unanswered(LOST_TWICE, view)

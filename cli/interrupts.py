@@ -1,0 +1,53 @@
+"""Ctrl+C during a turn, taken only where the turn can take it: in a blocking wait for the
+supervisor, never halfway through drawing the reply (which left the chat)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+
+class DeferredInterrupts:
+    """While entered, SIGINT raises ``KeyboardInterrupt`` only inside ``interruptible()``;
+    one that comes elsewhere waits there (the next ``interruptible()`` raises it at once).
+    One still waiting when the turn is over is dropped: it was meant for the reply."""
+
+    def __init__(self) -> None:
+        self._pending = 0
+        self._raise_now = False
+        self._previous: Any = None
+        self._installed = False
+
+    def __enter__(self) -> DeferredInterrupts:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_interrupt)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+            self._installed = False
+        self._pending = 0
+
+    @contextmanager
+    def interruptible(self) -> Iterator[None]:
+        """A blocking wait that Ctrl+C interrupts (one that came meanwhile, at once)."""
+        if self._pending:
+            self._pending -= 1
+            raise KeyboardInterrupt
+        self._raise_now = True
+        try:
+            yield
+        finally:
+            self._raise_now = False
+
+    def _on_interrupt(self, signum: int, frame: FrameType | None) -> None:
+        if self._raise_now:
+            self._raise_now = False
+            raise KeyboardInterrupt
+        self._pending += 1
