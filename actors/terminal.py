@@ -574,7 +574,7 @@ class TerminalActor(Actor[TerminalMessage]):
             outside = self._changed_by_others(deferred, done)
             if done.text:
                 await self._emit(ReplyText(done.text))
-            error = done.error and scrub_text(done.error, self._config.policy.known_secrets)
+            error = done.error and scrub_text(done.error, self._lc.policy.known_secrets)
             await self._emit(TurnEnded("cancelled" if done.cancelled else "error", error))
         else:
             try:
@@ -773,7 +773,7 @@ class TerminalActor(Actor[TerminalMessage]):
         try:
             path = await self._peers.storage.ask(
                 KeepUnsaved(
-                    self._config.project, state, self._config.policy.known_secrets, name
+                    self._config.project, state, self._lc.policy.known_secrets, name
                 ),
                 STORAGE_TIMEOUT_S,
             )
@@ -1182,7 +1182,7 @@ class TerminalActor(Actor[TerminalMessage]):
             config.terminal_pid,
             reason,
             config.checkpoint_cap,
-            config.policy.known_secrets,
+            self._lc.policy.known_secrets,
         )
         try:
             checkpoint: Checkpoint = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
@@ -1427,7 +1427,7 @@ class TerminalActor(Actor[TerminalMessage]):
                             config.terminal_pid,
                             encoded,
                             self._token,
-                            config.policy.known_secrets,
+                            self._lc.policy.known_secrets,
                         )
                     case DeleteSession(session_id):
                         message = RemoveSession(config.project, session_id, forever=True)

@@ -81,6 +81,7 @@ from session.compaction import (
     uncompacted_chars,
 )
 from session.encoded import EncodedMessages
+from session.environment import longest_first
 from session.errors import IllegalTransition
 from session.filesystem import FileDrift
 from session.history import (
@@ -96,10 +97,11 @@ from session.history import (
     turn_starts,
 )
 from session.models import SessionState, WorkPhase
-from session.redaction import scrub_text
+from session.redaction import REDACTED, revealed_in, scrub_text
 from session.resume import RestoredFrom, build_resume_context
 from session.shares import newest_within
 
+_REDACTED_BYTES = REDACTED.encode()
 RULES_HEADING = "## The user's rules from earlier in this conversation (always follow them)"
 
 
@@ -372,6 +374,23 @@ class SessionLifecycle:
         )
         return WriteSession(state, tail)
 
+    def _revealing(
+        self, messages: Sequence[ModelMessage]
+    ) -> tuple[PersistPolicy, EncodedMessages]:
+        """``messages`` encoded, and the policy with the secret values the patterns found
+        in them among its known secrets (the same policy when none is new): from then on
+        they are replaced wherever they stand, however they are written there."""
+        raw = plain_messages(messages)
+        secrets = self.policy.known_secrets
+        encoded = EncodedMessages.scrub(raw, secrets)
+        if not any(_REDACTED_BYTES in chunk for chunk in encoded.chunks):
+            return self.policy, encoded  # nothing replaced (most turns: no walk)
+        found = revealed_in(raw, list(encoded.json)) - set(secrets)
+        if not found:
+            return self.policy, encoded
+        policy = dataclasses.replace(self.policy, known_secrets=longest_first((*secrets, *found)))
+        return policy, encoded
+
     def _dump(self, messages: Sequence[ModelMessage]) -> EncodedMessages:
         """The ``history_encoded`` entries of ``messages``."""
         secrets = self.policy.known_secrets
@@ -461,7 +480,12 @@ class SessionLifecycle:
         state = self._check(Event.TURN)
         merged = merge_decisions(state.decisions, stated_decisions(new_messages), decisions)
         history = (*self.history, *new_messages)
-        history_encoded = self.history_encoded + self._dump(new_messages)
+        policy, encoded = self._revealing(new_messages)
+        history_encoded = (
+            self.history_encoded + encoded
+            if policy is self.policy
+            else EncodedMessages.scrub(plain_messages(history), policy.known_secrets)
+        )
         at = len(self.history)
         starts = (
             *self.history_starts,
@@ -479,6 +503,7 @@ class SessionLifecycle:
         )
         new = self._move(
             Event.TURN,
+            policy=policy,
             state=state.model_copy(update={"decisions": merged, "phase": phase or state.phase}),
             history=history[keep:],
             history_encoded=history_encoded[keep:],

@@ -546,3 +546,48 @@ def scrub_keys(value: dict[str, Any], known_secrets: Iterable[str] = ()) -> dict
     be reported deleted at every resume."""
     secrets = longest_first(known_secrets)
     return {key: item for key, item in value.items() if _scrub_str(key, secrets) == key}
+
+
+MIN_REVEALED_CHARS = 6
+"""A value found by a pattern is kept as a known secret from this length on (shorter ones,
+replaced everywhere, would cut words apart)."""
+
+
+def revealed(original: str, scrubbed: str) -> list[str]:
+    """The values the patterns replaced in ``original`` to give ``scrubbed`` (each
+    ``[REDACTED]`` of it put back), found by lining the kept text up: once known, a value
+    is replaced wherever it stands, also where no pattern sees it (``the password for
+    staging is X`` found in one decision, ``X`` alone in another line)."""
+    if scrubbed == original or REDACTED in original:
+        return []
+    kept = scrubbed.split(REDACTED)
+    if not original.startswith(kept[0]):
+        return []
+    found: list[str] = []
+    at = len(kept[0])
+    for index, piece in enumerate(kept[1:], start=1):
+        if index == len(kept) - 1:
+            end = len(original) - len(piece) if original.endswith(piece) else -1
+        else:
+            end = original.find(piece, at + 1) if piece else -1
+        if end <= at:
+            break  # two values side by side, or text that does not line up: stop here
+        found.append(original[at:end])
+        at = end + len(piece)
+    return [value for value in found if len(value) >= MIN_REVEALED_CHARS]
+
+
+def revealed_in(original: Any, scrubbed: Any) -> set[str]:
+    """``revealed`` over every string of a JSON-like value and its scrubbed copy."""
+    if isinstance(original, str) and isinstance(scrubbed, str):
+        return set(revealed(original, scrubbed)) if original != scrubbed else set()
+    found: set[str] = set()
+    if isinstance(original, dict) and isinstance(scrubbed, dict):
+        for key, value in original.items():
+            if key in scrubbed and type(value) not in _ATOMS:
+                found |= revealed_in(value, scrubbed[key])
+    elif isinstance(original, list | tuple) and isinstance(scrubbed, list | tuple):
+        for value, clean in zip(original, scrubbed, strict=False):
+            if type(value) not in _ATOMS:
+                found |= revealed_in(value, clean)
+    return found

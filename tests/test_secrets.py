@@ -706,3 +706,35 @@ def test_a_variable_naming_a_file_or_holding_a_path_is_no_secret() -> None:
         "DB_PASSWORD": "Tr0ub4dor99",
     }
     assert secrets_from_environment(environ) == ("Tr0ub4dor99",)
+
+
+def test_a_value_a_pattern_finds_once_is_replaced_wherever_it_stands(tmp_path: Path) -> None:
+    """A helper's attack: a value was scrubbed where a pattern saw it (``my password is
+    X``) and kept in clear where none did (the turn before, a decision, the summary)."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+    from session.lifecycle import SessionLifecycle, WriteSession
+
+    value = "Zq9Xv7Lm2Pk4Qw"
+
+    def said(text: str) -> list[ModelRequest | ModelResponse]:
+        return [ModelRequest(parts=[UserPromptPart(text)]), ModelResponse(parts=[TextPart("ok")])]
+
+    lc = SessionLifecycle().start_fresh(NOW).lifecycle
+    lc = lc.begin_turn(0).complete_turn(
+        said(f"keep {value} for the vault"), now=NOW, manifest={}, agent_spec_path=None
+    ).lifecycle
+    transition = lc.begin_turn(0).complete_turn(
+        said(f"my password is {value}"),
+        now=NOW,
+        manifest={},
+        agent_spec_path=None,
+        decisions=[f"the vault takes {value}"],
+    )
+    (write,) = [e for e in transition.effects if isinstance(e, WriteSession)]
+    secrets = transition.lifecycle.policy.known_secrets
+    assert value in secrets
+    SessionManager(tmp_path).save(write.state, write.encoded, secrets)
+    saved = (tmp_path / f"{write.state.session_id}.json").read_text()
+    assert value not in saved
+    assert saved.count(REDACTED) >= 3
