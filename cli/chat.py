@@ -307,9 +307,10 @@ class Chat:
         protocol's ``Continuing``): "fresh" (none), "resumed", or a restored checkpoint's
         number."""
         self.questions_asked = 0
-        self._interrupts = DeferredInterrupts()
         """Yes/no questions asked so far (a piped answer line with none to answer is
         not sent as a message: see ``_stray_answer``)."""
+        self._interrupts = DeferredInterrupts()
+        """Ctrl+C during a turn: taken in the waits for the supervisor only."""
         self._told: set[str] = set()
         """The start's warnings told already (an open refused for one is not told twice)."""
         self._lost = False
