@@ -471,29 +471,11 @@ _TOP_DIRS: Final = frozenset(
 """First segments that make a one-slash path a path (``src/agent``, not ``and/or``)."""
 _NOT_FILES: Final = frozenset(
     f"{name}.js"
-    for name in [
-        "node",
-        "next",
-        "nuxt",
-        "vue",
-        "react",
-        "three",
-        "d3",
-        "express",
-        "ember",
-        "backbone",
-        "angular",
-        "chart",
-        "p5",
-        "moment",
-        "alpine",
-        "svelte",
-        "solid",
-        "nest",
-        "socket",
-        "knockout",
-        "meteor",
-    ]
+    for name in (
+        "node", "next", "nuxt", "vue", "react", "three", "d3", "express", "ember", "backbone",
+        "angular", "chart", "p5", "moment", "alpine", "svelte", "solid", "nest", "socket",
+        "knockout", "meteor"
+    )
 )
 """Names that look like files but name a framework or library (``node.js``)."""
 _BARE_EXTENSION_RE: Final = re.compile(r"\.(?!env$)(?:" + _EXTENSIONS + r")$", re.IGNORECASE)
@@ -666,34 +648,11 @@ def _names(rule: str, revoked: str) -> bool:
 
 _CONTENT_WORD_RE: Final = re.compile(r"[a-z0-9][\w-]{2,}")
 _STOP_WORDS: Final = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "with",
-        "should",
-        "would",
-        "could",
-        "shall",
-        "will",
-        "can",
-        "use",
-        "using",
-        "are",
-        "our",
-        "that",
-        "this",
-        "what",
-        "which",
-        "how",
-        "when",
-        "where",
-        "who",
-        "why",
-        "does",
-        "did",
-        "not",
-    ]
+    (
+        "the", "and", "for", "with", "should", "would", "could", "shall", "will", "can", "use",
+        "using", "are", "our", "that", "this", "what", "which", "how", "when", "where", "who",
+        "why", "does", "did", "not"
+    )
 )
 
 
