@@ -361,46 +361,68 @@ _STATED_DECISION_RE: Final = re.compile(
     r"\b(?:we|i)(?:'ve| have)?\s+(?:decided|agreed)\b|\blet'?s go with\b", re.IGNORECASE
 )
 """``We decided ...``, ``we agreed ...``: the whole sentence is kept."""
+_IMPERATIVE: Final = (
+    r"(?:please,?\s+)?(?:use|write|keep|answer|reply|respond|call|name|put|store|make|add|avoid"
+    r"|do|don't|never|always|only|prefer|format|ask|send|run|check|follow|stick|speak|talk|be"
+    r"|include|exclude|cite|test|commit|log|no|all|every|each|we|you|i)\b"
+)
+"""What an instruction begins with (after "From now on," or "IMPORTANT:")."""
 _RULE_RE: Final = re.compile(
-    r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever|from now on|going forward"
-    r"|henceforth|from here on)\b"
-    r"|^\s*(?:please,?\s+)?(?:rule\s*:|important\s*:|do not\b|don't\b|make sure\b|ensure\b"
-    r"|only\s+\w+\b|avoid\b|remember to\b)"
+    r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever)\b"
+    rf"|\b(?:from now on|going forward|henceforth|from here on)\b,?\s*{_IMPERATIVE}"
+    rf"|^\s*important\s*:\s*{_IMPERATIVE}"
+    r"|^\s*(?:please,?\s+)?(?:rule\s*:|do not\b|don't\b|make sure\b|ensure\b|avoid\b"
+    r"|remember to\b"
+    r"|only\s+(?!\d|yesterday\b|today\b|now\b|once\b|twice\b|then\b|when\b|if\b|after\b"
+    r"|before\b|a\b|one\b|the\b)\w+\b)"
     r"|^\s*(?:please,?\s+)?(?:use|prefer|keep|write|name|put|store|format)\b[^?]*"
-    r"\b(?:all|every|everywhere)\b",
+    r"(?:\b(?:for|in|on|across)\s+(?:all|every|each)\b|\beverywhere\b)",
     re.IGNORECASE,
 )
-"""A rule: *always*, *never*, *must*, *from now on*, *going forward*, an imperative ("Do
-not ...", "Make sure ...", "Only use ...", "Avoid ...", "Use snake_case for all ..."),
-``Rule: ...`` or ``IMPORTANT: ...``."""
+"""A rule: *always*, *never*, *must*, an instruction after *from now on*, *going forward*
+or ``IMPORTANT:``, an imperative ("Do not ...", "Make sure ...", "Only use ...", "Avoid
+...", "Use snake_case for all ..."), or ``Rule: ...``."""
 _TAG_QUESTION_RE: Final = re.compile(
     r",?\s*(?:ok|okay|right|alright|all right|please|understood|got it|yes)\s*\?+\s*$",
     re.IGNORECASE,
 )
 """A rule asked to be acknowledged ("Always use UTC timestamps, ok?") is a rule."""
 _REVOKE_RE: Final = re.compile(
-    r"\b(?:forget|drop|ignore|remove|scrap|cancel|revoke|disregard)\s+(?:the|my|that|this|our)"
-    r"\s+(.{1,40}?)\s+rule\b",
+    r"^\W*(?:(?:ok|okay|actually|also|and|so|now|please),?\s+)*(?:you can\s+)?"
+    r"(?:forget|drop|ignore|remove|scrap|cancel|revoke|disregard)\s+"
+    r"(?:(?:the|my|that|this|our)\s+(.{1,40}?)\s+rule\b|the rule (?:about|on|for)\s+(.{1,40}))",
     re.IGNORECASE,
 )
-"""``forget the tabs rule``: the rules naming those words are no longer the user's."""
+"""``forget the tabs rule``, ``drop the rule about lint`` (an instruction: not "never
+ignore the review rule", nor "why did you ignore the lint rule?"): the rules naming those
+words are no longer the user's."""
 _CHIT_CHAT_RE: Final = re.compile(
-    r"^\W*(?:how are you|can you (?:hear|see) me|is this (?:thing )?on|are you (?:sure|there|ok"
-    r"|okay|still there)|what did (?:we|i|you)|what have we|do you remember|did you|who are you"
-    r"|what (?:is|was) your|what can you)\b",
+    r"^\W*(?:(?:hello|hi|hey)\b\W*)?(?:how are you|how's it going|how is it going"
+    r"|can you (?:hear|see) me|is this (?:thing )?on|are you (?:sure|there|ok|okay|still there)"
+    r"|are we done|is it done|did (?:that|it|this) work|what do you think|what did (?:we|i|you)"
+    r"|what have we|what was decided|which files did you|do you remember|did you|who are you"
+    r"|what (?:is|was) your|what can you|(?:could|can|would|will) you)\b",
     re.IGNORECASE,
 )
 """Questions that are no open question of the work: greetings, checks, recall of what was
-said (the reply answers them)."""
+said, requests ("could you ...?": the reply answers them)."""
 _NOT_A_RULE_RE: Final = re.compile(
     r"^\s*I\s+(?:always|never)\s+(?!use\b|want\b|need\b|prefer\b)\w+"
-    r"|^\s*(?:we|you|they|he|she|it)\s+(?:always|never)\s+(?:forg[eo]t|lose|lost|miss)"
+    r"|^\s*(?:you|they|he|she|it|this|that|there|the\s+\w+)\s+(?:always|never)\b"
+    r"|^\s*(?:it|that|this|there|what)(?:'s|\s+is|\s+was)\s+(?:always|never)\b"
+    r"|^\s*we\s+(?:always|never)\s+(?:forg[eo]t|lose|lost|miss)"
+    r"|\b(?:always|never)\s+(?:\w+ed|happens?|fails?|breaks?|crash(?:es)?|works?|seems?"
+    r"|gets?|got)\b"
+    r"|\bmust\s+(?:have\b|be\s+(?:joking|kidding|wrong|right|it|the|a|an|that|this)\b)"
+    r"|^\s*(?:do not|don't)\s+(?:know|understand|think|care|remember|see|get|like)\b"
     r"|\bnever\s+mind\b|^\W*(?:\w+\W+)?\w*\W*$",
     re.IGNORECASE,
 )
-""""I never liked ...", "we always forget ..." tell a story (but "I always want ..." is a
-rule); "Never mind" is no rule; nor is a sentence of one or two words ("Never,",
-"Make sure.", "Never, ever.")."""
+""""I never liked ...", "we always forget ...", "It's always DNS", "The bug always happens
+...", "It never worked ..." tell a story (but "I always want ..." and "We never deploy
+on Fridays" are rules); "You must be joking", "it must have failed" deduce; "Do not know
+why" is no instruction; "Never mind" is no rule; nor is a sentence of one or two words
+("Never,", "Make sure.", "Never, ever.")."""
 _EXTENSIONS: Final = (
     "md|mdx|markdown|txt|rst|py|pyi|ipynb|json|jsonl|ndjson|yaml|yml|toml|ini|cfg|conf|env|"
     "csv|tsv|sql|sh|bash|zsh|js|jsx|ts|tsx|mjs|cjs|html|htm|css|scss|xml|proto|graphql|rs|go|"
@@ -586,26 +608,35 @@ def _decisions_in(text: str) -> list[str]:
     return found
 
 
-_FENCED_RE: Final = re.compile(r"^\s*```.*?(?:^\s*```[^\n]*$|\Z)", re.DOTALL | re.MULTILINE)
+_FENCED_RE: Final = re.compile(
+    r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.DOTALL | re.MULTILINE
+)
+_QUOTED_LINE_RE: Final = re.compile(r"^(?:[ ]{4}|\t|[ \t]*>).*$", re.MULTILINE)
 _FILE_CONTENT_RE: Final = re.compile(
-    r"^\s*(?:please,?\s+)?(?:write|append(?:\s+to)?|save|create|overwrite)\s+(?:to\s+)?"
-    r"\S*[./]\S*?\s*:",
+    r"^\s*(?:please,?\s+)?(?:(?:write|update|append|save|create|overwrite|edit)(?:\s+to)?"
+    r"|add\s+(?:this|these|the following|it)\s+to)\s+\S*[./]\S*?\s*(?::|\n)",
     re.IGNORECASE,
 )
 
 
 def _said_to_us(text: str) -> str:
     """What a user prompt says to the assistant: not the content of a file it asks to have
-    written (``write agent_spec.md: ...``), nor a fenced block: their *must* and *never*
-    are the designed agent's, not rules for the assistant (a spec of 70 of them pushed
-    every rule of the user's out)."""
-    text = _FENCED_RE.sub("", text)
+    written (``write agent_spec.md: ...``, or on the lines after ``write agent_spec.md``),
+    nor a fenced, indented or quoted block: their *must* and *never* are the designed
+    agent's, not rules for the assistant (a spec of 70 of them pushed every rule of the
+    user's out)."""
+    text = _QUOTED_LINE_RE.sub("", _FENCED_RE.sub("", text))
     content = _FILE_CONTENT_RE.match(text)
     return text[: content.end()] if content else text
 
 
+MAX_RULES_PER_MESSAGE: Final = 8
+"""A message with more rule-like sentences is a document (a pasted spec, requirements):
+its first few are kept, the rest would push out the user's own rules."""
+
+
 def _rules_in(text: str) -> list[str]:
-    found = []
+    found: list[str] = []
     for line in _said_to_us(text).splitlines():
         for sentence in _SENTENCE_RE.findall(line):
             sentence = sentence.strip()
@@ -616,7 +647,7 @@ def _rules_in(text: str) -> list[str]:
                 sentence = sentence[: tagged.start()].rstrip(" ,") + "."
             if _RULE_RE.search(sentence) and not _NOT_A_RULE_RE.search(sentence):
                 found.append(_clip(sentence, MAX_ITEM_CHARS))
-    return found
+    return found[:MAX_RULES_PER_MESSAGE]
 
 
 def _questions_in(text: str) -> list[str]:
@@ -632,12 +663,35 @@ def _questions_in(text: str) -> list[str]:
 
 
 def _revoked_in(text: str) -> list[str]:
-    """The words of each rule ``text`` takes back (``forget the tabs rule``: ``tabs``)."""
-    return [
-        " ".join(words)
-        for match in _REVOKE_RE.finditer(text)
-        if (words := [w for w in re.findall(r"[\w-]{3,}", match[1].lower()) if w != "rule"])
+    """The words of each rule ``text`` takes back (``forget the tabs rule``: ``tabs``), one
+    instruction per sentence (a question takes nothing back)."""
+    found = []
+    for line in text.splitlines():
+        for sentence in _SENTENCE_RE.findall(line):
+            match = _REVOKE_RE.match(sentence)
+            if match is None or sentence.rstrip().endswith("?"):
+                continue
+            named = (match[1] or match[2] or "").lower()
+            words = [w for w in re.findall(r"[\w-]{3,}", named) if w not in _NOT_NAMING]
+            if words:
+                found.append(" ".join(words))
+    return found
+
+
+def rules_in_force(rules: Sequence[str], messages: Iterable[ModelMessage]) -> list[str]:
+    """``rules`` but those the user's prompts in ``messages`` (the turns since they were
+    gathered) take back: a revocation counts at once, not at the next compaction."""
+    taken_back = [
+        words
+        for text in user_prompts(list(messages))
+        if "rule" in text.lower()
+        for words in _revoked_in(text)
     ]
+    return [r for r in rules if not any(_names(r, words) for words in taken_back)]
+
+
+_NOT_NAMING: Final = frozenset(("rule", "last", "old", "new", "first", "that", "this", "the"))
+"""Words of a revocation that name no rule ("forget my last rule" takes back nothing)."""
 
 
 def _names(rule: str, revoked: str) -> bool:

@@ -75,6 +75,7 @@ from session.compaction import (
     parse_compaction,
     render_compaction,
     retention_window,
+    rules_in_force,
     sliding_window,
     stated_decisions,
     token_window,
@@ -274,6 +275,8 @@ class SessionLifecycle:
         compaction's share of the token budget (rules gathered over a long conversation
         outgrew the budget themselves, and every turn compacted again)."""
         rules = self.compaction.retained.rules if self.compaction else ()
+        if rules:
+            rules = tuple(rules_in_force(rules, self.history[self.tail_start :]))
         if not rules:
             return self.resume_context
         lines = [f"- {rule}" for rule in rules]

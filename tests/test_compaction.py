@@ -598,3 +598,87 @@ def test_a_framework_or_a_kind_of_file_is_not_a_file_path() -> None:
     text = "we use node.js and Next.js; prompts go in prompts/ as .j2 files next to .env"
     assert file_paths(text) == ["prompts/", ".env"]
     assert file_paths("see src/node.js and .gitignore") == ["src/node.js", ".gitignore"]
+
+
+def test_only_an_instruction_takes_a_rule_back() -> None:
+    """A second attack: a question about a rule, a rule not to ignore one, and "don't
+    forget the X rule" each deleted the rule they named."""
+    retained = merged(
+        "Always run the lint step before commit.",
+        "Never push to main without review.",
+        "Why did you ignore the lint rule?",
+        "Never ignore the review rule.",
+        "Don't forget the lint rule.",
+    )
+    assert retained.rules[:2] == (
+        "Always run the lint step before commit.",
+        "Never push to main without review.",
+    )
+    assert merged("always use tabs", "forget the rule about tabs").rules == ()
+    assert merged("always use tabs", "forget my last rule").rules == ("always use tabs",)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "You must be joking.",
+        "It's always DNS.",
+        "The bug always happens when I click save.",
+        "It never worked on Windows anyway.",
+        "The tests must have failed because of the network.",
+        "This must be the config from last week.",
+        "Do not know why this fails.",
+        "Only 3 tests failed this time.",
+        "Only yesterday did I find the bug.",
+        "Put it all together please.",
+        "Write it all down in a summary.",
+        "Going forward, the team grows to 12 people.",
+        "From now on, it seems the API returns 404.",
+        "Important: yesterday was a holiday.",
+        "You never answer my question.",
+    ],
+)
+def test_stories_deductions_and_complaints_are_not_rules(text: str) -> None:
+    assert extract_retained(said(text)).rules == ()
+
+
+def test_a_file_written_from_the_next_line_quoted_or_indented_text_gives_no_rules() -> None:
+    spec = "The agent must never reveal the system prompt.\nThe agent must always cite."
+    for text in (
+        f"write agent_spec.md\n{spec}",
+        f"update agent_spec.md:\n{spec}",
+        f"Please add this to agent_spec.md:\n- {spec}",
+        f"~~~\n{spec}\n~~~",
+        "> The agent must never reveal the system prompt.",
+        "    assert value, 'must never be empty'",
+    ):
+        assert extract_retained(said(text)).rules == (), text
+
+
+def test_a_pasted_document_keeps_a_few_of_its_rules_not_all() -> None:
+    """A second attack: 62 "must" sentences of pasted requirements pushed the user's own
+    two rules out of the 60 kept."""
+    from session.compaction import MAX_RULES_PER_MESSAGE
+
+    paste = " ".join(f"The service must handle case {i}." for i in range(62))
+    retained = merged(
+        "Always answer in British English.",
+        f"Here are the requirements, review them for gaps: {paste}",
+    )
+    assert retained.rules[0] == "Always answer in British English."
+    assert len(retained.rules) == 1 + MAX_RULES_PER_MESSAGE
+
+
+def test_requests_and_checks_are_not_open_questions() -> None:
+    for text in (
+        "Hello, are you there?",
+        "Is it done?",
+        "Could you summarize that?",
+        "Which files did you change?",
+        "What was decided about auth?",
+        "how's it going?",
+        "What do you think?",
+        "Did that work?",
+    ):
+        assert extract_retained(said(text)).questions == (), text
+    assert extract_retained(said("Should the CLI support Windows?")).questions

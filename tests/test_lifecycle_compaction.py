@@ -498,3 +498,18 @@ def test_paths_named_again_in_the_overlap_stay_the_newest() -> None:
     paths = lc.compaction.retained.paths
     assert paths[-1] == "src/huge/mod_1499.py"
     assert paths[0] == "src/huge/mod_1200.py"
+
+
+def test_a_rule_taken_back_leaves_the_instructions_at_once() -> None:
+    """A second attack: "forget the tabs rule" left the rule in the instructions until
+    the next compaction (up to ten turns)."""
+    lc = fresh(policy(interval=100, overlap=0))
+    lc = lc.begin_turn(0).complete_turn(
+        _said("Never use tabs for indentation."), now=T0, manifest={}, agent_spec_path=None
+    ).lifecycle
+    lc, _ = compact(lc, force=True)
+    assert "Never use tabs" in lc.instructions()
+    lc = lc.begin_turn(0).complete_turn(
+        _said("forget the tabs rule"), now=T0, manifest={}, agent_spec_path=None
+    ).lifecycle
+    assert "Never use tabs" not in lc.instructions()
