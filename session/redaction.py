@@ -215,21 +215,34 @@ def _looks_secret(value: str) -> bool:
 # Prose: "admin password is correcthorse99", "the api key was AbC123xyz!".
 _PROSE_KEY = (
     r"(?:[A-Za-z0-9]+[_-])*(?:password|passwd|passphrase|passcode|pin code|secret|pwd|"
-    r"api[ _-]?key|(?:secret[ _-]?)?access[ _-]?key|secret[ _-]?key|token|"
-    r"mot de passe|passwort|contrase[ñn]a|senha|credentials?|pw)(?:[_-][A-Za-z0-9]+)*"
+    r"api[ _-]?key|(?:secret[ _-]?)?access[ _-]?key|secret[ _-]?key|private[ _-]?key|token|"
+    r"mot de passe|mdp|passwort|kennwort|wachtwoord|contrase[ñn]a|senha|credentials?|creds|"
+    r"pw|pass)(?:[_-][A-Za-z0-9]+)*"
 )
-"""``pwd is X`` too (``pwd is /home/me``, a directory, is not taken), ``pw``,
-``credentials``, and the word for a password in French, German, Spanish and Portuguese."""
+"""``pwd is X`` too (``pwd is /home/me``, a directory, is not taken), ``pw``, ``pass``,
+``credentials``, and the word for a password in French, German, Dutch, Spanish and
+Portuguese."""
 _PROSE_WHOSE = (
     r"(?:\s+(?:for|of|on|in|at)\s+(?:the\s+|our\s+|my\s+|this\s+)?"
-    r"[\w.-]{1,40}(?:\s+[\w.-]{1,40})?)?"
+    r"[\w.-]{1,40}(?:\s+[\w.-]{1,40}){0,2})?"
+    r"(?:\s+(?:i|we)\s+(?:use|chose|picked|set|have|gave))?"
 )
-"""Whose it is, between the key and its value: ``the password for staging is X``."""
-_PROSE_LINK = r"(?:\s+(?:is|was|are|were|ist|est|es|é)\s+|\s*[=:]\s+)"
-"""``is`` (``ist``, ``est``, ``es``, ``é``: German, French, Spanish, Portuguese), or ``:``."""
+"""Whose it is, between the key and its value: ``the password for the new staging server
+is X``, ``the password I use is X``."""
+_PROSE_LINK = (
+    r"(?:\s+(?:is|was|are|were|ist|est|es|é|è|lautet|stays|remains)"
+    r"(?:\s+(?:now|still|currently|also|just))?(?:\s*:)?\s+"
+    r"|\s+(?:will|should|would|shall)\s+be\s+"
+    r"|(?:\s+(?:has|have|had)\s+been)?\s+(?:changed|set|reset|updated)\s+to\s+"
+    r"|'s\s+|\s*(?:->|=>)\s*|\s*[=:]\s+)"
+)
+"""``is`` (``ist``, ``est``, ``es``, ``é``, ``è``, ``lautet``; ``is now``, ``is:``), ``will
+be``, ``has been changed to``, ``'s``, ``->``, or ``:``."""
 _PROSE_RE = re.compile(
     rf"(?i)(\b{_PROSE_KEY}{_PROSE_WHOSE}{_PROSE_LINK}[\"'`]?)([^\s\"'`,;\\]{{6,}})"
 )
+_PIN_RE = re.compile(r"(?i)(\b(?:pin(?: code)?|passcode)(?:\s+(?:is|was)|\s*:)?\s+)(\d{4,8})\b")
+"""``my pin is 482913``, ``passcode 482913``: a number where a pin is named."""
 _SET_RE = re.compile(
     rf"(?i)(\bset\s+(?:the\s+|my\s+|our\s+)?{_PROSE_KEY}\s+to\s+[\"'`]?)([^\s\"'`,;]{{6,}})"
 )
@@ -241,11 +254,13 @@ _BARE_PROSE_RE = re.compile(
 """A key word followed by its value with nothing between: ``aws secret key wJalr...``,
 ``use secret Zq9Xv7Lm2Pk4 for the vault`` (a value that looks generated: ``_bare_value``)."""
 _LOGIN_RE = re.compile(
-    r"(?i)(\b(?:log\s?in|sign\s?in|log\s?on)\s+(?:with|as|using)\s+[^\s/:]{1,64}\s*[/:]\s*)"
+    r"(?i)(\b(?:(?:log\s?in|sign\s?in|log\s?on)\s+(?:with|as|using)\s+[^\s/:]{1,64}\s*[/:]\s*"
+    r"|(?:log\s?in|sign\s?in|log\s?on)\s+as\s+[^\s/:]{1,64}\s+(?:with|using)\s+"
+    r"|(?:credentials?|creds|login)\s*(?:are|is|:)\s*[^\s/:]{1,64}\s*[/:]\s*))"
     r"([^\s\"'`,;]{6,})"
 )
-"""``login with admin / Hx8Kq2Vn5Wz7``, ``sign in as bob:S3cret99`` (when the password looks
-like one: ``_cli_password``)."""
+"""``login with admin / Hx8Kq2Vn5Wz7``, ``sign in as bob:S3cret99``, ``log in as root with
+X``, ``credentials: admin / X`` (when the password looks like one: ``_cli_password``)."""
 _CLI_PASSWORD_RE = re.compile(r"((?:^|\s)--(?:password|passwd|pass)(?:=|\s+))([^\s\"']+)")
 """``wget --password X``, ``--password=X``: a command's password flag (its value, whatever
 it looks like)."""
@@ -290,9 +305,7 @@ def _cli_password(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED if _looks_secret(match.group(2)) else match.group(0)
 
 
-_PROSE_LINK_RE = re.compile(
-    r"(?i)(?:\s+(?:is|was|are|were|ist|est|es|é|to)\s+|\s*[=:]\s*)[\"'`]?\Z"
-)
+_PROSE_LINK_RE = re.compile(rf"(?i){_PROSE_LINK}[\"'`]?\Z|\s+to\s+[\"'`]?\Z")
 """What joins a prose key to its value (`` is ``, ``: ``), to find the key itself."""
 
 
@@ -318,12 +331,12 @@ _TOKEN_WORDS = ("whsec_", "sg.", "webhooks/")
 """Lower-case words of the token patterns that have no marker above (a cheaper test)."""
 _KEYWORDS_RE = re.compile(
     r"authorization|bearer|key|secret|token|pass|pw|credential|passphrase|passcode|pin|cookie"
-    r"|contrase|senha|log\s?in|sign\s?in|log\s?on"
+    r"|contrase|senha|log\s?in|sign\s?in|log\s?on|cred|kennwort|wachtwoord|mdp"
     r"|discord|whsec_|sg\.|webhooks/"
 )
 
 
-_LOGIN_WORD_RE = re.compile(r"log\s?in|sign\s?in|log\s?on")
+_LOGIN_WORD_RE = re.compile(r"log\s?in|sign\s?in|log\s?on|cred")
 """Every match of ``_LOGIN_RE`` holds one of these (lower case)."""
 
 
@@ -389,7 +402,8 @@ def _scrub_str(text: str, secrets: tuple[str, ...]) -> str:
 _ASSIGNMENT_WORDS = ("key", "secret", "token", "pass", "pw")
 _ENV_ASSIGNMENT_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL")
 _PROSE_WORDS = (
-    "pass", "pin code", "secret", "key", "token", "pw", "contrase", "senha", "credential"
+    "pass", "pin code", "secret", "key", "token", "pw", "contrase", "senha", "cred",
+    "kennwort", "wachtwoord", "mdp"
 )
 """Ignoring case, every match of ``_ASSIGNMENT_RE`` (``_PROSE_RE``) holds one of these."""
 
@@ -441,7 +455,7 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         return text
     if not text.isascii():
         tokens = auth = bearer = assignment = env_assignment = prose = cookie = bot = True
-        login = True
+        login = pin = True
     else:
         lower = text.lower()
         tokens = _TOKEN_MARKERS_RE.search(text) is not None or any(
@@ -455,6 +469,7 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         cookie = "cookie" in lower
         bot = "discord" in lower or "token" in lower or "bot " in lower
         login = _LOGIN_WORD_RE.search(lower) is not None
+        pin = "pin" in lower or "passcode" in lower
     if tokens:
         text = _TOKENS_RE.sub(REDACTED, text)
         if "://" in text:
@@ -480,6 +495,8 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         text = _PROSE_RE.sub(_prose_value, text)
         text = _SET_RE.sub(_prose_value, text)
         text = _BARE_PROSE_RE.sub(_bare_value, text)
+    if pin:
+        text = _PIN_RE.sub(_KEEP_KEY, text)
     if login:
         text = _LOGIN_RE.sub(_cli_password, text)
     if "-u" in text:  # "--user" too

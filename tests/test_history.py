@@ -253,6 +253,7 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._PROSE_RE.sub(r._prose_value, text)
     text = r._SET_RE.sub(r._prose_value, text)
     text = r._BARE_PROSE_RE.sub(r._bare_value, text)
+    text = r._PIN_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._LOGIN_RE.sub(r._cli_password, text)
     text = r._CLI_USER_RE.sub(r._cli_password, text)
     text = r._CLI_PASSWORD_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
@@ -275,7 +276,10 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "pwd", "PWD", "mot de passe", "Passwort", "contraseña", "CONTRASENA", "senha",
      "/home/me", "~/w", " for staging", " of the db", " are ", " ist ", " est ", " es ",
      " \u00e9 ", "credentials", "login with ", "sign in as ", "admin / ", "bob:",
-     "Zq9Xv7Lm2Pk4", "Tr0ub4dor&3"]
+     "Zq9Xv7Lm2Pk4", "Tr0ub4dor&3", " is now ", " is: ", " has been changed to ", " will be ",
+     "private key", "'s ", " -> ", "creds", "mdp", "Kennwort", "wachtwoord", " lautet ",
+     " stays ", " I use", "pin", "my pin is ", "passcode ", "482913", "log in as root with ",
+     " \u00e8 ", "pass is "]
 )
 
 

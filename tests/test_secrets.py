@@ -145,6 +145,30 @@ def test_a_file_written_with_secrets_is_listed_and_loaded_scrubbed(tmp_path: Pat
         ("Passwort ist geheim42", "Passwort ist "),
         ("le mot de passe est secretfr99", "le mot de passe est "),
         ("la contraseña es clave2024x", "la contraseña es "),
+        # a helper's second attack: each was still stored in clear
+        ("the password is now Nw7pLm2Qa", "the password is now "),
+        ("the password is: Co7pLm2Qa", "the password is: "),
+        ("password has been changed to Ch4ngedPw9", "password has been changed to "),
+        ("the new password will be Wi11Pw2Q", "the new password will be "),
+        ("private key is Pk9Xv7Lm2Pk4abc", "private key is "),
+        ("credentials: admin / Cr3dsLm2Qa", "credentials: admin / "),
+        ("my password's Ap0str0phe9", "my password's "),
+        ("log in as root with R00tPw2Qa", "log in as root with "),
+        ("la password è Segreto123", "la password è "),
+        ("pass is Pa55Lm2Qa", "pass is "),
+        ("das Kennwort ist Kw7Geheim12", "das Kennwort ist "),
+        ("the staging password stays Dc1dePw2Q", "the staging password stays "),
+        (
+            "the password for the new staging server is Xy7Pq2Lm9",
+            "the password for the new staging server is ",
+        ),
+        ("the password I use is Xy7Pq2Lm9", "the password I use is "),
+        ("password -> Xy7Pq2Lm9", "password -> "),
+        ("le mdp est Xy7Pq2Lm9", "le mdp est "),
+        ("wachtwoord is Xy7Pq2Lm9", "wachtwoord is "),
+        ("mein Passwort lautet Xy7Pq2Lm9", "mein Passwort lautet "),
+        ("my pin is 482913", "my pin is "),
+        ("passcode 482913", "passcode "),
     ],
 )
 def test_prose_credentials_are_scrubbed(text: str, kept: str) -> None:
@@ -232,6 +256,11 @@ def test_ordinary_text_about_keys_and_urls_is_left_alone(text: str) -> None:
         "the secret sauce is important",
         "use secret keys and rotate them",
         "the api key for openai is OPENAI_API_KEY",
+        "the boarding pass is printed",
+        "the password should be strong",
+        "the password will be rotated monthly",
+        "pin the version to 1.2.3",
+        "pass the token to the function",
     ],
 )
 def test_prose_about_credentials_is_left_alone(text: str) -> None:
