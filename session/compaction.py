@@ -502,6 +502,12 @@ _NOT_FILES: Final = frozenset(
 """Names that look like files but name a framework or library (``node.js``)."""
 _BARE_EXTENSION_RE: Final = re.compile(r"\.(?!env$)(?:" + _EXTENSIONS + r")$", re.IGNORECASE)
 """``.j2``, ``.md``: a kind of file, not a dot file (``.env`` is one)."""
+_ALTERNATIVES_RE: Final = re.compile(
+    r"\d+(?:/\d+)+|[A-Z0-9]{2,6}(?:/[A-Z0-9]{2,6})+"
+    r"|(?i:(?:mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*)"
+    r"(?:/(?i:(?:mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*))+"
+)
+"""Slashes between numbers, acronyms or day and month names: no path."""
 _SENTENCE_RE: Final = re.compile(r"(?:[^.!?\n]|[.!?](?=[^\s.!?]))+[.!?]*")
 """A sentence: up to a stop followed by a space (``agent_spec.md`` does not end one)."""
 
@@ -576,6 +582,8 @@ def file_paths(text: str) -> list[str]:
         slashes = path.count("/")
         if not slashes and (name.casefold() in _NOT_FILES or _BARE_EXTENSION_RE.match(name)):
             continue  # a framework (node.js), or a kind of file (.j2 files), not a file
+        if slashes and _ALTERNATIVES_RE.fullmatch(path):
+            continue  # a date (12/03/2024), a list of acronyms or days (TCP/UDP, Mon/Tue)
         if (
             _EXTENSION_RE.search(path)
             or _DOTFILE_RE.search(path)

@@ -682,3 +682,9 @@ def test_requests_and_checks_are_not_open_questions() -> None:
     ):
         assert extract_retained(said(text)).questions == (), text
     assert extract_retained(said("Should the CLI support Windows?")).questions
+
+
+def test_dates_acronyms_and_day_lists_are_not_file_paths() -> None:
+    """A helper's report: 12/03/2024, TCP/UDP/ICMP and Mon/Tue/Wed were files named."""
+    text = "on 12/03/2024 over TCP/UDP/ICMP on Mon/Tue/Wed, 3/4/5; see data/2024/report.csv"
+    assert file_paths(text) == ["data/2024/report.csv"]
