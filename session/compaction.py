@@ -946,9 +946,11 @@ class OfflineEventSummarizer(BaseEventsSummarizer):
         opening = opening.rstrip(".!?… ")
         lines = [f"Started with: {opening}."] if opening else []
         if requests:
-            first, last = requests[0][0], requests[-1][0]
-            recent = dict.fromkeys(_clip(" ".join(t.split()[:8]), 70) for _, t in requests[-3:])
-            turns = turns_named(first, last)
+            shown = requests[-3:]
+            recent = dict.fromkeys(
+                _clip(" ".join(t.split()[:8]), 70).rstrip(".!?;:, ") for _, t in shown
+            )
+            turns = turns_named(shown[0][0], shown[-1][0])  # the turns of those shown
             lines.append(f"{LATEST_REQUESTS_START}{turns}): {'; '.join(recent)}.")
         narrative = _clip_block("\n".join(lines), MAX_NARRATIVE_CHARS)
         return compaction_event(EventCompaction(start, end, narrative))

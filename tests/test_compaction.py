@@ -367,6 +367,23 @@ async def test_the_offline_narrative_names_one_turn_as_a_turn() -> None:
     assert "Latest requests (turns 2-3): " in two.compaction.compacted_content
 
 
+async def test_the_offline_narrative_names_the_turns_of_the_requests_it_shows() -> None:
+    """A helper's report: three requests were labelled "(turns 1-20)", and a request's
+    own full stop was doubled ("review.; ... rule..")."""
+    events = [e for n in range(1, 21) for e in invocation(n)]
+    event = await OfflineEventSummarizer().summarize_events(events)
+    assert event is not None and event.compaction is not None
+    latest = event.compaction.compacted_content.splitlines()[-1]
+    assert latest == "Latest requests (turns 18-20): question 18; question 19; question 20."
+    said_with_stop = events_from_messages(
+        [ModelRequest(parts=[UserPromptPart("Never push to main.")]), *turn(1)[1:]], 1
+    )
+    event = await OfflineEventSummarizer().summarize_events(said_with_stop)
+    assert event is not None and event.compaction is not None
+    assert event.compaction.compacted_content.endswith("Never push to main.")
+    assert ".." not in event.compaction.compacted_content
+
+
 def test_the_compaction_reaches_the_model_as_a_compaction_part() -> None:
     from session.compaction import compaction_message
 
