@@ -575,7 +575,12 @@ class Chat:
             self.close()
             return 0
         try:
-            return self._loop()
+            with self._interrupts:
+                self.console.waiting = self._interrupts.interruptible
+                try:
+                    return self._loop()
+                finally:
+                    self.console.waiting = contextlib.nullcontext
         except KeyboardInterrupt:  # twice while a reply ran: leave now
             self.close()  # the session is saved as on any exit
             return 130
@@ -598,6 +603,8 @@ class Chat:
         # Piped: a "y" for a question not asked (a resumed session's last reply may have).
         may_be_stray = self.questions_asked == 0 and not self.resumed
         while True:
+            self._interrupts.clear()  # one that came meanwhile was for what is over
+            self.console.late_interrupt = False
             try:
                 line = self.console.read_line("> ", watch)
             except KeyboardInterrupt:
@@ -667,23 +674,22 @@ class Chat:
         # The id makes a re-send after a re-attach a retry, not a second turn: a turn the
         # supervisor saved before it died is answered from the session.
         frame = {"type": "user_message", "text": text, "id": secrets.token_hex(8)}
-        try:
-            self._send(frame)
-        except KeyboardInterrupt:  # while re-attaching: the message was not sent
-            self._unanswered("[cancelled]")
+        if self.console.interrupted_after_enter() or self._interrupts.take():  # it is not sent
+            self.a_turn_failed = True  # as a reply cancelled (the connection is as it was)
+            self.console.warn("[cancelled]")
             return
-        with self._interrupts:  # a Ctrl+C while the reply is drawn cancels it too
-            views = [self.console.reply()]
-            try:
-                with self.console.keys_unechoed():
-                    self._receive_turn(frame, views)
-            except (ChatEnded, Terminated):  # the supervisor stopped, SIGTERM, SIGHUP
-                with contextlib.suppress(OSError):  # a hung-up terminal takes no more output
-                    views[-1].cut()  # piped, the partial text held back is no reply: dropped
-                    self.console.warn(CUT_OFF)
-                raise
-            finally:
-                views[-1].end()
+        self._send(frame)  # whole: a Ctrl+C meanwhile cancels the reply once it is sent
+        views = [self.console.reply()]
+        try:
+            with self.console.keys_unechoed():
+                self._receive_turn(frame, views)
+        except (ChatEnded, Terminated):  # the supervisor stopped, SIGTERM, SIGHUP
+            with contextlib.suppress(OSError):  # a hung-up terminal takes no more output
+                views[-1].cut()  # piped, the partial text held back is no reply: dropped
+                self.console.warn(CUT_OFF)
+            raise
+        finally:
+            views[-1].end()
 
     def _receive_turn(self, frame: Frame, views: list[ReplyView]) -> None:
         """Show the reply to ``frame`` in ``views[-1]``; a reply asked for again after a
@@ -721,6 +727,9 @@ class Chat:
                 views.append(view)
                 continue
             kind = reply["type"]
+            if kind == "text_delta" and cancelled:
+                continue  # cancelled: what was on its way is not drawn (a fast model's
+                # could take seconds), up to the turn's end
             if kind == "text_delta":
                 view.write(reply["text"])
             elif kind == "tool_call":
@@ -818,7 +827,8 @@ class Chat:
         interrupted = False
         while True:
             try:
-                frame = self.conn.receive()
+                with self._interrupts.interruptible():
+                    frame = self.conn.receive()
             except ConnectionLost:
                 self._command_interrupted(name)
                 return True

@@ -71,6 +71,14 @@ class ReplyView(Protocol):
         ...
 
 
+def _end(app: Any) -> None:
+    """End a prompt from another thread, unless it has ended already (its loop is gone)."""
+    loop = app.loop
+    if loop is not None:
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(app.exit)
+
+
 def private_history_file(path: Path) -> Path:
     """Create ``path`` (and its directory, 0700) as a 0600 file; tighten it if it exists."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -150,6 +158,16 @@ class Console:
         self.toolbar = toolbar
         self._prompt: Any = None
         self._questions: Any = None
+        self.late_interrupt = False
+        self._typed_ahead = ""
+        """Keys read from the terminal's input before their prompt (see
+        ``interrupted_after_enter``): its first line starts the next prompt."""
+        """A Ctrl+C typed right after Enter, read by the prompt with it (for the reply)."""
+        self.waiting: Callable[[], contextlib.AbstractContextManager[None]] = (
+            contextlib.nullcontext
+        )
+        """Where a piped read waits (the chat's ``DeferredInterrupts.interruptible``: Ctrl+C
+        ends that wait, and is held anywhere else)."""
 
     @property
     def info_stream(self) -> TextIO:
@@ -187,9 +205,12 @@ class Console:
 
             @keys.add("c-c", eager=True)
             def _(event: Any) -> None:
-                """A typed line is cleared; only at an empty prompt does Ctrl+C leave."""
+                """A typed line is cleared; only at an empty prompt does Ctrl+C leave. Right
+                after Enter (read with it), it is for the reply to come: kept for it."""
                 buffer = event.current_buffer
-                if buffer.text:
+                if event.app.is_done:
+                    self.late_interrupt = True
+                elif buffer.text:
                     buffer.reset()
                 else:
                     event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
@@ -220,6 +241,49 @@ class Console:
     def _toolbar_text(self) -> str:
         return self.toolbar() if self.toolbar else ""
 
+    def interrupted_after_enter(self) -> bool:
+        """On a terminal, right after the prompt returned: whether a Ctrl+C came with the
+        Enter. One the prompt read with it is ``late_interrupt``; one typed just after
+        the prompt stopped reading sits in the terminal's input as a byte (it was typed
+        in the prompt's raw mode: no signal), and the next prompt would read it as
+        Ctrl+C at an empty prompt and leave. What else waits there is kept for the next
+        prompt, as typed (a Ctrl+C drops it, as the terminal's own does)."""
+        late, self.late_interrupt = self.late_interrupt, False
+        if not self.interactive:
+            return late
+        if self._prompt is not None:  # keys the prompt read after the Enter, kept by it
+            from prompt_toolkit.input.typeahead import get_typeahead, store_typeahead
+
+            keys = get_typeahead(self._prompt.input)
+            if any(key.key == "c-c" for key in keys):
+                return True  # dropped with it, as the terminal's own Ctrl+C does
+            store_typeahead(self._prompt.input, keys)
+        import termios
+
+        try:
+            fd = sys.stdin.fileno()
+            saved = termios.tcgetattr(fd)
+        except (OSError, ValueError, termios.error):
+            return late
+        now = list(saved)
+        now[3] &= ~(termios.ICANON | termios.ECHO)  # what waits, line or not, at once
+        now[6] = list(now[6])
+        now[6][termios.VMIN] = 0
+        now[6][termios.VTIME] = 0
+        try:
+            termios.tcsetattr(fd, termios.TCSANOW, now)
+            data = os.read(fd, 65536)
+        except (OSError, termios.error):
+            data = b""
+        finally:
+            with contextlib.suppress(OSError, termios.error):
+                termios.tcsetattr(fd, termios.TCSANOW, saved)
+        if b"\x03" in data:
+            self._typed_ahead = ""
+            return True
+        self._typed_ahead += data.decode("utf-8", "replace")
+        return late
+
     def read_line(self, prompt: str = "> ", idle: IdleWatcher | None = None) -> str | None:
         """One message; None at end of input. KeyboardInterrupt: Ctrl+C at an empty prompt.
 
@@ -232,16 +296,24 @@ class Console:
             session = self._session()
             with patch_stdout():
                 if idle is not None:
-                    idle.start(lambda: session.app.loop.call_soon_threadsafe(session.app.exit))
+                    idle.start(lambda: _end(session.app))
+                typed, self._typed_ahead = self._typed_ahead, ""
+                line, enter, rest = typed.replace("\r", "\n").partition("\n")
+                line = "".join(c for c in line if c.isprintable())
+                if rest:
+                    self._typed_ahead = rest  # after this line: for the prompt after it
                 try:
-                    text: str | None = session.prompt(prompt)
+                    text: str | None = session.prompt(
+                        prompt, default=line, accept_default=bool(enter and line)
+                    )
                 except EOFError:
                     text = None
                 finally:
                     if idle is not None:
                         idle.stop()
             return text
-        line = sys.stdin.readline()
+        with self.waiting():
+            line = sys.stdin.readline()
         if not line:
             return None
         # Bytes that are not UTF-8 reach us as lone surrogates, which no frame can carry:
@@ -262,7 +334,7 @@ class Console:
         questions = self._questions
         with patch_stdout():
             if idle is not None:
-                idle.start(lambda: questions.app.loop.call_soon_threadsafe(questions.app.exit))
+                idle.start(lambda: _end(questions.app))
             try:
                 answer: str = questions.prompt("> ")
             except (KeyboardInterrupt, EOFError):

@@ -1,5 +1,6 @@
-"""Ctrl+C during a turn, taken only where the turn can take it: in a blocking wait for the
-supervisor, never halfway through drawing the reply (which left the chat)."""
+"""Ctrl+C during a chat, taken only where the chat can take it: in a blocking wait (for the
+supervisor, for a piped line), never halfway through drawing a reply, sending a frame or
+ending the prompt (which left the chat, or lost the Ctrl+C)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from typing import Any
 
 class DeferredInterrupts:
     """While entered, SIGINT raises ``KeyboardInterrupt`` only inside ``interruptible()``;
-    one that comes elsewhere waits there (the next ``interruptible()`` raises it at once).
-    One still waiting when the turn is over is dropped: it was meant for the reply."""
+    one that comes elsewhere waits there (the next ``interruptible()`` raises it at once),
+    or is taken with ``take()``, or dropped with ``clear()`` (meant for what is over)."""
 
     def __init__(self) -> None:
         self._pending = 0
@@ -32,6 +33,16 @@ class DeferredInterrupts:
         if self._installed:
             signal.signal(signal.SIGINT, self._previous)
             self._installed = False
+        self._pending = 0
+
+    def take(self) -> bool:
+        """Whether a Ctrl+C came (it is then taken)."""
+        if self._pending:
+            self._pending -= 1
+            return True
+        return False
+
+    def clear(self) -> None:
         self._pending = 0
 
     @contextmanager

@@ -40,3 +40,14 @@ def test_one_still_waiting_at_the_turns_end_is_dropped_and_the_handler_put_back(
     assert signal.getsignal(signal.SIGINT) is before
     with DeferredInterrupts() as interrupts, interrupts.interruptible():
         pass
+
+
+def test_take_and_clear_answer_for_a_ctrl_c_held_meanwhile() -> None:
+    with DeferredInterrupts() as interrupts:
+        assert not interrupts.take()
+        ctrl_c()
+        assert interrupts.take() and not interrupts.take()
+        ctrl_c()
+        interrupts.clear()
+        with interrupts.interruptible():
+            pass  # cleared: it was for what is over

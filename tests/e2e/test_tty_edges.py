@@ -57,3 +57,22 @@ def test_an_over_long_paste_is_refused_and_kept_in_the_history(
     screen.type(CTRL_C)  # clears it
     screen.type("short one\r")
     screen.expect('You said: "short one"')
+
+
+def test_a_ctrl_c_typed_with_the_enter_cancels_that_message_and_the_chat_goes_on(
+    env: Env, screens: list[Screen]
+) -> None:
+    """A helper's report: a Ctrl+C right after Enter was lost, or read by the next prompt
+    as Ctrl+C at an empty prompt, and the chat left ("Nothing to save")."""
+    screen = Screen(env, env.terminal(), "--new")
+    screens.append(screen)
+    screen.expect("/help for commands.")
+    screen.expect(">")
+    screen.type("hello there\r" + CTRL_C)  # one write: read together
+    screen.expect("[cancelled]")
+    screen.expect(">")
+    screen.type("and now\r")
+    screen.expect('You said: "and now"')
+    screen.type(CTRL_D)
+    assert screen.wait() == 0
+    assert 'You said: "hello there"' not in screen.text
