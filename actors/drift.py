@@ -41,7 +41,7 @@ from actors.messages import (
     Watch,
     WatchUnavailable,
 )
-from session.filesystem import is_safe_relative_path, tracked_digest
+from session.filesystem import is_inside, is_safe_relative_path, tracked_digest
 
 log = logging.getLogger("agent_assist.drift")
 SETTLE_S = 0.1
@@ -68,12 +68,28 @@ def _entry(workspace: Path, manifest: dict[str, str], notify: ActorRef[TerminalM
     files: set[str] = set()
     directories: set[str] = set()
     for relative in manifest:
-        if not is_safe_relative_path(workspace, relative):
+        if not is_inside(relative):
             continue
         full = workspace / relative
         files.add(str(full))
-        directories.update(str(directory) for directory in full.parents)
+        if is_safe_relative_path(workspace, relative):
+            directories.update(str(directory) for directory in full.parents)
+        else:  # a symlink on the way: watched up to it (never through it), and seen when
+            directories.update(_up_to_a_symlink(workspace, full))  # it is a directory again
     return _Entry(workspace, dict(manifest), notify, frozenset(files), frozenset(directories))
+
+
+def _up_to_a_symlink(workspace: Path, full: Path) -> list[str]:
+    """The directories on the way to ``full``: from the root down to the first that is not a
+    plain directory (a symlink, or missing), that one included."""
+    found = [str(directory) for directory in workspace.parents] + [str(workspace)]
+    for directory in reversed(full.parents):
+        if directory == workspace or workspace not in directory.parents:
+            continue
+        found.append(str(directory))
+        if directory.is_symlink() or not directory.is_dir():
+            break
+    return found
 
 
 @dataclass

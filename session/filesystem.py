@@ -23,6 +23,12 @@ def is_safe_relative_path(workspace: Path, relative: str) -> bool:
     return bool(safe_relative_paths(workspace, (relative,)))
 
 
+def is_inside(relative: str) -> bool:
+    """Whether ``relative`` names a path inside the workspace as written (whatever is on
+    disk: a directory on its way may be a symlink now, and a directory again later)."""
+    return _inside(relative) is not None
+
+
 def _inside(relative: str) -> list[str] | None:
     """The parts of ``relative`` if it names a path inside the workspace as written (not
     empty, absolute, ``~`` or ``..``, no NUL or backslash), else None."""

@@ -126,6 +126,27 @@ async def test_a_directory_moved_below_an_unwatched_one_tells_its_files_gone(
         tg.cancel_scope.cancel()
 
 
+async def test_a_directory_that_is_a_symlink_when_watched_is_told_when_it_comes_back(
+    tmp_path: Path,
+) -> None:
+    """A helper's report: resumed with p/q a symlink (the file read as deleted), then q a
+    directory again: never told (the file was not watched at all, not even from above)."""
+    workspace = tmp_path / "ws"
+    (workspace / "p" / "q").mkdir(parents=True)
+    digest = written(workspace / "p" / "q" / "g.md", "v1\n")
+    (workspace / "p" / "q").rename(workspace / "p" / "q_old")
+    (workspace / "p" / "q").symlink_to(tmp_path)
+    async with anyio.create_task_group() as tg:
+        _, inbox = await watching(tg, workspace, {"p/q/g.md": digest})
+        (workspace / "p" / "q").unlink()
+        (workspace / "p" / "q_old").rename(workspace / "p" / "q")
+        change = await told(inbox)
+        if change.digests == ("",):  # told gone first, when its watch was placed
+            change = await told(inbox)
+        assert change.paths == ("p/q/g.md",) and change.digests == (digest,)
+        tg.cancel_scope.cancel()
+
+
 async def test_a_file_whose_directory_is_missing_is_told_when_it_appears(tmp_path: Path) -> None:
     async with anyio.create_task_group() as tg:
         _, inbox = await watching(tg, tmp_path, {"notes/plan.md": "0" * 64})
