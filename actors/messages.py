@@ -86,6 +86,15 @@ class LoadSession(Ask[SessionState]):
 
 
 @dataclass(frozen=True)
+class LoadRecovered(Ask["tuple[Path, SessionState] | None"]):
+    """Answer: the recovery copy of ``state``'s session holding more turns than it, and
+    that copy's state (None if there is none)."""
+
+    project: Path
+    state: SessionState
+
+
+@dataclass(frozen=True)
 class FindResumable(Ask["Resumable"]):
     """Answer: ``Resumable``."""
 
@@ -191,6 +200,7 @@ StorageMessage = (
     | SavePointer
     | RemovePointer
     | LoadSession
+    | LoadRecovered
     | FindResumable
     | Claim
     | Release

@@ -31,6 +31,7 @@ from actors.messages import (
     ListSessions,
     LiveCount,
     LoadCheckpoint,
+    LoadRecovered,
     LoadSession,
     PruneSessions,
     Release,
@@ -178,6 +179,8 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(lambda: catalog.manager(project).delete_pointer(pid))
             case LoadSession(project, session_id):
                 return await self._io(lambda: catalog.manager(project).load(session_id))
+            case LoadRecovered(project, state):
+                return await self._io(lambda: catalog.recovery_ahead(project, state))
             case FindResumable(project, terminal_pid):
                 live = dict(self._live)
                 return await self._io(lambda: catalog.find_resumable(project, terminal_pid, live))

@@ -48,6 +48,7 @@ from actors.messages import (
     ListCheckpoints,
     LLMMessage,
     LoadCheckpoint,
+    LoadRecovered,
     LoadSession,
     Opened,
     OpenSession,
@@ -113,7 +114,7 @@ from session.lifecycle import (
     WriteSession,
 )
 from session.manager import CheckpointListing, RestoredFiles
-from session.models import Pointer, utc_now, validate_session_id
+from session.models import Pointer, SessionState, utc_now, validate_session_id
 from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
 from session.summary import offline_summary
@@ -460,6 +461,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 stored = await storage.ask(
                     LoadSession(self._config.project, wanted), STORAGE_TIMEOUT_S
                 )
+                if continuing is not None:
+                    stored = await self._with_turns_kept_aside(stored)
                 drift = await anyio.to_thread.run_sync(
                     drift_at_resume, self._config.workspace, stored.file_manifest
                 )
@@ -496,6 +499,29 @@ class TerminalActor(Actor[TerminalMessage]):
         )
         await self._emit(opened)
         return opened
+
+    async def _with_turns_kept_aside(self, stored: SessionState) -> SessionState:
+        """The session this terminal goes on with after the supervisor went away: its
+        recovery copy, if its saves had failed (the copy holds turns the file lacks; going
+        on from the file dropped them from the conversation without a word)."""
+        try:
+            found = await self._peers.storage.ask(
+                LoadRecovered(self._config.project, stored), STORAGE_TIMEOUT_S
+            )
+        except (SessionError, OSError, ValidationError, DeadActor, TimeoutError) as exc:
+            log.warning("recovery copy of %s not read: %s", stored.session_id, exc)
+            return stored
+        if found is None:
+            return stored
+        path, kept = found
+        self._kept_as[kept.session_id] = path.name  # failing again, the same copy is written
+        await self._emit(
+            Info(
+                f"note: going on with the turns kept in {path} when the session's saves "
+                "failed (its file lacks them)"
+            )
+        )
+        return kept
 
     async def _restored_from(
         self, session_id: str, continuing: str | int | None

@@ -213,6 +213,22 @@ class SessionCatalog:
         assert error is not None
         raise error
 
+    def recovery_ahead(
+        self, project: Path, state: SessionState
+    ) -> tuple[Path, SessionState] | None:
+        """The recovery copy of ``state``'s session that holds the most turns, if it holds
+        more than ``state`` (its saves failed, and the session was not written since)."""
+        turns = session_turns(state.compacted_history_summary, list(state.recent_messages))
+        copies = [
+            (_turns_in(path), path)
+            for path, session_id in recovered_copies(self.root, project)
+            if session_id == state.session_id
+        ]
+        held, path = max(copies, key=lambda copy: copy[0], default=(0, None))
+        if path is None or held <= turns:
+            return None
+        return path, self.manager(project).load_copy(path, state.session_id)
+
     def find_resumable(self, project: Path, terminal_pid: int, live: dict[str, int]) -> Resumable:
         manager = self.manager(project)
         rows, warnings = self.rows(project, live)
@@ -306,26 +322,30 @@ def recovered_places(root: Path, project: Path) -> list[Path]:
     ]
 
 
-def recovered_lines(root: Path, project: Path, turns: Mapping[str, int]) -> list[str]:
-    """A warning for each copy of a session kept in ``recovered_places`` (its saves failed)
-    that its session file has not caught up with (written since, with as many ``turns``,
-    the listing's count, as the copy: an exit rewrites the file with none more): its
-    turns are nowhere else, and resuming the older file would leave them behind."""
+def recovered_copies(root: Path, project: Path) -> list[tuple[Path, str]]:
+    """The recovery copies in ``recovered_places``: each path and its session id."""
     found: list[tuple[Path, str]] = []
     for place in recovered_places(root, project):
         try:
             if place.parent.name.startswith("agent-assist-recovered-"):
                 check_private_dir(place.parent)  # not one someone else made
-            found += [(place, name) for name in sorted(os.listdir(place))]
+            names = sorted(os.listdir(place))
         except OSError:
             continue
+        found += [(place / n, m[1]) for n in names if (m := _RECOVERED_NAME.match(n)) is not None]
+    return found
+
+
+def recovered_lines(root: Path, project: Path, turns: Mapping[str, int]) -> list[str]:
+    """A warning for each copy of a session kept in ``recovered_places`` (its saves failed)
+    that its session file has not caught up with (written since, with as many ``turns``,
+    the listing's count, as the copy: an exit rewrites the file with none more): its
+    turns are nowhere else, and resuming the older file would leave them behind."""
     lines = []
-    for place, name in found:
-        match = _RECOVERED_NAME.match(name)
-        if match is None:
-            continue
-        session_id = match[1]
-        kept_at = datetime.strptime(match[2], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    for copy, session_id in recovered_copies(root, project):
+        place, name = copy.parent, copy.name
+        stamp = name.removesuffix(".json").rsplit("-", 1)[1]
+        kept_at = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
         try:
             written = os.stat(project / f"{session_id}.json").st_mtime
         except OSError:

@@ -412,6 +412,12 @@ class SessionManager:
         data = read_regular_file(path, self.max_session_bytes)
         return scrub_state(self._decode(path, data, session_id), self.known_secrets)
 
+    def load_copy(self, path: Path, session_id: str) -> SessionState:
+        """Load a copy of session ``session_id`` kept elsewhere (a recovery copy), with the
+        checks and the migration of ``load``."""
+        data = read_regular_file(path, self.max_session_bytes)
+        return scrub_state(self._decode(path, data, session_id), self.known_secrets)
+
     def load_header(self, session_id: str) -> SessionHeader:
         """Like ``load``, but validates everything except the messages (only counted).
 

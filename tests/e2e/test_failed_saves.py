@@ -164,3 +164,30 @@ def test_turns_whose_saves_failed_survive_a_supervisor_killed_before_the_exit(en
     assert prompts_in(json.loads(kept.read_bytes())) == ["first message", "second message"]
     listing = env.run("sessions", terminal=tab)
     assert f"kept in {kept}" in listing.stderr
+
+
+def test_a_chat_whose_supervisor_died_goes_on_with_the_turns_kept_aside(env: Env) -> None:
+    """A helper's report: after the supervisor and its heir were killed, the re-attached
+    chat went on from the session file, without the turns whose saves had failed (and
+    without a word); its next reply said "turn 2"."""
+    fault_file = faulty(env)
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("first message")
+    client.expect('You said: "first message"')  # saved
+    fault_file.write_text("rename ENOSPC /sessions/\n")
+    client.send("second message")
+    client.expect('You said: "second message"')  # kept aside only
+    env.kill_supervisor_and_heir()
+    fault_file.unlink()
+    client.send("third message")
+    client.expect("going on with the turns kept in", stderr=True)
+    client.expect("(turn 3 of this conversation")
+    client.close_stdin()
+    assert client.wait() == 0
+    (session_id,) = env.session_ids()
+    assert prompts_in(env.session(session_id)) == [
+        "first message",
+        "second message",
+        "third message",
+    ]
+    assert "has turns its file lacks" not in env.run("sessions").stderr
