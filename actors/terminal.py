@@ -129,6 +129,8 @@ directory that became a file, a full disk, a newer file on disk): the turns are 
 log = logging.getLogger("agent_assist.terminal")
 
 AGENT_SPEC = "agent_spec.md"
+NOTE_FILES = 20
+"""Files a request's note on changes outside names (the rest are counted)."""
 TEMPLATE_DIR = "templates"
 SUMMARY_AFTER_EXIT_TIMEOUT_S = 10.0
 EXIT_SAVE_RETRIES_S = (0.2, 1.0)
@@ -1112,9 +1114,16 @@ class TerminalActor(Actor[TerminalMessage]):
         """The next request's note on the files changed outside since the last one."""
         if not self._changed_outside:
             return ""
+        names = sorted(self._changed_outside)
+        listed = ", ".join(names[:NOTE_FILES])
+        if len(names) > NOTE_FILES:  # a short note: rm -rf of a tree named all 161 files
+            rest = names[NOTE_FILES:]
+            places = sorted({name.split("/", 1)[0] + "/" for name in rest if "/" in name})
+            where = f" (under {', '.join(places[:5])})" if places else ""
+            listed += f" and {len(rest)} more{where}"
         return (
             "Note: these tracked files changed outside the assistant since the last turn: "
-            + ", ".join(sorted(self._changed_outside))
+            + listed
             + ". Read them again before relying on their content."
         )
 

@@ -594,3 +594,35 @@ def test_slash_resume_shows_the_rules_and_the_compaction_as_the_model_is_sent_th
     assert "rule number 39:" in rules and "rule number 0:" not in rules
     assert int(compacted.split(" ", 1)[0]) <= 1000
     assert "User rules (always follow them):" not in compacted, "rules go as instructions"
+
+
+def test_the_note_on_many_files_changed_outside_stays_short(env: Env, server: ChatServer) -> None:
+    """A helper's report: after ``rm -rf`` of a tree, the next request's note named all
+    161 files with their paths (the context went from 3,647 to 8,540 tokens)."""
+    templates = env.workspace / "templates"
+    templates.mkdir()
+    for n in range(30):
+        (templates / f"t{n:02}.md").write_text(f"template {n}\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("hello")
+    client.expect("echo: hello")
+    for n in range(30):
+        (templates / f"t{n:02}.md").write_text(f"template {n}, edited by hand\n")
+    seen: list[str] = []
+    for turn in range(50):  # a piped chat shows notices when it sends the next message
+        client.send(f"ping {turn}")
+        client.expect(f"echo: ping {turn}")
+        seen += client.drain_stderr()
+        if any("templates/t29.md changed outside" in line for line in seen):
+            break
+    client.close_stdin()
+    assert client.wait() == 0
+    notes = [
+        text
+        for index in range(len(chats(server)))
+        if "changed outside the assistant" in (text := server.system_text(index))
+    ]
+    assert notes, "the note reached the model"
+    assert "since the last turn: templates/t00.md, templates/t01.md," in notes[-1]
+    assert "templates/t19.md and 10 more (under templates/)." in notes[-1]
+    assert "templates/t20.md" not in notes[-1]
