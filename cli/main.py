@@ -340,6 +340,9 @@ def sessions_show(
 ) -> None:
     """Show one session."""
     where = _workspace(ctx, workspace)
+    if (new := _new_live_session(where, session_id)) is not None:
+        click.echo(sessions_ops.dumps(new) if as_json else _new_session_line(new))
+        return
     with _not_found_hint(where, session_id):
         data = _in_any_project(
             lambda project: sessions_ops.show_session(runtime_paths(), where, session_id, project),
@@ -349,6 +352,32 @@ def sessions_show(
     click.echo(sessions_ops.dumps(data) if as_json else sessions_ops.render_show(data))
     for warning in data.get("warnings", ()):
         click.echo(warning, err=True)
+
+
+def _new_live_session(workspace: Path, session_id: str) -> dict[str, Any] | None:
+    """The listing's row of ``session_id`` if it is a new session, live, with no file yet
+    (listed by the supervisor before its first turn)."""
+    from session.catalog import NEW_SESSION_NOTE
+
+    try:
+        listed = sessions_ops.list_sessions(runtime_paths(), resolved(workspace), False)
+    except Exception:  # the show itself says what is wrong
+        return None
+    return next(
+        (
+            row
+            for row in listed["sessions"]
+            if row["session_id"] == session_id and row.get("note") == NEW_SESSION_NOTE
+        ),
+        None,
+    )
+
+
+def _new_session_line(row: dict[str, Any]) -> str:
+    return (
+        f"Session {row['session_id']} is new: live in terminal {row['terminal_pid']} since "
+        f"{row['last_active']}, with no turn saved yet (nothing more to show)."
+    )
 
 
 @sessions.command("rm")

@@ -433,6 +433,9 @@ def test_a_new_session_is_listed_live_before_its_first_turn(env: Env) -> None:
     (row,) = wait_for(lambda: env.sessions_json(), what="the new session listed")
     assert (row["state"], row["terminal_pid"], row["turns"]) == ("live", tab.pid, 0)
     assert [r["session_id"] for r in env.sessions_json("--all")] == [row["session_id"]]
+    shown = env.run("sessions", "show", row["session_id"])
+    assert shown.returncode == 0, shown.stderr
+    assert f"Session {row['session_id']} is new: live in terminal {tab.pid}" in shown.stdout
     chat.close_stdin()
     assert chat.wait() == 0
     assert env.sessions_json() == [], "it left with no turn: nothing is kept"
