@@ -73,6 +73,15 @@ def test_a_failed_save_is_retried_by_the_next_turn(env: Env) -> None:
     assert prompts_in(env.session(session_id)) == ["first message", "second message"]
 
 
+def assert_the_three_messages_are_saved(env: Env) -> None:
+    (session_id,) = env.session_ids()
+    assert prompts_in(env.session(session_id)) == [
+        "first message",
+        "second message",
+        "third message",
+    ]
+
+
 STEPS = ["open", "write", "fsync", "rename", "dirsync"]
 ERRNOS = ["ENOSPC", "EIO", "EROFS"]
 ALL_CASES = os.environ.get("AGENT_ASSIST_ALL_FAULTS") == "1"
@@ -96,12 +105,7 @@ def test_a_fault_at_any_step_of_a_save_loses_no_turn(env: Env, step: str, code: 
     client.expect('You said: "third message"')
     client.close_stdin()
     assert client.wait() == 0
-    (session_id,) = env.session_ids()
-    assert prompts_in(env.session(session_id)) == [
-        "first message",
-        "second message",
-        "third message",
-    ]
+    assert_the_three_messages_are_saved(env)
     # the summary's write after the terminal left may be in flight until the supervisor stops
     assert env.run("supervisor", "stop").returncode == 0
     assert not [p.name for p in env.project.iterdir() if p.name.endswith(".tmp")]
@@ -184,10 +188,5 @@ def test_a_chat_whose_supervisor_died_goes_on_with_the_turns_kept_aside(env: Env
     client.expect("(turn 3 of this conversation")
     client.close_stdin()
     assert client.wait() == 0
-    (session_id,) = env.session_ids()
-    assert prompts_in(env.session(session_id)) == [
-        "first message",
-        "second message",
-        "third message",
-    ]
+    assert_the_three_messages_are_saved(env)
     assert "has turns its file lacks" not in env.run("sessions").stderr
