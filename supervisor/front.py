@@ -265,7 +265,8 @@ class FrontDoor:
     ) -> Opening:
         if frame.mode == "new":
             session_id = new_session_id()
-            await self._storage.ask(Claim(session_id, terminal_pid), STORAGE_TIMEOUT_S)
+            claim = Claim(session_id, terminal_pid, new_in=project)  # listed before a turn
+            await self._storage.ask(claim, STORAGE_TIMEOUT_S)
             return Opening("new", session_id)
         session_id = validate_session_id(frame.session_id or "")
         claim = Claim(session_id, terminal_pid, stored_in=project)
