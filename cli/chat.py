@@ -613,6 +613,10 @@ class Chat:
                 self._other(watch.stopped_frame)
             if line is None:
                 break
+            if self.console.interrupted_after_enter():  # a Ctrl+C typed with the Enter
+                if not line.strip():
+                    break  # at an empty prompt: leave, as there
+                self._interrupts.hold()  # for what the line does: taken at its first wait
             if not line.strip():
                 continue
             if refused := too_long_line(line, self.console.interactive):
@@ -674,7 +678,7 @@ class Chat:
         # The id makes a re-send after a re-attach a retry, not a second turn: a turn the
         # supervisor saved before it died is answered from the session.
         frame = {"type": "user_message", "text": text, "id": secrets.token_hex(8)}
-        if self.console.interrupted_after_enter() or self._interrupts.take():  # it is not sent
+        if self._interrupts.take():  # a Ctrl+C with the Enter, or since: it is not sent
             self.a_turn_failed = True  # as a reply cancelled (the connection is as it was)
             self.console.warn("[cancelled]")
             return

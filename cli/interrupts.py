@@ -42,6 +42,10 @@ class DeferredInterrupts:
             return True
         return False
 
+    def hold(self) -> None:
+        """A Ctrl+C that came another way (read as a key with the Enter): held like one."""
+        self._pending += 1
+
     def clear(self) -> None:
         self._pending = 0
 

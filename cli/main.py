@@ -341,7 +341,8 @@ def sessions_show(
     """Show one session."""
     where = _workspace(ctx, workspace)
     if (new := _new_live_session(where, session_id)) is not None:
-        click.echo(sessions_ops.dumps(new) if as_json else _new_session_line(new))
+        shown = {"row": new, "session": None, "checkpoints": [], "warnings": []}  # as a saved one's
+        click.echo(sessions_ops.dumps(shown) if as_json else _new_session_line(new))
         return
     with _not_found_hint(where, session_id):
         data = _in_any_project(

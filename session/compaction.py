@@ -389,7 +389,7 @@ _TAG_QUESTION_RE: Final = re.compile(
 """A rule asked to be acknowledged ("Always use UTC timestamps, ok?") is a rule."""
 _REVOKE_RE: Final = re.compile(
     r"^\W*(?:(?:ok|okay|actually|also|and|so|now|please),?\s+)*(?:you can\s+)?"
-    r"(?:forget|drop|ignore|remove|scrap|cancel|revoke|disregard)\s+"
+    r"(?:forget|drop|ignore|remove|scrap|cancel|revoke|disregard)\s+(?:about\s+)?"
     r"(?:(?:the|my|that|this|our)\s+(.{1,40}?)\s+rule\b|the rule (?:about|on|for)\s+(.{1,40}))",
     re.IGNORECASE,
 )
@@ -704,8 +704,8 @@ _NOT_NAMING: Final = frozenset(("rule", "last", "old", "new", "first", "that", "
 
 def _names(rule: str, revoked: str) -> bool:
     """Whether ``rule`` names every word of a revocation (``tabs``: "always use tabs")."""
-    words = set(re.findall(r"[\w-]+", rule.lower()))
-    return all(word in words or word.rstrip("s") in words for word in revoked.split())
+    words = {word.removesuffix("s") for word in re.findall(r"[\w-]+", rule.lower())}
+    return all(word.removesuffix("s") in words for word in revoked.split())
 
 
 _CONTENT_WORD_RE: Final = re.compile(r"[a-z0-9][\w-]{2,}")

@@ -565,16 +565,28 @@ def scrub_keys(value: dict[str, Any], known_secrets: Iterable[str] = ()) -> dict
     return {key: item for key, item in value.items() if _scrub_str(key, secrets) == key}
 
 
-MIN_REVEALED_CHARS = 6
-"""A value found by a pattern is kept as a known secret from this length on (shorter ones,
-replaced everywhere, would cut words apart)."""
+def _generated(value: str) -> bool:
+    """A value that cannot be a word of the conversation: 16+ characters without a space,
+    or 8+ mixing upper and lower case letters and digits (``Kd8Lw3Pq7Zx``), or letters,
+    digits and a symbol (``Tr0ub4dor&3``); not ``required`` or ``ed25519``, which a
+    pattern may take for a password where it stands, but which elsewhere are words."""
+    if " " in value:
+        return False
+    if len(value) >= 16:
+        return True
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    symbol = any(not c.isalnum() for c in value)
+    return len(value) >= 8 and letters and digits and (mixed or symbol)
 
 
 def revealed(original: str, scrubbed: str) -> list[str]:
     """The values the patterns replaced in ``original`` to give ``scrubbed`` (each
-    ``[REDACTED]`` of it put back), found by lining the kept text up: once known, a value
-    is replaced wherever it stands, also where no pattern sees it (``the password for
-    staging is X`` found in one decision, ``X`` alone in another line)."""
+    ``[REDACTED]`` of it put back) that look generated (``_generated``), found by lining
+    the kept text up: once known, a value is replaced wherever it stands, also where no
+    pattern sees it (``the password for staging is X`` found in one decision, ``X``
+    alone in another line)."""
     if scrubbed == original or REDACTED in original:
         return []
     kept = scrubbed.split(REDACTED)
@@ -591,7 +603,8 @@ def revealed(original: str, scrubbed: str) -> list[str]:
             break  # two values side by side, or text that does not line up: stop here
         found.append(original[at:end])
         at = end + len(piece)
-    return [value for value in found if len(value) >= MIN_REVEALED_CHARS]
+    values = (value.rstrip(".,;:!?)'\"") for value in found)  # the sentence's own stop
+    return [value for value in values if _generated(value)]
 
 
 def revealed_in(original: Any, scrubbed: Any) -> set[str]:

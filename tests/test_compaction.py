@@ -632,6 +632,8 @@ def test_only_an_instruction_takes_a_rule_back() -> None:
         "Never push to main without review.",
     )
     assert merged("always use tabs", "forget the rule about tabs").rules == ()
+    assert merged("always use tabs", "forget the tab rule").rules == ()
+    assert merged("always use tabs", "forget about the tabs rule").rules == ()
     assert merged("always use tabs", "forget my last rule").rules == ("always use tabs",)
 
 

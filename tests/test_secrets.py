@@ -767,3 +767,31 @@ def test_a_value_a_pattern_finds_once_is_replaced_wherever_it_stands(tmp_path: P
     saved = (tmp_path / f"{write.state.session_id}.json").read_text()
     assert value not in saved
     assert saved.count(REDACTED) >= 3
+
+
+def test_a_word_a_pattern_takes_for_a_password_is_not_erased_from_the_session(
+    tmp_path: Path,
+) -> None:
+    """A helper's attack: "Password: required, min length 12." made "required" a known
+    secret, and it was replaced in every earlier message, decision and the summary."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+    from session.lifecycle import SessionLifecycle
+
+    def said(text: str) -> list[ModelRequest | ModelResponse]:
+        return [ModelRequest(parts=[UserPromptPart(text)]), ModelResponse(parts=[TextPart("ok")])]
+
+    lc = SessionLifecycle().start_fresh(NOW).lifecycle
+    for text in ("The email field is required.", "Password: required, min length 12."):
+        lc = lc.begin_turn(0).complete_turn(
+            said(text), now=NOW, manifest={}, agent_spec_path=None
+        ).lifecycle
+    lc = lc.begin_turn(0).complete_turn(
+        said("private key: ed25519. We sign the tokens with ed25519 keys."),
+        now=NOW,
+        manifest={},
+        agent_spec_path=None,
+    ).lifecycle
+    assert lc.policy.known_secrets == ()
+    assert b"The email field is required." in b"".join(lc.history_encoded.chunks)
+    assert b"with ed25519 keys" in b"".join(lc.history_encoded.chunks)

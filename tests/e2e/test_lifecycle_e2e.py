@@ -436,6 +436,8 @@ def test_a_new_session_is_listed_live_before_its_first_turn(env: Env) -> None:
     shown = env.run("sessions", "show", row["session_id"])
     assert shown.returncode == 0, shown.stderr
     assert f"Session {row['session_id']} is new: live in terminal {tab.pid}" in shown.stdout
+    as_json = json.loads(env.run("sessions", "show", row["session_id"], "--json").stdout)
+    assert as_json["row"]["state"] == "live" and as_json["session"] is None
     chat.close_stdin()
     assert chat.wait() == 0
     assert env.sessions_json() == [], "it left with no turn: nothing is kept"

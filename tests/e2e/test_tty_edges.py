@@ -76,3 +76,22 @@ def test_a_ctrl_c_typed_with_the_enter_cancels_that_message_and_the_chat_goes_on
     screen.type(CTRL_D)
     assert screen.wait() == 0
     assert 'You said: "hello there"' not in screen.text
+
+
+def test_a_ctrl_c_typed_with_the_enter_of_a_command_or_of_nothing_does_what_it_does_there(
+    env: Env, screens: list[Screen]
+) -> None:
+    """A helper's report: one Ctrl+C with the Enter of /compact left the chat (read by the
+    next prompt), and one with an empty Enter was swallowed."""
+    screen = Screen(env, env.terminal(), "--new")
+    screens.append(screen)
+    screen.expect("/help for commands.")
+    screen.expect(">")
+    screen.type("hello\r")
+    screen.expect('You said: "hello"')
+    screen.type("/compact\r" + CTRL_C)  # a command is not interrupted: said, and it ends
+    screen.expect("cannot be interrupted")
+    screen.type("and now\r")
+    screen.expect('You said: "and now"')
+    screen.type("\r" + CTRL_C)  # Ctrl+C at an empty prompt leaves
+    assert screen.wait() == 0
