@@ -341,7 +341,7 @@ def sessions_show(
     """Show one session."""
     where = _workspace(ctx, workspace)
     if (new := _new_live_session(where, session_id)) is not None:
-        shown = {"row": new, "session": None, "checkpoints": [], "warnings": []}  # as a saved one's
+        shown: dict[str, Any] = {"row": new, "session": None, "checkpoints": [], "warnings": []}
         click.echo(sessions_ops.dumps(shown) if as_json else _new_session_line(new))
         return
     with _not_found_hint(where, session_id):
