@@ -220,9 +220,9 @@ class SessionCatalog:
         more than ``state`` (its saves failed, and the session was not written since)."""
         turns = session_turns(state.compacted_history_summary, list(state.recent_messages))
         copies = [
-            (_turns_in(path), path)
-            for path, session_id in recovered_copies(self.root, project)
-            if session_id == state.session_id
+            (_turns_in(copy.path), copy.path)
+            for copy in recovered_copies(self.root, project)
+            if copy.session_id == state.session_id
         ]
         held, path = max(copies, key=lambda copy: copy[0], default=(0, None))
         if path is None or held <= turns:
@@ -322,9 +322,18 @@ def recovered_places(root: Path, project: Path) -> list[Path]:
     ]
 
 
-def recovered_copies(root: Path, project: Path) -> list[tuple[Path, str]]:
-    """The recovery copies in ``recovered_places``: each path and its session id."""
-    found: list[tuple[Path, str]] = []
+@dataclass(frozen=True)
+class RecoveryCopy:
+    """A copy of a session kept in ``recovered_places`` when its saves failed."""
+
+    path: Path
+    session_id: str
+    kept_at: datetime
+
+
+def recovered_copies(root: Path, project: Path) -> list[RecoveryCopy]:
+    """The recovery copies in ``recovered_places``, as their names say."""
+    found: list[RecoveryCopy] = []
     for place in recovered_places(root, project):
         try:
             if place.parent.name.startswith("agent-assist-recovered-"):
@@ -332,7 +341,10 @@ def recovered_copies(root: Path, project: Path) -> list[tuple[Path, str]]:
             names = sorted(os.listdir(place))
         except OSError:
             continue
-        found += [(place / n, m[1]) for n in names if (m := _RECOVERED_NAME.match(n)) is not None]
+        for name in names:
+            if (match := _RECOVERED_NAME.match(name)) is not None:
+                kept_at = datetime.strptime(match[2], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+                found.append(RecoveryCopy(place / name, match[1], kept_at))
     return found
 
 
@@ -342,24 +354,21 @@ def recovered_lines(root: Path, project: Path, turns: Mapping[str, int]) -> list
     the listing's count, as the copy: an exit rewrites the file with none more): its
     turns are nowhere else, and resuming the older file would leave them behind."""
     lines = []
-    for copy, session_id in recovered_copies(root, project):
-        place, name = copy.parent, copy.name
-        stamp = name.removesuffix(".json").rsplit("-", 1)[1]
-        kept_at = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    for copy in recovered_copies(root, project):
+        session_file = project / f"{copy.session_id}.json"
         try:
-            written = os.stat(project / f"{session_id}.json").st_mtime
+            written = os.stat(session_file).st_mtime
         except OSError:
             written = None
         if (
             written is not None
-            and written >= kept_at.timestamp() + 1  # (whole seconds)
-            and turns.get(session_id, 0) >= _turns_in(place / name)
-        ) or (written is not None and _same_bytes(project / f"{session_id}.json", place / name)):
+            and written >= copy.kept_at.timestamp() + 1  # (whole seconds)
+            and turns.get(copy.session_id, 0) >= _turns_in(copy.path)
+        ) or (written is not None and _same_bytes(session_file, copy.path)):
             continue  # written since with as many turns, or the copy put back (cp -p too)
         lines.append(
-            f"warning: session {session_id} has turns its file lacks, kept in {place / name} "
-            f"when its saves failed; copy that over {project / (session_id + '.json')} to "
-            "keep them"
+            f"warning: session {copy.session_id} has turns its file lacks, kept in {copy.path} "
+            f"when its saves failed; copy that over {session_file} to keep them"
         )
     return lines
 

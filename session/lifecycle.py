@@ -394,10 +394,13 @@ class SessionLifecycle:
         policy = dataclasses.replace(self.policy, known_secrets=longest_first((*secrets, *found)))
         return policy, encoded
 
-    def _dump(self, messages: Sequence[ModelMessage]) -> EncodedMessages:
-        """The ``history_encoded`` entries of ``messages``."""
-        secrets = self.policy.known_secrets
-        return EncodedMessages.scrub(plain_messages(messages), secrets)
+    def _dump(
+        self, messages: Sequence[ModelMessage], secrets: tuple[str, ...] | None = None
+    ) -> EncodedMessages:
+        """The ``history_encoded`` entries of ``messages`` (scrubbed of ``secrets``, by
+        default the policy's known secrets)."""
+        known = self.policy.known_secrets if secrets is None else secrets
+        return EncodedMessages.scrub(plain_messages(messages), known)
 
     # -- transitions ------------------------------------------------------
 
@@ -487,7 +490,7 @@ class SessionLifecycle:
         history_encoded = (
             self.history_encoded + encoded
             if policy is self.policy
-            else EncodedMessages.scrub(plain_messages(history), policy.known_secrets)
+            else self._dump(history, policy.known_secrets)  # a new secret: all again
         )
         at = len(self.history)
         starts = (
