@@ -238,10 +238,10 @@ def supervise(paths: RuntimePaths, lock_fd: int) -> None:
                 os.close(home_fd)
         log.info("supervisor %d stopped", os.getpid())
     finally:
+        with contextlib.suppress(OSError):  # the socket first: no pid file, no socket
+            paths.socket.unlink()
         with contextlib.suppress(OSError):
             paths.pid_file.unlink()
-        with contextlib.suppress(OSError):
-            paths.socket.unlink()
         os.close(lock_fd)
 
 
