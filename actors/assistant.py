@@ -279,7 +279,9 @@ def build_agent(model: Model | str) -> Agent[TurnDeps, str]:
 def resolve_model(name: str) -> Model | str:
     """``offline`` is the built-in deterministic model; anything else is a pydantic-ai model string.
 
-    ``openai-chat:NAME`` speaks Chat Completions to ``OPENAI_BASE_URL`` with ``OPENAI_API_KEY``.
+    ``openai-chat:NAME`` speaks Chat Completions to ``OPENAI_BASE_URL`` with ``OPENAI_API_KEY``;
+    a streamed reply that ends without the model's finish reason was cut (a proxy or the
+    server closed the connection early) and fails the turn instead of being kept whole.
     """
     if name == "offline":
         from actors.offline_model import offline_model
@@ -287,11 +289,16 @@ def resolve_model(name: str) -> Model | str:
         return offline_model()
     if name.startswith("openai-chat:"):
         from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.profiles.openai import OpenAIModelProfile
         from pydantic_ai.providers.openai import OpenAIProvider
 
         provider = OpenAIProvider(
             base_url=os.environ.get("OPENAI_BASE_URL") or None,
             api_key=os.environ.get("OPENAI_API_KEY") or "not-set",
         )
-        return OpenAIChatModel(name.removeprefix("openai-chat:"), provider=provider)
+        return OpenAIChatModel(
+            name.removeprefix("openai-chat:"),
+            provider=provider,
+            profile=OpenAIModelProfile(openai_chat_streaming_requires_finish_reason=True),
+        )
     return name

@@ -22,6 +22,9 @@ RESTART_HINT = (
     "run agent-assist supervisor stop after changing it"
 )
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+UNFINISHED_STREAM = "Streamed response ended without a `finish_reason`"
+"""pydantic-ai's words when a streamed reply ended before the model said it was done
+(``openai_chat_streaming_requires_finish_reason``, which ``resolve_model`` sets)."""
 
 
 def checkpoint_failed(reason: object) -> str:
@@ -91,6 +94,11 @@ def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
     where = endpoint_of(model)
     if isinstance(exc, ModelConnectionError) and mid_reply:
         return f"the connection to {where} dropped mid-reply; the reply is not kept: send it again"
+    if isinstance(exc, ModelAPIError) and exc.message == UNFINISHED_STREAM:
+        return (
+            f"the reply from {where} ended before the model finished it (the connection was "
+            "closed early); the reply is not kept: send it again"
+        )
     if isinstance(exc, ModelConnectionError):
         return f"cannot connect to {where}: is the server up? {RESTART_HINT}"
     if isinstance(exc, ModelAuthenticationError) or (

@@ -739,10 +739,10 @@ class Chat:
             elif kind == "tool_call":
                 view.tool(reply["text"])
             elif kind == "turn_end":
-                if reply["status"] == "cancelled":
-                    view.cut()  # the turn is not kept: piped, its text is no reply
-                else:
+                if reply["status"] == "ok":
                     view.end()
+                else:
+                    view.cut()  # the turn is not kept: piped, its text is no reply
                 if reply["status"] != "ok":
                     self.a_turn_failed = True
                 if reply.get("input_tokens"):

@@ -8,7 +8,9 @@ A last user message ``hang`` gets no answer at all, ``hang mid-reply`` one word 
 then nothing, until the server stops (a hung model call); ``hang mid-reply once`` does
 that the first time only, and is echoed when asked again. ``echo my key`` gets a
 400 whose body holds the request's ``Authorization`` header; ``cut mid-reply`` one
-word, then the connection closes in the middle of a chunk.
+word, then the connection closes in the middle of a chunk; ``end mid-reply`` one word,
+then the body ends cleanly, with neither a finish reason nor ``[DONE]`` (a proxy that
+dropped the model's connection and closed ours).
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ class ChatServer:
                     return
                 if body["messages"][-1].get("content") == "cut mid-reply":
                     self._cut(body)
+                    return
+                if body["messages"][-1].get("content") == "end mid-reply":
+                    self._end_early(body)
                     return
                 if body["messages"][-1].get("content") == "echo my key":
                     self._bad_request(f"bad request; you sent {self.headers.get('Authorization')}")
@@ -128,6 +133,14 @@ class ChatServer:
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.write(b"ff\r\ndata: {\"cho")  # a chunk that never ends
                 self.wfile.flush()
+                self.close_connection = True
+
+            def _end_early(self, body: dict[str, Any]) -> None:
+                """One word, then the body's end (the connection closes: HTTP/1.0)."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                self._event(body, {"role": "assistant", "content": "Thinking"}, None)
                 self.close_connection = True
 
             def _bad_request(self, message: str) -> None:

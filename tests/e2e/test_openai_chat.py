@@ -106,13 +106,27 @@ def test_a_connection_dropped_mid_reply_is_told_as_a_drop_not_as_no_server(
     assert result.stdout.strip().endswith("echo: hello")  # the session goes on
 
 
+def test_a_stream_that_ends_without_its_finish_is_a_cut_reply_not_a_kept_one(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's attack: a stream whose body ended after one word, with no finish reason
+    and no ``[DONE]`` (a proxy dropping the model's connection), was kept as the whole
+    reply, with exit status 0."""
+    result = env.run(input="end mid-reply\nhello\n", terminal=env.terminal())
+    assert result.returncode == 1
+    assert "the reply is not kept: send it again" in result.stderr
+    assert result.stdout.strip() == "echo: hello"  # none of the cut reply, the session goes on
+    (session_id,) = env.session_ids()
+    assert "end mid-reply" not in str(env.session(session_id)["recent_messages"])
+
+
 @pytest.mark.parametrize("hang", ["hang", "hang mid-reply"])
 def test_a_hung_model_call_times_out_and_the_session_lives(
     env: Env, server: ChatServer, hang: str
 ) -> None:
     env.extra.update(AGENT_ASSIST_MODEL_TIMEOUT_S="1")
     result = env.run(input=f"before\n{hang}\nafter the hang\n", terminal=env.terminal())
-    assert "echo: before" in result.stdout and "echo: after the hang" in result.stdout
+    assert result.stdout.split() == ["echo:", "before", "echo:", "after", "the", "hang"]
     assert "the model sent nothing for 1 s; the reply was stopped" in result.stderr
     assert result.returncode == 1  # piped, a failed turn makes the status 1, later turns or not
     (session_id,) = env.session_ids()
