@@ -15,6 +15,13 @@ import sys
 QUICK_FLAGS = {"--json", "--all"}
 
 
+def write_out(text: str) -> None:
+    """``text`` and its newline on stdout in one write (``print`` makes two when stdout is
+    unbuffered, ``PYTHONUNBUFFERED``: a reader that left after the first, as ``| head -1``
+    does, then failed the second, and the command's status with it, now and then)."""
+    sys.stdout.write(text + "\n")
+
+
 def quick_sessions(flags: list[str]) -> int:
     from cli.errors import CommandError, as_error_line, current_directory
     from cli.quick import incomplete
@@ -40,7 +47,7 @@ def quick_sessions(flags: list[str]) -> int:
             assert isinstance(warnings, list)  # checked by ask_for_sessions
             for warning in warnings:
                 print(warning, file=sys.stderr)
-            print(json.dumps(answer["sessions"], indent=2, ensure_ascii=False))  # as ops.dumps
+            write_out(json.dumps(answer["sessions"], indent=2, ensure_ascii=False))  # as ops.dumps
             return 1 if incomplete(map(str, warnings)) else 0
     from cli import sessions as ops
     from cli.errors import error_line
@@ -56,11 +63,8 @@ def quick_sessions(flags: list[str]) -> int:
         return 1
     for warning in data["warnings"]:
         print(warning, file=sys.stderr)
-    print(
-        ops.dumps(data["sessions"])
-        if "--json" in flags
-        else ops.render_table(data["sessions"], every)
-    )
+    sessions = data["sessions"]
+    write_out(ops.dumps(sessions) if "--json" in flags else ops.render_table(sessions, every))
     return 1 if incomplete(data["warnings"]) else 0
 
 

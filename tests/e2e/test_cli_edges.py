@@ -136,6 +136,35 @@ def test_a_closed_pipe_ends_a_command_quietly(env: Env, args: tuple[str, ...]) -
     assert result.returncode == 1, "as click's commands exit on a closed pipe"
 
 
+@pytest.mark.parametrize("args", [("sessions",), ("sessions", "--json"), ("sessions", "--all")])
+def test_a_short_listing_read_by_head_ends_with_status_0_every_time(
+    env: Env, args: tuple[str, ...]
+) -> None:
+    """A helper's find: ``sessions | head -1`` exited 1 now and then (4 in 10 with
+    PYTHONUNBUFFERED=1): the table and its newline went out in two writes, and a reader
+    gone after the first made the second fail. A listing that fits the pipe is one write."""
+    for text in ("one", "two", "three"):
+        env.run("--new", input=f"{text}\n", terminal=env.terminal())
+    statuses = []
+    for _ in range(10):
+        read_end, write_end = os.pipe()
+        command = subprocess.Popen(
+            [AGENT_ASSIST, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            cwd=env.workspace,
+            env=env.environ(PYTHONUNBUFFERED="1"),
+        )
+        os.close(write_end)
+        first = os.read(read_end, 65536)  # as `head -1` reads, then leaves
+        os.close(read_end)
+        _, stderr = command.communicate(timeout=60)
+        assert first and stderr == b""
+        statuses.append(command.returncode)
+    assert statuses == [0] * 10
+
+
 def test_end_of_input_at_the_restore_question_restores_nothing(env: Env) -> None:
     tab = env.terminal()
     script = "write agent_spec.md: # v1\n/save\nwrite agent_spec.md: # v2\n"
