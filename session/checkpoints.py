@@ -149,14 +149,16 @@ def listing_items(checkpoints: Sequence[Checkpoint]) -> list[dict[str, object]]:
     turns, files changed since the previous one, why it was written, the last message's
     first words."""
     items: list[dict[str, object]] = []
-    previous: Mapping[str, str] = {}
+    previous: Mapping[str, str] | None = None  # the first has none to be counted against
     for checkpoint in sorted(checkpoints, key=lambda c: c.number):
         items.append(
             {
                 "number": checkpoint.number,
                 "created_at": checkpoint.created_at.isoformat(),
                 "turns": checkpoint.turns,
-                "files_changed": diff_manifests(previous, checkpoint.files).count,
+                "files_changed": (
+                    0 if previous is None else diff_manifests(previous, checkpoint.files).count
+                ),
                 "reason": checkpoint.reason,
                 "last_user": checkpoint.last_user or None,
             }

@@ -97,8 +97,15 @@ def test_the_listing_is_oldest_first_with_turns_changes_and_first_words() -> Non
         ]
     )
     assert [line.split()[0] for line in lines] == ["1", "2"]
-    assert "2026-12-01 10:00:00 UTC  1 turn  1 file changed" in lines[0]
+    assert "2026-12-01 10:00:00 UTC  1 turn  0 files changed" in lines[0]
     assert "2 turns  2 files changed  (save)  'two words then many more of it'" in lines[1]
+
+
+def test_the_first_checkpoint_has_nothing_to_have_changed_since() -> None:
+    """A helper's report: a first checkpoint of a workspace whose spec existed before the
+    session said ``1 file changed``, though nothing had: it was counted against none."""
+    (line,) = listing_lines([checkpoint(1, {"spec.md": A, "notes.md": B}, "one")])
+    assert "1 turn  0 files changed" in line
 
 
 def test_the_first_words_are_shown_as_typed_not_as_a_python_repr() -> None:
