@@ -27,7 +27,6 @@ from cli.console import (
 from cli.errors import as_error_line
 from cli.interrupts import DeferredInterrupts
 from cli.preload import preload_prompt
-from cli.quick import incomplete
 from cli.summaries import clip, summary_headline
 from session.environment import secrets_from_environment
 from supervisor.client import (
@@ -347,9 +346,7 @@ class Chat:
         if tell_warnings:
             for warning in welcome.get("warnings", []):
                 self.console.warn(warning)
-                self._told.add(warning)
-                if incomplete([warning]):  # a file refused (its session not resumed)
-                    self.a_turn_failed = True
+                self._told.add(warning)  # another session's file: the run's own work is fine
         return welcome, started
 
     def attach(self) -> None:

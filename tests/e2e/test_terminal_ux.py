@@ -686,18 +686,25 @@ def test_leaving_a_session_with_no_turn_says_nothing_was_saved(env: Env) -> None
     assert env.session_ids() == []
 
 
-def test_a_refused_session_file_at_the_start_fails_a_piped_run_and_rm_says_why(
+def test_another_sessions_refused_file_is_told_at_the_start_but_fails_no_run_and_rm_says_why(
     env: Env,
 ) -> None:
-    """A helper's attack: with a directory at a session file's name, a piped run printed
-    `error: refusing session file ...` and still exit 0 (the README says any error line
-    makes it 1), and `sessions rm` printed a raw "Is a directory"."""
+    """A helper's attack: `sessions rm` of a directory at a session file's name printed a
+    raw "Is a directory". Another's: a piped run exited 1 for a line about another
+    session's file refused (nested too deep), though it exited 0 for one from a newer
+    version, and the run's own work went well: neither fails it now."""
     assert env.run("--new", input="hi\n").returncode == 0
     (env.project / "0123456789ab.json").mkdir()
     result = env.run("--new", input="hello\n")
     refused = "error: refusing session file 0123456789ab.json (not a regular file); left untouched"
     assert refused in result.stderr.splitlines()
-    assert result.returncode == 1
+    assert result.returncode == 0
+    (env.project / "ba9876543210.json").write_text('{"a": ' + "[" * 5000 + "]" * 5000 + "}")
+    again = env.run(input="y\nhello again\n", terminal=env.terminal())
+    assert "error: refusing session file ba9876543210.json (nested over 1024 levels deep)" in (
+        again.stderr
+    )
+    assert again.returncode == 0, again.stderr
     removed = env.run("sessions", "rm", "0123456789ab")
     assert removed.returncode == 1 and removed.stderr.splitlines() == [refused]
     assert (env.project / "0123456789ab.json").is_dir()
