@@ -20,14 +20,14 @@ if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before py
     )
     from session.compaction import EventCompaction, Window
     from session.encoded import EncodedMessages
-    from session.manager import CheckpointListing, RestoredFiles  # noqa: F401 (in Ask["..."])
+    from session.manager import CheckpointListing, RestoredFiles, Written  # noqa: F401 (in Ask["..."])
 
 
 # -- StorageActor (all asks) ------------------------------------------------
 
 
 @dataclass(frozen=True)
-class SaveSession(Ask["Path"]):
+class SaveSession(Ask["Written"]):
     """Refused (SessionLive) unless ``writer`` holds the session or nobody does."""
 
     project: Path
@@ -68,7 +68,7 @@ class KeepUnsaved(Ask["Path"]):
 
 
 @dataclass(frozen=True)
-class SavePointer(Ask["Path"]):
+class SavePointer(Ask["Written"]):
     project: Path
     pointer: Pointer
 

@@ -47,7 +47,7 @@ from actors.worker_thread import WorkerThread
 from session.catalog import SessionCatalog
 from session.checkpoints import cap_bytes
 from session.errors import CheckpointError, SessionDeleted, SessionLive, SupersededWriter
-from session.manager import RestoredFiles
+from session.manager import RestoredFiles, Written
 from session.models import utc_now
 
 log = logging.getLogger("agent_assist.storage")
@@ -127,7 +127,7 @@ class StorageActor(Actor[StorageMessage]):
 
         await self._io(save)
 
-    def _saving(self, message: SaveSession) -> Callable[[], Path]:
+    def _saving(self, message: SaveSession) -> Callable[[], Written]:
         """The disk work of ``message``, once its writer may write (refused otherwise)."""
         self._check_writer(message.state.session_id, message.writer, message.token)
         catalog = self._catalog

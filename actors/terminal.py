@@ -113,7 +113,7 @@ from session.lifecycle import (
     WritePointer,
     WriteSession,
 )
-from session.manager import CheckpointListing, RestoredFiles
+from session.manager import CheckpointListing, RestoredFiles, Written
 from session.models import Pointer, SessionState, utc_now, validate_session_id
 from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
@@ -1476,7 +1476,7 @@ class TerminalActor(Actor[TerminalMessage]):
                         message = SavePointer(config.project, pointer)
                     case DeletePointer():
                         message = RemovePointer(config.project, config.terminal_pid)
-                await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
+                answer = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
             except (SessionError, OSError, DeadActor, TimeoutError) as exc:
                 ok = False
                 if isinstance(effect, WriteSession) and not isinstance(exc, NOT_OURS_TO_KEEP):
@@ -1494,6 +1494,13 @@ class TerminalActor(Actor[TerminalMessage]):
                     told.append(Info(line))
             else:
                 self._failure_told = None
+                moved = answer.warning() if isinstance(answer, Written) else None
+                if moved is not None:  # a directory at the file's name, made by hand
+                    log.warning("terminal %d: %s", config.terminal_pid, moved)
+                    if told is None:
+                        await self._emit(Info(moved))
+                    else:
+                        told.append(Info(moved))
                 if isinstance(effect, WriteSession):
                     self._unsaved = False
                     # the next failure keeps a copy of its own: this one may hold turns a

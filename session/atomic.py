@@ -110,9 +110,10 @@ def atomic_write(
     sync_dir: bool = True,
     durable: bool = True,
     tmp: Path | None = None,
-) -> None:
+) -> Path | None:
     """Replace ``path`` with ``data`` (bytes, or buffers written one after the other),
-    mode 0600 whatever the umask.
+    mode 0600 whatever the umask; returns where a directory found at ``path`` was moved
+    aside (None: there was none), for the caller to tell.
 
     Each file has a single writer (the StorageActor), so the fixed temp name
     (``tmp``, default ``temp_path(path)``) never races. Raises FileNotFoundError
@@ -122,7 +123,9 @@ def atomic_write(
     failed write leaves no temp.
     """
     staging = temp_path(path) if tmp is None else tmp
-    _replace(path, staging, data, FILE_MODE, sync_dir and durable, durable, clear_stale=True)
+    return _replace(
+        path, staging, data, FILE_MODE, sync_dir and durable, durable, clear_stale=True
+    )
 
 
 def replace_workspace_file(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
@@ -190,13 +193,13 @@ def clear_stale_temps(
     return removed
 
 
-def write_creating_directories(path: Path, data: bytes | Sequence[bytes]) -> None:
+def write_creating_directories(path: Path, data: bytes | Sequence[bytes]) -> Path | None:
     """``atomic_write``, creating the private directories first if they are missing."""
     try:
-        atomic_write(path, data)
+        return atomic_write(path, data)
     except FileNotFoundError:
         ensure_private_dir(path.parent)
-        atomic_write(path, data)
+        return atomic_write(path, data)
 
 
 def _replace(
@@ -208,10 +211,12 @@ def _replace(
     durable: bool,
     *,
     clear_stale: bool = False,
-) -> None:
+) -> Path | None:
     """Create ``tmp``, write it, fsync it, rename it over ``path``, fsync the directory.
     The temp file gets ``mode``; None: 0666 less the umask, as a new file. Each step
-    passes the fault-injection seam (``session/faults.py``)."""
+    passes the fault-injection seam (``session/faults.py``). Returns where a directory
+    at ``path`` was moved aside (``clear_stale`` only), else None."""
+    aside: Path | None = None
     inject("open", path)
     fd = _create(tmp, 0o666 if mode is None else mode, clear_stale)
     try:
@@ -245,6 +250,7 @@ def _replace(
     if sync_dir:
         inject("dirsync", path)
         fsync_dir(os.path.dirname(path))
+    return aside
 
 
 def _create(tmp: Path, mode: int, clear_stale: bool) -> int:

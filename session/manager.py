@@ -294,6 +294,23 @@ def scrub_header(header: SessionHeader, known_secrets: tuple[str, ...] = ()) -> 
 
 
 @dataclass(frozen=True)
+class Written:
+    """A file the manager wrote, and where a directory found at its name (made by hand) was
+    moved aside to make room, if one was: the writer tells the user, in one line."""
+
+    path: Path
+    moved_aside: Path | None = None
+
+    def warning(self) -> str | None:
+        if self.moved_aside is None:
+            return None
+        return (
+            f"warning: a directory was at {self.path.name}; moved aside to "
+            f"{self.moved_aside.name}"
+        )
+
+
+@dataclass(frozen=True)
 class Listing:
     """What a directory scan found: the good sessions and one error per bad file."""
 
@@ -382,7 +399,7 @@ class SessionManager:
         state: SessionState,
         encoded: EncodedMessages | None = None,
         secrets: tuple[str, ...] = (),
-    ) -> Path:
+    ) -> Written:
         """Write ``state`` durably, scrubbed of this manager's secrets and the writer's own
         ``secrets`` (a terminal's environment, which the supervisor's may lack).
         ``encoded`` (see ``state_parts``) is used when it holds the state's messages
@@ -398,8 +415,8 @@ class SessionManager:
             or not encoded.known_secrets.issuperset(scrub)
         ):
             encoded = None
-        write_creating_directories(path, state_parts(state, encoded, scrub=scrub))
-        return path
+        aside = write_creating_directories(path, state_parts(state, encoded, scrub=scrub))
+        return Written(path, aside)
 
     def load(self, session_id: str) -> SessionState:
         """Load and migrate one session.
@@ -640,11 +657,11 @@ class SessionManager:
             raise ValueError(f"bad terminal pid {pid!r}")
         return self.directory / f"{POINTER_PREFIX}{pid}.json"
 
-    def write_pointer(self, pointer: Pointer) -> Path:
+    def write_pointer(self, pointer: Pointer) -> Written:
         path = self.pointer_path(pointer.pid)
         self.check_directory()
-        write_creating_directories(path, orjson.dumps(pointer.model_dump(mode="json")))
-        return path
+        aside = write_creating_directories(path, orjson.dumps(pointer.model_dump(mode="json")))
+        return Written(path, aside)
 
     def read_pointer(self, pid: int) -> Pointer | None:
         """The pointer of terminal ``pid``; None if absent; InvalidPointer if unusable."""

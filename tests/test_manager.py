@@ -121,7 +121,7 @@ def test_a_save_of_messages_in_many_chunks_writes_the_same_file(manager: Session
     for message in state.recent_messages:
         encoded += EncodedMessages.scrub([message], ())
     assert len(encoded.chunks) == 3
-    path = manager.save(state, encoded)
+    path = manager.save(state, encoded).path
     assert path.read_bytes() == encode_state(state)
 
 
@@ -132,7 +132,7 @@ def test_encoded_messages_that_do_not_match_are_refused() -> None:
 
 
 def test_files_are_0600_and_directories_0700(manager: SessionManager) -> None:
-    path = manager.save(full_state())
+    path = manager.save(full_state()).path
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(manager.directory.stat().st_mode) == 0o700
     assert stat.S_IMODE(manager.directory.parent.stat().st_mode) == 0o700
@@ -142,7 +142,7 @@ def test_a_file_is_0600_whatever_the_umask(manager: SessionManager) -> None:
     manager.save(full_state())  # the directories exist: only the file is created below
     old = os.umask(0o277)
     try:
-        path = manager.save(full_state().model_copy(update={"summary": "under a umask"}))
+        path = manager.save(full_state().model_copy(update={"summary": "under a umask"})).path
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -162,7 +162,7 @@ def test_a_stale_temp_file_from_a_killed_writer_is_replaced_by_the_next_save(
     stale = temp_path(manager.session_path(SID))
     stale.write_bytes(b'{"half": ')
     stale.chmod(0o644)
-    path = manager.save(full_state())
+    path = manager.save(full_state()).path
     assert not stale.exists()
     assert manager.load(SID) == full_state()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -171,7 +171,7 @@ def test_a_stale_temp_file_from_a_killed_writer_is_replaced_by_the_next_save(
 def test_a_directory_removed_between_saves_is_created_again(manager: SessionManager) -> None:
     manager.save(full_state())
     shutil.rmtree(manager.directory.parent)
-    path = manager.save(full_state())
+    path = manager.save(full_state()).path
     assert manager.load(SID) == full_state()
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
 
@@ -206,7 +206,7 @@ def test_a_hard_link_at_the_temp_name_is_not_written_through(
 def test_a_link_from_the_temp_name_to_the_session_file_still_saves_atomically(
     manager: SessionManager,
 ) -> None:
-    path = manager.save(full_state())
+    path = manager.save(full_state()).path
     os.link(path, temp_path(path))
     before = path.stat().st_ino
     manager.save(full_state().model_copy(update={"summary": "second"}))
@@ -788,7 +788,7 @@ def test_a_manifest_entry_with_no_valid_digest_is_left_out_not_the_whole_session
     manager: SessionManager,
 ) -> None:
     """A helper's attack: one hand-edited digest moved the whole session aside."""
-    path = manager.save(full_state())
+    path = manager.save(full_state()).path
     data = orjson.loads(path.read_bytes())
     good = dict(data["file_manifest"])
     data["file_manifest"] = {**good, "edited.md": "not-a-digest", "odd.md": 7}

@@ -31,6 +31,7 @@ from session.errors import (
     UnsafeSessionDirectory,
 )
 from session.history import dump_messages
+from session.manager import Written
 from session.models import Pointer, SessionState
 from session.processes import process_start_time
 from tests.conversations import conversation
@@ -252,8 +253,8 @@ async def test_an_asked_save_is_answered_once_the_file_holds_it(
 ) -> None:
     """The disk's thread answers the ask itself: when the answer comes, the file is there."""
     saved = await storage.ask(SaveSession(project(tmp_path), state("aaaaaaaaaaaa", 13), writer=1))
-    assert saved == project(tmp_path) / "aaaaaaaaaaaa.json"
-    on_disk = SessionState.model_validate_json(saved.read_bytes())
+    assert saved == Written(project(tmp_path) / "aaaaaaaaaaaa.json")
+    on_disk = SessionState.model_validate_json(saved.path.read_bytes())
     assert on_disk.updated_at == NOW.replace(hour=13)
 
 
@@ -266,4 +267,4 @@ async def test_a_save_the_disk_refuses_fails_the_ask_and_the_actor_goes_on(
     with pytest.raises(UnsafeSessionDirectory):
         await storage.ask(SaveSession(blocked / "sessions", state("aaaaaaaaaaaa"), writer=1))
     saved = await storage.ask(SaveSession(project(tmp_path), state("bbbbbbbbbbbb"), writer=1))
-    assert saved.exists()
+    assert saved.path.exists()

@@ -190,3 +190,26 @@ def test_a_chat_whose_supervisor_died_goes_on_with_the_turns_kept_aside(env: Env
     assert client.wait() == 0
     assert_the_three_messages_are_saved(env)
     assert "has turns its file lacks" not in env.run("sessions").stderr
+
+
+def test_a_directory_made_at_the_session_files_name_is_moved_aside_and_told(env: Env) -> None:
+    """A helper's attack: a directory made by hand where a live session's file was got
+    moved aside by the next save with no word to the user (the design asks for one line
+    naming the file and what was done)."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("first message")
+    client.expect("[offline model]")
+    (session_id,) = env.session_ids()
+    path = env.settled(session_id)
+    path.unlink()
+    path.mkdir()
+    (path / "kept.txt").write_text("whatever was put here")
+    client.send("second message")
+    told = f"warning: a directory was at {session_id}.json; moved aside to "
+    line = client.expect(told, stderr=True)
+    client.close_stdin()
+    assert client.wait() == 0
+    (aside,) = env.project.glob(f"{session_id}.json.corrupt-*")
+    assert aside.name in line
+    assert (aside / "kept.txt").read_text() == "whatever was put here"
+    assert prompts_in(env.session(session_id)) == ["first message", "second message"]
