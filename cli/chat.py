@@ -68,6 +68,7 @@ SAVE_RETRIED = "error: could not update the session on disk"
 fails only if turns are still unsaved at its end (the ``closed`` frame says so)."""
 REATTACH_ATTEMPTS = 5
 RESTORED = "Restored the conversation to checkpoint "
+FILES_RESTORED = "Files restored: "
 RESEND_ATTEMPTS = 3
 CUT_OFF = "[cut off: the chat ended before the reply did; this message was not kept]"
 """Where a reply the end of the chat cut would have been (on a terminal, after its partial
@@ -558,7 +559,8 @@ class Chat:
         if self.phase:
             parts.append(f"phase {self.phase}")
         if self.input_tokens:
-            parts.append(f"{self.input_tokens:,} tokens in context")
+            tokens = self.input_tokens
+            parts.append(f"{tokens:,} token{'' if tokens == 1 else 's'} in context")
         if self.changed_outside:
             count = len(self.changed_outside)
             parts.append(f"{count} file{'' if count == 1 else 's'} changed outside")
@@ -901,6 +903,10 @@ class Chat:
             self.phase, self.input_tokens = frame.get("phase"), None  # the checkpoint's
             number = text.removeprefix(RESTORED).split(" ", 1)[0]  # "3", from "3 (2 turns)"
             self.context = int(number) if number.isdigit() else "resumed"
+            for line in text.splitlines():  # files written back are as the checkpoint had them
+                if line.startswith(FILES_RESTORED):
+                    restored = line.removeprefix(FILES_RESTORED).removesuffix(".").split(", ")
+                    self.changed_outside.difference_update(restored)
         elif frame.get("phase"):
             self.phase = frame["phase"]
 

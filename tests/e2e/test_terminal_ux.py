@@ -120,6 +120,30 @@ def test_the_toolbar_counts_files_changed_outside_in_words(
     screen.expect(" · 1 file changed outside  (/help)")
 
 
+def test_files_a_restore_wrote_back_leave_the_toolbars_count_of_outside_changes(
+    env: Env, screens: list[Screen]
+) -> None:
+    """A helper's report: after a restore wrote the edited files back, the toolbar still
+    said they had changed outside, for the rest of the chat."""
+    screen = Screen(env, env.terminal(), "--new", cpr=True)
+    screens.append(screen)
+    screen.expect("New session ")
+    screen.type("write agent_spec.md: # Spec\r")
+    screen.expect("wrote agent_spec.md")
+    screen.expect_prompt()
+    screen.type("/save\r")
+    screen.expect("checkpoint 2")
+    (env.workspace / "agent_spec.md").write_text("# Edited elsewhere\n")
+    screen.expect("note: agent_spec.md changed outside agent-assist")
+    screen.expect(" · 1 file changed outside  (/help)")
+    screen.type("/checkpoint 2\r")
+    screen.expect("Restore files too? [y/N]")
+    screen.type("y\r")
+    screen.expect("Files restored: agent_spec.md.")
+    screen.expect(" · model offline  (/help)")
+    assert (env.workspace / "agent_spec.md").read_text() == "# Spec\n"
+
+
 def test_after_reset_an_outside_edit_of_the_kept_spec_is_noticed_at_once(
     env: Env, screens: list[Screen]
 ) -> None:
