@@ -154,7 +154,7 @@ def listing_items(checkpoints: Sequence[Checkpoint]) -> list[dict[str, object]]:
         items.append(
             {
                 "number": checkpoint.number,
-                "created_at": checkpoint.created_at.isoformat(),
+                "created_at": checkpoint.created_at.isoformat().replace("+00:00", "Z"),  # as rows
                 "turns": checkpoint.turns,
                 "files_changed": (
                     0 if previous is None else diff_manifests(previous, checkpoint.files).count

@@ -405,6 +405,10 @@ def test_sessions_show_json_gives_checkpoints_as_data(env: Env, supervisor: str)
     assert [c["number"] for c in checkpoints] == [1, 2, 3, 4]
     assert [c["reason"] for c in checkpoints] == ["auto", "save", "auto", "save"]
     assert all(isinstance(c["created_at"], str) and c["turns"] >= 0 for c in checkpoints)
+    shown_at = json.loads(shown.stdout)["session"]["updated_at"]
+    assert shown_at.endswith("Z") and all(c["created_at"].endswith("Z") for c in checkpoints), (
+        "times written one way (a helper saw +00:00 beside Z)"
+    )
     text = env.run("sessions", "show", session_id).stdout
     assert "Checkpoints (agent-assist --resume ID, then /checkpoint N):" in text
     assert re.search(r"\n  4  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC  \d+ turns?", text), text
