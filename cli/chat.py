@@ -742,7 +742,6 @@ class Chat:
                     view.end()
                 else:
                     view.cut()  # the turn is not kept: piped, its text is no reply
-                if reply["status"] != "ok":
                     self.a_turn_failed = True
                 if reply.get("input_tokens"):
                     self.input_tokens = reply["input_tokens"]
