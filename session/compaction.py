@@ -367,9 +367,19 @@ _IMPERATIVE: Final = (
     r"|include|exclude|cite|test|commit|log|no|all|every|each|we|you|i)\b"
 )
 """What an instruction begins with (after "From now on," or "IMPORTANT:")."""
+_FROM_NOW: Final = r"\b(?:from now on|going forward|henceforth|from here on)\b\s*[,:]?\s*"
+_NOT_AN_ORDER: Final = (
+    r"(?:it|this|that|there|these|those|the|a|an|he|she|they|its|his|her|their)\b"
+)
+"""What a statement, not an instruction, begins with after "from now on" ("it seems ...",
+"the team grows ..."), unless a modal makes it one ("the agent should log ...")."""
 _RULE_RE: Final = re.compile(
     r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever)\b"
-    rf"|\b(?:from now on|going forward|henceforth|from here on)\b,?\s*{_IMPERATIVE}"
+    rf"|{_FROM_NOW}{_IMPERATIVE}"
+    rf"|{_FROM_NOW}(?!{_NOT_AN_ORDER})\w"
+    rf"|{_FROM_NOW}{_NOT_AN_ORDER}[^.;!?]{{0,60}}?"
+    r"\b(?:should|shall|must|needs? to|has to|have to)\b"
+    r"|^\s*(?:please,?\s+)?stop\s+\w+ing\b"
     rf"|^\s*important\s*:\s*{_IMPERATIVE}"
     r"|^\s*(?:please,?\s+)?(?:rule\s*:|do not\b|don't\b|make sure\b|ensure\b|avoid\b"
     r"|remember to\b"
@@ -380,8 +390,10 @@ _RULE_RE: Final = re.compile(
     re.IGNORECASE,
 )
 """A rule: *always*, *never*, *must*, an instruction after *from now on*, *going forward*
-or ``IMPORTANT:``, an imperative ("Do not ...", "Make sure ...", "Only use ...", "Avoid
-...", "Use snake_case for all ..."), or ``Rule: ...``."""
+or ``IMPORTANT:`` (any that is not a statement: "From now on, return JSON only", "From
+now on, tests go in tests/unit/", "..., the agent should log to ..."), an imperative ("Do
+not ...", "Make sure ...", "Only use ...", "Avoid ...", "Stop using ...", "Use snake_case
+for all ..."), or ``Rule: ...``."""
 _TAG_QUESTION_RE: Final = re.compile(
     r",?\s*(?:ok|okay|right|alright|all right|please|understood|got it|yes)\s*\?+\s*$",
     re.IGNORECASE,

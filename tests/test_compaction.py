@@ -579,6 +579,27 @@ def test_rules_said_from_now_on_for_all_important_or_to_be_acknowledged_are_rule
     assert retained.questions == ()
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "From now on, prefix every commit message with the ticket id.",
+        "From now on, return JSON only.",
+        "from now on: use tabs.",
+        "Going forward, limit replies to 200 words.",
+        "Stop using bullet points.",
+        "From now on, summarize each answer in one line.",
+        "From now on, the agent should log to logs/agent.log.",
+        "From now on, tests go in tests/unit/.",
+        "From now on, mark TODOs with FIXME.",
+        "Henceforth, my replies get a one-line summary first.",
+    ],
+)
+def test_any_instruction_after_from_now_on_is_a_rule(text: str) -> None:
+    """A helper's attack: each was lost at the first compaction: after "From now on," only
+    a short list of verbs made a rule."""
+    assert extract_retained(said(text)).rules == (text,)
+
+
 def test_a_rule_the_user_takes_back_is_no_longer_kept() -> None:
     """A helper's attack: "forget the tabs rule" left "always use tabs" among the rules
     the model must always follow."""
