@@ -102,6 +102,11 @@ class RunawaySummary(CompactionError):
     narrative with whatever its head holds (it is not used; the offline summarizer is)."""
 
 
+class EchoedSummary(CompactionError):
+    """The summary model answered with its instructions or a copy of the conversation, not
+    a summary (it is not used; the offline summarizer is)."""
+
+
 class BadPromptTemplate(CompactionError):
     """A summarizer prompt template without ``{conversation_history}``."""
 
@@ -1011,8 +1016,29 @@ class LlmEventSummarizer(BaseEventsSummarizer):
                 f"the summary model answered {len(text):,} characters, over the cap of "
                 f"{MAX_LLM_NARRATIVE_CHARS:,}; not used"
             )
+        if echoed(text, self.prompt_template, prompt):
+            raise EchoedSummary(
+                "the summary model answered with its instructions or the conversation itself; "
+                "not used"
+            )
         start, end = _covered(events)
         return compaction_event(EventCompaction(start, end, text))
+
+
+ECHO_PROBE_CHARS: Final = 120
+"""A summary whose first this many characters stand word for word in what it was sent is
+a copy, not a summary."""
+
+
+def echoed(answer: str, template: str, prompt: str) -> bool:
+    """Whether ``answer`` repeats a line of the summarizer's instructions (``template``),
+    or begins with a stretch of what it was sent (``prompt``): an echo, which would
+    become the next summary's input, and the resumed model's instructions."""
+    instructions = (line.strip() for line in template.split(PLACEHOLDER)[0].splitlines())
+    if any(len(line) >= 25 and line in answer for line in instructions):
+        return True
+    head = " ".join(answer.split())[:ECHO_PROBE_CHARS]
+    return len(head) == ECHO_PROBE_CHARS and head in " ".join(prompt.split())
 
 
 def turns_named(first: int, last: int) -> str:

@@ -350,6 +350,36 @@ async def test_a_runaway_answer_of_the_summary_model_is_refused_not_cut() -> Non
         await LlmEventSummarizer(FunctionModel(runaway)).summarize_events(invocation(1))
 
 
+@pytest.mark.parametrize("echo", ["its instructions", "the conversation"])
+async def test_a_summary_model_that_echoes_what_it_was_sent_is_refused(echo: str) -> None:
+    """A helper's attack: a summary model answering with what it was sent (its prompt, or
+    the conversation) had that kept as the summary, nested once more at each compaction,
+    and sent to the resumed model as its previous session's summary."""
+    from session.compaction import EchoedSummary
+
+    def echoing(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        request = messages[-1]
+        assert isinstance(request, ModelRequest)
+        (sent,) = [str(p.content) for p in request.parts if isinstance(p, UserPromptPart)]
+        text = sent if echo == "its instructions" else sent.split("The conversation:")[1]
+        return ModelResponse(parts=[TextPart(text[:1_700])])
+
+    events = [e for i in range(1, 8) for e in invocation(i)]
+    with pytest.raises(EchoedSummary, match="answered with its instructions or the conversation"):
+        await LlmEventSummarizer(FunctionModel(echoing)).summarize_events(events)
+
+
+async def test_a_summary_that_quotes_a_rule_word_for_word_is_no_echo() -> None:
+    said_rule = "Always use UTC timestamps in logs."
+
+    def summarize(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(f"Rules: {said_rule} Decided: Postgres.")])
+
+    events = invocation(1)
+    event = await LlmEventSummarizer(FunctionModel(summarize)).summarize_events(events)
+    assert event is not None and event.compaction is not None
+
+
 async def test_the_offline_summarizer_is_deterministic_and_skips_empty_windows() -> None:
     events = invocation(1) + invocation(2)
     first = await OfflineEventSummarizer().summarize_events(events)
