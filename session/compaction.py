@@ -822,15 +822,19 @@ def render_compaction(
     carry, the model is sent): header and narrative in one block, then each section
     in a block of its own.
 
-    With ``max_chars`` (a request's share of the token budget) the sections keep their
-    newest items within it, sharing what the header and narrative leave, and say how
-    many earlier ones the session file keeps: decisions and paths gathered over a long
-    conversation would otherwise outgrow the budget themselves."""
+    With ``max_chars`` (a request's share of the token budget) the narrative keeps its
+    first lines within half of it, and the sections their newest items within what the
+    header and narrative leave, saying how many earlier ones the session file keeps:
+    decisions and paths gathered over a long conversation, or a summary model's wordy
+    narrative, would otherwise outgrow the budget themselves (and compact every turn)."""
     head = (
         f"{COMPACTION_HEADER_START}{compaction.start_invocation}-"
         f"{compaction.end_invocation}, compacted); the later turns follow in full."
     )
-    first = "\n".join(filter(None, [head, normalize_narrative(compaction.compacted_content)]))
+    narrative = normalize_narrative(compaction.compacted_content)
+    if max_chars is not None:  # a wordy summary model's narrative leaves room for the rest
+        narrative = _first_lines_within(narrative, max(max_chars // 2 - len(head) - 1, 80))
+    first = "\n".join(filter(None, [head, narrative]))
     sections = [
         (heading, [f"- {_flat(item)}" for item in items])
         for name, heading in _SECTIONS
@@ -839,6 +843,21 @@ def render_compaction(
     if max_chars is not None:
         sections = _within(sections, max_chars - len(first))
     return "\n\n".join([first, *("\n".join([heading, *lines]) for heading, lines in sections)])
+
+
+def _first_lines_within(text: str, limit: int) -> str:
+    """``text``'s first whole lines that fit in ``limit`` characters (then ``…``), or its
+    first line cut there if even that one does not fit."""
+    if len(text) <= limit:
+        return text
+    kept: list[str] = []
+    used = 1  # the ellipsis
+    for line in text.splitlines():
+        if used + len(line) + 1 > limit:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return "\n".join([*kept, "…"]) if kept else _clip_block(text.splitlines()[0], limit)
 
 
 def _within(sections: list[tuple[str, list[str]]], room: int) -> list[tuple[str, list[str]]]:

@@ -522,6 +522,22 @@ def test_a_requests_compaction_keeps_the_newest_items_within_its_share_and_count
     assert render_compaction(compaction, max_chars=len(full)) == full
 
 
+def test_a_wordy_narrative_is_held_to_half_the_requests_share_by_whole_lines() -> None:
+    """A helper's attack: a summary model's 1,716-character narrative went whole into
+    requests whose compaction share was 1,000 characters: every request was over the
+    budget again, and a compaction ran before every turn."""
+    lines = (f"Line {n}: the triage agent's work stands at step {n}." for n in range(32))
+    narrative = "\n".join(lines)
+    retained = Retained(decisions=("Decision: use Postgres",), paths=("agent_spec.md",))
+    compaction = EventCompaction(1, 40, narrative, retained)
+    text = render_compaction(compaction, rules=False, max_chars=1_000)
+    assert len(text) <= 1_000
+    assert "Line 0: the triage agent's work stands at step 0." in text and "\n…" in text
+    assert "Line 31:" not in text
+    assert "- Decision: use Postgres" in text and "- agent_spec.md" in text
+    assert "Line 31:" in render_compaction(compaction)  # the session file keeps it whole
+
+
 def test_habits_and_one_word_answers_are_not_rules_but_imperatives_are() -> None:
     """A helper's report: "I always forget my keys, lol." and "Never," were kept as rules;
     "Make sure to ..." and "Only use ..." were not."""
