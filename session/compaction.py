@@ -69,7 +69,7 @@ from session.compacted import COMPACTION_HEADER_START, HEADER_RE, LATEST_REQUEST
 from session.errors import SessionError
 from session.history import is_turn_start, message_chars
 from session.redaction import scrub_text
-from session.shares import line_chars, newest_within
+from session.shares import first_lines_within, line_chars, newest_within
 from session.summary import user_prompts
 from session.tool_pairs import tool_pairs
 
@@ -833,7 +833,7 @@ def render_compaction(
     )
     narrative = normalize_narrative(compaction.compacted_content)
     if max_chars is not None:  # a wordy summary model's narrative leaves room for the rest
-        narrative = _first_lines_within(narrative, max(max_chars // 2 - len(head) - 1, 80))
+        narrative = first_lines_within(narrative, max(max_chars // 2 - len(head) - 1, 80))
     first = "\n".join(filter(None, [head, narrative]))
     sections = [
         (heading, [f"- {_flat(item)}" for item in items])
@@ -843,21 +843,6 @@ def render_compaction(
     if max_chars is not None:
         sections = _within(sections, max_chars - len(first))
     return "\n\n".join([first, *("\n".join([heading, *lines]) for heading, lines in sections)])
-
-
-def _first_lines_within(text: str, limit: int) -> str:
-    """``text``'s first whole lines that fit in ``limit`` characters (then ``…``), or its
-    first line cut there if even that one does not fit."""
-    if len(text) <= limit:
-        return text
-    kept: list[str] = []
-    used = 1  # the ellipsis
-    for line in text.splitlines():
-        if used + len(line) + 1 > limit:
-            break
-        kept.append(line)
-        used += len(line) + 1
-    return "\n".join([*kept, "…"]) if kept else _clip_block(text.splitlines()[0], limit)
 
 
 def _within(sections: list[tuple[str, list[str]]], room: int) -> list[tuple[str, list[str]]]:

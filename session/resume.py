@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from session.filesystem import FileDrift
 from session.models import SessionState
-from session.shares import newest_within
+from session.shares import first_lines_within, newest_within
 
 DECISIONS_PREFIX = "Decisions: "
 """Begins the offline summary's line of decisions: a block that lists the decisions in
@@ -69,14 +69,15 @@ def build_resume_context(
     state: SessionState | None,
     drift: FileDrift | None = None,
     restored: RestoredFrom | None = None,
-    max_decision_chars: int | None = None,
+    share_chars: int | None = None,
 ) -> str:
     """The resume block of DESIGN.md section 6, or ``""`` when there is nothing to resume.
 
     Sections without content are left out. After ``/checkpoint N`` (``restored``) the
     same block says that the conversation was taken back to checkpoint N instead of
-    resumed, and the drift is the files' since that checkpoint. ``max_decision_chars``
-    (a share of the token budget) holds the decisions to their newest that fit.
+    resumed, and the drift is the files' since that checkpoint. ``share_chars`` (a share
+    of the token budget) holds the summary to its first lines within half of it and the
+    decisions to their newest that fit in it (resumed, a request was over the budget).
     """
     if state is None or not state.has_content():
         return ""
@@ -109,13 +110,16 @@ def build_resume_context(
             line for line in summary.splitlines() if not line.startswith(DECISIONS_PREFIX)
         )
     if summary and summary.strip():
-        lines += ["", "## Previous Session Summary", summary.strip()]
+        summary = summary.strip()
+        if share_chars is not None:
+            summary = first_lines_within(summary, max(share_chars // 2, 80))
+        lines += ["", "## Previous Session Summary", summary]
     if decisions:
         shown = decisions[-RESUME_DECISIONS:]
         listed = [f"- {_clip(d, RESUME_DECISION_CHARS)}" for d in shown]
         earlier = len(decisions) - len(shown)
-        if max_decision_chars is not None:
-            fitted = newest_within(listed, max_decision_chars)
+        if share_chars is not None:
+            fitted = newest_within(listed, share_chars)
             if fitted is not listed:  # cut: its first line counts what it left out
                 earlier += len(listed) - (len(fitted) - 1)
                 listed = fitted[1:]

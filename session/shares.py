@@ -1,5 +1,5 @@
-"""Lists held to a share of the token budget: the newest items that fit, after a line
-that counts the others (the session file keeps them all)."""
+"""Texts held to a share of the token budget: of a list, the newest items that fit, after
+a line that counts the others; of a text, its first lines (the session file keeps all)."""
 
 from __future__ import annotations
 
@@ -26,3 +26,18 @@ def newest_within(lines: list[str], chars: int) -> list[str]:
 def line_chars(lines: list[str]) -> int:
     """The characters of ``lines`` joined, each with its newline."""
     return sum(len(line) + 1 for line in lines)
+
+
+def first_lines_within(text: str, limit: int) -> str:
+    """``text``'s first whole lines that fit in ``limit`` characters (then ``…``), or its
+    first line cut there if even that one does not fit."""
+    if len(text) <= limit:
+        return text
+    kept: list[str] = []
+    used = 1  # the ellipsis
+    for line in text.splitlines():
+        if used + len(line) + 1 > limit:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return "\n".join([*kept, "…"]) if kept else text.splitlines()[0][: limit - 1] + "…"

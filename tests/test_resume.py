@@ -144,13 +144,25 @@ def test_decisions_beyond_the_budgets_share_are_counted_not_listed() -> None:
     many = STATE.model_copy(
         update={"decisions": tuple(f"Decision {n}: " + "word " * 50 for n in range(30))}
     )
-    text = build_resume_context(many, None, None, max_decision_chars=1_000)
+    text = build_resume_context(many, None, None, share_chars=1_000)
     block = text.split("## Key Decisions Made\n")[1].split("\n\n")[0]
     assert len(block) <= 1_000
     assert block.splitlines()[0].endswith("earlier decisions are kept in the session file)")
     earlier = int(block.splitlines()[0].removeprefix("- (").split()[0])
     assert earlier + len(block.splitlines()) - 1 == 30
     assert "Decision 29:" in block and "Decision 0:" not in block
+
+
+def test_a_long_summary_is_held_to_half_the_budgets_share_by_whole_lines() -> None:
+    """A helper's attack: a summary model's 1,500-character summary went whole into the
+    resumed session's block, on top of a request already at the budget."""
+    lines = (f"Line {n} of what the triage agent's design has come to." for n in range(25))
+    summary = "\n".join(lines)
+    text = build_resume_context(STATE.model_copy(update={"summary": summary}), share_chars=1_000)
+    block = text.split("## Previous Session Summary\n")[1].split("\n\n")[0]
+    assert len(block) <= 500 and block.endswith("\n…")
+    assert block.startswith("Line 0 of what") and "Line 24 " not in block
+    assert "Line 24 " in build_resume_context(STATE.model_copy(update={"summary": summary}))
 
 
 def test_the_summarys_decisions_line_is_not_repeated_above_the_decisions_section() -> None:
