@@ -1139,6 +1139,7 @@ class TerminalActor(Actor[TerminalMessage]):
         resume's (a restore's) drift no request has carried yet at the digest that drift
         was found against, so that the next resume tells it (the exit's fresh hashes took
         the change in: the notice was shown, the model never told)."""
+        manifest = self._with_gone_kept(manifest)
         pending = self._changed_outside.union(untold)
         if not (pending or self._drift_untold) or self._lc.state is None:
             return manifest
@@ -1147,6 +1148,20 @@ class TerminalActor(Actor[TerminalMessage]):
         baseline.update(self._drift_untold)
         told = {path: digest for path, digest in manifest.items() if path not in pending}
         return told | baseline
+
+    def _with_gone_kept(self, manifest: dict[str, str]) -> dict[str, str]:
+        """``manifest`` with each tracked file that is gone now (deleted, or behind a
+        directory that became a symlink) at the digest it was saved with: it stays tracked,
+        and the next resume tells what became of it (then, if still gone, it is dropped)."""
+        state = self._lc.state
+        if state is None:
+            return manifest
+        gone = {
+            path: digest
+            for path, digest in state.file_manifest.items()
+            if path not in manifest and path in self._lc.tracked_paths
+        }
+        return {**manifest, **gone} if gone else manifest
 
     def _not_written_by_us(
         self, paths: tuple[str, ...], digests: tuple[str, ...]

@@ -446,7 +446,8 @@ class SessionLifecycle:
             if context
             else "",
             saved=True,
-            tracked_paths=frozenset(stored.file_manifest),
+            # a file gone is told by this resume, then tracked no more
+            tracked_paths=frozenset(stored.file_manifest) - set(drift.deleted if drift else ()),
             **self._fresh_compaction(compaction, first),
         )
         return Transition(new, (WritePointer(stored.session_id),))

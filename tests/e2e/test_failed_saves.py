@@ -213,3 +213,4 @@ def test_a_directory_made_at_the_session_files_name_is_moved_aside_and_told(env:
     assert aside.name in line
     assert (aside / "kept.txt").read_text() == "whatever was put here"
     assert prompts_in(env.session(session_id)) == ["first message", "second message"]
+

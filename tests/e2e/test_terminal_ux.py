@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -732,3 +733,41 @@ def test_another_sessions_refused_file_is_told_at_the_start_but_fails_no_run_and
     removed = env.run("sessions", "rm", "0123456789ab")
     assert removed.returncode == 1 and removed.stderr.splitlines() == [refused]
     assert (env.project / "0123456789ab.json").is_dir()
+
+
+def test_a_tracked_file_gone_during_the_chat_stays_tracked_and_the_resume_tells_it(
+    env: Env, screens: list[Screen], tmp_path: Path
+) -> None:
+    """A helper's attack: a tracked file whose directory became a symlink during the chat
+    (it reads as deleted) was left out of the next save's manifest: the resume said
+    nothing of it, even once it was back and changed, and it was no longer watched. A
+    tracked file gone keeps the digest it was saved with: the next resume tells what
+    became of it, once."""
+    term = env.terminal()
+    screen = Screen(env, term, "--new")
+    screens.append(screen)
+    screen.expect("New session ")
+    screen.type("write e/g.md: first version\r")
+    screen.expect("wrote e/g.md")
+    screen.expect_prompt()
+    (env.workspace / "e").rename(tmp_path / "e.real")
+    (env.workspace / "e").symlink_to(tmp_path / "e.real")
+    screen.expect("note: e/g.md changed outside agent-assist")
+    screen.type("hi\r")
+    screen.expect("[changed outside: e/g.md]")
+    screen.expect_prompt()
+    screen.type("/exit\r")
+    assert screen.wait() == 0
+    (session_id,) = env.session_ids()
+    assert list(env.session(session_id)["file_manifest"]) == ["e/g.md"]
+    (env.workspace / "e").unlink()
+    (tmp_path / "e.real").rename(env.workspace / "e")
+    (env.workspace / "e" / "g.md").write_text("changed while no chat was open\n")
+    resumed = env.run(input="y\n", terminal=term)
+    assert "e/g.md: modified" in resumed.stderr
+    (env.workspace / "e" / "g.md").unlink()
+    again = env.run(input="y\nhello\n", terminal=term)
+    assert "e/g.md: deleted" in again.stderr
+    last = env.run(input="y\n", terminal=term)
+    assert "e/g.md: deleted" not in last.stderr, "told by a resume, then no longer tracked"
+    assert "e/g.md" not in env.session(session_id)["file_manifest"]
