@@ -1029,20 +1029,24 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         return compaction_event(EventCompaction(start, end, text))
 
 
-ECHO_PROBE_CHARS: Final = 120
-"""A summary whose first this many characters stand word for word in what it was sent is
-a copy, not a summary."""
+_SENT_LINE_RE: Final = re.compile(r"(?:user|assistant|tool call [\w.-]+|tool [\w.-]+ returned): ")
+"""A line of the conversation as ``events_text`` sends it to a summarizer."""
 
 
 def echoed(answer: str, template: str, prompt: str) -> bool:
     """Whether ``answer`` repeats a line of the summarizer's instructions (``template``),
-    or begins with a stretch of what it was sent (``prompt``): an echo, which would
-    become the next summary's input, and the resumed model's instructions."""
+    or copies lines of the conversation as it was sent (``user: ...``; two, or one that
+    is half the answer), whatever it begins with: an echo, which would become the next
+    summary's input, the listing's summary and the resumed model's instructions. A
+    summary that begins as the earlier one did is no echo."""
     instructions = (line.strip() for line in template.split(PLACEHOLDER)[0].splitlines())
     if any(len(line) >= 25 and line in answer for line in instructions):
         return True
-    head = " ".join(answer.split())[:ECHO_PROBE_CHARS]
-    return len(head) == ECHO_PROBE_CHARS and head in " ".join(prompt.split())
+    sent = {line for line in prompt.splitlines() if _SENT_LINE_RE.match(line)}
+    copied = [line for line in answer.splitlines() if line.strip() in sent]
+    if len(copied) >= 2:
+        return True
+    return bool(copied) and 2 * len(copied[0]) >= len(answer)
 
 
 def turns_named(first: int, last: int) -> str:

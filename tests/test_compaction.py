@@ -350,7 +350,7 @@ async def test_a_runaway_answer_of_the_summary_model_is_refused_not_cut() -> Non
         await LlmEventSummarizer(FunctionModel(runaway)).summarize_events(invocation(1))
 
 
-@pytest.mark.parametrize("echo", ["its instructions", "the conversation"])
+@pytest.mark.parametrize("echo", ["its instructions", "the conversation", "a labelled copy"])
 async def test_a_summary_model_that_echoes_what_it_was_sent_is_refused(echo: str) -> None:
     """A helper's attack: a summary model answering with what it was sent (its prompt, or
     the conversation) had that kept as the summary, nested once more at each compaction,
@@ -361,12 +361,35 @@ async def test_a_summary_model_that_echoes_what_it_was_sent_is_refused(echo: str
         request = messages[-1]
         assert isinstance(request, ModelRequest)
         (sent,) = [str(p.content) for p in request.parts if isinstance(p, UserPromptPart)]
-        text = sent if echo == "its instructions" else sent.split("The conversation:")[1]
+        conversation = sent.split("The conversation:")[1].strip()
+        text = {
+            "its instructions": sent,
+            "the conversation": conversation,
+            "a labelled copy": "Summary:\n" + conversation,
+        }[echo]
         return ModelResponse(parts=[TextPart(text[:1_700])])
 
     events = [e for i in range(1, 8) for e in invocation(i)]
     with pytest.raises(EchoedSummary, match="answered with its instructions or the conversation"):
         await LlmEventSummarizer(FunctionModel(echoing)).summarize_events(events)
+
+
+async def test_a_summary_that_begins_as_the_earlier_one_did_is_no_echo() -> None:
+    """A helper's find: with the earlier summary in what it was sent, a new one beginning
+    with the same words was refused as a copy, at every compaction after the first."""
+    earlier = (
+        "The user designs a triage agent for support tickets, with escalation to humans when "
+        "the agent is unsure; the spec is in agent_spec.md."
+    )
+
+    def summarize(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(earlier + "\nSince then: Postgres was chosen.")])
+
+    previous = compaction_event(EventCompaction(1, 2, earlier))
+    event = await LlmEventSummarizer(FunctionModel(summarize)).summarize_events(
+        [previous, *invocation(3)]
+    )
+    assert event is not None and event.compaction is not None
 
 
 async def test_a_summary_that_quotes_a_rule_word_for_word_is_no_echo() -> None:
