@@ -244,6 +244,12 @@ class SessionCatalog:
                 f"note: this tab's session {own.session_id} is live in another terminal "
                 f"(pid {holder}); it is not offered here"
             )
+        mine = next((r for r in rows if own is not None and r.session_id == own.session_id), None)
+        if own_alive and holder is None and mine is not None and mine.note is not None:
+            warnings.append(  # the line above names the file: say it is this tab's session
+                f"note: this tab's session {mine.session_id} cannot be opened ({mine.note}); "
+                "it stays on disk, untouched"
+            )
         offer = None
         if chosen is not None:
             try:

@@ -771,3 +771,23 @@ def test_a_tracked_file_gone_during_the_chat_stays_tracked_and_the_resume_tells_
     last = env.run(input="y\n", terminal=term)
     assert "e/g.md: deleted" not in last.stderr, "told by a resume, then no longer tracked"
     assert "e/g.md" not in env.session(session_id)["file_manifest"]
+
+
+def test_a_tabs_own_session_that_cannot_be_opened_is_named_as_this_tabs(env: Env) -> None:
+    """A helper's find: with this tab's session file refused (a newer version's), the
+    start printed only the generic line about the file and offered another session, as
+    if this tab had none."""
+    tab = env.terminal()
+    env.run("--new", input="an older session\n", terminal=env.terminal())
+    env.run("--new", input="this tab's session\n", terminal=tab)
+    (mine,) = [s for s in env.session_ids() if "this tab" in str(env.session(s)["recent_messages"])]
+    path = env.settled(mine)
+    data = json.loads(path.read_bytes())
+    data["schema_version"] = 99
+    path.write_text(json.dumps(data))
+    result = env.run(input="n\n", terminal=tab)
+    assert (
+        f"note: this tab's session {mine} cannot be opened (schema_version 99 is newer than "
+        "this agent-assist supports (3)); it stays on disk, untouched"
+    ) in result.stderr.splitlines()
+    assert result.returncode == 0
