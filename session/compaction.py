@@ -102,6 +102,11 @@ class RunawaySummary(CompactionError):
     narrative with whatever its head holds (it is not used; the offline summarizer is)."""
 
 
+class CutSummary(CompactionError):
+    """The summary model's answer stopped at its token limit: a summary cut mid-sentence
+    (it is not used; the offline summarizer is)."""
+
+
 class EchoedSummary(CompactionError):
     """The summary model answered with its instructions or a copy of the conversation, not
     a summary (it is not used; the offline summarizer is)."""
@@ -1012,6 +1017,8 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         agent: Agent[None, str] = Agent(self.model, output_type=str)
         prompt = self.prompt_template.replace(PLACEHOLDER, events_text(events))
         result = await agent.run(prompt)
+        if result.response.finish_reason == "length":
+            raise CutSummary("the summary model's answer was cut at its token limit; not used")
         text = result.output.strip()
         if not text:
             return None

@@ -374,6 +374,20 @@ async def test_a_summary_model_that_echoes_what_it_was_sent_is_refused(echo: str
         await LlmEventSummarizer(FunctionModel(echoing)).summarize_events(events)
 
 
+async def test_a_summary_cut_at_the_models_token_limit_is_refused() -> None:
+    """A helper's find: a summary the model's token limit cut mid-sentence ("The user and
+    the assistant discussed") became the compaction and the listing's summary."""
+    from session.compaction import CutSummary
+
+    def cut(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(
+            parts=[TextPart("The user and the assistant discussed")], finish_reason="length"
+        )
+
+    with pytest.raises(CutSummary, match="cut at its token limit"):
+        await LlmEventSummarizer(FunctionModel(cut)).summarize_events(invocation(1))
+
+
 async def test_a_summary_that_begins_as_the_earlier_one_did_is_no_echo() -> None:
     """A helper's find: with the earlier summary in what it was sent, a new one beginning
     with the same words was refused as a copy, at every compaction after the first."""
