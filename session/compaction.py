@@ -383,13 +383,18 @@ _NOT_AN_ORDER: Final = (
 )
 """What a statement, not an instruction, begins with after "from now on" ("it seems ...",
 "the team grows ..."), unless a modal makes it one ("the agent should log ...")."""
+_STATED: Final = r"(?:[\w']+\s+){1,2}(?:is|are|am|was|were|will|seems?|looks?|feels?|think|guess)\b"
+"""After "from now on": a subject and what it is or will be ("our budget is tight", "prices
+will rise"), a statement, not an instruction."""
 _RULE_RE: Final = re.compile(
     r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever)\b"
     rf"|{_FROM_NOW}{_IMPERATIVE}"
-    rf"|{_FROM_NOW}(?!{_NOT_AN_ORDER})\w"
+    rf"|{_FROM_NOW}(?!{_NOT_AN_ORDER}|(?-i:[A-Z][a-z]+\s)|{_STATED})\w"
     rf"|{_FROM_NOW}{_NOT_AN_ORDER}[^.;!?]{{0,60}}?"
     r"\b(?:should|shall|must|needs? to|has to|have to)\b"
-    r"|^\s*(?:please,?\s+)?stop\s+\w+ing\b"
+    r"|^\s*(?:please,?\s+)?stop\s+(?:using|adding|writing|putting|sending|making|calling"
+    r"|including|mentioning|asking|saying|replying|responding|creating|generating|formatting"
+    r"|printing|logging|apologi[sz]ing|repeating|suggesting|changing|editing|touching)\b"
     rf"|^\s*important\s*:\s*{_IMPERATIVE}"
     r"|^\s*(?:please,?\s+)?(?:rule\s*:|do not\b|don't\b|make sure\b|ensure\b|avoid\b"
     r"|remember to\b"
@@ -429,7 +434,8 @@ _CHIT_CHAT_RE: Final = re.compile(
 """Questions that are no open question of the work: greetings, checks, recall of what was
 said, requests ("could you ...?": the reply answers them)."""
 _NOT_A_RULE_RE: Final = re.compile(
-    r"^\s*I\s+(?:always|never)\s+(?!use\b|want\b|need\b|prefer\b)\w+"
+    rf"{_FROM_NOW}(?:i|we|you)\s+(?:am|are|was|were|seem|think|guess|feel|look)\b"
+    r"|^\s*I\s+(?:always|never)\s+(?!use\b|want\b|need\b|prefer\b)\w+"
     r"|^\s*(?:you|they|he|she|it|this|that|there|the\s+\w+)\s+(?:always|never)\b"
     r"|^\s*(?:it|that|this|there|what)(?:'s|\s+is|\s+was)\s+(?:always|never)\b"
     r"|^\s*we\s+(?:always|never)\s+(?:forg[eo]t|lose|lost|miss)"

@@ -759,6 +759,14 @@ def test_only_an_instruction_takes_a_rule_back() -> None:
         "From now on, it seems the API returns 404.",
         "Important: yesterday was a holiday.",
         "You never answer my question.",
+        "Going forward, I think the budget is tight.",
+        "From now on, I am on vacation.",
+        "From now on, we are short-staffed.",
+        "Going forward, our budget is tight.",
+        "From now on, prices will rise.",
+        "Going forward, Alice leads the project.",
+        "Going forward, you seem slow today.",
+        "Stop worrying, it is fine.",
     ],
 )
 def test_stories_deductions_and_complaints_are_not_rules(text: str) -> None:
