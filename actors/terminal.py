@@ -78,7 +78,7 @@ from actors.messages import (
     WatchUnavailable,
     WriteCheckpoint,
 )
-from actors.turn_lines import checkpoint_failed
+from actors.turn_lines import LIMIT_NOTE, checkpoint_failed, stopped_at_token_limit
 from session.checkpoints import (
     Checkpoint,
     Reason,
@@ -627,6 +627,8 @@ class TerminalActor(Actor[TerminalMessage]):
             # The reply's last text goes out after the save, with the turn's end in one
             # write, and before what a failed save has to say.
             told: list[TerminalOutput] = [ReplyText(done.text)] if done.text else []
+            if stopped_at_token_limit(done.new_messages):  # kept: the model's whole answer
+                told.append(Info(LIMIT_NOTE))
             saved = await self._perform(transition.effects, told)
             if self._unsaved:  # kept aside before the turn ends: a crash now loses nothing
                 await self._keep_unsaved()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pydantic_ai.exceptions import (
     ModelAPIError,
@@ -14,6 +14,7 @@ from pydantic_ai.exceptions import (
     ModelNotFoundError,
     UserError,
 )
+from pydantic_ai.messages import ModelMessage, ModelResponse
 
 from session.redaction import scrub_text, secrets_from_environment
 
@@ -25,6 +26,15 @@ OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 UNFINISHED_STREAM = "Streamed response ended without a `finish_reason`"
 """pydantic-ai's words when a streamed reply ended before the model said it was done
 (``openai_chat_streaming_requires_finish_reason``, which ``resolve_model`` sets)."""
+
+
+LIMIT_NOTE = "note: the reply stopped at the model's output token limit; ask it to go on"
+
+
+def stopped_at_token_limit(messages: Sequence[ModelMessage]) -> bool:
+    """Whether the turn's last response ended at the model's output token limit."""
+    last = next((m for m in reversed(messages) if isinstance(m, ModelResponse)), None)
+    return last is not None and last.finish_reason == "length"
 
 
 def checkpoint_failed(reason: object) -> str:

@@ -10,7 +10,8 @@ that the first time only, and is echoed when asked again. ``echo my key`` gets a
 400 whose body holds the request's ``Authorization`` header; ``cut mid-reply`` one
 word, then the connection closes in the middle of a chunk; ``end mid-reply`` one word,
 then the body ends cleanly, with neither a finish reason nor ``[DONE]`` (a proxy that
-dropped the model's connection and closed ours).
+dropped the model's connection and closed ours); ``hit the limit`` a reply that stops at
+the model's token limit (``finish_reason: length``).
 """
 
 from __future__ import annotations
@@ -86,7 +87,9 @@ class ChatServer:
                     self._stream_tool_call(body, *call)
                     return
                 text = server.reply_for(body)
-                if body.get("stream"):
+                if body.get("stream") and body["messages"][-1].get("content") == "hit the limit":
+                    self._stream(body, "The design has three parts: first", finish="length")
+                elif body.get("stream"):
                     self._stream(body, text)
                 else:
                     self._json(body, text)
@@ -168,7 +171,7 @@ class ChatServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def _stream(self, body: dict[str, Any], text: str) -> None:
+            def _stream(self, body: dict[str, Any], text: str, finish: str = "stop") -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
@@ -179,7 +182,7 @@ class ChatServer:
                         self._event(body, {"role": "assistant", "content": piece}, None)
                         if server.chunk_delay:
                             time.sleep(server.chunk_delay)
-                    self._event(body, {}, "stop")
+                    self._event(body, {}, finish)
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):

@@ -120,6 +120,20 @@ def test_a_stream_that_ends_without_its_finish_is_a_cut_reply_not_a_kept_one(
     assert "end mid-reply" not in str(env.session(session_id)["recent_messages"])
 
 
+def test_a_reply_stopped_at_the_models_token_limit_is_kept_and_says_so(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's find: a reply the model's token limit cut mid-sentence was kept with no
+    word of it: it is the model's whole answer (kept), but the user is told where it stopped."""
+    result = env.run(input="hit the limit\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "The design has three parts: first"
+    assert (
+        "note: the reply stopped at the model's output token limit; ask it to go on"
+        in result.stderr.splitlines()
+    )
+
+
 @pytest.mark.parametrize("hang", ["hang", "hang mid-reply"])
 def test_a_hung_model_call_times_out_and_the_session_lives(
     env: Env, server: ChatServer, hang: str
