@@ -943,9 +943,13 @@ def _covered(events: Sequence[Event]) -> tuple[int, int]:
 
 
 def _opening(previous: EventCompaction | None) -> str:
-    """The "Started with" of an earlier offline narrative (kept through every compaction)."""
-    if previous is None or not previous.compacted_content.startswith("Started with: "):
+    """The "Started with" of an earlier offline narrative (kept through every compaction),
+    or the first line of an earlier narrative of another kind (a summary model's): the
+    conversation did not start with the window's first request."""
+    if previous is None or not previous.compacted_content.strip():
         return ""
+    if not previous.compacted_content.startswith("Started with: "):
+        return _clip(previous.compacted_content.strip().splitlines()[0], 120)
     return (
         previous.compacted_content.removeprefix("Started with: ")
         .split(".\n")[0]

@@ -434,6 +434,17 @@ async def test_the_offline_narrative_names_one_turn_as_a_turn() -> None:
     assert "Latest requests (turns 2-3): " in two.compaction.compacted_content
 
 
+async def test_the_offline_narrative_after_a_summary_models_keeps_how_it_started() -> None:
+    """A helper's find: standing in after a summary model's narrative, the offline one said
+    the conversation started with the first request of its own window (turn 12)."""
+    earlier = compaction_event(EventCompaction(1, 11, "The user designs a triage agent.\nMore."))
+    event = await OfflineEventSummarizer().summarize_events([earlier, *invocation(12)])
+    assert event is not None and event.compaction is not None
+    narrative = event.compaction.compacted_content
+    assert narrative.startswith("Started with: The user designs a triage agent.")
+    assert "Started with: question 12" not in narrative
+
+
 async def test_the_offline_narrative_names_the_turns_of_the_requests_it_shows() -> None:
     """A helper's report: three requests were labelled "(turns 1-20)", and a request's
     own full stop was doubled ("review.; ... rule..")."""
