@@ -1505,25 +1505,28 @@ class TerminalActor(Actor[TerminalMessage]):
                 if line == self._failure_told:
                     continue  # told already; the run's end says where unsaved turns are kept
                 self._failure_told = line
-                if told is None:
-                    await self._emit(Info(line))
-                else:
-                    told.append(Info(line))
+                await self._tell_or_hold(Info(line), told)
             else:
                 self._failure_told = None
                 moved = answer.warning() if isinstance(answer, Written) else None
                 if moved is not None:  # a directory at the file's name, made by hand
                     log.warning("terminal %d: %s", config.terminal_pid, moved)
-                    if told is None:
-                        await self._emit(Info(moved))
-                    else:
-                        told.append(Info(moved))
+                    await self._tell_or_hold(Info(moved), told)
                 if isinstance(effect, WriteSession):
                     self._unsaved = False
                     # the next failure keeps a copy of its own: this one may hold turns a
                     # restore takes back
                     self._kept_as.pop(effect.state.session_id, None)
         return ok
+
+    async def _tell_or_hold(
+        self, output: TerminalOutput, held: list[TerminalOutput] | None
+    ) -> None:
+        """``output`` to the terminal now, or into ``held`` (sent later, in order) if given."""
+        if held is None:
+            await self._emit(output)
+        else:
+            held.append(output)
 
     async def _emit(self, output: TerminalOutput) -> None:
         """Queue for the terminal (without a task switch when there is room). If the

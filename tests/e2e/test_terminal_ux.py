@@ -106,16 +106,22 @@ def test_the_toolbar_shows_session_model_and_tokens(env: Env, screens: list[Scre
     screen.expect(" tokens in context")
 
 
-def test_the_toolbar_counts_files_changed_outside_in_words(
-    env: Env, screens: list[Screen]
-) -> None:
-    """"1 file changed outside", not "1 file(s) changed outside"."""
+def with_the_spec_written(env: Env, screens: list[Screen]) -> Screen:
+    """A new session with its toolbar drawn, whose first turn wrote ``agent_spec.md``."""
     screen = Screen(env, env.terminal(), "--new", cpr=True)
     screens.append(screen)
     screen.expect("New session ")
     screen.type("write agent_spec.md: # Spec\r")
     screen.expect("wrote agent_spec.md")
     screen.expect_prompt()
+    return screen
+
+
+def test_the_toolbar_counts_files_changed_outside_in_words(
+    env: Env, screens: list[Screen]
+) -> None:
+    """"1 file changed outside", not "1 file(s) changed outside"."""
+    screen = with_the_spec_written(env, screens)
     (env.workspace / "agent_spec.md").write_text("# Edited elsewhere\n")
     screen.expect("note: agent_spec.md changed outside agent-assist")
     screen.expect(" · 1 file changed outside  (/help)")
@@ -126,12 +132,7 @@ def test_files_a_restore_wrote_back_leave_the_toolbars_count_of_outside_changes(
 ) -> None:
     """A helper's report: after a restore wrote the edited files back, the toolbar still
     said they had changed outside, for the rest of the chat."""
-    screen = Screen(env, env.terminal(), "--new", cpr=True)
-    screens.append(screen)
-    screen.expect("New session ")
-    screen.type("write agent_spec.md: # Spec\r")
-    screen.expect("wrote agent_spec.md")
-    screen.expect_prompt()
+    screen = with_the_spec_written(env, screens)
     screen.type("/save\r")
     screen.expect("checkpoint 2")
     (env.workspace / "agent_spec.md").write_text("# Edited elsewhere\n")
