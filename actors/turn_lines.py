@@ -7,11 +7,13 @@ import re
 from collections.abc import Mapping, Sequence
 
 from pydantic_ai.exceptions import (
+    IncompleteToolCall,
     ModelAPIError,
     ModelAuthenticationError,
     ModelConnectionError,
     ModelHTTPError,
     ModelNotFoundError,
+    OutputTokenLimitExceeded,
     UserError,
 )
 from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -108,6 +110,17 @@ def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
         return (
             f"the reply from {where} ended before the model finished it (the connection was "
             "closed early); the reply is not kept: send it again"
+        )
+    if isinstance(exc, OutputTokenLimitExceeded):  # IncompleteToolCall, or output cut unusable
+        what = (
+            "in the middle of a tool call, which cannot be run"
+            if isinstance(exc, IncompleteToolCall)
+            else "before its answer could be used"
+        )
+        return (
+            f"the reply from {where} stopped at the model's output token limit {what}; the reply "
+            "is not kept: ask for a smaller step (one file at a time) or raise the model's output "
+            "limit"
         )
     if isinstance(exc, ModelConnectionError):
         return f"cannot connect to {where}: is the server up? {RESTART_HINT}"

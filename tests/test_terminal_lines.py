@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from pydantic_ai.exceptions import ModelConnectionError, ModelHTTPError, UserError
+from pydantic_ai.exceptions import (
+    IncompleteToolCall,
+    ModelConnectionError,
+    ModelHTTPError,
+    UserError,
+)
 
 from actors.turn_lines import describe_tool_call, explain_failure
 from cli.chat import offer_text
@@ -44,6 +49,18 @@ def test_a_refused_connection_names_the_url() -> None:
     exc = ModelConnectionError("m", "Connection error.")
     assert explain_failure(exc, "openai-chat:m").startswith(
         f"cannot connect to {URL}: is the server up? The supervisor uses the environment"
+    )
+
+
+def test_a_tool_call_cut_at_the_token_limit_says_the_reply_is_not_kept_and_what_to_do() -> None:
+    exc = IncompleteToolCall(
+        "Model token limit (provider default) exceeded while generating a tool call, resulting "
+        "in incomplete arguments. Increase the `max_tokens` model setting, or simplify the prompt."
+    )
+    assert explain_failure(exc, "openai-chat:m") == (
+        f"the reply from {URL} stopped at the model's output token limit in the middle of a "
+        "tool call, which cannot be run; the reply is not kept: ask for a smaller step (one "
+        "file at a time) or raise the model's output limit"
     )
 
 
