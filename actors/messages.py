@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before py
     from pydantic_ai.messages import ModelMessage
 
     from actors.base import ActorRef
-    from session.catalog import Resumable, SessionListing  # noqa: F401 (in Ask["..."])
+    from session.catalog import Pruned, Resumable, SessionListing  # noqa: F401 (in Ask["..."])
     from session.checkpoints import (
         Checkpoint,  # noqa: F401 (in Ask["..."])
         Reason,
@@ -135,7 +135,7 @@ class ListSessions(Ask["SessionListing"]):
 
 
 @dataclass(frozen=True)
-class PruneSessions(Ask["SessionListing"]):
+class PruneSessions(Ask["Pruned"]):
     projects: tuple[Path, ...] | None
     older_than_days: float
     dry_run: bool

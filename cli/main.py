@@ -430,6 +430,14 @@ def sessions_prune(
     click.echo(f"{verb} {sessions} idle for over {days:g} days.")
     for row in data["pruned"]:
         click.echo(f"  {row['session_id']}  {row['project']}  {row['last_active']}")
+    if leftovers := data.get("leftover_checkpoints", []):
+        many = len(leftovers) != 1
+        click.echo(
+            f"{verb} the checkpoints of {len(leftovers)} session{'s' if many else ''} with no "
+            "session file left (an interrupted rm, or a first turn that never completed):"
+        )
+        for item in leftovers:
+            click.echo(f"  {item['session_id']}  {item['project']}")
     if incomplete(data["warnings"]):
         sys.exit(1)  # a file it could not read was left alone: as the listing says
 

@@ -274,11 +274,8 @@ def prune_sessions(
             return dict(data)
         catalog = _offline_catalog(read_only=dry_run)
         pruned = catalog.prune(None if every else (_project(workspace),), days, dry_run, {})
-    return {
-        "pruned": [r.to_json() for r in pruned.rows],
-        "dry_run": dry_run,
-        "warnings": list(pruned.warnings),
-    }
+    result: dict[str, Any] = pruned.to_json(dry_run)
+    return result
 
 
 PIPED_SUMMARY_WIDTH = 80

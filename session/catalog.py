@@ -48,6 +48,26 @@ class SessionListing:
     warnings: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Pruned:
+    """What ``prune`` removed, or would remove: orphaned sessions, and the checkpoints of
+    sessions with no file at all (``leftovers``: project and session id)."""
+
+    sessions: SessionListing
+    leftovers: tuple[tuple[str, str], ...]
+
+    def to_json(self, dry_run: bool) -> dict[str, object]:
+        return {
+            "pruned": [r.to_json() for r in self.sessions.rows],
+            "leftover_checkpoints": [
+                {"session_id": session_id, "project": project}
+                for project, session_id in self.leftovers
+            ],
+            "dry_run": dry_run,
+            "warnings": list(self.sessions.warnings),
+        }
+
+
 NEW_SESSION_NOTE = "new: no turn saved yet"
 
 
@@ -260,9 +280,11 @@ class SessionCatalog:
 
     def prune(
         self, projects: tuple[Path, ...] | None, days: float, dry_run: bool, live: dict[str, int]
-    ) -> SessionListing:
+    ) -> Pruned:
         """Delete orphaned sessions idle for more than ``days``; never live or idle ones, and
-        never a file from a newer version (it is not ours to judge)."""
+        never a file from a newer version (it is not ours to judge). The checkpoints of a
+        session with no file left (an interrupted ``rm``, a first turn that never completed)
+        go too once as old, and are named like the sessions."""
         if math.isnan(days) or days < 0:
             raise SessionError(f"--older-than must be a number of days, not {days}")
         listing = self.list(projects, live)
@@ -281,17 +303,23 @@ class SessionCatalog:
                 self.checkpoints(project).delete_session(row.session_id)
                 touched.add(project)
             pruned.append(row)
+        leftovers: tuple[tuple[str, str], ...] = ()
+        for project in self.project_dirs(projects):
+            for session_id in self._leftover_checkpoints(project, live, cutoff):
+                leftovers += ((project.parent.name, session_id),)
+                if not dry_run:
+                    self.checkpoints(project).delete_session(session_id)
+                    touched.add(project)
         if not dry_run:
-            for project in self.project_dirs(projects):
-                self._drop_stray_checkpoints(project, live)
-                touched.add(project)
             for project in touched:
                 self.checkpoints(project).collect_garbage()
-        return SessionListing(tuple(pruned), listing.warnings)
+        return Pruned(SessionListing(tuple(pruned), listing.warnings), leftovers)
 
-    def _drop_stray_checkpoints(self, project: Path, live: dict[str, int]) -> None:
-        """Checkpoints of a session with no file at all (not even one moved aside) and no
-        live terminal: left by a session whose first turn never completed."""
+    def _leftover_checkpoints(
+        self, project: Path, live: dict[str, int], cutoff: datetime
+    ) -> tuple[str, ...]:
+        """Sessions with checkpoints, no file at all (not even one moved aside), no live
+        terminal, and no checkpoint written since ``cutoff``."""
         store = self.checkpoints(project)
         try:
             self.manager(project).check_directory()
@@ -299,11 +327,21 @@ class SessionCatalog:
         except FileNotFoundError:
             names = []
         except (OSError, SessionFileError):  # a file or a symlink where sessions/ should be
-            return
-        for session_id in store.session_ids():
-            if session_id in live or any(n.startswith(f"{session_id}.json") for n in names):
-                continue
-            store.delete_session(session_id)
+            return ()
+        return tuple(
+            session_id
+            for session_id in store.session_ids()
+            if session_id not in live
+            and not any(n.startswith(f"{session_id}.json") for n in names)
+            and _changed_before(store.session_dir(session_id), cutoff)
+        )
+
+
+def _changed_before(directory: Path, cutoff: datetime) -> bool:
+    try:
+        return datetime.fromtimestamp(os.stat(directory).st_mtime, UTC) < cutoff
+    except OSError:  # gone meanwhile
+        return False
 
 
 _RECOVERED_NAME = re.compile(r"^([a-f0-9]{12})-(\d{8}T\d{6}Z)\.json$")

@@ -52,7 +52,7 @@ from actors.messages import (
 )
 from actors.terminal import TerminalConfig
 from session.budget import context_budget
-from session.catalog import SessionListing
+from session.catalog import Pruned, SessionListing
 from session.checkpoints import listing_items
 from session.errors import InvalidSessionId
 from session.lifecycle import PersistPolicy
@@ -480,14 +480,10 @@ class Server:
             case p.PruneSessions(
                 workspace=workspace, all=every, older_than_days=days, dry_run=dry_run
             ):
-                pruned: SessionListing = await self._storage.ask(
+                pruned: Pruned = await self._storage.ask(
                     PruneSessions(self._projects(workspace, every), days, dry_run)
                 )
-                return {
-                    "pruned": [r.to_json() for r in pruned.rows],
-                    "dry_run": dry_run,
-                    "warnings": list(pruned.warnings),
-                }
+                return pruned.to_json(dry_run)
             case p.Status():
                 return {
                     "running": True,

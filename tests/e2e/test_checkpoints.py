@@ -542,3 +542,30 @@ def test_a_tracked_file_deleted_and_made_again_outside_is_told(env: Env) -> None
     wait_for(told_again, what="the model told of b.md made again")
     client.close_stdin()
     assert client.wait() == 0
+
+
+def test_prune_names_the_leftover_checkpoints_of_a_session_with_no_file(env: Env) -> None:
+    """An interrupted `rm` leaves checkpoints with no session: a dry run counts them, as the
+    prune that removes them then says, and a young leftover waits for --older-than."""
+    term = env.terminal()
+    env.run(input=f"write {SPEC}: # v1\n/save\n", terminal=term)
+    (session_id,) = env.session_ids()
+    term.close()
+    env.run("supervisor", "stop")
+    (env.project / f"{session_id}.json").unlink()  # as a `sessions rm` cut short would
+
+    young = env.run("sessions", "prune", "--dry-run")
+    assert young.returncode == 0, young.stderr
+    assert session_id not in young.stdout
+
+    dry = env.run("sessions", "prune", "--older-than", "0", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "Would remove the checkpoints of 1 session with no session file left" in dry.stdout
+    assert f"  {session_id}  " in dry.stdout
+    assert checkpoints_dir(env, session_id).exists()
+
+    done = env.run("sessions", "prune", "--older-than", "0")
+    assert done.returncode == 0, done.stderr
+    assert "Removed the checkpoints of 1 session with no session file left" in done.stdout
+    assert not checkpoints_dir(env, session_id).exists()
+    assert blobs(env) == []
