@@ -78,7 +78,12 @@ from actors.messages import (
     WatchUnavailable,
     WriteCheckpoint,
 )
-from actors.turn_lines import LIMIT_NOTE, checkpoint_failed, stopped_at_token_limit
+from actors.turn_lines import (
+    LIMIT_NOTE,
+    checkpoint_failed,
+    over_budget_line,
+    stopped_at_token_limit,
+)
 from session.checkpoints import (
     Checkpoint,
     Reason,
@@ -930,18 +935,12 @@ class TerminalActor(Actor[TerminalMessage]):
             return tokens
         result = await self._compact_and_wait(window, "tokens")
         tokens = self._lc.request_tokens(extra_chars)
-        if result is None or result.compaction is None or threshold is None:
+        if result is None or threshold is None:
             return tokens
         if tokens >= threshold and message < threshold:  # else the message was told of
             self._lc, tell = self._lc.over_budget(self._lc.generation, tokens)
             if tell:
-                await self._emit(
-                    Info(
-                        f"warning: the compacted conversation is still over the token budget "
-                        f"(~{tokens:,} of {threshold:,} tokens); raise AGENT_ASSIST_CONTEXT_TOKENS "
-                        "or /reset to start afresh"
-                    )
-                )
+                await self._emit(Info(over_budget_line(result, tokens, threshold)))
         return tokens
 
     async def _compact_now(self) -> None:

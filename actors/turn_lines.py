@@ -18,6 +18,7 @@ from pydantic_ai.exceptions import (
 )
 from pydantic_ai.messages import ModelMessage, ModelResponse
 
+from actors.messages import Compacted
 from session.redaction import scrub_text, secrets_from_environment
 
 RESTART_HINT = (
@@ -149,3 +150,17 @@ def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
         )
     text = " ".join(str(exc).split()) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"[:500]
+
+
+def over_budget_line(result: Compacted, tokens: int, threshold: int) -> str:
+    """The warning for a request still over the token budget after the compaction that was
+    to bring it under: kept but not enough, not shorter, or failed."""
+    over = f"over the token budget (~{tokens:,} of {threshold:,} tokens)"
+    if result.compaction is not None:
+        what = f"the compacted conversation is still {over}"
+    elif result.no_gain:
+        what = f"the conversation is {over} and a summary of it would not be shorter"
+    else:
+        why = result.error or "the summarizer skipped it"
+        what = f"the conversation is {over} and its compaction failed ({why})"
+    return f"warning: {what}; raise AGENT_ASSIST_CONTEXT_TOKENS or /reset to start afresh"

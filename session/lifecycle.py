@@ -341,14 +341,14 @@ class SessionLifecycle:
         config = self.policy.compaction
         if force:
             return retention_window(self.events(), 0)
-        if self.invocations < self.backoff_until:
-            return None
-        if request_tokens is not None:
+        if request_tokens is not None:  # the budget's: no back-off holds a request over it
             if config.compaction_interval <= 0:
                 return None  # compaction off: the tail is held to the budget instead
             if config.token_threshold is None or request_tokens < config.token_threshold:
                 return None  # what token_window answers, without building the events
             return token_window(self.events(), config, request_tokens)
+        if self.invocations < self.backoff_until:
+            return None  # the sliding window's back-off after a failure
         boundary = self.compaction.end_invocation if self.compaction else 0
         if config.compaction_interval <= 0 or (
             self.invocations - boundary < config.compaction_interval

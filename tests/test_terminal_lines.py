@@ -10,7 +10,8 @@ from pydantic_ai.exceptions import (
     UserError,
 )
 
-from actors.turn_lines import describe_tool_call, explain_failure
+from actors.messages import Compacted
+from actors.turn_lines import describe_tool_call, explain_failure, over_budget_line
 from cli.chat import offer_text
 from cli.render import stable_prefix
 from cli.summaries import summary_headline
@@ -62,6 +63,25 @@ def test_a_tool_call_cut_at_the_token_limit_says_the_reply_is_not_kept_and_what_
         "tool call, which cannot be run; the reply is not kept: ask for a smaller step (one "
         "file at a time) or raise the model's output limit"
     )
+
+
+@pytest.mark.parametrize(
+    ("outcome", "why"),
+    [
+        (Compacted("s", 1, "tokens", no_gain=True), "a summary of it would not be shorter"),
+        (Compacted("s", 1, "tokens", error="no answer in 30 s"), "its compaction failed (no "),
+        (Compacted("s", 1, "tokens"), "its compaction failed (the summarizer skipped it)"),
+    ],
+)
+def test_a_request_left_over_the_budget_by_a_compaction_that_did_not_happen_says_why(
+    outcome: Compacted, why: str
+) -> None:
+    """A helper's find: only a compaction that was kept and not enough was told; one that
+    could not shrink the request, or failed, let it go over the budget in silence."""
+    line = over_budget_line(outcome, 2_100, 1_500)
+    assert line.startswith("warning: the conversation is over the token budget (~2,100 of 1,500")
+    assert why in line
+    assert line.endswith("; raise AGENT_ASSIST_CONTEXT_TOKENS or /reset to start afresh")
 
 
 def test_an_unknown_model_at_the_first_turn_is_named() -> None:

@@ -626,3 +626,28 @@ def test_the_note_on_many_files_changed_outside_stays_short(env: Env, server: Ch
     assert "since the last turn: templates/t00.md, templates/t01.md," in notes[-1]
     assert "templates/t19.md and 10 more (under templates/)." in notes[-1]
     assert "templates/t20.md" not in notes[-1]
+
+
+def test_a_window_that_backed_off_leaves_the_token_budget_on(env: Env, server: ChatServer) -> None:
+    """A helper's find: the first window's summary was no shorter than its three short
+    turns (rules, paths and a decision kept), the window backed off six turns, and the
+    token budget with it: requests grew to five times the budget, untold."""
+    first = [
+        "From now on, always answer in French.",
+        "Please check src/app/main.py and docs/spec.md.",
+        "Decision: we use Redis for the cache.",
+    ]
+    long = [f"part {n}: " + "the routing table needs more rows " * 40 for n in range(6)]
+    result = env.run(
+        "--new",
+        input="".join(f"{line}\n" for line in first + long),
+        terminal=env.terminal(),
+        AGENT_ASSIST_CONTEXT_TOKENS="1500",
+        AGENT_ASSIST_COMPACTION_INTERVAL="3",
+        AGENT_ASSIST_COMPACTION_OVERLAP="1",
+    )
+    assert result.returncode == 0, result.stderr
+    sizes = [len(json.dumps(conversation(r))) for r in chats(server)]
+    assert len(sizes) == 9
+    turn_chars = 2 * len(long[0]) + 200  # a long prompt and its echo, with their framing
+    assert max(sizes) <= 1500 * 4 + turn_chars, sizes
