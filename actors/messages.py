@@ -193,6 +193,16 @@ class RestoreFiles(Ask["RestoredFiles"]):
     writer: int
 
 
+@dataclass(frozen=True)
+class ScrubSession(Ask[int]):
+    """Scrub ``secrets`` (found secret by a turn) from what the session wrote before: its
+    checkpoints and its cached header. Answer: how many checkpoints were rewritten."""
+
+    project: Path
+    session_id: str
+    secrets: tuple[str, ...]
+
+
 StorageMessage = (
     SaveSession
     | KeepUnsaved
@@ -211,6 +221,7 @@ StorageMessage = (
     | ListCheckpoints
     | LoadCheckpoint
     | RestoreFiles
+    | ScrubSession
 )
 
 

@@ -40,6 +40,7 @@ from actors.messages import (
     RestoreFiles,
     SavePointer,
     SaveSession,
+    ScrubSession,
     StorageMessage,
     WriteCheckpoint,
 )
@@ -248,6 +249,13 @@ class StorageActor(Actor[StorageMessage]):
                     return store.restore_files(workspace, store.load(session_id, number), paths)
 
                 return await self._io(restore)
+            case ScrubSession(project, session_id, secrets):
+
+                def scrub() -> int:
+                    catalog.manager(project).forget_header(session_id)
+                    return catalog.checkpoints(project).scrub_session(session_id, secrets)
+
+                return await self._io(scrub)
             case _:
                 assert_never(message)
 

@@ -60,6 +60,7 @@ from actors.messages import (
     RunCommand,
     SavePointer,
     SaveSession,
+    ScrubSession,
     StartTurn,
     StorageMessage,
     Summarize,
@@ -114,6 +115,7 @@ from session.lifecycle import (
     Event,
     PersistPolicy,
     Phase,
+    ScrubEarlier,
     SessionLifecycle,
     WritePointer,
     WriteSession,
@@ -1492,6 +1494,8 @@ class TerminalActor(Actor[TerminalMessage]):
                         message = SavePointer(config.project, pointer)
                     case DeletePointer():
                         message = RemovePointer(config.project, config.terminal_pid)
+                    case ScrubEarlier(session_id, secrets):
+                        message = ScrubSession(config.project, session_id, secrets)
                 answer = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
             except (SessionError, OSError, DeadActor, TimeoutError) as exc:
                 ok = False

@@ -176,7 +176,16 @@ class DeletePointer:
     pass
 
 
-Effect = WriteSession | DeleteSession | WritePointer | DeletePointer
+@dataclass(frozen=True)
+class ScrubEarlier:
+    """Values a turn revealed as secret: scrub them from what the session wrote before
+    they were known (its checkpoints, the listing's cached header)."""
+
+    session_id: str
+    secrets: tuple[str, ...]
+
+
+Effect = WriteSession | DeleteSession | WritePointer | DeletePointer | ScrubEarlier
 
 
 @dataclass(frozen=True)
@@ -524,7 +533,12 @@ class SessionLifecycle:
         )
         if token_base is not None:
             new = new._with(token_overhead=max(0, token_base - new.estimated_tokens()))
-        return new._written(now, manifest, agent_spec_path)
+        written = new._written(now, manifest, agent_spec_path)
+        if policy is self.policy:
+            return written
+        found = tuple(s for s in policy.known_secrets if s not in self.policy.known_secrets)
+        scrub = ScrubEarlier(state.session_id, found)
+        return Transition(written.lifecycle, (*written.effects, scrub))
 
     def save(
         self, *, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None

@@ -650,6 +650,16 @@ class SessionManager:
             write_index(self.directory, self._headers)
         return Listing(tuple(sessions), tuple(problems))
 
+    def forget_header(self, session_id: str) -> None:
+        """Drop the session's cached header, here and in ``headers.index``: its summary may
+        hold a value found secret since (the next listing reads the file again)."""
+        self._headers.pop(session_id, None)
+        if self.read_only:
+            return
+        cached = read_index(self.directory)
+        if cached.pop(session_id, None) is not None:
+            write_index(self.directory, cached)
+
     # -- pointers ---------------------------------------------------------
 
     def pointer_path(self, pid: int) -> Path:
@@ -871,6 +881,31 @@ class CheckpointStore:
     def usage(self, session_id: str) -> int:
         entry_bytes, sizes = self._session_usage(session_id)
         return entry_bytes + sum(sizes.values())
+
+    def scrub_session(self, session_id: str, secrets: tuple[str, ...]) -> int:
+        """Rewrite the session's checkpoints that hold any of ``secrets`` (values found
+        secret after they were written) scrubbed of them; how many were rewritten. A
+        damaged entry is left to ``load``'s handling."""
+        needles = [orjson.dumps(secret)[1:-1] for secret in secrets if secret]
+        rewritten = 0
+        for number in self.numbers(session_id):
+            path = self.session_dir(session_id) / entry_name(number)
+            try:
+                data = read_regular_file(path, MAX_ENTRY_BYTES)
+            except (OSError, UnsafeSessionFile):
+                continue
+            if not any(needle in data for needle in needles):
+                continue
+            try:
+                checkpoint = self.load(session_id, number)
+            except CheckpointError:
+                continue
+            clean = scrub_state(checkpoint.state, with_secrets(self.known_secrets, secrets))
+            atomic_write(path, encode_checkpoint(checkpoint.model_copy(update={"state": clean})))
+            rewritten += 1
+        if rewritten:
+            self._usage.pop(session_id, None)
+        return rewritten
 
     def write(
         self,

@@ -569,3 +569,25 @@ def test_prune_names_the_leftover_checkpoints_of_a_session_with_no_file(env: Env
     assert "Removed the checkpoints of 1 session with no session file left" in done.stdout
     assert not checkpoints_dir(env, session_id).exists()
     assert blobs(env) == []
+
+
+def test_a_value_found_secret_later_is_scrubbed_from_earlier_checkpoints(env: Env) -> None:
+    """A helper's find: a value said in passing, then named as a password, was scrubbed from
+    the session file but kept by the checkpoints written before, and a later chat's restore
+    of one put it back into the session file."""
+    secret = "Jq4Wn8Zt2Rk6Vy"
+    term = env.terminal()
+    result = env.run(
+        "--new",
+        input=f"remember {secret} for later\n/save\nwrite a.md: hello\n"
+        f"the password for staging is {secret}\n/save\n",
+        terminal=term,
+    )
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    held = [p for p in env.home.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert held == []
+
+    restored = env.run("--resume", session_id, input="/checkpoint 1\n", terminal=term)
+    assert restored.returncode == 0, restored.stderr
+    assert secret not in (env.project / f"{session_id}.json").read_text()
