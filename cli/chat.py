@@ -59,7 +59,8 @@ A message may start with a path (/etc/hosts ...); start it with // to send a
 message that begins with /word (//save this sends "/save this").
 Keys: Enter sends; Alt+Enter (or Esc then Enter) starts a new line.
 Ctrl+C clears a typed line; at an empty prompt it leaves. While a reply streams it
-cancels that reply; at a question it cancels the question (nothing is done).
+cancels that reply (lines typed meanwhile wait at the next prompts, unsent); at a
+question it cancels the question (nothing is done).
 Up/Down recall earlier messages of this project; Tab completes /commands."""
 
 
@@ -708,6 +709,7 @@ class Chat:
                 if cancelled:
                     raise
                 cancelled = True
+                self.console.hold_typed_ahead()  # lines typed meanwhile wait, unsent
                 with contextlib.suppress(ConnectionLost):  # if lost, the receive tells it
                     self.conn.send({"type": "cancel"})
                 continue

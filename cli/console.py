@@ -159,6 +159,8 @@ class Console:
         self._prompt: Any = None
         self._questions: Any = None
         self.late_interrupt = False
+        self._held: list[str] = []
+        """Lines typed ahead of a reply a Ctrl+C cancelled: each starts a prompt, unsent."""
         self._typed_ahead = ""
         """Keys read from the terminal's input before their prompt (see
         ``interrupted_after_enter``): its first line starts the next prompt."""
@@ -258,31 +260,23 @@ class Console:
             if any(key.key == "c-c" for key in keys):
                 return True  # dropped with it, as the terminal's own Ctrl+C does
             store_typeahead(self._prompt.input, keys)
-        import termios
-
-        try:
-            fd = sys.stdin.fileno()
-            saved = termios.tcgetattr(fd)
-        except (OSError, ValueError, termios.error):
-            return late
-        now = list(saved)
-        now[3] &= ~(termios.ICANON | termios.ECHO)  # what waits, line or not, at once
-        now[6] = list(now[6])
-        now[6][termios.VMIN] = 0
-        now[6][termios.VTIME] = 0
-        try:
-            termios.tcsetattr(fd, termios.TCSANOW, now)
-            data = os.read(fd, 65536)
-        except (OSError, termios.error):
-            data = b""
-        finally:
-            with contextlib.suppress(OSError, termios.error):
-                termios.tcsetattr(fd, termios.TCSANOW, saved)
+        data = _waiting_input()
         if b"\x03" in data:
             self._typed_ahead = ""
             return True
         self._typed_ahead += data.decode("utf-8", "replace")
         return late
+
+    def hold_typed_ahead(self) -> None:
+        """A Ctrl+C cancelled the reply: the lines typed ahead while it streamed (kept in
+        the terminal's input: ``keys_unechoed`` sets NOFLSH) are not sent by themselves;
+        each waits at a prompt of its own, for Enter."""
+        if not self.interactive:
+            return
+        typed = self._typed_ahead + _waiting_input().decode("utf-8", "replace")
+        self._typed_ahead = ""
+        lines = typed.replace("\r", "\n").split("\n")
+        self._held.extend(kept for line in lines if (kept := _printable_line(line)).strip())
 
     def read_line(self, prompt: str = "> ", idle: IdleWatcher | None = None) -> str | None:
         """One message; None at end of input. KeyboardInterrupt: Ctrl+C at an empty prompt.
@@ -297,11 +291,14 @@ class Console:
             with patch_stdout():
                 if idle is not None:
                     idle.start(lambda: _end(session.app))
-                typed, self._typed_ahead = self._typed_ahead, ""
-                line, enter, rest = typed.replace("\r", "\n").partition("\n")
-                line = "".join(c for c in line if c.isprintable())
-                if rest:
-                    self._typed_ahead = rest  # after this line: for the prompt after it
+                if self._held:  # typed ahead of a cancelled reply: shown, not sent
+                    line, enter = self._held.pop(0), ""
+                else:
+                    typed, self._typed_ahead = self._typed_ahead, ""
+                    line, enter, rest = typed.replace("\r", "\n").partition("\n")
+                    line = _printable_line(line)
+                    if rest:
+                        self._typed_ahead = rest  # after this line: for the prompt after it
                 try:
                     text: str | None = session.prompt(
                         prompt, default=line, accept_default=bool(enter and line)
@@ -405,6 +402,7 @@ class Console:
             return
         quiet = list(saved)
         quiet[3] &= ~(termios.ECHO | termios.ECHONL)
+        quiet[3] |= termios.NOFLSH  # a Ctrl+C cancelling the reply keeps what was typed
         try:
             termios.tcsetattr(sys.stdin, termios.TCSANOW, quiet)  # NOW: keep what was typed
             yield
@@ -436,3 +434,31 @@ def slash_completer() -> Any:
                     yield Completion(name, start_position=-len(text), display_meta=meta)
 
     return SlashCompleter()
+
+
+def _printable_line(line: str) -> str:
+    return "".join(c for c in line if c.isprintable())
+
+
+def _waiting_input() -> bytes:
+    """What waits in the terminal's input, line or not, read at once (b"" if none)."""
+    import termios
+
+    try:
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+    except (OSError, ValueError, termios.error):
+        return b""
+    now = list(saved)
+    now[3] &= ~(termios.ICANON | termios.ECHO)
+    now[6] = list(now[6])
+    now[6][termios.VMIN] = 0
+    now[6][termios.VTIME] = 0
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, now)
+        return os.read(fd, 65536)
+    except (OSError, termios.error):
+        return b""
+    finally:
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcsetattr(fd, termios.TCSANOW, saved)

@@ -110,6 +110,30 @@ def test_prompt_streaming_ctrl_c_cancels_and_ctrl_d_exits(env: Env, server: Chat
     assert "word199" not in messages, "the cancelled reply is not kept"
 
 
+def test_lines_typed_ahead_survive_a_ctrl_c_and_wait_unsent_at_the_next_prompts(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's find: a line typed and entered while a reply streamed was dropped by the
+    Ctrl+C that cancelled the reply (the terminal flushes its input on SIGINT), untold.
+    Kept, each waits at a prompt of its own; the user cancelled, so none is sent by itself."""
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        tty.type("first typed ahead\rsecond typed\x03")  # the pty takes them in order
+        tty.expect("[cancelled]")
+        tty.expect("first typed ahead")  # at the next prompt, not sent
+        tty.type("\r")
+        tty.expect("echo: first typed ahead")
+        tty.expect("second typed")
+        tty.type(" too\r")
+        tty.expect("echo: second typed too")
+    finally:
+        tty.close()
+    assert sum("first typed ahead" in r["messages"][-1]["content"] for r in server.requests) == 1
+
+
 def test_keys_typed_while_a_reply_streams_wait_for_the_next_prompt(
     env: Env, server: ChatServer
 ) -> None:
