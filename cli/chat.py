@@ -313,6 +313,8 @@ class Chat:
         self._interrupts = DeferredInterrupts()
         """Ctrl+C during a turn: taken in the waits for the supervisor only."""
         self._told: set[str] = set()
+        self._about_asked: list[str] = []
+        """The start's lines naming the --resume'd session (see ``_tell_about_asked``)."""
         """The start's warnings told already (an open refused for one is not told twice)."""
         self._lost = False
         """The supervisor went away during a reply that was then given up (lost twice,
@@ -347,6 +349,9 @@ class Chat:
         conn.sock.settimeout(None)  # replies may take the model's time
         if tell_warnings:
             for warning in welcome.get("warnings", []):
+                if self.options.resume and self.options.resume in warning:
+                    self._about_asked.append(warning)  # told with the open's outcome
+                    continue
                 self.console.warn(warning)
                 self._told.add(warning)  # another session's file: the run's own work is fine
         return welcome, started
@@ -452,6 +457,7 @@ class Chat:
         while True:
             frame = self.conn.receive()
             if frame["type"] == "opened":
+                self._tell_about_asked()
                 if frame["session_id"] != session_id or not continuing:
                     self.context = "resumed" if frame["resumed"] else "fresh"
                 self.session_id = frame["session_id"]
@@ -468,6 +474,9 @@ class Chat:
                 continue
             if frame["type"] != "error":
                 continue
+            if frame["message"] in self._about_asked:  # the --resume'd session's problem
+                raise ChatError(frame["message"])  # one line, not the start's too
+            self._tell_about_asked()
             if frame["code"] == ErrorCode.SESSION_LIVE:
                 if not ask:
                     raise WouldAsk(frame["message"])
@@ -490,6 +499,13 @@ class Chat:
             if frame["message"] in self._told and session_id:  # the start's warning said why
                 raise ChatError(f"session {session_id} cannot be resumed (see above)")
             raise ChatError(frame["message"])
+
+    def _tell_about_asked(self) -> None:
+        """The start's lines about the --resume'd session, held until its open answered."""
+        for warning in self._about_asked:
+            self.console.warn(warning)
+            self._told.add(warning)
+        self._about_asked.clear()
 
     def reattach_quietly(self) -> None:
         """Re-attach at once, from the prompt's watch: WouldAsk if that needs a question
