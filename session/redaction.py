@@ -61,6 +61,7 @@ _TOKEN_PATTERNS = [
     r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",  # SendGrid
     r"\bhooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,}",
     r"\bdiscord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{40,}",
+    r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_\-]{30,40}(?![A-Za-z0-9_\-])",  # a Telegram bot's
 ]
 _TOKENS_RE = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS))
 
@@ -123,10 +124,12 @@ or follows an escaped newline, and ends at the next one or at the string's end."
 _QUOTED_RE = re.compile(
     rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY}|passcode|pin code|api key|access key)"
     rf"{_QUOTE}?\s*(?::|=|\s+is|\s+was|\s+to)\s*)"
-    r"(?P<open>\\?[\"'`]|[\u201c\u2018])(?P<value>.{3,500}?)(?P<close>(?P=open)|[\u201d\u2019])"
+    r"(?P<open>\\?[\"'`]|[\u201c\u2018])(?P<value>.{3,500}?)(?<!\\)"
+    r"(?P<close>(?P=open)|[\u201d\u2019])"
 )
 """A quoted value after a key, in an assignment or in prose (``client_secret is "..."``,
-``set the password to "..."``): the whole value goes, spaces, apostrophes and all."""
+``set the password to "..."``): the whole value goes, spaces, apostrophes and quotes
+escaped inside it (``"Qz8\\"Xk2"``) all."""
 
 
 def _assigned(match: re.Match[str]) -> str:
@@ -286,14 +289,18 @@ def _bare_value(match: re.Match[str]) -> str:
     """Only a value that looks generated: digits, lower and upper case letters mixed, or
     20 hex digits and more (a Twilio auth token, a Heroku key: ``3f2a9b...``)."""
     value = match.group(2)
+    digits = any(c.isdigit() for c in value)
     generated = (
-        any(c.isdigit() for c in value)
-        and any(c.isupper() for c in value)
-        and any(c.islower() for c in value)
-    ) or (_HEX_RE.fullmatch(value) is not None and sum(c.isdigit() for c in value) >= 6)
+        (digits and any(c.isupper() for c in value) and any(c.islower() for c in value))
+        or (_HEX_RE.fullmatch(value) is not None and sum(c.isdigit() for c in value) >= 6)
+        or (digits and any(c.isalpha() for c in value) and _PASSWORD_WORD_RE.search(match[1]))
+    )
     return match.group(1) + REDACTED if generated else match.group(0)
 
 
+_PASSWORD_WORD_RE = re.compile(r"(?i)passw|passphrase")
+"""After ``password``/``passphrase`` a value of letters and digits is one (``passphrase
+hunter2hunter2``); after ``token`` or ``secret`` it must look generated."""
 _HEX_RE = re.compile(r"[0-9a-fA-F]{20,}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 
 
@@ -325,7 +332,7 @@ def _prose_value(match: re.Match[str]) -> str:
 # holds one of these words: text with none of them is left alone after two searches.
 _TOKEN_MARKERS_RE = re.compile(
     r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|eyJ|-----BEGIN|[rs]k_|hf_|glpat-|npm_|pypi-|://"
-    r"|(?:^|\s)-u|--user|--pass|sig=|\s-p"
+    r"|(?:^|\s)-u|--user|--pass|sig=|\s-p|:AA"
 )
 _TOKEN_WORDS = ("whsec_", "sg.", "webhooks/")
 """Lower-case words of the token patterns that have no marker above (a cheaper test)."""

@@ -261,6 +261,9 @@ def test_ordinary_text_about_keys_and_urls_is_left_alone(text: str) -> None:
         "the password will be rotated monthly",
         "pin the version to 1.2.3",
         "pass the token to the function",
+        "the password policy2 applies",
+        "a password field1 and a password field2",
+        "call 123456789:AAA later",
     ],
 )
 def test_prose_about_credentials_is_left_alone(text: str) -> None:
@@ -442,6 +445,12 @@ def test_a_quoted_value_is_scrubbed_whole(text: str, kept: str) -> None:
         ('password: "correct horse\'s battery staple"', "battery staple"),
         ("passphrase: Xy9/abc123", "Xy9/abc123"),
         ('passphrase: "correct horse battery staple"', "horse battery"),
+        # found by a helper (H46): each was stored in clear, or most of it
+        ("telegram bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", "HdqTcvCH1vGWJxfSeof"),
+        ("the bot token 987654321:AAF-x_y2Zq9Xv7Lm2Pk4Rt6Yu8Io0Pa1Sd3", "Zq9Xv7Lm2Pk4"),
+        ('{"password": "Qz8\\"Xk2Lm9Ab"}', "Xk2Lm9Ab"),
+        ("passphrase hunter2hunter2", "hunter2hunter2"),
+        ("the password letmein2024 for staging", "letmein2024"),
     ],
 )
 def test_quoted_and_prose_values_are_scrubbed(text: str, secret: str) -> None:
