@@ -924,8 +924,9 @@ class CheckpointStore:
         session_id = state.session_id
         contents: dict[str, bytes] = {}
         files: dict[str, str] = {}
-        for relative in safe_relative_paths(workspace, sorted(set(paths))):
-            try:
+        named = scrub_keys(dict.fromkeys(paths, ""), with_secrets(self.known_secrets, secrets))
+        for relative in safe_relative_paths(workspace, sorted(named)):  # as the manifest's:
+            try:  # a name that holds a secret is not kept (a file is restored by its name)
                 data = read_workspace_bytes(workspace, relative, cap)
             except OverCap as exc:
                 used = self.usage(session_id) + exc.size

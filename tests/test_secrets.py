@@ -288,6 +288,24 @@ def test_a_checkpoint_entry_is_scrubbed_like_the_session_file(tmp_path: Path) ->
     assert "hunter2222secret" in blob.read_text()  # file contents are restored exactly
 
 
+def test_a_checkpoint_keeps_no_file_whose_name_holds_a_secret(tmp_path: Path) -> None:
+    """A helper's find (H46): the manifest left such a name out, the checkpoint entries kept
+    it in clear (a file is restored by its name: so it is not checkpointed at all)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    leaky = "sk-AbCdEfGhIjKlMnOpQrStUv5555.txt"
+    (workspace / leaky).write_text("named for a key\n")
+    (workspace / "spec.md").write_text("# spec\n")
+    project = tmp_path / "projects" / "ws_00000000" / "sessions"
+    store = SessionCatalog(tmp_path, known_secrets=(ENV_SECRET,)).checkpoints(project)
+    checkpoint = store.write(
+        leaky_state(), workspace, [leaky, "spec.md"], reason="save", cap=10**9, now=NOW
+    )
+    assert list(checkpoint.files) == ["spec.md"]
+    (entry,) = (project.parent / "checkpoints" / "aaaaaaaaaaaa").iterdir()
+    assert b"AbCdEfGhIjKl" not in entry.read_bytes()
+
+
 def test_a_checkpoint_written_unscrubbed_is_read_scrubbed(tmp_path: Path) -> None:
     from session.manager import CheckpointStore
 
