@@ -58,6 +58,8 @@ def error_line(exc: BaseException) -> str | None:
         return as_error_line(str(exc.strerror))
     from session.errors import SessionError
 
+    if isinstance(exc, OSError) and exc.strerror and exc.filename is not None:
+        return as_error_line(f"{exc.filename}: {exc.strerror}")  # not "[Errno 1] ...: '...'"
     if isinstance(exc, SessionError | OSError):
         return as_error_line(str(exc))
     return None

@@ -133,9 +133,14 @@ class SessionCatalog:
             return False
         if if_saved:
             manager.refuse_newer(session_id)
-        removed = manager.delete(session_id)
         store = self.checkpoints(project)
-        store.delete_session(session_id)
+        try:
+            removed = manager.delete(session_id)
+            store.delete_session(session_id)
+        except OSError as exc:
+            if not if_saved:
+                raise
+            raise SessionError(not_removed_line(session_id, exc)) from exc  # the user's rm
         store.collect_garbage()
         return removed
 
@@ -293,15 +298,21 @@ class SessionCatalog:
         except OverflowError:  # more days than the calendar holds: nothing is that old
             cutoff = datetime.min.replace(tzinfo=UTC)
         pruned = []
+        problems: list[str] = []
         touched: set[Path] = set()
         for row in listing.rows:
             if row.state != "orphaned" or row.updated_at >= cutoff or row.note is not None:
                 continue
             if not dry_run:
                 project = projects_dir(self.root) / row.project / "sessions"
-                self.manager(project).delete(row.session_id)
-                self.checkpoints(project).delete_session(row.session_id)
-                touched.add(project)
+                try:
+                    self.manager(project).delete(row.session_id)
+                    self.checkpoints(project).delete_session(row.session_id)
+                except OSError as exc:  # a read-only or immutable directory: say which
+                    problems.append(not_removed_line(row.session_id, exc))
+                    continue
+                finally:
+                    touched.add(project)
             pruned.append(row)
         leftovers: tuple[tuple[str, str], ...] = ()
         for project in self.project_dirs(projects):
@@ -313,7 +324,8 @@ class SessionCatalog:
         if not dry_run:
             for project in touched:
                 self.checkpoints(project).collect_garbage()
-        return Pruned(SessionListing(tuple(pruned), listing.warnings), leftovers)
+        warnings = (*listing.warnings, *problems)
+        return Pruned(SessionListing(tuple(pruned), warnings), leftovers)
 
     def _leftover_checkpoints(
         self, project: Path, live: dict[str, int], cutoff: datetime
@@ -335,6 +347,13 @@ class SessionCatalog:
             and not any(n.startswith(f"{session_id}.json") for n in names)
             and _changed_before(store.session_dir(session_id), cutoff)
         )
+
+
+def not_removed_line(session_id: str, exc: OSError) -> str:
+    """``error: ...`` for a session a removal could not delete (what stopped it, where)."""
+    where = f"{Path(exc.filename).name}: " if exc.filename else ""
+    why = exc.strerror or str(exc)
+    return f"error: session {session_id} not removed ({where}{why}); what is left stays in place"
 
 
 def _changed_before(directory: Path, cutoff: datetime) -> bool:

@@ -3,10 +3,12 @@ end of input at questions, out-of-range numbers, and what deleting a session lea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -66,6 +68,42 @@ def test_sessions_prune_exits_1_when_it_could_not_read_a_file(env: Env, supervis
     assert "error: refusing session file dddddddddddd.json" in pruned.stderr, pruned.stderr
     assert pruned.returncode == 1
     assert env.run("sessions").returncode == 1, "as the listing"
+
+
+@contextlib.contextmanager
+def immutable_sessions_dir_of(env: Env) -> Iterator[None]:
+    """The project's sessions directory made immutable (``chattr +i``: a read-only mode
+    does not stop root), undone after the test; skipped where chattr cannot."""
+    made = subprocess.run(["chattr", "+i", str(env.project)], capture_output=True, check=False)
+    if made.returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(env.project)], check=False)
+
+
+def test_a_prune_or_rm_that_cannot_delete_says_which_session_and_that_it_stayed(env: Env) -> None:
+    """A helper's find (H44): on an immutable sessions directory prune printed only
+    "error: [Errno 1] Operation not permitted: '.../active_9952.json'"."""
+    tab = env.terminal()
+    assert env.run("--new", input="hello\n", terminal=tab).returncode == 0
+    (session_id,) = env.session_ids()
+    tab.close()
+    env.run("supervisor", "stop")
+    told = (
+        f"error: session {session_id} not removed (active_{tab.pid}.json: Operation not "
+        "permitted); what is left stays in place"
+    )
+    with immutable_sessions_dir_of(env):
+        pruned = env.run("sessions", "prune", "--older-than", "0")
+        removed = env.run("sessions", "rm", session_id)
+    assert pruned.returncode == 1
+    assert pruned.stderr.splitlines() == [told], pruned.stderr
+    assert "Removed 0 orphaned sessions" in pruned.stdout
+    assert removed.returncode == 1
+    assert removed.stderr.splitlines() == [told], removed.stderr
+    assert env.session_ids() == [session_id]
 
 
 def test_an_over_long_message_is_refused_by_the_client_and_the_chat_goes_on(env: Env) -> None:
