@@ -302,6 +302,9 @@ class Chat:
         self.changed_outside: set[str] = set()
         self._hung_up = False  # the supervisor closed the connection after refusing a frame
         self.resumed = False
+        self.on_disk = False
+        """The session has a file (it was resumed, or a turn of it was acknowledged: each
+        is saved before its end), as far as this terminal knows."""
         """The session opened is one resumed (its last reply may have asked something)."""
         self.context: str | int = "fresh"
         """The kind of resume context the model is given, kept across a re-attach (the
@@ -460,8 +463,11 @@ class Chat:
                 self._tell_about_asked()
                 if frame["session_id"] != session_id or not continuing:
                     self.context = "resumed" if frame["resumed"] else "fresh"
+                if frame["session_id"] != self.session_id:
+                    self.on_disk = False
                 self.session_id = frame["session_id"]
                 self.resumed = bool(frame["resumed"])
+                self.on_disk = self.on_disk or self.resumed
                 self.phase = frame.get("phase")
                 if self.console.interactive and announce:
                     what = "Resumed" if frame["resumed"] else "New"
@@ -524,7 +530,7 @@ class Chat:
         A dying supervisor may still accept a connection and then reset it, so
         this tries a few times. ``quiet``: it hung up on a frame it refused; no warning.
         """
-        previous = self.session_id
+        previous, saved = self.session_id, self.on_disk
         elsewhere: str | None = None
         for attempt in range(REATTACH_ATTEMPTS):
             if self._conn is not None:
@@ -562,10 +568,10 @@ class Chat:
                 f"{self.session_id}"
             )
         else:
+            what = "is no longer on disk (removed meanwhile)" if saved else "had not been saved yet"
             self.console.warn(
-                f"warning: the supervisor went away; {how}session {previous} "
-                f"had not been saved yet, continuing in new session "
-                f"{self.session_id}"
+                f"warning: the supervisor went away; {how}session {previous} {what}, "
+                f"continuing in new session {self.session_id}"
             )
 
     # -- the loop -------------------------------------------------------------
@@ -757,6 +763,7 @@ class Chat:
                 view.tool(reply["text"])
             elif kind == "turn_end":
                 if reply["status"] == "ok":
+                    self.on_disk = True  # saved before the supervisor said it ended
                     view.end()
                 else:
                     view.cut()  # the turn is not kept: piped, its text is no reply
@@ -913,6 +920,7 @@ class Chat:
             self.a_turn_failed = True  # piped, a failed command fails the run as a turn does
         if name == "reset" and text.startswith("Session reset"):
             self.session_id = text.rsplit("New session ", 1)[-1][:12]
+            self.on_disk = False
             self.context = "fresh"
             self.phase, self.input_tokens = None, None
             self.changed_outside.clear()

@@ -387,3 +387,23 @@ def test_a_session_taken_by_another_terminal_while_the_supervisor_was_down_is_sa
     assert "continuing in new session" in told
     other.close_stdin()
     assert other.wait() == 0
+
+
+def test_a_session_removed_while_the_supervisor_was_down_is_not_said_unsaved(env: Env) -> None:
+    """A helper's report (H44): after `sessions rm` of a saved session while the supervisor
+    was down, the terminal's re-attach said it "had not been saved yet"."""
+    tab = env.terminal()
+    first = env.spawn("--new", terminal=tab)
+    first.send("before the crash")
+    first.expect("before the crash")
+    (session_id,) = wait_for(env.session_ids, what="a session file")
+    env.kill_supervisor_and_heir()
+    tab.close()  # the tab's shell is gone: its session is orphaned, and may be removed
+    assert env.run("sessions", "rm", session_id).returncode == 0
+    first.send("after the rm")
+    first.expect("after the rm")
+    first.close_stdin()
+    assert first.wait() == 0
+    told = "\n".join(first.drain_stderr())
+    assert f"session {session_id} is no longer on disk (removed meanwhile)" in told
+    assert "had not been saved yet" not in told
