@@ -407,3 +407,22 @@ def test_a_session_removed_while_the_supervisor_was_down_is_not_said_unsaved(env
     told = "\n".join(first.drain_stderr())
     assert f"session {session_id} is no longer on disk (removed meanwhile)" in told
     assert "had not been saved yet" not in told
+
+
+def test_resume_of_a_live_session_of_another_project_names_its_project(env: Env) -> None:
+    """A helper's report (H45): --resume of another project's live session offered a new
+    session as if it were this project's, live elsewhere; one that is not live is named as
+    another project's."""
+    first = env.spawn("--new", terminal=env.terminal())
+    first.send("in the first project")
+    first.expect("in the first project")
+    (session_id,) = wait_for(env.session_ids, what="a session file")
+    elsewhere = env.base / "ws-other"
+    elsewhere.mkdir()
+    result = env.run("--workspace", str(elsewhere), "--resume", session_id, input="")
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: no session {session_id} in this project (")
+    assert f"it belongs to project {env.project.parent.name}" in line
+    first.close_stdin()
+    assert first.wait() == 0
