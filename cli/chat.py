@@ -599,7 +599,7 @@ class Chat:
         try:
             self.attach()
         except (Cancelled, KeyboardInterrupt):  # at a question, or while attaching
-            self.console.warn("Cancelled; no session was opened (the previous one is kept).")
+            self.console.warn("Cancelled; no session was opened (nothing on disk was changed).")
             self.close()
             return 0
         try:
