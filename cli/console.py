@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -378,7 +379,13 @@ class Console:
     # -- output ---------------------------------------------------------------
 
     def say(self, text: str) -> None:
-        """A line for the user that is not a reply (questions, command results)."""
+        """A line for the user that is not a reply (questions, command results); on a
+        terminal, lines wider than it wrap between words (``/help`` at 40 columns). (Not
+        ``warn``'s: an error line is copied whole, and the terminal's wrap keeps it one.)"""
+        if self.out_tty:
+            import shutil
+
+            text = word_wrap(text, shutil.get_terminal_size().columns)
         print(printable(text), file=self.info_stream, flush=True)
 
     def warn(self, text: str) -> None:
@@ -462,3 +469,34 @@ def _waiting_input() -> bytes:
     finally:
         with contextlib.suppress(OSError, termios.error):
             termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+_HANGING_RE = re.compile(r"\s*\S+(?: \S+)?\s{2,}(?=\S)|\s*(?:[-*]|\d+[.)]) |\s*")
+"""Where a line's continuation rows start: under its second column (``  /save   save the
+session``), after a list marker, or at its indentation."""
+
+
+def word_wrap(text: str, width: int) -> str:
+    """``text`` with each line wider than ``width - 1`` wrapped between words, its rows
+    after the first indented as ``_HANGING_RE`` says (a word wider than a row is cut)."""
+    import textwrap
+
+    room = max(width - 1, 20)
+    rows: list[str] = []
+    for line in text.split("\n"):
+        if len(line) <= room:
+            rows.append(line)
+            continue
+        hanging = _HANGING_RE.match(line)
+        indent = " " * (len(hanging[0]) if hanging and len(hanging[0]) <= room // 2 else 0)
+        rows.extend(
+            textwrap.wrap(
+                line,
+                room,
+                subsequent_indent=indent,
+                break_on_hyphens=False,
+                drop_whitespace=True,
+            )
+            or [line]
+        )
+    return "\n".join(rows)

@@ -61,3 +61,19 @@ def test_a_message_among_the_listing_is_left_whole_to_wrap() -> None:
 
     message = "No checkpoints in this session yet (/save writes one)."
     assert fit_to_width(message, 20) == message
+
+
+def test_a_line_wider_than_the_terminal_wraps_between_words_under_its_second_column() -> None:
+    """A helper's report (H45): /help at 40 columns was cut mid-word by the terminal."""
+    from cli.console import word_wrap
+
+    line = "  /resume          show the resume context given to the assistant"
+    assert word_wrap(line, 40).split("\n") == [
+        "  /resume          show the resume",
+        "                   context given to the",
+        "                   assistant",
+    ]
+    assert word_wrap("short enough", 40) == "short enough"
+    words = "A message may start with a path (/etc/hosts ...); start it with // to send"
+    assert all(len(row) <= 39 for row in word_wrap(words, 40).split("\n"))
+    assert word_wrap(words, 40).split() == words.split()  # no word cut, none lost
