@@ -124,7 +124,7 @@ or follows an escaped newline, and ends at the next one or at the string's end."
 _QUOTED_RE = re.compile(
     rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY}|passcode|pin code|api key|access key)"
     rf"{_QUOTE}?\s*(?::|=|\s+is|\s+was|\s+to)\s*)"
-    r"(?P<open>\\?[\"'`]|[\u201c\u2018])(?P<value>.{3,500}?)(?<!\\)"
+    r"(?P<open>\\?[\"'`]|[\u201c\u2018])(?P<value>(?:\\.|.){1,500}?)"
     r"(?P<close>(?P=open)|[\u201d\u2019])"
 )
 """A quoted value after a key, in an assignment or in prose (``client_secret is "..."``,
@@ -139,7 +139,7 @@ def _assigned(match: re.Match[str]) -> str:
 
 
 def _quoted(match: re.Match[str]) -> str:
-    if _kept(match.group("key"), match.group("value")):
+    if len(match.group("value")) < 3 or _kept(match.group("key"), match.group("value")):
         return match.group(0)
     return match.group(1) + match.group("open") + REDACTED + match.group("close")
 

@@ -476,6 +476,30 @@ def test_quoted_and_prose_values_are_scrubbed(text: str, secret: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "scrubbed"),
+    [  # H47: a value ending in an escaped backslash ends at its own quote
+        (
+            'password="ab\\\\c\\\\" api_key="Zq9Xv7Lm2Pk4Rt6Y"',
+            'password="[REDACTED]" api_key="[REDACTED]"',
+        ),
+        (
+            'password = "Qz8Xk2\\\\" and token="zzzzPlainSecretValue1"',
+            'password = "[REDACTED]" and token="[REDACTED]"',
+        ),
+        (
+            json.dumps({"password": "x\\", "api_key": "Zq9Xv7Lm2Pk4Rt6Y"}),
+            '{"password": "[REDACTED]", "api_key": "[REDACTED]"}',
+        ),
+        ('{"password": "Qz8\\"Xk2Lm9Ab"}', '{"password": "[REDACTED]"}'),
+    ],
+)
+def test_a_quoted_value_ends_at_its_own_quote_whatever_it_escapes(
+    text: str, scrubbed: str
+) -> None:
+    assert scrub_text(text) == scrubbed
+
+
+@pytest.mark.parametrize(
     "text",
     ["token_limit is 128000", "token_limit: 100/200", "token: ticket_id"],
 )
