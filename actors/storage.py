@@ -141,6 +141,14 @@ class StorageActor(Actor[StorageMessage]):
             return False
         return await self._io(lambda: self._catalog.manager(project).exists(session_id))
 
+    async def _here(self, project: Path, session_id: str) -> bool:
+        """Whether ``project`` has the session: its file, or it is new there and live (no
+        turn saved yet). Another project's live session is not found here, not "live"."""
+        new = self._memory.unsaved_new.get(session_id)
+        if new is not None and session_id in self._live and session_id not in self._deleted:
+            return new[0] == project
+        return await self._stored(project, session_id)
+
     def _check_holder(self, session_id: str, terminal_pid: int) -> None:
         """SessionLive unless the session is free or held by ``terminal_pid``."""
         holder = self._live.get(session_id)
@@ -186,9 +194,9 @@ class StorageActor(Actor[StorageMessage]):
                 live = dict(self._live)
                 return await self._io(lambda: catalog.find_resumable(project, terminal_pid, live))
             case Claim(session_id, terminal_pid, token, stored_in, new_in):
-                self._check_holder(session_id, terminal_pid)
-                if stored_in is not None and not await self._stored(stored_in, session_id):
+                if stored_in is not None and not await self._here(stored_in, session_id):
                     raise FileNotFoundError(errno.ENOENT, "no such session", session_id)
+                self._check_holder(session_id, terminal_pid)
                 self._live[session_id] = terminal_pid
                 if new_in is not None:
                     self._memory.unsaved_new[session_id] = (new_in, utc_now())

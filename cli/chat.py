@@ -483,12 +483,6 @@ class Chat:
             if frame["message"] in self._about_asked:  # the --resume'd session's problem
                 raise ChatError(frame["message"])  # one line, not the start's too
             self._tell_about_asked()
-            asked = session_id is not None and session_id == self.options.resume
-            if frame["code"] == ErrorCode.SESSION_LIVE and asked and session_id:
-                from cli.sessions import in_this_project, not_found_line
-
-                if not in_this_project(self.options.workspace, session_id):  # another's
-                    raise ChatError(not_found_line(self.options.workspace, session_id))
             if frame["code"] == ErrorCode.SESSION_LIVE:
                 if not ask:
                     raise WouldAsk(frame["message"])

@@ -31,11 +31,6 @@ LOCK_ATTEMPTS = 50
 LOCK_PAUSE_S = 0.02
 
 
-def in_this_project(workspace: Path, session_id: str) -> bool:
-    """Whether the workspace's project has a file for ``session_id`` (an id, checked)."""
-    return os.path.lexists(_project(workspace) / f"{session_id}.json")
-
-
 def not_found_line(workspace: Path, session_id: str) -> str:
     """``no session X in this project``, with where it is if another project has it, or
     why it cannot be opened if its file was moved aside as corrupt."""

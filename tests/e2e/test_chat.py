@@ -426,3 +426,22 @@ def test_resume_of_a_live_session_of_another_project_names_its_project(env: Env)
     assert f"it belongs to project {env.project.parent.name}" in line
     first.close_stdin()
     assert first.wait() == 0
+
+
+def test_resume_of_this_projects_live_session_with_no_turn_yet_says_it_is_live(env: Env) -> None:
+    """A helper's find (H47): a live session with no turn saved (no file yet) was "no
+    session" to --resume in its own project; it is live in another terminal."""
+    first = env.spawn("--new", terminal=env.terminal())
+    (row,) = wait_for(env.sessions_json, what="the new session listed")
+    session_id = row["session_id"]
+    result = env.run("--resume", session_id, input="n\n", terminal=env.terminal())
+    assert f"note: session {session_id} is live in another terminal" in result.stderr
+    elsewhere = env.base / "ws-other"
+    elsewhere.mkdir()
+    other = env.run("--workspace", str(elsewhere), "--resume", session_id, input="")
+    assert other.returncode == 1
+    assert other.stderr.startswith(f"error: no session {session_id} in this project ("), (
+        other.stderr
+    )
+    first.close_stdin()
+    assert first.wait() == 0
