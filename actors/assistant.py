@@ -6,11 +6,12 @@ import asyncio
 import errno
 import hashlib
 import os
+import posixpath
 import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import get_type_hints
+from typing import Any, get_type_hints
 
 import anyio
 from pydantic_ai import Agent, RunContext
@@ -91,6 +92,15 @@ async def _before_write(deps: TurnDeps, relative: str) -> str | None:
 
 def _relative(path: str) -> str:
     return path.strip().removeprefix("./")
+
+
+def written_paths(tool_name: str, args: dict[str, Any]) -> tuple[str, ...]:
+    """The workspace paths a call of ``tool_name`` with ``args`` writes, normalized as
+    the watcher names them (``write_file``'s path; the other tools write no file)."""
+    path = args.get("path")
+    if tool_name != "write_file" or not isinstance(path, str):
+        return ()
+    return (posixpath.normpath(_relative(path)),)
 
 
 def _check_path(deps: TurnDeps, path: str) -> str | None:

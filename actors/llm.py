@@ -24,7 +24,7 @@ from pydantic_ai.messages import (
     ToolCallPart,
 )
 
-from actors.assistant import TurnDeps, build_agent, resolve_model
+from actors.assistant import TurnDeps, build_agent, resolve_model, written_paths
 from actors.base import Actor, ActorRef, DeadActor, Envelope, next_item
 from actors.messages import (
     CancelTurn,
@@ -213,8 +213,10 @@ class LLMActor(Actor[LLMMessage]):
                 if Agent.is_call_tools_node(node):
                     for part in node.model_response.parts:
                         if isinstance(part, ToolCallPart):
-                            line = describe_tool_call(part.tool_name, part.args_as_dict())
-                            await reply.send_now(TurnToolCall(turn.turn_id, line))
+                            args = part.args_as_dict()
+                            line = describe_tool_call(part.tool_name, args)
+                            writes = written_paths(part.tool_name, args)
+                            await reply.send_now(TurnToolCall(turn.turn_id, line, writes))
                 if not Agent.is_model_request_node(node):
                     continue
                 async with node.stream(run.ctx) as events:

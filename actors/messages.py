@@ -414,10 +414,13 @@ class TurnDone:
 
 @dataclass(frozen=True)
 class TurnToolCall:
-    """The running turn calls a tool; ``text`` describes it in one line."""
+    """The running turn calls a tool; ``text`` describes it in one line. ``writes``: the
+    workspace paths it is called to write (sent before it runs: a change the watcher sees
+    at any other path during the turn is not the turn's own)."""
 
     turn_id: int
     text: str
+    writes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

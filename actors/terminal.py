@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import posixpath
 import shutil
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -320,6 +321,11 @@ class TerminalActor(Actor[TerminalMessage]):
         self._last_change: dict[str, float] = {}
         """When each file was last seen changing outside (a burst gives one notice)."""
         self._deferred_changes: set[str] = set()
+        """Changes seen during a turn at paths it writes: told (or not) when it ends."""
+        self._turn_writes: set[str] = set()
+        """The paths the running turn's tools were called to write (``TurnToolCall``)."""
+        self._told_in_turn: set[str] = set()
+        """Changes told while the turn ran (its end does not tell them again)."""
         self._known: tuple[dict[str, str], str | None] | None = None
         self._watched: dict[str, str] | None = None
         self.released = anyio.Event()
@@ -390,8 +396,9 @@ class TerminalActor(Actor[TerminalMessage]):
                     await self._emit(ReplyText(text))
             case TurnDone():
                 await self._finish_turn(message)
-            case TurnToolCall(turn_id, text):
+            case TurnToolCall(turn_id, text, writes):
                 if turn_id == self._lc.turn:
+                    self._turn_writes.update(writes)
                     await self._emit(ToolCallLine(text))
             case CancelCurrentTurn():
                 if self._lc.turn is not None:
@@ -428,9 +435,12 @@ class TerminalActor(Actor[TerminalMessage]):
                 # give the watcher the old digest back, and the change be told again).
                 self._watched = None
                 self._known = None
-                if self._lc.phase is Phase.IN_TURN:
-                    self._deferred_changes.update(paths)
-                else:
+                if self._lc.phase is Phase.IN_TURN:  # told now unless the turn writes it
+                    ours = {p for p in paths if posixpath.normpath(p) in self._turn_writes}
+                    self._deferred_changes.update(ours)  # sorted out when the turn ends
+                    paths = tuple(p for p in paths if p not in ours)
+                    self._told_in_turn.update(paths)
+                if paths:
                     await self._note_changes(paths)
             case SummaryReady(session_id, summary, covers, offline_because):
                 if self._lc.history is not self._history_at_restore:
@@ -600,6 +610,8 @@ class TerminalActor(Actor[TerminalMessage]):
         if done.turn_id != self._lc.turn:
             return
         deferred, self._deferred_changes = self._deferred_changes, set()
+        told_in_turn, self._told_in_turn = self._told_in_turn, set()
+        self._turn_writes.clear()
         self._written.update(done.written)
         if done.cancelled or done.error is not None:
             self._lc = self._lc.abandon_turn(done.touched)
@@ -653,6 +665,7 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._watch(manifest)
             await self._summarize_later()
             await self._compact_later()
+        outside -= told_in_turn - {path for path, _ in done.written}  # read, told already
         if outside:
             await self._note_changes(outside)
         held, self._held_notices = self._held_notices, []

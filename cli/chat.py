@@ -783,12 +783,12 @@ class Chat:
                 self.console.warn(f"error: message not sent: {reply['message']}")
                 return
             elif reply["type"] in ("notice", "error"):
-                # A notice (a failed save, a file changed outside) comes after the text
-                # before it and gets a line of its own; the reply, if it goes on, goes on
-                # below it. (A colour terminal's view holds its text until it ends: the
-                # notice was printed above the reply; piped, the text held back stays
-                # held: it goes to stdout when the reply is whole.)
-                if view.held_back:
+                # A notice (a failed save, a file changed outside) gets a line of its
+                # own. Piped, the text held back stays held (it goes to stdout when the
+                # reply is whole); a colour terminal draws the notice above the paragraph
+                # being written; else it comes after the text so far, and the reply goes
+                # on below it.
+                if view.whole_across_notices:
                     self._other(reply)
                     continue
                 view.end()

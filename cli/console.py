@@ -57,8 +57,11 @@ class ReplyView(Protocol):
     """How one streamed reply appears: a spinner until text, text, tool-call lines."""
 
     held_back: bool
-    """The text is held until the reply ends (a piped run: stdout gets whole replies), so
-    a notice that comes meanwhile (on stderr) does not end it."""
+    """The text is held until the reply ends (a piped run: stdout gets whole replies)."""
+    whole_across_notices: bool
+    """A notice that comes meanwhile does not cut the text: it is on stderr while the
+    text is held back, or drawn above the reply's unfinished paragraph (a colour
+    terminal's live view); else the view ends, and the reply goes on in a new one."""
 
     def write(self, text: str) -> None: ...
 
@@ -101,7 +104,7 @@ class PlainReply:
         self._terminal = out.isatty()
         """Only a terminal is kept from control sequences: a file gets the reply as sent."""
         self._held: list[str] | None = [] if hold else None
-        self.held_back = hold
+        self.held_back = self.whole_across_notices = hold
         self._wrote = False
         self._at_line_start = True
 

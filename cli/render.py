@@ -50,6 +50,9 @@ class RichReply:
         self._live.start()
 
     held_back = False
+    whole_across_notices = True
+    """Lines printed while the live view runs (``Live`` redirects stdout and stderr) go
+    above it: after the reply's finished paragraphs, before the one it is writing."""
 
     def _markdown(self, text: str) -> Markdown:
         return Markdown(text, code_theme=CODE_THEME)

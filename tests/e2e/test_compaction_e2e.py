@@ -281,6 +281,31 @@ def test_a_file_read_for_the_first_time_and_changed_during_the_turn_is_told(
     assert "changed outside the assistant since the last turn: r2.md" in system
 
 
+def test_a_file_changed_outside_while_a_turn_runs_is_told_then_not_after_it(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report (H45): DESIGN 6c asks for the notice within a second while the
+    session is live, and it came only when the reply ended. A change at a path the turn is
+    not writing is told at once; the turn's own write is still not told."""
+    (env.workspace / "agent_spec.md").write_text("# spec\n")
+    client = held_at_the_tools_return(env, server, "write: d/new.md: by the assistant")
+    with (env.workspace / "agent_spec.md").open("a") as edit:
+        edit.write("edited by hand while the turn runs\n")
+    client.expect("note: agent_spec.md changed outside agent-assist", stderr=True)
+    assert not any("recorded" in line for line in client.stdout_lines), "the turn still runs"
+    server.tool_returns_go.set()
+    client.expect("recorded")  # the turn ended
+    client.send("and now?")
+    client.expect("and now?")
+    client.close_stdin()
+    assert client.wait() == 0
+    notes = [line for line in client.drain_stderr() if "changed outside" in line]
+    assert notes == ["note: agent_spec.md changed outside agent-assist"], "once; d/new.md never"
+    last = chats(server)[-1]
+    system = " ".join(str(m["content"]) for m in last["messages"] if m["role"] == "system")
+    assert "changed outside the assistant since the last turn: agent_spec.md" in system
+
+
 def test_a_file_a_turn_made_and_changed_outside_before_the_turn_ended_is_told(
     env: Env, server: ChatServer
 ) -> None:
@@ -615,6 +640,8 @@ def test_the_note_on_many_files_changed_outside_stays_short(env: Env, server: Ch
         seen += client.drain_stderr()
         if any("templates/t29.md changed outside" in line for line in seen):
             break
+    client.send("after the notices")  # the request after them carries the note
+    client.expect("echo: after the notices")
     client.close_stdin()
     assert client.wait() == 0
     notes = [

@@ -134,6 +134,29 @@ def test_lines_typed_ahead_survive_a_ctrl_c_and_wait_unsent_at_the_next_prompts(
     assert sum("first typed ahead" in r["messages"][-1]["content"] for r in server.requests) == 1
 
 
+def test_a_file_changed_while_a_reply_streams_is_told_at_once_and_the_reply_goes_on(
+    env: Env, server: ChatServer
+) -> None:
+    """DESIGN 6c: the notice comes within a second while the session is live, a reply
+    streaming or not; the reply is drawn whole all the same."""
+    (env.workspace / "agent_spec.md").write_text("# spec\n")
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        with (env.workspace / "agent_spec.md").open("a") as edit:
+            edit.write("edited during the reply\n")
+        tty.expect("note: agent_spec.md changed outside agent-assist", timeout=5)
+        assert b"word199" not in ANSI.sub(b"", tty.seen), "told while the reply streams"
+        tty.expect("word199")
+        tty.expect_prompt()
+    finally:
+        tty.close()
+    shown = ANSI.sub(b"", tty.seen)
+    assert shown.count(b"changed outside agent-assist") == 1
+
+
 def test_keys_typed_while_a_reply_streams_wait_for_the_next_prompt(
     env: Env, server: ChatServer
 ) -> None:
