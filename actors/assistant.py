@@ -66,6 +66,10 @@ class TurnDeps:
     checkpointed: set[str] = field(default_factory=set)
     """Paths whose content before this turn's writes a checkpoint already keeps."""
     checkpoint_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    write_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    """Held by each ``write_file`` call from its checkpoint to its write: calls the model
+    made at once write one after the other, in the order it made them (two writes of one
+    file raced: either content could win, and the model was told the other)."""
 
 
 async def _before_write(deps: TurnDeps, relative: str) -> str | None:
@@ -195,7 +199,11 @@ async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:
     """Create or replace a text file of the workspace (path relative to the workspace)."""
     if (problem := _check_path(ctx.deps, path)) is not None:
         return problem
-    relative = _relative(path)
+    async with ctx.deps.write_lock:  # fair: the calls' order
+        return await _write_file(ctx, _relative(path), content)
+
+
+async def _write_file(ctx: RunContext[TurnDeps], relative: str, content: str) -> str:
     if (refused := await _before_write(ctx.deps, relative)) is not None:
         return f"error: {relative} was not written: {refused}"
     write = asyncio.ensure_future(

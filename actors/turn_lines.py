@@ -58,22 +58,29 @@ def _clip(text: str, limit: int = 60) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _shown_path(path: str, limit: int = 120) -> str:
+    """A path as one line: control characters escaped (a model's newline in it forged
+    lines on the terminal), clipped to ``limit`` characters."""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
 def describe_tool_call(name: str, args: Mapping[str, object]) -> str:
     """``write_file agent_spec.md (1.2 KB)``, ``read_file notes.md``, ``record_decision "..."``."""
     path = args.get("path")
     if name == "write_file" and isinstance(path, str):
         content = args.get("content")
         size = len(content.encode("utf-8")) if isinstance(content, str) else 0
-        return f"write_file {path} ({_size(size)})"
+        return f"write_file {_shown_path(path)} ({_size(size)})"
     if name == "read_file" and isinstance(path, str):
-        return f"read_file {path}"
+        return f"read_file {_shown_path(path)}"
     if name == "list_files":
         directory = args.get("directory")
-        return f"list_files {directory if isinstance(directory, str) else '.'}"
+        return f"list_files {_shown_path(directory) if isinstance(directory, str) else '.'}"
     if name == "record_decision":
         return f'record_decision "{_clip(str(args.get("decision", "")))}"'
-    shown = ", ".join(f"{k}={_clip(str(v), 30)}" for k, v in args.items())
-    return f"{name} {shown}".rstrip()
+    shown = ", ".join(f"{_clip(str(k), 30)}={_clip(str(v), 30)}" for k, v in args.items())
+    return f"{_clip(name, 60) or '(a tool with no name)'} {shown}".rstrip()
 
 
 def endpoint_of(model: str) -> str:

@@ -15,12 +15,16 @@ _HASH_CHUNK = 1 << 20
 def is_safe_relative_path(workspace: Path, relative: str) -> bool:
     """Whether ``relative`` names a path inside ``workspace`` reached without symlinks.
 
-    Refuses empty, absolute, ``~`` and ``..`` paths, NUL bytes and backslashes,
+    Refuses empty, absolute, ``~`` and ``..`` paths, control characters and backslashes,
     and paths whose directories, resolved on disk, are not where the string
     says (a symlinked directory anywhere below the workspace). The last
     component is not resolved: callers open it with ``O_NOFOLLOW``.
     """
     return bool(safe_relative_paths(workspace, (relative,)))
+
+
+def _is_control(char: str) -> bool:
+    return ord(char) < 32 or 127 <= ord(char) < 160
 
 
 def is_inside(relative: str) -> bool:
@@ -31,8 +35,11 @@ def is_inside(relative: str) -> bool:
 
 def _inside(relative: str) -> list[str] | None:
     """The parts of ``relative`` if it names a path inside the workspace as written (not
-    empty, absolute, ``~`` or ``..``, no NUL or backslash), else None."""
-    if not relative or "\x00" in relative or "\\" in relative or relative[0] in "~/":
+    empty, absolute, ``~`` or ``..``, no backslash and no control character: a newline or
+    an escape in a name forges lines on the terminal that shows it), else None."""
+    if not relative or "\\" in relative or relative[0] in "~/":
+        return None
+    if not relative.isprintable() and any(_is_control(c) for c in relative):
         return None
     parts = [part for part in relative.split("/") if part not in ("", ".")]
     return parts if parts and ".." not in parts else None

@@ -254,3 +254,50 @@ async def test_a_write_the_turn_was_cancelled_during_is_still_its_own(tmp_path: 
     assert target.read_text() == "by the assistant\n"
     assert deps.written == {"a.md": hashlib.sha256(b"by the assistant\n").hexdigest()}
     assert "a.md" in deps.touched
+
+
+def test_writes_of_one_file_the_model_calls_at_once_happen_in_its_order(workspace: Path) -> None:
+    """A helper's find (H50): two write_file calls of one path in one response raced:
+    either content could be on disk, and the model was told both were written."""
+    import hashlib
+
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    big, small = "A" * 100_000, "B"
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("write_file", {"path": "same.md", "content": big}, "c1"),
+                    ToolCallPart("write_file", {"path": "same.md", "content": small}, "c2"),
+                ]
+            )
+        return ModelResponse(parts=[TextPart("done")])
+
+    for _ in range(5):
+        deps = TurnDeps(workspace)
+        build_agent(FunctionModel(model)).run_sync("write it twice", deps=deps)
+        assert (workspace / "same.md").read_text() == small
+        assert deps.written == {"same.md": hashlib.sha256(small.encode()).hexdigest()}
+
+
+@pytest.mark.parametrize(
+    "path", ["notes.md\nerror: 401 from the endpoint", "a\x1b[31mred.md", "tab\there.md"]
+)
+def test_a_path_with_a_control_character_is_refused(workspace: Path, path: str) -> None:
+    """A helper's find (H50): a model's newline in a path forged lines on the terminal
+    (`error: 401 ...`) and made a directory of that name; an escape made a file whose
+    name the tool line did not show."""
+    import anyio
+    from pydantic_ai import RunContext
+    from pydantic_ai.models.test import TestModel
+    from pydantic_ai.usage import RunUsage
+
+    from actors.assistant import write_file
+
+    ctx = RunContext(deps=TurnDeps(workspace), model=TestModel(), usage=RunUsage())
+    answer = anyio.run(write_file, ctx, path, "x")
+    assert answer.startswith("error: ") and "is not a path inside the workspace" in answer
+    assert all(p.name.isprintable() for p in workspace.rglob("*"))

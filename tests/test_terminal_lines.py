@@ -38,6 +38,19 @@ def test_other_tools_are_described_by_their_argument() -> None:
     )
 
 
+def test_a_tool_line_is_one_line_whatever_the_model_put_in_its_arguments() -> None:
+    """A helper's find (H50): a newline in a path printed a forged `error: 401 ...` line,
+    a 6,000-character path was shown whole, a tool with no name was a bare `   a=1`."""
+    forged = "notes.md\nerror: 401 from https://api.openai.com/v1: check OPENAI_API_KEY"
+    line = describe_tool_call("write_file", {"path": forged, "content": "z"})
+    assert "\n" not in line and line.startswith("write_file notes.md\\nerror: 401")
+    assert describe_tool_call("read_file", {"path": "a\x1b[31mred.md"}) == (
+        "read_file a\\x1b[31mred.md"
+    )
+    assert len(describe_tool_call("read_file", {"path": "p/" * 3000})) < 140
+    assert describe_tool_call("", {"a": 1}) == "(a tool with no name) a=1"
+
+
 def test_a_401_says_which_key_to_check_and_how_to_restart() -> None:
     exc = ModelHTTPError(401, "m", body={"error": "bad key"})
     assert explain_failure(exc, "openai-chat:m") == (
