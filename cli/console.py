@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from cli.printable import printable
+from cli.printable import StreamPrintable, printable
 
 SLASH_COMMANDS = {
     "/save": "save the session now",
@@ -101,8 +101,9 @@ class PlainReply:
     def __init__(self, out: TextIO, side: TextIO, hold: bool = False) -> None:
         self._out = out
         self._side = side
-        self._terminal = out.isatty()
-        """Only a terminal is kept from control sequences: a file gets the reply as sent."""
+        self._printable = StreamPrintable()
+        """No control sequence reaches the terminal, a pipe or a file (a ``cat`` of it
+        later would run them)."""
         self._held: list[str] | None = [] if hold else None
         self.held_back = self.whole_across_notices = hold
         self._wrote = False
@@ -112,7 +113,7 @@ class PlainReply:
         if self._held is not None:
             self._held.append(text)
         else:
-            self._out.write(printable(text) if self._terminal else text)
+            self._out.write(self._printable.feed(text))
             self._out.flush()
         self._wrote = True
         self._at_line_start = text.endswith("\n")
@@ -125,9 +126,9 @@ class PlainReply:
 
     def _release(self) -> None:
         if self._held:
-            text = "".join(self._held)
-            self._out.write(printable(text) if self._terminal else text)
+            self._out.write(printable("".join(self._held)))
             self._held.clear()
+        self._out.write(self._printable.flush())
 
     def tool(self, line: str) -> None:
         if self._side is self._out:

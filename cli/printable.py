@@ -18,3 +18,29 @@ _CONTROL = re.compile(
 def printable(text: str) -> str:
     """``text`` without terminal control sequences; tabs and newlines are kept."""
     return _CONTROL.sub("", text)
+
+
+_UNFINISHED = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*|[\]PX^_](?:(?!\x07|\x1b\\).)*\x1b?|[ -/]*)\Z", re.DOTALL
+)
+"""An escape sequence begun at the end of a chunk and not finished in it."""
+
+
+class StreamPrintable:
+    """``printable`` over a stream of chunks: a sequence split between two chunks (a
+    model's reply arrives in pieces) is dropped whole, not shown half (``[31m``)."""
+
+    def __init__(self) -> None:
+        self._tail = ""
+
+    def feed(self, chunk: str) -> str:
+        text = self._tail + chunk
+        unfinished = _UNFINISHED.search(text)
+        cut = unfinished.start() if unfinished else len(text)
+        self._tail = text[cut:]
+        return printable(text[:cut])
+
+    def flush(self) -> str:
+        """What a sequence left unfinished at the end held (printable drops it)."""
+        tail, self._tail = self._tail, ""
+        return printable(tail)

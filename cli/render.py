@@ -15,7 +15,7 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
-from cli.printable import printable
+from cli.printable import StreamPrintable, printable
 
 REFRESH_PER_SECOND = 12
 CODE_THEME = "monokai"
@@ -39,6 +39,7 @@ class RichReply:
     def __init__(self, out: TextIO) -> None:
         self._console = Console(file=out, highlight=False, soft_wrap=False)
         self._pending = ""
+        self._printable = StreamPrintable()
         self._spinner = Spinner("dots", Text(" thinking…", style="dim"), style="dim")
         self._live = Live(
             self._spinner,
@@ -62,7 +63,7 @@ class RichReply:
             self._live.console.print(self._markdown(text.rstrip("\n")))
 
     def write(self, text: str) -> None:
-        self._pending += printable(text)
+        self._pending += self._printable.feed(text)
         cut = stable_prefix(self._pending)
         if cut:
             self._commit(self._pending[:cut])

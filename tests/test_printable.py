@@ -26,3 +26,21 @@ from cli.printable import printable
 )
 def test_control_sequences_are_dropped_and_text_is_kept(raw: str, shown: str) -> None:
     assert printable(raw) == shown
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        ["hello \x1b", "[31mRED\x1b", "]0;PWNED\x07 mid \x1b[", "2J after"],
+        ["a \x1b]8;;http://evil/\x1b", "\\link\x1b]8;;\x1b\\ b"],
+        ["no escape at all", " here"],
+    ],
+)
+def test_a_sequence_split_between_chunks_is_dropped_whole(chunks: list[str]) -> None:
+    """A helper's find (H50): a reply's escape split between two streamed chunks showed
+    its second half (``[31mRED``)."""
+    from cli.printable import StreamPrintable
+
+    stream = StreamPrintable()
+    shown = "".join(stream.feed(chunk) for chunk in chunks) + stream.flush()
+    assert shown == printable("".join(chunks))

@@ -188,3 +188,13 @@ def test_a_piped_reply_cut_by_the_supervisors_death_is_on_stdout_once_whole(
     assert out.read_text().splitlines() == ["echo: hello", "echo: hang mid-reply once"]
     assert "the supervisor went away" in stderr
     assert chat.returncode == 0
+
+
+def test_a_replys_escape_sequences_never_reach_a_pipe(env: Env, server: ChatServer) -> None:
+    """A helper's find (H50): piped stdout got a model's title, clear-screen and hyperlink
+    sequences as sent, which a later `cat` of the log runs (the README said none)."""
+    message = "say \x1b[31mRED\x1b[0m and \x1b]0;PWNED\x07 and \x1b[2J"
+    result = env.run("--new", input=message + "\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert "RED" in result.stdout
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
