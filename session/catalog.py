@@ -133,16 +133,41 @@ class SessionCatalog:
             return False
         if if_saved:
             manager.refuse_newer(session_id)
-        store = self.checkpoints(project)
-        try:
+        if not if_saved:
             removed = manager.delete(session_id)
-            store.delete_session(session_id)
-        except OSError as exc:
-            if not if_saved:
-                raise
-            raise SessionError(not_removed_line(session_id, exc)) from exc  # the user's rm
-        store.collect_garbage()
+            self.checkpoints(project).delete_session(session_id)
+            self.checkpoints(project).collect_garbage()
+            return removed
+        removed, problem = self._remove(project, session_id)  # the user's rm: what stayed
+        if problem is not None:
+            raise SessionError(problem)
         return removed
+
+    def _remove(
+        self, project: Path, session_id: str, *, collect: bool = True
+    ) -> tuple[bool, str | None]:
+        """Delete the session's file and pointers, then its checkpoints (and, ``collect``,
+        the contents no checkpoint refers to any more). Whether its file was there and is
+        gone, and the line (``error: ...``) saying what an OS error (a read-only or
+        immutable directory) left in place, if one did."""
+        try:
+            removed = self.manager(project).delete(session_id)
+        except OSError as exc:
+            return False, not_removed_line(session_id, exc)
+        try:
+            self.checkpoints(project).delete_session(session_id)
+        except OSError as exc:
+            return removed, checkpoints_left_line(session_id, exc)
+        return removed, self._collect(project) if collect else None
+
+    def _collect(self, project: Path) -> str | None:
+        """Remove the contents no checkpoint of ``project`` refers to; the line saying
+        an OS error kept them, if one did."""
+        try:
+            self.checkpoints(project).collect_garbage()
+        except OSError as exc:
+            return f"error: {_os_reason(exc)}; stored contents no checkpoint uses stay"
+        return None
 
     def project_dirs(self, projects: tuple[Path, ...] | None) -> list[Path]:
         return list(projects) if projects is not None else self._every_project()[0]
@@ -300,30 +325,34 @@ class SessionCatalog:
         pruned = []
         problems: list[str] = []
         touched: set[Path] = set()
+        attempted: set[str] = set()
         for row in listing.rows:
             if row.state != "orphaned" or row.updated_at >= cutoff or row.note is not None:
                 continue
             if not dry_run:
                 project = projects_dir(self.root) / row.project / "sessions"
-                try:
-                    self.manager(project).delete(row.session_id)
-                    self.checkpoints(project).delete_session(row.session_id)
-                except OSError as exc:  # a read-only or immutable directory: say which
-                    problems.append(not_removed_line(row.session_id, exc))
+                touched.add(project)
+                attempted.add(row.session_id)
+                removed, problem = self._remove(project, row.session_id, collect=False)
+                if problem is not None:  # a read-only or immutable directory: said
+                    problems.append(problem)
+                if not removed:
                     continue
-                finally:
-                    touched.add(project)
             pruned.append(row)
         leftovers: tuple[tuple[str, str], ...] = ()
         for project in self.project_dirs(projects):
             for session_id in self._leftover_checkpoints(project, live, cutoff):
-                leftovers += ((project.parent.name, session_id),)
+                if session_id in attempted:
+                    continue  # its session's removal above took them, or told why not
                 if not dry_run:
-                    self.checkpoints(project).delete_session(session_id)
                     touched.add(project)
-        if not dry_run:
-            for project in touched:
-                self.checkpoints(project).collect_garbage()
+                    try:
+                        self.checkpoints(project).delete_session(session_id)
+                    except OSError as exc:
+                        problems.append(checkpoints_left_line(session_id, exc))
+                        continue
+                leftovers += ((project.parent.name, session_id),)
+        problems += filter(None, map(self._collect, sorted(touched)))
         warnings = (*listing.warnings, *problems)
         return Pruned(SessionListing(tuple(pruned), warnings), leftovers)
 
@@ -349,11 +378,24 @@ class SessionCatalog:
         )
 
 
-def not_removed_line(session_id: str, exc: OSError) -> str:
-    """``error: ...`` for a session a removal could not delete (what stopped it, where)."""
+def _os_reason(exc: OSError) -> str:
+    """``0001.json: Operation not permitted``: the file an OS error names, and why."""
     where = f"{Path(exc.filename).name}: " if exc.filename else ""
-    why = exc.strerror or str(exc)
-    return f"error: session {session_id} not removed ({where}{why}); what is left stays in place"
+    return f"{where}{exc.strerror or exc}"
+
+
+def not_removed_line(session_id: str, exc: OSError) -> str:
+    """``error: ...`` for a session a removal could not delete (its file stays)."""
+    return f"error: session {session_id} not removed ({_os_reason(exc)}); it stays as it was"
+
+
+def checkpoints_left_line(session_id: str, exc: OSError) -> str:
+    """``error: ...`` for checkpoints a removal could not delete (the session file, if
+    any, is gone: ``sessions prune`` removes them once it can)."""
+    return (
+        f"error: the checkpoints of session {session_id} not removed ({_os_reason(exc)}); "
+        "they stay, and sessions prune removes them once it can"
+    )
 
 
 def _changed_before(directory: Path, cutoff: datetime) -> bool:

@@ -10,6 +10,7 @@ import re
 import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -71,16 +72,63 @@ def test_sessions_prune_exits_1_when_it_could_not_read_a_file(env: Env, supervis
 
 
 @contextlib.contextmanager
-def immutable_sessions_dir_of(env: Env) -> Iterator[None]:
-    """The project's sessions directory made immutable (``chattr +i``: a read-only mode
-    does not stop root), undone after the test; skipped where chattr cannot."""
-    made = subprocess.run(["chattr", "+i", str(env.project)], capture_output=True, check=False)
+def immutable(directory: Path) -> Iterator[None]:
+    """``directory`` made immutable (``chattr +i``: a read-only mode does not stop root),
+    undone after the test; skipped where chattr cannot."""
+    made = subprocess.run(["chattr", "+i", str(directory)], capture_output=True, check=False)
     if made.returncode != 0:
         pytest.skip("chattr +i is not available here")
     try:
         yield
     finally:
-        subprocess.run(["chattr", "-i", str(env.project)], check=False)
+        subprocess.run(["chattr", "-i", str(directory)], check=False)
+
+
+def immutable_sessions_dir_of(env: Env) -> contextlib.AbstractContextManager[None]:
+    return immutable(env.project)
+
+
+def test_prune_and_rm_say_which_checkpoints_stayed_and_list_what_they_removed(
+    env: Env,
+) -> None:
+    """A helper's find (H47): prune stopped at the first checkpoint directory it could not
+    empty (sessions it had removed untold), and rm said "not removed" of a session whose
+    file it had deleted."""
+    ids = []
+    for text in ("first", "second"):
+        tab = env.terminal()
+        assert env.run("--new", input=f"write {text}.md: x\n/save\n", terminal=tab).returncode == 0
+        tab.close()
+        ids.append(next(i for i in env.session_ids() if i not in ids))
+    env.run("supervisor", "stop")
+    kept, other = ids
+    checkpoints = env.project.parent / "checkpoints"
+    with immutable(checkpoints / kept):
+        pruned = env.run("sessions", "prune", "--older-than", "0")
+    assert pruned.returncode == 1
+    assert "Removed 2 orphaned sessions" in pruned.stdout, pruned.stdout
+    assert f"  {other}  " in pruned.stdout and f"  {kept}  " in pruned.stdout
+    assert pruned.stderr.splitlines() == [
+        f"error: the checkpoints of session {kept} not removed (0001.json: Operation not "
+        "permitted); they stay, and sessions prune removes them once it can"
+    ], pruned.stderr
+    assert env.session_ids() == []
+    again = env.run("sessions", "prune", "--older-than", "0")
+    assert again.returncode == 0, again.stderr
+    assert "Removed the checkpoints of 1 session with no session file left" in again.stdout
+    assert not (checkpoints / kept).exists()
+
+    tab = env.terminal()
+    assert env.run("--new", input="write third.md: x\n/save\n", terminal=tab).returncode == 0
+    (third,) = env.session_ids()
+    with immutable(checkpoints / third):
+        removed = env.run("sessions", "rm", third)
+    assert removed.returncode == 1
+    assert removed.stderr.splitlines() == [
+        f"error: the checkpoints of session {third} not removed (0001.json: Operation not "
+        "permitted); they stay, and sessions prune removes them once it can"
+    ], removed.stderr
+    assert env.session_ids() == []
 
 
 def test_a_prune_or_rm_that_cannot_delete_says_which_session_and_that_it_stayed(env: Env) -> None:
@@ -93,7 +141,7 @@ def test_a_prune_or_rm_that_cannot_delete_says_which_session_and_that_it_stayed(
     env.run("supervisor", "stop")
     told = (
         f"error: session {session_id} not removed (active_{tab.pid}.json: Operation not "
-        "permitted); what is left stays in place"
+        "permitted); it stays as it was"
     )
     with immutable_sessions_dir_of(env):
         pruned = env.run("sessions", "prune", "--older-than", "0")
