@@ -458,8 +458,10 @@ class TerminalActor(Actor[TerminalMessage]):
     ) -> Opened:
         """``continuing``: the session the terminal never left, after the supervisor went
         away (the protocol's ``Continuing``): it goes on with the kind of context it had,
-        rebuilt from the file, whose drift tells what changed while nobody watched (with
-        no context, "fresh", that is told as changes outside)."""
+        rebuilt from the file. Its drift (what changed since its last save: while nobody
+        watched, or noticed and not yet told) is told as changes outside, not in that
+        context: a file the first resume had named "modified" changed again gave the model
+        no new word of it."""
         if self._lc.phase is not Phase.UNSTARTED:
             raise SessionError("a session is already open in this terminal")
         pid = self._config.terminal_pid
@@ -489,9 +491,12 @@ class TerminalActor(Actor[TerminalMessage]):
                 if continuing == "fresh":  # no context to tell the drift: changes outside
                     transition = self._lc.resume(stored, None, context=False)
                     outside = (*drift.modified, *drift.deleted)
-                else:
+                elif continuing is not None:  # the context it had; the drift, outside
                     restored = await self._restored_from(wanted, continuing)
-                    transition = self._lc.resume(stored, drift, restored)
+                    transition = self._lc.resume(stored, None, restored)
+                    outside = (*drift.modified, *drift.deleted)
+                else:
+                    transition = self._lc.resume(stored, drift)
                     self._drift_untold = _untold(drift, stored.file_manifest)
             except ValidationError as exc:
                 await storage.ask(Release(wanted, pid, self._token), STORAGE_TIMEOUT_S)

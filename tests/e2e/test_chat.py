@@ -445,3 +445,29 @@ def test_resume_of_this_projects_live_session_with_no_turn_yet_says_it_is_live(e
     )
     first.close_stdin()
     assert first.wait() == 0
+
+
+@pytest.mark.parametrize("how", ["--new", "--yes"])
+def test_a_file_changed_while_the_supervisor_was_down_is_told_after_the_reattach(
+    env: Env, how: str
+) -> None:
+    """A helper's find (H49): an edit made while the supervisor was dead got no notice
+    line, and a resumed session's next request carried no note of it (its rebuilt resume
+    context named the file as before the session, if at all)."""
+    (env.workspace / "agent_spec.md").write_text("# spec\n")
+    tab = env.terminal()
+    if how == "--yes":  # a session to resume, resumed
+        assert env.run("--new", input="first chat\n", terminal=tab).returncode == 0
+    client = env.spawn(how, terminal=tab)
+    client.send("before the crash")
+    client.expect("before the crash")
+    env.kill_supervisor_and_heir()
+    with (env.workspace / "agent_spec.md").open("a") as edit:
+        edit.write("edited while no supervisor ran\n")
+    client.send("after the crash")
+    client.expect("after the crash")
+    client.close_stdin()
+    assert client.wait() == 0
+    told = client.drain_stderr()
+    assert told.count("note: agent_spec.md changed outside agent-assist") == 1, told
+    assert "[changed outside: agent_spec.md]" in client.stdout_lines[-1]
