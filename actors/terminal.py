@@ -80,12 +80,7 @@ from actors.messages import (
     WatchUnavailable,
     WriteCheckpoint,
 )
-from actors.turn_lines import (
-    LIMIT_NOTE,
-    checkpoint_failed,
-    over_budget_line,
-    stopped_at_token_limit,
-)
+from actors.turn_lines import checkpoint_failed, over_budget_line, stop_note
 from session.checkpoints import (
     Checkpoint,
     Reason,
@@ -651,8 +646,8 @@ class TerminalActor(Actor[TerminalMessage]):
             # The reply's last text goes out after the save, with the turn's end in one
             # write, and before what a failed save has to say.
             told: list[TerminalOutput] = [ReplyText(done.text)] if done.text else []
-            if stopped_at_token_limit(done.new_messages):  # kept: the model's whole answer
-                told.append(Info(LIMIT_NOTE))
+            if note := stop_note(done.new_messages):  # kept: the model's whole answer
+                told.append(Info(note))
             saved = await self._perform(transition.effects, told)
             if self._unsaved:  # kept aside before the turn ends: a crash now loses nothing
                 await self._keep_unsaved()

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from pydantic_ai.exceptions import (
+    ContentFilterError,
     IncompleteToolCall,
     ModelAPIError,
     ModelAuthenticationError,
@@ -14,6 +15,8 @@ from pydantic_ai.exceptions import (
     ModelHTTPError,
     ModelNotFoundError,
     OutputTokenLimitExceeded,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
     UserError,
 )
 from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -32,12 +35,17 @@ UNFINISHED_STREAM = "Streamed response ended without a `finish_reason`"
 
 
 LIMIT_NOTE = "note: the reply stopped at the model's output token limit; ask it to go on"
+FILTER_NOTE = "note: the provider's content filter stopped the reply; it may be incomplete"
 
 
-def stopped_at_token_limit(messages: Sequence[ModelMessage]) -> bool:
-    """Whether the turn's last response ended at the model's output token limit."""
+def stop_note(messages: Sequence[ModelMessage]) -> str | None:
+    """The note for a turn whose last response the model did not end on its own: at its
+    output token limit, or by the provider's content filter (kept: what came is its
+    answer, but the user is told where it stopped)."""
     last = next((m for m in reversed(messages) if isinstance(m, ModelResponse)), None)
-    return last is not None and last.finish_reason == "length"
+    if last is None:
+        return None
+    return {"length": LIMIT_NOTE, "content_filter": FILTER_NOTE}.get(last.finish_reason or "")
 
 
 def checkpoint_failed(reason: object) -> str:
@@ -91,6 +99,10 @@ def endpoint_of(model: str) -> str:
     return f"the {provider} endpoint"
 
 
+_REQUEST_LIMIT_RE = re.compile(r"request_limit of (\d+)")
+"""pydantic-ai's words for a run that reached its number of model requests."""
+_NO_CONTENT = "ended without content or tool calls"
+_RETRIES = "Exceeded maximum output retries"
 _MISSING_SETTING_RE = re.compile(r"\bSet the `([A-Z][A-Z0-9_]+)` environment variable")
 """pydantic-ai's words for a provider whose key (or URL) is not set (its line also names
 the provider class and its built-in test model: nothing a user of agent-assist can use)."""
@@ -118,6 +130,27 @@ def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
         return (
             f"the reply from {where} ended before the model finished it (the connection was "
             "closed early); the reply is not kept: send it again"
+        )
+    if isinstance(exc, UsageLimitExceeded):
+        limit = _REQUEST_LIMIT_RE.search(str(exc))
+        many = f"{limit[1]} model requests" if limit else "too many model requests"
+        return (
+            f"the reply took {many} without ending (a model calling tools in a loop?); "
+            "stopped: the reply is not kept (files its tools wrote stay written): ask for "
+            "a smaller step"
+        )
+    if isinstance(exc, ContentFilterError):
+        return f"the provider's content filter at {where} refused the reply; it is not kept"
+    if isinstance(exc, UnexpectedModelBehavior) and _NO_CONTENT in exc.message:
+        return (
+            f"the reply from {where} had no content (an endpoint that does not stream Chat "
+            "Completions, or sent an empty answer); the reply is not kept: check "
+            "OPENAI_BASE_URL and --model, then send it again"
+        )
+    if isinstance(exc, UnexpectedModelBehavior) and _RETRIES in exc.message:
+        return (
+            "the model's answer could not be used (empty, or not the form asked for, again "
+            "when asked to correct it); the reply is not kept: send it again"
         )
     if isinstance(exc, OutputTokenLimitExceeded):  # IncompleteToolCall, or output cut unusable
         what = (

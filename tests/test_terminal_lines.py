@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 from pydantic_ai.exceptions import (
+    ContentFilterError,
     IncompleteToolCall,
     ModelConnectionError,
     ModelHTTPError,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
     UserError,
 )
 
@@ -95,6 +98,35 @@ def test_a_request_left_over_the_budget_by_a_compaction_that_did_not_happen_says
     assert line.startswith("warning: the conversation is over the token budget (~2,100 of 1,500")
     assert why in line
     assert line.endswith("; raise AGENT_ASSIST_CONTEXT_TOKENS or /reset to start afresh")
+
+
+@pytest.mark.parametrize(
+    ("exc", "line"),
+    [
+        (
+            UsageLimitExceeded("The next request would exceed the request_limit of 50. Consider"),
+            "the reply took 50 model requests without ending (a model calling tools in a loop?)",
+        ),
+        (
+            UnexpectedModelBehavior("Streamed response ended without content or tool calls"),
+            f"the reply from {URL} had no content (an endpoint that does not stream Chat",
+        ),
+        (
+            UnexpectedModelBehavior("Exceeded maximum output retries (1)"),
+            "the model's answer could not be used (empty, or not the form asked for, again",
+        ),
+        (
+            ContentFilterError("content filter triggered"),
+            f"the provider's content filter at {URL} refused the reply; it is not kept",
+        ),
+    ],
+)
+def test_pydantic_ais_own_failures_are_told_in_the_users_words(exc: Exception, line: str) -> None:
+    """A helper's find (H50): raw `UsageLimitExceeded: ... see the docs on usage limits`
+    and `UnexpectedModelBehavior: ...` lines, with advice no setting could follow."""
+    told = explain_failure(exc, "openai-chat:m")
+    assert told.startswith(line), told
+    assert "UnexpectedModelBehavior" not in told and "docs" not in told
 
 
 def test_an_unknown_model_at_the_first_turn_is_named() -> None:

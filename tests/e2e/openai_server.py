@@ -11,7 +11,8 @@ that the first time only, and is echoed when asked again. ``echo my key`` gets a
 word, then the connection closes in the middle of a chunk; ``end mid-reply`` one word,
 then the body ends cleanly, with neither a finish reason nor ``[DONE]`` (a proxy that
 dropped the model's connection and closed ours); ``hit the limit`` a reply that stops at
-the model's token limit (``finish_reason: length``).
+the model's token limit (``finish_reason: length``); ``be filtered`` one the provider's
+content filter stopped (``finish_reason: content_filter``).
 """
 
 from __future__ import annotations
@@ -87,8 +88,11 @@ class ChatServer:
                     self._stream_tool_call(body, *call)
                     return
                 text = server.reply_for(body)
-                if body.get("stream") and body["messages"][-1].get("content") == "hit the limit":
+                last = body["messages"][-1].get("content")
+                if body.get("stream") and last == "hit the limit":
                     self._stream(body, "The design has three parts: first", finish="length")
+                elif body.get("stream") and last == "be filtered":
+                    self._stream(body, "partial answer, then", finish="content_filter")
                 elif body.get("stream"):
                     self._stream(body, text)
                 else:

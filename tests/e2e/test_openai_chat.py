@@ -198,3 +198,17 @@ def test_a_replys_escape_sequences_never_reach_a_pipe(env: Env, server: ChatServ
     assert result.returncode == 0, result.stderr
     assert "RED" in result.stdout
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+
+
+def test_a_reply_the_providers_content_filter_stopped_is_kept_with_a_note(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's find (H50): a reply ended by ``finish_reason: content_filter`` was kept
+    as the model's whole answer, with no word that it had been stopped."""
+    result = env.run(input="be filtered\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "partial answer, then"
+    assert (
+        "note: the provider's content filter stopped the reply; it may be incomplete"
+        in result.stderr.splitlines()
+    )
