@@ -174,7 +174,7 @@ class FrontDoor:
                 stream,
                 ErrorCode.BUSY,
                 f"another agent-assist is attached for terminal {terminal_pid}; "
-                "set AGENT_ASSIST_TERMINAL_PID to run a second one",
+                "set AGENT_ASSIST_TERMINAL_PID to another number to run a second one",
             )
         self._terminals.add(terminal_pid)
         try:

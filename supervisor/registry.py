@@ -55,7 +55,7 @@ class Registry:
         if pid in self._attaching or (previous is not None and previous.connected):
             raise TerminalBusy(
                 f"another agent-assist is attached for terminal {pid}; "
-                "set AGENT_ASSIST_TERMINAL_PID to run a second one"
+                "set AGENT_ASSIST_TERMINAL_PID to another number to run a second one"
             )
         # Check and reservation happen with no await in between: one step per pid.
         self._attaching.add(pid)

@@ -43,8 +43,11 @@ async def test_two_connections_of_one_pid_cannot_both_attach(tmp_path: Path) -> 
             send, _ = anyio.create_memory_object_stream[TerminalOutput](64)
             try:
                 outcomes.append(await registry.attach(config, send))
-            except TerminalBusy:
+            except TerminalBusy as busy:
                 outcomes.append("busy")
+                assert str(busy).endswith(  # H49: it was already set, to this number
+                    "set AGENT_ASSIST_TERMINAL_PID to another number to run a second one"
+                )
 
         async with anyio.create_task_group() as racing:
             racing.start_soon(attach)
