@@ -43,25 +43,29 @@ from supervisor.wire import MAX_MESSAGE_CHARS, ErrorCode, Frame
 
 HELP = """\
 Commands:
-  /save            save the session now and write a checkpoint (conversation and
-                   tracked files)
-  /reset, /new     forget this session: clear history, delete its saved file and
-                   resume context (asks before deleting agent_spec.md / templates/)
+  /save            save the session now and write a checkpoint (conversation and tracked files)
+  /reset, /new     forget this session: clear history, delete its saved file and resume context (asks before deleting agent_spec.md / templates/)
   /resume          show the resume context given to the assistant
   /checkpoint      list this session's checkpoints
-  /checkpoint n    go back to checkpoint n (asks whether to restore the files too;
-                   the present is checkpointed first, so it can be undone)
+  /checkpoint n    go back to checkpoint n (asks whether to restore the files too; the present is checkpointed first, so it can be undone)
   /compact         compact the history now (prints the tokens before and after)
   /model           show the model in use
   /help            this help
   /exit            leave (the session is saved; Ctrl+D or Ctrl+C at an empty prompt too)
-A message may start with a path (/etc/hosts ...); start it with // to send a
-message that begins with /word (//save this sends "/save this").
+A message may start with a path (/etc/hosts ...); start it with // to send a message that begins with /word (//save this sends "/save this").
 Keys: Enter sends; Alt+Enter (or Esc then Enter) starts a new line.
-Ctrl+C clears a typed line; at an empty prompt it leaves. While a reply streams it
-cancels that reply (lines typed meanwhile wait at the next prompts, unsent); at a
-question it cancels the question (nothing is done).
-Up/Down recall earlier messages of this project; Tab completes /commands."""
+Ctrl+C clears a typed line; at an empty prompt it leaves. While a reply streams it cancels that reply (lines typed meanwhile wait at the next prompts, unsent); at a question it cancels the question (nothing is done).
+Up/Down recall earlier messages of this project; Tab completes /commands."""  # noqa: E501
+"""One line per entry or paragraph: ``/help`` wraps them to the terminal (at most
+``HELP_WIDTH`` columns)."""
+HELP_WIDTH = 88
+
+
+def help_text(width: int | None) -> str:
+    """``HELP`` wrapped to ``width`` columns (a terminal's), at most ``HELP_WIDTH``."""
+    from cli.console import word_wrap
+
+    return word_wrap(HELP, min(width or HELP_WIDTH, HELP_WIDTH))
 
 
 SAVE_RETRIED = "error: could not update the session on disk"
@@ -836,7 +840,7 @@ class Chat:
         if name in ("exit", "quit"):
             return False
         if name == "help":
-            self.console.say(HELP)
+            self.console.say(help_text(self.console.width()))
             return True
         if name == "model":
             self.console.say(

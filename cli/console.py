@@ -382,6 +382,14 @@ class Console:
 
     # -- output ---------------------------------------------------------------
 
+    def width(self) -> int | None:
+        """The terminal's width in columns when stdout is one, else None."""
+        if not self.out_tty:
+            return None
+        import shutil
+
+        return shutil.get_terminal_size().columns
+
     def say(self, text: str) -> None:
         """A line for the user that is not a reply (questions, command results); on a
         terminal, lines wider than it wrap between words (``/help`` at 40 columns). (Not

@@ -77,3 +77,16 @@ def test_a_line_wider_than_the_terminal_wraps_between_words_under_its_second_col
     words = "A message may start with a path (/etc/hosts ...); start it with // to send"
     assert all(len(row) <= 39 for row in word_wrap(words, 40).split("\n"))
     assert word_wrap(words, 40).split() == words.split()  # no word cut, none lost
+
+
+@pytest.mark.parametrize("width", [40, 60, 200, None])
+def test_help_fits_the_terminal_and_reads_as_whole_paragraphs(width: int | None) -> None:
+    """A helper's find (H47): /help's prose kept its 80-column line breaks, each line
+    wrapped alone at 40 columns (``send a`` on a line of its own)."""
+    from cli.chat import HELP, HELP_WIDTH, help_text
+
+    text = help_text(width)
+    assert text.split() == HELP.split()  # no word cut, none lost
+    room = min(width or HELP_WIDTH, HELP_WIDTH) - 1
+    assert max(map(len, text.splitlines())) <= room
+    assert "\nsend a\n" not in text and "\nit\n" not in text
