@@ -886,7 +886,13 @@ class CheckpointStore:
         """Rewrite the session's checkpoints that hold any of ``secrets`` (values found
         secret after they were written) scrubbed of them; how many were rewritten. A
         damaged entry is left to ``load``'s handling."""
-        needles = [orjson.dumps(secret)[1:-1] for secret in secrets if secret]
+        needles = {  # as written in the entry: a tool call's arguments are escaped twice
+            form
+            for secret in secrets
+            if secret
+            for once in (orjson.dumps(secret)[1:-1],)
+            for form in (secret.encode(), once, orjson.dumps(once.decode())[1:-1])
+        }
         rewritten = 0
         for number in self.numbers(session_id):
             path = self.session_dir(session_id) / entry_name(number)

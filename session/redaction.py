@@ -61,7 +61,7 @@ _TOKEN_PATTERNS = [
     r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",  # SendGrid
     r"\bhooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,}",
     r"\bdiscord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{40,}",
-    r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_\-]{30,40}(?![A-Za-z0-9_\-])",  # a Telegram bot's
+    r"(?<![0-9])[0-9]{5,12}:AA[A-Za-z0-9_\-]{30,40}(?![A-Za-z0-9_\-])",  # a Telegram bot's
 ]
 _TOKENS_RE = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS))
 
@@ -251,7 +251,8 @@ _SET_RE = re.compile(
 )
 """``set aws_secret_access_key to ...``, ``set the password to ...``."""
 _BARE_PROSE_RE = re.compile(
-    r"(?i)(\b(?:secret|password|passphrase|token|(?:secret|access|api|account)[ _-]key)\s+"
+    r"(?i)(\b(?:[a-z0-9]+_)*(?:secret|password|passwd|passphrase|token"
+    r"|(?:secret|access|api|account)[ _-]key)\s+"
     r"[\"'`]?)([a-z0-9/+_\-=]{8,}+)(?!\w|\.\w)"
 )
 """A key word followed by its value with nothing between: ``aws secret key wJalr...``,
@@ -298,7 +299,7 @@ def _bare_value(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED if generated else match.group(0)
 
 
-_PASSWORD_WORD_RE = re.compile(r"(?i)passw|passphrase")
+_PASSWORD_WORD_RE = re.compile(r"(?i)passw|passphrase")  # passwd too
 """After ``password``/``passphrase`` a value of letters and digits is one (``passphrase
 hunter2hunter2``); after ``token`` or ``secret`` it must look generated."""
 _HEX_RE = re.compile(r"[0-9a-fA-F]{20,}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")

@@ -468,6 +468,10 @@ def test_a_quoted_value_is_scrubbed_whole(text: str, kept: str) -> None:
         ("the bot token 987654321:AAF-x_y2Zq9Xv7Lm2Pk4Rt6Yu8Io0Pa1Sd3", "Zq9Xv7Lm2Pk4"),
         ('{"password": "Qz8\\"Xk2Lm9Ab"}', "Xk2Lm9Ab"),
         ("passphrase hunter2hunter2", "hunter2hunter2"),
+        ("passwd hunter2hunter2", "hunter2hunter2"),  # H47
+        ("db_password hunter2hunter2", "hunter2hunter2"),  # H47
+        ("bot 1234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawX here", "HdqTcvCH1vGWJxfSeof"),
+        ("bot 12345678901:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawX here", "HdqTcvCH1vGWJxfSeof"),
         ("the password letmein2024 for staging", "letmein2024"),
     ],
 )
