@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.spinner import Spinner
@@ -19,6 +19,64 @@ from cli.printable import StreamPrintable, printable
 
 REFRESH_PER_SECOND = 12
 CODE_THEME = "monokai"
+PLAIN_ABOVE = 64 * 1024
+"""A finished block longer than this (characters) is printed as plain text, not Markdown."""
+
+
+class Blocks:
+    """``stable_prefix`` of a text that grows, found from what was added: each line is
+    read once (recounting the fences at every chunk made a long code block quadratic)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self._scan = 0
+        """Where the first line not read yet starts."""
+        self._fenced = False
+        self._stable = 0
+        self.fence = ""
+        """The line that opened the code block ``text`` ends in, if it ends in one."""
+
+    def add(self, chunk: str) -> None:
+        self.text += chunk
+        text = self.text
+        while (end := text.find("\n", self._scan)) >= 0:
+            line = text[self._scan : end]
+            if line.lstrip().startswith(("```", "~~~")):
+                self._fenced = not self._fenced
+                self.fence = line if self._fenced else ""
+            elif not line and self._scan > 0 and not self._fenced:
+                self._stable = end + 1
+            self._scan = end + 1
+
+    def take_finished(self) -> str:
+        """The finished blocks, removed from ``text``."""
+        cut, self._stable = self._stable, 0
+        finished, self.text = self.text[:cut], self.text[cut:]
+        self._scan -= cut
+        return finished
+
+    def take_all(self) -> str:
+        rest, self.text = self.text, ""
+        self._scan, self._fenced, self._stable, self.fence = 0, False, 0, ""
+        return rest
+
+
+class _Unfinished:
+    """The block being written, parsed as Markdown only when the live view draws it (a
+    dozen times a second), not at every chunk. A code block taller than the screen is
+    drawn from its opening fence and its last screenful of lines (the whole of it is
+    printed once it is finished): drawing all of it at each refresh took seconds for a
+    long one, and a live view taller than the screen left each redraw in the scrollback."""
+
+    def __init__(self, blocks: Blocks) -> None:
+        self._blocks = blocks
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        text, fence = self._blocks.text, self._blocks.fence
+        room = max(console.height - 6, 4)
+        if fence and text.count("\n") > room:
+            text = fence + "\n" + "\n".join(text.rsplit("\n", room)[1:])
+        yield Markdown(text, code_theme=CODE_THEME)
 
 
 def stable_prefix(text: str) -> int:
@@ -38,7 +96,8 @@ def stable_prefix(text: str) -> int:
 class RichReply:
     def __init__(self, out: TextIO) -> None:
         self._console = Console(file=out, highlight=False, soft_wrap=False)
-        self._pending = ""
+        self._blocks = Blocks()
+        self._unfinished = _Unfinished(self._blocks)
         self._printable = StreamPrintable()
         self._spinner = Spinner("dots", Text(" thinking…", style="dim"), style="dim")
         self._live = Live(
@@ -59,20 +118,21 @@ class RichReply:
         return Markdown(text, code_theme=CODE_THEME)
 
     def _commit(self, text: str) -> None:
-        if text.strip():
+        if not text.strip():
+            return
+        if len(text) > PLAIN_ABOVE:  # highlighting 250 KB of code took 14 s
+            self._live.console.print(Text(text.rstrip("\n")))
+        else:
             self._live.console.print(self._markdown(text.rstrip("\n")))
 
     def write(self, text: str) -> None:
-        self._pending += self._printable.feed(text)
-        cut = stable_prefix(self._pending)
-        if cut:
-            self._commit(self._pending[:cut])
-            self._pending = self._pending[cut:]
-        self._live.update(self._markdown(self._pending) if self._pending else self._spinner)
+        self._blocks.add(self._printable.feed(text))
+        if finished := self._blocks.take_finished():
+            self._commit(finished)
+        self._live.update(self._unfinished if self._blocks.text else self._spinner)
 
     def tool(self, line: str) -> None:
-        self._commit(self._pending)
-        self._pending = ""
+        self._commit(self._blocks.take_all())
         self._live.console.print(Text(f"  {printable(line)}", style="dim"))
         self._live.update(self._spinner)
 
@@ -84,5 +144,4 @@ class RichReply:
             return
         self._live.update(Text(""))
         self._live.stop()
-        self._commit(self._pending)
-        self._pending = ""
+        self._commit(self._blocks.take_all())
