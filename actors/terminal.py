@@ -484,11 +484,11 @@ class TerminalActor(Actor[TerminalMessage]):
                 )
                 drift_text = tuple(drift_lines(drift))
                 if continuing == "fresh":  # no context to tell the drift: changes outside
-                    transition = self._lc.resume(stored, None, context=False)
+                    transition = self._lc.resume(stored, drift, context=False)
                     outside = (*drift.modified, *drift.deleted)
                 elif continuing is not None:  # the context it had; the drift, outside
                     restored = await self._restored_from(wanted, continuing)
-                    transition = self._lc.resume(stored, None, restored)
+                    transition = self._lc.resume(stored, drift, restored, drift_in_context=False)
                     outside = (*drift.modified, *drift.deleted)
                 else:
                     transition = self._lc.resume(stored, drift)

@@ -61,6 +61,13 @@ Up/Down recall earlier messages of this project; Tab completes /commands."""  # 
 HELP_WIDTH = 88
 
 
+def changed_file(notice: str) -> str | None:
+    """The file a ``note: FILE changed outside agent-assist`` notice names, else None."""
+    if notice.startswith("note: ") and notice.endswith(" changed outside agent-assist"):
+        return notice.removeprefix("note: ").rsplit(" changed", 1)[0]
+    return None
+
+
 def help_text(width: int | None) -> str:
     """``HELP`` wrapped to ``width`` columns (a terminal's), at most ``HELP_WIDTH``."""
     from cli.console import word_wrap
@@ -304,6 +311,9 @@ class Chat:
         self.input_tokens: int | None = None
         self.phase: str | None = None
         self.changed_outside: set[str] = set()
+        self._shown_before_reattach: set[str] = set()
+        """Files whose change was shown before the supervisor went away: the new one tells
+        them again (its note to the model is kept), not shown twice."""
         self._hung_up = False  # the supervisor closed the connection after refusing a frame
         self.resumed = False
         self.on_disk = False
@@ -535,6 +545,7 @@ class Chat:
         this tries a few times. ``quiet``: it hung up on a frame it refused; no warning.
         """
         previous, saved = self.session_id, self.on_disk
+        self._shown_before_reattach = set(self.changed_outside)
         elsewhere: str | None = None
         for attempt in range(REATTACH_ATTEMPTS):
             if self._conn is not None:
@@ -766,6 +777,7 @@ class Chat:
             elif kind == "tool_call":
                 view.tool(reply["text"])
             elif kind == "turn_end":
+                self._shown_before_reattach.clear()  # the re-attach's own notices came first
                 if reply["status"] == "ok":
                     self.on_disk = True  # saved before the supervisor said it ended
                     view.end()
@@ -817,8 +829,11 @@ class Chat:
             text = frame["text"]
             if text.startswith("error:") and not text.startswith(SAVE_RETRIED):
                 self.a_turn_failed = True
-            if text.startswith("note: ") and text.endswith(" changed outside agent-assist"):
-                self.changed_outside.add(text.removeprefix("note: ").rsplit(" changed", 1)[0])
+            if (changed := changed_file(text)) is not None:
+                if changed in self._shown_before_reattach:  # the new supervisor's first
+                    self._shown_before_reattach.discard(changed)  # word of it: seen already
+                    return
+                self.changed_outside.add(changed)
             self.console.warn(text)
         elif frame["type"] == "error":
             self.a_turn_failed = True

@@ -433,10 +433,13 @@ class SessionLifecycle:
         restored: RestoredFrom | None = None,
         *,
         context: bool = True,
+        drift_in_context: bool = True,
     ) -> Transition:
         """The stored session goes on (or, with ``restored``, checkpoint N's state: its
         context then says so instead of "resumed"). Without ``context``, no resume context:
-        the session the terminal never left goes on after the supervisor went away."""
+        the session the terminal never left goes on after the supervisor went away. Without
+        ``drift_in_context``, the context does not list the drift (it is told otherwise);
+        either way the files it found deleted are tracked no more."""
         loaded = load_messages(stored.recent_messages)
         max_turns, max_chars = self._tail_limits()
         history = tuple(reconstruct_history(loaded, max_turns=max_turns, max_chars=max_chars))
@@ -450,7 +453,10 @@ class SessionLifecycle:
             history=history,
             history_encoded=history_encoded,
             resume_context=build_resume_context(
-                stored, drift, restored, compaction_chars(self.policy.compaction)
+                stored,
+                drift if drift_in_context else None,
+                restored,
+                compaction_chars(self.policy.compaction),
             )
             if context
             else "",

@@ -471,3 +471,29 @@ def test_a_file_changed_while_the_supervisor_was_down_is_told_after_the_reattach
     told = client.drain_stderr()
     assert told.count("note: agent_spec.md changed outside agent-assist") == 1, told
     assert "[changed outside: agent_spec.md]" in client.stdout_lines[-1]
+
+
+@pytest.mark.parametrize("how", ["--new", "--yes"])
+def test_a_file_deleted_while_the_supervisor_was_down_is_told_once_not_at_each_crash(
+    env: Env, how: str
+) -> None:
+    """A helper's find (H51): a tracked file deleted during one outage was told again as
+    changed outside after every later crash (its old digest stayed in the manifest)."""
+    tab = env.terminal()
+    if how == "--yes":
+        assert env.run("--new", input="first chat\n", terminal=tab).returncode == 0
+    client = env.spawn(how, terminal=tab)
+    client.send("write notes.md: n1")
+    client.expect("wrote notes.md")
+    env.kill_supervisor_and_heir()
+    (env.workspace / "notes.md").unlink()
+    client.send("after the first crash")
+    client.expect("after the first crash")
+    env.kill_supervisor_and_heir()
+    client.send("after the second crash")
+    client.expect("after the second crash")
+    client.close_stdin()
+    assert client.wait() == 0
+    told = client.drain_stderr()
+    assert told.count("note: notes.md changed outside agent-assist") == 1, told
+    assert "[changed outside: notes.md]" not in client.stdout_lines[-1]

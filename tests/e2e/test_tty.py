@@ -157,6 +157,29 @@ def test_a_file_changed_while_a_reply_streams_is_told_at_once_and_the_reply_goes
     assert shown.count(b"changed outside agent-assist") == 1
 
 
+def test_a_change_shown_before_the_supervisor_died_is_not_shown_again(env: Env) -> None:
+    """A helper's find (H51): a change the terminal had shown, not yet told to the model,
+    was shown a second time after the re-attach (the model is told it once, as it should)."""
+    (env.workspace / "agent_spec.md").write_text("# spec\n")
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("hello\r")
+        tty.expect('You said: "hello"')
+        tty.expect_prompt()
+        with (env.workspace / "agent_spec.md").open("a") as edit:
+            edit.write("edited at the prompt\n")
+        tty.expect("note: agent_spec.md changed outside agent-assist")
+        env.kill_supervisor_and_heir()
+        tty.type("after the crash\r")
+        tty.expect("[changed outside: agent_spec.md]")
+        tty.expect_prompt()
+    finally:
+        tty.close()
+    shown = ANSI.sub(b"", tty.seen)
+    assert shown.count(b"changed outside agent-assist") == 1
+
+
 def test_keys_typed_while_a_reply_streams_wait_for_the_next_prompt(
     env: Env, server: ChatServer
 ) -> None:
