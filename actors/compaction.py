@@ -42,6 +42,7 @@ from session.compaction import (
     finish_compaction,
     parse_compaction,
 )
+from session.history import count_turns, trim_to_recent
 from session.summary import MAX_SUMMARY_CHARS, offline_summary
 
 log = logging.getLogger("agent_assist.compaction")
@@ -307,7 +308,11 @@ class CompactionActor(Actor[CompactionMessage]):
         earlier = parse_compaction(message.previous)
         head = [compaction_event(earlier)] if earlier else []
         first = earlier.end_invocation + 1 if earlier else 1
-        events = [*head, *events_from_messages(message.messages, first)]
+        messages = message.messages
+        if message.max_chars is not None:  # compaction off kept 80 turns: over the budget
+            messages = tuple(trim_to_recent(messages, max_turns=None, max_chars=message.max_chars))
+            first += count_turns(message.messages) - count_turns(messages)
+        events = [*head, *events_from_messages(messages, first)]
         summarized = await summarizer.summarize_events(events)
         if summarized is None or summarized.compaction is None:
             raise CompactionError("the summary model wrote nothing")

@@ -272,6 +272,9 @@ class Summarize(Ask["str | None"]):
     reply_to: ActorRef[TerminalMessage] | None = None
     summary_model: str | None = None
     """The session's summary model (``offline``: none); None: the actor's own."""
+    max_chars: int | None = None
+    """The session's token budget in characters: a summary model is sent the newest whole
+    turns within it (``previous`` covers the rest), as a chat request is held to it."""
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ from session.checkpoints import (
     parse_number,
     restore_plan,
 )
-from session.compaction import Window, estimate_tokens, turns_named
+from session.compaction import CHARS_PER_TOKEN, Window, estimate_tokens, turns_named
 from session.errors import (
     CheckpointCapExceeded,
     CheckpointError,
@@ -875,6 +875,7 @@ class TerminalActor(Actor[TerminalMessage]):
     def _summary_request(self, reply_to: ActorRef[TerminalMessage] | None = None) -> Summarize:
         state = self._lc.state
         assert state is not None
+        threshold = self._lc.policy.compaction.token_threshold
         return Summarize(
             state.session_id,
             self._lc.history,
@@ -882,6 +883,7 @@ class TerminalActor(Actor[TerminalMessage]):
             self._lc.earlier_summary(),
             reply_to,
             self._config.summary_model,
+            threshold * CHARS_PER_TOKEN if threshold else None,
         )
 
     @staticmethod

@@ -679,3 +679,25 @@ def test_a_window_that_backed_off_leaves_the_token_budget_on(env: Env, server: C
     assert len(sizes) == 9
     turn_chars = 2 * len(long[0]) + 200  # a long prompt and its echo, with their framing
     assert max(sizes) <= 1500 * 4 + turn_chars, sizes
+
+
+def test_with_compaction_off_the_summary_models_request_keeps_to_the_token_budget(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's find (H52): with compaction off, the listing summary's request held every
+    turn in memory (80): 53 KB against a 2,500-token budget. It holds the newest whole
+    turns within the budget; the earlier summary stands for the rest."""
+    long_turns = "".join(f"turn {n}: {TOPIC} " * 4 + "\n" for n in range(1, 31))
+    env.extra.update(
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        AGENT_ASSIST_COMPACTION_INTERVAL="0",
+        AGENT_ASSIST_CONTEXT_TOKENS="2500",
+    )
+    result = env.run("--new", input=long_turns, terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    prompts = summary_prompts(server)
+    assert prompts, "the summary model was asked"
+    from actors.compaction import SUMMARY_TEMPLATE
+
+    room = 2500 * 4 + len(SUMMARY_TEMPLATE) + 2_000  # the earlier summary's few lines too
+    assert max(map(len, prompts)) <= room, [len(p) for p in prompts]
