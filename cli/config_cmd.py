@@ -36,7 +36,8 @@ def load(options: Mapping[str, object | None] | None = None) -> Settings:
     if problem is not None:
         raise SettingsError(problem.removeprefix("error: "))
     if settings.summary_model is not None:
-        problem = check_model(settings.summary_model, source_label(settings, "summary_model"))
+        source = source_label(settings, "summary_model")
+        problem = check_model(settings.summary_model, source, "summary_model")
         if problem is not None:
             raise SettingsError(problem.removeprefix("error: "))
     return settings

@@ -102,9 +102,8 @@ def ranges(numbers: Iterable[int]) -> str:
 def unknown_number(number: int, existing: Sequence[int]) -> CheckpointError:
     if not existing:
         return CheckpointError(f"no checkpoint {number}; this session has no checkpoints")
-    return CheckpointError(
-        f"no checkpoint {number}; this session has checkpoints {ranges(existing)}"
-    )
+    has = f"checkpoint {existing[0]}" if len(existing) == 1 else f"checkpoints {ranges(existing)}"
+    return CheckpointError(f"no checkpoint {number}; this session has {has}")
 
 
 # -- what a checkpoint holds, in words ---------------------------------------

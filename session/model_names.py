@@ -94,13 +94,13 @@ def model_problem(model: str) -> str | None:
     return None
 
 
-def check_model(model: str, source: str) -> str | None:
-    """One line for an unusable model (naming it, where it came from and the accepted
-    forms), or None."""
+def check_model(model: str, source: str, setting: str = "model") -> str | None:
+    """One line for an unusable model (naming the setting, the model, where it came from
+    and the accepted forms), or None."""
     problem = model_problem(model)
     if problem is None:
         return None
-    return f"error: unknown model {model!r} from {source} ({problem}); use {ACCEPTED_FORMS}"
+    return f"error: unknown {setting} {model!r} from {source} ({problem}); use {ACCEPTED_FORMS}"
 
 
 def _installed(module: str) -> bool:

@@ -78,6 +78,7 @@ def test_a_checkpoint_number_is_a_positive_integer() -> None:
 def test_an_unknown_number_names_the_ones_there_are() -> None:
     assert str(unknown_number(9, [1, 2, 3])) == "no checkpoint 9; this session has checkpoints 1-3"
     assert str(unknown_number(1, [])) == "no checkpoint 1; this session has no checkpoints"
+    assert str(unknown_number(9, [1])) == "no checkpoint 9; this session has checkpoint 1"  # H53
     assert ranges([5, 1, 2, 3, 7, 8]) == "1-3, 5, 7-8"
 
 

@@ -543,6 +543,18 @@ def test_the_chat_uses_the_model_of_the_config_file(env: Env) -> None:
     )
 
 
+def test_a_bad_summary_model_in_the_config_file_is_named_as_that_setting(env: Env) -> None:
+    """A helper's find (H53): with both models in the file, "unknown model 'gpt-4'" did not
+    say which setting held it."""
+    env.home.mkdir(parents=True, exist_ok=True)
+    (env.home / "config.toml").write_text('model = "offline"\nsummary_model = "gpt-4"\n')
+    result = env.run("config", "show")
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        f"error: unknown summary_model 'gpt-4' from file {env.home / 'config.toml'}"
+    ), result.stderr
+
+
 def test_version_and_usage_errors(env: Env) -> None:
     version = env.run("--version")
     assert version.returncode == 0
