@@ -552,9 +552,13 @@ def merge_decisions(*groups: Iterable[str]) -> tuple[str, ...]:
     """A session's decisions: each on one line of at most ``MAX_DECISION_CHARS``, once,
     the newest ``MAX_DECISIONS``. A copy a compaction clipped (``…``) of one that is here
     whole is the same decision; two that only begin alike are two."""
-    items = _union(
+    clipped = (
         _clip(item, MAX_DECISION_CHARS) for group in groups for item in group if item.strip()
     )
+    seen: dict[str, str] = {}
+    for item in clipped:  # "Decision: X." said, "X" recorded by the tool: one decision
+        seen.setdefault(_DECISION_LABEL_RE.sub("", item).rstrip(" .").casefold(), item)
+    items = tuple(seen.values())
     whole = [item for item in items if not item.endswith("…")]
     kept = [
         item
@@ -563,6 +567,9 @@ def merge_decisions(*groups: Iterable[str]) -> tuple[str, ...]:
         or not any(other.casefold().startswith(item[:-1].casefold()) for other in whole)
     ]
     return tuple(kept)[-MAX_DECISIONS:]
+
+
+_DECISION_LABEL_RE: Final = re.compile(r"^\s*(?:decision|decided)\s*:\s*", re.IGNORECASE)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -830,3 +830,15 @@ def test_dates_acronyms_and_day_lists_are_not_file_paths() -> None:
     """A helper's report: 12/03/2024, TCP/UDP/ICMP and Mon/Tue/Wed were files named."""
     text = "on 12/03/2024 over TCP/UDP/ICMP on Mon/Tue/Wed, 3/4/5; see data/2024/report.csv"
     assert file_paths(text) == ["data/2024/report.csv"]
+
+
+def test_a_decision_stated_and_recorded_by_the_tool_is_kept_once() -> None:
+    """A helper's find (H52): "Decision: use Redis for memory." said by the user, the same
+    "decision: ..." again, and the tool's "use Redis for memory" were three decisions."""
+    from session.compaction import merge_decisions
+
+    stated = ["Decision: use Redis for memory.", "decision: use Redis for memory"]
+    assert merge_decisions(stated, ["use Redis for memory", "Use Postgres for tickets"]) == (
+        "Decision: use Redis for memory.",
+        "Use Postgres for tickets",
+    )
