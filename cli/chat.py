@@ -316,10 +316,10 @@ class Chat:
         them again (its note to the model is kept), not shown twice."""
         self._hung_up = False  # the supervisor closed the connection after refusing a frame
         self.resumed = False
+        """The session opened is one resumed (its last reply may have asked something)."""
         self.on_disk = False
         """The session has a file (it was resumed, or a turn of it was acknowledged: each
         is saved before its end), as far as this terminal knows."""
-        """The session opened is one resumed (its last reply may have asked something)."""
         self.context: str | int = "fresh"
         """The kind of resume context the model is given, kept across a re-attach (the
         protocol's ``Continuing``): "fresh" (none), "resumed", or a restored checkpoint's
@@ -330,9 +330,9 @@ class Chat:
         self._interrupts = DeferredInterrupts()
         """Ctrl+C during a turn: taken in the waits for the supervisor only."""
         self._told: set[str] = set()
+        """The start's warnings told already (an open refused for one is not told twice)."""
         self._about_asked: list[str] = []
         """The start's lines naming the --resume'd session (see ``_tell_about_asked``)."""
-        """The start's warnings told already (an open refused for one is not told twice)."""
         self._lost = False
         """The supervisor went away during a reply that was then given up (lost twice,
         or cancelled meanwhile): re-attach before the next message, and say so."""
