@@ -220,12 +220,15 @@ async def test_a_burst_of_outside_changes_gives_one_notice_and_the_request_one_n
 
 
 async def test_a_change_during_a_turn_to_a_file_the_turn_read_is_noticed(rig: Rig) -> None:
-    """Reading a file is not writing it: the change was dropped as the turn's own."""
+    """Reading a file is not writing it: the change was dropped as the turn's own. It is
+    told while the turn runs (DESIGN 6c: within a second), once, and the next request
+    carries its note."""
     assert rig.terminal.tell_nowait(UserTurn("read notes.md"))
     assert rig.terminal.tell_nowait(FilesChanged(("notes.md",)))  # while the turn runs
     seen = await rig.until(lambda o: "changed outside" in getattr(o, "text", ""))
-    assert any(isinstance(o, TurnEnded) for o in seen)
+    assert not any(isinstance(o, TurnEnded) for o in seen)
     assert notices(seen) == ["note: notes.md changed outside agent-assist"]
+    assert notices(await rig.until(lambda o: isinstance(o, TurnEnded))) == []
     assert "[changed outside: notes.md]" in replies(await rig.turn("next"))
 
 
