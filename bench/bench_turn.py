@@ -3,11 +3,20 @@
 With the instant ``offline`` model, one turn through the supervisor (socket,
 connection handler, TerminalActor, LLMActor, the durable save of the session
 after the turn, the reply streamed back) is compared with the same pydantic-ai
-agent, same tools, same streaming and the same 20-turn history window, run in
-this process, on the same event loop as the supervisor's (``loop_options``: uvloop
-where it is installed): the limit is the agent's own cost. The two take turns, one turn
-each, so that the machine's changes of speed (this is a shared VM) hit both
-alike; measuring them in blocks made the ratio swing by 0.3 between blocks.
+agent, same tools and same streaming, run in this process, on the same event loop
+as the supervisor's (``loop_options``: uvloop where it is installed): the limit is
+the agent's own cost. Both carry the same request history: the in-process agent's
+comes from the project's own ``SessionLifecycle`` with the supervisor's default
+compaction (the sliding window with the offline summarizer, compacting as soon as
+a window is due), kept outside the timed part. An agent run's cost grows with the
+history it is given: a longer one than the supervisor sends (the fixed 40-message
+window this bench used until 2026-12-03, against the 3 to 21 messages a supervisor
+with default compaction sends) makes the limit slower and the ratio look better
+than it is. It prints the median number of messages each side's requests carried
+(the supervisor's read from its session file before each turn: the saved tail and
+the compaction's summary). The two take turns, one turn each, so that the
+machine's changes of speed (this is a shared VM) hit both alike; measuring them in
+blocks made the ratio swing by 0.3 between blocks.
 
 For scale it also times, after each turn, a raw durable write (temp file,
 fsync, rename, directory fsync) of as many bytes as the session file has:
@@ -22,24 +31,37 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
 
 import anyio
+import orjson
 from pydantic_ai.messages import ModelMessage
 
 from actors.assistant import TurnDeps, build_agent
 from actors.offline_model import offline_model
 from bench.bench_save import raw_durable_write
 from bench.common import median_ms, private_supervisor, ratio_verdict
+from session.compaction import EventsCompactionConfig, OfflineEventSummarizer, finish_compaction
+from session.lifecycle import PersistPolicy, SessionLifecycle
+from session.models import utc_now
+from session.settings import DEFAULT_COMPACTION_INTERVAL, DEFAULT_COMPACTION_OVERLAP
 from supervisor.client import Connection, hello
-from supervisor.daemon import loop_options
+from supervisor.daemon import TOKEN_RETENTION_EVENTS, loop_options
 from supervisor.runtime import RuntimePaths
 
 TARGET_RATIO = 1.15
 """Against the agent run in process plus one durable write of the session file."""
-WINDOW_MESSAGES = 40  # 20 offline turns of a request and a response, as the supervisor keeps
+POLICY = PersistPolicy(
+    compaction=EventsCompactionConfig(
+        DEFAULT_COMPACTION_INTERVAL,
+        DEFAULT_COMPACTION_OVERLAP,
+        event_retention_size=TOKEN_RETENTION_EVENTS,
+    )
+)
+"""The supervisor's policy with no settings (as ``settings_from_environment`` builds it)."""
 
 
 class ThroughSupervisor:
@@ -70,26 +92,50 @@ class ThroughSupervisor:
 
 
 class InProcess:
+    """The agent alone, given the history a supervisor with default settings sends."""
+
     def __init__(self, workspace: Path) -> None:
         self.agent = build_agent(offline_model())
         self.workspace = workspace
-        self.history: list[ModelMessage] = []
+        self.lifecycle = SessionLifecycle(policy=POLICY).start_fresh(utc_now()).lifecycle
         self.count = 0
+        self.sent: list[int] = []
+        """The number of messages each timed run was given."""
 
     async def turn(self) -> float:
         self.count += 1
+        history = self.lifecycle.request_history()
+        self.sent.append(len(history))
         start = time.perf_counter()
         deps = TurnDeps(self.workspace)
         prompt = f"message number {self.count}"
-        async with self.agent.iter(prompt, message_history=self.history, deps=deps) as run:
+        async with self.agent.iter(prompt, message_history=history, deps=deps) as run:
             async for node in run:
                 if self.agent.is_model_request_node(node):
                     async with node.stream(run.ctx) as events:
                         async for _ in events:
                             pass
         assert run.result is not None
-        self.history = run.result.all_messages()[-WINDOW_MESSAGES:]
-        return time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        self._keep(run.result.new_messages())
+        return elapsed
+
+    def _keep(self, new: list[ModelMessage]) -> None:
+        """What the supervisor does with a finished turn that decides the next request's
+        history: keep the turn, and compact when a window is due (untimed)."""
+        lc = self.lifecycle.begin_turn(self.count)
+        lc = lc.complete_turn(new, now=utc_now(), manifest={}, agent_spec_path=None).lifecycle
+        window = lc.compaction_due()
+        if window is not None:
+            lc = lc.begin_compaction(window)
+            summary = OfflineEventSummarizer().summarize(window.events)
+            compaction = finish_compaction(window, summary)
+            assert compaction is not None
+            kept = lc.compacted(
+                compaction, lc.generation, now=utc_now(), manifest={}, agent_spec_path=None
+            )
+            lc = kept.lifecycle
+        self.lifecycle = lc
 
 
 class RawSave:
@@ -115,23 +161,36 @@ def the_session_file(home: Path) -> Path:
     return session_file
 
 
+def messages_sent_next(session_file: Path) -> int:
+    """The messages the supervisor's next request carries: its saved tail, and the
+    compaction's summary (one message) if there is one."""
+    state = orjson.loads(session_file.read_bytes())
+    return len(state["recent_messages"]) + bool(state["compacted_history_summary"])
+
+
 Samples = tuple[list[float], list[float], list[float]]
 
 
-async def measure(home: Path, runtime: Path, workspace: Path, turns: int) -> Samples:
-    """Samples of ours, the in-process agent and the raw save, one of each in turn."""
+async def measure(
+    home: Path, runtime: Path, workspace: Path, turns: int
+) -> tuple[Samples, list[int], list[int]]:
+    """Samples of ours, the in-process agent and the raw save, one of each in turn; the
+    messages each side's timed requests carried."""
     ours, limit = ThroughSupervisor(runtime, workspace), InProcess(workspace)
     for _ in range(5):  # warm both up
         ours.turn()
         await limit.turn()
-    raw = RawSave(the_session_file(home), workspace)
+    session_file = the_session_file(home)
+    raw = RawSave(session_file, workspace)
     samples: Samples = ([], [], [])
+    sent: list[int] = []
     for _ in range(turns):
+        sent.append(messages_sent_next(session_file))
         samples[0].append(ours.turn())
         samples[1].append(await limit.turn())
         samples[2].append(raw.save())
     ours.close()
-    return samples
+    return samples, sent, limit.sent[-turns:]
 
 
 def main() -> int:
@@ -140,9 +199,13 @@ def main() -> int:
     args = parser.parse_args()
     with private_supervisor() as (env, _workspace, runtime), tempfile.TemporaryDirectory() as tmp:
         home = Path(env["AGENT_ASSIST_HOME"])
-        ours, limit, raw = anyio.run(
+        (ours, limit, raw), ours_sent, limit_sent = anyio.run(
             measure, home, runtime, Path(tmp), args.turns, backend_options=loop_options()
         )
+    print(
+        "messages per request, median: through the supervisor "
+        f"{statistics.median(ours_sent):g}, in process {statistics.median(limit_sent):g}"
+    )
     ratio = median_ms(ours) / median_ms(limit)
     with_save = median_ms(ours) / (median_ms(limit) + median_ms(raw))
     print(f"agent turn in-process (limit)   {median_ms(limit):7.2f} ms")
