@@ -1,18 +1,22 @@
 """Reply text on its way from the LLMActor to a TerminalActor, batched like a screen refresh.
 
-Text is sent at once when nothing was sent for ``FLUSH_INTERVAL_S``; text that
-follows sooner is held until that long after the last send and goes out
-together. A model that streams slower than 50 chunks a second is forwarded
-chunk by chunk; a fast one costs a few messages per reply instead of one per
-token. Held text is sent by a timer of the event loop (asyncio's ``call_later``),
-not by a task: a turn neither starts nor winds down a forwarding task, and its
-end cancels the timer without a turn of the loop.
+Text is sent at once when nothing was sent for ``FLUSH_INTERVAL_S`` (the turn's
+start counts as a send); text that follows sooner is held until that long after
+the last send and goes out together. A model that streams slower than 50 chunks
+a second is forwarded chunk by chunk, its first text as soon as it comes (no
+model answers over the network within 20 ms of the request; one that does has its
+first text shown at most that much later); a fast one costs a few messages per
+reply instead of one per token, and one that answers whole within the interval
+(a local model, the offline one) costs none: its text goes with the turn's end.
+
+Held text is sent by a timer of the event loop (asyncio's ``call_later``), not by
+a task: a turn neither starts nor winds down a forwarding task, and its end
+cancels the timer without a turn of the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 from dataclasses import replace
 
 from actors.base import ActorRef, DeadActor
@@ -45,7 +49,8 @@ class ReplyForwarder:
         """The pause before trying again when the mailbox is full."""
         self._loop = asyncio.get_running_loop()
         self._pending: list[str] = []
-        self._last_sent = -math.inf
+        self._last_sent = self._loop.time()
+        """When text was last sent; the turn's start to begin with."""
         self._timer: asyncio.TimerHandle | None = None
         self._closed = False
         self._gone = False

@@ -1,4 +1,5 @@
-"""Reply text from the LLMActor to a TerminalActor: at once when quiet, batched when fast."""
+"""Reply text from the LLMActor to a TerminalActor: at once when quiet, batched when fast,
+and with the turn's end when the whole reply comes within an interval of its start."""
 
 from __future__ import annotations
 
@@ -38,26 +39,27 @@ def waiting(mailbox: MemoryObjectReceiveStream[Envelope[TerminalMessage]]) -> in
     return mailbox.statistics().current_buffer_used
 
 
-async def test_the_first_text_goes_out_at_once() -> None:
+async def test_the_first_text_goes_out_at_once_when_it_comes_an_interval_after_the_start() -> None:
     ref, mailbox = mailbox_for_a_terminal()
-    reply = ReplyForwarder(ref, 7, interval=LONG)
+    reply = ReplyForwarder(ref, 7, interval=SHORT)
+    await anyio.sleep(3 * SHORT)  # the model takes a while to answer
     reply.add("Hello")
     assert waiting(mailbox) == 1
     assert await next_text(mailbox) == "Hello"
+    reply.close()
 
 
 async def test_text_that_follows_quickly_is_held_and_goes_out_together_before_the_end() -> None:
     ref, mailbox = mailbox_for_a_terminal()
     reply = ReplyForwarder(ref, 7, interval=LONG)
     reply.add("Hello")
-    assert await next_text(mailbox) == "Hello"
     reply.add(", wor")
     reply.add("ld")
     await anyio.wait_all_tasks_blocked()
     assert waiting(mailbox) == 0
     reply.close()
     await reply.send_now(TurnDone(7))
-    assert await next_text(mailbox) == ", world"
+    assert await next_text(mailbox) == "Hello, world"
     assert await next_message(mailbox) == TurnDone(7)
     assert waiting(mailbox) == 0
 
@@ -66,6 +68,7 @@ async def test_held_text_goes_out_after_the_interval_without_more_text() -> None
     ref, mailbox = mailbox_for_a_terminal()
     reply = ReplyForwarder(ref, 7, interval=SHORT)
     reply.add("one ")
+    assert waiting(mailbox) == 0
     assert await next_text(mailbox) == "one "
     reply.add("two")
     assert waiting(mailbox) == 0
@@ -96,7 +99,7 @@ async def test_text_held_when_a_turn_is_cancelled_is_dropped() -> None:
     ref, mailbox = mailbox_for_a_terminal()
     reply = ReplyForwarder(ref, 7, interval=SHORT)
     reply.add("kept")
-    assert await next_text(mailbox) == "kept"
+    assert await next_text(mailbox) == "kept"  # once the interval passed
     reply.add(" dropped")
     reply.close()  # no send_now follows: the turn was cancelled
     await anyio.sleep(5 * SHORT)  # well past the moment the held text was due
@@ -138,22 +141,23 @@ async def test_a_terminal_that_went_away_ends_the_forwarding_quietly() -> None:
         await reply.send_now(TurnDone(7))
 
 
-async def test_the_turns_end_carries_the_text_still_held() -> None:
+async def test_a_reply_that_comes_whole_within_an_interval_goes_out_with_the_turns_end() -> None:
     ref, mailbox = mailbox_for_a_terminal()
     reply = ReplyForwarder(ref, 7, interval=LONG)
     reply.add("Hello")
-    assert await next_text(mailbox) == "Hello"
     reply.add(", wor")
     reply.add("ld")
+    await anyio.wait_all_tasks_blocked()
+    assert waiting(mailbox) == 0
     reply.close()
     await reply.finish(TurnDone(7))
-    assert await next_message(mailbox) == TurnDone(7, text=", world")
+    assert await next_message(mailbox) == TurnDone(7, text="Hello, world")
     assert waiting(mailbox) == 0
 
 
 async def test_a_turns_end_with_no_text_held_carries_none() -> None:
     ref, mailbox = mailbox_for_a_terminal()
-    reply = ReplyForwarder(ref, 7, interval=LONG)
+    reply = ReplyForwarder(ref, 7, interval=SHORT)
     reply.add("all of it")
     assert await next_text(mailbox) == "all of it"
     await reply.finish(TurnDone(7))
