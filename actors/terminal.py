@@ -477,8 +477,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 stored = await storage.ask(
                     LoadSession(self._config.project, wanted), STORAGE_TIMEOUT_S
                 )
-                if continuing is not None:
-                    stored = await self._with_turns_kept_aside(stored)
+                stored = await self._with_turns_kept_aside(stored)
                 drift = await anyio.to_thread.run_sync(
                     drift_at_resume, self._config.workspace, stored.file_manifest
                 )
@@ -520,9 +519,10 @@ class TerminalActor(Actor[TerminalMessage]):
         return opened
 
     async def _with_turns_kept_aside(self, stored: SessionState) -> SessionState:
-        """The session this terminal goes on with after the supervisor went away: its
-        recovery copy, if its saves had failed (the copy holds turns the file lacks; going
-        on from the file dropped them from the conversation without a word)."""
+        """The session a resume goes on with: its recovery copy, if its saves had failed
+        since the file was written (the copy holds turns the file lacks; going on from
+        the file dropped them from the conversation without a word: after the supervisor
+        went away, and after a terminal killed while the disk was full)."""
         try:
             found = await self._peers.storage.ask(
                 LoadRecovered(self._config.project, stored), STORAGE_TIMEOUT_S

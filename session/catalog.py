@@ -30,7 +30,7 @@ from session.manager import (
     read_regular_file,
     scrub_state,
 )
-from session.models import Pointer, SessionState, utc_now
+from session.models import Pointer, SessionHeader, SessionState, utc_now
 from session.paths import projects_dir
 from session.processes import process_alive
 from session.redaction import with_secrets
@@ -205,8 +205,8 @@ class SessionCatalog:
         rows = classify(
             project.parent.name, listing.sessions, pointers.pointers, live, pointer_alive
         )
-        turns = {header.session_id: header.turns for header in listing.sessions}
-        return rows, warnings + recovered_lines(self.root, project, turns)
+        headers = {header.session_id: header for header in listing.sessions}
+        return rows, warnings + recovered_lines(self.root, project, headers)
 
     def list(
         self,
@@ -266,17 +266,20 @@ class SessionCatalog:
     def recovery_ahead(
         self, project: Path, state: SessionState
     ) -> tuple[Path, SessionState] | None:
-        """The recovery copy of ``state``'s session that holds the most turns, if it holds
-        more than ``state`` (its saves failed, and the session was not written since)."""
-        turns = session_turns(state.compacted_history_summary, list(state.recent_messages))
-        copies = [
-            (_turns_in(copy.path), copy.path)
+        """The newest recovery copy of ``state``'s session that is ahead of it: kept after
+        ``state`` was written (its saves failed since: it holds what the file lacks). A
+        copy the session file was written after is not (the session went on from the
+        file, or took the copy: taking it would drop what was done since)."""
+        ahead = [
+            (kept.updated_at, copy.path)
             for copy in recovered_copies(self.root, project)
             if copy.session_id == state.session_id
+            and (kept := _copy_facts(copy.path)) is not None
+            and kept.updated_at > state.updated_at
         ]
-        held, path = max(copies, key=lambda copy: copy[0], default=(0, None))
-        if path is None or held <= turns:
+        if not ahead:
             return None
+        _, path = max(ahead)
         return path, self.manager(project).load_copy(path, state.session_id)
 
     def find_resumable(self, project: Path, terminal_pid: int, live: dict[str, int]) -> Resumable:
@@ -453,24 +456,36 @@ def recovered_copies(root: Path, project: Path) -> list[RecoveryCopy]:
     return found
 
 
-def recovered_lines(root: Path, project: Path, turns: Mapping[str, int]) -> list[str]:
-    """A warning for each copy of a session kept in ``recovered_places`` (its saves failed)
-    that its session file has not caught up with (written since, with as many ``turns``,
-    the listing's count, as the copy: an exit rewrites the file with none more): its
-    turns are nowhere else, and resuming the older file would leave them behind."""
+def recovered_lines(
+    root: Path, project: Path, headers: Mapping[str, SessionHeader]
+) -> list[str]:
+    """A line for each copy of a session kept in ``recovered_places`` (its saves failed)
+    that its session file (``headers``, the listing's) has not caught up with.
+
+    A copy kept after the file was last written holds what is nowhere else: a warning
+    says to copy it over the file (the next resume goes on from it anyway). A copy the
+    file was written after, holding more turns than the file, is of turns the session
+    went on without (resumed from its file by an older version, or restored to an
+    earlier checkpoint): a note says the copy is left as it is, never to copy it over
+    (that would drop what was done since). A file written since with as many turns, or
+    the copy put back, is caught up: nothing is said."""
     lines = []
     for copy in recovered_copies(root, project):
         session_file = project / f"{copy.session_id}.json"
-        try:
-            written = os.stat(session_file).st_mtime
-        except OSError:
-            written = None
-        if (
-            written is not None
-            and written >= copy.kept_at.timestamp() + 1  # (whole seconds)
-            and turns.get(copy.session_id, 0) >= _turns_in(copy.path)
-        ) or (written is not None and _same_bytes(session_file, copy.path)):
-            continue  # written since with as many turns, or the copy put back (cp -p too)
+        if os.path.lexists(session_file) and _same_bytes(session_file, copy.path):
+            continue  # the copy put back (cp -p too)
+        kept = _copy_facts(copy.path)
+        if kept is None:
+            continue  # not a session file: nothing to put back
+        header = headers.get(copy.session_id)
+        if header is not None and header.updated_at >= kept.updated_at:
+            if header.turns < kept.turns:
+                lines.append(
+                    f"note: session {copy.session_id} went on from its file without the turns "
+                    f"kept in {copy.path} when its saves failed; that copy is left as it is "
+                    "(do not copy it over the file: what was done since would be lost)"
+                )
+            continue
         lines.append(
             f"warning: session {copy.session_id} has turns its file lacks, kept in {copy.path} "
             f"when its saves failed; copy that over {session_file} to keep them"
@@ -490,17 +505,31 @@ def _same_bytes(one: Path, other: Path) -> bool:
         return False
 
 
-def _turns_in(path: Path) -> int:
-    """The turns a copy of a session file holds; 0 when it cannot be read."""
+@dataclass(frozen=True)
+class _CopyFacts:
+    turns: int
+    updated_at: datetime
+
+
+def _copy_facts(path: Path) -> _CopyFacts | None:
+    """The turns a recovery copy holds and when it was written; None when it cannot be
+    read (or says no time)."""
     try:
         raw = orjson.loads(read_regular_file(path, MAX_SESSION_BYTES))
-        messages = raw.get("recent_messages") if isinstance(raw, dict) else None
-        summary = raw.get("compacted_history_summary") if isinstance(raw, dict) else None
     except (OSError, SessionFileError, orjson.JSONDecodeError):
-        return 0
-    if not isinstance(messages, list):
-        return 0
-    return session_turns(
+        return None
+    if not isinstance(raw, dict):
+        return None
+    messages = raw.get("recent_messages")
+    summary = raw.get("compacted_history_summary")
+    try:
+        updated_at = datetime.fromisoformat(str(raw.get("updated_at")))
+    except ValueError:
+        return None
+    if updated_at.tzinfo is None:
+        updated_at = updated_at.replace(tzinfo=UTC)
+    turns = session_turns(
         summary if isinstance(summary, str) else None,
-        [m for m in messages if isinstance(m, dict)],
+        [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else [],
     )
+    return _CopyFacts(turns, updated_at)

@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import stat
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -35,6 +35,10 @@ SID = "0a1b2c3d4e5f"
 @pytest.fixture
 def manager(tmp_path: Path) -> SessionManager:
     return SessionManager(tmp_path / "projects" / "ws_12345678" / "sessions")
+
+
+def later(state: SessionState, *, minutes: int) -> SessionState:
+    return state.model_copy(update={"updated_at": state.updated_at + timedelta(minutes=minutes)})
 
 
 def with_more(state: SessionState) -> SessionState:
@@ -745,43 +749,63 @@ def test_turns_kept_in_recovered_are_told_by_the_listing_until_the_session_is_wr
     manager = catalog.manager(project)
     state = full_state()
     manager.save(state)
-    old = (project / f"{state.session_id}.json").stat().st_mtime - 10
-    os.utime(project / f"{state.session_id}.json", (old, old))
-    kept = catalog.keep_unsaved(project, with_more(state))
+    ahead = later(with_more(state), minutes=1)  # its save failed
+    kept = catalog.keep_unsaved(project, ahead)
     assert kept.parent == project.parent / "recovered"
     (line,) = catalog.list((project,), {}).warnings
     assert line.startswith(f"warning: session {state.session_id} has turns its file lacks")
-    assert str(kept) in line
+    assert str(kept) in line and "copy that over" in line
     (line,) = catalog.find_resumable(project, 4242, {}).warnings
     assert str(kept) in line
-    later = kept.stat().st_mtime + 5
-    os.utime(project / f"{state.session_id}.json", (later, later))  # saved again since
+    manager.save(later(ahead, minutes=1))  # saved again since, holding what the copy holds
     assert catalog.list((project,), {}).warnings == ()
 
 
-def test_turns_kept_in_recovered_are_told_until_the_session_file_holds_as_many(
+def test_a_copy_the_session_went_on_without_is_never_said_to_be_copied_over_the_file(
     tmp_path: Path,
 ) -> None:
-    """A resume that added no turn rewrote the session file at its exit, and the turns
-    kept in recovered/ were told by nothing from then on."""
+    """A helper's report: after a copy was kept, the session went on from its older file
+    and was saved with a new turn; the listing still said to copy the older copy over
+    the file, which would have lost that turn."""
     from session.catalog import SessionCatalog
 
     root = tmp_path / "home"
     catalog = SessionCatalog(root)
     project = root / "projects" / "ws_00000000" / "sessions"
-    file = project / f"{SID}.json"
-    catalog.manager(project).save(full_state())
-    longer = full_state().model_copy(
+    state = full_state()
+    catalog.manager(project).save(state)
+    two_more = full_state().model_copy(
+        update={"recent_messages": tuple(dump_messages(conversation(0, 2, 1, 0, 0)))}
+    )
+    kept = catalog.keep_unsaved(project, later(two_more, minutes=1))
+    one_more = full_state().model_copy(
         update={"recent_messages": tuple(dump_messages(conversation(0, 2, 1, 0)))}
     )
-    kept = catalog.keep_unsaved(project, longer)
-    later = kept.stat().st_mtime + 5
-    os.utime(file, (later, later))  # the file written again, with no turn more
+    went_on = later(one_more, minutes=2)
+    catalog.manager(project).save(went_on)
     (line,) = catalog.list((project,), {}).warnings
-    assert str(kept) in line
-    catalog.manager(project).save(longer)  # the copy put back
-    os.utime(file, (later, later))
-    assert catalog.list((project,), {}).warnings == ()
+    assert line.startswith(f"note: session {SID} went on from its file without the turns kept")
+    assert str(kept) in line and "copy that over" not in line
+    assert catalog.recovery_ahead(project, went_on) is None  # a resume keeps the newer file
+
+
+def test_a_resume_goes_on_from_a_copy_kept_after_the_file_was_written(tmp_path: Path) -> None:
+    """A helper's report: with the disk full, a terminal killed, the next start resumed
+    the older file, and the turns whose saves had failed were dropped."""
+    from session.catalog import SessionCatalog
+
+    root = tmp_path / "home"
+    catalog = SessionCatalog(root)
+    project = root / "projects" / "ws_00000000" / "sessions"
+    state = full_state()
+    catalog.manager(project).save(state)
+    catalog.keep_unsaved(project, later(with_more(state), minutes=1))
+    newest = later(with_more(with_more(state)), minutes=2)
+    kept = catalog.keep_unsaved(project, newest, name=f"{SID}-20991231T000000Z.json")
+    found = catalog.recovery_ahead(project, state)
+    assert found is not None
+    path, resumed = found
+    assert path == kept and resumed.decisions == newest.decisions
 
 
 def test_a_manifest_entry_with_no_valid_digest_is_left_out_not_the_whole_session(
@@ -871,7 +895,7 @@ def test_turns_kept_in_a_fallback_place_are_told_by_the_listing(
     (project.parent / "recovered").write_text("in the way\n")
     if taken == "the home's place too":
         (root / "recovered").write_text("in the way\n")
-    kept = catalog.keep_unsaved(project, with_more(full_state()))
+    kept = catalog.keep_unsaved(project, later(with_more(full_state()), minutes=1))
     assert kept.parent.name == "ws_00000000", "named for its project"
     (line,) = catalog.list((project,), {}).warnings
     assert str(kept) in line
@@ -890,7 +914,7 @@ def test_a_copy_put_back_with_its_time_kept_is_not_warned_about(tmp_path: Path) 
     project = root / "projects" / "ws_00000000" / "sessions"
     state = full_state()
     catalog.manager(project).save(full_state())
-    kept = catalog.keep_unsaved(project, with_more(state))
+    kept = catalog.keep_unsaved(project, later(with_more(state), minutes=1))
     assert catalog.list((project,), {}).warnings
     shutil.copy2(kept, project / f"{state.session_id}.json")
     assert catalog.list((project,), {}).warnings == ()
@@ -910,7 +934,7 @@ def test_the_copies_kept_under_tmp_are_each_homes_own(
     one, other = SessionCatalog(tmp_path / "one"), SessionCatalog(tmp_path / "other")
     (tmp_path / "one").write_text("in the way: the copy goes under /tmp\n")
     project = tmp_path / "one" / "projects" / "ws_00000000" / "sessions"
-    kept = one.keep_unsaved(project, full_state())
+    kept = one.keep_unsaved(project, later(full_state(), minutes=1))
     assert kept.is_relative_to(tmp_path / "tmp")
     theirs = tmp_path / "other" / "projects" / "ws_00000000" / "sessions"
     other.manager(theirs).save(full_state("b" * 12))

@@ -192,6 +192,34 @@ def test_a_chat_whose_supervisor_died_goes_on_with_the_turns_kept_aside(env: Env
     assert "has turns its file lacks" not in env.run("sessions").stderr
 
 
+def test_the_next_start_goes_on_with_the_turns_a_killed_terminal_could_not_save(
+    env: Env,
+) -> None:
+    """A helper's report: with the disk full, the terminal killed with kill -9 and the
+    space freed, the next start resumed the session file, without the two turns whose
+    saves had failed (they were only in the recovery copy, which the listing then told
+    to copy over the file, dropping the turn made since)."""
+    fault_file = faulty(env)
+    tab = env.terminal()
+    client = env.spawn("--new", terminal=tab)
+    client.send("first message")
+    client.expect('You said: "first message"')  # saved
+    fault_file.write_text("rename ENOSPC /sessions/\n")
+    client.send("second message")
+    client.expect('You said: "second message"')  # kept aside only
+    client.kill9()  # its exit's save fails too: the turns are in the recovery copy only
+    again = env.spawn("--yes", terminal=tab)  # attached once that exit has ended
+    again.expect("going on with the turns kept in", stderr=True)
+    fault_file.unlink()  # the space freed
+    again.send("third message")
+    again.expect("(turn 3 of this conversation")
+    again.close_stdin()
+    assert again.wait() == 0
+    assert_the_three_messages_are_saved(env)
+    listing = env.run("sessions", terminal=tab).stderr
+    assert "has turns its file lacks" not in listing and "went on" not in listing
+
+
 def test_a_directory_made_at_the_session_files_name_is_moved_aside_and_told(env: Env) -> None:
     """A helper's attack: a directory made by hand where a live session's file was got
     moved aside by the next save with no word to the user (the design asks for one line
