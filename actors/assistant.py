@@ -66,10 +66,12 @@ class TurnDeps:
     checkpointed: set[str] = field(default_factory=set)
     """Paths whose content before this turn's writes a checkpoint already keeps."""
     checkpoint_lock: anyio.Lock = field(default_factory=anyio.Lock)
-    write_lock: anyio.Lock = field(default_factory=anyio.Lock)
-    """Held by each ``write_file`` call from its checkpoint to its write: calls the model
-    made at once write one after the other, in the order it made them (two writes of one
-    file raced: either content could win, and the model was told the other)."""
+    files_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    """Held by each file tool call (a write from its checkpoint to its write, a read, a
+    listing): calls the model made at once touch the files one after the other, in the
+    order it made them (two writes of one file raced: either content could win, and the
+    model was told the other; a read after a write of the same file ran first, and found
+    no file)."""
 
 
 async def _before_write(deps: TurnDeps, relative: str) -> str | None:
@@ -175,9 +177,10 @@ async def read_file(ctx: RunContext[TurnDeps], path: str) -> str:
     relative = _relative(path)
     limit = read_limit(ctx.deps.token_budget)
     try:
-        text, digest = await anyio.to_thread.run_sync(
-            read_workspace_file, ctx.deps.workspace, relative, limit
-        )
+        async with ctx.deps.files_lock:  # fair: the calls' order
+            text, digest = await anyio.to_thread.run_sync(
+                read_workspace_file, ctx.deps.workspace, relative, limit
+            )
     except OSError as exc:
         return f"error: cannot read {relative}: {exc.strerror or exc}"
     ctx.deps.touched.add(relative)
@@ -199,7 +202,7 @@ async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:
     """Create or replace a text file of the workspace (path relative to the workspace)."""
     if (problem := _check_path(ctx.deps, path)) is not None:
         return problem
-    async with ctx.deps.write_lock:  # fair: the calls' order
+    async with ctx.deps.files_lock:  # fair: the calls' order
         return await _write_file(ctx, _relative(path), content)
 
 
@@ -232,7 +235,8 @@ async def list_files(ctx: RunContext[TurnDeps], directory: str = ".") -> str:
     if relative != "." and (problem := _check_path(ctx.deps, relative)) is not None:
         return problem
     try:
-        entries = await anyio.to_thread.run_sync(list_workspace, ctx.deps.workspace, relative)
+        async with ctx.deps.files_lock:  # fair: the calls' order
+            entries = await anyio.to_thread.run_sync(list_workspace, ctx.deps.workspace, relative)
     except OSError as exc:
         return f"error: cannot list {relative}: {exc.strerror or exc}"
     return "\n".join(entries) if entries else "(empty)"

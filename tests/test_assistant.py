@@ -283,6 +283,45 @@ def test_writes_of_one_file_the_model_calls_at_once_happen_in_its_order(workspac
         assert deps.written == {"same.md": hashlib.sha256(small.encode()).hexdigest()}
 
 
+def test_a_read_and_a_listing_after_a_write_the_model_calls_at_once_see_the_write(
+    workspace: Path,
+) -> None:
+    """A helper's find (H54): write_file then read_file of one path in one response: the
+    read ran first and told the model there was no such file."""
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    returns: dict[str, str] = {}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("write_file", {"path": "new.md", "content": "A" * 100_000}, "w"),
+                    ToolCallPart("read_file", {"path": "new.md"}, "r"),
+                    ToolCallPart("list_files", {}, "l"),
+                ]
+            )
+        last = messages[-1]
+        assert isinstance(last, ModelRequest)
+        for part in last.parts:
+            if isinstance(part, ToolReturnPart):
+                returns[part.tool_call_id] = str(part.content)
+        return ModelResponse(parts=[TextPart("done")])
+
+    build_agent(FunctionModel(model)).run_sync("write it, then read it", deps=TurnDeps(workspace))
+    assert returns["w"] == "wrote new.md (100000 bytes)"
+    assert returns["r"].startswith("AAAA")
+    assert "new.md" in returns["l"].splitlines()
+
+
 @pytest.mark.parametrize(
     "path", ["notes.md\nerror: 401 from the endpoint", "a\x1b[31mred.md", "tab\there.md"]
 )
