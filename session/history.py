@@ -116,11 +116,17 @@ ELIDED_TOOL_OUTPUT = (
 )
 
 
+ELIDED_WRITE = "[{chars:,} characters written to the file, elided from the request]"
+
+
 def fit_tool_returns(messages: Sequence[ModelMessage], max_chars: int) -> list[ModelMessage]:
-    """``messages`` within ``max_chars`` by eliding the content of tool returns, oldest
-    first: what runs between turns (compaction) cannot shrink one turn that reads many
-    large files. The last request's returns (what the model is about to read) are kept;
-    only contents change, so every call keeps its return and the history its shape."""
+    """``messages`` within ``max_chars`` by eliding, oldest first, the content of tool
+    returns and the content the model's ``write_file`` calls wrote: what runs between
+    turns (compaction) cannot shrink one turn that reads or writes many large files.
+    The last request's returns (what the model is about to read) are kept, and so is
+    a text less than twice the note that would replace it (a short one was replaced
+    by a note about as long); only contents change, so every call keeps its return
+    and the history its shape."""
     total = sum(message_chars(m) for m in messages)
     if total <= max_chars:
         return list(messages)
@@ -128,24 +134,44 @@ def fit_tool_returns(messages: Sequence[ModelMessage], max_chars: int) -> list[M
     for index, message in enumerate(messages[:-1]):
         if total <= max_chars:
             break
-        if not isinstance(message, ModelRequest):
-            continue
         parts = list(message.parts)
         for k, part in enumerate(parts):
             if total <= max_chars:
                 break
-            if type(part) is not ToolReturnPart:  # not a structured return (tool search)
-                continue
-            content = part.content
-            size = len(content) if isinstance(content, str) else len(str(content))
-            note = ELIDED_TOOL_OUTPUT.format(chars=size)
-            if size <= len(note):
-                continue
-            plain: ToolReturnPart[Any] = part
-            parts[k] = dataclasses.replace(plain, content=note)
-            total -= size - len(note)
-        fitted[index] = dataclasses.replace(message, parts=parts)
+            shorter = _elided(part)
+            if shorter is not None:
+                parts[k], saved = shorter
+                total -= saved
+        fitted[index] = dataclasses.replace(message, parts=parts)  # type: ignore[arg-type]
     return fitted
+
+
+def _elided(part: Any) -> tuple[Any, int] | None:
+    """``part`` with its tool output or written content replaced by a note, and the
+    characters that saves; None if it has neither, or too short a one to replace."""
+    if type(part) is ToolReturnPart:  # not a structured return (tool search)
+        content = part.content
+        size = len(content) if isinstance(content, str) else len(str(content))
+        note = ELIDED_TOOL_OUTPUT.format(chars=size)
+        if size < 2 * len(note):
+            return None  # it would save little, and lose what the model was told
+        plain: ToolReturnPart[Any] = part
+        return dataclasses.replace(plain, content=note), size - len(note)
+    if isinstance(part, ToolCallPart) and part.tool_name == "write_file":
+        before = len(part.args) if isinstance(part.args, str) else len(str(part.args))
+        try:
+            args = part.args_as_dict()
+        except ValueError:
+            return None  # arguments that are not JSON: the call was refused
+        content = args.get("content")
+        if not isinstance(content, str):
+            return None
+        note = ELIDED_WRITE.format(chars=len(content))
+        if len(content) < 2 * len(note):
+            return None
+        shorter = dataclasses.replace(part, args={**args, "content": note})
+        return shorter, before - len(str(shorter.args))
+    return None
 
 
 def recent_start(

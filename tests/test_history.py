@@ -399,6 +399,45 @@ def test_over_the_budget_the_oldest_tool_outputs_are_elided_first() -> None:
     assert returned_sizes(messages) == [5000] * 4  # the input is not changed
 
 
+def test_a_short_tool_output_is_never_replaced_by_a_note_about_as_long() -> None:
+    """A helper's find (H54): over the budget, a 122-character output was replaced by
+    the note that it was elided, no shorter: the request did not shrink, and the model
+    lost what it had been told."""
+    messages = reading_turn([122, 239, 5000, 5000])
+    fitted = fit_tool_returns(messages, 1000)
+    assert returned_sizes(fitted)[:2] == [122, 239]
+    assert returned_sizes(fitted)[2] < 200
+
+
+def writing_turn(sizes: list[int]) -> list[ModelMessage]:
+    """A turn that writes one file per request, of ``sizes`` characters each."""
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("write them all")])]
+    for n, size in enumerate(sizes):
+        args = {"path": f"f{n}.md", "content": "y" * size}
+        messages.append(ModelResponse(parts=[ToolCallPart("write_file", args, f"c{n}")]))
+        messages.append(
+            ModelRequest(parts=[ToolReturnPart("write_file", f"wrote f{n}.md", f"c{n}")])
+        )
+    return messages
+
+
+def test_over_the_budget_what_the_model_wrote_earlier_in_the_turn_is_elided_too() -> None:
+    """A helper's find (H54): a turn that wrote a large file at each step sent requests
+    that grew past the budget: only tool outputs were elided, never written content."""
+    messages = writing_turn([1800, 1800, 1800, 1800])
+    fitted = fit_tool_returns(messages, 4000)
+    assert sum(message_chars(m) for m in fitted) <= 4000
+    assert pairing_problems(fitted) == [] and len(fitted) == len(messages)
+    first = fitted[1].parts[0]
+    assert isinstance(first, ToolCallPart)
+    assert first.args_as_dict() == {
+        "path": "f0.md",
+        "content": "[1,800 characters written to the file, elided from the request]",
+    }
+    last = fitted[-2].parts[0]
+    assert isinstance(last, ToolCallPart) and last.args_as_dict()["content"] == "y" * 1800
+
+
 def test_the_last_requests_tool_output_is_kept_even_over_the_budget() -> None:
     fitted = fit_tool_returns(reading_turn([5000, 50_000]), 1000)
     assert returned_sizes(fitted)[-1] == 50_000  # what the model is about to read
