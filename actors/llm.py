@@ -7,13 +7,14 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream
-from pydantic_ai import Agent
+from pydantic_ai import Agent, AgentRun
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
@@ -37,6 +38,7 @@ from actors.messages import (
 )
 from actors.reply import ReplyForwarder
 from actors.turn_lines import checkpoint_failed, describe_tool_call, explain_failure
+from session.interrupted import interrupted_turn
 from session.model_names import BARE_NAMES
 
 log = logging.getLogger("agent_assist.llm")
@@ -145,11 +147,12 @@ class LLMActor(Actor[LLMMessage]):
         that the terminal is not left waiting for a reply no task runs any more)."""
         told = False
         deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
+        progress = _Progress()
         try:
             with scope:
                 reply = ReplyForwarder(turn.reply_to, turn.turn_id)
                 try:
-                    done = await self._stream_turn(turn, reply, deps)
+                    done = await self._stream_turn(turn, reply, deps, progress)
                 except Stalled:
                     log.warning("turn %d: no answer from %s", turn.turn_id, turn.model)
                     done = _unfinished(turn, deps, error=self._stalled_line(turn))
@@ -165,7 +168,7 @@ class LLMActor(Actor[LLMMessage]):
             self._scopes.pop((turn.reply_to, turn.turn_id), None)
             if not told:
                 end = (
-                    _unfinished(turn, deps, cancelled=True)
+                    _unfinished(turn, deps, cancelled=True, kept=progress.kept())
                     if scope.cancel_called
                     else _unfinished(turn, deps, error=STOPPED_LINE)
                 )
@@ -183,7 +186,7 @@ class LLMActor(Actor[LLMMessage]):
         )
 
     async def _stream_turn(
-        self, turn: StartTurn, reply: ReplyForwarder, deps: TurnDeps
+        self, turn: StartTurn, reply: ReplyForwarder, deps: TurnDeps, progress: _Progress
     ) -> TurnDone:
         deps.token_budget = turn.token_budget
         deps.before_first_write = partial(_checkpoint_before_write, turn, self._stall_of(turn))
@@ -194,7 +197,7 @@ class LLMActor(Actor[LLMMessage]):
         try:
             agent = await self._agent(turn.model)
             with StallWatch(self._stall_of(turn)) as watch:
-                return await self._iterate(agent, turn, reply, deps, watch)
+                return await self._iterate(agent, turn, reply, deps, watch, progress)
         finally:
             self._limiter.release()
 
@@ -205,9 +208,12 @@ class LLMActor(Actor[LLMMessage]):
         reply: ReplyForwarder,
         deps: TurnDeps,
         watch: StallWatch,
+        progress: _Progress,
     ) -> TurnDone:
-        """The agent run; each node and each streamed event is progress for ``watch``."""
+        """The agent run; each node and each streamed event is progress for ``watch``,
+        and the run and the text of the reply being written are kept in ``progress``."""
         async with agent.iter(turn.prompt, message_history=list(turn.history), deps=deps) as run:
+            progress.run = run
             async for node in run:
                 watch.progress()
                 if Agent.is_call_tools_node(node):
@@ -219,12 +225,14 @@ class LLMActor(Actor[LLMMessage]):
                             await reply.send_now(TurnToolCall(turn.turn_id, line, writes))
                 if not Agent.is_model_request_node(node):
                     continue
+                progress.text.clear()  # a new response
                 async with node.stream(run.ctx) as events:
                     async for event in events:
                         watch.progress()
                         text = _text_of(event)
                         if text:
                             reply.add(text)
+                            progress.text.append(text)
             assert run.result is not None
             new = tuple(run.result.new_messages())
         return TurnDone(
@@ -240,18 +248,47 @@ class LLMActor(Actor[LLMMessage]):
 
 
 def _unfinished(
-    turn: StartTurn, deps: TurnDeps, *, cancelled: bool = False, error: str | None = None
+    turn: StartTurn,
+    deps: TurnDeps,
+    *,
+    cancelled: bool = False,
+    error: str | None = None,
+    kept: tuple[ModelMessage, ...] = (),
 ) -> TurnDone:
-    """The end of a turn cut short: nothing of the conversation, but the files its tools
-    touched and wrote before (they are on disk: tracked, and not changes from outside)."""
+    """The end of a turn cut short: of the conversation only what it ``kept`` (a turn
+    the user interrupted after a tool ran, ``session/interrupted.py``), with the
+    decisions and phase its tools recorded then; the files its tools touched and wrote
+    before in any case (they are on disk: tracked, and not changes from outside)."""
     return TurnDone(
         turn.turn_id,
+        new_messages=kept,
+        decisions=tuple(deps.decisions) if kept else (),
         touched=tuple(sorted(deps.touched)),
         written=tuple(sorted(deps.written.items())),
         read=tuple(sorted(deps.read.items())),
         cancelled=cancelled,
         error=error,
+        phase=deps.phase if kept else None,
     )
+
+
+@dataclass
+class _Progress:
+    """How far a turn's run got: the run, and the text of the response being written."""
+
+    run: AgentRun[TurnDeps, str] | None = None
+    text: list[str] = field(default_factory=list)
+
+    def kept(self) -> tuple[ModelMessage, ...]:
+        """What the turn keeps if the user interrupts it now."""
+        if self.run is None:
+            return ()
+        try:
+            messages = self.run.new_messages()
+        except Exception:  # a run cut before it had any: nothing to keep
+            log.exception("the messages of an interrupted run could not be read")
+            return ()
+        return interrupted_turn(messages, "".join(self.text))
 
 
 class Stalled(Exception):

@@ -613,7 +613,7 @@ class TerminalActor(Actor[TerminalMessage]):
         told_in_turn, self._told_in_turn = self._told_in_turn, set()
         self._turn_writes.clear()
         self._written.update(done.written)
-        if done.cancelled or done.error is not None:
+        if (done.cancelled and not done.new_messages) or done.error is not None:
             self._lc = self._lc.abandon_turn(done.touched)
             if done.touched:  # what it wrote is tracked, watched, and not told as outside
                 manifest, _ = await self._manifest(done.touched)
@@ -655,7 +655,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._emit(output)
             await self._emit(
                 TurnEnded(
-                    "ok",
+                    "cancelled" if done.cancelled else "ok",  # kept as far as it got
                     None if saved else "the session could not be saved",
                     done.input_tokens or self._request_tokens,
                     self._lc.state.phase if self._lc.state else None,

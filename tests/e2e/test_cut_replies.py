@@ -77,3 +77,47 @@ def test_a_reply_cancelled_with_ctrl_c_leaves_none_of_its_text_on_stdout(
         while True:
             stdout.append(client.out.get_nowait())
     assert stdout == ["echo: hello"], "stdout carries whole replies only"
+
+
+def test_a_turn_interrupted_after_its_tool_ran_keeps_what_the_tool_did(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report (H54): Ctrl+C after tools had run dropped the whole turn: the
+    next request told the model nothing of the decision it had recorded (the user saw
+    it), and the session kept no decision. The turn is kept as far as it got: the call,
+    its return, and a note that the user interrupted the reply."""
+    client = env.spawn("--new", terminal=env.terminal())
+    server.tool_returns_go.clear()  # the model's answer to the tool's return waits
+    client.send("decide: Route tickets by urgency")
+    wait_for(
+        lambda: any(r["messages"][-1]["role"] == "tool" for r in server.requests),
+        what="the tool's return at the model",
+    )
+    client.process.send_signal(signal.SIGINT)
+    client.expect("[cancelled]", stderr=True)
+    server.tool_returns_go.set()
+    client.send("what happened?")
+    client.expect("echo: what happened?")
+    client.close_stdin()
+    assert client.wait() == 1  # piped: a cancelled message fails the run
+    sent = server.requests[-1]["messages"]
+    roles = [m["role"] for m in sent if m["role"] != "system"]
+    assert roles == ["user", "assistant", "tool", "assistant", "user"], roles
+    assert sent[-3]["content"] == "recorded decision: Route tickets by urgency"
+    assert "[interrupted by the user]" in sent[-2]["content"]
+    (session_id,) = env.session_ids()
+    assert env.session(session_id)["decisions"] == ["Route tickets by urgency"]
+
+
+def test_a_turn_interrupted_before_any_tool_ran_is_not_kept(
+    env: Env, server: ChatServer
+) -> None:
+    client = streaming(env, server)
+    client.process.send_signal(signal.SIGINT)
+    client.expect("[cancelled]", stderr=True)
+    client.send("and now?")
+    client.expect("echo: and now?")
+    client.close_stdin()
+    assert client.wait() == 1  # piped: a cancelled message fails the run
+    sent = [m["content"] for m in server.requests[-1]["messages"] if m["role"] != "system"]
+    assert sent == ["hello", "echo: hello", "and now?"]

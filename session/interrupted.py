@@ -1,0 +1,60 @@
+"""What a turn the user interrupted (Ctrl+C) keeps of its conversation.
+
+A turn cut before any tool ran is dropped whole, as before: nothing happened that the
+conversation must hold. One cut after a tool ran keeps its messages so far: a file
+was written, a decision recorded, and a next turn whose model knew nothing of it
+(the user saw it happen) went wrong. Every call keeps its return (a call cut before
+its return gets one pydantic-ai synthesizes), and the turn ends with the reply's text
+so far and a note that the user interrupted it, so the next prompt starts a turn of
+its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    repair_messages,
+)
+
+INTERRUPTED = "[interrupted by the user]"
+
+
+def interrupted_turn(messages: Sequence[ModelMessage], partial: str) -> tuple[ModelMessage, ...]:
+    """What the turn whose messages so far are ``messages`` keeps (``partial``: the text
+    of the reply being written when it was cut); empty if no tool was called."""
+    messages = [_without_cut_calls(message) for message in messages]
+    called = any(
+        isinstance(message, ModelResponse)
+        and any(isinstance(part, ToolCallPart) for part in message.parts)
+        for message in messages
+    )
+    if not called or not isinstance(messages[0], ModelRequest):
+        return ()
+    kept = repair_messages(messages)
+    last = kept[-1]
+    said = f"{partial.rstrip()}\n\n{INTERRUPTED}" if partial.strip() else INTERRUPTED
+    if isinstance(last, ModelRequest):
+        kept.append(ModelResponse(parts=[TextPart(said)]))
+    elif not any(isinstance(part, TextPart) and part.content for part in last.parts):
+        # pydantic-ai's record of the response it was reading, empty: the text so far
+        # and the note go in it
+        kept[-1] = dataclasses.replace(last, parts=[*last.parts, TextPart(said)])
+    elif last.state == "interrupted":  # its text is there already
+        kept[-1] = dataclasses.replace(last, parts=[*last.parts, TextPart(INTERRUPTED)])
+    return tuple(kept)
+
+
+def _without_cut_calls(message: ModelMessage) -> ModelMessage:
+    """A response cut while it was read (pydantic-ai records it as ``interrupted``)
+    without its tool calls: none of them ran, and one may be cut in its arguments."""
+    if not isinstance(message, ModelResponse) or message.state != "interrupted":
+        return message
+    parts = [part for part in message.parts if not isinstance(part, ToolCallPart)]
+    return dataclasses.replace(message, parts=parts)
