@@ -111,13 +111,39 @@ def dispatch() -> None:
 
 
 def main() -> None:
-    """Run the command; a reader that closed our stdout (``| head``) ends us quietly."""
+    """Run the command; a reader that closed our stdout (``| head``) ends us quietly, and
+    a stdout that cannot be written (a full disk, ``>/dev/full``) in one error line."""
+    stand_in_for_closed_streams()
     try:
         try:
             dispatch()
         finally:
             sys.stdout.flush()  # here, not at exit, where a closed pipe cannot be caught
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit
+        silence_stdout()
         sys.exit(EXIT_BROKEN_PIPE)
+    except OSError as exc:  # what the commands leave: writing their output, in practice
+        silence_stdout()
+        where = f"{exc.filename}: " if exc.filename else "cannot write the output: "
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+def stand_in_for_closed_streams() -> None:
+    """A standard stream the caller closed (``<&-``, ``>&-``) reads as empty and takes
+    writes to nowhere, as ``/dev/null`` (Python leaves it None: every command failed
+    with a traceback, and ``supervisor status`` lost its 0/3 exit status)."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))  # noqa: SIM115
+
+
+def silence_stdout() -> None:
+    """Nothing more goes to stdout (what it holds would fail again at exit)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

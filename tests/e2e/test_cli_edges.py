@@ -222,6 +222,51 @@ def test_a_closed_pipe_ends_a_command_quietly(env: Env, args: tuple[str, ...]) -
     assert result.returncode == 1, "as click's commands exit on a closed pipe"
 
 
+def run_with_closed(env: Env, fd: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """``agent-assist args`` with its descriptor ``fd`` closed (``<&-``, ``>&-``)."""
+    return subprocess.run(
+        ["sh", "-c", f'exec "$0" "$@" {fd}>&-', AGENT_ASSIST, *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=env.workspace,
+        env=env.environ(),
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_closed_stdout_or_stdin_is_no_traceback_and_keeps_the_exit_status(env: Env) -> None:
+    """A helper's report (H55): with stdout or stdin closed, as daemons and cron jobs may
+    start, every command ended in a traceback (and status exited 1, not 3)."""
+    assert env.run("supervisor", "stop").returncode == 0
+    status = run_with_closed(env, 1, "supervisor", "status")
+    assert (status.returncode, status.stderr) == (3, "")
+    listing = run_with_closed(env, 1, "sessions", "--json")
+    assert (listing.returncode, listing.stderr) == (0, "")
+    chat = run_with_closed(env, 0, "--new")
+    assert chat.returncode == 0 and "Traceback" not in chat.stderr, chat.stderr
+
+
+@pytest.mark.parametrize("args", [("sessions", "--json"), ("sessions",), ("--version",)])
+def test_a_stdout_that_cannot_be_written_is_one_error_line(env: Env, args: tuple[str, ...]) -> None:
+    """A helper's report (H55): ``>/dev/full`` gave tracebacks."""
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [AGENT_ASSIST, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=env.workspace,
+            env=env.environ(),
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 1
+    assert result.stderr == "error: cannot write the output: No space left on device\n"
+
+
 @pytest.mark.parametrize("args", [("sessions",), ("sessions", "--json"), ("sessions", "--all")])
 def test_a_short_listing_read_by_head_ends_with_status_0_every_time(
     env: Env, args: tuple[str, ...]
