@@ -1090,6 +1090,13 @@ def run_chat(options: ChatOptions) -> int:
         with contextlib.suppress(OSError):  # a hung-up terminal takes no more output
             chat.close()
         return 128 + exc.signum
+    except BrokenPipeError:  # the reader of our replies went away (``| head -1``)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # what is still to print goes nowhere
+        os.close(devnull)
+        chat.close()  # saved as on any exit, and said on stderr
+        chat.console.warn("the output was closed; the run stopped before the end of its input")
+        return 1
     except ChatEnded as exc:
         if chat.console.interactive:
             chat.console.warn(str(exc))

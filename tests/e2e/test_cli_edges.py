@@ -267,6 +267,28 @@ def test_a_stdout_that_cannot_be_written_is_one_error_line(env: Env, args: tuple
     assert result.stderr == "error: cannot write the output: No space left on device\n"
 
 
+def test_a_piped_chat_whose_reader_left_names_its_saved_session_and_why_it_stopped(
+    env: Env,
+) -> None:
+    """A helper's report (H55): ``... | agent-assist --new | head -1`` exited 1 with
+    nothing on stderr: not the saved session's id, nor why the run stopped."""
+    result = subprocess.run(
+        ["sh", "-c", '"$0" --new | head -1', AGENT_ASSIST],
+        input="".join(f"message {n}\n" for n in range(1, 21)),  # the reader leaves after one
+        capture_output=True,
+        text=True,
+        cwd=env.workspace,
+        env=env.environ(env.terminal()),
+        timeout=60,
+        check=False,
+    )
+    assert result.stdout.startswith('[offline model] You said: "message 1"')
+    lines = result.stderr.splitlines()
+    assert lines[-1] == "the output was closed; the run stopped before the end of its input"
+    (session_id,) = env.session_ids()
+    assert f"Session {session_id} saved." in lines
+
+
 @pytest.mark.parametrize("args", [("sessions",), ("sessions", "--json"), ("sessions", "--all")])
 def test_a_short_listing_read_by_head_ends_with_status_0_every_time(
     env: Env, args: tuple[str, ...]
