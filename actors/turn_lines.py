@@ -176,7 +176,12 @@ def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
         name = model.partition(":")[2] or model
         return f"404 from {where}: the endpoint does not serve model {name!r} (check --model)"
     if isinstance(exc, ModelHTTPError):
-        return f"{exc.status_code} from {where}: {_clip(str(exc.body or exc.message), 200)}"
+        said = _clip(_said_by(exc.body) or exc.message, 200)
+        if exc.status_code == 429:
+            return f"429 from {where} (rate limited, after retries): {said}; send it again later"
+        if exc.status_code >= 500:
+            return f"{exc.status_code} from {where} (a server error): {said}; send it again"
+        return f"{exc.status_code} from {where}: {said}"
     if isinstance(exc, ModelAPIError):
         return f"request to {where} failed: {_clip(exc.message, 200)}"
     if isinstance(exc, UserError) and (missing := _MISSING_SETTING_RE.search(str(exc))):
@@ -190,6 +195,17 @@ def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
         )
     text = " ".join(str(exc).split()) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"[:500]
+
+
+def _said_by(body: object) -> str | None:
+    """The message of an endpoint's error body (``{"error": {"message": ...}}``, or the
+    inner object the SDK passes on), not its Python form; the body as text otherwise."""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else None
+        if isinstance(message, str) and message.strip():
+            return " ".join(message.split())
+    return str(body) if body else None
 
 
 def over_budget_line(result: Compacted, tokens: int, threshold: int) -> str:

@@ -64,6 +64,29 @@ def test_a_401_says_which_key_to_check_and_how_to_restart() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("status", "body", "line"),
+    [
+        (
+            429,
+            {"message": "fake error 429", "type": "fake", "code": "429"},
+            f"429 from {URL} (rate limited, after retries): fake error 429; send it again later",
+        ),
+        (
+            503,
+            {"error": {"message": "overloaded", "type": "server_error"}},
+            f"503 from {URL} (a server error): overloaded; send it again",
+        ),
+        (400, "plain text body", f"400 from {URL}: plain text body"),
+    ],
+)
+def test_an_endpoints_error_says_its_message_not_the_bodys_python_form(
+    status: int, body: object, line: str
+) -> None:
+    """A helper's report (H54): ``429 from URL: {'message': 'fake error 429', ...}``."""
+    assert explain_failure(ModelHTTPError(status, "m", body=body), "openai-chat:m") == line
+
+
 def test_a_refused_connection_names_the_url() -> None:
     exc = ModelConnectionError("m", "Connection error.")
     assert explain_failure(exc, "openai-chat:m").startswith(
