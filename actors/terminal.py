@@ -157,6 +157,9 @@ COMPACTING_NOW_LINE = (
 """``/compact``'s, told alike."""
 
 
+SAVED_AGAIN = "note: the session is saved again (the saves that failed are made good)"
+
+
 @dataclass(frozen=True)
 class Peers:
     storage: ActorRef[StorageMessage]
@@ -1218,10 +1221,11 @@ class TerminalActor(Actor[TerminalMessage]):
             now=utc_now(), manifest=self._as_the_model_knows(manifest), agent_spec_path=spec
         )
         self._lc = transition.lifecycle
+        self._failure_told = None  # asked for: a failure says why, even told before
         ok = await self._perform(transition.effects)
         await self._watch(manifest, settled=True)  # what it took in is watched from now on
         if not ok:
-            text = "error: the save failed"
+            text = "error: the save failed; the session is kept in memory until a save succeeds"
         elif number is None:
             text = f"Session {self._lc.session_id} saved (no checkpoint written)."
         else:
@@ -1525,6 +1529,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 self._failure_told = line
                 await self._tell_or_hold(Info(line), told)
             else:
+                if self._failure_told is not None and isinstance(effect, WriteSession):
+                    await self._tell_or_hold(Info(SAVED_AGAIN), told)  # the failure is over
                 self._failure_told = None
                 moved = answer.warning() if isinstance(answer, Written) else None
                 if moved is not None:  # a directory at the file's name, made by hand

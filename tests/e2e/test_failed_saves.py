@@ -73,6 +73,26 @@ def test_a_failed_save_is_retried_by_the_next_turn(env: Env) -> None:
     assert prompts_in(env.session(session_id)) == ["first message", "second message"]
 
 
+def test_a_save_that_works_again_says_so_and_save_says_why_it_failed(env: Env) -> None:
+    """A helper's report (H56): once a save had failed, nothing said when saving worked
+    again; and /save, failing for the reason told at the turn before, said only "the save
+    failed"."""
+    fault_file = faulty(env)
+    fault_file.write_text("write EIO /sessions/\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("first message")
+    client.expect("could not update the session on disk", stderr=True)
+    client.send("/save")
+    client.expect("could not update the session on disk", stderr=True)
+    client.expect("error: the save failed; the session is kept in memory", stderr=True)
+    fault_file.unlink()
+    client.send("second message")
+    client.expect("note: the session is saved again", stderr=True)
+    client.close_stdin()
+    assert client.wait() == 1  # piped: a failed /save fails the run
+    assert "Traceback" not in "\n".join(client.drain_stderr())
+
+
 def assert_the_three_messages_are_saved(env: Env) -> None:
     (session_id,) = env.session_ids()
     assert prompts_in(env.session(session_id)) == [
