@@ -82,7 +82,7 @@ def next_number(existing: Iterable[int], checkpoint_count: int) -> int:
 def parse_number(arg: str) -> int:
     """The N of ``/checkpoint N``; CheckpointError (one line) if it is not a positive integer."""
     text = arg.strip()
-    if len(text) > 18 or not text.isascii() or not text.isdigit() or int(text) == 0:
+    if len(text) > 40 or not text.isascii() or not text.isdigit() or int(text) == 0:
         shown = arg if len(arg) <= 40 else arg[:40] + "..."
         raise CheckpointError(f"/checkpoint takes a checkpoint number (1, 2, ...), not {shown!r}")
     return int(text)
