@@ -103,6 +103,7 @@ from session.filesystem import (
     clear_leftover_temps,
     detect_file_drift,
     list_tree,
+    what_is_at,
 )
 from session.lifecycle import (
     DeletePointer,
@@ -1303,8 +1304,13 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._emit(CommandOutput(f"error: {exc}"))
             return
         now, _ = await self._manifest(checkpoint.files)
-        plan = restore_plan(checkpoint.files, now)
+        missing = [path for path in checkpoint.files if path not in now]
+        in_the_way = await anyio.to_thread.run_sync(what_is_at, self._config.workspace, missing)
+        plan = restore_plan(checkpoint.files, now, in_the_way)
         if not plan.to_write:
+            if plan.in_the_way:  # nothing to ask: named, never written over
+                lines = [f"Tracked files differ from checkpoint {number}:", *plan.lines(number)]
+                await self._emit(Info("\n".join(lines)))
             await self._restore(checkpoint, plan, files=False)
             return
         await self._emit(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
 
@@ -206,22 +206,37 @@ class RestorePlan:
     """Files of N missing now: written back."""
     left_alone: tuple[str, ...]
     """Tracked files that did not exist at N: never touched, only named."""
+    in_the_way: Mapping[str, str] = field(default_factory=dict)
+    """Files of N whose place holds what is not a file now (``a symlink``, ``a
+    directory``): never written through or over, only named."""
 
     @property
     def to_write(self) -> tuple[str, ...]:
-        return tuple(sorted((*self.modified, *self.deleted)))
+        return tuple(sorted(p for p in (*self.modified, *self.deleted) if p not in self.in_the_way))
 
     def lines(self, number: int) -> list[str]:
         lines = [f"  {p}: modified" for p in self.modified]
-        lines += [f"  {p}: deleted" for p in self.deleted]
+        lines += [
+            f"  {p}: deleted; {self.in_the_way[p]} is there now, left alone"
+            if p in self.in_the_way
+            else f"  {p}: deleted"
+            for p in self.deleted
+        ]
         lines += [f"  {p}: not in checkpoint {number}; left alone" for p in self.left_alone]
         return lines
 
 
-def restore_plan(at_checkpoint: Mapping[str, str], now: Mapping[str, str]) -> RestorePlan:
-    """Compare N's files with the workspace's tracked files now (missing ones absent)."""
+def restore_plan(
+    at_checkpoint: Mapping[str, str],
+    now: Mapping[str, str],
+    in_the_way: Mapping[str, str] | None = None,
+) -> RestorePlan:
+    """Compare N's files with the workspace's tracked files now (missing ones absent);
+    ``in_the_way``: what stands at the places of missing ones (``what_is_at`` of
+    ``session/filesystem.py``)."""
     diff = diff_manifests(at_checkpoint, now)
-    return RestorePlan(modified=diff.modified, deleted=diff.deleted, left_alone=diff.added)
+    blocked = {p: what for p, what in (in_the_way or {}).items() if p in diff.deleted}
+    return RestorePlan(diff.modified, diff.deleted, diff.added, blocked)
 
 
 # -- the size cap -------------------------------------------------------------

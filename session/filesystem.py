@@ -164,3 +164,21 @@ def detect_file_drift(workspace: Path, manifest: Mapping[str, str]) -> FileDrift
         else:
             unchanged.append(relative)
     return FileDrift(tuple(unchanged), tuple(modified), tuple(deleted), tuple(skipped))
+
+
+def what_is_at(workspace: Path, paths: Iterable[str]) -> dict[str, str]:
+    """For each of ``paths`` (inside ``workspace``) where something that is not a regular
+    file stands (a tracked file replaced by a symlink reads as deleted): what it is."""
+    found: dict[str, str] = {}
+    for path in paths:
+        try:
+            info = os.lstat(workspace / path)
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            found[path] = "a symlink"
+        elif stat.S_ISDIR(info.st_mode):
+            found[path] = "a directory"
+        elif not stat.S_ISREG(info.st_mode):
+            found[path] = "a special file"
+    return found

@@ -155,6 +155,26 @@ def test_a_file_not_restored_is_an_error_line_and_fails_a_piped_run(env: Env) ->
     assert list(elsewhere.iterdir()) == []  # nothing written through the symlink
 
 
+def test_a_tracked_file_replaced_by_a_symlink_is_named_and_never_offered_for_restoring(
+    env: Env,
+) -> None:
+    """A helper's report (H57): the file was listed as deleted, the user answered y to
+    "Restore files too?", and the restore then refused it (it never writes over a
+    symlink)."""
+    result = env.run(input="write notes.md: v1\n/save\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    (env.workspace / "notes.md").unlink()
+    (env.workspace / "other.md").write_text("other\n")
+    (env.workspace / "notes.md").symlink_to("other.md")
+    result = env.run("--resume", session_id, input="/checkpoint 2\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert "notes.md: deleted; a symlink is there now, left alone" in result.stderr
+    assert "Restore files too?" not in result.stderr
+    assert "Restored the conversation to checkpoint 2" in result.stderr
+    assert (env.workspace / "notes.md").is_symlink()
+
+
 def test_restore_works_after_the_supervisor_is_killed_and_restarted(env: Env) -> None:
     session_id = two_versions(env)
     first = env.supervisor_pid()
