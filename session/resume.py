@@ -79,8 +79,8 @@ def build_resume_context(
     of the token budget) holds the summary to its first lines within half of it and the
     decisions to their newest that fit in it (resumed, a request was over the budget).
     """
-    if state is None or not state.has_content():
-        return ""
+    if state is None or (restored is None and not state.has_content()):
+        return ""  # a restore to an empty checkpoint is still told: the model saw more
     if restored is None:
         lines = [
             HEADING,

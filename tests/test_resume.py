@@ -86,6 +86,19 @@ def test_nothing_to_resume_gives_an_empty_string() -> None:
     assert build_resume_context(empty, FileDrift(modified=("x.md",))) == ""
 
 
+def test_a_restore_to_a_checkpoint_with_nothing_in_it_is_still_told() -> None:
+    """A helper's report (H57): restored to checkpoint 1 (no turn, no summary), the model
+    was told nothing: it went on as if the turns it remembered were still there."""
+    empty = SessionState.new(datetime(2026, 1, 1, tzinfo=UTC), "a1b2c3d4e5f6")
+    restored = RestoredFrom(1, datetime(2026, 1, 1, 0, 1, tzinfo=UTC))
+    text = build_resume_context(empty, FileDrift(modified=("agent_spec.md",)), restored)
+    assert text.startswith(
+        "# Restored Checkpoint Context\n"
+        "This session (ID: a1b2c3d4e5f6) was taken back to checkpoint 1.\n"
+    )
+    assert "- agent_spec.md: modified" in text
+
+
 def test_multi_line_decisions_stay_one_bullet_each() -> None:
     state = STATE.model_copy(update={"decisions": ("first line\nsecond line",)})
     assert "- first line second line\n" in build_resume_context(state)
