@@ -176,15 +176,28 @@ def _read_settings_file(path: Path) -> bytes:
         return file.read(MAX_CONFIG_BYTES + 1)
 
 
+def _not_a_directory(root: Path) -> str:
+    return f"the state root {root} (AGENT_ASSIST_HOME) is not a directory"
+
+
 def read_config_file(root: Path) -> dict[str, object]:
     """The TOML table of ``<root>/config.toml`` ({} when there is none)."""
     path = root / CONFIG_FILE
     try:
         data = _read_settings_file(path)
     except FileNotFoundError:
+        if path.is_symlink():  # a dotfiles link that broke: not "no file", silently
+            raise SettingsError(
+                f"{path} is a symlink to {os.readlink(path)}, which does not exist"
+            ) from None
+        if root.exists() and not root.is_dir():
+            raise SettingsError(_not_a_directory(root)) from None
         return {}
+    except NotADirectoryError:
+        raise SettingsError(_not_a_directory(root)) from None
     except OSError as exc:
         raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
+    data = data.removeprefix(b"\xef\xbb\xbf")  # the UTF-8 byte order mark some editors write
     try:
         table = tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -83,3 +83,30 @@ def test_a_config_file_that_is_not_utf8_says_so(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_bytes(b'model = "\xff\xfe"\n')
     with pytest.raises(SettingsError, match=r"config\.toml is not valid UTF-8 \(byte 9\)"):
         read_config_file(tmp_path)
+
+
+def test_a_config_file_link_that_broke_is_one_line_not_the_defaults(tmp_path: Path) -> None:
+    """A helper's report (H55): a dangling symlink read as no file: the defaults, silently."""
+    from session.settings import read_config_file
+
+    (tmp_path / "config.toml").symlink_to(tmp_path / "dotfiles" / "config.toml")
+    with pytest.raises(SettingsError, match=r"config\.toml is a symlink to .*, which does not"):
+        read_config_file(tmp_path)
+
+
+def test_a_config_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """A helper's report (H55): an editor's UTF-8 byte order mark made the file invalid TOML
+    at line 1, column 1, with nothing to say why."""
+    from session.settings import read_config_file
+
+    (tmp_path / "config.toml").write_bytes(b'\xef\xbb\xbfmodel = "offline"\n')
+    assert read_config_file(tmp_path) == {"model": "offline"}
+
+
+def test_a_state_root_that_is_a_file_is_named_as_such(tmp_path: Path) -> None:
+    """A helper's report (H55): the error blamed config.toml, not the state root."""
+    from session.settings import read_config_file
+
+    (tmp_path / "home").write_text("not a directory\n")
+    with pytest.raises(SettingsError, match=r"state root .*home \(AGENT_ASSIST_HOME\) is not a"):
+        read_config_file(tmp_path / "home")
