@@ -416,8 +416,13 @@ def render_show(data: dict[str, Any]) -> str:
         f"Messages     {len(session['recent_messages'])} (recent tail)",
         f"Checkpoints  {session['checkpoint_count']}",
     ]
-    if session["summary"]:
-        lines += ["", "Summary:", session["summary"]]
+    from session.resume import without_decisions_line
+
+    summary = (
+        without_decisions_line(session["summary"]) if session["decisions"] else session["summary"]
+    )
+    if summary and summary.strip():  # its decisions line is the section below
+        lines += ["", "Summary:", summary.strip()]
     if session["decisions"]:
         lines += ["", "Decisions:", *(f"- {d}" for d in session["decisions"])]
     if session["file_manifest"]:

@@ -65,6 +65,14 @@ RESUME_DECISIONS = 40
 small however many a long session made."""
 
 
+def without_decisions_line(summary: str | None) -> str | None:
+    """``summary`` without its ``Decisions:`` line, for a text that lists the decisions
+    in a section of their own (not twice)."""
+    if not summary:
+        return summary
+    return "\n".join(line for line in summary.splitlines() if not line.startswith(DECISIONS_PREFIX))
+
+
 def build_resume_context(
     state: SessionState | None,
     drift: FileDrift | None = None,
@@ -103,12 +111,8 @@ def build_resume_context(
         lines += ["", f"Agent specification file: {state.agent_spec_path}"]
     # Not the compacted history in its place: every request carries that already (it was
     # sent twice to a session restored to a checkpoint taken before any summary).
-    summary = state.summary
     decisions = [_one_line(d) for d in state.decisions if d.strip()]
-    if decisions and summary:  # the section below lists them: not twice
-        summary = "\n".join(
-            line for line in summary.splitlines() if not line.startswith(DECISIONS_PREFIX)
-        )
+    summary = without_decisions_line(state.summary) if decisions else state.summary
     if summary and summary.strip():
         summary = summary.strip()
         if share_chars is not None:

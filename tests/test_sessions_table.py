@@ -107,3 +107,26 @@ def test_a_line_cut_at_a_narrow_width_keeps_its_column_spacing() -> None:
     narrow = render_table(rows, every=False, width=40).splitlines()
     for full, cut in zip(wide, narrow, strict=True):
         assert cut.endswith("…") and full.startswith(cut[:-1])
+
+
+def test_sessions_show_lists_the_decisions_once() -> None:
+    """A helper's report (H57): the offline summary's "Decisions:" line repeated the
+    Decisions section below it."""
+    from cli.sessions import render_show
+
+    session = {
+        "session_id": "a1b2c3d4e5f6",
+        "created_at": "2026-12-03T10:00:00Z",
+        "updated_at": "2026-12-03T10:05:00Z",
+        "agent_spec_path": None,
+        "phase": None,
+        "recent_messages": [],
+        "compacted_history_summary": None,
+        "checkpoint_count": 0,
+        "summary": '2 recent requests; first: "decide keep spec short"\nDecisions: keep spec short',
+        "decisions": ["keep spec short"],
+        "file_manifest": {},
+    }
+    shown = render_show({"session": session})
+    assert shown.count("keep spec short") == 2  # the first request's words, and the section
+    assert "\nDecisions:\n- keep spec short" in shown
