@@ -427,7 +427,8 @@ def sessions_prune(
     verb = "Would remove" if dry_run else "Removed"
     count = len(data["pruned"])
     sessions = f"{count} orphaned session{'' if count == 1 else 's'}"
-    click.echo(f"{verb} {sessions} idle for over {days:g} day{'' if days == 1 else 's'}.")
+    shown = f"{int(days):,}" if days == int(days) else f"{days:g}"  # not 1e+06
+    click.echo(f"{verb} {sessions} idle for over {shown} day{'' if days == 1 else 's'}.")
     for row in data["pruned"]:
         click.echo(f"  {row['session_id']}  {row['project']}  {row['last_active']}")
     if leftovers := data.get("leftover_checkpoints", []):
