@@ -114,7 +114,7 @@ def test_sessions_show_lists_the_decisions_once() -> None:
     Decisions section below it."""
     from cli.sessions import render_show
 
-    session = {
+    session: dict[str, Any] = {
         "session_id": "a1b2c3d4e5f6",
         "created_at": "2026-12-03T10:00:00Z",
         "updated_at": "2026-12-03T10:05:00Z",
