@@ -62,7 +62,7 @@ def test_a_home_that_is_not_a_directory_never_locks_the_tab(env: Env) -> None:
     for _ in range(2):
         result = env.run(input="", terminal=tab)
         assert BUSY_LINE not in result.stderr
-        assert "Not a directory" in result.stderr
+        assert "(AGENT_ASSIST_HOME) is not a directory" in result.stderr
     env.home.unlink()
     third = chat_once(env, tab)
     assert third.returncode == 0, third.stderr
