@@ -9,6 +9,7 @@ supervisor's connection handler turns them into frames.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import itertools
@@ -158,6 +159,8 @@ COMPACTING_NOW_LINE = (
 """``/compact``'s, told alike."""
 
 
+DETACH_TURN_WAIT_S = 5.0
+"""How long an exit waits for the end of the turn it cut (what its tools did is kept)."""
 SAVED_AGAIN = "note: the session is saved again (the saves that failed are made good)"
 
 
@@ -284,6 +287,8 @@ class TerminalActor(Actor[TerminalMessage]):
         """The last write of the session failed: turns exist only in memory (retried at the
         next turn and at exit; kept for recovery if the exit write fails too)."""
         self._failure_told: str | None = None
+        self._detaching: str | None = None
+        """Why the terminal left while a turn ran: the exit waits for that turn's end."""
         """The last disk failure told the terminal: the same one again is not repeated."""
         self._kept_as: dict[str, str] = {}
         """The name of each session's recovery copy (written again at each failed save)."""
@@ -395,6 +400,8 @@ class TerminalActor(Actor[TerminalMessage]):
                     await self._emit(ReplyText(text))
             case TurnDone():
                 await self._finish_turn(message)
+                if self._detaching is not None and self._lc.turn is None:
+                    await self._detach(self._detaching)
             case TurnToolCall(turn_id, text, writes):
                 if turn_id == self._lc.turn:
                     self._turn_writes.update(writes)
@@ -449,7 +456,10 @@ class TerminalActor(Actor[TerminalMessage]):
             case Compacted():
                 await self._keep_compaction(message)
             case Detach(reason):
-                await self._detach(reason)
+                if self._lc.turn is not None and self._detaching is None:
+                    await self._cut_turn_before_detaching(reason)
+                else:
+                    await self._detach(reason)
         return None
 
     async def _open(
@@ -746,6 +756,18 @@ class TerminalActor(Actor[TerminalMessage]):
         if failed:
             text += f"\nerror: could not delete {' or '.join(failed)}; it is left as it was."
         await self._emit(CommandOutput(text))
+
+    async def _cut_turn_before_detaching(self, reason: str) -> None:
+        """The terminal went away (or the supervisor stops) while a turn runs: cut the turn
+        and leave once its end has come, so that what its tools did is kept as far as it
+        got (a terminal killed after a write and a decision lost both from the session);
+        after ``DETACH_TURN_WAIT_S`` without it, leave anyway."""
+        assert self._lc.turn is not None
+        self._detaching = reason
+        await self._peers.llm.tell(CancelTurn(self._lc.turn, self._self))
+        asyncio.get_running_loop().call_later(
+            DETACH_TURN_WAIT_S, self._self.tell_nowait, Detach(reason)
+        )
 
     async def _detach(self, reason: str) -> None:
         if self._lc.phase is Phase.CLOSED:
@@ -1560,7 +1582,11 @@ class TerminalActor(Actor[TerminalMessage]):
 
     async def _emit(self, output: TerminalOutput) -> None:
         """Queue for the terminal (without a task switch when there is room). If the
-        terminal is gone, the session is still handled."""
+        terminal is gone, the session is still handled. While an exit waits for the turn
+        it cut, that turn's text and end are not told: the exit's ``Closed`` tells it (a
+        terminal told by a stopping supervisor that its reply was cut off)."""
+        if self._detaching is not None and isinstance(output, ReplyText | TurnEnded):
+            return
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             try:
                 self._outbox.send_nowait(output)

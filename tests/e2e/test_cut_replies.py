@@ -121,3 +121,28 @@ def test_a_turn_interrupted_before_any_tool_ran_is_not_kept(
     assert client.wait() == 1  # piped: a cancelled message fails the run
     sent = [m["content"] for m in server.requests[-1]["messages"] if m["role"] != "system"]
     assert sent == ["hello", "echo: hello", "and now?"]
+
+
+def test_a_turn_whose_terminal_was_killed_after_its_tool_ran_keeps_what_the_tool_did(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report (H58): kill -9 of the terminal after a tool of the turn had run
+    (a decision recorded, a file written) dropped the whole turn from the session; the
+    exit now waits for the turn it cut, and keeps it as far as it got."""
+    client = env.spawn("--new", terminal=env.terminal())
+    server.tool_returns_go.clear()  # the model's answer to the tool's return waits
+    client.send("decide: Escalate angry customers")
+    wait_for(
+        lambda: any(r["messages"][-1]["role"] == "tool" for r in server.requests),
+        what="the tool's return at the model",
+    )
+    client.kill9()
+    wait_for(lambda: env.session_ids(), what="the session saved")
+    (session_id,) = env.session_ids()
+    wait_for(
+        lambda: env.session(session_id)["decisions"] == ["Escalate angry customers"],
+        what="the decision kept",
+    )
+    saved = str(env.session(session_id)["recent_messages"])
+    assert "record_decision" in saved and "[interrupted by the user]" in saved
+    server.tool_returns_go.set()
