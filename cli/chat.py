@@ -158,6 +158,13 @@ def fit_to_width(text: str, width: int) -> str:
 
 
 COMMAND_NAMES = frozenset(name[1:] for name in SLASH_COMMANDS) | {"quit"}
+OTHER_TOOLS_NAMES = {
+    "clear": "/reset (it also deletes the saved session and its checkpoints)",
+    "q": "/exit",
+    "rewind": "/checkpoint N",
+    "undo": "/checkpoint N",
+}
+"""What users of other assistants type, and ours that does it (said, never run for them)."""
 
 
 def is_command(line: str) -> bool:
@@ -866,7 +873,9 @@ class Chat:
         if name == "new":
             name = "reset"
         if name not in ("save", "reset", "checkpoint", "compact", "resume"):
-            self.console.warn(f"error: unknown command /{name} (try /help)")
+            meant = OTHER_TOOLS_NAMES.get(name)
+            hint = f"did you mean {meant}? " if meant else ""
+            self.console.warn(f"error: unknown command /{name} ({hint}try /help)")
             self.a_turn_failed = True
             return True
         self._send({"type": "command", "name": name, "arg": arg.strip() or None})

@@ -497,3 +497,11 @@ def test_a_file_deleted_while_the_supervisor_was_down_is_told_once_not_at_each_c
     told = client.drain_stderr()
     assert told.count("note: notes.md changed outside agent-assist") == 1, told
     assert "[changed outside: notes.md]" not in client.stdout_lines[-1]
+
+
+def test_another_assistants_command_name_is_told_what_it_is_here(env: Env) -> None:
+    """A helper's report (H59): /clear, what Claude Code users type, was only "unknown"."""
+    result = env.run("--new", input="/clear\n/nosuch\n", terminal=env.terminal())
+    assert result.returncode == 1  # piped: an unknown command fails the run
+    assert "error: unknown command /clear (did you mean /reset (it also deletes" in result.stderr
+    assert "error: unknown command /nosuch (try /help)" in result.stderr
