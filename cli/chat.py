@@ -37,6 +37,7 @@ from supervisor.client import (
     connect_or_start,
     hello,
     not_answering,
+    supervisor_answers,
 )
 from supervisor.runtime import RuntimePaths, runtime_paths
 from supervisor.wire import MAX_MESSAGE_CHARS, ErrorCode, Frame
@@ -158,6 +159,9 @@ def fit_to_width(text: str, width: int) -> str:
 
 
 COMMAND_NAMES = frozenset(name[1:] for name in SLASH_COMMANDS) | {"quit"}
+PREVIOUS_SESSION_WAIT_S = 30.0
+"""How much longer a terminal waits for its welcome once the supervisor answered a control
+request (it is closing this tab's previous session: 15 s at most)."""
 OTHER_TOOLS_NAMES = {
     "clear": "/reset (it also deletes the saved session and its checkpoints)",
     "q": "/exit",
@@ -352,6 +356,25 @@ class Chat:
 
     # -- attaching ------------------------------------------------------------
 
+    def _welcome_after_a_wait(self, conn: Connection) -> Frame:
+        """No welcome within ``CONTROL_TIMEOUT_S``. A supervisor that answers a control
+        request is finishing this tab's previous session (its exit waits for a turn or a
+        ``/compact`` it cut): say so and wait for it (a helper was told to kill a
+        supervisor that was not hung). One that does not answer is stopped or hung."""
+        if not supervisor_answers(self.paths):
+            raise ChatError(str(not_answering(self.paths)))
+        self.console.warn(
+            "note: the supervisor is still closing this tab's previous agent-assist; waiting"
+        )
+        conn.sock.settimeout(PREVIOUS_SESSION_WAIT_S)
+        try:
+            welcome = conn.receive()
+        except TimeoutError:
+            raise ChatError(str(not_answering(self.paths))) from None
+        if welcome["type"] == "error":
+            raise RemoteError(welcome.get("code", "internal"), welcome.get("message", ""))
+        return welcome
+
     def _connect(self, tell_warnings: bool = True) -> tuple[Frame, bool]:
         conn, started = connect_or_start(self.paths)
         self._conn = conn
@@ -369,7 +392,7 @@ class Chat:
                 )
             )
         except TimeoutError:
-            raise ChatError(str(not_answering(self.paths))) from None
+            welcome = self._welcome_after_a_wait(conn)
         conn.sock.settimeout(None)  # replies may take the model's time
         if tell_warnings:
             for warning in welcome.get("warnings", []):

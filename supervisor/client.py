@@ -249,6 +249,21 @@ def control_connection(paths: RuntimePaths) -> Connection | None:
     return conn
 
 
+def supervisor_answers(paths: RuntimePaths) -> bool:
+    """Whether the supervisor answers a control ``status`` within ``CONTROL_TIMEOUT_S``
+    (a terminal's connection kept waiting is then not a hung supervisor's)."""
+    conn = control_connection(paths)
+    if conn is None:
+        return False
+    with conn:
+        try:
+            control_hello(conn, hello("control"))
+            conn.request({"type": "status"})
+        except (TimeoutError, ConnectionLost, RemoteError, SupervisorBusy, OSError):
+            return False
+    return True
+
+
 def try_connect(paths: RuntimePaths) -> Connection | None:
     """A connection to a running supervisor, or None when none answers."""
     check_socket_path(paths.directory)

@@ -701,3 +701,33 @@ def test_with_compaction_off_the_summary_models_request_keeps_to_the_token_budge
 
     room = 2500 * 4 + len(SUMMARY_TEMPLATE) + 2_000  # the earlier summary's few lines too
     assert max(map(len, prompts)) <= room, [len(p) for p in prompts]
+
+
+def test_a_tab_reopened_while_its_previous_chat_waits_for_a_compaction_waits_and_says_why(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's report (H60): kill -9 of a chat whose /compact waited for a hung summary
+    model, then agent-assist again in that tab: "the supervisor does not answer: it is
+    stopped or hung (kill it)", of a supervisor that answered everyone else."""
+    server.hang_summaries = True
+    env.extra.update(
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        AGENT_ASSIST_CONTROL_TIMEOUT_S="2",
+    )
+    tab = env.terminal()
+    client = env.spawn("--new", terminal=tab)
+    client.send(f"turn 1: {TOPIC}")
+    client.expect("turn 1")
+    client.send("/compact")
+    wait_for(
+        lambda: any(r["model"] == "summary-model" for r in server.requests[1:]),
+        what="the compaction's summary asked for",
+    )
+    client.kill9()
+    again = env.spawn("--yes", terminal=tab)
+    again.expect("note: the supervisor is still closing this tab's previous", stderr=True)
+    again.send("and now?")
+    again.expect("echo: and now?", timeout=40)
+    again.close_stdin()
+    assert again.wait() == 0
+    assert not any("does not answer" in line for line in again.drain_stderr())
