@@ -845,6 +845,12 @@ class TerminalActor(Actor[TerminalMessage]):
         state = self._lc.state
         if state is None:
             return None
+        if not (state.summary and self._summary_covers is self._lc.history):
+            # the summary model's comes later, if at all: the copy, resumed, would tell
+            # the model a summary a turn or more behind the turns it holds
+            summary = self._offline_summary(self._summary_request())
+            if summary:
+                state = state.model_copy(update={"summary": summary})
         name = self._kept_as.get(state.session_id)
         try:
             path = await self._peers.storage.ask(

@@ -185,7 +185,9 @@ def test_turns_whose_saves_failed_survive_a_supervisor_killed_before_the_exit(en
     fault_file.unlink()
     recovered = env.project.parent / "recovered"
     (kept,) = recovered.iterdir()  # one copy, written again at each failed save
-    assert prompts_in(json.loads(kept.read_bytes())) == ["first message", "second message"]
+    copy = json.loads(kept.read_bytes())
+    assert prompts_in(copy) == ["first message", "second message"]
+    assert "second message" in copy["summary"], "its summary a turn behind (H58)"
     listing = env.run("sessions", terminal=tab)
     assert f"kept in {kept}" in listing.stderr
 
