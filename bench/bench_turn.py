@@ -18,6 +18,11 @@ the compaction's summary). The two take turns, one turn each, so that the
 machine's changes of speed (this is a shared VM) hit both alike; measuring them in
 blocks made the ratio swing by 0.3 between blocks.
 
+It also prints the CPU time per turn of the supervisor's process (every thread:
+the loop, the disk's thread) and of the in-process agent's runs: what the
+supervisor adds in work, which the machine's changes of speed move less than
+the wall times.
+
 For scale it also times, after each turn, a raw durable write (temp file,
 fsync, rename, directory fsync) of as many bytes as the session file has:
 the disk's part of a turn that is saved before it ends, which the design asks
@@ -34,6 +39,7 @@ import os
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -101,11 +107,14 @@ class InProcess:
         self.count = 0
         self.sent: list[int] = []
         """The number of messages each timed run was given."""
+        self.cpu = 0.0
+        """CPU seconds of the timed runs (this process's, which runs nothing else then)."""
 
     async def turn(self) -> float:
         self.count += 1
         history = self.lifecycle.request_history()
         self.sent.append(len(history))
+        cpu = time.process_time()
         start = time.perf_counter()
         deps = TurnDeps(self.workspace)
         prompt = f"message number {self.count}"
@@ -117,6 +126,7 @@ class InProcess:
                             pass
         assert run.result is not None
         elapsed = time.perf_counter() - start
+        self.cpu += time.process_time() - cpu
         self._keep(run.result.new_messages())
         return elapsed
 
@@ -161,6 +171,12 @@ def the_session_file(home: Path) -> Path:
     return session_file
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system, every thread) process ``pid`` has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def messages_sent_next(session_file: Path) -> int:
     """The messages the supervisor's next request carries: its saved tail, and the
     compaction's summary (one message) if there is one."""
@@ -171,11 +187,17 @@ def messages_sent_next(session_file: Path) -> int:
 Samples = tuple[list[float], list[float], list[float]]
 
 
-async def measure(
-    home: Path, runtime: Path, workspace: Path, turns: int
-) -> tuple[Samples, list[int], list[int]]:
-    """Samples of ours, the in-process agent and the raw save, one of each in turn; the
-    messages each side's timed requests carried."""
+@dataclass
+class Measured:
+    samples: Samples
+    sent: tuple[list[int], list[int]]
+    """The messages each side's timed requests carried (ours, the limit's)."""
+    cpu: tuple[float, float]
+    """CPU seconds per turn: the supervisor's process, the in-process agent."""
+
+
+async def measure(home: Path, runtime: Path, workspace: Path, turns: int) -> Measured:
+    """Samples of ours, the in-process agent and the raw save, one of each in turn."""
     ours, limit = ThroughSupervisor(runtime, workspace), InProcess(workspace)
     for _ in range(5):  # warm both up
         ours.turn()
@@ -184,13 +206,16 @@ async def measure(
     raw = RawSave(session_file, workspace)
     samples: Samples = ([], [], [])
     sent: list[int] = []
+    supervisor = int(RuntimePaths(runtime).pid_file.read_text())
+    used, limit.cpu = cpu_seconds(supervisor), 0.0
     for _ in range(turns):
         sent.append(messages_sent_next(session_file))
         samples[0].append(ours.turn())
         samples[1].append(await limit.turn())
         samples[2].append(raw.save())
+    used = cpu_seconds(supervisor) - used
     ours.close()
-    return samples, sent, limit.sent[-turns:]
+    return Measured(samples, (sent, limit.sent[-turns:]), (used / turns, limit.cpu / turns))
 
 
 def main() -> int:
@@ -199,12 +224,19 @@ def main() -> int:
     args = parser.parse_args()
     with private_supervisor() as (env, _workspace, runtime), tempfile.TemporaryDirectory() as tmp:
         home = Path(env["AGENT_ASSIST_HOME"])
-        (ours, limit, raw), ours_sent, limit_sent = anyio.run(
+        measured = anyio.run(
             measure, home, runtime, Path(tmp), args.turns, backend_options=loop_options()
         )
+    ours, limit, raw = measured.samples
+    ours_sent, limit_sent = measured.sent
     print(
         "messages per request, median: through the supervisor "
         f"{statistics.median(ours_sent):g}, in process {statistics.median(limit_sent):g}"
+    )
+    supervisor_cpu, agent_cpu = measured.cpu
+    print(
+        f"CPU per turn: the supervisor's process {supervisor_cpu * 1000:.2f} ms (every thread), "
+        f"the in-process agent {agent_cpu * 1000:.2f} ms"
     )
     ratio = median_ms(ours) / median_ms(limit)
     with_save = median_ms(ours) / (median_ms(limit) + median_ms(raw))
