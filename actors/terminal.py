@@ -159,6 +159,10 @@ COMPACTING_NOW_LINE = (
 """``/compact``'s, told alike."""
 
 
+KEPT_AS_FAR_AS_IT_GOT = (
+    "note: the reply is kept as far as it got (a tool of it had run: the assistant is told "
+    "what it did)"
+)
 DETACH_TURN_WAIT_S = 5.0
 """How long an exit waits for the end of the turn it cut (what its tools did is kept)."""
 SAVED_AGAIN = "note: the session is saved again (the saves that failed are made good)"
@@ -662,6 +666,8 @@ class TerminalActor(Actor[TerminalMessage]):
             told: list[TerminalOutput] = [ReplyText(done.text)] if done.text else []
             if note := stop_note(done.new_messages):  # kept: the model's whole answer
                 told.append(Info(note))
+            if done.cancelled:  # one that had run a tool (session/interrupted.py)
+                told.append(Info(KEPT_AS_FAR_AS_IT_GOT))
             saved = await self._perform(transition.effects, told)
             if self._unsaved:  # kept aside before the turn ends: a crash now loses nothing
                 await self._keep_unsaved()

@@ -83,7 +83,10 @@ REATTACH_ATTEMPTS = 5
 RESTORED = "Restored the conversation to checkpoint "
 FILES_RESTORED = "Files restored: "
 RESEND_ATTEMPTS = 3
-CUT_OFF = "[cut off: the chat ended before the reply did; this message was not kept]"
+CUT_OFF = (
+    "[cut off: the chat ended before the reply did; this message is not kept, unless a "
+    "tool of its reply had run: then as far as it got]"
+)
 """Where a reply the end of the chat cut would have been (on a terminal, after its partial
 text; piped, stdout gets none of it: it is not a reply)."""
 LOST_TWICE = (

@@ -5,8 +5,8 @@ conversation must hold. One cut after a tool ran keeps its messages so far: a fi
 was written, a decision recorded, and a next turn whose model knew nothing of it
 (the user saw it happen) went wrong. Every call keeps its return (a call cut before
 its return gets one pydantic-ai synthesizes), and the turn ends with the reply's text
-so far and a note that the user interrupted it, so the next prompt starts a turn of
-its own.
+so far and a note that it was interrupted, so the next prompt starts a turn of its
+own.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from pydantic_ai.messages import (
     repair_messages,
 )
 
-INTERRUPTED = "[interrupted by the user]"
+INTERRUPTED = "[interrupted: this reply was stopped before its end]"
+"""Neutral: a Ctrl+C, the terminal gone, and the supervisor stopped end a turn alike."""
 
 
 def interrupted_turn(messages: Sequence[ModelMessage], partial: str) -> tuple[ModelMessage, ...]:

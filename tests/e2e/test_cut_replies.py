@@ -11,10 +11,14 @@ import time
 
 import pytest
 
+from session.interrupted import INTERRUPTED
 from tests.e2e.harness import Client, Env, wait_for
 from tests.e2e.openai_server import ChatServer
 
-CUT_OFF = "[cut off: the chat ended before the reply did; this message was not kept]"
+CUT_OFF = (
+    "[cut off: the chat ended before the reply did; this message is not kept, unless a "
+    "tool of its reply had run: then as far as it got]"
+)
 
 
 @pytest.fixture
@@ -103,8 +107,9 @@ def test_a_turn_interrupted_after_its_tool_ran_keeps_what_the_tool_did(
     sent = server.requests[-1]["messages"]
     roles = [m["role"] for m in sent if m["role"] != "system"]
     assert roles == ["user", "assistant", "tool", "assistant", "user"], roles
+    assert any("the reply is kept as far as it got" in line for line in client.drain_stderr())
     assert sent[-3]["content"] == "recorded decision: Route tickets by urgency"
-    assert "[interrupted by the user]" in sent[-2]["content"]
+    assert INTERRUPTED in sent[-2]["content"]
     (session_id,) = env.session_ids()
     assert env.session(session_id)["decisions"] == ["Route tickets by urgency"]
 
@@ -144,5 +149,5 @@ def test_a_turn_whose_terminal_was_killed_after_its_tool_ran_keeps_what_the_tool
         what="the decision kept",
     )
     saved = str(env.session(session_id)["recent_messages"])
-    assert "record_decision" in saved and "[interrupted by the user]" in saved
+    assert "record_decision" in saved and INTERRUPTED in saved
     server.tool_returns_go.set()
