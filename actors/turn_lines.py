@@ -176,7 +176,7 @@ def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
         name = model.partition(":")[2] or model
         return f"404 from {where}: the endpoint does not serve model {name!r} (check --model)"
     if isinstance(exc, ModelHTTPError):
-        said = _clip(_said_by(exc.body) or exc.message, 200)
+        said = _clip(_said_by(exc.body), 200)
         if exc.status_code == 429:
             return f"429 from {where} (rate limited, after retries): {said}; send it again later"
         if exc.status_code >= 500:
@@ -197,15 +197,45 @@ def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
     return f"{type(exc).__name__}: {text}"[:500]
 
 
-def _said_by(body: object) -> str | None:
-    """The message of an endpoint's error body (``{"error": {"message": ...}}``, or the
-    inner object the SDK passes on), not its Python form; the body as text otherwise."""
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message") if isinstance(inner, dict) else None
-        if isinstance(message, str) and message.strip():
-            return " ".join(message.split())
-    return str(body) if body else None
+def _said_by(body: object) -> str:
+    """What an endpoint's error body says: its message (``{"error": {"message": ...}}``,
+    a list of such, ``detail``/``msg`` as some servers write it), not its Python form; an
+    HTML page's text without its tags; ``no details`` for an empty one."""
+    message = _message_in(body)
+    if message:
+        return message
+    if not body:
+        return "no details"
+    text = str(body)
+    if _HTML_RE.search(text):
+        text = _TAG_RE.sub(" ", text)
+    return " ".join(text.split()) or "no details"
+
+
+def _message_in(value: object, depth: int = 0) -> str | None:
+    if depth > 4:
+        return None
+    if isinstance(value, list):
+        return next(
+            (found for item in value if (found := _message_in(item, depth + 1))), None
+        )
+    if not isinstance(value, dict):
+        return None
+    for key in ("message", "detail", "msg", "error"):
+        inner = value.get(key)
+        if isinstance(inner, str) and inner.strip():
+            return " ".join(inner.split())
+        if (found := _message_in(inner, depth + 1)) is not None:
+            return found
+        if isinstance(inner, dict):  # a message of a shape of its own: its first text
+            text = next((v for v in inner.values() if isinstance(v, str) and v.strip()), None)
+            if text:
+                return " ".join(text.split())
+    return None
+
+
+_HTML_RE = re.compile(r"<\s*(html|body|head|h1|p|title)\b", re.IGNORECASE)
+_TAG_RE = re.compile(r"<[^>]*>")
 
 
 def over_budget_line(result: Compacted, tokens: int, threshold: int) -> str:

@@ -78,13 +78,21 @@ def test_a_401_says_which_key_to_check_and_how_to_restart() -> None:
             f"503 from {URL} (a server error): overloaded; send it again",
         ),
         (400, "plain text body", f"400 from {URL}: plain text body"),
+        (429, [{"error": {"message": "wrapped"}}], f"429 from {URL} (rate limited, after re"),
+        (503, {"message": {"nested": "deep"}}, f"503 from {URL} (a server error): deep;"),
+        (422, {"detail": [{"msg": "bad", "loc": ["body"]}]}, f"422 from {URL}: bad"),
+        (429, None, f"429 from {URL} (rate limited, after retries): no details;"),
+        (503, "<html><h1>502 Bad Gateway</h1></html>", f"503 from {URL} (a server error): 502 Bad"),
     ],
 )
 def test_an_endpoints_error_says_its_message_not_the_bodys_python_form(
     status: int, body: object, line: str
 ) -> None:
-    """A helper's report (H54): ``429 from URL: {'message': 'fake error 429', ...}``."""
-    assert explain_failure(ModelHTTPError(status, "m", body=body), "openai-chat:m") == line
+    """A helper's report (H54, H61): ``429 from URL: {'message': 'fake error 429', ...}``,
+    and lists, nested messages, ``detail``, empty bodies and HTML pages alike."""
+    told = explain_failure(ModelHTTPError(status, "m", body=body), "openai-chat:m")
+    assert told.startswith(line), told
+    assert "{" not in told and "[" not in told and "<" not in told and "None" not in told
 
 
 def test_a_refused_connection_names_the_url() -> None:
