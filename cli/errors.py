@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 
 CWD_GONE = (
@@ -25,6 +26,11 @@ def current_directory() -> str:
 def as_error_line(text: str) -> str:
     """``error: text``, unless ``text`` already starts with its own ``error:``/``warning:``."""
     return text if text.startswith(("warning:", "error:")) else f"error: {text}"
+
+
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""An OS error naming no file with one of these is the output's (a full disk, /dev/full):
+the commands write no file of their own without naming it."""
 
 
 def error_line(exc: BaseException) -> str | None:
@@ -60,6 +66,10 @@ def error_line(exc: BaseException) -> str | None:
 
     if isinstance(exc, OSError) and exc.strerror and exc.filename is not None:
         return as_error_line(f"{exc.filename}: {exc.strerror}")  # not "[Errno 1] ...: '...'"
+    if isinstance(exc, OSError) and exc.strerror and exc.errno in OUTPUT_ERRNOS:
+        return as_error_line(f"cannot write the output: {exc.strerror}")  # >/dev/full
+    if isinstance(exc, OSError) and exc.strerror:
+        return as_error_line(exc.strerror)  # not "[Errno 28] ..."
     if isinstance(exc, SessionError | OSError):
         return as_error_line(str(exc))
     return None

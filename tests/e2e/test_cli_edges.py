@@ -248,9 +248,18 @@ def test_a_closed_stdout_or_stdin_is_no_traceback_and_keeps_the_exit_status(env:
     assert chat.returncode == 0 and "Traceback" not in chat.stderr, chat.stderr
 
 
-@pytest.mark.parametrize("args", [("sessions", "--json"), ("sessions",), ("--version",)])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("sessions", "--json"),
+        ("sessions",),
+        ("--version",),
+        ("config", "show"),
+        ("supervisor", "status"),
+    ],
+)
 def test_a_stdout_that_cannot_be_written_is_one_error_line(env: Env, args: tuple[str, ...]) -> None:
-    """A helper's report (H55): ``>/dev/full`` gave tracebacks."""
+    """A helper's report (H55, H61): ``>/dev/full`` gave tracebacks, then ``[Errno 28]``."""
     with open("/dev/full", "w") as full:
         result = subprocess.run(
             [AGENT_ASSIST, *args],
