@@ -463,7 +463,8 @@ def recovered_lines(
     that its session file (``headers``, the listing's) has not caught up with.
 
     A copy kept after the file was last written holds what is nowhere else: a warning
-    says to copy it over the file (the next resume goes on from it anyway). A copy the
+    says that resuming the session goes on with it (it used to say to copy it over the
+    file, next to the resume's own note that it went on with it). A copy the
     file was written after, holding more turns than the file, is of turns the session
     went on without (resumed from its file by an older version, or restored to an
     earlier checkpoint): a note says the copy is left as it is, never to copy it over
@@ -488,7 +489,7 @@ def recovered_lines(
             continue
         lines.append(
             f"warning: session {copy.session_id} has turns its file lacks, kept in {copy.path} "
-            f"when its saves failed; copy that over {session_file} to keep them"
+            "when its saves failed; resuming the session goes on with them"
         )
     return lines
 

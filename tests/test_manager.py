@@ -754,7 +754,7 @@ def test_turns_kept_in_recovered_are_told_by_the_listing_until_the_session_is_wr
     assert kept.parent == project.parent / "recovered"
     (line,) = catalog.list((project,), {}).warnings
     assert line.startswith(f"warning: session {state.session_id} has turns its file lacks")
-    assert str(kept) in line and "copy that over" in line
+    assert str(kept) in line and line.endswith("resuming the session goes on with them")
     (line,) = catalog.find_resumable(project, 4242, {}).warnings
     assert str(kept) in line
     manager.save(later(ahead, minutes=1))  # saved again since, holding what the copy holds
@@ -785,7 +785,7 @@ def test_a_copy_the_session_went_on_without_is_never_said_to_be_copied_over_the_
     catalog.manager(project).save(went_on)
     (line,) = catalog.list((project,), {}).warnings
     assert line.startswith(f"note: session {SID} went on from its file without the turns kept")
-    assert str(kept) in line and "copy that over" not in line
+    assert str(kept) in line and "goes on with them" not in line
     assert catalog.recovery_ahead(project, went_on) is None  # a resume keeps the newer file
 
 
