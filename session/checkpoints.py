@@ -207,8 +207,8 @@ class RestorePlan:
     left_alone: tuple[str, ...]
     """Tracked files that did not exist at N: never touched, only named."""
     in_the_way: Mapping[str, str] = field(default_factory=dict)
-    """Files of N whose place holds what is not a file now (``a symlink``, ``a
-    directory``): never written through or over, only named."""
+    """Files of N whose place, or one of whose directories' place, holds what is not a
+    file now (``a symlink is there now``): never written through or over, only named."""
 
     @property
     def to_write(self) -> tuple[str, ...]:
@@ -217,7 +217,7 @@ class RestorePlan:
     def lines(self, number: int) -> list[str]:
         lines = [f"  {p}: modified" for p in self.modified]
         lines += [
-            f"  {p}: deleted; {self.in_the_way[p]} is there now, left alone"
+            f"  {p}: deleted; {self.in_the_way[p]}, left alone"
             if p in self.in_the_way
             else f"  {p}: deleted"
             for p in self.deleted

@@ -167,18 +167,32 @@ def detect_file_drift(workspace: Path, manifest: Mapping[str, str]) -> FileDrift
 
 
 def what_is_at(workspace: Path, paths: Iterable[str]) -> dict[str, str]:
-    """For each of ``paths`` (inside ``workspace``) where something that is not a regular
-    file stands (a tracked file replaced by a symlink reads as deleted): what it is."""
+    """For each of ``paths`` (inside ``workspace``) where a file cannot be put back as it
+    is: what stands in the way, in words (``a symlink is there now``, ``a file is at sub
+    now``): something not a regular file at its place (a tracked file replaced by a
+    symlink reads as deleted), or at the place of one of its directories."""
     found: dict[str, str] = {}
     for path in paths:
-        try:
-            info = os.lstat(workspace / path)
-        except OSError:
-            continue
-        if stat.S_ISLNK(info.st_mode):
-            found[path] = "a symlink"
-        elif stat.S_ISDIR(info.st_mode):
-            found[path] = "a directory"
-        elif not stat.S_ISREG(info.st_mode):
-            found[path] = "a special file"
+        parts = Path(path).parts
+        for depth in range(1, len(parts) + 1):
+            here = Path(*parts[:depth])
+            try:
+                info = os.lstat(workspace / here)
+            except OSError:
+                break  # missing: nothing in the way from here down
+            last = depth == len(parts)
+            what = _kind_in_the_way(info.st_mode, last)
+            if what is not None:
+                found[path] = f"{what} is there now" if last else f"{what} is at {here} now"
+                break
     return found
+
+
+def _kind_in_the_way(mode: int, last: bool) -> str | None:
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    if last:
+        if stat.S_ISDIR(mode):
+            return "a directory"
+        return None if stat.S_ISREG(mode) else "a special file"
+    return None if stat.S_ISDIR(mode) else "a file"

@@ -138,20 +138,43 @@ def test_a_file_that_did_not_exist_at_the_checkpoint_is_left_alone_and_named(env
 
 def test_a_file_not_restored_is_an_error_line_and_fails_a_piped_run(env: Env) -> None:
     """A helper's report: the README says a piped run with files not restored exits 1;
-    a file refused (its directory now a symlink) was a plain line, and the run exited 0."""
+    a file refused was a plain line, and the run exited 0."""
+    fault_file = env.base / "faults"
+    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(fault_file)
+    (env.workspace / "sub").mkdir()
+    result = env.run(input="write sub/notes.md: v1\n/save\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    (env.workspace / "sub" / "notes.md").write_text("v2\n")
+    fault_file.write_text("rename EIO sub/notes.md\n")  # the disk refuses the restore's write
+    result = env.run("--resume", session_id, input="/checkpoint 2\ny\n", terminal=env.terminal())
+    assert "error: sub/notes.md not restored, left as it is (" in result.stderr
+    assert result.returncode == 1
+    assert (env.workspace / "sub" / "notes.md").read_text() == "v2\n"
+
+
+@pytest.mark.parametrize("in_the_way", ["symlink", "file"])
+def test_a_file_whose_directory_was_replaced_is_named_and_never_offered_for_restoring(
+    env: Env, in_the_way: str
+) -> None:
+    """A helper's report (H61): a tracked file whose directory became a symlink (or a
+    file) was listed as deleted, offered, and then refused."""
     sub = env.workspace / "sub"
     sub.mkdir()
     result = env.run(input="write sub/notes.md: v1\n/save\n", terminal=env.terminal())
     assert result.returncode == 0, result.stderr
     (session_id,) = env.session_ids()
-    (sub / "notes.md").unlink()
-    sub.rmdir()
+    shutil.rmtree(sub)
     elsewhere = env.base / "elsewhere"
     elsewhere.mkdir()
-    sub.symlink_to(elsewhere)
-    result = env.run("--resume", session_id, input="/checkpoint 2\ny\n", terminal=env.terminal())
-    assert "error: sub/notes.md not restored, left as it is (" in result.stderr
-    assert result.returncode == 1
+    if in_the_way == "symlink":
+        sub.symlink_to(elsewhere)
+    else:
+        sub.write_text("a file now\n")
+    result = env.run("--resume", session_id, input="/checkpoint 2\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert f"sub/notes.md: deleted; a {in_the_way} is at sub now, left alone" in result.stderr
+    assert "Restore files too?" not in result.stderr
     assert list(elsewhere.iterdir()) == []  # nothing written through the symlink
 
 
