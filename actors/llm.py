@@ -37,7 +37,12 @@ from actors.messages import (
     TurnToolCall,
 )
 from actors.reply import ReplyForwarder
-from actors.turn_lines import checkpoint_failed, describe_tool_call, explain_failure
+from actors.turn_lines import (
+    checkpoint_failed,
+    describe_tool_call,
+    explain_failure,
+    refused_calls,
+)
 from session.interrupted import interrupted_turn
 from session.model_names import BARE_NAMES
 
@@ -225,6 +230,8 @@ class LLMActor(Actor[LLMMessage]):
                             await reply.send_now(TurnToolCall(turn.turn_id, line, writes))
                 if not Agent.is_model_request_node(node):
                     continue
+                for line in refused_calls(node.request):  # the tools' answers to the model
+                    await reply.send_now(TurnToolCall(turn.turn_id, line, ()))
                 progress.text.clear()  # a new response
                 async with node.stream(run.ctx) as events:
                     async for event in events:

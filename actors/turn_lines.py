@@ -19,7 +19,7 @@ from pydantic_ai.exceptions import (
     UsageLimitExceeded,
     UserError,
 )
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolReturnPart
 
 from actors.messages import Compacted
 from session.redaction import scrub_text, secrets_from_environment
@@ -89,6 +89,19 @@ def describe_tool_call(name: str, args: Mapping[str, object]) -> str:
         return f'record_decision "{_clip(str(args.get("decision", "")))}"'
     shown = ", ".join(f"{_clip(str(k), 30)}={_clip(str(v), 30)}" for k, v in args.items())
     return f"{_clip(name, 60) or '(a tool with no name)'} {shown}".rstrip()
+
+
+def refused_calls(request: ModelRequest) -> list[str]:
+    """A line for each tool call the tools refused, of the returns ``request`` carries to
+    the model (``  ↳ write_file: error: cannot write l.md: is a symlink; ...``): the call's
+    own line, shown as the call was made, read as done (H54, H61)."""
+    return [
+        f"↳ {_clip(part.tool_name, 40)}: {_shown_path(_clip(part.content, 160), 200)}"
+        for part in request.parts
+        if isinstance(part, ToolReturnPart)
+        and isinstance(part.content, str)
+        and part.content.startswith("error:")
+    ]
 
 
 def endpoint_of(model: str) -> str:

@@ -505,3 +505,17 @@ def test_another_assistants_command_name_is_told_what_it_is_here(env: Env) -> No
     assert result.returncode == 1  # piped: an unknown command fails the run
     assert "error: unknown command /clear (did you mean /reset (it also deletes" in result.stderr
     assert "error: unknown command /nosuch (try /help)" in result.stderr
+
+
+def test_a_tool_call_the_tools_refused_is_shown_as_refused(env: Env) -> None:
+    """A helper's report (H54, H61): a write refused (its path a symlink) was shown only
+    as ``write_file l.md (1 B)``, which reads as done; the model had been told otherwise."""
+    (env.workspace / "target.md").write_text("kept\n")
+    (env.workspace / "l.md").symlink_to("target.md")
+    result = env.run("--new", input="write l.md: x\n", terminal=env.terminal())
+    assert "  write_file l.md (2 B)" in result.stderr
+    assert (
+        "  ↳ write_file: error: cannot write l.md: is a symlink; not following it"
+        in result.stderr
+    )
+    assert (env.workspace / "target.md").read_text() == "kept\n"
