@@ -291,9 +291,9 @@ class TerminalActor(Actor[TerminalMessage]):
         """The last write of the session failed: turns exist only in memory (retried at the
         next turn and at exit; kept for recovery if the exit write fails too)."""
         self._failure_told: str | None = None
+        """The last disk failure told the terminal: the same one again is not repeated."""
         self._detaching: str | None = None
         """Why the terminal left while a turn ran: the exit waits for that turn's end."""
-        """The last disk failure told the terminal: the same one again is not repeated."""
         self._kept_as: dict[str, str] = {}
         """The name of each session's recovery copy (written again at each failed save)."""
         self._turn_count = 0
@@ -769,8 +769,12 @@ class TerminalActor(Actor[TerminalMessage]):
         got (a terminal killed after a write and a decision lost both from the session);
         after ``DETACH_TURN_WAIT_S`` without it, leave anyway."""
         assert self._lc.turn is not None
+        try:
+            await self._peers.llm.tell(CancelTurn(self._lc.turn, self._self))
+        except DeadActor:  # no end will come: leave now
+            await self._detach(reason)
+            return
         self._detaching = reason
-        await self._peers.llm.tell(CancelTurn(self._lc.turn, self._self))
         asyncio.get_running_loop().call_later(
             DETACH_TURN_WAIT_S, self._self.tell_nowait, Detach(reason)
         )
@@ -780,7 +784,8 @@ class TerminalActor(Actor[TerminalMessage]):
             return
         pid = self._config.terminal_pid
         if self._lc.turn is not None:
-            await self._peers.llm.tell(CancelTurn(self._lc.turn, self._self))
+            with contextlib.suppress(DeadActor):  # a model actor gone has no turn to cut
+                await self._peers.llm.tell(CancelTurn(self._lc.turn, self._self))
         self._confirm = None
         self._on_confirm = None
         manifest, spec = await self._manifest() if self._lc.is_open else ({}, None)
