@@ -24,6 +24,7 @@ from cli.console import (
     UnclearAnswer,
     other_choices,
 )
+from cli.entry import silence_stdout
 from cli.errors import as_error_line
 from cli.interrupts import DeferredInterrupts
 from cli.preload import preload_prompt
@@ -1126,9 +1127,7 @@ def run_chat(options: ChatOptions) -> int:
             chat.close()
         return 128 + exc.signum
     except BrokenPipeError:  # the reader of our replies went away (``| head -1``)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # what is still to print goes nowhere
-        os.close(devnull)
+        silence_stdout()  # what is still to print goes nowhere
         chat.close()  # saved as on any exit, and said on stderr
         chat.console.warn("the output was closed; the run stopped before the end of its input")
         return 1

@@ -147,3 +147,4 @@ def silence_stdout() -> None:
     """Nothing more goes to stdout (what it holds would fail again at exit)."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
