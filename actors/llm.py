@@ -18,6 +18,7 @@ from pydantic_ai import Agent, AgentRun
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
+    NativeToolCallPart,
     PartDeltaEvent,
     PartStartEvent,
     TextPart,
@@ -216,7 +217,9 @@ class LLMActor(Actor[LLMMessage]):
         progress: _Progress,
     ) -> TurnDone:
         """The agent run; each node and each streamed event is progress for ``watch``,
-        and the run and the text of the reply being written are kept in ``progress``."""
+        and the run and the text of the reply being written are kept in ``progress``.
+        The run is left at the response that ends it (``ends_the_run``): pydantic-ai's
+        steps after it add no message and cost a millisecond or so of the turn."""
         async with agent.iter(turn.prompt, message_history=list(turn.history), deps=deps) as run:
             progress.run = run
             async for node in run:
@@ -240,8 +243,13 @@ class LLMActor(Actor[LLMMessage]):
                         if text:
                             reply.add(text)
                             progress.text.append(text)
-            assert run.result is not None
-            new = tuple(run.result.new_messages())
+                so_far = run.new_messages()
+                if so_far and ends_the_run(so_far[-1]):
+                    new = tuple(so_far)
+                    break  # what pydantic-ai does after it adds no message (ends_the_run)
+            else:
+                assert run.result is not None
+                new = tuple(run.result.new_messages())
         return TurnDone(
             turn.turn_id,
             new,
@@ -252,6 +260,19 @@ class LLMActor(Actor[LLMMessage]):
             input_tokens=None if turn.model in BARE_NAMES else last_input_tokens(new),
             phase=deps.phase,
         )
+
+
+def ends_the_run(message: ModelMessage) -> bool:
+    """Whether the agent's run ends with ``message``, a response just streamed: it is
+    complete, with text and no tool call. The agent's output is plain text with no
+    validator (``build_agent``), so pydantic-ai takes the text as it is and adds no
+    message (``CallToolsNode._run_stream``); an empty or blank reply is retried by it."""
+    return (
+        isinstance(message, ModelResponse)
+        and message.state == "complete"
+        and not any(isinstance(part, ToolCallPart | NativeToolCallPart) for part in message.parts)
+        and any(isinstance(part, TextPart) and part.content for part in message.parts)
+    )
 
 
 def _unfinished(

@@ -12,11 +12,13 @@ a window is due), kept outside the timed part. An agent run's cost grows with th
 history it is given: a longer one than the supervisor sends (the fixed 40-message
 window this bench used until 2026-12-03, against the 3 to 21 messages a supervisor
 with default compaction sends) makes the limit slower and the ratio look better
-than it is. It prints the median number of messages each side's requests carried
-(the supervisor's read from its session file before each turn: the saved tail and
-the compaction's summary). The two take turns, one turn each, so that the
-machine's changes of speed (this is a shared VM) hit both alike; measuring them in
-blocks made the ratio swing by 0.3 between blocks.
+than it is. Both leave the run at the response that ends it, as the LLMActor does
+(``ends_the_run``: pydantic-ai's steps after it add nothing), so that what the
+supervisor saves by it is not counted as its own. It prints the median number of
+messages each side's requests carried (the supervisor's read from its session file
+before each turn: the saved tail and the compaction's summary). The two take
+turns, one turn each, so that the machine's changes of speed (this is a shared VM)
+hit both alike; measuring them in blocks made the ratio swing by 0.3 between blocks.
 
 It also prints the CPU time per turn of the supervisor's process (every thread:
 the loop, the disk's thread) and of the in-process agent's runs: what the
@@ -47,6 +49,7 @@ import orjson
 from pydantic_ai.messages import ModelMessage
 
 from actors.assistant import TurnDeps, build_agent
+from actors.llm import ends_the_run
 from actors.offline_model import offline_model
 from bench.bench_save import raw_durable_write
 from bench.common import median_ms, private_supervisor, ratio_verdict
@@ -124,10 +127,12 @@ class InProcess:
                     async with node.stream(run.ctx) as events:
                         async for _ in events:
                             pass
-        assert run.result is not None
+                    new = run.new_messages()
+                    if ends_the_run(new[-1]):
+                        break  # as the LLMActor does: pydantic-ai's steps after it add nothing
         elapsed = time.perf_counter() - start
         self.cpu += time.process_time() - cpu
-        self._keep(run.result.new_messages())
+        self._keep(new)
         return elapsed
 
     def _keep(self, new: list[ModelMessage]) -> None:

@@ -1,7 +1,8 @@
-"""LLMActor: the agents it keeps built are bounded, least recently used dropped first."""
+"""LLMActor: its agents, its turns' ends, cancels and crashes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -10,10 +11,24 @@ import anyio
 import pydantic_ai.models
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    NativeToolCallPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    UserPromptPart,
+)
 
+from actors.assistant import TurnDeps, build_agent
 from actors.base import ActorRef, open_mailbox, run_supervised
-from actors.llm import AGENTS_KEPT, STOPPED_LINE, LLMActor
+from actors.llm import AGENTS_KEPT, STOPPED_LINE, LLMActor, ends_the_run
 from actors.messages import CancelTurn, StartTurn, TurnDelta, TurnDone
+from actors.offline_model import offline_model
 from tests.e2e.openai_server import ChatServer
 
 pytestmark = pytest.mark.anyio
@@ -135,3 +150,77 @@ async def test_a_turn_cut_by_a_crash_of_the_actor_is_told_and_later_turns_run(
                     pass
             assert after.turn_id == 2 and after.error is None
             llm.close()
+
+
+@pytest.mark.parametrize(
+    ("response", "ends"),
+    [
+        (ModelResponse(parts=[TextPart("done")]), True),
+        (ModelResponse(parts=[ThinkingPart("hmm"), TextPart("done")]), True),
+        (ModelResponse(parts=[TextPart("let me look"), ToolCallPart("read_file", {})]), False),
+        (ModelResponse(parts=[ToolCallPart("read_file", {})]), False),
+        (ModelResponse(parts=[NativeToolCallPart("web_search", {}), TextPart("x")]), False),
+        (ModelResponse(parts=[TextPart("")]), False),
+        (ModelResponse(parts=[ThinkingPart("hmm")]), False),
+        (ModelResponse(parts=[]), False),
+        (ModelResponse(parts=[TextPart("so far")], state="suspended"), False),
+        (ModelResponse(parts=[TextPart("so far")], state="incomplete"), False),
+        (ModelRequest(parts=[UserPromptPart("hi")]), False),
+    ],
+)
+def test_the_responses_that_end_the_agents_run(response: ModelMessage, ends: bool) -> None:
+    """The LLMActor stops the run at such a response; every other goes on to pydantic-ai."""
+    assert ends_the_run(response) is ends
+
+
+def _comparable(messages: Sequence[ModelMessage]) -> list[Any]:
+    """``messages`` without what differs between two runs (times, run and conversation ids)."""
+    plain: list[Any] = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+    for message in plain:
+        for key in ("timestamp", "run_id", "conversation_id"):
+            message.pop(key, None)
+        for part in message["parts"]:
+            part.pop("timestamp", None)
+    return plain
+
+
+async def _streamed_to_its_end(
+    agent: Agent[TurnDeps, str], prompt: str, history: Sequence[ModelMessage], workspace: Path
+) -> list[ModelMessage]:
+    """The new messages of the agent's run on ``prompt``, streamed, run to its end."""
+    deps = TurnDeps(workspace)
+    async with agent.iter(prompt, message_history=list(history), deps=deps) as run:
+        async for node in run:
+            if Agent.is_model_request_node(node):
+                async with node.stream(run.ctx) as events:
+                    async for _ in events:
+                        pass
+    assert run.result is not None
+    return run.result.new_messages()
+
+
+async def test_a_turn_keeps_the_messages_the_agents_whole_run_gives(tmp_path: Path) -> None:
+    """The LLMActor stops each run at the response that ends it (pydantic-ai's steps after
+    it add nothing); the turns keep what running the agent to its end keeps, tool calls
+    and their returns included."""
+    (tmp_path / "agent_spec.md").write_text("# Spec\n")
+    prompts = ["hello", "read agent_spec.md", "decide: use postgres", "list the files"]
+    agent = build_agent(offline_model())
+    llm: ActorRef[Any]
+    llm, llm_mailbox = open_mailbox("llm")
+    terminal: ActorRef[Any]
+    terminal, replies = open_mailbox("terminal")
+    history: tuple[ModelMessage, ...] = ()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(LLMActor().serve, llm_mailbox)
+        for turn_id, prompt in enumerate(prompts, 1):
+            turn = StartTurn(turn_id, "offline", prompt, history, tmp_path, "", "", terminal)
+            await llm.tell(turn)
+            with anyio.fail_after(30):
+                while not isinstance(done := (await replies.receive()).message, TurnDone):
+                    pass
+            whole = await _streamed_to_its_end(agent, prompt, history, tmp_path)
+            assert _comparable(done.new_messages) == _comparable(whole)
+            history = (*history, *done.new_messages)
+        llm.close()
+    assert any(isinstance(m, ModelResponse) and m.tool_calls for m in history)
