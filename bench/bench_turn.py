@@ -53,6 +53,7 @@ from actors.llm import ends_the_run
 from actors.offline_model import offline_model
 from bench.bench_save import raw_durable_write
 from bench.common import median_ms, private_supervisor, ratio_verdict
+from session.budget import context_budget
 from session.compaction import EventsCompactionConfig, OfflineEventSummarizer, finish_compaction
 from session.lifecycle import PersistPolicy, SessionLifecycle
 from session.models import utc_now
@@ -63,14 +64,17 @@ from supervisor.runtime import RuntimePaths
 
 TARGET_RATIO = 1.15
 """Against the agent run in process plus one durable write of the session file."""
+BUDGET = context_budget("offline")
+"""The token budget the supervisor gives the offline model's turns (``policy_for``)."""
 POLICY = PersistPolicy(
     compaction=EventsCompactionConfig(
         DEFAULT_COMPACTION_INTERVAL,
         DEFAULT_COMPACTION_OVERLAP,
         event_retention_size=TOKEN_RETENTION_EVENTS,
+        token_threshold=BUDGET,
     )
 )
-"""The supervisor's policy with no settings (as ``settings_from_environment`` builds it)."""
+"""The supervisor's policy with no settings, for the offline model (``policy_for``)."""
 
 
 class ThroughSupervisor:
@@ -119,7 +123,7 @@ class InProcess:
         self.sent.append(len(history))
         cpu = time.process_time()
         start = time.perf_counter()
-        deps = TurnDeps(self.workspace)
+        deps = TurnDeps(self.workspace, token_budget=BUDGET)  # as the supervisor's turns
         prompt = f"message number {self.count}"
         async with self.agent.iter(prompt, message_history=history, deps=deps) as run:
             async for node in run:
