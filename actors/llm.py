@@ -150,37 +150,29 @@ class LLMActor(Actor[LLMMessage]):
         """Run ``turn`` and tell its terminal how it ended, once: a ``TurnDone`` with the
         reply text still held (cancelled if ``scope`` was cancelled before the end was
         told; an error if the actor itself stopped, by a crash or with the supervisor, so
-        that the terminal is not left waiting for a reply no task runs any more).
-
-        A turn is told done at the response that ends its run, before pydantic-ai
-        winds the run down: the terminal saves the turn meanwhile."""
+        that the terminal is not left waiting for a reply no task runs any more)."""
+        told = False
         deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
         progress = _Progress()
-        reply = ReplyForwarder(turn.reply_to, turn.turn_id)
-
-        async def finish(done: TurnDone) -> None:
-            reply.close()
-            await _tell_done(turn, reply.finish, done)  # with the text held
-            progress.told = True
-
         try:
             with scope:
+                reply = ReplyForwarder(turn.reply_to, turn.turn_id)
                 try:
-                    await self._stream_turn(turn, reply, deps, progress, finish)
+                    done = await self._stream_turn(turn, reply, deps, progress)
                 except Stalled:
                     log.warning("turn %d: no answer from %s", turn.turn_id, turn.model)
-                    if not progress.told:
-                        await finish(_unfinished(turn, deps, error=self._stalled_line(turn)))
+                    done = _unfinished(turn, deps, error=self._stalled_line(turn))
                 except Exception as exc:
-                    what = "(its end told; closing its run) " if progress.told else ""
-                    log.warning("turn %d %sfailed: %s", turn.turn_id, what, _one_line(exc))
-                    if not progress.told:
-                        line = explain_failure(exc, turn.model, mid_reply=reply.had_text)
-                        await finish(_unfinished(turn, deps, error=line))
+                    log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
+                    line = explain_failure(exc, turn.model, mid_reply=reply.had_text)
+                    done = _unfinished(turn, deps, error=line)
+                finally:
+                    reply.close()
+                await _tell_done(turn, reply.finish, done)  # with the text held
+                told = True
         finally:
-            reply.close()
             self._scopes.pop((turn.reply_to, turn.turn_id), None)
-            if not progress.told:
+            if not told:
                 end = (
                     _unfinished(turn, deps, cancelled=True, kept=progress.kept())
                     if scope.cancel_called
@@ -200,13 +192,8 @@ class LLMActor(Actor[LLMMessage]):
         )
 
     async def _stream_turn(
-        self,
-        turn: StartTurn,
-        reply: ReplyForwarder,
-        deps: TurnDeps,
-        progress: _Progress,
-        finish: Callable[[TurnDone], Awaitable[None]],
-    ) -> None:
+        self, turn: StartTurn, reply: ReplyForwarder, deps: TurnDeps, progress: _Progress
+    ) -> TurnDone:
         deps.token_budget = turn.token_budget
         deps.before_first_write = partial(_checkpoint_before_write, turn, self._stall_of(turn))
         try:
@@ -216,7 +203,7 @@ class LLMActor(Actor[LLMMessage]):
         try:
             agent = await self._agent(turn.model)
             with StallWatch(self._stall_of(turn)) as watch:
-                await self._iterate(agent, turn, reply, deps, watch, progress, finish)
+                return await self._iterate(agent, turn, reply, deps, watch, progress)
         finally:
             self._limiter.release()
 
@@ -228,13 +215,11 @@ class LLMActor(Actor[LLMMessage]):
         deps: TurnDeps,
         watch: StallWatch,
         progress: _Progress,
-        finish: Callable[[TurnDone], Awaitable[None]],
-    ) -> None:
-        """The agent run, ``finish``ed with its end; each node and each streamed event is
-        progress for ``watch``, and the run and the text of the reply being written are
-        kept in ``progress``. The run is left at the response that ends it
-        (``ends_the_run``): pydantic-ai's steps after it add no message and cost a
-        millisecond or so of the turn; its end is told before the run is closed."""
+    ) -> TurnDone:
+        """The agent run; each node and each streamed event is progress for ``watch``,
+        and the run and the text of the reply being written are kept in ``progress``.
+        The run is left at the response that ends it (``ends_the_run``): pydantic-ai's
+        steps after it add no message and cost a millisecond or so of the turn."""
         async with agent.iter(turn.prompt, message_history=list(turn.history), deps=deps) as run:
             progress.run = run
             async for node in run:
@@ -260,26 +245,21 @@ class LLMActor(Actor[LLMMessage]):
                             progress.text.append(text)
                 so_far = run.new_messages()
                 if so_far and ends_the_run(so_far[-1]):
-                    await finish(_done(turn, deps, so_far))
-                    return  # what pydantic-ai does after it adds no message (ends_the_run)
-            assert run.result is not None
-            new = run.result.new_messages()
-        await finish(_done(turn, deps, new))
-
-
-def _done(turn: StartTurn, deps: TurnDeps, new: list[ModelMessage]) -> TurnDone:
-    """The end of a turn whose run gave the ``new`` messages."""
-    messages = tuple(new)
-    return TurnDone(
-        turn.turn_id,
-        messages,
-        tuple(deps.decisions),
-        tuple(sorted(deps.touched)),
-        tuple(sorted(deps.written.items())),
-        tuple(sorted(deps.read.items())),
-        input_tokens=None if turn.model in BARE_NAMES else last_input_tokens(messages),
-        phase=deps.phase,
-    )
+                    new = tuple(so_far)
+                    break  # what pydantic-ai does after it adds no message (ends_the_run)
+            else:
+                assert run.result is not None
+                new = tuple(run.result.new_messages())
+        return TurnDone(
+            turn.turn_id,
+            new,
+            tuple(deps.decisions),
+            tuple(sorted(deps.touched)),
+            tuple(sorted(deps.written.items())),
+            tuple(sorted(deps.read.items())),
+            input_tokens=None if turn.model in BARE_NAMES else last_input_tokens(new),
+            phase=deps.phase,
+        )
 
 
 def ends_the_run(message: ModelMessage) -> bool:
@@ -326,8 +306,6 @@ class _Progress:
 
     run: AgentRun[TurnDeps, str] | None = None
     text: list[str] = field(default_factory=list)
-    told: bool = False
-    """The turn's end was told to its terminal."""
 
     def kept(self) -> tuple[ModelMessage, ...]:
         """What the turn keeps if the user interrupts it now."""
