@@ -9,10 +9,9 @@ from session.processes import process_alive, process_start_time
 from supervisor.client import (
     START_TIMEOUT_S,
     SupervisorUnavailable,
+    ask_status,
     connect_or_start,
     control_connection,
-    control_hello,
-    hello,
     not_answering,
 )
 from supervisor.runtime import RuntimePaths
@@ -26,11 +25,9 @@ def status(paths: RuntimePaths) -> dict[str, Any]:
         return {"running": False, "pid": None, "socket": str(paths.socket), "terminals": 0}
     with conn:
         try:
-            control_hello(conn, hello("control"))
-            data: dict[str, Any] = conn.request({"type": "status"})["data"]
+            return ask_status(conn)
         except TimeoutError:
             raise not_answering(paths) from None
-        return data
 
 
 def start(paths: RuntimePaths) -> tuple[dict[str, Any], bool]:
@@ -54,8 +51,7 @@ def stop(paths: RuntimePaths) -> int | None:
         return None
     with conn:
         try:
-            control_hello(conn, hello("control"))
-            pid = int(conn.request({"type": "status"})["data"]["pid"])
+            pid = int(ask_status(conn)["pid"])
             started = process_start_time(pid)  # while it answers: surely the supervisor's
             conn.sock.settimeout(STOP_TIMEOUT_S)  # it saves every live session first
             conn.request({"type": "stop"})

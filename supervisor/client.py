@@ -17,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from supervisor.runtime import (
     HOME_HELD_EXIT,
@@ -249,6 +249,14 @@ def control_connection(paths: RuntimePaths) -> Connection | None:
     return conn
 
 
+def ask_status(conn: Connection) -> dict[str, Any]:
+    """The supervisor's status, asked on ``conn``, a control connection just opened
+    (``control_hello``'s errors, and TimeoutError if it does not answer)."""
+    control_hello(conn, hello("control"))
+    data: dict[str, Any] = conn.request({"type": "status"})["data"]
+    return data
+
+
 def supervisor_answers(paths: RuntimePaths) -> bool:
     """Whether the supervisor answers a control ``status`` within ``CONTROL_TIMEOUT_S``
     (a terminal's connection kept waiting is then not a hung supervisor's)."""
@@ -257,8 +265,7 @@ def supervisor_answers(paths: RuntimePaths) -> bool:
         return False
     with conn:
         try:
-            control_hello(conn, hello("control"))
-            conn.request({"type": "status"})
+            ask_status(conn)
         except (TimeoutError, ConnectionLost, RemoteError, SupervisorBusy, OSError):
             return False
     return True
