@@ -300,7 +300,8 @@ def compaction_chars(config: EventsCompactionConfig) -> int | None:
 def uncompacted_chars(config: EventsCompactionConfig) -> int | None:
     """With automatic compaction off (interval 0), the characters of whole turns a request
     may carry: the token budget's, but for what a ``/compact`` summary may take (None:
-    no token budget). The oldest turns are left out of the request, not summarized."""
+    no token budget). The oldest turns are left out of the request, not summarized; after
+    a ``/compact`` they join it (``fold_window``)."""
     if config.token_threshold is None:
         return None
     return config.token_threshold * CHARS_PER_TOKEN * (COMPACTION_SHARE - 1) // COMPACTION_SHARE
@@ -348,6 +349,18 @@ def _window(
     head = (compaction_event(previous),) if previous else ()
     covered_from = previous.start_invocation if previous else chosen[0].invocation_id
     return Window((*head, *chosen), covered_from, end)
+
+
+def fold_window(events: Sequence[Event], end: int) -> Window | None:
+    """The window that folds every invocation after the boundary up to ``end`` into the
+    compaction: turns about to leave the request that no summary would cover otherwise
+    (with compaction off, the tail held to the budget after a ``/compact``). None when
+    there are none, or when the cut would leave a call without its answer."""
+    previous = latest_compaction(events)
+    boundary = previous.end_invocation if previous else 0
+    if end <= boundary:
+        return None
+    return _window(events, previous, boundary + 1, end)
 
 
 def cut_is_safe(before: Sequence[ModelMessage], after: Sequence[ModelMessage]) -> bool:
@@ -1095,14 +1108,9 @@ def finish_compaction(window: Window, summarized: Event | None) -> EventCompacti
 
     Raises ``SummaryTooLong`` if the result is not shorter than what it replaces.
     """
-    if summarized is None or summarized.compaction is None:
+    compaction = _compaction_of(window, summarized)
+    if compaction is None:
         return None
-    compaction = EventCompaction(
-        window.start_invocation,
-        window.end_invocation,
-        normalize_narrative(summarized.compaction.compacted_content),
-        retained_of(window.events),
-    )
     replaced = sum(_event_chars(e) for e in window.events)
     produced = len(render_compaction(compaction))
     if produced >= replaced:
@@ -1111,6 +1119,25 @@ def finish_compaction(window: Window, summarized: Event | None) -> EventCompacti
             f"({produced} characters) is not shorter than what it replaces ({replaced})"
         )
     return compaction
+
+
+def offline_compaction(window: Window) -> EventCompaction | None:
+    """``window`` compacted at once by the offline summarizer (deterministic, no model),
+    for turns that leave the request now. Not held to be shorter than what it replaces,
+    as ``finish_compaction`` is: it is what keeps the turns it covers from vanishing
+    (the request carries it within its share of the budget). None for an empty window."""
+    return _compaction_of(window, OfflineEventSummarizer().summarize(window.events))
+
+
+def _compaction_of(window: Window, summarized: Event | None) -> EventCompaction | None:
+    if summarized is None or summarized.compaction is None:
+        return None
+    return EventCompaction(
+        window.start_invocation,
+        window.end_invocation,
+        normalize_narrative(summarized.compaction.compacted_content),
+        retained_of(window.events),
+    )
 
 
 def _event_chars(event: Event) -> int:

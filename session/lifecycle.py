@@ -71,7 +71,9 @@ from session.compaction import (
     compaction_message,
     estimate_tokens,
     events_from_messages,
+    fold_window,
     merge_decisions,
+    offline_compaction,
     parse_compaction,
     render_compaction,
     retention_window,
@@ -799,7 +801,26 @@ class SessionLifecycle:
             recent = last_turns_start(starts, len(new.history), max_turns)
         else:
             recent = recent_start(new.history, max_turns=max_turns, max_chars=max_chars)
-        return new._with(tail_start=max(recent, new._boundary_index(starts)))
+        boundary = new._boundary_index(starts)
+        if recent > boundary and new.compaction is not None:
+            # Compaction off, after a /compact: the turns the budget leaves out of the
+            # request join the compaction, or its "later turns follow in full" is false
+            # and they vanish from the request, the file and the turn count.
+            folded = new._folded(starts, recent)
+            if folded is None:
+                recent = boundary  # nothing could cover them: they stay
+            else:
+                new = new._with(compaction=folded)
+                boundary = new._boundary_index(starts)
+        return new._with(tail_start=max(recent, boundary))
+
+    def _folded(self, starts: Sequence[int], cut: int) -> EventCompaction | None:
+        """The compaction extended by the offline summarizer over the turns after its
+        boundary that start before index ``cut`` of ``history`` (``starts``: where its
+        turns start), or None if no cut there is safe."""
+        end = self.first_invocation + bisect.bisect_left(starts, cut) - 1
+        window = fold_window(self.events(), end)
+        return offline_compaction(window) if window is not None else None
 
     def _tail_limits(self) -> tuple[int | None, int | None]:
         """The request's tail limits. With the sliding window on there are none: every

@@ -32,6 +32,7 @@ from actors.messages import (
     UserTurn,
 )
 from actors.terminal import TerminalActor, TerminalConfig
+from session.compacted import compacted_turns, session_turns, tail_prompts
 from session.compaction import (
     BaseEventsSummarizer,
     Event,
@@ -255,6 +256,26 @@ async def test_slash_compact_prints_the_tokens_before_and_after(make_rig: RigFac
     assert after < before
     await rig.terminal.tell(RunCommand("compact", None))
     assert (await rig.next_of(CommandOutput)).text.startswith("Nothing to compact")
+    await rig.terminal.tell(Detach("exit"))
+
+
+async def test_with_compaction_off_the_session_file_counts_every_turn_after_a_compact(
+    make_rig: RigFactory,
+) -> None:
+    """A helper's report (H60): compaction off, a ``/compact``, then turns until the budget
+    trims the tail: the session file lost the turns between the compaction's boundary and
+    the tail, and its turn count (the listing's, the resume prompt's) missed them."""
+    rig: Rig = await make_rig(None, 0, 1000)
+    for n in range(3):
+        await rig.turn(f"message {n}: {LONG}")
+    await rig.terminal.tell(RunCommand("compact", None))
+    assert (await rig.next_of(CommandOutput)).text.startswith("Compacted turns 1-3: ")
+    for n in range(3, 20):
+        await rig.turn(f"message {n}: {LONG}")
+    saved = rig.saved()
+    assert session_turns(saved["compacted_history_summary"], saved["recent_messages"]) == 20
+    first_kept = tail_prompts(saved["recent_messages"])[0]
+    assert first_kept.startswith(f"message {compacted_turns(saved['compacted_history_summary'])}:")
     await rig.terminal.tell(Detach("exit"))
 
 

@@ -17,6 +17,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from session.compacted import session_turns
 from session.compaction import (
     EventsCompactionConfig,
     OfflineEventSummarizer,
@@ -322,6 +323,22 @@ def test_with_compaction_off_the_token_budget_leaves_old_turns_out_not_summarize
     assert 2_000 < chars <= 3_000, chars
     assert prompts(lc)[-1] == "question 40"
     assert lc.compaction_due(force=True) is not None, "/compact still compacts"
+
+
+def test_with_compaction_off_the_turns_the_budget_leaves_out_after_a_compact_join_it() -> None:
+    """A helper's report (H60): with compaction off, after a ``/compact`` the tail held to
+    the budget dropped the turns between the compaction's boundary and the tail without a
+    word: the requests lost them, the turn count missed them, and the summary still said
+    "the later turns follow in full". They are now folded into the compaction (offline)."""
+    p = policy(interval=0, threshold=1000)  # 3,000 characters of whole turns a request
+    lc, _ = compact(after_turns(fresh(p), 1, 4), force=True)
+    lc = after_turns(lc, 5, 40)
+    assert lc.compaction is not None
+    assert prompts(lc)[0] == f"question {lc.compaction.end_invocation + 1}", "no gap"
+    assert prompts(lc)[-1] == "question 40"
+    assert sum(message_chars(m) for m in lc.request_history()) <= 4_000, "still within budget"
+    saved = lc.write(T0, {}, None).state
+    assert session_turns(saved.compacted_history_summary, saved.recent_messages) == 40
 
 
 def test_a_resume_after_compaction_counts_turns_from_the_boundary() -> None:
