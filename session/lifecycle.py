@@ -443,10 +443,12 @@ class SessionLifecycle:
         ``drift_in_context``, the context does not list the drift (it is told otherwise);
         either way the files it found deleted are tracked no more."""
         loaded = load_messages(stored.recent_messages)
-        max_turns, max_chars = self._tail_limits()
+        compaction = parse_compaction(stored.compacted_history_summary)
+        # After a compaction every saved turn is kept: those the tail's limits leave out
+        # of the request join the compaction (``_move``) instead of leaving a gap after it.
+        max_turns, max_chars = self._tail_limits() if compaction is None else (None, None)
         history = tuple(reconstruct_history(loaded, max_turns=max_turns, max_chars=max_chars))
         history_encoded = self._dump(history)
-        compaction = parse_compaction(stored.compacted_history_summary)
         dropped = len(turn_starts(loaded)) - len(turn_starts(history))
         first = (compaction.end_invocation if compaction else 0) + 1 + max(0, dropped)
         new = self._move(

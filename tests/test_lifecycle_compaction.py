@@ -341,6 +341,21 @@ def test_with_compaction_off_the_turns_the_budget_leaves_out_after_a_compact_joi
     assert session_turns(saved.compacted_history_summary, saved.recent_messages) == 40
 
 
+def test_a_resume_with_compaction_off_folds_the_turns_its_tail_leaves_out() -> None:
+    """A session saved with the window on keeps every turn after the boundary; resumed
+    with compaction off, the tail held to the budget dropped those that did not fit,
+    leaving a gap after the compaction and a turn count short of them."""
+    lc, _ = compact(after_turns(fresh(policy(interval=100)), 1, 3), force=True)
+    saved = after_turns(lc, 4, 40).write(T0, {}, None).state
+    off = policy(interval=0, threshold=1000)
+    resumed = SessionLifecycle(policy=off).resume(saved, FileDrift()).lifecycle
+    assert resumed.compaction is not None
+    assert prompts(resumed)[0] == f"question {resumed.compaction.end_invocation + 1}"
+    assert resumed.invocations == 40
+    again = resumed.write(T0, {}, None).state
+    assert session_turns(again.compacted_history_summary, again.recent_messages) == 40
+
+
 def test_a_resume_after_compaction_counts_turns_from_the_boundary() -> None:
     lc, _ = compact(after_turns(fresh(policy(interval=3, overlap=1)), 1, 3))
     lc = after_turns(lc, 4, 5)
