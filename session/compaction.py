@@ -70,7 +70,7 @@ from session.errors import SessionError
 from session.history import is_turn_start, message_chars
 from session.redaction import scrub_text
 from session.shares import first_lines_within, line_chars, newest_within
-from session.summary import user_prompts
+from session.summary import EARLIER, user_prompts
 from session.tool_pairs import tool_pairs
 
 if TYPE_CHECKING:
@@ -962,19 +962,32 @@ def _covered(events: Sequence[Event]) -> tuple[int, int]:
     return start, end
 
 
-def _opening(previous: EventCompaction | None) -> str:
-    """The "Started with" of an earlier offline narrative (kept through every compaction),
-    or the first line of an earlier narrative of another kind (a summary model's): the
-    conversation did not start with the window's first request."""
+STARTED_WITH: Final = "Started with: "
+"""How the offline narrative names the conversation's first request."""
+_LABEL_RE: Final = re.compile(
+    r"^[#>*_\s-]*(?:\w+\s+)?(?:summary|narrative|overview|recap)[*_\s]*(?:[:\u2013\u2014-][*_\s]*|$)",
+    re.IGNORECASE,
+)
+"""A summary model's label or heading before its first words (``Summary:``, ``## Recap``)."""
+
+
+def _opening(previous: EventCompaction | None) -> tuple[str, str]:
+    """What an offline narrative says came first, with its label: the "Started with" (the
+    first request) or "Earlier" of an earlier offline narrative, kept through every
+    compaction; or, after a narrative of another kind (a summary model's), its first line
+    that says something, without the model's own label, as what came "Earlier": the
+    conversation did not start with the window's first request, nor with that summary."""
     if previous is None or not previous.compacted_content.strip():
-        return ""
-    if not previous.compacted_content.startswith("Started with: "):
-        return _clip(previous.compacted_content.strip().splitlines()[0], 120)
-    return (
-        previous.compacted_content.removeprefix("Started with: ")
-        .split(".\n")[0]
-        .split(". Latest")[0]
-    )
+        return "", ""
+    content = previous.compacted_content
+    for label in (STARTED_WITH, EARLIER):
+        if content.startswith(label):
+            return label, content.removeprefix(label).split(".\n")[0].split(". Latest")[0]
+    for line in content.strip().splitlines():
+        words = _LABEL_RE.sub("", line.strip(), count=1).strip()
+        if words and not line.startswith(COMPACTION_HEADER_START):
+            return EARLIER, _clip(words, 120)
+    return "", ""
 
 
 class OfflineEventSummarizer(BaseEventsSummarizer):
@@ -996,11 +1009,11 @@ class OfflineEventSummarizer(BaseEventsSummarizer):
             if previous is None or e.invocation_id > previous.end_invocation
             for text in map(scrub_text, user_prompts([e.message]))  # type: ignore[list-item]
         ]
-        opening = _opening(previous) or (
-            _clip(" ".join(requests[0][1].split()[:14]), 120) if requests else ""
-        )
+        label, opening = _opening(previous)
+        if not opening and requests:
+            label, opening = STARTED_WITH, _clip(" ".join(requests[0][1].split()[:14]), 120)
         opening = opening.rstrip(".!?… ")
-        lines = [f"Started with: {opening}."] if opening else []
+        lines = [f"{label}{opening}."] if opening else []
         if requests:
             shown = requests[-3:]
             recent = dict.fromkeys(

@@ -441,8 +441,36 @@ async def test_the_offline_narrative_after_a_summary_models_keeps_how_it_started
     event = await OfflineEventSummarizer().summarize_events([earlier, *invocation(12)])
     assert event is not None and event.compaction is not None
     narrative = event.compaction.compacted_content
-    assert narrative.startswith("Started with: The user designs a triage agent.")
+    assert narrative.startswith("Earlier: The user designs a triage agent.")
     assert "Started with: question 12" not in narrative
+
+
+async def test_the_offline_narrative_after_a_summary_models_says_it_came_earlier() -> None:
+    """A helper's report (H60): standing in after a summary model failed, the offline
+    narrative said "Started with: Summary: ...": the model's summary, label and all, quoted
+    as if it were the user's first request. It is said as what came earlier, unlabelled."""
+    earlier = compaction_event(EventCompaction(1, 6, "Summary: The user asked about the parser."))
+    event = await OfflineEventSummarizer().summarize_events([earlier, *invocation(7)])
+    assert event is not None and event.compaction is not None
+    narrative = event.compaction.compacted_content
+    assert narrative.startswith("Earlier: The user asked about the parser.\n"), narrative
+    assert "Started with" not in narrative
+    assert "Summary:" not in narrative
+
+
+async def test_a_later_offline_narrative_keeps_what_came_earlier_as_it_was_said() -> None:
+    """The "Earlier:" line of an offline narrative that stood in after a summary model's
+    is carried as it is, not relabelled as how the conversation started."""
+    earlier = compaction_event(EventCompaction(1, 6, "Summary: The user asked about the parser."))
+    first = await OfflineEventSummarizer().summarize_events([earlier, *invocation(7)])
+    assert first is not None and first.compaction is not None
+    second = await OfflineEventSummarizer().summarize_events(
+        [compaction_event(first.compaction), *invocation(8)]
+    )
+    assert second is not None and second.compaction is not None
+    assert second.compaction.compacted_content.startswith(
+        "Earlier: The user asked about the parser.\nLatest requests (turn 8): "
+    ), second.compaction.compacted_content
 
 
 async def test_the_offline_narrative_names_the_turns_of_the_requests_it_shows() -> None:
