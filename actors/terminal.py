@@ -937,13 +937,11 @@ class TerminalActor(Actor[TerminalMessage]):
     async def _summarize_later(self) -> None:
         """Ask the summary model for the session's summary (it is written when it comes).
         A session with none yet is written with the offline one first: a summary model
-        takes seconds, and the listing would show nothing meanwhile."""
+        takes seconds, the CompactionActor waits for a pause in the turns (a piped burst
+        has none), and the listing would show nothing meanwhile."""
         request = self._summary_request(self._self)
         state = self._lc.state
-        if state is not None and not state.summary and self._config.summary_model not in (
-            None,
-            OFFLINE,
-        ):
+        if state is not None and not state.summary:
             summary = self._offline_summary(request)
             if summary:
                 await self._record_summary(state.session_id, summary)

@@ -17,6 +17,7 @@ import pydantic_ai.models
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from actors import compaction as compaction_actor
 from actors.base import ActorRef, open_mailbox, run_supervised
 from actors.compaction import CompactionActor
 from actors.messages import (
@@ -454,3 +455,16 @@ async def test_a_message_waiting_for_a_slow_compaction_is_told_why(
     summarizer.gate.set()
     assert (await rig.next_of(TurnEnded)).status == "ok"
     await rig.terminal.tell(Detach("exit"))
+
+
+async def test_a_session_is_listed_with_a_summary_from_its_first_turn_in_a_burst_of_turns(
+    make_rig: RigFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary a CompactionActor writes waits for a pause in the turns: during a piped
+    burst a live session was listed with none. A session without one is written with the
+    offline summary right after its first turn, whatever the summary model."""
+    monkeypatch.setattr(compaction_actor, "SUMMARY_DELAY_S", 3600.0)  # no pause comes
+    rig: Rig = await make_rig(None, 0)
+    await rig.turn("Design a support-ticket triage agent for the help desk.")
+    await rig.turn("Add an escalation rule.")  # taken after the first turn's bookkeeping
+    assert "support-ticket triage agent" in rig.saved()["summary"]

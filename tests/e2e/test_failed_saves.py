@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import AGENT_ASSIST, Client, Env
+from tests.e2e.harness import AGENT_ASSIST, Client, Env, wait_for
 
 
 def prompts_in(data: dict[str, object]) -> list[str]:
@@ -131,12 +131,19 @@ def test_a_fault_at_any_step_of_a_save_loses_no_turn(env: Env, step: str, code: 
     assert not [p.name for p in env.project.iterdir() if p.name.endswith(".tmp")]
 
 
+def summarized(sessions: Path) -> bool:
+    """Whether the one session file in ``sessions`` has its summary."""
+    files = [p for p in sessions.glob("*.json") if not p.name.startswith("active_")]
+    return len(files) == 1 and bool(json.loads(files[0].read_bytes())["summary"])
+
+
 def chat_with_a_broken_sessions_directory(env: Env) -> Client:
     """A chat whose first turn was saved, after which ``sessions/`` became a file."""
     client = env.spawn("--new", terminal=env.terminal())
     client.send("first message")
     client.expect("[offline model]")
     sessions = env.project
+    wait_for(lambda: summarized(sessions), what="the first turn's summary written after it")
     sessions.rename(sessions.with_name("sessions.bak"))
     sessions.write_text("not a directory\n")
     return client
