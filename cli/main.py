@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,6 +37,8 @@ def complete_session_ids(ctx: click.Context, param: click.Parameter, incomplete:
     from session.models import is_session_id
     from session.paths import sessions_dir, state_root
 
+    if incomplete.strip("0123456789abcdef"):  # no session id begins so (nor a path)
+        return []
     chosen = ctx.params.get("workspace") or ctx.find_root().params.get("workspace") or "."
     project = sessions_dir(Path(chosen).resolve(), state_root())
     return sorted(p.stem for p in project.glob(f"{incomplete}*.json") if is_session_id(p.stem))
@@ -64,20 +67,47 @@ class Days(click.ParamType[float]):
         return days
 
 
+SHORTEST_PREFIX = 4
+"""A session id may be given by its first digits, at least this many (``full_id``)."""
+_ID_OR_PREFIX = re.compile(f"[0-9a-f]{{{SHORTEST_PREFIX},12}}")
+
+
 class SessionId(click.ParamType[str]):
-    """A session id: 12 hex digits (``../x`` is a usage error, told before anything runs)."""
+    """A session id: 12 hex digits, or its first 4 or more (``../x`` is a usage error,
+    told before anything runs)."""
 
     name = "id"
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> str:
-        from session.models import is_session_id  # only when an id is given
-
         text = str(value).strip()
-        if not is_session_id(text):
-            self.fail(f"{str(value)[:40]!r} is not a session id (12 hex digits)", param, ctx)
+        if not _ID_OR_PREFIX.fullmatch(text):
+            self.fail(
+                f"{str(value)[:40]!r} is not a session id (12 hex digits, or the first "
+                f"{SHORTEST_PREFIX} or more of them)",
+                param,
+                ctx,
+            )
         return text
+
+
+def full_id(workspace: Path, given: str) -> str:
+    """``given``, or the one session id of any project that begins with it: a unique
+    prefix names a session, as a commit's does in git."""
+    if len(given) == 12:
+        return given
+    listed = sessions_ops.list_sessions(runtime_paths(), resolved(workspace), True)
+    found = sorted({str(row["session_id"]) for row in listed["sessions"]})
+    matches = [session_id for session_id in found if session_id.startswith(given)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise CommandError(f"no session id begins with {given} (agent-assist sessions --all)")
+    shown = ", ".join(matches[:4]) + (", ..." if len(matches) > 4 else "")
+    raise CommandError(
+        f"{given} begins {len(matches)} session ids ({shown}); give more of its digits"
+    )
 
 
 SESSION_ID = SessionId()
@@ -165,6 +195,8 @@ def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, 
     from cli import config_cmd
     from cli.chat import ChatError, ChatOptions, run_chat  # not needed by the other commands
 
+    if resume_id is not None:
+        resume_id = full_id(workspace, resume_id)
     settings = config_cmd.load({"model": model})
     source = config_cmd.source_label(settings, "model")
     config_cmd.check_sdks(settings)
@@ -338,8 +370,9 @@ def _workspace(ctx: click.Context, workspace: Path | None) -> Path:
 def sessions_show(
     ctx: click.Context, session_id: str, workspace: Path | None, as_json: bool
 ) -> None:
-    """Show one session."""
+    """Show one session (ID: its 12 digits, or the first 4 or more)."""
     where = _workspace(ctx, workspace)
+    session_id = full_id(where, session_id)
     if (new := _new_live_session(where, session_id)) is not None:
         shown: dict[str, Any] = {"row": new, "session": None, "checkpoints": [], "warnings": []}
         click.echo(sessions_ops.dumps(shown) if as_json else _new_session_line(new))
@@ -387,8 +420,9 @@ def _new_session_line(row: dict[str, Any]) -> str:
 @click.pass_context
 @one_line_errors
 def sessions_rm(ctx: click.Context, session_id: str, workspace: Path | None) -> None:
-    """Delete one session (never a live one)."""
+    """Delete one session (never a live one; ID: its 12 digits, or the first 4 or more)."""
     where = _workspace(ctx, workspace)
+    session_id = full_id(where, session_id)
     with _not_found_hint(where, session_id):
         _in_any_project(
             lambda project: sessions_ops.remove_session(

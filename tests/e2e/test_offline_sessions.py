@@ -52,3 +52,42 @@ def test_offline_rm_waits_for_the_supervisor_lock(env: Env, one_session: str) ->
     removed = env.run("sessions", "rm", one_session)
     assert removed.returncode == 0, removed.stderr
     assert env.session_ids() == []
+
+
+def test_a_session_is_named_by_the_first_digits_of_its_id(env: Env, one_session: str) -> None:
+    """`show`, `--resume` and `rm` wanted all 12 digits; a unique prefix does, as in git."""
+    shown = env.run("sessions", "show", one_session[:5])
+    assert shown.returncode == 0, shown.stderr
+    assert one_session in shown.stdout
+    resumed = env.run("--resume", one_session[:4], input="again\n", terminal=env.terminal())
+    assert resumed.returncode == 0, resumed.stderr
+    assert 'You said: "again"' in resumed.stdout
+    assert env.run("supervisor", "stop").returncode == 0
+    removed = env.run("sessions", "rm", one_session[:6])
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout == f"Removed session {one_session}.\n"
+    assert env.session_ids() == []
+
+
+def test_a_prefix_two_ids_begin_with_names_them_and_does_nothing(
+    env: Env, one_session: str
+) -> None:
+    (path,) = [p for p in env.project.glob("*.json") if not p.name.startswith("active_")]
+    twin = one_session[:6] + ("000000" if one_session[6:] != "000000" else "ffffff")
+    data = json.loads(path.read_bytes())
+    data["session_id"] = twin
+    (env.project / f"{twin}.json").write_text(json.dumps(data))
+    refused = env.run("sessions", "rm", one_session[:6])
+    assert refused.returncode == 1
+    assert refused.stderr == (
+        f"error: {one_session[:6]} begins 2 session ids ({', '.join(sorted([one_session, twin]))});"
+        " give more of its digits\n"
+    )
+    assert sorted(env.session_ids()) == sorted([one_session, twin])
+    unknown = "abcd" if not one_session.startswith("abcd") else "dcba"
+    missing = env.run("sessions", "show", unknown)
+    assert missing.returncode == 1
+    said = f"error: no session id begins with {unknown} (agent-assist sessions --all)\n"
+    assert missing.stderr == said
+    short = env.run("sessions", "show", one_session[:3])
+    assert short.returncode == 2 and "the first 4 or more of them" in short.stderr
