@@ -856,12 +856,7 @@ class TerminalActor(Actor[TerminalMessage]):
         state = self._lc.state
         if state is None:
             return None
-        if not (state.summary and self._summary_covers is self._lc.history):
-            # the summary model's comes later, if at all: the copy, resumed, would tell
-            # the model a summary a turn or more behind the turns it holds
-            summary = self._offline_summary(self._summary_request())
-            if summary:
-                state = state.model_copy(update={"summary": summary})
+        state = self._summarized(state)
         name = self._kept_as.get(state.session_id)
         try:
             path = await self._peers.storage.ask(
@@ -887,6 +882,16 @@ class TerminalActor(Actor[TerminalMessage]):
             )
         self._kept_as[state.session_id] = path.name
         return str(path)
+
+    def _summarized(self, state: SessionState) -> SessionState:
+        """``state`` (the session now) with a summary of every turn it holds: the one kept
+        if it does, else the offline one. A copy or a checkpoint is kept as it is, and the
+        summary model's comes later, if at all (a burst of turns has no pause for it):
+        resumed or restored, it would tell the model a summary turns behind its history."""
+        if state.summary and self._summary_covers is self._lc.history:
+            return state
+        summary = self._offline_summary(self._summary_request())
+        return state.model_copy(update={"summary": summary}) if summary else state
 
     async def _second_write_with_summary(self) -> None:
         """Durability did not wait for the summarizer; a better summary follows if it comes."""
@@ -1282,7 +1287,7 @@ class TerminalActor(Actor[TerminalMessage]):
         self, reason: Reason, manifest: dict[str, str], spec: str | None
     ) -> int | Exception:
         """``_write_checkpoint``, with the error instead of None (the user was told)."""
-        state = self._lc.write(utc_now(), manifest, spec).state
+        state = self._summarized(self._lc.write(utc_now(), manifest, spec).state)
         config = self._config
         message = WriteCheckpoint(
             config.project,

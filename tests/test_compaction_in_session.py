@@ -468,3 +468,19 @@ async def test_a_session_is_listed_with_a_summary_from_its_first_turn_in_a_burst
     await rig.turn("Design a support-ticket triage agent for the help desk.")
     await rig.turn("Add an escalation rule.")  # taken after the first turn's bookkeeping
     assert "support-ticket triage agent" in rig.saved()["summary"]
+
+
+async def test_a_checkpoint_in_a_burst_of_turns_keeps_a_summary_of_every_turn(
+    make_rig: RigFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint taken during a burst kept the summary written after its first turn:
+    restored, it told the model a summary of one turn out of fifteen (H64)."""
+    monkeypatch.setattr(compaction_actor, "SUMMARY_DELAY_S", 3600.0)  # no pause comes
+    rig: Rig = await make_rig(None, 0)
+    await rig.turn("Design a support-ticket triage agent for the help desk.")
+    await rig.turn("Store the tickets in db/tickets.sqlite from now on.")
+    await rig.terminal.tell(RunCommand("save", None))
+    assert "checkpoint 1" in (await rig.next_of(CommandOutput)).text
+    (entry,) = (rig.project.parent / "checkpoints").glob("*/*.json")
+    summary = orjson.loads(entry.read_bytes())["state"]["summary"]
+    assert "db/tickets.sqlite" in summary and "triage agent" in summary
