@@ -81,7 +81,12 @@ from actors.messages import (
     WatchUnavailable,
     WriteCheckpoint,
 )
-from actors.turn_lines import checkpoint_failed, over_budget_line, stop_note
+from actors.turn_lines import (
+    checkpoint_failed,
+    over_budget_line,
+    over_budget_uncompacted_line,
+    stop_note,
+)
 from session.checkpoints import (
     Checkpoint,
     Reason,
@@ -995,16 +1000,26 @@ class TerminalActor(Actor[TerminalMessage]):
             if window is not None:
                 self._lc = superseded
         if window is None:
+            if threshold is not None and tokens >= threshold and message < threshold:
+                # Nothing was compacted (automatic compaction off, or nothing left to
+                # compact), yet the request is over: say so as after a compaction.
+                off = self._lc.policy.compaction.compaction_interval <= 0
+                line = over_budget_uncompacted_line(tokens, threshold, compaction_off=off)
+                await self._tell_over_budget(tokens, line)
             return tokens
         result = await self._compact_and_wait(window, "tokens")
         tokens = self._lc.request_tokens(extra_chars)
         if result is None or threshold is None:
             return tokens
         if tokens >= threshold and message < threshold:  # else the message was told of
-            self._lc, tell = self._lc.over_budget(self._lc.generation, tokens)
-            if tell:
-                await self._emit(Info(over_budget_line(result, tokens, threshold)))
+            await self._tell_over_budget(tokens, over_budget_line(result, tokens, threshold))
         return tokens
+
+    async def _tell_over_budget(self, tokens: int, line: str) -> None:
+        """Warn of a request over the token budget: once, then again when it grew by half."""
+        self._lc, tell = self._lc.over_budget(self._lc.generation, tokens)
+        if tell:
+            await self._emit(Info(line))
 
     async def _compact_now(self) -> None:
         """``/compact``: everything completed so far, now; prints the tokens before and after."""

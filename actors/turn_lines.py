@@ -263,3 +263,19 @@ def over_budget_line(result: Compacted, tokens: int, threshold: int) -> str:
         why = result.error or "the summarizer skipped it"
         what = f"the conversation is {over} and its compaction failed ({why})"
     return f"warning: {what}; raise AGENT_ASSIST_CONTEXT_TOKENS or /reset to start afresh"
+
+
+def over_budget_uncompacted_line(tokens: int, threshold: int, *, compaction_off: bool) -> str:
+    """The warning for a request over the token budget that no compaction was tried for:
+    automatic compaction is off (the oldest turns are left out, and what remains with
+    the instructions still outweighs the budget), or nothing is left to compact."""
+    over = f"the request is over the token budget (~{tokens:,} of {threshold:,} tokens)"
+    if compaction_off:
+        return (
+            f"warning: {over} with automatic compaction off (compaction_interval 0); "
+            "/compact summarizes the conversation, or raise AGENT_ASSIST_CONTEXT_TOKENS"
+        )
+    return (
+        f"warning: {over} and nothing in it is left to compact (the last turn and the "
+        "instructions outweigh it); raise AGENT_ASSIST_CONTEXT_TOKENS or /reset to start afresh"
+    )

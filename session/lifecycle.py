@@ -652,8 +652,9 @@ class SessionLifecycle:
         )
 
     def over_budget(self, generation: int, tokens: int) -> tuple[SessionLifecycle, bool]:
-        """A compaction for the token budget left the request over it, at ``tokens`` (the
-        new message, or what the instructions carry, outweigh the budget). No back-off:
+        """A request goes over the token budget, at ``tokens``: a compaction for it left it
+        over (the new message, or what the instructions carry, outweigh the budget), or
+        none could be made (compaction off, or nothing left to compact). No back-off:
         before the next request the turns completed since are compacted again (one
         compaction per request, and none when nothing is left to compact), so the request
         stays as small as it can be; backing off let a run of huge messages grow it

@@ -440,6 +440,29 @@ async def test_a_message_over_the_budget_alone_is_told_as_such_each_time(
     await rig.terminal.tell(Detach("exit"))
 
 
+async def test_with_compaction_off_a_request_over_the_budget_is_told_once(
+    make_rig: RigFactory,
+) -> None:
+    """A helper's find (H64): with compaction off the oldest turns are left out to hold the
+    request's turns to the budget, but the turns kept and a long new message together
+    went over it without a word (the warning came only after a compaction)."""
+    rig: Rig = await make_rig(None, 0, 1000)
+    for n in range(6):
+        await rig.turn(f"turn {n} {LONG * 3}")  # about 190 tokens each: the tail fills up
+    near = "word " * 700  # about 875 tokens: under the budget alone, over it with the tail
+    for n in range(3):
+        await rig.turn(f"long message {n} {near}")
+    notices = rig.notices()
+    over = [n for n in notices if n.startswith("warning: the request is over the token budget")]
+    assert len(over) == 1, notices  # once, not each time: the request did not grow by half
+    assert over[0].endswith(
+        "with automatic compaction off (compaction_interval 0); /compact summarizes the "
+        "conversation, or raise AGENT_ASSIST_CONTEXT_TOKENS"
+    )
+    assert not [n for n in notices if "alone" in n or n.startswith("note: compacted")]
+    await rig.terminal.tell(Detach("exit"))
+
+
 async def test_a_message_waiting_for_a_slow_compaction_is_told_why(
     make_rig: RigFactory,
 ) -> None:

@@ -16,7 +16,12 @@ from pydantic_ai.exceptions import (
 )
 
 from actors.messages import Compacted
-from actors.turn_lines import describe_tool_call, explain_failure, over_budget_line
+from actors.turn_lines import (
+    describe_tool_call,
+    explain_failure,
+    over_budget_line,
+    over_budget_uncompacted_line,
+)
 from cli.chat import offer_text
 from cli.render import stable_prefix
 from cli.summaries import summary_headline
@@ -131,6 +136,23 @@ def test_a_request_left_over_the_budget_by_a_compaction_that_did_not_happen_says
     assert line.startswith("warning: the conversation is over the token budget (~2,100 of 1,500")
     assert why in line
     assert line.endswith("; raise AGENT_ASSIST_CONTEXT_TOKENS or /reset to start afresh")
+
+
+@pytest.mark.parametrize(
+    ("compaction_off", "remedy"),
+    [
+        (True, "with automatic compaction off (compaction_interval 0); /compact summarizes"),
+        (False, "and nothing in it is left to compact (the last turn and the instructions"),
+    ],
+)
+def test_a_request_over_the_budget_with_no_compaction_tried_says_why(
+    compaction_off: bool, remedy: str
+) -> None:
+    """A helper's find (H64): with no compaction tried (off, or nothing left to compact)
+    a request went over the budget without a warning."""
+    line = over_budget_uncompacted_line(2_100, 1_500, compaction_off=compaction_off)
+    assert line.startswith("warning: the request is over the token budget (~2,100 of 1,500 ")
+    assert remedy in line
 
 
 @pytest.mark.parametrize(
