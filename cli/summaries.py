@@ -6,6 +6,15 @@ import re
 
 _REQUESTS = re.compile(r'^\d+ recent request(?:\(s\)|s)?; first: "(.*)"$')
 """``1 recent request``, ``3 recent requests``, and ``(s)`` as earlier versions wrote."""
+_MARK = re.compile(r"^(?:#{1,6}|[-*+])\s+")
+"""A Markdown heading's hashes, or a list item's mark."""
+_EMPHASIS = re.compile(r"^(\*{1,3}|_{1,3})(\S|\S.*?\S)\1(:?)$")
+"""A line emphasized as a whole (``**Summary:**``, ``**Summary**:``)."""
+_LABEL_ONLY = re.compile(
+    r"^(?:(?:conversation|session|chat|brief)\s+)?(?:summary|overview|recap|tl;?dr)\s*:?$",
+    re.IGNORECASE,
+)
+"""A summary model's title line that says nothing of the session (``## Summary``)."""
 
 
 def columns(text: str) -> int:
@@ -44,8 +53,10 @@ def pad(text: str, width: int) -> str:
 
 
 def summary_headline(summary: str | None) -> str:
-    """The first line of a summary; for the offline summarizer's own format, the first
-    request it quotes (``3 recent requests; first: "..."`` becomes ``...``)."""
+    """The first line of a summary that says something; for the offline summarizer's own
+    format, the first request it quotes (``3 recent requests; first: "..."`` becomes
+    ``...``); a summary model's title line (``## Summary``) is skipped, and Markdown
+    heading marks and emphasis are dropped."""
     if not summary:
         return ""
     for line in summary.splitlines():
@@ -58,5 +69,9 @@ def summary_headline(summary: str | None) -> str:
         line = line.removeprefix("Started with: ")
         if match := _REQUESTS.match(line):
             return match[1]
+        line = _MARK.sub("", line)
+        line = _EMPHASIS.sub(r"\2\3", line).strip()
+        if not line or _LABEL_ONLY.match(line):
+            continue  # a summary model's title: its next line says what the session is
         return line
     return ""

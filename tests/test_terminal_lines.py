@@ -238,6 +238,23 @@ def test_the_headline_drops_the_offline_summarizers_boilerplate() -> None:
     assert summary_headline(None) == ""
 
 
+@pytest.mark.parametrize(
+    "summary",
+    [
+        "## Summary\nDesigning a support-ticket triage agent.",
+        "**Summary:**\n\nDesigning a support-ticket triage agent.",
+        "# Conversation summary\n- Designing a support-ticket triage agent.",
+        "## Designing a support-ticket triage agent.\nmore",
+    ],
+)
+def test_the_headline_of_a_summary_models_markdown_is_what_it_says(summary: str) -> None:
+    """A helper's find (H66): a summary model's answer that began with a "## Summary"
+    heading was listed and offered as "summary: ## Summary"."""
+    assert summary_headline(summary) == (
+        "Designing a support-ticket triage agent."
+    )
+
+
 def test_the_headline_of_a_compacted_session_is_its_first_request_not_the_header() -> None:
     """Found by an acceptance check: the table showed the compaction's header."""
     from session.compaction import EventCompaction, render_compaction
