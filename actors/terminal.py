@@ -128,7 +128,7 @@ from session.models import Pointer, SessionState, utc_now, validate_session_id
 from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
 from session.summary import offline_summary
-from session.turns import answered, stamp_message_id
+from session.turns import answered
 
 NOT_OURS_TO_KEEP = (SessionDeleted, SessionLive)
 """A save refused for these is not kept aside at exit: the session was deleted on purpose
@@ -651,7 +651,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 manifest, spec = await self._manifest_after_turn(done.touched)
                 outside = self._changed_by_others(deferred, done)
                 transition = self._lc.complete_turn(
-                    stamp_message_id(done.new_messages, self._lc.turn_message_id),
+                    done.new_messages,
                     now=utc_now(),
                     manifest=self._as_the_model_knows(manifest, outside, dict(done.written)),
                     agent_spec_path=spec,

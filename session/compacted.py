@@ -15,6 +15,9 @@ HEADER_RE: Final = re.compile(
 )
 
 
+TURN_NUMBER_KEY: Final = "turn"
+"""The key of a turn's number in the metadata of its first request (``session/turns.py``)."""
+
 LATEST_REQUESTS_START: Final = "Latest requests ("
 """How the offline narrative's line naming the last compacted requests begins."""
 _LATEST_REQUESTS_RE: Final = re.compile(
@@ -42,19 +45,39 @@ def tail_prompts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     not open): a message of another shape is no turn, never an error."""
     prompts = []
     for message in messages:
-        if message.get("kind") != "request":
-            continue
-        parts = message.get("parts")
-        for part in parts if isinstance(parts, list) else ():
-            if isinstance(part, Mapping) and part.get("part_kind") == "user-prompt":
-                content = part.get("content")
-                prompts.append(content if isinstance(content, str) else str(content))
-                break
+        if message.get("kind") == "request" and (prompt := _prompt_of(message)) is not None:
+            prompts.append(prompt)
     return prompts
+
+
+def _prompt_of(request: Mapping[str, Any]) -> str | None:
+    parts = request.get("parts")
+    for part in parts if isinstance(parts, list) else ():
+        if isinstance(part, Mapping) and part.get("part_kind") == "user-prompt":
+            content = part.get("content")
+            return content if isinstance(content, str) else str(content)
+    return None
 
 
 def session_turns(
     compacted_history_summary: str | None, messages: Sequence[Mapping[str, Any]]
 ) -> int:
-    """A saved session's turns: those its compaction covers and those of its tail."""
-    return compacted_turns(compacted_history_summary) + len(tail_prompts(messages))
+    """A saved session's turns: those its compaction covers and those of its tail (with
+    no compaction, counted from the number the tail's first turn was stamped with: the
+    turns a tail held to the token budget left out are counted too)."""
+    covered = compacted_turns(compacted_history_summary)
+    if not covered:
+        covered = (first_turn_number(messages) or 1) - 1
+    return covered + len(tail_prompts(messages))
+
+
+def first_turn_number(messages: Sequence[Mapping[str, Any]]) -> int | None:
+    """The number the first turn of serialized messages was stamped with (its request's
+    metadata), or None: no turn, or one saved before turns were numbered."""
+    for message in messages:
+        if message.get("kind") == "request" and _prompt_of(message) is not None:
+            metadata = message.get("metadata")
+            number = metadata.get(TURN_NUMBER_KEY) if isinstance(metadata, Mapping) else None
+            valid = isinstance(number, int) and not isinstance(number, bool) and number >= 1
+            return number if valid else None
+    return None

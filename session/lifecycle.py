@@ -103,6 +103,7 @@ from session.models import SessionState, WorkPhase
 from session.redaction import REDACTED, revealed_in, scrub_text
 from session.resume import RestoredFrom, build_resume_context
 from session.shares import newest_within
+from session.turns import stamp_turn, stamped_turn
 
 _REDACTED_BYTES = REDACTED.encode()
 RULES_HEADING = "## The user's rules from earlier in this conversation (always follow them)"
@@ -451,6 +452,8 @@ class SessionLifecycle:
         history_encoded = self._dump(history)
         dropped = len(turn_starts(loaded)) - len(turn_starts(history))
         first = (compaction.end_invocation if compaction else 0) + 1 + max(0, dropped)
+        if compaction is None:  # the tail held to the budget may have left turns out of
+            first = stamped_turn(history) or first  # the file: its first one's stamp says
         new = self._move(
             Event.RESUME,
             state=stored,
@@ -504,6 +507,7 @@ class SessionLifecycle:
         ``input_tokens`` is the model's count of the turn's last request; ``phase`` the
         phase of the work the turn moved to, if it set one."""
         state = self._check(Event.TURN)
+        new_messages = stamp_turn(new_messages, self.invocations + 1, self.turn_message_id)
         merged = merge_decisions(state.decisions, stated_decisions(new_messages), decisions)
         history = (*self.history, *new_messages)
         policy, encoded = self._revealing(new_messages)

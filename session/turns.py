@@ -14,6 +14,9 @@ from collections.abc import Sequence
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
 
+from session.compacted import TURN_NUMBER_KEY
+from session.history import is_turn_start
+
 MESSAGE_ID_KEY = "message_id"
 MESSAGE_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 
@@ -22,19 +25,31 @@ def is_message_id(value: object) -> bool:
     return isinstance(value, str) and MESSAGE_ID_RE.match(value) is not None
 
 
-def stamp_message_id(
-    messages: Sequence[ModelMessage], message_id: str | None
+def stamp_turn(
+    messages: Sequence[ModelMessage], number: int, message_id: str | None = None
 ) -> tuple[ModelMessage, ...]:
-    """``messages`` of one turn with ``message_id`` recorded on its first request."""
+    """``messages`` of one turn with its ``number`` (the session's turns, compacted ones
+    included) and ``message_id`` recorded on its first request: a saved tail whose
+    oldest turns were left out still says which turn it starts at."""
     out = list(messages)
-    if message_id is None:
-        return tuple(out)
+    stamp: dict[str, object] = {TURN_NUMBER_KEY: number}
+    if message_id is not None:
+        stamp[MESSAGE_ID_KEY] = message_id
     for i, message in enumerate(out):
         if isinstance(message, ModelRequest):
-            metadata = {**(message.metadata or {}), MESSAGE_ID_KEY: message_id}
-            out[i] = dataclasses.replace(message, metadata=metadata)
+            out[i] = dataclasses.replace(message, metadata={**(message.metadata or {}), **stamp})
             break
     return tuple(out)
+
+
+def stamped_turn(history: Sequence[ModelMessage]) -> int | None:
+    """The number stamped on the first turn of ``history`` (None: none, or not stamped)."""
+    first = next((m for m in history if is_turn_start(m)), None)
+    if not isinstance(first, ModelRequest):
+        return None
+    number = (first.metadata or {}).get(TURN_NUMBER_KEY)
+    valid = isinstance(number, int) and not isinstance(number, bool) and number >= 1
+    return number if valid else None
 
 
 def answered(history: Sequence[ModelMessage], message_id: str) -> str | None:

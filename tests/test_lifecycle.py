@@ -28,6 +28,7 @@ from session.lifecycle import (
 )
 from session.models import SessionState
 from session.resume import RestoredFrom
+from session.turns import stamp_turn
 from tests.conversations import conversation, turn
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
@@ -186,7 +187,7 @@ def test_a_completed_turn_is_saved_with_the_manifest_and_decisions() -> None:
     assert write.state.file_manifest == MANIFEST
     assert write.state.agent_spec_path == "agent_spec.md"
     assert write.state.decisions == ("Use tools",)
-    assert load_messages(write.state.recent_messages) == turn(0)
+    assert load_messages(write.state.recent_messages) == list(stamp_turn(turn(0), 1))
     assert "notes.md" in result.lifecycle.tracked_paths
     assert result.lifecycle.saved
 
@@ -285,7 +286,7 @@ def test_saved_tail_is_trimmed_and_scrubbed_by_the_policy() -> None:
     write = result.effects[0]
     assert isinstance(write, WriteSession)
     saved = load_messages(write.state.recent_messages)
-    assert saved[:2] == turn(4)
+    assert saved[:2] == list(stamp_turn(turn(4), 5))  # the fifth turn
     assert "hunter2" not in str(write.state.recent_messages)
     assert "sk-abcdef" not in str(write.state.recent_messages)
     assert len(result.lifecycle.request_history()) == len(turn(4)) + len(secret_turn)
@@ -296,7 +297,11 @@ def test_the_in_memory_history_is_bounded_and_stays_aligned() -> None:
     current = lc.lifecycle
     for index in range(10):
         current = complete(current, index).lifecycle
-    assert list(current.history) == turn(7) + turn(8) + turn(9)
+    assert list(current.history) == [
+        *stamp_turn(turn(7), 8),
+        *stamp_turn(turn(8), 9),
+        *stamp_turn(turn(9), 10),
+    ]
     encoded = current.history_encoded
     assert len(encoded) == len(current.history)
     assert load_messages(encoded.json) == list(current.history)

@@ -17,7 +17,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from session.compacted import session_turns
+from session.compacted import session_turns, tail_prompts
 from session.compaction import (
     EventsCompactionConfig,
     OfflineEventSummarizer,
@@ -323,6 +323,24 @@ def test_with_compaction_off_the_token_budget_leaves_old_turns_out_not_summarize
     assert 2_000 < chars <= 3_000, chars
     assert prompts(lc)[-1] == "question 40"
     assert lc.compaction_due(force=True) is not None, "/compact still compacts"
+
+
+def test_with_compaction_off_a_saved_tail_still_counts_the_turns_it_left_out() -> None:
+    """A helper's find (H64): with compaction off the session file keeps the request's
+    tail, so the turns the budget left out were gone from its count too: a 40-turn
+    session was offered as "5 turns", and resumed, its summary began afresh at turn 36."""
+    p = policy(interval=0, threshold=1000)
+    summarized = after_turns(fresh(p), 1, 40).record_summary(
+        "Designing the triage agent", now=T0, manifest={}, agent_spec_path=None
+    )
+    saved = summarized.lifecycle.write(T0, {}, None).state
+    assert tail_prompts(saved.recent_messages)[0] != "question 1", "the budget left turns out"
+    assert session_turns(None, saved.recent_messages) == 40
+    resumed = SessionLifecycle(policy=p).resume(saved, FileDrift()).lifecycle
+    assert resumed.invocations == 40
+    assert resumed.earlier_summary() is not None, "the left-out turns have the old summary"
+    again = after_turns(resumed, 41, 41).write(T0, {}, None).state
+    assert session_turns(None, again.recent_messages) == 41
 
 
 def test_with_compaction_off_the_turns_the_budget_leaves_out_after_a_compact_join_it() -> None:
