@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-_REQUESTS = re.compile(r'^\d+ recent request(?:\(s\)|s)?; first: "(.*)"$')
-"""``1 recent request``, ``3 recent requests``, and ``(s)`` as earlier versions wrote."""
+from session.compacted import OFFLINE_REQUESTS_RE
+
 _MARK = re.compile(r"^(?:#{1,6}|[-*+])\s+")
 """A Markdown heading's hashes, or a list item's mark."""
 _EMPHASIS = re.compile(r"^(\*{1,3}|_{1,3})(\S|\S.*?\S)\1(:?)$")
@@ -67,7 +67,7 @@ def summary_headline(summary: str | None) -> str:
         if line.startswith("Conversation so far (turns "):  # a compaction's header
             continue
         line = line.removeprefix("Started with: ")
-        if match := _REQUESTS.match(line):
+        if match := OFFLINE_REQUESTS_RE.match(line):
             return match[1]
         line = _MARK.sub("", line)
         line = _EMPHASIS.sub(r"\2\3", line).strip()

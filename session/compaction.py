@@ -65,7 +65,13 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from session.compacted import COMPACTION_HEADER_START, HEADER_RE, LATEST_REQUESTS_START
+from session.compacted import (
+    COMPACTION_HEADER_START,
+    HEADER_RE,
+    LATEST_REQUESTS_START,
+    OFFLINE_REQUESTS_RE,
+    STARTED_WITH,
+)
 from session.errors import SessionError
 from session.history import is_turn_start, message_chars
 from session.redaction import scrub_text
@@ -962,8 +968,6 @@ def _covered(events: Sequence[Event]) -> tuple[int, int]:
     return start, end
 
 
-STARTED_WITH: Final = "Started with: "
-"""How the offline narrative names the conversation's first request."""
 _LABEL_RE: Final = re.compile(
     r"^[#>*_\s-]*(?:\w+\s+)?(?:summary|narrative|overview|recap)[*_\s]*(?:[:\u2013\u2014-][*_\s]*|$)",
     re.IGNORECASE,
@@ -982,12 +986,25 @@ def _opening(previous: EventCompaction | None) -> tuple[str, str]:
     content = previous.compacted_content
     for label in (STARTED_WITH, EARLIER):
         if content.startswith(label):
-            return label, content.removeprefix(label).split(".\n")[0].split(". Latest")[0]
+            opening = content.removeprefix(label).split("\n", 1)[0].split(". Latest")[0]
+            return _restarted(label, opening)
     for line in content.strip().splitlines():
         words = _LABEL_RE.sub("", line.strip(), count=1).strip()
         if words and not line.startswith(COMPACTION_HEADER_START):
-            return EARLIER, _clip(words, 120)
+            return _restarted(EARLIER, _clip(words, 120))
     return "", ""
+
+
+def _restarted(label: str, opening: str) -> tuple[str, str]:
+    """An opening that itself says how the conversation started (an offline session
+    summary's ``Started with: ...`` or ``3 recent requests; first: "..."``, the earlier
+    turns' summary when compaction was off) as "Started with", not "Earlier: Started
+    with: ..."."""
+    if label == EARLIER and opening.startswith(STARTED_WITH):
+        return STARTED_WITH, opening.removeprefix(STARTED_WITH)
+    if label == EARLIER and (quoted := OFFLINE_REQUESTS_RE.match(opening)):
+        return STARTED_WITH, _clip(quoted[1].removesuffix("…"), 120)
+    return label, opening
 
 
 class OfflineEventSummarizer(BaseEventsSummarizer):

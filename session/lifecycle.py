@@ -310,9 +310,16 @@ class SessionLifecycle:
         the session's last summary, as a compaction of those turns."""
         if self.compaction is not None:
             return stored_summary(self.compaction, self.policy.known_secrets)
-        if self.first_invocation > 1 and self.state is not None and self.state.summary:
-            earlier = EventCompaction(1, self.first_invocation - 1, self.state.summary)
-            return render_compaction(earlier)
+        earlier = self._earlier_turns()
+        return render_compaction(earlier) if earlier is not None else None
+
+    def _earlier_turns(self) -> EventCompaction | None:
+        """With no compaction, the turns before those in memory (left out by the tail's
+        limits with compaction off, or by a resume) as a compaction of the session's
+        last summary; None if there are none, or no summary."""
+        summary = self.state.summary if self.state is not None else None
+        if self.compaction is None and self.first_invocation > 1 and summary:
+            return EventCompaction(1, self.first_invocation - 1, summary)
         return None
 
     @property
@@ -323,7 +330,10 @@ class SessionLifecycle:
     def events(self) -> list[CompactionEvent]:
         """The history in memory as compaction events (the compaction, if any, last)."""
         events = events_from_messages(self.history, self.first_invocation)
-        return [*events, compaction_event(self.compaction)] if self.compaction else events
+        # With no compaction, the summary of the turns left out stands for them: a
+        # /compact's summary then starts from the first turn, not the oldest in memory.
+        earlier = self.compaction or self._earlier_turns()
+        return [*events, compaction_event(earlier)] if earlier else events
 
     def request_tokens(self, extra_chars: int = 0) -> int:
         """The next request's size in tokens: the model's own count of the last request

@@ -11,13 +11,15 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from session.compacted import COMPACTION_HEADER_START
+from session.compacted import COMPACTION_HEADER_START, OFFLINE_REQUESTS_RE, STARTED_WITH
 from session.resume import DECISIONS_PREFIX
 from session.tool_pairs import tool_pairs
 
 MAX_SUMMARY_CHARS = 1500
 _PROMPT_CHARS = 160
 EARLIER = "Earlier: "
+LATEST_REQUESTS = "Latest requests:"
+"""After what came first, the newest requests (listed below it) without a count."""
 
 
 def _clip(text: str, limit: int) -> str:
@@ -62,10 +64,13 @@ def offline_summary(
     if not prompts and not previous:
         return None
     lines: list[str] = []
-    earlier = _first_words(previous)
-    if earlier:
-        lines.append(EARLIER + _clip(earlier, 300))
-    if prompts:
+    opening = _opening_line(previous)
+    if opening:
+        lines.append(opening)
+    if prompts and opening:  # the turns in memory may overlap what came before: no count
+        lines.append(LATEST_REQUESTS)
+        lines += [f'- "{_clip(p, _PROMPT_CHARS)}"' for p in prompts[-3:]]
+    elif prompts:
         requests = f"{len(prompts)} recent request{'' if len(prompts) == 1 else 's'}"
         lines.append(f'{requests}; first: "{_clip(prompts[0], _PROMPT_CHARS)}"')
         latest = prompts[max(1, len(prompts) - 3) :]  # the first is said on the line above
@@ -78,12 +83,22 @@ def offline_summary(
     return _clip_block("\n".join(lines), MAX_SUMMARY_CHARS)
 
 
-def _first_words(previous: str | None) -> str:
-    """The first line of what came before that says something: a compaction's header
-    (``Conversation so far (turns 1-9, compacted); ...``) is skipped for its narrative."""
+def _opening_line(previous: str | None) -> str:
+    """How what came before opens, as the summary's first line: the first line of
+    ``previous`` that says something (a compaction's header is skipped for its
+    narrative), said as "Started with" when it names the first request (a compaction's
+    ``Started with: ...``, an earlier session summary's ``N recent requests; first:
+    "..."``), else as what came "Earlier"; never "Earlier: Started with: ..."."""
     for line in (previous or "").splitlines():
-        if line.strip() and not line.startswith(COMPACTION_HEADER_START):
-            return line.removeprefix(EARLIER)  # an earlier summary's own earlier words
+        line = line.strip()
+        if not line or line.startswith(COMPACTION_HEADER_START):
+            continue
+        line = line.removeprefix(EARLIER)  # an earlier summary's own earlier words
+        if line.startswith(STARTED_WITH):
+            return _clip(line, 300)
+        if quoted := OFFLINE_REQUESTS_RE.match(line):
+            return STARTED_WITH + _clip(quoted[1], 300)
+        return EARLIER + _clip(line, 300)
     return ""
 
 

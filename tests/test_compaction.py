@@ -458,6 +458,27 @@ async def test_the_offline_narrative_after_a_summary_models_says_it_came_earlier
     assert "Summary:" not in narrative
 
 
+@pytest.mark.parametrize(
+    "summary",
+    [
+        '40 recent requests; first: "Always answer in French."\n- "question 39"',
+        "Earlier: Started with: Always answer in French.\n2 recent requests; first: ...",
+        "Started with: Always answer in French.\nLatest requests:\n- \"question 39\"",
+    ],
+)
+async def test_the_offline_narrative_after_a_session_summary_keeps_its_first_request(
+    summary: str,
+) -> None:
+    """A helper's find (H66): with compaction off the turns left out are stood for by the
+    session's summary; a /compact's narrative said "Earlier: 40 recent requests; first:
+    ..." or "Earlier: Started with: ..." instead of how the conversation started."""
+    earlier = compaction_event(EventCompaction(1, 39, summary))
+    event = await OfflineEventSummarizer().summarize_events([earlier, *invocation(40)])
+    assert event is not None and event.compaction is not None
+    narrative = event.compaction.compacted_content
+    assert narrative.startswith("Started with: Always answer in French.\nLatest"), narrative
+
+
 async def test_a_later_offline_narrative_keeps_what_came_earlier_as_it_was_said() -> None:
     """The "Earlier:" line of an offline narrative that stood in after a summary model's
     is carried as it is, not relabelled as how the conversation started."""

@@ -28,6 +28,7 @@ from session.compaction import (
 from session.filesystem import FileDrift
 from session.history import load_messages, message_chars, turn_starts
 from session.lifecycle import PersistPolicy, SessionLifecycle, WriteSession
+from session.summary import offline_summary
 from tests.conversations import turn
 
 T0 = datetime(2026, 3, 30, 10, 15, tzinfo=UTC)
@@ -341,6 +342,23 @@ def test_with_compaction_off_a_saved_tail_still_counts_the_turns_it_left_out() -
     assert resumed.earlier_summary() is not None, "the left-out turns have the old summary"
     again = after_turns(resumed, 41, 41).write(T0, {}, None).state
     assert session_turns(None, again.recent_messages) == 41
+
+
+def test_with_compaction_off_a_compact_after_a_resume_starts_from_the_first_turn() -> None:
+    """A helper's find (H64, H66): resumed with compaction off, a ``/compact`` covered the
+    turns in memory only, and its summary said the conversation "Started with" the
+    oldest of them; the earlier turns' summary now stands for those left out."""
+    p = policy(interval=0, threshold=1000)
+    lc = after_turns(fresh(p), 1, 40)
+    summary = offline_summary(lc.history, (), lc.earlier_summary())
+    assert summary is not None and summary.startswith('40 recent requests; first: "question 1"')
+    summarized = lc.record_summary(summary, now=T0, manifest={}, agent_spec_path=None)
+    saved = summarized.lifecycle.write(T0, {}, None).state
+    resumed = SessionLifecycle(policy=p).resume(saved, FileDrift()).lifecycle
+    compacted, _ = compact(resumed, force=True)
+    assert compacted.compaction is not None
+    assert (compacted.compaction.start_invocation, compacted.compaction.end_invocation) == (1, 40)
+    assert compacted.compaction.compacted_content.startswith("Started with: question 1.")
 
 
 def test_with_compaction_off_the_turns_the_budget_leaves_out_after_a_compact_join_it() -> None:

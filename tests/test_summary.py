@@ -40,3 +40,26 @@ def test_an_earlier_summarys_own_earlier_words_are_not_said_twice() -> None:
     summary = offline_summary(_asked("go on"), previous=previous)
     assert summary is not None
     assert summary.splitlines()[0] == "Earlier: designing a triage agent"
+
+
+def test_after_a_compaction_that_started_with_a_request_the_summary_says_so_once() -> None:
+    """A helper's find (H66): the session summary of a compacted session began "Earlier:
+    Started with: ...", and counted "2 recent requests" of a 60-turn session."""
+    from session.compaction import EventCompaction, render_compaction
+
+    compacted = render_compaction(EventCompaction(1, 58, "Started with: Always answer in French."))
+    summary = offline_summary(_asked("check lib/mod_59.py", "and mod_60"), previous=compacted)
+    assert summary is not None
+    assert summary.splitlines() == [
+        "Started with: Always answer in French.",
+        "Latest requests:",
+        '- "check lib/mod_59.py"',
+        '- "and mod_60"',
+    ]
+
+
+def test_an_earlier_offline_summarys_first_request_is_what_the_session_started_with() -> None:
+    previous = '40 recent requests; first: "Always answer in French."\n- "more"'
+    summary = offline_summary(_asked("go on"), previous=previous)
+    assert summary is not None
+    assert summary.splitlines()[0] == "Started with: Always answer in French."
