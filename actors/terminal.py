@@ -441,6 +441,7 @@ class TerminalActor(Actor[TerminalMessage]):
             case WatchUnavailable(reason):
                 await self._watch_unavailable(reason)
             case FilesChanged(paths, digests):
+                gone = frozenset(p for p, digest in zip(paths, digests, strict=False) if not digest)
                 paths = self._not_written_by_us(paths, digests)
                 if not paths:
                     return None
@@ -456,7 +457,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     paths = tuple(p for p in paths if p not in ours)
                     self._told_in_turn.update(paths)
                 if paths:
-                    await self._note_changes(paths)
+                    await self._note_changes(paths, gone)
             case SummaryReady(session_id, summary, covers, offline_because):
                 if self._lc.history is not self._history_at_restore:
                     await self._record_summary(session_id, summary)
@@ -1177,17 +1178,19 @@ class TerminalActor(Actor[TerminalMessage]):
             "No resume context: this session was not resumed, or it was reset."
         )
 
-    async def _note_changes(self, paths: Iterable[str]) -> None:
+    async def _note_changes(self, paths: Iterable[str], gone: frozenset[str] = frozenset()) -> None:
         """Tell the terminal, one notice per file and burst (a file that changed again
         within ``BURST_S`` of its last change is not told again), and have the next
-        request name each file once."""
+        request name each file once. A file in ``gone`` (the watcher saw it no more) is
+        told as deleted."""
         now = anyio.current_time()
         for path in sorted(set(paths)):
             last = self._last_change.get(path)
             self._last_change[path] = now
             self._changed_outside.add(path)
             if last is None or now - last >= BURST_S:
-                await self._emit(Info(f"note: {path} changed outside agent-assist"))
+                how = "deleted" if path in gone else "changed"
+                await self._emit(Info(f"note: {path} {how} outside agent-assist"))
 
     def _changes_note(self) -> str:
         """The next request's note on the files changed outside since the last one."""

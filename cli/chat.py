@@ -64,9 +64,13 @@ HELP_WIDTH = 88
 
 
 def changed_file(notice: str) -> str | None:
-    """The file a ``note: FILE changed outside agent-assist`` notice names, else None."""
-    if notice.startswith("note: ") and notice.endswith(" changed outside agent-assist"):
-        return notice.removeprefix("note: ").rsplit(" changed", 1)[0]
+    """The file a ``note: FILE changed outside agent-assist`` (or ``deleted``) notice
+    names, else None."""
+    if not notice.startswith("note: "):
+        return None
+    for how in (" changed", " deleted"):
+        if notice.endswith(f"{how} outside agent-assist"):
+            return notice.removeprefix("note: ").rsplit(how, 1)[0]
     return None
 
 

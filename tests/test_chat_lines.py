@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.chat import is_command, message_text
+from cli.chat import changed_file, is_command, message_text
 
 
 @pytest.mark.parametrize(
@@ -90,3 +90,17 @@ def test_help_fits_the_terminal_and_reads_as_whole_paragraphs(width: int | None)
     room = min(width or HELP_WIDTH, HELP_WIDTH) - 1
     assert max(map(len, text.splitlines())) <= room
     assert "\nsend a\n" not in text and "\nit\n" not in text
+
+
+@pytest.mark.parametrize(
+    ("notice", "path"),
+    [
+        ("note: agent_spec.md changed outside agent-assist", "agent_spec.md"),
+        ("note: docs/a changed b.md deleted outside agent-assist", "docs/a changed b.md"),
+        ("note: compacted turns 1-10 into a summary", None),
+    ],
+)
+def test_the_toolbar_counts_the_files_changed_or_deleted_outside(
+    notice: str, path: str | None
+) -> None:
+    assert changed_file(notice) == path

@@ -149,6 +149,15 @@ async def test_the_writes_of_a_restore_give_no_changed_outside_notice(rig: Rig) 
     assert notices(seen) == ["note: agent_spec.md changed outside agent-assist"]
 
 
+async def test_a_tracked_file_deleted_outside_is_told_as_deleted(rig: Rig) -> None:
+    """A helper's find (H67): a tracked file deleted by another terminal's /reset was
+    told as "changed outside"."""
+    await rig.turn("read notes.md")
+    (rig.workspace / "notes.md").unlink()
+    seen = await rig.until(lambda o: "outside agent-assist" in getattr(o, "text", ""))
+    assert notices(seen) == ["note: notes.md deleted outside agent-assist"]
+
+
 async def test_without_a_watcher_files_are_compared_at_each_turn_and_it_says_so_once(
     blind_rig: Rig,
 ) -> None:
