@@ -280,6 +280,8 @@ def prune_sessions(
 
 PIPED_SUMMARY_WIDTH = 80
 MIN_SUMMARY_WIDTH = 12
+EMPTY_SESSION = "(no turn yet)"
+"""The summary cell of a session saved before its first turn (a ``/save`` after ``/reset``)."""
 
 
 def _clip(text: str | None, width: int) -> str:
@@ -363,6 +365,8 @@ def _table_lines(
     lines = [line("SESSION", "PROJECT", "STATE", "TERMINAL", active_header, "TURNS", "SUMMARY")]
     for row in rows:
         headline = summary_headline(row["summary"])
+        if not headline and not row.get("note") and row.get("turns") == 0:
+            headline = EMPTY_SESSION  # saved (a /save after /reset) before any turn
         active = row["last_active"]
         if short_times:  # 2026-03-31 14:22 UTC -> 03-31 14:22
             active = active.removesuffix(" UTC")[5:]

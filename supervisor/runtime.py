@@ -119,7 +119,9 @@ def ensure_private_runtime_dir(directory: Path) -> None:
         raise RuntimeDirError(f"runtime directory {directory} is owned by uid {info.st_uid}")
     if stat.S_IMODE(info.st_mode) & 0o077:
         raise RuntimeDirError(
-            f"runtime directory {directory} has mode {stat.S_IMODE(info.st_mode):o}, not 700"
+            f"runtime directory {directory} has mode {stat.S_IMODE(info.st_mode):o}, not 700 "
+            f"(others could reach the supervisor's socket): chmod 700 {directory}, or set "
+            "AGENT_ASSIST_RUNTIME_DIR to a directory of your own"
         )
 
 

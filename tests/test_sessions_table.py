@@ -98,6 +98,17 @@ def test_a_narrow_terminal_loses_whole_columns_not_the_middle_of_cells() -> None
     assert "orphaned" in line.split()  # only the summary is cut
 
 
+def test_a_session_saved_before_its_first_turn_says_so_rather_than_nothing() -> None:
+    """A helper's find (H67): after /reset then /save the table's summary cell was empty,
+    where a new session's says it has no turn yet."""
+    (_, line) = render_table(
+        [row(summary=None, turns=0, messages=0)], every=False, width=120
+    ).splitlines()
+    assert line.split("  ")[-1].strip() == "(no turn yet)"
+    (_, other) = render_table([row(summary=None)], every=False, width=120).splitlines()
+    assert "(no turn" not in other, "a session with turns and no summary yet stays blank"
+
+
 def test_a_line_cut_at_a_narrow_width_keeps_its_column_spacing() -> None:
     """The cut of a line too wide even without its summary's room kept its columns'
     padding: cutting with the summary's clip (which makes one line of its words) would

@@ -106,6 +106,8 @@ def test_a_runtime_dir_open_to_others_is_refused(env: Env) -> None:
     assert result.returncode == 1
     assert result.stderr.startswith("error: runtime directory")
     assert "not 700" in result.stderr
+    assert f"chmod 700 {env.runtime}" in result.stderr, "the fix is named (H67)"
+    assert len(result.stderr.splitlines()) == 1
 
 
 def test_a_symlinked_runtime_dir_is_refused(env: Env) -> None:
