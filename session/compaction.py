@@ -853,7 +853,11 @@ def normalize_narrative(text: str) -> str:
 
 
 def render_compaction(
-    compaction: EventCompaction, *, rules: bool = True, max_chars: int | None = None
+    compaction: EventCompaction,
+    *,
+    rules: bool = True,
+    max_chars: int | None = None,
+    listed: frozenset[str] = frozenset(),
 ) -> str:
     """The text the session file keeps (and, without ``rules``, which the instructions
     carry, the model is sent): header and narrative in one block, then each section
@@ -863,7 +867,9 @@ def render_compaction(
     first lines within half of it, and the sections their newest items within what the
     header and narrative leave, saying how many earlier ones the session file keeps:
     decisions and paths gathered over a long conversation, or a summary model's wordy
-    narrative, would otherwise outgrow the budget themselves (and compact every turn)."""
+    narrative, would otherwise outgrow the budget themselves (and compact every turn).
+    Decisions in ``listed`` (on one line each: those the resume context lists) are left
+    out: a request carries each decision once."""
     head = (
         f"{COMPACTION_HEADER_START}{compaction.start_invocation}-"
         f"{compaction.end_invocation}, compacted); the later turns follow in full."
@@ -873,13 +879,20 @@ def render_compaction(
         narrative = first_lines_within(narrative, max(max_chars // 2 - len(head) - 1, 80))
     first = "\n".join(filter(None, [head, narrative]))
     sections = [
-        (heading, [f"- {_flat(item)}" for item in items])
+        (heading, [f"- {item}" for item in items])
         for name, heading in _SECTIONS
-        if (items := getattr(compaction.retained, name)) and (rules or name != "rules")
+        if (rules or name != "rules")
+        and (items := _section_items(getattr(compaction.retained, name), name, listed))
     ]
     if max_chars is not None:
         sections = _within(sections, max_chars - len(first))
     return "\n\n".join([first, *("\n".join([heading, *lines]) for heading, lines in sections)])
+
+
+def _section_items(items: Sequence[str], name: str, listed: frozenset[str]) -> list[str]:
+    """A section's items on one line each, but for the decisions in ``listed``."""
+    flat = [_flat(item) for item in items]
+    return [item for item in flat if item not in listed] if name == "decisions" else flat
 
 
 def _within(sections: list[tuple[str, list[str]]], room: int) -> list[tuple[str, list[str]]]:
@@ -921,14 +934,16 @@ def parse_compaction(text: str | None) -> EventCompaction | None:
 
 
 @lru_cache(maxsize=16)
-def compaction_message(compaction: EventCompaction, max_chars: int | None = None) -> ModelRequest:
+def compaction_message(
+    compaction: EventCompaction, max_chars: int | None = None, listed: frozenset[str] = frozenset()
+) -> ModelRequest:
     """The compaction as pydantic-ai's own ``CompactionPart``, first in the history, its
     sections held to ``max_chars`` (see ``render_compaction``).
 
     Rendered once per compaction (a turn asks for it twice: the token budget's
     estimate and the request itself); like the history's own messages, the one
     message is shared by every request that carries it."""
-    text = render_compaction(compaction, rules=False, max_chars=max_chars)
+    text = render_compaction(compaction, rules=False, max_chars=max_chars, listed=listed)
     return ModelRequest(parts=[CompactionPart(content=text)])
 
 

@@ -101,7 +101,7 @@ from session.history import (
 )
 from session.models import SessionState, WorkPhase
 from session.redaction import REDACTED, revealed_in, scrub_text
-from session.resume import RestoredFrom, build_resume_context
+from session.resume import RestoredFrom, build_resume_context, decisions_in_context
 from session.shares import newest_within
 from session.turns import stamp_turn, stamped_turn
 
@@ -226,6 +226,9 @@ class SessionLifecycle:
     """Where each user turn of ``history`` starts (kept by ``_move``: a turn extends
     them instead of walking the history again, three times, as it did)."""
     resume_context: str = ""
+    context_decisions: frozenset[str] = frozenset()
+    """The decisions ``resume_context`` lists: the compaction sent with it leaves them
+    out (each decision once in a request)."""
     session_deleted: bool = False
     saved: bool = False
     tracked_paths: frozenset[str] = frozenset()
@@ -277,7 +280,11 @@ class SessionLifecycle:
         produced, so cutting at a turn start keeps it valid.
         """
         share = compaction_chars(self.policy.compaction)
-        head = [compaction_message(self.compaction, share)] if self.compaction else []
+        head = (
+            [compaction_message(self.compaction, share, self.context_decisions)]
+            if self.compaction
+            else []
+        )
         return [*head, *self.history[self.tail_start :]]
 
     def instructions(self) -> str:
@@ -302,7 +309,9 @@ class SessionLifecycle:
         if self.compaction is None:
             return None
         share = compaction_chars(self.policy.compaction)
-        return render_compaction(self.compaction, rules=False, max_chars=share)
+        return render_compaction(
+            self.compaction, rules=False, max_chars=share, listed=self.context_decisions
+        )
 
     def earlier_summary(self) -> str | None:
         """What summarizes the turns before ``history``'s, for the session's summary: the
@@ -434,6 +443,7 @@ class SessionLifecycle:
             history=(),
             history_encoded=EncodedMessages(),
             resume_context="",
+            context_decisions=frozenset(),
             saved=False,
             **self._fresh_compaction(None, 1),
         )
@@ -464,19 +474,18 @@ class SessionLifecycle:
         first = (compaction.end_invocation if compaction else 0) + 1 + max(0, dropped)
         if compaction is None:  # the tail held to the budget may have left turns out of
             first = stamped_turn(history) or first  # the file: its first one's stamp says
+        share = compaction_chars(self.policy.compaction)
         new = self._move(
             Event.RESUME,
             state=stored,
             history=history,
             history_encoded=history_encoded,
             resume_context=build_resume_context(
-                stored,
-                drift if drift_in_context else None,
-                restored,
-                compaction_chars(self.policy.compaction),
+                stored, drift if drift_in_context else None, restored, share
             )
             if context
             else "",
+            context_decisions=decisions_in_context(stored, share) if context else frozenset(),
             saved=True,
             # a file gone is told by this resume, then tracked no more
             tracked_paths=frozenset(stored.file_manifest) - set(drift.deleted if drift else ()),
@@ -579,6 +588,7 @@ class SessionLifecycle:
             history=(),
             history_encoded=EncodedMessages(),
             resume_context="",
+            context_decisions=frozenset(),
             session_deleted=True,
             saved=False,
             tracked_paths=frozenset(),

@@ -73,6 +73,29 @@ def without_decisions_line(summary: str | None) -> str | None:
     return "\n".join(line for line in summary.splitlines() if not line.startswith(DECISIONS_PREFIX))
 
 
+def _listed_decisions(decisions: list[str], share_chars: int | None) -> tuple[list[str], int]:
+    """The lines of the decisions the resume context lists (the newest, within
+    ``share_chars``), and how many earlier ones it leaves out."""
+    shown = decisions[-RESUME_DECISIONS:]
+    listed = [f"- {_clip(d, RESUME_DECISION_CHARS)}" for d in shown]
+    earlier = len(decisions) - len(shown)
+    if share_chars is not None:
+        fitted = newest_within(listed, share_chars)
+        if fitted is not listed:  # cut: its first line counts what it left out
+            earlier += len(listed) - (len(fitted) - 1)
+            listed = fitted[1:]
+    return listed, earlier
+
+
+def decisions_in_context(state: SessionState | None, share_chars: int | None) -> frozenset[str]:
+    """The decisions (on one line each) that ``build_resume_context`` lists whole for
+    ``state``: a compaction sent with it need not list them again."""
+    if state is None or not state.has_content():
+        return frozenset()
+    listed, _ = _listed_decisions([_one_line(d) for d in state.decisions if d.strip()], share_chars)
+    return frozenset(line[2:] for line in listed if not line.endswith("…"))
+
+
 def build_resume_context(
     state: SessionState | None,
     drift: FileDrift | None = None,
@@ -119,14 +142,7 @@ def build_resume_context(
             summary = first_lines_within(summary, max(share_chars // 2, 80))
         lines += ["", "## Previous Session Summary", summary]
     if decisions:
-        shown = decisions[-RESUME_DECISIONS:]
-        listed = [f"- {_clip(d, RESUME_DECISION_CHARS)}" for d in shown]
-        earlier = len(decisions) - len(shown)
-        if share_chars is not None:
-            fitted = newest_within(listed, share_chars)
-            if fitted is not listed:  # cut: its first line counts what it left out
-                earlier += len(listed) - (len(fitted) - 1)
-                listed = fitted[1:]
+        listed, earlier = _listed_decisions(decisions, share_chars)
         lines += ["", "## Key Decisions Made"]
         if earlier:
             lines.append(f"- ({earlier} earlier decisions are kept in the session file)")

@@ -326,6 +326,36 @@ def test_with_compaction_off_the_token_budget_leaves_old_turns_out_not_summarize
     assert lc.compaction_due(force=True) is not None, "/compact still compacts"
 
 
+def test_a_resumed_request_carries_each_decision_once() -> None:
+    """A helper's find (H66): resumed, a request listed the compacted turns' decisions
+    twice: in the resume context's "Key Decisions Made" and in the compaction's
+    "Decisions made:", which under a tight budget then left others out for the room."""
+    p = policy(interval=3, overlap=1, threshold=4000)
+    lc = fresh(p)
+    for n in range(1, 4):
+        said = f"Decision: after a long discussion we agreed that we will use the store number {n}"
+        messages: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart(content=said, timestamp=T0)]),
+            ModelResponse(parts=[TextPart(REPLY)], timestamp=T0),
+        ]
+        done = lc.begin_turn(0).complete_turn(messages, now=T0, manifest={}, agent_spec_path=None)
+        lc = done.lifecycle
+    lc, _ = compact(lc)
+    assert lc.compaction is not None and len(lc.compaction.retained.decisions) == 3
+    saved = lc.write(T0, {}, None).state
+    resumed = SessionLifecycle(policy=p).resume(saved, FileDrift()).lifecycle
+    (part,) = resumed.request_history()[0].parts
+    assert isinstance(part, CompactionPart)
+    for n in range(1, 4):
+        decision = f"use the store number {n}"
+        assert resumed.instructions().count(decision) == 1
+        assert decision not in str(part.content)
+    assert "Decisions made:" not in (resumed.compaction_sent() or "")
+    fresh_request = lc.request_history()[0].parts[0]
+    assert isinstance(fresh_request, CompactionPart)
+    assert "use the store number 1" in str(fresh_request.content), "not resumed: listed there"
+
+
 def test_with_compaction_off_a_saved_tail_still_counts_the_turns_it_left_out() -> None:
     """A helper's find (H64): with compaction off the session file keeps the request's
     tail, so the turns the budget left out were gone from its count too: a 40-turn
