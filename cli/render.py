@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.control import Control
 from rich.live import Live
+from rich.live_render import LiveRender
 from rich.markdown import Markdown
+from rich.segment import Segment
 from rich.spinner import Spinner
 from rich.text import Text
 
@@ -79,6 +82,47 @@ class _Unfinished:
         yield Markdown(text, code_theme=CODE_THEME)
 
 
+class ReflowedRegion(LiveRender):
+    """rich's live region, erased as a terminal shows it after the window narrowed. A
+    terminal that reflows (tmux, VTE, kitty, iTerm2, Windows Terminal) wraps each line
+    drawn anew at the new width, so the region spans more rows than were drawn; erasing
+    only those left a cut copy of the reply on the screen above the redrawn one."""
+
+    def __init__(self, console: Console, renderable: RenderableType) -> None:
+        super().__init__(renderable, vertical_overflow="visible")
+        self._console = console
+        self._drawn_width = 0
+        self._line_widths: list[int] = []
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        widths, width = [], 0
+        for segment in super().__rich_console__(console, options):
+            if isinstance(segment, Segment):  # it yields nothing else
+                if segment.text == "\n" and not segment.control:
+                    widths.append(width)
+                    width = 0
+                else:
+                    width += segment.cell_length
+            yield segment
+        self._line_widths, self._drawn_width = [*widths, width], options.max_width
+
+    def _rows_now(self) -> None:
+        """The region's height as the terminal shows it at its width now."""
+        width = self._console.width
+        if self._shape is None or width <= 0 or width >= self._drawn_width:
+            return
+        rows = sum(max(1, -(-drawn // width)) for drawn in self._line_widths)
+        self._shape = (width, max(rows, self._shape[1]))
+
+    def position_cursor(self) -> Control:
+        self._rows_now()
+        return super().position_cursor()
+
+    def restore_cursor(self) -> Control:
+        self._rows_now()
+        return super().restore_cursor()
+
+
 def stable_prefix(text: str) -> int:
     """Where the finished blocks of ``text`` end: after the last blank line that is not
     inside a code fence (0 if there is none)."""
@@ -107,6 +151,8 @@ class RichReply:
             transient=True,
             vertical_overflow="visible",
         )
+        # rich keeps its region in a private attribute; ours is erased as reflowed.
+        self._live._live_render = ReflowedRegion(self._console, self._spinner)
         self._live.start()
 
     held_back = False

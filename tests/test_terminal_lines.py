@@ -23,7 +23,7 @@ from actors.turn_lines import (
     over_budget_uncompacted_line,
 )
 from cli.chat import offer_text
-from cli.render import stable_prefix
+from cli.render import ReflowedRegion, stable_prefix
 from cli.summaries import summary_headline
 from session.model_names import check_model, model_problem
 
@@ -356,3 +356,31 @@ def test_finished_blocks_found_chunk_by_chunk_are_those_of_the_whole_text(
         assert len(finished) == stable_prefix(before)
         shown += finished
     assert shown + blocks.take_all() == text
+
+
+def _rows_erased(region: ReflowedRegion) -> int:
+    """The rows ``region.position_cursor()`` moves up over to redraw the live region."""
+    return str(region.position_cursor().segment.text).count("\x1b[1A") + 1
+
+
+def test_a_live_reply_is_erased_as_the_terminal_reflowed_it_after_narrowing() -> None:
+    """A helper's find (H67): narrowing the window while a reply streamed left a cut copy
+    of it on the screen: a reflowing terminal (tmux) wraps each line drawn anew, and
+    only the rows drawn were erased. A line of 100 columns at 40 takes 3 rows."""
+    from io import StringIO
+
+    from rich.console import Console
+    from rich.text import Text
+
+
+    console = Console(file=StringIO(), width=120, force_terminal=True)
+    region = ReflowedRegion(console, Text("w" * 100 + "\n" + "v" * 30))
+    console.print(region)
+    assert _rows_erased(region) == 2
+    console.width = 40
+    assert _rows_erased(region) == 3 + 1
+    console.width = 150  # wider: lines drawn whole stay one row each
+    region = ReflowedRegion(console, Text("w" * 100 + "\n" + "v" * 30))
+    console.print(region)
+    console.width = 160
+    assert _rows_erased(region) == 2
