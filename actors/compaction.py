@@ -30,6 +30,7 @@ from actors.messages import (
     SummarizeDue,
     SummaryReady,
 )
+from actors.turn_lines import endpoint_of
 from session.compaction import (
     BaseEventsSummarizer,
     CompactionError,
@@ -267,8 +268,9 @@ class CompactionActor(Actor[CompactionMessage]):
         if left <= 0:
             return None
         return (
-            f"the summary model {model} failed ({reason}); the offline summarizer stands in "
-            f"for it, and it is asked again in {max(1, round(left / 60))} min"
+            f"the summary model {model} at {endpoint_of(model)} failed ({reason}); the "
+            "offline summarizer stands in for it, and it is asked again in "
+            f"{max(1, round(left / 60))} min"
         )
 
     def _llm_failed(self, model: str, what: str, exc: BaseException) -> None:

@@ -443,9 +443,10 @@ def test_a_failing_summary_model_is_told_once_and_compact_says_who_wrote_the_sum
     assert "Compacted turns 1-3 by the offline summarizer:" in result.stderr, result.stderr
     warnings = [
         line for line in result.stderr.splitlines()
-        if line.startswith("warning: the summary model openai-chat:summary-model failed")
+        if line.startswith("warning: the summary model openai-chat:summary-model at ")
     ]
     assert len(warnings) == 1, result.stderr
+    assert f"at {server.base_url} failed (" in warnings[0], "where it was asked (H66)"
     assert "down for maintenance" in warnings[0]
     assert "the offline summarizer stands in for it" in warnings[0]
 
