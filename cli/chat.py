@@ -74,6 +74,26 @@ def changed_file(notice: str) -> str | None:
     return None
 
 
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+
+
+def other_endpoint(model: str, welcome: Frame) -> str | None:
+    """A warning when ``model`` speaks to ``OPENAI_BASE_URL`` and the supervisor, started
+    from another environment, sends its requests elsewhere than this shell's URL (the
+    requests are the supervisor's: a new URL went unused until it was restarted)."""
+    if not model.startswith("openai") or "openai_base_url" not in welcome:
+        return None  # not an OpenAI-style model, or a supervisor that does not say
+    ours = os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
+    theirs = welcome["openai_base_url"] or OPENAI_DEFAULT_URL
+    if ours.rstrip("/") == theirs.rstrip("/"):
+        return None
+    return (
+        f"warning: the supervisor sends model requests to {theirs}, not to this shell's "
+        f"OPENAI_BASE_URL {ours} (it was started from another environment): run "
+        "`agent-assist supervisor stop`, then agent-assist again, to use this shell's"
+    )
+
+
 def help_text(width: int | None) -> str:
     """``HELP`` wrapped to ``width`` columns (a terminal's), at most ``HELP_WIDTH``."""
     from cli.console import word_wrap
@@ -403,6 +423,8 @@ class Chat:
             welcome = self._welcome_after_a_wait(conn)
         conn.sock.settimeout(None)  # replies may take the model's time
         if tell_warnings:
+            if elsewhere := other_endpoint(self._model or "offline", welcome):
+                self.console.warn(elsewhere)
             for warning in welcome.get("warnings", []):
                 if self.options.resume and self.options.resume in warning:
                     self._about_asked.append(warning)  # told with the open's outcome

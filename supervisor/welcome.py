@@ -69,4 +69,5 @@ async def welcome(
         warnings=found.warnings,
         others=others,
         more_others=more,
+        openai_base_url=os.environ.get("OPENAI_BASE_URL") or None,
     )

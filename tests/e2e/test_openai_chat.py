@@ -212,3 +212,21 @@ def test_a_reply_the_providers_content_filter_stopped_is_kept_with_a_note(
         "note: the provider's content filter stopped the reply; it may be incomplete"
         in result.stderr.splitlines()
     )
+
+
+def test_a_shell_whose_url_is_not_the_supervisors_is_told_where_requests_go(
+    env: Env, server: ChatServer
+) -> None:
+    """Two helpers' trouble (H66, H67): a supervisor started from another environment sent
+    the model requests elsewhere than the shell's OPENAI_BASE_URL, and nothing said so."""
+    first = env.run(input="hello\n", terminal=env.terminal())
+    assert first.returncode == 0, first.stderr
+    assert "not to this shell's" not in first.stderr
+    elsewhere = "http://127.0.0.1:9/v1"
+    other = env.run("--new", input="hi\n", terminal=env.terminal(), OPENAI_BASE_URL=elsewhere)
+    assert other.returncode == 0, other.stderr
+    assert (
+        f"warning: the supervisor sends model requests to {server.base_url}, not to this "
+        f"shell's OPENAI_BASE_URL {elsewhere} (it was started from another environment)"
+    ) in other.stderr
+    assert "echo: hi" in other.stdout, "the requests still go where the supervisor sends them"
