@@ -521,6 +521,11 @@ class TurnEnded:
     (``offline``) the estimate of the turn's request (for the terminal's toolbar; not
     part of what the turn ended with)."""
     phase: str | None = field(default=None, compare=False)
+    notes: tuple[str, ...] = ()
+    """What the terminal says after the reply: where the model stopped (its output token
+    limit, a content filter), or that a cancelled reply is kept as far as it got. Sent
+    with the end, so a colour terminal draws them below the reply, not above its last
+    paragraph as a notice during it is."""
 
 
 @dataclass(frozen=True)

@@ -670,10 +670,11 @@ class TerminalActor(Actor[TerminalMessage]):
             # The reply's last text goes out after the save, with the turn's end in one
             # write, and before what a failed save has to say.
             told: list[TerminalOutput] = [ReplyText(done.text)] if done.text else []
+            notes = []
             if note := stop_note(done.new_messages):  # kept: the model's whole answer
-                told.append(Info(note))
+                notes.append(note)
             if done.cancelled:  # one that had run a tool (session/interrupted.py)
-                told.append(Info(KEPT_AS_FAR_AS_IT_GOT))
+                notes.append(KEPT_AS_FAR_AS_IT_GOT)
             saved = await self._perform(transition.effects, told)
             if self._unsaved:  # kept aside before the turn ends: a crash now loses nothing
                 await self._keep_unsaved()
@@ -685,6 +686,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     None if saved else "the session could not be saved",
                     done.input_tokens or self._request_tokens,
                     self._lc.state.phase if self._lc.state else None,
+                    tuple(notes),
                 )
             )
             await anyio.lowlevel.checkpoint()  # the turn's end goes out before what follows

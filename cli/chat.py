@@ -851,6 +851,8 @@ class Chat:
                     self.console.warn("[cancelled]")
                 elif reply["status"] == "error":
                     self.console.warn(as_error_line(str(reply.get("error"))))
+                for note in reply.get("notes", ()):  # below the reply, not above its end
+                    self.show({"type": "notice", "text": note})
                 return
             elif kind == "error" and reply.get("code") in REFUSED_FRAME_CODES:
                 view.end()  # the message was refused: no turn follows

@@ -235,6 +235,9 @@ class TurnEnd(_Frame):
     error: str | None = None
     input_tokens: int | None = None
     phase: str | None = None
+    notes: tuple[str, ...] = ()
+    """Lines for after the reply (``note: the reply stopped at the model's output token
+    limit; ...``)."""
 
 
 class ToolCall(_Frame):

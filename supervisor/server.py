@@ -148,8 +148,10 @@ def _frame_for(output: TerminalOutput) -> p.ServerFrame:
             return p.ToolCall(text=text)
         case ReplyText(text):
             return p.TextDelta(text=text)
-        case TurnEnded(status, error, input_tokens, phase):
-            return p.TurnEnd(status=status, error=error, input_tokens=input_tokens, phase=phase)
+        case TurnEnded(status, error, input_tokens, phase, notes):
+            return p.TurnEnd(
+                status=status, error=error, input_tokens=input_tokens, phase=phase, notes=notes
+            )
         case Info(text):
             return p.Notice(text=text)
         case AskUser(confirm_id, question):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.frames import open_terminal
 from tests.e2e.harness import AGENT_ASSIST, Env, all_text_under, wait_for
 from tests.e2e.openai_server import ChatServer
 
@@ -132,6 +133,23 @@ def test_a_reply_stopped_at_the_models_token_limit_is_kept_and_says_so(
         "note: the reply stopped at the model's output token limit; ask it to go on"
         in result.stderr.splitlines()
     )
+
+
+def test_where_the_model_stopped_comes_with_the_turns_end_after_the_reply(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's find (H62): a colour terminal drew the token-limit note above the
+    reply's last paragraph: it came as a notice while the reply was still being drawn.
+    It now comes with the turn's end, which the terminal shows below the reply."""
+    assert env.run("supervisor", "start").returncode == 0
+    raw, _ = open_terminal(env.runtime / "supervisor.sock", env.terminal().pid, env.workspace)
+    raw.send({"type": "user_message", "text": "hit the limit", "id": "limit1"})
+    frames = raw.until("turn_end")
+    raw.close()
+    assert not [f for f in frames if f["type"] == "notice" and "token limit" in f["text"]]
+    assert frames[-1]["notes"] == [
+        "note: the reply stopped at the model's output token limit; ask it to go on"
+    ]
 
 
 @pytest.mark.parametrize("hang", ["hang", "hang mid-reply"])
