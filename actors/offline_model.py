@@ -25,6 +25,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
 from session.compacted import compacted_turns
+from session.turns import stamped_turn
 
 LABEL = "[offline model]"
 _RESUMED_RE = re.compile(r"This is a resumed session \(ID: ([a-f0-9]{12})\)")
@@ -84,7 +85,10 @@ def _reply_text(messages: list[ModelMessage], info: AgentInfo) -> str:
         body = "; ".join(f"{p.tool_name}: {str(p.content)[:2000]}" for p in returns)
         return f"{LABEL} {body}"
     prompt = _last_prompt(messages)
-    turns = _compacted_turns(messages) + sum(
+    # Turns before the request's: those its compaction covers, or with none those a tail
+    # held to the token budget left out (its first turn's stamp says how many).
+    before = _compacted_turns(messages) or (stamped_turn(messages) or 1) - 1
+    turns = before + sum(
         1
         for m in messages
         if isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts)

@@ -17,10 +17,11 @@ HEADER_RE: Final = re.compile(
 
 STARTED_WITH: Final = "Started with: "
 """How an offline narrative names the conversation's first request."""
-OFFLINE_REQUESTS_RE: Final = re.compile(r'^[0-9]+ recent request(?:\(s\)|s)?; first: "(.*)"$')
+OFFLINE_REQUESTS_RE: Final = re.compile(r'^[0-9]+ recent request(?:\(s\)|s)?; first: "(.*?)"?$')
 """The offline session summary's first line when nothing came before its requests
 (``3 recent requests; first: "..."``; ``(s)`` as earlier versions wrote): it quotes
-the conversation's first request."""
+the conversation's first request (its closing quote lost where a line quoting it was
+clipped)."""
 
 TURN_NUMBER_KEY: Final = "turn"
 """The key of a turn's number in the metadata of its first request (``session/turns.py``)."""

@@ -1006,7 +1006,8 @@ def _opening(previous: EventCompaction | None) -> tuple[str, str]:
     for line in content.strip().splitlines():
         words = _LABEL_RE.sub("", line.strip(), count=1).strip()
         if words and not line.startswith(COMPACTION_HEADER_START):
-            return _restarted(EARLIER, _clip(words, 120))
+            label, opening = _restarted(EARLIER, words)  # whole: clipped, it read as prose
+            return label, _clip(opening, 120)
     return "", ""
 
 
@@ -1018,7 +1019,7 @@ def _restarted(label: str, opening: str) -> tuple[str, str]:
     if label == EARLIER and opening.startswith(STARTED_WITH):
         return STARTED_WITH, opening.removeprefix(STARTED_WITH)
     if label == EARLIER and (quoted := OFFLINE_REQUESTS_RE.match(opening)):
-        return STARTED_WITH, _clip(quoted[1].removesuffix("…"), 120)
+        return STARTED_WITH, quoted[1]
     return label, opening
 
 

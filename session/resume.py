@@ -88,12 +88,13 @@ def _listed_decisions(decisions: list[str], share_chars: int | None) -> tuple[li
 
 
 def decisions_in_context(state: SessionState | None, share_chars: int | None) -> frozenset[str]:
-    """The decisions (on one line each) that ``build_resume_context`` lists whole for
-    ``state``: a compaction sent with it need not list them again."""
+    """The decisions (on one line each) that ``build_resume_context`` lists for ``state``
+    (a long one clipped): a compaction sent with it need not list them again."""
     if state is None or not state.has_content():
         return frozenset()
-    listed, _ = _listed_decisions([_one_line(d) for d in state.decisions if d.strip()], share_chars)
-    return frozenset(line[2:] for line in listed if not line.endswith("…"))
+    decisions = [_one_line(d) for d in state.decisions if d.strip()]
+    listed, _ = _listed_decisions(decisions, share_chars)
+    return frozenset(decisions[len(decisions) - len(listed) :])
 
 
 def build_resume_context(

@@ -464,6 +464,10 @@ async def test_the_offline_narrative_after_a_summary_models_says_it_came_earlier
         '40 recent requests; first: "Always answer in French."\n- "question 39"',
         "Earlier: Started with: Always answer in French.\n2 recent requests; first: ...",
         "Started with: Always answer in French.\nLatest requests:\n- \"question 39\"",
+        # H69: a first request longer than the narrative's line was clipped before it was
+        # read, lost its closing quote, and stayed "Earlier: 12 recent requests; ...".
+        '12 recent requests; first: "Always answer in French. ' + "and more " * 20 + '"',
+        'Earlier: 12 recent requests; first: "Always answer in French. and more and m.',
     ],
 )
 async def test_the_offline_narrative_after_a_session_summary_keeps_its_first_request(
@@ -476,7 +480,8 @@ async def test_the_offline_narrative_after_a_session_summary_keeps_its_first_req
     event = await OfflineEventSummarizer().summarize_events([earlier, *invocation(40)])
     assert event is not None and event.compaction is not None
     narrative = event.compaction.compacted_content
-    assert narrative.startswith("Started with: Always answer in French.\nLatest"), narrative
+    assert narrative.startswith("Started with: Always answer in French."), narrative
+    assert "recent request" not in narrative and "Earlier" not in narrative
 
 
 async def test_a_later_offline_narrative_keeps_what_came_earlier_as_it_was_said() -> None:

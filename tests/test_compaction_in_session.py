@@ -27,6 +27,7 @@ from actors.messages import (
     Detach,
     Info,
     OpenSession,
+    ReplyText,
     RunCommand,
     TerminalOutput,
     TurnEnded,
@@ -460,6 +461,21 @@ async def test_with_compaction_off_a_request_over_the_budget_is_told_once(
         "conversation, or raise AGENT_ASSIST_CONTEXT_TOKENS"
     )
     assert not [n for n in notices if "alone" in n or n.startswith("note: compacted")]
+    await rig.terminal.tell(Detach("exit"))
+
+
+async def test_the_offline_model_counts_the_turns_a_tail_held_to_the_budget_left_out(
+    make_rig: RigFactory,
+) -> None:
+    """A helper's find (H69): with compaction off the offline model said "turn 9" of the
+    tenth, eleventh and twelfth turns: it counted the prompts the request carried."""
+    rig: Rig = await make_rig(None, 0, 1000)
+    for n in range(1, 13):
+        await rig.turn(f"turn {n} {LONG * 2}")
+    replies = "".join(o.text for o in rig.seen if isinstance(o, ReplyText))
+    assert replies.count("(turn ") == 12
+    assert "(turn 12 of this conversation" in replies
+    assert "(turn 9 of this conversation" in replies and replies.count("(turn 9 ") == 1
     await rig.terminal.tell(Detach("exit"))
 
 

@@ -356,6 +356,27 @@ def test_a_resumed_request_carries_each_decision_once() -> None:
     assert "use the store number 1" in str(fresh_request.content), "not resumed: listed there"
 
 
+def test_a_decision_too_long_for_the_resume_context_is_not_sent_twice() -> None:
+    """A helper's find (H69): a decision of over 300 characters, clipped in the resume
+    context, was listed again (clipped otherwise) in the compacted history."""
+    p = policy(interval=3, overlap=1, threshold=4000)
+    long = "Decision: " + " ".join(f"clause{n}" for n in range(60)) + " END"
+    lc = fresh(p)
+    for n in range(1, 4):
+        said = long if n == 1 else f"question {n}"
+        messages: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart(content=said, timestamp=T0)]),
+            ModelResponse(parts=[TextPart(REPLY)], timestamp=T0),
+        ]
+        done = lc.begin_turn(0).complete_turn(messages, now=T0, manifest={}, agent_spec_path=None)
+        lc = done.lifecycle
+    lc, _ = compact(lc)
+    saved = lc.write(T0, {}, None).state
+    resumed = SessionLifecycle(policy=p).resume(saved, FileDrift()).lifecycle
+    sent = resumed.instructions() + (resumed.compaction_sent() or "")
+    assert sent.count("clause20 clause21 clause22") == 1  # past the narrative's quote
+
+
 def test_with_compaction_off_a_saved_tail_still_counts_the_turns_it_left_out() -> None:
     """A helper's find (H64): with compaction off the session file keeps the request's
     tail, so the turns the budget left out were gone from its count too: a 40-turn
