@@ -154,6 +154,7 @@ async def test_a_tracked_file_deleted_outside_is_told_as_deleted(rig: Rig) -> No
     told as "changed outside"."""
     await rig.turn("read notes.md")
     (rig.workspace / "notes.md").unlink()
+    assert rig.terminal.tell_nowait(FilesChanged(("notes.md",), ("",)))  # as the watcher
     seen = await rig.until(lambda o: "outside agent-assist" in getattr(o, "text", ""))
     assert notices(seen) == ["note: notes.md deleted outside agent-assist"]
 
