@@ -66,10 +66,11 @@ class Blocks:
 
 class _Unfinished:
     """The block being written, parsed as Markdown only when the live view draws it (a
-    dozen times a second), not at every chunk. A code block taller than the screen is
-    drawn from its opening fence and its last screenful of lines (the whole of it is
-    printed once it is finished): drawing all of it at each refresh took seconds for a
-    long one, and a live view taller than the screen left each redraw in the scrollback."""
+    dozen times a second), not at every chunk, and drawn to at most a screenful of rows:
+    its last ones (the whole of it is printed once it is finished). A code block taller
+    than the screen is parsed from its opening fence and its last screenful of lines:
+    drawing all of it at each refresh took seconds for a long one, and a live view
+    taller than the screen left each redraw in the scrollback."""
 
     def __init__(self, blocks: Blocks) -> None:
         self._blocks = blocks
@@ -79,7 +80,38 @@ class _Unfinished:
         room = max(console.height - 6, 4)
         if fence and text.count("\n") > room:
             text = fence + "\n" + "\n".join(text.rsplit("\n", room)[1:])
-        yield Markdown(text, code_theme=CODE_THEME)
+        lines = console.render_lines(Markdown(text, code_theme=CODE_THEME), options, pad=False)
+        # Its last screenful of rows, not of lines: at a narrow width a line takes rows
+        # (a code line two or three), and a region taller than the screen left a copy of
+        # itself in the scrollback at each redraw. Rows end where their text does:
+        # padded to the width, a line with a character the terminal draws wider than
+        # rich counts it (an emoji with a skin tone) wrapped, and was left behind too.
+        shown = [_unpadded(line) for line in lines[-room:]]
+        for row, line in enumerate(shown, start=1):
+            yield from line
+            if row < len(shown):
+                yield Segment.line()
+
+
+def _unpadded(line: list[Segment]) -> list[Segment]:
+    """``line`` without the plain spaces that pad it to the width (a code block's
+    background, which they paint, is kept)."""
+    end = len(line)
+    while end and _is_padding(line[end - 1]):
+        end -= 1
+    kept = line[:end]
+    if kept and not kept[-1].control and not _painted(kept[-1]):
+        last = kept[-1]
+        kept[-1] = Segment(last.text.rstrip(" "), last.style)
+    return kept
+
+
+def _painted(segment: Segment) -> bool:
+    return segment.style is not None and segment.style.bgcolor is not None
+
+
+def _is_padding(segment: Segment) -> bool:
+    return not segment.control and not segment.text.strip(" ") and not _painted(segment)
 
 
 class ReflowedRegion(LiveRender):

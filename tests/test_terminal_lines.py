@@ -384,3 +384,36 @@ def test_a_live_reply_is_erased_as_the_terminal_reflowed_it_after_narrowing() ->
     console.print(region)
     console.width = 160
     assert _rows_erased(region) == 2
+
+
+def _live_rows(text: str, width: int, height: int) -> list[str]:
+    """The rows the live view draws of the unfinished block ``text``."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from cli.render import Blocks, _Unfinished
+
+    blocks = Blocks()
+    blocks.add(text)
+    console = Console(file=StringIO(), width=width, height=height, force_terminal=True)
+    lines = console.render_lines(_Unfinished(blocks), console.options, pad=False)
+    return ["".join(segment.text for segment in line) for line in lines]
+
+
+def test_a_code_block_being_written_takes_at_most_a_screenful_of_rows_however_narrow() -> None:
+    """A helper's find (H70): at 40 columns each code line took two or three rows, the
+    live view grew past the window's height, and each redraw left a copy of the block
+    in the scrollback (30 copies of a 30-line block)."""
+    line = "    total_{0:02} = compute(value_{0:02}, factor={0})  # line {0}"
+    code = "\n".join(line.format(n) for n in range(40))
+    rows = _live_rows(f"```python\ndef demo():\n{code}\n", width=40, height=30)
+    assert len(rows) <= 30 - 6
+    assert "line 39" in "".join(rows[-3:]), "its last rows: what is being written"
+
+
+def test_the_live_view_does_not_pad_its_rows_to_the_width() -> None:
+    """A helper's find (H70): a line with an emoji the terminal draws wider than rich counts
+    it (a skin tone) was padded to the width, wrapped, and left a copy at each redraw."""
+    rows = _live_rows("Emoji line 👍🏽 done and more words", width=120, height=40)
+    assert rows and all(row == row.rstrip(" ") for row in rows), rows

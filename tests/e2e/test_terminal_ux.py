@@ -765,7 +765,7 @@ def test_a_tracked_file_gone_during_the_chat_stays_tracked_and_the_resume_tells_
     screen.expect_prompt()
     (env.workspace / "e").rename(tmp_path / "e.real")
     (env.workspace / "e").symlink_to(tmp_path / "e.real")
-    screen.expect("note: e/g.md changed outside agent-assist")
+    screen.expect("note: e/g.md deleted outside agent-assist")
     screen.type("hi\r")
     screen.expect("[changed outside: e/g.md]")
     screen.expect_prompt()
