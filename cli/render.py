@@ -93,6 +93,28 @@ class _Unfinished:
                 yield Segment.line()
 
 
+class _Spaced:
+    """A finished block as the reply shows it: one blank line after the block before it,
+    as rich puts between a Markdown's blocks (printed one by one as they were finished,
+    paragraphs ran together, while a list or a table brought a blank line of its own),
+    and its rows not padded to the width."""
+
+    def __init__(self, block: RenderableType, *, after_another: bool) -> None:
+        self._block = block
+        self._after_another = after_another
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = console.render_lines(self._block, options, pad=False)
+        blank = [all(map(_is_padding, line)) for line in lines]
+        start = blank.index(False) if False in blank else len(lines)
+        end = len(lines) - blank[::-1].index(False) if False in blank else start
+        if self._after_another:
+            yield Segment.line()
+        for line in lines[start:end]:  # its own blank rows above and below it: not twice
+            yield from _unpadded(line)  # padded, a narrower window reflowed blank rows in
+            yield Segment.line()  # a renderable ends its own lines (``print`` adds none)
+
+
 def _unpadded(line: list[Segment]) -> list[Segment]:
     """``line`` without the plain spaces that pad it to the width (a code block's
     background, which they paint, is kept)."""
@@ -183,6 +205,8 @@ class RichReply:
             transient=True,
             vertical_overflow="visible",
         )
+        self._committed = False
+        """Whether a finished block of this reply was printed (the next is spaced from it)."""
         # rich keeps its region in a private attribute; ours is erased as reflowed.
         self._live._live_render = ReflowedRegion(self._console, self._spinner)
         self._live.start()
@@ -199,9 +223,11 @@ class RichReply:
         if not text.strip():
             return
         if len(text) > PLAIN_ABOVE:  # highlighting 250 KB of code took 14 s
-            self._live.console.print(Text(text.rstrip("\n")))
+            block: RenderableType = Text(text.rstrip("\n"))
         else:
-            self._live.console.print(self._markdown(text.rstrip("\n")))
+            block = self._markdown(text.rstrip("\n"))
+        self._live.console.print(_Spaced(block, after_another=self._committed))
+        self._committed = True
 
     def write(self, text: str) -> None:
         self._blocks.add(self._printable.feed(text))

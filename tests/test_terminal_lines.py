@@ -417,3 +417,20 @@ def test_the_live_view_does_not_pad_its_rows_to_the_width() -> None:
     it (a skin tone) was padded to the width, wrapped, and left a copy at each redraw."""
     rows = _live_rows("Emoji line 👍🏽 done and more words", width=120, height=40)
     assert rows and all(row == row.rstrip(" ") for row in rows), rows
+
+
+def test_the_blocks_of_a_reply_are_spaced_as_in_one_markdown_text() -> None:
+    """A helper's find (H70): the finished blocks, printed one by one as they were
+    finished, ran together (two paragraphs with no blank line between them), while a
+    list or a table brought a blank line of its own."""
+    from io import StringIO
+
+    from cli.render import RichReply
+
+    out = StringIO()
+    reply = RichReply(out)
+    for chunk in ("First paragraph.\n\n", "Second paragraph.\n\n", "- one\n- two\n\n", "End."):
+        reply.write(chunk)
+    reply.end()
+    rows = [row.rstrip() for row in out.getvalue().splitlines()]
+    assert rows == ["First paragraph.", "", "Second paragraph.", "", " • one", " • two", "", "End."]
