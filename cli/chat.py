@@ -74,6 +74,28 @@ def changed_file(notice: str) -> str | None:
     return None
 
 
+def fit_toolbar(parts: list[str], width: int | None) -> str:
+    """``parts`` as the toolbar's line within ``width`` columns: without ``(/help)``, then
+    without the phase, the tokens and the model (in that order), if it does not fit;
+    the session and the files changed outside stay (cut with an ellipsis at worst)."""
+    from cli.summaries import columns, cut
+
+    line = " " + " · ".join(parts) + "  (/help)"
+    if width is None or columns(line) <= width:
+        return line
+    kept = list(parts)
+    for prefix in ("phase ", "", "model "):  # "": the tokens (they begin with a digit)
+        line = " " + " · ".join(kept)
+        if columns(line) <= width:
+            return line
+        kept = [
+            part
+            for part in kept
+            if not (part.startswith(prefix) if prefix else part.endswith(" in context"))
+        ]
+    return cut(" " + " · ".join(kept), width)
+
+
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 
 
@@ -652,7 +674,8 @@ class Chat:
     # -- the loop -------------------------------------------------------------
 
     def toolbar(self) -> str:
-        """The bottom line of the prompt: session, model, files changed outside."""
+        """The bottom line of the prompt: session, model, files changed outside; what does
+        not fit the terminal's width is left out, the least needed first."""
         parts = [f"session {self.session_id or '-'}", f"model {self._model or 'offline'}"]
         if self.phase:
             parts.append(f"phase {self.phase}")
@@ -662,7 +685,7 @@ class Chat:
         if self.changed_outside:
             count = len(self.changed_outside)
             parts.append(f"{count} file{'' if count == 1 else 's'} changed outside")
-        return " " + " · ".join(parts) + "  (/help)"
+        return fit_toolbar(parts, self.console.width())
 
     def run(self) -> int:
         try:

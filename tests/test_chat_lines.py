@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.chat import changed_file, is_command, message_text
+from cli.chat import changed_file, fit_toolbar, is_command, message_text
 
 
 @pytest.mark.parametrize(
@@ -104,3 +104,33 @@ def test_the_toolbar_counts_the_files_changed_or_deleted_outside(
     notice: str, path: str | None
 ) -> None:
     assert changed_file(notice) == path
+
+
+PARTS = [
+    "session 6b0052e8abab",
+    "model openai-chat:slow",
+    "phase design",
+    "1,234 tokens in context",
+    "2 files changed outside",
+]
+
+
+@pytest.mark.parametrize(
+    ("width", "line"),
+    [
+        (None, " " + " · ".join(PARTS) + "  (/help)"),
+        (120, " " + " · ".join(PARTS)),
+        (100, " session 6b0052e8abab · model openai-chat:slow · 1,234 tokens in context · 2 files"
+         " changed outside"),
+        (80, " session 6b0052e8abab · model openai-chat:slow · 2 files changed outside"),
+        (50, " session 6b0052e8abab · 2 files changed outside"),
+        (30, " session 6b0052e8abab · 2 fil…"),
+    ],
+)
+def test_the_toolbar_leaves_out_what_does_not_fit_the_least_needed_first(
+    width: int | None, line: str
+) -> None:
+    """A helper's find (H67): at 40 columns the toolbar was cut mid-word
+    ("model openai-cha") and the count of files changed outside never showed."""
+    assert fit_toolbar(PARTS, width) == line
+    assert width is None or len(line) <= width
