@@ -53,6 +53,18 @@ def after_turns(lc: SessionLifecycle, first: int, last: int) -> SessionLifecycle
     return lc
 
 
+def after_saying(lc: SessionLifecycle, prompts: list[str]) -> SessionLifecycle:
+    """``lc`` after a turn for each of ``prompts``, each answered with ``REPLY``."""
+    for said in prompts:
+        messages: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart(content=said, timestamp=T0)]),
+            ModelResponse(parts=[TextPart(REPLY)], timestamp=T0),
+        ]
+        done = lc.begin_turn(0).complete_turn(messages, now=T0, manifest={}, agent_spec_path=None)
+        lc = done.lifecycle
+    return lc
+
+
 def compact(
     lc: SessionLifecycle, force: bool = False
 ) -> tuple[SessionLifecycle, tuple[object, ...]]:
@@ -331,16 +343,8 @@ def test_a_resumed_request_carries_each_decision_once() -> None:
     twice: in the resume context's "Key Decisions Made" and in the compaction's
     "Decisions made:", which under a tight budget then left others out for the room."""
     p = policy(interval=3, overlap=1, threshold=4000)
-    lc = fresh(p)
-    for n in range(1, 4):
-        said = f"Decision: after a long discussion we agreed that we will use the store number {n}"
-        messages: list[ModelMessage] = [
-            ModelRequest(parts=[UserPromptPart(content=said, timestamp=T0)]),
-            ModelResponse(parts=[TextPart(REPLY)], timestamp=T0),
-        ]
-        done = lc.begin_turn(0).complete_turn(messages, now=T0, manifest={}, agent_spec_path=None)
-        lc = done.lifecycle
-    lc, _ = compact(lc)
+    said = "Decision: after a long discussion we agreed that we will use the store number {}"
+    lc, _ = compact(after_saying(fresh(p), [said.format(n) for n in range(1, 4)]))
     assert lc.compaction is not None and len(lc.compaction.retained.decisions) == 3
     saved = lc.write(T0, {}, None).state
     resumed = SessionLifecycle(policy=p).resume(saved, FileDrift()).lifecycle
@@ -361,16 +365,7 @@ def test_a_decision_too_long_for_the_resume_context_is_not_sent_twice() -> None:
     context, was listed again (clipped otherwise) in the compacted history."""
     p = policy(interval=3, overlap=1, threshold=4000)
     long = "Decision: " + " ".join(f"clause{n}" for n in range(60)) + " END"
-    lc = fresh(p)
-    for n in range(1, 4):
-        said = long if n == 1 else f"question {n}"
-        messages: list[ModelMessage] = [
-            ModelRequest(parts=[UserPromptPart(content=said, timestamp=T0)]),
-            ModelResponse(parts=[TextPart(REPLY)], timestamp=T0),
-        ]
-        done = lc.begin_turn(0).complete_turn(messages, now=T0, manifest={}, agent_spec_path=None)
-        lc = done.lifecycle
-    lc, _ = compact(lc)
+    lc, _ = compact(after_saying(fresh(p), [long, "question 2", "question 3"]))
     saved = lc.write(T0, {}, None).state
     resumed = SessionLifecycle(policy=p).resume(saved, FileDrift()).lifecycle
     sent = resumed.instructions() + (resumed.compaction_sent() or "")
