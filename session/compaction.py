@@ -1002,7 +1002,8 @@ def _opening(previous: EventCompaction | None) -> tuple[str, str]:
     for label in (STARTED_WITH, EARLIER):
         if content.startswith(label):
             opening = content.removeprefix(label).split("\n", 1)[0].split(". Latest")[0]
-            return _restarted(label, opening)
+            label, opening = _restarted(label, opening)
+            return label, _clip(opening, 120)
     for line in content.strip().splitlines():
         words = _LABEL_RE.sub("", line.strip(), count=1).strip()
         if words and not line.startswith(COMPACTION_HEADER_START):

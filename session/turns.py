@@ -1,4 +1,6 @@
-"""Idempotent turns: each user message carries an id, kept in the session with its request.
+"""Turns as saved: each turn's first request carries the turn's number in the session
+(a tail held to the token budget still says which turn it starts at) and the id of the
+user message that started it, kept in the session with its request (idempotent turns).
 
 A terminal re-sends a message whose answer it did not get (the supervisor died
 after the turn was saved but before the reply ended). The id, stored in the
