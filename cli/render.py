@@ -66,18 +66,19 @@ class Blocks:
 
 class _Unfinished:
     """The block being written, parsed as Markdown only when the live view draws it (a
-    dozen times a second), not at every chunk, and drawn to at most a screenful of rows:
-    its last ones (the whole of it is printed once it is finished). A code block taller
-    than the screen is parsed from its opening fence and its last screenful of lines:
-    drawing all of it at each refresh took seconds for a long one, and a live view
-    taller than the screen left each redraw in the scrollback."""
+    dozen times a second), not at every chunk, and drawn to at most half a screenful of
+    rows: its last ones (the whole of it is printed once it is finished). A live view
+    taller than the screen left each redraw in the scrollback, and the window narrowed
+    to half its width makes the view's rows twice as many. A code block taller than
+    that is parsed from its opening fence and its last lines that fit: drawing all of it
+    at each refresh took seconds for a long one."""
 
     def __init__(self, blocks: Blocks) -> None:
         self._blocks = blocks
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         text, fence = self._blocks.text, self._blocks.fence
-        room = max(console.height - 6, 4)
+        room = max((console.height - 6) // 2, 4)  # twice as tall after a narrowing: shown
         if fence and text.count("\n") > room:
             text = fence + "\n" + "\n".join(text.rsplit("\n", room)[1:])
         lines = console.render_lines(Markdown(text, code_theme=CODE_THEME), options, pad=False)

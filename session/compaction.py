@@ -596,6 +596,25 @@ def _clip(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _first_words(text: str, words: int = 14) -> str:
+    """The first ``words`` words of ``text`` within ``_clip_words``'s limit, with an
+    ellipsis where the text goes on."""
+    split = text.split()
+    if len(split) <= words:
+        return _clip_words(" ".join(split))
+    return _clip_words(" ".join(split[:words]).rstrip(",;:") + "…")
+
+
+def _clip_words(text: str, limit: int = 120) -> str:
+    """``text`` on one line within ``limit`` characters, cut after a whole word (with an
+    ellipsis) where it is longer: a narrative's opening read "language dete."."""
+    flat = _flat(text)
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(",;:") + "…"
+
+
 def _mentioned_again(older: Iterable[str], newer: Iterable[str]) -> tuple[str, ...]:
     """``older`` then ``newer``, each once: an item in both takes its place in ``newer``."""
     latest = _union(newer)
@@ -890,9 +909,19 @@ def render_compaction(
 
 
 def _section_items(items: Sequence[str], name: str, listed: frozenset[str]) -> list[str]:
-    """A section's items on one line each, but for the decisions in ``listed``."""
+    """A section's items on one line each, but for the decisions in ``listed`` (a long
+    one kept clipped, ending in an ellipsis, is the listed one it begins)."""
     flat = [_flat(item) for item in items]
-    return [item for item in flat if item not in listed] if name == "decisions" else flat
+    if name != "decisions" or not listed:
+        return flat
+    return [item for item in flat if not _is_listed(item, listed)]
+
+
+def _is_listed(decision: str, listed: frozenset[str]) -> bool:
+    if decision in listed:
+        return True
+    head = decision.removesuffix("…")
+    return head != decision and any(whole.startswith(head) for whole in listed)
 
 
 def _within(sections: list[tuple[str, list[str]]], room: int) -> list[tuple[str, list[str]]]:
@@ -1003,12 +1032,12 @@ def _opening(previous: EventCompaction | None) -> tuple[str, str]:
         if content.startswith(label):
             opening = content.removeprefix(label).split("\n", 1)[0].split(". Latest")[0]
             label, opening = _restarted(label, opening)
-            return label, _clip(opening, 120)
+            return label, _clip_words(opening)
     for line in content.strip().splitlines():
         words = _LABEL_RE.sub("", line.strip(), count=1).strip()
         if words and not line.startswith(COMPACTION_HEADER_START):
             label, opening = _restarted(EARLIER, words)  # whole: clipped, it read as prose
-            return label, _clip(opening, 120)
+            return label, _clip_words(opening)
     return "", ""
 
 
@@ -1045,9 +1074,10 @@ class OfflineEventSummarizer(BaseEventsSummarizer):
         ]
         label, opening = _opening(previous)
         if not opening and requests:
-            label, opening = STARTED_WITH, _clip(" ".join(requests[0][1].split()[:14]), 120)
-        opening = opening.rstrip(".!?… ")
-        lines = [f"{label}{opening}."] if opening else []
+            label, opening = STARTED_WITH, _first_words(requests[0][1])
+        opening = opening.rstrip(".!? ")
+        cut = opening.endswith("…")  # a clipped request ends in its ellipsis, not a stop
+        lines = [f"{label}{opening}{'' if cut else '.'}"] if opening else []
         if requests:
             shown = requests[-3:]
             recent = dict.fromkeys(

@@ -896,3 +896,32 @@ def test_a_decision_stated_and_recorded_by_the_tool_is_kept_once() -> None:
         "Decision: use Redis for memory.",
         "Use Postgres for tickets",
     )
+
+
+def test_a_decision_kept_clipped_is_left_out_where_the_resume_context_lists_it_whole() -> None:
+    """A helper's find (H71): a decision of 372 characters, kept clipped (with an
+    ellipsis) in the compaction, was sent again beside the resume context's copy."""
+    whole = "Use a queue " * 30 + "END_DECISION"
+    kept = whole[:239] + "…"
+    compaction = EventCompaction(1, 4, "Started with: a.", Retained(decisions=(kept, "use x")))
+    text = render_compaction(compaction, listed=frozenset({whole}))
+    assert "Use a queue" not in text
+    assert "- use x" in text
+
+
+async def test_a_long_first_request_is_cut_after_a_word_with_an_ellipsis() -> None:
+    """A helper's find (H71): "Started with:" cut the first request mid-word and closed it
+    with a full stop ("... language dete.")."""
+    first = (
+        "Please design the ingestion pipeline for customer support tickets so that "
+        "routing, triage, deduplication, language detection and more work"
+    )
+    asked = ModelRequest(parts=[UserPromptPart(content=first)])
+    events = events_from_messages([asked, ModelResponse(parts=[TextPart("ok")])], 1)
+    event = await OfflineEventSummarizer().summarize_events(events)
+    assert event is not None and event.compaction is not None
+    opening = event.compaction.compacted_content.splitlines()[0]
+    assert opening == (
+        "Started with: Please design the ingestion pipeline for customer support tickets "
+        "so that routing, triage, deduplication…"
+    )
