@@ -457,14 +457,15 @@ def test_sessions_show_json_gives_checkpoints_as_data(env: Env, supervisor: str)
     assert re.search(r"\n  4  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC  \d+ turns?", text), text
 
 
-def outside_notices(client: Client, what: str, listed: str) -> None:
-    """Wait for the notice of an outside change naming ``what`` (piped, a notice comes
-    out with the next command's answer: ``/checkpoint``'s, which shows ``listed``)."""
+def outside_notices(client: Client, what: str, listed: str, how: str = "changed") -> None:
+    """Wait for the notice of an outside change naming ``what`` (``how``: changed or
+    deleted; piped, a notice comes out with the next command's answer: ``/checkpoint``'s,
+    which shows ``listed``)."""
 
     def noticed() -> bool:
         client.send("/checkpoint")
         client.expect(listed, stderr=True)
-        return f"note: {what} changed outside agent-assist" in client.drain_stderr()
+        return f"note: {what} {how} outside agent-assist" in client.drain_stderr()
 
     wait_for(noticed, what=f"the notice of {what}")
 
@@ -570,7 +571,7 @@ def test_a_tracked_file_deleted_and_made_again_outside_is_told(env: Env) -> None
     client.send("/save")  # answered once the watch on the new file is in place
     client.expect("saved as checkpoint 2.", stderr=True)
     (env.workspace / "b.md").unlink()
-    outside_notices(client, "b.md", "(auto)")
+    outside_notices(client, "b.md", "(auto)", how="deleted")
     client.send("go on")
     client.expect("[changed outside: b.md]")
     (env.workspace / "b.md").write_text("B reborn\n")
