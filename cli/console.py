@@ -278,7 +278,13 @@ class Console:
         each waits at a prompt of its own, for Enter."""
         if not self.interactive:
             return
-        typed = self._typed_ahead + _waiting_input().decode("utf-8", "replace")
+        kept = ""
+        if self._prompt is not None:  # keys the prompt read with the message's Enter and
+            # kept for the next prompt (``interrupted_after_enter``), which would send them
+            from prompt_toolkit.input.typeahead import get_typeahead
+
+            kept = "".join(key.data for key in get_typeahead(self._prompt.input))
+        typed = kept + self._typed_ahead + _waiting_input().decode("utf-8", "replace")
         self._typed_ahead = ""
         lines = typed.replace("\r", "\n").split("\n")
         self._held.extend(kept for line in lines if (kept := _printable_line(line)).strip())

@@ -134,6 +134,31 @@ def test_lines_typed_ahead_survive_a_ctrl_c_and_wait_unsent_at_the_next_prompts(
     assert sum("first typed ahead" in r["messages"][-1]["content"] for r in server.requests) == 1
 
 
+def test_a_line_entered_with_the_message_waits_unsent_after_a_ctrl_c_cancels_the_reply(
+    env: Env, server: ChatServer
+) -> None:
+    """H73's find: a line that came in one read with the message's Enter (typed fast, or
+    pasted with no bracketed paste) was kept by the prompt for the next one, which sent it
+    by itself once a Ctrl+C had cancelled the reply: the user cancelled, so like any line
+    typed ahead of the reply it waits at the next prompt for Enter."""
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("be slow please\rtyped with it\r")  # one write: one read of the prompt
+        tty.expect("word3")
+        tty.type("\x03")
+        tty.expect("[cancelled]")
+        tty.expect("typed with it")  # at the next prompt
+        time.sleep(2)
+        assert not any(
+            "typed with it" in r["messages"][-1]["content"] for r in server.requests
+        ), "sent by itself after the Ctrl+C"
+        tty.type(" now\r")
+        tty.expect("echo: typed with it now")
+    finally:
+        tty.close()
+
+
 def test_a_file_changed_while_a_reply_streams_is_told_at_once_and_the_reply_goes_on(
     env: Env, server: ChatServer
 ) -> None:
