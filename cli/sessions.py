@@ -158,6 +158,20 @@ def _project(workspace: Path, name: str | None = None) -> Path:
     return sessions_dir(workspace, state_root())
 
 
+def _served_elsewhere(paths: RuntimePaths) -> Exception | None:
+    """HomeHeld when a supervisor of another runtime directory keeps the sessions: the
+    files alone then cannot tell which are live (its terminals' are), nor is a change
+    made without it safe."""
+    from session.paths import state_root
+    from supervisor.home import HomeHeld, home_holder
+
+    root = state_root().resolve()
+    holder = home_holder(root)
+    if holder is None or holder == str(paths.directory):  # ours: busy, or not answering
+        return None
+    return HomeHeld(root, holder)
+
+
 def list_sessions(
     paths: RuntimePaths, workspace: str | Path | None, every: bool, *, ask: bool = True
 ) -> dict[str, Any]:
@@ -177,6 +191,8 @@ def list_sessions(
         )
     except SupervisorUnavailable as exc:  # stopped or hung: the files can still be read
         busy.append(f"warning: {exc}; listed from the files (none as live)")
+    if not busy and (elsewhere := _served_elsewhere(paths)) is not None:
+        busy.append(f"warning: {elsewhere}; listed from the files (none as live)")
     catalog = _offline_catalog(read_only=True)
     listing = catalog.list(None if every or workspace is None else (_project(Path(workspace)),), {})
     warnings = [*busy, *listing.warnings]
@@ -227,11 +243,15 @@ def show_session(
     from session.checkpoints import listing_items
 
     checkpoints = catalog.checkpoints(project).listing(session_id)
+    elsewhere = _served_elsewhere(paths)
     return {
         "row": row,
         "session": state.model_dump(mode="json"),
         "checkpoints": listing_items(checkpoints.checkpoints),
-        "warnings": list(checkpoints.problems),
+        "warnings": [
+            *([f"warning: {elsewhere}; shown from the files (not as live)"] if elsewhere else []),
+            *checkpoints.problems,
+        ],
     }
 
 
@@ -263,10 +283,12 @@ def prune_sessions(
         "older_than_days": days,
         "dry_run": dry_run,
     }
+    checked: contextlib.AbstractContextManager[Any]
     if dry_run:
-        checked: contextlib.AbstractContextManager[Any] = contextlib.nullcontext(
-            _ask_supervisor(paths, frame, reading=True)
-        )
+        answer = _ask_supervisor(paths, frame, reading=True)
+        if answer is None and (elsewhere := _served_elsewhere(paths)) is not None:
+            raise elsewhere  # as the prune itself: what it would remove, only that one knows
+        checked = contextlib.nullcontext(answer)
     else:
         checked = _supervisor_or_lock(paths, frame)
     with checked as data:

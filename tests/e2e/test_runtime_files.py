@@ -132,3 +132,36 @@ def test_a_removed_home_lock_leaves_one_supervisor_serving_the_home(env: Env) ->
         assert len(serving()) == 1
     finally:
         env.run("supervisor", "stop", AGENT_ASSIST_RUNTIME_DIR=str(other))
+
+
+def test_from_a_second_runtime_directory_a_live_session_is_not_shown_orphaned_untold(
+    env: Env,
+) -> None:
+    """H73's find: from a shell whose runtime directory is not the running supervisor's
+    (XDG_RUNTIME_DIR set in one, unset in another), ``sessions`` listed a live session as
+    orphaned, and ``prune --dry-run`` said it would remove it, with no word of the other
+    supervisor; ``prune`` itself then refused (it knows of it)."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("hello")
+    client.expect("hello")
+    (session_id,) = env.session_ids()
+    other = str(env.runtime.parent / "run-elsewhere")
+    told = (
+        f"another supervisor (runtime directory {env.runtime}) keeps the sessions in "
+        f"{env.home.resolve()}; set AGENT_ASSIST_RUNTIME_DIR={env.runtime} to use it"
+    )
+    for flags in ((), ("--json",), ("--all",)):
+        listed = env.run("sessions", *flags, AGENT_ASSIST_RUNTIME_DIR=other)
+        assert listed.returncode == 0, listed.stderr
+        assert f"warning: {told}; listed from the files (none as live)" in listed.stderr
+    shown = env.run("sessions", "show", session_id, AGENT_ASSIST_RUNTIME_DIR=other)
+    assert shown.returncode == 0, shown.stderr
+    assert f"warning: {told}" in shown.stderr
+    dry = env.run(
+        "sessions", "prune", "--older-than", "0", "--dry-run", AGENT_ASSIST_RUNTIME_DIR=other
+    )
+    assert (dry.returncode, dry.stderr) == (1, f"error: {told}\n")
+    assert "Would remove" not in dry.stdout
+    client.close_stdin()
+    assert client.wait() == 0
+    assert env.session_ids() == [session_id]
