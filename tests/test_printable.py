@@ -22,6 +22,10 @@ from cli.printable import printable
         ("lone escape \x1b", "lone escape "),
         ("tabs\tand\nnewlines stay", "tabs\tand\nnewlines stay"),
         ("ünïcödé → and emoji 🙂 stay", "ünïcödé → and emoji 🙂 stay"),
+        # bidi overrides and isolates reorder what is shown (H73: a summary with U+202E)
+        ("abc\u202edcba\u202c end", "abcdcba end"),
+        ("\u2066isolate\u2069 \u202aembed\u202c", "isolate embed"),
+        ("marks \u200f\u200e stay", "marks \u200f\u200e stay"),
     ],
 )
 def test_control_sequences_are_dropped_and_text_is_kept(raw: str, shown: str) -> None:
