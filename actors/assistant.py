@@ -10,7 +10,7 @@ import posixpath
 import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, get_type_hints
 
 import anyio
@@ -198,10 +198,22 @@ def read_limit(token_budget: int | None) -> int:
     return max(MIN_READ_CHARS, min(MAX_READ_BYTES, token_budget * CHARS_PER_TOKEN // 2))
 
 
+def _in_git_directory(relative: str) -> bool:
+    """Whether ``relative`` is a ``.git`` directory or file (a worktree's pointer to its
+    repository), or lies in one, in any case (some file systems ignore it): git runs
+    the hooks and reads the config found there."""
+    return any(part.casefold() == ".git" for part in PurePosixPath(relative).parts)
+
+
 async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:
     """Create or replace a text file of the workspace (path relative to the workspace)."""
     if (problem := _check_path(ctx.deps, path)) is not None:
         return problem
+    if _in_git_directory(_relative(path)):  # a hook written here runs at the next commit
+        return (
+            f"error: {path!r} is inside a .git directory; "
+            "agent-assist does not write git's own files"
+        )
     async with ctx.deps.files_lock:  # fair: the calls' order
         return await _write_file(ctx, _relative(path), content)
 

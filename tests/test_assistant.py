@@ -45,6 +45,31 @@ def test_paths_outside_the_workspace_are_refused(workspace: Path, path: str) -> 
     assert "is not a path inside the workspace" in output
 
 
+@pytest.mark.parametrize(
+    "path", [".git/config", ".git/hooks/pre-commit", "sub/.git/HEAD", ".GIT/config", "sub/.git"]
+)
+def test_the_repositorys_own_files_are_not_written(workspace: Path, path: str) -> None:
+    """A helper's find (H73): the model could write .git/hooks/pre-commit, run by the
+    user's next commit. Git's own files are read, never written."""
+    (workspace / ".git").mkdir()
+    (workspace / ".git" / "config").write_text("[core]\n")
+    output, deps = run(workspace, f"write {path}: [alias] x = !evil")
+    assert output == (
+        f"{LABEL} write_file: error: {path!r} is inside a .git directory; "
+        "agent-assist does not write git's own files"
+    )
+    assert (workspace / ".git" / "config").read_text() == "[core]\n"
+    assert not (workspace / ".git" / "hooks").exists() and not (workspace / "sub").exists()
+    assert deps.touched == set()
+    output, _ = run(workspace, "read .git/config")
+    assert "[core]" in output
+
+
+def test_a_file_named_like_git_is_written(workspace: Path) -> None:
+    output, _ = run(workspace, "write docs/.gitignore: build/")
+    assert output == f"{LABEL} write_file: wrote docs/.gitignore (7 bytes)"
+
+
 def test_symlinks_are_refused_for_reading_and_writing(workspace: Path) -> None:
     (workspace / "link.txt").symlink_to(workspace.parent / "secret.txt")
     (workspace / "dir").symlink_to(workspace.parent)
