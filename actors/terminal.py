@@ -459,7 +459,10 @@ class TerminalActor(Actor[TerminalMessage]):
                 if paths:
                     await self._note_changes(paths, gone)
             case SummaryReady(session_id, summary, covers, offline_because):
-                if self._lc.history is not self._history_at_restore:
+                # After the exit, whose write holds a summary of every turn, one asked for
+                # before the last turns (a slow summary model) would put it back behind.
+                late = self._lc.phase is Phase.CLOSED and covers is not self._lc.history
+                if self._lc.history is not self._history_at_restore and not late:
                     await self._record_summary(session_id, summary)
                     self._summary_covers = covers
                 await self._tell_offline(offline_because)

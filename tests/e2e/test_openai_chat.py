@@ -6,6 +6,7 @@ import os
 import secrets
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,6 +66,29 @@ def test_the_summary_comes_from_the_summary_model(env: Env, server: ChatServer) 
     # and the summary model's follows in a second write.
     expected = "SUMMARY: the user designs a research agent; see agent_spec.md"
     wait_for(lambda: env.session(session_id)["summary"] == expected, what="the model's summary")
+
+
+def test_a_summary_asked_before_the_exit_does_not_replace_the_one_of_every_turn(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's find: the summary model's answer for turn 1, asked in a pause before
+    the last turn, came after the exit and was written over the summary of every turn
+    (the resume offer said "3 turns · summary:" of the first one only)."""
+    server.summary_delay = 3.0
+    server.summary_names_last_turn = True
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("alpha one")
+    client.expect("echo: alpha one")
+    time.sleep(1.5)  # a pause in the turns: the summary of turn 1 is asked for
+    client.send("beta two")
+    client.expect("echo: beta two")
+    client.close_stdin()
+    assert client.wait() == 0
+    (session_id,) = env.session_ids()
+    # The exit's own request for a summary of every turn starts after the one of turn 1
+    # and ends after it; both have been answered well before twice their delay.
+    time.sleep(2 * server.summary_delay + 1)
+    assert env.session(session_id)["summary"] == "SUMMARY up to: beta two"
 
 
 def test_the_api_key_is_never_written_to_any_file(env: Env, server: ChatServer) -> None:
