@@ -130,12 +130,15 @@ REATTACH_ATTEMPTS = 5
 RESTORED = "Restored the conversation to checkpoint "
 FILES_RESTORED = "Files restored: "
 RESEND_ATTEMPTS = 3
-CUT_OFF = (
+CUT_OFF = "[cut off: the chat ended before the reply did; this message was not kept]"
+"""Where a reply the end of the chat cut would have been (on a terminal, after its partial
+text; piped, stdout gets none of it: it is not a reply)."""
+CUT_OFF_AFTER_TOOLS = (
     "[cut off: the chat ended before the reply did; this message is not kept, unless a "
     "tool of its reply had run: then as far as it got]"
 )
-"""Where a reply the end of the chat cut would have been (on a terminal, after its partial
-text; piped, stdout gets none of it: it is not a reply)."""
+"""The same, for a reply that had called a tool: whether the tool ran before the end is
+the supervisor's to know (the turn is then kept as far as it got)."""
 LOST_TWICE = (
     "error: lost the supervisor twice during this reply; "
     "the message was not answered (send it again)"
@@ -397,6 +400,8 @@ class Chat:
         self._lost = False
         """The supervisor went away during a reply that was then given up (lost twice,
         or cancelled meanwhile): re-attach before the next message, and say so."""
+        self._called_tools = False
+        """The reply being received has called a tool (shown as a tool-call line)."""
         console.toolbar = self.toolbar
 
     @property
@@ -804,13 +809,15 @@ class Chat:
             return
         self._send(frame)  # whole: a Ctrl+C meanwhile cancels the reply once it is sent
         views = [self.console.reply()]
+        self._called_tools = False
         try:
             with self.console.keys_unechoed():
                 self._receive_turn(frame, views)
         except (ChatEnded, Terminated):  # the supervisor stopped, SIGTERM, SIGHUP
             with contextlib.suppress(OSError):  # a hung-up terminal takes no more output
                 views[-1].cut()  # piped, the partial text held back is no reply: dropped
-                self.console.warn(CUT_OFF)
+                # With no tool called, the turn is surely not kept: no hedge to puzzle over.
+                self.console.warn(CUT_OFF_AFTER_TOOLS if self._called_tools else CUT_OFF)
             raise
         finally:
             views[-1].end()
@@ -858,6 +865,7 @@ class Chat:
             if kind == "text_delta":
                 view.write(reply["text"])
             elif kind == "tool_call":
+                self._called_tools = True
                 view.tool(reply["text"])
             elif kind == "turn_end":
                 self._shown_before_reattach.clear()  # the re-attach's own notices came first

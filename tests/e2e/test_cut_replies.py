@@ -15,7 +15,10 @@ from session.interrupted import INTERRUPTED
 from tests.e2e.harness import Client, Env, wait_for
 from tests.e2e.openai_server import ChatServer
 
-CUT_OFF = (
+CUT_OFF = "[cut off: the chat ended before the reply did; this message was not kept]"
+"""README's line: the reply had called no tool (H72: it said "unless a tool of its reply
+had run: then as far as it got" of a reply that had called none)."""
+CUT_OFF_AFTER_TOOLS = (
     "[cut off: the chat ended before the reply did; this message is not kept, unless a "
     "tool of its reply had run: then as far as it got]"
 )
@@ -63,6 +66,25 @@ def test_a_reply_cut_by_the_end_of_the_chat_says_so(
     (session_id,) = env.session_ids()
     wait_for(lambda: "hello" in str(env.session(session_id)["recent_messages"]), what="saved")
     assert "be slow please" not in str(env.session(session_id)["recent_messages"])
+
+
+def test_a_reply_cut_by_the_end_of_the_chat_after_a_tool_call_says_it_may_be_kept(
+    env: Env, server: ChatServer
+) -> None:
+    client = env.spawn("--new", terminal=env.terminal())
+    server.tool_returns_go.clear()  # the model's answer to the tool's return waits
+    client.send("decide: Route tickets by urgency")
+    wait_for(
+        lambda: any(r["messages"][-1]["role"] == "tool" for r in server.requests),
+        what="the tool's return at the model",
+    )
+    assert env.run("supervisor", "stop").returncode == 0
+    server.tool_returns_go.set()
+    assert client.wait() != 0
+    time.sleep(0.2)  # the reader threads take the last lines
+    stderr = client.drain_stderr()
+    assert CUT_OFF_AFTER_TOOLS in stderr, stderr
+    assert CUT_OFF not in stderr
 
 
 def test_a_reply_cancelled_with_ctrl_c_leaves_none_of_its_text_on_stdout(
