@@ -35,6 +35,13 @@ def other_choices(choices: int) -> str:
     return "2" if choices == 2 else f"2-{choices}"
 
 
+def _continuation(width: int, line_number: int, wrap_count: int) -> str:
+    """The start of the prompt's rows after its first: ``. `` begins a new line of the
+    message (Alt+Enter); a row that only wraps a line too long for the screen begins
+    with spaces (a mark there read as a period and a space in the text)."""
+    return " " * width if wrap_count else "." * (width - 1) + " "
+
+
 class Cancelled(Exception):
     """The user pressed Ctrl+C (or Ctrl+D) at a question: what it guards does not happen."""
 
@@ -238,7 +245,7 @@ class Console:
                 completer=slash_completer(),
                 complete_while_typing=True,
                 key_bindings=keys,
-                prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ",
+                prompt_continuation=_continuation,
                 bottom_toolbar=self._toolbar_text if self.toolbar else None,
                 enable_suspend=True,
                 output=self._ui_output(),

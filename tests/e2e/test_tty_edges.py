@@ -3,13 +3,14 @@ end of input at questions."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.harness import Env
-from tests.e2e.screen import CTRL_C, CTRL_D, UP, Screen
+from tests.e2e.screen import ALT_ENTER, CTRL_C, CTRL_D, UP, Screen
 
 
 @pytest.fixture
@@ -95,3 +96,29 @@ def test_a_ctrl_c_typed_with_the_enter_of_a_command_or_of_nothing_does_what_it_d
     screen.expect('You said: "and now"')
     screen.type("\r" + CTRL_C)  # Ctrl+C at an empty prompt leaves
     assert screen.wait() == 0
+
+
+def test_a_line_longer_than_the_screen_wraps_without_a_mark_in_its_text(
+    env: Env, screens: list[Screen]
+) -> None:
+    """A helper's find (H72): a line wider than the terminal went on, on the next row,
+    after the continuation mark of a new line (``. ``), so ``...dolore magna aliqua`` read
+    ``...dolore magn`` / ``. a aliqua``: a period and a space in the text that were not
+    typed. A new line typed with Alt+Enter still gets its mark."""
+    screen = Screen(env, env.terminal(), "--new")
+    screens.append(screen)
+    screen.expect("/help for commands.")
+    screen.expect(">")
+    screen.type("q" * 150)  # the screen is 120 columns wide: one wrap
+    screen.expect("q" * 30)
+    time.sleep(0.5)  # the whole line drawn
+    screen.expect("q" * 5)
+    assert "\n. q" not in screen.text, screen.text[-400:]
+    screen.type(ALT_ENTER + "second line")
+    screen.expect("\n. second line")
+    screen.type("\r")
+    screen.expect("You said:")
+    screen.type(CTRL_D)
+    assert screen.wait() == 0
+    (session_id,) = env.session_ids()
+    assert "q" * 150 + "\\nsecond line" in str(env.session(session_id)["recent_messages"])
