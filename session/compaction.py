@@ -1147,14 +1147,20 @@ _SENT_LINE_RE: Final = re.compile(r"(?:user|assistant|tool call [\w.-]+|tool [\w
 """A line of the conversation as ``events_text`` sends it to a summarizer."""
 
 
+ECHO_PREFIX_CHARS: Final = 48
+"""How much of a line of a summarizer's instructions an answer repeating it is an echo."""
+
+
 def echoed(answer: str, template: str, prompt: str) -> bool:
     """Whether ``answer`` repeats a line of the summarizer's instructions (``template``),
     or copies lines of the conversation as it was sent (``user: ...``; two, or one that
     is half the answer), whatever it begins with: an echo, which would become the next
     summary's input, the listing's summary and the resumed model's instructions. A
-    summary that begins as the earlier one did is no echo."""
+    summary that begins as the earlier one did is no echo. A long line of instructions
+    counts from its first ``ECHO_PREFIX_CHARS`` characters (an answer cut there, or going
+    on otherwise, is as much an echo)."""
     instructions = (line.strip() for line in template.split(PLACEHOLDER)[0].splitlines())
-    if any(len(line) >= 25 and line in answer for line in instructions):
+    if any(len(line) >= 25 and line[:ECHO_PREFIX_CHARS] in answer for line in instructions):
         return True
     sent = {line for line in prompt.splitlines() if _SENT_LINE_RE.match(line)}
     copied = [line for line in answer.splitlines() if line.strip() in sent]

@@ -374,6 +374,25 @@ async def test_a_summary_model_that_echoes_what_it_was_sent_is_refused(echo: str
         await LlmEventSummarizer(FunctionModel(echoing)).summarize_events(events)
 
 
+@pytest.mark.parametrize("cut", [60, 120])
+async def test_the_start_of_a_one_line_prompt_echoed_is_refused(cut: int) -> None:
+    """A helper's find (H72): the session summary's prompt is one long line; a model that
+    answered with its start ("summary: Summarize this agent-design conversation in at
+    most 8 short lines for resuming i") had that kept as the session's summary."""
+    from actors.compaction import SUMMARY_TEMPLATE
+    from session.compaction import EchoedSummary
+
+    def echoing(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        request = messages[-1]
+        assert isinstance(request, ModelRequest)
+        (sent,) = [str(p.content) for p in request.parts if isinstance(p, UserPromptPart)]
+        return ModelResponse(parts=[TextPart("summary: " + sent[:cut])])
+
+    summarizer = LlmEventSummarizer(FunctionModel(echoing)).with_prompt_template(SUMMARY_TEMPLATE)
+    with pytest.raises(EchoedSummary, match="answered with its instructions or the conversation"):
+        await summarizer.summarize_events(invocation(1))
+
+
 async def test_a_summary_cut_at_the_models_token_limit_is_refused() -> None:
     """A helper's find: a summary the model's token limit cut mid-sentence ("The user and
     the assistant discussed") became the compaction and the listing's summary."""
