@@ -130,6 +130,8 @@ REATTACH_ATTEMPTS = 5
 RESTORED = "Restored the conversation to checkpoint "
 FILES_RESTORED = "Files restored: "
 RESEND_ATTEMPTS = 3
+TERMINAL_COMMANDS = ("exit", "quit", "help", "model")
+"""The commands the terminal runs itself; like the supervisor's, they take no argument."""
 CUT_OFF = "[cut off: the chat ended before the reply did; this message was not kept]"
 """Where a reply the end of the chat cut would have been (on a terminal, after its partial
 text; piped, stdout gets none of it: it is not a reply)."""
@@ -945,6 +947,13 @@ class Chat:
         """Run a slash command; False means leave."""
         name, _, arg = line[1:].partition(" ")
         name = name.lower()
+        if name in TERMINAL_COMMANDS and arg.strip():  # /exit strategy ... is not a leave
+            self.console.warn(
+                f"error: /{name} takes no argument (a message that starts with / is "
+                "sent as //...); nothing was done"
+            )
+            self.a_turn_failed = True
+            return True
         if name in ("exit", "quit"):
             return False
         if name == "help":

@@ -752,6 +752,19 @@ def test_an_argument_to_a_command_that_takes_none_is_refused_not_dropped(
     assert "saved as checkpoint" not in result.stderr
 
 
+@pytest.mark.parametrize("command", ["/exit strategy first", "/quit now", "/help me", "/model x"])
+def test_an_argument_to_a_terminal_command_is_refused_and_the_chat_goes_on(
+    env: Env, command: str
+) -> None:
+    """A helper's find (H72): `/exit strategy ...` left the chat (and `/help x`, `/model x`
+    dropped the argument without a word), where `/save extra` is refused."""
+    result = env.run(input=f"{command}\nstill here\n", terminal=env.terminal())
+    name = command.split()[0]
+    assert f"error: {name} takes no argument" in result.stderr
+    assert "still here" in result.stdout  # the chat went on: the next line was answered
+    assert result.returncode == 1
+
+
 def test_config_show_warns_of_a_model_whose_sdk_is_missing(env: Env) -> None:
     """A helper's report: `config show` showed a model a chat refuses, with no word."""
     result = env.run("config", "show", AGENT_ASSIST_SUMMARY_MODEL="groq:llama-3.3-70b")
