@@ -100,9 +100,15 @@ class SessionState(BaseModel):
         )
 
     def has_content(self) -> bool:
-        """Whether there is anything worth resuming or keeping on disk."""
+        """Whether there is anything worth resuming or keeping on disk: a conversation, or
+        tracked files (a session taken back to a checkpoint before its first turn)."""
         return bool(
-            self.recent_messages or self.summary or self.compacted_history_summary or self.decisions
+            self.recent_messages
+            or self.summary
+            or self.compacted_history_summary
+            or self.decisions
+            or self.file_manifest
+            or self.agent_spec_path
         )
 
 

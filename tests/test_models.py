@@ -117,6 +117,9 @@ def test_has_content_is_false_only_for_an_unused_session() -> None:
     assert not fresh.has_content()
     assert fresh.model_copy(update={"decisions": ("x",)}).has_content()
     assert fresh.model_copy(update={"summary": "s"}).has_content()
+    # a session taken back to a checkpoint before its first turn still tracks its files
+    assert fresh.model_copy(update={"file_manifest": {"agent_spec.md": "0" * 64}}).has_content()
+    assert fresh.model_copy(update={"agent_spec_path": "agent_spec.md"}).has_content()
 
 
 @pytest.mark.parametrize("version", [4.0, 1e300, float(2**70), float("inf")])

@@ -86,6 +86,21 @@ def test_nothing_to_resume_gives_an_empty_string() -> None:
     assert build_resume_context(empty, FileDrift(modified=("x.md",))) == ""
 
 
+def test_a_session_with_tracked_files_and_no_turn_is_resumed_with_its_files() -> None:
+    """A helper's find (H72): a session taken back to a checkpoint before its first turn,
+    then resumed, was offered with "1 tracked file unchanged" and given no context at
+    all (``/resume``: "this session was not resumed")."""
+    state = SessionState.new(datetime(2026, 1, 1, tzinfo=UTC), "a1b2c3d4e5f6").model_copy(
+        update={"file_manifest": {"agent_spec.md": "0" * 64}, "agent_spec_path": "agent_spec.md"}
+    )
+    text = build_resume_context(state, FileDrift(unchanged=("agent_spec.md",)))
+    assert text.startswith(
+        "# Resumed Session Context\nThis is a resumed session (ID: a1b2c3d4e5f6).\n"
+    )
+    assert "Agent specification file: agent_spec.md" in text
+    assert "- 1 tracked file unchanged" in text
+
+
 def test_a_restore_to_a_checkpoint_with_nothing_in_it_is_still_told() -> None:
     """A helper's report (H57): restored to checkpoint 1 (no turn, no summary), the model
     was told nothing: it went on as if the turns it remembered were still there."""
