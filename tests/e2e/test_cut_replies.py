@@ -68,16 +68,23 @@ def test_a_reply_cut_by_the_end_of_the_chat_says_so(
     assert "be slow please" not in str(env.session(session_id)["recent_messages"])
 
 
-def test_a_reply_cut_by_the_end_of_the_chat_after_a_tool_call_says_it_may_be_kept(
-    env: Env, server: ChatServer
-) -> None:
+def waiting_after_a_tool(env: Env, server: ChatServer) -> Client:
+    """A chat whose reply has run its tool (a decision recorded) and waits for the
+    model's answer to the tool's return (until ``server.tool_returns_go`` is set)."""
     client = env.spawn("--new", terminal=env.terminal())
-    server.tool_returns_go.clear()  # the model's answer to the tool's return waits
+    server.tool_returns_go.clear()
     client.send("decide: Route tickets by urgency")
     wait_for(
         lambda: any(r["messages"][-1]["role"] == "tool" for r in server.requests),
         what="the tool's return at the model",
     )
+    return client
+
+
+def test_a_reply_cut_by_the_end_of_the_chat_after_a_tool_call_says_it_may_be_kept(
+    env: Env, server: ChatServer
+) -> None:
+    client = waiting_after_a_tool(env, server)
     assert env.run("supervisor", "stop").returncode == 0
     server.tool_returns_go.set()
     assert client.wait() != 0
@@ -112,13 +119,7 @@ def test_a_turn_interrupted_after_its_tool_ran_keeps_what_the_tool_did(
     next request told the model nothing of the decision it had recorded (the user saw
     it), and the session kept no decision. The turn is kept as far as it got: the call,
     its return, and a note that the user interrupted the reply."""
-    client = env.spawn("--new", terminal=env.terminal())
-    server.tool_returns_go.clear()  # the model's answer to the tool's return waits
-    client.send("decide: Route tickets by urgency")
-    wait_for(
-        lambda: any(r["messages"][-1]["role"] == "tool" for r in server.requests),
-        what="the tool's return at the model",
-    )
+    client = waiting_after_a_tool(env, server)
     client.process.send_signal(signal.SIGINT)
     client.expect("[cancelled]", stderr=True)
     server.tool_returns_go.set()
