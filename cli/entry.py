@@ -23,12 +23,12 @@ def write_out(text: str) -> None:
 
 
 def quick_sessions(flags: list[str]) -> int:
-    from cli.errors import CommandError, as_error_line, current_directory
+    from cli.errors import CommandError, as_error_line, current_directory, usable_workspace
     from cli.quick import incomplete
 
     every = "--all" in flags
     try:
-        workspace = None if every else current_directory()  # --all needs none
+        workspace = None if every else usable_workspace(current_directory())  # --all: none
     except CommandError as exc:
         print(as_error_line(str(exc)), file=sys.stderr)
         return 1

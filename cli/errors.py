@@ -23,6 +23,19 @@ def current_directory() -> str:
         raise CommandError(CWD_GONE) from None
 
 
+def usable_workspace(path: str) -> str:
+    """``path``, the workspace; ``CommandError`` if it is not UTF-8 (its bytes that are not
+    arrive as lone surrogates, which no frame to the supervisor can carry)."""
+    from session.paths import is_utf8, shown_path
+
+    if not is_utf8(path):
+        raise CommandError(
+            f"the workspace {shown_path(path)} is not a UTF-8 path, which agent-assist "
+            "cannot use: rename the directory, or pass --workspace DIR"
+        )
+    return path
+
+
 def as_error_line(text: str) -> str:
     """``error: text``, unless ``text`` already starts with its own ``error:``/``warning:``."""
     return text if text.startswith(("warning:", "error:")) else f"error: {text}"

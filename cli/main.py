@@ -18,7 +18,7 @@ import click
 
 from cli import sessions as sessions_ops
 from cli import supervisor_cmd
-from cli.errors import CommandError, current_directory, error_line
+from cli.errors import CommandError, current_directory, error_line, usable_workspace
 from cli.quick import incomplete
 from supervisor.runtime import runtime_paths
 
@@ -137,7 +137,7 @@ def resolved(workspace: Path) -> Path:
     directory that was deleted is one clear error, not ``error: 2``."""
     if not workspace.is_absolute():
         workspace = Path(current_directory()) / workspace
-    return workspace.resolve()
+    return Path(usable_workspace(str(workspace.resolve())))
 
 
 def workspace_option(fn: F) -> F:

@@ -20,10 +20,35 @@ def state_root(environ: os._Environ[str] | dict[str, str] | None = None) -> Path
     home = env.get("AGENT_ASSIST_HOME")
     if home:
         try:
-            return Path(home).expanduser()
+            root = Path(home).expanduser()
         except RuntimeError as exc:  # "~user" of no such user
             raise SessionError(f"AGENT_ASSIST_HOME {home[:80]!r}: {exc}") from None
-    return Path(platformdirs.user_config_dir(APP_NAME))
+        where = "AGENT_ASSIST_HOME"
+    else:
+        root = Path(platformdirs.user_config_dir(APP_NAME))
+        where = "the default"
+    if not is_utf8(str(root)):
+        raise SessionError(
+            f"the state root {shown_path(str(root))} ({where}) is not a UTF-8 path, which "
+            "agent-assist cannot use: set AGENT_ASSIST_HOME to a directory whose path is UTF-8"
+        )
+    return root
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` (a path from the OS) is UTF-8: bytes that are not arrive as lone
+    surrogates, which no frame to the supervisor and no JSON file can carry."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_path(text: str) -> str:
+    """A path for a message: bytes that are not UTF-8 shown as \\xNN escapes."""
+    raw = text.encode("utf-8", "surrogateescape")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 MAX_NAME_BYTES = 255 - len("_12345678")

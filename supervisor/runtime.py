@@ -86,7 +86,16 @@ MAX_SOCKET_PATH_BYTES = 107
 
 
 def check_socket_path(directory: Path) -> None:
-    """RuntimeDirError if the socket in ``directory`` would have too long a path."""
+    """RuntimeDirError if the socket in ``directory`` would have too long a path, or one
+    that is not UTF-8 (the supervisor names its socket in frames, which carry UTF-8 only)."""
+    try:
+        str(directory).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(directory).decode("utf-8", "backslashreplace")
+        raise RuntimeDirError(
+            f"runtime directory {shown} is not a UTF-8 path, which agent-assist cannot use; "
+            "set AGENT_ASSIST_RUNTIME_DIR to a directory whose path is UTF-8"
+        ) from None
     size = len(os.fsencode(directory / SOCKET_NAME))
     if size > MAX_SOCKET_PATH_BYTES:
         raise RuntimeDirError(
