@@ -39,9 +39,24 @@ def complete_session_ids(ctx: click.Context, param: click.Parameter, incomplete:
 
     if incomplete.strip("0123456789abcdef"):  # no session id begins so (nor a path)
         return []
-    chosen = ctx.params.get("workspace") or ctx.find_root().params.get("workspace") or "."
-    project = sessions_dir(Path(chosen).resolve(), state_root())
+    project = sessions_dir(Path(completion_workspace(ctx)).resolve(), state_root())
     return sorted(p.stem for p in project.glob(f"{incomplete}*.json") if is_session_id(p.stem))
+
+
+def completion_workspace(ctx: click.Context) -> Path:
+    """The workspace a command being completed would use: the innermost ``--workspace``
+    given (``sessions -w DIR show``, ``-w DIR sessions show``, ``sessions show -w DIR``),
+    else the current directory."""
+    at: click.Context | None = ctx
+    while at is not None:
+        chosen = at.params.get("workspace")
+        if chosen is not None and at.get_parameter_source("workspace") not in (
+            None,
+            click.core.ParameterSource.DEFAULT,
+        ):
+            return Path(chosen)
+        at = at.parent
+    return Path(".")
 
 
 MAX_DAYS = 1_000_000

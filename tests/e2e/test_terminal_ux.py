@@ -638,6 +638,40 @@ def test_session_ids_complete_in_the_shell(env: Env) -> None:
     assert completed.stdout.split() == [f"plain,{session_id}"]
 
 
+@pytest.mark.parametrize(
+    "words",
+    [
+        "agent-assist -w {ws} sessions show ",
+        "agent-assist sessions -w {ws} show ",
+        "agent-assist sessions show -w {ws} ",
+        "agent-assist -w {ws} --resume ",
+    ],
+)
+def test_session_ids_complete_for_the_workspace_given_wherever_it_is_given(
+    env: Env, words: str
+) -> None:
+    """From another directory, the ids completed are those of the workspace the command
+    would use: ``sessions -w DIR show ID`` runs in DIR's project, so it completes there."""
+    session_id = _saved_session(env)
+    elsewhere = env.base / "elsewhere"
+    elsewhere.mkdir()
+    line = words.format(ws=env.workspace)
+    completed = subprocess.run(
+        [AGENT_ASSIST],
+        capture_output=True,
+        text=True,
+        cwd=elsewhere,
+        env=env.environ(
+            COMP_WORDS=line,
+            COMP_CWORD=str(len(line.split())),
+            _AGENT_ASSIST_COMPLETE="bash_complete",
+        ),
+        timeout=60,
+        check=False,
+    )
+    assert completed.stdout.split() == [f"plain,{session_id}"], completed.stderr
+
+
 def test_a_piped_chat_loads_neither_rich_nor_prompt_toolkit(env: Env) -> None:
     code = (
         "import sys, runpy\n"
