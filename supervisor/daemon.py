@@ -103,12 +103,43 @@ def raise_descriptor_limit() -> None:
 
 
 class PrivateRotatingLog(logging.handlers.RotatingFileHandler):
-    """``supervisor.log``, rotated into ``.1`` .. ``.N``; every file it opens is 0600."""
+    """``supervisor.log``, rotated into ``.1`` .. ``.N``; every file it opens is 0600.
+
+    A supervisor started in the background (and an heir) has the log as its stdout and
+    stderr: what is written there (a failed start's ``error:`` line, which the starting
+    terminal reads back from ``supervisor.log``; a traceback) follows the log to its new
+    file at each rotation, rather than going to ``supervisor.log.1`` and, three rotations
+    later, to a deleted file."""
 
     def _open(self) -> io.TextIOWrapper:
         stream = super()._open()
         os.chmod(self.baseFilename, 0o600)
         return stream
+
+    def doRollover(self) -> None:
+        before = _file_identity(self.baseFilename)
+        super().doRollover()
+        if self.stream is not None and before is not None:
+            follow_the_log(before, self.stream.fileno())
+
+
+def _file_identity(path: str | int) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path) if isinstance(path, str) else os.fstat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def follow_the_log(old: tuple[int, int], log_fd: int) -> None:
+    """Point stdout and stderr, where they are the log file ``old`` (device, inode), at the
+    log now open as ``log_fd``."""
+    for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
+        if _file_identity(fd) == old:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                stream.flush()
+            with contextlib.suppress(OSError):
+                os.dup2(log_fd, fd)
 
 
 class ScrubSecrets(logging.Filter):

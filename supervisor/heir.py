@@ -108,6 +108,19 @@ def wait_to_take_over(paths: RuntimePaths, parent: int) -> int | None:
     return None
 
 
+def _output_to_the_log(paths: RuntimePaths) -> None:
+    """Point stdout and stderr (the log file as it was when this heir started) at
+    ``supervisor.log`` as it is now: rotated meanwhile, it is another file."""
+    with contextlib.suppress(OSError):
+        fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        try:
+            for stream, target in ((sys.stdout, 1), (sys.stderr, 2)):
+                stream.flush()
+                os.dup2(fd, target)
+        finally:
+            os.close(fd)
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m supervisor.heir RUNTIME_DIR SUPERVISOR_PID``: load, wait, take over."""
     import argparse  # not on the supervisor's light path
@@ -129,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     lock_fd = wait_to_take_over(paths, args.supervisor_pid)
     if lock_fd is None:
         return 0
+    _output_to_the_log(paths)  # the log may have rotated since the heir was started
     print(f"heir {os.getpid()} takes over from supervisor {args.supervisor_pid}", flush=True)
     supervise(paths, lock_fd)
     return 0

@@ -8,7 +8,9 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import time
+from pathlib import Path
 
 from tests.e2e.harness import Env, running, wait_for
 
@@ -165,3 +167,44 @@ def test_from_a_second_runtime_directory_a_live_session_is_not_shown_orphaned_un
     client.close_stdin()
     assert client.wait() == 0
     assert env.session_ids() == [session_id]
+
+
+def _log_about_to_rotate(runtime: Path) -> None:
+    """``supervisor.log`` a line short of its rotation size (1 MiB)."""
+    from supervisor.daemon import LOG_BYTES
+
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    line = b"x" * 99 + b"\n"
+    (runtime / "supervisor.log").write_bytes(line * ((LOG_BYTES - 60) // len(line)))
+
+
+def test_a_failed_start_is_told_even_when_the_log_rotates_as_the_supervisor_starts(
+    env: Env,
+) -> None:
+    """A supervisor started in the background writes its ``error:`` line to its stderr, the
+    log; its first log line rotated the log, and the line went to ``supervisor.log.1``:
+    the terminal, which reads it back from ``supervisor.log``, said only "the supervisor
+    did not start; see ...supervisor.log"."""
+    assert env.run("supervisor", "start").returncode == 0
+    other = env.runtime.parent / "run-elsewhere"
+    _log_about_to_rotate(other)
+    chat = env.run("--new", input="hello\n", AGENT_ASSIST_RUNTIME_DIR=str(other))
+    assert chat.returncode == 1
+    (line,) = chat.stderr.splitlines()
+    assert line.startswith("error: another supervisor (runtime directory"), line
+    assert (other / "supervisor.log.1").exists()  # the log did rotate
+
+
+def test_an_heir_says_it_takes_over_in_the_log_as_it_is_after_a_rotation(env: Env) -> None:
+    assert env.run("--new", input="hello\n", terminal=env.terminal()).returncode == 0
+    first = env.supervisor_pid()
+    heir = wait_for(env.heir_pid, what="the heir")
+    assert first is not None
+    _log_about_to_rotate(env.runtime)
+    (env.runtime / "supervisor.sock").unlink()  # the supervisor logs it: the log rotates
+    wait_for(lambda: (env.runtime / "supervisor.log.1").exists(), what="the log rotated")
+    os.kill(first, signal.SIGKILL)
+    wait_for(lambda: env.supervisor_pid() == heir, what="the heir to take over")
+    said = f"heir {heir} takes over from supervisor {first}"
+    wait_for(lambda: said in (env.runtime / "supervisor.log").read_text(), what=said)
+
