@@ -27,9 +27,9 @@ def runtime_dir(environ: Mapping[str, str]) -> str:
     """``supervisor.runtime.default_runtime_dir`` as a string (a test keeps them equal)."""
     explicit = environ.get("AGENT_ASSIST_RUNTIME_DIR")
     if explicit:
-        return explicit
+        return os.path.abspath(explicit)
     xdg = environ.get("XDG_RUNTIME_DIR")
-    if xdg:
+    if xdg and os.path.isabs(xdg):
         return os.path.join(xdg, "agent-assist")
     import tempfile
 

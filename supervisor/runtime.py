@@ -25,12 +25,16 @@ class RuntimeDirError(Exception):
 
 
 def default_runtime_dir(environ: dict[str, str] | os._Environ[str] | None = None) -> Path:
+    """``AGENT_ASSIST_RUNTIME_DIR`` (a relative one made absolute: every message then names
+    the directory meant, whichever directory the command runs in), else
+    ``$XDG_RUNTIME_DIR/agent-assist`` (a relative ``XDG_RUNTIME_DIR`` is ignored, as the XDG
+    base directory specification asks), else a private directory under the temp dir."""
     env = os.environ if environ is None else environ
     explicit = env.get("AGENT_ASSIST_RUNTIME_DIR")
     if explicit:
-        return Path(explicit)
+        return Path(os.path.abspath(explicit))
     xdg = env.get("XDG_RUNTIME_DIR")
-    if xdg:
+    if xdg and os.path.isabs(xdg):
         return Path(xdg) / "agent-assist"
     import tempfile  # only here: it is slow to import and the terminal must start fast
 

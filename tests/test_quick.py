@@ -23,6 +23,9 @@ def test_the_quick_listing_speaks_the_wire_protocol_s_version_and_frame_cap() ->
         {"AGENT_ASSIST_RUNTIME_DIR": "/run/user/1000/mine", "XDG_RUNTIME_DIR": "/run/user/1000"},
         {"XDG_RUNTIME_DIR": "/run/user/1000"},
         {},
+        {"AGENT_ASSIST_RUNTIME_DIR": "relative/run"},
+        {"AGENT_ASSIST_RUNTIME_DIR": "/run/user/1000/../1000/./mine/"},
+        {"XDG_RUNTIME_DIR": "relative"},
     ],
 )
 def test_the_quick_listing_uses_the_client_s_runtime_directory(environ: dict[str, str]) -> None:

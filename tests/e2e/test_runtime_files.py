@@ -9,10 +9,11 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 
-from tests.e2e.harness import Env, running, wait_for
+from tests.e2e.harness import AGENT_ASSIST, Env, running, wait_for
 
 
 def status(env: Env) -> dict[str, object]:
@@ -208,3 +209,33 @@ def test_an_heir_says_it_takes_over_in_the_log_as_it_is_after_a_rotation(env: En
     said = f"heir {heir} takes over from supervisor {first}"
     wait_for(lambda: said in (env.runtime / "supervisor.log").read_text(), what=said)
 
+
+def test_a_relative_runtime_directory_is_named_as_the_absolute_one_it_means(env: Env) -> None:
+    """``AGENT_ASSIST_RUNTIME_DIR=rel``: the supervisor started in one directory was "not
+    running" from another, whose chat was refused with "another supervisor (runtime
+    directory rel) ...; set AGENT_ASSIST_RUNTIME_DIR=rel to use it", the value it had."""
+    first, second = env.base / "first", env.base / "second"
+    first.mkdir()
+    second.mkdir()
+
+    def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [AGENT_ASSIST, *args],
+            input="hello\n",
+            text=True,
+            capture_output=True,
+            cwd=cwd,
+            env=env.environ(env.terminal(), AGENT_ASSIST_RUNTIME_DIR="rel"),
+            timeout=60,
+            check=False,
+        )
+
+    try:
+        assert run(first, "supervisor", "start").returncode == 0
+        shown = run(first, "supervisor", "status", "--json")
+        assert json.loads(shown.stdout)["socket"] == str(first / "rel" / "supervisor.sock")
+        refused = run(second, "--new")
+        assert refused.returncode == 1
+        assert f"set AGENT_ASSIST_RUNTIME_DIR={first / 'rel'} to use it" in refused.stderr
+    finally:
+        run(first, "supervisor", "stop")
