@@ -247,9 +247,22 @@ def loop_options() -> dict[str, Any]:
     return {"use_uvloop": True}
 
 
+def leave_the_working_directory() -> None:
+    """Work in ``/``, as a daemon does: the directory a supervisor was started from (a
+    workspace on a mount, say) is not held for as long as it runs. The paths the
+    environment gives relative to it are made absolute first, so that they keep meaning
+    what they meant to the terminal that started it."""
+    for name in ("AGENT_ASSIST_HOME", "AGENT_ASSIST_RUNTIME_DIR"):
+        value = os.environ.get(name)
+        if value and not os.path.isabs(value) and not value.startswith("~"):
+            os.environ[name] = os.path.abspath(value)
+    os.chdir("/")
+
+
 def supervise(paths: RuntimePaths, lock_fd: int) -> None:
     """A supervisor's life, holding ``supervisor.lock`` (``lock_fd``, closed at the end)."""
     try:
+        leave_the_working_directory()
         configure_logging(paths.log)
         raise_descriptor_limit()
         write_pid_file(paths.pid_file)

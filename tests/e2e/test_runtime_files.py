@@ -239,3 +239,30 @@ def test_a_relative_runtime_directory_is_named_as_the_absolute_one_it_means(env:
         assert f"set AGENT_ASSIST_RUNTIME_DIR={first / 'rel'} to use it" in refused.stderr
     finally:
         run(first, "supervisor", "stop")
+
+
+def test_the_supervisor_holds_no_working_directory_and_a_relative_home_is_the_starters(
+    env: Env,
+) -> None:
+    """A helper's find (H75): a supervisor started in a directory kept it as its working
+    directory (and so did its heir): a workspace's mount could not be unmounted while it
+    ran. It works in ``/``; a relative AGENT_ASSIST_HOME still means the directory it was
+    started from, as it does for the terminal that started it."""
+    starter = env.base / "starter"
+    starter.mkdir()
+    chat = subprocess.run(
+        [AGENT_ASSIST, "--new", "--workspace", str(env.workspace)],
+        input="hello\n",
+        text=True,
+        capture_output=True,
+        cwd=starter,
+        env=env.environ(env.terminal(), AGENT_ASSIST_HOME="relhome"),
+        timeout=60,
+        check=False,
+    )
+    assert chat.returncode == 0, chat.stderr
+    pid = env.supervisor_pid()
+    assert pid is not None
+    assert os.readlink(f"/proc/{pid}/cwd") == "/"
+    saved = list((starter / "relhome" / "projects").glob("*/sessions/*.json"))
+    assert [p for p in saved if not p.name.startswith("active_")], saved
