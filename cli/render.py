@@ -7,6 +7,7 @@ for good; only the block still being written is redrawn.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TextIO
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
@@ -71,27 +72,60 @@ class _Unfinished:
     taller than the screen left each redraw in the scrollback, and the window narrowed
     to half its width makes the view's rows twice as many. A code block taller than
     that is parsed from its opening fence and its last lines that fit: drawing all of it
-    at each refresh took seconds for a long one."""
+    at each refresh took seconds for a long one.
 
-    def __init__(self, blocks: Blocks) -> None:
+    After a finished block of the reply it is drawn one blank row below it, where it
+    will be printed once finished (drawn right under it, each paragraph jumped one row
+    down as it was finished). Its rows fit the width even as a terminal that gives each
+    code point its own width draws them (see ``_drawn_width``)."""
+
+    def __init__(self, blocks: Blocks, spaced: Callable[[], bool]) -> None:
         self._blocks = blocks
+        self._spaced = spaced
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         text, fence = self._blocks.text, self._blocks.fence
         room = max((console.height - 6) // 2, 4)  # twice as tall after a narrowing: shown
         if fence and text.count("\n") > room:
             text = fence + "\n" + "\n".join(text.rsplit("\n", room)[1:])
-        lines = console.render_lines(Markdown(text, code_theme=CODE_THEME), options, pad=False)
+        markdown = Markdown(text, code_theme=CODE_THEME)
+        width = options.max_width
+        for _ in range(4):
+            lines = console.render_lines(markdown, options.update_width(width), pad=False)
+            drawn = (_drawn_width(line) for line in lines[-room:])  # those shown
+            over = max(drawn, default=0) - options.max_width
+            if over <= 0 or width - over < 8:
+                break
+            width -= over
+        blank = [all(map(_is_padding, line)) for line in lines]
+        lines = lines[blank.index(False) :] if False in blank else []  # as ``_Spaced``
+        spaced = bool(lines) and self._spaced()
         # Its last screenful of rows, not of lines: at a narrow width a line takes rows
         # (a code line two or three), and a region taller than the screen left a copy of
         # itself in the scrollback at each redraw. Rows end where their text does:
         # padded to the width, a line with a character the terminal draws wider than
         # rich counts it (an emoji with a skin tone) wrapped, and was left behind too.
-        shown = [_unpadded(line) for line in lines[-room:]]
+        shown = [_unpadded(line) for line in lines[-(room - spaced) :]]
+        if spaced:
+            yield Segment.line()
         for row, line in enumerate(shown, start=1):
             yield from line
             if row < len(shown):
                 yield Segment.line()
+
+
+def _drawn_width(line: list[Segment]) -> int:
+    """The columns ``line`` takes on a terminal that gives each code point its own width
+    (tmux draws an emoji with a skin tone as two emoji, four columns where rich counts
+    two): at least rich's count. A live row wider than the terminal as drawn wraps there,
+    and the redraw, which erases the rows rich counted, left the first one behind."""
+    from wcwidth import wcwidth
+
+    return sum(
+        max(segment.cell_length, sum(max(wcwidth(char), 0) for char in segment.text))
+        for segment in line
+        if not segment.control
+    )
 
 
 class _Spaced:
@@ -196,7 +230,7 @@ class RichReply:
     def __init__(self, out: TextIO) -> None:
         self._console = Console(file=out, highlight=False, soft_wrap=False)
         self._blocks = Blocks()
-        self._unfinished = _Unfinished(self._blocks)
+        self._unfinished = _Unfinished(self._blocks, lambda: self._committed)
         self._printable = StreamPrintable()
         self._spinner = Spinner("dots", Text(" thinking…", style="dim"), style="dim")
         self._live = Live(

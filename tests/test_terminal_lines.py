@@ -386,8 +386,9 @@ def test_a_live_reply_is_erased_as_the_terminal_reflowed_it_after_narrowing() ->
     assert _rows_erased(region) == 2
 
 
-def _live_rows(text: str, width: int, height: int) -> list[str]:
-    """The rows the live view draws of the unfinished block ``text``."""
+def _live_rows(text: str, width: int, height: int, *, after_another: bool = False) -> list[str]:
+    """The rows the live view draws of the unfinished block ``text`` (``after_another``:
+    a finished block of the reply was printed above it)."""
     from io import StringIO
 
     from rich.console import Console
@@ -397,7 +398,8 @@ def _live_rows(text: str, width: int, height: int) -> list[str]:
     blocks = Blocks()
     blocks.add(text)
     console = Console(file=StringIO(), width=width, height=height, force_terminal=True)
-    lines = console.render_lines(_Unfinished(blocks), console.options, pad=False)
+    view = _Unfinished(blocks, lambda: after_another)
+    lines = console.render_lines(view, console.options, pad=False)
     return ["".join(segment.text for segment in line) for line in lines]
 
 
@@ -417,6 +419,53 @@ def test_the_live_view_does_not_pad_its_rows_to_the_width() -> None:
     it (a skin tone) was padded to the width, wrapped, and left a copy at each redraw."""
     rows = _live_rows("Emoji line 👍🏽 done and more words", width=120, height=40)
     assert rows and all(row == row.rstrip(" ") for row in rows), rows
+
+
+def test_no_live_row_is_wider_than_the_terminal_as_a_terminal_may_draw_it() -> None:
+    """H74's find: at 40 columns, ``Emoji and CJK: 🚀 launch ✅ done 👍🏽 th`` stayed on the
+    screen above the finished reply. rich counts the emoji with a skin tone as two
+    columns, tmux draws it as two emoji (four): the live row of 39 columns by rich's count
+    took 41, wrapped, and the next redraw erased one row of its two. Each live row fits
+    as a terminal that gives every code point its own width draws it."""
+    from wcwidth import wcwidth
+
+    text = "Emoji and CJK: 🚀 launch ✅ done 👍🏽 thumbs 👍🏽👍🏽 and more words to wrap"
+    for end in range(len(text) + 1):
+        rows = _live_rows(text[:end], width=40, height=30)
+        widths = [sum(max(wcwidth(char), 0) for char in row) for row in rows]
+        assert all(width <= 40 for width in widths), (rows, widths)
+    assert "".join(_live_rows(text, width=40, height=30)).replace(" ", "") == text.replace(
+        " ", ""
+    ), "nothing is left out"
+    code = "```\n" + "x = '👍🏽' * 3  # " + "y" * 30 + "\n"
+    rows = _live_rows(code, width=40, height=30)
+    assert all(sum(max(wcwidth(char), 0) for char in row) <= 40 for row in rows), rows
+
+
+def test_the_block_being_written_is_drawn_where_it_will_be_printed() -> None:
+    """H74's find: after a finished paragraph, the one being written was drawn right
+    under it and, once finished, printed one blank row lower: every paragraph of a reply
+    jumped a row down as it was finished. It is drawn one blank row below, as printed."""
+    from io import StringIO
+
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from cli.render import _Spaced
+
+    console = Console(file=StringIO(), width=80, height=30, force_terminal=True)
+    printed = console.render_lines(
+        _Spaced(Markdown("Second paragraph, finished."), after_another=True),
+        console.options,
+        pad=False,
+    )
+    rows = ["".join(segment.text for segment in line) for line in printed]
+    live = _live_rows("Second paragraph, fini", width=80, height=30, after_another=True)
+    assert live == ["", "Second paragraph, fini"]
+    assert rows[:2] == ["", "Second paragraph, finished."]
+    assert _live_rows("## A heading", width=80, height=30, after_another=True)[0] == ""
+    assert _live_rows("## A heading", width=80, height=30, after_another=True)[1] != ""
+    assert _live_rows("First paragraph", width=80, height=30) == ["First paragraph"]
 
 
 def test_the_blocks_of_a_reply_are_spaced_as_in_one_markdown_text() -> None:
