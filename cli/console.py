@@ -290,11 +290,10 @@ class Console:
             # kept for the next prompt (``interrupted_after_enter``), which would send them
             from prompt_toolkit.input.typeahead import get_typeahead
 
-            kept = "".join(key.data for key in get_typeahead(self._prompt.input))
+            kept = "".join(map(_key_typed, get_typeahead(self._prompt.input)))
         typed = kept + self._typed_ahead + _waiting_input().decode("utf-8", "replace")
         self._typed_ahead = ""
-        lines = typed.replace("\r", "\n").split("\n")
-        self._held.extend(kept for line in lines if (kept := _printable_line(line)).strip())
+        self._held.extend(text for text, _ in typed_entries(typed) if text.strip())
 
     def read_line(self, prompt: str = "> ", idle: IdleWatcher | None = None) -> str | None:
         """One message; None at end of input. KeyboardInterrupt: Ctrl+C at an empty prompt.
@@ -310,13 +309,12 @@ class Console:
                 if idle is not None:
                     idle.start(lambda: _end(session.app))
                 if self._held:  # typed ahead of a cancelled reply: shown, not sent
-                    line, enter = self._held.pop(0), ""
+                    line, enter = self._held.pop(0), False
                 else:
-                    typed, self._typed_ahead = self._typed_ahead, ""
-                    line, enter, rest = typed.replace("\r", "\n").partition("\n")
-                    line = _printable_line(line)
-                    if rest:
-                        self._typed_ahead = rest  # after this line: for the prompt after it
+                    entries = typed_entries(self._typed_ahead)
+                    line, enter = entries.pop(0) if entries else ("", False)
+                    # after this line: for the prompt after it
+                    self._typed_ahead = "".join(map(_as_typed, entries))
                 try:
                     text: str | None = session.prompt(
                         prompt, default=line, accept_default=bool(enter and line)
@@ -433,14 +431,32 @@ class Console:
             yield
             return
         quiet = list(saved)
-        quiet[3] &= ~(termios.ECHO | termios.ECHONL)
+        # Not line by line either: the terminal's line editing keeps no more than 4,095
+        # characters of a line (the rest of a longer one typed or pasted meanwhile was
+        # dropped, untold); the prompt edits what was typed as it reads it.
+        quiet[3] &= ~(termios.ECHO | termios.ECHONL | termios.ICANON)
         quiet[3] |= termios.NOFLSH  # a Ctrl+C cancelling the reply keeps what was typed
+        # A paste is told from typed lines as at the prompt (bracketed): its lines are
+        # one message that waits for Enter, not one message each.
+        bracketed = self._ui_fd() if os.environ.get("TERM") != "dumb" else None
         try:
             termios.tcsetattr(sys.stdin, termios.TCSANOW, quiet)  # NOW: keep what was typed
+            _write_control(bracketed, BRACKETED_PASTE_ON)
             yield
         finally:
+            _write_control(bracketed, BRACKETED_PASTE_OFF)
             with contextlib.suppress(termios.error, OSError):
                 termios.tcsetattr(sys.stdin, termios.TCSANOW, saved)
+
+    def _ui_fd(self) -> int | None:
+        """The terminal prompt_toolkit draws on (see ``_ui_output``), if it is one: its
+        file descriptor, written to as is (the live view of a reply redirects
+        ``sys.stdout`` and prints what is written there as a line of its own)."""
+        fd = 1 if self.out_tty else 2
+        try:
+            return fd if os.isatty(fd) else None
+        except OSError:
+            return None
 
     def reply(self) -> ReplyView:
         """A view for the next streamed reply: Markdown with a spinner on a colour
@@ -468,8 +484,79 @@ def slash_completer() -> Any:
     return SlashCompleter()
 
 
-def _printable_line(line: str) -> str:
-    return "".join(c for c in line if c.isprintable())
+BRACKETED_PASTE_ON = "\x1b[?2004h"
+BRACKETED_PASTE_OFF = "\x1b[?2004l"
+_PASTE_START, _PASTE_END = "\x1b[200~", "\x1b[201~"
+_ESCAPE_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|O.|.)?", re.DOTALL)
+"""A key's escape sequence (an arrow, a function key, Alt with a key), or a lone Esc."""
+
+
+def _write_control(fd: int | None, sequence: str) -> None:
+    if fd is None:
+        return
+    with contextlib.suppress(OSError):
+        os.write(fd, sequence.encode())
+
+
+def typed_entries(typed: str) -> list[tuple[str, bool]]:
+    """What was typed ahead of a prompt, as the prompt would have read it: each line with
+    whether Enter ended it. A bracketed paste is text whatever newlines it holds (its
+    lines are one message, as at the prompt), Alt+Enter a new line in the message,
+    Backspace, Ctrl+U and Ctrl+W edit, other keys' escape sequences are dropped."""
+    entries: list[tuple[str, bool]] = []
+    text: list[str] = []
+    at = 0
+    while at < len(typed):
+        char = typed[at]
+        if typed.startswith(_PASTE_START, at):
+            end = typed.find(_PASTE_END, at)
+            end = len(typed) if end < 0 else end
+            pasted = typed[at + len(_PASTE_START) : end].replace("\r\n", "\n")
+            text.extend(c for c in pasted.replace("\r", "\n") if c in "\n\t" or c.isprintable())
+            at = end + len(_PASTE_END)
+            continue
+        if typed.startswith(("\x1b\r", "\x1b\n"), at):  # Alt+Enter
+            text.append("\n")
+            at += 2
+            continue
+        if char == "\x1b":
+            match = _ESCAPE_RE.match(typed, at)
+            at = match.end() if match else at + 1
+            continue
+        if char in "\r\n":
+            entries.append(("".join(text), True))
+            text = []
+        elif char in "\x7f\x08":
+            if text:
+                text.pop()
+        elif char == "\x15":  # Ctrl+U
+            text = []
+        elif char == "\x17":  # Ctrl+W
+            word = "".join(text).rstrip(" ")
+            text = list(word[: len(word) - len(word.split(" ")[-1])])
+        elif char.isprintable():
+            text.append(char)
+        at += 1
+    if text:
+        entries.append(("".join(text), False))
+    return entries
+
+
+def _as_typed(entry: tuple[str, bool]) -> str:
+    """An entry of ``typed_entries`` as keys that give it again."""
+    text, entered = entry
+    if "\n" in text:
+        text = _PASTE_START + text + _PASTE_END
+    return text + ("\r" if entered else "")
+
+
+def _key_typed(key: Any) -> str:
+    """A key prompt_toolkit read, as typed: a paste it read is bracketed again."""
+    from prompt_toolkit.keys import Keys
+
+    if key.key == Keys.BracketedPaste:
+        return f"{_PASTE_START}{key.data}{_PASTE_END}"
+    return str(key.data)
 
 
 def _waiting_input() -> bytes:

@@ -226,6 +226,79 @@ def test_keys_typed_while_a_reply_streams_wait_for_the_next_prompt(
         tty.close()
 
 
+def _paste(tty: Pty, text: str) -> None:
+    """Paste ``text`` as a terminal does: its newlines are Enter keys (CR), and it is
+    bracketed only when the program asked for bracketed paste (and did not turn it off)."""
+    pasted = text.replace("\n", "\r")
+    if tty.seen.rfind(b"\x1b[?2004h") > tty.seen.rfind(b"\x1b[?2004l"):
+        pasted = f"\x1b[200~{pasted}\x1b[201~"
+    tty.type(pasted)
+
+
+def test_text_pasted_while_a_reply_streams_waits_whole_at_the_next_prompt(
+    env: Env, server: ChatServer
+) -> None:
+    """H74's find: three lines pasted while a reply streamed were sent as three messages
+    (three turns, three replies) once it ended, where the same paste at the prompt is one
+    message that waits for Enter; and a line longer than 4,095 characters typed or pasted
+    meanwhile was sent cut there, untold (the terminal's line editing keeps no more of a
+    line). The paste waits whole at the next prompt, as one message."""
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        _paste(tty, "first pasted line\nsecond line\nthird line")
+        tty.expect("word199")
+        tty.expect("third line")  # at the next prompt
+        time.sleep(2)
+        contents = [r["messages"][-1].get("content") for r in server.requests]
+        assert not any("pasted line" in str(c) for c in contents), "sent by itself"
+        tty.type("\r")
+        tty.expect("echo: first pasted line")
+        wait_for(lambda: "first pasted line" in str(server.requests[-1]["messages"][-1]))
+        assert server.requests[-1]["messages"][-1]["content"] == (
+            "first pasted line\nsecond line\nthird line"
+        )
+        tty.expect_prompt()
+        long_line = "start " + "abcdefghij" * 600 + " end"
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        _paste(tty, long_line)
+        tty.expect("word199")
+        tty.type("\r")
+        wait_for(lambda: "start abc" in str(server.requests[-1]["messages"][-1]))
+        assert server.requests[-1]["messages"][-1]["content"] == long_line
+    finally:
+        tty.close()
+
+
+def test_text_pasted_while_a_reply_streams_waits_whole_after_a_ctrl_c(
+    env: Env, server: ChatServer
+) -> None:
+    """H74: the lines typed ahead of a reply a Ctrl+C cancelled wait at the next prompts,
+    one each; a paste among them is one of them, whole, and a line edited as it was
+    typed (Backspace) waits as edited."""
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        tty.type("typedX\x7f line\r")
+        _paste(tty, "pasted one\npasted two")
+        tty.type("\x03")
+        tty.expect("[cancelled]")
+        tty.expect("typed line")
+        tty.type("\r")
+        tty.expect("echo: typed line")
+        tty.expect("pasted two")  # the paste, at the prompt after
+        tty.type("\r")
+        wait_for(lambda: "pasted one" in str(server.requests[-1]["messages"][-1]))
+        assert server.requests[-1]["messages"][-1]["content"] == "pasted one\npasted two"
+    finally:
+        tty.close()
+
+
 def test_ctrl_c_at_an_empty_prompt_exits_and_saves(env: Env) -> None:
     tty = Pty(env, env.terminal())
     try:
