@@ -77,7 +77,8 @@ def changed_file(notice: str) -> str | None:
 def fit_toolbar(parts: list[str], width: int | None) -> str:
     """``parts`` as the toolbar's line within ``width`` columns: without ``(/help)``, then
     without the phase, the tokens and the model (in that order), if it does not fit;
-    the session and the files changed outside stay (cut with an ellipsis at worst)."""
+    the session and the files changed outside stay, said shorter if need be (the id
+    without ``session``, ``N changed outside``; cut with an ellipsis at worst)."""
     from cli.summaries import columns, cut
 
     line = " " + " · ".join(parts) + "  (/help)"
@@ -93,7 +94,22 @@ def fit_toolbar(parts: list[str], width: int | None) -> str:
             for part in kept
             if not (part.startswith(prefix) if prefix else part.endswith(" in context"))
         ]
-    return cut(" " + " · ".join(kept), width)
+    for shorter in (_without_label, _outside_count, None):
+        line = " " + " · ".join(kept)
+        if columns(line) <= width or shorter is None:
+            break
+        kept = [shorter(part) for part in kept]
+    return cut(line, width)
+
+
+def _without_label(part: str) -> str:
+    return part.removeprefix("session ")
+
+
+def _outside_count(part: str) -> str:
+    """``2 files changed outside`` as ``2 changed outside``."""
+    count, _, rest = part.partition(" ")
+    return f"{count} changed outside" if rest.endswith("changed outside") else part
 
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"

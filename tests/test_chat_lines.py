@@ -124,13 +124,16 @@ PARTS = [
          " changed outside"),
         (80, " session 6b0052e8abab · model openai-chat:slow · 2 files changed outside"),
         (50, " session 6b0052e8abab · 2 files changed outside"),
-        (30, " session 6b0052e8abab · 2 fil…"),
+        (40, " 6b0052e8abab · 2 files changed outside"),
+        (34, " 6b0052e8abab · 2 changed outside"),
+        (30, " 6b0052e8abab · 2 changed out…"),
     ],
 )
 def test_the_toolbar_leaves_out_what_does_not_fit_the_least_needed_first(
     width: int | None, line: str
 ) -> None:
     """A helper's find (H67): at 40 columns the toolbar was cut mid-word
-    ("model openai-cha") and the count of files changed outside never showed."""
+    ("model openai-cha") and the count of files changed outside never showed; then
+    (H74) it read "1 file changed …" there: it is said shorter before it is cut."""
     assert fit_toolbar(PARTS, width) == line
     assert width is None or len(line) <= width
