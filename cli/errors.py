@@ -26,7 +26,7 @@ def current_directory() -> str:
 def usable_workspace(path: str) -> str:
     """``path``, the workspace; ``CommandError`` if it is not UTF-8 (its bytes that are not
     arrive as lone surrogates, which no frame to the supervisor can carry)."""
-    from session.paths import is_utf8, shown_path
+    from session.os_paths import is_utf8, shown_path
 
     if not is_utf8(path):
         raise CommandError(

@@ -10,6 +10,7 @@ from pathlib import Path
 import platformdirs
 
 from session.errors import SessionError
+from session.os_paths import is_utf8, shown_path
 
 APP_NAME = "agent-assist"
 
@@ -33,22 +34,6 @@ def state_root(environ: os._Environ[str] | dict[str, str] | None = None) -> Path
             "agent-assist cannot use: set AGENT_ASSIST_HOME to a directory whose path is UTF-8"
         )
     return root
-
-
-def is_utf8(text: str) -> bool:
-    """Whether ``text`` (a path from the OS) is UTF-8: bytes that are not arrive as lone
-    surrogates, which no frame to the supervisor and no JSON file can carry."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def shown_path(text: str) -> str:
-    """A path for a message: bytes that are not UTF-8 shown as \\xNN escapes."""
-    raw = text.encode("utf-8", "surrogateescape")
-    return raw.decode("utf-8", "backslashreplace")
 
 
 MAX_NAME_BYTES = 255 - len("_12345678")

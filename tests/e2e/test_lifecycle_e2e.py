@@ -303,6 +303,36 @@ def test_the_quick_listing_answers_exactly_like_the_click_command(env: Env) -> N
     )
 
 
+def test_the_quick_listing_through_a_supervisor_imports_no_path_library(env: Env) -> None:
+    """``sessions --json`` answered by a running supervisor stays a bare client: the
+    check of the workspace's path (H75) imported session.paths, pathlib and platformdirs
+    (16 ms, twice the listing's own time)."""
+    env.run(input="hello\n", terminal=env.terminal())
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = [{AGENT_ASSIST!r}, 'sessions', '--json']\n"
+        "try:\n"
+        "    runpy.run_module('cli', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = [m for m in ('pathlib', 'platformdirs', 'session.paths') if m in sys.modules]\n"
+        "print('LOADED', loaded, file=sys.stderr)\n"
+    )
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=env.workspace,
+        env=env.environ(env.terminal()),
+        timeout=60,
+        check=False,
+    )
+    assert '"session_id"' in result.stdout, result.stderr
+    assert "LOADED []" in result.stderr
+
+
 def test_help_names_the_offline_model_and_usage_errors_exit_2(env: Env) -> None:
     helped = env.run("--help")
     assert helped.returncode == 0
