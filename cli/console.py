@@ -498,13 +498,84 @@ def _write_control(fd: int | None, sequence: str) -> None:
         os.write(fd, sequence.encode())
 
 
+_MOVES = {
+    **dict.fromkeys(("\x1b[D", "\x1bOD", "\x02"), "left"),
+    **dict.fromkeys(("\x1b[C", "\x1bOC", "\x06"), "right"),
+    **dict.fromkeys(("\x1b[H", "\x1bOH", "\x1b[1~", "\x1b[7~", "\x01"), "home"),
+    **dict.fromkeys(("\x1b[F", "\x1bOF", "\x1b[4~", "\x1b[8~", "\x05"), "end"),
+    **dict.fromkeys(("\x1b[3~", "\x04"), "delete"),
+    **dict.fromkeys(("\x1b[1;5D", "\x1bb"), "word left"),
+    **dict.fromkeys(("\x1b[1;5C", "\x1bf"), "word right"),
+    "\x0b": "kill to end",
+}
+_WORD_RE = re.compile(r"[a-zA-Z0-9_]+|[^a-zA-Z0-9_\s]+")
+"""A word to the prompt's Ctrl+Left and Ctrl+Right (Alt+B, Alt+F)."""
+"""The prompt's keys that move in the line or delete at the cursor (emacs keys too)."""
+
+
+class _TypedLine:
+    """A line being typed, with its cursor, edited as the prompt edits it."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.cursor = 0
+
+    def insert(self, chars: Iterable[str]) -> None:
+        for char in chars:
+            self.text.insert(self.cursor, char)
+            self.cursor += 1
+
+    def _line_start(self) -> int:
+        return "".join(self.text[: self.cursor]).rfind("\n") + 1
+
+    def _line_end(self) -> int:
+        at = "".join(self.text).find("\n", self.cursor)
+        return len(self.text) if at < 0 else at
+
+    def delete_before(self, count: int) -> None:
+        count = min(count, self.cursor)
+        del self.text[self.cursor - count : self.cursor]
+        self.cursor -= count
+
+    def edit(self, key: str) -> None:
+        if key == "\x7f" or key == "\x08":  # Backspace
+            self.delete_before(1)
+        elif key == "\x15":  # Ctrl+U: to the start of the line (at it: the new line)
+            start = self._line_start()
+            self.delete_before(self.cursor - start if self.cursor > start else 1)
+        elif key == "\x17":  # Ctrl+W: the word before the cursor, and the blanks after it
+            before = "".join(self.text[: self.cursor])
+            word = re.search(r"\S+\s*$", before)
+            self.delete_before(len(before) - word.start() if word else self.cursor)
+        elif (move := _MOVES.get(key)) == "left":
+            self.cursor = max(self.cursor - 1, self._line_start())
+        elif move == "right":
+            self.cursor = min(self.cursor + 1, self._line_end())
+        elif move == "home":
+            self.cursor = self._line_start()
+        elif move == "end":
+            self.cursor = self._line_end()
+        elif move == "word left":  # to the start of this word or the one before
+            word = _WORD_RE.search("".join(self.text[: self.cursor])[::-1])
+            self.cursor -= word.end() if word else 0
+        elif move == "word right":  # to the end of the next word
+            word = _WORD_RE.search("".join(self.text[self.cursor + 1 :]))
+            self.cursor += word.end() + 1 if word else 0
+        elif move == "delete":
+            del self.text[self.cursor : self.cursor + 1]
+        elif move == "kill to end":  # at the line's end: its new line
+            end = self._line_end()
+            del self.text[self.cursor : end if end > self.cursor else end + 1]
+
+
 def typed_entries(typed: str) -> list[tuple[str, bool]]:
     """What was typed ahead of a prompt, as the prompt would have read it: each line with
     whether Enter ended it. A bracketed paste is text whatever newlines it holds (its
-    lines are one message, as at the prompt), Alt+Enter a new line in the message,
-    Backspace, Ctrl+U and Ctrl+W edit, other keys' escape sequences are dropped."""
+    lines are one message, as at the prompt), Alt+Enter a new line in the message;
+    Backspace, Delete, Ctrl+U, Ctrl+W and Ctrl+K edit, Left, Right, Home, End, Ctrl+Left
+    and Ctrl+Right move in the line (their emacs keys too); other keys are dropped."""
     entries: list[tuple[str, bool]] = []
-    text: list[str] = []
+    line = _TypedLine()
     at = 0
     while at < len(typed):
         char = typed[at]
@@ -512,33 +583,29 @@ def typed_entries(typed: str) -> list[tuple[str, bool]]:
             end = typed.find(_PASTE_END, at)
             end = len(typed) if end < 0 else end
             pasted = typed[at + len(_PASTE_START) : end].replace("\r\n", "\n")
-            text.extend(c for c in pasted.replace("\r", "\n") if c in "\n\t" or c.isprintable())
+            line.insert(c for c in pasted.replace("\r", "\n") if c in "\n\t" or c.isprintable())
             at = end + len(_PASTE_END)
             continue
         if typed.startswith(("\x1b\r", "\x1b\n"), at):  # Alt+Enter
-            text.append("\n")
+            line.insert("\n")
             at += 2
             continue
         if char == "\x1b":
             match = _ESCAPE_RE.match(typed, at)
-            at = match.end() if match else at + 1
+            sequence = match[0] if match else char
+            line.edit(sequence)
+            at += len(sequence)
             continue
         if char in "\r\n":
-            entries.append(("".join(text), True))
-            text = []
-        elif char in "\x7f\x08":
-            if text:
-                text.pop()
-        elif char == "\x15":  # Ctrl+U
-            text = []
-        elif char == "\x17":  # Ctrl+W
-            word = "".join(text).rstrip(" ")
-            text = list(word[: len(word) - len(word.split(" ")[-1])])
+            entries.append(("".join(line.text), True))
+            line = _TypedLine()
         elif char.isprintable():
-            text.append(char)
+            line.insert(char)
+        else:
+            line.edit(char)
         at += 1
-    if text:
-        entries.append(("".join(text), False))
+    if line.text:
+        entries.append(("".join(line.text), False))
     return entries
 
 

@@ -299,6 +299,32 @@ def test_text_pasted_while_a_reply_streams_waits_whole_after_a_ctrl_c(
         tty.close()
 
 
+def test_lines_edited_with_the_cursor_keys_wait_as_edited_after_a_ctrl_c(
+    env: Env, server: ChatServer
+) -> None:
+    """H76's find: a line typed ahead of a reply a Ctrl+C cancelled, edited with Left,
+    Home or End as it was typed, waited garbled ('helo', Left, 'l' waited as 'helol'):
+    those keys were dropped, where the prompt (the reply left uncancelled) moves the
+    cursor. It waits as the prompt would have read it."""
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        tty.type("helo\x1b[Dl\r")  # Left
+        tty.type("abc def\x1b[HX\x1b[FY\r")  # Home, End
+        tty.type("one two\x1b[1;5D\x1b[1;5Dzero \x05 three\x01\x1b[3~O")  # Ctrl+Left, Delete
+        tty.type("\x03")
+        tty.expect("[cancelled]")
+        for sent in ("hello", "Xabc defY", "Oero one two three"):
+            tty.expect(sent)  # at the next prompt
+            tty.type("\r")
+            tty.expect(f"echo: {sent}")
+            assert server.requests[-1]["messages"][-1]["content"] == sent
+    finally:
+        tty.close()
+
+
 def test_ctrl_c_at_an_empty_prompt_exits_and_saves(env: Env) -> None:
     tty = Pty(env, env.terminal())
     try:
