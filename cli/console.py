@@ -439,14 +439,22 @@ class Console:
         # A paste is told from typed lines as at the prompt (bracketed): its lines are
         # one message that waits for Enter, not one message each.
         bracketed = self._ui_fd() if os.environ.get("TERM") != "dumb" else None
-        try:
+
+        def quieten() -> None:
             termios.tcsetattr(sys.stdin, termios.TCSANOW, quiet)  # NOW: keep what was typed
             _write_control(bracketed, BRACKETED_PASTE_ON)
-            yield
-        finally:
+
+        def restore() -> None:
             _write_control(bracketed, BRACKETED_PASTE_OFF)
             with contextlib.suppress(termios.error, OSError):
                 termios.tcsetattr(sys.stdin, termios.TCSANOW, saved)
+
+        with _terminal_restored_on_stop(restore, quieten):
+            try:
+                quieten()
+                yield
+            finally:
+                restore()
 
     def _ui_fd(self) -> int | None:
         """The terminal prompt_toolkit draws on (see ``_ui_output``), if it is one: its
@@ -489,6 +497,47 @@ BRACKETED_PASTE_OFF = "\x1b[?2004l"
 _PASTE_START, _PASTE_END = "\x1b[200~", "\x1b[201~"
 _ESCAPE_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|O.|.)?", re.DOTALL)
 """A key's escape sequence (an arrow, a function key, Alt with a key), or a lone Esc."""
+
+
+@contextlib.contextmanager
+def _terminal_restored_on_stop(
+    restore: Callable[[], None], again: Callable[[], None]
+) -> Iterator[None]:
+    """While a reply streams, Ctrl+Z and Ctrl+\\ are signals (at the prompt they are
+    keys): the terminal is given back as it was (echo, line editing, no bracketed paste)
+    before the chat stops or quits, so the shell is not left typing blind; ``fg`` sets it
+    for the reply again. (A shell that saves a stopped job's terminal, bash, hid this;
+    dash and sh did not.)"""
+    import signal
+    import threading
+    from types import FrameType
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        restore()
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTSTP)  # stopped here, until continued (fg)
+        signal.signal(signal.SIGTSTP, stop)
+        with contextlib.suppress(OSError):
+            again()
+
+    def quit_(signum: int, frame: FrameType | None) -> None:
+        restore()
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGQUIT)
+
+    previous: dict[int, Any] = {}
+    for sig, handler in ((signal.SIGTSTP, stop), (signal.SIGQUIT, quit_)):
+        if signal.getsignal(sig) == signal.SIG_DFL:  # not one the user's shell ignores
+            previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for number, before in previous.items():
+            signal.signal(number, before)
 
 
 def _write_control(fd: int | None, sequence: str) -> None:

@@ -8,6 +8,7 @@ import re
 import select
 import signal
 import subprocess
+import sys
 import termios
 import time
 
@@ -26,13 +27,16 @@ def _take_controlling_terminal() -> None:
 
 
 class Pty:
-    def __init__(self, env: Env, terminal: Terminal, *args: str) -> None:
+    def __init__(
+        self, env: Env, terminal: Terminal, *args: str, under: tuple[str, ...] = ()
+    ) -> None:
+        """``under``: a command that runs agent-assist (a shell of the test's own)."""
         self.master, slave = os.openpty()
         environ = env.environ(
             terminal, TERM="xterm", COLUMNS="200", LINES="50", PROMPT_TOOLKIT_NO_CPR="1"
         )
         self.process = subprocess.Popen(
-            [AGENT_ASSIST, *args],
+            [*under, AGENT_ASSIST, *args],
             stdin=slave,
             stdout=slave,
             stderr=slave,
@@ -321,6 +325,60 @@ def test_lines_edited_with_the_cursor_keys_wait_as_edited_after_a_ctrl_c(
             tty.type("\r")
             tty.expect(f"echo: {sent}")
             assert server.requests[-1]["messages"][-1]["content"] == sent
+    finally:
+        tty.close()
+
+
+JOB_CONTROL_SHELL = """
+import os, signal, subprocess, sys, termios
+signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+child = subprocess.Popen(sys.argv[1:], process_group=0)
+os.tcsetpgrp(0, child.pid)
+while True:
+    _, status = os.waitpid(child.pid, os.WUNTRACED)
+    if not os.WIFSTOPPED(status):
+        lflag = termios.tcgetattr(0)[3]
+        print(f"ended by {os.WTERMSIG(status) if os.WIFSIGNALED(status) else None};"
+              f" echo {bool(lflag & termios.ECHO)} icanon {bool(lflag & termios.ICANON)}",
+              flush=True)
+        break
+    os.tcsetpgrp(0, os.getpgrp())  # as dash does: the terminal back, its modes as they are
+    lflag = termios.tcgetattr(0)[3]
+    print(f"stopped; echo {bool(lflag & termios.ECHO)} icanon {bool(lflag & termios.ICANON)}",
+          flush=True)
+    os.tcsetpgrp(0, child.pid)  # fg
+    os.killpg(child.pid, signal.SIGCONT)
+"""
+"""A shell with job control that keeps no terminal modes of its own (as dash): what a
+stopped or ended job leaves is what the user types in."""
+
+
+def test_ctrl_z_or_ctrl_backslash_during_a_reply_gives_the_terminal_back_as_it_was(
+    env: Env, server: ChatServer
+) -> None:
+    """H76's find: Ctrl+Z while a reply streamed stopped the chat with the terminal as the
+    reply had set it (no echo, no line editing, bracketed paste on), and so did Ctrl+\\'s
+    quit: in dash the user typed blind, Backspace did not edit. Given back as it was; fg
+    sets it for the reply again, which goes on."""
+    shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
+    tty = Pty(env, env.terminal(), under=shell)
+    try:
+        tty.expect("/help for commands.")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        tty.type("\x1a")
+        tty.expect("stopped; echo True icanon True")
+        tty.expect("word19")  # continued
+        lflag = termios.tcgetattr(tty.master)[3]
+        assert not lflag & (termios.ECHO | termios.ICANON), "set for the reply again"
+        tty.type("after fg\r")  # typed ahead, unechoed
+        tty.expect("word199")
+        tty.expect("echo: after fg")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        tty.type("\x1c")
+        tty.expect(f"ended by {int(signal.SIGQUIT)}; echo True icanon True")
+        assert tty.seen.rfind(b"\x1b[?2004l") > tty.seen.rfind(b"\x1b[?2004h")
     finally:
         tty.close()
 
