@@ -317,7 +317,7 @@ class Console:
                     self._typed_ahead = "".join(map(_as_typed, entries))
                 try:
                     text: str | None = session.prompt(
-                        prompt, default=line, accept_default=bool(enter and line)
+                        _showing(prompt, line), default=line, accept_default=bool(enter and line)
                     )
                 except EOFError:
                     text = None
@@ -490,6 +490,15 @@ def slash_completer() -> Any:
                     yield Completion(name, start_position=-len(text), display_meta=meta)
 
     return SlashCompleter()
+
+
+def _showing(prompt: str, line: str) -> str:
+    """The prompt that starts with ``line`` in its buffer: on a dumb terminal, whose
+    prompt draws none of the text it starts with (a line held after a Ctrl+C waited
+    there unseen, and Enter sent it), the line is drawn as part of the prompt."""
+    from prompt_toolkit.utils import is_dumb_terminal
+
+    return prompt + line if line and is_dumb_terminal() else prompt
 
 
 BRACKETED_PASTE_ON = "\x1b[?2004h"

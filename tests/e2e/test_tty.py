@@ -28,12 +28,17 @@ def _take_controlling_terminal() -> None:
 
 class Pty:
     def __init__(
-        self, env: Env, terminal: Terminal, *args: str, under: tuple[str, ...] = ()
+        self,
+        env: Env,
+        terminal: Terminal,
+        *args: str,
+        under: tuple[str, ...] = (),
+        term: str = "xterm",
     ) -> None:
         """``under``: a command that runs agent-assist (a shell of the test's own)."""
         self.master, slave = os.openpty()
         environ = env.environ(
-            terminal, TERM="xterm", COLUMNS="200", LINES="50", PROMPT_TOOLKIT_NO_CPR="1"
+            terminal, TERM=term, COLUMNS="200", LINES="50", PROMPT_TOOLKIT_NO_CPR="1"
         )
         self.process = subprocess.Popen(
             [*under, AGENT_ASSIST, *args],
@@ -136,6 +141,25 @@ def test_lines_typed_ahead_survive_a_ctrl_c_and_wait_unsent_at_the_next_prompts(
     finally:
         tty.close()
     assert sum("first typed ahead" in r["messages"][-1]["content"] for r in server.requests) == 1
+
+
+def test_on_a_dumb_terminal_a_line_held_after_a_ctrl_c_is_shown_at_its_prompt(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's find (H76): with TERM=dumb the prompt draws none of the text it starts
+    with: a line typed ahead and held after a Ctrl+C waited invisible, and Enter sent it."""
+    tty = Pty(env, env.terminal(), term="dumb")
+    try:
+        tty.expect("/help for commands.")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        tty.type("held line here\r\x03")
+        tty.expect("[cancelled]")
+        tty.expect("held line here")  # not echoed while the reply streamed: only here
+        tty.type("\r")
+        tty.expect("echo: held line here")
+    finally:
+        tty.close()
 
 
 def test_a_line_entered_with_the_message_waits_unsent_after_a_ctrl_c_cancels_the_reply(
