@@ -449,7 +449,10 @@ class Console:
             with contextlib.suppress(termios.error, OSError):
                 termios.tcsetattr(sys.stdin, termios.TCSANOW, saved)
 
-        with _terminal_restored_on_stop(restore, quieten):
+        def keep_typed() -> None:  # not the shell's to read (and run) while stopped
+            self._typed_ahead += _waiting_input().decode("utf-8", "replace")
+
+        with _terminal_restored_on_stop(restore, quieten, keep_typed):
             try:
                 quieten()
                 yield
@@ -510,13 +513,15 @@ _ESCAPE_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|O.|.)?", re.DOTALL)
 
 @contextlib.contextmanager
 def _terminal_restored_on_stop(
-    restore: Callable[[], None], again: Callable[[], None]
+    restore: Callable[[], None], again: Callable[[], None], keep: Callable[[], None]
 ) -> Iterator[None]:
     """While a reply streams, Ctrl+Z and Ctrl+\\ are signals (at the prompt they are
     keys): the terminal is given back as it was (echo, line editing, no bracketed paste)
     before the chat stops or quits, so the shell is not left typing blind; ``fg`` sets it
     for the reply again. (A shell that saves a stopped job's terminal, bash, hid this;
-    dash and sh did not.)"""
+    dash and sh did not.) What was typed ahead is taken first (``keep``): left in the
+    terminal's input, the shell read it, and ran each line ended with Enter (after a
+    quit it is dropped with the chat, rather than run)."""
     import signal
     import threading
     from types import FrameType
@@ -526,6 +531,8 @@ def _terminal_restored_on_stop(
         return
 
     def stop(signum: int, frame: FrameType | None) -> None:
+        with contextlib.suppress(OSError):
+            keep()
         restore()
         signal.signal(signal.SIGTSTP, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTSTP)  # stopped here, until continued (fg)
@@ -534,6 +541,8 @@ def _terminal_restored_on_stop(
             again()
 
     def quit_(signum: int, frame: FrameType | None) -> None:
+        with contextlib.suppress(OSError):
+            keep()  # the chat's, gone with it: a message typed ahead is no shell command
         restore()
         signal.signal(signal.SIGQUIT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGQUIT)

@@ -360,16 +360,21 @@ child = subprocess.Popen(sys.argv[1:], process_group=0)
 os.tcsetpgrp(0, child.pid)
 while True:
     _, status = os.waitpid(child.pid, os.WUNTRACED)
-    if not os.WIFSTOPPED(status):
-        lflag = termios.tcgetattr(0)[3]
-        print(f"ended by {os.WTERMSIG(status) if os.WIFSIGNALED(status) else None};"
-              f" echo {bool(lflag & termios.ECHO)} icanon {bool(lflag & termios.ICANON)}",
-              flush=True)
-        break
+    ended = not os.WIFSTOPPED(status)
     os.tcsetpgrp(0, os.getpgrp())  # as dash does: the terminal back, its modes as they are
     lflag = termios.tcgetattr(0)[3]
-    print(f"stopped; echo {bool(lflag & termios.ECHO)} icanon {bool(lflag & termios.ICANON)}",
-          flush=True)
+    print(("ended by " + str(os.WTERMSIG(status) if os.WIFSIGNALED(status) else None))
+          if ended else "stopped",
+          f"echo {bool(lflag & termios.ECHO)} icanon {bool(lflag & termios.ICANON)}",
+          sep="; ", flush=True)
+    os.set_blocking(0, False)
+    try:
+        print(f"the shell read {os.read(0, 4096)!r}", flush=True)
+    except BlockingIOError:
+        print("the shell read nothing", flush=True)
+    os.set_blocking(0, True)
+    if ended:
+        break
     os.tcsetpgrp(0, child.pid)  # fg
     os.killpg(child.pid, signal.SIGCONT)
 """
@@ -383,25 +388,29 @@ def test_ctrl_z_or_ctrl_backslash_during_a_reply_gives_the_terminal_back_as_it_w
     """H76's find: Ctrl+Z while a reply streamed stopped the chat with the terminal as the
     reply had set it (no echo, no line editing, bracketed paste on), and so did Ctrl+\\'s
     quit: in dash the user typed blind, Backspace did not edit. Given back as it was; fg
-    sets it for the reply again, which goes on."""
+    sets it for the reply again, which goes on. A line typed ahead before the Ctrl+Z is
+    the chat's, sent after the reply, not read and run by the shell (H76)."""
     shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
     tty = Pty(env, env.terminal(), under=shell)
     try:
         tty.expect("/help for commands.")
         tty.type("be slow please\r")
         tty.expect("word3")
-        tty.type("\x1a")
+        tty.type("typed before the stop\r\x1a")
         tty.expect("stopped; echo True icanon True")
+        tty.expect("the shell read nothing")  # kept for the chat, not run by the shell
         tty.expect("word19")  # continued
         lflag = termios.tcgetattr(tty.master)[3]
         assert not lflag & (termios.ECHO | termios.ICANON), "set for the reply again"
         tty.type("after fg\r")  # typed ahead, unechoed
         tty.expect("word199")
+        tty.expect("echo: typed before the stop")
         tty.expect("echo: after fg")
         tty.type("be slow please\r")
         tty.expect("word3")
-        tty.type("\x1c")
+        tty.type("echo typed before the quit\r\x1c")
         tty.expect(f"ended by {int(signal.SIGQUIT)}; echo True icanon True")
+        tty.expect("the shell read nothing")  # a message typed ahead is no shell command
         assert tty.seen.rfind(b"\x1b[?2004l") > tty.seen.rfind(b"\x1b[?2004h")
     finally:
         tty.close()
