@@ -144,9 +144,25 @@ def chat_with_a_broken_sessions_directory(env: Env) -> Client:
     client.expect("[offline model]")
     sessions = env.project
     wait_for(lambda: summarized(sessions), what="the first turn's summary written after it")
-    sessions.rename(sessions.with_name("sessions.bak"))
-    sessions.write_text("not a directory\n")
+    replacement = sessions.with_name("sessions.new")
+    replacement.write_text("not a directory\n")
+    exchange(replacement, sessions)  # at once: a late write never finds sessions/ missing
+    replacement.rename(sessions.with_name("sessions.bak"))
     return client
+
+
+def exchange(a: Path, b: Path) -> None:
+    """Swap the two paths atomically (Linux ``renameat2`` with ``RENAME_EXCHANGE``). A
+    rename away and a file written in its place left a moment with no ``sessions/``: a
+    save then (the summary written a second after a turn) passed the directory's check
+    and failed on the file made meanwhile, told in other words than the next refusal."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_fdcwd, rename_exchange = -100, 2
+    if libc.renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange):
+        errno = ctypes.get_errno()
+        raise OSError(errno, os.strerror(errno), str(a))
 
 
 def test_a_sessions_directory_that_became_a_file_keeps_the_turns_aside_at_exit(
