@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -16,23 +17,25 @@ from datetime import UTC, datetime, timedelta
 from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
 
 
-def test_the_terminal_process_never_imports_pydantic_ai_or_openai(env: Env) -> None:
+def modules_loaded(
+    env: Env, args: list[str], watched: tuple[str, ...], input: str = ""
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """``agent-assist ARGS`` run in this interpreter, and which of the ``watched`` modules
+    (a name, or a package and everything in it) it loaded."""
     code = (
         "import sys, runpy\n"
-        f"sys.argv = [{AGENT_ASSIST!r}]\n"
+        f"sys.argv = [{AGENT_ASSIST!r}, *{args!r}]\n"
         "try:\n"
         "    runpy.run_module('cli', run_name='__main__')\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('pydantic_ai', 'openai', 'anyio', 'httpx', 'watchdog'))\n"
-        "print('HEAVY', heavy, file=sys.stderr)\n"
+        f"watched = {watched!r}\n"
+        "loaded = sorted(m for m in sys.modules if m in watched or m.split('.')[0] in watched)\n"
+        "print('LOADED', loaded, file=sys.stderr)\n"
     )
-    import subprocess
-
     result = subprocess.run(
         [sys.executable, "-c", code],
-        input="hello\n",
+        input=input,
         capture_output=True,
         text=True,
         cwd=env.workspace,
@@ -40,8 +43,15 @@ def test_the_terminal_process_never_imports_pydantic_ai_or_openai(env: Env) -> N
         timeout=60,
         check=False,
     )
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("LOADED ")]
+    return result, ast.literal_eval(line.removeprefix("LOADED "))
+
+
+def test_the_terminal_process_never_imports_pydantic_ai_or_openai(env: Env) -> None:
+    heavy = ("pydantic_ai", "openai", "anyio", "httpx", "watchdog")
+    result, loaded = modules_loaded(env, [], heavy, input="hello\n")
     assert 'You said: "hello"' in result.stdout, result.stderr
-    assert "HEAVY []" in result.stderr
+    assert loaded == []
 
 
 def test_supervisor_stop_saves_live_sessions_and_tells_the_terminal(env: Env) -> None:
@@ -308,29 +318,10 @@ def test_the_quick_listing_through_a_supervisor_imports_no_path_library(env: Env
     check of the workspace's path (H75) imported session.paths, pathlib and platformdirs
     (16 ms, twice the listing's own time)."""
     env.run(input="hello\n", terminal=env.terminal())
-    code = (
-        "import sys, runpy\n"
-        f"sys.argv = [{AGENT_ASSIST!r}, 'sessions', '--json']\n"
-        "try:\n"
-        "    runpy.run_module('cli', run_name='__main__')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "loaded = [m for m in ('pathlib', 'platformdirs', 'session.paths') if m in sys.modules]\n"
-        "print('LOADED', loaded, file=sys.stderr)\n"
-    )
-    import subprocess
-
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=env.workspace,
-        env=env.environ(env.terminal()),
-        timeout=60,
-        check=False,
-    )
+    path_library = ("pathlib", "platformdirs", "session.paths")
+    result, loaded = modules_loaded(env, ["sessions", "--json"], path_library)
     assert '"session_id"' in result.stdout, result.stderr
-    assert "LOADED []" in result.stderr
+    assert loaded == []
 
 
 def test_help_names_the_offline_model_and_usage_errors_exit_2(env: Env) -> None:
