@@ -156,14 +156,16 @@ class Env:
         input: str | None = None,
         terminal: Terminal | None = None,
         timeout: float = 60,
+        cwd: Path | None = None,
         **extra: str,
     ) -> subprocess.CompletedProcess[str]:
+        """``agent-assist ARGS`` in the workspace (or ``cwd``), with ``extra`` variables."""
         return subprocess.run(
             [AGENT_ASSIST, *args],
             input=input if input is not None else "",
             text=True,
             capture_output=True,
-            cwd=self.workspace,
+            cwd=cwd or self.workspace,
             env=self.environ(terminal, **extra),
             timeout=timeout,
             check=False,

@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.e2e.harness import AGENT_ASSIST, Env, running, wait_for
+from tests.e2e.harness import Env, running, wait_for
 
 
 def status(env: Env) -> dict[str, object]:
@@ -219,15 +219,8 @@ def test_a_relative_runtime_directory_is_named_as_the_absolute_one_it_means(env:
     second.mkdir()
 
     def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [AGENT_ASSIST, *args],
-            input="hello\n",
-            text=True,
-            capture_output=True,
-            cwd=cwd,
-            env=env.environ(env.terminal(), AGENT_ASSIST_RUNTIME_DIR="rel"),
-            timeout=60,
-            check=False,
+        return env.run(
+            *args, input="hello\n", terminal=env.terminal(), cwd=cwd, AGENT_ASSIST_RUNTIME_DIR="rel"
         )
 
     try:
@@ -250,15 +243,14 @@ def test_the_supervisor_holds_no_working_directory_and_a_relative_home_is_the_st
     started from, as it does for the terminal that started it."""
     starter = env.base / "starter"
     starter.mkdir()
-    chat = subprocess.run(
-        [AGENT_ASSIST, "--new", "--workspace", str(env.workspace)],
+    chat = env.run(
+        "--new",
+        "--workspace",
+        str(env.workspace),
         input="hello\n",
-        text=True,
-        capture_output=True,
+        terminal=env.terminal(),
         cwd=starter,
-        env=env.environ(env.terminal(), AGENT_ASSIST_HOME="relhome"),
-        timeout=60,
-        check=False,
+        AGENT_ASSIST_HOME="relhome",
     )
     assert chat.returncode == 0, chat.stderr
     pid = env.supervisor_pid()
