@@ -1,6 +1,6 @@
 """Where the supervisor's socket, locks, pid and log live, and the checks that keep them private.
 
-Standard library only: the thin client uses it too.
+Standard library only (and ``session.os_paths``, which is too): the thin client uses it.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import stat
 import struct
 from pathlib import Path
 from typing import NamedTuple
+
+from session.os_paths import is_utf8, shown_path
 
 SOCKET_NAME = "supervisor.sock"
 HOME_HELD_EXIT = 4
@@ -92,14 +94,12 @@ MAX_SOCKET_PATH_BYTES = 107
 def check_socket_path(directory: Path) -> None:
     """RuntimeDirError if the socket in ``directory`` would have too long a path, or one
     that is not UTF-8 (the supervisor names its socket in frames, which carry UTF-8 only)."""
-    try:
-        str(directory).encode("utf-8")
-    except UnicodeEncodeError:
-        shown = os.fsencode(directory).decode("utf-8", "backslashreplace")
+    if not is_utf8(str(directory)):
         raise RuntimeDirError(
-            f"runtime directory {shown} is not a UTF-8 path, which agent-assist cannot use; "
-            "set AGENT_ASSIST_RUNTIME_DIR to a directory whose path is UTF-8"
-        ) from None
+            f"runtime directory {shown_path(str(directory))} is not a UTF-8 path, which "
+            "agent-assist cannot use; set AGENT_ASSIST_RUNTIME_DIR to a directory whose path "
+            "is UTF-8"
+        )
     size = len(os.fsencode(directory / SOCKET_NAME))
     if size > MAX_SOCKET_PATH_BYTES:
         raise RuntimeDirError(
