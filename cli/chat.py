@@ -840,6 +840,19 @@ class Chat:
         finally:
             views[-1].end()
 
+    def _next_frame_of_reply(self) -> Frame:
+        """The next frame of a reply. A Ctrl+C interrupts the wait for it, and only the
+        wait: one taken just after a read would lose what was read. Meanwhile a long paste
+        is taken off the terminal's input (``Console.wait_readable``)."""
+        while True:
+            with self._interrupts.interruptible():
+                framed = self.conn.readable() or self.console.wait_readable(
+                    self.conn.sock.fileno()
+                )
+            if framed:
+                return self.conn.receive()
+            self.console.take_typed_ahead()
+
     def _receive_turn(self, frame: Frame, views: list[ReplyView]) -> None:
         """Show the reply to ``frame`` in ``views[-1]``; a reply asked for again after a
         re-attach gets a view of its own, so it does not run on from the cut one."""
@@ -848,8 +861,7 @@ class Chat:
         cancelled = False
         while True:
             try:
-                with self._interrupts.interruptible():
-                    reply = self.conn.receive()
+                reply = self._next_frame_of_reply()
             except KeyboardInterrupt:
                 if cancelled:
                     raise
@@ -994,7 +1006,8 @@ class Chat:
         while True:
             try:
                 with self._interrupts.interruptible():
-                    frame = self.conn.receive()
+                    self.conn.readable(None)  # the wait only: see _next_frame_of_reply
+                frame = self.conn.receive()
             except ConnectionLost:
                 self._command_interrupted(name)
                 return True

@@ -28,6 +28,11 @@ SLASH_COMMANDS = {
     "/help": "the commands and keys",
     "/exit": "leave (the session is saved)",
 }
+LONG_TYPED_BYTES = 1024
+"""Keys typed ahead of a reply, waiting in the terminal's input, that ``wait_readable``
+takes off it: a paste (what anyone types by hand during a reply stays shorter)."""
+TYPED_POLL_S = 0.05
+"""How often a reply's wait looks at keys that wait in the terminal's input."""
 
 
 def other_choices(choices: int) -> str:
@@ -171,12 +176,15 @@ class Console:
         self._prompt: Any = None
         self._questions: Any = None
         self.late_interrupt = False
+        """A Ctrl+C typed right after Enter, read by the prompt with it (for the reply)."""
         self._held: list[str] = []
         """Lines typed ahead of a reply a Ctrl+C cancelled: each starts a prompt, unsent."""
         self._typed_ahead = ""
         """Keys read from the terminal's input before their prompt (see
         ``interrupted_after_enter``): its first line starts the next prompt."""
-        """A Ctrl+C typed right after Enter, read by the prompt with it (for the reply)."""
+        self._drained = b""
+        """A long paste taken off the terminal's input while a reply streamed
+        (``wait_readable``), for the next prompt."""
         self.waiting: Callable[[], contextlib.AbstractContextManager[None]] = (
             contextlib.nullcontext
         )
@@ -291,9 +299,41 @@ class Console:
             from prompt_toolkit.input.typeahead import get_typeahead
 
             kept = "".join(map(_key_typed, get_typeahead(self._prompt.input)))
-        typed = kept + self._typed_ahead + _waiting_input().decode("utf-8", "replace")
+        typed = kept + self._typed_ahead + self._take_waiting()
         self._typed_ahead = ""
         self._held.extend(text for text, _ in typed_entries(typed) if text.strip())
+
+    def _take_waiting(self) -> str:
+        """What was typed ahead and not read yet: the long paste taken off the terminal
+        during the reply, then what waits in its input."""
+        data, self._drained = self._drained + _waiting_input(), b""
+        return data.decode("utf-8", "replace")
+
+    def wait_readable(self, fd: int) -> bool:
+        """Wait until ``fd`` (the supervisor's connection) has something to read (True) or,
+        on a terminal, over ``LONG_TYPED_BYTES`` typed ahead wait in its input (False): a
+        paste, for ``take_typed_ahead``, since a full input queue (4,096 bytes) holds a
+        Ctrl+C typed after it as a byte behind the rest, no signal. Shorter type-ahead
+        stays in the terminal's input for the next prompt."""
+        import select
+
+        typing = sys.stdin.fileno() if self.interactive else None
+        while True:
+            waiting = 0 if typing is None else _bytes_waiting(typing)
+            if waiting >= LONG_TYPED_BYTES:
+                return False
+            # Typing wakes this wait only while none waits (then the terminal stays
+            # readable): keys that wait are looked at again every TYPED_POLL_S.
+            watched = [fd] if typing is None or waiting else [fd, typing]
+            ready, _, _ = select.select(watched, [], [], TYPED_POLL_S if waiting else None)
+            if fd in ready:
+                return True
+            if typing in ready and not _bytes_waiting(typing):
+                typing = None  # readable with nothing to read: hung up
+
+    def take_typed_ahead(self) -> None:
+        """Take what was typed ahead off the terminal's input, for the next prompt."""
+        self._drained += _waiting_input()
 
     def read_line(self, prompt: str = "> ", idle: IdleWatcher | None = None) -> str | None:
         """One message; None at end of input. KeyboardInterrupt: Ctrl+C at an empty prompt.
@@ -450,13 +490,15 @@ class Console:
                 termios.tcsetattr(sys.stdin, termios.TCSANOW, saved)
 
         def keep_typed() -> None:  # not the shell's to read (and run) while stopped
-            self._typed_ahead += _waiting_input().decode("utf-8", "replace")
+            self._typed_ahead += self._take_waiting()
 
         with _terminal_restored_on_stop(restore, quieten, keep_typed):
             try:
                 quieten()
                 yield
             finally:
+                if self._drained:  # the rest of a long paste goes with what was taken
+                    self._typed_ahead += self._take_waiting()
                 restore()
 
     def _ui_fd(self) -> int | None:
@@ -691,6 +733,17 @@ def _key_typed(key: Any) -> str:
     if key.key == Keys.BracketedPaste:
         return f"{_PASTE_START}{key.data}{_PASTE_END}"
     return str(key.data)
+
+
+def _bytes_waiting(fd: int) -> int:
+    """How many bytes wait in the terminal ``fd``'s input (0 if that cannot be known)."""
+    import fcntl
+    import termios
+
+    try:
+        return int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, bytes(4)), sys.byteorder)
+    except OSError:
+        return 0
 
 
 def _waiting_input() -> bytes:

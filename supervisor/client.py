@@ -103,8 +103,9 @@ class Connection:
         except OSError as exc:
             raise ConnectionLost(str(exc)) from exc
 
-    def readable(self, timeout: float = 0.0) -> bool:
-        """Whether a frame (or the end of the stream) is waiting, within ``timeout`` s."""
+    def readable(self, timeout: float | None = 0.0) -> bool:
+        """Whether a frame (or the end of the stream) is waiting, within ``timeout`` s
+        (None: waits for one)."""
         if self._pending or self._returned:
             return True
         ready, _, _ = select.select([self.sock], [], [], timeout)

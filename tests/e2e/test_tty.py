@@ -327,6 +327,30 @@ def test_text_pasted_while_a_reply_streams_waits_whole_after_a_ctrl_c(
         tty.close()
 
 
+def test_a_ctrl_c_after_a_long_paste_while_a_reply_streams_cancels_it(
+    env: Env, server: ChatServer
+) -> None:
+    """A left-out of session 21 (H76): a paste of over 4 KB during a reply filled the
+    terminal's input queue (4,096 bytes), and a Ctrl+C typed after it waited behind the
+    paste, no signal: the reply ran on to its end, and the next prompt read the Ctrl+C as
+    a key (clearing the paste). The Ctrl+C cancels the reply, and the paste waits whole."""
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        long_paste = "begin " + "0123456789" * 900 + " Z"
+        _paste(tty, long_paste)
+        tty.type("\x03")
+        tty.expect("[cancelled]", timeout=5)  # the reply takes 10 s to its end
+        tty.expect("Z")  # the paste's end, held at the next prompt (its start scrolled off)
+        tty.type("\r")
+        wait_for(lambda: "begin 0123" in str(server.requests[-1]["messages"][-1]))
+        assert server.requests[-1]["messages"][-1]["content"] == long_paste
+    finally:
+        tty.close()
+
+
 def test_lines_edited_with_the_cursor_keys_wait_as_edited_after_a_ctrl_c(
     env: Env, server: ChatServer
 ) -> None:
