@@ -331,6 +331,9 @@ class TerminalActor(Actor[TerminalMessage]):
         yet: each file at the digest that context compares with. Saved so, a later resume
         tells it again (leaving at once lost it)."""
         """Files changed outside since the last request: its note names them, once."""
+        self._carried: tuple[frozenset[str], dict[str, str]] = (frozenset(), {})
+        """The changes outside (and the resume's drift) the running turn's request
+        carries: told again by the next request if the turn is not kept."""
         self._last_change: dict[str, float] = {}
         """When each file was last seen changing outside (a burst gives one notice)."""
         self._deferred_changes: set[str] = set()
@@ -611,6 +614,7 @@ class TerminalActor(Actor[TerminalMessage]):
         self._turn_count += 1
         self._lc = self._lc.begin_turn(self._turn_count, message_id)
         notes = self._changes_note()
+        self._carried = (frozenset(self._changed_outside), dict(self._drift_untold))
         self._changed_outside.clear()
         self._drift_untold.clear()  # this request carries the context that tells it
         try:
@@ -640,8 +644,10 @@ class TerminalActor(Actor[TerminalMessage]):
         told_in_turn, self._told_in_turn = self._told_in_turn, set()
         self._turn_writes.clear()
         self._written.update(done.written)
+        carried, self._carried = self._carried, (frozenset(), {})
         if (done.cancelled and not done.new_messages) or done.error is not None:
             self._lc = self._lc.abandon_turn(done.touched)
+            self._tell_again(*carried)  # the turn that carried them is not kept
             if done.touched:  # what it wrote is tracked, watched, and not told as outside
                 manifest, _ = await self._manifest(done.touched)
                 await self._watch(manifest)
@@ -1196,6 +1202,13 @@ class TerminalActor(Actor[TerminalMessage]):
             if last is None or now - last >= BURST_S:
                 how = "deleted" if path in gone else "changed"
                 await self._emit(Info(f"note: {path} {how} outside agent-assist"))
+
+    def _tell_again(self, changed: frozenset[str], drift: Mapping[str, str]) -> None:
+        """The changes outside a request carried, to be carried by the next one: the turn
+        it began was not kept (it failed, or was cancelled before any tool ran), so the
+        model was never told of them."""
+        self._changed_outside |= changed
+        self._drift_untold = {**drift, **self._drift_untold}
 
     def _changes_note(self) -> str:
         """The next request's note on the files changed outside since the last one."""

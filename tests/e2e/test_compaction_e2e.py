@@ -281,6 +281,37 @@ def test_a_file_read_for_the_first_time_and_changed_during_the_turn_is_told(
     assert "changed outside the assistant since the last turn: r2.md" in system
 
 
+def test_a_change_outside_carried_by_a_failed_request_is_carried_by_the_next(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's attack (H77): the note naming a file changed outside rode on a request
+    whose reply failed (the connection dropped), and the next request said nothing: the
+    model was never told, and the session kept the new digest as if it had been."""
+    (env.workspace / "agent_spec.md").write_text("# spec\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("read: agent_spec.md")
+    client.expect("recorded")
+    with (env.workspace / "agent_spec.md").open("a") as edit:
+        edit.write("edited by hand\n")
+
+    def noticed() -> bool:  # piped, a notice comes out with the next command's answer
+        client.send("/checkpoint")
+        client.expect("No checkpoints", stderr=True)
+        return any("changed outside" in line for line in client.drain_stderr())
+
+    wait_for(noticed, what="the outside edit's notice")
+    client.send("cut mid-reply")
+    client.expect("dropped mid-reply", stderr=True)
+    client.send("and now?")
+    client.expect("and now?")
+    client.close_stdin()
+    assert client.wait() == 1  # the failed turn
+    failed, last = chats(server)[-2:]
+    assert conversation(failed)[-1]["content"] == "cut mid-reply"
+    system = " ".join(str(m["content"]) for m in last["messages"] if m["role"] == "system")
+    assert "changed outside the assistant since the last turn: agent_spec.md" in system
+
+
 def test_a_file_changed_outside_while_a_turn_runs_is_told_then_not_after_it(
     env: Env, server: ChatServer
 ) -> None:
