@@ -40,6 +40,7 @@ from actors.messages import (
 from actors.reply import ReplyForwarder
 from actors.turn_lines import (
     checkpoint_failed,
+    context_window_exceeded,
     describe_tool_call,
     explain_failure,
     refused_calls,
@@ -165,7 +166,8 @@ class LLMActor(Actor[LLMMessage]):
                 except Exception as exc:
                     log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
                     line = explain_failure(exc, turn.model, mid_reply=reply.had_text)
-                    done = _unfinished(turn, deps, error=line)
+                    full = context_window_exceeded(exc)
+                    done = _unfinished(turn, deps, error=line, context_full=full)
                 finally:
                     reply.close()
                 await _tell_done(turn, reply.finish, done)  # with the text held
@@ -281,6 +283,7 @@ def _unfinished(
     *,
     cancelled: bool = False,
     error: str | None = None,
+    context_full: bool = False,
     kept: tuple[ModelMessage, ...] = (),
 ) -> TurnDone:
     """The end of a turn cut short: of the conversation only what it ``kept`` (a turn
@@ -296,6 +299,7 @@ def _unfinished(
         read=tuple(sorted(deps.read.items())),
         cancelled=cancelled,
         error=error,
+        context_full=context_full,
         phase=deps.phase if kept else None,
     )
 

@@ -405,6 +405,8 @@ class TurnDone:
     """The files the turn read (before any write of them), with the SHA-256 read."""
     cancelled: bool = False
     error: str | None = None
+    context_full: bool = False
+    """The turn failed because the model refused a request as over its context window."""
     input_tokens: int | None = None
     """The model's count of the turn's last request, if it reported one."""
     phase: WorkPhase | None = None

@@ -173,6 +173,32 @@ DETACH_TURN_WAIT_S = 5.0
 SAVED_AGAIN = "note: the session is saved again (the saves that failed are made good)"
 
 
+MIN_LEARNED_BUDGET = 1_024
+"""The lowest token budget a model's refusal of a request as over its context window
+brings a chat's budget down to."""
+
+
+def context_full_line(before: int, after: int, budget: int) -> str:
+    return (
+        "note: the model refused the request as over its context window; the conversation "
+        f"was compacted (~{before:,} -> ~{after:,} tokens) and the message sent again. This "
+        f"chat now keeps requests under ~{budget:,} tokens (AGENT_ASSIST_CONTEXT_TOKENS "
+        "sets the budget)"
+    )
+
+
+@dataclass(frozen=True)
+class _Message:
+    """A user message sent to the model: kept to send it again, once."""
+
+    text: str
+    message_id: str | None
+    again: bool = False
+    """It is being sent again."""
+    error: str | None = None
+    """Why the model refused it (told if sending it again cannot help)."""
+
+
 @dataclass(frozen=True)
 class Peers:
     storage: ActorRef[StorageMessage]
@@ -331,6 +357,8 @@ class TerminalActor(Actor[TerminalMessage]):
         yet: each file at the digest that context compares with. Saved so, a later resume
         tells it again (leaving at once lost it)."""
         """Files changed outside since the last request: its note names them, once."""
+        self._message: _Message | None = None
+        """The running (or last) turn's user message."""
         self._carried: tuple[frozenset[str], dict[str, str]] = (frozenset(), {})
         """The changes outside (and the resume's drift) the running turn's request
         carries: told again by the next request if the turn is not kept."""
@@ -588,7 +616,11 @@ class TerminalActor(Actor[TerminalMessage]):
             return None
         return RestoredFrom(checkpoint.number, checkpoint.created_at)
 
-    async def _start_turn(self, text: str, message_id: str | None = None) -> None:
+    async def _start_turn(
+        self, text: str, message_id: str | None = None, *, again: bool = False
+    ) -> None:
+        """Send the user's message to the model (``again``: a second time, after the model
+        refused it as over its context window and the conversation was compacted)."""
         if not self._lc.allows(Event.BEGIN_TURN):
             already = self._lc.phase is Phase.IN_TURN
             await self._emit(
@@ -613,6 +645,7 @@ class TerminalActor(Actor[TerminalMessage]):
         )
         self._turn_count += 1
         self._lc = self._lc.begin_turn(self._turn_count, message_id)
+        self._message = _Message(text, message_id, again)
         notes = self._changes_note()
         self._carried = (frozenset(self._changed_outside), dict(self._drift_untold))
         self._changed_outside.clear()
@@ -645,6 +678,7 @@ class TerminalActor(Actor[TerminalMessage]):
         self._turn_writes.clear()
         self._written.update(done.written)
         carried, self._carried = self._carried, (frozenset(), {})
+        resend: _Message | None = None
         if (done.cancelled and not done.new_messages) or done.error is not None:
             self._lc = self._lc.abandon_turn(done.touched)
             self._tell_again(*carried)  # the turn that carried them is not kept
@@ -655,7 +689,9 @@ class TerminalActor(Actor[TerminalMessage]):
             if done.text:
                 await self._emit(ReplyText(done.text))
             error = done.error and scrub_text(done.error, self._lc.policy.known_secrets)
-            await self._emit(TurnEnded("cancelled" if done.cancelled else "error", error))
+            resend = self._resendable(done, error)
+            if resend is None:
+                await self._emit(TurnEnded("cancelled" if done.cancelled else "error", error))
         else:
             try:
                 manifest, spec = await self._manifest_after_turn(done.touched)
@@ -708,6 +744,38 @@ class TerminalActor(Actor[TerminalMessage]):
         held, self._held_notices = self._held_notices, []
         for notice in held:
             await self._emit(notice)
+        if resend is not None:
+            await self._send_again_smaller(resend)
+
+    def _resendable(self, done: TurnDone, error: str | None) -> _Message | None:
+        """The message of a turn the model refused as over its context window, to be sent
+        again once the conversation is compacted: once, and not if the turn wrote a file
+        (running its tools again would write it again) or the terminal has left."""
+        message = self._message
+        if not done.context_full or message is None or message.again or done.written:
+            return None
+        if self._detaching is not None:
+            return None
+        return dataclasses.replace(message, error=error)
+
+    async def _send_again_smaller(self, message: _Message) -> None:
+        """The model refused the request as over its context window: the token budget of
+        this chat learns it (three quarters of the refused request), the conversation is
+        compacted to it and the message is sent again. If the request could not be made
+        smaller, the turn ends with the refusal."""
+        extra = len(message.text) + len(self._changes_note())
+        before = self._lc.estimated_tokens(extra)
+        budget = max(MIN_LEARNED_BUDGET, self._request_tokens * 3 // 4)
+        threshold = self._lc.policy.compaction.token_threshold
+        if threshold is None or budget < threshold:
+            self._lc = self._lc.with_token_threshold(budget)
+        await self._compact_for_budget(extra)
+        after = self._lc.estimated_tokens(extra)
+        if after >= before:
+            await self._emit(TurnEnded("error", message.error))
+            return
+        await self._emit(Info(context_full_line(before, after, budget)))
+        await self._start_turn(message.text, message.message_id, again=True)
 
     async def _command(self, name: str, arg: str | None) -> None:
         if not self._lc.is_open:

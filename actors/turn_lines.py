@@ -12,6 +12,7 @@ from pydantic_ai.exceptions import (
     ModelAPIError,
     ModelAuthenticationError,
     ModelConnectionError,
+    ModelContextWindowExceededError,
     ModelHTTPError,
     ModelNotFoundError,
     OutputTokenLimitExceeded,
@@ -135,8 +136,34 @@ def explain_failure(exc: BaseException, model: str, *, mid_reply: bool = False) 
     return scrub_text(_explain(exc, model, mid_reply), secrets_from_environment())
 
 
+_LLAMA_CPP_OVERFLOW = ("exceed_context_size_error", "exceeds the available context size")
+"""How llama.cpp's server words an overflow (pydantic-ai knows OpenAI's and vLLM's words)."""
+
+
+def context_window_exceeded(exc: BaseException) -> bool:
+    """Whether the model refused the request as over its context window: compacting the
+    conversation, not sending it again as it is, is what helps."""
+    if isinstance(exc, ModelContextWindowExceededError):
+        return True
+    if not isinstance(exc, ModelHTTPError) or exc.status_code not in (400, 413):
+        return False
+    said = str(exc.body).lower()
+    return any(words in said for words in _LLAMA_CPP_OVERFLOW)
+
+
 def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
     where = endpoint_of(model)
+    if context_window_exceeded(exc):
+        if isinstance(exc, ModelHTTPError):
+            source, said = f"{exc.status_code} from {where}", _said_by(exc.body)
+        else:
+            source = f"from {where}"
+            said = exc.message if isinstance(exc, ModelAPIError) else str(exc)
+        return (
+            f"{source}: the request is over the model's context window ({_clip(said, 200)}); "
+            "the reply is not kept: /compact shrinks the conversation, and "
+            "AGENT_ASSIST_CONTEXT_TOKENS below the model's window keeps it under"
+        )
     if isinstance(exc, ModelConnectionError) and mid_reply:
         return f"the connection to {where} dropped mid-reply; the reply is not kept: send it again"
     if isinstance(exc, ModelAPIError) and exc.message == UNFINISHED_STREAM:

@@ -493,6 +493,13 @@ class SessionLifecycle:
         )
         return Transition(new, (WritePointer(stored.session_id),))
 
+    def with_token_threshold(self, threshold: int) -> SessionLifecycle:
+        """A copy whose token budget is ``threshold`` (a model refused a request as over
+        its context window: the budget learns it), with the request's tail held to it."""
+        compaction = dataclasses.replace(self.policy.compaction, token_threshold=threshold)
+        new = self._with(policy=dataclasses.replace(self.policy, compaction=compaction))
+        return new._with_tail() if new.history else new
+
     def begin_turn(self, turn_id: int, message_id: str | None = None) -> SessionLifecycle:
         """A reply to a user message starts (``turn_id`` names it until it ends)."""
         self._check(Event.BEGIN_TURN)
@@ -822,6 +829,11 @@ class SessionLifecycle:
             return new
         if "history_starts" not in changes:
             new = new._with(history_starts=tuple(turn_starts(new.history)))
+        return new._with_tail()
+
+    def _with_tail(self) -> SessionLifecycle:
+        """A copy whose ``tail_start`` follows the history and the policy's limits."""
+        new = self
         max_turns, max_chars = new._tail_limits()
         starts = new.history_starts
         if max_chars is None:

@@ -43,6 +43,10 @@ class ChatServer:
         self.summary_names_last_turn = False
         """``summary-model`` answers ``SUMMARY up to: <the last user line it was given>``,
         so that a test tells a summary of every turn from one of the first turns."""
+        self.context_window: int | None = None
+        """Set: a chat request (not a summary's) whose body is longer than this many bytes
+        gets OpenAI's 400 ``context_length_exceeded``, as a model with a small context
+        window answers."""
         self.tool_returns_go = threading.Event()
         """Cleared: an answer to a tool's return waits until it is set again."""
         self.tool_returns_go.set()
@@ -65,6 +69,10 @@ class ChatServer:
                     f"Bearer {server.api_key}"
                 ):
                     self._unauthorized()
+                    return
+                window = server.context_window
+                if window is not None and body["model"] != "summary-model" and length > window:
+                    self._context_length_exceeded(length, window)
                     return
                 if body["messages"][-1].get("content") == "cut mid-reply":
                     self._cut(body)
@@ -156,6 +164,24 @@ class ChatServer:
             def _bad_request(self, message: str) -> None:
                 """400, its body echoing ``message`` (as some gateways echo a header)."""
                 payload = json.dumps({"error": {"message": message}}).encode()
+                self.send_response(400)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _context_length_exceeded(self, length: int, window: int) -> None:
+                error = {
+                    "message": (
+                        f"This model's maximum context length is {window // 4} "
+                        f"tokens. However, your messages resulted in {length // 4} tokens. "
+                        "Please reduce the length of the messages."
+                    ),
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": "context_length_exceeded",
+                }
+                payload = json.dumps({"error": error}).encode()
                 self.send_response(400)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))

@@ -1,0 +1,70 @@
+"""A model whose context window is smaller than the token budget: it refuses a request
+as over its window (OpenAI's 400 ``context_length_exceeded``), through the real
+supervisor and terminal and a local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.harness import Env
+from tests.e2e.openai_server import ChatServer
+
+PARAGRAPH = "The triage agent reads each ticket, classifies it and routes it. " * 24
+"""About 1,550 characters: a few of these fill the test model's small window."""
+
+
+@pytest.fixture
+def server(env: Env) -> Iterator[ChatServer]:
+    with ChatServer() as chat_server:
+        chat_server.context_window = 9_000
+        env.extra.update(
+            OPENAI_BASE_URL=chat_server.base_url,
+            OPENAI_API_KEY="sk-test-not-a-real-key",
+            AGENT_ASSIST_MODEL="openai-chat:test-model",
+        )
+        yield chat_server
+
+
+def sent(server: ChatServer, message: str) -> list[dict[str, Any]]:
+    """The chat requests whose last message is the user's ``message``."""
+    return [
+        r
+        for r in server.requests
+        if r["model"] == "test-model" and r["messages"][-1].get("content") == message
+    ]
+
+
+def test_a_conversation_that_outgrows_the_models_window_is_compacted_and_goes_on(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's attack (H77): the budget (32,768 tokens for an unknown model) was far
+    above the model's real window, so once the conversation filled it every message was
+    refused with the same 400 and nothing was ever compacted: the session was stuck."""
+    messages = [f"question {n}: {PARAGRAPH}" for n in range(1, 9)]
+    result = env.run("--new", input="".join(m + "\n" for m in messages), terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert [line[:12] for line in result.stdout.splitlines()] == [
+        f"echo: {m[:6]}" for m in messages
+    ], "every message answered"
+    refused = [m for m in messages if len(sent(server, m)) > 1]
+    assert len(refused) == 1, "refused once, sent again after the compaction, then never again"
+    assert result.stderr.count("refused the request as over its context window") == 1
+    assert "error:" not in result.stderr
+
+
+def test_a_message_over_the_window_alone_is_refused_once_and_the_chat_goes_on(
+    env: Env, server: ChatServer
+) -> None:
+    """Nothing to compact (the message alone outweighs the window): the refusal is told with
+    what to do, the message is not sent again and again, and the next message is answered."""
+    huge = "paste: " + PARAGRAPH * 7
+    result = env.run("--new", input=f"{huge}\nshort one\n", terminal=env.terminal())
+    assert result.returncode == 1  # the refused message
+    assert len(sent(server, huge)) == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "over the model's context window" in errors[0], result.stderr
+    assert "/compact" in errors[0]
+    assert result.stdout.splitlines() == ["echo: short one"]
