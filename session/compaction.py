@@ -1126,7 +1126,7 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         result = await agent.run(prompt)
         if result.response.finish_reason == "length":
             raise CutSummary("the summary model's answer was cut at its token limit; not used")
-        text = result.output.strip()
+        text = without_controls(result.output).strip()
         if not text:
             return None
         if len(text) > MAX_LLM_NARRATIVE_CHARS:
@@ -1141,6 +1141,21 @@ class LlmEventSummarizer(BaseEventsSummarizer):
             )
         start, end = _covered(events)
         return compaction_event(EventCompaction(start, end, text))
+
+
+_CONTROLS_RE: Final = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
+    r"|\x1b[\]PX^_].*?(?:\x07|\x1b\\|\Z)"  # OSC, DCS, SOS, PM, APC
+    r"|\x1b[ -/]*[0-~]?"  # the other escapes (and a lone ESC)
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]",  # C0 but tab and newline; DEL; C1
+    re.DOTALL,
+)
+
+
+def without_controls(text: str) -> str:
+    """A summary model's answer without escape sequences and control characters (tabs
+    and newlines stay): it is sent first in every request and kept in the session file."""
+    return _CONTROLS_RE.sub("", text)
 
 
 _SENT_LINE_RE: Final = re.compile(r"(?:user|assistant|tool call [\w.-]+|tool [\w.-]+ returned): ")

@@ -407,6 +407,19 @@ async def test_a_summary_cut_at_the_models_token_limit_is_refused() -> None:
         await LlmEventSummarizer(FunctionModel(cut)).summarize_events(invocation(1))
 
 
+async def test_a_summary_models_control_characters_are_not_kept() -> None:
+    """A helper's attack (H77): an answer with NULs and escape sequences became the
+    compaction as it was, sent first in every request and written to the session file."""
+
+    def garbled(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        answer = "\x1b[31mThe spec\x00 is in\tagent_spec.md\x1b]0;t\x07.\n"
+        return ModelResponse(parts=[TextPart(answer)])
+
+    event = await LlmEventSummarizer(FunctionModel(garbled)).summarize_events(invocation(1))
+    assert event is not None and event.compaction is not None
+    assert event.compaction.compacted_content == "The spec is in\tagent_spec.md."
+
+
 async def test_a_summary_that_begins_as_the_earlier_one_did_is_no_echo() -> None:
     """A helper's find: with the earlier summary in what it was sent, a new one beginning
     with the same words was refused as a copy, at every compaction after the first."""
