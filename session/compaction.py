@@ -74,6 +74,7 @@ from session.compacted import (
 )
 from session.errors import SessionError
 from session.history import is_turn_start, message_chars
+from session.printable import printable
 from session.redaction import scrub_text
 from session.shares import first_lines_within, line_chars, newest_within
 from session.summary import EARLIER, user_prompts
@@ -1126,7 +1127,7 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         result = await agent.run(prompt)
         if result.response.finish_reason == "length":
             raise CutSummary("the summary model's answer was cut at its token limit; not used")
-        text = without_controls(result.output).strip()
+        text = printable(result.output).strip()  # it is sent first in every request, and kept
         if not text:
             return None
         if len(text) > MAX_LLM_NARRATIVE_CHARS:
@@ -1141,21 +1142,6 @@ class LlmEventSummarizer(BaseEventsSummarizer):
             )
         start, end = _covered(events)
         return compaction_event(EventCompaction(start, end, text))
-
-
-_CONTROLS_RE: Final = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
-    r"|\x1b[\]PX^_].*?(?:\x07|\x1b\\|\Z)"  # OSC, DCS, SOS, PM, APC
-    r"|\x1b[ -/]*[0-~]?"  # the other escapes (and a lone ESC)
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]",  # C0 but tab and newline; DEL; C1
-    re.DOTALL,
-)
-
-
-def without_controls(text: str) -> str:
-    """A summary model's answer without escape sequences and control characters (tabs
-    and newlines stay): it is sent first in every request and kept in the session file."""
-    return _CONTROLS_RE.sub("", text)
 
 
 _SENT_LINE_RE: Final = re.compile(r"(?:user|assistant|tool call [\w.-]+|tool [\w.-]+ returned): ")
