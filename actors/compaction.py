@@ -13,8 +13,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from functools import partial
+from typing import Any, Final, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -59,6 +61,7 @@ KEPT_ANSWERS = 64
 STOPPED_LINE = "the compaction actor stopped before it finished"
 OFFLINE: Final = "offline"
 """As a summary model: the offline summarizer (no model)."""
+R = TypeVar("R")
 
 SUMMARY_TEMPLATE = (
     "Summarize this agent-design conversation in at most 8 short lines for resuming it later. "
@@ -79,6 +82,14 @@ class _Running:
 
 _WindowKey = tuple[str, int, int, int]
 """A compaction's session, generation, and window's first and last invocations."""
+
+
+async def off_the_loop(fn: Callable[..., R], *args: Any) -> R:
+    """``fn(*args)`` in a worker thread: summarizing a window and extracting what it keeps
+    scan every text of it (a session of long turns took seconds), and on the event loop
+    every other terminal of the supervisor waited that long. The work is pure: a
+    cancelled wait abandons it."""
+    return await anyio.to_thread.run_sync(partial(fn, *args), abandon_on_cancel=True)
 
 
 def _window_key(message: Compact) -> _WindowKey:
@@ -207,7 +218,7 @@ class CompactionActor(Actor[CompactionMessage]):
         try:
             model = self._model_of(message.summary_model)
             summarized = await self._summarize_window(model, window.events, timeout)
-            compaction = finish_compaction(window, summarized)
+            compaction = await off_the_loop(finish_compaction, window, summarized)
             offline_because = self._offline_because(model)
         except SummaryTooLong as exc:
             log.info("compaction of session %s skipped: %s", message.session_id, exc)
@@ -247,7 +258,7 @@ class CompactionActor(Actor[CompactionMessage]):
                     return await summarizer.summarize_events(events)
             except Exception as exc:
                 self._llm_failed(model, "compaction", exc)
-        return OfflineEventSummarizer().summarize(events)
+        return await off_the_loop(OfflineEventSummarizer().summarize, events)
 
     def _llm(self, model: str) -> LlmEventSummarizer:
         """The summary model's summarizer (with the compaction prompt), built once."""

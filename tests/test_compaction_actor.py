@@ -134,3 +134,26 @@ async def test_a_hung_summary_model_is_asked_one_summary_at_a_time_per_session(
             asked = {str(r["messages"]) for r in server.requests}  # the client retries each
             assert len(asked) == 1, "the second and third waited; the third ran, offline"
             tg.cancel_scope.cancel()
+
+
+async def test_compacting_a_window_of_long_turns_leaves_the_event_loop_free(
+    no_blocking: None,
+) -> None:
+    """A helper's attack (H78): resuming a session of long turns compacted them for seconds
+    on the supervisor's event loop, and every other terminal (its replies, `supervisor
+    status`) waited that long. The offline summarizer and the extraction of what the
+    compaction keeps run off the loop."""
+    sentence = "We decided the triage agent must always route billing tickets to Kim. "
+    long_reply = sentence * 1_500  # about 100 KB of prose, as a pasted document or a report
+    messages = [m for index in range(30) for m in turn(index, text=long_reply)]
+    window = sliding_window(events_from_messages(messages, 1), EventsCompactionConfig(30, 0, None))
+    assert window is not None
+    async with anyio.create_task_group() as tg:
+        compaction: ActorRef[Any] = await tg.start(
+            partial(run_supervised, "compaction", lambda ref: CompactionActor(ref))
+        )
+        with anyio.fail_after(60):
+            answer = await compaction.ask(Compact("aaaaaaaaaaaa", 1, window, "tokens"))
+        assert isinstance(answer, Compacted) and answer.compaction is not None
+        assert answer.compaction.end_invocation == 30
+        tg.cancel_scope.cancel()
