@@ -120,6 +120,7 @@ from session.lifecycle import (
     Phase,
     ScrubEarlier,
     SessionLifecycle,
+    Transition,
     WritePointer,
     WriteSession,
 )
@@ -541,14 +542,16 @@ class TerminalActor(Actor[TerminalMessage]):
                 )
                 drift_text = tuple(drift_lines(drift))
                 if continuing == "fresh":  # no context to tell the drift: changes outside
-                    transition = self._lc.resume(stored, drift, context=False)
+                    transition = await self._resumed(stored, drift, context=False)
                     outside = (*drift.modified, *drift.deleted)
                 elif continuing is not None:  # the context it had; the drift, outside
                     restored = await self._restored_from(wanted, continuing)
-                    transition = self._lc.resume(stored, drift, restored, drift_in_context=False)
+                    transition = await self._resumed(
+                        stored, drift, restored, drift_in_context=False
+                    )
                     outside = (*drift.modified, *drift.deleted)
                 else:
-                    transition = self._lc.resume(stored, drift)
+                    transition = await self._resumed(stored, drift)
                     self._drift_untold = _untold(drift, stored.file_manifest)
             except ValidationError as exc:
                 await storage.ask(Release(wanted, pid, self._token), STORAGE_TIMEOUT_S)
@@ -599,6 +602,20 @@ class TerminalActor(Actor[TerminalMessage]):
             )
         )
         return kept
+
+    async def _resumed(
+        self,
+        stored: SessionState,
+        drift: FileDrift,
+        restored: RestoredFrom | None = None,
+        **options: bool,
+    ) -> Transition:
+        """``SessionLifecycle.resume`` in a worker thread: reading back, checking and
+        encoding again a session of long turns takes a while (seconds for a 30 MB file),
+        and on the event loop every other terminal of the supervisor waited for it. The
+        lifecycle is immutable: the call is pure."""
+        resume = partial(self._lc.resume, stored, drift, restored, **options)
+        return await anyio.to_thread.run_sync(resume)
 
     async def _restored_from(
         self, session_id: str, continuing: str | int | None

@@ -170,3 +170,45 @@ async def test_the_offline_model_s_turns_end_with_the_request_s_estimated_size(r
         assert ended.status == "ok"
         sizes.append(ended.input_tokens)
     assert sizes[0] > 50 and sizes[0] < sizes[1] < sizes[2], sizes
+
+
+async def test_resuming_a_session_of_long_turns_does_not_block_the_event_loop(
+    tmp_path: Path,
+) -> None:
+    """A helper's attack (H78): resuming a session file of long turns read, checked and
+    encoded its messages again on the supervisor's event loop, and every other terminal
+    waited for it (seconds for a 30 MB file). The lifecycle's resume is pure: it runs
+    off the loop (and so does what the exit does with such a session)."""
+    from datetime import UTC, datetime
+
+    from session.compaction import EventsCompactionConfig
+    from session.history import plain_messages
+    from session.lifecycle import PersistPolicy
+    from session.models import SessionState
+    from tests.conversations import turn
+
+    warm_up()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    project = sessions_dir(workspace, tmp_path / "home")
+    report = "The key decision: the triage agent routes tickets by their token count. " * 1_500
+    long_turns = [m for index in range(20) for m in turn(index, text=report)]
+    stored = SessionState.new(datetime.now(UTC), "a1b2c3d4e5f6")
+    stored = stored.model_copy(update={"recent_messages": tuple(plain_messages(long_turns))})
+    project.mkdir(parents=True)
+    (project / "a1b2c3d4e5f6.json").write_bytes(orjson.dumps(stored.model_dump(mode="json")))
+    window = PersistPolicy(compaction=EventsCompactionConfig(100, 2))  # the whole tail is kept
+    async with anyio.create_task_group() as tg:
+        peers = await start_peers(tg, tmp_path / "home")
+        config = TerminalConfig(4242, None, workspace, project, "offline", policy=window)
+        send, _ = anyio.create_memory_object_stream[TerminalOutput](256)
+        terminal: ActorRef[Any]
+        terminal, mailbox = open_mailbox("terminal-4242")
+        tg.start_soon(TerminalActor(terminal, config, peers, send).serve, mailbox)
+        async with blocking_calls() as blocked:
+            await anyio.lowlevel.checkpoint()
+            opened = await terminal.ask(OpenSession("resume", "a1b2c3d4e5f6"), timeout=60)
+            assert opened.resumed
+            await terminal.ask(Detach("exit"), timeout=60)
+        assert blocked == []
+        tg.cancel_scope.cancel()
