@@ -1097,12 +1097,15 @@ class Chat:
         which = f"session {self.session_id}" if self.session_id else "the session"
         self.console.warn(f"Left; {which} is saved once /{command} ends.")
 
-    def close(self) -> bool:
-        """Leave: the supervisor saves (as on any exit) and says so before we go.
+    def close(self, again: bool = True) -> bool:
+        """Leave: the supervisor saves (as on any exit) and says so before we go. If it
+        went away meanwhile (killed, crashed), its heir or a new one restores the session
+        from disk and saves it, as the next message would (``again``: once).
 
         True when turns could not be saved (they were told, and where they are kept)."""
         if self._conn is None:
             return False
+        lost = False
         try:
             self.conn.sock.settimeout(CLOSE_TIMEOUT_S)  # never hang on the way out
             sent = False
@@ -1123,11 +1126,29 @@ class Chat:
                         self.console.warn("Nothing to save (no turn was completed).")
                     break
                 self._other(frame)
-        except (ConnectionLost, KeyboardInterrupt, TimeoutError):
+        except ConnectionLost:
+            lost = again
+        except (KeyboardInterrupt, TimeoutError):
             pass
         finally:
             self.conn.close()
-        return False
+        return self._close_after_reattach() if lost else False
+
+    def _close_after_reattach(self) -> bool:
+        """The supervisor went away as the chat ended: the session's turns are on disk
+        (each was saved before its reply ended), but the exit's save and its last line,
+        which names the session for a script, were lost with it (a run ended silently)."""
+        if self.session_id is None or not self.on_disk:
+            return False  # nothing saved to restore: a new session without a turn
+        try:
+            self._reattach(quiet=True, ask=False)
+        except (ChatError, WouldAsk, ConnectionLost, OSError):
+            self.console.warn(
+                f"warning: the supervisor went away as the chat ended; session "
+                f"{self.session_id} is as saved after its last turn"
+            )
+            return False
+        return self.close(again=False)
 
 
 def offer_text(offer: Frame, others: list[Frame], more: int = 0) -> str:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.e2e.harness import AGENT_ASSIST, Client, Env, wait_for
+from tests.e2e.harness import AGENT_ASSIST, Client, Env, running, wait_for
 
 RESUME_PROMPT = "Resume previous session? [Y/n]"
 
@@ -196,6 +196,26 @@ def test_kill_9_of_the_supervisor_then_the_next_turn_works(env: Env) -> None:
     second = wait_for(env.supervisor_pid)
     assert second != first
     client.close_stdin()
+    assert client.wait() == 0
+
+
+def test_kill_9_of_the_supervisor_before_the_input_ends_still_saves_and_names_the_session(
+    env: Env,
+) -> None:
+    """A helper's attack (H78): a supervisor killed after the last reply, before a piped
+    run's input ended, made the run end in silence (exit 0): no `Session ID saved.` line
+    for the script that reads it, and no exit save. The heir restores the session from
+    disk and saves it, as the next message would have made it do."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("the last message")
+    client.expect("the last message")
+    first = env.supervisor_pid()
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    wait_for(lambda: not running(first), what="the supervisor's death")
+    client.close_stdin()
+    (session_id,) = env.session_ids()
+    client.expect(f"Session {session_id} saved.", stderr=True, timeout=10)
     assert client.wait() == 0
 
 
