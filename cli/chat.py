@@ -125,6 +125,9 @@ def other_endpoint(model: str, welcome: Frame) -> str | None:
     theirs = welcome["openai_base_url"] or OPENAI_DEFAULT_URL
     if ours.rstrip("/") == theirs.rstrip("/"):
         return None
+    from session.redaction import scrub_text  # a URL may hold a password (user:PW@host)
+
+    theirs, ours = scrub_text(theirs), scrub_text(ours)
     return (
         f"warning: the supervisor sends model requests to {theirs}, not to this shell's "
         f"OPENAI_BASE_URL {ours} (it was started from another environment): run "

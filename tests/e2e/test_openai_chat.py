@@ -272,3 +272,19 @@ def test_a_shell_whose_url_is_not_the_supervisors_is_told_where_requests_go(
         f"shell's OPENAI_BASE_URL {elsewhere} (it was started from another environment)"
     ) in other.stderr
     assert "echo: hi" in other.stdout, "the requests still go where the supervisor sends them"
+
+
+def test_the_warning_about_another_url_shows_no_password_of_either_url(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's find (H78): the warning printed the shell's OPENAI_BASE_URL with its
+    password (`http://user:PASSWORD@host/v1`), on a terminal or a CI log, while the
+    connection error about the same URL showed `user:[REDACTED]@`."""
+    env.run(input="hello\n", terminal=env.terminal())  # the supervisor, with server's URL
+    elsewhere = "http://deploy:Hunter2Secret9@127.0.0.1:9/v1"
+    other = env.run("--new", input="hi\n", terminal=env.terminal(), OPENAI_BASE_URL=elsewhere)
+    assert other.returncode == 0, other.stderr
+    assert "not to this shell's OPENAI_BASE_URL http://deploy:[REDACTED]@127.0.0.1:9/v1" in (
+        other.stderr
+    )
+    assert "Hunter2Secret9" not in other.stderr
