@@ -106,10 +106,12 @@ def refused_calls(request: ModelRequest) -> list[str]:
 
 
 def endpoint_of(model: str) -> str:
-    """Where requests of ``model`` go (for OpenAI-style strings, ``OPENAI_BASE_URL``)."""
+    """Where requests of ``model`` go (for OpenAI-style strings, ``OPENAI_BASE_URL``), as
+    a line may show it: without the password a URL may hold (``user:PASSWORD@host``)."""
     provider = model.partition(":")[0]
     if provider.startswith("openai"):
-        return os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
+        url = os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
+        return scrub_text(url, secrets_from_environment())
     return f"the {provider} endpoint"
 
 

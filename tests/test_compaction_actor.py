@@ -157,3 +157,28 @@ async def test_compacting_a_window_of_long_turns_leaves_the_event_loop_free(
         assert isinstance(answer, Compacted) and answer.compaction is not None
         assert answer.compaction.end_invocation == 30
         tg.cancel_scope.cancel()
+
+
+async def test_a_failed_summary_models_warning_shows_no_password_of_its_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A helper's find (H78): `warning: the summary model openai-chat:NAME at URL failed`
+    printed OPENAI_BASE_URL as it was, `http://user:PASSWORD@host/v1` included, on every
+    terminal of the supervisor."""
+    import pydantic_ai.models
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://deploy:Hunter2Secret9@127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
+    events = events_from_messages(conversation(0, 1, 2, 3), 1)
+    window = sliding_window(events, EventsCompactionConfig(2, 0, None))
+    assert window is not None
+    async with anyio.create_task_group() as tg:
+        make = partial(CompactionActor, summary_model="openai-chat:summary-model")
+        compaction: ActorRef[Any] = await tg.start(partial(run_supervised, "compaction", make))
+        with anyio.fail_after(30):
+            answer = await compaction.ask(Compact("aaaaaaaaaaaa", 1, window, "command"))
+        assert isinstance(answer, Compacted) and answer.offline_because is not None
+        assert "at http://deploy:[REDACTED]@127.0.0.1:9/v1 failed" in answer.offline_because
+        assert "Hunter2Secret9" not in answer.offline_because
+        tg.cancel_scope.cancel()
