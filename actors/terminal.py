@@ -163,6 +163,18 @@ COMPACTING_NOW_LINE = (
     "then the offline summarizer)"
 )
 """``/compact``'s, told alike."""
+COMPACTING_OFFLINE_LINE = "note: compacting the conversation to fit the token budget"
+COMPACTING_NOW_OFFLINE_LINE = "note: compacting the conversation"
+"""The same with the offline summarizer: no summary model is waited for (a window of long
+turns is what takes a while)."""
+
+
+def compacting_line(trigger: Trigger, summary_model: str | None) -> str:
+    """What a user waiting for a compaction is told after ``SLOW_COMPACTION_S``: the wait
+    for the summary model only when one is asked (None: the supervisor's own)."""
+    if summary_model == OFFLINE:
+        return COMPACTING_OFFLINE_LINE if trigger == "tokens" else COMPACTING_NOW_OFFLINE_LINE
+    return COMPACTING_LINE if trigger == "tokens" else COMPACTING_NOW_LINE
 
 
 KEPT_AS_FAR_AS_IT_GOT = (
@@ -1160,7 +1172,7 @@ class TerminalActor(Actor[TerminalMessage]):
         try:
             async with anyio.create_task_group() as waiting:
                 if trigger != "window":  # the user waits for it, and is told why
-                    line = COMPACTING_LINE if trigger == "tokens" else COMPACTING_NOW_LINE
+                    line = compacting_line(trigger, self._config.summary_model)
                     waiting.start_soon(self._tell_after, SLOW_COMPACTION_S, line)
                 result: Compacted = await self._peers.compaction.ask(
                     self._compact_request(window, trigger), COMPACTION_TIMEOUT_S

@@ -483,3 +483,18 @@ def test_the_blocks_of_a_reply_are_spaced_as_in_one_markdown_text() -> None:
     reply.end()
     rows = [row.rstrip() for row in out.getvalue().splitlines()]
     assert rows == ["First paragraph.", "", "Second paragraph.", "", " • one", " • two", "", "End."]
+
+
+def test_the_compacting_note_speaks_of_a_summary_model_only_when_one_is_asked() -> None:
+    """A helper's find (H78): resuming a long session with the offline summarizer (no
+    summary model set anywhere) told `waiting for the summary model; up to 15 s, then the
+    offline summarizer`, and the offline summarizer then took 20 s."""
+    from actors.terminal import compacting_line
+
+    for trigger in ("tokens", "command"):
+        offline = compacting_line(trigger, "offline")
+        assert offline.startswith("note: compacting the conversation")
+        assert "summary model" not in offline and "15 s" not in offline
+        assert "waiting for the summary model" in compacting_line(trigger, "openai-chat:small")
+        assert "waiting for the summary model" in compacting_line(trigger, None)
+    assert compacting_line("tokens", "offline").endswith("to fit the token budget")
