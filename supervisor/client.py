@@ -290,7 +290,9 @@ def try_connect(paths: RuntimePaths) -> Connection | None:
 
 
 def supervisor_command() -> list[str]:
-    return [sys.executable, "-m", "cli", "supervisor", "run"]
+    """``-P``: ``-m`` would put the directory the chat runs in first on ``sys.path``, and a
+    workspace's own ``cli.py`` (or ``session/``, ``actors/``...) was run in our place."""
+    return [sys.executable, "-P", "-m", "cli", "supervisor", "run"]
 
 
 _spawned: list[subprocess.Popen[bytes]] = []

@@ -60,7 +60,8 @@ def spawn_heir(paths: RuntimePaths) -> subprocess.Popen[bytes]:
     log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", HEIR_MODULE, str(paths.directory), str(os.getpid())],
+            # -P: no working directory on sys.path (see supervisor_command)
+            [sys.executable, "-P", "-m", HEIR_MODULE, str(paths.directory), str(os.getpid())],
             stdin=subprocess.DEVNULL,
             stdout=log_fd,
             stderr=log_fd,

@@ -65,7 +65,7 @@ def test_the_heir_is_a_fresh_interpreter_in_the_supervisor_s_process_group(env: 
     supervisor = wait_for(env.supervisor_pid, what="the supervisor")
     heir = wait_for(env.heir_pid, what="the heir")
     command = Path(f"/proc/{heir}/cmdline").read_bytes().split(b"\0")
-    assert command[1:4] == [b"-m", b"supervisor.heir", str(env.runtime).encode()]
+    assert command[1:5] == [b"-P", b"-m", b"supervisor.heir", str(env.runtime).encode()]
     assert os.getpgid(heir) == os.getpgid(supervisor)
 
 
@@ -132,8 +132,8 @@ def _heirs_in(runtime: Path) -> dict[int, int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv[1:4] == [b"-m", b"supervisor.heir", str(runtime).encode()]:
-            heirs[int(entry.name)] = int(argv[4])
+        if argv[1:5] == [b"-P", b"-m", b"supervisor.heir", str(runtime).encode()]:
+            heirs[int(entry.name)] = int(argv[5])
     return heirs
 
 

@@ -368,3 +368,17 @@ def test_a_supervisor_at_its_connection_cap_is_told_as_busy_and_the_listing_read
     finally:
         for sock in held:
             sock.close()
+
+
+def test_a_workspace_with_its_own_cli_module_never_runs_it_as_the_supervisor(env: Env) -> None:
+    """A helper's find (H78): the supervisor is started as `python -m cli supervisor run`
+    from the chat's directory, and `-m` puts that directory first on sys.path: a workspace
+    with its own `cli.py` (or a `cli/`, `session/` or `actors/` package) had that code run
+    with the arguments `supervisor run`, and the chat gave up after 20 s."""
+    marker = env.base / "workspace-code-ran"
+    for module in ("cli.py", "session.py", "supervisor.py"):
+        (env.workspace / module).write_text(f"open({str(marker)!r}, 'a').write({module!r})\n")
+    result = env.run("--new", input="hello\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert 'You said: "hello"' in result.stdout
+    assert not marker.exists(), marker.read_text()
