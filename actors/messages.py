@@ -40,6 +40,8 @@ class SaveSession(Ask["Written"]):
     overwrite the session a newer actor of the same terminal pid claimed since."""
     secrets: tuple[str, ...] = ()
     """The writer's own secret values (its terminal's environment), scrubbed too."""
+    workspace: Path | None = None
+    """The workspace whose project ``project`` is, recorded there once."""
 
 
 @dataclass(frozen=True)

@@ -131,10 +131,17 @@ class StorageActor(Actor[StorageMessage]):
     def _saving(self, message: SaveSession) -> Callable[[], Written]:
         """The disk work of ``message``, once its writer may write (refused otherwise)."""
         self._check_writer(message.state.session_id, message.writer, message.token)
-        catalog = self._catalog
-        return lambda: catalog.manager(message.project).save(
-            message.state, message.encoded, message.secrets
-        )
+        catalog, project, workspace = self._catalog, message.project, message.workspace
+
+        def save() -> Written:
+            written = catalog.manager(project).save(
+                message.state, message.encoded, message.secrets
+            )
+            if workspace is not None:
+                catalog.note_workspace(project, workspace)
+            return written
+
+        return save
 
     async def _stored(self, project: Path, session_id: str) -> bool:
         if session_id in self._deleted:

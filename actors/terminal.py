@@ -1681,6 +1681,7 @@ class TerminalActor(Actor[TerminalMessage]):
                             encoded,
                             self._token,
                             self._lc.policy.known_secrets,
+                            config.workspace,
                         )
                     case DeleteSession(session_id):
                         message = RemoveSession(config.project, session_id, forever=True)

@@ -64,7 +64,13 @@ def quick_sessions(flags: list[str]) -> int:
     for warning in data["warnings"]:
         print(warning, file=sys.stderr)
     sessions = data["sessions"]
-    write_out(ops.dumps(sessions) if "--json" in flags else ops.render_table(sessions, every))
+    if "--json" in flags:
+        write_out(ops.dumps(sessions))
+    else:
+        from pathlib import Path  # cli.sessions has it loaded
+
+        elsewhere = 0 if sessions or workspace is None else ops.sessions_elsewhere(Path(workspace))
+        write_out(ops.render_table(sessions, every, elsewhere=elsewhere))
     return 1 if incomplete(data["warnings"]) else 0
 
 

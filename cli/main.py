@@ -319,7 +319,9 @@ def sessions(ctx: click.Context, workspace: Path, every: bool, as_json: bool) ->
     if as_json:
         click.echo(sessions_ops.dumps(data["sessions"]))
     else:
-        click.echo(sessions_ops.render_table(data["sessions"], every))
+        rows = data["sessions"]
+        elsewhere = 0 if rows or every else sessions_ops.sessions_elsewhere(listed)
+        click.echo(sessions_ops.render_table(rows, every, elsewhere=elsewhere))
     if incomplete(data["warnings"]):
         sys.exit(1)  # a file or directory that could not be read: the listing is not whole
 

@@ -49,10 +49,7 @@ def not_found_line(workspace: Path, session_id: str) -> str:
         )
     other = project_holding(workspace, session_id)
     if other is not None:
-        return (
-            f"{line}; it belongs to project {other}: run from that workspace or pass "
-            "--workspace DIR"
-        )
+        return f"{line}; it belongs to project {other}{_of_workspace(other)}"
     base = projects_dir(state_root())
     for found in sorted(base.glob(f"*/sessions/{session_id}.json.corrupt-*")):
         if found.parent != here:
@@ -61,6 +58,37 @@ def not_found_line(workspace: Path, session_id: str) -> str:
                 f"corrupt and is kept as {found.name}"
             )
     return line
+
+
+def _of_workspace(project: str) -> str:
+    """Where the sessions of ``project`` came from, and what to do to open one."""
+    from session.workspace_record import recorded_workspace
+
+    path = recorded_workspace(_project(Path("/"), project).parent)
+    if path is None:
+        return ": run from that workspace or pass --workspace DIR"
+    if os.path.isdir(path):
+        return f", of the workspace {printable(path)}: run from there or pass --workspace DIR"
+    return (
+        f", of the workspace {printable(path)}, which is not there any more (moved, renamed "
+        "or deleted): put it back there, or create that directory and pass it as "
+        "--workspace DIR"
+    )
+
+
+def sessions_elsewhere(workspace: Path | None) -> int:
+    """How many sessions the other projects than ``workspace``'s hold (all of them with
+    None): a listing of this one with none tells of them, since a workspace moved or
+    renamed is another project and its sessions are not lost."""
+    from session.models import is_session_id
+    from session.paths import projects_dir, state_root
+
+    here = None if workspace is None else _project(workspace)
+    try:
+        found = projects_dir(state_root()).glob("*/sessions/*.json")
+        return sum(1 for path in found if path.parent != here and is_session_id(path.stem))
+    except OSError:
+        return 0
 
 
 class SupervisorStarting(Exception):
@@ -322,14 +350,23 @@ def _screen_width() -> int | None:
     return shutil.get_terminal_size().columns
 
 
-def render_table(rows: list[dict[str, Any]], every: bool, width: int | None = None) -> str:
+def render_table(
+    rows: list[dict[str, Any]], every: bool, width: int | None = None, elsewhere: int = 0
+) -> str:
     """The sessions as a table; the summary column fits ``width`` (default: the
     terminal's, when stdout is one). On a narrow terminal the table first writes its
     times shorter (``12-02 07:42``), then leaves out the TERMINAL, TURNS and PROJECT
     columns, in that order, before the summary shrinks below its minimum; narrower
-    still, lines are cut at the width (a wrapped table is unreadable)."""
+    still, lines are cut at the width (a wrapped table is unreadable). With no row, it
+    says how many sessions other projects hold (``elsewhere``)."""
     if not rows:
-        return "No sessions."
+        if every or not elsewhere:
+            return "No sessions."
+        held = "1 session" if elsewhere == 1 else f"{elsewhere:,} sessions"
+        return (
+            f"No sessions in this project; other projects hold {held} "
+            "(agent-assist sessions --all lists them)."
+        )
     from cli.summaries import columns, cut, pad
 
     width = width or _screen_width()

@@ -34,6 +34,7 @@ from session.models import Pointer, SessionHeader, SessionState, utc_now
 from session.paths import projects_dir
 from session.processes import process_alive
 from session.redaction import with_secrets
+from session.workspace_record import record_workspace
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,8 @@ class SessionCatalog:
         self.known_secrets = known_secrets
         self._managers: dict[Path, SessionManager] = {}
         self._checkpoints: dict[Path, CheckpointStore] = {}
+        self._recorded: set[Path] = set()
+        """Projects whose workspace path this catalog has recorded (``note_workspace``)."""
 
     def manager(self, project: Path) -> SessionManager:
         if project not in self._managers:
@@ -117,6 +120,15 @@ class SessionCatalog:
                 root=self.root,
             )
         return self._managers[project]
+
+    def note_workspace(self, project: Path, workspace: Path) -> None:
+        """Record ``workspace`` as the workspace of ``project`` (a ``sessions/`` directory
+        with a session saved in it), once in this catalog's life
+        (``session/workspace_record.py``)."""
+        if project in self._recorded or self.read_only:
+            return
+        self._recorded.add(project)
+        record_workspace(project.parent, workspace)
 
     def checkpoints(self, project: Path) -> CheckpointStore:
         """The checkpoints of ``project`` (a ``sessions/`` directory): beside it."""
