@@ -1365,14 +1365,18 @@ class TerminalActor(Actor[TerminalMessage]):
     ) -> tuple[str, ...]:
         """``paths`` but those that hold what a turn's tools wrote there last: the
         watcher's news of a write of ours can come after the turn ended (a turn cut short
-        right after it wrote, a model that answers fast), and is no change from outside."""
+        right after it wrote, a model that answers fast), and is no change from outside.
+        A file seen holding something else holds that write no more: put back to it
+        later (an editor's undo), it changed outside like any other."""
         if len(digests) != len(paths):
             return paths
-        return tuple(
-            path
-            for path, digest in zip(paths, digests, strict=True)
-            if self._written.get(path) != digest
-        )
+        outside = []
+        for path, digest in zip(paths, digests, strict=True):
+            if self._written.get(path) == digest:
+                continue
+            self._written.pop(path, None)
+            outside.append(path)
+        return tuple(outside)
 
     def _changed_by_others(self, seen: set[str], done: TurnDone) -> set[str]:
         """The files that changed outside during the turn: among ``seen`` (changes the
@@ -1546,6 +1550,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     STORAGE_TIMEOUT_S,
                 )
                 written, failed = result.written, result.failed
+                self._written.update({p: checkpoint.files[p] for p in written})  # ours last
             except (SessionError, OSError, DeadActor, TimeoutError) as exc:
                 await self._emit(Info(f"error: files not restored: {exc}"))
         manifest, spec = await self._manifest(checkpoint.files)

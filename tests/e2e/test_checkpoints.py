@@ -635,3 +635,59 @@ def test_a_value_found_secret_later_is_scrubbed_from_earlier_checkpoints(env: En
     restored = env.run("--resume", session_id, input="/checkpoint 1\n", terminal=term)
     assert restored.returncode == 0, restored.stderr
     assert secret not in (env.project / f"{session_id}.json").read_text()
+
+
+def model_told_of(client: Client, path: str) -> None:
+    """Send messages until the model's note names ``path`` as changed outside (a notice
+    within 2 s of the file's last one is the same burst: the model's note is the check)."""
+    asked = 0
+
+    def told() -> bool:
+        nonlocal asked
+        asked += 1
+        client.send(f"and now {asked}?")
+        return f"[changed outside: {path}]" in client.expect(f"and now {asked}?")
+
+    wait_for(told, what=f"the model told of {path}")
+
+
+def test_an_outside_edit_put_back_to_what_the_assistant_wrote_is_told(env: Env) -> None:
+    """A helper's attack (H79): the assistant wrote X, an edit outside made it Y (told, and
+    read by the model), then the file was put back to X outside (an editor's undo): no
+    notice, and the model went on believing the file held Y. What the tools wrote last
+    was taken for no change long after the file had held something else."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("write b.md: X")
+    client.expect("wrote b.md")
+    client.send("/save")  # answered once the watch on the new file is in place
+    client.expect("saved as checkpoint 2.", stderr=True)
+    (env.workspace / "b.md").write_text("Y\n")
+    outside_notices(client, "b.md", "(save)")
+    client.send("read b.md")
+    client.expect("read_file: Y")
+    (env.workspace / "b.md").write_text("X\n")
+    model_told_of(client, "b.md")
+    client.close_stdin()
+    assert client.wait() == 0
+
+
+def test_an_outside_write_of_what_the_assistant_wrote_before_a_restore_is_told(
+    env: Env,
+) -> None:
+    """A helper's attack (H79): after a restore put b.md back to V1, the file made X outside
+    (what the assistant's last write, undone by the restore, held) gave no notice."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("write b.md: V1")
+    client.expect("wrote b.md")
+    client.send("write b.md: X")  # checkpoint 2 (auto) holds V1
+    client.expect("wrote b.md")
+    client.send("/checkpoint 2")
+    client.send("y")
+    client.expect("Files restored: b.md.", stderr=True)
+    assert (env.workspace / "b.md").read_text() == "V1\n"
+    client.send("after the restore")
+    client.expect('You said: "after the restore"')
+    (env.workspace / "b.md").write_text("X\n")
+    model_told_of(client, "b.md")
+    client.close_stdin()
+    assert client.wait() == 0
