@@ -108,6 +108,7 @@ from session.filesystem import (
     build_file_manifest,
     clear_leftover_temps,
     detect_file_drift,
+    is_inside,
     list_tree,
     what_is_at,
 )
@@ -1615,16 +1616,18 @@ class TerminalActor(Actor[TerminalMessage]):
         )
 
     async def _compare_tracked_files(self) -> None:
-        """Without a watcher: the tracked files changed since last seen, noted before the turn."""
+        """Without a watcher: the tracked files changed since last seen (made, modified or
+        deleted), noted before the turn. A file watched as absent (``""``: deleted, or
+        agent_spec.md not made yet) and still absent is no change, as with the watcher."""
         if not self._hashing_at_each_turn or not self._watched:
             return
-        watched = self._watched
-        drift = await anyio.to_thread.run_sync(detect_file_drift, self._config.workspace, watched)
-        changed = [*drift.modified, *drift.deleted]
+        watched = {path: digest for path, digest in self._watched.items() if is_inside(path)}
+        manifest, _ = await self._manifest(watched)
+        changed = [path for path, digest in watched.items() if manifest.get(path, "") != digest]
         if changed:
-            manifest, _ = await self._manifest()
-            self._watched = dict(manifest)
-            await self._note_changes(changed)
+            self._watched = {**dict.fromkeys(watched, ""), **manifest}
+            gone = frozenset(path for path in changed if path not in manifest)
+            await self._note_changes(changed, gone)
 
     # -- helpers --------------------------------------------------------------
 

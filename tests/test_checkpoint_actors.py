@@ -177,6 +177,23 @@ async def test_without_a_watcher_files_are_compared_at_each_turn_and_it_says_so_
     assert notices(third) == notices(fourth) == []  # and the fallback is told only once
 
 
+async def test_without_a_watcher_a_deleted_file_is_told_as_deleted_once(
+    blind_rig: Rig,
+) -> None:
+    """A helper's attack (H79): comparing at each turn took a tracked file that is absent
+    (deleted, or agent_spec.md not made yet) for one changed outside at every turn, told
+    the terminal "changed" and the model a change at every request, forever."""
+    rig = blind_rig
+    await rig.until(lambda o: "cannot watch" in getattr(o, "text", ""))
+    await rig.turn("read notes.md")
+    (rig.workspace / "notes.md").unlink()
+    first = await rig.turn("what changed?")
+    assert notices(first) == ["note: notes.md deleted outside agent-assist"]
+    later = [await rig.turn(f"and now {n}?") for n in range(2)]
+    assert [notices(seen) for seen in later] == [[], []]
+    assert all("[changed outside" not in o.text for o in later[-1] if isinstance(o, ReplyText))
+
+
 class ObserverOutOfWatches(Observer):  # type: ignore[misc,valid-type]
     """A real inotify observer on a machine whose inotify watches are used up."""
 
@@ -196,7 +213,7 @@ async def test_running_out_of_inotify_watches_falls_back_to_comparing_at_each_tu
         )
         (rig.workspace / "agent_spec.md").unlink()
         turn = await rig.turn("and now?")
-        assert notices(turn) == ["note: agent_spec.md changed outside agent-assist"]
+        assert notices(turn) == ["note: agent_spec.md deleted outside agent-assist"]
 
 
 async def test_a_summary_of_the_conversation_before_a_restore_is_not_kept(rig: Rig) -> None:
