@@ -10,7 +10,7 @@ import posixpath
 import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, get_type_hints
 
 import anyio
@@ -21,7 +21,7 @@ from pydantic_ai.models import Model
 
 from session.atomic import replace_workspace_file
 from session.compaction import CHARS_PER_TOKEN
-from session.filesystem import is_safe_relative_path
+from session.filesystem import in_git_directory, is_safe_relative_path
 from session.history import fit_tool_returns
 from session.models import WorkPhase
 
@@ -198,18 +198,11 @@ def read_limit(token_budget: int | None) -> int:
     return max(MIN_READ_CHARS, min(MAX_READ_BYTES, token_budget * CHARS_PER_TOKEN // 2))
 
 
-def _in_git_directory(relative: str) -> bool:
-    """Whether ``relative`` is a ``.git`` directory or file (a worktree's pointer to its
-    repository), or lies in one, in any case (some file systems ignore it): git runs
-    the hooks and reads the config found there."""
-    return any(part.casefold() == ".git" for part in PurePosixPath(relative).parts)
-
-
 async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:
     """Create or replace a text file of the workspace (path relative to the workspace)."""
     if (problem := _check_path(ctx.deps, path)) is not None:
         return problem
-    if _in_git_directory(_relative(path)):  # a hook written here runs at the next commit
+    if in_git_directory(_relative(path)):  # a hook written here runs at the next commit
         return (
             f"error: {path!r} is inside a .git directory; "
             "agent-assist does not write git's own files"

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from session.compacted import last_compacted_request, session_turns, tail_prompts
 from session.errors import CheckpointError
+from session.filesystem import in_git_directory
 from session.models import SessionState, Sha256Hex, UtcDatetime
 
 CHECKPOINT_FORMAT: Final = 1
@@ -28,6 +29,8 @@ CAP_SETTINGS_TOLD: Final = f"{CAP_SETTING} or checkpoint_max_mb in config.toml"
 """Where the cap comes from, as a cap message names it (the environment or the file)."""
 DEFAULT_CAP_MB: Final = 500
 FIRST_WORDS: Final = 8
+GIT_OWN: Final = "git's own file"
+"""Why a file inside ``.git`` is never restored, as the restore's lines name it."""
 _ENTRY_RE = re.compile(r"^(\d{4,9})\.json\Z")
 
 Reason = Literal["save", "auto", "restore"]
@@ -208,22 +211,23 @@ class RestorePlan:
     """Tracked files that did not exist at N: never touched, only named."""
     in_the_way: Mapping[str, str] = field(default_factory=dict)
     """Files of N whose place, or one of whose directories' place, holds what is not a
-    file now (``a symlink is there now``): never written through or over, only named."""
+    file now (``a symlink is there now``), and git's own files (inside ``.git``: a model
+    may read them, nothing of agent-assist writes them): never written, only named."""
 
     @property
     def to_write(self) -> tuple[str, ...]:
         return tuple(sorted(p for p in (*self.modified, *self.deleted) if p not in self.in_the_way))
 
     def lines(self, number: int) -> list[str]:
-        lines = [f"  {p}: modified" for p in self.modified]
-        lines += [
-            f"  {p}: deleted; {self.in_the_way[p]}, left alone"
-            if p in self.in_the_way
-            else f"  {p}: deleted"
-            for p in self.deleted
-        ]
+        lines = [self._line(p, "modified") for p in self.modified]
+        lines += [self._line(p, "deleted") for p in self.deleted]
         lines += [f"  {p}: not in checkpoint {number}; left alone" for p in self.left_alone]
         return lines
+
+    def _line(self, path: str, how: str) -> str:
+        if path in self.in_the_way:
+            return f"  {path}: {how}; {self.in_the_way[path]}, left alone"
+        return f"  {path}: {how}"
 
 
 def restore_plan(
@@ -236,6 +240,9 @@ def restore_plan(
     ``session/filesystem.py``)."""
     diff = diff_manifests(at_checkpoint, now)
     blocked = {p: what for p, what in (in_the_way or {}).items() if p in diff.deleted}
+    blocked.update(
+        {p: GIT_OWN for p in (*diff.modified, *diff.deleted) if in_git_directory(p)}
+    )
     return RestorePlan(diff.modified, diff.deleted, diff.added, blocked)
 
 

@@ -7,7 +7,7 @@ import os
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 _HASH_CHUNK = 1 << 20
 
@@ -21,6 +21,13 @@ def is_safe_relative_path(workspace: Path, relative: str) -> bool:
     component is not resolved: callers open it with ``O_NOFOLLOW``.
     """
     return bool(safe_relative_paths(workspace, (relative,)))
+
+
+def in_git_directory(relative: str) -> bool:
+    """Whether ``relative`` is a ``.git`` directory or file (a worktree's pointer to its
+    repository), or lies in one, in any case (some file systems ignore it): git runs
+    the hooks and reads the config found there."""
+    return any(part.casefold() == ".git" for part in PurePosixPath(relative).parts)
 
 
 def _is_control(char: str) -> bool:

@@ -54,7 +54,7 @@ from session.errors import (
     UnsafeSessionDirectory,
     UnsafeSessionFile,
 )
-from session.filesystem import is_safe_relative_path, safe_relative_paths
+from session.filesystem import in_git_directory, is_safe_relative_path, safe_relative_paths
 from session.header_index import FileIdentity, read_index, write_index
 from session.models import (
     SCHEMA_VERSION,
@@ -1008,6 +1008,9 @@ class CheckpointStore:
         directories: dict[Path, None] = {}
         try:
             for relative, data in wanted.items():
+                if in_git_directory(relative):
+                    failed[relative] = "it is inside a .git directory"
+                    continue
                 if not is_safe_relative_path(workspace, relative):
                     failed[relative] = "its directory is a symlink or outside the workspace"
                     continue

@@ -143,6 +143,20 @@ def test_a_restore_writes_changed_and_missing_files_and_leaves_new_ones_alone() 
     ]
 
 
+def test_a_restore_names_gits_own_files_and_never_writes_them() -> None:
+    plan = restore_plan(
+        {"spec.md": A, ".git/config": A, ".git/HEAD": A, "sub/.GIT/hooks/x": A},
+        {"spec.md": B, ".git/config": B, "sub/.GIT/hooks/x": B},
+    )
+    assert plan.to_write == ("spec.md",)
+    assert plan.lines(2) == [
+        "  .git/config: modified; git's own file, left alone",
+        "  spec.md: modified",
+        "  sub/.GIT/hooks/x: modified; git's own file, left alone",
+        "  .git/HEAD: deleted; git's own file, left alone",
+    ]
+
+
 def test_the_cap_comes_from_the_environment_in_megabytes() -> None:
     assert cap_bytes({}) == 500_000_000
     assert cap_bytes({"AGENT_ASSIST_CHECKPOINT_MAX_MB": "0.5"}) == 500_000
@@ -241,6 +255,18 @@ def test_a_file_that_cannot_be_written_is_named_and_the_others_are_restored(
     assert result.failed == {"b.md": "is a symlink; not following it", "c.md": "not a regular file"}
     assert (workspace / "a.md").read_text() == "a1\n"
     assert outside.read_text() == "not ours\n"
+
+
+def test_the_store_never_writes_inside_a_git_directory(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    (workspace / ".git").mkdir()
+    (workspace / ".git" / "config").write_text("v1\n")
+    first = store.write(state(), workspace, [".git/config"], reason="save", cap=10**9, now=NOW)
+    (workspace / ".git" / "config").write_text("v2\n")
+    result = store.restore_files(workspace, first, [".git/config"])
+    assert result == RestoredFiles((), {".git/config": "it is inside a .git directory"})
+    assert (workspace / ".git" / "config").read_text() == "v2\n"
 
 
 def test_a_damaged_blob_restores_nothing(store: CheckpointStore, workspace: Path) -> None:

@@ -691,3 +691,22 @@ def test_an_outside_write_of_what_the_assistant_wrote_before_a_restore_is_told(
     model_told_of(client, "b.md")
     client.close_stdin()
     assert client.wait() == 0
+
+
+def test_a_file_inside_git_the_model_read_is_named_and_never_restored(env: Env) -> None:
+    """A helper's attack (H79): the model had read .git/config (or HEAD, a ref) once; a
+    restore answered y wrote the old content back into the repository, which the
+    assistant never writes into, and which checkpoints never touch."""
+    git = env.workspace / ".git"
+    git.mkdir()
+    (git / "config").write_text("[core]\n\tbare = false\n")
+    result = env.run(input="read .git/config\n/save\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    (git / "config").write_text('[core]\n\tbare = false\n[user]\n\tname = "set since"\n')
+    result = env.run("--resume", session_id, input="/checkpoint 1\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert ".git/config: modified; git's own file, left alone" in result.stderr
+    assert "Restore files too?" not in result.stderr
+    assert "Restored the conversation to checkpoint 1" in result.stderr
+    assert "set since" in (git / "config").read_text()
