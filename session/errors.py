@@ -136,10 +136,29 @@ class CheckpointError(SessionError):
 
 class CheckpointCapExceeded(CheckpointError):
     def __init__(self, session_id: str, would_use: int, cap: int, setting: str) -> None:
+        used, capped = megabytes_apart(would_use, cap)
         super().__init__(
             f"checkpoint not written: session {session_id}'s checkpoints would take "
-            f"{would_use / 1e6:.3g} MB, over the {cap / 1e6:.3g} MB cap ({setting}); "
+            f"{used} MB, over the {capped} MB cap ({setting}); "
             "raise the cap or start a new session"
         )
         self.would_use = would_use
         self.cap = cap
+
+
+def megabytes(size: int, digits: int = 3) -> str:
+    """``size`` bytes in MB to ``digits`` significant digits, never in exponent form
+    (``0.0213``, ``1.2``, ``2000``: ``.3g`` alone wrote ``2e+03``)."""
+    rounded = float(f"{size / 1e6:.{digits}g}")
+    return f"{rounded:f}".rstrip("0").rstrip(".")
+
+
+def megabytes_apart(first: int, second: int) -> tuple[str, str]:
+    """Two sizes in MB with as many digits as it takes to tell them apart (500.3 MB over a
+    500 MB cap was told as 500 MB over it)."""
+    shown = megabytes(first), megabytes(second)
+    for digits in range(4, 16):
+        if shown[0] != shown[1] or first == second:
+            break
+        shown = megabytes(first, digits), megabytes(second, digits)
+    return shown

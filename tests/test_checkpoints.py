@@ -164,6 +164,24 @@ def test_the_cap_comes_from_the_environment_in_megabytes() -> None:
         cap_bytes({"AGENT_ASSIST_CHECKPOINT_MAX_MB": "lots"})
 
 
+@pytest.mark.parametrize(
+    ("would_use", "cap", "said"),
+    [
+        (2_000_500_000, 2_000_000_000, "would take 2000.5 MB, over the 2000 MB cap"),
+        (500_300_000, 500_000_000, "would take 500.3 MB, over the 500 MB cap"),
+        (21_300, 20_000, "would take 0.0213 MB, over the 0.02 MB cap"),
+        (1_200_000, 1_000_000, "would take 1.2 MB, over the 1 MB cap"),
+    ],
+)
+def test_the_cap_line_tells_the_two_sizes_apart_in_plain_megabytes(
+    would_use: int, cap: int, said: str
+) -> None:
+    """A helper's find (H79): a cap of 2000 MB was told as '2e+03 MB, over the 2e+03 MB
+    cap', and 500.3 MB over a 500 MB cap as '500 MB, over the 500 MB cap'."""
+    line = str(CheckpointCapExceeded("0123456789ab", would_use, cap, "THE_SETTING"))
+    assert said in line
+
+
 # -- the store ----------------------------------------------------------------
 
 
