@@ -542,6 +542,9 @@ class Info:
     """One line for the user (a notice, a warning)."""
 
     text: str
+    at_reattach: bool = False
+    """A change outside told by the re-attach after the supervisor went away (the
+    terminal may have shown it before: not shown twice)."""
 
 
 @dataclass(frozen=True)

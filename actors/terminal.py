@@ -582,7 +582,7 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._perform(transition.effects)
         await self._watch()
         if outside:
-            await self._note_changes(outside)
+            await self._note_changes(outside, at_reattach=True)
         opened = Opened(
             transition.lifecycle.session_id or "",
             resumed=mode == "resume",
@@ -1287,11 +1287,13 @@ class TerminalActor(Actor[TerminalMessage]):
             "No resume context: this session was not resumed, or it was reset."
         )
 
-    async def _note_changes(self, paths: Iterable[str], gone: frozenset[str] = frozenset()) -> None:
+    async def _note_changes(
+        self, paths: Iterable[str], gone: frozenset[str] = frozenset(), at_reattach: bool = False
+    ) -> None:
         """Tell the terminal, one notice per file and burst (a file that changed again
         within ``BURST_S`` of its last change is not told again), and have the next
         request name each file once. A file in ``gone`` (the watcher saw it no more) is
-        told as deleted."""
+        told as deleted. ``at_reattach``: the drift a re-attach found (see ``Info``)."""
         now = anyio.current_time()
         for path in sorted(set(paths)):
             last = self._last_change.get(path)
@@ -1299,7 +1301,7 @@ class TerminalActor(Actor[TerminalMessage]):
             self._changed_outside.add(path)
             if last is None or now - last >= BURST_S:
                 how = "deleted" if path in gone else "changed"
-                await self._emit(Info(f"note: {path} {how} outside agent-assist"))
+                await self._emit(Info(f"note: {path} {how} outside agent-assist", at_reattach))
 
     def _tell_again(self, changed: frozenset[str], drift: Mapping[str, str]) -> None:
         """The changes outside a request carried, to be carried by the next one: the turn

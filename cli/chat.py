@@ -956,9 +956,9 @@ class Chat:
             if text.startswith("error:") and not text.startswith(SAVE_RETRIED):
                 self.a_turn_failed = True
             if (changed := changed_file(text)) is not None:
-                if changed in self._shown_before_reattach:  # the new supervisor's first
-                    self._shown_before_reattach.discard(changed)  # word of it: seen already
-                    return
+                if frame.get("at_reattach") and changed in self._shown_before_reattach:
+                    self._shown_before_reattach.discard(changed)  # the re-attach's word of
+                    return  # a change shown before: seen already (a later one is shown)
                 self.changed_outside.add(changed)
             self.console.warn(text)
         elif frame["type"] == "error":

@@ -9,7 +9,15 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+)
 
 from supervisor.wire import (
     MAX_FRAME_BYTES,
@@ -250,6 +258,17 @@ class ToolCall(_Frame):
 class Notice(_Frame):
     type: Literal["notice"] = "notice"
     text: str
+    at_reattach: bool = False
+    """The re-attach's word of a change the terminal may have shown before the supervisor
+    went away (not shown twice); a later notice of that file is of a new change. Sent
+    only when true: every other notice is as it was."""
+
+    @model_serializer(mode="wrap")
+    def _marked_only_at_reattach(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if not self.at_reattach:
+            data.pop("at_reattach", None)
+        return data
 
 
 class Confirm(_Frame):

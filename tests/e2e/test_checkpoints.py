@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Client, Env, wait_for
+from tests.e2e.harness import Client, Env, running, wait_for
 
 WATCHER_LATENCY_S = 1.5
 
@@ -710,3 +710,42 @@ def test_a_file_inside_git_the_model_read_is_named_and_never_restored(env: Env) 
     assert "Restore files too?" not in result.stderr
     assert "Restored the conversation to checkpoint 1" in result.stderr
     assert "set since" in (git / "config").read_text()
+
+
+def test_a_change_after_the_supervisor_went_away_is_shown_though_the_file_was_before(
+    env: Env,
+) -> None:
+    """A helper's attack (H79): a file whose change was shown before the supervisor was
+    killed had the new supervisor's next notice of it hidden, taken for the re-attach's
+    word of the old change; with nothing to tell at the re-attach (the model had been
+    told), the notice hidden was that of a new change."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("write b.md: X")
+    client.expect("wrote b.md")
+    client.send("/save")
+    client.expect("saved as checkpoint 2.", stderr=True)
+    (env.workspace / "b.md").write_text("Y\n")
+    outside_notices(client, "b.md", "(save)")
+    client.send("go on")
+    client.expect("[changed outside: b.md]")  # told: the file's digest is the model's now
+    first = env.supervisor_pid()
+    heir = wait_for(env.heir_pid, what="the heir")
+    assert first is not None and heir != first
+    os.kill(first, signal.SIGKILL)
+    wait_for(lambda: not running(first), what="the supervisor to die")
+    wait_for(lambda: env.supervisor_pid() == heir, what="the heir to take over")
+    client.send("/checkpoint")  # the re-attach: nothing to tell of b.md, the model knows it
+    client.expect("the supervisor went away", stderr=True)
+    client.expect("(save)", stderr=True)
+    notice = "note: b.md changed outside agent-assist"
+    shown = client.drain_stderr().count(notice)
+    (env.workspace / "b.md").write_text("Z\n")
+
+    def shown_again() -> bool:  # piped, a notice comes out with the next command's answer
+        client.send("/checkpoint")
+        client.expect("(save)", stderr=True)
+        return client.drain_stderr().count(notice) > shown
+
+    wait_for(shown_again, what="the notice of the change made after the re-attach")
+    client.close_stdin()
+    assert client.wait() == 0
