@@ -111,6 +111,11 @@ class _Bridge(FileSystemEventHandler):
         self._token = token
         self.files: frozenset[str] = frozenset()
         self.directories: frozenset[str] = frozenset()
+        self.tasks: TaskGroup | None = None
+        """Where the paths a full mailbox did not take are delivered from (the actor's)."""
+        self._waiting: set[str] = set()
+        """Paths a full mailbox did not take, each once (bounded by the tracked paths);
+        touched on the event loop only."""
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type not in CHANGE_EVENTS:
@@ -122,11 +127,29 @@ class _Bridge(FileSystemEventHandler):
             path = os.fsdecode(raw)
             if path and (path in self.files or (structural and path in self.directories)):
                 try:
-                    anyio.from_thread.run_sync(
-                        self._ref.tell_nowait, FsEvent(path), token=self._token
-                    )
+                    anyio.from_thread.run_sync(self._forward, path, token=self._token)
                 except Exception:  # the loop is gone: nothing left to tell
                     return
+
+    def _forward(self, path: str) -> None:
+        """On the event loop: offer the event to the actor. A full mailbox (a burst over
+        many files, while the actor hashes) keeps the path, delivered as soon as there is
+        room: dropped, its change was never told (``sed -i`` over 2,000 files told 1,380)."""
+        if not self._waiting and self._ref.tell_nowait(FsEvent(path)):
+            return
+        if self.tasks is None:
+            return
+        if not self._waiting:
+            self.tasks.start_soon(self._deliver_waiting)
+        self._waiting.add(path)
+
+    async def _deliver_waiting(self) -> None:
+        while self._waiting:
+            path = self._waiting.pop()
+            try:
+                await self._ref.tell(FsEvent(path))
+            except DeadActor:
+                self._waiting.clear()
 
 
 class DriftWatcherActor(Actor[DriftMessage]):
@@ -160,6 +183,7 @@ class DriftWatcherActor(Actor[DriftMessage]):
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
+                self._bridge.tasks = tg
                 if self._entries:  # a restart: what changed while nobody watched is told too
                     await self._reschedule()
                     await self._settle(self._tracked_paths())

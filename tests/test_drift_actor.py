@@ -337,3 +337,25 @@ async def test_a_directory_gone_before_its_watch_is_made_is_no_reason_to_give_up
         (nested / "y.md").write_text("v2\n")
         assert (await told(inbox)).digests == (sha256_file(nested / "y.md"),)
         tg.cancel_scope.cancel()
+
+
+async def test_every_file_of_a_burst_over_many_files_is_told(tmp_path: Path) -> None:
+    """A helper's attack (H79): ``sed -i`` over 2,000 tracked files told 1,380 of them.
+    The watchdog thread offers each event to the actor's bounded mailbox without waiting
+    (it must never block), and an event that found the mailbox full was dropped: its
+    file's change was never told."""
+    workspace = tmp_path / "ws"
+    (workspace / "t").mkdir(parents=True)
+    manifest = {
+        f"t/f{i}.md": written(workspace / "t" / f"f{i}.md", f"v1 {i}\n") for i in range(2000)
+    }
+    async with anyio.create_task_group() as tg:
+        _, inbox = await watching(tg, workspace, manifest)
+        edit = await anyio.run_process(["sh", "-c", "sed -i 's/v1/v2/' t/*.md"], cwd=workspace)
+        assert edit.returncode == 0
+        seen: set[str] = set()
+        with anyio.move_on_after(20):
+            while seen != manifest.keys():
+                seen.update((await inbox.receive()).message.paths)
+        assert len(manifest.keys() - seen) == 0, "files whose change was never told"
+        tg.cancel_scope.cancel()
