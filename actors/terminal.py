@@ -378,6 +378,9 @@ class TerminalActor(Actor[TerminalMessage]):
         carries: told again by the next request if the turn is not kept."""
         self._last_change: dict[str, float] = {}
         """When each file was last seen changing outside (a burst gives one notice)."""
+        self._told_as: dict[str, str] = {}
+        """How each file's last notice told it (``changed``, ``deleted``): a burst that
+        makes a deleted file again, or deletes a changed one, says so."""
         self._deferred_changes: set[str] = set()
         """Changes seen during a turn at paths it writes: told (or not) when it ends."""
         self._turn_writes: set[str] = set()
@@ -1291,7 +1294,8 @@ class TerminalActor(Actor[TerminalMessage]):
         self, paths: Iterable[str], gone: frozenset[str] = frozenset(), at_reattach: bool = False
     ) -> None:
         """Tell the terminal, one notice per file and burst (a file that changed again
-        within ``BURST_S`` of its last change is not told again), and have the next
+        within ``BURST_S`` of its last change is not told again, unless it was deleted
+        and is there again, or the other way round), and have the next
         request name each file once. A file in ``gone`` (the watcher saw it no more) is
         told as deleted. ``at_reattach``: the drift a re-attach found (see ``Info``)."""
         now = anyio.current_time()
@@ -1299,8 +1303,9 @@ class TerminalActor(Actor[TerminalMessage]):
             last = self._last_change.get(path)
             self._last_change[path] = now
             self._changed_outside.add(path)
-            if last is None or now - last >= BURST_S:
-                how = "deleted" if path in gone else "changed"
+            how = "deleted" if path in gone else "changed"
+            if last is None or now - last >= BURST_S or self._told_as.get(path) != how:
+                self._told_as[path] = how
                 await self._emit(Info(f"note: {path} {how} outside agent-assist", at_reattach))
 
     def _tell_again(self, changed: frozenset[str], drift: Mapping[str, str]) -> None:

@@ -266,3 +266,18 @@ async def test_the_turns_own_write_seen_during_it_gives_no_notice(rig: Rig) -> N
     (rig.workspace / "agent_spec.md").write_text("agent_spec.md v2, by hand\n")
     seen = await rig.until(lambda o: "changed outside" in getattr(o, "text", ""))
     assert notices(seen) == ["note: agent_spec.md changed outside agent-assist"]
+
+
+async def test_a_file_deleted_then_made_again_within_a_burst_is_told_made_again(
+    rig: Rig,
+) -> None:
+    """A helper's attack (H79): deleted, then made again within 2 s (a `git checkout` of
+    it, an editor's save), the file was told as deleted only: the one line of the burst
+    said the file was gone while it was there again."""
+    await rig.turn("read notes.md")
+    (rig.workspace / "notes.md").unlink()
+    seen = await rig.until(lambda o: "outside agent-assist" in getattr(o, "text", ""))
+    assert notices(seen) == ["note: notes.md deleted outside agent-assist"]
+    (rig.workspace / "notes.md").write_text("notes.md back, by hand\n")
+    seen = await rig.until(lambda o: "outside agent-assist" in getattr(o, "text", ""))
+    assert notices(seen) == ["note: notes.md changed outside agent-assist"]
