@@ -8,6 +8,7 @@ Asks still queued when an actor stops for good fail with ``DeadActor``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -107,6 +108,17 @@ class ActorRef(Generic[M]):
             return self.offer(message)
         except DeadActor:
             return False
+
+    def tell_when_room(self, message: M, retry_s: float = 0.05) -> None:
+        """Queue ``message`` from where nothing can wait (a loop callback, a cancelled
+        task): now if there is room, else again every ``retry_s`` until there is, or the
+        actor is gone. Never dropped for a full mailbox (``tell_nowait`` is)."""
+        try:
+            if self.offer(message):
+                return
+        except DeadActor:
+            return
+        asyncio.get_running_loop().call_later(retry_s, self.tell_when_room, message, retry_s)
 
     def offer(self, message: M) -> bool:
         """Queue without waiting; False if the mailbox is full, DeadActor if it is closed."""

@@ -197,7 +197,7 @@ class CompactionActor(Actor[CompactionMessage]):
             stopped = Compacted(
                 message.session_id, message.generation, message.trigger, None, STOPPED_LINE
             )
-            reply_to.tell_nowait(stopped)  # at once: a cancelled task cannot wait
+            reply_to.tell_when_room(stopped)  # a cancelled task cannot wait
             raise
         finally:
             running.done.set()

@@ -894,7 +894,7 @@ class TerminalActor(Actor[TerminalMessage]):
             return
         self._detaching = reason
         asyncio.get_running_loop().call_later(
-            DETACH_TURN_WAIT_S, self._self.tell_nowait, Detach(reason)
+            DETACH_TURN_WAIT_S, self._self.tell_when_room, Detach(reason)
         )
 
     async def _detach(self, reason: str) -> None:

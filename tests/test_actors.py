@@ -164,3 +164,20 @@ async def test_the_blocking_guard_sees_a_blocking_call() -> None:
         time.sleep(0.1)  # noqa: ASYNC251  (deliberately blocking, to prove the guard works)
         await anyio.lowlevel.checkpoint()
     assert blocked and "took" in blocked[0]
+
+
+async def test_a_message_told_when_there_is_room_waits_for_room_and_is_never_dropped(
+    no_blocking: None,
+) -> None:
+    """H79's reading: the TerminalActor's fallback ``Detach`` (a loop callback) and a
+    stopped compaction's answer (a cancelled task) were told with ``tell_nowait``, which
+    drops a message a full mailbox does not take: the session then waited for good."""
+    ref: ActorRef[str]
+    ref, mailbox = open_mailbox("small", size=1)
+    assert ref.tell_nowait("first")
+    ref.tell_when_room("second")  # no room now
+    assert (await mailbox.receive()).message == "first"
+    with anyio.fail_after(5):
+        assert (await mailbox.receive()).message == "second"
+    close_mailbox(mailbox, "small")
+    ref.tell_when_room("to nobody")  # an actor gone: nothing to do, nothing raised
