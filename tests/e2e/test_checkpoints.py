@@ -458,14 +458,17 @@ def test_sessions_show_json_gives_checkpoints_as_data(env: Env, supervisor: str)
 
 
 def outside_notices(client: Client, what: str, listed: str, how: str = "changed") -> None:
-    """Wait for the notice of an outside change naming ``what`` (``how``: changed or
+    """Wait for a new notice of an outside change naming ``what`` (``how``: changed or
     deleted; piped, a notice comes out with the next command's answer: ``/checkpoint``'s,
-    which shows ``listed``)."""
+    which shows ``listed``). One told before the call does not count: a second wait for
+    the same file passed at once on the first one's notice (H79)."""
+    notice = f"note: {what} {how} outside agent-assist"
+    before = client.drain_stderr().count(notice)
 
     def noticed() -> bool:
         client.send("/checkpoint")
         client.expect(listed, stderr=True)
-        return f"note: {what} {how} outside agent-assist" in client.drain_stderr()
+        return client.drain_stderr().count(notice) > before
 
     wait_for(noticed, what=f"the notice of {what}")
 
