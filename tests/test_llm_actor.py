@@ -174,10 +174,11 @@ def test_the_responses_that_end_the_agents_run(response: ModelMessage, ends: boo
 
 
 def _comparable(messages: Sequence[ModelMessage]) -> list[Any]:
-    """``messages`` without what differs between two runs (times, run and conversation ids)."""
+    """``messages`` without what differs between two runs (times, durations, run and
+    conversation ids; pydantic-ai 2.78 added ``request_timestamp`` and ``duration``)."""
     plain: list[Any] = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
     for message in plain:
-        for key in ("timestamp", "run_id", "conversation_id"):
+        for key in ("timestamp", "request_timestamp", "duration", "run_id", "conversation_id"):
             message.pop(key, None)
         for part in message["parts"]:
             part.pop("timestamp", None)
