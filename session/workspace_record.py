@@ -2,11 +2,15 @@
 to. A project's name keeps only the workspace's base name and a hash of its path, so
 once the workspace is moved, renamed or deleted nothing else says where its sessions came
 from; listings and errors name it from here. A hint, never trusted for anything else:
-written atomically without fsync, read as text, ignored when unreadable."""
+written atomically without fsync, read as text, ignored when unreadable or not a regular
+file (a named pipe opened as a file waits for a writer: the save recording it, and the
+supervisor, waited for ever)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
 from pathlib import Path
 
 from session.atomic import atomic_write
@@ -30,9 +34,20 @@ def record_workspace(project_dir: Path, workspace: Path) -> None:
 def recorded_workspace(project_dir: Path) -> str | None:
     """The workspace path recorded in ``project_dir``, if any could be read."""
     try:
-        with open(project_dir / RECORD_NAME, "rb") as file:
-            data = file.read(MAX_RECORD_BYTES)
+        data = _read_regular_file(project_dir / RECORD_NAME, MAX_RECORD_BYTES)
     except OSError:
+        return None
+    if data is None:
         return None
     text = data.decode("utf-8", "replace").strip()
     return text if text.startswith("/") and "\n" not in text else None
+
+
+def _read_regular_file(path: Path, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of ``path``, or None if it is not a regular file (a symlink,
+    a named pipe, a device), opened without waiting and without following a symlink."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return file.read(limit)

@@ -3,6 +3,7 @@ sessions stay on disk, and the listing and ``--resume`` say where they are."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tests.e2e.harness import Env
@@ -67,3 +68,41 @@ def test_resume_from_another_existing_workspace_names_it(env: Env) -> None:
     assert f", of the workspace {env.workspace}: run from there or pass --workspace DIR" in (
         result.stderr
     )
+
+
+def _record_made_a_fifo(env: Env) -> Path:
+    """A session in ``env.workspace``, the supervisor stopped (its next life reads the
+    record again), and the project's workspace record replaced by a named pipe: the
+    record's path."""
+    result = env.run("--new", input="design a triage agent\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert env.run("supervisor", "stop").returncode == 0
+    record = env.project.parent / "workspace"
+    record.unlink()
+    os.mkfifo(record)
+    return record
+
+
+def test_a_workspace_record_that_is_a_named_pipe_never_holds_up_a_save(env: Env) -> None:
+    """A helper's attack (H80): the record was opened as any file, and opening a named
+    pipe waits for a writer; the save that records the workspace waited for ever, and the
+    whole supervisor with it (every terminal, even ``supervisor stop``)."""
+    record = _record_made_a_fifo(env)
+    result = env.run("--new", input="go on\n", terminal=env.terminal(), timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert len(env.session_ids()) == 2, "the second session is saved"
+    assert record.read_text() == f"{env.workspace}\n", "the pipe is replaced by the record"
+
+
+def test_a_workspace_record_that_is_a_named_pipe_never_holds_up_resume_s_error(
+    env: Env,
+) -> None:
+    """The same record read by ``--resume ID`` of another project's session, to name the
+    workspace it came from: the error is told, without the workspace's path."""
+    _record_made_a_fifo(env)
+    (session_id,) = env.session_ids()
+    other = env.base / "other"
+    other.mkdir()
+    result = env.run("--resume", session_id, input="", cwd=other, timeout=30)
+    assert result.returncode == 1
+    assert "run from that workspace or pass --workspace DIR" in result.stderr
