@@ -9,11 +9,11 @@ supervisor, waited for ever)."""
 from __future__ import annotations
 
 import contextlib
-import os
-import stat
 from pathlib import Path
 
 from session.atomic import atomic_write
+from session.errors import SessionError
+from session.manager import read_regular_file
 
 RECORD_NAME = "workspace"
 MAX_RECORD_BYTES = 64 * 1024
@@ -34,20 +34,8 @@ def record_workspace(project_dir: Path, workspace: Path) -> None:
 def recorded_workspace(project_dir: Path) -> str | None:
     """The workspace path recorded in ``project_dir``, if any could be read."""
     try:
-        data = _read_regular_file(project_dir / RECORD_NAME, MAX_RECORD_BYTES)
-    except OSError:
-        return None
-    if data is None:
+        data = read_regular_file(project_dir / RECORD_NAME, MAX_RECORD_BYTES)
+    except (OSError, SessionError):
         return None
     text = data.decode("utf-8", "replace").strip()
     return text if text.startswith("/") and "\n" not in text else None
-
-
-def _read_regular_file(path: Path, limit: int) -> bytes | None:
-    """At most ``limit`` bytes of ``path``, or None if it is not a regular file (a symlink,
-    a named pipe, a device), opened without waiting and without following a symlink."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return file.read(limit)
