@@ -193,11 +193,14 @@ brings a chat's budget down to."""
 
 
 def context_full_line(before: int, after: int, budget: int) -> str:
+    """Said as the message is sent again (a Ctrl+C waiting may still cancel it: the line
+    announces the resend, not its reply; and with compaction off the turns left out are
+    not summarized: "compacted" would say more than was done)."""
     return (
         "note: the model refused the request as over its context window; the conversation "
-        f"was compacted (~{before:,} -> ~{after:,} tokens) and the message sent again. This "
-        f"chat now keeps requests under ~{budget:,} tokens (AGENT_ASSIST_CONTEXT_TOKENS "
-        "sets the budget)"
+        f"it is sent with is now ~{after:,} tokens (was ~{before:,}), and the message is sent "
+        f"again. This chat now keeps requests under ~{budget:,} tokens "
+        "(AGENT_ASSIST_CONTEXT_TOKENS sets the budget)"
     )
 
 
