@@ -149,6 +149,11 @@ REATTACH_ATTEMPTS = 5
 RESTORED = "Restored the conversation to checkpoint "
 FILES_RESTORED = "Files restored: "
 RESEND_ATTEMPTS = 3
+SENT_AGAIN_COMMANDS = frozenset({"checkpoint", "resume", "compact"})
+"""Commands sent again, once, when the supervisor dies before it answers them (as a message
+is): ``/checkpoint`` (the list, without N) and ``/resume`` only read; a ``/compact`` the
+supervisor saved before it died finds nothing to compact. ``/save``, ``/reset`` and
+``/checkpoint N`` are not: whether they were done is not known, and they ask or write."""
 TERMINAL_COMMANDS = ("exit", "quit", "help", "model")
 """The commands the terminal runs itself; like the supervisor's, they take no argument."""
 CUT_OFF = "[cut off: the chat ended before the reply did; this message was not kept]"
@@ -1004,14 +1009,21 @@ class Chat:
             self.console.warn(f"error: unknown command /{name} ({hint}try /help)")
             self.a_turn_failed = True
             return True
-        self._send({"type": "command", "name": name, "arg": arg.strip() or None})
+        command = {"type": "command", "name": name, "arg": arg.strip() or None}
+        self._send(command)
         interrupted = False
+        again = name in SENT_AGAIN_COMMANDS and not arg.strip()
         while True:
             try:
                 with self._interrupts.interruptible():
                     self.conn.readable(None)  # the wait only: see _next_frame_of_reply
                 frame = self.conn.receive()
             except ConnectionLost:
+                if again:  # changes nothing twice: sent again to the supervisor that follows
+                    again = False
+                    self._reattach_after_loss()
+                    self._send(command)
+                    continue
                 self._command_interrupted(name)
                 return True
             except KeyboardInterrupt:
@@ -1056,12 +1068,17 @@ class Chat:
         """The supervisor went during ``/name``: a stop ends the chat (its ``closed`` frame
         may still wait to be read); after a crash, re-attach and say the command did not
         finish."""
+        self._reattach_after_loss()
+        self.console.warn(f"error: /{name} was interrupted; please run it again")
+        self.a_turn_failed = True
+
+    def _reattach_after_loss(self) -> None:
+        """Show what the lost connection still held (a stop's ``closed`` frame ends the
+        chat), then re-attach."""
         with contextlib.suppress(ConnectionLost):
             while self.conn.readable():
                 self._other(self.conn.receive())
         self._reattach()
-        self.console.warn(f"error: /{name} was interrupted; please run it again")
-        self.a_turn_failed = True
 
     def _command_result(self, name: str, frame: Frame, arg: str = "") -> None:
         """Show a command's result and keep the toolbar true to the session it leaves."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import subprocess
 from collections.abc import Iterator
 from typing import Any
@@ -764,3 +766,28 @@ def test_a_tab_reopened_while_its_previous_chat_waits_for_a_compaction_waits_and
     again.close_stdin()
     assert again.wait() == 0
     assert not any("does not answer" in line for line in again.drain_stderr())
+
+
+def test_a_compact_the_supervisor_died_during_is_sent_again_to_the_heir(
+    env: Env, server: ChatServer
+) -> None:
+    """H79's find: a command the supervisor died before answering (``kill -9`` as it ran)
+    was `error: /compact was interrupted; please run it again`, though the heir took over
+    at once; a message is sent again. A command that changes nothing twice is too."""
+    server.hang_summaries = True
+    client = env.spawn(
+        "--new", terminal=env.terminal(), AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model"
+    )
+    client.send(f"turn 1: {TOPIC}")
+    client.expect("turn 1")
+    heir = wait_for(env.heir_pid, what="the heir")
+    client.send("/compact")
+    client.expect("note: compacting", stderr=True)  # it waits for the summary model
+    server.hang_summaries = False  # the heir's summary model answers
+    supervisor = env.supervisor_pid()
+    assert supervisor is not None and supervisor != heir
+    os.kill(supervisor, signal.SIGKILL)
+    client.expect("Compacted turn", stderr=True)
+    client.close_stdin()
+    assert client.wait() == 0
+    assert not any("interrupted" in line for line in client.drain_stderr())
