@@ -517,9 +517,19 @@ def test_ctrl_c_as_the_supervisor_dies_cancels_the_reply_and_the_chat_goes_on(
     assert sum(1 for r in server.requests if "slow" in str(r["messages"][-1])) == 1
 
 
+def _next_failed_write(tty: Pty) -> bytes:
+    """The path named by the next `could not update the session on disk` line."""
+    tty.expect("error: could not update the session on disk")
+    start = tty.position
+    tty.expect(".json'")
+    return ANSI.sub(b"", tty.seen)[start : tty.position]
+
+
 def test_a_failed_saves_notice_comes_after_the_reply_text_it_follows(env: Env) -> None:
     """A colour terminal's view held the reply's text until the turn ended: the notice of
-    the turn's failed save was printed above the reply."""
+    the turn's failed save was printed above the reply. (The pointer's failed write may be
+    told before the reply: the notice looked for names the session's file. It came before
+    the next prompt in every run here but one of the suite's in CI, after it.)"""
     faults = env.base / "faults"
     faults.write_text("rename EIO /sessions/\n")
     env.extra["AGENT_ASSIST_FAULT_FILE"] = str(faults)
@@ -528,8 +538,8 @@ def test_a_failed_saves_notice_comes_after_the_reply_text_it_follows(env: Env) -
         tty.expect("/help for commands.")
         tty.type("hello tty\r")
         tty.expect('You said: "hello tty"')
-        tty.expect("error: could not update the session on disk")
-        tty.expect_prompt()
+        while b"active_" in _next_failed_write(tty):  # the pointer's, if told late
+            pass
     finally:
         tty.close()
 
