@@ -289,3 +289,19 @@ def all_text_under(*roots: Path) -> Iterator[tuple[Path, bytes]]:
         for path in root.rglob("*"):
             if path.is_file() and not path.is_symlink() and not path.is_socket():
                 yield path, path.read_bytes()
+
+
+def outside_notices(client: Client, what: str, listed: str, how: str = "changed") -> None:
+    """Wait for a new notice of an outside change naming ``what`` (``how``: changed or
+    deleted; piped, a notice comes out with the next command's answer: ``/checkpoint``'s,
+    which shows ``listed``). One told before the call does not count: a second wait for
+    the same file passed at once on the first one's notice (H79)."""
+    notice = f"note: {what} {how} outside agent-assist"
+    before = client.drain_stderr().count(notice)
+
+    def noticed() -> bool:
+        client.send("/checkpoint")
+        client.expect(listed, stderr=True)
+        return client.drain_stderr().count(notice) > before
+
+    wait_for(noticed, what=f"the notice of {what}")

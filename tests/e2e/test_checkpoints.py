@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Client, Env, running, wait_for
+from tests.e2e.harness import Client, Env, outside_notices, running, wait_for
 
 WATCHER_LATENCY_S = 1.5
 
@@ -221,12 +221,7 @@ def test_a_restore_after_an_outside_edit_was_noted_gives_no_second_notice(env: E
     with (env.workspace / SPEC).open("a") as spec:
         spec.write("edited outside\n")
 
-    def noticed() -> bool:  # piped, a notice comes out with the next command's answer
-        client.send("/checkpoint")
-        client.expect("(save)", stderr=True)
-        return any("changed outside" in line for line in client.drain_stderr())
-
-    wait_for(noticed, what="the outside edit's notice")
+    outside_notices(client, SPEC, "(save)")
     client.send("/checkpoint 2")
     client.send("y")
     client.expect("Files restored: agent_spec.md.", stderr=True)
@@ -455,22 +450,6 @@ def test_sessions_show_json_gives_checkpoints_as_data(env: Env, supervisor: str)
     text = env.run("sessions", "show", session_id).stdout
     assert "Checkpoints (agent-assist --resume ID, then /checkpoint N):" in text
     assert re.search(r"\n  4  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC  \d+ turns?", text), text
-
-
-def outside_notices(client: Client, what: str, listed: str, how: str = "changed") -> None:
-    """Wait for a new notice of an outside change naming ``what`` (``how``: changed or
-    deleted; piped, a notice comes out with the next command's answer: ``/checkpoint``'s,
-    which shows ``listed``). One told before the call does not count: a second wait for
-    the same file passed at once on the first one's notice (H79)."""
-    notice = f"note: {what} {how} outside agent-assist"
-    before = client.drain_stderr().count(notice)
-
-    def noticed() -> bool:
-        client.send("/checkpoint")
-        client.expect(listed, stderr=True)
-        return client.drain_stderr().count(notice) > before
-
-    wait_for(noticed, what=f"the notice of {what}")
 
 
 def test_an_agent_spec_made_outside_after_the_start_is_told(env: Env) -> None:

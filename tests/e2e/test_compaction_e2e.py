@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import Client, Env, Terminal, wait_for
+from tests.e2e.harness import Client, Env, Terminal, outside_notices, wait_for
 from tests.e2e.openai_server import ChatServer
 
 TOPIC = (
@@ -295,13 +295,7 @@ def test_a_change_outside_carried_by_a_failed_request_is_carried_by_the_next(
     client.expect("recorded")
     with (env.workspace / "agent_spec.md").open("a") as edit:
         edit.write("edited by hand\n")
-
-    def noticed() -> bool:  # piped, a notice comes out with the next command's answer
-        client.send("/checkpoint")
-        client.expect("No checkpoints", stderr=True)
-        return any("changed outside" in line for line in client.drain_stderr())
-
-    wait_for(noticed, what="the outside edit's notice")
+    outside_notices(client, "agent_spec.md", "No checkpoints")
     client.send("cut mid-reply")
     client.expect("dropped mid-reply", stderr=True)
     client.send("and now?")
