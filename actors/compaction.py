@@ -28,6 +28,7 @@ from actors.messages import (
     Compact,
     Compacted,
     CompactionMessage,
+    StopCompaction,
     Summarize,
     SummarizeDue,
     SummaryReady,
@@ -74,10 +75,11 @@ SUMMARY_TEMPLATE = (
 @dataclass
 class _Running:
     """A told compaction in progress: ``done`` is set when it ends (``result`` unless it
-    was cut short)."""
+    was cut short); ``scope`` stops it (``StopCompaction``)."""
 
     done: anyio.Event = field(default_factory=anyio.Event)
     result: Compacted | None = None
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
 
 
 _WindowKey = tuple[str, int, int, int]
@@ -149,7 +151,12 @@ class CompactionActor(Actor[CompactionMessage]):
                 return await self._compact(message)
             case Compact(reply_to=reply_to) if reply_to is not None:
                 assert self._tg is not None
-                self._tg.start_soon(self._compact_and_tell, message, reply_to)
+                running = self._running[_window_key(message)] = _Running()  # a retry: afresh
+                self._tg.start_soon(self._compact_and_tell, message, reply_to, running)
+            case StopCompaction(compaction):
+                running = self._running.get(_window_key(compaction))
+                if running is not None and running.result is None:
+                    running.scope.cancel()
             case Summarize(reply_to=None, session_id=session_id):
                 self._waiting.pop(session_id, None)  # asked for now: the told one is moot
                 return await self._summarize(message)
@@ -185,17 +192,27 @@ class CompactionActor(Actor[CompactionMessage]):
             with contextlib.suppress(DeadActor):
                 await reply_to.tell(ready)
 
-    async def _compact_and_tell(self, message: Compact, reply_to: ActorRef[Any]) -> None:
+    async def _compact_and_tell(
+        self, message: Compact, reply_to: ActorRef[Any], running: _Running
+    ) -> None:
         """Tell the compaction's result; if the actor stops first (a crash, the supervisor's
         stop), tell that it failed, or the session would wait for it for good (no other
-        compaction starts while one is in flight)."""
+        compaction starts while one is in flight). Stopped (``StopCompaction``), nothing."""
         key = _window_key(message)
-        running = self._running[key] = _Running()  # a retry of the window starts afresh
         try:
-            result = await self._compact(message)
+            with running.scope:
+                result = await self._compact(message)
+            if running.scope.cancelled_caught:  # stopped: the one waiting has gone on
+                log.info("compaction of session %s stopped", message.session_id)
+                return
         except BaseException:  # cancelled: _compact turns every failure into an answer
             stopped = Compacted(
-                message.session_id, message.generation, message.trigger, None, STOPPED_LINE
+                message.session_id,
+                message.generation,
+                message.trigger,
+                None,
+                STOPPED_LINE,
+                window=message.window,
             )
             reply_to.tell_when_room(stopped)  # a cancelled task cannot wait
             raise
@@ -223,20 +240,29 @@ class CompactionActor(Actor[CompactionMessage]):
         except SummaryTooLong as exc:
             log.info("compaction of session %s skipped: %s", message.session_id, exc)
             return Compacted(
-                message.session_id, message.generation, message.trigger, None, str(exc), True
+                message.session_id,
+                message.generation,
+                message.trigger,
+                None,
+                str(exc),
+                True,
+                window=window,
             )
         except Exception as exc:
             text = " ".join(str(exc).split()) or type(exc).__name__
             if not isinstance(exc, CompactionError):
                 text = f"{type(exc).__name__}: {text}"
             log.warning("compaction of session %s failed: %s", message.session_id, text)
-            return Compacted(message.session_id, message.generation, message.trigger, None, text)
+            return Compacted(
+                message.session_id, message.generation, message.trigger, None, text, window=window
+            )
         return Compacted(
             message.session_id,
             message.generation,
             message.trigger,
             compaction,
             offline_because=offline_because,
+            window=window,
         )
 
     def _model_of(self, requested: str | None) -> str | None:

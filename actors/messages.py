@@ -304,7 +304,22 @@ class Compact(Ask["Compacted"]):
     """The session's summary model (``offline``: none); None: the actor's own."""
 
 
-CompactionMessage = Summarize | SummarizeDue | Compact
+@dataclass(frozen=True)
+class CompactionWaitOver:
+    """The TerminalActor's own timer: the wait for ``compaction``'s answer is over."""
+
+    compaction: Compact
+
+
+@dataclass(frozen=True)
+class StopCompaction:
+    """Stop the told ``compaction`` if it still runs (the user cancelled the wait for it):
+    its answer is then never told, and the summary model's request is abandoned."""
+
+    compaction: Compact
+
+
+CompactionMessage = Summarize | SummarizeDue | Compact | StopCompaction
 
 
 # -- DriftWatcherActor --------------------------------------------------------
@@ -454,6 +469,9 @@ class Compacted:
     """The summary would not have been shorter: nothing worth compacting yet."""
     offline_because: str | None = None
     """Why the offline summarizer wrote it in the summary model's place, if it did."""
+    window: Window | None = field(default=None, compare=False)
+    """The window it answers for (compared by identity): a late answer of a compaction
+    given up on is told from the one in flight."""
 
 
 @dataclass(frozen=True)
@@ -493,6 +511,7 @@ TerminalMessage = (
     | TurnToolCall
     | SummaryReady
     | Compacted
+    | CompactionWaitOver
     | FilesChanged
     | CheckpointBeforeWrite
     | WatchUnavailable

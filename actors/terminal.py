@@ -10,6 +10,7 @@ supervisor's connection handler turns them into frames.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import itertools
@@ -41,6 +42,7 @@ from actors.messages import (
     Compact,
     Compacted,
     CompactionMessage,
+    CompactionWaitOver,
     ConfirmAnswer,
     Detach,
     DriftMessage,
@@ -64,6 +66,7 @@ from actors.messages import (
     SaveSession,
     ScrubSession,
     StartTurn,
+    StopCompaction,
     StorageMessage,
     Summarize,
     SummaryReady,
@@ -331,6 +334,10 @@ class TerminalActor(Actor[TerminalMessage]):
         self._config = config
         self._peers = peers
         self._outbox = outbox
+        self._mailbox: MemoryObjectReceiveStream[Envelope[TerminalMessage]] | None = None
+        self._aside: collections.deque[Envelope[TerminalMessage]] = collections.deque()
+        """Messages taken from the mailbox while a compaction was waited for: handled
+        next, in their order (``_wait_for_compaction``)."""
         self._lc = SessionLifecycle(policy=config.policy)
         self._token = next(_ACTOR_TOKENS)
         """This actor's own id for its claims and writes (the terminal pid is shared by the
@@ -398,8 +405,9 @@ class TerminalActor(Actor[TerminalMessage]):
     # -- the loop: a failure saves what the actor holds and is reported ----
 
     async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[TerminalMessage]]) -> None:
+        self._mailbox = mailbox
         try:
-            while (envelope := await next_item(mailbox)) is not None:
+            while (envelope := await self._next_envelope(mailbox)) is not None:
                 try:
                     result = await self.handle(envelope.message)
                 except Exception as exc:
@@ -412,8 +420,19 @@ class TerminalActor(Actor[TerminalMessage]):
                         envelope.reply.set(result)
         finally:
             self.released.set()
+            for envelope in self._aside:  # stopped while a compaction was waited for
+                if envelope.reply is not None:
+                    envelope.reply.fail(DeadActor(f"{self.name} stopped"))
             with anyio.CancelScope(shield=True):
                 await self._emergency_save()
+
+    async def _next_envelope(
+        self, mailbox: MemoryObjectReceiveStream[Envelope[TerminalMessage]]
+    ) -> Envelope[TerminalMessage] | None:
+        """The next message to handle: those set aside during a wait first."""
+        if self._aside:
+            return self._aside.popleft()
+        return await next_item(mailbox)
 
     async def _on_failure(self, exc: Exception, message: TerminalMessage) -> None:
         """Save what the actor holds and tell the terminal in the frame it waits for: a
@@ -519,6 +538,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._tell_offline(offline_because)
             case Compacted():
                 await self._keep_compaction(message)
+            case CompactionWaitOver():
+                pass  # the wait it ends had its answer first
             case Detach(reason):
                 if self._lc.turn is not None and self._detaching is None:
                     await self._cut_turn_before_detaching(reason)
@@ -676,9 +697,11 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._emit(TurnEnded("ok", None))
                 return
         await self._compare_tracked_files()
-        self._request_tokens = await self._compact_for_budget(
-            len(text) + len(self._changes_note())
-        )
+        tokens = await self._compact_for_budget(len(text) + len(self._changes_note()))
+        if tokens is None:  # Ctrl+C while the compaction before it ran: the message is not sent
+            await self._emit(TurnEnded("cancelled", None))
+            return
+        self._request_tokens = tokens
         self._turn_count += 1
         self._lc = self._lc.begin_turn(self._turn_count, message_id)
         self._message = _Message(text, message_id, again)
@@ -805,7 +828,9 @@ class TerminalActor(Actor[TerminalMessage]):
         threshold = self._lc.policy.compaction.token_threshold
         if threshold is None or budget < threshold:
             self._lc = self._lc.with_token_threshold(budget)
-        await self._compact_for_budget(extra)
+        if await self._compact_for_budget(extra) is None:  # Ctrl+C: not sent again
+            await self._emit(TurnEnded("cancelled", None))
+            return
         after = self._lc.estimated_tokens(extra)
         if after >= before:
             await self._emit(TurnEnded("error", message.error))
@@ -1090,12 +1115,13 @@ class TerminalActor(Actor[TerminalMessage]):
         except DeadActor:
             self._lc = self._lc.compaction_failed(self._lc.generation)
 
-    async def _compact_for_budget(self, extra_chars: int) -> int:
+    async def _compact_for_budget(self, extra_chars: int) -> int | None:
         """Before a model request: over the token budget, compact first (and wait). If the
         request is still over it afterwards (what is kept outweighs the budget), say so,
         and again when it has grown by half (a message over it alone is told as such),
         but do not back off: the next request compacts what came since. Returns the
-        request's size in tokens, as the budget sees it."""
+        request's size in tokens, as the budget sees it; None if the user cancelled the
+        wait (Ctrl+C)."""
         threshold = self._lc.policy.compaction.token_threshold
         message = estimate_tokens(extra_chars)
         if threshold is not None and message >= threshold:
@@ -1124,8 +1150,10 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._tell_over_budget(tokens, line)
             return tokens
         result = await self._compact_and_wait(window, "tokens")
+        if result is None:
+            return None
         tokens = self._lc.request_tokens(extra_chars)
-        if result is None or threshold is None:
+        if threshold is None:
             return tokens
         if tokens >= threshold and message < threshold:  # else the message was told of
             await self._tell_over_budget(tokens, over_budget_line(result, tokens, threshold))
@@ -1153,7 +1181,9 @@ class TerminalActor(Actor[TerminalMessage]):
             return
         before = self._lc.estimated_tokens()
         result = await self._compact_and_wait(window, "command")
-        if result is not None and result.compaction is not None:
+        if result is None:
+            await self._emit(CommandOutput("Compaction cancelled; nothing was changed."))
+        elif result.compaction is not None:
             after = self._lc.estimated_tokens()
             by = " by the offline summarizer" if result.offline_because else ""
             end = result.compaction.end_invocation
@@ -1163,36 +1193,75 @@ class TerminalActor(Actor[TerminalMessage]):
                     f"~{before:,} -> ~{after:,} tokens."
                 )
             )
-        elif result is not None and result.no_gain:
+        elif result.no_gain:
             await self._emit(
                 CommandOutput(
                     f"Not compacted: a summary would not be shorter (~{before:,} tokens)."
                 )
             )
-        elif result is not None:
+        else:
             reason = result.error or "the summarizer skipped it"
             await self._emit(CommandOutput(f"error: compaction failed: {reason}"))
 
     async def _compact_and_wait(self, window: Window, trigger: Trigger) -> Compacted | None:
+        """Compact ``window`` now, the user waiting (the token budget's, ``/compact``): the
+        result, kept if it is any good; None if the user cancelled the wait (Ctrl+C)."""
         lc = self._lc
         self._lc = lc.begin_compaction(window)
+        request = self._compact_request(window, trigger, self._self)
         try:
-            async with anyio.create_task_group() as waiting:
-                if trigger != "window":  # the user waits for it, and is told why
-                    line = compacting_line(trigger, self._config.summary_model)
-                    waiting.start_soon(self._tell_after, SLOW_COMPACTION_S, line)
-                result: Compacted = await self._peers.compaction.ask(
-                    self._compact_request(window, trigger), COMPACTION_TIMEOUT_S
-                )
-                waiting.cancel_scope.cancel()
-        except TimeoutError:
-            error = f"no answer in {COMPACTION_TIMEOUT_S:.0f} s"
-            result = Compacted(lc.session_id or "", lc.generation, trigger, None, error)
+            await self._peers.compaction.tell(request)
         except DeadActor as exc:
             result = Compacted(lc.session_id or "", lc.generation, trigger, None, str(exc))
+        else:
+            answer = await self._wait_for_compaction(request)
+            if answer is None or answer.window is None:  # cancelled, or no answer in time
+                with contextlib.suppress(DeadActor):  # given up on: not worth finishing
+                    await self._peers.compaction.tell(StopCompaction(request))
+            if answer is None:
+                self._lc = self._lc.compaction_failed(lc.generation, back_off=False)
+                return None
+            result = answer
         if not await self._keep_compaction(result) and result.compaction is not None:
             return dataclasses.replace(result, compaction=None, no_gain=True)
         return result
+
+    async def _wait_for_compaction(self, request: Compact) -> Compacted | None:
+        """Wait for the answer to ``request`` (told to the CompactionActor, answered to this
+        actor) by reading this actor's own mailbox: a Ctrl+C (``CancelCurrentTurn``) ends
+        the wait (None), and so does ``COMPACTION_TIMEOUT_S`` (a failure without a
+        window); every other message is set aside and handled after, in its order.
+
+        Reading the mailbox is what lets a Ctrl+C in while the summary model takes its
+        time (the handler waiting for an ask held it in the mailbox until the end). No
+        read of it is ever cancelled (anyio's ``receive`` cancelled just as an item
+        reached it drops that item): the timeout comes as a message too. What is set
+        aside is not bounded by the mailbox's size, but by the wait's time."""
+        assert self._mailbox is not None
+        timeout = f"no answer in {COMPACTION_TIMEOUT_S:.0f} s"
+        async with anyio.create_task_group() as timers:
+            if request.trigger != "window":  # the user waits for it, and is told why
+                line = compacting_line(request.trigger, self._config.summary_model)
+                timers.start_soon(self._tell_after, SLOW_COMPACTION_S, line)
+            timers.start_soon(self._wait_over_after, COMPACTION_TIMEOUT_S, request)
+            try:
+                while (envelope := await next_item(self._mailbox)) is not None:
+                    match envelope.message:
+                        case Compacted(window=window) if window is request.window:
+                            return envelope.message
+                        case CompactionWaitOver(compaction) if compaction is request:
+                            break
+                        case CancelCurrentTurn():
+                            return None
+                        case _:
+                            self._aside.append(envelope)
+            finally:
+                timers.cancel_scope.cancel()
+        return Compacted(request.session_id, request.generation, request.trigger, None, timeout)
+
+    async def _wait_over_after(self, delay: float, request: Compact) -> None:
+        await anyio.sleep(delay)
+        self._self.tell_when_room(CompactionWaitOver(request))
 
     async def _tell_after(self, delay: float, line: str) -> None:
         await anyio.sleep(delay)
@@ -1222,7 +1291,9 @@ class TerminalActor(Actor[TerminalMessage]):
             return False
         automatic = result.trigger != "command"
         if result.compaction is None:
-            self._lc = lc.compaction_failed(result.generation, back_off=automatic)
+            self._lc = lc.compaction_failed(
+                result.generation, back_off=automatic, window=result.window
+            )
             if self._lc is lc:  # the late answer of a superseded compaction
                 return False
             quiet = result.no_gain or result.error is None  # nothing worth it, or skipped

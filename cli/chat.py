@@ -149,6 +149,9 @@ REATTACH_ATTEMPTS = 5
 RESTORED = "Restored the conversation to checkpoint "
 FILES_RESTORED = "Files restored: "
 RESEND_ATTEMPTS = 3
+CANCELLED_COMMANDS = frozenset({"compact"})
+"""Commands a Ctrl+C cancels (the summary model may take its time; nothing is changed until
+it answers); the others write or ask, and are done before a Ctrl+C could matter."""
 SENT_AGAIN_COMMANDS = frozenset({"checkpoint", "resume", "compact"})
 """Commands sent again, once, when the supervisor dies before it answers them (as a message
 is): ``/checkpoint`` (the list, without N) and ``/resume`` only read; a ``/compact`` the
@@ -1030,6 +1033,10 @@ class Chat:
                 if interrupted:
                     raise LeaveNow(name) from None
                 interrupted = True
+                if name in CANCELLED_COMMANDS:  # its answer says what came of it
+                    with contextlib.suppress(ConnectionLost):  # if lost, the receive tells
+                        self.conn.send({"type": "cancel"})
+                    continue
                 self.console.warn(
                     f"/{name} cannot be interrupted and is still running; "
                     "Ctrl+C again to leave (the session is saved)"

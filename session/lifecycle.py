@@ -667,11 +667,16 @@ class SessionLifecycle:
             return Transition(new, ())
         return Transition(new, (new.write(now, manifest, agent_spec_path),))
 
-    def compaction_failed(self, generation: int, *, back_off: bool = True) -> SessionLifecycle:
+    def compaction_failed(
+        self, generation: int, *, back_off: bool = True, window: Window | None = None
+    ) -> SessionLifecycle:
         """Back off: the next automatic compaction waits ``interval * 2**failures`` turns
-        (a failed ``/compact`` does not: ``back_off`` False only ends the attempt)."""
+        (a failed ``/compact`` does not: ``back_off`` False only ends the attempt).
+        ``window``, if known, is the one that failed: not the one in flight, nothing."""
         if generation != self.generation or self.compacting is None:
             return self  # a late answer of a superseded compaction: nothing in flight
+        if window is not None and window is not self.compacting:
+            return self  # a late answer of a superseded compaction, another in flight
         if not back_off:
             return self._with(compacting=None)
         failures = self.compaction_failures + 1

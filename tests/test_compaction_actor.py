@@ -11,7 +11,7 @@ import pytest
 
 from actors.base import ActorRef, open_mailbox, run_supervised
 from actors.compaction import STOPPED_LINE, SUMMARY_DELAY_S, CompactionActor
-from actors.messages import Compact, Compacted, Summarize, SummaryReady
+from actors.messages import Compact, Compacted, StopCompaction, Summarize, SummaryReady
 from session.compaction import (
     BaseEventsSummarizer,
     Event,
@@ -89,6 +89,43 @@ async def test_a_compaction_cut_by_a_crash_of_the_actor_is_told_as_failed(
         assert isinstance(told, Compacted)
         assert (told.session_id, told.generation, told.compaction) == ("aaaaaaaaaaaa", 1, None)
         assert told.error == STOPPED_LINE
+        tg.cancel_scope.cancel()
+
+
+async def test_a_stopped_compaction_is_cancelled_and_never_answered(
+    no_blocking: None,
+) -> None:
+    """The user cancelled the wait for it (Ctrl+C): the summary model's request is
+    abandoned, not left to run out its 15 s, and nothing is told."""
+    started, cancelled = anyio.Event(), anyio.Event()
+
+    class Hangs(BaseEventsSummarizer):
+        async def summarize_events(self, events: Sequence[Event]) -> Event | None:
+            started.set()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                cancelled.set()
+            return None
+
+    events = events_from_messages(conversation(0, 1, 2, 3), 1)
+    window = sliding_window(events, EventsCompactionConfig(2, 0, None))
+    assert window is not None
+    terminal: ActorRef[Any]
+    terminal, inbox = open_mailbox("terminal")
+    async with anyio.create_task_group() as tg:
+        make = partial(CompactionActor, summarizer=Hangs())
+        compaction: ActorRef[Any] = await tg.start(partial(run_supervised, "compaction", make))
+        request = Compact("aaaaaaaaaaaa", 1, window, "command", terminal)
+        await compaction.tell(request)
+        with anyio.fail_after(5):
+            await started.wait()
+        await compaction.tell(StopCompaction(request))
+        with anyio.fail_after(5):
+            await cancelled.wait()
+        with anyio.move_on_after(0.5):
+            told = await inbox.receive()
+            pytest.fail(f"a stopped compaction told {told.message}")
         tg.cancel_scope.cancel()
 
 

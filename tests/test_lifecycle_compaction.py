@@ -539,6 +539,21 @@ def test_the_budget_supersedes_a_compaction_in_flight() -> None:
     assert lc.compaction_failed(lc.generation) is lc  # a late failure: nothing in flight
 
 
+def test_a_late_failure_of_a_superseded_compaction_leaves_the_one_in_flight_alone() -> None:
+    """The failure of a compaction given up on (superseded by the budget's, or cancelled
+    by a Ctrl+C) came while another was in flight and ended that one, backing off."""
+    lc = after_turns(fresh(policy(interval=3, threshold=200)), 1, 3)
+    background = lc.compaction_due()
+    assert background is not None
+    lc = after_turns(lc.begin_compaction(background), 4, 6).supersede_compaction()
+    window = lc.compaction_due(request_tokens=lc.request_tokens())
+    assert window is not None
+    lc = lc.begin_compaction(window)
+    assert lc.compaction_failed(lc.generation, window=background) is lc
+    failed = lc.compaction_failed(lc.generation, window=window)
+    assert failed.compacting is None and failed.compaction_failures == 1
+
+
 def test_a_compaction_that_would_not_shrink_the_request_is_not_kept() -> None:
     """The offline summary of two short turns is longer than they are with the request's
     framing: the notice said "~65 -> ~69 tokens"."""

@@ -427,11 +427,12 @@ def test_a_401_is_one_line_naming_the_key(
     screen.expect_prompt()
 
 
-def test_ctrl_c_while_compact_waits_says_so_and_twice_leaves_saving_the_session(
+def test_ctrl_c_while_compact_waits_for_the_summary_model_cancels_it(
     env: Env, screens: list[Screen]
 ) -> None:
     """A helper's attack: Ctrl+C while /compact waited for a hanging summary model ended
-    the chat in "Aborted!", exit 1, without saying the session was saved."""
+    the chat in "Aborted!"; then it said the command could not be interrupted, and the
+    user waited up to 15 s for the summary model. It cancels the compaction now."""
     with ChatServer() as server:
         server.hang_summaries = True
         screen = started(
@@ -448,14 +449,53 @@ def test_ctrl_c_while_compact_waits_says_so_and_twice_leaves_saving_the_session(
         screen.type("/compact\r")
         wait_for(lambda: any(r["model"] == "summary-model" for r in server.requests))
         screen.type(CTRL_C)
-        screen.expect("/compact cannot be interrupted and is still running")
-        screen.type(CTRL_C)
-        screen.expect("is saved once /compact ends.")
-        assert screen.wait(timeout=5) == 130  # at once: it waited for the compaction
+        screen.expect("Compaction cancelled; nothing was changed.", timeout=10)  # not 15 s
+        screen.expect_prompt()
+        server.hang_summaries = False
+        screen.type("/compact\r")  # nothing of the cancelled one stands in its way
+        screen.expect("Compacted turn 1")
+        screen.type(CTRL_D)
+        assert screen.wait() == 0
     assert "Aborted!" not in screen.text
-    wait_for(lambda: env.session_ids(), timeout=30, what="the session saved after /compact")
+    assert "cannot be interrupted" not in screen.text
+
+
+def test_ctrl_c_while_a_message_waits_for_the_token_budgets_compaction_cancels_it(
+    env: Env, screens: list[Screen]
+) -> None:
+    """H80's find: Ctrl+C while a message waited for the compaction the token budget asked
+    for did nothing until the summary model's 15 s were up ("thinking..." on screen): the
+    cancel waited in the TerminalActor's mailbox behind the compaction."""
+    long = "the routing table needs more rows and a fallback queue " * 40
+    with ChatServer() as server:
+        server.hang_summaries = True
+        screen = started(
+            screens,
+            env,
+            "--new",
+            OPENAI_BASE_URL=server.base_url,
+            OPENAI_API_KEY="sk-test",
+            AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+            AGENT_ASSIST_CONTEXT_TOKENS="1000",
+            AGENT_ASSIST_COMPACTION_INTERVAL="100",
+        )
+        screen.type(f"part one: {long}\r")
+        screen.expect("[offline model]")
+        screen.expect_prompt()
+        screen.type(f"part two: {long}\r")
+        screen.expect("note: compacting the conversation to fit the token budget")
+        screen.type(CTRL_C)
+        screen.expect("[cancelled]", timeout=10)  # not after the summary model's 15 s
+        screen.expect_prompt()
+        server.hang_summaries = False
+        screen.type("part three\r")
+        screen.expect('part three"')
+        screen.type(CTRL_D)
+        assert screen.wait() == 0
     (session_id,) = env.session_ids()
-    assert "a first message" in (env.project / f"{session_id}.json").read_text()
+    saved = (env.project / f"{session_id}.json").read_text()
+    assert "part one" in saved and "part three" in saved
+    assert "part two" not in saved, "the cancelled message is not kept"
 
 
 def test_a_piped_run_whose_last_turn_failed_exits_1(env: Env, locked_server: ChatServer) -> None:

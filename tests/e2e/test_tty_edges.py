@@ -83,14 +83,15 @@ def test_a_ctrl_c_typed_with_the_enter_of_a_command_or_of_nothing_does_what_it_d
     env: Env, screens: list[Screen]
 ) -> None:
     """A helper's report: one Ctrl+C with the Enter of /compact left the chat (read by the
-    next prompt), and one with an empty Enter was swallowed."""
+    next prompt), and one with an empty Enter was swallowed. (/compact is cancelled by a
+    Ctrl+C now; /save cannot be.)"""
     screen = Screen(env, env.terminal(), "--new")
     screens.append(screen)
     screen.expect("/help for commands.")
     screen.expect(">")
     screen.type("hello\r")
     screen.expect('You said: "hello"')
-    screen.type("/compact\r" + CTRL_C)  # a command is not interrupted: said, and it ends
+    screen.type("/save\r" + CTRL_C)  # a command is not interrupted: said, and it ends
     screen.expect("cannot be interrupted")
     screen.type("and now\r")
     screen.expect('You said: "and now"')
