@@ -24,6 +24,7 @@ from session.compaction import CHARS_PER_TOKEN
 from session.filesystem import in_git_directory, is_safe_relative_path
 from session.history import fit_tool_returns
 from session.models import WorkPhase
+from session.os_paths import shown_path
 
 MAX_READ_BYTES = 256 * 1024
 MIN_READ_CHARS = 2_000
@@ -166,8 +167,18 @@ def list_workspace(workspace: Path, relative: str) -> list[str]:
         if entry.name.startswith("."):
             continue
         suffix = "/" if entry.is_dir() and not entry.is_symlink() else ""
-        entries.append(entry.relative_to(workspace).as_posix() + suffix)
+        entries.append(listed_name(entry.relative_to(workspace).as_posix()) + suffix)
     return entries[:MAX_LIST_ENTRIES]
+
+
+def listed_name(relative: str) -> str:
+    """A workspace path as a listing tells it: bytes that are not UTF-8 (lone surrogates,
+    which no session file and no frame can carry) and control characters (a newline in a
+    name reads as two entries) as ``\\xNN`` escapes."""
+    return "".join(
+        f"\\x{ord(c):02x}" if ord(c) < 32 or 127 <= ord(c) < 160 else c
+        for c in shown_path(relative)
+    )
 
 
 async def read_file(ctx: RunContext[TurnDeps], path: str) -> str:

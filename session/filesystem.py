@@ -9,6 +9,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from session.os_paths import is_utf8
+
 _HASH_CHUNK = 1 << 20
 
 
@@ -43,10 +45,14 @@ def is_inside(relative: str) -> bool:
 def _inside(relative: str) -> list[str] | None:
     """The parts of ``relative`` if it names a path inside the workspace as written (not
     empty, absolute, ``~`` or ``..``, no backslash and no control character: a newline or
-    an escape in a name forges lines on the terminal that shows it), else None."""
+    an escape in a name forges lines on the terminal that shows it; UTF-8: a name the OS
+    gives with bytes that are not holds lone surrogates, which no session file and no
+    frame can carry), else None."""
     if not relative or "\\" in relative or relative[0] in "~/":
         return None
     if not relative.isprintable() and any(_is_control(c) for c in relative):
+        return None
+    if not relative.isascii() and not is_utf8(relative):
         return None
     parts = [part for part in relative.split("/") if part not in ("", ".")]
     return parts if parts and ".." not in parts else None
