@@ -148,11 +148,20 @@ def _kept(key: str, value: str) -> bool:
     """Whether an assignment's value stays: it names where the secret is (a reference, or
     a key such as ``secret_name``), it is a token key's value that does not look like a
     token, or it is too short and plain to be one (``none``, ``todo``)."""
-    if _REFERENCE_KEY_RE.search(key) or _is_reference(value):
-        return True
+    value = _without_closing_brackets(value)
+    if _REFERENCE_KEY_RE.search(key) or _is_reference(value) or value.lower() == key.lower():
+        return True  # the last: code passing a variable of the key's name (password=password)
     if _is_token_key(key) or _HASH_KEY_RE.search(key):
         return not _looks_secret(value) or value.startswith(("/", "~/"))
     return len(value) < 6 and not _looks_short_secret(value)
+
+
+def _without_closing_brackets(value: str) -> str:
+    """``value`` without the brackets that close code around it (``password: str)``, a
+    parameter's; ``password=None)``, an argument's), which are not part of it."""
+    if "(" in value or "[" in value or "{" in value:
+        return value
+    return value.rstrip(")]}") or value
 
 
 def _is_token_key(key: str) -> bool:
@@ -179,14 +188,21 @@ _REFERENCE_RE = re.compile(
     r"|[A-Za-z_]+(?:\.[A-Za-z_]+)+(?:[\[(].*)?"  # settings.openai_api_key, os.environ[
 )
 """A value that says where the secret is, not the secret (no digit in a name or path)."""
+_CODE_RE = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_]*\((?:[^()]*\))?"  # a call: issue_token(username), load_key(
+    r"|(?:typing\.)?(?:str|bytes|SecretStr|SecretBytes|Optional|Annotated|Union|Literal)"
+    r"(?:\[.*)?"  # a type: openai_api_key: SecretStr, api_key: Annotated[str, ...]
+)
+"""Code that computes or types a secret, not the secret (the agents users design are code)."""
 
 
 def _is_reference(value: str) -> bool:
     """A reference (``${VAR}``, ``settings.key``, ``${{ secrets.X }}``, whose value the
-    assignment patterns cut at its first space) or a placeholder (``TBD``, ``N/A``,
-    ``<your password>``, ``***``)."""
+    assignment patterns cut at its first space), code (``get_secret()``, ``SecretStr``)
+    or a placeholder (``TBD``, ``N/A``, ``<your password>``, ``***``)."""
     return (
         _REFERENCE_RE.fullmatch(value) is not None
+        or _CODE_RE.fullmatch(value) is not None
         or value.startswith(("${{", "{{", "<"))
         or value.rstrip(".").lower() in _PLACEHOLDERS
         or set(value) <= set("*.x-_")
@@ -320,7 +336,10 @@ _PROSE_LINK_RE = re.compile(rf"(?i){_PROSE_LINK}[\"'`]?\Z|\s+to\s+[\"'`]?\Z")
 def _prose_value(match: re.Match[str]) -> str:
     value = match.group(2)
     key = _PROSE_LINK_RE.sub("", match.group(1))
-    if _WORDLIKE_RE.match(value) or _is_reference(value) or _REFERENCE_KEY_RE.search(key):
+    if _WORDLIKE_RE.match(value) or _REFERENCE_KEY_RE.search(key):
+        return match.group(0)
+    code = _without_closing_brackets(value)
+    if _is_reference(code) or code.lower() == key.lower():
         return match.group(0)
     if key.lower().endswith("pwd") and value.startswith(("/", "~", ".")):
         return match.group(0)  # the shell's working directory: "pwd is /home/me"

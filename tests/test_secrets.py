@@ -850,3 +850,37 @@ def test_a_word_a_pattern_takes_for_a_password_is_not_erased_from_the_session(
     assert lc.policy.known_secrets == ()
     assert b"The email field is required." in b"".join(lc.history_encoded.chunks)
     assert b"with ed25519 keys" in b"".join(lc.history_encoded.chunks)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # found by a helper (H83): the code of the agents users design, mangled in transcripts
+        "def connect(host: str, user: str, password: str) -> Connection:",
+        "    return psycopg.connect(host=host, user=user, password=password)",
+        "    client = OpenAI(api_key=api_key, base_url=settings.base_url)",
+        "    api_key = api_key or os.environ['OPENAI_API_KEY']",
+        "    openai_api_key: SecretStr",
+        "    db_password: SecretStr | None = None",
+        "api_key: Annotated[str, Depends(get_api_key)]",
+        "def rotate(secret_id: str, new_secret: bytes) -> None:",
+        "key = serialization.load_pem_private_key(data, password=None)",
+        "    token = issue_token(username)",
+        "signing_key = load_key('signing.pem')",
+        "SECRET_KEY = get_random_secret_key()",
+    ],
+)
+def test_code_that_passes_types_or_computes_a_credential_is_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("connect(user='app', password=Hunter22)", "Hunter22"),
+        ("(password: Adm1n)", "Adm1n"),
+        ("api_key=sk_fake_Zx9Kq2Lm7Np4Rt6V)", "Zx9Kq2Lm7Np4Rt6V"),
+        ("secret: Str0ngPassw0rd)", "Str0ngPassw0rd"),
+    ],
+)
+def test_a_value_before_a_closing_bracket_is_still_scrubbed(text: str, secret: str) -> None:
+    assert secret not in scrub_text(text)
