@@ -46,7 +46,13 @@ _TOKEN_PATTERNS = [
     r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
     r"\bgh[pousr]_[A-Za-z0-9]{30,}",
     r"\bgithub_pat_[A-Za-z0-9_]{30,}",
-    r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
+    r"\bxox[abprse]-[A-Za-z0-9-]{10,}",
+    r"\bxapp-\d-[A-Za-z0-9-]{10,}",  # a Slack app-level token (xoxe-: a refresh token)
+    r"\bgsk_[A-Za-z0-9]{30,}",  # Groq
+    r"\br8_[A-Za-z0-9]{30,}",  # Replicate
+    r"\bxai-[A-Za-z0-9]{30,}",  # xAI
+    r"\bdo[por]_v1_[a-f0-9]{64}",  # DigitalOcean
+    r"\bya29\.[A-Za-z0-9_\-]{20,}",  # a Google OAuth access token
     r"\bAIza[0-9A-Za-z_\-]{35}",
     r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
     # a PEM or PGP private key, to its END line, or to the text's end if that was cut off
@@ -273,6 +279,24 @@ _BARE_PROSE_RE = re.compile(
 )
 """A key word followed by its value with nothing between: ``aws secret key wJalr...``,
 ``use secret Zq9Xv7Lm2Pk4 for the vault`` (a value that looks generated: ``_bare_value``)."""
+_BARE_KEY_RE = re.compile(
+    r"(?i)(\bkey(?:\s+(?:is|was))?\s*[:=]?\s*[\"'`]?)([A-Za-z0-9/+_\-]{16,}+)(?![\w/+=-]|\.\w)"
+)
+"""A key's value with no other word to say whose (``key is Vv8Bb7Nn6Mm5Kk4Jj3``, ``key:
+...``): only one that mixes upper and lower case letters and digits (``primary key:
+customer_id`` and a hash stay)."""
+
+
+def _mixed_value(match: re.Match[str]) -> str:
+    value = match.group(2)
+    mixed = (
+        any(c.isdigit() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+    )
+    return match.group(1) + REDACTED if mixed else match.group(0)
+
+
 _LOGIN_RE = re.compile(
     r"(?i)(\b(?:(?:log\s?in|sign\s?in|log\s?on)\s+(?:with|as|using)\s+[^\s/:]{1,64}\s*[/:]\s*"
     r"|(?:log\s?in|sign\s?in|log\s?on)\s+as\s+[^\s/:]{1,64}\s+(?:with|using)\s+"
@@ -351,7 +375,8 @@ def _prose_value(match: re.Match[str]) -> str:
 # Every pattern above starts with one of these markers (the tokens) or, ignoring case,
 # holds one of these words: text with none of them is left alone after two searches.
 _TOKEN_MARKERS_RE = re.compile(
-    r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|eyJ|-----BEGIN|[rs]k_|hf_|glpat-|npm_|pypi-|://"
+    r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|xapp-|gsk_|r8_|xai-|_v1_|ya29\.|AIza|eyJ"
+    r"|-----BEGIN|[rs]k_|hf_|glpat-|npm_|pypi-|://"
     r"|(?:^|\s)-u|--user|--pass|sig=|\s-p|:AA"
 )
 _TOKEN_WORDS = ("whsec_", "sg.", "webhooks/")
@@ -522,6 +547,8 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         text = _PROSE_RE.sub(_prose_value, text)
         text = _SET_RE.sub(_prose_value, text)
         text = _BARE_PROSE_RE.sub(_bare_value, text)
+    if assignment:  # "key" is one of its words
+        text = _BARE_KEY_RE.sub(_mixed_value, text)
     if pin:
         text = _PIN_RE.sub(_KEEP_KEY, text)
     if login:

@@ -884,3 +884,37 @@ def test_code_that_passes_types_or_computes_a_credential_is_left_alone(text: str
 )
 def test_a_value_before_a_closing_bracket_is_still_scrubbed(text: str, secret: str) -> None:
     assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # found by a helper (H83): token shapes and a bare key's value that were kept
+        ("xapp-1-A0123ABCD-1234567890123-0123456789abcdef0123456789abcdef", "0123456789abcdef"),
+        ("SLACK refresh xoxe-1-My0xLTEyMzQ1Njc4OTAtMTIzNDU2Nzg5MA", "My0xLTEyMzQ1Njc4"),
+        ("groq gsk_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH", "abcdefghijklmnop"),
+        ("replicate r8_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOp"),
+        ("grok xai-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOp"),
+        ("dop_v1_" + "0123456789abcdef" * 4, "0123456789abcdef"),
+        ("oauth ya29.a0AfH6SMBxyzAbC123defGhi456", "a0AfH6SMBxyzAbC1"),
+        ("store creds in vault, key is Vv8Bb7Nn6Mm5Kk4Jj3", "Vv8Bb7Nn6Mm5Kk4Jj3"),
+        ("key: Vv8Bb7Nn6Mm5Kk4Jj3", "Vv8Bb7Nn6Mm5Kk4Jj3"),
+    ],
+)
+def test_more_provider_tokens_and_a_bare_keys_generated_value_are_scrubbed(
+    text: str, secret: str
+) -> None:
+    assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the key is to keep the prompt short",
+        "primary key: customer_id",
+        "sort key is created_at, then ticket_id",
+        "cache key: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "the xai-grok model and the gsk_ prefix",
+    ],
+)
+def test_words_after_a_bare_key_are_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
