@@ -851,10 +851,10 @@ class Chat:
         finally:
             views[-1].end()
 
-    def _next_frame_of_reply(self) -> Frame:
-        """The next frame of a reply. A Ctrl+C interrupts the wait for it, and only the
-        wait: one taken just after a read would lose what was read. Meanwhile a long paste
-        is taken off the terminal's input (``Console.wait_readable``)."""
+    def _next_frame(self) -> Frame:
+        """The next frame of a reply or a command's answer. A Ctrl+C interrupts the wait
+        for it, and only the wait: one taken just after a read would lose what was read.
+        Meanwhile a long paste is taken off the terminal's input (``wait_readable``)."""
         while True:
             with self._interrupts.interruptible():
                 framed = self.conn.readable() or self.console.wait_readable(
@@ -872,7 +872,7 @@ class Chat:
         cancelled = False
         while True:
             try:
-                reply = self._next_frame_of_reply()
+                reply = self._next_frame()
             except KeyboardInterrupt:
                 if cancelled:
                     raise
@@ -1018,9 +1018,8 @@ class Chat:
         again = name in SENT_AGAIN_COMMANDS and not arg.strip()
         while True:
             try:
-                with self._interrupts.interruptible():
-                    self.conn.readable(None)  # the wait only: see _next_frame_of_reply
-                frame = self.conn.receive()
+                with self.console.keys_unechoed():  # typed meanwhile: for the next prompt
+                    frame = self._next_frame()
             except ConnectionLost:
                 if again:  # changes nothing twice: sent again to the supervisor that follows
                     again = False
@@ -1034,6 +1033,7 @@ class Chat:
                     raise LeaveNow(name) from None
                 interrupted = True
                 if name in CANCELLED_COMMANDS:  # its answer says what came of it
+                    self.console.hold_typed_ahead()  # as a cancelled reply's: unsent
                     with contextlib.suppress(ConnectionLost):  # if lost, the receive tells
                         self.conn.send({"type": "cancel"})
                     continue

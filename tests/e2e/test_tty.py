@@ -351,6 +351,34 @@ def test_a_ctrl_c_after_a_long_paste_while_a_reply_streams_cancels_it(
         tty.close()
 
 
+def test_a_ctrl_c_after_a_long_paste_while_compact_waits_cancels_it(
+    env: Env, server: ChatServer
+) -> None:
+    """The same as for a reply, for the wait of ``/compact`` (cancelled by a Ctrl+C since
+    the summary model may take 15 s): a paste of over 4 KB meanwhile held the Ctrl+C
+    behind it in the terminal's input, no signal."""
+    env.extra.update(AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model")
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("hello tty\r")
+        tty.expect("echo: hello tty")
+        server.hang_summaries = True
+        tty.type("/compact\r")
+        wait_for(lambda: any(r["model"] == "summary-model" for r in server.requests))
+        long_paste = "begin " + "0123456789" * 900 + " Z"
+        _paste(tty, long_paste)
+        tty.type("\x03")
+        tty.expect("Compaction cancelled; nothing was changed.", timeout=10)  # not 15 s
+        tty.expect("Z")  # the paste's end, held at the next prompt
+        server.hang_summaries = False
+        tty.type("\r")
+        wait_for(lambda: "begin 0123" in str(server.requests[-1]["messages"][-1]))
+        assert server.requests[-1]["messages"][-1]["content"] == long_paste
+    finally:
+        tty.close()
+
+
 def test_lines_edited_with_the_cursor_keys_wait_as_edited_after_a_ctrl_c(
     env: Env, server: ChatServer
 ) -> None:
