@@ -305,6 +305,11 @@ class Compact(Ask["Compacted"]):
 
 
 @dataclass(frozen=True)
+class TellHeldChanges:
+    """The TerminalActor's own timer: tell the changes outside a flood held (one line)."""
+
+
+@dataclass(frozen=True)
 class CompactionWaitOver:
     """The TerminalActor's own timer: the wait for ``compaction``'s answer is over."""
 
@@ -512,6 +517,7 @@ TerminalMessage = (
     | SummaryReady
     | Compacted
     | CompactionWaitOver
+    | TellHeldChanges
     | FilesChanged
     | CheckpointBeforeWrite
     | WatchUnavailable
@@ -564,6 +570,8 @@ class Info:
     at_reattach: bool = False
     """A change outside told by the re-attach after the supervisor went away (the
     terminal may have shown it before: not shown twice)."""
+    files: tuple[str, ...] = ()
+    """The files a line for a flood of changes outside stands for (not named in it)."""
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,7 @@ from actors.messages import (
     StorageMessage,
     Summarize,
     SummaryReady,
+    TellHeldChanges,
     TerminalMessage,
     TerminalOutput,
     ToolCallLine,
@@ -130,6 +131,7 @@ from session.lifecycle import (
 )
 from session.manager import CheckpointListing, RestoredFiles, Written
 from session.models import Pointer, SessionState, utc_now, validate_session_id
+from session.notices import FLOOD_FILES_SENT, HOLD_S, NoticeFlood, flood_line
 from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
 from session.summary import offline_summary
@@ -366,6 +368,8 @@ class TerminalActor(Actor[TerminalMessage]):
         """The history a restore brought back: until a turn changes it, a summary that
         arrives was asked for the conversation before the restore, and is dropped."""
         self._held_notices: list[Info] = []
+        self._flood = NoticeFlood()
+        """The changes outside told lately, and those a flood of them holds for one line."""
         """Background notices that came while a reply streamed: told after it."""
         self._offline_told = False
         """The summary model failed and the terminal was told the offline summarizer
@@ -540,6 +544,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._keep_compaction(message)
             case CompactionWaitOver():
                 pass  # the wait it ends had its answer first
+            case TellHeldChanges():
+                await self._tell_held_changes()
             case Detach(reason):
                 if self._lc.turn is not None and self._detaching is None:
                     await self._cut_turn_before_detaching(reason)
@@ -1380,7 +1386,19 @@ class TerminalActor(Actor[TerminalMessage]):
             how = "deleted" if path in gone else "changed"
             if last is None or now - last >= BURST_S or self._told_as.get(path) != how:
                 self._told_as[path] = how
-                await self._emit(Info(f"note: {path} {how} outside agent-assist", at_reattach))
+                if self._flood.one_line_each(now):
+                    await self._emit(Info(f"note: {path} {how} outside agent-assist", at_reattach))
+                elif self._flood.hold(path, how):  # the flood's first held: its line is due
+                    asyncio.get_running_loop().call_later(
+                        HOLD_S, self._self.tell_when_room, TellHeldChanges()
+                    )
+
+    async def _tell_held_changes(self) -> None:
+        """One line for the changes a flood held (``session/notices.py``)."""
+        held = self._flood.take()
+        if held:
+            files = tuple(sorted(held)[:FLOOD_FILES_SENT])
+            await self._emit(Info(flood_line(held), files=files))
 
     def _tell_again(self, changed: frozenset[str], drift: Mapping[str, str]) -> None:
         """The changes outside a request carried, to be carried by the next one: the turn

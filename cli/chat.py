@@ -968,6 +968,7 @@ class Chat:
                     self._shown_before_reattach.discard(changed)  # the re-attach's word of
                     return  # a change shown before: seen already (a later one is shown)
                 self.changed_outside.add(changed)
+            self.changed_outside.update(frame.get("files", ()))  # a flood's line: unnamed
             self.console.warn(text)
         elif frame["type"] == "error":
             self.a_turn_failed = True

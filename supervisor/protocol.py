@@ -262,12 +262,17 @@ class Notice(_Frame):
     """The re-attach's word of a change the terminal may have shown before the supervisor
     went away (not shown twice); a later notice of that file is of a new change. Sent
     only when true: every other notice is as it was."""
+    files: tuple[str, ...] = ()
+    """The files a line for a flood of changes outside stands for, without naming them
+    (for the toolbar's count; at most ``FLOOD_FILES_SENT``). Sent only when some."""
 
     @model_serializer(mode="wrap")
     def _marked_only_at_reattach(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if not self.at_reattach:
             data.pop("at_reattach", None)
+        if not self.files:
+            data.pop("files", None)
         return data
 
 

@@ -152,8 +152,8 @@ def _frame_for(output: TerminalOutput) -> p.ServerFrame:
             return p.TurnEnd(
                 status=status, error=error, input_tokens=input_tokens, phase=phase, notes=notes
             )
-        case Info(text, at_reattach):
-            return p.Notice(text=text, at_reattach=at_reattach)
+        case Info(text, at_reattach, files):
+            return p.Notice(text=text, at_reattach=at_reattach, files=files)
         case AskUser(confirm_id, question):
             return p.Confirm(id=confirm_id, question=question)
         case CommandOutput(text, phase):

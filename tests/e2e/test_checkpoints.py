@@ -464,6 +464,43 @@ def test_an_agent_spec_made_outside_after_the_start_is_told(env: Env) -> None:
     assert client.wait() == 0
 
 
+def test_a_flood_of_changes_outside_is_told_in_a_few_lines_that_count_every_file(
+    env: Env,
+) -> None:
+    """H79's find: ``sed -i`` over 2,000 tracked files printed 2,000 notice lines. The
+    first files of a flood get a line each; the rest, one line that counts them."""
+    templates = env.workspace / "templates"
+    templates.mkdir()
+    for n in range(200):
+        (templates / f"t{n:03}.md").write_text(f"template {n}\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("hello")
+    client.expect('You said: "hello"')
+    client.send("/save")
+    client.expect("saved as checkpoint 1.", stderr=True)
+    for n in range(200):
+        (templates / f"t{n:03}.md").write_text(f"template {n}, edited by hand\n")
+    lines: list[str] = []
+    single = re.compile(r"note: templates/t\d{3}\.md changed outside agent-assist")
+    flood = re.compile(r"note: ([\d,]+) more tracked files? changed outside agent-assist")
+
+    def told() -> int:
+        client.send("/checkpoint")
+        client.expect("(save)", stderr=True)
+        lines[:] = client.drain_stderr()  # every line so far
+        floods = [flood.fullmatch(line.split(" (under")[0]) for line in lines]
+        counted = sum(int(m.group(1).replace(",", "")) for m in floods if m)
+        return sum(bool(single.fullmatch(line)) for line in lines) + counted
+
+    wait_for(lambda: told() >= 200, what="every file told")
+    assert told() == 200
+    singles = [line for line in lines if single.fullmatch(line)]
+    assert len(singles) < 50, f"{len(singles)} lines, one per file"
+    assert any("(under templates/)" in line for line in lines)
+    client.close_stdin()
+    assert client.wait() == 0
+
+
 def test_a_template_file_saved_into_the_manifest_is_watched_from_then_on(env: Env) -> None:
     """A helper's report: /save added a file made after the start to the manifest, but
     the watcher was never told: its later edits went unnoticed."""
