@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from session.faults import inject
+from session.filesystem import WORKSPACE_TEMP_SUFFIX
 from session.models import utc_now
 
 log = logging.getLogger("agent_assist.storage")
@@ -30,7 +31,6 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 IOV_MAX = max(16, os.sysconf("SC_IOV_MAX"))
 """Buffers one ``writev`` takes (1024 on Linux)."""
-WORKSPACE_TEMP_SUFFIX = ".agent-assist.tmp"
 STALE_TEMP_S = 60.0
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
 

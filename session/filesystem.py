@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -115,15 +116,26 @@ def build_file_manifest(workspace: Path, relative_paths: Iterable[str]) -> dict[
     return manifest
 
 
+WORKSPACE_TEMP_SUFFIX = ".agent-assist.tmp"
+_WORKSPACE_TEMP = re.compile(rf"(?s)\..+\.[0-9a-f]{{8}}{re.escape(WORKSPACE_TEMP_SUFFIX)}")
+
+
+def is_workspace_temp(name: str) -> bool:
+    """Whether ``name`` is a temp of ``session.atomic.replace_workspace_file``: a write in
+    flight, or one a killed write left behind; never a file of the user's to track."""
+    return _WORKSPACE_TEMP.fullmatch(name) is not None
+
+
 def list_tree(workspace: Path, directory: str) -> list[str]:
-    """Relative paths of the regular files under ``directory`` (symlinks not followed)."""
+    """Relative paths of the regular files under ``directory`` (symlinks not followed; our
+    own temps, which a killed write may have left there, are not the user's files)."""
     top = workspace / directory
     if not is_safe_relative_path(workspace, directory) or top.is_symlink():
         return []
     found: list[str] = []
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
+        for name in sorted(n for n in filenames if not is_workspace_temp(n)):
             full = Path(dirpath) / name
             if full.is_file() and not full.is_symlink():
                 found.append(full.relative_to(workspace).as_posix())

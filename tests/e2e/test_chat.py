@@ -117,6 +117,28 @@ def test_resuming_clears_the_temps_a_killed_write_left_beside_tracked_files(env:
     assert (notes / "tools.md").read_text() == "search\n"
 
 
+def test_a_temp_a_killed_write_left_in_templates_is_not_tracked_as_a_template(env: Env) -> None:
+    """A supervisor killed mid-restore leaves a temp beside a template file; the template
+    directory's listing took it for a template: tracked, checkpointed, and told to the model
+    as ``deleted`` once the next resume cleared it."""
+    term = env.terminal()
+    templates = env.workspace / "templates"
+    templates.mkdir()
+    (templates / "triage.md").write_text("# Triage\n")
+    leftover = templates / ".triage.md.0123abcd.agent-assist.tmp"
+    leftover.write_text("half a write")
+    an_hour_ago = time.time() - 3600
+    os.utime(leftover, (an_hour_ago, an_hour_ago))
+    result = env.run(input="hello\n/save\n", terminal=term)
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    assert list(env.session(session_id)["file_manifest"]) == ["templates/triage.md"]
+    result = env.run(input="y\n/resume\n", terminal=term)
+    assert result.returncode == 0, result.stderr
+    assert "1 tracked file unchanged" in result.stderr
+    assert "agent-assist.tmp" not in result.stderr
+
+
 def test_reset_deletes_file_and_pointer_and_autosave_does_not_resurrect(env: Env) -> None:
     term = env.terminal()
     env.run(input="write agent_spec.md: # Spec\n", terminal=term)
