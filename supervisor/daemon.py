@@ -59,6 +59,9 @@ LOG_BACKUPS = 3
 LOCK_WAIT_S = 1.0
 TOKEN_RETENTION_EVENTS = 4
 """Messages kept whole when the token budget compacts (moved back to a turn start)."""
+HEIR_RESTARTS = 3
+"""Heirs started again after one died, at most, within ``HEIR_RESTART_WINDOW_S``."""
+HEIR_RESTART_WINDOW_S = 60.0
 
 
 class AlreadyRunning(Exception):
@@ -343,14 +346,48 @@ async def start_model_stack(
     running.server = Server(settings, running.registry, storage, shutdown)
     front.hand_over(running.server)
     log.info("model stack loaded")
-    if running.with_heir and running.heir is None:
-        with anyio.CancelScope(shield=True):  # a stop meanwhile must find it to kill it
-            try:
-                heir = running.heir = await anyio.to_thread.run_sync(spawn_heir, paths)
-            except OSError as exc:  # the runtime directory removed meanwhile, say
-                log.warning("no heir started (%s); a new supervisor would start instead", exc)
-                return
-        log.info("heir %d started: it loads the model stack, then waits to take over", heir.pid)
+    if running.with_heir:
+        await keep_an_heir(paths, running, shutdown)
+
+
+async def start_heir(paths: RuntimePaths, running: _Running) -> subprocess.Popen[bytes] | None:
+    """Spawn the heir and keep it in ``running`` (for the stop to kill); None if it could
+    not be started."""
+    with anyio.CancelScope(shield=True):  # a stop meanwhile must find it to kill it
+        try:
+            heir = running.heir = await anyio.to_thread.run_sync(spawn_heir, paths)
+        except OSError as exc:  # the runtime directory removed meanwhile, say
+            log.warning("no heir started (%s); a new supervisor would start instead", exc)
+            return None
+    log.info("heir %d started: it loads the model stack, then waits to take over", heir.pid)
+    return heir
+
+
+async def keep_an_heir(paths: RuntimePaths, running: _Running, shutdown: anyio.Event) -> None:
+    """Start the heir, and a new one whenever it dies while this supervisor runs (it holds
+    a second model stack: the OOM killer's first pick), at most ``HEIR_RESTARTS`` times in
+    ``HEIR_RESTART_WINDOW_S``. Cancelled by the stop, which kills the heir itself (a signal
+    to the process group ends the heir first: no new one then)."""
+    deaths: list[float] = []
+    while (heir := await start_heir(paths, running)) is not None:
+        status = await anyio.to_thread.run_sync(heir.wait, abandon_on_cancel=True)
+        running.heir = None
+        forget_heir_pid(paths, heir.pid)
+        if shutdown.is_set():
+            return
+        now = time.monotonic()
+        deaths = [t for t in deaths if now - t < HEIR_RESTART_WINDOW_S] + [now]
+        if len(deaths) > HEIR_RESTARTS:
+            log.warning(
+                "heir %d exited (status %d), %d heirs in %d s; no new heir: a new supervisor "
+                "would start instead",
+                heir.pid,
+                status,
+                len(deaths),
+                HEIR_RESTART_WINDOW_S,
+            )
+            return
+        log.warning("heir %d exited (status %d); starting a new one", heir.pid, status)
 
 
 async def serve(

@@ -34,6 +34,29 @@ def test_a_killed_supervisor_s_heir_takes_over_and_the_terminal_goes_on(env: Env
     assert client.wait() == 0
 
 
+def test_a_killed_heir_is_replaced_and_the_new_one_takes_over(env: Env) -> None:
+    """The heir holds a second model stack: the OOM killer's first pick. One that dies is
+    replaced, so the supervisor's own death later is still taken over at once."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("before the crashes")
+    client.expect("before the crashes")
+    first_heir = wait_for(env.heir_pid, what="the heir")
+    os.kill(first_heir, signal.SIGKILL)
+    second_heir = wait_for(
+        lambda: (pid := env.heir_pid()) not in (None, first_heir) and running(pid) and pid,
+        what="a new heir",
+    )
+    supervisor = env.supervisor_pid()
+    assert supervisor is not None
+    os.kill(supervisor, signal.SIGKILL)
+    client.send("after the crashes")
+    assert "(turn 2 of this conversation" in client.expect("after the crashes")
+    assert "started a new one" not in client.expect("the supervisor went away", stderr=True)
+    assert env.supervisor_pid() == second_heir
+    client.close_stdin()
+    assert client.wait() == 0
+
+
 def test_a_stopped_supervisor_leaves_no_heir(env: Env) -> None:
     assert env.run("supervisor", "start").returncode == 0
     heir = wait_for(env.heir_pid, what="the heir")
