@@ -30,6 +30,7 @@ from anyio.abc import TaskGroup
 from actors.base import ActorRef, run_supervised
 from actors.messages import StorageMessage
 from actors.storage import StorageActor, StorageMemory
+from actors.supervision import Decision, RestartPolicy, decide
 from session.paths import state_root
 from session.redaction import scrub_text, secrets_from_environment
 from session.settings import load_settings
@@ -59,9 +60,8 @@ LOG_BACKUPS = 3
 LOCK_WAIT_S = 1.0
 TOKEN_RETENTION_EVENTS = 4
 """Messages kept whole when the token budget compacts (moved back to a turn start)."""
-HEIR_RESTARTS = 3
-"""Heirs started again after one died, at most, within ``HEIR_RESTART_WINDOW_S``."""
-HEIR_RESTART_WINDOW_S = 60.0
+HEIR_RESTARTS = RestartPolicy(max_restarts=3, within_s=60.0)
+"""Heirs started again after one died, at most (the actors' supervision decision)."""
 
 
 class AlreadyRunning(Exception):
@@ -365,26 +365,25 @@ async def start_heir(paths: RuntimePaths, running: _Running) -> subprocess.Popen
 
 async def keep_an_heir(paths: RuntimePaths, running: _Running, shutdown: anyio.Event) -> None:
     """Start the heir, and a new one whenever it dies while this supervisor runs (it holds
-    a second model stack: the OOM killer's first pick), at most ``HEIR_RESTARTS`` times in
-    ``HEIR_RESTART_WINDOW_S``. Cancelled by the stop, which kills the heir itself (a signal
-    to the process group ends the heir first: no new one then)."""
-    deaths: list[float] = []
+    a second model stack: the OOM killer's first pick), at most three times a minute
+    (``HEIR_RESTARTS``). Cancelled by the stop, which kills the heir itself (a
+    signal to the process group ends the heir first: no new one then)."""
+    deaths: tuple[float, ...] = ()
     while (heir := await start_heir(paths, running)) is not None:
         status = await anyio.to_thread.run_sync(heir.wait, abandon_on_cancel=True)
         running.heir = None
         forget_heir_pid(paths, heir.pid)
         if shutdown.is_set():
             return
-        now = time.monotonic()
-        deaths = [t for t in deaths if now - t < HEIR_RESTART_WINDOW_S] + [now]
-        if len(deaths) > HEIR_RESTARTS:
+        decision, deaths = decide(HEIR_RESTARTS, deaths, time.monotonic())
+        if decision is Decision.ESCALATE:
             log.warning(
-                "heir %d exited (status %d), %d heirs in %d s; no new heir: a new supervisor "
+                "heir %d exited (status %d), %d heirs in %g s; no new heir: a new supervisor "
                 "would start instead",
                 heir.pid,
                 status,
                 len(deaths),
-                HEIR_RESTART_WINDOW_S,
+                HEIR_RESTARTS.within_s,
             )
             return
         log.warning("heir %d exited (status %d); starting a new one", heir.pid, status)
