@@ -1017,12 +1017,13 @@ class TerminalActor(Actor[TerminalMessage]):
                 ),
                 STORAGE_TIMEOUT_S,
             )
-        except (OSError, DeadActor, TimeoutError) as exc:
+        except Exception as exc:  # a defect too: the exit goes on, and releases the session
             log.error(
                 "terminal %d: session %s kept nowhere: %s",
                 self._config.terminal_pid,
                 state.session_id,
                 exc,
+                exc_info=not isinstance(exc, OSError | DeadActor | TimeoutError),
             )
             return None
         if name is None:
@@ -1805,12 +1806,16 @@ class TerminalActor(Actor[TerminalMessage]):
                     case ScrubEarlier(session_id, secrets):
                         message = ScrubSession(config.project, session_id, secrets)
                 answer = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
-            except (SessionError, OSError, DeadActor, TimeoutError) as exc:
+            except Exception as exc:  # a defect too: the turns are kept aside, as for a disk's
                 ok = False
                 if isinstance(effect, WriteSession) and not isinstance(exc, NOT_OURS_TO_KEEP):
                     self._unsaved = True
                 log.warning(
-                    "terminal %d: %s failed: %s", config.terminal_pid, type(effect).__name__, exc
+                    "terminal %d: %s failed: %s",
+                    config.terminal_pid,
+                    type(effect).__name__,
+                    exc,
+                    exc_info=not isinstance(exc, SessionError | OSError | DeadActor | TimeoutError),
                 )
                 line = f"error: could not update the session on disk: {exc}"
                 if line == self._failure_told:

@@ -3,7 +3,8 @@
 When the variable names a file that exists, each of its lines ``STEP ERRNO
 [PATH-SUBSTRING]`` makes the atomic write raise that ``OSError`` at that step
 (``open``, ``write``, ``fsync``, ``rename``, ``dirsync``) for paths containing
-the substring. Tests create, change and remove the file while the supervisor
+the substring; ``BUG`` in place of the errno raises a ``RuntimeError`` (a defect
+of the code, not of the disk). Tests create, change and remove the file while the supervisor
 runs, so a fault can come and go. Without the variable this costs one
 comparison per step.
 """
@@ -32,6 +33,8 @@ def inject(step: str, path: Path) -> None:
             continue
         if len(fields) > 2 and fields[2] not in str(path):
             continue
+        if fields[1] == "BUG":
+            raise RuntimeError(f"injected defect at {step} of {path.name}")
         code = getattr(errno, fields[1], None)
         if isinstance(code, int):
             raise OSError(code, os.strerror(code), str(path))

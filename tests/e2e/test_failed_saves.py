@@ -57,6 +57,26 @@ def test_exit_with_unsaved_turns_says_where_they_are_kept_and_fails(env: Env) ->
     assert not [p for p in env.project.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_a_save_that_fails_by_a_defect_loses_no_turn_and_leaves_the_session_free(
+    env: Env,
+) -> None:
+    """H83's find: a save that raised something other than a disk error (there, a file
+    name orjson could not encode) crashed the TerminalActor in its emergency save too:
+    every turn was lost and the session was listed live for as long as the supervisor
+    ran. A defect in a save is a failed save like any other."""
+    faulty(env).write_text("write BUG /sessions/\n")
+    tab = env.terminal()
+    result = env.run("--new", input="first message\nsecond message\n", terminal=tab)
+    assert result.returncode == 1
+    assert "injected defect" in result.stderr
+    (last,) = [line for line in result.stderr.splitlines() if "could not be saved" in line]
+    kept = Path(last.rsplit(" kept in ", 1)[1])
+    assert prompts_in(json.loads(kept.read_bytes())) == ["first message", "second message"]
+    status = json.loads(env.run("supervisor", "status", "--json").stdout)
+    assert status["terminals"] == 0
+    assert status.get("live_sessions", 0) == 0
+
+
 def test_a_failed_save_is_retried_by_the_next_turn(env: Env) -> None:
     fault_file = faulty(env)
     fault_file.write_text("write EIO /sessions/\n")
