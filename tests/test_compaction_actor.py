@@ -16,6 +16,7 @@ from session.compaction import (
     BaseEventsSummarizer,
     Event,
     EventsCompactionConfig,
+    Window,
     events_from_messages,
     sliding_window,
 )
@@ -53,17 +54,33 @@ async def test_an_ask_is_answered_at_once_and_a_burst_makes_one_summary(
         tg.cancel_scope.cancel()
 
 
+class Hangs(BaseEventsSummarizer):
+    """A summarizer that never answers: ``started`` once asked, ``cancelled`` once stopped."""
+
+    def __init__(self) -> None:
+        self.started, self.cancelled = anyio.Event(), anyio.Event()
+
+    async def summarize_events(self, events: Sequence[Event]) -> Event | None:
+        self.started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            self.cancelled.set()
+        return None
+
+
+def a_window() -> Window:
+    events = events_from_messages(conversation(0, 1, 2, 3), 1)
+    window = sliding_window(events, EventsCompactionConfig(2, 0, None))
+    assert window is not None
+    return window
+
+
 async def test_a_compaction_cut_by_a_crash_of_the_actor_is_told_as_failed(
     no_blocking: None,
 ) -> None:
     """The session waited for good: no other compaction starts while one is in flight."""
-    started = anyio.Event()
-
-    class Hangs(BaseEventsSummarizer):
-        async def summarize_events(self, events: Sequence[Event]) -> Event | None:
-            started.set()
-            await anyio.sleep_forever()
-            return None
+    hangs = Hangs()
 
     class Crashes(CompactionActor):
         async def handle(self, message: Any) -> Any:
@@ -71,18 +88,15 @@ async def test_a_compaction_cut_by_a_crash_of_the_actor_is_told_as_failed(
                 raise RuntimeError("a bug in the actor")
             return await super().handle(message)
 
-    events = events_from_messages(conversation(0, 1, 2, 3), 1)
-    window = sliding_window(events, EventsCompactionConfig(2, 0, None))
-    assert window is not None
     terminal: ActorRef[Any]
     terminal, inbox = open_mailbox("terminal")
     async with anyio.create_task_group() as tg:
         compaction: ActorRef[Any] = await tg.start(
-            partial(run_supervised, "compaction", lambda ref: Crashes(ref, summarizer=Hangs()))
+            partial(run_supervised, "compaction", lambda ref: Crashes(ref, summarizer=hangs))
         )
-        await compaction.tell(Compact("aaaaaaaaaaaa", 1, window, "window", terminal))
+        await compaction.tell(Compact("aaaaaaaaaaaa", 1, a_window(), "window", terminal))
         with anyio.fail_after(5):
-            await started.wait()
+            await hangs.started.wait()
         await compaction.tell("crash")
         with anyio.fail_after(5):
             told = (await inbox.receive()).message
@@ -97,32 +111,19 @@ async def test_a_stopped_compaction_is_cancelled_and_never_answered(
 ) -> None:
     """The user cancelled the wait for it (Ctrl+C): the summary model's request is
     abandoned, not left to run out its 15 s, and nothing is told."""
-    started, cancelled = anyio.Event(), anyio.Event()
-
-    class Hangs(BaseEventsSummarizer):
-        async def summarize_events(self, events: Sequence[Event]) -> Event | None:
-            started.set()
-            try:
-                await anyio.sleep_forever()
-            finally:
-                cancelled.set()
-            return None
-
-    events = events_from_messages(conversation(0, 1, 2, 3), 1)
-    window = sliding_window(events, EventsCompactionConfig(2, 0, None))
-    assert window is not None
+    hangs = Hangs()
     terminal: ActorRef[Any]
     terminal, inbox = open_mailbox("terminal")
     async with anyio.create_task_group() as tg:
-        make = partial(CompactionActor, summarizer=Hangs())
+        make = partial(CompactionActor, summarizer=hangs)
         compaction: ActorRef[Any] = await tg.start(partial(run_supervised, "compaction", make))
-        request = Compact("aaaaaaaaaaaa", 1, window, "command", terminal)
+        request = Compact("aaaaaaaaaaaa", 1, a_window(), "command", terminal)
         await compaction.tell(request)
         with anyio.fail_after(5):
-            await started.wait()
+            await hangs.started.wait()
         await compaction.tell(StopCompaction(request))
         with anyio.fail_after(5):
-            await cancelled.wait()
+            await hangs.cancelled.wait()
         with anyio.move_on_after(0.5):
             told = await inbox.receive()
             pytest.fail(f"a stopped compaction told {told.message}")

@@ -427,6 +427,21 @@ def test_a_401_is_one_line_naming_the_key(
     screen.expect_prompt()
 
 
+def started_with_summary_model(
+    screens: list[Screen], env: Env, server: ChatServer, **extra: str
+) -> Screen:
+    """A new chat (the offline model) whose summaries ``server``'s summary-model writes."""
+    return started(
+        screens,
+        env,
+        "--new",
+        OPENAI_BASE_URL=server.base_url,
+        OPENAI_API_KEY="sk-test",
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        **extra,
+    )
+
+
 def test_ctrl_c_while_compact_waits_for_the_summary_model_cancels_it(
     env: Env, screens: list[Screen]
 ) -> None:
@@ -435,14 +450,7 @@ def test_ctrl_c_while_compact_waits_for_the_summary_model_cancels_it(
     user waited up to 15 s for the summary model. It cancels the compaction now."""
     with ChatServer() as server:
         server.hang_summaries = True
-        screen = started(
-            screens,
-            env,
-            "--new",
-            OPENAI_BASE_URL=server.base_url,
-            OPENAI_API_KEY="sk-test",
-            AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
-        )
+        screen = started_with_summary_model(screens, env, server)
         screen.type("a first message\r")
         screen.expect("[offline model]")
         screen.expect_prompt()
@@ -469,13 +477,10 @@ def test_ctrl_c_while_a_message_waits_for_the_token_budgets_compaction_cancels_i
     long = "the routing table needs more rows and a fallback queue " * 40
     with ChatServer() as server:
         server.hang_summaries = True
-        screen = started(
+        screen = started_with_summary_model(
             screens,
             env,
-            "--new",
-            OPENAI_BASE_URL=server.base_url,
-            OPENAI_API_KEY="sk-test",
-            AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+            server,
             AGENT_ASSIST_CONTEXT_TOKENS="1000",
             AGENT_ASSIST_COMPACTION_INTERVAL="100",
         )
