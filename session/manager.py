@@ -26,10 +26,12 @@ from pydantic import ValidationError
 
 from session.atomic import (
     atomic_write,
+    clear_stale_temp,
     ensure_private_dir,
     fsync_dir,
     quarantine,
     replace_workspace_file,
+    temp_path,
     write_creating_directories,
 )
 from session.checkpoints import (
@@ -586,6 +588,7 @@ class SessionManager:
                 raise UnsafeSessionFile(path, "not a regular file")
         self._headers.pop(session_id, None)
         self.delete_pointers_to(session_id)
+        clear_stale_temp(temp_path(path))  # a killed save's: no later save clears it
         try:
             path.unlink()
         except FileNotFoundError:

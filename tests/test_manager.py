@@ -364,6 +364,18 @@ def test_delete_removes_the_file_and_reports_whether_there_was_one(
         manager.load(SID)
 
 
+def test_delete_removes_the_temp_a_killed_save_left_beside_the_file(
+    manager: SessionManager,
+) -> None:
+    """H82's reading: a save killed mid-write leaves ``.<id>.json.tmp``, cleared by the next
+    save of that session; after /reset or sessions rm no save comes, and it stayed."""
+    manager.save(full_state())
+    left = manager.session_path(SID).with_name(f".{SID}.json.tmp")
+    left.write_bytes(b'{"half": ')
+    assert manager.delete(SID) is True
+    assert not left.exists()
+
+
 def test_listing_is_newest_first_and_reports_bad_files_without_stopping(
     manager: SessionManager,
 ) -> None:
