@@ -381,7 +381,9 @@ class Console:
         if self._questions is None:
             from prompt_toolkit import PromptSession
 
-            self._questions = PromptSession(output=self._ui_output())
+            # Ctrl+Z stops the chat at a question as at the prompt (a key there, not a
+            # signal: without this, a literal ^Z went into the answer).
+            self._questions = PromptSession(enable_suspend=True, output=self._ui_output())
         from prompt_toolkit.patch_stdout import patch_stdout
 
         questions = self._questions

@@ -468,6 +468,31 @@ def test_ctrl_z_or_ctrl_backslash_during_a_reply_gives_the_terminal_back_as_it_w
         tty.close()
 
 
+def test_ctrl_z_at_a_question_stops_the_chat_as_at_the_prompt(env: Env) -> None:
+    """H81's find: Ctrl+Z at the resume offer (or any y/n question) did not stop the chat,
+    as it does at the prompt: a literal ``^Z`` went into the answer, and the ``fg`` typed
+    after it made the answer ``^Zfg``. It stops the chat; after ``fg`` the question is
+    still asked, and answered."""
+    term = env.terminal()
+    assert env.run("--new", input="keep me\n", terminal=term).returncode == 0
+    shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
+    tty = Pty(env, term, under=shell)
+    try:
+        tty.expect("Resume previous session? [Y/n]")
+        tty.expect_prompt()
+        tty.type("\x1a")
+        tty.expect("stopped; echo True icanon True")
+        tty.expect("the shell read nothing")  # then fg
+        tty.expect_prompt()  # the question, drawn again
+        tty.type("y\r")
+        tty.expect("Resumed session")
+        tty.expect_prompt()
+        tty.type("\x04")
+        tty.expect("ended by None")
+    finally:
+        tty.close()
+
+
 def test_ctrl_c_at_an_empty_prompt_exits_and_saves(env: Env) -> None:
     tty = Pty(env, env.terminal())
     try:
