@@ -253,6 +253,14 @@ OTHER_TOOLS_NAMES = {
 """What users of other assistants type, and ours that does it (said, never run for them)."""
 
 
+def command_close_to(name: str) -> str | None:
+    """The command a mistyped ``/name`` is close to (``/sav``: ``/save``), or None."""
+    import difflib  # only for a mistyped command: not on the start's path
+
+    close = difflib.get_close_matches(name, sorted(COMMAND_NAMES), n=1, cutoff=0.6)
+    return f"/{close[0]}" if close else None
+
+
 def is_command(line: str) -> bool:
     """``/name`` or ``/name args``: a slash command. A line that starts with a path
     (``/etc/hosts is ...``, or ``/tmp is ...`` when ``/tmp`` is not a command and exists)
@@ -1008,7 +1016,7 @@ class Chat:
         if name == "new":
             name = "reset"
         if name not in ("save", "reset", "checkpoint", "compact", "resume"):
-            meant = OTHER_TOOLS_NAMES.get(name)
+            meant = OTHER_TOOLS_NAMES.get(name) or command_close_to(name)
             hint = f"did you mean {meant}? " if meant else ""
             self.console.warn(f"error: unknown command /{name} ({hint}try /help)")
             self.a_turn_failed = True

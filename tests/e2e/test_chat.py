@@ -549,6 +549,21 @@ def test_another_assistants_command_name_is_told_what_it_is_here(env: Env) -> No
     assert "error: unknown command /nosuch (try /help)" in result.stderr
 
 
+def test_a_mistyped_command_is_answered_with_the_command_it_is_close_to(env: Env) -> None:
+    """H81's find: /sav, /chekpoint and /exitt were only "unknown command ... (try /help)";
+    a typo is told the command it is close to (and still runs nothing)."""
+    typed = "/sav\n/chekpoint\n/exitt\nstill here\n"
+    result = env.run("--new", input=typed, terminal=env.terminal())
+    assert result.returncode == 1  # piped: an unknown command fails the run
+    assert "error: unknown command /sav (did you mean /save? try /help)" in result.stderr
+    assert "error: unknown command /chekpoint (did you mean /checkpoint? try /help)" in (
+        result.stderr
+    )
+    assert "error: unknown command /exitt (did you mean /exit? try /help)" in result.stderr
+    assert 'You said: "still here"' in result.stdout  # /exitt did not leave
+    assert "checkpoint 1" not in result.stderr  # /sav saved nothing
+
+
 def test_a_tool_call_the_tools_refused_is_shown_as_refused(env: Env) -> None:
     """A helper's report (H54, H61): a write refused (its path a symlink) was shown only
     as ``write_file l.md (1 B)``, which reads as done; the model had been told otherwise."""
