@@ -261,6 +261,13 @@ def command_close_to(name: str) -> str | None:
     return f"/{close[0]}" if close else None
 
 
+def command_name_and_argument(line: str) -> tuple[str, str]:
+    """``/name args`` as its name (lower case) and the rest, split at the first
+    whitespace: a newline too (a paste whose first line is ``/save``)."""
+    name, *rest = line[1:].split(maxsplit=1)
+    return name.lower(), rest[0] if rest else ""
+
+
 def is_command(line: str) -> bool:
     """``/name`` or ``/name args``: a slash command. A line that starts with a path
     (``/etc/hosts is ...``, or ``/tmp is ...`` when ``/tmp`` is not a command and exists)
@@ -993,8 +1000,7 @@ class Chat:
 
     def _slash(self, line: str) -> bool:
         """Run a slash command; False means leave."""
-        name, _, arg = line[1:].partition(" ")
-        name = name.lower()
+        name, arg = command_name_and_argument(line)
         if name in TERMINAL_COMMANDS and arg.strip():  # /exit strategy ... is not a leave
             self.console.warn(
                 f"error: /{name} takes no argument (a message that starts with / is "

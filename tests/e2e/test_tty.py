@@ -263,6 +263,25 @@ def _paste(tty: Pty, text: str) -> None:
     tty.type(pasted)
 
 
+def test_a_pasted_text_whose_first_line_is_a_command_is_that_command_with_an_argument(
+    env: Env,
+) -> None:
+    """H81's find: a paste of "/save" then more lines was answered "error: unknown command
+    /save" and, on the next line, "this (try /help)": the name was cut at the first space,
+    not at the newline. It is /save given an argument, which runs nothing, in one line."""
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.expect_prompt()
+        _paste(tty, "/save\nthis is the second line")
+        tty.type("\r")
+        tty.expect("error: /save takes no argument")
+        tty.expect("nothing was done")
+        assert b"unknown command" not in tty.seen
+    finally:
+        tty.close()
+
+
 def test_text_pasted_while_a_reply_streams_waits_whole_at_the_next_prompt(
     env: Env, server: ChatServer
 ) -> None:
