@@ -66,6 +66,9 @@ class TurnDeps:
     It answers None, or why the write may not happen."""
     checkpointed: set[str] = field(default_factory=set)
     """Paths whose content before this turn's writes a checkpoint already keeps."""
+    own_directories: tuple[Path, ...] = ()
+    """agent-assist's own state (the state root, the runtime directory), resolved: a
+    workspace that holds one (``cd ~; agent-assist``) is never written there by a tool."""
     checkpoint_lock: anyio.Lock = field(default_factory=anyio.Lock)
     files_lock: anyio.Lock = field(default_factory=anyio.Lock)
     """Held by each file tool call (a write from its checkpoint to its write, a read, a
@@ -115,6 +118,13 @@ def _check_path(deps: TurnDeps, path: str) -> str | None:
     if not is_safe_relative_path(deps.workspace, _relative(path)):
         return f"error: {path!r} is not a path inside the workspace"
     return None
+
+
+def own_directory_of(deps: TurnDeps, relative: str) -> Path | None:
+    """The directory of agent-assist's own state that ``relative`` (a safe path of the
+    workspace: no symlinked directory below it) lies in, if any."""
+    target = Path(os.path.realpath(deps.workspace)) / relative
+    return next((own for own in deps.own_directories if target.is_relative_to(own)), None)
 
 
 def read_workspace_file(
@@ -217,6 +227,11 @@ async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:
         return (
             f"error: {path!r} is inside a .git directory; "
             "agent-assist does not write git's own files"
+        )
+    if (own := own_directory_of(ctx.deps, _relative(path))) is not None:
+        return (
+            f"error: {path!r} is inside agent-assist's own state ({own}); "
+            "its sessions, settings and checkpoints are not written by the tools"
         )
     async with ctx.deps.files_lock:  # fair: the calls' order
         return await _write_file(ctx, _relative(path), content)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -72,8 +74,12 @@ class LLMActor(Actor[LLMMessage]):
         concurrency: int = DEFAULT_CONCURRENCY,
         agents_kept: int = AGENTS_KEPT,
         stall_timeout_s: float = STALL_TIMEOUT_S,
+        own_directories: tuple[Path, ...] = (),
     ) -> None:
+        """``own_directories``: agent-assist's state root and runtime directory, which
+        the tools never write (see ``TurnDeps.own_directories``)."""
         self._stall_timeout_s = stall_timeout_s
+        self._own_directories = tuple(Path(os.path.realpath(d)) for d in own_directories)
         self._limiter = anyio.CapacityLimiter(concurrency)
         self._agents: OrderedDict[str, Agent[TurnDeps, str]] = OrderedDict()
         self._agents_kept = agents_kept
@@ -153,7 +159,9 @@ class LLMActor(Actor[LLMMessage]):
         told; an error if the actor itself stopped, by a crash or with the supervisor, so
         that the terminal is not left waiting for a reply no task runs any more)."""
         told = False
-        deps = TurnDeps(turn.workspace, turn.resume_context, turn.notes)
+        deps = TurnDeps(
+            turn.workspace, turn.resume_context, turn.notes, own_directories=self._own_directories
+        )
         progress = _Progress()
         try:
             with scope:

@@ -330,8 +330,13 @@ async def start_model_stack(
 
     settings = settings_from_environment(paths)
     stall_s = settings.model_timeout_s
+    own = (state_root(), paths.directory)  # never written by the assistant's tools
     llm = await workers.start(
-        partial(run_supervised, "llm", lambda ref: LLMActor(stall_timeout_s=stall_s))
+        partial(
+            run_supervised,
+            "llm",
+            lambda ref: LLMActor(stall_timeout_s=stall_s, own_directories=own),
+        )
     )
     summary_model = settings.summary_model
     compaction = await workers.start(

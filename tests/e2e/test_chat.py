@@ -576,3 +576,25 @@ def test_a_tool_call_the_tools_refused_is_shown_as_refused(env: Env) -> None:
         in result.stderr
     )
     assert (env.workspace / "target.md").read_text() == "kept\n"
+
+
+def test_the_assistant_does_not_write_agent_assists_own_state_inside_the_workspace(
+    env: Env,
+) -> None:
+    """H81's find: run from a directory that holds the state root (`cd ~; agent-assist`,
+    with the default ~/.config/agent-assist), the assistant's write_file wrote config.toml
+    there (`write .config/agent-assist/config.toml: bogus = 1`: every later start failed),
+    and could as well have rewritten a session file or a pointer, of which the StorageActor
+    is the only writer. Refused, and told, as a write inside .git is."""
+    home = env.home.relative_to(env.base)
+    result = env.run(
+        "--new",
+        input=f"hello\nwrite {home}/config.toml: bogus = 1\n",
+        terminal=env.terminal(),
+        cwd=env.base,  # a workspace that holds the state root
+    )
+    assert f"↳ write_file: error: '{home}/config.toml' is inside agent-assist's own" in (
+        result.stderr
+    )
+    assert not (env.home / "config.toml").exists()
+    assert env.run("config", "show").returncode == 0
