@@ -67,8 +67,9 @@ class TurnDeps:
     checkpointed: set[str] = field(default_factory=set)
     """Paths whose content before this turn's writes a checkpoint already keeps."""
     own_directories: tuple[Path, ...] = ()
-    """agent-assist's own state (the state root, the runtime directory), resolved: a
-    workspace that holds one (``cd ~; agent-assist``) is never written there by a tool."""
+    """agent-assist's own state (the state root, the runtime directory), resolved: in a
+    workspace that holds one (``cd ~; agent-assist``) no tool reads, writes or lists it
+    (a file read is tracked: the session's own saves were told as changes outside)."""
     checkpoint_lock: anyio.Lock = field(default_factory=anyio.Lock)
     files_lock: anyio.Lock = field(default_factory=anyio.Lock)
     """Held by each file tool call (a write from its checkpoint to its write, a read, a
@@ -117,6 +118,11 @@ def _check_path(deps: TurnDeps, path: str) -> str | None:
     """An error line if ``path`` may not be used, else None."""
     if not is_safe_relative_path(deps.workspace, _relative(path)):
         return f"error: {path!r} is not a path inside the workspace"
+    if (own := own_directory_of(deps, _relative(path))) is not None:
+        return (
+            f"error: {path!r} is inside agent-assist's own state ({own}); "
+            "the tools do not touch its sessions, settings and checkpoints"
+        )
     return None
 
 
@@ -227,11 +233,6 @@ async def write_file(ctx: RunContext[TurnDeps], path: str, content: str) -> str:
         return (
             f"error: {path!r} is inside a .git directory; "
             "agent-assist does not write git's own files"
-        )
-    if (own := own_directory_of(ctx.deps, _relative(path))) is not None:
-        return (
-            f"error: {path!r} is inside agent-assist's own state ({own}); "
-            "its sessions, settings and checkpoints are not written by the tools"
         )
     async with ctx.deps.files_lock:  # fair: the calls' order
         return await _write_file(ctx, _relative(path), content)

@@ -598,3 +598,27 @@ def test_the_assistant_does_not_write_agent_assists_own_state_inside_the_workspa
     )
     assert not (env.home / "config.toml").exists()
     assert env.run("config", "show").returncode == 0
+
+
+def test_the_assistant_does_not_read_agent_assists_own_state_inside_the_workspace(
+    env: Env,
+) -> None:
+    """H81's find: in a workspace that holds the state root, the assistant's read_file of
+    the session's own file made it a tracked file, and each save of the session was then
+    told as a change outside agent-assist (to the user and to the model). Refused."""
+    tab = env.terminal()
+    assert env.run("--new", input="hello\n", terminal=tab, cwd=env.base).returncode == 0
+    (session_file,) = (env.home / "projects").glob("*/sessions/" + "[0-9a-f]" * 12 + ".json")
+    relative = session_file.relative_to(env.base)
+    result = env.run(
+        "--resume",
+        session_file.stem,
+        input=f"read {relative}\nsecond\nthird\n",
+        terminal=tab,
+        cwd=env.base,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"↳ read_file: error: '{relative}' is inside agent-assist's own state" in (
+        result.stderr
+    )
+    assert "changed outside" not in result.stderr
