@@ -330,6 +330,8 @@ def prune_sessions(
 
 PIPED_SUMMARY_WIDTH = 80
 MIN_SUMMARY_WIDTH = 12
+PROJECT_CUT_WIDTH = 28
+"""The screen columns a long project name is cut to when the table would not fit."""
 EMPTY_SESSION = "(no turn yet)"
 """The summary cell of a session saved before its first turn (a ``/save`` after ``/reset``)."""
 
@@ -370,14 +372,22 @@ def render_table(
     from cli.summaries import columns, cut, pad
 
     width = width or _screen_width()
-    for short_times, with_pid, with_turns, with_project in (
-        (False, True, True, every),
-        (True, True, True, every),
-        (True, False, True, every),  # whole columns go, least needed first, before the
-        (True, False, False, every),  # summary gets shorter than its minimum: a cell cut
-        (True, False, False, False),  # in the middle (`orphane…`) reads as nothing
+    cut_projects = every and width is not None
+    # Shorter times, then long project names cut (their hash kept), then whole columns
+    # go, least needed first, before the summary gets shorter than its minimum: a cell
+    # cut in the middle (`orphane…`) reads as nothing.
+    for short_times, with_pid, with_turns, with_project, project_cut in (
+        (False, True, True, every, False),
+        (True, True, True, every, False),
+        (True, True, True, every, cut_projects),
+        (True, False, True, every, cut_projects),
+        (True, False, False, every, cut_projects),
+        (True, False, False, False, False),
     ):
         lines = _table_lines(rows, with_project, short_times, with_pid, with_turns)
+        if project_cut:
+            for line in lines[1:]:
+                line[1] = project_cell(line[1])
         widths = [max(columns(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
         if width is None or sum(w + 2 for w in widths) + MIN_SUMMARY_WIDTH <= width:
             break
@@ -395,6 +405,17 @@ def render_table(
     if width is not None:  # narrower still than the fixed columns: cut, never wrap
         text = [cut(line, width) for line in text]
     return "\n".join(text).rstrip()
+
+
+def project_cell(project: str) -> str:
+    """A project's name cut to ``PROJECT_CUT_WIDTH`` screen columns, its ``_hash8`` kept
+    (which tells it from every other project): ``verylongname…_6bc5b239``."""
+    from cli.summaries import columns, cut
+
+    if columns(project) <= PROJECT_CUT_WIDTH:
+        return project
+    name, _, digest = project.rpartition("_")
+    return cut(name, PROJECT_CUT_WIDTH - len(digest) - 1) + "_" + digest
 
 
 def _table_lines(

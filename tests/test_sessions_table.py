@@ -141,3 +141,18 @@ def test_sessions_show_lists_the_decisions_once() -> None:
     shown = render_show({"session": session})
     assert shown.count("keep spec short") == 2  # the first request's words, and the section
     assert "\nDecisions:\n- keep spec short" in shown
+
+
+def test_one_long_project_name_is_cut_rather_than_every_row_losing_its_project() -> None:
+    """H81's find: with one project named after a 100-character directory, `sessions
+    --all` on a 100-column terminal left the PROJECT column out of every row. That name
+    is cut (keeping its hash, which tells it from the others) and the column stays."""
+    rows = [
+        row(project="verylongname" * 9 + "_6bc5b239"),
+        row(session_id="1a2b3c4d5e6f", project="ws7_0320bd5d"),
+    ]
+    header, long_line, short_line = render_table(rows, every=True, width=100).splitlines()
+    assert header.split()[:2] == ["SESSION", "PROJECT"]
+    assert "…_6bc5b239  " in long_line and "ws7_0320bd5d  " in short_line
+    assert all(len(line) <= 100 for line in (header, long_line, short_line))
+    assert "Designing" in short_line  # the summary keeps room
