@@ -168,6 +168,8 @@ def write_workspace_file(workspace: Path, relative: str, content: str) -> tuple[
     never a torn file), keeping its mode; a symlink at the path is refused. The size and
     the SHA-256 of what was written."""
     target = workspace / relative
+    if not workspace.is_dir():  # deleted or moved: its directories are made, not it
+        raise OSError(errno.ENOENT, "the workspace is not there any more (moved or deleted)")
     target.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
     replace_workspace_file(target, data)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -622,3 +623,18 @@ def test_the_assistant_does_not_read_agent_assists_own_state_inside_the_workspac
         result.stderr
     )
     assert "changed outside" not in result.stderr
+
+
+def test_the_assistant_does_not_make_a_workspace_again_once_it_is_gone(env: Env) -> None:
+    """H81's find: with the workspace deleted (or moved) while the chat ran, the
+    assistant's next write_file made the directory again, holding only that file: a
+    stray directory where the user had removed one. The write is refused and told."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("write agent_spec.md: v1")
+    client.expect("wrote agent_spec.md")
+    shutil.rmtree(env.workspace)
+    client.send("write notes.md: after")
+    client.expect("cannot write notes.md", stderr=True)
+    client.close_stdin()
+    client.wait()
+    assert not env.workspace.exists()
