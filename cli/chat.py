@@ -56,7 +56,8 @@ Commands:
   /exit            leave (the session is saved; Ctrl+D or Ctrl+C at an empty prompt too)
 A message may start with a path (/etc/hosts ...); start it with // to send a message that begins with /word (//save this sends "/save this").
 Keys: Enter sends; Alt+Enter (or Esc then Enter) starts a new line.
-Ctrl+C clears a typed line; at an empty prompt it leaves. While a reply streams it cancels that reply (lines typed meanwhile wait at the next prompts, unsent); at a question it cancels the question (nothing is done).
+Ctrl+C clears a typed line; at an empty prompt it leaves (right after a reply ended, press it twice). While a reply streams it cancels that reply (lines typed meanwhile wait at the next prompts, unsent), and it cancels a /compact; at a question it cancels the question (nothing is done).
+Ctrl+Z stops the chat (fg resumes it).
 Up/Down recall earlier messages of this project; Tab completes /commands."""  # noqa: E501
 """One line per entry or paragraph: ``/help`` wraps them to the terminal (at most
 ``HELP_WIDTH`` columns)."""
@@ -149,6 +150,10 @@ REATTACH_ATTEMPTS = 5
 RESTORED = "Restored the conversation to checkpoint "
 FILES_RESTORED = "Files restored: "
 RESEND_ATTEMPTS = 3
+JUST_ENDED_S = 1.0
+"""A Ctrl+C at an empty prompt this soon after a reply or a command ended was meant for
+it (a reply that ended as the key was pressed): it does not leave; a second one does."""
+JUST_ENDED_LINE = "note: the reply had just ended; Ctrl+C again to leave"
 CANCELLED_COMMANDS = frozenset({"compact"})
 """Commands a Ctrl+C cancels (the summary model may take its time; nothing is changed until
 it answers); the others write or ask, and are done before a Ctrl+C could matter."""
@@ -416,6 +421,8 @@ class Chat:
         self.a_turn_failed = False
         """A message was refused or its turn failed: a piped run exits 1 (not only when
         the last one did: a failure mid-script is not hidden by a later success)."""
+        self._ended_at: float | None = None
+        """When the last reply or command ended (``JUST_ENDED_S``)."""
         self.input_tokens: int | None = None
         self.phase: str | None = None
         self.changed_outside: set[str] = set()
@@ -777,6 +784,9 @@ class Chat:
             try:
                 line = self.console.read_line("> ", watch)
             except KeyboardInterrupt:
+                if self._just_ended():
+                    self.console.warn(JUST_ENDED_LINE)
+                    continue
                 break
             if watch.stopped_frame is not None:
                 self._other(watch.stopped_frame)
@@ -798,13 +808,21 @@ class Chat:
                 asked = self.questions_asked
                 if not self._slash(line.strip()):
                     break
+                self._ended_at = time.monotonic()
                 may_be_stray = self.questions_asked == asked  # it asked nothing
                 continue
             may_be_stray = False
             self._turn(message_text(line))
+            self._ended_at = time.monotonic()
         if self.close():
             return 1
         return 1 if self.a_turn_failed and not self.console.interactive else 0
+
+    def _just_ended(self) -> bool:
+        """Whether a reply or a command ended less than ``JUST_ENDED_S`` ago (once: the
+        Ctrl+C after it leaves)."""
+        ended, self._ended_at = self._ended_at, None
+        return ended is not None and time.monotonic() - ended < JUST_ENDED_S
 
     def _stray_answer(self, line: str) -> bool:
         """Piped, right after the start or a command that asked nothing: a ``y``/``n``

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from cli.chat import JUST_ENDED_LINE, JUST_ENDED_S
 from tests.e2e.harness import AGENT_ASSIST, Env, Terminal, wait_for
 from tests.e2e.openai_server import ChatServer
 
@@ -519,12 +520,33 @@ def test_ctrl_c_at_an_empty_prompt_exits_and_saves(env: Env) -> None:
         tty.type("keep me\r")
         tty.expect('You said: "keep me"')
         tty.expect_prompt()
+        time.sleep(JUST_ENDED_S)  # the time a user reads the reply in
         tty.type("\x03")
         assert tty.process.wait(timeout=30) == 0
     finally:
         tty.close()
     (session_id,) = env.session_ids()
     assert "keep me" in str(env.session(session_id)["recent_messages"])
+
+
+def test_a_ctrl_c_meant_for_a_reply_that_had_just_ended_does_not_leave(env: Env) -> None:
+    """H81's rough edge: a Ctrl+C pressed to stop a reply that ended a moment before
+    reached the empty prompt and left the chat. Right after a reply it says so; a second
+    Ctrl+C leaves (as Claude Code and Codex ask for)."""
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("keep me\r")
+        tty.expect('You said: "keep me"')
+        tty.expect_prompt()
+        tty.type("\x03")
+        tty.expect(JUST_ENDED_LINE)
+        tty.expect_prompt()
+        assert tty.process.poll() is None
+        tty.type("\x03")
+        assert tty.process.wait(timeout=30) == 0
+    finally:
+        tty.close()
 
 
 def test_the_input_history_file_is_scrubbed(env: Env) -> None:
