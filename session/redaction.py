@@ -43,7 +43,8 @@ _DISCORD_BOT_TOKEN_RE = re.compile(
 # Whole-match patterns: the match itself is the secret.
 _TOKEN_PATTERNS = [
     r"sk-(?:proj-|ant-|live-|test-|or-)?[A-Za-z0-9_\-]{16,}",
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    # an AWS access key id, and the secret key said with it (``AKIA... / wJalr...``)
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b(?:[\s,:;/|\"'=]{1,5}[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=]))?",
     r"\bgh[pousr]_[A-Za-z0-9]{30,}",
     r"\bgithub_pat_[A-Za-z0-9_]{30,}",
     r"\bxox[abprse]-[A-Za-z0-9-]{10,}",
@@ -94,7 +95,7 @@ _COOKIE_RE = re.compile(
 session cookie is a credential."""
 _STRONG_KEY = (
     r"[A-Za-z0-9_-]*(?:api[_-]?key|secret|access[_-]?key|private[_-]?key|signing[_-]?key"
-    r"|account[_-]?key|password|passwd|passphrase)(?:[_-][A-Za-z0-9_-]*)?"
+    r"|account[_-]?key|subscription[_-]?key|password|passwd|passphrase)(?:[_-][A-Za-z0-9_-]*)?"
 )
 """A key whose every value is a secret: ``password``, ``aws_secret_access_key``."""
 _TOKEN_KEY = (

@@ -907,6 +907,31 @@ def test_more_provider_tokens_and_a_bare_keys_generated_value_are_scrubbed(
 
 
 @pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (
+            "aws keys: AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        ),
+        (
+            "id AKIAIOSFODNN7EXAMPLE secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        ),
+        (
+            "Ocp-Apim-Subscription-Key: 0123456789abcdef0123456789abcdef",
+            "0123456789abcdef0123456789abcdef",
+        ),
+    ],
+)
+def test_an_aws_secret_said_with_its_key_id_and_a_subscription_key_are_scrubbed(
+    text: str, secret: str
+) -> None:
+    """H83: the secret key beside its ``AKIA`` id, with no label of its own, and Azure's
+    hex ``Ocp-Apim-Subscription-Key`` (hex values are kept as hashes) were kept."""
+    assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "the key is to keep the prompt short",
