@@ -7,8 +7,9 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-FLOOD_FILES = 10
-"""Files told one line each within ``FLOOD_S``; those after them wait for one line."""
+FLOOD_FILES = 20
+"""Files told one line each within ``FLOOD_S`` (as many as the model's note names); those
+after them wait for one line."""
 FLOOD_S = 1.0
 HOLD_S = 0.5
 """How long a held change waits for the others of its flood (told within a second)."""

@@ -668,7 +668,7 @@ def test_the_note_on_many_files_changed_outside_stays_short(env: Env, server: Ch
         client.expect(f"echo: ping {turn}")
         seen += client.drain_stderr()
         if any("more tracked files changed outside agent-assist" in line for line in seen):
-            break  # the first ten have a line each, the rest of the flood one line
+            break  # the first twenty have a line each, the rest of the flood one line
     client.send("after the notices")  # the request after them carries the note
     client.expect("echo: after the notices")
     client.close_stdin()
