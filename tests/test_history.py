@@ -253,6 +253,7 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._PROSE_RE.sub(r._prose_value, text)
     text = r._SET_RE.sub(r._prose_value, text)
     text = r._BARE_PROSE_RE.sub(r._bare_value, text)
+    text = r._BARE_KEY_RE.sub(r._mixed_value, text)
     text = r._PIN_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._LOGIN_RE.sub(r._cli_password, text)
     text = r._CLI_USER_RE.sub(r._cli_password, text)
@@ -301,6 +302,7 @@ def test_the_quick_check_never_skips_text_a_pattern_would_change(text: str) -> N
         r._AUTH_HEADER_RE,
         r._BEARER_RE,
         r._ASSIGNMENT_RE,
+        r._BARE_KEY_RE,
         r._LINE_ASSIGNMENT_RE,
         r._CLI_USER_RE,
         r._CLI_PASSWORD_RE,
