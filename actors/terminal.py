@@ -1236,8 +1236,11 @@ class TerminalActor(Actor[TerminalMessage]):
     async def _wait_for_compaction(self, request: Compact) -> Compacted | None:
         """Wait for the answer to ``request`` (told to the CompactionActor, answered to this
         actor) by reading this actor's own mailbox: a Ctrl+C (``CancelCurrentTurn``) ends
-        the wait (None), and so does ``COMPACTION_TIMEOUT_S`` (a failure without a
-        window); every other message is set aside and handled after, in its order.
+        the wait (None), and so does the terminal leaving or the supervisor stopping
+        (``Detach``, handled next: set aside behind the compaction, it held the tab and
+        the stop for the summary model's time), and ``COMPACTION_TIMEOUT_S`` (a failure
+        without a window); every other message is set aside and handled after, in its
+        order.
 
         Reading the mailbox is what lets a Ctrl+C in while the summary model takes its
         time (the handler waiting for an ask held it in the mailbox until the end). No
@@ -1259,6 +1262,9 @@ class TerminalActor(Actor[TerminalMessage]):
                         case CompactionWaitOver(compaction) if compaction is request:
                             break
                         case CancelCurrentTurn():
+                            return None
+                        case Detach():  # no one waits any more: leave without it
+                            self._aside.append(envelope)
                             return None
                         case _:
                             self._aside.append(envelope)

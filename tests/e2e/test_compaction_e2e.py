@@ -732,12 +732,14 @@ def test_with_compaction_off_the_summary_models_request_keeps_to_the_token_budge
     assert max(map(len, prompts)) <= room, [len(p) for p in prompts]
 
 
-def test_a_tab_reopened_while_its_previous_chat_waits_for_a_compaction_waits_and_says_why(
+def test_a_tab_reopened_right_after_its_chat_was_killed_during_a_compaction_is_answered(
     env: Env, server: ChatServer
 ) -> None:
     """A helper's report (H60): kill -9 of a chat whose /compact waited for a hung summary
     model, then agent-assist again in that tab: "the supervisor does not answer: it is
-    stopped or hung (kill it)", of a supervisor that answered everyone else."""
+    stopped or hung (kill it)", of a supervisor that answered everyone else. (The
+    reopened chat may still find the killed one closing for a moment: it waits, saying
+    so; since H84 the closing no longer waits for the compaction.)"""
     server.hang_summaries = True
     env.extra.update(
         AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
@@ -754,7 +756,6 @@ def test_a_tab_reopened_while_its_previous_chat_waits_for_a_compaction_waits_and
     )
     client.kill9()
     again = env.spawn("--yes", terminal=tab)
-    again.expect("note: the supervisor is still closing this tab's previous", stderr=True)
     again.send("and now?")
     again.expect("echo: and now?", timeout=40)
     again.close_stdin()
@@ -785,3 +786,55 @@ def test_a_compact_the_supervisor_died_during_is_sent_again_to_the_heir(
     client.close_stdin()
     assert client.wait() == 0
     assert not any("interrupted" in line for line in client.drain_stderr())
+
+
+def test_a_supervisor_stopped_while_compact_waits_for_the_summary_model_stops_at_once(
+    env: Env, server: ChatServer
+) -> None:
+    """H84's find: the stop's word to the chat was set aside while the TerminalActor read
+    its mailbox for the compaction's answer, so `supervisor stop` during a /compact that
+    waited for a hung summary model took the summary model's 15 s (the chat, too)."""
+    server.hang_summaries = True
+    client = env.spawn(
+        "--new", terminal=env.terminal(), AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model"
+    )
+    client.send(f"turn 1: {TOPIC}")
+    client.expect("turn 1")
+    client.send("/compact")
+    client.expect("note: compacting", stderr=True)  # it waits for the summary model
+    stop = env.run("supervisor", "stop", timeout=8)  # not after the summary model's 15 s
+    assert stop.returncode == 0, stop.stderr
+    client.close_stdin()  # piped, the stop is read before the next line
+    client.expect("the supervisor was stopped", stderr=True)
+    client.wait()
+    (session_id,) = env.session_ids()
+    assert "turn 1" in json.dumps(env.session(session_id)["recent_messages"])
+
+
+def test_a_chat_killed_while_compact_waits_leaves_its_tab_free_at_once(
+    env: Env, server: ChatServer
+) -> None:
+    """H84's find: kill -9 of a chat whose /compact waited for a hung summary model held
+    its tab for the summary model's 15 s (`the supervisor is still closing this tab's
+    previous agent-assist; waiting`): the hang-up was set aside behind the compaction."""
+    server.hang_summaries = True
+    env.extra.update(AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model")
+    tab = env.terminal()
+    client = env.spawn("--new", terminal=tab)
+    client.send(f"turn 1: {TOPIC}")
+    client.expect("turn 1")
+    client.send("/compact")
+    client.expect("note: compacting", stderr=True)
+    client.kill9()
+    wait_for(env.session_ids, what="the session saved")
+    wait_for(
+        lambda: [s["state"] for s in env.sessions_json()] == ["idle"],
+        timeout=8,  # not after the summary model's 15 s
+        what="the killed chat's session released",
+    )
+    again = env.spawn("--yes", terminal=tab)
+    again.send("and now?")
+    again.expect("echo: and now?", timeout=5)
+    again.close_stdin()
+    assert again.wait() == 0
+    assert not any("still closing" in line for line in again.drain_stderr())
