@@ -131,7 +131,7 @@ from session.lifecycle import (
 )
 from session.manager import CheckpointListing, RestoredFiles, Written
 from session.models import Pointer, SessionState, utc_now, validate_session_id
-from session.notices import FLOOD_FILES_SENT, HOLD_S, NoticeFlood, flood_line
+from session.notices import HOLD_S, NoticeFlood, flood_line
 from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
 from session.summary import offline_summary
@@ -1404,7 +1404,7 @@ class TerminalActor(Actor[TerminalMessage]):
         """One line for the changes a flood held (``session/notices.py``)."""
         held = self._flood.take()
         if held:
-            files = tuple(sorted(held)[:FLOOD_FILES_SENT])
+            files = tuple(sorted(held))  # every one: the toolbar counts them
             await self._emit(Info(flood_line(held), files=files))
 
     def _tell_again(self, changed: frozenset[str], drift: Mapping[str, str]) -> None:

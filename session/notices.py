@@ -15,8 +15,6 @@ HOLD_S = 0.5
 """How long a held change waits for the others of its flood (told within a second)."""
 PLACES = 5
 """Top directories a flood's line names (the rest are counted)."""
-FLOOD_FILES_SENT = 1_000
-"""The held files a flood's line carries for the terminal's count (its text counts all)."""
 
 
 @dataclass

@@ -264,7 +264,7 @@ class Notice(_Frame):
     only when true: every other notice is as it was."""
     files: tuple[str, ...] = ()
     """The files a line for a flood of changes outside stands for, without naming them
-    (for the toolbar's count; at most ``FLOOD_FILES_SENT``). Sent only when some."""
+    (for the toolbar's count: every one of them). Sent only when some."""
 
     @model_serializer(mode="wrap")
     def _marked_only_at_reattach(self, handler: SerializerFunctionWrapHandler) -> Any:

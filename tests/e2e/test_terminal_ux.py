@@ -127,6 +127,25 @@ def test_the_toolbar_counts_files_changed_outside_in_words(
     screen.expect(" · 1 file changed outside  (/help)")
 
 
+def test_the_toolbar_counts_every_file_of_a_flood_of_changes_outside(
+    env: Env, screens: list[Screen]
+) -> None:
+    """H84's find: the toolbar counted the files each flood's notice named, at most 1,000
+    of them: 20,000 templates edited by `sed -i` were "7057 files changed outside". (The
+    edits are made while no supervisor runs: the re-attach tells them in one flood.)"""
+    templates = env.workspace / "templates"
+    templates.mkdir()
+    for n in range(1_200):
+        (templates / f"t{n:04}.md").write_text(f"template {n}\n")
+    screen = with_the_spec_written(env, screens)
+    env.kill_supervisor_and_heir()
+    for n in range(1_200):
+        (templates / f"t{n:04}.md").write_text(f"template {n}, edited by hand\n")
+    screen.type("and now?\r")
+    screen.expect("note: 1,190 more tracked files changed outside agent-assist")
+    screen.expect(" · 1200 files changed outside  (/help)")
+
+
 def test_files_a_restore_wrote_back_leave_the_toolbars_count_of_outside_changes(
     env: Env, screens: list[Screen]
 ) -> None:
