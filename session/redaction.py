@@ -196,7 +196,9 @@ _REFERENCE_RE = re.compile(
 )
 """A value that says where the secret is, not the secret (no digit in a name or path)."""
 _CODE_RE = re.compile(
-    r"[A-Za-z_][A-Za-z0-9_]*\((?:[^()]*\))?"  # a call: issue_token(username), load_key(
+    # a call: issue_token(username), load_key(, get_secret(name= (a value is cut at the
+    # string that follows)
+    r"[A-Za-z_][A-Za-z0-9_]*\((?:[^()]*\)|[A-Za-z_][A-Za-z0-9_]*=)?"
     r"|(?:typing\.)?(?:str|bytes|SecretStr|SecretBytes|Optional|Annotated|Union|Literal)"
     r"(?:\[.*)?"  # a type: openai_api_key: SecretStr, api_key: Annotated[str, ...]
 )
