@@ -131,7 +131,7 @@ from session.lifecycle import (
 )
 from session.manager import CheckpointListing, RestoredFiles, Written
 from session.models import Pointer, SessionState, utc_now, validate_session_id
-from session.notices import HOLD_S, NoticeFlood, flood_line
+from session.notices import NoticeFlood, flood_line
 from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
 from session.summary import offline_summary
@@ -1395,9 +1395,9 @@ class TerminalActor(Actor[TerminalMessage]):
                 self._told_as[path] = how
                 if self._flood.one_line_each(now):
                     await self._emit(Info(f"note: {path} {how} outside agent-assist", at_reattach))
-                elif self._flood.hold(path, how):  # the flood's first held: its line is due
+                elif (due := self._flood.hold(path, how, now)) is not None:  # a line is due
                     asyncio.get_running_loop().call_later(
-                        HOLD_S, self._self.tell_when_room, TellHeldChanges()
+                        due, self._self.tell_when_room, TellHeldChanges()
                     )
 
     async def _tell_held_changes(self) -> None:

@@ -2,38 +2,53 @@
 
 from __future__ import annotations
 
-from session.notices import FLOOD_FILES, FLOOD_S, NoticeFlood, flood_line
+from session.notices import FLOOD_FILES, FLOOD_S, HOLD_S, MAX_HOLD_S, NoticeFlood, flood_line
 
 
-def test_the_first_files_of_a_flood_get_a_line_each_and_the_rest_wait_for_one() -> None:
+def flooded(at: float = 0.0) -> NoticeFlood:
+    """A flood whose first FLOOD_FILES changes got their lines at ``at``."""
+    flood = NoticeFlood()
+    for _ in range(FLOOD_FILES):
+        assert flood.one_line_each(at)
+    return flood
+
+
+def test_the_first_files_of_a_flood_get_a_line_each_and_the_rest_are_held() -> None:
     flood = NoticeFlood()
     each = [flood.one_line_each(0.01 * n) for n in range(FLOOD_FILES + 3)]
     assert each == [True] * FLOOD_FILES + [False] * 3
 
 
 def test_only_the_first_held_change_asks_for_the_floods_line() -> None:
-    flood = NoticeFlood()
-    assert [flood.hold(f"t/f{n}.md", "changed") for n in range(3)] == [True, False, False]
+    flood = flooded()
+    assert [flood.hold(f"t/f{n}.md", "changed", 0.1) for n in range(3)] == [HOLD_S, None, None]
     assert flood.take() == {"t/f0.md": "changed", "t/f1.md": "changed", "t/f2.md": "changed"}
     assert flood.take() == {}
 
 
-def test_while_changes_are_held_a_new_one_joins_them() -> None:
-    """Even once the flood's first lines are older than FLOOD_S: the held line is next."""
-    flood = NoticeFlood()
-    for _ in range(FLOOD_FILES):
-        flood.one_line_each(0.0)
-    flood.hold("a.md", "changed")
-    assert not flood.one_line_each(FLOOD_S + 1)
+def test_a_flood_that_goes_on_is_held_and_told_less_and_less_often() -> None:
+    """H84's find: a sed -i whose changes came over 30 s told its first twenty files a
+    line each in every second of it, and a count between: 79 lines."""
+    flood = flooded()
+    delays = []
+    for n in range(20):  # a change held every 0.9 s: the flood never goes quiet
+        now = 0.1 + 0.9 * n
+        assert not flood.one_line_each(now)
+        delays.append(flood.hold(f"f{n}.md", "changed", now))
+        flood.take()
+    assert delays[:4] == [HOLD_S, 2 * HOLD_S, 4 * HOLD_S, MAX_HOLD_S]
+    assert set(delays[4:]) == {MAX_HOLD_S}
 
 
-def test_after_a_flood_a_change_gets_its_own_line_again() -> None:
-    flood = NoticeFlood()
-    for n in range(FLOOD_FILES + 1):
-        if not flood.one_line_each(0.0):
-            flood.hold(f"f{n}.md", "changed")
+def test_after_a_quiet_second_a_change_gets_its_own_line_again() -> None:
+    flood = flooded()
+    flood.hold("late.md", "changed", 0.5)
     flood.take()
-    assert flood.one_line_each(FLOOD_S)
+    assert not flood.one_line_each(0.5 + FLOOD_S / 2), "the flood goes on"
+    assert flood.one_line_each(0.5 + FLOOD_S)
+    flood = flooded(10.0)
+    assert not flood.one_line_each(10.5)
+    assert flood.hold("next.md", "changed", 10.5) == HOLD_S, "a new flood starts afresh"
 
 
 def test_the_floods_line_counts_the_files_and_names_where_they_are() -> None:
