@@ -1239,8 +1239,9 @@ class TerminalActor(Actor[TerminalMessage]):
         the wait (None), and so does the terminal leaving or the supervisor stopping
         (``Detach``, handled next: set aside behind the compaction, it held the tab and
         the stop for the summary model's time), and ``COMPACTION_TIMEOUT_S`` (a failure
-        without a window); every other message is set aside and handled after, in its
-        order.
+        without a window); a change outside is told now (within a second, as DESIGN
+        asks), unless something set aside is before it; every other message is set
+        aside and handled after, in its order.
 
         Reading the mailbox is what lets a Ctrl+C in while the summary model takes its
         time (the handler waiting for an ask held it in the mailbox until the end). No
@@ -1266,6 +1267,8 @@ class TerminalActor(Actor[TerminalMessage]):
                         case Detach():  # no one waits any more: leave without it
                             self._aside.append(envelope)
                             return None
+                        case FilesChanged() | TellHeldChanges() if not self._aside:
+                            await self.handle(envelope.message)  # told within a second
                         case _:
                             self._aside.append(envelope)
             finally:

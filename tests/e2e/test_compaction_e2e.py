@@ -811,6 +811,25 @@ def test_a_supervisor_stopped_while_compact_waits_for_the_summary_model_stops_at
     assert "turn 1" in json.dumps(env.session(session_id)["recent_messages"])
 
 
+def test_a_change_outside_while_compact_waits_is_told_within_a_second(
+    env: Env, server: ChatServer
+) -> None:
+    """H84: a tracked file changed while /compact waited for a hung summary model was told
+    only once the wait ended (its 15 s); DESIGN asks for a notice within a second."""
+    server.hang_summaries = True
+    (env.workspace / "agent_spec.md").write_text("# v1\n")  # tracked: it exists
+    client = env.spawn(
+        "--new", terminal=env.terminal(), AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model"
+    )
+    client.send(f"turn 1: {TOPIC}")
+    client.expect("turn 1")
+    client.send("/compact")
+    client.expect("note: compacting", stderr=True)  # it waits for the summary model
+    (env.workspace / "agent_spec.md").write_text("# edited in an editor\n")
+    client.expect("note: agent_spec.md changed outside agent-assist", stderr=True, timeout=5)
+    client.kill9()
+
+
 def test_a_chat_killed_while_compact_waits_leaves_its_tab_free_at_once(
     env: Env, server: ChatServer
 ) -> None:
