@@ -1237,7 +1237,10 @@ def offer_text(offer: Frame, others: list[Frame], more: int = 0) -> str:
             about = summary_headline(other.get("summary")) or "(no summary)"
             lines.append(f"    {number}) {other['last_active']}  {clip(about, 60)}")
         if more:
-            lines.append(f"    and {more} more (agent-assist sessions lists them all)")
+            lines.append(
+                f"    and {more} more (agent-assist sessions lists them all; "
+                "agent-assist --resume ID opens one)"
+            )
     lines.append("Resume previous session? [Y/n]")
     return "\n".join(lines)
 
