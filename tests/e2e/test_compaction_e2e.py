@@ -788,20 +788,28 @@ def test_a_compact_the_supervisor_died_during_is_sent_again_to_the_heir(
     assert not any("interrupted" in line for line in client.drain_stderr())
 
 
+def compact_waiting_for_a_hung_summary_model(
+    env: Env, server: ChatServer, tab: Terminal | None = None
+) -> Client:
+    """A new piped chat after one turn, whose /compact waits for a summary model that
+    hangs (told: ``note: compacting``)."""
+    server.hang_summaries = True
+    env.extra.update(AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model")
+    client = env.spawn("--new", terminal=tab or env.terminal())
+    client.send(f"turn 1: {TOPIC}")
+    client.expect("turn 1")
+    client.send("/compact")
+    client.expect("note: compacting", stderr=True)
+    return client
+
+
 def test_a_supervisor_stopped_while_compact_waits_for_the_summary_model_stops_at_once(
     env: Env, server: ChatServer
 ) -> None:
     """H84's find: the stop's word to the chat was set aside while the TerminalActor read
     its mailbox for the compaction's answer, so `supervisor stop` during a /compact that
     waited for a hung summary model took the summary model's 15 s (the chat, too)."""
-    server.hang_summaries = True
-    client = env.spawn(
-        "--new", terminal=env.terminal(), AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model"
-    )
-    client.send(f"turn 1: {TOPIC}")
-    client.expect("turn 1")
-    client.send("/compact")
-    client.expect("note: compacting", stderr=True)  # it waits for the summary model
+    client = compact_waiting_for_a_hung_summary_model(env, server)
     stop = env.run("supervisor", "stop", timeout=8)  # not after the summary model's 15 s
     assert stop.returncode == 0, stop.stderr
     client.close_stdin()  # piped, the stop is read before the next line
@@ -816,15 +824,8 @@ def test_a_change_outside_while_compact_waits_is_told_within_a_second(
 ) -> None:
     """H84: a tracked file changed while /compact waited for a hung summary model was told
     only once the wait ended (its 15 s); DESIGN asks for a notice within a second."""
-    server.hang_summaries = True
     (env.workspace / "agent_spec.md").write_text("# v1\n")  # tracked: it exists
-    client = env.spawn(
-        "--new", terminal=env.terminal(), AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model"
-    )
-    client.send(f"turn 1: {TOPIC}")
-    client.expect("turn 1")
-    client.send("/compact")
-    client.expect("note: compacting", stderr=True)  # it waits for the summary model
+    client = compact_waiting_for_a_hung_summary_model(env, server)
     (env.workspace / "agent_spec.md").write_text("# edited in an editor\n")
     client.expect("note: agent_spec.md changed outside agent-assist", stderr=True, timeout=5)
     client.kill9()
@@ -836,14 +837,8 @@ def test_a_chat_killed_while_compact_waits_leaves_its_tab_free_at_once(
     """H84's find: kill -9 of a chat whose /compact waited for a hung summary model held
     its tab for the summary model's 15 s (`the supervisor is still closing this tab's
     previous agent-assist; waiting`): the hang-up was set aside behind the compaction."""
-    server.hang_summaries = True
-    env.extra.update(AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model")
     tab = env.terminal()
-    client = env.spawn("--new", terminal=tab)
-    client.send(f"turn 1: {TOPIC}")
-    client.expect("turn 1")
-    client.send("/compact")
-    client.expect("note: compacting", stderr=True)
+    client = compact_waiting_for_a_hung_summary_model(env, server, tab)
     client.kill9()
     wait_for(env.session_ids, what="the session saved")
     wait_for(

@@ -99,6 +99,14 @@ def streaming_after_one_turn(tty: Pty) -> None:
     tty.expect("word3")
 
 
+def one_turn(tty: Pty, text: str) -> None:
+    """Once the chat is up, ``text`` sent and answered by the offline model; at the prompt."""
+    tty.expect("/help for commands.")
+    tty.type(f"{text}\r")
+    tty.expect(f'You said: "{text}"')
+    tty.expect_prompt()
+
+
 def test_prompt_streaming_ctrl_c_cancels_and_ctrl_d_exits(env: Env, server: ChatServer) -> None:
     tty = Pty(env, env.terminal())
     try:
@@ -217,10 +225,7 @@ def test_a_change_shown_before_the_supervisor_died_is_not_shown_again(env: Env) 
     (env.workspace / "agent_spec.md").write_text("# spec\n")
     tty = Pty(env, env.terminal())
     try:
-        tty.expect("/help for commands.")
-        tty.type("hello\r")
-        tty.expect('You said: "hello"')
-        tty.expect_prompt()
+        one_turn(tty, "hello")
         with (env.workspace / "agent_spec.md").open("a") as edit:
             edit.write("edited at the prompt\n")
         tty.expect("note: agent_spec.md changed outside agent-assist")
@@ -516,10 +521,7 @@ def test_ctrl_z_at_a_question_stops_the_chat_as_at_the_prompt(env: Env) -> None:
 def test_ctrl_c_at_an_empty_prompt_exits_and_saves(env: Env) -> None:
     tty = Pty(env, env.terminal())
     try:
-        tty.expect("/help for commands.")
-        tty.type("keep me\r")
-        tty.expect('You said: "keep me"')
-        tty.expect_prompt()
+        one_turn(tty, "keep me")
         time.sleep(JUST_ENDED_S)  # the time a user reads the reply in
         tty.type("\x03")
         assert tty.process.wait(timeout=30) == 0
@@ -535,10 +537,7 @@ def test_a_ctrl_c_meant_for_a_reply_that_had_just_ended_does_not_leave(env: Env)
     Ctrl+C leaves (as Claude Code and Codex ask for)."""
     tty = Pty(env, env.terminal())
     try:
-        tty.expect("/help for commands.")
-        tty.type("keep me\r")
-        tty.expect('You said: "keep me"')
-        tty.expect_prompt()
+        one_turn(tty, "keep me")
         tty.type("\x03")
         tty.expect(JUST_ENDED_LINE)
         tty.expect_prompt()
@@ -642,10 +641,7 @@ def test_a_supervisor_killed_while_the_prompt_waits_is_replaced_at_once(env: Env
     """The session was not live again until the next message: another tab could take it."""
     tty = Pty(env, env.terminal())
     try:
-        tty.expect("/help for commands.")
-        tty.type("hello tty\r")
-        tty.expect('You said: "hello tty"')
-        tty.expect_prompt()
+        one_turn(tty, "hello tty")
         (session_id,) = env.session_ids()
         first = env.supervisor_pid()
         assert first is not None
