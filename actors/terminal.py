@@ -158,6 +158,8 @@ NO_SESSION = "no session is open"
 COMMAND_EVENTS = {"save": Event.SAVE, "reset": Event.RESET, "compact": Event.COMPACT}
 """Commands the lifecycle's table may refuse (in a turn: the reply ends first)."""
 COMPACTION_TIMEOUT_S = 60.0
+GIVEN_UP_KEPT = 4
+"""The compactions given up on whose late answers are recognized (and not kept)."""
 SLOW_COMPACTION_S = 1.0
 COMPACTING_LINE = (
     "note: compacting the conversation to fit the token budget (waiting for the summary "
@@ -340,6 +342,9 @@ class TerminalActor(Actor[TerminalMessage]):
         self._aside: collections.deque[Envelope[TerminalMessage]] = collections.deque()
         """Messages taken from the mailbox while a compaction was waited for: handled
         next, in their order (``_wait_for_compaction``)."""
+        self._given_up: collections.deque[Window] = collections.deque(maxlen=GIVEN_UP_KEPT)
+        """The windows of the last compactions waited for and given up on (cancelled, or
+        no answer in time): an answer that comes for one later is not kept."""
         self._lc = SessionLifecycle(policy=config.policy)
         self._token = next(_ACTOR_TOKENS)
         """This actor's own id for its claims and writes (the terminal pid is shared by the
@@ -1223,6 +1228,7 @@ class TerminalActor(Actor[TerminalMessage]):
         else:
             answer = await self._wait_for_compaction(request)
             if answer is None or answer.window is None:  # cancelled, or no answer in time
+                self._given_up.append(window)  # its answer may be on its way already
                 with contextlib.suppress(DeadActor):  # given up on: not worth finishing
                     await self._peers.compaction.tell(StopCompaction(request))
             if answer is None:
@@ -1303,6 +1309,8 @@ class TerminalActor(Actor[TerminalMessage]):
         lc = self._lc
         if result.session_id != lc.session_id or result.generation != lc.generation:
             return False
+        if self._was_given_up(result):
+            return False
         if not lc.allows(Event.COMPACTED):  # not started, or in a phase that takes none
             return False
         automatic = result.trigger != "command"
@@ -1347,6 +1355,12 @@ class TerminalActor(Actor[TerminalMessage]):
                 )
             )
         return True
+
+    def _was_given_up(self, result: Compacted) -> bool:
+        """Whether ``result`` answers a compaction the user was told had not happened (a
+        Ctrl+C, or no answer in time): its StopCompaction came too late (the
+        CompactionActor's mailbox held behind an ask, the summary answering meanwhile)."""
+        return any(result.window is window for window in self._given_up)
 
     async def _tell_offline(self, because: str | None) -> None:
         """Say once that the offline summarizer stands in for a failing summary model (and

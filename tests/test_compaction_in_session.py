@@ -21,6 +21,7 @@ from actors import compaction as compaction_actor
 from actors.base import ActorRef, open_mailbox, run_supervised
 from actors.compaction import CompactionActor
 from actors.messages import (
+    CancelCurrentTurn,
     CommandOutput,
     Compact,
     Compacted,
@@ -523,3 +524,51 @@ async def test_a_checkpoint_in_a_burst_of_turns_keeps_a_summary_of_every_turn(
     (entry,) = (rig.project.parent / "checkpoints").glob("*/*.json")
     summary = orjson.loads(entry.read_bytes())["state"]["summary"]
     assert "db/tickets.sqlite" in summary and "triage agent" in summary
+
+
+class GatedCounting(Gated):
+    """``Gated``, counting its calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    async def summarize_events(self, events: Sequence[Event]) -> Event | None:
+        self.calls += 1
+        return await super().summarize_events(events)
+
+
+async def test_a_cancelled_slash_compact_is_not_kept_when_its_answer_comes_after_the_cancel(
+    make_rig: RigFactory,
+) -> None:
+    """H85: the cancel's StopCompaction waited in the CompactionActor's mailbox behind an
+    ask (another terminal's exit asking the slow summary model), the summary answered
+    meanwhile, and the compaction was kept and saved after the terminal had printed
+    'Compaction cancelled; nothing was changed.'"""
+    summarizer = GatedCounting()
+    rig: Rig = await make_rig(summarizer, 0)
+    for _ in range(3):
+        await rig.turn()
+    session_id = rig.saved()["session_id"]
+    await rig.terminal.tell(RunCommand("compact", None))
+    with anyio.fail_after(10):
+        await summarizer.started.wait()
+    events = events_from_messages([m for n in range(1, 4) for m in turn(n)], first_invocation=1)
+    window = retention_window(events, 0)  # the same turns: the ask waits for that answer
+    assert window is not None
+    async with anyio.create_task_group() as tg:
+        # The exit's ask of the compaction in flight holds the CompactionActor's mailbox.
+        tg.start_soon(rig.compaction.ask, Compact(session_id, 1, window, "window"), 10)
+        await anyio.wait_all_tasks_blocked()
+        await rig.terminal.tell(CancelCurrentTurn())
+        cancelled = await rig.next_of(CommandOutput)
+        assert cancelled.text == "Compaction cancelled; nothing was changed."
+        summarizer.gate.set()  # the answer comes before the StopCompaction is read
+    assert summarizer.calls == 1, "the ask waited for the compaction in flight"
+    await rig.terminal.ask(RunCommand("resume", None))  # after the late answer
+    await rig.next_of(CommandOutput)
+    assert rig.saved()["compacted_history_summary"] is None
+    await rig.terminal.tell(RunCommand("compact", None))
+    again = await rig.next_of(CommandOutput)
+    assert again.text.startswith("Compacted turns 1-3: "), again.text
+    await rig.terminal.tell(Detach("exit"))
