@@ -140,6 +140,27 @@ class CompactionActor(Actor[CompactionMessage]):
             await super().serve(mailbox)
             tg.cancel_scope.cancel()
 
+    async def answer(
+        self, envelope: Envelope[CompactionMessage], message: CompactionMessage
+    ) -> None:
+        """An ask (the exit's summary, the exit's compaction) is answered from a task of
+        its own: it may wait for the summary model (up to ``LLM_SUMMARY_TIMEOUT_S``), and
+        in the mailbox it held every message behind it that long: the StopCompaction of
+        a /compact cancelled with Ctrl+C, and every other terminal's compactions."""
+        if envelope.reply is None or self._tg is None:
+            await super().answer(envelope, message)
+        else:
+            self._tg.start_soon(self._answer_apart, envelope, message)
+
+    async def _answer_apart(
+        self, envelope: Envelope[CompactionMessage], message: CompactionMessage
+    ) -> None:
+        try:
+            await super().answer(envelope, message)
+        finally:  # cut short (the actor stops): the asker is told, not left to time out
+            assert envelope.reply is not None
+            envelope.reply.fail(DeadActor(f"{self.name} stopped"))
+
     async def handle(self, message: CompactionMessage) -> Any:
         match message:
             case Compact(reply_to=None):

@@ -130,6 +130,34 @@ async def test_a_stopped_compaction_is_cancelled_and_never_answered(
         tg.cancel_scope.cancel()
 
 
+async def test_an_ask_waiting_for_the_summary_model_does_not_hold_up_the_mailbox(
+    no_blocking: None,
+) -> None:
+    """H85: another terminal's exit asked the hung summary model (its compaction, its
+    summary: up to 30 s, though the exit gives up after 10 s) in the mailbox, and every
+    message behind it waited: a /compact's Ctrl+C (its StopCompaction), and every other
+    terminal's compactions, whose "up to 15 s" took 28."""
+    hangs = Hangs()
+    terminal: ActorRef[Any]
+    terminal, _inbox = open_mailbox("terminal")
+    async with anyio.create_task_group() as tg:
+        make = partial(CompactionActor, summarizer=hangs)
+        compaction: ActorRef[Any] = await tg.start(partial(run_supervised, "compaction", make))
+        exit_ask = Compact("bbbbbbbbbbbb", 1, a_window(), "window")
+        tg.start_soon(partial(compaction.ask, exit_ask, timeout=30))
+        with anyio.fail_after(5):
+            await hangs.started.wait()  # the other terminal's ask waits for the model
+        hangs.started = anyio.Event()
+        request = Compact("aaaaaaaaaaaa", 1, a_window(), "command", terminal)
+        await compaction.tell(request)
+        with anyio.fail_after(5):
+            await hangs.started.wait()  # this terminal's /compact waits for it too
+        await compaction.tell(StopCompaction(request))
+        with anyio.fail_after(5):
+            await hangs.cancelled.wait()
+        tg.cancel_scope.cancel()
+
+
 async def test_a_hung_summary_model_is_asked_one_summary_at_a_time_per_session(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

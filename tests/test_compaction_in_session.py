@@ -4,6 +4,7 @@ once, and a slow summarizer never holds up the next turn."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from actors.messages import (
     OpenSession,
     ReplyText,
     RunCommand,
+    StopCompaction,
     TerminalOutput,
     TurnEnded,
     UserTurn,
@@ -114,6 +116,41 @@ class Rig:
         return data
 
 
+class StopsAfterAnswers:
+    """Between the TerminalActor and the CompactionActor: a StopCompaction reaches the
+    actor only once the answer of a compaction has reached the terminal, as when the
+    actor's mailbox is slow to read it and the summary model answers meanwhile."""
+
+    def __init__(self) -> None:
+        self.ref: ActorRef[Any]
+        self.ref, self._mailbox = open_mailbox("compaction-relay")
+        self._answers_ref: ActorRef[Any]
+        self._answers_ref, self._answers = open_mailbox("compaction-answers")
+        self._terminal: ActorRef[Any] | None = None
+        self.answered = anyio.Event()
+
+    async def serve(self, actor: ActorRef[Any]) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._pass_answers)
+            async for envelope in self._mailbox:
+                message = envelope.message
+                if isinstance(message, Compact) and message.reply_to is not None:
+                    self._terminal = message.reply_to
+                    message = dataclasses.replace(message, reply_to=self._answers_ref)
+                elif isinstance(message, StopCompaction):
+                    await self.answered.wait()
+                if envelope.reply is None:
+                    await actor.tell(message)
+                else:
+                    envelope.reply.set(await actor.ask(message))
+
+    async def _pass_answers(self) -> None:
+        async for envelope in self._answers:
+            assert self._terminal is not None
+            await self._terminal.tell(envelope.message)
+            self.answered.set()
+
+
 RigFactory = Callable[..., Any]
 
 
@@ -123,7 +160,11 @@ async def make_rig(tmp_path: Path) -> AsyncIterator[RigFactory]:
     async with anyio.create_task_group() as tg:
 
         async def make(
-            summarizer: BaseEventsSummarizer | None, interval: int, threshold: int | None = None
+            summarizer: BaseEventsSummarizer | None,
+            interval: int,
+            threshold: int | None = None,
+            *,
+            between: StopsAfterAnswers | None = None,
         ) -> Rig:
             workspace = tmp_path / "ws"
             workspace.mkdir()
@@ -131,6 +172,9 @@ async def make_rig(tmp_path: Path) -> AsyncIterator[RigFactory]:
             peers = await start_peers(
                 tg, home, compaction=lambda ref: CompactionActor(ref, summarizer=summarizer)
             )
+            if between is not None:
+                tg.start_soon(between.serve, peers.compaction)
+                peers = dataclasses.replace(peers, compaction=between.ref)
             config = TerminalConfig(
                 terminal_pid=4242,
                 terminal_start_time=None,
@@ -526,46 +570,28 @@ async def test_a_checkpoint_in_a_burst_of_turns_keeps_a_summary_of_every_turn(
     assert "db/tickets.sqlite" in summary and "triage agent" in summary
 
 
-class GatedCounting(Gated):
-    """``Gated``, counting its calls."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls = 0
-
-    async def summarize_events(self, events: Sequence[Event]) -> Event | None:
-        self.calls += 1
-        return await super().summarize_events(events)
-
-
 async def test_a_cancelled_slash_compact_is_not_kept_when_its_answer_comes_after_the_cancel(
     make_rig: RigFactory,
 ) -> None:
-    """H85: the cancel's StopCompaction waited in the CompactionActor's mailbox behind an
-    ask (another terminal's exit asking the slow summary model), the summary answered
-    meanwhile, and the compaction was kept and saved after the terminal had printed
-    'Compaction cancelled; nothing was changed.'"""
-    summarizer = GatedCounting()
-    rig: Rig = await make_rig(summarizer, 0)
+    """H85: the cancel's StopCompaction waited in the CompactionActor's mailbox (behind
+    another terminal's exit asking a slow summary model), the summary answered meanwhile,
+    and the compaction was kept and saved after the terminal had printed 'Compaction
+    cancelled; nothing was changed.'"""
+    summarizer = Gated()
+    between = StopsAfterAnswers()
+    rig: Rig = await make_rig(summarizer, 0, between=between)
     for _ in range(3):
         await rig.turn()
-    session_id = rig.saved()["session_id"]
     await rig.terminal.tell(RunCommand("compact", None))
     with anyio.fail_after(10):
         await summarizer.started.wait()
-    events = events_from_messages([m for n in range(1, 4) for m in turn(n)], first_invocation=1)
-    window = retention_window(events, 0)  # the same turns: the ask waits for that answer
-    assert window is not None
-    async with anyio.create_task_group() as tg:
-        # The exit's ask of the compaction in flight holds the CompactionActor's mailbox.
-        tg.start_soon(rig.compaction.ask, Compact(session_id, 1, window, "window"), 10)
-        await anyio.wait_all_tasks_blocked()
-        await rig.terminal.tell(CancelCurrentTurn())
-        cancelled = await rig.next_of(CommandOutput)
-        assert cancelled.text == "Compaction cancelled; nothing was changed."
-        summarizer.gate.set()  # the answer comes before the StopCompaction is read
-    assert summarizer.calls == 1, "the ask waited for the compaction in flight"
-    await rig.terminal.ask(RunCommand("resume", None))  # after the late answer
+    await rig.terminal.tell(CancelCurrentTurn())
+    cancelled = await rig.next_of(CommandOutput)
+    assert cancelled.text == "Compaction cancelled; nothing was changed."
+    summarizer.gate.set()
+    with anyio.fail_after(10):
+        await between.answered.wait()  # the answer reached the terminal before the stop
+    await rig.terminal.ask(RunCommand("resume", None))  # handled after the answer
     await rig.next_of(CommandOutput)
     assert rig.saved()["compacted_history_summary"] is None
     await rig.terminal.tell(RunCommand("compact", None))
