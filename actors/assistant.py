@@ -21,7 +21,7 @@ from pydantic_ai.models import Model
 
 from session.atomic import replace_workspace_file
 from session.compaction import CHARS_PER_TOKEN
-from session.filesystem import in_git_directory, is_safe_relative_path
+from session.filesystem import WORKSPACE_GONE, in_git_directory, is_safe_relative_path
 from session.history import fit_tool_returns
 from session.models import WorkPhase
 from session.os_paths import shown_path
@@ -169,7 +169,7 @@ def write_workspace_file(workspace: Path, relative: str, content: str) -> tuple[
     the SHA-256 of what was written."""
     target = workspace / relative
     if not workspace.is_dir():  # deleted or moved: its directories are made, not it
-        raise OSError(errno.ENOENT, "the workspace is not there any more (moved or deleted)")
+        raise OSError(errno.ENOENT, WORKSPACE_GONE)
     target.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
     replace_workspace_file(target, data)

@@ -13,6 +13,10 @@ from pathlib import Path, PurePosixPath
 from session.os_paths import is_utf8
 
 _HASH_CHUNK = 1 << 20
+WORKSPACE_GONE = "the workspace is not there any more (moved or deleted)"
+"""Why a file is not written into a workspace that is gone: its directories are not made
+again (a deleted one would be made anew holding that file alone, a moved one a stray copy
+at its old path)."""
 
 
 def is_safe_relative_path(workspace: Path, relative: str) -> bool:

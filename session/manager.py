@@ -56,7 +56,12 @@ from session.errors import (
     UnsafeSessionDirectory,
     UnsafeSessionFile,
 )
-from session.filesystem import in_git_directory, is_safe_relative_path, safe_relative_paths
+from session.filesystem import (
+    WORKSPACE_GONE,
+    in_git_directory,
+    is_safe_relative_path,
+    safe_relative_paths,
+)
 from session.header_index import FileIdentity, read_index, write_index
 from session.models import (
     SCHEMA_VERSION,
@@ -1009,6 +1014,8 @@ class CheckpointStore:
         written: list[str] = []
         failed: dict[str, str] = {}
         directories: dict[Path, None] = {}
+        if not workspace.is_dir():  # deleted or moved: its directories are made, not it
+            return RestoredFiles((), dict.fromkeys(wanted, WORKSPACE_GONE))
         try:
             for relative, data in wanted.items():
                 if in_git_directory(relative):

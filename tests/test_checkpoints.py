@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -273,6 +274,23 @@ def test_a_file_that_cannot_be_written_is_named_and_the_others_are_restored(
     assert result.failed == {"b.md": "is a symlink; not following it", "c.md": "not a regular file"}
     assert (workspace / "a.md").read_text() == "a1\n"
     assert outside.read_text() == "not ours\n"
+
+
+def test_a_restore_does_not_make_a_deleted_workspace_again(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """H85: after rm -rf of the workspace, /checkpoint N with its files made the directory
+    anew, holding only the checkpoint's files (a moved workspace got a stray copy at its
+    old path); the assistant's write_file refuses that, and so does a restore."""
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "spec.md").write_text("v1\n")
+    first = store.write(state(), workspace, ["sub/spec.md"], reason="save", cap=10**9, now=NOW)
+    shutil.rmtree(workspace)
+    result = store.restore_files(workspace, first, ["sub/spec.md"])
+    assert result == RestoredFiles(
+        (), {"sub/spec.md": "the workspace is not there any more (moved or deleted)"}
+    )
+    assert not workspace.exists()
 
 
 def test_the_store_never_writes_inside_a_git_directory(
