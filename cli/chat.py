@@ -153,7 +153,8 @@ RESEND_ATTEMPTS = 3
 JUST_ENDED_S = 1.0
 """A Ctrl+C at an empty prompt this soon after a reply or a command ended was meant for
 it (a reply that ended as the key was pressed): it does not leave; a second one does."""
-JUST_ENDED_LINE = "note: the reply had just ended; Ctrl+C again to leave"
+JUST_ENDED_LINE = "note: {what} had just ended; Ctrl+C again to leave"
+"""Said for the first Ctrl+C right after a reply (``the reply``) or a command (``/save``)."""
 CANCELLED_COMMANDS = frozenset({"compact"})
 """Commands a Ctrl+C cancels (the summary model may take its time; nothing is changed until
 it answers); the others write or ask, and are done before a Ctrl+C could matter."""
@@ -259,7 +260,11 @@ OTHER_TOOLS_NAMES = {
 
 
 def command_close_to(name: str) -> str | None:
-    """The command a mistyped ``/name`` is close to (``/sav``: ``/save``), or None."""
+    """The commands a mistyped ``/name`` is close to: those it begins (``/res``: ``/reset
+    or /resume``), else the nearest (``/sav``: ``/save``); None if none is."""
+    begun = sorted(command for command in COMMAND_NAMES if command.startswith(name))
+    if len(name) >= 2 and begun:
+        return " or ".join(f"/{command}" for command in begun)
     import difflib  # only for a mistyped command: not on the start's path
 
     close = difflib.get_close_matches(name, sorted(COMMAND_NAMES), n=1, cutoff=0.6)
@@ -421,8 +426,8 @@ class Chat:
         self.a_turn_failed = False
         """A message was refused or its turn failed: a piped run exits 1 (not only when
         the last one did: a failure mid-script is not hidden by a later success)."""
-        self._ended_at: float | None = None
-        """When the last reply or command ended (``JUST_ENDED_S``)."""
+        self._ended: tuple[str, float] | None = None
+        """What ended last (the reply, or ``/command``), and when (``JUST_ENDED_S``)."""
         self.input_tokens: int | None = None
         self.phase: str | None = None
         self.changed_outside: set[str] = set()
@@ -784,8 +789,8 @@ class Chat:
             try:
                 line = self.console.read_line("> ", watch)
             except KeyboardInterrupt:
-                if self._just_ended():
-                    self.console.warn(JUST_ENDED_LINE)
+                if (ended := self._just_ended()) is not None:
+                    self.console.warn(JUST_ENDED_LINE.format(what=ended))
                     continue
                 break
             if watch.stopped_frame is not None:
@@ -808,21 +813,25 @@ class Chat:
                 asked = self.questions_asked
                 if not self._slash(line.strip()):
                     break
-                self._ended_at = time.monotonic()
+                self._ended = ("/" + command_name_and_argument(line.strip())[0], time.monotonic())
                 may_be_stray = self.questions_asked == asked  # it asked nothing
                 continue
             may_be_stray = False
             self._turn(message_text(line))
-            self._ended_at = time.monotonic()
+            self._ended = ("the reply", time.monotonic())
         if self.close():
             return 1
         return 1 if self.a_turn_failed and not self.console.interactive else 0
 
-    def _just_ended(self) -> bool:
-        """Whether a reply or a command ended less than ``JUST_ENDED_S`` ago (once: the
-        Ctrl+C after it leaves)."""
-        ended, self._ended_at = self._ended_at, None
-        return ended is not None and time.monotonic() - ended < JUST_ENDED_S
+    def _just_ended(self) -> str | None:
+        """What ended less than ``JUST_ENDED_S`` ago on a terminal (the reply, or the
+        command), if anything: once (the Ctrl+C after it leaves). Piped, None: a script's
+        SIGINT stops the run."""
+        ended, self._ended = self._ended, None
+        if ended is None or not self.console.interactive:
+            return None
+        what, at = ended
+        return what if time.monotonic() - at < JUST_ENDED_S else None
 
     def _stray_answer(self, line: str) -> bool:
         """Piped, right after the start or a command that asked nothing: a ``y``/``n``

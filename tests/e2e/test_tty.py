@@ -539,13 +539,38 @@ def test_a_ctrl_c_meant_for_a_reply_that_had_just_ended_does_not_leave(env: Env)
     try:
         one_turn(tty, "keep me")
         tty.type("\x03")
-        tty.expect(JUST_ENDED_LINE)
+        tty.expect(JUST_ENDED_LINE.format(what="the reply"))
         tty.expect_prompt()
         assert tty.process.poll() is None
         tty.type("\x03")
         assert tty.process.wait(timeout=30) == 0
     finally:
         tty.close()
+
+
+def test_a_ctrl_c_right_after_a_command_names_the_command(env: Env) -> None:
+    """H85: the note after a command said "the reply had just ended"."""
+    tty = Pty(env, env.terminal())
+    try:
+        one_turn(tty, "hello")
+        tty.type("/save\r")
+        tty.expect("checkpoint 1")
+        tty.expect_prompt()
+        tty.type("\x03")
+        tty.expect("note: /save had just ended; Ctrl+C again to leave")
+    finally:
+        tty.close()
+
+
+def test_a_piped_run_leaves_at_its_first_sigint_even_right_after_a_reply(env: Env) -> None:
+    """H85: a script's SIGINT to a piped run right after a reply was taken for a Ctrl+C
+    meant for the reply: the run went on reading its input."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("hello")
+    client.expect('You said: "hello"')
+    client.process.send_signal(signal.SIGINT)
+    assert client.wait() in (0, 130)
+    assert not any("had just ended" in line for line in client.drain_stderr())
 
 
 def test_the_input_history_file_is_scrubbed(env: Env) -> None:
