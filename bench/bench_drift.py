@@ -33,7 +33,10 @@ NOTICE_TARGET_MS = 200.0
 DRIFT_TARGET = 1.5
 FILES = 1000
 FILE_BYTES = 16 * 1024
-SETTLE_GAP_S = 0.3
+SETTLE_GAP_S = 2.3
+"""Between two writes: longer than the TerminalActor's ``BURST_S`` (2 s), within which a
+second change of the same file is the same burst and gets no notice of its own (at 0.3 s
+every write after the warm-up waited for a notice that never came)."""
 
 
 def wait_for_notice(conn: Connection, name: str, timeout: float = 10.0) -> float:
