@@ -347,11 +347,10 @@ class Unwatch:
 
 
 @dataclass(frozen=True)
-class FsEvents:
-    """From the watchdog thread: something happened to each of ``paths`` (absolute), all
-    the events the event loop found waiting at once."""
+class FsEvent:
+    """From the watchdog thread: something happened to ``path`` (absolute)."""
 
-    paths: frozenset[str]
+    path: str
 
 
 @dataclass(frozen=True)
@@ -359,7 +358,7 @@ class Settle:
     """Coalescing timer: hash what changed since the last settle."""
 
 
-DriftMessage = Watch | Unwatch | FsEvents | Settle
+DriftMessage = Watch | Unwatch | FsEvent | Settle
 
 
 # -- TerminalActor ------------------------------------------------------------
