@@ -156,11 +156,17 @@ def _kept(key: str, value: str) -> bool:
     a key such as ``secret_name``), it is a token key's value that does not look like a
     token, or it is too short and plain to be one (``none``, ``todo``)."""
     value = _without_closing_brackets(value)
-    if _REFERENCE_KEY_RE.search(key) or _is_reference(value) or value.lower() == key.lower():
-        return True  # the last: code passing a variable of the key's name (password=password)
+    if _REFERENCE_KEY_RE.search(key) or _names_no_secret(key, value):
+        return True
     if _is_token_key(key) or _HASH_KEY_RE.search(key):
         return not _looks_secret(value) or value.startswith(("/", "~/"))
     return len(value) < 6 and not _looks_short_secret(value)
+
+
+def _names_no_secret(key: str, value: str) -> bool:
+    """Whether ``value`` (without its closing brackets) is a reference, code, or a variable
+    of the key's own name (``password=password``): where the secret is, not the secret."""
+    return _is_reference(value) or value.lower() == key.lower()
 
 
 def _without_closing_brackets(value: str) -> str:
@@ -291,13 +297,16 @@ customer_id`` and a hash stay)."""
 
 
 def _mixed_value(match: re.Match[str]) -> str:
-    value = match.group(2)
-    mixed = (
+    return match.group(1) + REDACTED if _mixes_case_and_digits(match.group(2)) else match.group(0)
+
+
+def _mixes_case_and_digits(value: str) -> bool:
+    """Digits, upper and lower case letters, all three: a generated value, not a word."""
+    return (
         any(c.isdigit() for c in value)
         and any(c.isupper() for c in value)
         and any(c.islower() for c in value)
     )
-    return match.group(1) + REDACTED if mixed else match.group(0)
 
 
 _LOGIN_RE = re.compile(
@@ -335,7 +344,7 @@ def _bare_value(match: re.Match[str]) -> str:
     value = match.group(2)
     digits = any(c.isdigit() for c in value)
     generated = (
-        (digits and any(c.isupper() for c in value) and any(c.islower() for c in value))
+        _mixes_case_and_digits(value)
         or (_HEX_RE.fullmatch(value) is not None and sum(c.isdigit() for c in value) >= 6)
         or (digits and any(c.isalpha() for c in value) and _PASSWORD_WORD_RE.search(match[1]))
     )
@@ -365,8 +374,7 @@ def _prose_value(match: re.Match[str]) -> str:
     key = _PROSE_LINK_RE.sub("", match.group(1))
     if _WORDLIKE_RE.match(value) or _REFERENCE_KEY_RE.search(key):
         return match.group(0)
-    code = _without_closing_brackets(value)
-    if _is_reference(code) or code.lower() == key.lower():
+    if _names_no_secret(key, _without_closing_brackets(value)):
         return match.group(0)
     if key.lower().endswith("pwd") and value.startswith(("/", "~", ".")):
         return match.group(0)  # the shell's working directory: "pwd is /home/me"
