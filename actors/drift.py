@@ -198,18 +198,21 @@ class DriftWatcherActor(Actor[DriftMessage]):
     async def handle(self, message: DriftMessage) -> Any:
         match message:
             case Watch(owner, workspace, manifest, notify):
-                self._entries[owner] = _entry(workspace.resolve(), dict(manifest), notify)
-                await self._rewatch()
+                before = self._entries.get(owner)
+                entry = _entry(workspace.resolve(), dict(manifest), notify)
+                self._entries[owner] = entry
+                compared = await self._rewatch()
+                # A file newly tracked, its directory already watched, may have changed
+                # between the owner's hashing and now, when its events start being
+                # forwarded (a file deleted as the prompt came back went untold): compared
+                # once, as if an event had come.
+                for path in entry.files - (before.files if before else frozenset()) - compared:
+                    self._look_at(path)
             case Unwatch(owner):
                 if self._entries.pop(owner, None) is not None:
                     await self._rewatch()
             case FsEvent(path):
-                self._pending.add(path)
-                if path in self._directories:
-                    self._restructured = True
-                if not self._settling and self._tg is not None:
-                    self._settling = True
-                    self._tg.start_soon(self._settle_later)
+                self._look_at(path)
             case Settle():
                 self._settling = False
                 pending, self._pending = self._pending, set()
@@ -225,6 +228,15 @@ class DriftWatcherActor(Actor[DriftMessage]):
                     # not always reported (the whole workspace, deleted): watch what is
                     # there now, so that its coming back is seen.
                     await self._rewatch()
+
+    def _look_at(self, path: str) -> None:
+        """Compare ``path`` at the end of the burst it is part of (``SETTLE_S``)."""
+        self._pending.add(path)
+        if path in self._directories:
+            self._restructured = True
+        if not self._settling and self._tg is not None:
+            self._settling = True
+            self._tg.start_soon(self._settle_later)
 
     async def _retire(self, paths: set[str]) -> None:
         """Stop the watches of the watched directories among ``paths`` (each came, went or
@@ -263,11 +275,12 @@ class DriftWatcherActor(Actor[DriftMessage]):
         gone = False
         for owner, entry in list(self._entries.items()):
             changed: dict[str, str] = {}
-            for relative, digest in entry.manifest.items():
-                if str(entry.workspace / relative) not in paths:
-                    continue
-                now = await anyio.to_thread.run_sync(tracked_digest, entry.workspace, relative)
-                if (now or "") != digest:  # "": gone, and told so already
+            among = [r for r in entry.manifest if str(entry.workspace / r) in paths]
+            if not among:
+                continue
+            digests = await anyio.to_thread.run_sync(_digests, entry.workspace, among)
+            for relative, now in zip(among, digests, strict=True):
+                if (now or "") != entry.manifest[relative]:  # "": gone, and told so already
                     changed[relative] = now or ""
                     gone = gone or now is None
             if not changed:
@@ -414,6 +427,11 @@ def _watch_targets(holders: set[str]) -> dict[str, _Identity]:
                 break
             path = path.parent
     return targets
+
+
+def _digests(workspace: Path, relatives: list[str]) -> list[str | None]:
+    """Each tracked file's digest now (None: gone), in one worker-thread call. Blocking."""
+    return [tracked_digest(workspace, relative) for relative in relatives]
 
 
 def _schedule(observer: BaseObserver, handler: _Bridge, directory: str) -> ObservedWatch:

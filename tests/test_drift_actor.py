@@ -359,3 +359,26 @@ async def test_every_file_of_a_burst_over_many_files_is_told(tmp_path: Path) -> 
                 seen.update((await inbox.receive()).message.paths)
         assert len(manifest.keys() - seen) == 0, "files whose change was never told"
         tg.cancel_scope.cancel()
+
+
+async def test_a_file_newly_tracked_that_changed_before_its_watch_is_told(
+    tmp_path: Path,
+) -> None:
+    """CI's flaky failure: a turn's end tells the watcher of the file it read while the
+    prompt is back; a file deleted in that moment (its directory already watched, so no
+    watch is placed and nothing is compared) was never told."""
+    spec = written(tmp_path / "agent_spec.md", "v1\n")
+    notes = written(tmp_path / "notes.md", "read by the turn\n")
+    terminal: ActorRef[Any]
+    terminal, inbox = open_mailbox("terminal")
+    async with anyio.create_task_group() as tg:
+        drift: ActorRef[Any] = await tg.start(
+            partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
+        )
+        await drift.ask(Watch(1, tmp_path, {"agent_spec.md": spec}, terminal))
+        (tmp_path / "notes.md").unlink()  # before the watcher learns it is tracked
+        await drift.ask(Watch(1, tmp_path, {"agent_spec.md": spec, "notes.md": notes}, terminal))
+        changed = await told(inbox)
+        assert changed.paths == ("notes.md",)
+        assert changed.digests == ("",), "told gone"
+        tg.cancel_scope.cancel()
