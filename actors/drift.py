@@ -26,8 +26,18 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.lowlevel import EventLoopToken, current_token
 from anyio.streams.memory import MemoryObjectReceiveStream
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from actors.base import Actor, ActorRef, DeadActor, Envelope
@@ -41,12 +51,26 @@ from actors.messages import (
     Watch,
     WatchUnavailable,
 )
+from actors.observer import make_observer
 from session.filesystem import is_inside, is_safe_relative_path, tracked_digest
 
 log = logging.getLogger("agent_assist.drift")
 SETTLE_S = 0.1
 CHANGE_EVENTS = frozenset({"modified", "created", "deleted", "moved", "closed"})
 STRUCTURAL_EVENTS = frozenset({"created", "deleted", "moved"})
+WATCHED_EVENTS: list[type[FileSystemEvent]] = [
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+"""What inotify is asked for: ``CHANGE_EVENTS`` (a directory's "modified" is ignored, see
+``_Bridge``). Opens and reads are not asked for: ``sed -i`` reading each file and our own
+hashing of it doubled the events watchdog sorts in a flood."""
 REWATCH_ROUNDS = 8
 """A bound on watching anew while directories come and go under the watcher's feet."""
 
@@ -158,7 +182,7 @@ class DriftWatcherActor(Actor[DriftMessage]):
     def __init__(
         self,
         self_ref: ActorRef[DriftMessage],
-        observer_factory: Callable[[], BaseObserver] = Observer,
+        observer_factory: Callable[[], BaseObserver] = make_observer,
         watched: WatchedFiles | None = None,
     ) -> None:
         """``watched`` outlives this incarnation: a restart watches those files again."""
@@ -435,7 +459,7 @@ def _digests(workspace: Path, relatives: list[str]) -> list[str | None]:
 
 
 def _schedule(observer: BaseObserver, handler: _Bridge, directory: str) -> ObservedWatch:
-    return observer.schedule(handler, directory, recursive=False)
+    return observer.schedule(handler, directory, recursive=False, event_filter=WATCHED_EVENTS)
 
 
 def _unschedule(observer: BaseObserver, watch: ObservedWatch) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -11,11 +12,13 @@ from typing import Any
 
 import anyio
 import pytest
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from actors.base import ActorRef, open_mailbox, run_supervised
-from actors.drift import DriftWatcherActor, WatchedFiles
+from actors.drift import WATCHED_EVENTS, DriftWatcherActor, WatchedFiles
 from actors.messages import FilesChanged, Watch
+from actors.observer import _NewestFirstQueue, make_observer
 from session.filesystem import sha256_file
 
 pytestmark = pytest.mark.anyio
@@ -382,3 +385,41 @@ async def test_a_file_newly_tracked_that_changed_before_its_watch_is_told(
         assert changed.paths == ("notes.md",)
         assert changed.digests == ("",), "told gone"
         tg.cancel_scope.cancel()
+
+
+async def test_each_rename_of_a_run_of_them_is_one_moved_event_from_its_own_source(
+    tmp_path: Path,
+) -> None:
+    """The observer matches a rename's two halves searching watchdog's queue from its newest
+    event (``actors/observer.py``; from the oldest, ``sed -i`` over 20,000 files cost
+    watchdog 18 s of CPU): each of many renames in a row, as ``sed -i`` makes them, is
+    still one moved event from its own temp file to its own file."""
+    renames = 500
+    moved: list[tuple[str, str]] = []
+    all_seen = threading.Event()
+
+    class Moves(FileSystemEventHandler):
+        def on_moved(self, event: FileSystemEvent) -> None:
+            moved.append((os.fsdecode(event.src_path), os.fsdecode(event.dest_path)))
+            if len(moved) == renames:
+                all_seen.set()
+
+    observer = make_observer()
+    observer.schedule(Moves(), str(tmp_path), recursive=False, event_filter=WATCHED_EVENTS)
+    observer.start()
+    try:
+        emitters: list[Any] = list(observer.emitters)
+        assert emitters and all(
+            isinstance(emitter._inotify._move_event_grouper._queue, _NewestFirstQueue)
+            for emitter in emitters
+        ), "watchdog's rename queue was not found: a flood costs it quadratic time again"
+        for n in range(renames):
+            (tmp_path / f".tmp{n}").write_text(f"{n}\n")
+            os.replace(tmp_path / f".tmp{n}", tmp_path / f"f{n}.md")
+        assert await anyio.to_thread.run_sync(all_seen.wait, 20)
+    finally:
+        await anyio.to_thread.run_sync(observer.stop)
+        await anyio.to_thread.run_sync(observer.join, 5)
+    assert sorted(moved) == sorted(
+        (str(tmp_path / f".tmp{n}"), str(tmp_path / f"f{n}.md")) for n in range(renames)
+    )
