@@ -1,13 +1,14 @@
 """DriftWatcherActor: tells a TerminalActor when one of its tracked files changes outside.
 
-watchdog's observer thread hands raw events to this actor's mailbox through
-anyio's thread bridge and never blocks on anything else; bursts coalesce over
-``SETTLE_S`` and hashing runs in a worker thread. Observer methods are called
-from worker threads too (they take the lock watchdog holds while it calls
-handlers). A tracked file's directory that is removed (its inotify watch ends
-with it) or missing is followed from the nearest directory above it, and
-watched again once it is back. Each directory newly watched has its tracked
-files compared: a change made before its watch was in place gives no event.
+watchdog's observer thread puts the paths of raw events in a set and, when it was
+empty, has the event loop take them (never waiting for it): the loop hands the actor
+all the paths it finds at once, in one message. Bursts coalesce over ``SETTLE_S``, and a
+settled burst's files are hashed in worker threads, up to ``HASH_BATCH`` files a call.
+Observer methods are called from worker threads too (they take the lock watchdog holds
+while it calls handlers). A tracked file's directory that is removed (its inotify watch
+ends with it) or missing is followed from the nearest directory above it, and watched
+again once it is back. Each directory newly watched has its tracked files compared: a
+change made before its watch was in place gives no event.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import errno
 import logging
 import os
 import stat
+import threading
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
@@ -44,7 +46,7 @@ from actors.base import Actor, ActorRef, DeadActor, Envelope
 from actors.messages import (
     DriftMessage,
     FilesChanged,
-    FsEvent,
+    FsEvents,
     Settle,
     TerminalMessage,
     Unwatch,
@@ -73,6 +75,9 @@ WATCHED_EVENTS: list[type[FileSystemEvent]] = [
 hashing of it doubled the events watchdog sorts in a flood."""
 REWATCH_ROUNDS = 8
 """A bound on watching anew while directories come and go under the watcher's feet."""
+HASH_BATCH = 256
+"""Files hashed in one worker-thread call (a thread hop per file cost more than hashing a
+small one; a bounded batch keeps a stop from waiting on thousands)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,10 @@ class _Entry:
     """The tracked files' full paths (those that stay inside the workspace)."""
     directories: frozenset[str]
     """Each directory that holds one of them or leads to one (made by ``_entry``)."""
+    relatives: dict[str, tuple[str, ...]]
+    """Each tracked file's full path (inside the workspace or not), and the manifest's
+    names for it: a settle looks up the paths that changed instead of joining every
+    tracked file's path again (20,000 joins a settle, ten settles a second, in a flood)."""
 
 
 def _entry(workspace: Path, manifest: dict[str, str], notify: ActorRef[TerminalMessage]) -> _Entry:
@@ -91,16 +100,20 @@ def _entry(workspace: Path, manifest: dict[str, str], notify: ActorRef[TerminalM
     every terminal's paths again, checking each: 500 terminals leaving took 4 s)."""
     files: set[str] = set()
     directories: set[str] = set()
+    relatives: dict[str, tuple[str, ...]] = {}
     for relative in manifest:
+        full = workspace / relative
+        relatives[str(full)] = (*relatives.get(str(full), ()), relative)
         if not is_inside(relative):
             continue
-        full = workspace / relative
         files.add(str(full))
         if is_safe_relative_path(workspace, relative):
             directories.update(str(directory) for directory in full.parents)
         else:  # a symlink on the way: watched up to it (never through it), and seen when
             directories.update(_up_to_a_symlink(workspace, full))  # it is a directory again
-    return _Entry(workspace, dict(manifest), notify, frozenset(files), frozenset(directories))
+    return _Entry(
+        workspace, dict(manifest), notify, frozenset(files), frozenset(directories), relatives
+    )
 
 
 def _up_to_a_symlink(workspace: Path, full: Path) -> list[str]:
@@ -126,9 +139,10 @@ class WatchedFiles:
 
 
 class _Bridge(FileSystemEventHandler):
-    """Runs in the observer thread: forward events for interesting paths (the tracked files,
-    and the directories on the way to them, whose removal or creation changes what must
-    be watched), never wait long."""
+    """Runs in the observer thread: collect the paths of events for interesting paths (the
+    tracked files, and the directories on the way to them, whose removal or creation
+    changes what must be watched), never wait for the event loop (watchdog holds its lock
+    while it calls us: FACTS.md)."""
 
     def __init__(self, ref: ActorRef[DriftMessage], token: EventLoopToken) -> None:
         self._ref = ref
@@ -137,9 +151,14 @@ class _Bridge(FileSystemEventHandler):
         self.directories: frozenset[str] = frozenset()
         self.tasks: TaskGroup | None = None
         """Where the paths a full mailbox did not take are delivered from (the actor's)."""
+        self._lock = threading.Lock()
+        self._arrived: set[str] = set()
+        """Paths the observer thread saw that the event loop has yet to take (under
+        ``_lock``); not empty: the loop has been asked to take them."""
         self._waiting: set[str] = set()
-        """Paths a full mailbox did not take, each once (bounded by the tracked paths);
-        touched on the event loop only."""
+        """Paths a full mailbox did not take (bounded by the tracked paths); touched on the
+        event loop only."""
+        self._delivering = False
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type not in CHANGE_EVENTS:
@@ -147,33 +166,50 @@ class _Bridge(FileSystemEventHandler):
         # A directory "modified" is a file made or removed in it: only its own coming and
         # going changes what must be watched.
         structural = event.event_type in STRUCTURAL_EVENTS
+        found = []
         for raw in (event.src_path, getattr(event, "dest_path", "")):
             path = os.fsdecode(raw)
             if path and (path in self.files or (structural and path in self.directories)):
-                try:
-                    anyio.from_thread.run_sync(self._forward, path, token=self._token)
-                except Exception:  # the loop is gone: nothing left to tell
-                    return
+                found.append(path)
+        if not found:
+            return
+        with self._lock:
+            ask = not self._arrived
+            self._arrived.update(found)
+        if ask:  # one call into the loop for all that arrives until it runs (a flood's
+            try:  # events, one at a time, kept the loop busy with 20,000 wake-ups)
+                self._token.backend_class.run_sync_soon(
+                    self._take_arrived, (), self._token.native_token
+                )
+            except Exception:  # the loop is gone: nothing left to tell
+                return
 
-    def _forward(self, path: str) -> None:
-        """On the event loop: offer the event to the actor. A full mailbox (a burst over
-        many files, while the actor hashes) keeps the path, delivered as soon as there is
-        room: dropped, its change was never told (``sed -i`` over 2,000 files told 1,380)."""
-        if not self._waiting and self._ref.tell_nowait(FsEvent(path)):
+    def _take_arrived(self) -> None:
+        """On the event loop: offer what arrived to the actor, in one message. A full
+        mailbox (while the actor hashes) keeps the paths, delivered as soon as there is
+        room: dropped, their change was never told (``sed -i`` over 2,000 files told 1,380)."""
+        with self._lock:
+            arrived, self._arrived = self._arrived, set()
+        if not arrived:
+            return
+        if not self._waiting and self._ref.tell_nowait(FsEvents(frozenset(arrived))):
             return
         if self.tasks is None:
             return
-        if not self._waiting:
+        self._waiting |= arrived
+        if not self._delivering:
+            self._delivering = True
             self.tasks.start_soon(self._deliver_waiting)
-        self._waiting.add(path)
 
     async def _deliver_waiting(self) -> None:
-        while self._waiting:
-            path = self._waiting.pop()
-            try:
-                await self._ref.tell(FsEvent(path))
-            except DeadActor:
-                self._waiting.clear()
+        try:
+            while self._waiting:
+                paths, self._waiting = frozenset(self._waiting), set()
+                await self._ref.tell(FsEvents(paths))
+        except DeadActor:
+            self._waiting.clear()
+        finally:
+            self._delivering = False
 
 
 class DriftWatcherActor(Actor[DriftMessage]):
@@ -230,13 +266,12 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 # between the owner's hashing and now, when its events start being
                 # forwarded (a file deleted as the prompt came back went untold): compared
                 # once, as if an event had come.
-                for path in entry.files - (before.files if before else frozenset()) - compared:
-                    self._look_at(path)
+                self._look_at(entry.files - (before.files if before else frozenset()) - compared)
             case Unwatch(owner):
                 if self._entries.pop(owner, None) is not None:
                     await self._rewatch()
-            case FsEvent(path):
-                self._look_at(path)
+            case FsEvents(paths):
+                self._look_at(paths)
             case Settle():
                 self._settling = False
                 pending, self._pending = self._pending, set()
@@ -253,10 +288,12 @@ class DriftWatcherActor(Actor[DriftMessage]):
                     # there now, so that its coming back is seen.
                     await self._rewatch()
 
-    def _look_at(self, path: str) -> None:
-        """Compare ``path`` at the end of the burst it is part of (``SETTLE_S``)."""
-        self._pending.add(path)
-        if path in self._directories:
+    def _look_at(self, paths: AbstractSet[str]) -> None:
+        """Compare ``paths`` at the end of the burst they are part of (``SETTLE_S``)."""
+        if not paths:
+            return
+        self._pending |= paths
+        if not self._restructured and not self._directories.isdisjoint(paths):
             self._restructured = True
         if not self._settling and self._tg is not None:
             self._settling = True
@@ -299,14 +336,14 @@ class DriftWatcherActor(Actor[DriftMessage]):
         gone = False
         for owner, entry in list(self._entries.items()):
             changed: dict[str, str] = {}
-            among = [r for r in entry.manifest if str(entry.workspace / r) in paths]
-            if not among:
-                continue
-            digests = await anyio.to_thread.run_sync(_digests, entry.workspace, among)
-            for relative, now in zip(among, digests, strict=True):
-                if (now or "") != entry.manifest[relative]:  # "": gone, and told so already
-                    changed[relative] = now or ""
-                    gone = gone or now is None
+            relatives = [r for path in paths for r in entry.relatives.get(path, ())]
+            for start in range(0, len(relatives), HASH_BATCH):
+                batch = relatives[start : start + HASH_BATCH]
+                digests = await anyio.to_thread.run_sync(_digests, entry.workspace, batch)
+                for relative, now in zip(batch, digests, strict=True):
+                    if (now or "") != entry.manifest[relative]:  # "": gone, told so already
+                        changed[relative] = now or ""
+                        gone = gone or now is None
             if not changed:
                 continue
             self._entries[owner] = replace(entry, manifest={**entry.manifest, **changed})

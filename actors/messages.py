@@ -347,10 +347,11 @@ class Unwatch:
 
 
 @dataclass(frozen=True)
-class FsEvent:
-    """From the watchdog thread: something happened to ``path`` (absolute)."""
+class FsEvents:
+    """From the watchdog thread: something happened to each of ``paths`` (absolute), all
+    the events the event loop found waiting at once."""
 
-    path: str
+    paths: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -358,7 +359,7 @@ class Settle:
     """Coalescing timer: hash what changed since the last settle."""
 
 
-DriftMessage = Watch | Unwatch | FsEvent | Settle
+DriftMessage = Watch | Unwatch | FsEvents | Settle
 
 
 # -- TerminalActor ------------------------------------------------------------
