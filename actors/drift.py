@@ -32,6 +32,7 @@ from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
     DirMovedEvent,
+    EventsLostEvent,
     FileClosedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
@@ -69,10 +70,13 @@ WATCHED_EVENTS: list[type[FileSystemEvent]] = [
     DirCreatedEvent,
     DirDeletedEvent,
     DirMovedEvent,
+    EventsLostEvent,
 ]
 """What inotify is asked for: ``CHANGE_EVENTS`` (a directory's "modified" is ignored, see
-``_Bridge``). Opens and reads are not asked for: ``sed -i`` reading each file and our own
-hashing of it doubled the events watchdog sorts in a flood."""
+``_Bridge``), and word of events the kernel dropped. Opens and reads are not asked for:
+``sed -i`` reading each file and our own hashing of it doubled the events watchdog sorts
+in a flood."""
+EVENTS_LOST = EventsLostEvent.event_type
 REWATCH_ROUNDS = 8
 """A bound on watching anew while directories come and go under the watcher's feet."""
 HASH_BATCH = 256
@@ -154,13 +158,19 @@ class _Bridge(FileSystemEventHandler):
         self._lock = threading.Lock()
         self._arrived: set[str] = set()
         """Paths the observer thread saw that the event loop has yet to take (under
-        ``_lock``); not empty: the loop has been asked to take them."""
+        ``_lock``; it has been asked to take them, unless this and ``_lost`` are empty)."""
+        self._lost = False
+        """Whether the kernel dropped events since the loop last took what arrived."""
         self._waiting: set[str] = set()
         """Paths a full mailbox did not take (bounded by the tracked paths); touched on the
         event loop only."""
+        self._waiting_lost = False
         self._delivering = False
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type == EVENTS_LOST:  # the kernel's queue overflowed (a flood
+            self._hand_over([], lost=True)  # while the machine is busy): events of every
+            return  # watch were dropped, and their changes must not be
         if event.event_type not in CHANGE_EVENTS:
             return  # opens and reads (our own hashing among them) change nothing
         # A directory "modified" is a file made or removed in it: only its own coming and
@@ -171,13 +181,19 @@ class _Bridge(FileSystemEventHandler):
             path = os.fsdecode(raw)
             if path and (path in self.files or (structural and path in self.directories)):
                 found.append(path)
-        if not found:
-            return
+        if found:
+            self._hand_over(found)
+
+    def _hand_over(self, paths: list[str], lost: bool = False) -> None:
+        """Leave ``paths`` for the event loop; ask it to take them unless it was asked
+        already. One call into the loop for all that arrives until it runs: a flood's
+        events, one wait on the loop each, kept it busy with 20,000 wake-ups."""
         with self._lock:
-            ask = not self._arrived
-            self._arrived.update(found)
-        if ask:  # one call into the loop for all that arrives until it runs (a flood's
-            try:  # events, one at a time, kept the loop busy with 20,000 wake-ups)
+            ask = not self._arrived and not self._lost
+            self._arrived.update(paths)
+            self._lost = self._lost or lost
+        if ask:
+            try:
                 self._token.backend_class.run_sync_soon(
                     self._take_arrived, (), self._token.native_token
                 )
@@ -190,24 +206,29 @@ class _Bridge(FileSystemEventHandler):
         room: dropped, their change was never told (``sed -i`` over 2,000 files told 1,380)."""
         with self._lock:
             arrived, self._arrived = self._arrived, set()
-        if not arrived:
+            lost, self._lost = self._lost, False
+        if not arrived and not lost:
             return
-        if not self._waiting and self._ref.tell_nowait(FsEvents(frozenset(arrived))):
+        nothing_waits = not self._waiting and not self._waiting_lost
+        if nothing_waits and self._ref.tell_nowait(FsEvents(frozenset(arrived), lost)):
             return
         if self.tasks is None:
             return
         self._waiting |= arrived
+        self._waiting_lost = self._waiting_lost or lost
         if not self._delivering:
             self._delivering = True
             self.tasks.start_soon(self._deliver_waiting)
 
     async def _deliver_waiting(self) -> None:
         try:
-            while self._waiting:
+            while self._waiting or self._waiting_lost:
                 paths, self._waiting = frozenset(self._waiting), set()
-                await self._ref.tell(FsEvents(paths))
+                lost, self._waiting_lost = self._waiting_lost, False
+                await self._ref.tell(FsEvents(paths, lost))
         except DeadActor:
             self._waiting.clear()
+            self._waiting_lost = False
         finally:
             self._delivering = False
 
@@ -270,7 +291,10 @@ class DriftWatcherActor(Actor[DriftMessage]):
             case Unwatch(owner):
                 if self._entries.pop(owner, None) is not None:
                     await self._rewatch()
-            case FsEvents(paths):
+            case FsEvents(paths, lost):
+                if lost:  # any tracked file may have changed, any directory come or gone
+                    self._restructured = True
+                    paths = paths | self._tracked_paths()
                 self._look_at(paths)
             case Settle():
                 self._settling = False

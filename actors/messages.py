@@ -352,6 +352,9 @@ class FsEvents:
     the events the event loop found waiting at once."""
 
     paths: frozenset[str]
+    lost: bool = False
+    """The kernel dropped events (its inotify queue overflowed): any tracked file may have
+    changed."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import EventsLostEvent, FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from actors.base import ActorRef, open_mailbox, run_supervised
@@ -423,3 +423,58 @@ async def test_each_rename_of_a_run_of_them_is_one_moved_event_from_its_own_sour
     assert sorted(moved) == sorted(
         (str(tmp_path / f".tmp{n}"), str(tmp_path / f"f{n}.md")) for n in range(renames)
     )
+
+
+class ObserverThatLosesEvents(Observer):  # type: ignore[misc,valid-type]
+    """A real inotify observer whose events are dropped while ``deaf`` is set, as the
+    kernel drops them when its inotify queue overflows; ``overflow()`` then says so, as
+    watchdog does (an ``EventsLostEvent`` for each watch)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deaf = False
+        self.handlers: list[tuple[Any, str]] = []
+
+    def schedule(self, handler: Any, path: str, **kwargs: Any) -> Any:
+        self.handlers.append((handler, path))
+        observer = self
+
+        class Deaf(FileSystemEventHandler):
+            def dispatch(self, event: FileSystemEvent) -> None:
+                if not observer.deaf:
+                    handler.dispatch(event)
+
+        return super().schedule(Deaf(), path, **kwargs)
+
+    def overflow(self) -> None:
+        self.deaf = False
+        for handler, path in self.handlers:
+            handler.dispatch(EventsLostEvent(path, is_directory=True))
+
+
+async def test_changes_whose_events_the_kernel_dropped_are_told(tmp_path: Path) -> None:
+    """A flood on a busy machine overflows the kernel's inotify queue (16,384 events):
+    ``sed -i`` over 20,000 tracked files lost events, and their files' changes were never
+    told. watchdog says when events were lost; every tracked file is compared then."""
+    (tmp_path / "t").mkdir()
+    manifest = {f"t/f{i}.md": written(tmp_path / "t" / f"f{i}.md", f"v1 {i}\n") for i in range(5)}
+    manifest["agent_spec.md"] = written(tmp_path / "agent_spec.md", "spec\n")
+    observers: list[ObserverThatLosesEvents] = []
+
+    def observer() -> ObserverThatLosesEvents:
+        observers.append(ObserverThatLosesEvents())
+        return observers[-1]
+
+    async with anyio.create_task_group() as tg:
+        inbox = await watching_with(tg, observer, tmp_path, manifest)
+        observers[0].deaf = True
+        (tmp_path / "t" / "f3.md").write_text("v2, its event lost\n")
+        (tmp_path / "agent_spec.md").unlink()
+        await anyio.sleep(0.3)  # the events came, and were dropped
+        observers[0].overflow()
+        changed = await told(inbox)
+        assert changed.paths == ("agent_spec.md", "t/f3.md")
+        assert changed.digests == ("", sha256_file(tmp_path / "t" / "f3.md"))
+        (tmp_path / "t" / "f1.md").write_text("v2\n")  # and the watches go on
+        assert (await told(inbox)).paths == ("t/f1.md",)
+        tg.cancel_scope.cancel()
