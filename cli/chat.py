@@ -147,6 +147,11 @@ SAVE_RETRIED = "error: could not update the session on disk"
 """A failed save (actors/terminal.py) is retried at the next turn and at exit: the run
 fails only if turns are still unsaved at its end (the ``closed`` frame says so)."""
 REATTACH_ATTEMPTS = 5
+BUSY_WAIT_S = 2.0
+"""A terminal refused because another agent-assist is attached for it (or the supervisor
+at its cap of connections) says hello again for this long: the tab's previous one may
+have just left (killed, Ctrl+C) before the supervisor saw its connection end."""
+BUSY_RETRY_S = 0.1
 RESTORED = "Restored the conversation to checkpoint "
 FILES_RESTORED = "Files restored: "
 RESEND_ATTEMPTS = 3
@@ -487,23 +492,18 @@ class Chat:
         return welcome
 
     def _connect(self, tell_warnings: bool = True) -> tuple[Frame, bool]:
-        conn, started = connect_or_start(self.paths)
-        self._conn = conn
-        conn.sock.settimeout(CONTROL_TIMEOUT_S)  # a stopped or hung supervisor is told
-        try:
-            welcome = conn.request(
-                hello(
-                    "terminal",
-                    terminal_pid=self._pid,
-                    workspace=str(self.options.workspace),
-                    model=self._model,
-                    settings=self.options.settings,
-                    secrets=secrets_from_environment(),
-                    state_root=resolved_state_root(),
-                )
-            )
-        except TimeoutError:
-            welcome = self._welcome_after_a_wait(conn)
+        busy_until = time.monotonic() + BUSY_WAIT_S
+        while True:
+            conn, started = connect_or_start(self.paths)
+            self._conn = conn
+            try:
+                welcome = self._hello(conn)
+                break
+            except RemoteError as exc:
+                if exc.code != ErrorCode.BUSY or time.monotonic() > busy_until:
+                    raise
+                conn.close()
+                time.sleep(BUSY_RETRY_S)
         conn.sock.settimeout(None)  # replies may take the model's time
         if tell_warnings:
             if elsewhere := other_endpoint(self._model or "offline", welcome):
@@ -515,6 +515,24 @@ class Chat:
                 self.console.warn(warning)
                 self._told.add(warning)  # another session's file: the run's own work is fine
         return welcome, started
+
+    def _hello(self, conn: Connection) -> Frame:
+        """Say hello as this terminal; the welcome."""
+        conn.sock.settimeout(CONTROL_TIMEOUT_S)  # a stopped or hung supervisor is told
+        try:
+            return conn.request(
+                hello(
+                    "terminal",
+                    terminal_pid=self._pid,
+                    workspace=str(self.options.workspace),
+                    model=self._model,
+                    settings=self.options.settings,
+                    secrets=secrets_from_environment(),
+                    state_root=resolved_state_root(),
+                )
+            )
+        except TimeoutError:
+            return self._welcome_after_a_wait(conn)
 
     def attach(self) -> None:
         """First attach: choose between the offered session and a new one.

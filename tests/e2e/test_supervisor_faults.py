@@ -9,6 +9,7 @@ import resource
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,6 +79,28 @@ def test_a_terminal_that_leaves_before_the_welcome_is_detached(env: Env) -> None
     result = chat_once(env, tab)
     assert result.returncode == 0, result.stderr
     assert BUSY_LINE not in result.stderr
+
+
+def test_a_tab_started_again_as_its_previous_agent_assist_goes_away_attaches(env: Env) -> None:
+    """CI's failure under load: an agent-assist that left (killed, Ctrl+C) before the
+    supervisor had seen its connection end made the tab's next one fail at once with
+    'another agent-assist is attached'. The previous one here is still attached when the
+    next one starts, and leaves a second later."""
+    assert env.run("supervisor", "start").returncode == 0
+    tab = env.terminal()
+    previous = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    previous.connect(str(env.runtime / "supervisor.sock"))
+    previous.sendall(terminal_hello(env, tab))
+    previous.settimeout(10)
+    assert json.loads(previous.recv(65536).splitlines()[0])["type"] == "welcome"
+    leaves = threading.Timer(1.0, previous.close)
+    leaves.start()
+    try:
+        result = chat_once(env, tab)
+    finally:
+        leaves.cancel()
+        previous.close()
+    assert result.returncode == 0, result.stderr
 
 
 def test_a_connection_that_never_says_hello_is_closed(env: Env) -> None:
