@@ -97,6 +97,19 @@ def problem_line(error: Exception) -> str:
     return f"{getattr(error, 'severity', 'error')}: {error}"
 
 
+def _named(pointer: Pointer, lines: list[str]) -> bool:
+    """Whether one of ``lines`` names the pointed-to session's file (moved aside just now)."""
+    return any(f"{pointer.session_id}.json" in line for line in lines)
+
+
+def no_longer_on_disk_line(directory: Path, session_id: str) -> str:
+    """This tab's session, whose file is gone: moved aside as corrupt earlier (by a listing,
+    another terminal's start), named, or removed by hand. Blocking (a directory read)."""
+    aside = sorted(p.name for p in directory.glob(f"{session_id}.json.corrupt-*"))
+    where = f": its file was moved aside as corrupt ({aside[-1]})" if aside else ""
+    return f"note: this tab's session {session_id} is no longer on disk{where}"
+
+
 class SessionCatalog:
     """Every project's sessions under one state root."""
 
@@ -315,6 +328,8 @@ class SessionCatalog:
                 f"note: this tab's session {mine.session_id} cannot be opened ({mine.note}); "
                 "it stays on disk, untouched"
             )
+        if own_alive and own is not None and mine is None and not _named(own, warnings):
+            warnings.append(no_longer_on_disk_line(manager.directory, own.session_id))
         offer = None
         if chosen is not None:
             try:

@@ -905,3 +905,21 @@ def test_a_tabs_own_session_that_cannot_be_opened_is_named_as_this_tabs(env: Env
         "this agent-assist supports (3)); it stays on disk, untouched"
     ) in result.stderr.splitlines()
     assert result.returncode == 0
+
+
+def test_a_tabs_own_session_moved_aside_earlier_is_named_at_its_next_start(env: Env) -> None:
+    """A helper's find (H82): a listing moved this tab's corrupt session file aside; the
+    tab's next start began a new session without a word about its own."""
+    tab = env.terminal()
+    env.run("--new", input="this tab's session\n", terminal=tab)
+    (mine,) = env.session_ids()
+    env.settled(mine).write_text("not json {")
+    listing = env.run("sessions")
+    assert f"session file {mine}.json is corrupt; moved aside" in listing.stderr
+    (aside,) = [p.name for p in env.project.glob(f"{mine}.json.corrupt-*")]
+    result = env.run(input="hello again\n", terminal=tab)
+    assert (
+        f"note: this tab's session {mine} is no longer on disk: its file was moved aside "
+        f"as corrupt ({aside})"
+    ) in result.stderr.splitlines()
+    assert result.returncode == 0
