@@ -279,16 +279,24 @@ def sliding_window(events: Sequence[Event], config: EventsCompactionConfig) -> W
 
 
 def token_window(
-    events: Sequence[Event], config: EventsCompactionConfig, request_tokens: int
+    events: Sequence[Event],
+    config: EventsCompactionConfig,
+    request_tokens: int,
+    other_chars: int = 0,
 ) -> Window | None:
     """The window due before a model request of ``request_tokens``, or None.
 
     What is kept whole is also held to half the threshold, so a window of huge
-    turns (pasted files) is compacted rather than kept and sent again.
+    turns (pasted files) is compacted rather than kept and sent again, and to what
+    the budget leaves once the compaction's share and ``other_chars`` (what the
+    request carries besides its history: the instructions, the message about to be
+    sent) are counted, so the request it makes fits the budget.
     """
     if config.token_threshold is None or request_tokens < config.token_threshold:
         return None
-    retain_chars = config.token_threshold * CHARS_PER_TOKEN // 2
+    budget_chars = config.token_threshold * CHARS_PER_TOKEN
+    room = budget_chars - budget_chars // COMPACTION_SHARE - other_chars
+    retain_chars = max(0, min(budget_chars // 2, room))
     return retention_window(events, config.event_retention_size, retain_chars)
 
 

@@ -61,8 +61,8 @@ from functools import lru_cache
 
 from pydantic_ai.messages import ModelMessage, ModelRequest
 
-from session.compaction import Event as CompactionEvent
 from session.compaction import (
+    CHARS_PER_TOKEN,
     EventCompaction,
     EventsCompactionConfig,
     Window,
@@ -83,6 +83,7 @@ from session.compaction import (
     token_window,
     uncompacted_chars,
 )
+from session.compaction import Event as CompactionEvent
 from session.encoded import EncodedMessages
 from session.environment import longest_first
 from session.errors import IllegalTransition
@@ -377,7 +378,9 @@ class SessionLifecycle:
                 return None  # compaction off: the tail is held to the budget instead
             if config.token_threshold is None or request_tokens < config.token_threshold:
                 return None  # what token_window answers, without building the events
-            return token_window(self.events(), config, request_tokens)
+            history_chars = sum(message_chars(m) for m in self.request_history())
+            other_chars = request_tokens * CHARS_PER_TOKEN - history_chars
+            return token_window(self.events(), config, request_tokens, other_chars)
         if self.invocations < self.backoff_until:
             return None  # the sliding window's back-off after a failure
         boundary = self.compaction.end_invocation if self.compaction else 0

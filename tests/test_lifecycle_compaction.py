@@ -464,7 +464,7 @@ def test_the_token_trigger_does_not_back_off_after_its_own_failure() -> None:
     window = lc.compaction_due(request_tokens=lc.request_tokens())
     assert window is not None
     lc = lc.begin_compaction(window).compaction_failed(lc.generation)
-    assert lc.compaction_due(request_tokens=10_000) == window
+    assert lc.compaction_due(request_tokens=lc.request_tokens()) == window
 
 
 def test_what_is_due_is_what_the_windows_say_at_every_turn() -> None:
@@ -659,3 +659,17 @@ def test_a_rule_taken_back_leaves_the_instructions_at_once() -> None:
         _said("forget the tabs rule"), now=T0, manifest={}, agent_spec_path=None
     ).lifecycle
     assert "Never use tabs" not in lc.instructions()
+
+
+def test_the_token_budget_makes_room_for_the_message_about_to_be_sent() -> None:
+    """A helper's find (H88): with a budget of 1,000 tokens, a turn of ~1,900 characters
+    (under half the budget, so kept whole) and a new message of 2,400 characters made a
+    request over the budget; nothing was compacted ("nothing in it is left to compact")
+    and the request went out over it, or was refused by a small model. The turns kept
+    whole now leave room for the message, the instructions and the compaction's share."""
+    lc = after_saying(fresh(policy(interval=100, threshold=1000)), ["pasted text " * 135])
+    message = "another paste " * 170  # ~600 tokens: under the budget alone
+    tokens = lc.request_tokens(len(message))
+    assert tokens > 1000
+    window = lc.compaction_due(request_tokens=tokens)
+    assert window is not None and window.end_invocation == 1
