@@ -170,12 +170,14 @@ class LLMActor(Actor[LLMMessage]):
                     done = await self._stream_turn(turn, reply, deps, progress)
                 except Stalled:
                     log.warning("turn %d: no answer from %s", turn.turn_id, turn.model)
-                    done = _unfinished(turn, deps, error=self._stalled_line(turn))
+                    line = self._stalled_line(turn)
+                    done = _unfinished(turn, deps, error=line, kept=progress.kept())
                 except Exception as exc:
                     log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
                     line = explain_failure(exc, turn.model, mid_reply=reply.had_text)
                     full = context_window_exceeded(exc)
-                    done = _unfinished(turn, deps, error=line, context_full=full)
+                    kept = progress.kept()
+                    done = _unfinished(turn, deps, error=line, context_full=full, kept=kept)
                 finally:
                     reply.close()
                 await _tell_done(turn, reply.finish, done)  # with the text held

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.lowlevel
@@ -209,6 +209,14 @@ def context_full_line(before: int, after: int, budget: int) -> str:
         f"again. This chat now keeps requests under ~{budget:,} tokens "
         "(AGENT_ASSIST_CONTEXT_TOKENS sets the budget)"
     )
+
+
+def _kept_status(done: TurnDone) -> Literal["ok", "cancelled", "error"]:
+    """How a turn that is kept ended: whole, or cut after a tool ran (by the user, or by a
+    failure of the model: its error is told)."""
+    if done.error is not None:
+        return "error"
+    return "cancelled" if done.cancelled else "ok"
 
 
 @dataclass(frozen=True)
@@ -748,8 +756,10 @@ class TerminalActor(Actor[TerminalMessage]):
         self._turn_writes.clear()
         self._written.update(done.written)
         carried, self._carried = self._carried, (frozenset(), {})
-        resend: _Message | None = None
-        if (done.cancelled and not done.new_messages) or done.error is not None:
+        error = done.error and scrub_text(done.error, self._lc.policy.known_secrets)
+        resend = self._resendable(done, error) if done.error is not None else None
+        cut = done.cancelled or done.error is not None
+        if cut and (not done.new_messages or resend is not None):  # before any tool ran
             self._lc = self._lc.abandon_turn(done.touched)
             self._tell_again(*carried)  # the turn that carried them is not kept
             if done.touched:  # what it wrote is tracked, watched, and not told as outside
@@ -758,8 +768,6 @@ class TerminalActor(Actor[TerminalMessage]):
             outside = self._changed_by_others(deferred, done)
             if done.text:
                 await self._emit(ReplyText(done.text))
-            error = done.error and scrub_text(done.error, self._lc.policy.known_secrets)
-            resend = self._resendable(done, error)
             if resend is None:
                 await self._emit(TurnEnded("cancelled" if done.cancelled else "error", error))
         else:
@@ -788,7 +796,7 @@ class TerminalActor(Actor[TerminalMessage]):
             notes = []
             if note := stop_note(done.new_messages):  # kept: the model's whole answer
                 notes.append(note)
-            if done.cancelled:  # one that had run a tool (session/interrupted.py)
+            if done.cancelled or error:  # one that had run a tool (session/interrupted.py)
                 notes.append(KEPT_AS_FAR_AS_IT_GOT)
             saved = await self._perform(transition.effects, told)
             if self._unsaved:  # kept aside before the turn ends: a crash now loses nothing
@@ -797,8 +805,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._emit(output)
             await self._emit(
                 TurnEnded(
-                    "cancelled" if done.cancelled else "ok",  # kept as far as it got
-                    None if saved else "the session could not be saved",
+                    _kept_status(done),  # kept as far as it got if not "ok"
+                    error or (None if saved else "the session could not be saved"),
                     done.input_tokens or self._request_tokens,
                     self._lc.state.phase if self._lc.state else None,
                     tuple(notes),

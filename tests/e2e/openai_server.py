@@ -47,6 +47,9 @@ class ChatServer:
         """Set: a chat request (not a summary's) whose body is longer than this many bytes
         gets OpenAI's 400 ``context_length_exceeded``, as a model with a small context
         window answers."""
+        self.fail_tool_returns = False
+        """Set: a chat request whose last message is a tool's return gets a 500 (the model
+        failed after the turn's tool ran)."""
         self.tool_returns_go = threading.Event()
         """Cleared: an answer to a tool's return waits until it is set again."""
         self.tool_returns_go.set()
@@ -82,6 +85,9 @@ class ChatServer:
                     return
                 if body["messages"][-1].get("content") == "echo my key":
                     self._bad_request(f"bad request; you sent {self.headers.get('Authorization')}")
+                    return
+                if server.fail_tool_returns and body["messages"][-1]["role"] == "tool":
+                    self._server_error()
                     return
                 if body["model"] == "summary-model" and server.fail_summaries:
                     self._bad_request("the summary model is down for maintenance")
@@ -165,6 +171,16 @@ class ChatServer:
                 """400, its body echoing ``message`` (as some gateways echo a header)."""
                 payload = json.dumps({"error": {"message": message}}).encode()
                 self.send_response(400)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _server_error(self) -> None:
+                payload = json.dumps(
+                    {"error": {"message": "internal error", "type": "server_error"}}
+                ).encode()
+                self.send_response(500)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()

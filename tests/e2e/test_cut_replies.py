@@ -174,3 +174,28 @@ def test_a_turn_whose_terminal_was_killed_after_its_tool_ran_keeps_what_the_tool
     saved = str(env.session(session_id)["recent_messages"])
     assert "record_decision" in saved and INTERRUPTED in saved
     server.tool_returns_go.set()
+
+
+def test_a_turn_whose_model_failed_after_its_tool_ran_keeps_what_the_tool_did(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's find (H88): the model's answer to a tool's return failed (a 500, a
+    dropped connection, a context window the return overflowed) and the whole turn was
+    dropped: the decision the user saw recorded was in neither the session nor the next
+    request. The turn is kept as far as it got, as after a Ctrl+C, and the error told."""
+    server.fail_tool_returns = True
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("decide: Route tickets by urgency")
+    client.expect("error: 500", stderr=True)
+    server.fail_tool_returns = False
+    client.send("what happened?")
+    client.expect("echo: what happened?")
+    client.close_stdin()
+    assert client.wait() == 1  # piped: a failed turn fails the run
+    sent = server.requests[-1]["messages"]
+    roles = [m["role"] for m in sent if m["role"] != "system"]
+    assert roles == ["user", "assistant", "tool", "assistant", "user"], roles
+    assert sent[-3]["content"] == "recorded decision: Route tickets by urgency"
+    assert any("the reply is kept as far as it got" in line for line in client.drain_stderr())
+    (session_id,) = env.session_ids()
+    assert env.session(session_id)["decisions"] == ["Route tickets by urgency"]
