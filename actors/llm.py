@@ -174,9 +174,11 @@ class LLMActor(Actor[LLMMessage]):
                     done = _unfinished(turn, deps, error=line, kept=progress.kept())
                 except Exception as exc:
                     log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
-                    line = explain_failure(exc, turn.model, mid_reply=reply.had_text)
-                    full = context_window_exceeded(exc)
                     kept = progress.kept()
+                    line = explain_failure(
+                        exc, turn.model, mid_reply=reply.had_text, kept=bool(kept)
+                    )
+                    full = context_window_exceeded(exc)
                     done = _unfinished(turn, deps, error=line, context_full=full, kept=kept)
                 finally:
                     reply.close()

@@ -757,9 +757,8 @@ class TerminalActor(Actor[TerminalMessage]):
         self._written.update(done.written)
         carried, self._carried = self._carried, (frozenset(), {})
         error = done.error and scrub_text(done.error, self._lc.policy.known_secrets)
-        resend = self._resendable(done, error) if done.error is not None else None
-        cut = done.cancelled or done.error is not None
-        if cut and (not done.new_messages or resend is not None):  # before any tool ran
+        resend: _Message | None = None
+        if (done.cancelled or done.error is not None) and not done.new_messages:
             self._lc = self._lc.abandon_turn(done.touched)
             self._tell_again(*carried)  # the turn that carried them is not kept
             if done.touched:  # what it wrote is tracked, watched, and not told as outside
@@ -768,6 +767,7 @@ class TerminalActor(Actor[TerminalMessage]):
             outside = self._changed_by_others(deferred, done)
             if done.text:
                 await self._emit(ReplyText(done.text))
+            resend = self._resendable(done, error)
             if resend is None:
                 await self._emit(TurnEnded("cancelled" if done.cancelled else "error", error))
         else:
@@ -827,10 +827,13 @@ class TerminalActor(Actor[TerminalMessage]):
 
     def _resendable(self, done: TurnDone, error: str | None) -> _Message | None:
         """The message of a turn the model refused as over its context window, to be sent
-        again once the conversation is compacted: once, and not if the turn wrote a file
-        (running its tools again would write it again) or the terminal has left."""
+        again once the conversation is compacted: once, and not if a tool of the turn ran
+        (it wrote a file, recorded a decision: the turn is kept as far as it got) or the
+        terminal has left."""
         message = self._message
-        if not done.context_full or message is None or message.again or done.written:
+        if not done.context_full or message is None or message.again:
+            return None
+        if done.written or done.new_messages:
             return None
         if self._detaching is not None:
             return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 from pydantic_ai.exceptions import (
     ContentFilterError,
@@ -131,11 +132,22 @@ def _key_of(model: str) -> str:
     return f"{provider.upper().replace('-', '_')}_API_KEY"
 
 
-def explain_failure(exc: BaseException, model: str, *, mid_reply: bool = False) -> str:
+def explain_failure(
+    exc: BaseException, model: str, *, mid_reply: bool = False, kept: bool = False
+) -> str:
     """What happened and what to do, in one line (no ``error:`` prefix), scrubbed of
     secrets: an endpoint's error body may echo the request's ``Authorization`` header.
-    ``mid_reply``: some of the reply had come (a connection error is then a drop)."""
-    return scrub_text(_explain(exc, model, mid_reply), secrets_from_environment())
+    ``mid_reply``: some of the reply had come (a connection error is then a drop);
+    ``kept``: a tool of the reply had run, so the turn is kept as far as it got (a note
+    says so): the line does not say the reply is not kept."""
+    line = _explain(exc, model, mid_reply)
+    if kept:
+        line = line.replace(NOT_KEPT, STOPPED_THERE)
+    return scrub_text(line, secrets_from_environment())
+
+
+NOT_KEPT: Final = "the reply is not kept"
+STOPPED_THERE: Final = "the reply stopped there"
 
 
 _LLAMA_CPP_OVERFLOW = ("exceed_context_size_error", "exceeds the available context size")

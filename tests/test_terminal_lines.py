@@ -9,6 +9,7 @@ from pydantic_ai.exceptions import (
     ContentFilterError,
     IncompleteToolCall,
     ModelConnectionError,
+    ModelContextWindowExceededError,
     ModelHTTPError,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
@@ -117,6 +118,15 @@ def test_a_tool_call_cut_at_the_token_limit_says_the_reply_is_not_kept_and_what_
         "tool call, which cannot be run; the reply is not kept: ask for a smaller step (one "
         "file at a time) or raise the model's output limit"
     )
+
+
+def test_a_failure_after_a_tool_ran_does_not_say_the_reply_is_not_kept() -> None:
+    """The turn is kept as far as it got then (a note says so): "the reply is not kept"
+    would contradict it (H88)."""
+    exc = ModelContextWindowExceededError("m", "maximum context length exceeded")
+    told = explain_failure(exc, "openai-chat:m", kept=True)
+    assert "not kept" not in told
+    assert "the reply stopped there: /compact shrinks the conversation" in told
 
 
 @pytest.mark.parametrize(
