@@ -46,6 +46,7 @@ from actors.turn_lines import (
     describe_tool_call,
     explain_failure,
     refused_calls,
+    stated_context_window,
 )
 from session.interrupted import interrupted_turn
 from session.model_names import BARE_NAMES
@@ -179,7 +180,10 @@ class LLMActor(Actor[LLMMessage]):
                         exc, turn.model, mid_reply=reply.had_text, kept=bool(kept)
                     )
                     full = context_window_exceeded(exc)
-                    done = _unfinished(turn, deps, error=line, context_full=full, kept=kept)
+                    window = stated_context_window(exc)
+                    done = _unfinished(
+                        turn, deps, error=line, context_full=full, window=window, kept=kept
+                    )
                 finally:
                     reply.close()
                 await _tell_done(turn, reply.finish, done)  # with the text held
@@ -296,6 +300,7 @@ def _unfinished(
     cancelled: bool = False,
     error: str | None = None,
     context_full: bool = False,
+    window: int | None = None,
     kept: tuple[ModelMessage, ...] = (),
 ) -> TurnDone:
     """The end of a turn cut short: of the conversation only what it ``kept`` (a turn
@@ -312,6 +317,7 @@ def _unfinished(
         cancelled=cancelled,
         error=error,
         context_full=context_full,
+        context_window=window,
         phase=deps.phase if kept else None,
     )
 

@@ -433,6 +433,8 @@ class TurnDone:
     error: str | None = None
     context_full: bool = False
     """The turn failed because the model refused a request as over its context window."""
+    context_window: int | None = None
+    """The context window that refusal stated, in tokens, if it stated one."""
     input_tokens: int | None = None
     """The model's count of the turn's last request, if it reported one."""
     phase: WorkPhase | None = None

@@ -199,6 +199,14 @@ MIN_LEARNED_BUDGET = 1_024
 brings a chat's budget down to."""
 
 
+def learned_budget(refused_tokens: int, stated_window: int | None) -> int:
+    """The token budget a refusal as over the context window teaches: three quarters of
+    the refused request, and of the window the refusal stated (a request far over the
+    window left three quarters of it still over: H88)."""
+    budget = refused_tokens * 3 // 4
+    return budget if stated_window is None else min(budget, stated_window * 3 // 4)
+
+
 def context_full_line(before: int, after: int, budget: int) -> str:
     """Said as the message is sent again (a Ctrl+C waiting may still cancel it: the line
     announces the resend, not its reply; and with compaction off the turns left out are
@@ -229,6 +237,8 @@ class _Message:
     """It is being sent again."""
     error: str | None = None
     """Why the model refused it (told if sending it again cannot help)."""
+    window: int | None = None
+    """The context window the refusal stated, if it stated one."""
 
 
 @dataclass(frozen=True)
@@ -837,7 +847,7 @@ class TerminalActor(Actor[TerminalMessage]):
             return None
         if self._detaching is not None:
             return None
-        return dataclasses.replace(message, error=error)
+        return dataclasses.replace(message, error=error, window=done.context_window)
 
     async def _send_again_smaller(self, message: _Message) -> None:
         """The model refused the request as over its context window: the token budget of
@@ -846,7 +856,7 @@ class TerminalActor(Actor[TerminalMessage]):
         smaller, the turn ends with the refusal."""
         extra = len(message.text) + len(self._changes_note())
         before = self._lc.estimated_tokens(extra)
-        budget = max(MIN_LEARNED_BUDGET, self._request_tokens * 3 // 4)
+        budget = max(MIN_LEARNED_BUDGET, learned_budget(self._request_tokens, message.window))
         threshold = self._lc.policy.compaction.token_threshold
         if threshold is None or budget < threshold:
             self._lc = self._lc.with_token_threshold(budget)

@@ -165,6 +165,29 @@ def context_window_exceeded(exc: BaseException) -> bool:
     return any(words in said for words in _LLAMA_CPP_OVERFLOW)
 
 
+_STATED_WINDOW_RES: Final = (
+    re.compile(r"maximum context length (?:is|of) (\d[\d,]*)", re.IGNORECASE),  # OpenAI, vLLM
+    re.compile(r"['\"]n_ctx['\"]\s*:\s*(\d+)"),  # llama.cpp's error body
+    re.compile(r"(?:context|prompt) is too long: \d+ tokens > (\d+)", re.IGNORECASE),
+    re.compile(r"context (?:window|length|size) of (\d[\d,]*) tokens", re.IGNORECASE),
+)
+"""How endpoints state the window a refused request was over."""
+
+
+def stated_context_window(exc: BaseException) -> int | None:
+    """The context window (in tokens) the model's refusal of a request as over it states,
+    if it states one: a bound the budget learned from the refusal must keep under."""
+    if not context_window_exceeded(exc):
+        return None
+    said = " ".join(
+        str(text) for text in (getattr(exc, "body", None), getattr(exc, "message", None), exc)
+    )
+    for pattern in _STATED_WINDOW_RES:
+        if (found := pattern.search(said)) is not None:
+            return int(found[1].replace(",", "")) or None
+    return None
+
+
 def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
     where = endpoint_of(model)
     if context_window_exceeded(exc):

@@ -22,6 +22,7 @@ from actors.turn_lines import (
     explain_failure,
     over_budget_line,
     over_budget_uncompacted_line,
+    stated_context_window,
 )
 from cli.chat import offer_text
 from cli.render import ReflowedRegion, stable_prefix
@@ -118,6 +119,36 @@ def test_a_tool_call_cut_at_the_token_limit_says_the_reply_is_not_kept_and_what_
         "tool call, which cannot be run; the reply is not kept: ask for a smaller step (one "
         "file at a time) or raise the model's output limit"
     )
+
+
+@pytest.mark.parametrize(
+    ("exc", "window"),
+    [
+        (
+            ModelContextWindowExceededError(
+                "m",
+                "This model's maximum context length is 8,192 tokens. However, your "
+                "messages resulted in 9000 tokens.",
+            ),
+            8192,
+        ),
+        (
+            ModelHTTPError(
+                400,
+                "m",
+                body={"type": "exceed_context_size_error", "n_prompt_tokens": 5000,
+                      "n_ctx": 4096},
+            ),
+            4096,
+        ),
+        (ModelHTTPError(400, "m", body={"type": "exceed_context_size_error"}), None),
+        (ModelHTTPError(400, "m", body={"message": "maximum context length is 10"}), None),
+    ],
+)
+def test_the_window_a_refusal_states_is_read(exc: Exception, window: int | None) -> None:
+    """OpenAI and vLLM say "maximum context length is N tokens"; llama.cpp gives ``n_ctx``;
+    an error that is no refusal as over the window states none (H88)."""
+    assert stated_context_window(exc) == window
 
 
 def test_a_failure_after_a_tool_ran_does_not_say_the_reply_is_not_kept() -> None:

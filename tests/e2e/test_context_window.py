@@ -68,3 +68,23 @@ def test_a_message_over_the_window_alone_is_refused_once_and_the_chat_goes_on(
     assert len(errors) == 1 and "over the model's context window" in errors[0], result.stderr
     assert "/compact" in errors[0]
     assert result.stdout.splitlines() == ["echo: short one"]
+
+
+
+def test_a_refusal_far_over_the_window_learns_a_budget_under_the_window_it_states(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's find (H88): the budget learned from a refusal was three quarters of the
+    refused request, which, for a request a third or more over the window, is still over
+    it: a later request between the window and that budget was refused again (and, had a
+    tool of its turn run, lost). The window the refusal states (OpenAI's "maximum context
+    length is N tokens") bounds the learned budget too."""
+    first = "question 1: " + PARAGRAPH + PARAGRAPH[:850]
+    far_over = "question 2: " + PARAGRAPH * 3 + PARAGRAPH[:1150]  # the request: ~13 KB
+    later = [f"question {n}: {PARAGRAPH[:700]}" for n in range(3, 12)]
+    messages = [first, far_over, *later]
+    result = env.run("--new", input="".join(m + "\n" for m in messages), terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    refused = [m[:11] for m in messages if len(sent(server, m)) > 1]
+    assert refused == ["question 2:"], result.stderr
+    assert result.stderr.count("refused the request as over its context window") == 1
