@@ -107,12 +107,12 @@ class SessionId(click.ParamType[str]):
         return text
 
 
-def full_id(workspace: Path, given: str) -> str:
+def full_id(given: str) -> str:
     """``given``, or the one session id of any project that begins with it: a unique
     prefix names a session, as a commit's does in git."""
     if len(given) == 12:
         return given
-    listed = sessions_ops.list_sessions(runtime_paths(), resolved(workspace), True)
+    listed = sessions_ops.list_sessions(runtime_paths(), None, True)
     found = sorted({str(row["session_id"]) for row in listed["sessions"]})
     matches = [session_id for session_id in found if session_id.startswith(given)]
     if len(matches) == 1:
@@ -211,7 +211,7 @@ def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, 
     from cli.chat import ChatError, ChatOptions, run_chat  # not needed by the other commands
 
     if resume_id is not None:
-        resume_id = full_id(workspace, resume_id)
+        resume_id = full_id(resume_id)
     settings = config_cmd.load({"model": model})
     source = config_cmd.source_label(settings, "model")
     config_cmd.check_sdks(settings)
@@ -307,11 +307,13 @@ def chat(
 @one_line_errors
 def sessions(ctx: click.Context, workspace: Path, every: bool, as_json: bool) -> None:
     """List sessions: live (attached now), idle (its terminal still runs), orphaned."""
-    if not _given(ctx, ("workspace",)) and ctx.obj:  # `agent-assist -w DIR sessions`
-        workspace = ctx.obj.get("workspace", workspace)
+    given: Path | None = workspace if _given(ctx, ("workspace",)) else None
+    if given is None and ctx.obj:  # `agent-assist -w DIR sessions`
+        given = ctx.obj.get("workspace")
     if ctx.invoked_subcommand is not None:
-        ctx.obj = workspace
+        ctx.obj = given  # None: the subcommand's own, else the current directory
         return
+    workspace = given or workspace
     listed = None if every else resolved(workspace)  # --all needs no workspace
     data = sessions_ops.list_sessions(runtime_paths(), listed, every)
     for warning in data["warnings"]:
@@ -339,7 +341,7 @@ workspace_override = click.option(
 
 
 @contextlib.contextmanager
-def _not_found_hint(workspace: Path, session_id: str) -> Iterator[None]:
+def _not_found_hint(workspace: Path | None, session_id: str) -> Iterator[None]:
     """An unknown session becomes one line that says which project holds it, if any."""
     from supervisor.client import RemoteError
     from supervisor.wire import ErrorCode
@@ -355,13 +357,20 @@ def _not_found_hint(workspace: Path, session_id: str) -> Iterator[None]:
 T = TypeVar("T")
 
 
-def _in_any_project(act: Callable[[str | None], T], workspace: Path, session_id: str) -> T:
+def _in_any_project(
+    act: Callable[[str | None], T], workspace: Path | None, session_id: str
+) -> T:
     """``act`` on the session in the workspace's project; if it is not there but another
     project holds it (session ids are unique), there, saying so (its workspace may be
-    elsewhere, or gone)."""
+    elsewhere, or gone). With no workspace, in the project that holds it."""
     from supervisor.client import RemoteError
     from supervisor.wire import ErrorCode
 
+    if workspace is None:
+        holder = sessions_ops.project_holding(None, session_id)
+        if holder is None:
+            raise FileNotFoundError(f"no session {session_id}")
+        return act(holder)
     try:
         return act(None)
     except (FileNotFoundError, RemoteError) as exc:
@@ -378,6 +387,18 @@ def _workspace(ctx: click.Context, workspace: Path | None) -> Path:
     return resolved(Path(workspace or ctx.obj or "."))
 
 
+def _workspace_if_any(ctx: click.Context, workspace: Path | None) -> Path | None:
+    """The workspace given (after `sessions` or before it), else the current directory;
+    None when none was given and the current directory is gone: a session named by its
+    id needs no workspace (ids are unique across projects)."""
+    if workspace is None and ctx.obj is None:
+        try:
+            current_directory()
+        except CommandError:
+            return None
+    return _workspace(ctx, workspace)
+
+
 @sessions.command("show")
 @click.argument("session_id", type=SESSION_ID, shell_complete=complete_session_ids)
 @workspace_override
@@ -388,8 +409,8 @@ def sessions_show(
     ctx: click.Context, session_id: str, workspace: Path | None, as_json: bool
 ) -> None:
     """Show one session (ID: its 12 digits, or the first 4 or more)."""
-    where = _workspace(ctx, workspace)
-    session_id = full_id(where, session_id)
+    where = _workspace_if_any(ctx, workspace)
+    session_id = full_id(session_id)
     if (new := _new_live_session(where, session_id)) is not None:
         shown: dict[str, Any] = {"row": new, "session": None, "checkpoints": [], "warnings": []}
         click.echo(sessions_ops.dumps(shown) if as_json else _new_session_line(new))
@@ -405,13 +426,13 @@ def sessions_show(
         click.echo(warning, err=True)
 
 
-def _new_live_session(workspace: Path, session_id: str) -> dict[str, Any] | None:
+def _new_live_session(workspace: Path | None, session_id: str) -> dict[str, Any] | None:
     """The listing's row of ``session_id`` if it is a new session, live, with no file yet
-    (listed by the supervisor before its first turn)."""
+    (listed by the supervisor before its first turn); with no workspace, of any project."""
     from session.catalog import NEW_SESSION_NOTE
 
     try:
-        listed = sessions_ops.list_sessions(runtime_paths(), resolved(workspace), False)
+        listed = sessions_ops.list_sessions(runtime_paths(), workspace, workspace is None)
     except Exception:  # the show itself says what is wrong
         return None
     return next(
@@ -438,8 +459,8 @@ def _new_session_line(row: dict[str, Any]) -> str:
 @one_line_errors
 def sessions_rm(ctx: click.Context, session_id: str, workspace: Path | None) -> None:
     """Delete one session (never a live one; ID: its 12 digits, or the first 4 or more)."""
-    where = _workspace(ctx, workspace)
-    session_id = full_id(where, session_id)
+    where = _workspace_if_any(ctx, workspace)
+    session_id = full_id(session_id)
     with _not_found_hint(where, session_id):
         _in_any_project(
             lambda project: sessions_ops.remove_session(
@@ -471,7 +492,7 @@ def sessions_prune(
 ) -> None:
     """Delete orphaned sessions older than DAYS (never live or idle ones)."""
     data = sessions_ops.prune_sessions(
-        runtime_paths(), _workspace(ctx, workspace), every, days, dry_run
+        runtime_paths(), None if every else _workspace(ctx, workspace), every, days, dry_run
     )
     for warning in data["warnings"]:
         click.echo(warning, err=True)

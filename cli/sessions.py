@@ -31,17 +31,21 @@ LOCK_ATTEMPTS = 50
 LOCK_PAUSE_S = 0.02
 
 
-def not_found_line(workspace: Path, session_id: str) -> str:
-    """``no session X in this project``, with where it is if another project has it, or
-    why it cannot be opened if its file was moved aside as corrupt."""
+def not_found_line(workspace: Path | None, session_id: str) -> str:
+    """``no session X in this project`` (``in any project`` with no workspace), with where
+    it is if another project has it, or why it cannot be opened if its file was moved
+    aside as corrupt."""
     from session.models import is_session_id
     from session.paths import projects_dir, state_root
 
-    line = f"no session {session_id[:40]} in this project ({workspace})"
+    if workspace is None:
+        line = f"no session {session_id[:40]} in any project (agent-assist sessions --all)"
+    else:
+        line = f"no session {session_id[:40]} in this project ({workspace})"
     if not is_session_id(session_id):
         return line
-    here = _project(workspace)
-    kept = sorted(here.glob(f"{session_id}.json.corrupt-*"))
+    here = None if workspace is None else _project(workspace)
+    kept = [] if here is None else sorted(here.glob(f"{session_id}.json.corrupt-*"))
     if kept:  # moved aside by this run's listing, or an earlier one
         return (
             f"session {session_id} cannot be opened: its file was corrupt and is kept as "
@@ -177,12 +181,14 @@ def _offline_catalog(read_only: bool) -> Any:
     )
 
 
-def _project(workspace: Path, name: str | None = None) -> Path:
-    """The sessions directory of ``workspace``'s project, or of the project ``name``."""
+def _project(workspace: Path | None, name: str | None = None) -> Path:
+    """The sessions directory of ``workspace``'s project, or of the project ``name`` (one
+    of the two is given)."""
     from session.paths import projects_dir, sessions_dir, state_root
 
     if name is not None:
         return projects_dir(state_root()) / name / "sessions"
+    assert workspace is not None, "a project is named by its workspace or its name"
     return sessions_dir(workspace, state_root())
 
 
@@ -227,15 +233,16 @@ def list_sessions(
     return {"sessions": [r.to_json() for r in listing.rows], "warnings": warnings}
 
 
-def project_holding(workspace: Path, session_id: str) -> str | None:
-    """The name of the other project whose sessions directory holds ``session_id``'s file
-    (session ids are unique across projects), if any."""
+def project_holding(workspace: Path | None, session_id: str) -> str | None:
+    """The name of the other project than ``workspace``'s (any, with None) whose sessions
+    directory holds ``session_id``'s file (session ids are unique across projects), if
+    any."""
     from session.models import is_session_id
     from session.paths import projects_dir, state_root
 
     if not is_session_id(session_id):
         return None
-    here = _project(workspace)
+    here = None if workspace is None else _project(workspace)
     for found in sorted(projects_dir(state_root()).glob(f"*/sessions/{session_id}.json")):
         if found.parent != here:
             return found.parent.parent.name
@@ -243,21 +250,25 @@ def project_holding(workspace: Path, session_id: str) -> str | None:
 
 
 def _one_session(
-    kind: str, workspace: Path, session_id: str, project_name: str | None
+    kind: str, workspace: Path | None, session_id: str, project_name: str | None
 ) -> dict[str, Any]:
     """The frame that asks about one session (``show_session``, ``remove_session``)."""
     return {
         "type": kind,
-        "workspace": str(workspace),
+        "workspace": workspace and str(workspace),
         "session_id": session_id,
         "project": project_name,
     }
 
 
 def show_session(
-    paths: RuntimePaths, workspace: Path, session_id: str, project_name: str | None = None
+    paths: RuntimePaths,
+    workspace: Path | None,
+    session_id: str,
+    project_name: str | None = None,
 ) -> dict[str, Any]:
-    """``project_name``: the session's project, when it is not the workspace's."""
+    """``project_name``: the session's project, when it is not the workspace's (or there
+    is no workspace)."""
     frame = _one_session("show_session", workspace, session_id, project_name)
     if (data := _ask_supervisor(paths, frame, reading=True)) is not None:
         return data
@@ -284,9 +295,13 @@ def show_session(
 
 
 def remove_session(
-    paths: RuntimePaths, workspace: Path, session_id: str, project_name: str | None = None
+    paths: RuntimePaths,
+    workspace: Path | None,
+    session_id: str,
+    project_name: str | None = None,
 ) -> bool:
-    """``project_name``: the session's project, when it is not the workspace's."""
+    """``project_name``: the session's project, when it is not the workspace's (or there
+    is no workspace)."""
     from session.models import validate_session_id
 
     validate_session_id(session_id)
@@ -302,11 +317,12 @@ def remove_session(
 
 
 def prune_sessions(
-    paths: RuntimePaths, workspace: Path, every: bool, days: float, dry_run: bool
+    paths: RuntimePaths, workspace: Path | None, every: bool, days: float, dry_run: bool
 ) -> dict[str, Any]:
+    """``workspace``: its project's orphans; None (with ``every``): every project's."""
     frame = {
         "type": "prune_sessions",
-        "workspace": str(workspace),
+        "workspace": workspace and str(workspace),
         "all": every,
         "older_than_days": days,
         "dry_run": dry_run,

@@ -129,7 +129,8 @@ class ListSessions(_Frame):
 
 class ShowSession(_Frame):
     type: Literal["show_session"]
-    workspace: str
+    workspace: str | None = None
+    """None with ``project`` given: a session named by its id needs no workspace."""
     session_id: str
     project: str | None = None
     """A project directory's name (``<name>_<hash8>``), instead of the workspace's: a
@@ -138,7 +139,7 @@ class ShowSession(_Frame):
 
 class RemoveSession(_Frame):
     type: Literal["remove_session"]
-    workspace: str
+    workspace: str | None = None
     session_id: str
     project: str | None = None
     """As ``ShowSession.project``."""

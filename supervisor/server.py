@@ -506,7 +506,7 @@ class Server:
         listing: SessionListing = await self._storage.ask(ListSessions((project,)))
         return next((r.to_json() for r in listing.rows if r.session_id == session_id), None)
 
-    def _project(self, workspace: str, name: str | None) -> Path:
+    def _project(self, workspace: str | None, name: str | None) -> Path:
         """The sessions directory of ``workspace``'s project, or of the project ``name``."""
         if name is None:
             projects = self._projects(workspace, False)

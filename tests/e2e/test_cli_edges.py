@@ -623,16 +623,62 @@ def in_a_deleted_directory(env: Env, *args: str) -> subprocess.CompletedProcess[
 
 
 @pytest.mark.parametrize(
-    "args", [(), ("--new",), ("sessions",), ("sessions", "--json"), ("sessions", "show", "a" * 12)]
+    "args",
+    [(), ("--new",), ("sessions",), ("sessions", "--json"), ("sessions", "prune", "--dry-run")],
 )
 def test_a_deleted_current_directory_is_one_clear_line(env: Env, args: tuple[str, ...]) -> None:
-    """A helper's report: each of these said ``error: 2``."""
+    """A helper's report: each of these said ``error: 2``. Each needs the workspace's
+    project, which the current directory was."""
     result = in_a_deleted_directory(env, *args)
     assert result.returncode == 1
     assert result.stderr == (
         "error: the current directory no longer exists (it was deleted or moved): "
         "cd to it again, or pass --workspace DIR\n"
     )
+
+
+@pytest.mark.parametrize("supervisor", ["running", "stopped"])
+@pytest.mark.parametrize("command", ["show", "rm"])
+def test_a_session_named_by_its_id_needs_no_current_directory(
+    env: Env, supervisor: str, command: str
+) -> None:
+    """A helper's report: `sessions show ID` and `sessions rm ID` refused from a deleted
+    directory, though an id names one session of one project whatever the workspace."""
+    tab = env.terminal()
+    assert env.run("--new", input="hello\n", terminal=tab).returncode == 0
+    (session_id,) = env.session_ids()
+    tab.close()  # orphaned: rm may remove it
+    if supervisor == "stopped":
+        assert env.run("supervisor", "stop").returncode == 0
+    result = in_a_deleted_directory(env, "sessions", command, session_id[:6])
+    assert result.returncode == 0, result.stderr
+    if command == "show":
+        assert f"Session      {session_id}" in result.stdout
+    else:
+        assert result.stdout == f"Removed session {session_id}.\n"
+        assert env.session_ids() == []
+
+
+def test_an_unknown_id_from_a_deleted_directory_is_looked_for_in_every_project(env: Env) -> None:
+    result = in_a_deleted_directory(env, "sessions", "show", "a" * 12)
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"error: no session {'a' * 12} in any project (agent-assist sessions --all)\n"
+    )
+
+
+@pytest.mark.parametrize("supervisor", ["running", "stopped"])
+def test_pruning_every_project_needs_no_current_directory(env: Env, supervisor: str) -> None:
+    tab = env.terminal()
+    assert env.run("--new", input="hello\n", terminal=tab).returncode == 0
+    assert len(env.session_ids()) == 1
+    tab.close()
+    if supervisor == "stopped":
+        assert env.run("supervisor", "stop").returncode == 0
+    result = in_a_deleted_directory(env, "sessions", "prune", "--all", "--older-than", "0")
+    assert result.returncode == 0, result.stderr
+    assert "Removed 1 orphaned session " in result.stdout
+    assert env.session_ids() == []
 
 
 @pytest.mark.parametrize("args", [("sessions", "--all"), ("sessions", "--all", "--json")])
