@@ -25,7 +25,7 @@ from cli.console import (
     other_choices,
 )
 from cli.entry import silence_stdout
-from cli.errors import as_error_line
+from cli.errors import as_error_line, remote_error_text
 from cli.interrupts import DeferredInterrupts
 from cli.preload import preload_prompt
 from cli.summaries import clip, summary_headline
@@ -1346,6 +1346,6 @@ def run_chat(options: ChatOptions) -> int:
         chat.console.warn(f"{exc}; the run stopped before the end of its input")
         return 1
     except RemoteError as exc:
-        raise ChatError(str(exc)) from exc
+        raise ChatError(remote_error_text(exc)) from exc
     except ConnectionLost as exc:
         raise ChatError(f"lost the supervisor: {exc}") from exc

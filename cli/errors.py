@@ -36,6 +36,30 @@ def usable_workspace(path: str) -> str:
     return path
 
 
+def relative_home_note() -> str:
+    """``; AGENT_ASSIST_HOME=X is relative ...`` when it is: the likely cause of a home
+    that is not the running supervisor's (the same value names another directory from
+    each current directory); else nothing."""
+    home = os.environ.get("AGENT_ASSIST_HOME", "")
+    if not home or os.path.isabs(home) or home.startswith("~"):
+        return ""
+    return (
+        f"; AGENT_ASSIST_HOME={home[:80]} is relative to the current directory, so it names "
+        "another directory here than where the supervisor was started: set it to an "
+        "absolute path"
+    )
+
+
+def remote_error_text(exc: Exception) -> str:
+    """The supervisor's error message, with the likely cause of a refused home added."""
+    from supervisor.client import RemoteError
+    from supervisor.wire import ErrorCode
+
+    if isinstance(exc, RemoteError) and exc.code == ErrorCode.OTHER_STATE_ROOT:
+        return f"{exc}{relative_home_note()}"
+    return str(exc)
+
+
 def as_error_line(text: str) -> str:
     """``error: text``, unless ``text`` already starts with its own ``error:``/``warning:``."""
     return text if text.startswith(("warning:", "error:")) else f"error: {text}"
@@ -64,7 +88,7 @@ def error_line(exc: BaseException) -> str | None:
         | RemoteError
         | FrameError,
     ):
-        return as_error_line(str(exc))
+        return as_error_line(remote_error_text(exc))
     if isinstance(exc, FileNotFoundError):
         if exc.errno is None:  # raised by us, with a message of its own
             return as_error_line(str(exc.args[0] if exc.args else exc))

@@ -592,6 +592,7 @@ def supervisor_status(as_json: bool) -> None:
         count = info["terminals"]
         terminals = f"{count} terminal{'' if count == 1 else 's'}"
         click.echo(f"running (pid {info['pid']}, {terminals} attached, socket {info['socket']})")
+        from cli.errors import relative_home_note
         from session.paths import state_root
 
         theirs, ours = info.get("state_root"), str(state_root().resolve())
@@ -599,7 +600,8 @@ def supervisor_status(as_json: bool) -> None:
             click.echo(
                 f"warning: it keeps sessions in {theirs}, not in {ours} "
                 "(AGENT_ASSIST_HOME): chats and listings with this home are refused; "
-                "stop it, or give this home its own AGENT_ASSIST_RUNTIME_DIR",
+                "stop it, or give this home its own AGENT_ASSIST_RUNTIME_DIR"
+                + relative_home_note(),
                 err=True,
             )
     else:

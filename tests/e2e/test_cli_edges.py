@@ -479,6 +479,36 @@ def test_a_relative_home_is_the_same_home_from_the_directory_it_names(env: Env) 
     assert len(env.session_ids()) == 1
 
 
+@pytest.mark.parametrize("args", [("--new",), ("sessions",), ("sessions", "--json")])
+def test_a_relative_home_from_another_directory_is_refused_naming_its_cause(
+    env: Env, args: tuple[str, ...]
+) -> None:
+    """A helper's report: `AGENT_ASSIST_HOME=rel` from a second directory was refused with
+    two absolute paths and no word of why they differed; nothing is written in either."""
+    first, second = env.base / "first", env.base / "second"
+    first.mkdir()
+    second.mkdir()
+    started = env.run("supervisor", "start", cwd=first, AGENT_ASSIST_HOME="rel")
+    assert started.returncode == 0, started.stderr
+    try:
+        result = env.run(
+            *args, input="hello\n", terminal=env.terminal(), cwd=second, AGENT_ASSIST_HOME="rel"
+        )
+    finally:
+        env.run("supervisor", "stop", cwd=first, AGENT_ASSIST_HOME="rel")
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        f"error: the running supervisor keeps sessions in {first / 'rel'}, "
+        f"not in {second / 'rel'} (AGENT_ASSIST_HOME)"
+    ), line
+    assert line.endswith(
+        "; AGENT_ASSIST_HOME=rel is relative to the current directory, so it names another "
+        "directory here than where the supervisor was started: set it to an absolute path"
+    ), line
+    assert not (second / "rel").exists()
+
+
 def test_options_before_chat_apply_to_the_chat(env: Env) -> None:
     """`agent-assist -w DIR chat --new` chatted in the current directory (the group's
     options were dropped when a command followed)."""
