@@ -566,7 +566,9 @@ class Chat:
             elif self._resume_answer is not None:
                 resume = self._resume_answer
             else:
-                self.console.say(offer_text(offer, others, welcome.get("more_others") or 0))
+                self.console.say_question(
+                    offer_text(offer, others, welcome.get("more_others") or 0)
+                )
                 resume = self._answer(
                     "Resume previous session? [Y/n]",
                     default=True,
@@ -668,7 +670,7 @@ class Chat:
                 if self.options.yes:  # --yes answers the questions at the start
                     self.console.warn("Starting a new session instead (--yes).")
                 else:
-                    self.console.say(question)
+                    self.console.say_question(question)
                     if not self._answer(question, default=True, suggestion="--new"):
                         raise AnswerStops("not starting a session")
                 self.conn.send({"type": "open", "mode": "new", "session_id": None})
@@ -1111,7 +1113,7 @@ class Chat:
                 self._command_result(name, frame, arg)
                 return True
             if frame["type"] == "confirm":
-                self.console.say(frame["question"])
+                self.console.say_question(frame["question"])
                 reply = {"type": "confirm_reply", "id": frame["id"], "answer": False}
                 try:
                     answer = self._answer(

@@ -81,6 +81,11 @@ class ReplyView(Protocol):
 
     def end(self) -> None: ...
 
+    def hidden(self) -> contextlib.AbstractContextManager[None]:
+        """While the chat is stopped (Ctrl+Z): off the screen, what will be drawn again
+        once it is continued (``fg``), so that the shell's lines go below what stays."""
+        ...
+
     def cut(self) -> None:
         """The supervisor went away mid-reply and the reply is asked for again: end this
         view, dropping what it holds back (a piped run's text; a terminal's is shown)."""
@@ -151,6 +156,10 @@ class PlainReply:
         self._side.write(f"  {printable(line)}\n")
         self._side.flush()
 
+    def hidden(self) -> contextlib.AbstractContextManager[None]:
+        """Nothing to hide: what was written stays, and the rest follows it."""
+        return contextlib.nullcontext()
+
     def end(self) -> None:
         self._release()
         if self._wrote and not self._at_line_start:
@@ -175,6 +184,10 @@ class Console:
         self.toolbar = toolbar
         self._prompt: Any = None
         self._questions: Any = None
+        self._question = ""
+        """The question being asked (``say_question``), drawn again after a Ctrl+Z."""
+        self._view: ReplyView | None = None
+        """The reply view drawn last (``reply``): hidden before a Ctrl+Z stops the chat."""
         self.late_interrupt = False
         """A Ctrl+C typed right after Enter, read by the prompt with it (for the reply)."""
         self._held: list[str] = []
@@ -380,10 +393,20 @@ class Console:
             return self.read_line()
         if self._questions is None:
             from prompt_toolkit import PromptSession
+            from prompt_toolkit.application import run_in_terminal
+            from prompt_toolkit.key_binding import KeyBindings
 
-            # Ctrl+Z stops the chat at a question as at the prompt (a key there, not a
-            # signal: without this, a literal ^Z went into the answer).
-            self._questions = PromptSession(enable_suspend=True, output=self._ui_output())
+            keys = KeyBindings()
+
+            @keys.add("c-z")
+            def _(event: Any) -> None:
+                """Ctrl+Z stops the chat at a question as at the prompt (a key there, not a
+                signal: without this, a literal ^Z went into the answer). After ``fg`` the
+                question is asked again above its ``>``, which alone prompt_toolkit
+                redraws: the shell's lines had pushed the question out of sight."""
+                run_in_terminal(self._stop_then_ask_again)
+
+            self._questions = PromptSession(key_bindings=keys, output=self._ui_output())
         from prompt_toolkit.patch_stdout import patch_stdout
 
         questions = self._questions
@@ -399,7 +422,31 @@ class Console:
                     idle.stop()
         return answer
 
+    def _stop_then_ask_again(self) -> None:
+        """Stop the chat (its process group, as prompt_toolkit's own Ctrl+Z does); once
+        continued, say the question again."""
+        import signal
+
+        os.kill(0, signal.SIGTSTP)  # stopped here, until continued (fg)
+        if self._question:
+            self.say(self._question)
+
+    def say_question(self, text: str) -> None:
+        """Say ``text``, a question ``ask_yes_no`` reads the answer to next (on a terminal
+        it is said again after a Ctrl+Z and ``fg``)."""
+        self._question = text
+        self.say(text)
+
     def ask_yes_no(
+        self, default: bool, choices: int = 0, idle: IdleWatcher | None = None
+    ) -> bool | int:
+        """See ``_ask_yes_no``; the question said last is done with once it returns."""
+        try:
+            return self._ask_yes_no(default, choices, idle)
+        finally:
+            self._question = ""
+
+    def _ask_yes_no(
         self, default: bool, choices: int = 0, idle: IdleWatcher | None = None
     ) -> bool | int:
         """Read an answer (the question was printed); an empty line is ``default``.
@@ -494,7 +541,10 @@ class Console:
         def keep_typed() -> None:  # not the shell's to read (and run) while stopped
             self._typed_ahead += self._take_waiting()
 
-        with _terminal_restored_on_stop(restore, quieten, keep_typed):
+        def reply_hidden() -> contextlib.AbstractContextManager[None]:
+            return contextlib.nullcontext() if self._view is None else self._view.hidden()
+
+        with _terminal_restored_on_stop(restore, quieten, keep_typed, reply_hidden):
             try:
                 quieten()
                 yield
@@ -516,11 +566,15 @@ class Console:
     def reply(self) -> ReplyView:
         """A view for the next streamed reply: Markdown with a spinner on a colour
         terminal (rich is imported only then), plain text otherwise."""
+        view: ReplyView
         if self.color:
             from cli.render import RichReply
 
-            return RichReply(sys.stdout)
-        return PlainReply(sys.stdout, self.info_stream, hold=not self.interactive)
+            view = RichReply(sys.stdout)
+        else:
+            view = PlainReply(sys.stdout, self.info_stream, hold=not self.interactive)
+        self._view = view
+        return view
 
 
 def slash_completer() -> Any:
@@ -557,7 +611,10 @@ _ESCAPE_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|O.|.)?", re.DOTALL)
 
 @contextlib.contextmanager
 def _terminal_restored_on_stop(
-    restore: Callable[[], None], again: Callable[[], None], keep: Callable[[], None]
+    restore: Callable[[], None],
+    again: Callable[[], None],
+    keep: Callable[[], None],
+    hidden: Callable[[], contextlib.AbstractContextManager[None]],
 ) -> Iterator[None]:
     """While a reply streams, Ctrl+Z and Ctrl+\\ are signals (at the prompt they are
     keys): the terminal is given back as it was (echo, line editing, no bracketed paste)
@@ -565,7 +622,8 @@ def _terminal_restored_on_stop(
     for the reply again. (A shell that saves a stopped job's terminal, bash, hid this;
     dash and sh did not.) What was typed ahead is taken first (``keep``): left in the
     terminal's input, the shell read it, and ran each line ended with Enter (after a
-    quit it is dropped with the chat, rather than run)."""
+    quit it is dropped with the chat, rather than run). Before a stop, the reply's view
+    takes off the screen what it draws again after ``fg`` (``hidden``)."""
     import signal
     import threading
     from types import FrameType
@@ -577,12 +635,13 @@ def _terminal_restored_on_stop(
     def stop(signum: int, frame: FrameType | None) -> None:
         with contextlib.suppress(OSError):
             keep()
-        restore()
-        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTSTP)  # stopped here, until continued (fg)
-        signal.signal(signal.SIGTSTP, stop)
-        with contextlib.suppress(OSError):
-            again()
+        with hidden():
+            restore()
+            signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTSTP)  # stopped here, until continued (fg)
+            signal.signal(signal.SIGTSTP, stop)
+            with contextlib.suppress(OSError):
+                again()
 
     def quit_(signum: int, frame: FrameType | None) -> None:
         with contextlib.suppress(OSError):

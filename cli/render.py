@@ -7,7 +7,8 @@ for good; only the block still being written is redrawn.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import TextIO
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
@@ -274,6 +275,26 @@ class RichReply:
         self._commit(self._blocks.take_all())
         self._live.console.print(Text(f"  {printable(line)}", style="dim"))
         self._live.update(self._spinner)
+
+    @contextlib.contextmanager
+    def hidden(self) -> Iterator[None]:
+        """The live view (the paragraph being written, or the spinner) erased while the
+        chat is stopped: the shell's lines then come below the paragraphs printed for
+        good, and the first refresh after ``fg`` draws the view whole below them. (Left
+        drawn, that refresh erased as many rows up from the shell's lines, those lines
+        instead of the view, and drew the paragraph again under its cut copy.) Its lock
+        is held meanwhile: a refresh between the erasing and the stop would draw it
+        again."""
+        live = self._live
+        if not live.is_started:
+            yield
+            return
+        with live._lock:
+            region = live._live_render
+            with contextlib.suppress(OSError):  # a terminal gone: nothing to erase
+                live.console.control(region.position_cursor())
+            region._shape = None  # nothing of it is on the screen now
+            yield
 
     def cut(self) -> None:
         self.end()  # on a terminal the cut text was seen: it keeps its own line

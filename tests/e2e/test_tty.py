@@ -494,6 +494,101 @@ def test_ctrl_z_or_ctrl_backslash_during_a_reply_gives_the_terminal_back_as_it_w
         tty.close()
 
 
+ESCAPE = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]")
+
+
+def screen_rows(seen: bytes) -> list[str]:
+    """The rows a terminal shows after ``seen``, as far as the chat's output needs: text,
+    CR, LF, cursor up and down, erasing in the line and below (other escapes change no
+    text). The screen is as tall as it needs: nothing scrolls off."""
+    rows: list[list[str]] = [[]]
+    row = column = 0
+    position = 0
+    text = seen.decode("utf-8", "replace")
+    for match in ESCAPE.finditer(text + "\x1b[0m"):
+        for char in text[position : match.start()]:
+            if char == "\r":
+                column = 0
+            elif char == "\n":
+                row += 1
+                rows.extend([] for _ in range(row + 1 - len(rows)))
+            elif char == "\b":
+                column = max(column - 1, 0)
+            elif char.isprintable():
+                line = rows[row]
+                line.extend(" " for _ in range(column + 1 - len(line)))
+                line[column] = char
+                column += 1
+        position = match.end()
+        argument, command = (match.group(1) or "", match.group(2)) if match.group(2) else ("", "")
+        count = int(argument) if argument.isdigit() else 1
+        if command == "A":
+            row = max(row - count, 0)
+        elif command == "B":
+            row += count
+            rows.extend([] for _ in range(row + 1 - len(rows)))
+        elif command == "C":
+            column += count
+        elif command == "D":
+            column = max(column - count, 0)
+        elif command == "K" and argument in ("", "0"):
+            del rows[row][column:]
+        elif command == "K" and argument == "2":
+            rows[row] = []
+        elif command == "J" and argument in ("", "0"):
+            del rows[row][column:]
+            rows[row + 1 :] = []
+    return ["".join(line).rstrip() for line in rows]
+
+
+def test_a_reply_stopped_by_ctrl_z_is_shown_once_after_fg(env: Env, server: ChatServer) -> None:
+    """A helper's find (H87): after Ctrl+Z during a streaming reply and ``fg``, the reply's
+    paragraph was drawn again under the shell's lines, and its cut copy stayed above
+    them (the redraw erased the shell's lines instead). Its paragraph is off the screen
+    while the chat is stopped, and drawn once after ``fg``."""
+    shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
+    tty = Pty(env, env.terminal(), under=shell)
+    try:
+        tty.expect("/help for commands.")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        tty.type("\x1a")
+        tty.expect("the shell read nothing")  # then fg
+        tty.expect("word199")
+        tty.expect_prompt()
+        rows = screen_rows(tty.seen)
+    finally:
+        tty.close()
+    assert sum("word0 word1" in row for row in rows) == 1, rows
+    stopped = next(n for n, row in enumerate(rows) if row.startswith("stopped;"))
+    assert "word0 word1" not in "".join(rows[:stopped]), "not above the shell's lines"
+    assert "the shell read nothing" in rows[stopped + 1], "the shell's lines are kept"
+
+
+@pytest.mark.parametrize("question", ["Resume previous session? [Y/n]", "[y/N]"])
+def test_a_question_is_asked_again_after_ctrl_z_and_fg(env: Env, question: str) -> None:
+    """A helper's find (H87): after Ctrl+Z at a question and ``fg``, only its ``>`` was
+    drawn again, under the shell's lines: the question itself was out of sight."""
+    term = env.terminal()
+    assert env.run("--new", input="write agent_spec.md: # spec\n", terminal=term).returncode == 0
+    shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
+    tty = Pty(env, term, under=shell)
+    try:
+        tty.expect("Resume previous session? [Y/n]")
+        if question == "[y/N]":
+            tty.type("y\r")
+            tty.expect("Resumed session")
+            tty.type("/reset\r")
+            tty.expect("Also delete agent_spec.md? [y/N]")
+        tty.expect_prompt()  # a key for the prompt, not the terminal's signal
+        tty.type("\x1a")
+        tty.expect("the shell read nothing")  # then fg
+        tty.expect(question)
+        tty.expect_prompt()
+    finally:
+        tty.close()
+
+
 def test_ctrl_z_at_a_question_stops_the_chat_as_at_the_prompt(env: Env) -> None:
     """H81's find: Ctrl+Z at the resume offer (or any y/n question) did not stop the chat,
     as it does at the prompt: a literal ``^Z`` went into the answer, and the ``fg`` typed
