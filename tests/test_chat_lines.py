@@ -51,8 +51,34 @@ def test_a_listing_is_cut_to_the_terminal_width_line_by_line() -> None:
         "'clearhello there, please'"
     )
     fitted = fit_to_width(f"{long}\n  2  short", 80).split("\n")
-    assert fitted == [long[:78] + "…", "  2  short"]
+    assert fitted == [long.replace("2026-12-02 11:53:21 UTC", "12-02 11:53"), "  2  short"]
     assert all(len(line) <= 79 for line in fitted)
+
+
+def test_a_listing_at_60_columns_keeps_the_reason_and_the_first_words() -> None:
+    """A helper's report (H87): at 60 columns `/checkpoint` cut each line in its reason
+    (`(a…`, `(sa…`): the words of the last message were never seen. The time is said
+    shorter first (as the sessions table does); the line still begins with its number."""
+    from cli.chat import fit_to_width
+
+    listing = (
+        "   9  2026-12-05 02:23:33 UTC  0 turns  0 files changed  (auto)\n"
+        "  10  2026-12-05 02:23:37 UTC  2 turns  1 file changed  (save)  "
+        "'please think about the escalation policy'"
+    )
+    first, second = fit_to_width(listing, 60).split("\n")
+    assert first == "   9  12-05 02:23  0 turns  0 files changed  (auto)"
+    assert second.startswith("  10  12-05 02:23  2 turns  1 file changed  (save)  'pleas")
+    assert second.endswith("…") and len(second) == 59
+
+
+def test_a_listing_row_is_cut_by_the_columns_it_takes() -> None:
+    """Wide characters in the last message's words take two columns each."""
+    from cli.chat import fit_to_width
+    from cli.summaries import columns
+
+    row = "  1  2026-12-05 02:23:33 UTC  1 turn  0 files changed  (save)  '" + "設計" * 20 + "'"
+    assert columns(fit_to_width(row, 60)) <= 59
 
 
 def test_a_message_among_the_listing_is_left_whole_to_wrap() -> None:
