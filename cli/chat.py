@@ -307,6 +307,15 @@ def is_command(line: str) -> bool:
     return word[1:].lower() in COMMAND_NAMES or not os.path.lexists(word)
 
 
+def spaced_command(line: str) -> str | None:
+    """The command a line that begins ``/ name`` (a slash, a space, a command's name)
+    meant: a typo of ``/name``, not a message to send (``// name`` sends ``/ name``)."""
+    words = line.lower().split(maxsplit=2)
+    if len(words) < 2 or words[0] != "/" or words[1] not in COMMAND_NAMES:
+        return None
+    return words[1]
+
+
 def message_text(line: str) -> str:
     """What a message line sends: ``//`` at its start (after spaces) sends one ``/``."""
     stripped = line.lstrip()
@@ -842,6 +851,12 @@ class Chat:
                 self.a_turn_failed = True
                 continue
             if may_be_stray and self._stray_answer(line):
+                continue
+            if (meant := spaced_command(line)) is not None:
+                self.console.warn(
+                    f"error: unknown command '/ {meant}' (did you mean /{meant}? try /help)"
+                )
+                self.a_turn_failed = True
                 continue
             if is_command(line):
                 asked = self.questions_asked

@@ -163,3 +163,20 @@ def test_the_toolbar_leaves_out_what_does_not_fit_the_least_needed_first(
     (H74) it read "1 file changed …" there: it is said shorter before it is cut."""
     assert fit_toolbar(PARTS, width) == line
     assert width is None or len(line) <= width
+
+
+@pytest.mark.parametrize(
+    ("line", "meant"),
+    [("/ save", "save"), ("/ Save it now", "save"), (" /  checkpoint 2", "checkpoint")],
+)
+def test_a_slash_a_space_and_a_command_name_is_that_command_mistyped(line: str, meant: str) -> None:
+    from cli.chat import spaced_command
+
+    assert spaced_command(line) == meant
+
+
+@pytest.mark.parametrize("line", ["/ is the root directory", "/", "// save", "/save", "a / save"])
+def test_other_lines_with_a_lone_slash_are_no_mistyped_command(line: str) -> None:
+    from cli.chat import spaced_command
+
+    assert spaced_command(line) is None

@@ -747,6 +747,17 @@ def test_a_runtime_directory_that_is_a_file_is_named_in_one_line(
     )
 
 
+def test_a_slash_a_space_and_a_command_is_told_as_a_typo_not_sent(env: Env) -> None:
+    """A helper's report (H87): `/ save` was sent to the model as a message; `// save`
+    still sends `/ save`, as `//` sends any line that starts with a slash."""
+    result = env.run("--new", input="/ save\n// save\n", terminal=env.terminal())
+    assert result.returncode == 1, "piped, a command line that does nothing fails the run"
+    assert "error: unknown command '/ save' (did you mean /save? try /help)\n" in result.stderr
+    assert result.stdout.count("You said:") == 1
+    assert 'You said: "/ save"' in result.stdout
+    assert "checkpoint" not in result.stderr
+
+
 def test_a_piped_answer_to_a_question_never_asked_is_not_sent_as_a_message(env: Env) -> None:
     """A helper's attack: the README's `printf 'y\\nwhat did we decide?\\n' | agent-assist`
     sent "y" to the model when there was no session to resume (no question asked), and a
