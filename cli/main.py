@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.shell_completion import CompletionItem
 
 from cli import sessions as sessions_ops
 from cli import supervisor_cmd
@@ -41,6 +43,48 @@ def complete_session_ids(ctx: click.Context, param: click.Parameter, incomplete:
         return []
     project = sessions_dir(Path(completion_workspace(ctx)).resolve(), state_root())
     return sorted(p.stem for p in project.glob(f"{incomplete}*.json") if is_session_id(p.stem))
+
+
+def complete_models(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
+    """Shell completion of ``--model``: ``offline``, the models the settings name (the
+    config file's, the environment's), then the provider prefixes (``openai-chat:``
+    first; every provider pydantic-ai knows once something is typed), from
+    ``session/model_names.py``: no pydantic-ai is imported."""
+    from session.model_names import KNOWN_PROVIDERS, OFFLINE
+
+    offered = {OFFLINE: "the built-in model: no network"}
+    for model, where in configured_models():
+        offered.setdefault(model, f"from {where}")
+    offered.setdefault("openai-chat:", "Chat Completions at OPENAI_BASE_URL")
+    if incomplete:
+        for provider in sorted(KNOWN_PROVIDERS):
+            offered.setdefault(f"{provider}:", "a pydantic-ai provider")
+    return [
+        CompletionItem(model, help=what)
+        for model, what in offered.items()
+        if model.startswith(incomplete)
+    ]
+
+
+def configured_models() -> list[tuple[str, str]]:
+    """The model and summary model the settings name, with where from (none from a
+    settings file or value that does not read: completion says nothing of it)."""
+    from cli.config_cmd import source_label
+    from session.errors import SessionError
+    from session.paths import state_root
+    from session.settings import load_settings
+
+    try:
+        settings = load_settings(state_root(), os.environ)
+    except (SessionError, OSError):  # a bad setting is told by the command, not by Tab
+        return []
+    return [
+        (model, source_label(settings, name))
+        for name, model in (("model", settings.model), ("summary_model", settings.summary_model))
+        if model and settings.source_of(name) != "default"
+    ]
 
 
 def completion_workspace(ctx: click.Context) -> Path:
@@ -176,7 +220,14 @@ def chat_options(fn: F) -> F:
                 default=Path("."),
                 help="The agent's workspace [default: current directory].",
             ),
-            click.option("--model", "-m", metavar="MODEL", default=None, help=MODEL_HELP),
+            click.option(
+                "--model",
+                "-m",
+                metavar="MODEL",
+                default=None,
+                help=MODEL_HELP,
+                shell_complete=complete_models,
+            ),
             click.option("--new", is_flag=True, help="Start a new session without asking."),
             click.option(
                 "--resume",
@@ -526,7 +577,12 @@ def config() -> None:
 @config.command("show")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option(
-    "--model", "-m", metavar="MODEL", default=None, help="Show the settings as with this --model."
+    "--model",
+    "-m",
+    metavar="MODEL",
+    default=None,
+    help="Show the settings as with this --model.",
+    shell_complete=complete_models,
 )
 @one_line_errors
 def config_show(as_json: bool, model: str | None) -> None:

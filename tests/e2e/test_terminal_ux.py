@@ -737,6 +737,49 @@ def test_session_ids_complete_for_the_workspace_given_wherever_it_is_given(
     assert completed.stdout.split() == [f"plain,{session_id}"], completed.stderr
 
 
+@pytest.mark.parametrize("words", ["agent-assist --model ", "agent-assist config show -m "])
+def test_model_names_complete_in_the_shell(env: Env, words: str) -> None:
+    """A helper's report (H87): `--model` completed nothing. It offers `offline`, the
+    models the settings name (here the config file's) and the `openai-chat:` prefix."""
+    env.home.mkdir(parents=True, exist_ok=True)
+    (env.home / "config.toml").write_text('model = "openai-chat:my-model"\n')
+    completed = env.run(
+        COMP_WORDS=words, COMP_CWORD=str(len(words.split())), _AGENT_ASSIST_COMPLETE="bash_complete"
+    )
+    assert completed.stdout.split() == [
+        "plain,offline",
+        "plain,openai-chat:my-model",
+        "plain,openai-chat:",
+    ], completed.stderr
+
+
+def test_a_typed_provider_prefix_completes_to_the_providers_pydantic_ai_knows(env: Env) -> None:
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = [{AGENT_ASSIST!r}]\n"
+        "try:\n"
+        "    runpy.run_module('cli', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('LOADED', 'pydantic_ai' in sys.modules, file=sys.stderr)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=env.workspace,
+        env=env.environ(
+            COMP_WORDS="agent-assist --model anth",
+            COMP_CWORD="2",
+            _AGENT_ASSIST_COMPLETE="bash_complete",
+        ),
+        timeout=60,
+        check=False,
+    )
+    assert completed.stdout.split() == ["plain,anthropic:"], completed.stderr
+    assert "LOADED False" in completed.stderr, "completion imports no pydantic-ai"
+
+
 def test_a_piped_chat_loads_neither_rich_nor_prompt_toolkit(env: Env) -> None:
     code = (
         "import sys, runpy\n"
