@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import secrets
 import sys
 import threading
@@ -23,13 +22,14 @@ from cli.console import (
     Console,
     ReplyView,
     UnclearAnswer,
+    fit_to_width,
     other_choices,
 )
 from cli.entry import silence_stdout
 from cli.errors import as_error_line, remote_error_text
 from cli.interrupts import DeferredInterrupts
 from cli.preload import preload_prompt
-from cli.summaries import clip, columns, cut, summary_headline
+from cli.summaries import clip, summary_headline
 from session.environment import secrets_from_environment
 from supervisor.client import (
     CONTROL_TIMEOUT_S,
@@ -238,31 +238,6 @@ def terminal_pid() -> int:
             raise ChatError(f"AGENT_ASSIST_TERMINAL_PID must be a pid, not {override[:40]!r}")
         return int(override)
     return os.getppid()
-
-
-_FULL_TIME = re.compile(r"^(\s*\d+  )\d{4}-(\d\d-\d\d \d\d:\d\d):\d\d UTC  ")
-"""A listing row's number and time (``2026-12-05 02:23:33 UTC``)."""
-
-
-def fit_to_width(text: str, width: int) -> str:
-    """Each row of a listing in ``text`` (a line that begins with its number, after
-    spaces) fitted to ``width - 1`` screen columns, so that none wraps on a terminal
-    that wide (``_fit_row``); other lines (a message: "No checkpoints in this session
-    yet") are left whole, to wrap."""
-    room = max(width - 1, 20)
-    return "\n".join(
-        _fit_row(line, room) if line.lstrip()[:1].isdigit() else line
-        for line in text.split("\n")
-    )
-
-
-def _fit_row(line: str, room: int) -> str:
-    """``line`` if it fits in ``room`` screen columns; else with its time said shorter
-    (``12-05 02:23``, as the sessions table does), which leaves the reason and the first
-    words of the last message room at 60 columns; then cut with an ellipsis."""
-    if columns(line) <= room:
-        return line
-    return cut(_FULL_TIME.sub(r"\1\2  ", line, count=1), room)
 
 
 COMMAND_NAMES = frozenset(name[1:] for name in SLASH_COMMANDS) | {"quit"}

@@ -472,9 +472,21 @@ def sessions_show(
             where,
             session_id,
         )
-    click.echo(sessions_ops.dumps(data) if as_json else sessions_ops.render_show(data))
+    if as_json:
+        click.echo(sessions_ops.dumps(data))
+    else:
+        click.echo(sessions_ops.render_show(data, _screen_width()))
     for warning in data.get("warnings", ()):
         click.echo(warning, err=True)
+
+
+def _screen_width() -> int | None:
+    """The width of the terminal stdout is, if it is one."""
+    if not sys.stdout.isatty():
+        return None
+    import shutil
+
+    return shutil.get_terminal_size().columns
 
 
 def _new_live_session(workspace: Path | None, session_id: str) -> dict[str, Any] | None:

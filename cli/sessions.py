@@ -500,7 +500,10 @@ def _when(iso: str) -> str:
         return iso
 
 
-def render_show(data: dict[str, Any]) -> str:
+def render_show(data: dict[str, Any], width: int | None = None) -> str:
+    """One session as ``sessions show`` prints it; with ``width`` (a terminal's), its lines
+    wrapped between words and its checkpoints fitted as ``/checkpoint`` fits them, so
+    that no word is cut at the terminal's edge."""
     session = data["session"]
     row = data.get("row") or {}
     lines = [
@@ -527,14 +530,20 @@ def render_show(data: dict[str, Any]) -> str:
         lines += ["", "Decisions:", *(f"- {d}" for d in session["decisions"])]
     if session["file_manifest"]:
         lines += ["", "Tracked files:", *(f"- {p}" for p in sorted(session["file_manifest"]))]
+    rows: list[str] = []
     if data.get("checkpoints") and session["checkpoint_count"]:
         from session.checkpoints import item_lines
 
         items = data["checkpoints"]
         lines += ["", "Checkpoints (agent-assist --resume ID, then /checkpoint N):"]
         # A supervisor of an older version sends the lines themselves.
-        lines += items if all(isinstance(i, str) for i in items) else item_lines(items)
-    return printable("\n".join(lines))
+        rows = items if all(isinstance(i, str) for i in items) else item_lines(items)
+    text, listing = printable("\n".join(lines)), printable("\n".join(rows))
+    if width is not None:
+        from cli.console import fit_to_width, word_wrap
+
+        text, listing = word_wrap(text, width), fit_to_width(listing, width)
+    return "\n".join([text, listing]) if rows else text
 
 
 def dumps(value: Any) -> str:

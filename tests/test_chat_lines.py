@@ -44,7 +44,7 @@ def test_a_leading_double_slash_sends_one_slash(line: str, sent: str) -> None:
 
 def test_a_listing_is_cut_to_the_terminal_width_line_by_line() -> None:
     """`/checkpoint`'s lines of over 100 characters wrapped mid-word on 80 columns."""
-    from cli.chat import fit_to_width
+    from cli.console import fit_to_width
 
     long = (
         "  1  2026-12-02 11:53:21 UTC  1 turn  0 files changed  (auto)  "
@@ -59,7 +59,7 @@ def test_a_listing_at_60_columns_keeps_the_reason_and_the_first_words() -> None:
     """A helper's report (H87): at 60 columns `/checkpoint` cut each line in its reason
     (`(a…`, `(sa…`): the words of the last message were never seen. The time is said
     shorter first (as the sessions table does); the line still begins with its number."""
-    from cli.chat import fit_to_width
+    from cli.console import fit_to_width
 
     listing = (
         "   9  2026-12-05 02:23:33 UTC  0 turns  0 files changed  (auto)\n"
@@ -74,7 +74,7 @@ def test_a_listing_at_60_columns_keeps_the_reason_and_the_first_words() -> None:
 
 def test_a_listing_row_is_cut_by_the_columns_it_takes() -> None:
     """Wide characters in the last message's words take two columns each."""
-    from cli.chat import fit_to_width
+    from cli.console import fit_to_width
     from cli.summaries import columns
 
     row = "  1  2026-12-05 02:23:33 UTC  1 turn  0 files changed  (save)  '" + "設計" * 20 + "'"
@@ -83,7 +83,7 @@ def test_a_listing_row_is_cut_by_the_columns_it_takes() -> None:
 
 def test_a_message_among_the_listing_is_left_whole_to_wrap() -> None:
     """A helper's report: on 20 columns `/checkpoint` said "No checkpoints in t…"."""
-    from cli.chat import fit_to_width
+    from cli.console import fit_to_width
 
     message = "No checkpoints in this session yet (/save writes one)."
     assert fit_to_width(message, 20) == message

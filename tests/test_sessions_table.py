@@ -143,6 +143,40 @@ def test_sessions_show_lists_the_decisions_once() -> None:
     assert "\nDecisions:\n- keep spec short" in shown
 
 
+def test_sessions_show_on_a_narrow_terminal_cuts_no_word_at_its_edge() -> None:
+    """A helper's find (H87): at 60 columns `sessions show` left the terminal to wrap its
+    lines, mid-word (`custom` / `ers`, `(aut` / `o)`). Its lines wrap between words; its
+    checkpoints are fitted as `/checkpoint` fits them, a line each."""
+    from cli.sessions import render_show
+
+    session: dict[str, Any] = {
+        "session_id": "a1b2c3d4e5f6",
+        "created_at": "2026-12-03T10:00:00Z",
+        "updated_at": "2026-12-03T10:05:00Z",
+        "agent_spec_path": None,
+        "phase": None,
+        "recent_messages": [],
+        "compacted_history_summary": None,
+        "checkpoint_count": 1,
+        "summary": "3 recent requests; first: please think about the escalation policy for "
+        "angry customers with long words",
+        "decisions": [],
+        "file_manifest": {},
+    }
+    checkpoint = {
+        "number": 1,
+        "created_at": "2026-12-05T02:23:33Z",
+        "turns": 0,
+        "files_changed": 0,
+        "reason": "auto",
+        "last_user": None,
+    }
+    shown = render_show({"session": session, "checkpoints": [checkpoint]}, width=60)
+    assert all(len(line) <= 59 for line in shown.splitlines()), shown
+    assert "3 recent requests; first: please think about the escalation\npolicy" in shown
+    assert shown.endswith("\n  1  12-05 02:23  0 turns  0 files changed  (auto)")
+
+
 def test_one_long_project_name_is_cut_rather_than_every_row_losing_its_project() -> None:
     """H81's find: with one project named after a 100-character directory, `sessions
     --all` on a 100-column terminal left the PROJECT column out of every row. That name
