@@ -860,7 +860,7 @@ class TerminalActor(Actor[TerminalMessage]):
         threshold = self._lc.policy.compaction.token_threshold
         if threshold is None or budget < threshold:
             self._lc = self._lc.with_token_threshold(budget)
-        if await self._compact_for_budget(extra) is None:  # Ctrl+C: not sent again
+        if await self._compact_for_budget(extra, again=True) is None:  # Ctrl+C: not sent again
             await self._emit(TurnEnded("cancelled", None))
             return
         after = self._lc.estimated_tokens(extra)
@@ -1148,16 +1148,16 @@ class TerminalActor(Actor[TerminalMessage]):
         except DeadActor:
             self._lc = self._lc.compaction_failed(self._lc.generation)
 
-    async def _compact_for_budget(self, extra_chars: int) -> int | None:
+    async def _compact_for_budget(self, extra_chars: int, *, again: bool = False) -> int | None:
         """Before a model request: over the token budget, compact first (and wait). If the
         request is still over it afterwards (what is kept outweighs the budget), say so,
-        and again when it has grown by half (a message over it alone is told as such),
-        but do not back off: the next request compacts what came since. Returns the
-        request's size in tokens, as the budget sees it; None if the user cancelled the
-        wait (Ctrl+C)."""
+        and again when it has grown by half (a message over it alone is told as such, once:
+        not again as it is sent ``again`` after a refusal), but do not back off: the next
+        request compacts what came since. Returns the request's size in tokens, as the
+        budget sees it; None if the user cancelled the wait (Ctrl+C)."""
         threshold = self._lc.policy.compaction.token_threshold
         message = estimate_tokens(extra_chars)
-        if threshold is not None and message >= threshold:
+        if threshold is not None and message >= threshold and not again:
             await self._emit(
                 Info(
                     f"warning: this message alone is ~{message:,} tokens, over the token "

@@ -70,6 +70,18 @@ def test_a_message_over_the_window_alone_is_refused_once_and_the_chat_goes_on(
     assert result.stdout.splitlines() == ["echo: short one"]
 
 
+def test_a_message_over_the_token_budget_alone_is_told_so_once_though_sent_again(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's find (H88): a message over the token budget by itself, refused by the
+    model and sent again after the compaction, was told as "this message alone is ..."
+    twice, once for each time it went out."""
+    env.extra["AGENT_ASSIST_CONTEXT_TOKENS"] = "2000"
+    huge = "paste: " + PARAGRAPH * 7  # about 2,700 tokens: over the budget and the window
+    result = env.run("--new", input=f"{huge}\n", terminal=env.terminal())
+    assert len(sent(server, huge)) == 1, "not sent again: it alone is over the window"
+    assert result.stderr.count("warning: this message alone is ~") == 1, result.stderr
+
 
 def test_a_refusal_far_over_the_window_learns_a_budget_under_the_window_it_states(
     env: Env, server: ChatServer
