@@ -21,6 +21,7 @@ from typing import Any, Final, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream
+from pydantic_ai.exceptions import UnexpectedModelBehavior
 
 from actors.assistant import resolve_model
 from actors.base import Actor, ActorRef, DeadActor, Envelope
@@ -97,6 +98,18 @@ async def off_the_loop(fn: Callable[..., R], *args: Any) -> R:
 def _window_key(message: Compact) -> _WindowKey:
     window = message.window
     return message.session_id, message.generation, window.start_invocation, window.end_invocation
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why the summary model failed, as the terminal's line says it: pydantic-ai's own words
+    for an empty or unusable answer ("Exceeded maximum output retries (1)") say nothing
+    to a user."""
+    if isinstance(exc, TimeoutError):
+        return "TimeoutError: no answer in time"
+    if isinstance(exc, UnexpectedModelBehavior):
+        return "its answer was empty or could not be used"
+    text = " ".join(str(exc).split())[:200]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class CompactionActor(Actor[CompactionMessage]):
@@ -334,10 +347,7 @@ class CompactionActor(Actor[CompactionMessage]):
     def _llm_failed(self, model: str, what: str, exc: BaseException) -> None:
         """Remember a failing summary model: the offline summarizer alone for a while, so
         a model that is down costs one timeout, not one per turn."""
-        text = " ".join(str(exc).split())[:200]
-        if isinstance(exc, TimeoutError):
-            text = "no answer in time"
-        reason = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        reason = failure_reason(exc)
         self._llm_down[model] = (anyio.current_time() + LLM_RETRY_AFTER_S, reason)
         log.warning(
             "LLM %s with %s failed (%s); the offline summarizer alone for %.0f s",

@@ -8,9 +8,10 @@ from typing import Any
 
 import anyio
 import pytest
+from pydantic_ai.exceptions import UnexpectedModelBehavior
 
 from actors.base import ActorRef, open_mailbox, run_supervised
-from actors.compaction import STOPPED_LINE, SUMMARY_DELAY_S, CompactionActor
+from actors.compaction import STOPPED_LINE, SUMMARY_DELAY_S, CompactionActor, failure_reason
 from actors.messages import Compact, Compacted, StopCompaction, Summarize, SummaryReady
 from session.compaction import (
     BaseEventsSummarizer,
@@ -248,3 +249,23 @@ async def test_a_failed_summary_models_warning_shows_no_password_of_its_url(
         assert "at http://deploy:[REDACTED]@127.0.0.1:9/v1 failed" in answer.offline_because
         assert "Hunter2Secret9" not in answer.offline_because
         tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("failure", "told"),
+    [
+        (
+            UnexpectedModelBehavior("Exceeded maximum output retries (1)"),
+            "its answer was empty or could not be used",
+        ),
+        (TimeoutError(), "TimeoutError: no answer in time"),
+        (RuntimeError("the  summary\nmodel  is down"), "RuntimeError: the summary model is down"),
+        (RuntimeError(), "RuntimeError"),
+    ],
+)
+def test_why_the_summary_model_failed_is_said_in_a_users_words(
+    failure: BaseException, told: str
+) -> None:
+    """A helper's find (H88): a summary model's empty answer was told as
+    "UnexpectedModelBehavior: Exceeded maximum output retries (1)"."""
+    assert failure_reason(failure) == told
