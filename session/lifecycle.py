@@ -805,7 +805,11 @@ class SessionLifecycle:
         self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
     ) -> Transition:
         write = self.write(now, manifest, agent_spec_path)
-        new = self._with(state=write.state, saved=True)
+        # Every file a save's manifest holds stays tracked, as a resume's do: a template
+        # file deleted (and told) was dropped at the next turn, and its coming back, or an
+        # edit after it, was never told.
+        tracked = self.tracked_paths | frozenset(manifest)
+        new = self._with(state=write.state, saved=True, tracked_paths=tracked)
         if self.saved:
             return Transition(new, (write,))
         return Transition(new, (write, WritePointer(write.state.session_id)))

@@ -268,6 +268,25 @@ async def test_the_turns_own_write_seen_during_it_gives_no_notice(rig: Rig) -> N
     assert notices(seen) == ["note: agent_spec.md changed outside agent-assist"]
 
 
+async def test_a_template_file_deleted_and_told_is_still_watched_after_the_next_turn(
+    rig: Rig,
+) -> None:
+    """A helper's attack (H89): a template file deleted outside (told), then a turn, was
+    tracked no more in a new session (a resumed one kept it): made again (`git checkout`
+    back, an undo) and edited, it gave no notice, and the model still took it for gone."""
+    (rig.workspace / "templates").mkdir()
+    template = rig.workspace / "templates" / "triage.md"
+    template.write_text("triage v1\n")
+    await rig.turn("read notes.md")
+    template.unlink()
+    seen = await rig.until(lambda o: "outside agent-assist" in getattr(o, "text", ""))
+    assert notices(seen) == ["note: templates/triage.md deleted outside agent-assist"]
+    await rig.turn("read notes.md")  # its request tells the model of the deletion
+    template.write_text("triage v2, back by hand\n")
+    seen = await rig.until(lambda o: "outside agent-assist" in getattr(o, "text", ""))
+    assert notices(seen) == ["note: templates/triage.md changed outside agent-assist"]
+
+
 async def test_a_file_deleted_then_made_again_within_a_burst_is_told_made_again(
     rig: Rig,
 ) -> None:
