@@ -163,12 +163,10 @@ class FileDrift:
 def clear_leftover_temps(workspace: Path, relative_paths: Iterable[str]) -> list[str]:
     """Remove the temps a write killed mid-way left beside these workspace files, once
     they are old enough (``session.atomic.clear_stale_workspace_temps``); their names."""
-    from session.atomic import clear_stale_workspace_temps
+    from session.atomic import clear_stale_workspace_temps_of
 
-    removed: list[str] = []
-    for relative in safe_relative_paths(workspace, relative_paths):
-        removed += clear_stale_workspace_temps(workspace / relative)
-    return removed
+    safe = safe_relative_paths(workspace, relative_paths)
+    return clear_stale_workspace_temps_of(workspace / relative for relative in safe)
 
 
 def detect_file_drift(workspace: Path, manifest: Mapping[str, str]) -> FileDrift:

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from session.atomic import STALE_TEMP_S, replace_workspace_file
+from session.filesystem import clear_leftover_temps
 
 
 def left_by_a_killed_writer(workspace: Path, name: str, age_s: float) -> Path:
@@ -58,3 +59,25 @@ def test_a_file_whose_name_is_near_the_limit_can_be_written_and_its_temps_cleare
         replace_workspace_file(target, b"third")
         assert not stale.exists()
     assert sorted(os.listdir(tmp_path)) == sorted(["L" * 250 + ".md", "é" * 126 + ".md"])
+
+
+def test_the_leftover_temps_of_thousands_of_files_in_one_directory_are_cleared_at_once(
+    tmp_path: Path,
+) -> None:
+    """A helper's attack (H89): the resume's clearing read the directory once per tracked
+    file; a session of 20,000 templates in one directory, re-attached after the
+    supervisor was killed, burnt minutes of CPU before its changes were told."""
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    names = [f"t{n:05}.txt" for n in range(4000)]
+    for name in names:
+        (templates / name).write_text("a template\n")
+    stale = left_by_a_killed_writer(
+        templates, ".t00007.txt.3b46d43b.agent-assist.tmp", STALE_TEMP_S + 5
+    )
+    young = left_by_a_killed_writer(templates, ".t00008.txt.3b46d43c.agent-assist.tmp", 0)
+    started = time.monotonic()
+    removed = clear_leftover_temps(tmp_path, [f"templates/{name}" for name in names])
+    assert time.monotonic() - started < 2.0, "each file's temps looked for in one read"
+    assert removed == [stale.name]
+    assert not stale.exists() and young.exists()
