@@ -808,7 +808,9 @@ class SessionLifecycle:
         # Every file a save's manifest holds stays tracked, as a resume's do: a template
         # file deleted (and told) was dropped at the next turn, and its coming back, or an
         # edit after it, was never told.
-        tracked = self.tracked_paths | frozenset(manifest)
+        tracked = self.tracked_paths
+        if not tracked.issuperset(manifest):  # at a turn's end: a set's check, most often
+            tracked = tracked | frozenset(manifest)
         new = self._with(state=write.state, saved=True, tracked_paths=tracked)
         if self.saved:
             return Transition(new, (write,))
