@@ -591,6 +591,7 @@ class TerminalActor(Actor[TerminalMessage]):
         storage = self._peers.storage
         drift_text: tuple[str, ...] = ()
         outside: tuple[str, ...] = ()
+        compared: dict[str, str] = {}
         if mode == "new":
             transition = self._lc.start_fresh(utc_now(), session_id)
             new_id = transition.lifecycle.session_id
@@ -610,6 +611,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     drift_at_resume, self._config.workspace, stored.file_manifest
                 )
                 drift_text = tuple(drift_lines(drift))
+                compared = drift.as_compared(stored.file_manifest)
                 if continuing == "fresh":  # no context to tell the drift: changes outside
                     transition = await self._resumed(stored, drift, context=False)
                     outside = (*drift.modified, *drift.deleted)
@@ -636,7 +638,10 @@ class TerminalActor(Actor[TerminalMessage]):
         if state is not None and state.summary:  # a resume with no turn asks for none
             self._summary_covers = self._lc.history
         await self._perform(transition.effects)
-        await self._watch()
+        manifest, _ = await self._manifest()
+        # The files the drift looked at are watched from what it found: one changed since
+        # (a flood while the supervisor was replaced) is told by the watcher's first look.
+        await self._watch({**manifest, **compared})
         if outside:
             await self._note_changes(outside, at_reattach=True)
         opened = Opened(

@@ -154,10 +154,21 @@ class FileDrift:
     modified: tuple[str, ...] = ()
     deleted: tuple[str, ...] = ()
     skipped: tuple[str, ...] = field(default=())
+    found: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    """The digest each modified file had when compared."""
 
     @property
     def changed(self) -> bool:
         return bool(self.modified or self.deleted)
+
+    def as_compared(self, manifest: Mapping[str, str]) -> dict[str, str]:
+        """What the compared files held when compared (``manifest`` was compared): a
+        watch given these digests tells a change made since, even one made before its
+        own hashing (a flood during a re-attach left 731 of 20,000 files untold)."""
+        held = {path: manifest[path] for path in self.unchanged if path in manifest}
+        held.update({path: self.found.get(path, "") for path in self.modified})
+        held.update(dict.fromkeys(self.deleted, ""))
+        return held
 
 
 def clear_leftover_temps(workspace: Path, relative_paths: Iterable[str]) -> list[str]:
@@ -179,6 +190,7 @@ def detect_file_drift(workspace: Path, manifest: Mapping[str, str]) -> FileDrift
     unchanged: list[str] = []
     modified: list[str] = []
     deleted: list[str] = []
+    found: dict[str, str] = {}
     inside = [relative for relative in sorted(manifest) if _inside(relative) is not None]
     skipped = [relative for relative in sorted(manifest) if _inside(relative) is None]
     reachable = set(safe_relative_paths(workspace, inside))
@@ -188,9 +200,10 @@ def detect_file_drift(workspace: Path, manifest: Mapping[str, str]) -> FileDrift
             deleted.append(relative)
         elif digest != manifest[relative]:
             modified.append(relative)
+            found[relative] = digest
         else:
             unchanged.append(relative)
-    return FileDrift(tuple(unchanged), tuple(modified), tuple(deleted), tuple(skipped))
+    return FileDrift(tuple(unchanged), tuple(modified), tuple(deleted), tuple(skipped), found)
 
 
 def what_is_at(workspace: Path, paths: Iterable[str]) -> dict[str, str]:

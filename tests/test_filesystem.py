@@ -91,6 +91,22 @@ def test_drift_reports_unchanged_modified_and_deleted(workspace: Path) -> None:
     assert drift.changed
 
 
+def test_the_drift_keeps_what_each_file_held_when_compared(workspace: Path) -> None:
+    """A helper's attack (H89): a re-attach compared the files, then hashed them again for
+    the watcher; a file changed between the two was in neither (731 of a 20,000-file
+    flood untold). The watcher is given what the comparison found."""
+    manifest = build_file_manifest(workspace, ["agent_spec.md", "templates/tool.md", "notes.md"])
+    (workspace / "agent_spec.md").write_text("# spec v2\n")
+    (workspace / "notes.md").unlink()
+    drift = detect_file_drift(workspace, manifest)
+    (workspace / "agent_spec.md").write_text("# spec v3, after the comparison\n")
+    assert drift.as_compared(manifest) == {
+        "agent_spec.md": hashlib.sha256(b"# spec v2\n").hexdigest(),
+        "templates/tool.md": manifest["templates/tool.md"],
+        "notes.md": "",
+    }
+
+
 def test_a_tracked_file_replaced_by_a_symlink_reads_as_deleted(workspace: Path) -> None:
     manifest = build_file_manifest(workspace, ["notes.md"])
     content = (workspace / "notes.md").read_bytes()
