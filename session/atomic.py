@@ -129,11 +129,15 @@ def atomic_write(
     )
 
 
-def replace_workspace_file(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
+def replace_workspace_file(
+    path: Path, data: bytes, *, sync_dir: bool = True, clear_temps: bool = True
+) -> None:
     """Atomically and durably replace a user's file: temp file in the same directory, fsync,
     rename, fsync of the directory (unless ``sync_dir`` is False: the caller syncs it once
     for several files); the file keeps its mode (a new file gets 0666 less the umask). Never
-    follows a symlink: one at ``path`` is refused (OSError ELOOP)."""
+    follows a symlink: one at ``path`` is refused (OSError ELOOP). Then the temps a killed
+    write of it left are cleared (unless ``clear_temps`` is False: the caller clears them
+    for several files at once, ``clear_stale_workspace_temps_of``)."""
     try:
         info = os.stat(path, follow_symlinks=False)
     except FileNotFoundError:
@@ -146,7 +150,8 @@ def replace_workspace_file(path: Path, data: bytes, *, sync_dir: bool = True) ->
         mode = stat.S_IMODE(info.st_mode)
     tmp = path.with_name(f".{_temp_stem(path.name)}.{secrets.token_hex(4)}{WORKSPACE_TEMP_SUFFIX}")
     _replace(path, tmp, data, mode, sync_dir, durable=True)
-    clear_stale_workspace_temps(path)
+    if clear_temps:
+        clear_stale_workspace_temps(path)
 
 
 NAME_MAX = 255

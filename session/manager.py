@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from session.atomic import (
     atomic_write,
     clear_stale_temp,
+    clear_stale_workspace_temps_of,
     ensure_private_dir,
     fsync_dir,
     quarantine,
@@ -1027,7 +1028,7 @@ class CheckpointStore:
                 target = workspace / relative
                 try:
                     target.parent.mkdir(parents=True, exist_ok=True)
-                    replace_workspace_file(target, data, sync_dir=False)
+                    replace_workspace_file(target, data, sync_dir=False, clear_temps=False)
                 except OSError as exc:
                     failed[relative] = exc.strerror or str(exc)
                     continue
@@ -1036,6 +1037,8 @@ class CheckpointStore:
         finally:
             for directory in directories:  # each directory synced once, for all its files
                 fsync_dir(directory)
+            # and read once for the temps killed writes left (once a file: squared time)
+            clear_stale_workspace_temps_of(workspace / relative for relative in written)
         return RestoredFiles(tuple(written), failed)
 
     def delete_session(self, session_id: str) -> int:
