@@ -293,8 +293,10 @@ class DriftWatcherActor(Actor[DriftMessage]):
                     await self._rewatch()
             case FsEvents(paths, lost):
                 if lost:  # any tracked file may have changed, any directory come or gone
+                    # (one made again with the identity the old had keeps a dead watch,
+                    # passing for it): every file compared, every watch made anew
                     self._restructured = True
-                    paths = paths | self._tracked_paths()
+                    paths = paths | self._tracked_paths() | self._scheduled.keys()
                 self._look_at(paths)
             case Settle():
                 self._settling = False

@@ -478,3 +478,28 @@ async def test_changes_whose_events_the_kernel_dropped_are_told(tmp_path: Path) 
         (tmp_path / "t" / "f1.md").write_text("v2\n")  # and the watches go on
         assert (await told(inbox)).paths == ("t/f1.md",)
         tg.cancel_scope.cancel()
+
+
+async def test_after_events_were_lost_every_directory_is_watched_anew(tmp_path: Path) -> None:
+    """A helper's reading (H89): after an overflow only directories whose identity changed
+    were watched anew, but one removed and made again while events were lost can have
+    the identity the old one had (its inode reused): its dead watch passed for alive."""
+    (tmp_path / "t").mkdir()
+    manifest = {"t/f.md": written(tmp_path / "t" / "f.md", "v1\n")}
+    observers: list[ObserverThatLosesEvents] = []
+
+    def observer() -> ObserverThatLosesEvents:
+        observers.append(ObserverThatLosesEvents())
+        return observers[-1]
+
+    async with anyio.create_task_group() as tg:
+        inbox = await watching_with(tg, observer, tmp_path, manifest)
+        watched = sorted(path for _, path in observers[0].handlers)
+        observers[0].deaf = True
+        (tmp_path / "t" / "f.md").write_text("v2, its event lost\n")
+        observers[0].overflow()
+        assert (await told(inbox)).paths == ("t/f.md",)
+        again = sorted(path for _, path in observers[0].handlers[len(watched) :])
+        assert again == watched, "each watch made anew"
+        tg.cancel_scope.cancel()
+
