@@ -1672,7 +1672,9 @@ class TerminalActor(Actor[TerminalMessage]):
         asked, then bring the conversation back to ``checkpoint``."""
         config = self._config
         number = checkpoint.number
-        manifest, spec = await self._manifest()
+        # The undo keeps every file the restore may write over, tracked now or not (one
+        # deleted, so dropped from the manifest at a resume, then made again by hand).
+        manifest, spec = await self._manifest(plan.to_write if files else ())
         undo = await self._write_checkpoint("restore", manifest, spec)
         if undo is None:
             await self._emit(

@@ -768,3 +768,26 @@ def test_a_change_after_the_supervisor_went_away_is_shown_though_the_file_was_be
     wait_for(shown_again, what="the notice of the change made after the re-attach")
     client.close_stdin()
     assert client.wait() == 0
+
+
+def test_a_restore_over_a_file_made_again_untracked_can_be_undone(env: Env) -> None:
+    """A helper's attack: a file of checkpoint N deleted (so no longer tracked when the
+    session was resumed), then made again by hand, was overwritten by ``/checkpoint N``
+    with ``y`` while the checkpoint that undoes the restore did not keep it: the
+    user's new content was gone for good."""
+    notes = env.workspace / "notes.md"
+    notes.write_text("old notes\n")
+    term = env.terminal()
+    assert env.run("--new", input="read notes.md\n/save\n", terminal=term).returncode == 0
+    notes.unlink()
+    assert env.run("--yes", input="hello\n", terminal=term).returncode == 0
+    notes.write_text("precious new notes\n")
+
+    restore = env.run("--yes", input="/checkpoint 1\ny\n", terminal=term)
+    assert "Files restored: notes.md." in restore.stderr
+    assert notes.read_text() == "old notes\n"
+    (undo,) = re.findall(r"/checkpoint (\d+) undoes this", restore.stderr)
+
+    undone = env.run("--yes", input=f"/checkpoint {undo}\ny\n", terminal=term)
+    assert undone.returncode == 0, undone.stderr
+    assert notes.read_text() == "precious new notes\n"
