@@ -95,7 +95,9 @@ from session.checkpoints import (
     Checkpoint,
     Reason,
     RestorePlan,
+    failed_lines,
     listing_lines,
+    named,
     parse_number,
     restore_plan,
 )
@@ -1731,15 +1733,13 @@ class TerminalActor(Actor[TerminalMessage]):
             + f"; /checkpoint {undo} undoes this."
         ]
         if written:
-            lines.append(f"Files restored: {', '.join(written)}.")
-        lines += [
-            f"error: {path} not restored, left as it is ({why})." for path, why in failed.items()
-        ]
+            lines.append(f"Files restored: {named(written)}.")
+        lines += failed_lines(failed)
         untouched = [p for p in plan.to_write if p not in written and p not in failed]
         if untouched:
-            lines.append(f"Files left as they are: {', '.join(untouched)}.")
+            lines.append(f"Files left as they are: {named(untouched)}.")
         if plan.left_alone:
-            lines.append(f"Not in checkpoint {number}, left alone: {', '.join(plan.left_alone)}.")
+            lines.append(f"Not in checkpoint {number}, left alone: {named(plan.left_alone)}.")
         phase = self._lc.state.phase if self._lc.state else None
         await self._emit(CommandOutput("\n".join(lines), phase))
 

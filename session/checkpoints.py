@@ -29,6 +29,9 @@ CAP_SETTINGS_TOLD: Final = f"{CAP_SETTING} or checkpoint_max_mb in config.toml"
 """Where the cap comes from, as a cap message names it (the environment or the file)."""
 DEFAULT_CAP_MB: Final = 500
 FIRST_WORDS: Final = 8
+FILES_NAMED: Final = 20
+"""Files a restore's lines name one by one; the others are counted (a restore of 2,000
+templates printed 2,000 lines to ask, and one line of 36,000 characters after)."""
 GIT_OWN: Final = "git's own file"
 """Why a file inside ``.git`` is never restored, as the restore's lines name it."""
 _ENTRY_RE = re.compile(r"^(\d{4,9})\.json\Z")
@@ -115,6 +118,24 @@ def unknown_number(number: int, existing: Sequence[int]) -> CheckpointError:
 def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
     prompts = tail_prompts(messages)
     return prompts[-1] if prompts else ""
+
+
+def named(paths: Sequence[str]) -> str:
+    """``a.md, b.md``: the first ``FILES_NAMED`` paths, then how many more there are."""
+    shown = ", ".join(paths[:FILES_NAMED])
+    rest = len(paths) - FILES_NAMED
+    return shown if rest <= 0 else f"{shown} and {rest:,} more"
+
+
+def failed_lines(failed: Mapping[str, str]) -> list[str]:
+    """The files a restore could not write, one ``error:`` line each with its reason, the
+    first ``FILES_NAMED`` of them, then one line that counts the rest."""
+    lines = [f"error: {path} not restored, left as it is ({why})." for path, why in failed.items()]
+    rest = len(lines) - FILES_NAMED
+    if rest <= 0:
+        return lines
+    plural = "files" if rest > 1 else "file"
+    return [*lines[:FILES_NAMED], f"error: {rest:,} more {plural} not restored, left as they are."]
 
 
 def first_words(text: str, words: int = FIRST_WORDS) -> str:
@@ -219,10 +240,30 @@ class RestorePlan:
         return tuple(sorted(p for p in (*self.modified, *self.deleted) if p not in self.in_the_way))
 
     def lines(self, number: int) -> list[str]:
+        """One line per file, the first ``FILES_NAMED`` of them, then one that counts the
+        rest by kind."""
         lines = [self._line(p, "modified") for p in self.modified]
         lines += [self._line(p, "deleted") for p in self.deleted]
         lines += [f"  {p}: not in checkpoint {number}; left alone" for p in self.left_alone]
-        return lines
+        if len(lines) <= FILES_NAMED:
+            return lines
+        return [*lines[:FILES_NAMED], self._rest_line(len(lines) - FILES_NAMED, number)]
+
+    def _rest_line(self, rest: int, number: int) -> str:
+        """``  and 1,980 more files: 1,975 modified, 5 not in checkpoint 1``."""
+        kinds = [
+            (len(self.modified), "modified"),
+            (len(self.deleted), "deleted"),
+            (len(self.left_alone), f"not in checkpoint {number}"),
+        ]
+        skip = FILES_NAMED  # the files named, taken off the kinds in the order listed
+        counts: list[str] = []
+        for count, kind in kinds:
+            shown = min(count, skip)
+            skip -= shown
+            if count - shown:
+                counts.append(f"{count - shown:,} {kind}")
+        return f"  and {rest:,} more file{'' if rest == 1 else 's'}: {', '.join(counts)}"
 
     def _line(self, path: str, how: str) -> str:
         if path in self.in_the_way:

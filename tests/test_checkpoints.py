@@ -15,8 +15,10 @@ from session.checkpoints import (
     Checkpoint,
     cap_bytes,
     diff_manifests,
+    failed_lines,
     first_words,
     listing_lines,
+    named,
     next_number,
     number_of,
     parse_number,
@@ -143,6 +145,30 @@ def test_a_restore_writes_changed_and_missing_files_and_leaves_new_ones_alone() 
         "  notes.md: deleted",
         "  new.md: not in checkpoint 3; left alone",
     ]
+
+
+def test_a_restore_of_many_files_names_twenty_and_counts_the_rest_by_kind() -> None:
+    """A helper's attack: restoring 2,000 templates asked with 2,000 lines."""
+    at_checkpoint = {f"t{n:04}.md": A for n in range(30)}
+    now = {**{f"t{n:04}.md": B for n in range(25)}, "new.md": A}
+    lines = restore_plan(at_checkpoint, now).lines(1)
+    assert lines[:2] == ["  t0000.md: modified", "  t0001.md: modified"]
+    assert len(lines) == 21
+    assert lines[-1] == "  and 11 more files: 5 modified, 5 deleted, 1 not in checkpoint 1"
+
+
+def test_a_restore_names_twenty_files_in_a_line_and_counts_the_rest() -> None:
+    paths = [f"t{n:04}.md" for n in range(2000)]
+    assert named(paths[:2]) == "t0000.md, t0001.md"
+    assert named(paths).endswith("t0019.md and 1,980 more")
+    assert named(paths).count(",") == 19 + 1  # the names' commas and the count's
+
+
+def test_files_a_restore_could_not_write_are_twenty_lines_and_one_that_counts() -> None:
+    failed = {f"t{n:04}.md": "No space left on device" for n in range(25)}
+    lines = failed_lines(failed)
+    assert lines[0] == "error: t0000.md not restored, left as it is (No space left on device)."
+    assert lines[20:] == ["error: 5 more files not restored, left as they are."]
 
 
 def test_a_restore_names_gits_own_files_and_never_writes_them() -> None:

@@ -791,3 +791,24 @@ def test_a_restore_over_a_file_made_again_untracked_can_be_undone(env: Env) -> N
     undone = env.run("--yes", input=f"/checkpoint {undo}\ny\n", terminal=term)
     assert undone.returncode == 0, undone.stderr
     assert notes.read_text() == "precious new notes\n"
+
+
+def test_a_restore_of_many_files_is_told_in_a_few_lines(env: Env) -> None:
+    """A helper's attack: restoring 2,000 templates asked with 2,000 lines and then named
+    every file restored in one line of 36,000 characters."""
+    templates = env.workspace / "templates"
+    templates.mkdir()
+    for n in range(25):
+        (templates / f"t{n:02}.md").write_text(f"v1 {n}\n")
+    term = env.terminal()
+    assert env.run("--new", input="/save\n", terminal=term).returncode == 0
+    for n in range(25):
+        (templates / f"t{n:02}.md").write_text(f"v2 {n}\n")
+
+    result = env.run("--yes", input="/checkpoint 1\ny\n", terminal=term)
+    assert result.returncode == 0, result.stderr
+    assert "  and 5 more files: 5 modified\n" in result.stderr
+    assert "templates/t20.md" not in result.stderr
+    (restored,) = [line for line in result.stderr.splitlines() if line.startswith("Files restored")]
+    assert restored.endswith("templates/t19.md and 5 more.")
+    assert all((templates / f"t{n:02}.md").read_text() == f"v1 {n}\n" for n in range(25))
