@@ -344,7 +344,8 @@ class SessionCatalog:
         """Delete orphaned sessions idle for more than ``days``; never live or idle ones, and
         never a file from a newer version (it is not ours to judge). The checkpoints of a
         session with no file left (an interrupted ``rm``, a first turn that never completed)
-        go too once as old, and are named like the sessions."""
+        go too once as old, and are named like the sessions. Every project's contents no
+        checkpoint refers to go (a checkpoint cut short by a crash left its blobs)."""
         if math.isnan(days) or days < 0:
             raise SessionError(f"--older-than must be a number of days, not {days}")
         listing = self.list(projects, live)
@@ -371,6 +372,8 @@ class SessionCatalog:
             pruned.append(row)
         leftovers: tuple[tuple[str, str], ...] = ()
         for project in self.project_dirs(projects):
+            if not dry_run:  # contents a checkpoint cut short left, whatever else goes
+                touched.add(project)
             for session_id in self._leftover_checkpoints(project, live, cutoff):
                 if session_id in attempted:
                     continue  # its session's removal above took them, or told why not

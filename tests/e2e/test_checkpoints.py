@@ -812,3 +812,26 @@ def test_a_restore_of_many_files_is_told_in_a_few_lines(env: Env) -> None:
     (restored,) = [line for line in result.stderr.splitlines() if line.startswith("Files restored")]
     assert restored.endswith("templates/t19.md and 5 more.")
     assert all((templates / f"t{n:02}.md").read_text() == f"v1 {n}\n" for n in range(25))
+
+
+@pytest.mark.parametrize("supervisor", ["running", "stopped"])
+def test_prune_removes_contents_a_checkpoint_cut_short_left_though_no_session_goes(
+    env: Env, supervisor: str
+) -> None:
+    """A helper's attack: a supervisor killed while a checkpoint wrote 60 large files left
+    80 MB of contents and a temp file that no entry refers to; `sessions prune` removed
+    nothing, since it collects only in projects where it removed a session."""
+    session_id = two_versions(env)
+    referenced = blobs(env)
+    stored = env.project.parent / "blobs"
+    data = b"a content whose checkpoint entry was never written\n"
+    (stored / hashlib.sha256(data).hexdigest()).write_bytes(data)
+    (stored / f".{'0' * 64}.1a2b3c4d.tmp").write_bytes(data[:10])
+    if supervisor == "stopped":
+        env.run("supervisor", "stop")
+
+    result = env.run("sessions", "prune")
+    assert result.returncode == 0, result.stderr
+    assert "Removed 0 orphaned sessions" in result.stdout
+    assert blobs(env) == referenced
+    assert entries(env, session_id) == ["0001.json", "0002.json", "0003.json", "0004.json"]
