@@ -337,6 +337,13 @@ BURST_S = 2.0
 """Changes of one file less than this far apart are one burst: one notice."""
 
 
+WRITE_WITHOUT_UNDO = (
+    "the assistant's write goes ahead without the automatic checkpoint before it: "
+    "no /checkpoint can undo it"
+)
+"""What the cap's line adds when the checkpoint it refused is the one before a write."""
+
+
 def _described(exc: BaseException) -> str:
     """An error in words: an OSError's reason and file, not ``[Errno 13] ...``."""
     if isinstance(exc, OSError) and exc.strerror:
@@ -1595,6 +1602,8 @@ class TerminalActor(Actor[TerminalMessage]):
             why = _described(exc)
             if not why.startswith("checkpoint not written"):  # the cap's line says it
                 why = f"checkpoint not written: {why}"
+            if reason == "auto" and isinstance(exc, CheckpointCapExceeded):
+                why += f"; {WRITE_WITHOUT_UNDO}"  # refused otherwise: the tool's line says so
             await self._emit(Info(f"error: {why}"))
             return exc
         self._lc = self._lc.record_checkpoint(checkpoint.number).lifecycle

@@ -835,3 +835,24 @@ def test_prune_removes_contents_a_checkpoint_cut_short_left_though_no_session_go
     assert "Removed 0 orphaned sessions" in result.stdout
     assert blobs(env) == referenced
     assert entries(env, session_id) == ["0001.json", "0002.json", "0003.json", "0004.json"]
+
+
+def test_an_automatic_checkpoint_over_the_cap_says_the_write_goes_ahead_without_undo(
+    env: Env,
+) -> None:
+    """A helper's attack: over the cap, the checkpoint before the assistant's write was
+    told exactly as a /save's (``checkpoint not written: ...``), so nothing said that
+    it was the automatic one, nor that the write it guards went ahead with no way back."""
+    (env.workspace / SPEC).write_bytes(b"x" * 150_000)
+    result = env.run(
+        input=f"read {SPEC}\nwrite {SPEC}: # small\n",
+        terminal=env.terminal(),
+        AGENT_ASSIST_CHECKPOINT_MAX_MB="0.1",
+    )
+    assert (env.workspace / SPEC).read_text() == "# small\n"  # the write still happens
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "over the 0.1 MB cap" in line
+    assert line.endswith(
+        "; the assistant's write goes ahead without the automatic checkpoint before it: "
+        "no /checkpoint can undo it"
+    )
