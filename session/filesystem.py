@@ -210,7 +210,9 @@ def what_is_at(workspace: Path, paths: Iterable[str]) -> dict[str, str]:
     """For each of ``paths`` (inside ``workspace``) where a file cannot be put back as it
     is: what stands in the way, in words (``a symlink is there now``, ``a file is at sub
     now``): something not a regular file at its place (a tracked file replaced by a
-    symlink reads as deleted), or at the place of one of its directories."""
+    symlink reads as deleted), or at the place of one of its directories; or a regular
+    file that cannot be read (it reads as deleted too, and what cannot be read cannot be
+    kept by the checkpoint that would undo writing over it)."""
     found: dict[str, str] = {}
     for path in paths:
         parts = Path(path).parts
@@ -222,10 +224,22 @@ def what_is_at(workspace: Path, paths: Iterable[str]) -> dict[str, str]:
                 break  # missing: nothing in the way from here down
             last = depth == len(parts)
             what = _kind_in_the_way(info.st_mode, last)
+            if what is None and last and not _readable(workspace / here):
+                what = "a file agent-assist cannot read"
             if what is not None:
                 found[path] = f"{what} is there now" if last else f"{what} is at {here} now"
                 break
     return found
+
+
+def _readable(path: Path) -> bool:
+    """Whether ``path`` opens for reading (not followed if a symlink)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
 
 
 def _kind_in_the_way(mode: int, last: bool) -> str | None:

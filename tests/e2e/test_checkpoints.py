@@ -8,12 +8,13 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Client, Env, outside_notices, running, wait_for
+from tests.e2e.harness import AGENT_ASSIST, Client, Env, outside_notices, running, wait_for
 
 WATCHER_LATENCY_S = 1.5
 
@@ -856,3 +857,36 @@ def test_an_automatic_checkpoint_over_the_cap_says_the_write_goes_ahead_without_
         "; the assistant's write goes ahead without the automatic checkpoint before it: "
         "no /checkpoint can undo it"
     )
+
+
+def start_supervisor_without_root_file_access(env: Env) -> None:
+    """Start ``env``'s supervisor as an ordinary user's would run: as root, without the
+    capabilities that let root read and write any file (mode bits count then)."""
+    command = [AGENT_ASSIST, "supervisor", "start"]
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("as root, setpriv is needed to run without CAP_DAC_OVERRIDE")
+        caps = "-dac_override,-dac_read_search"
+        command = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", *command]
+    started = subprocess.run(command, env=env.environ(), capture_output=True, text=True)
+    assert started.returncode == 0, started.stderr
+
+
+def test_a_file_that_cannot_be_read_is_never_written_over_by_a_restore(env: Env) -> None:
+    """A helper's attack: a tracked file made unreadable (mode 000) read as deleted, so
+    /checkpoint N with y wrote N's content over it while the checkpoint that undoes the
+    restore, which could not read it either, did not keep it: its content was lost."""
+    start_supervisor_without_root_file_access(env)
+    plans = env.workspace / "plans.md"
+    plans.write_text("plans v1\n")
+    term = env.terminal()
+    assert env.run("--new", input="read plans.md\n/save\n", terminal=term).returncode == 0
+    plans.write_text("my newest plans, the only copy\n")
+    plans.chmod(0)
+
+    result = env.run("--yes", input="/checkpoint 1\ny\n", terminal=term)
+    assert "  plans.md: deleted; a file agent-assist cannot read is there now, left alone" in (
+        result.stderr
+    )
+    plans.chmod(0o600)
+    assert plans.read_text() == "my newest plans, the only copy\n"
