@@ -163,6 +163,9 @@ class WriteCheckpoint(Ask["Checkpoint"]):
     cap: int | None = None
     """The session's cap in bytes; None: the actor's (``AGENT_ASSIST_CHECKPOINT_MAX_MB``)."""
     secrets: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()
+    """Paths about to be written over: one there that cannot be read refuses the
+    checkpoint (CheckpointError), as what is written over it could not be taken back."""
 
 
 @dataclass(frozen=True)

@@ -236,7 +236,7 @@ class StorageActor(Actor[StorageMessage]):
             case LiveCount():
                 return len(self._live)
             case WriteCheckpoint(
-                project, workspace, state, paths, writer, reason, wanted_cap, secrets
+                project, workspace, state, paths, writer, reason, wanted_cap, secrets, keep
             ):
                 self._check_writer(state.session_id, writer)
                 cap = wanted_cap or self._checkpoint_cap()
@@ -250,6 +250,7 @@ class StorageActor(Actor[StorageMessage]):
                         cap=cap,
                         now=utc_now(),
                         secrets=secrets,
+                        keep=keep,
                     )
                 )
             case ListCheckpoints(project, session_id):

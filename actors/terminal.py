@@ -1572,15 +1572,24 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._emit(CommandOutput(text))
 
     async def _write_checkpoint(
-        self, reason: Reason, manifest: dict[str, str], spec: str | None
+        self,
+        reason: Reason,
+        manifest: dict[str, str],
+        spec: str | None,
+        keep: tuple[str, ...] = (),
     ) -> int | None:
         """Have the StorageActor write the next checkpoint of the conversation and of the
-        files of ``manifest``; its number, or None after telling the user why not."""
-        written = await self._checkpoint(reason, manifest, spec)
+        files of ``manifest``; its number, or None after telling the user why not.
+        ``keep``: files about to be written over (refused if one cannot be read)."""
+        written = await self._checkpoint(reason, manifest, spec, keep)
         return written if isinstance(written, int) else None
 
     async def _checkpoint(
-        self, reason: Reason, manifest: dict[str, str], spec: str | None
+        self,
+        reason: Reason,
+        manifest: dict[str, str],
+        spec: str | None,
+        keep: tuple[str, ...] = (),
     ) -> int | Exception:
         """``_write_checkpoint``, with the error instead of None (the user was told)."""
         state = self._summarized(self._lc.write(utc_now(), manifest, spec).state)
@@ -1594,6 +1603,7 @@ class TerminalActor(Actor[TerminalMessage]):
             reason,
             config.checkpoint_cap,
             self._lc.policy.known_secrets,
+            keep,
         )
         try:
             checkpoint: Checkpoint = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
@@ -1614,7 +1624,7 @@ class TerminalActor(Actor[TerminalMessage]):
         lets the write go ahead; a checkpoint that failed refuses it (it could not be taken
         back), except over the size cap, which the user was told how to lift."""
         manifest, spec = await self._manifest(paths)
-        written = await self._checkpoint("auto", manifest, spec)
+        written = await self._checkpoint("auto", manifest, spec, tuple(paths))
         if isinstance(written, int | CheckpointCapExceeded):
             return None
         return checkpoint_failed(written)
@@ -1685,8 +1695,9 @@ class TerminalActor(Actor[TerminalMessage]):
         number = checkpoint.number
         # The undo keeps every file the restore may write over, tracked now or not (one
         # deleted, so dropped from the manifest at a resume, then made again by hand).
-        manifest, spec = await self._manifest(plan.to_write if files else ())
-        undo = await self._write_checkpoint("restore", manifest, spec)
+        written_over = plan.to_write if files else ()
+        manifest, spec = await self._manifest(written_over)
+        undo = await self._write_checkpoint("restore", manifest, spec, written_over)
         if undo is None:
             await self._emit(
                 CommandOutput(f"error: checkpoint {number} not restored; nothing changed")

@@ -932,11 +932,17 @@ class CheckpointStore:
         cap: int,
         now: datetime,
         secrets: tuple[str, ...] = (),
+        keep: Iterable[str] = (),
     ) -> Checkpoint:
         """Write the next checkpoint of ``state`` with the content of ``paths`` (those that
         are safe, regular files now), its texts scrubbed as a session file's are (``secrets``:
-        the writer's own). CheckpointCapExceeded leaves nothing written."""
+        the writer's own). CheckpointCapExceeded leaves nothing written, and so does
+        CheckpointError for a file of ``keep`` (about to be written over) that is there
+        but cannot be read."""
         session_id = state.session_id
+        for relative in safe_relative_paths(workspace, sorted(set(keep))):
+            if (why := unreadable(workspace, relative)) is not None:
+                raise CheckpointError(f"cannot read {relative} ({why})")
         contents: dict[str, bytes] = {}
         files: dict[str, str] = {}
         named = scrub_keys(dict.fromkeys(paths, ""), with_secrets(self.known_secrets, secrets))
@@ -1104,6 +1110,21 @@ class OverCap(Exception):
     def __init__(self, size: int) -> None:
         super().__init__(f"{size} bytes")
         self.size = size
+
+
+def unreadable(workspace: Path, relative: str) -> str | None:
+    """Why the regular file at ``relative`` cannot be read (None if it can, or if no
+    regular file is there). The caller checked the path is safe."""
+    path = os.path.join(workspace, relative)
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        os.close(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def read_workspace_bytes(workspace: Path, relative: str, max_bytes: int) -> bytes | None:

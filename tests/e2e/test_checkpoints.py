@@ -890,3 +890,22 @@ def test_a_file_that_cannot_be_read_is_never_written_over_by_a_restore(env: Env)
     )
     plans.chmod(0o600)
     assert plans.read_text() == "my newest plans, the only copy\n"
+
+
+def test_the_assistant_never_writes_over_a_file_its_checkpoint_cannot_read(env: Env) -> None:
+    """A helper's attack: the automatic checkpoint before a write skipped a file it could
+    not read (mode 000), and the write went ahead: what the file held could not be
+    taken back. The write is refused, as when the checkpoint fails on the disk."""
+    start_supervisor_without_root_file_access(env)
+    locked = env.workspace / "locked.md"
+    locked.write_text("the only copy\n")
+    locked.chmod(0)
+
+    result = env.run("--new", input="write locked.md: replaced\n", terminal=env.terminal())
+    assert "locked.md was not written: the checkpoint that would let this write be undone" in (
+        result.stdout
+    )
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert line == "error: checkpoint not written: cannot read locked.md (Permission denied)"
+    locked.chmod(0o600)
+    assert locked.read_text() == "the only copy\n"
