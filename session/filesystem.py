@@ -224,7 +224,7 @@ def what_is_at(workspace: Path, paths: Iterable[str]) -> dict[str, str]:
                 break  # missing: nothing in the way from here down
             last = depth == len(parts)
             what = _kind_in_the_way(info.st_mode, last)
-            if what is None and last and not _readable(workspace / here):
+            if what is None and last and unreadable(workspace, str(here)) is not None:
                 what = "a file agent-assist cannot read"
             if what is not None:
                 found[path] = f"{what} is there now" if last else f"{what} is at {here} now"
@@ -232,14 +232,19 @@ def what_is_at(workspace: Path, paths: Iterable[str]) -> dict[str, str]:
     return found
 
 
-def _readable(path: Path) -> bool:
-    """Whether ``path`` opens for reading (not followed if a symlink)."""
+def unreadable(workspace: Path, relative: str) -> str | None:
+    """Why the regular file at ``relative`` cannot be read (None if it can, or if no
+    regular file is there). The caller checked the path is safe."""
+    path = os.path.join(workspace, relative)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return False
-    os.close(fd)
-    return True
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        os.close(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def _kind_in_the_way(mode: int, last: bool) -> str | None:

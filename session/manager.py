@@ -62,6 +62,7 @@ from session.filesystem import (
     in_git_directory,
     is_safe_relative_path,
     safe_relative_paths,
+    unreadable,
 )
 from session.header_index import FileIdentity, read_index, write_index
 from session.models import (
@@ -1110,21 +1111,6 @@ class OverCap(Exception):
     def __init__(self, size: int) -> None:
         super().__init__(f"{size} bytes")
         self.size = size
-
-
-def unreadable(workspace: Path, relative: str) -> str | None:
-    """Why the regular file at ``relative`` cannot be read (None if it can, or if no
-    regular file is there). The caller checked the path is safe."""
-    path = os.path.join(workspace, relative)
-    try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return None
-        os.close(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK))
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    return None
 
 
 def read_workspace_bytes(workspace: Path, relative: str, max_bytes: int) -> bytes | None:
