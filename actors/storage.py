@@ -239,7 +239,7 @@ class StorageActor(Actor[StorageMessage]):
                 project, workspace, state, paths, writer, reason, wanted_cap, secrets, keep
             ):
                 self._check_writer(state.session_id, writer)
-                cap = wanted_cap or self._checkpoint_cap()
+                cap = self._checkpoint_cap() if wanted_cap is None else wanted_cap
                 store = catalog.checkpoints(project)
                 return await self._io(
                     lambda: store.write(

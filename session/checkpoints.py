@@ -9,6 +9,7 @@ tracked file's content, each stored once per project as
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -302,9 +303,14 @@ def cap_bytes(environ: Mapping[str, str] | None = None) -> int:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if not value > 0:
+    if not 0 < value < math.inf:
         raise ValueError(f"{CAP_SETTING} must be a positive number of megabytes, not {raw!r}")
-    return int(value * 1_000_000)
+    return megabytes_in_bytes(value)
+
+
+def megabytes_in_bytes(megabytes: float) -> int:
+    """A cap in megabytes (> 0), in bytes: at least one (0 would read as "not set")."""
+    return max(1, int(megabytes * 1_000_000))
 
 
 def usage(checkpoints: Iterable[Checkpoint], entry_bytes: int) -> int:

@@ -53,7 +53,7 @@ from actors.messages import (
 from actors.terminal import TerminalConfig
 from session.budget import context_budget
 from session.catalog import Pruned, SessionListing
-from session.checkpoints import listing_items
+from session.checkpoints import listing_items, megabytes_in_bytes
 from session.errors import InvalidSessionId
 from session.lifecycle import PersistPolicy
 from session.manager import CheckpointListing
@@ -136,7 +136,7 @@ class Settings:
             policy=self.policy_of(hello, model),
             summary_model=(chat.summary_model or OFFLINE) if chat else self.summary_model,
             stall_timeout_s=chat.model_timeout if chat else None,
-            checkpoint_cap=int(chat.checkpoint_max_mb * 1_000_000) if chat else None,
+            checkpoint_cap=megabytes_in_bytes(chat.checkpoint_max_mb) if chat else None,
         )
 
 

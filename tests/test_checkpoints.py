@@ -18,6 +18,7 @@ from session.checkpoints import (
     failed_lines,
     first_words,
     listing_lines,
+    megabytes_in_bytes,
     named,
     next_number,
     number_of,
@@ -190,6 +191,20 @@ def test_the_cap_comes_from_the_environment_in_megabytes() -> None:
     assert cap_bytes({"AGENT_ASSIST_CHECKPOINT_MAX_MB": "0.5"}) == 500_000
     with pytest.raises(ValueError, match="AGENT_ASSIST_CHECKPOINT_MAX_MB must be a positive"):
         cap_bytes({"AGENT_ASSIST_CHECKPOINT_MAX_MB": "lots"})
+
+
+def test_a_cap_under_a_byte_is_one_byte_not_none() -> None:
+    """A helper's find (H90): ``AGENT_ASSIST_CHECKPOINT_MAX_MB=1e-9`` (or checkpoint_max_mb
+    in config.toml) came to 0 bytes, which the StorageActor took for "not set": the
+    500 MB default applied."""
+    assert cap_bytes({"AGENT_ASSIST_CHECKPOINT_MAX_MB": "1e-9"}) == 1
+    assert megabytes_in_bytes(1e-9) == 1
+    assert megabytes_in_bytes(0.5) == 500_000
+
+
+def test_an_infinite_cap_from_the_environment_is_refused_in_words() -> None:
+    with pytest.raises(ValueError, match="AGENT_ASSIST_CHECKPOINT_MAX_MB must be a positive"):
+        cap_bytes({"AGENT_ASSIST_CHECKPOINT_MAX_MB": "inf"})
 
 
 @pytest.mark.parametrize(
