@@ -198,14 +198,16 @@ SAVED_AGAIN = "note: the session is saved again (the saves that failed are made 
 
 MIN_LEARNED_BUDGET = 1_024
 """The lowest token budget a model's refusal of a request as over its context window
-brings a chat's budget down to."""
+brings a chat's budget down to, unless the refusal stated a window smaller than it."""
 
 
 def learned_budget(refused_tokens: int, stated_window: int | None) -> int:
     """The token budget a refusal as over the context window teaches: three quarters of
-    the refused request, and of the window the refusal stated (a request far over the
-    window left three quarters of it still over: H88)."""
-    budget = refused_tokens * 3 // 4
+    the refused request (not under ``MIN_LEARNED_BUDGET``), and of the window the refusal
+    stated (a request far over the window left three quarters of it still over: H88).
+    The stated window wins over the floor: a budget over the window (a model run with a
+    small n_ctx) compacted nothing, and every message was refused (H91)."""
+    budget = max(MIN_LEARNED_BUDGET, refused_tokens * 3 // 4)
     return budget if stated_window is None else min(budget, stated_window * 3 // 4)
 
 
@@ -870,7 +872,7 @@ class TerminalActor(Actor[TerminalMessage]):
         smaller, the turn ends with the refusal."""
         extra = len(message.text) + len(self._changes_note())
         before = self._lc.estimated_tokens(extra)
-        budget = max(MIN_LEARNED_BUDGET, learned_budget(self._request_tokens, message.window))
+        budget = learned_budget(self._request_tokens, message.window)
         threshold = self._lc.policy.compaction.token_threshold
         if threshold is None or budget < threshold:
             self._lc = self._lc.with_token_threshold(budget)

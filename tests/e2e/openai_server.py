@@ -50,6 +50,9 @@ class ChatServer:
         self.fail_tool_returns = False
         """Set: a chat request whose last message is a tool's return gets a 500 (the model
         failed after the turn's tool ran)."""
+        self.report_usage = False
+        """Set: a streamed reply ends with the request's usage, its prompt tokens counted as
+        the window counts them (a quarter of the body's bytes), as llama.cpp and vLLM do."""
         self.tool_returns_go = threading.Event()
         """Cleared: an answer to a tool's return waits until it is set again."""
         self.tool_returns_go.set()
@@ -62,6 +65,7 @@ class ChatServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length))
+                self.prompt_tokens = length // 4
                 with server._lock:
                     server.requests.append(body)
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
@@ -231,7 +235,7 @@ class ChatServer:
                         self._event(body, {"role": "assistant", "content": piece}, None)
                         if server.chunk_delay:
                             time.sleep(server.chunk_delay)
-                    self._event(body, {}, finish)
+                    self._event(body, {}, finish, usage=server.report_usage)
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
@@ -261,15 +265,26 @@ class ChatServer:
                 self.wfile.flush()
 
             def _event(
-                self, body: dict[str, Any], delta: dict[str, Any], finish: str | None
+                self,
+                body: dict[str, Any],
+                delta: dict[str, Any],
+                finish: str | None,
+                usage: bool = False,
             ) -> None:
-                chunk = {
+                chunk: dict[str, Any] = {
                     "id": "chatcmpl-test",
                     "object": "chat.completion.chunk",
                     "created": int(time.time()),
                     "model": body["model"],
                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
                 }
+                if usage:
+                    tokens = self.prompt_tokens
+                    chunk["usage"] = {
+                        "prompt_tokens": tokens,
+                        "completion_tokens": 5,
+                        "total_tokens": tokens + 5,
+                    }
                 self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
                 self.wfile.flush()
 

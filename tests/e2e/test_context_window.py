@@ -100,3 +100,18 @@ def test_a_refusal_far_over_the_window_learns_a_budget_under_the_window_it_state
     refused = [m[:11] for m in messages if len(sent(server, m)) > 1]
     assert refused == ["question 2:"], result.stderr
     assert result.stderr.count("refused the request as over its context window") == 1
+
+
+def test_a_window_under_the_lowest_learned_budget_is_kept_under_all_the_same(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's find (H91): the budget a refusal teaches is never under 1,024 tokens,
+    and that floor won over the window the refusal stated: a model of a 900-token window
+    (llama.cpp run with a small n_ctx) was given a budget over its window, nothing was
+    ever compacted, and every message from then on was refused."""
+    server.context_window = 3_600  # "maximum context length is 900 tokens"
+    server.report_usage = True  # the request's tokens as the window counts them
+    messages = [f"question {n}: {PARAGRAPH[:300]}" for n in range(1, 9)]
+    result = env.run("--new", input="".join(m + "\n" for m in messages), terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == len(messages), "every message answered"
