@@ -139,15 +139,19 @@ def explain_failure(
     secrets: an endpoint's error body may echo the request's ``Authorization`` header.
     ``mid_reply``: some of the reply had come (a connection error is then a drop);
     ``kept``: a tool of the reply had run, so the turn is kept as far as it got (a note
-    says so): the line does not say the reply is not kept."""
+    says so): the line does not say the reply is not kept, nor to send the message
+    again, which would run its tools again (a decision recorded twice, a file written
+    over): the assistant is asked to go on."""
     line = _explain(exc, model, mid_reply)
     if kept:
-        line = line.replace(NOT_KEPT, STOPPED_THERE)
+        line = SEND_AGAIN_RE.sub(GO_ON, line.replace(NOT_KEPT, STOPPED_THERE))
     return scrub_text(line, secrets_from_environment())
 
 
 NOT_KEPT: Final = "the reply is not kept"
 STOPPED_THERE: Final = "the reply stopped there"
+SEND_AGAIN_RE: Final = re.compile(r"send it again( later)?")
+GO_ON: Final = r"ask the assistant to go on\1 (sent again, the message would run its tools again)"
 
 
 _LLAMA_CPP_OVERFLOW = ("exceed_context_size_error", "exceeds the available context size")

@@ -161,6 +161,25 @@ def test_a_failure_after_a_tool_ran_does_not_say_the_reply_is_not_kept() -> None
 
 
 @pytest.mark.parametrize(
+    "exc",
+    [
+        ModelHTTPError(500, "m", {"error": {"message": "internal error"}}),
+        ModelHTTPError(429, "m", {"error": {"message": "slow down"}}),
+        ModelConnectionError("m", "Connection error."),
+    ],
+)
+def test_a_failure_after_a_tool_ran_does_not_say_to_send_the_message_again(
+    exc: Exception,
+) -> None:
+    """A helper's find (H91): a 500 after a record_decision said "send it again" beside
+    "the reply is kept as far as it got"; sent again, the message ran its tools again and
+    recorded the decision twice. What helps is asking the assistant to go on."""
+    told = explain_failure(exc, "openai-chat:m", mid_reply=True, kept=True)
+    assert "send it again" not in told
+    assert "ask the assistant to go on" in told
+
+
+@pytest.mark.parametrize(
     ("outcome", "why"),
     [
         (Compacted("s", 1, "tokens", no_gain=True), "a summary of it would not be shorter"),
