@@ -500,7 +500,7 @@ class Chat:
             except RemoteError as exc:
                 if exc.code != ErrorCode.BUSY or time.monotonic() > busy_until:
                     raise
-                conn.close()
+                self._disconnect()
                 time.sleep(BUSY_RETRY_S)
         conn.sock.settimeout(None)  # replies may take the model's time
         if tell_warnings:
@@ -513,6 +513,13 @@ class Chat:
                 self.console.warn(warning)
                 self._told.add(warning)  # another session's file: the run's own work is fine
         return welcome, started
+
+    def _disconnect(self) -> None:
+        """Close the connection and hold none: a closed one left as the chat's made a
+        Ctrl+C in the pause before the next ('error: Bad file descriptor' as it left)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
     def _hello(self, conn: Connection) -> Frame:
         """Say hello as this terminal; the welcome."""
@@ -546,8 +553,7 @@ class Chat:
             except ConnectionLost:
                 if attempt + 1 == REATTACH_ATTEMPTS:
                     raise
-                if self._conn is not None:
-                    self._conn.close()
+                self._disconnect()
                 time.sleep(0.05 * (attempt + 1))
 
     def _attach_once(self) -> None:
@@ -709,8 +715,7 @@ class Chat:
         self._shown_before_reattach = set(self.changed_outside)
         elsewhere: str | None = None
         for attempt in range(REATTACH_ATTEMPTS):
-            if self._conn is not None:
-                self._conn.close()
+            self._disconnect()
             try:
                 _, started = self._connect(tell_warnings=False)  # told at the start
                 try:

@@ -405,3 +405,50 @@ def test_a_workspace_with_its_own_cli_module_never_runs_it_as_the_supervisor(env
     assert result.returncode == 0, result.stderr
     assert 'You said: "hello"' in result.stdout
     assert not marker.exists(), marker.read_text()
+
+
+def socket_fds(pid: int) -> int:
+    """How many sockets process ``pid`` has open."""
+    fds = Path(f"/proc/{pid}/fd")
+    count = 0
+    for fd in os.listdir(fds):
+        with contextlib.suppress(OSError):
+            count += os.readlink(fds / fd).startswith("socket:")
+    return count
+
+
+def refused_once(pid: int) -> None:
+    """Return once process ``pid`` has opened a connection and closed it again (refused,
+    it waits to say hello again). Watched without a pause: a hello lasts milliseconds."""
+    deadline = time.monotonic() + 10
+    seen = False
+    while time.monotonic() < deadline:
+        now = socket_fds(pid) > 0
+        if seen and not now:
+            return
+        seen = seen or now
+    raise AssertionError("no connection was opened and closed")
+
+
+def test_ctrl_c_while_a_busy_tab_says_hello_again_cancels_the_start_cleanly(env: Env) -> None:
+    """A helper's find (H91): Ctrl+C in the 2 s a tab's agent-assist, refused because
+    another one is attached for it, waits to say hello again ended with
+    'error: Bad file descriptor' (exit status 1): the refused connection, closed, was
+    still the chat's, and leaving tried to use it."""
+    assert env.run("supervisor", "start").returncode == 0
+    tab = env.terminal()
+    previous = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    previous.connect(str(env.runtime / "supervisor.sock"))
+    previous.sendall(terminal_hello(env, tab))
+    previous.settimeout(10)
+    assert json.loads(previous.recv(65536).splitlines()[0])["type"] == "welcome"
+    try:
+        client = env.spawn("--new", terminal=tab)
+        pid = client.process.pid
+        refused_once(pid)
+        client.process.send_signal(signal.SIGINT)
+        client.expect("Cancelled; no session was opened", stderr=True)
+        status = client.wait()
+    finally:
+        previous.close()
+    assert status == 0, client.drain_stderr()
