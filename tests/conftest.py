@@ -6,7 +6,9 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pydantic_ai.models
 import pytest
@@ -65,3 +67,18 @@ async def no_blocking() -> AsyncIterator[None]:
     async with blocking_calls() as blocked:
         yield
     assert blocked == [], "the event loop was blocked:\n" + "\n".join(blocked)
+
+
+@pytest.fixture
+def directory_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The directories ``os.scandir`` reads from now on, in order."""
+    read: list[str] = []
+    scandir = os.scandir
+
+    def counted(path: Any) -> Any:
+        read.append(os.fsdecode(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counted)
+    return read
+

@@ -5,9 +5,6 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from session.atomic import STALE_TEMP_S, replace_workspace_file
 from session.filesystem import clear_leftover_temps
@@ -65,7 +62,7 @@ def test_a_file_whose_name_is_near_the_limit_can_be_written_and_its_temps_cleare
 
 
 def test_the_leftover_temps_of_thousands_of_files_in_one_directory_are_cleared_at_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, directory_reads: list[str]
 ) -> None:
     """A helper's attack (H89): the resume's clearing read the directory once per tracked
     file; a session of 20,000 templates in one directory, re-attached after the
@@ -79,15 +76,7 @@ def test_the_leftover_temps_of_thousands_of_files_in_one_directory_are_cleared_a
         templates, ".t00007.txt.3b46d43b.agent-assist.tmp", STALE_TEMP_S + 5
     )
     young = left_by_a_killed_writer(templates, ".t00008.txt.3b46d43c.agent-assist.tmp", 0)
-    read: list[str] = []
-    scandir = os.scandir
-
-    def counted(path: Any) -> Any:
-        read.append(os.fsdecode(path))
-        return scandir(path)
-
-    monkeypatch.setattr(os, "scandir", counted)
     removed = clear_leftover_temps(tmp_path, [f"templates/{name}" for name in names])
-    assert read == [str(templates)], "the directory is read once, not once for each file"
+    assert directory_reads == [str(templates)], "the directory is read once, not once for each file"
     assert removed == [stale.name]
     assert not stale.exists() and young.exists()

@@ -50,6 +50,16 @@ def control(env: Env, *frames: dict[str, object], timeout: float = 10.0) -> list
     return [json.loads(line) for line in data.splitlines()]
 
 
+def attached_as(env: Env, terminal: Terminal) -> socket.socket:
+    """A connection attached as ``terminal`` (welcomed), as another agent-assist's is."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(str(env.runtime / "supervisor.sock"))
+    conn.sendall(terminal_hello(env, terminal))
+    conn.settimeout(10)
+    assert json.loads(conn.recv(65536).splitlines()[0])["type"] == "welcome"
+    return conn
+
+
 def chat_once(
     env: Env, terminal: Terminal, text: str = "hello"
 ) -> subprocess.CompletedProcess[str]:
@@ -88,11 +98,7 @@ def test_a_tab_started_again_as_its_previous_agent_assist_goes_away_attaches(env
     next one starts, and leaves a second later."""
     assert env.run("supervisor", "start").returncode == 0
     tab = env.terminal()
-    previous = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    previous.connect(str(env.runtime / "supervisor.sock"))
-    previous.sendall(terminal_hello(env, tab))
-    previous.settimeout(10)
-    assert json.loads(previous.recv(65536).splitlines()[0])["type"] == "welcome"
+    previous = attached_as(env, tab)
     leaves = threading.Timer(1.0, previous.close)
     leaves.start()
     try:
@@ -437,11 +443,7 @@ def test_ctrl_c_while_a_busy_tab_says_hello_again_cancels_the_start_cleanly(env:
     still the chat's, and leaving tried to use it."""
     assert env.run("supervisor", "start").returncode == 0
     tab = env.terminal()
-    previous = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    previous.connect(str(env.runtime / "supervisor.sock"))
-    previous.sendall(terminal_hello(env, tab))
-    previous.settimeout(10)
-    assert json.loads(previous.recv(65536).splitlines()[0])["type"] == "welcome"
+    previous = attached_as(env, tab)
     try:
         client = env.spawn("--new", terminal=tab)
         pid = client.process.pid
