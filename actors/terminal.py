@@ -816,6 +816,8 @@ class TerminalActor(Actor[TerminalMessage]):
                     await self._emit(ReplyText(done.text))
                 raise
             self._lc = transition.lifecycle
+            if done.context_full:  # kept as far as it got: not sent again, but the next
+                self._learn_budget(done.context_window)  # request is compacted first
             # The reply's last text goes out after the save, with the turn's end in one
             # write, and before what a failed save has to say.
             told: list[TerminalOutput] = [ReplyText(done.text)] if done.text else []
@@ -865,6 +867,16 @@ class TerminalActor(Actor[TerminalMessage]):
             return None
         return dataclasses.replace(message, error=error, window=done.context_window)
 
+    def _learn_budget(self, stated_window: int | None) -> int:
+        """The model refused a request as over its context window: this chat's token
+        budget comes down to what that teaches (``learned_budget``; it never goes up).
+        The budget learned."""
+        budget = learned_budget(self._request_tokens, stated_window)
+        threshold = self._lc.policy.compaction.token_threshold
+        if threshold is None or budget < threshold:
+            self._lc = self._lc.with_token_threshold(budget)
+        return budget
+
     async def _send_again_smaller(self, message: _Message) -> None:
         """The model refused the request as over its context window: the token budget of
         this chat learns it (three quarters of the refused request), the conversation is
@@ -872,10 +884,7 @@ class TerminalActor(Actor[TerminalMessage]):
         smaller, the turn ends with the refusal."""
         extra = len(message.text) + len(self._changes_note())
         before = self._lc.estimated_tokens(extra)
-        budget = learned_budget(self._request_tokens, message.window)
-        threshold = self._lc.policy.compaction.token_threshold
-        if threshold is None or budget < threshold:
-            self._lc = self._lc.with_token_threshold(budget)
+        budget = self._learn_budget(message.window)
         if await self._compact_for_budget(extra, again=True) is None:  # Ctrl+C: not sent again
             await self._emit(TurnEnded("cancelled", None))
             return

@@ -115,3 +115,20 @@ def test_a_window_under_the_lowest_learned_budget_is_kept_under_all_the_same(
     result = env.run("--new", input="".join(m + "\n" for m in messages), terminal=env.terminal())
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == len(messages), "every message answered"
+
+
+def test_a_turn_kept_after_its_tools_return_overflowed_the_window_teaches_the_budget(
+    env: Env, server: ChatServer
+) -> None:
+    """A helper's find (H91): a turn whose tool's return made the next request too big for
+    the model's window is kept as far as it got, but taught the chat no budget: the next
+    message went out with that return still in the history, and was refused once more
+    before it was compacted and sent again."""
+    (env.workspace / "big.md").write_text(PARAGRAPH * 6)  # about 9 KB: its return overflows
+    result = env.run(
+        "--new", input="read: big.md\nshort one\n", terminal=env.terminal()
+    )
+    assert any(r["messages"][-1]["role"] == "tool" for r in server.requests), "the tool ran"
+    assert "the reply is kept as far as it got" in result.stderr, result.stderr
+    assert len(sent(server, "short one")) == 1, "sent once: compacted before, not refused"
+    assert result.stdout.splitlines()[-1] == "echo: short one"
