@@ -833,10 +833,7 @@ class Chat:
             if may_be_stray and self._stray_answer(line):
                 continue
             if (meant := spaced_command(line)) is not None:
-                self.console.warn(
-                    f"error: unknown command '/ {meant}' (did you mean /{meant}? try /help)"
-                )
-                self.a_turn_failed = True
+                self._unknown_command(f"'/ {meant}'", f"/{meant}")
                 continue
             if is_command(line):
                 asked = self.questions_asked
@@ -851,6 +848,13 @@ class Chat:
         if self.close():
             return 1
         return 1 if self.a_turn_failed and not self.console.interactive else 0
+
+    def _unknown_command(self, typed: str, meant: str | None) -> None:
+        """Say that ``typed`` is no command (and what it may have meant); piped, the run
+        fails."""
+        hint = f"did you mean {meant}? " if meant else ""
+        self.console.warn(f"error: unknown command {typed} ({hint}try /help)")
+        self.a_turn_failed = True
 
     def _just_ended(self) -> str | None:
         """What ended less than ``JUST_ENDED_S`` ago on a terminal (the reply, or the
@@ -1078,10 +1082,7 @@ class Chat:
         if name == "new":
             name = "reset"
         if name not in ("save", "reset", "checkpoint", "compact", "resume"):
-            meant = OTHER_TOOLS_NAMES.get(name) or command_close_to(name)
-            hint = f"did you mean {meant}? " if meant else ""
-            self.console.warn(f"error: unknown command /{name} ({hint}try /help)")
-            self.a_turn_failed = True
+            self._unknown_command(f"/{name}", OTHER_TOOLS_NAMES.get(name) or command_close_to(name))
             return True
         command = {"type": "command", "name": name, "arg": arg.strip() or None}
         self._send(command)

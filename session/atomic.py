@@ -24,7 +24,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 
 from session.faults import inject
-from session.filesystem import WORKSPACE_TEMP_SUFFIX
+from session.filesystem import WORKSPACE_TEMP_SUFFIX, workspace_temp_stem
 from session.models import utc_now
 
 log = logging.getLogger("agent_assist.storage")
@@ -168,12 +168,6 @@ def _temp_stem(name: str) -> str:
     return os.fsdecode(raw[: NAME_MAX - _TEMP_EXTRA])
 
 
-_WORKSPACE_TEMP_NAME = re.compile(
-    rf"(?s)\.(.+)\.[0-9a-f]{{8}}{re.escape(WORKSPACE_TEMP_SUFFIX)}"
-)
-"""A workspace temp's name; its group is the stem of the file it was to replace."""
-
-
 def clear_stale_workspace_temps(path: Path, now: float | None = None) -> list[str]:
     """Remove the temps of ``path`` that a writer killed mid-write left behind (their
     names are random, so no later write reuses them); see ``clear_stale_temps``."""
@@ -194,8 +188,7 @@ def clear_stale_workspace_temps_of(paths: Iterable[Path], now: float | None = No
 
 def _is_temp_of(stems: AbstractSet[str], name: str) -> bool:
     """Whether ``name`` is a workspace temp of a file whose stem is among ``stems``."""
-    match = _WORKSPACE_TEMP_NAME.fullmatch(name)
-    return match is not None and match[1] in stems
+    return workspace_temp_stem(name) in stems
 
 
 def clear_stale_temps(

@@ -121,13 +121,21 @@ def build_file_manifest(workspace: Path, relative_paths: Iterable[str]) -> dict[
 
 
 WORKSPACE_TEMP_SUFFIX = ".agent-assist.tmp"
-_WORKSPACE_TEMP = re.compile(rf"(?s)\..+\.[0-9a-f]{{8}}{re.escape(WORKSPACE_TEMP_SUFFIX)}")
+_WORKSPACE_TEMP = re.compile(rf"(?s)\.(.+)\.[0-9a-f]{{8}}{re.escape(WORKSPACE_TEMP_SUFFIX)}")
+"""A workspace temp's name; its group is the stem of the file it was to replace."""
 
 
 def is_workspace_temp(name: str) -> bool:
     """Whether ``name`` is a temp of ``session.atomic.replace_workspace_file``: a write in
     flight, or one a killed write left behind; never a file of the user's to track."""
-    return _WORKSPACE_TEMP.fullmatch(name) is not None
+    return workspace_temp_stem(name) is not None
+
+
+def workspace_temp_stem(name: str) -> str | None:
+    """The stem of the file ``name`` is a workspace temp of (``_temp_stem`` in
+    ``session.atomic``), or None if it is none."""
+    match = _WORKSPACE_TEMP.fullmatch(name)
+    return None if match is None else match[1]
 
 
 def list_tree(workspace: Path, directory: str) -> list[str]:
