@@ -360,8 +360,11 @@ class SessionLifecycle:
     def estimated_tokens(self, extra_chars: int = 0) -> int:
         """The next request's size by the characters-per-token estimate alone (the same
         measure before and after a compaction, for the notices)."""
-        chars = sum(message_chars(m) for m in self.request_history())
-        return estimate_tokens(chars + len(self.instructions()) + extra_chars)
+        return estimate_tokens(self.history_chars() + len(self.instructions()) + extra_chars)
+
+    def history_chars(self) -> int:
+        """The characters of the history the next request carries."""
+        return sum(message_chars(m) for m in self.request_history())
 
     def compaction_due(
         self, *, request_tokens: int | None = None, force: bool = False
@@ -378,8 +381,7 @@ class SessionLifecycle:
                 return None  # compaction off: the tail is held to the budget instead
             if config.token_threshold is None or request_tokens < config.token_threshold:
                 return None  # what token_window answers, without building the events
-            history_chars = sum(message_chars(m) for m in self.request_history())
-            other_chars = request_tokens * CHARS_PER_TOKEN - history_chars
+            other_chars = request_tokens * CHARS_PER_TOKEN - self.history_chars()
             return token_window(self.events(), config, request_tokens, other_chars)
         if self.invocations < self.backoff_until:
             return None  # the sliding window's back-off after a failure
