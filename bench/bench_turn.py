@@ -205,14 +205,16 @@ class Measured:
     """CPU seconds per turn: the supervisor's process, the in-process agent."""
 
 
-async def measure(home: Path, runtime: Path, workspace: Path, turns: int) -> Measured:
+async def measure(
+    home: Path, runtime: Path, workspace: Path, scratch: Path, turns: int
+) -> Measured:
     """Samples of ours, the in-process agent and the raw save, one of each in turn."""
     ours, limit = ThroughSupervisor(runtime, workspace), InProcess(workspace)
     for _ in range(5):  # warm both up
         ours.turn()
         await limit.turn()
     session_file = the_session_file(home)
-    raw = RawSave(session_file, workspace)
+    raw = RawSave(session_file, scratch)
     samples: Samples = ([], [], [])
     sent: list[int] = []
     supervisor = int(RuntimePaths(runtime).pid_file.read_text())
@@ -231,10 +233,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=200)
     args = parser.parse_args()
-    with private_supervisor() as (env, _workspace, runtime), tempfile.TemporaryDirectory() as tmp:
+    with (
+        private_supervisor() as (env, _workspace, runtime),
+        tempfile.TemporaryDirectory() as workspace,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
         home = Path(env["AGENT_ASSIST_HOME"])
         measured = anyio.run(
-            measure, home, runtime, Path(tmp), args.turns, backend_options=loop_options()
+            measure,
+            home,
+            runtime,
+            Path(workspace),
+            Path(scratch),
+            args.turns,
+            backend_options=loop_options(),
         )
     ours, limit, raw = measured.samples
     ours_sent, limit_sent = measured.sent
