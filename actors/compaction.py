@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -58,6 +59,12 @@ model less time before the offline summarizer takes over."""
 LLM_RETRY_AFTER_S = 300.0
 """After the summary model failed, the offline summarizer alone for this long."""
 SUMMARY_DELAY_S = 1.0
+SUMMARY_MODEL_SLOTS = 4
+"""Session summaries asked of the summary model at once: every terminal leaving together
+(a logout, ``supervisor stop``) asked it one each, hundreds at once."""
+SUMMARY_SLOT_WAIT_S = 5.0
+"""How long an asked summary (the exit's, whose asker gives up after 10 s) waits for one
+of ``SUMMARY_MODEL_SLOTS`` before the offline summarizer answers instead."""
 KEPT_ANSWERS = 64
 """Told compactions' answers kept for an ask of the same window."""
 STOPPED_LINE = "the compaction actor stopped before it finished"
@@ -127,9 +134,12 @@ class CompactionActor(Actor[CompactionMessage]):
         summary_model: str | None = None,
         summarizer: BaseEventsSummarizer | None = None,
         llm_timeouts: tuple[float, float] = (LLM_SUMMARY_TIMEOUT_S, LLM_BLOCKING_TIMEOUT_S),
+        summary_slots: tuple[int, float] = (SUMMARY_MODEL_SLOTS, SUMMARY_SLOT_WAIT_S),
     ) -> None:
         """``summarizer`` replaces the configured ones (LLM, then offline) for compactions;
-        ``llm_timeouts`` bound the summary model in the background and when waited for."""
+        ``llm_timeouts`` bound the summary model in the background and when waited for;
+        ``summary_slots``: the summaries asked of the model at once, and how long an
+        asked one waits for a slot."""
         self._self = self_ref
         self._summary_model = summary_model
         self._summarizer = summarizer
@@ -137,6 +147,8 @@ class CompactionActor(Actor[CompactionMessage]):
         self._llm_down: dict[str, tuple[float, str]] = {}
         """Summary models that failed: until when the offline summarizer stands in, why."""
         self._llm_timeouts = llm_timeouts
+        self._summary_slots = anyio.CapacityLimiter(summary_slots[0])
+        self._summary_slot_wait = summary_slots[1]
         self._waiting: dict[str, Summarize] = {}
         self._summarizing: set[str] = set()
         """Sessions whose summary is being written: one at a time each (a hung summary
@@ -365,13 +377,27 @@ class CompactionActor(Actor[CompactionMessage]):
     async def _summarize(self, message: Summarize) -> str | None:
         model = self._model_of(message.summary_model)
         if model is not None and message.messages and self._llm_usable(model):  # new turns
-            try:
-                summarizer = self._llm(model).with_prompt_template(SUMMARY_TEMPLATE)
-                with anyio.fail_after(self._llm_timeouts[0]):
-                    return await self._llm_summary(summarizer, message)
-            except Exception as exc:
-                self._llm_failed(model, "summary", exc)
+            # An asked summary (the exit's) waits a while for a slot, a told one (after a
+            # turn, one per session at a time) as long as it takes.
+            wait = self._summary_slot_wait if message.reply_to is None else math.inf
+            if await self._summary_slot(wait):
+                try:
+                    summarizer = self._llm(model).with_prompt_template(SUMMARY_TEMPLATE)
+                    with anyio.fail_after(self._llm_timeouts[0]):
+                        return await self._llm_summary(summarizer, message)
+                except Exception as exc:
+                    self._llm_failed(model, "summary", exc)
+                finally:
+                    self._summary_slots.release()
         return offline_summary(message.messages, message.decisions, message.previous)
+
+    async def _summary_slot(self, wait: float) -> bool:
+        """One of the summary model's slots taken within ``wait`` seconds (released by
+        the caller), or none."""
+        with anyio.move_on_after(wait):
+            await self._summary_slots.acquire()
+            return True
+        return False
 
     async def _llm_summary(self, summarizer: LlmEventSummarizer, message: Summarize) -> str:
         """The same summary model and input bound as compactions, with the summary prompt."""

@@ -21,6 +21,7 @@ from session.compaction import (
     events_from_messages,
     sliding_window,
 )
+from session.summary import offline_summary
 from tests.conversations import conversation, turn
 
 pytestmark = pytest.mark.anyio
@@ -200,6 +201,48 @@ async def test_a_hung_summary_model_is_asked_one_summary_at_a_time_per_session(
             ]
             asked = {str(r["messages"]) for r in server.requests}  # the client retries each
             assert len(asked) == 1, "the second and third waited; the third ran, offline"
+            tg.cancel_scope.cancel()
+
+
+async def test_summaries_asked_at_once_take_a_few_of_the_summary_models_slots(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every terminal leaving at once (a logout, ``supervisor stop``) asked the summary
+    model one summary each, hundreds of requests at once. A few at a time are asked; an
+    exit's ask that finds no slot free within its wait is answered by the offline
+    summarizer (its asker gives up after 10 s)."""
+    import pydantic_ai.models
+
+    from tests.e2e.openai_server import ChatServer
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+    with ChatServer() as server:
+        server.hang_summaries = True
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
+        conversations = {n: tuple(conversation(*([0] * n))) for n in range(1, 7)}
+        send, answers = anyio.create_memory_object_stream[tuple[int, Any]](6)
+
+        async def leave(compaction: ActorRef[Any], n: int) -> None:
+            request = Summarize(f"{n:012x}", conversations[n], (), None)
+            await send.send((n, await compaction.ask(request, timeout=30)))
+
+        async with anyio.create_task_group() as tg:
+            make = partial(
+                CompactionActor, summary_model="openai-chat:summary-model", summary_slots=(2, 0.5)
+            )
+            compaction: ActorRef[Any] = await tg.start(
+                partial(run_supervised, "compaction", make)
+            )
+            for n in conversations:  # six terminals leaving together
+                tg.start_soon(leave, compaction, n)
+            with anyio.fail_after(30):
+                offline = [await answers.receive() for _ in range(4)]
+            for n, summary in offline:  # the four that found no slot free
+                assert summary == offline_summary(conversations[n], (), None)
+            asked = {str(r["messages"]) for r in server.requests}  # the client retries each
+            assert len(asked) == 2, "two slots: two summaries at the model (hung)"
+            server.released.set()
             tg.cancel_scope.cancel()
 
 
