@@ -86,6 +86,7 @@ from actors.messages import (
     WriteCheckpoint,
 )
 from actors.turn_lines import (
+    TURNS_LEFT_OUT_LINE,
     checkpoint_failed,
     over_budget_line,
     over_budget_uncompacted_line,
@@ -402,12 +403,14 @@ class TerminalActor(Actor[TerminalMessage]):
         """The history a restore brought back: until a turn changes it, a summary that
         arrives was asked for the conversation before the restore, and is dropped."""
         self._held_notices: list[Info] = []
+        """Background notices that came while a reply streamed: told after it."""
         self._flood = NoticeFlood()
         """The changes outside told lately, and those a flood of them holds for one line."""
-        """Background notices that came while a reply streamed: told after it."""
         self._offline_told = False
         """The summary model failed and the terminal was told the offline summarizer
         stands in (once, until the model writes again)."""
+        self._left_out_told = False
+        """``TURNS_LEFT_OUT_LINE`` was told this run."""
         self._summary_covers: tuple[ModelMessage, ...] | None = None
         """The history the last summary kept was made of (the exit asks for none again)."""
         self._written: dict[str, str] = {}
@@ -844,6 +847,7 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._watch(manifest)
             await self._summarize_later()
             await self._compact_later()
+            await self._tell_turns_left_out()
         outside -= told_in_turn - {path for path, _ in done.written}  # read, told already
         if outside:
             await self._note_changes(outside)
@@ -1172,6 +1176,13 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._peers.compaction.tell(self._compact_request(window, "window", self._self))
         except DeadActor:
             self._lc = self._lc.compaction_failed(self._lc.generation)
+
+    async def _tell_turns_left_out(self) -> None:
+        """Once a run: with automatic compaction off, the first turn the request's tail
+        leaves out (neither sent nor summarized) is said, not dropped without a word."""
+        if not self._left_out_told and self._lc.turns_left_out():
+            self._left_out_told = True
+            await self._emit(Info(TURNS_LEFT_OUT_LINE))
 
     async def _compact_for_budget(self, extra_chars: int, *, again: bool = False) -> int | None:
         """Before a model request: over the token budget, compact first (and wait). If the

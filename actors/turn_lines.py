@@ -347,3 +347,11 @@ def over_budget_uncompacted_line(tokens: int, threshold: int, *, compaction_off:
         f"warning: {over} and nothing in it is left to compact (the last turn and the "
         "instructions outweigh it); raise AGENT_ASSIST_CONTEXT_TOKENS or /reset to start afresh"
     )
+
+
+TURNS_LEFT_OUT_LINE: Final = (
+    "note: automatic compaction is off (compaction_interval 0), so from now on the oldest "
+    "turns are left out of what the model is sent, not summarized (only the newest that "
+    "fit are sent); /compact summarizes the conversation instead"
+)
+"""Told once a run, when the tail's limits first leave a turn out (H91: silently before)."""

@@ -366,6 +366,15 @@ class SessionLifecycle:
         """The characters of the history the next request carries."""
         return sum(message_chars(m) for m in self.request_history())
 
+    def turns_left_out(self) -> int:
+        """The turns in memory the next request leaves out, neither sent nor summarized:
+        with automatic compaction off and no ``/compact`` yet, the tail's limits (its
+        turns, its characters, the token budget) drop the oldest (after a ``/compact``
+        they join its summary instead)."""
+        if self.compaction is not None:
+            return 0
+        return bisect.bisect_left(self.history_starts, self.tail_start)
+
     def compaction_due(
         self, *, request_tokens: int | None = None, force: bool = False
     ) -> Window | None:

@@ -311,6 +311,20 @@ def test_with_the_window_off_the_tail_limit_applies() -> None:
     assert prompts(lc) == ["question 23", "question 24", "question 25"]
 
 
+def test_with_the_window_off_the_turns_the_tail_leaves_out_are_counted() -> None:
+    p = PersistPolicy(max_turns=3, compaction=EventsCompactionConfig(0, 0))
+    lc = after_turns(SessionLifecycle(policy=p).start_fresh(T0).lifecycle, 1, 3)
+    assert lc.turns_left_out() == 0
+    lc = after_turns(lc, 4, 5)
+    assert lc.turns_left_out() == 2, "turns 1 and 2: neither sent nor summarized"
+
+
+def test_with_the_window_on_no_turn_is_left_out_unsummarized() -> None:
+    p = PersistPolicy(max_turns=3, compaction=EventsCompactionConfig(3, 1))
+    lc = after_turns(SessionLifecycle(policy=p).start_fresh(T0).lifecycle, 1, 8)
+    assert lc.turns_left_out() == 0
+
+
 def test_huge_turns_over_the_budget_are_compacted_not_kept() -> None:
     p = policy(interval=10, threshold=1000)  # retention 2 events, at most 2,000 characters
     lc = fresh(p)

@@ -85,6 +85,21 @@ def test_without_compaction_requests_grow_to_the_tail_limit(env: Env, server: Ch
     assert max(sizes) == 41, "the 20-turn tail and the new prompt"
 
 
+def test_with_compaction_off_the_oldest_turns_left_out_are_said_once(env: Env) -> None:
+    """H91: with automatic compaction off, the tail's limits (20 turns here) left the
+    oldest turns out of every request without a word."""
+    from actors.turn_lines import TURNS_LEFT_OUT_LINE
+
+    result = env.run(
+        "--new",
+        input=script(range(1, 24)),
+        terminal=env.terminal(),
+        AGENT_ASSIST_COMPACTION_INTERVAL="0",
+    )
+    assert result.returncode == 0, result.stderr
+    assert (result.stdout + result.stderr).count(TURNS_LEFT_OUT_LINE) == 1
+
+
 def test_a_resume_after_a_supervisor_restart_sends_what_was_sent_before(
     env: Env, server: ChatServer
 ) -> None:
