@@ -393,7 +393,13 @@ class CompactionActor(Actor[CompactionMessage]):
 
     async def _summary_slot(self, wait: float) -> bool:
         """One of the summary model's slots taken within ``wait`` seconds (released by
-        the caller), or none."""
+        the caller), or none. A free one is taken without a turn of the loop: an exit's
+        summary is asked before a ``supervisor stop`` right behind it ends the actor."""
+        try:
+            self._summary_slots.acquire_nowait()
+            return True
+        except anyio.WouldBlock:
+            pass
         with anyio.move_on_after(wait):
             await self._summary_slots.acquire()
             return True

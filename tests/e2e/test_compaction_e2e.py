@@ -445,9 +445,10 @@ def test_the_summary_models_summary_covers_the_compacted_turns_too(
     asked_before = len(summary_prompts(server))
     result = env.run("--resume", session_id, input=script(range(5, 6)))
     assert result.returncode == 0, result.stderr
-    env.run("supervisor", "stop")
-    prompts = summary_prompts(server)[asked_before:]
-    assert prompts, "the new turn's summary was asked of the summary model"
+    prompts = wait_for(  # the exit's summary: asked once the terminal has gone
+        lambda: summary_prompts(server)[asked_before:],
+        what="the new turn's summary asked of the summary model",
+    )
     assert "[earlier summary]" in prompts[-1] and "turns 1-4" in prompts[-1], prompts[-1]
     assert "turn 5:" in prompts[-1]
 
