@@ -115,6 +115,7 @@ from session.filesystem import (
     build_file_manifest,
     clear_leftover_temps,
     detect_file_drift,
+    file_modes,
     is_inside,
     list_tree,
     what_is_at,
@@ -1677,8 +1678,16 @@ class TerminalActor(Actor[TerminalMessage]):
             return
         now, _ = await self._manifest(checkpoint.files)
         missing = [path for path in checkpoint.files if path not in now]
-        in_the_way = await anyio.to_thread.run_sync(what_is_at, self._config.workspace, missing)
-        plan = restore_plan(checkpoint.files, now, in_the_way)
+        workspace = self._config.workspace
+        in_the_way = await anyio.to_thread.run_sync(what_is_at, workspace, missing)
+        modes_now = await anyio.to_thread.run_sync(file_modes, workspace, checkpoint.modes)
+        plan = restore_plan(
+            checkpoint.files,
+            now,
+            in_the_way,
+            modes_then=checkpoint.modes,
+            modes_now=modes_now,
+        )
         if not plan.to_write:
             if plan.in_the_way:  # nothing to ask: named, never written over
                 lines = [f"Tracked files differ from checkpoint {number}:", *plan.lines(number)]

@@ -130,24 +130,30 @@ def atomic_write(
 
 
 def replace_workspace_file(
-    path: Path, data: bytes, *, sync_dir: bool = True, clear_temps: bool = True
+    path: Path,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    sync_dir: bool = True,
+    clear_temps: bool = True,
 ) -> None:
     """Atomically and durably replace a user's file: temp file in the same directory, fsync,
     rename, fsync of the directory (unless ``sync_dir`` is False: the caller syncs it once
-    for several files); the file keeps its mode (a new file gets 0666 less the umask). Never
-    follows a symlink: one at ``path`` is refused (OSError ELOOP). Then the temps a killed
-    write of it left are cleared (unless ``clear_temps`` is False: the caller clears them
-    for several files at once, ``clear_stale_workspace_temps_of``)."""
+    for several files); the file gets ``mode`` (permission bits, whatever the umask: a
+    restore's), else keeps its own (a new file gets 0666 less the umask). Never follows a
+    symlink: one at ``path`` is refused (OSError ELOOP). Then the temps a killed write of
+    it left are cleared (unless ``clear_temps`` is False: the caller clears them for
+    several files at once, ``clear_stale_workspace_temps_of``)."""
     try:
         info = os.stat(path, follow_symlinks=False)
     except FileNotFoundError:
-        mode = None
+        pass  # a new file: ``mode``, or the default
     else:
         if stat.S_ISLNK(info.st_mode):
             raise OSError(errno.ELOOP, "is a symlink; not following it", str(path))
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
-        mode = stat.S_IMODE(info.st_mode)
+        mode = stat.S_IMODE(info.st_mode) if mode is None else mode
     tmp = path.with_name(f".{_temp_stem(path.name)}.{secrets.token_hex(4)}{WORKSPACE_TEMP_SUFFIX}")
     _replace(path, tmp, data, mode, sync_dir, durable=True)
     if clear_temps:

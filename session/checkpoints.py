@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,7 +24,9 @@ from session.errors import CheckpointError
 from session.filesystem import in_git_directory
 from session.models import SessionState, Sha256Hex, UtcDatetime
 
-CHECKPOINT_FORMAT: Final = 1
+CHECKPOINT_FORMAT: Final = 2
+"""The entry's layout: 1 had no ``modes``; 2 keeps each file's permission bits. An
+agent-assist that knows only 1 leaves a 2 untouched (never moves it aside as damaged)."""
 CAP_SETTING: Final = "AGENT_ASSIST_CHECKPOINT_MAX_MB"
 CAP_SETTINGS_TOLD: Final = f"{CAP_SETTING} or checkpoint_max_mb in config.toml"
 """Where the cap comes from, as a cap message names it (the environment or the file)."""
@@ -37,6 +39,9 @@ GIT_OWN: Final = "git's own file"
 """Why a file inside ``.git`` is never restored, as the restore's lines name it."""
 _ENTRY_RE = re.compile(r"^(\d{4,9})\.json\Z")
 
+Mode = Annotated[int, Field(ge=0, le=0o7777)]
+"""A file's permission bits (``stat.S_IMODE``), as an entry keeps them."""
+
 Reason = Literal["save", "auto", "restore"]
 """Why a checkpoint was written: ``/save``, before the assistant's first write in a
 turn, or just before a restore (so that the restore can be undone)."""
@@ -47,12 +52,17 @@ class Checkpoint(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    format: Literal[1] = CHECKPOINT_FORMAT
+    format: Literal[1, 2] = CHECKPOINT_FORMAT
     number: int = Field(ge=1)
     created_at: UtcDatetime
     reason: Reason
     files: dict[str, Sha256Hex]
     """Every tracked file that existed then: ``{relative_path: sha256}`` (its blob)."""
+    modes: dict[str, Mode] = Field(default_factory=dict)
+    """The permission bits of each file of ``files`` then (``{relative_path: 0o755}``):
+    the entry's, not the blob's, which is shared by every file of that content. Empty in
+    an entry of format 1, written before modes were kept: a restore leaves the mode as it
+    is now (a file made again gets the default, 0666 less the umask)."""
     sizes: dict[Sha256Hex, int]
     """The size in bytes of each blob ``files`` refers to."""
     state: SessionState
@@ -173,7 +183,7 @@ def listing_items(checkpoints: Sequence[Checkpoint]) -> list[dict[str, object]]:
     turns, files changed since the previous one, why it was written, the last message's
     first words."""
     items: list[dict[str, object]] = []
-    previous: Mapping[str, str] | None = None  # the first has none to be counted against
+    previous: Checkpoint | None = None  # the first has none to be counted against
     for checkpoint in sorted(checkpoints, key=lambda c: c.number):
         items.append(
             {
@@ -181,14 +191,44 @@ def listing_items(checkpoints: Sequence[Checkpoint]) -> list[dict[str, object]]:
                 "created_at": checkpoint.created_at.isoformat().replace("+00:00", "Z"),  # as rows
                 "turns": checkpoint.turns,
                 "files_changed": (
-                    0 if previous is None else diff_manifests(previous, checkpoint.files).count
+                    0 if previous is None else files_changed(previous, checkpoint)
                 ),
                 "reason": checkpoint.reason,
                 "last_user": checkpoint.last_user or None,
             }
         )
-        previous = checkpoint.files
+        previous = checkpoint
     return items
+
+
+def files_changed(old: Checkpoint, new: Checkpoint) -> int:
+    """Files whose content or mode differs from ``old`` to ``new``, added and deleted ones
+    included."""
+    diff = diff_manifests(old.files, new.files)
+    both = old.files.keys() & new.files.keys()
+    return diff.count + len(mode_changes(old.modes, new.modes, both, skip=diff.modified))
+
+
+def mode_changes(
+    then: Mapping[str, int],
+    now: Mapping[str, int],
+    paths: Iterable[str],
+    *,
+    skip: Iterable[str] = (),
+) -> dict[str, tuple[int, int]]:
+    """``{path: (mode then, mode now)}`` for each of ``paths`` (not in ``skip``) whose mode is
+    known at both moments and differs (an entry of format 1 knows none)."""
+    skipped = set(skip)
+    return {
+        p: (then[p], now[p])
+        for p in sorted(paths)
+        if p not in skipped and p in then and p in now and then[p] != now[p]
+    }
+
+
+def mode_text(mode: int) -> str:
+    """``0755``: permission bits as ``chmod`` takes them."""
+    return f"{mode:04o}"
 
 
 def listing_lines(checkpoints: Sequence[Checkpoint]) -> list[str]:
@@ -226,7 +266,7 @@ class RestorePlan:
     """What a file restore of checkpoint N would do to the workspace now."""
 
     modified: tuple[str, ...]
-    """Files of N whose content differs now: written back."""
+    """Files of N whose content, or only mode, differs now: written back."""
     deleted: tuple[str, ...]
     """Files of N missing now: written back."""
     left_alone: tuple[str, ...]
@@ -235,6 +275,10 @@ class RestorePlan:
     """Files of N whose place, or one of whose directories' place, holds what is not a
     file now (``a symlink is there now``), and git's own files (inside ``.git``: a model
     may read them, nothing of agent-assist writes them): never written, only named."""
+    mode_only: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """Files of ``modified`` whose content is N's and only the mode differs: ``{path:
+    (mode at N, mode now)}``. A restore writes them back as a content change (atomically,
+    with N's mode), so they are asked about as one."""
 
     @property
     def to_write(self) -> tuple[str, ...]:
@@ -243,7 +287,7 @@ class RestorePlan:
     def lines(self, number: int) -> list[str]:
         """One line per file, the first ``FILES_NAMED`` of them, then one that counts the
         rest by kind."""
-        lines = [self._line(p, "modified") for p in self.modified]
+        lines = [self._line(p, "modified" + self._mode_note(p, number)) for p in self.modified]
         lines += [self._line(p, "deleted") for p in self.deleted]
         lines += [f"  {p}: not in checkpoint {number}; left alone" for p in self.left_alone]
         if len(lines) <= FILES_NAMED:
@@ -266,6 +310,13 @@ class RestorePlan:
                 counts.append(f"{count - shown:,} {kind}")
         return f"  and {rest:,} more file{'' if rest == 1 else 's'}: {', '.join(counts)}"
 
+    def _mode_note(self, path: str, number: int) -> str:
+        """`` (mode only: 0644 now, 0755 at checkpoint 1)`` for a file whose mode alone differs."""
+        if path not in self.mode_only:
+            return ""
+        then, now = self.mode_only[path]
+        return f" (mode only: {mode_text(now)} now, {mode_text(then)} at checkpoint {number})"
+
     def _line(self, path: str, how: str) -> str:
         if path in self.in_the_way:
             return f"  {path}: {how}; {self.in_the_way[path]}, left alone"
@@ -276,16 +327,21 @@ def restore_plan(
     at_checkpoint: Mapping[str, str],
     now: Mapping[str, str],
     in_the_way: Mapping[str, str] | None = None,
+    *,
+    modes_then: Mapping[str, int] | None = None,
+    modes_now: Mapping[str, int] | None = None,
 ) -> RestorePlan:
     """Compare N's files with the workspace's tracked files now (missing ones absent);
     ``in_the_way``: what stands at the places of missing ones (``what_is_at`` of
-    ``session/filesystem.py``)."""
+    ``session/filesystem.py``); ``modes_then`` (N's ``modes``) and ``modes_now`` (the
+    files' permission bits now): a file whose mode alone differs is ``modified`` too."""
     diff = diff_manifests(at_checkpoint, now)
+    same = at_checkpoint.keys() & now.keys()
+    mode_only = mode_changes(modes_then or {}, modes_now or {}, same, skip=diff.modified)
+    modified = tuple(sorted((*diff.modified, *mode_only)))
     blocked = {p: what for p, what in (in_the_way or {}).items() if p in diff.deleted}
-    blocked.update(
-        {p: GIT_OWN for p in (*diff.modified, *diff.deleted) if in_git_directory(p)}
-    )
-    return RestorePlan(diff.modified, diff.deleted, diff.added, blocked)
+    blocked.update({p: GIT_OWN for p in (*modified, *diff.deleted) if in_git_directory(p)})
+    return RestorePlan(modified, diff.deleted, diff.added, blocked, mode_only)
 
 
 # -- the size cap -------------------------------------------------------------

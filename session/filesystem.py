@@ -120,6 +120,22 @@ def build_file_manifest(workspace: Path, relative_paths: Iterable[str]) -> dict[
     return manifest
 
 
+def file_modes(workspace: Path, relative_paths: Iterable[str]) -> dict[str, int]:
+    """``{relative_path: permission bits}`` of the safe, existing, regular files among
+    ``relative_paths`` (a symlink is not followed)."""
+    modes: dict[str, int] = {}
+    for relative in sorted(set(relative_paths)):
+        if not is_safe_relative_path(workspace, relative):
+            continue
+        try:
+            info = os.lstat(workspace / relative)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            modes[relative] = stat.S_IMODE(info.st_mode)
+    return modes
+
+
 WORKSPACE_TEMP_SUFFIX = ".agent-assist.tmp"
 _WORKSPACE_TEMP = re.compile(rf"(?s)\.(.+)\.[0-9a-f]{{8}}{re.escape(WORKSPACE_TEMP_SUFFIX)}")
 """A workspace temp's name; its group is the stem of the file it was to replace."""

@@ -946,15 +946,17 @@ class CheckpointStore:
                 raise CheckpointError(f"cannot read {relative} ({why})")
         contents: dict[str, bytes] = {}
         files: dict[str, str] = {}
+        modes: dict[str, int] = {}
         named = scrub_keys(dict.fromkeys(paths, ""), with_secrets(self.known_secrets, secrets))
         for relative in safe_relative_paths(workspace, sorted(named)):  # as the manifest's:
             try:  # a name that holds a secret is not kept (a file is restored by its name)
-                data = read_workspace_bytes(workspace, relative, cap)
+                found = read_workspace_file(workspace, relative, cap)
             except OverCap as exc:
                 used = self.usage(session_id) + exc.size
                 raise CheckpointCapExceeded(session_id, used, cap, CAP_SETTINGS_TOLD) from None
-            if data is None:
+            if found is None:
                 continue
+            data, modes[relative] = found
             digest = hashlib.sha256(data).hexdigest()
             files[relative] = digest
             contents[digest] = data
@@ -964,6 +966,7 @@ class CheckpointStore:
             created_at=now,
             reason=reason,
             files=files,
+            modes=modes,
             sizes={digest: len(data) for digest, data in contents.items()},
             state=scrub_state(
                 state.model_copy(
@@ -1014,7 +1017,8 @@ class CheckpointStore:
     def restore_files(
         self, workspace: Path, checkpoint: Checkpoint, paths: Iterable[str]
     ) -> RestoredFiles:
-        """Write ``paths`` back to their content at ``checkpoint``, each atomically. Every
+        """Write ``paths`` back to their content and mode at ``checkpoint``, each atomically
+        (a checkpoint that kept no mode, of format 1, leaves the mode as it is now). Every
         blob is read and checked first, so a missing one writes nothing; then a file that
         cannot be written (a symlink or a directory there now, a symlinked directory, a
         full disk) is named with its reason and the others are still written."""
@@ -1035,7 +1039,13 @@ class CheckpointStore:
                 target = workspace / relative
                 try:
                     target.parent.mkdir(parents=True, exist_ok=True)
-                    replace_workspace_file(target, data, sync_dir=False, clear_temps=False)
+                    replace_workspace_file(
+                        target,
+                        data,
+                        mode=checkpoint.modes.get(relative),
+                        sync_dir=False,
+                        clear_temps=False,
+                    )
                 except OSError as exc:
                     failed[relative] = exc.strerror or str(exc)
                     continue
@@ -1113,9 +1123,12 @@ class OverCap(Exception):
         self.size = size
 
 
-def read_workspace_bytes(workspace: Path, relative: str, max_bytes: int) -> bytes | None:
-    """A workspace file's bytes if it is a regular file (a symlink is not followed), else
-    None; OverCap if it holds more than ``max_bytes``. The caller checked the path is safe."""
+def read_workspace_file(
+    workspace: Path, relative: str, max_bytes: int
+) -> tuple[bytes, int] | None:
+    """A workspace file's bytes and permission bits if it is a regular file (a symlink is
+    not followed), else None; OverCap if it holds more than ``max_bytes``. The caller
+    checked the path is safe."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
         fd = os.open(os.path.join(workspace, relative), flags)
@@ -1130,10 +1143,13 @@ def read_workspace_bytes(workspace: Path, relative: str, max_bytes: int) -> byte
         data = handle.read()  # sized by fstat, not by the (large) cap
     if len(data) > max_bytes:
         raise OverCap(len(data))
-    return data
+    return data, stat.S_IMODE(info.st_mode)
 
 
 def encode_checkpoint(checkpoint: Checkpoint) -> bytes:
-    """The entry's bytes; the state is encoded as the session file is (``encode_state``)."""
-    head = orjson.dumps(checkpoint.model_dump(mode="json", exclude={"state"}))
+    """The entry's bytes; the state is encoded as the session file is (``encode_state``).
+    An entry of format 1 (rewritten scrubbed) stays one: no ``modes``, which an
+    agent-assist of that format would take for damage."""
+    exclude = {"state"} if checkpoint.format >= 2 else {"state", "modes"}
+    head = orjson.dumps(checkpoint.model_dump(mode="json", exclude=exclude))
     return head[:-1] + b',"state":' + encode_state(checkpoint.state) + b"}"

@@ -300,3 +300,26 @@ async def test_a_file_deleted_then_made_again_within_a_burst_is_told_made_again(
     (rig.workspace / "notes.md").write_text("notes.md back, by hand\n")
     seen = await rig.until(lambda o: "outside agent-assist" in getattr(o, "text", ""))
     assert notices(seen) == ["note: notes.md changed outside agent-assist"]
+
+
+async def test_a_restore_asks_about_a_mode_changed_alone_and_gives_it_back(rig: Rig) -> None:
+    """A helper's attack (H94): checkpoints kept content, not modes; a `chmod -x run.sh`
+    since checkpoint 1 was no difference, and a run.sh deleted came back without +x."""
+    script = rig.workspace / "run.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    await rig.turn("read run.sh")
+    assert (await rig.command("save")).endswith("saved as checkpoint 1.")
+    script.chmod(0o644)
+
+    await rig.terminal.tell(RunCommand("checkpoint", "1"))
+    listed: Info = await rig.next_of(Info)
+    assert listed.text == (
+        "Tracked files differ from checkpoint 1:\n"
+        "  run.sh: modified (mode only: 0644 now, 0755 at checkpoint 1)"
+    )
+    ask: AskUser = await rig.next_of(AskUser)
+    await rig.terminal.tell(ConfirmAnswer(ask.id, True))
+    done: CommandOutput = await rig.next_of(CommandOutput)
+    assert "Files restored: run.sh." in done.text
+    assert script.stat().st_mode & 0o7777 == 0o755

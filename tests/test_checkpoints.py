@@ -147,6 +147,33 @@ def test_a_restore_writes_changed_and_missing_files_and_leaves_new_ones_alone() 
     ]
 
 
+def test_a_file_whose_mode_alone_differs_is_modified_and_asked_about() -> None:
+    plan = restore_plan(
+        {"run.sh": A, "spec.md": A},
+        {"run.sh": A, "spec.md": B},
+        modes_then={"run.sh": 0o755, "spec.md": 0o644},
+        modes_now={"run.sh": 0o644, "spec.md": 0o600},
+    )
+    assert plan.to_write == ("run.sh", "spec.md")
+    assert plan.lines(2) == [
+        "  run.sh: modified (mode only: 0644 now, 0755 at checkpoint 2)",
+        "  spec.md: modified",
+    ]
+
+
+def test_a_mode_a_checkpoint_did_not_keep_is_no_difference() -> None:
+    plan = restore_plan({"run.sh": A}, {"run.sh": A}, modes_then={}, modes_now={"run.sh": 0o644})
+    assert plan.to_write == ()
+
+
+def test_the_listing_counts_a_file_whose_mode_alone_changed() -> None:
+    first = checkpoint(1, {"run.sh": A}).model_copy(update={"modes": {"run.sh": 0o644}})
+    second = checkpoint(2, {"run.sh": A}).model_copy(update={"modes": {"run.sh": 0o755}})
+    third = checkpoint(3, {"run.sh": A})  # no mode kept (as in format 1): none compared
+    assert "1 file changed" in listing_lines([first, second, third])[1]
+    assert "0 files changed" in listing_lines([first, second, third])[2]
+
+
 def test_a_restore_of_many_files_names_twenty_and_counts_the_rest_by_kind() -> None:
     """A helper's attack: restoring 2,000 templates asked with 2,000 lines."""
     at_checkpoint = {f"t{n:04}.md": A for n in range(30)}
@@ -279,17 +306,63 @@ def test_the_cap_refuses_a_checkpoint_and_writes_nothing(
     assert len(os.listdir(store.blobs_dir)) == 1
 
 
-def test_restoring_writes_the_content_back_and_keeps_the_mode(
+def test_restoring_writes_the_content_and_the_mode_back(
     store: CheckpointStore, workspace: Path
 ) -> None:
-    first = store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
     spec = workspace / "spec.md"
+    spec.chmod(0o640)
+    first = store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    assert first.modes == {"spec.md": 0o640}
     spec.write_text("v2\n")
     spec.chmod(0o600)
     assert store.restore_files(workspace, first, ["spec.md"]) == RestoredFiles(("spec.md",), {})
     assert spec.read_text() == "v1\n"
-    assert spec.stat().st_mode & 0o777 == 0o600
+    assert spec.stat().st_mode & 0o7777 == 0o640
     assert sorted(os.listdir(workspace)) == ["spec.md"]  # no temp file left
+
+
+def test_a_deleted_executable_is_made_again_executable_whatever_the_umask(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """It came back 0644 (0666 less the umask): a restored run.sh no longer ran."""
+    script = workspace / "run.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    first = store.write(state(), workspace, ["run.sh"], reason="save", cap=10**9, now=NOW)
+    script.unlink()
+    old_umask = os.umask(0o077)
+    try:
+        store.restore_files(workspace, first, ["run.sh"])
+    finally:
+        os.umask(old_umask)
+    assert script.stat().st_mode & 0o7777 == 0o755
+
+
+def test_an_entry_that_kept_no_mode_leaves_the_mode_as_it_is(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """An entry of format 1, written before modes were kept, still restores its content."""
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    path = store.session_dir("0123456789ab") / "0001.json"
+    raw = orjson.loads(path.read_bytes())
+    raw["format"] = 1
+    del raw["modes"]
+    path.write_bytes(orjson.dumps(raw))
+    old = store.load("0123456789ab", 1)
+    assert old.modes == {}
+    spec = workspace / "spec.md"
+    spec.write_text("v2\n")
+    spec.chmod(0o600)
+    store.restore_files(workspace, old, ["spec.md"])
+    assert (spec.read_text(), spec.stat().st_mode & 0o777) == ("v1\n", 0o600)
+
+
+def test_an_entry_that_kept_no_mode_stays_one_an_older_agent_assist_reads() -> None:
+    """Rewritten (scrubbed of a secret found later), it gained ``modes``, which an
+    agent-assist of format 1 would take for damage and move aside."""
+    old = checkpoint(1, {"spec.md": A}).model_copy(update={"format": 1})
+    assert "modes" not in orjson.loads(encode_checkpoint(old))
+    assert orjson.loads(encode_checkpoint(checkpoint(2, {"spec.md": A})))["modes"] == {}
 
 
 def test_a_restore_of_many_files_of_one_directory_reads_it_once_for_leftover_temps(

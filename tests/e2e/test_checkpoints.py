@@ -109,6 +109,7 @@ def test_after_a_restore_the_context_says_taken_back_to_the_checkpoint_not_resum
 
 def test_restore_with_files_writes_them_back_and_can_be_undone(env: Env) -> None:
     session_id = two_versions(env)
+    mode_at_2 = (env.workspace / SPEC).stat().st_mode & 0o777
     (env.workspace / SPEC).chmod(0o640)
     result = env.run(
         "--resume", session_id, input="/checkpoint 2\ny\nnext\n", terminal=env.terminal()
@@ -116,7 +117,7 @@ def test_restore_with_files_writes_them_back_and_can_be_undone(env: Env) -> None
     assert result.returncode == 0, result.stderr
     assert "Files restored: agent_spec.md." in result.stderr
     assert (env.workspace / SPEC).read_text() == "# v1\n"
-    assert (env.workspace / SPEC).stat().st_mode & 0o777 == 0o640
+    assert (env.workspace / SPEC).stat().st_mode & 0o777 == mode_at_2 != 0o640  # as it was
     assert "changed outside" not in result.stderr
     assert "(turn 2 of this conversation" in result.stdout
 
@@ -125,6 +126,7 @@ def test_restore_with_files_writes_them_back_and_can_be_undone(env: Env) -> None
     )
     assert "Restored the conversation to checkpoint 5 (2 turns)" in undo.stderr
     assert (env.workspace / SPEC).read_text() == "# v2\n"
+    assert (env.workspace / SPEC).stat().st_mode & 0o777 == 0o640
     assert "(turn 3 of this conversation" in undo.stdout
 
 
