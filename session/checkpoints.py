@@ -38,6 +38,8 @@ templates printed 2,000 lines to ask, and one line of 36,000 characters after)."
 GIT_OWN: Final = "git's own file"
 """Why a file inside ``.git`` is never restored, as the restore's lines name it."""
 _ENTRY_RE = re.compile(r"^(\d{4,9})\.json\Z")
+_USED_RE = re.compile(r"^(\d{4,9})\.json(?:\.corrupt-.*)?\Z", re.DOTALL)
+"""An entry's name, or the name it was moved aside to when found damaged."""
 
 Mode = Annotated[int, Field(ge=0, le=0o7777)]
 """A file's permission bits (``stat.S_IMODE``), as an entry keeps them."""
@@ -91,8 +93,16 @@ def number_of(name: str) -> int | None:
     return int(match[1]) if match and int(match[1]) > 0 else None
 
 
+def number_used_by(name: str) -> int | None:
+    """The checkpoint number an entry's file name holds, or held before the entry was moved
+    aside as damaged (``0003.json.corrupt-<time>``); None for anything else."""
+    match = _USED_RE.match(name)
+    return int(match[1]) if match and int(match[1]) > 0 else None
+
+
 def next_number(existing: Iterable[int], checkpoint_count: int) -> int:
-    """Numbers only grow: one past the highest on disk or recorded in the session."""
+    """Numbers only grow: one past the highest on disk (``existing``: entries, and those
+    moved aside as damaged) or recorded in the session."""
     return max(max(existing, default=0), checkpoint_count) + 1
 
 

@@ -43,6 +43,7 @@ from session.checkpoints import (
     entry_name,
     next_number,
     number_of,
+    number_used_by,
     unknown_number,
 )
 from session.compacted import session_turns, tail_prompts
@@ -820,6 +821,15 @@ class CheckpointStore:
             return []
         return sorted(n for n in map(number_of, names) if n is not None)
 
+    def numbers_used(self, session_id: str) -> list[int]:
+        """``numbers``, and those of the entries moved aside as damaged: none is reused (a
+        crash can leave the session file's ``checkpoint_count`` below the highest entry)."""
+        try:
+            names = os.listdir(self.session_dir(session_id))
+        except FileNotFoundError:
+            return []
+        return sorted({n for n in map(number_used_by, names) if n is not None})
+
     def session_ids(self) -> list[str]:
         try:
             names = os.listdir(self.checkpoints_dir)
@@ -960,7 +970,7 @@ class CheckpointStore:
             digest = hashlib.sha256(data).hexdigest()
             files[relative] = digest
             contents[digest] = data
-        number = next_number(self.numbers(session_id), state.checkpoint_count)
+        number = next_number(self.numbers_used(session_id), state.checkpoint_count)
         checkpoint = Checkpoint(
             number=number,
             created_at=now,

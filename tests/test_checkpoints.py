@@ -21,6 +21,7 @@ from session.checkpoints import (
     named,
     next_number,
     number_of,
+    number_used_by,
     parse_number,
     ranges,
     restore_plan,
@@ -486,6 +487,42 @@ def test_a_damaged_entry_is_moved_aside_and_not_listed(
     (problem,) = listing.problems
     assert problem.startswith("warning: checkpoint 2 is damaged; moved aside to 0002.json.corrupt-")
     assert store.numbers("0123456789ab") == [1]
+
+
+def test_the_number_of_a_damaged_entry_moved_aside_is_never_used_again(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """A helper's find (H94): a supervisor killed between checkpoint 3's entry and the
+    session file left ``checkpoint_count`` 2; entry 3, found damaged later, was moved
+    aside, and the next checkpoint was written as 3 beside ``0003.json.corrupt-...``."""
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    second = store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    third = store.write(
+        state().model_copy(update={"checkpoint_count": 2}),
+        workspace,
+        ["spec.md"],
+        reason="save",
+        cap=10**9,
+        now=NOW,
+    )
+    assert third.number == 3
+    path = store.session_dir("0123456789ab") / "0003.json"
+    path.write_bytes(encode_checkpoint(third)[:-20])
+    assert store.listing("0123456789ab").problems  # moved aside
+    after_the_crash = state().model_copy(update={"checkpoint_count": second.number})
+    written = store.write(
+        after_the_crash, workspace, ["spec.md"], reason="save", cap=10**9, now=NOW
+    )
+    assert written.number == 4
+    assert store.numbers("0123456789ab") == [1, 2, 4]
+
+
+def test_a_name_moved_aside_still_holds_its_number() -> None:
+    assert number_used_by("0003.json.corrupt-20261201T100000Z") == 3
+    assert number_used_by("0003.json.corrupt-20261201T100000Z-1") == 3
+    assert number_used_by("0003.json") == 3
+    assert number_used_by(".0003.json.tmp") is None
+    assert number_used_by("0000.json.corrupt-20261201T100000Z") is None
 
 
 def test_deleting_a_sessions_checkpoints_keeps_what_was_moved_aside(
