@@ -166,6 +166,9 @@ class WriteCheckpoint(Ask["Checkpoint"]):
     keep: tuple[str, ...] = ()
     """Paths about to be written over: one there that cannot be read refuses the
     checkpoint (CheckpointError), as what is written over it could not be taken back."""
+    dry_run: bool = False
+    """Check only: the answer is the checkpoint that would be written, refused as it
+    would be (the cap, a file of ``keep`` unreadable), and nothing is written."""
 
 
 @dataclass(frozen=True)

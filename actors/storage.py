@@ -236,7 +236,16 @@ class StorageActor(Actor[StorageMessage]):
             case LiveCount():
                 return len(self._live)
             case WriteCheckpoint(
-                project, workspace, state, paths, writer, reason, wanted_cap, secrets, keep
+                project,
+                workspace,
+                state,
+                paths,
+                writer,
+                reason,
+                wanted_cap,
+                secrets,
+                keep,
+                dry_run,
             ):
                 self._check_writer(state.session_id, writer)
                 cap = self._checkpoint_cap() if wanted_cap is None else wanted_cap
@@ -251,6 +260,7 @@ class StorageActor(Actor[StorageMessage]):
                         now=utc_now(),
                         secrets=secrets,
                         keep=keep,
+                        dry_run=dry_run,
                     )
                 )
             case ListCheckpoints(project, session_id):

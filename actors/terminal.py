@@ -355,6 +355,16 @@ def _described(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _restore_refused(number: int, exc: BaseException) -> str:
+    """The one line of a restore refused because its undo checkpoint cannot be written."""
+    if isinstance(exc, CheckpointCapExceeded):
+        return f"error: {exc.restore_refused(number)}"
+    return (
+        f"error: checkpoint {number} not restored; nothing changed: the checkpoint that "
+        f"would undo the restore cannot be written ({_described(exc)})"
+    )
+
+
 class TerminalActor(Actor[TerminalMessage]):
     name = "terminal"
 
@@ -1607,17 +1617,20 @@ class TerminalActor(Actor[TerminalMessage]):
         written = await self._checkpoint(reason, manifest, spec, keep)
         return written if isinstance(written, int) else None
 
-    async def _checkpoint(
+    def _checkpoint_message(
         self,
         reason: Reason,
         manifest: dict[str, str],
         spec: str | None,
-        keep: tuple[str, ...] = (),
-    ) -> int | Exception:
-        """``_write_checkpoint``, with the error instead of None (the user was told)."""
+        keep: tuple[str, ...],
+        *,
+        dry_run: bool = False,
+    ) -> WriteCheckpoint:
+        """The StorageActor's order for the next checkpoint of the conversation and of the
+        files of ``manifest``."""
         state = self._summarized(self._lc.write(utc_now(), manifest, spec).state)
         config = self._config
-        message = WriteCheckpoint(
+        return WriteCheckpoint(
             config.project,
             config.workspace,
             state,
@@ -1627,11 +1640,28 @@ class TerminalActor(Actor[TerminalMessage]):
             config.checkpoint_cap,
             self._lc.policy.known_secrets,
             keep,
+            dry_run,
         )
+
+    async def _checkpoint(
+        self,
+        reason: Reason,
+        manifest: dict[str, str],
+        spec: str | None,
+        keep: tuple[str, ...] = (),
+        *,
+        tell: bool = True,
+    ) -> int | Exception:
+        """``_write_checkpoint``, with the error instead of None (the user was told, unless
+        ``tell`` is False: the caller tells it in its own words)."""
+        config = self._config
+        message = self._checkpoint_message(reason, manifest, spec, keep)
         try:
             checkpoint: Checkpoint = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
         except (SessionError, OSError, DeadActor, TimeoutError) as exc:
             log.warning("terminal %d: checkpoint failed: %s", config.terminal_pid, exc)
+            if not tell:
+                return exc
             why = _described(exc)
             if not why.startswith("checkpoint not written"):  # the cap's line says it
                 why = f"checkpoint not written: {why}"
@@ -1688,6 +1718,9 @@ class TerminalActor(Actor[TerminalMessage]):
             modes_then=checkpoint.modes,
             modes_now=modes_now,
         )
+        if plan.to_write and (refused := await self._undo_refused(number, plan)) is not None:
+            await self._emit(CommandOutput(refused))  # before a question it could not honour
+            return
         if not plan.to_write:
             if plan.in_the_way:  # nothing to ask: named, never written over
                 lines = [f"Tracked files differ from checkpoint {number}:", *plan.lines(number)]
@@ -1704,6 +1737,22 @@ class TerminalActor(Actor[TerminalMessage]):
             lambda answer: self._restore(checkpoint, plan, files=answer),
             Event.RESTORE,
         )
+
+    async def _undo_refused(self, number: int, plan: RestorePlan) -> str | None:
+        """Why the checkpoint that would undo a restore of ``number`` with its files (the
+        larger of the two a restore may write) cannot be written now, in the restore's
+        refusal line; None if it can. Checked before ``Restore files too?``: at the size
+        cap, the question was asked and the answer then refused."""
+        manifest, spec = await self._manifest(plan.to_write)
+        message = self._checkpoint_message(
+            "restore", manifest, spec, plan.to_write, dry_run=True
+        )
+        try:
+            await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
+        except (SessionError, OSError, DeadActor, TimeoutError) as exc:
+            log.warning("terminal %d: restore refused: %s", self._config.terminal_pid, exc)
+            return _restore_refused(number, exc)
+        return None
 
     async def _list_checkpoints(self) -> None:
         session_id = self._lc.session_id
@@ -1728,11 +1777,9 @@ class TerminalActor(Actor[TerminalMessage]):
         # deleted, so dropped from the manifest at a resume, then made again by hand).
         written_over = plan.to_write if files else ()
         manifest, spec = await self._manifest(written_over)
-        undo = await self._write_checkpoint("restore", manifest, spec, written_over)
-        if undo is None:
-            await self._emit(
-                CommandOutput(f"error: checkpoint {number} not restored; nothing changed")
-            )
+        undo = await self._checkpoint("restore", manifest, spec, written_over, tell=False)
+        if not isinstance(undo, int):
+            await self._emit(CommandOutput(_restore_refused(number, undo)))
             return
         written: tuple[str, ...] = ()
         failed: dict[str, str] = {}

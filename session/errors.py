@@ -137,13 +137,27 @@ class CheckpointError(SessionError):
 class CheckpointCapExceeded(CheckpointError):
     def __init__(self, session_id: str, would_use: int, cap: int, setting: str) -> None:
         used, capped = megabytes_apart(would_use, cap)
+        self.over = (
+            f"session {session_id}'s checkpoints would take {used} MB, over the {capped} MB cap"
+        )
+        """How far over the cap, in words."""
+        self.setting = setting
+        """Where the cap is set, in words."""
         super().__init__(
-            f"checkpoint not written: session {session_id}'s checkpoints would take "
-            f"{used} MB, over the {capped} MB cap ({setting}); "
-            "raise the cap or start a new session"
+            f"checkpoint not written: {self.over} ({setting}); raise the cap or start a new session"
         )
         self.would_use = would_use
         self.cap = cap
+
+    def restore_refused(self, number: int) -> str:
+        """Why a restore of checkpoint ``number`` is refused, and what to do: a restore first
+        keeps the present in a checkpoint (its undo), and that one does not fit. Freeing room
+        (``/reset``, ``sessions rm``) would delete ``number`` too: only a higher cap helps."""
+        return (
+            f"checkpoint {number} not restored; nothing changed: the checkpoint that would "
+            f"undo the restore does not fit ({self.over}); to restore it, raise the cap "
+            f"({self.setting}) and start agent-assist again"
+        )
 
 
 def megabytes(size: int, digits: int = 3) -> str:

@@ -944,12 +944,14 @@ class CheckpointStore:
         now: datetime,
         secrets: tuple[str, ...] = (),
         keep: Iterable[str] = (),
+        dry_run: bool = False,
     ) -> Checkpoint:
         """Write the next checkpoint of ``state`` with the content of ``paths`` (those that
         are safe, regular files now), its texts scrubbed as a session file's are (``secrets``:
         the writer's own). CheckpointCapExceeded leaves nothing written, and so does
         CheckpointError for a file of ``keep`` (about to be written over) that is there
-        but cannot be read."""
+        but cannot be read. ``dry_run``: the same checks, and the checkpoint that would be
+        written, but nothing is (a restore asks nothing whose undo could not be kept)."""
         session_id = state.session_id
         for relative in safe_relative_paths(workspace, sorted(set(keep))):
             if (why := unreadable(workspace, relative)) is not None:
@@ -991,6 +993,8 @@ class CheckpointStore:
         would_use = entry_bytes + len(entry) + sum(new_sizes.values())
         if would_use > cap:
             raise CheckpointCapExceeded(session_id, would_use, cap, CAP_SETTINGS_TOLD)
+        if dry_run:
+            return checkpoint
         wrote_blob = False
         for digest, data in contents.items():
             blob = self.blob_path(digest)

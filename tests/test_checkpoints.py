@@ -307,6 +307,23 @@ def test_the_cap_refuses_a_checkpoint_and_writes_nothing(
     assert len(os.listdir(store.blobs_dir)) == 1
 
 
+def test_a_dry_run_checks_the_cap_and_writes_nothing(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    (workspace / "spec.md").write_bytes(b"x" * 5000)
+    would = store.write(
+        state(), workspace, ["spec.md"], reason="restore", cap=10**9, now=NOW, dry_run=True
+    )
+    assert would.number == 2
+    with pytest.raises(CheckpointCapExceeded):
+        store.write(
+            state(), workspace, ["spec.md"], reason="restore", cap=5000, now=NOW, dry_run=True
+        )
+    assert store.numbers("0123456789ab") == [1]
+    assert len(os.listdir(store.blobs_dir)) == 1
+
+
 def test_restoring_writes_the_content_and_the_mode_back(
     store: CheckpointStore, workspace: Path
 ) -> None:

@@ -861,6 +861,35 @@ def test_an_automatic_checkpoint_over_the_cap_says_the_write_goes_ahead_without_
     )
 
 
+def test_a_restore_whose_undo_is_over_the_cap_is_refused_before_asking(env: Env) -> None:
+    """A helper's attack (H94): at the cap, ``Restore files too?`` was asked, and only the
+    answer was refused (the checkpoint that undoes a restore could not be written), in
+    two lines that said to start a new session, which cannot restore it."""
+    spec = env.workspace / SPEC
+    spec.write_bytes(b"x" * 60_000)
+    term = env.terminal()
+    saved = env.run(input=f"read {SPEC}\n/save\n", terminal=term)
+    assert "saved as checkpoint 1." in saved.stderr
+    spec.write_bytes(b"y" * 60_000)
+    result = env.run(
+        "--yes", input="/checkpoint 1\ny\n", terminal=term, AGENT_ASSIST_CHECKPOINT_MAX_MB="0.1"
+    )
+    assert result.returncode == 1
+    assert "Restore files too?" not in result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert line.startswith(
+        "error: checkpoint 1 not restored; nothing changed: the checkpoint that would undo "
+        "the restore does not fit (session "
+    )
+    assert line.endswith(
+        "over the 0.1 MB cap); to restore it, raise the cap (AGENT_ASSIST_CHECKPOINT_MAX_MB "
+        "or checkpoint_max_mb in config.toml) and start agent-assist again"
+    )
+    assert spec.read_bytes() == b"y" * 60_000
+    (session_id,) = env.session_ids()
+    assert entries(env, session_id) == ["0001.json"]
+
+
 def start_supervisor_without_root_file_access(env: Env) -> None:
     """Start ``env``'s supervisor as an ordinary user's would run: as root, without the
     capabilities that let root read and write any file (mode bits count then)."""
