@@ -81,10 +81,17 @@ class RemovePointer(Ask[bool]):
     pid: int
 
 
+MessagesLoaded = Literal["scrubbed", "unscrubbed", "none"]
+"""How a ``LoadSession`` answers with the session's messages: every text scrubbed (what
+``sessions show`` prints), as the file holds them (for ``SessionLifecycle.resume``, which
+scrubs the ones it keeps, once), or left out (what opening it needs: its manifest)."""
+
+
 @dataclass(frozen=True)
 class LoadSession(Ask[SessionState]):
     project: Path
     session_id: str
+    messages: MessagesLoaded = "scrubbed"
 
 
 @dataclass(frozen=True)

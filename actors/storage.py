@@ -193,8 +193,14 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(lambda: catalog.manager(project).write_pointer(pointer))
             case RemovePointer(project, pid):
                 return await self._io(lambda: catalog.manager(project).delete_pointer(pid))
-            case LoadSession(project, session_id):
-                return await self._io(lambda: catalog.manager(project).load(session_id))
+            case LoadSession(project, session_id, messages):
+                manager = catalog.manager(project)
+                load = {
+                    "scrubbed": manager.load,
+                    "unscrubbed": manager.load_for_resume,
+                    "none": manager.load_without_messages,
+                }[messages]
+                return await self._io(lambda: load(session_id))
             case LoadRecovered(project, state):
                 return await self._io(lambda: catalog.recovery_ahead(project, state))
             case FindResumable(project, terminal_pid):

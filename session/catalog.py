@@ -40,7 +40,10 @@ from session.workspace_record import record_workspace
 @dataclass(frozen=True)
 class Resumable:
     offer: SessionState | None
+    """The offered session without its messages (``SessionManager.load_without_messages``)."""
     warnings: tuple[str, ...]
+    turns: int = 0
+    """The offered session's turns (its listing's count: the messages are not loaded)."""
 
 
 @dataclass(frozen=True)
@@ -331,12 +334,13 @@ class SessionCatalog:
         if own_alive and own is not None and mine is None and not _named(own, warnings):
             warnings.append(no_longer_on_disk_line(manager.directory, own.session_id))
         offer = None
+        turns = next((r.turns for r in rows if r.session_id == chosen), 0)
         if chosen is not None:
             try:
-                offer = manager.load(chosen)
+                offer = manager.load_without_messages(chosen)
             except (OSError, SessionError) as exc:  # changed since the listing
                 warnings.append(problem_line(exc))
-        return Resumable(offer, tuple(warnings))
+        return Resumable(offer, tuple(warnings), turns)
 
     def prune(
         self, projects: tuple[Path, ...] | None, days: float, dry_run: bool, live: dict[str, int]

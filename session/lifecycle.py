@@ -447,6 +447,18 @@ class SessionLifecycle:
         known = self.policy.known_secrets if secrets is None else secrets
         return EncodedMessages.scrub(plain_messages(messages), known)
 
+    def _scrubbed(
+        self, messages: Sequence[ModelMessage]
+    ) -> tuple[tuple[ModelMessage, ...], EncodedMessages]:
+        """``messages`` scrubbed of the policy's secrets and credential-looking strings, and
+        their ``history_encoded`` entries: the one scrub of what a resume keeps (a stored
+        session's messages come as its file holds them). Read back from their scrubbed form
+        when a text was replaced: the next request sends none of it."""
+        encoded = self._dump(messages)
+        if any(_REDACTED_BYTES in chunk for chunk in encoded.chunks):
+            return tuple(load_messages(encoded.json)), encoded
+        return tuple(messages), encoded
+
     # -- transitions ------------------------------------------------------
 
     def start_fresh(self, now: datetime, session_id: str | None = None) -> Transition:
@@ -476,14 +488,17 @@ class SessionLifecycle:
         context then says so instead of "resumed"). Without ``context``, no resume context:
         the session the terminal never left goes on after the supervisor went away. Without
         ``drift_in_context``, the context does not list the drift (it is told otherwise);
-        either way the files it found deleted are tracked no more."""
+        either way the files it found deleted are tracked no more. ``stored``'s messages
+        may be as its file holds them (``SessionManager.load_for_resume``): those kept are
+        scrubbed here, once."""
         loaded = load_messages(stored.recent_messages)
         compaction = parse_compaction(stored.compacted_history_summary)
         # After a compaction every saved turn is kept: those the tail's limits leave out
         # of the request join the compaction (``_move``) instead of leaving a gap after it.
         max_turns, max_chars = self._tail_limits() if compaction is None else (None, None)
-        history = tuple(reconstruct_history(loaded, max_turns=max_turns, max_chars=max_chars))
-        history_encoded = self._dump(history)
+        history, history_encoded = self._scrubbed(
+            reconstruct_history(loaded, max_turns=max_turns, max_chars=max_chars)
+        )
         dropped = len(turn_starts(loaded)) - len(turn_starts(history))
         first = (compaction.end_invocation if compaction else 0) + 1 + max(0, dropped)
         if compaction is None:  # the tail held to the budget may have left turns out of
@@ -491,7 +506,9 @@ class SessionLifecycle:
         share = compaction_chars(self.policy.compaction)
         new = self._move(
             Event.RESUME,
-            state=stored,
+            # the file's messages, which may not be scrubbed (``load_for_resume``), are not
+            # kept: a save writes the history's tail
+            state=stored.model_copy(update={"recent_messages": history_encoded.json}),
             history=history,
             history_encoded=history_encoded,
             resume_context=build_resume_context(

@@ -439,6 +439,28 @@ class SessionManager:
         data = read_regular_file(path, self.max_session_bytes)
         return scrub_state(self._decode(path, data, session_id), self.known_secrets)
 
+    def load_without_messages(self, session_id: str) -> SessionState:
+        """Like ``load``, but the state's ``recent_messages`` are left out: neither validated
+        nor scrubbed (what a resumption offer needs; the scrub of a long tail took seconds,
+        the offer waited for it and the terminal gave up). Its other texts are scrubbed."""
+        path = self.session_path(session_id)
+        self.check_directory()
+        data = read_regular_file(path, self.max_session_bytes)
+        raw = self._migrated(path, data)
+        state = self._validated(path, {**raw, "recent_messages": []}, session_id)
+        return scrub_state(state, self.known_secrets, messages=False)
+
+    def load_for_resume(self, session_id: str) -> SessionState:
+        """Like ``load``, but its ``recent_messages`` as the file holds them, not scrubbed:
+        for ``SessionLifecycle.resume`` only, which scrubs the messages it keeps (the
+        recent tail) with the terminal's secrets too, once, before any is sent or
+        written. Scrubbing them all here first cost a pass over the whole file."""
+        path = self.session_path(session_id)
+        self.check_directory()
+        data = read_regular_file(path, self.max_session_bytes)
+        state = self._decode(path, data, session_id)
+        return scrub_state(state, self.known_secrets, messages=False)
+
     def load_copy(self, path: Path, session_id: str) -> SessionState:
         """Load a copy of session ``session_id`` kept elsewhere (a recovery copy), with the
         checks and the migration of ``load``."""

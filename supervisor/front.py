@@ -272,7 +272,9 @@ class FrontDoor:
         claim = Claim(session_id, terminal_pid, stored_in=project)
         await self._storage.ask(claim, STORAGE_TIMEOUT_S)
         try:  # the file must be there and readable now, as the real open will find it
-            stored = await self._storage.ask(LoadSession(project, session_id), STORAGE_TIMEOUT_S)
+            stored = await self._storage.ask(
+                LoadSession(project, session_id, messages="none"), STORAGE_TIMEOUT_S
+            )
             drift = await anyio.to_thread.run_sync(
                 detect_file_drift, workspace, stored.file_manifest
             )

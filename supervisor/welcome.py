@@ -14,7 +14,6 @@ import anyio
 from actors.base import ActorRef
 from actors.messages import FindResumable, ListSessions, StorageMessage
 from session.catalog import Resumable, SessionListing
-from session.compacted import session_turns
 from session.filesystem import detect_file_drift
 from session.models import SessionState
 from session.resume import format_utc
@@ -23,13 +22,14 @@ from supervisor import protocol as p
 MAX_OTHER_OFFERS = 5
 
 
-async def offer_with_context(state: SessionState, workspace: Path) -> p.Offer:
-    """The offered session with what the user needs to decide: turns, summary, drift."""
+async def offer_with_context(state: SessionState, turns: int, workspace: Path) -> p.Offer:
+    """The offered session (without its messages: ``turns`` counts them) with what the
+    user needs to decide: turns, summary, drift."""
     drift = await anyio.to_thread.run_sync(detect_file_drift, workspace, state.file_manifest)
     return p.Offer(
         session_id=state.session_id,
         last_active=format_utc(state.updated_at),
-        turns=session_turns(state.compacted_history_summary, state.recent_messages),
+        turns=turns,
         summary=state.summary or state.compacted_history_summary,
         modified=drift.modified,
         deleted=drift.deleted,
@@ -61,7 +61,7 @@ async def welcome(
     found: Resumable = await storage.ask(FindResumable(project, terminal_pid))
     offer, others, more = None, tuple[p.Offer, ...](), 0
     if found.offer is not None:
-        offer = await offer_with_context(found.offer, workspace)
+        offer = await offer_with_context(found.offer, found.turns, workspace)
         others, more = await other_offers(storage, project, found.offer.session_id)
     return p.Welcome(
         supervisor_pid=os.getpid(),

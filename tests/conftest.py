@@ -82,3 +82,23 @@ def directory_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(os, "scandir", counted)
     return read
 
+
+
+@pytest.fixture
+def scrubbed_messages(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many session messages each scrub of messages (a session file's, as loaded, or a
+    history's, as encoded) went over from now on, in order."""
+    import session.encoded
+    import session.manager
+
+    counts: list[int] = []
+    for module in (session.encoded, session.manager):
+        scrub_json = module.scrub_json
+
+        def counted(value: Any, known_secrets: Any = (), _scrub: Any = scrub_json) -> Any:
+            if isinstance(value, list) and value and all("kind" in m for m in value):
+                counts.append(len(value))
+            return _scrub(value, known_secrets)
+
+        monkeypatch.setattr(module, "scrub_json", counted)
+    return counts

@@ -1,0 +1,81 @@
+"""A long session file (by hand, by an older version, huge pastes): what its offer and its
+resume read, scrub and keep. Scrubbing is the cost (about a millisecond per 2 KB of prose:
+a 29 MB tail took seconds per pass), so each message a resume keeps is scrubbed once, and
+the offer scrubs none."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from pydantic_ai.messages import ModelMessage
+
+from session.catalog import SessionCatalog
+from session.compaction import EventsCompactionConfig
+from session.history import dump_messages
+from session.lifecycle import PersistPolicy, SessionLifecycle
+from session.manager import SessionManager
+from session.models import SessionState
+from session.redaction import REDACTED
+from session.turns import stamp_turn
+from tests.conversations import turn
+
+T0 = datetime(2026, 3, 30, 10, 15, tzinfo=UTC)
+SECRET = "sk-proj-" + "Q" * 32
+LONG = "We route every ticket by intent and priority. " * 20
+
+
+def long_tail(turns: int) -> tuple[dict[str, object], ...]:
+    """``turns`` turns of about 1,000 characters each, the last one holding a key."""
+    messages: list[ModelMessage] = []
+    for index in range(turns):
+        text = f"{LONG} my key is {SECRET}" if index == turns - 1 else LONG
+        messages += stamp_turn(turn(index, text=text), index + 1, None)
+    return tuple(dump_messages(messages))
+
+
+def saved(directory: Path, turns: int) -> SessionManager:
+    """A session file of ``turns`` turns written as a hand or an older version would: its
+    messages as they are, never scrubbed."""
+    manager = SessionManager(directory)
+    state = SessionState(
+        session_id="a1b2c3d4e5f6",
+        created_at=T0,
+        updated_at=T0 + timedelta(hours=1),
+        summary="Designing a triage agent",
+        recent_messages=long_tail(turns),
+    )
+    manager.directory.mkdir(parents=True, exist_ok=True)
+    path = manager.session_path(state.session_id)
+    path.write_text(state.model_dump_json())
+    os.utime(path, (0, 0))
+    return manager
+
+
+def test_the_offer_counts_the_turns_without_scrubbing_a_message(
+    tmp_path: Path, scrubbed_messages: list[int]
+) -> None:
+    project = tmp_path / "projects" / "ws_12345678" / "sessions"
+    saved(project, 30)
+    found = SessionCatalog(tmp_path).find_resumable(project, 999_999, {})
+    assert found.offer is not None and found.offer.session_id == "a1b2c3d4e5f6"
+    assert found.turns == 30
+    assert found.offer.summary == "Designing a triage agent"
+    assert found.offer.recent_messages == ()
+    assert scrubbed_messages == []
+
+
+def test_a_resume_scrubs_each_message_it_keeps_once_and_sends_none_unscrubbed(
+    tmp_path: Path, scrubbed_messages: list[int]
+) -> None:
+    manager = saved(tmp_path, 60)
+    stored = manager.load_for_resume("a1b2c3d4e5f6")
+    policy = PersistPolicy(max_turns=20, compaction=EventsCompactionConfig(0, 0))
+    lc = SessionLifecycle(policy=policy).resume(stored, None).lifecycle
+    assert len(lc.history) == 40  # the 20 newest turns: a prompt and a reply each
+    assert scrubbed_messages == [40]
+    last_reply = lc.history[-1].parts[0]
+    assert SECRET not in str(last_reply) and REDACTED in str(last_reply)
+    assert SECRET.encode() not in lc.write(T0, {}, None).encoded.joined()  # type: ignore[union-attr]
+    assert all(SECRET not in str(m) for m in lc.state.recent_messages)  # type: ignore[union-attr]
