@@ -364,8 +364,11 @@ class SessionCatalog:
         for row in listing.rows:
             if row.state != "orphaned" or row.updated_at >= cutoff or row.note is not None:
                 continue
+            project = projects_dir(self.root) / row.project / "sessions"
+            if (unread := self._unreadable(project, row.session_id)) is not None:
+                problems.append(unread)
+                continue
             if not dry_run:
-                project = projects_dir(self.root) / row.project / "sessions"
                 touched.add(project)
                 attempted.add(row.session_id)
                 removed, problem = self._remove(project, row.session_id, collect=False)
@@ -392,6 +395,26 @@ class SessionCatalog:
         problems += filter(None, map(self._collect, sorted(touched)))
         warnings = (*listing.warnings, *problems)
         return Pruned(SessionListing(tuple(pruned), warnings), leftovers)
+
+    def _unreadable(self, project: Path, session_id: str) -> str | None:
+        """The line saying why a session that ``prune`` would remove is kept: its file
+        cannot be read whole by this version (the listing reads headers only: messages of
+        a newer version, or damaged by hand, looked like any old session's). None when it
+        can: its messages are validated as a resume would."""
+        from pydantic import ValidationError
+
+        from session.history import load_messages  # the message model: only for a candidate
+
+        try:
+            state = self.manager(project).load_for_resume(session_id)
+            load_messages(state.recent_messages)
+        except FileNotFoundError:
+            return None  # gone since the listing: nothing to remove, nothing to tell
+        except ValidationError:
+            why = "holds messages this agent-assist cannot read"
+        except (OSError, SessionError) as exc:
+            why = f"cannot be read ({exc})"
+        return f"warning: session file {session_id}.json {why}; not pruned, left untouched"
 
     def _leftover_checkpoints(
         self, project: Path, live: dict[str, int], cutoff: datetime
