@@ -414,6 +414,8 @@ class SessionCatalog:
             why = "holds messages this agent-assist cannot read"
         except (OSError, SessionError) as exc:
             why = f"cannot be read ({exc})"
+        else:
+            return None
         return f"warning: session file {session_id}.json {why}; not pruned, left untouched"
 
     def _leftover_checkpoints(
