@@ -1,0 +1,90 @@
+"""Bash completion that completes model names whole: ``openai-chat:gp<Tab>``.
+
+bash splits the line into words at the characters of ``COMP_WORDBREAKS``, ``:``
+among them, so ``openai-chat:gp`` reaches a completion function as three words
+(``openai-chat``, ``:``, ``gp``) and whatever it offers replaces ``gp`` alone.
+click's bash script passes the split words on as they are: the program then
+completes ``gp`` (nothing), or an offer of ``openai-chat:gpt-4.1`` would be put in
+place of ``gp``, giving ``openai-chat:openai-chat:gpt-4.1``.
+
+The script emitted here joins the pieces again where no blank separates them in
+the line (so the program completes the word typed, as click expects), then takes
+off each offer the part before bash's own word (bash-completion's
+``__ltrim_colon_completions``, written out, so the bash-completion package need
+not be installed). An offer that ends with ``:`` (a provider prefix) gets no space
+after it: the name follows. The program's side is click's own, unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from click.shell_completion import BashComplete, add_completion_class
+
+SOURCE_BASH = """\
+%(complete_func)s() {
+    local IFS=$'\\n'
+    local response completion type value words=() cword=-1 i word rest=$COMP_LINE
+    local cur taken_off option=
+
+    # The words up to the cursor, the pieces bash split at ':' and '=' joined again.
+    for ((i = 0; i <= COMP_CWORD; i++)); do
+        word=${COMP_WORDS[i]}
+        if ((cword >= 0)) && [[ $rest != [[:blank:]]* ]] \\
+            && [[ $word == [:=]* || ${words[cword]} == *[:=] ]]; then
+            words[cword]+=$word
+        else
+            words+=("$word")
+            cword=$((${#words[@]} - 1))
+        fi
+        rest=${rest#"${rest%%%%[![:blank:]]*}"}
+        rest=${rest#"$word"}
+    done
+    # What bash will replace is its own word (nothing, right after a ':' or '='): the
+    # offers lose what comes before it. An offer for `--model=op` is the value alone
+    # (click splits the option off): the option is put back first.
+    cur=${COMP_WORDS[COMP_CWORD]}
+    [[ -z ${cur//[:=]/} ]] && cur=
+    taken_off=${words[cword]%%"$cur"}
+    [[ ${words[cword]} == -*=* ]] && option=${words[cword]%%%%=*}=
+
+    response=$(env COMP_WORDS="${words[*]}" COMP_CWORD=$cword \\
+%(complete_var)s=bash_complete $1)
+
+    for completion in $response; do
+        IFS=',' read type value <<< "$completion"
+
+        if [[ $type == 'dir' ]]; then
+            COMPREPLY=()
+            compopt -o dirnames
+        elif [[ $type == 'file' ]]; then
+            COMPREPLY=()
+            compopt -o default
+        elif [[ $type == 'plain' ]]; then
+            [[ $value == *: ]] && compopt -o nospace
+            value=$option$value
+            value=${value#"$taken_off"}
+            [[ -n $value ]] && COMPREPLY+=("$value")
+        fi
+    done
+
+    return 0
+}
+
+%(complete_func)s_setup() {
+    complete -o nosort -F %(complete_func)s %(prog_name)s
+}
+
+%(complete_func)s_setup;
+"""
+
+
+class WholeWordBashComplete(BashComplete):
+    """click's bash completion, with words split at ``:`` joined again (see the module)."""
+
+    source_template: ClassVar[str] = SOURCE_BASH
+
+
+def use_whole_word_bash_completion() -> None:
+    """Make ``_AGENT_ASSIST_COMPLETE=bash_source`` emit the script above."""
+    add_completion_class(WholeWordBashComplete, "bash")
