@@ -570,11 +570,9 @@ class Chat:
             elif self._resume_answer is not None:
                 resume = self._resume_answer
             else:
-                self.console.say_question(
-                    offer_text(offer, others, welcome.get("more_others") or 0)
-                )
                 resume = self._answer(
                     "Resume previous session? [Y/n]",
+                    said=offer_text(offer, others, welcome.get("more_others") or 0),
                     default=True,
                     suggestion="--yes or --new",
                     choices=1 + len(others),
@@ -601,12 +599,16 @@ class Chat:
         suggestion: str | None,
         choices: int = 0,
         watch: QuestionWatch | None = None,
+        said: str | None = None,
     ) -> bool | int:
-        """A yes/no answer. Piped, a line that is not one stops the run (ChatError): it is
+        """``said`` (default: ``question``, the question itself) is said, then a yes/no
+        answer read. Piped, a line that is not one stops the run (ChatError): it is
         neither taken as an answer nor lost silently."""
         self.questions_asked += 1
         try:
-            return self.console.ask_yes_no(default=default, choices=choices, idle=watch)
+            return self.console.ask_yes_no(
+                said or question, default=default, choices=choices, idle=watch
+            )
         except UnclearAnswer as exc:
             what = question.removesuffix(" [Y/n]").removesuffix(" [y/N]")
             hint = (
@@ -674,7 +676,6 @@ class Chat:
                 if self.options.yes:  # --yes answers the questions at the start
                     self.console.warn("Starting a new session instead (--yes).")
                 else:
-                    self.console.say_question(question)
                     if not self._answer(question, default=True, suggestion="--new"):
                         raise AnswerStops("not starting a session")
                 self.conn.send({"type": "open", "mode": "new", "session_id": None})
@@ -1123,7 +1124,6 @@ class Chat:
                 self._command_result(name, frame, arg)
                 return True
             if frame["type"] == "confirm":
-                self.console.say_question(frame["question"])
                 reply = {"type": "confirm_reply", "id": frame["id"], "answer": False}
                 try:
                     answer = self._answer(

@@ -185,7 +185,10 @@ class Console:
         self._prompt: Any = None
         self._questions: Any = None
         self._question = ""
-        """The question being asked (``say_question``), drawn again after a Ctrl+Z."""
+        """The question being asked (``ask_yes_no``), said again after a Ctrl+Z."""
+        self._ask_again = False
+        """A stop came while the question was asked and its prompt was not up (a Ctrl+Z
+        the terminal made a signal, ``kill -TSTP``): it is said again before the prompt."""
         self._view: ReplyView | None = None
         """The reply view drawn last (``reply``): hidden before a Ctrl+Z stops the chat."""
         self.late_interrupt = False
@@ -256,6 +259,14 @@ class Console:
                 an Enter typed before the prompt is up arrives as Ctrl+J.)"""
                 event.current_buffer.insert_text("\n")
 
+            @keys.add("c-z")
+            def _(event: Any) -> None:
+                """Ctrl+Z stops the chat (its process group, as prompt_toolkit's own does),
+                whatever handles SIGTSTP meanwhile (``_stops_drawn_again``)."""
+                from prompt_toolkit.application import run_in_terminal
+
+                run_in_terminal(lambda: stop_here(group=True))
+
             history: Any = (
                 ScrubbedHistory(str(private_history_file(self.history)))
                 if self.history is not None
@@ -268,7 +279,6 @@ class Console:
                 key_bindings=keys,
                 prompt_continuation=_continuation,
                 bottom_toolbar=self._toolbar_text if self.toolbar else None,
-                enable_suspend=True,
                 output=self._ui_output(),
             )
         return self._prompt
@@ -369,9 +379,12 @@ class Console:
                     # after this line: for the prompt after it
                     self._typed_ahead = "".join(map(_as_typed, entries))
                 try:
-                    text: str | None = session.prompt(
-                        _showing(prompt, line), default=line, accept_default=bool(enter and line)
-                    )
+                    with self._stops_drawn_again():
+                        text: str | None = session.prompt(
+                            _showing(prompt, line),
+                            default=line,
+                            accept_default=bool(enter and line),
+                        )
                 except EOFError:
                     text = None
                 finally:
@@ -404,7 +417,7 @@ class Console:
                 signal: without this, a literal ^Z went into the answer). After ``fg`` the
                 question is asked again above its ``>``, which alone prompt_toolkit
                 redraws: the shell's lines had pushed the question out of sight."""
-                run_in_terminal(self._stop_then_ask_again)
+                run_in_terminal(lambda: self._stop_then_ask_again(group=True))
 
             self._questions = PromptSession(key_bindings=keys, output=self._ui_output())
         from prompt_toolkit.patch_stdout import patch_stdout
@@ -414,7 +427,8 @@ class Console:
             if idle is not None:
                 idle.start(lambda: _end(questions.app))
             try:
-                answer: str = questions.prompt("> ")
+                self._say_again_if_stopped()
+                answer: str = questions.prompt("> ", pre_run=self._say_again_if_stopped)
             except (KeyboardInterrupt, EOFError):
                 raise Cancelled from None
             finally:
@@ -422,29 +436,83 @@ class Console:
                     idle.stop()
         return answer
 
-    def _stop_then_ask_again(self) -> None:
-        """Stop the chat (its process group, as prompt_toolkit's own Ctrl+Z does); once
-        continued, say the question again."""
-        import signal
-
-        os.kill(0, signal.SIGTSTP)  # stopped here, until continued (fg)
+    def _stop_then_ask_again(self, group: bool) -> None:
+        """Stop the chat (``group``: its process group, as prompt_toolkit's own Ctrl+Z
+        does); once continued, say the question again, if one is asked."""
+        stop_here(group)
         if self._question:
             self.say(self._question)
 
-    def say_question(self, text: str) -> None:
-        """Say ``text``, a question ``ask_yes_no`` reads the answer to next (on a terminal
-        it is said again after a Ctrl+Z and ``fg``)."""
-        self._question = text
-        self.say(text)
+    def _say_again_if_stopped(self) -> None:
+        """Before the question's prompt is drawn: the question again, if a stop came
+        since it was said (the shell's lines are below it now)."""
+        if self._ask_again:
+            self._ask_again = False
+            self.say(self._question)
+
+    @contextlib.contextmanager
+    def _stops_drawn_again(self) -> Iterator[None]:
+        """While a prompt or a question is up (on a terminal): SIGTSTP as a signal, not a
+        key (``kill -TSTP``; a Ctrl+Z typed before the prompt reads keys), stops the
+        chat as the prompt's Ctrl+Z does, and after ``fg`` the prompt, and the question
+        above it, are drawn again (by default nothing was: the shell's lines stayed
+        under a question out of sight, and the prompt's ``>`` was not drawn at all).
+        A SIGTSTP handled by another (a reply's, see ``keys_unechoed``) or ignored by
+        the user's shell is left as it is."""
+        import signal
+        import threading
+
+        if (
+            not self.interactive
+            or threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTSTP) != signal.SIG_DFL
+        ):
+            yield
+            return
+        previous = signal.signal(signal.SIGTSTP, self._stop_signalled)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGTSTP, previous)
+
+    def _stop_signalled(self, signum: int, frame: object) -> None:
+        """SIGTSTP came: with a prompt up, it is stopped from the prompt's loop, which
+        takes the prompt off the screen first and draws it again after ``fg``; before
+        it is up (or once it ended), at once, and a question is said again before its
+        prompt (``_say_again_if_stopped``)."""
+        app = self._running_prompt()
+        if app is None:
+            stop_here(group=False)
+            self._ask_again = bool(self._question)
+            return
+        from prompt_toolkit.application import run_in_terminal
+
+        app.loop.call_soon_threadsafe(
+            run_in_terminal, lambda: self._stop_then_ask_again(group=False)
+        )
+
+    def _running_prompt(self) -> Any:
+        """The prompt_toolkit application running now (the question's or the message's),
+        if its loop is there to stop it from."""
+        for session in (self._questions, self._prompt):
+            if session is not None and session.app.is_running and session.app.loop is not None:
+                return session.app
+        return None
 
     def ask_yes_no(
-        self, default: bool, choices: int = 0, idle: IdleWatcher | None = None
+        self, question: str, default: bool, choices: int = 0, idle: IdleWatcher | None = None
     ) -> bool | int:
-        """See ``_ask_yes_no``; the question said last is done with once it returns."""
-        try:
-            return self._ask_yes_no(default, choices, idle)
-        finally:
-            self._question = ""
+        """Say ``question`` and read its answer (see ``_ask_yes_no``). On a terminal, after
+        a stop at any moment of it (Ctrl+Z, ``kill -TSTP``) and ``fg``, the question is
+        said again above its prompt."""
+        with self._stops_drawn_again():
+            self._question = question
+            try:
+                self.say(question)
+                return self._ask_yes_no(default, choices, idle)
+            finally:
+                self._question = ""
+                self._ask_again = False
 
     def _ask_yes_no(
         self, default: bool, choices: int = 0, idle: IdleWatcher | None = None
@@ -591,6 +659,18 @@ def slash_completer() -> Any:
                     yield Completion(name, start_position=-len(text), display_meta=meta)
 
     return SlashCompleter()
+
+
+def stop_here(group: bool) -> None:
+    """Stop (``group``: the whole process group) until continued (``fg``), as SIGTSTP's
+    default action does, whatever handles SIGTSTP meanwhile."""
+    import signal
+
+    handler = signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+    try:
+        os.kill(0 if group else os.getpid(), signal.SIGTSTP)  # stopped here, until fg
+    finally:
+        signal.signal(signal.SIGTSTP, handler)
 
 
 def _showing(prompt: str, line: str) -> str:

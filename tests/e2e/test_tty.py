@@ -36,14 +36,16 @@ class Pty:
         *args: str,
         under: tuple[str, ...] = (),
         term: str = "xterm",
+        program: tuple[str, ...] = (AGENT_ASSIST,),
     ) -> None:
-        """``under``: a command that runs agent-assist (a shell of the test's own)."""
+        """``under``: a command that runs agent-assist (a shell of the test's own);
+        ``program``: what runs instead of agent-assist."""
         self.master, slave = os.openpty()
         environ = env.environ(
             terminal, TERM=term, COLUMNS="200", LINES="50", PROMPT_TOOLKIT_NO_CPR="1"
         )
         self.process = subprocess.Popen(
-            [*under, AGENT_ASSIST, *args],
+            [*under, *program, *args],
             stdin=slave,
             stdout=slave,
             stderr=slave,
@@ -610,6 +612,104 @@ def test_ctrl_z_at_a_question_stops_the_chat_as_at_the_prompt(env: Env) -> None:
         tty.expect_prompt()
         tty.type("\x04")
         tty.expect("ended by None")
+    finally:
+        tty.close()
+
+
+def the_job(shell: subprocess.Popen[bytes]) -> int:
+    """The pid of the one job ``JOB_CONTROL_SHELL`` runs."""
+    children = f"/proc/{shell.pid}/task/{shell.pid}/children"
+    return int(wait_for(lambda: open(children).read().split(), what="the job")[0])
+
+
+@pytest.mark.parametrize("question", ["Resume previous session? [Y/n]", "[y/N]"])
+def test_a_question_is_asked_again_after_a_stop_signal_and_fg(env: Env, question: str) -> None:
+    """H95's find: a SIGTSTP that came as a signal (``kill -TSTP`` from another shell)
+    at a question stopped the chat with its ``>`` on the screen, and after ``fg`` nothing
+    was drawn: neither the question nor its prompt."""
+    term = env.terminal()
+    assert env.run("--new", input="write agent_spec.md: # spec\n", terminal=term).returncode == 0
+    shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
+    tty = Pty(env, term, under=shell)
+    try:
+        tty.expect("Resume previous session? [Y/n]")
+        if question == "[y/N]":
+            tty.type("y\r")
+            tty.expect("Resumed session")
+            tty.type("/reset\r")
+            tty.expect("Also delete agent_spec.md? [y/N]")
+        tty.expect_prompt()
+        os.kill(the_job(tty.process), signal.SIGTSTP)
+        tty.expect("stopped; echo True icanon True")
+        tty.expect("the shell read nothing")  # then fg
+        tty.expect(question, timeout=10)
+        tty.expect_prompt()
+        tty.type("n\r")
+        tty.expect("New session")
+    finally:
+        tty.close()
+
+
+def test_the_prompt_is_drawn_again_after_a_stop_signal_and_fg(env: Env) -> None:
+    """H95's find: after a SIGTSTP that came as a signal at the prompt (``kill -TSTP``)
+    and ``fg``, the prompt was not drawn again: what was typed next showed with no ``>``
+    and without what had been typed before."""
+    shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
+    tty = Pty(env, env.terminal(), "--new", under=shell)
+    try:
+        tty.expect("/help for commands.")
+        tty.expect_prompt()
+        tty.type("half typed")
+        tty.expect("half typed")
+        os.kill(the_job(tty.process), signal.SIGTSTP)
+        tty.expect("stopped; echo True icanon True")
+        tty.expect("the shell read nothing")  # then fg
+        tty.expect("> half typed", timeout=10)
+        tty.type(" then sent\r")
+        tty.expect('You said: "half typed then sent"')
+    finally:
+        tty.close()
+
+
+STOPPED_BEFORE_THE_PROMPT = """
+import os, signal, sys
+from cli.console import Console
+
+class StoppedAsThePromptStarts:
+    \"\"\"Called by the question right before its prompt is drawn: a SIGTSTP then.\"\"\"
+
+    stopped = False
+
+    def start(self, end_prompt):
+        if not self.stopped:
+            self.stopped = True
+            os.kill(os.getpid(), signal.SIGTSTP)
+
+    def stop(self):
+        pass
+
+answer = Console().ask_yes_no("Go on? [y/N]", default=False, idle=StoppedAsThePromptStarts())
+print(f"answered {answer}", flush=True)
+"""
+
+
+def test_a_question_stopped_before_its_prompt_is_drawn_is_asked_again_after_fg(
+    env: Env,
+) -> None:
+    """H95's find: a SIGTSTP that came after a question was said and before its prompt
+    was up (a Ctrl+Z typed then is the terminal's signal, not a key) left only the
+    prompt's ``>`` after ``fg``, under the shell's lines: the question out of sight."""
+    shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
+    program = (sys.executable, "-c", STOPPED_BEFORE_THE_PROMPT)
+    tty = Pty(env, env.terminal(), under=shell, program=program)
+    try:
+        tty.expect("Go on? [y/N]")
+        tty.expect("stopped; echo True icanon True")
+        tty.expect("the shell read nothing")  # then fg
+        tty.expect("Go on? [y/N]", timeout=10)
+        tty.expect_prompt()
+        tty.type("y\r")
+        tty.expect("answered True")
     finally:
         tty.close()
 
