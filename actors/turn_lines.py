@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
+from enum import Enum
 from typing import Final
 
 from pydantic_ai.exceptions import (
@@ -141,17 +142,32 @@ def explain_failure(
     ``kept``: a tool of the reply had run, so the turn is kept as far as it got (a note
     says so): the line does not say the reply is not kept, nor to send the message
     again, which would run its tools again (a decision recorded twice, a file written
-    over): the assistant is asked to go on."""
-    line = _explain(exc, model, mid_reply)
-    if kept:
-        line = SEND_AGAIN_RE.sub(GO_ON, line.replace(NOT_KEPT, STOPPED_THERE))
+    over): the assistant is asked to go on. Each kind of failure says both in words of its
+    own (``Reply.told``), so no kept line is a not-kept one with words replaced."""
+    line = _explain(exc, model, mid_reply, Reply.KEPT if kept else Reply.NOT_KEPT)
     return scrub_text(line, secrets_from_environment())
+
+
+class Reply(Enum):
+    """What became of the reply of a turn that failed, which its line speaks of."""
+
+    NOT_KEPT = "not kept"
+    """Nothing of the turn is kept: the message may be sent again as it was."""
+    KEPT = "kept as far as it got"
+    """A tool of the reply had run: the turn is kept as far as it got (a note says so),
+    and the message sent again would run its tools again."""
+
+    def told(self, *, not_kept: str, kept: str) -> str:
+        """The words of a line for this reply: each failure chooses both."""
+        return kept if self is Reply.KEPT else not_kept
 
 
 NOT_KEPT: Final = "the reply is not kept"
 STOPPED_THERE: Final = "the reply stopped there"
-SEND_AGAIN_RE: Final = re.compile(r"send it again( later)?")
-GO_ON: Final = r"ask the assistant to go on\1 (sent again, the message would run its tools again)"
+GO_ON: Final = "ask the assistant to go on (sent again, the message would run its tools again)"
+GO_ON_LATER: Final = (
+    "ask the assistant to go on later (sent again, the message would run its tools again)"
+)
 
 
 _LLAMA_CPP_OVERFLOW = ("exceed_context_size_error", "exceeds the available context size")
@@ -192,7 +208,7 @@ def stated_context_window(exc: BaseException) -> int | None:
     return None
 
 
-def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
+def _explain(exc: BaseException, model: str, mid_reply: bool, reply: Reply) -> str:
     where = endpoint_of(model)
     if context_window_exceeded(exc):
         if isinstance(exc, ModelHTTPError):
@@ -202,36 +218,52 @@ def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
             said = exc.message if isinstance(exc, ModelAPIError) else str(exc)
         return (
             f"{source}: the request is over the model's context window ({_clip(said, 200)}); "
-            "the reply is not kept: /compact shrinks the conversation, and "
-            "AGENT_ASSIST_CONTEXT_TOKENS below the model's window keeps it under"
+            + reply.told(not_kept=NOT_KEPT, kept=STOPPED_THERE)
+            + ": /compact shrinks the conversation, and AGENT_ASSIST_CONTEXT_TOKENS below "
+            "the model's window keeps it under"
         )
-    if isinstance(exc, ModelConnectionError) and mid_reply:
-        return f"the connection to {where} dropped mid-reply; the reply is not kept: send it again"
+    # A tool of the reply had run: the endpoint answered this turn, so a connection that
+    # fails now dropped mid-reply, even before any text came.
+    if isinstance(exc, ModelConnectionError) and (mid_reply or reply is Reply.KEPT):
+        return f"the connection to {where} dropped mid-reply; " + reply.told(
+            not_kept=f"{NOT_KEPT}: send it again", kept=f"{STOPPED_THERE}: {GO_ON}"
+        )
     if isinstance(exc, ModelAPIError) and exc.message == UNFINISHED_STREAM:
         return (
             f"the reply from {where} ended before the model finished it (the connection was "
-            "closed early); the reply is not kept: send it again"
+            "closed early); "
+            + reply.told(not_kept=f"{NOT_KEPT}: send it again", kept=f"{STOPPED_THERE}: {GO_ON}")
         )
     if isinstance(exc, UsageLimitExceeded):
         limit = _REQUEST_LIMIT_RE.search(str(exc))
         many = f"{limit[1]} model requests" if limit else "too many model requests"
         return (
             f"the reply took {many} without ending (a model calling tools in a loop?); "
-            "stopped: the reply is not kept (files its tools wrote stay written): ask for "
-            "a smaller step"
+            + reply.told(not_kept=f"stopped: {NOT_KEPT}", kept="it was stopped there")
+            + " (files its tools wrote stay written): ask for a smaller step"
         )
     if isinstance(exc, ContentFilterError):
-        return f"the provider's content filter at {where} refused the reply; it is not kept"
+        return f"the provider's content filter at {where} refused " + reply.told(
+            not_kept="the reply; it is not kept", kept=f"the rest of the reply; {STOPPED_THERE}"
+        )
     if isinstance(exc, UnexpectedModelBehavior) and _NO_CONTENT in exc.message:
-        return (
-            f"the reply from {where} had no content (an endpoint that does not stream Chat "
-            "Completions, or sent an empty answer); the reply is not kept: check "
-            "OPENAI_BASE_URL and --model, then send it again"
+        return reply.told(
+            not_kept=(
+                f"the reply from {where} had no content (an endpoint that does not stream "
+                f"Chat Completions, or sent an empty answer); {NOT_KEPT}: check "
+                "OPENAI_BASE_URL and --model, then send it again"
+            ),
+            # The endpoint answered with the reply's tool calls: nothing to check there.
+            kept=(
+                f"the reply from {where} had no content after its tool calls (an empty "
+                f"answer); {STOPPED_THERE}: {GO_ON}"
+            ),
         )
     if isinstance(exc, UnexpectedModelBehavior) and _RETRIES in exc.message:
         return (
             "the model's answer could not be used (empty, or not the form asked for, again "
-            "when asked to correct it); the reply is not kept: send it again"
+            "when asked to correct it); "
+            + reply.told(not_kept=f"{NOT_KEPT}: send it again", kept=f"{STOPPED_THERE}: {GO_ON}")
         )
     if isinstance(exc, OutputTokenLimitExceeded):  # IncompleteToolCall, or output cut unusable
         what = (
@@ -240,9 +272,9 @@ def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
             else "before its answer could be used"
         )
         return (
-            f"the reply from {where} stopped at the model's output token limit {what}; the reply "
-            "is not kept: ask for a smaller step (one file at a time) or raise the model's output "
-            "limit"
+            f"the reply from {where} stopped at the model's output token limit {what}; "
+            + reply.told(not_kept=NOT_KEPT, kept=STOPPED_THERE)
+            + ": ask for a smaller step (one file at a time) or raise the model's output limit"
         )
     if isinstance(exc, ModelConnectionError):
         return f"cannot connect to {where}: is the server up? {RESTART_HINT}"
@@ -259,9 +291,13 @@ def _explain(exc: BaseException, model: str, mid_reply: bool) -> str:
     if isinstance(exc, ModelHTTPError):
         said = _clip(_said_by(exc.body), 200)
         if exc.status_code == 429:
-            return f"429 from {where} (rate limited, after retries): {said}; send it again later"
+            return f"429 from {where} (rate limited, after retries): {said}; " + reply.told(
+                not_kept="send it again later", kept=GO_ON_LATER
+            )
         if exc.status_code >= 500:
-            return f"{exc.status_code} from {where} (a server error): {said}; send it again"
+            return f"{exc.status_code} from {where} (a server error): {said}; " + reply.told(
+                not_kept="send it again", kept=GO_ON
+            )
         return f"{exc.status_code} from {where}: {said}"
     if isinstance(exc, ModelAPIError):
         return f"request to {where} failed: {_clip(exc.message, 200)}"

@@ -8,9 +8,11 @@ from hypothesis import strategies as st
 from pydantic_ai.exceptions import (
     ContentFilterError,
     IncompleteToolCall,
+    ModelAPIError,
     ModelConnectionError,
     ModelContextWindowExceededError,
     ModelHTTPError,
+    OutputTokenLimitExceeded,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
     UserError,
@@ -18,6 +20,7 @@ from pydantic_ai.exceptions import (
 
 from actors.messages import Compacted
 from actors.turn_lines import (
+    UNFINISHED_STREAM,
     describe_tool_call,
     explain_failure,
     over_budget_line,
@@ -177,6 +180,71 @@ def test_a_failure_after_a_tool_ran_does_not_say_to_send_the_message_again(
     told = explain_failure(exc, "openai-chat:m", mid_reply=True, kept=True)
     assert "send it again" not in told
     assert "ask the assistant to go on" in told
+
+
+FAILURES = [
+    ModelContextWindowExceededError("m", "maximum context length exceeded"),
+    ModelHTTPError(400, "m", body={"error": {"type": "exceed_context_size_error"}}),
+    ModelConnectionError("m", "Connection error."),
+    ModelAPIError("m", UNFINISHED_STREAM),
+    UsageLimitExceeded("The next request would exceed the request_limit of 50"),
+    ContentFilterError("content filter triggered"),
+    UnexpectedModelBehavior("Streamed response ended without content or tool calls"),
+    UnexpectedModelBehavior("Exceeded maximum output retries (1)"),
+    IncompleteToolCall("Model token limit (provider default) exceeded"),
+    OutputTokenLimitExceeded("Model token limit (provider default) exceeded"),
+    ModelHTTPError(401, "m", body={"error": "bad key"}),
+    ModelHTTPError(404, "m", body=None),
+    ModelHTTPError(429, "m", body={"error": {"message": "slow down"}}),
+    ModelHTTPError(500, "m", body={"error": {"message": "internal error"}}),
+    ModelHTTPError(422, "m", body={"detail": "bad"}),
+    ModelAPIError("m", "something else"),
+    UserError("Set the `OPENAI_API_KEY` environment variable"),
+    UserError("Unknown model: nosuch:x"),
+    RuntimeError("boom"),
+]
+"""A failure of each kind ``explain_failure`` tells apart."""
+
+
+@pytest.mark.parametrize("mid_reply", [False, True])  # a connection error mid-reply: a drop
+def test_the_failures_are_each_of_a_kind_of_their_own(mid_reply: bool) -> None:
+    lines = {explain_failure(exc, "openai-chat:m", mid_reply=mid_reply) for exc in FAILURES}
+    assert len(lines) == len(FAILURES)
+
+
+@pytest.mark.parametrize("mid_reply", [False, True])
+@pytest.mark.parametrize("exc", FAILURES, ids=lambda exc: f"{type(exc).__name__}: {exc}"[:60])
+def test_every_failure_after_a_tool_ran_neither_says_the_reply_is_not_kept_nor_to_send_it_again(
+    exc: Exception, mid_reply: bool
+) -> None:
+    """A helper's find (H95): the line of a turn kept as far as it got was the line of a
+    turn not kept, with words replaced; the content filter's said "it is not kept", which
+    the replacement missed, beside the note that the turn is kept."""
+    told = explain_failure(exc, "openai-chat:m", mid_reply=mid_reply, kept=True)
+    assert "not kept" not in told
+    assert "send it again" not in told
+
+
+def test_a_reply_with_no_content_after_its_tool_calls_does_not_point_at_the_settings() -> None:
+    """The endpoint answered the turn with its tool calls: its URL and model are right."""
+    exc = UnexpectedModelBehavior("Streamed response ended without content or tool calls")
+    told = explain_failure(exc, "openai-chat:m", kept=True)
+    assert "OPENAI_BASE_URL" not in told and "--model" not in told
+    assert told.endswith(
+        "the reply stopped there: ask the assistant to go on (sent again, the message would "
+        "run its tools again)"
+    )
+
+
+def test_a_connection_lost_after_a_tool_ran_is_a_drop_not_a_server_that_is_down() -> None:
+    """The endpoint answered the turn with its tool calls: no restart of the supervisor
+    with another environment helps, asking the assistant to go on does."""
+    exc = ModelConnectionError("m", "Connection error.")
+    told = explain_failure(exc, "openai-chat:m", kept=True)
+    assert told == (
+        f"the connection to {URL} dropped mid-reply; the reply stopped there: ask the "
+        "assistant to go on (sent again, the message would run its tools again)"
+    )
 
 
 @pytest.mark.parametrize(
