@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 import anyio
 import anyio.lowlevel
@@ -1954,6 +1954,8 @@ class TerminalActor(Actor[TerminalMessage]):
                         message = RemovePointer(config.project, config.terminal_pid)
                     case ScrubEarlier(session_id, secrets):
                         message = ScrubSession(config.project, session_id, secrets)
+                    case _:
+                        assert_never(effect)
                 answer = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
             except Exception as exc:  # a defect too: the turns are kept aside, as for a disk's
                 ok = False

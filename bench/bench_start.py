@@ -107,6 +107,7 @@ def time_to_prompt(env: dict[str, str], workspace: Path) -> float:
         os.chdir(workspace)
         os.execve(AGENT_ASSIST, [AGENT_ASSIST, "--new"], env)
     seen = b""
+    elapsed = 0.0
     try:
         while True:
             ready, _, _ = select.select([fd], [], [], TIMEOUT_S)

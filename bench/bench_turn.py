@@ -125,6 +125,7 @@ class InProcess:
         start = time.perf_counter()
         deps = TurnDeps(self.workspace, token_budget=BUDGET)  # as the supervisor's turns
         prompt = f"message number {self.count}"
+        new: list[ModelMessage] = []
         async with self.agent.iter(prompt, message_history=history, deps=deps) as run:
             async for node in run:
                 if self.agent.is_model_request_node(node):

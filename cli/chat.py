@@ -490,18 +490,7 @@ class Chat:
         return welcome
 
     def _connect(self, tell_warnings: bool = True) -> tuple[Frame, bool]:
-        busy_until = time.monotonic() + BUSY_WAIT_S
-        while True:
-            conn, started = connect_or_start(self.paths)
-            self._conn = conn
-            try:
-                welcome = self._hello(conn)
-                break
-            except RemoteError as exc:
-                if exc.code != ErrorCode.BUSY or time.monotonic() > busy_until:
-                    raise
-                self._disconnect()
-                time.sleep(BUSY_RETRY_S)
+        conn, started, welcome = self._hello_when_free()
         conn.sock.settimeout(None)  # replies may take the model's time
         if tell_warnings:
             if elsewhere := other_endpoint(self._model or "offline", welcome):
@@ -513,6 +502,23 @@ class Chat:
                 self.console.warn(warning)
                 self._told.add(warning)  # another session's file: the run's own work is fine
         return welcome, started
+
+    def _hello_when_free(self) -> tuple[Connection, bool, Frame]:
+        """Connect (starting the supervisor if need be) and say hello, again for up to
+        ``BUSY_WAIT_S`` while the supervisor answers that this tab's last agent-assist
+        is still attached: the connection, whether it started the supervisor, the
+        welcome."""
+        busy_until = time.monotonic() + BUSY_WAIT_S
+        while True:
+            conn, started = connect_or_start(self.paths)
+            self._conn = conn
+            try:
+                return conn, started, self._hello(conn)
+            except RemoteError as exc:
+                if exc.code != ErrorCode.BUSY or time.monotonic() > busy_until:
+                    raise
+                self._disconnect()
+                time.sleep(BUSY_RETRY_S)
 
     def _disconnect(self) -> None:
         """Close the connection and hold none: a closed one left as the chat's made a

@@ -91,13 +91,14 @@ class _Unfinished:
             text = fence + "\n" + "\n".join(text.rsplit("\n", room)[1:])
         markdown = Markdown(text, code_theme=CODE_THEME)
         width = options.max_width
-        for _ in range(4):
-            lines = console.render_lines(markdown, options.update_width(width), pad=False)
+        lines = console.render_lines(markdown, options.update_width(width), pad=False)
+        for _ in range(3):  # drawn narrower while a row is wider than the screen
             drawn = (_drawn_width(line) for line in lines[-room:])  # those shown
             over = max(drawn, default=0) - options.max_width
             if over <= 0 or width - over < 8:
                 break
             width -= over
+            lines = console.render_lines(markdown, options.update_width(width), pad=False)
         blank = [all(map(_is_padding, line)) for line in lines]
         lines = lines[blank.index(False) :] if False in blank else []  # as ``_Spaced``
         spaced = bool(lines) and self._spaced()

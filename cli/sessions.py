@@ -392,6 +392,8 @@ def render_table(
     # Shorter times, then long project names cut (their hash kept), then whole columns
     # go, least needed first, before the summary gets shorter than its minimum: a cell
     # cut in the middle (`orphane…`) reads as nothing.
+    lines: list[list[str]] = []
+    widths: list[int] = []  # both set by the first layout tried: there is always one
     for short_times, with_pid, with_turns, with_project, project_cut in (
         (False, True, True, every, False),
         (True, True, True, every, False),
