@@ -596,14 +596,14 @@ MESSAGE_STRUCTURE = frozenset(
         "outcome",
         "model_name",
         "provider_name",
-        "provider_url",
         "provider_response_id",
         "run_id",
     )
 )
 """Keys whose string values say what a saved message is (kinds, times, ids, the model):
 never a user's text, and scrubbing one (a secret that happens to be ``response``) made
-the message, and so the session, unreadable."""
+the message, and so the session, unreadable. Not ``provider_url``: it is the endpoint's
+``OPENAI_BASE_URL`` as it was given, ``user:password@`` and all, and no format checks it."""
 
 
 def _scrub(value: Any, secrets: tuple[str, ...]) -> Any:

@@ -1,0 +1,45 @@
+"""Secrets that reach agent-assist from outside the conversation (the endpoint's URL, its
+error bodies) are written nowhere, end to end against a local Chat Completions server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.harness import Env, all_text_under
+from tests.e2e.openai_server import ChatServer
+
+URL_PASSWORD = "Ba5eUrlPw0rd99"
+
+
+@pytest.fixture
+def server(env: Env) -> Iterator[ChatServer]:
+    """A local server reached through a base URL that holds a user and a password."""
+    with ChatServer() as chat_server:
+        authority = chat_server.base_url.removeprefix("http://")
+        env.extra.update(
+            OPENAI_BASE_URL=f"http://deploy:{URL_PASSWORD}@{authority}",
+            OPENAI_API_KEY="sk-local",
+            AGENT_ASSIST_MODEL="openai-chat:test-model",
+        )
+        yield chat_server
+
+
+def leaks(env: Env, *needles: str) -> list[str]:
+    return [
+        str(path)
+        for path, data in all_text_under(env.home, env.runtime, env.workspace)
+        for needle in needles
+        if needle.encode() in data
+    ]
+
+
+def test_the_password_of_the_base_url_is_in_no_saved_reply(env: Env, server: ChatServer) -> None:
+    """pydantic-ai records the endpoint's URL in every reply (``provider_url``), and the
+    saved replies kept it with its password."""
+    result = env.run(input="hello over http\n/save\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert "echo: hello over http" in result.stdout
+    assert env.session_ids()
+    assert leaks(env, URL_PASSWORD) == []
