@@ -11,6 +11,8 @@ environment variables whose names say they hold a credential.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from collections.abc import Iterable
@@ -80,6 +82,21 @@ _BEARER_RE = re.compile(
     r"(?i)(\bbearer\s+)(?=[A-Za-z0-9._~+/\-]*[0-9._~+/\-])[A-Za-z0-9._~+/\-]{8,}=*"
 )
 """A bearer token holds a digit or a symbol ("Bearer authentication" is prose)."""
+_BASIC_RE = re.compile(r"(?i)(\bbasic\s+)([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
+"""HTTP Basic credentials (``Basic dXNlcjpwYXNz``) outside an ``Authorization`` header, as
+an endpoint's error echoes them: the value goes when it decodes to ``user:password``
+(``Basic authentication`` is prose)."""
+
+
+def _basic_credentials(match: re.Match[str]) -> str:
+    value = match.group(2)
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return match.group(0)
+    return match.group(1) + REDACTED if ":" in decoded else match.group(0)
+
+
 _ENV_ASSIGNMENT_RE = re.compile(
     r"(\b[A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASS|PASSWORD|PASSWD|PWD|CREDENTIALS?)"
     r"\s*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})"
@@ -393,7 +410,7 @@ _TOKEN_MARKERS_RE = re.compile(
 _TOKEN_WORDS = ("whsec_", "sg.", "webhooks/")
 """Lower-case words of the token patterns that have no marker above (a cheaper test)."""
 _KEYWORDS_RE = re.compile(
-    r"authorization|bearer|key|secret|token|pass|pw|credential|passphrase|passcode|pin|cookie"
+    r"authorization|bearer|basic|key|secret|token|pass|pw|credential|passphrase|passcode|pin|cookie"
     r"|contrase|senha|log\s?in|sign\s?in|log\s?on|cred|kennwort|wachtwoord|mdp"
     r"|discord|whsec_|sg\.|webhooks/"
 )
@@ -517,7 +534,7 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
     if not _may_hold_credential(text):
         return text
     if not text.isascii():
-        tokens = auth = bearer = assignment = env_assignment = prose = cookie = bot = True
+        tokens = auth = bearer = basic = assignment = env_assignment = prose = cookie = bot = True
         login = pin = True
     else:
         lower = text.lower()
@@ -526,6 +543,7 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         )
         auth = "authorization" in lower
         bearer = "bearer" in lower
+        basic = "basic" in lower
         assignment = any(word in lower for word in _ASSIGNMENT_WORDS)
         env_assignment = any(word in text for word in _ENV_ASSIGNMENT_WORDS)
         prose = any(word in lower for word in _PROSE_WORDS)
@@ -545,6 +563,8 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         text = _COOKIE_RE.sub(_KEEP_KEY, text)
     if bearer:
         text = _BEARER_RE.sub(_KEEP_KEY, text)
+    if basic:
+        text = _BASIC_RE.sub(_basic_credentials, text)
     if assignment or prose:
         text = _QUOTED_RE.sub(_quoted, text)
     if assignment:

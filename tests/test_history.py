@@ -245,6 +245,7 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._AUTH_HEADER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._COOKIE_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._BEARER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
+    text = r._BASIC_RE.sub(r._basic_credentials, text)
     text = r._QUOTED_RE.sub(r._quoted, text)
     text = r._LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._JSON_LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
@@ -280,7 +281,7 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "Zq9Xv7Lm2Pk4", "Tr0ub4dor&3", " is now ", " is: ", " has been changed to ", " will be ",
      "private key", "'s ", " -> ", "creds", "mdp", "Kennwort", "wachtwoord", " lautet ",
      " stays ", " I use", "pin", "my pin is ", "passcode ", "482913", "log in as root with ",
-     " \u00e8 ", "pass is "]
+     " \u00e8 ", "pass is ", "Basic ", "basic ", "dXNlcjpwYXNzd29yZA==", "YWxhZGRpbjpvcGVu"]
 )
 
 
@@ -301,6 +302,7 @@ def test_the_quick_check_never_skips_text_a_pattern_would_change(text: str) -> N
         r._TOKENS_RE,
         r._AUTH_HEADER_RE,
         r._BEARER_RE,
+        r._BASIC_RE,
         r._ASSIGNMENT_RE,
         r._BARE_KEY_RE,
         r._LINE_ASSIGNMENT_RE,

@@ -645,6 +645,24 @@ def test_words_like_those_flags_are_left_alone(text: str) -> None:
     assert scrub_text(text) == text
 
 
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # H96: a gateway's error echoed the Basic header made of OPENAI_BASE_URL's user:password
+        ("you sent Basic ZGVwbG95OkJhNWVVcmxQdzByZDk5", "ZGVwbG95OkJhNWVVcmxQdzByZDk5"),
+        ("curl with basic YWxhZGRpbjpvcGVuc2VzYW1l", "YWxhZGRpbjpvcGVuc2VzYW1l"),
+    ],
+)
+def test_basic_credentials_outside_a_header_are_scrubbed(text: str, secret: str) -> None:
+    assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["use Basic authentication", "a basic understanding", "the basic AbCdEfGh idea"]
+)
+def test_the_word_basic_before_what_is_no_credential_is_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
+
+
 
 @pytest.mark.parametrize(
     ("text", "secret"),

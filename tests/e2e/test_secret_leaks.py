@@ -3,6 +3,7 @@ error bodies) are written nowhere, end to end against a local Chat Completions s
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 
 import pytest
@@ -43,3 +44,19 @@ def test_the_password_of_the_base_url_is_in_no_saved_reply(env: Env, server: Cha
     assert "echo: hello over http" in result.stdout
     assert env.session_ids()
     assert leaks(env, URL_PASSWORD) == []
+
+
+def test_an_error_that_echoes_the_basic_credentials_of_the_url_shows_and_logs_none(
+    env: Env, server: ChatServer
+) -> None:
+    """The HTTP client sends a URL's ``user:password`` as ``Authorization: Basic
+    <base64>``; a gateway's 400 echoing that header put the password, base64-encoded,
+    on the terminal and in supervisor.log."""
+    encoded = base64.b64encode(f"deploy:{URL_PASSWORD}".encode()).decode()
+    result = env.run(input="echo my key\n", terminal=env.terminal())
+    assert result.returncode == 1
+    assert "bad request; you sent Basic [REDACTED]" in result.stderr
+    env.run("supervisor", "stop")
+    log = (env.runtime / "supervisor.log").read_text()
+    assert "turn 1 failed" in log
+    assert encoded not in log and encoded not in result.stderr
