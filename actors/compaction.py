@@ -46,9 +46,12 @@ from session.compaction import (
     compaction_event,
     events_from_messages,
     finish_compaction,
+    messages_without_secrets,
     parse_compaction,
+    window_without_secrets,
 )
 from session.history import count_turns, trim_to_recent
+from session.redaction import replace_known
 from session.summary import MAX_SUMMARY_CHARS, offline_summary
 
 log = logging.getLogger("agent_assist.compaction")
@@ -280,8 +283,9 @@ class CompactionActor(Actor[CompactionMessage]):
         timeout = background if message.trigger == "window" else waited_for
         try:
             model = self._model_of(message.summary_model)
-            summarized = await self._summarize_window(model, window.events, timeout)
-            compaction = await off_the_loop(finish_compaction, window, summarized)
+            readable = await off_the_loop(window_without_secrets, window, message.secrets)
+            summarized = await self._summarize_window(model, readable.events, timeout)
+            compaction = await off_the_loop(finish_compaction, readable, summarized)
             offline_because = self._offline_because(model)
         except SummaryTooLong as exc:
             log.info("compaction of session %s skipped: %s", message.session_id, exc)
@@ -375,6 +379,7 @@ class CompactionActor(Actor[CompactionMessage]):
             await self._self.tell(SummarizeDue(session_id))
 
     async def _summarize(self, message: Summarize) -> str | None:
+        message = await off_the_loop(_without_secrets, message)
         model = self._model_of(message.summary_model)
         if model is not None and message.messages and self._llm_usable(model):  # new turns
             # An asked summary (the exit's) waits a while for a slot, a told one (after a
@@ -419,3 +424,16 @@ class CompactionActor(Actor[CompactionMessage]):
         if summarized is None or summarized.compaction is None:
             raise CompactionError("the summary model wrote nothing")
         return summarized.compaction.compacted_content.strip()[:MAX_SUMMARY_CHARS]
+
+
+def _without_secrets(message: Summarize) -> Summarize:
+    """``message`` with its session's known secret values replaced in what a summarizer
+    reads (the patterns it runs do not know them)."""
+    if not message.secrets:
+        return message
+    return dataclasses.replace(
+        message,
+        messages=messages_without_secrets(message.messages, message.secrets),
+        decisions=replace_known(message.decisions, message.secrets),
+        previous=replace_known(message.previous, message.secrets),
+    )

@@ -290,6 +290,9 @@ class Summarize(Ask["str | None"]):
     max_chars: int | None = None
     """The session's token budget in characters: a summary model is sent the newest whole
     turns within it (``previous`` covers the rest), as a chat request is held to it."""
+    secrets: tuple[str, ...] = ()
+    """The session's known secret values (``longest_first``): replaced in ``messages``
+    before a summarizer reads them."""
 
 
 @dataclass(frozen=True)
@@ -315,6 +318,9 @@ class Compact(Ask["Compacted"]):
     reply_to: ActorRef[TerminalMessage] | None = None
     summary_model: str | None = None
     """The session's summary model (``offline``: none); None: the actor's own."""
+    secrets: tuple[str, ...] = ()
+    """The session's known secret values (``longest_first``): replaced in the window
+    before a summarizer reads it."""
 
 
 @dataclass(frozen=True)

@@ -1151,6 +1151,7 @@ class TerminalActor(Actor[TerminalMessage]):
             reply_to,
             self._config.summary_model,
             threshold * CHARS_PER_TOKEN if threshold else None,
+            self._lc.policy.known_secrets,
         )
 
     @staticmethod
@@ -1367,6 +1368,7 @@ class TerminalActor(Actor[TerminalMessage]):
             trigger,
             reply_to,
             self._config.summary_model,
+            self._lc.policy.known_secrets,
         )
 
     async def _keep_compaction(self, result: Compacted) -> bool:

@@ -47,12 +47,13 @@ narrative, which is what the session file keeps in ``compacted_history_summary``
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic_ai.messages import (
     CompactionPart,
@@ -75,7 +76,7 @@ from session.compacted import (
 from session.errors import SessionError
 from session.history import is_turn_start, message_chars
 from session.printable import printable
-from session.redaction import scrub_text
+from session.redaction import replace_known, scrub_text
 from session.shares import first_lines_within, line_chars, newest_within
 from session.summary import EARLIER, user_prompts
 from session.tool_pairs import tool_pairs
@@ -988,6 +989,70 @@ def compaction_message(
 # -- summarizers ------------------------------------------------------------------------
 
 
+def window_without_secrets(window: Window, known_secrets: tuple[str, ...]) -> Window:
+    """``window`` with the session's known secret values (its environments', those found
+    in it) replaced in every text a summarizer reads: the patterns a summarizer runs do not
+    know them, and its summary goes to the summary model and into the model's requests."""
+    if not known_secrets:
+        return window
+    events = tuple(_event_without_secrets(e, known_secrets) for e in window.events)
+    return dataclasses.replace(window, events=events)
+
+
+def messages_without_secrets(
+    messages: Sequence[ModelMessage], known_secrets: tuple[str, ...]
+) -> tuple[ModelMessage, ...]:
+    """``messages`` with the known secret values replaced in their texts (the very
+    messages where none is)."""
+    return tuple(_message_without_secrets(m, known_secrets) for m in messages)
+
+
+def _event_without_secrets(event: Event, known_secrets: tuple[str, ...]) -> Event:
+    if event.message is not None:
+        message = _message_without_secrets(event.message, known_secrets)
+        return event if message is event.message else dataclasses.replace(event, message=message)
+    if event.compaction is None:
+        return event
+    compaction = event.compaction
+    retained = compaction.retained
+    cleaned = dataclasses.replace(
+        compaction,
+        compacted_content=replace_known(compaction.compacted_content, known_secrets),
+        retained=dataclasses.replace(
+            retained,
+            decisions=replace_known(retained.decisions, known_secrets),
+            rules=replace_known(retained.rules, known_secrets),
+            paths=replace_known(retained.paths, known_secrets),
+            questions=replace_known(retained.questions, known_secrets),
+        ),
+    )
+    return dataclasses.replace(event, compaction=cleaned)
+
+
+_TEXT_FIELDS: Final = ("content", "args")
+"""The fields of a message's parts that hold what was said: a prompt's, a reply's or a
+tool's return ``content``, a tool call's ``args``."""
+
+
+def _message_without_secrets(
+    message: ModelMessage, known_secrets: tuple[str, ...]
+) -> ModelMessage:
+    parts = [_part_without_secrets(part, known_secrets) for part in message.parts]
+    if all(new is old for new, old in zip(parts, message.parts, strict=True)):
+        return message
+    return dataclasses.replace(message, parts=parts)  # type: ignore[arg-type]
+
+
+def _part_without_secrets(part: Any, known_secrets: tuple[str, ...]) -> Any:
+    changes = {}
+    for name in _TEXT_FIELDS:
+        value = getattr(part, name, None)
+        cleaned = replace_known(value, known_secrets)
+        if cleaned is not value:
+            changes[name] = cleaned
+    return dataclasses.replace(part, **changes) if changes else part
+
+
 def events_text(events: Sequence[Event], limit: int = MAX_SUMMARIZER_INPUT_CHARS) -> str:
     """The window as plain text for a summarizer, clipped to ``limit`` characters
     (each message to a fair share, so one huge tool return cannot crowd out the rest)."""
@@ -1227,7 +1292,8 @@ def _compaction_of(window: Window, summarized: Event | None) -> EventCompaction 
     return EventCompaction(
         window.start_invocation,
         window.end_invocation,
-        normalize_narrative(summarized.compaction.compacted_content),
+        # scrubbed: a summary model's answer is sent in the model's requests as it is
+        normalize_narrative(scrub_text(summarized.compaction.compacted_content)),
         retained_of(window.events),
     )
 

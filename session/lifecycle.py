@@ -82,6 +82,7 @@ from session.compaction import (
     stated_decisions,
     token_window,
     uncompacted_chars,
+    window_without_secrets,
 )
 from session.compaction import Event as CompactionEvent
 from session.encoded import EncodedMessages
@@ -901,7 +902,9 @@ class SessionLifecycle:
         turns start), or None if no cut there is safe."""
         end = self.first_invocation + bisect.bisect_left(starts, cut) - 1
         window = fold_window(self.events(), end)
-        return offline_compaction(window) if window is not None else None
+        if window is None:
+            return None
+        return offline_compaction(window_without_secrets(window, self.policy.known_secrets))
 
     def _tail_limits(self) -> tuple[int | None, int | None]:
         """The request's tail limits. With the sliding window on there are none: every

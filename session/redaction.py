@@ -24,6 +24,7 @@ from session.environment import longest_first, secrets_from_environment
 __all__ = [
     "REDACTED",
     "longest_first",
+    "replace_known",
     "scrub_json",
     "scrub_keys",
     "scrub_text",
@@ -519,6 +520,32 @@ def _whole(secret: str) -> re.Pattern[str]:
     return re.compile(edge + re.escape(secret) + r"(?![A-Za-z0-9_])")
 
 
+def replace_known(value: Any, known_secrets: tuple[str, ...]) -> Any:
+    """``value`` (a text, or a JSON-like value of texts) with the known secret values
+    replaced, however they are written, and no pattern run: the very object when none is
+    in it. ``known_secrets`` in ``longest_first`` order."""
+    if not known_secrets:
+        return value
+    if isinstance(value, str):
+        return _replace_known_str(value, known_secrets)
+    if isinstance(value, dict):
+        items = {k: replace_known(v, known_secrets) for k, v in value.items()}
+        return value if all(items[k] is v for k, v in value.items()) else items
+    if isinstance(value, list | tuple):
+        values = [replace_known(v, known_secrets) for v in value]
+        if all(new is old for new, old in zip(values, value, strict=True)):
+            return value
+        return tuple(values) if isinstance(value, tuple) else values
+    return value
+
+
+def _replace_known_str(text: str, known_secrets: tuple[str, ...]) -> str:
+    for secret in _written_forms(known_secrets):
+        if secret in text:
+            text = _whole(secret).sub(REDACTED, text)
+    return text
+
+
 def _env_assigned(match: re.Match[str]) -> str:
     return match.group(0) if _is_reference(match.group(2)) else match.group(1) + REDACTED
 
@@ -528,9 +555,7 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
     only on text that holds the words every match of it holds: with ASCII text, ignoring
     case is lowering it. A replacement (``[REDACTED]``) holds none of those words, so
     what one pattern replaces cannot give another one a match it would not have had."""
-    for secret in _written_forms(known_secrets):
-        if secret in text:
-            text = _whole(secret).sub(REDACTED, text)
+    text = _replace_known_str(text, known_secrets)
     if not _may_hold_credential(text):
         return text
     if not text.isascii():

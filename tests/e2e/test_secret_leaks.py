@@ -4,6 +4,7 @@ error bodies) are written nowhere, end to end against a local Chat Completions s
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -60,3 +61,62 @@ def test_an_error_that_echoes_the_basic_credentials_of_the_url_shows_and_logs_no
     log = (env.runtime / "supervisor.log").read_text()
     assert "turn 1 failed" in log
     assert encoded not in log and encoded not in result.stderr
+
+
+@pytest.fixture
+def summarizing(env: Env) -> Iterator[ChatServer]:
+    """A local server for the model and the summary model, and a credential-named
+    variable whose value no pattern would take for a secret."""
+    with ChatServer() as chat_server:
+        env.extra.update(
+            OPENAI_BASE_URL=chat_server.base_url,
+            OPENAI_API_KEY="sk-local",
+            AGENT_ASSIST_MODEL="openai-chat:test-model",
+            AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+            DEPLOY_TOKEN=ENV_SECRET,
+        )
+        yield chat_server
+
+
+ENV_SECRET = "plainwordyvaluekeepit"
+FOUND_SECRET = "Zq9Xv7Lm2Pk4"
+
+
+def sent(server: ChatServer, model: str) -> list[str]:
+    return [json.dumps(r["messages"]) for r in server.requests if r["model"] == model]
+
+
+def test_a_summary_model_is_sent_no_secret_the_session_scrubs(
+    env: Env, summarizing: ChatServer
+) -> None:
+    """A compaction scrubbed the window with the patterns alone: the value of a secret
+    variable, and a value found secret earlier and said again alone, went to the summary
+    model (and, in its summary, into the model's next requests)."""
+    script = (
+        f"deploy with {ENV_SECRET}\nthe password for staging is {FOUND_SECRET}\n"
+        f"use {FOUND_SECRET} again\n/compact\nafter the compaction\n"
+    )
+    result = env.run(input=script, terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert "echo: after the compaction" in result.stdout
+    summaries = sent(summarizing, "summary-model")
+    assert summaries, "the summary model was asked"
+    assert [s for s in summaries if ENV_SECRET in s or FOUND_SECRET in s] == []
+    last_request = sent(summarizing, "test-model")[-1]
+    assert "after the compaction" in last_request
+    assert ENV_SECRET not in last_request and FOUND_SECRET not in last_request
+
+
+def test_the_offline_compaction_sent_to_the_model_holds_no_secret_the_session_scrubs(
+    env: Env, summarizing: ChatServer
+) -> None:
+    env.extra["AGENT_ASSIST_SUMMARY_MODEL"] = "offline"
+    script = (
+        f"deploy with {ENV_SECRET}\nthe password for staging is {FOUND_SECRET}\n"
+        f"use {FOUND_SECRET} again\n/compact\nafter the compaction\n"
+    )
+    result = env.run(input=script, terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    last_request = sent(summarizing, "test-model")[-1]
+    assert "after the compaction" in last_request and "compacted" in last_request
+    assert ENV_SECRET not in last_request and FOUND_SECRET not in last_request
