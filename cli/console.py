@@ -109,6 +109,41 @@ def private_history_file(path: Path) -> Path:
     return path
 
 
+class HistoryScrubber:
+    """Scrubs the lines of the input history as the session scrubs its messages: a value
+    a pattern finds in a line that looks generated is a secret from then on, while this
+    chat runs, replaced in the later lines and in those the file already holds."""
+
+    def __init__(self, known: tuple[str, ...]) -> None:
+        self.known = known
+        self.found_earlier: tuple[str, ...] = ()
+        """The values the last line revealed that earlier lines may hold (longest first)."""
+
+    def line(self, text: str) -> str:
+        from session.redaction import longest_first, revealed, scrub_text
+
+        scrubbed = scrub_text(text, self.known)
+        found = tuple(value for value in revealed(text, scrubbed) if value not in self.known)
+        self.found_earlier = longest_first(found)
+        if found:
+            self.known = longest_first((*self.known, *found))
+        return scrubbed
+
+    def scrub_file(self, path: Path) -> None:
+        """Replace ``found_earlier`` in the history file's earlier lines (rewritten
+        atomically, 0600; a file that cannot be read or written is left as it is)."""
+        from session.atomic import atomic_write
+        from session.redaction import replace_known
+
+        try:
+            text = path.read_text(encoding="utf-8")
+            scrubbed = replace_known(text, self.found_earlier)
+            if scrubbed != text:
+                atomic_write(path, scrubbed.encode("utf-8"))
+        except (OSError, UnicodeDecodeError):
+            pass
+
+
 class PlainReply:
     """Reply text written as it arrives; tool lines on their own line (no escapes).
 
@@ -229,15 +264,18 @@ class Console:
             from prompt_toolkit.history import FileHistory, InMemoryHistory
             from prompt_toolkit.key_binding import KeyBindings
 
-            from session.redaction import scrub_text, secrets_from_environment
+            from session.redaction import secrets_from_environment
 
-            known = secrets_from_environment()
+            scrubber = HistoryScrubber(secrets_from_environment())
 
             class ScrubbedHistory(FileHistory):
-                """Input history on disk (0600), with credential-looking strings scrubbed."""
+                """Input history on disk (0600), scrubbed as the session is."""
 
                 def store_string(self, string: str) -> None:
-                    super().store_string(scrub_text(string, known))
+                    line = scrubber.line(string)
+                    if scrubber.found_earlier:
+                        scrubber.scrub_file(Path(os.fsdecode(self.filename)))
+                    super().store_string(line)
 
             keys = KeyBindings()
 

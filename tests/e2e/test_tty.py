@@ -790,6 +790,29 @@ def test_the_input_history_file_is_scrubbed(env: Env) -> None:
     assert "ghp_" not in history
 
 
+def test_the_input_history_keeps_no_value_found_secret_in_another_line(env: Env) -> None:
+    """H96: the session file had a value a pattern found in one line replaced where it
+    stood alone in the next one (and in the one before), the input history kept it there."""
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        for line in (
+            "first try Zq9Xv7Lm2Pk4 here",
+            "the password for staging is Zq9Xv7Lm2Pk4",
+            "use Zq9Xv7Lm2Pk4 again",
+        ):
+            tty.type(line + "\r")
+            tty.expect("You said")
+            tty.expect_prompt()
+        tty.type("\x04")
+        tty.process.wait(timeout=30)
+    finally:
+        tty.close()
+    history = (env.project.parent / "prompt_history").read_text()
+    assert "Zq9Xv7Lm2Pk4" not in history
+    assert "+use [REDACTED] again" in history and "+first try [REDACTED] here" in history
+
+
 def test_while_the_prompt_waits_notices_appear_and_a_stop_ends_the_chat(env: Env) -> None:
     tty = Pty(env, env.terminal())
     try:
