@@ -32,13 +32,14 @@ from actors.messages import StorageMessage
 from actors.storage import StorageActor, StorageMemory
 from actors.supervision import Decision, RestartPolicy, decide
 from session.paths import state_root
-from session.redaction import scrub_text, secrets_from_environment
+from session.redaction import secrets_from_environment
 from session.settings import load_settings
 from supervisor.accept import MAX_CONNECTIONS, connection_cap
 from supervisor.front import FrontDoor
 from supervisor.heir import forget_heir_pid, heir_enabled, spawn_heir, stop_heir
 from supervisor.home import take_home_lock
 from supervisor.listening import keep_lock, serve_socket
+from supervisor.log_scrub import ScrubSecrets
 from supervisor.loop_errors import quiet_loop_errors
 from supervisor.runtime import (
     RuntimePaths,
@@ -143,26 +144,6 @@ def follow_the_log(old: tuple[int, int], log_fd: int) -> None:
                 stream.flush()
             with contextlib.suppress(OSError):
                 os.dup2(log_fd, fd)
-
-
-class ScrubSecrets(logging.Filter):
-    """Every log line scrubbed as a session file is: an endpoint's error may echo the
-    request's ``Authorization`` header, and the log is a file on disk too."""
-
-    def __init__(self, secrets: tuple[str, ...]) -> None:
-        super().__init__()
-        self._secrets = secrets
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        scrubbed = scrub_text(message, self._secrets)
-        if scrubbed != message:
-            record.msg, record.args = scrubbed, None
-        if record.exc_info and not record.exc_text:  # the formatter keeps this text
-            record.exc_text = scrub_text(
-                logging.Formatter().formatException(record.exc_info), self._secrets
-            )
-        return True
 
 
 def configure_logging(log_path: Path, max_bytes: int = LOG_BYTES) -> None:

@@ -74,6 +74,7 @@ from supervisor.greeting import (
     send,
     write_now,
 )
+from supervisor.log_scrub import scrub_logs_of
 from supervisor.registry import Registry, TerminalBusy
 from supervisor.welcome import welcome
 from supervisor.wire import TEXT_FRAME_CHARS, ErrorCode, FrameError
@@ -299,6 +300,7 @@ class Server:
         terminal_pid = hello.terminal_pid or hello.client_pid
         start_time = await anyio.to_thread.run_sync(process_start_time, terminal_pid)
         config = self._settings.terminal_config(hello, terminal_pid, start_time, workspace)
+        scrub_logs_of(hello.secrets)  # an endpoint's error about its turns may echo them
         send_out, receive_out = anyio.create_memory_object_stream[TerminalOutput](OUTBOX_SIZE)
         handler_out = send_out.clone()
         try:

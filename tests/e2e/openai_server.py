@@ -7,7 +7,8 @@ return with ``recorded``), as a real model using the assistant's tools would.
 A last user message ``hang`` gets no answer at all, ``hang mid-reply`` one word and
 then nothing, until the server stops (a hung model call); ``hang mid-reply once`` does
 that the first time only, and is echoed when asked again. ``echo my key`` gets a
-400 whose body holds the request's ``Authorization`` header; ``cut mid-reply`` one
+400 whose body holds the request's ``Authorization`` header, ``refuse: TEXT`` one whose
+body holds the message (as a gateway's content filter may); ``cut mid-reply`` one
 word, then the connection closes in the middle of a chunk; ``end mid-reply`` one word,
 then the body ends cleanly, with neither a finish reason nor ``[DONE]`` (a proxy that
 dropped the model's connection and closed ours); ``hit the limit`` a reply that stops at
@@ -89,6 +90,9 @@ class ChatServer:
                     return
                 if body["messages"][-1].get("content") == "echo my key":
                     self._bad_request(f"bad request; you sent {self.headers.get('Authorization')}")
+                    return
+                if str(body["messages"][-1].get("content")).startswith("refuse: "):
+                    self._bad_request(f"content refused: {body['messages'][-1]['content']}")
                     return
                 if server.fail_tool_returns and body["messages"][-1]["role"] == "tool":
                     self._server_error()

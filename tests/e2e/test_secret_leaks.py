@@ -120,3 +120,24 @@ def test_the_offline_compaction_sent_to_the_model_holds_no_secret_the_session_sc
     last_request = sent(summarizing, "test-model")[-1]
     assert "after the compaction" in last_request and "compacted" in last_request
     assert ENV_SECRET not in last_request and FOUND_SECRET not in last_request
+
+
+def test_an_error_echoing_a_chats_own_secret_is_logged_without_it(
+    env: Env, summarizing: ChatServer
+) -> None:
+    """The log was scrubbed of the supervisor's environment's secrets only: a chat whose
+    shell held another secret variable had its value written to supervisor.log in
+    clear when an endpoint's error echoed it (the chat's own line was scrubbed)."""
+    del env.extra["DEPLOY_TOKEN"]
+    started = env.run(input="hello\n", terminal=env.terminal())  # the supervisor, without it
+    assert started.returncode == 0, started.stderr
+    result = env.run(
+        "--new", input=f"refuse: deploy with {ENV_SECRET}\n", terminal=env.terminal(),
+        DEPLOY_TOKEN=ENV_SECRET,
+    )
+    assert result.returncode == 1
+    assert "content refused: refuse: deploy with [REDACTED]" in result.stderr
+    env.run("supervisor", "stop")
+    log = (env.runtime / "supervisor.log").read_text()
+    assert "deploy with [REDACTED]" in log
+    assert ENV_SECRET not in log
