@@ -118,10 +118,15 @@ class HistoryScrubber:
         self.known = known
         self.found_earlier: tuple[str, ...] = ()
         """The values the last line revealed that earlier lines may hold (longest first)."""
+        self._previous = ""
 
     def line(self, text: str) -> str:
-        from session.redaction import longest_first, revealed, scrub_text
+        from session.redaction import continued_secret, longest_first, revealed, scrub_text
 
+        continued = continued_secret(self._previous, text, self.known)
+        if continued is not None:  # the rest of a key cut between two lines
+            self.known = longest_first((*self.known, continued))
+        self._previous = text
         scrubbed = scrub_text(text, self.known)
         found = tuple(value for value in revealed(text, scrubbed) if value not in self.known)
         self.found_earlier = longest_first(found)

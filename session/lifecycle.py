@@ -102,9 +102,10 @@ from session.history import (
     turn_starts,
 )
 from session.models import SessionState, WorkPhase
-from session.redaction import REDACTED, revealed_in, scrub_text
+from session.redaction import REDACTED, continued_secret, revealed_in, scrub_text
 from session.resume import RestoredFrom, build_resume_context, decisions_in_context
 from session.shares import newest_within
+from session.summary import user_prompts
 from session.turns import stamp_turn, stamped_turn
 
 _REDACTED_BYTES = REDACTED.encode()
@@ -431,14 +432,28 @@ class SessionLifecycle:
         they are replaced wherever they stand, however they are written there."""
         raw = plain_messages(messages)
         secrets = self.policy.known_secrets
+        continued = self._continued_secret(messages)
+        if continued is not None:
+            secrets = longest_first((*secrets, continued))
         encoded = EncodedMessages.scrub(raw, secrets)
         if not any(_REDACTED_BYTES in chunk for chunk in encoded.chunks):
             return self.policy, encoded  # nothing replaced (most turns: no walk)
         found = revealed_in(raw, list(encoded.json)) - set(secrets)
+        if continued is not None:
+            found.add(continued)
         if not found:
             return self.policy, encoded
-        policy = dataclasses.replace(self.policy, known_secrets=longest_first((*secrets, *found)))
-        return policy, encoded
+        known = longest_first((*self.policy.known_secrets, *found))
+        return dataclasses.replace(self.policy, known_secrets=known), encoded
+
+    def _continued_secret(self, messages: Sequence[ModelMessage]) -> str | None:
+        """The rest of a key the user cut between the last turn's message and this one's
+        (``continued_secret``): only the message before is scrubbed again."""
+        previous = _last_prompt(self.history)
+        new = user_prompts(messages[:1])
+        if previous is None or not new:
+            return None
+        return continued_secret(previous, new[0], self.policy.known_secrets)
 
     def _dump(
         self, messages: Sequence[ModelMessage], secrets: tuple[str, ...] | None = None
@@ -957,3 +972,13 @@ def stored_summary(compaction: EventCompaction, known_secrets: tuple[str, ...]) 
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(SessionLifecycle))
+
+
+def _last_prompt(history: Sequence[ModelMessage]) -> str | None:
+    """The text of the last user message in ``history`` (its last turn's), if any."""
+    for message in reversed(history):
+        if isinstance(message, ModelRequest):
+            prompts = user_prompts([message])
+            if prompts:
+                return prompts[-1]
+    return None

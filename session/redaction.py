@@ -23,6 +23,7 @@ from session.environment import longest_first, secrets_from_environment
 
 __all__ = [
     "REDACTED",
+    "continued_secret",
     "longest_first",
     "replace_known",
     "scrub_json",
@@ -546,6 +547,49 @@ def _replace_known_str(text: str, known_secrets: tuple[str, ...]) -> str:
     return text
 
 
+_CONTINUATION_RE = re.compile(
+    r"(\[REDACTED\][ \t]*(?:\r?\n|\\n)[ \t]*)([A-Za-z0-9_\-/+=]{8,})"
+    r"(?=[ \t]*(?:\r?\n|\\n|\Z|\\?\"))"
+)
+"""A line that holds only a value, right after a line that ends with a secret: the rest
+of a key cut over two lines (``OPENAI_API_KEY=sk-proj-Ab...`` then ``...Xy9``), in plain
+text or in JSON text (an escaped newline)."""
+
+
+def _continued(match: re.Match[str]) -> str:
+    return match.group(1) + REDACTED if _cut_value(match.group(2)) else match.group(0)
+
+
+def _cut_value(value: str) -> bool:
+    """A value that looks like the rest of a key: upper and lower case letters and
+    digits, or 16+ characters of letters and digits."""
+    if _mixes_case_and_digits(value):
+        return True
+    return (
+        len(value) >= 16
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+    )
+
+
+_VALUE_WORD_RE = re.compile(r"[A-Za-z0-9_\-/+=]{8,}")
+
+
+def continued_secret(previous: str, text: str, known_secrets: Iterable[str] = ()) -> str | None:
+    """The rest of a key cut between two messages: when ``previous`` ends with a secret
+    (what scrubbing it replaces is its last word), the first value of ``text`` that looks
+    like the rest of a key (``_cut_value``, 12+ characters, 3+ digits: ``ParserV2Config``
+    is a name), if any."""
+    scrubbed = scrub_text(previous, known_secrets).rstrip(" \t\r\n.,;:!?)'\"`")
+    if not scrubbed.endswith(REDACTED):
+        return None
+    for word in _VALUE_WORD_RE.finditer(text):
+        value = word.group().strip("=")
+        if len(value) >= 12 and sum(c.isdigit() for c in value) >= 3 and _cut_value(value):
+            return value
+    return None
+
+
 def _env_assigned(match: re.Match[str]) -> str:
     return match.group(0) if _is_reference(match.group(2)) else match.group(1) + REDACTED
 
@@ -617,6 +661,8 @@ def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
         text = _SHORT_PASSWORD_FLAG_RE.sub(_short_password_flag, text)
     if "sig=" in text:
         text = _SAS_SIGNATURE_RE.sub(_KEEP_KEY, text)
+    if REDACTED in text and ("\n" in text or "\\n" in text):
+        text = _CONTINUATION_RE.sub(_continued, text)
     return text
 
 

@@ -260,7 +260,8 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._CLI_USER_RE.sub(r._cli_password, text)
     text = r._CLI_PASSWORD_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._SHORT_PASSWORD_FLAG_RE.sub(r._short_password_flag, text)
-    return r._SAS_SIGNATURE_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
+    text = r._SAS_SIGNATURE_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
+    return r._CONTINUATION_RE.sub(r._continued, text)
 
 
 _PROSE_FRAGMENTS = st.sampled_from(

@@ -973,3 +973,38 @@ def test_an_aws_secret_said_with_its_key_id_and_a_subscription_key_are_scrubbed(
 )
 def test_words_after_a_bare_key_are_left_alone(text: str) -> None:
     assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "rest"),
+    [  # H96: the rest of a key cut over two lines was kept
+        ("OPENAI_API_KEY=sk-proj-AAAAbbbbCCCC1111\nDDDDeeee2222FFFF", "DDDDeeee2222FFFF"),
+        ("my key:\nsk-proj-AAAAbbbbCCCC1111\n  2222DDDDeeeeFFFF\nthanks", "2222DDDDeeeeFFFF"),
+        ('{"content": "KEY=sk-proj-AAAAbbbbCCCC1111\\nDDDDeeee2222FFFF\\n"}', "DDDDeeee2222FFFF"),
+    ],
+)
+def test_the_rest_of_a_key_cut_over_two_lines_is_scrubbed(text: str, rest: str) -> None:
+    assert rest not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password=Hx8Kq2Vn5Wz7\nversion two",
+        "password: Hx8Kq2Vn5Wz7\n\nnext paragraph",
+        "password: Hx8Kq2Vn5Wz7\nretries",
+    ],
+)
+def test_a_line_of_words_after_a_secret_is_left_alone(text: str) -> None:
+    assert scrub_text(text).split("\n", 1)[1] == text.split("\n", 1)[1]
+
+
+def test_the_rest_of_a_key_cut_between_two_messages_is_found_in_the_second() -> None:
+    from session.redaction import continued_secret
+
+    first = "here is the first half of my key: sk-proj-SpLiTfIrStHaLf"
+    assert continued_secret(first, "and the second half: 0123SeCoNdHaLfXyZ9876") == (
+        "0123SeCoNdHaLfXyZ9876"
+    )
+    assert continued_secret(first, "ok thanks, also ParserV2Config") is None
+    assert continued_secret("hello there", "0123SeCoNdHaLfXyZ9876") is None

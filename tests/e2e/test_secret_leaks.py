@@ -141,3 +141,16 @@ def test_an_error_echoing_a_chats_own_secret_is_logged_without_it(
     log = (env.runtime / "supervisor.log").read_text()
     assert "deploy with [REDACTED]" in log
     assert ENV_SECRET not in log
+
+
+def test_a_key_cut_between_two_messages_is_in_no_file(env: Env) -> None:
+    """A key pasted in two messages kept its second half in the session file (and in the
+    checkpoints and the model's reply that echoed it)."""
+    script = (
+        "here is the first half of my key: sk-proj-SpLiTfIrStHaLf\n"
+        "and the second half: 0123SeCoNdHaLfXyZ9876\n/save\n"
+    )
+    result = env.run(input=script, terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert "checkpoint 1" in result.stdout + result.stderr
+    assert leaks(env, "SpLiTfIrStHaLf", "SeCoNdHaLfXyZ") == []

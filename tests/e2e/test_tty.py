@@ -800,6 +800,8 @@ def test_the_input_history_keeps_no_value_found_secret_in_another_line(env: Env)
             "first try Zq9Xv7Lm2Pk4 here",
             "the password for staging is Zq9Xv7Lm2Pk4",
             "use Zq9Xv7Lm2Pk4 again",
+            "first half sk-proj-PrOmPtHiStFiRsT",
+            "second part 99PrOmPtHiStSeCoNd88",
         ):
             tty.type(line + "\r")
             tty.expect("You said")
@@ -809,7 +811,7 @@ def test_the_input_history_keeps_no_value_found_secret_in_another_line(env: Env)
     finally:
         tty.close()
     history = (env.project.parent / "prompt_history").read_text()
-    assert "Zq9Xv7Lm2Pk4" not in history
+    assert "Zq9Xv7Lm2Pk4" not in history and "PrOmPtHiSt" not in history
     assert "+use [REDACTED] again" in history and "+first try [REDACTED] here" in history
 
 
