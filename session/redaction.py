@@ -58,6 +58,7 @@ _TOKEN_PATTERNS = [
     r"\bxai-[A-Za-z0-9]{30,}",  # xAI
     r"\bdo[por]_v1_[a-f0-9]{64}",  # DigitalOcean
     r"\bya29\.[A-Za-z0-9_\-]{20,}",  # a Google OAuth access token
+    r"\bGOCSPX-[A-Za-z0-9_\-]{20,}",  # a Google OAuth client secret
     r"\bAIza[0-9A-Za-z_\-]{35}",
     r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
     # a PEM or PGP private key, to its END line, or to the text's end if that was cut off
@@ -405,7 +406,7 @@ def _prose_value(match: re.Match[str]) -> str:
 # Every pattern above starts with one of these markers (the tokens) or, ignoring case,
 # holds one of these words: text with none of them is left alone after two searches.
 _TOKEN_MARKERS_RE = re.compile(
-    r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|xapp-|gsk_|r8_|xai-|_v1_|ya29\.|AIza|eyJ"
+    r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|xapp-|gsk_|r8_|xai-|_v1_|ya29\.|GOCSPX-|AIza|eyJ"
     r"|-----BEGIN|[rs]k_|hf_|glpat-|npm_|pypi-|://"
     r"|(?:^|\s)-u|--user|--pass|sig=|\s-p|:AA"
 )
@@ -594,12 +595,43 @@ def _env_assigned(match: re.Match[str]) -> str:
     return match.group(0) if _is_reference(match.group(2)) else match.group(1) + REDACTED
 
 
+_BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=_\-])")
+"""A base64 value (padded: its length a multiple of 4) that may wrap a credential."""
+_USER_PASSWORD_RE = re.compile(r"[^\s:]{1,64}:\S{6,}")
+
+
+def _base64_credential(match: re.Match[str]) -> str:
+    """``[REDACTED]`` for a base64 value that wraps a credential: ``user:password`` (a
+    Docker ``auth``, HTTP Basic) or text a pattern scrubs (``sk-proj-...``,
+    ``password=...``); the value as it is otherwise."""
+    value = match.group()
+    if len(value) % 4:
+        return value
+    try:
+        decoded = base64.b64decode(value, validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError):
+        return value
+    if not decoded.replace("\n", "").isprintable():
+        return value
+    if _USER_PASSWORD_RE.fullmatch(decoded) and _looks_secret(decoded.split(":", 1)[1]):
+        return REDACTED
+    return REDACTED if _scrub_patterns(decoded) != decoded else value
+
+
 def _scrub_text(text: str, known_secrets: tuple[str, ...]) -> str:
     """The patterns are slow (about a millisecond for 2 KB of prose), so each one runs
     only on text that holds the words every match of it holds: with ASCII text, ignoring
     case is lowering it. A replacement (``[REDACTED]``) holds none of those words, so
-    what one pattern replaces cannot give another one a match it would not have had."""
+    what one pattern replaces cannot give another one a match it would not have had.
+    A base64 value is decoded and looked into first (no word tells where one is)."""
     text = _replace_known_str(text, known_secrets)
+    if len(text) >= 16:
+        text = _BASE64_RE.sub(_base64_credential, text)
+    return _scrub_patterns(text)
+
+
+def _scrub_patterns(text: str) -> str:
+    """``text`` scrubbed by the patterns (each only where its words are)."""
     if not _may_hold_credential(text):
         return text
     if not text.isascii():

@@ -234,6 +234,8 @@ def _scrub_with_every_pattern(text: str) -> str:
     """The scrub as it was before each pattern got its own quick check: every one runs."""
     from session import redaction as r
 
+    if len(text) >= 16:
+        text = r._BASE64_RE.sub(r._base64_credential, text)
     if not r._may_hold_credential(text):
         return text
     # by design, only with those words (in the text as given: the words are looked for once)
@@ -282,7 +284,8 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "Zq9Xv7Lm2Pk4", "Tr0ub4dor&3", " is now ", " is: ", " has been changed to ", " will be ",
      "private key", "'s ", " -> ", "creds", "mdp", "Kennwort", "wachtwoord", " lautet ",
      " stays ", " I use", "pin", "my pin is ", "passcode ", "482913", "log in as root with ",
-     " \u00e8 ", "pass is ", "Basic ", "basic ", "dXNlcjpwYXNzd29yZA==", "YWxhZGRpbjpvcGVu"]
+     " \u00e8 ", "pass is ", "Basic ", "basic ", "dXNlcjpwYXNzd29yZA==", "YWxhZGRpbjpvcGVu",
+     "c2stcHJvai1BYkNkRWZHaElqS2xNbk9wUXJTdFV2V3g=", "GOCSPX-AbCdEfGhIjKlMnOpQrStUvWx"]
 )
 
 

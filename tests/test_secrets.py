@@ -1008,3 +1008,30 @@ def test_the_rest_of_a_key_cut_between_two_messages_is_found_in_the_second() -> 
     )
     assert continued_secret(first, "ok thanks, also ParserV2Config") is None
     assert continued_secret("hello there", "0123SeCoNdHaLfXyZ9876") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # H96: a credential wrapped in base64 was kept
+        ('{"auths": {"ghcr.io": {"auth": "dXNlcjpQYXNzdzByZDEyMw=="}}}', "dXNlcjpQYXNz"),
+        ("echo c2stcHJvai1BYkNkRWZHaElqS2xNbk9wUXJTdFV2V3g= | base64 -d", "c2stcHJvai1B"),
+        ("data: cGFzc3dvcmQ9QjY0UGFzc3dvcmQxMjM0NQ==", "cGFzc3dvcmQ9"),
+        ("client secret GOCSPX-AbCdEfGhIjKlMnOpQrStUvWx", "GOCSPX-AbCd"),
+    ],
+)
+def test_a_credential_wrapped_in_base64_and_google_client_secrets_are_scrubbed(
+    text: str, secret: str
+) -> None:
+    assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sha256 47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU= of the file",
+        "greeting aGVsbG8gd29ybGQgaG93IGFyZSB5b3U= decoded",
+        "averyLongIdentifierName in path/to/some/deep/directory/file.txt",
+    ],
+)
+def test_base64_that_wraps_no_credential_is_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
