@@ -100,7 +100,11 @@ def check_model(model: str, source: str, setting: str = "model") -> str | None:
     problem = model_problem(model)
     if problem is None:
         return None
-    return f"error: unknown {setting} {model!r} from {source} ({problem}); use {ACCEPTED_FORMS}"
+    from session.redaction import scrub_text  # only on this error's path: its patterns cost
+
+    # scrubbed: a key pasted into the wrong variable (AGENT_ASSIST_MODEL=sk-...) is not shown
+    line = f"error: unknown {setting} {model!r} from {source} ({problem}); use {ACCEPTED_FORMS}"
+    return scrub_text(line)
 
 
 def _installed(module: str) -> bool:

@@ -254,7 +254,10 @@ def load_settings(
 
 
 def _shown(raw: object) -> str:
-    """A bad value as the user wrote it: TOML's ``true``, not Python's ``True``."""
+    """A bad value as the user wrote it: TOML's ``true``, not Python's ``True``; scrubbed
+    (a key pasted into the wrong variable, ``AGENT_ASSIST_MODEL=sk-...``, is not printed)."""
     if isinstance(raw, bool):
         return "true" if raw else "false"
-    return repr(raw)
+    from session.redaction import scrub_text  # only on this error's path: its patterns cost
+
+    return scrub_text(repr(raw))

@@ -37,6 +37,18 @@ def test_a_bad_value_in_the_file_names_the_file(value: object) -> None:
         resolve_settings({"compaction_overlap": value}, {})
 
 
+def test_a_key_given_as_a_bad_value_is_not_printed() -> None:
+    """H96: a key pasted into the wrong setting was printed back in the error line."""
+    from session.model_names import check_model
+
+    key = "sk-proj-CoNfIgToMlKeY0123456789ab"
+    with pytest.raises(SettingsError) as caught:
+        resolve_settings({}, {"AGENT_ASSIST_COMPACTION_INTERVAL": key})
+    assert key not in str(caught.value) and "[REDACTED]" in str(caught.value)
+    line = check_model(key, "env AGENT_ASSIST_MODEL")
+    assert line is not None and key not in line and "[REDACTED]" in line
+
+
 def test_context_tokens_auto_means_derived_from_the_model() -> None:
     assert resolve_settings({"context_tokens": "auto"}, {}).context_tokens is None
     with pytest.raises(SettingsError, match="between 1000 and"):
