@@ -12,7 +12,6 @@ environment variables whose names say they hold a credential.
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import re
 from collections.abc import Iterable
@@ -95,7 +94,7 @@ def _basic_credentials(match: re.Match[str]) -> str:
     value = match.group(2)
     try:
         decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError):
+    except ValueError:  # binascii.Error, UnicodeDecodeError, a non-ASCII letter (U+212A)
         return match.group(0)
     return match.group(1) + REDACTED if ":" in decoded else match.group(0)
 
@@ -609,7 +608,7 @@ def _base64_credential(match: re.Match[str]) -> str:
         return value
     try:
         decoded = base64.b64decode(value, validate=True).decode("ascii")
-    except (binascii.Error, UnicodeDecodeError):
+    except ValueError:  # binascii.Error, UnicodeDecodeError, a non-ASCII letter (U+212A)
         return value
     if not decoded.replace("\n", "").isprintable():
         return value

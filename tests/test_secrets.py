@@ -1035,3 +1035,10 @@ def test_a_credential_wrapped_in_base64_and_google_client_secrets_are_scrubbed(
 )
 def test_base64_that_wraps_no_credential_is_left_alone(text: str) -> None:
     assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize("text", ["Basic Authorization\u212a", "basic dXNlcjpw\u212a=="])
+def test_a_non_ascii_letter_where_base64_is_looked_for_is_no_error(text: str) -> None:
+    """Ignoring case, the Basic pattern's letters match the Kelvin sign (U+212A), which
+    base64 refuses with a ValueError: the scrub raised it (a hypothesis test found it)."""
+    assert scrub_text(text) == text
