@@ -127,7 +127,7 @@ enabled`` and ``pwd = os.getcwd()`` are not)."""
 _QUOTE = r"(?:\\?[\"'])"
 """A quote, or one escaped as in JSON text (a tool call's arguments are kept so)."""
 _ASSIGNMENT_RE = re.compile(
-    rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY})\s*{_QUOTE}?\s*[:=]\s*{_QUOTE}?)"
+    rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY})\s*{_QUOTE}?\s*(?:=>|[:=])\s*{_QUOTE}?)"
     r"([^\s\"',;\\]{3,})"
 )
 """An assignment in any case: ``password=...``, ``aws_secret_access_key: ...`` (a config
@@ -149,13 +149,20 @@ _JSON_LINE_ASSIGNMENT_RE = re.compile(
 or follows an escaped newline, and ends at the next one or at the string's end."""
 _QUOTED_RE = re.compile(
     rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY}|passcode|pin code|api key|access key)"
-    rf"{_QUOTE}?\s*(?::|=|\s+is|\s+was|\s+to)\s*)"
+    rf"{_QUOTE}?\s*(?::|=>?|\s+is|\s+was|\s+to)\s*)"
     r"(?P<open>\\?[\"'`]|[\u201c\u2018])(?P<value>(?:\\.|.){1,500}?)"
     r"(?P<close>(?P=open)|[\u201d\u2019])"
 )
 """A quoted value after a key, in an assignment or in prose (``client_secret is "..."``,
 ``set the password to "..."``): the whole value goes, spaces, apostrophes and quotes
 escaped inside it (``"Qz8\\"Xk2"``) all."""
+
+
+_XML_ELEMENT_RE = re.compile(
+    rf"(?i)(<(?P<key>{_STRONG_KEY}|{_TOKEN_KEY})>)([^<\s]{{3,}})(?=</(?P=key)>)"
+)
+"""An XML element's value (``<password>...</password>``, ``<apiKey>``): a Maven
+``settings.xml``, a .NET config."""
 
 
 def _assigned(match: re.Match[str]) -> str:
@@ -672,6 +679,8 @@ def _scrub_patterns(text: str) -> str:
         if "\\n" in text or '"' in text:
             text = _JSON_LINE_ASSIGNMENT_RE.sub(_KEEP_KEY, text)
         text = _ASSIGNMENT_RE.sub(_assigned, text)
+        if "</" in text:
+            text = _XML_ELEMENT_RE.sub(_assigned, text)
     if env_assignment:
         text = _ENV_ASSIGNMENT_RE.sub(_env_assigned, text)
     if prose:

@@ -252,6 +252,7 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._JSON_LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._ASSIGNMENT_RE.sub(r._assigned, text)
+    text = r._XML_ELEMENT_RE.sub(r._assigned, text)
     text = r._ENV_ASSIGNMENT_RE.sub(r._env_assigned, text)
     text = r._PROSE_RE.sub(r._prose_value, text)
     text = r._SET_RE.sub(r._prose_value, text)
@@ -285,7 +286,8 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "private key", "'s ", " -> ", "creds", "mdp", "Kennwort", "wachtwoord", " lautet ",
      " stays ", " I use", "pin", "my pin is ", "passcode ", "482913", "log in as root with ",
      " \u00e8 ", "pass is ", "Basic ", "basic ", "dXNlcjpwYXNzd29yZA==", "YWxhZGRpbjpvcGVu",
-     "c2stcHJvai1BYkNkRWZHaElqS2xNbk9wUXJTdFV2V3g=", "GOCSPX-AbCdEfGhIjKlMnOpQrStUvWx"]
+     "c2stcHJvai1BYkNkRWZHaElqS2xNbk9wUXJTdFV2V3g=", "GOCSPX-AbCdEfGhIjKlMnOpQrStUvWx",
+     "<password>", "</password>", "<apiKey>", "</apiKey>", " => ", "=>"]
 )
 
 

@@ -1042,3 +1042,23 @@ def test_a_non_ascii_letter_where_base64_is_looked_for_is_no_error(text: str) ->
     """Ignoring case, the Basic pattern's letters match the Kelvin sign (U+212A), which
     base64 refuses with a ValueError: the scrub raised it (a hypothesis test found it)."""
     assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # H96: a value in an XML element or after PHP's and Ruby's => was kept
+        ("<password>Xm1Passw0rd</password>", "Xm1Passw0rd"),
+        ("<apiKey>AbCd3fGhIj</apiKey>", "AbCd3fGhIj"),
+        ('"password" => "PhpPassw0rd9"', "PhpPassw0rd9"),
+        (":password => RbPassw0rd1,", "RbPassw0rd1"),
+    ],
+)
+def test_xml_elements_and_arrow_assignments_are_scrubbed(text: str, secret: str) -> None:
+    assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["<password>${DB_PASS}</password>", "<token>none</token>", "a => b", "x <password> y"]
+)
+def test_xml_references_and_arrows_without_a_secret_are_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
