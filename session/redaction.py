@@ -587,8 +587,10 @@ def continued_secret(previous: str, text: str, known_secrets: Iterable[str] = ()
     (what scrubbing it replaces is its last word), the first value of ``text`` that looks
     like the rest of a key (``_cut_value``, 12+ characters, 3+ digits: ``ParserV2Config``
     is a name), if any."""
-    scrubbed = scrub_text(previous, known_secrets).rstrip(" \t\r\n.,;:!?)'\"`")
-    if not scrubbed.endswith(REDACTED):
+    ending = " \t\r\n.,;:!?)'\"`"
+    if previous.rstrip(ending).endswith(REDACTED):
+        return None  # scrubbed already (a resumed session's): no key was cut in this chat
+    if not scrub_text(previous, known_secrets).rstrip(ending).endswith(REDACTED):
         return None
     for word in _VALUE_WORD_RE.finditer(text):
         value = word.group().strip("=")

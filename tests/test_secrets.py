@@ -1008,6 +1008,8 @@ def test_the_rest_of_a_key_cut_between_two_messages_is_found_in_the_second() -> 
     )
     assert continued_secret(first, "ok thanks, also ParserV2Config") is None
     assert continued_secret("hello there", "0123SeCoNdHaLfXyZ9876") is None
+    resumed = "here is my key: [REDACTED]"  # as a resumed session's history holds it
+    assert continued_secret(resumed, "rename it ParserV3Config123") is None
 
 
 @pytest.mark.parametrize(
