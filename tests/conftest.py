@@ -102,3 +102,19 @@ def scrubbed_messages(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
         monkeypatch.setattr(module, "scrub_json", counted)
     return counts
+
+
+@pytest.fixture
+def scrubbed_texts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts compaction (``session.compaction``) scrubs from now on, in order."""
+    import session.compaction
+
+    texts: list[str] = []
+    scrub_text = session.compaction.scrub_text  # type: ignore[attr-defined]
+
+    def counted(text: str, known_secrets: Any = ()) -> str:
+        texts.append(text)
+        return scrub_text(text, known_secrets)
+
+    monkeypatch.setattr(session.compaction, "scrub_text", counted)
+    return texts

@@ -12,7 +12,11 @@ from pathlib import Path
 from pydantic_ai.messages import ModelMessage
 
 from session.catalog import SessionCatalog
-from session.compaction import EventsCompactionConfig
+from session.compaction import (
+    EventsCompactionConfig,
+    OfflineEventSummarizer,
+    events_from_messages,
+)
 from session.history import dump_messages
 from session.lifecycle import PersistPolicy, SessionLifecycle
 from session.manager import SessionManager
@@ -118,3 +122,18 @@ def test_prune_keeps_an_old_session_whose_messages_it_cannot_read_and_says_so(
             "cannot read; not pruned, left untouched",
         )
     assert path.exists()
+
+
+def test_the_offline_summarizer_scrubs_only_the_requests_it_quotes(
+    scrubbed_texts: list[str],
+) -> None:
+    """It quotes how the conversation started and the last three requests: a window of
+    2,809 turns scrubbed every request (4.6 s) to quote four."""
+    messages = [m for index in range(1, 201) for m in turn(index, text=LONG)]
+    summarized = OfflineEventSummarizer().summarize(events_from_messages(messages, 1))
+    assert summarized is not None and summarized.compaction is not None
+    narrative = summarized.compaction.compacted_content
+    assert "question 1" in narrative and "question 200" in narrative
+    assert sorted(scrubbed_texts) == sorted(
+        ["question 1", "question 198", "question 199", "question 200"]
+    )
