@@ -820,17 +820,47 @@ def stated_decisions(messages: Sequence[ModelMessage]) -> list[str]:
     return [d for text in map(scrub_text, user_prompts(messages)) for d in _decisions_in(text)]
 
 
+_MAY_NAME_A_PATH_RE: Final = re.compile(
+    r"/|(?i:\.[a-z])|" + "|".join(sorted(_KNOWN_NAMES))
+)
+"""What every path ``file_paths`` finds holds: a slash, a dot before a letter (an
+extension, a dot file; ignoring case, as ``_EXTENSION_RE`` does), or a known file name."""
+_MAY_STATE_RE: Final = re.compile(
+    r"\?|always|never|must|do not|don't|from now on|going forward|henceforth|from here on"
+    r"|stop|important|rule|make sure|ensure|avoid|remember to|only|all|every|each"
+    r"|decision|decided|agreed|go with",
+    re.IGNORECASE,
+)
+"""What every decision, rule, revocation and open question a user prompt states holds:
+a word that ``_LABELLED_DECISION_RE``, ``_STATED_DECISION_RE``, ``_RULE_RE`` (each of its
+alternatives) or ``_REVOKE_RE`` needs, or a question mark. Keep it in step with them."""
+
+
+def may_retain(text: str, *, said_by_user: bool) -> bool:
+    """False only when ``text`` scrubbed can yield nothing ``extract_retained`` keeps: it
+    holds none of what a path (or, from the user, a decision, rule or question) needs.
+    Tested on the text as it is: a scrub only replaces a span with ``[REDACTED]`` (after
+    the key it keeps), whose characters are none of those, so it can add none of them.
+    Scrubbing is the cost (a 29 MB tail's texts took 22 s), and most of a conversation's
+    prose names nothing to keep."""
+    if _MAY_NAME_A_PATH_RE.search(text):
+        return True
+    return said_by_user and _MAY_STATE_RE.search(text) is not None
+
+
 def extract_retained(messages: Iterable[ModelMessage]) -> Retained:
     """Decisions, rules, file paths and open questions named in ``messages``; texts are
     scrubbed of credentials first (a value cut out of its ``key: value`` context, as a
-    "path", would no longer be recognised when the summary is saved)."""
+    "path", would no longer be recognised when the summary is saved), those that may name
+    any (``may_retain``)."""
     decisions: list[str] = []
     rules: list[str] = []
     paths: list[str] = []
     questions: list[str] = []
     revoked: list[str] = []
     for message in messages:
-        for text in map(scrub_text, user_prompts([message])):
+        prompts = [t for t in user_prompts([message]) if may_retain(t, said_by_user=True)]
+        for text in map(scrub_text, prompts):
             stated = _decisions_in(text)
             decisions += stated
             rules += [r for r in _rules_in(text) if not any(r in d or d in r for d in stated)]
@@ -839,7 +869,8 @@ def extract_retained(messages: Iterable[ModelMessage]) -> Retained:
             revoked += taken_back
             paths += file_paths(text)
             questions += _questions_in(text)
-        for text in map(scrub_text, _model_texts(message)):
+        texts = [t for t in _model_texts(message) if may_retain(t, said_by_user=False)]
+        for text in map(scrub_text, texts):
             paths += file_paths(text)
         for call in _tool_calls(message):
             args = call.args_as_dict()

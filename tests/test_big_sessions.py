@@ -9,13 +9,14 @@ import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
 
 from session.catalog import SessionCatalog
 from session.compaction import (
     EventsCompactionConfig,
     OfflineEventSummarizer,
     events_from_messages,
+    retained_of,
 )
 from session.history import dump_messages
 from session.lifecycle import PersistPolicy, SessionLifecycle
@@ -137,3 +138,19 @@ def test_the_offline_summarizer_scrubs_only_the_requests_it_quotes(
     assert sorted(scrubbed_texts) == sorted(
         ["question 1", "question 198", "question 199", "question 200"]
     )
+
+
+def test_a_compaction_scrubs_only_the_texts_that_may_name_what_it_keeps(
+    scrubbed_texts: list[str],
+) -> None:
+    """Paths, rules, decisions and questions are taken from scrubbed texts; a text that
+    holds none of what they need is not scrubbed (the patterns cost about a millisecond
+    per 2 KB: 2,809 turns of prose took 22 s to yield one path)."""
+    messages = [m for index in range(1, 201) for m in turn(index, text=LONG)]
+    said = "Always answer in French. Decision: write the plan to docs/plan.md"
+    messages[100:100] = [ModelRequest(parts=[UserPromptPart(said)]), *turn(51, text="Noted.")[1:]]
+    retained = retained_of(events_from_messages(messages, 1))
+    assert retained.rules == ("Always answer in French.",)
+    assert retained.paths == ("docs/plan.md",)
+    assert retained.decisions == ("Decision: write the plan to docs/plan.md",)
+    assert scrubbed_texts == [said]
