@@ -209,6 +209,15 @@ class RestoreFiles(Ask["RestoredFiles"]):
 
 
 @dataclass(frozen=True)
+class KeepSessionFile(Ask[Path]):
+    """Keep the session file as it is aside (a resume compacted turns it holds in full,
+    which the next save drops from it). Answer: where it is kept."""
+
+    project: Path
+    session_id: str
+
+
+@dataclass(frozen=True)
 class ScrubSession(Ask[int]):
     """Scrub ``secrets`` (found secret by a turn) from what the session wrote before: its
     checkpoints and its cached header. Answer: how many checkpoints were rewritten."""
@@ -224,6 +233,7 @@ StorageMessage = (
     | RemoveSession
     | SavePointer
     | RemovePointer
+    | KeepSessionFile
     | LoadSession
     | LoadRecovered
     | FindResumable

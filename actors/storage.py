@@ -26,6 +26,7 @@ from actors.base import Actor, Envelope
 from actors.messages import (
     Claim,
     FindResumable,
+    KeepSessionFile,
     KeepUnsaved,
     ListCheckpoints,
     ListSessions,
@@ -193,6 +194,8 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(lambda: catalog.manager(project).write_pointer(pointer))
             case RemovePointer(project, pid):
                 return await self._io(lambda: catalog.manager(project).delete_pointer(pid))
+            case KeepSessionFile(project, session_id):
+                return await self._io(lambda: catalog.manager(project).keep_original(session_id))
             case LoadSession(project, session_id, messages):
                 manager = catalog.manager(project)
                 load = {

@@ -48,6 +48,7 @@ from actors.messages import (
     DriftMessage,
     FilesChanged,
     Info,
+    KeepSessionFile,
     KeepUnsaved,
     ListCheckpoints,
     LLMMessage,
@@ -125,6 +126,7 @@ from session.lifecycle import (
     DeleteSession,
     Effect,
     Event,
+    KeepOriginal,
     PersistPolicy,
     Phase,
     ScrubEarlier,
@@ -285,6 +287,17 @@ def tracked_files(workspace: Path, extra: Iterable[str]) -> tuple[dict[str, str]
 def _untold(drift: FileDrift, baseline: Mapping[str, str]) -> dict[str, str]:
     """The files ``drift`` reports changed, at the digest it compared them with."""
     return {path: baseline[path] for path in (*drift.modified, *drift.deleted) if path in baseline}
+
+
+def compacted_at_resume_line(effect: KeepOriginal, kept: Path) -> str:
+    """The one line that tells a resume compacted turns its file held in full."""
+    compaction = effect.compacted
+    turns = turns_named(compaction.start_invocation, compaction.end_invocation)
+    return (
+        f"note: this session's file held every turn uncompacted; {turns} were compacted "
+        "now by the offline summarizer (their decisions, rules and file paths are kept), "
+        f"and the file as it was is kept as {kept.name}"
+    )
 
 
 def drift_at_resume(workspace: Path, manifest: Mapping[str, str]) -> FileDrift:
@@ -1956,6 +1969,8 @@ class TerminalActor(Actor[TerminalMessage]):
                         message = RemovePointer(config.project, config.terminal_pid)
                     case ScrubEarlier(session_id, secrets):
                         message = ScrubSession(config.project, session_id, secrets)
+                    case KeepOriginal(session_id):
+                        message = KeepSessionFile(config.project, session_id)
                     case _:
                         assert_never(effect)
                 answer = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
@@ -1983,6 +1998,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 if moved is not None:  # a directory at the file's name, made by hand
                     log.warning("terminal %d: %s", config.terminal_pid, moved)
                     await self._tell_or_hold(Info(moved), told)
+                if isinstance(effect, KeepOriginal) and isinstance(answer, Path):
+                    await self._tell_or_hold(Info(compacted_at_resume_line(effect, answer)), told)
                 if isinstance(effect, WriteSession):
                     self._unsaved = False
                     # the next failure keeps a copy of its own: this one may hold turns a

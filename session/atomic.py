@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import secrets
+import shutil
 import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -101,6 +102,39 @@ def quarantine(path: Path, now: datetime) -> Path | None:
         os.rename(path, target)
     except OSError:
         return None
+    return target
+
+
+UNCOMPACTED_SUFFIX = ".uncompacted-"
+"""``<id>.json.uncompacted-<time>``: a session file as it was before a resume compacted
+turns it held in full (``keep_aside``)."""
+
+
+def keep_aside(path: Path, now: datetime) -> Path:
+    """Keep ``path``'s content as it is now at ``<name>.uncompacted-<timestamp>`` (beside
+    it, named as ``quarantine`` names a corrupt file), the file itself staying: a hard link,
+    so a 29 MB file costs no copy, and the next atomic save, which renames a new file over
+    the name, leaves it whole. A name that already holds this very file is kept as it is
+    (a resume of the same file again). Raises OSError if it cannot be kept."""
+    for kept in sorted(path.parent.glob(f"{path.name}{UNCOMPACTED_SUFFIX}*")):
+        with contextlib.suppress(OSError):
+            if os.path.samefile(kept, path):
+                return kept
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}{UNCOMPACTED_SUFFIX}{stamp}")
+    suffix = 1
+    while os.path.lexists(target):
+        target = path.with_name(f"{path.name}{UNCOMPACTED_SUFFIX}{stamp}-{suffix}")
+        suffix += 1
+    try:
+        os.link(path, target, follow_symlinks=False)
+    except OSError:  # a file system without hard links: a copy, as private as the file
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as out, open(path, "rb") as source:
+            shutil.copyfileobj(source, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+    fsync_dir(path.parent)
     return target
 
 

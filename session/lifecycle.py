@@ -183,6 +183,15 @@ class DeletePointer:
 
 
 @dataclass(frozen=True)
+class KeepOriginal:
+    """A resume compacted turns its session file holds in full (``compacted``): keep the
+    file as it is aside before a save drops them from it."""
+
+    session_id: str
+    compacted: EventCompaction
+
+
+@dataclass(frozen=True)
 class ScrubEarlier:
     """Values a turn revealed as secret: scrub them from what the session wrote before
     they were known (its checkpoints, the listing's cached header)."""
@@ -191,7 +200,7 @@ class ScrubEarlier:
     secrets: tuple[str, ...]
 
 
-Effect = WriteSession | DeleteSession | WritePointer | DeletePointer | ScrubEarlier
+Effect = WriteSession | DeleteSession | WritePointer | DeletePointer | ScrubEarlier | KeepOriginal
 
 
 @dataclass(frozen=True)
@@ -512,33 +521,82 @@ class SessionLifecycle:
         # After a compaction every saved turn is kept: those the tail's limits leave out
         # of the request join the compaction (``_move``) instead of leaving a gap after it.
         max_turns, max_chars = self._tail_limits() if compaction is None else (None, None)
-        history, history_encoded = self._scrubbed(
-            reconstruct_history(loaded, max_turns=max_turns, max_chars=max_chars)
-        )
-        dropped = len(turn_starts(loaded)) - len(turn_starts(history))
+        kept = reconstruct_history(loaded, max_turns=max_turns, max_chars=max_chars)
+        dropped = len(turn_starts(loaded)) - len(turn_starts(kept))
         first = (compaction.end_invocation if compaction else 0) + 1 + max(0, dropped)
         if compaction is None:  # the tail held to the budget may have left turns out of
-            first = stamped_turn(history) or first  # the file: its first one's stamp says
+            first = stamped_turn(kept) or first  # the file: its first one's stamp says
         share = compaction_chars(self.policy.compaction)
+        resume_text = build_resume_context(
+            stored, drift if drift_in_context else None, restored, share
+        )
+        at_once = (
+            self._compacted_at_resume(kept, first, stored.summary, len(resume_text))
+            if compaction is None
+            else None
+        )
+        decisions = stored.decisions
+        if at_once is not None:
+            compaction, skipped = at_once
+            kept = kept[turn_starts(kept)[skipped] :]
+            first += skipped
+            decisions = merge_decisions(decisions, compaction.retained.decisions)
+        history, history_encoded = self._scrubbed(kept)  # only what is kept: once
         new = self._move(
             Event.RESUME,
             # the file's messages, which may not be scrubbed (``load_for_resume``), are not
             # kept: a save writes the history's tail
-            state=stored.model_copy(update={"recent_messages": history_encoded.json}),
+            state=stored.model_copy(
+                update={"recent_messages": history_encoded.json, "decisions": decisions}
+            ),
             history=history,
             history_encoded=history_encoded,
-            resume_context=build_resume_context(
-                stored, drift if drift_in_context else None, restored, share
-            )
-            if context
-            else "",
-            context_decisions=decisions_in_context(stored, share) if context else frozenset(),
+            resume_context=resume_text if context else "",
+            context_decisions=(
+                decisions_in_context(stored, share) if context else frozenset()
+            ),
             saved=True,
             # a file gone is told by this resume, then tracked no more
             tracked_paths=frozenset(stored.file_manifest) - set(drift.deleted if drift else ()),
             **self._fresh_compaction(compaction, first),
         )
-        return Transition(new, (WritePointer(stored.session_id),))
+        pointer = WritePointer(stored.session_id)
+        if at_once is None or restored is not None:  # a checkpoint keeps its own copy
+            return Transition(new, (pointer,))
+        return Transition(new, (KeepOriginal(stored.session_id, at_once[0]), pointer))
+
+    def _compacted_at_resume(
+        self,
+        messages: Sequence[ModelMessage],
+        first: int,
+        summary: str | None,
+        context_chars: int,
+    ) -> tuple[EventCompaction, int] | None:
+        """With the sliding window on, a stored tail that holds no compaction and weighs
+        more than the token budget (a file made by hand, or by an older version: this
+        version's saves compact it) is compacted here, by the offline summarizer, as the
+        budget would compact it before the first request: what it keeps (decisions, rules,
+        paths) is the same, and the turns it covers are neither kept in memory nor
+        scrubbed (a 29 MB tail took 23 s to scrub whole before the compaction dropped all
+        but its last turns). The compaction, and how many turns of ``messages`` it leaves
+        out of memory (it covers them; the overlap the next window reads again stays);
+        None if nothing is due."""
+        config = self.policy.compaction
+        if config.compaction_interval <= 0 or config.token_threshold is None:
+            return None
+        chars = sum(message_chars(m) for m in messages) + context_chars
+        if estimate_tokens(chars) < config.token_threshold:
+            return None
+        events = events_from_messages(messages, first)
+        if first > 1 and summary:  # the turns before, as ``events`` has them
+            events.append(compaction_event(EventCompaction(1, first - 1, summary)))
+        window = token_window(events, config, estimate_tokens(chars), context_chars)
+        compaction = offline_compaction(window) if window is not None else None
+        if compaction is None:
+            return None
+        keep_from = compaction.end_invocation + 1 - config.overlap_size
+        skipped = min(max(0, keep_from - first), len(turn_starts(messages)) - 1)
+        return compaction, skipped
 
     def with_token_threshold(self, threshold: int) -> SessionLifecycle:
         """A copy whose token budget is ``threshold`` (a model refused a request as over

@@ -30,6 +30,7 @@ from session.atomic import (
     clear_stale_workspace_temps_of,
     ensure_private_dir,
     fsync_dir,
+    keep_aside,
     quarantine,
     replace_workspace_file,
     temp_path,
@@ -625,6 +626,12 @@ class SessionManager:
             return False
         fsync_dir(self.directory)
         return True
+
+    def keep_original(self, session_id: str) -> Path:
+        """Keep the session file as it is now aside (``<id>.json.uncompacted-<time>``)
+        before a save drops turns a resume compacted; the path it is kept at."""
+        self.check_directory()
+        return keep_aside(self.session_path(session_id), utc_now())
 
     def delete_pointers_to(self, session_id: str) -> int:
         """Remove every ``active_<pid>.json`` naming ``session_id`` (unusable ones are left

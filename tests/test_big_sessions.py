@@ -19,7 +19,7 @@ from session.compaction import (
     retained_of,
 )
 from session.history import dump_messages
-from session.lifecycle import PersistPolicy, SessionLifecycle
+from session.lifecycle import KeepOriginal, PersistPolicy, SessionLifecycle, WritePointer
 from session.manager import SessionManager
 from session.models import SessionState
 from session.redaction import REDACTED
@@ -154,3 +154,58 @@ def test_a_compaction_scrubs_only_the_texts_that_may_name_what_it_keeps(
     assert retained.paths == ("docs/plan.md",)
     assert retained.decisions == ("Decision: write the plan to docs/plan.md",)
     assert scrubbed_texts == [said]
+
+
+WINDOW_ON = EventsCompactionConfig(10, 2, token_threshold=2_000, event_retention_size=4)
+"""The sliding window on (the default) and a small token budget (8,000 characters)."""
+
+
+def test_a_resume_compacts_an_uncompacted_tail_over_the_budget_scrubbing_only_what_it_keeps(
+    tmp_path: Path, scrubbed_messages: list[int]
+) -> None:
+    """This version's saves compact such a tail; a file made by hand or by an older version
+    was scrubbed whole (23 s for 29 MB), then compacted whole before the first reply."""
+    stored = saved(tmp_path, 300).load_for_resume("a1b2c3d4e5f6")
+    lc = SessionLifecycle(policy=PersistPolicy(compaction=WINDOW_ON)).resume(stored, None).lifecycle
+    assert lc.compaction is not None and lc.compaction.start_invocation == 1
+    assert lc.invocations == 300
+    assert scrubbed_messages == [len(lc.history)]
+    assert len(lc.history) < 20
+    assert lc.estimated_tokens() < WINDOW_ON.token_threshold  # type: ignore[operator]
+
+
+def test_what_a_resume_compacts_at_once_keeps_the_rules_paths_and_decisions_of_its_turns(
+    tmp_path: Path,
+) -> None:
+    said = "Always answer in French. Decision: keep the plan in docs/plan.md"
+    messages = [m for index in range(1, 301) for m in turn(index, text=LONG)]
+    messages[10:12] = stamp_turn(
+        [ModelRequest(parts=[UserPromptPart(said)]), *turn(6, text="Noted.")[1:]], 6, None
+    )
+    manager = saved(tmp_path, 1)
+    stored = manager.load_for_resume("a1b2c3d4e5f6").model_copy(
+        update={"recent_messages": tuple(dump_messages(messages))}
+    )
+    lc = SessionLifecycle(policy=PersistPolicy(compaction=WINDOW_ON)).resume(stored, None).lifecycle
+    assert "- Always answer in French." in lc.instructions()
+    assert "docs/plan.md" in (lc.compaction_sent() or "")
+    assert lc.state is not None
+    assert "Decision: keep the plan in docs/plan.md" in lc.state.decisions
+
+
+def test_a_resume_that_compacts_turns_of_the_file_keeps_the_file_aside_first(
+    tmp_path: Path,
+) -> None:
+    manager = saved(tmp_path, 300)
+    original = manager.session_path("a1b2c3d4e5f6").read_bytes()
+    stored = manager.load_for_resume("a1b2c3d4e5f6")
+    transition = SessionLifecycle(policy=PersistPolicy(compaction=WINDOW_ON)).resume(stored, None)
+    keep, pointer = transition.effects
+    assert isinstance(keep, KeepOriginal) and isinstance(pointer, WritePointer)
+    kept = manager.keep_original("a1b2c3d4e5f6")
+    assert kept.name.startswith("a1b2c3d4e5f6.json.uncompacted-")
+    write = transition.lifecycle.write(T0 + timedelta(hours=2), {}, None)
+    manager.save(write.state, encoded=write.encoded)
+    assert kept.read_bytes() == original
+    assert manager.session_path("a1b2c3d4e5f6").read_bytes() != original
+    assert manager.keep_original("a1b2c3d4e5f6") != kept  # the file changed: kept anew
