@@ -25,6 +25,7 @@ import orjson
 from pydantic import ValidationError
 
 from session.atomic import (
+    UNCOMPACTED_SUFFIX,
     atomic_write,
     clear_stale_temp,
     clear_stale_workspace_temps_of,
@@ -620,12 +621,25 @@ class SessionManager:
         self._headers.pop(session_id, None)
         self.delete_pointers_to(session_id)
         clear_stale_temp(temp_path(path))  # a killed save's: no later save clears it
+        self.delete_kept_originals(session_id)
         try:
             path.unlink()
         except FileNotFoundError:
             return False
         fsync_dir(self.directory)
         return True
+
+    def delete_kept_originals(self, session_id: str) -> int:
+        """Remove the session file's copies kept before a resume compacted its turns
+        (``keep_original``): they are the session's, and go with it (``rm``, ``prune``,
+        ``/reset``). A corrupt file moved aside is not: it stays. How many were removed."""
+        removed = 0
+        for kept in self.directory.glob(f"{session_id}.json{UNCOMPACTED_SUFFIX}*"):
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISREG(os.lstat(kept).st_mode):
+                    kept.unlink()
+                    removed += 1
+        return removed
 
     def keep_original(self, session_id: str) -> Path:
         """Keep the session file as it is now aside (``<id>.json.uncompacted-<time>``)

@@ -209,3 +209,15 @@ def test_a_resume_that_compacts_turns_of_the_file_keeps_the_file_aside_first(
     assert kept.read_bytes() == original
     assert manager.session_path("a1b2c3d4e5f6").read_bytes() != original
     assert manager.keep_original("a1b2c3d4e5f6") != kept  # the file changed: kept anew
+
+
+def test_removing_a_session_removes_the_file_kept_before_a_resume_compacted_it(
+    tmp_path: Path,
+) -> None:
+    manager = saved(tmp_path, 3)
+    kept = manager.keep_original("a1b2c3d4e5f6")
+    corrupt = tmp_path / "a1b2c3d4e5f6.json.corrupt-20260330T101500Z"
+    corrupt.write_text("{")
+    assert manager.delete("a1b2c3d4e5f6")
+    assert not kept.exists()
+    assert corrupt.exists()  # a corrupt file moved aside is no copy of the session's
