@@ -591,7 +591,9 @@ class SessionLifecycle:
         if first > 1 and summary:  # the turns before, as ``events`` has them
             events.append(compaction_event(EventCompaction(1, first - 1, summary)))
         window = token_window(events, config, estimate_tokens(chars), context_chars)
-        compaction = offline_compaction(window) if window is not None else None
+        if window is None:
+            return None
+        compaction = offline_compaction(window_without_secrets(window, self.policy.known_secrets))
         if compaction is None:
             return None
         keep_from = compaction.end_invocation + 1 - config.overlap_size

@@ -193,6 +193,27 @@ def test_what_a_resume_compacts_at_once_keeps_the_rules_paths_and_decisions_of_i
     assert "Decision: keep the plan in docs/plan.md" in lc.state.decisions
 
 
+def test_what_a_resume_compacts_at_once_holds_no_known_secret_of_the_session(
+    tmp_path: Path,
+) -> None:
+    """As every other compaction (H96): a value the session knows as secret (a credential
+    variable's, one found earlier) is replaced before the compaction reads its turns; the
+    patterns alone do not know it."""
+    said = "Decision: deploy with plainwordyvaluekeepit to docs/plainwordyvaluekeepit.md"
+    messages = [m for index in range(1, 301) for m in turn(index, text=LONG)]
+    messages[10:12] = stamp_turn(
+        [ModelRequest(parts=[UserPromptPart(said)]), *turn(6, text="Noted.")[1:]], 6, None
+    )
+    stored = saved(tmp_path, 1).load_for_resume("a1b2c3d4e5f6").model_copy(
+        update={"recent_messages": tuple(dump_messages(messages))}
+    )
+    policy = PersistPolicy(compaction=WINDOW_ON, known_secrets=("plainwordyvaluekeepit",))
+    lc = SessionLifecycle(policy=policy).resume(stored, None).lifecycle
+    assert lc.compaction is not None and lc.compaction.start_invocation == 1
+    assert "plainwordyvaluekeepit" not in (lc.compaction_sent() or "")
+    assert "plainwordyvaluekeepit" not in lc.instructions()
+
+
 def test_a_resume_that_compacts_turns_of_the_file_keeps_the_file_aside_first(
     tmp_path: Path,
 ) -> None:
