@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic_ai.messages import (
     CompactionPart,
     ModelMessage,
@@ -18,6 +20,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+import session.compaction as compaction_module
 from session.budget import context_budget
 from session.compaction import (
     BadPromptTemplate,
@@ -38,6 +41,7 @@ from session.compaction import (
     extract_retained,
     file_paths,
     finish_compaction,
+    may_retain,
     parse_compaction,
     render_compaction,
     retention_window,
@@ -957,3 +961,23 @@ async def test_a_long_first_request_is_cut_after_a_word_with_an_ellipsis() -> No
         "Started with: Please design the ingestion pipeline for customer support tickets "
         "so that routing, triage, deduplication…"
     )
+
+
+
+_WHAT_A_PROMPT_STATES = (
+    compaction_module._RULE_RE,
+    compaction_module._LABELLED_DECISION_RE,
+    compaction_module._STATED_DECISION_RE,
+    compaction_module._REVOKE_RE,
+)
+"""The patterns of the rules, decisions and rules taken back a compaction keeps."""
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(_WHAT_A_PROMPT_STATES).flatmap(st.from_regex))
+def test_a_text_the_compaction_skips_unscrubbed_states_nothing_it_would_keep(text: str) -> None:
+    """``may_retain`` lets a compaction skip scrubbing a text (the cost of a long tail):
+    its word list must stay in step with the patterns of what a compaction keeps, by
+    hand. Any text one of them matches (drawn from the patterns themselves, so a word
+    added to one is drawn at once) is one it reads."""
+    assert may_retain(text, said_by_user=True)
