@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -356,16 +358,29 @@ def test_a_deleted_executable_is_made_again_executable_whatever_the_umask(
     assert script.stat().st_mode & 0o7777 == 0o755
 
 
+def first_entry_edited(
+    store: CheckpointStore, workspace: Path, edit: Callable[[dict[str, Any]], None]
+) -> tuple[Path, dict[str, Any]]:
+    """Checkpoint 1 of the session written, then its entry edited by hand (``edit`` on its
+    JSON): its path and the JSON written."""
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    path = store.session_dir("0123456789ab") / "0001.json"
+    raw = orjson.loads(path.read_bytes())
+    edit(raw)
+    path.write_bytes(orjson.dumps(raw))
+    return path, raw
+
+
 def test_an_entry_that_kept_no_mode_leaves_the_mode_as_it_is(
     store: CheckpointStore, workspace: Path
 ) -> None:
     """An entry of format 1, written before modes were kept, still restores its content."""
-    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
-    path = store.session_dir("0123456789ab") / "0001.json"
-    raw = orjson.loads(path.read_bytes())
-    raw["format"] = 1
-    del raw["modes"]
-    path.write_bytes(orjson.dumps(raw))
+
+    def written_before_modes(raw: dict[str, Any]) -> None:
+        raw["format"] = 1
+        del raw["modes"]
+
+    first_entry_edited(store, workspace, written_before_modes)
     old = store.load("0123456789ab", 1)
     assert old.modes == {}
     spec = workspace / "spec.md"
@@ -560,11 +575,7 @@ def test_an_entry_of_a_newer_format_is_left_untouched(
     store: CheckpointStore, workspace: Path
 ) -> None:
     """It was taken for damaged and moved aside."""
-    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
-    path = store.session_dir("0123456789ab") / "0001.json"
-    raw = orjson.loads(path.read_bytes())
-    raw["format"] = 99
-    path.write_bytes(orjson.dumps(raw))
+    first_entry_edited(store, workspace, lambda raw: raw.update(format=99))
     (problem,) = store.listing("0123456789ab").problems
     assert problem == "warning: checkpoint 1 was written by a newer agent-assist; left untouched"
     assert os.listdir(store.session_dir("0123456789ab")) == ["0001.json"]
@@ -587,13 +598,12 @@ def test_garbage_collection_keeps_what_another_session_refers_to(
 def test_an_entry_of_an_older_schema_is_migrated_and_a_newer_one_left_untouched(
     store: CheckpointStore, workspace: Path
 ) -> None:
-    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
-    path = store.session_dir("0123456789ab") / "0001.json"
-    raw = orjson.loads(path.read_bytes())
-    for field in ("schema_version", "compacted_history_summary", "checkpoint_count", "phase"):
-        del raw["state"][field]
-    raw["state"]["messages"] = raw["state"].pop("recent_messages")  # schema v1
-    path.write_bytes(orjson.dumps(raw))
+    def schema_v1(raw: dict[str, Any]) -> None:
+        for field in ("schema_version", "compacted_history_summary", "checkpoint_count", "phase"):
+            del raw["state"][field]
+        raw["state"]["messages"] = raw["state"].pop("recent_messages")
+
+    path, raw = first_entry_edited(store, workspace, schema_v1)
     assert store.load("0123456789ab", 1).state.schema_version == 3
 
     raw["state"]["schema_version"] = 99
@@ -607,14 +617,13 @@ def test_an_entry_with_a_message_nested_too_deep_is_refused_and_left_untouched(
     store: CheckpointStore, workspace: Path
 ) -> None:
     """It could be restored, but the session could then never be saved back."""
-    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
-    path = store.session_dir("0123456789ab") / "0001.json"
-    raw = orjson.loads(path.read_bytes())
     deep: object = "x"
     for _ in range(240):
         deep = [deep]
-    raw["state"]["recent_messages"] = [{**user_turn("hi"), "metadata": deep}]
-    path.write_bytes(orjson.dumps(raw))
+    nested = [{**user_turn("hi"), "metadata": deep}]
+    path, _ = first_entry_edited(
+        store, workspace, lambda raw: raw["state"].update(recent_messages=nested)
+    )
     before = path.read_bytes()
     with pytest.raises(CheckpointError, match="nests over 200 levels deep; left untouched"):
         store.load("0123456789ab", 1)

@@ -567,10 +567,13 @@ def test_a_reply_stopped_by_ctrl_z_is_shown_once_after_fg(env: Env, server: Chat
     assert "the shell read nothing" in rows[stopped + 1], "the shell's lines are kept"
 
 
+@pytest.mark.parametrize("stop", ["Ctrl+Z", "kill -TSTP"])
 @pytest.mark.parametrize("question", ["Resume previous session? [Y/n]", "[y/N]"])
-def test_a_question_is_asked_again_after_ctrl_z_and_fg(env: Env, question: str) -> None:
-    """A helper's find (H87): after Ctrl+Z at a question and ``fg``, only its ``>`` was
-    drawn again, under the shell's lines: the question itself was out of sight."""
+def test_a_question_is_asked_again_after_a_stop_and_fg(env: Env, question: str, stop: str) -> None:
+    """Helpers' finds: after Ctrl+Z at a question and ``fg``, only its ``>`` was drawn
+    again, under the shell's lines, the question itself out of sight (H87); after a
+    SIGTSTP that came as a signal (``kill -TSTP`` from another shell), nothing at all was
+    drawn, neither the question nor its prompt (H95)."""
     term = env.terminal()
     assert env.run("--new", input="write agent_spec.md: # spec\n", terminal=term).returncode == 0
     shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
@@ -582,11 +585,17 @@ def test_a_question_is_asked_again_after_ctrl_z_and_fg(env: Env, question: str) 
             tty.expect("Resumed session")
             tty.type("/reset\r")
             tty.expect("Also delete agent_spec.md? [y/N]")
-        tty.expect_prompt()  # a key for the prompt, not the terminal's signal
-        tty.type("\x1a")
-        tty.expect("the shell read nothing")  # then fg
-        tty.expect(question)
         tty.expect_prompt()
+        if stop == "Ctrl+Z":
+            tty.type("\x1a")  # a key for the prompt, not the terminal's signal
+        else:
+            os.kill(the_job(tty.process), signal.SIGTSTP)
+        tty.expect("stopped; echo True icanon True")
+        tty.expect("the shell read nothing")  # then fg
+        tty.expect(question, timeout=10)
+        tty.expect_prompt()
+        tty.type("n\r")
+        tty.expect("New session")
     finally:
         tty.close()
 
@@ -620,34 +629,6 @@ def the_job(shell: subprocess.Popen[bytes]) -> int:
     """The pid of the one job ``JOB_CONTROL_SHELL`` runs."""
     children = f"/proc/{shell.pid}/task/{shell.pid}/children"
     return int(wait_for(lambda: open(children).read().split(), what="the job")[0])
-
-
-@pytest.mark.parametrize("question", ["Resume previous session? [Y/n]", "[y/N]"])
-def test_a_question_is_asked_again_after_a_stop_signal_and_fg(env: Env, question: str) -> None:
-    """H95's find: a SIGTSTP that came as a signal (``kill -TSTP`` from another shell)
-    at a question stopped the chat with its ``>`` on the screen, and after ``fg`` nothing
-    was drawn: neither the question nor its prompt."""
-    term = env.terminal()
-    assert env.run("--new", input="write agent_spec.md: # spec\n", terminal=term).returncode == 0
-    shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
-    tty = Pty(env, term, under=shell)
-    try:
-        tty.expect("Resume previous session? [Y/n]")
-        if question == "[y/N]":
-            tty.type("y\r")
-            tty.expect("Resumed session")
-            tty.type("/reset\r")
-            tty.expect("Also delete agent_spec.md? [y/N]")
-        tty.expect_prompt()
-        os.kill(the_job(tty.process), signal.SIGTSTP)
-        tty.expect("stopped; echo True icanon True")
-        tty.expect("the shell read nothing")  # then fg
-        tty.expect(question, timeout=10)
-        tty.expect_prompt()
-        tty.type("n\r")
-        tty.expect("New session")
-    finally:
-        tty.close()
 
 
 def test_the_prompt_is_drawn_again_after_a_stop_signal_and_fg(env: Env) -> None:
