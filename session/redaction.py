@@ -587,16 +587,24 @@ def continued_secret(previous: str, text: str, known_secrets: Iterable[str] = ()
     (what scrubbing it replaces is its last word), the first value of ``text`` that looks
     like the rest of a key (``_cut_value``, 12+ characters, 3+ digits: ``ParserV2Config``
     is a name), if any."""
+    rest = next(
+        (
+            value
+            for word in _VALUE_WORD_RE.finditer(text)
+            if len(value := word.group().strip("=")) >= 12
+            and sum(c.isdigit() for c in value) >= 3
+            and _cut_value(value)
+        ),
+        None,
+    )
+    if rest is None:  # most messages: ``previous`` is not scrubbed again to know
+        return None
     ending = " \t\r\n.,;:!?)'\"`"
     if previous.rstrip(ending).endswith(REDACTED):
         return None  # scrubbed already (a resumed session's): no key was cut in this chat
     if not scrub_text(previous, known_secrets).rstrip(ending).endswith(REDACTED):
         return None
-    for word in _VALUE_WORD_RE.finditer(text):
-        value = word.group().strip("=")
-        if len(value) >= 12 and sum(c.isdigit() for c in value) >= 3 and _cut_value(value):
-            return value
-    return None
+    return rest
 
 
 def _env_assigned(match: re.Match[str]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -1010,6 +1011,28 @@ def test_the_rest_of_a_key_cut_between_two_messages_is_found_in_the_second() -> 
     assert continued_secret("hello there", "0123SeCoNdHaLfXyZ9876") is None
     resumed = "here is my key: [REDACTED]"  # as a resumed session's history holds it
     assert continued_secret(resumed, "rename it ParserV3Config123") is None
+
+
+def test_a_message_with_no_rest_of_a_key_does_not_scrub_the_one_before_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every turn looks for the rest of a key cut after the last message; scrubbing that
+    message again (a millisecond per 2 KB of prose, a pasted document's every turn) is
+    needed only when this one holds a value that could be one."""
+    import session.redaction
+    from session.redaction import continued_secret
+
+    scrubbed: list[str] = []
+    scrub = session.redaction.scrub_text
+
+    def counted(text: str, known_secrets: Iterable[str] = ()) -> str:
+        scrubbed.append(text)
+        return scrub(text, known_secrets)
+
+    monkeypatch.setattr(session.redaction, "scrub_text", counted)
+    long_prompt = "We route every ticket by intent and priority. " * 200
+    assert continued_secret(long_prompt, "thanks, now the escalation rules") is None
+    assert scrubbed == []
 
 
 @pytest.mark.parametrize(
