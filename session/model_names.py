@@ -45,9 +45,11 @@ PROVIDER_SDKS: Final[dict[str, tuple[str, str]]] = {
             "openai-decisions",
             "openai-responses",
             "openrouter",
+            "otari",
             "ovhcloud",
             "sambanova",
             "snowflake",
+            "stav",
             "together",
             "vercel",
             "vllm",
@@ -59,6 +61,7 @@ PROVIDER_SDKS: Final[dict[str, tuple[str, str]]] = {
     "cohere": ("cohere", "cohere"),
     "google": ("google.genai", "google-genai"),
     "google-cloud": ("google.genai", "google-genai"),
+    "google-interactions": ("google.genai", "google-genai"),
     "groq": ("groq", "groq"),
     "huggingface": ("huggingface_hub", "huggingface_hub"),
     "mistral": ("mistralai", "mistralai"),
@@ -71,6 +74,8 @@ PROVIDER_SDKS: Final[dict[str, tuple[str, str]]] = {
 # here are found at the first turn.
 KNOWN_PROVIDERS: Final = frozenset(PROVIDER_SDKS) | {
     "bedrock-mantle",
+    "cloudflare",  # Workers AI over httpx: no SDK
+    "cloudflare-decisions",
     "google-decisions",
     "system-one",
     "typesafe",
