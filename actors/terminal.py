@@ -290,8 +290,17 @@ def _untold(drift: FileDrift, baseline: Mapping[str, str]) -> dict[str, str]:
 
 
 def compacted_at_resume_line(effect: KeepOriginal, kept: Path) -> str:
-    """The one line that tells a resume compacted turns its file held in full."""
+    """The one line that tells a resume compacted turns its file held in full (or, with
+    automatic compaction off, left them out of the session)."""
     compaction = effect.compacted
+    if compaction is None:
+        turns = "turn" if effect.left_out == 1 else f"{effect.left_out:,} turns"
+        return (
+            "note: this session's file held more turns than automatic compaction off "
+            f"(compaction_interval 0) keeps; its oldest {turns} are left out of it from now "
+            "on, not summarized (/compact summarizes what is kept), and the file as it was "
+            f"is kept as {kept.name}"
+        )
     turns = turns_named(compaction.start_invocation, compaction.end_invocation)
     return (
         f"note: this session's file held every turn uncompacted; {turns} were compacted "

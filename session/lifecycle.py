@@ -184,11 +184,14 @@ class DeletePointer:
 
 @dataclass(frozen=True)
 class KeepOriginal:
-    """A resume compacted turns its session file holds in full (``compacted``): keep the
-    file as it is aside before a save drops them from it."""
+    """A resume compacted turns its session file holds in full (``compacted``), or, with
+    automatic compaction off, left the file's oldest turns out of the tail a save writes
+    (``left_out``: how many): keep the file as it is aside before a save drops them from
+    it."""
 
     session_id: str
-    compacted: EventCompaction
+    compacted: EventCompaction | None = None
+    left_out: int = 0
 
 
 @dataclass(frozen=True)
@@ -561,9 +564,15 @@ class SessionLifecycle:
             **self._fresh_compaction(compaction, first),
         )
         pointer = WritePointer(stored.session_id)
-        if at_once is None or restored is not None:  # a checkpoint keeps its own copy
+        if restored is not None:  # a checkpoint keeps its own copy
             return Transition(new, (pointer,))
-        return Transition(new, (KeepOriginal(stored.session_id, at_once[0]), pointer))
+        if at_once is not None:
+            keep = KeepOriginal(stored.session_id, at_once[0])
+        elif dropped > 0 and compaction is None:  # the tail's limits left turns of the file out
+            keep = KeepOriginal(stored.session_id, left_out=dropped)
+        else:
+            return Transition(new, (pointer,))
+        return Transition(new, (keep, pointer))
 
     def _compacted_at_resume(
         self,

@@ -242,3 +242,38 @@ def test_removing_a_session_removes_the_file_kept_before_a_resume_compacted_it(
     assert manager.delete("a1b2c3d4e5f6")
     assert not kept.exists()
     assert corrupt.exists()  # a corrupt file moved aside is no copy of the session's
+
+
+WINDOW_OFF = EventsCompactionConfig(0, 2, token_threshold=2_000, event_retention_size=4)
+"""Automatic compaction off (``compaction_interval = 0``), the same small token budget."""
+
+
+def test_a_resume_with_compaction_off_that_leaves_turns_of_the_file_out_keeps_it_aside(
+    tmp_path: Path,
+) -> None:
+    """With compaction off the request's tail holds the newest turns that fit, and a save
+    writes that tail: a file holding more (by hand, an older version, a larger budget
+    before) lost 280 of its 300 turns at the first save after the resume, without a word
+    and with no copy kept (with compaction on, the same file is kept aside and told)."""
+    manager = saved(tmp_path, 300)
+    original = manager.session_path("a1b2c3d4e5f6").read_bytes()
+    stored = manager.load_for_resume("a1b2c3d4e5f6")
+    transition = SessionLifecycle(policy=PersistPolicy(compaction=WINDOW_OFF)).resume(stored, None)
+    lc = transition.lifecycle
+    assert lc.compaction is None and len(lc.history) < 300 * 2
+    keep, pointer = transition.effects
+    assert isinstance(keep, KeepOriginal) and isinstance(pointer, WritePointer)
+    assert keep.compacted is None
+    assert keep.left_out == 300 - len(lc.history) // 2 == lc.first_invocation - 1
+    kept = manager.keep_original("a1b2c3d4e5f6")
+    write = lc.write(T0 + timedelta(hours=2), {}, None)
+    manager.save(write.state, encoded=write.encoded)
+    assert kept.read_bytes() == original
+
+
+def test_a_resume_with_compaction_off_that_keeps_every_turn_keeps_nothing_aside(
+    tmp_path: Path,
+) -> None:
+    stored = saved(tmp_path, 3).load_for_resume("a1b2c3d4e5f6")
+    transition = SessionLifecycle(policy=PersistPolicy(compaction=WINDOW_OFF)).resume(stored, None)
+    assert [type(effect) for effect in transition.effects] == [WritePointer]
