@@ -255,14 +255,22 @@ OTHER_TOOLS_NAMES = {
 
 def command_close_to(name: str) -> str | None:
     """The commands a mistyped ``/name`` is close to: those it begins (``/res``: ``/reset
-    or /resume``), else the nearest (``/sav``: ``/save``); None if none is."""
+    or /resume``), else the nearest (``/sav``: ``/save``), else the one whose beginning it
+    is close to (``/chek``: ``/checkpoint``); None if none is."""
     begun = sorted(command for command in COMMAND_NAMES if command.startswith(name))
     if len(name) >= 2 and begun:
         return " or ".join(f"/{command}" for command in begun)
     import difflib  # only for a mistyped command: not on the start's path
 
     close = difflib.get_close_matches(name, sorted(COMMAND_NAMES), n=1, cutoff=0.6)
-    return f"/{close[0]}" if close else None
+    if close:
+        return f"/{close[0]}"
+    if len(name) < 3:
+        return None
+    # A mistyped beginning (``/chek``: too short beside all of ``checkpoint``).
+    begins = {command[: len(name)]: command for command in sorted(COMMAND_NAMES)}
+    close = difflib.get_close_matches(name, sorted(begins), n=1, cutoff=0.75)
+    return f"/{begins[close[0]]}" if close else None
 
 
 def command_name_and_argument(line: str) -> tuple[str, str]:

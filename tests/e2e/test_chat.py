@@ -552,12 +552,16 @@ def test_another_assistants_command_name_is_told_what_it_is_here(env: Env) -> No
 
 def test_a_mistyped_command_is_answered_with_the_command_it_is_close_to(env: Env) -> None:
     """H81's find: /sav, /chekpoint and /exitt were only "unknown command ... (try /help)";
-    a typo is told the command it is close to (and still runs nothing)."""
-    typed = "/sav\n/chekpoint\n/exitt\n/res\nstill here\n"
+    a typo is told the command it is close to (and still runs nothing); H98's: so is a
+    mistyped beginning (/chek)."""
+    typed = "/sav\n/chekpoint\n/chek\n/exitt\n/res\nstill here\n"
     result = env.run("--new", input=typed, terminal=env.terminal())
     assert result.returncode == 1  # piped: an unknown command fails the run
     assert "error: unknown command /sav (did you mean /save? try /help)" in result.stderr
     assert "error: unknown command /chekpoint (did you mean /checkpoint? try /help)" in (
+        result.stderr
+    )
+    assert "error: unknown command /chek (did you mean /checkpoint? try /help)" in (
         result.stderr
     )
     assert "error: unknown command /exitt (did you mean /exit? try /help)" in result.stderr
