@@ -1077,18 +1077,25 @@ class TerminalActor(Actor[TerminalMessage]):
 
     async def _compaction_after_exit(self) -> None:
         """The compaction in flight when the terminal left (due after its last turn) is kept
-        too: asked again (its told answer would find this actor gone) and written."""
-        window = self._lc.compacting  # a compaction waited for ends before the exit
-        if window is None:
-            return
-        try:
-            result: Compacted = await self._peers.compaction.ask(
-                self._compact_request(window, "window"), SUMMARY_AFTER_EXIT_TIMEOUT_S
-            )
-        except Exception as exc:
-            log.warning("compaction after exit failed: %s", exc)
-            return
-        await self._keep_compaction(result)
+        too: asked again (its told answer would find this actor gone) and written; then
+        the window that came due behind it (its turns ended while the one before was still
+        running, so none was started for them), once."""
+        for _ in range(2):
+            window = self._lc.compacting  # a compaction waited for ends before the exit
+            if window is None:
+                window = self._lc.compaction_due()
+                if window is None:
+                    return
+                self._lc = self._lc.begin_compaction(window)
+            try:
+                result: Compacted = await self._peers.compaction.ask(
+                    self._compact_request(window, "window"), SUMMARY_AFTER_EXIT_TIMEOUT_S
+                )
+            except Exception as exc:
+                log.warning("compaction after exit failed: %s", exc)
+                return
+            if not await self._keep_compaction(result):
+                return
 
     async def _keep_unsaved(self) -> str | None:
         """The session could not be saved: write it where it can be recovered from (the

@@ -4,8 +4,10 @@ Rules (the table ``TRANSITIONS`` is the source of truth):
 
 * A lifecycle starts ``unstarted``. ``start_fresh`` or ``resume`` make it
   ``active``; ``exit`` makes it ``closed``, and nothing follows ``closed``
-  except a late ``record_summary`` or the result of the compaction that was in
-  flight (both written at once: the session is on disk).
+  except a late ``record_summary``, the result of the compaction that was in
+  flight, and the compaction that came due behind it (written at once: the
+  session is on disk; the window due after the last turn was never compacted
+  when the one before it was still running at the exit).
 * A turn is a phase of its own: ``begin_turn`` moves ``active`` to ``in a
   turn``; ``complete_turn`` (saved) or ``abandon_turn`` (cancelled or failed:
   nothing kept) move it back. In a turn, ``save``, ``reset``, ``restore``,
@@ -156,6 +158,7 @@ TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
     (_T, Event.CHECKPOINT): _T,
     (_T, Event.EXIT): _C,
     (_C, Event.SUMMARY): _C,
+    (_C, Event.COMPACT): _C,
     (_C, Event.COMPACTED): _C,
 }
 

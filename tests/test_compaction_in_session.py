@@ -254,6 +254,30 @@ class GatedFirst(Gated):
         return await super().summarize_events(events)
 
 
+async def test_the_window_due_behind_a_compaction_still_running_at_the_exit_is_kept(
+    make_rig: RigFactory,
+) -> None:
+    """H98's flaky e2e test, under load: turns 3-4 ended while the compaction of turns
+    1-2 still ran, so none was started for them; the exit kept the one in flight and the
+    file stayed compacted to turn 2 (the next run caught up)."""
+    summarizer = GatedFirst()
+    rig: Rig = await make_rig(summarizer, 2)
+    await rig.turn("one")
+    await rig.turn("two")
+    with anyio.fail_after(10):
+        await summarizer.started.wait()  # turns 1-2 are being compacted
+    await rig.turn("three")
+    await rig.turn("four")
+    await rig.terminal.tell(Detach("exit"))
+    summarizer.gate.set()
+    with anyio.fail_after(10):
+        while True:  # the exit's work goes on after the terminal was told it is saved
+            compaction = parse_compaction(rig.saved()["compacted_history_summary"])
+            if compaction is not None and compaction.end_invocation == 4:
+                break
+            await anyio.sleep(0.01)
+
+
 async def test_the_budget_is_kept_while_a_slow_compaction_runs_in_the_background(
     make_rig: RigFactory,
 ) -> None:

@@ -128,7 +128,10 @@ EXPECTED_TABLE: dict[tuple[Phase, Event], Phase] = {
     (T, Event.COMPACTED): T,
     (T, Event.CHECKPOINT): T,
     (T, Event.EXIT): C,
+    # Closed: a late summary, the compaction in flight at the exit and the one that
+    # came due behind it, all written at once.
     (C, Event.SUMMARY): C,
+    (C, Event.COMPACT): C,
     (C, Event.COMPACTED): C,
 }
 
