@@ -90,14 +90,21 @@ def clear_stale_temp(tmp: Path) -> None:
         tmp.unlink()
 
 
+def aside_name(path: Path, tag: str, now: datetime) -> Path:
+    """A free name beside ``path`` for a copy of it set aside: ``<name><tag><timestamp>``,
+    ``-1``, ``-2`` ... after it while one is taken (by anything, a dangling symlink too)."""
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}{tag}{stamp}")
+    suffix = 1
+    while os.path.lexists(target):
+        target = path.with_name(f"{path.name}{tag}{stamp}-{suffix}")
+        suffix += 1
+    return target
+
+
 def quarantine(path: Path, now: datetime) -> Path | None:
     """Move ``path`` aside to ``<name>.corrupt-<timestamp>``; never deletes. None if it failed."""
-    stamp = now.strftime("%Y%m%dT%H%M%SZ")
-    target = path.with_name(f"{path.name}.corrupt-{stamp}")
-    suffix = 1
-    while target.exists():
-        target = path.with_name(f"{path.name}.corrupt-{stamp}-{suffix}")
-        suffix += 1
+    target = aside_name(path, ".corrupt-", now)
     try:
         os.rename(path, target)
     except OSError:
@@ -120,12 +127,7 @@ def keep_aside(path: Path, now: datetime) -> Path:
         with contextlib.suppress(OSError):
             if os.path.samefile(kept, path):
                 return kept
-    stamp = now.strftime("%Y%m%dT%H%M%SZ")
-    target = path.with_name(f"{path.name}{UNCOMPACTED_SUFFIX}{stamp}")
-    suffix = 1
-    while os.path.lexists(target):
-        target = path.with_name(f"{path.name}{UNCOMPACTED_SUFFIX}{stamp}-{suffix}")
-        suffix += 1
+    target = aside_name(path, UNCOMPACTED_SUFFIX, now)
     try:
         os.link(path, target, follow_symlinks=False)
     except OSError:  # a file system without hard links: a copy, as private as the file
