@@ -283,7 +283,11 @@ class CompactionActor(Actor[CompactionMessage]):
         timeout = background if message.trigger == "window" else waited_for
         try:
             model = self._model_of(message.summary_model)
-            readable = await off_the_loop(window_without_secrets, window, message.secrets)
+            readable = (  # no thread's turn for a session that knows no secret
+                await off_the_loop(window_without_secrets, window, message.secrets)
+                if message.secrets
+                else window
+            )
             summarized = await self._summarize_window(model, readable.events, timeout)
             compaction = await off_the_loop(finish_compaction, readable, summarized)
             offline_because = self._offline_because(model)
@@ -379,7 +383,8 @@ class CompactionActor(Actor[CompactionMessage]):
             await self._self.tell(SummarizeDue(session_id))
 
     async def _summarize(self, message: Summarize) -> str | None:
-        message = await off_the_loop(_without_secrets, message)
+        if message.secrets:  # no thread's turn for a session that knows none
+            message = await off_the_loop(_without_secrets, message)
         model = self._model_of(message.summary_model)
         if model is not None and message.messages and self._llm_usable(model):  # new turns
             # An asked summary (the exit's) waits a while for a slot, a told one (after a
@@ -429,8 +434,6 @@ class CompactionActor(Actor[CompactionMessage]):
 def _without_secrets(message: Summarize) -> Summarize:
     """``message`` with its session's known secret values replaced in what a summarizer
     reads (the patterns it runs do not know them)."""
-    if not message.secrets:
-        return message
     return dataclasses.replace(
         message,
         messages=messages_without_secrets(message.messages, message.secrets),
