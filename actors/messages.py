@@ -412,6 +412,8 @@ class UserTurn:
     text: str
     message_id: str | None = None
     """The terminal's id of this message: a retry of a saved turn is answered from disk."""
+    saved_only: bool = False
+    """Answer it only from the session (``UserMessage.saved_only``): never run it again."""
 
 
 @dataclass(frozen=True)

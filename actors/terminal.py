@@ -195,6 +195,12 @@ KEPT_AS_FAR_AS_IT_GOT = (
     "note: the reply is kept as far as it got (a tool of it had run: the assistant is told "
     "what it did)"
 )
+NOT_RUN_AGAIN = (
+    "the supervisor stopped after this reply's tools ran, before the reply was saved; the "
+    "message was not sent again, so its tools do not run twice (what they wrote is on "
+    "disk): send it again to have it redone"
+)
+"""The end of a retry that is answered only if saved (``UserTurn.saved_only``)."""
 DETACH_TURN_WAIT_S = 5.0
 """How long an exit waits for the end of the turn it cut (what its tools did is kept)."""
 SAVED_AGAIN = "note: the session is saved again (the saves that failed are made good)"
@@ -546,8 +552,8 @@ class TerminalActor(Actor[TerminalMessage]):
         match message:
             case OpenSession(mode, session_id, continuing):
                 return await self._open(mode, session_id, continuing)
-            case UserTurn(text, message_id):
-                await self._start_turn(text, message_id)
+            case UserTurn(text, message_id, saved_only):
+                await self._start_turn(text, message_id, saved_only=saved_only)
             case TurnDelta(turn_id, text):
                 if turn_id == self._lc.turn:
                     await self._emit(ReplyText(text))
@@ -755,10 +761,17 @@ class TerminalActor(Actor[TerminalMessage]):
         return RestoredFrom(checkpoint.number, checkpoint.created_at)
 
     async def _start_turn(
-        self, text: str, message_id: str | None = None, *, again: bool = False
+        self,
+        text: str,
+        message_id: str | None = None,
+        *,
+        again: bool = False,
+        saved_only: bool = False,
     ) -> None:
         """Send the user's message to the model (``again``: a second time, after the model
-        refused it as over its context window and the conversation was compacted)."""
+        refused it as over its context window and the conversation was compacted). A retry
+        of a turn the session saved is answered from it; ``saved_only``, one it did not
+        save is not run again (its tools had run before the supervisor died)."""
         if not self._lc.allows(Event.BEGIN_TURN):
             already = self._lc.phase is Phase.IN_TURN
             await self._emit(
@@ -777,6 +790,9 @@ class TerminalActor(Actor[TerminalMessage]):
                     await self._emit(ReplyText(reply))
                 await self._emit(TurnEnded("ok", None))
                 return
+        if saved_only:
+            await self._emit(TurnEnded("error", NOT_RUN_AGAIN))
+            return
         await self._compare_tracked_files()
         tokens = await self._compact_for_budget(len(text) + len(self._changes_note()))
         if tokens is None:  # Ctrl+C while the compaction before it ran: the message is not sent

@@ -981,7 +981,8 @@ class Chat:
                     view.cut()  # shown, the cut text keeps its own line; held, it goes
                     with self._interrupts.interruptible():
                         self._reattach()
-                    self.conn.send(frame)
+                    # Its tools had run: they must not run again (answered if it was saved).
+                    self.conn.send({**frame, "saved_only": True} if self._called_tools else frame)
                 except ConnectionLost:
                     return self._unanswered(LOST_TWICE, view)
                 except KeyboardInterrupt:

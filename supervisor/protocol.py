@@ -95,6 +95,9 @@ class UserMessage(_Frame):
     text: str = Field(max_length=MAX_MESSAGE_CHARS)
     id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
     """The client's id of this message; the same id again is a retry (answered once)."""
+    saved_only: bool = False
+    """A retry that is answered only if the turn was saved: the supervisor died during a
+    reply whose tools had run, and running it again would run them twice."""
 
 
 class Cancel(_Frame):

@@ -426,8 +426,8 @@ class Server:
                     except Exception as exc:
                         code, message = error_for(exc)
                         await out.send(Failure(code, message))
-                case p.UserMessage(text=text, id=message_id):
-                    await ref.tell(UserTurn(text, message_id))
+                case p.UserMessage(text=text, id=message_id, saved_only=saved_only):
+                    await ref.tell(UserTurn(text, message_id, saved_only))
                 case p.Cancel():
                     await ref.tell(CancelCurrentTurn())
                 case p.Command(name=name, arg=arg):

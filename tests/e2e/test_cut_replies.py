@@ -5,6 +5,7 @@ kept."""
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import signal
 import time
@@ -199,3 +200,30 @@ def test_a_turn_whose_model_failed_after_its_tool_ran_keeps_what_the_tool_did(
     assert any("the reply is kept as far as it got" in line for line in client.drain_stderr())
     (session_id,) = env.session_ids()
     assert env.session(session_id)["decisions"] == ["Route tickets by urgency"]
+
+
+NOT_RUN_AGAIN = (
+    "error: the supervisor stopped after this reply's tools ran, before the reply was saved; "
+    "the message was not sent again, so its tools do not run twice (what they wrote is on "
+    "disk): send it again to have it redone"
+)
+
+
+def test_a_reply_whose_tools_ran_is_not_run_again_after_the_supervisor_died(
+    env: Env, server: ChatServer
+) -> None:
+    """H98's find: kill -9 of the supervisor after a reply's tool ran made the terminal
+    send the message again to the heir, which ran the turn, and its tools, a second time
+    (a file written twice). The retry now only asks for the turn if it was saved."""
+    client = waiting_after_a_tool(env, server)
+    supervisor = env.supervisor_pid()
+    assert supervisor is not None
+    os.kill(supervisor, signal.SIGKILL)
+    client.expect(NOT_RUN_AGAIN, stderr=True)
+    server.tool_returns_go.set()
+    client.send("hello")  # the chat goes on with the same session
+    client.expect("echo: hello")
+    client.close_stdin()
+    assert client.wait() == 1  # piped, a message not answered fails the run
+    asked = [r for r in server.requests if "decide:" in str(r["messages"][-1])]
+    assert len(asked) == 1, "the model was asked the message once"
