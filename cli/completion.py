@@ -1,4 +1,4 @@
-"""Bash completion that completes model names whole: ``openai-chat:gp<Tab>``.
+"""Shell completion that completes model names whole: ``openai-chat:gp<Tab>``.
 
 bash splits the line into words at the characters of ``COMP_WORDBREAKS``, ``:``
 among them, so ``openai-chat:gp`` reaches a completion function as three words
@@ -13,13 +13,16 @@ off each offer the part before bash's own word (bash-completion's
 ``__ltrim_colon_completions``, written out, so the bash-completion package need
 not be installed). An offer that ends with ``:`` (a provider prefix) gets no space
 after it: the name follows. The program's side is click's own, unchanged.
+
+zsh completes whole words already; its script is click's, with the offers that end
+with ``:`` added with no suffix (``compadd -S ''``) for the same reason.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from click.shell_completion import BashComplete, add_completion_class
+from click.shell_completion import BashComplete, ZshComplete, add_completion_class
 
 SOURCE_BASH = """\
 %(complete_func)s() {
@@ -78,6 +81,63 @@ SOURCE_BASH = """\
 %(complete_func)s_setup;
 """
 
+SOURCE_ZSH = """\
+#compdef %(prog_name)s
+
+%(complete_func)s() {
+    local -a completions
+    local -a completions_with_descriptions
+    local -a prefixes
+    local -a prefixes_with_descriptions
+    local -a response
+    (( ! $+commands[%(prog_name)s] )) && return 1
+
+    response=("${(@f)$(env COMP_WORDS="${words[*]}" COMP_CWORD=$((CURRENT-1)) \\
+%(complete_var)s=zsh_complete %(prog_name)s)}")
+
+    for type key descr in ${response}; do
+        if [[ "$type" == "plain" ]]; then
+            # A provider prefix (``openai-chat:``) is followed by the name: no space.
+            if [[ "$key" == *: && "$descr" == "_" ]]; then
+                prefixes+=("$key")
+            elif [[ "$key" == *: ]]; then
+                prefixes_with_descriptions+=("$key":"$descr")
+            elif [[ "$descr" == "_" ]]; then
+                completions+=("$key")
+            else
+                completions_with_descriptions+=("$key":"$descr")
+            fi
+        elif [[ "$type" == "dir" ]]; then
+            _path_files -/
+        elif [[ "$type" == "file" ]]; then
+            _path_files -f
+        fi
+    done
+
+    if [ -n "$completions_with_descriptions" ]; then
+        _describe -V unsorted completions_with_descriptions -U
+    fi
+    if [ -n "$prefixes_with_descriptions" ]; then
+        _describe -V unsorted prefixes_with_descriptions -U -S ''
+    fi
+
+    if [ -n "$completions" ]; then
+        compadd -U -V unsorted -a completions
+    fi
+    if [ -n "$prefixes" ]; then
+        compadd -U -V unsorted -S '' -a prefixes
+    fi
+}
+
+if [[ $zsh_eval_context[-1] == loadautofunc ]]; then
+    # autoload from fpath, call function directly
+    %(complete_func)s "$@"
+else
+    # eval/source/. command, register function for later
+    compdef %(complete_func)s %(prog_name)s
+fi
+"""
+
 
 class WholeWordBashComplete(BashComplete):
     """click's bash completion, with words split at ``:`` joined again (see the module)."""
@@ -85,6 +145,14 @@ class WholeWordBashComplete(BashComplete):
     source_template: ClassVar[str] = SOURCE_BASH
 
 
-def use_whole_word_bash_completion() -> None:
-    """Make ``_AGENT_ASSIST_COMPLETE=bash_source`` emit the script above."""
+class PrefixZshComplete(ZshComplete):
+    """click's zsh completion, with no space after a provider prefix (see the module)."""
+
+    source_template: ClassVar[str] = SOURCE_ZSH
+
+
+def use_whole_word_completion() -> None:
+    """Make ``_AGENT_ASSIST_COMPLETE=bash_source`` and ``zsh_source`` emit the scripts
+    above."""
     add_completion_class(WholeWordBashComplete, "bash")
+    add_completion_class(PrefixZshComplete, "zsh")

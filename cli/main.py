@@ -20,7 +20,7 @@ from click.shell_completion import CompletionItem
 
 from cli import sessions as sessions_ops
 from cli import supervisor_cmd
-from cli.completion import use_whole_word_bash_completion
+from cli.completion import use_whole_word_completion
 from cli.errors import CommandError, current_directory, error_line, usable_workspace
 from cli.quick import incomplete
 from supervisor.runtime import runtime_paths
@@ -681,7 +681,7 @@ def supervisor_status(as_json: bool) -> None:
 def run() -> None:
     """``main`` as a command line: errors click finds in the arguments are one line too
     (``error: ... (see 'agent-assist --help')``, exit status 2), not click's usage block."""
-    use_whole_word_bash_completion()
+    use_whole_word_completion()
     try:
         code = main.main(standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:  # `agent-assist config`: its help
