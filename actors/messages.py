@@ -622,6 +622,9 @@ class CommandOutput:
     text: str
     phase: str | None = field(default=None, compare=False)
     """After a command that replaced the session's state (a restore): its phase of the work."""
+    input_tokens: int | None = field(default=None, compare=False)
+    """After a compaction: the tokens the conversation is estimated at now (the toolbar's
+    count until the next turn's)."""
 
 
 @dataclass(frozen=True)

@@ -1316,7 +1316,8 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._emit(
                 CommandOutput(
                     f"Compacted {turns_named(result.compaction.start_invocation, end)}{by}: "
-                    f"~{before:,} -> ~{after:,} tokens."
+                    f"~{before:,} -> ~{after:,} tokens.",
+                    input_tokens=after,
                 )
             )
         elif result.no_gain:

@@ -1200,6 +1200,8 @@ class Chat:
                     self.changed_outside.difference_update(restored)
         elif frame.get("phase"):
             self.phase = frame["phase"]
+        if frame.get("input_tokens"):  # a compaction's: the context is smaller now
+            self.input_tokens = frame["input_tokens"]
 
     def leave_now(self, command: str) -> None:
         """Leave without waiting for the supervisor, busy with ``/command``: it saves the

@@ -290,6 +290,8 @@ class CommandResult(_Frame):
     type: Literal["command_result"] = "command_result"
     text: str
     phase: str | None = None
+    input_tokens: int | None = None
+    """After ``/compact``: the conversation's estimated tokens now (for the toolbar)."""
 
 
 class ClosedFrame(_Frame):

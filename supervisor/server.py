@@ -157,8 +157,8 @@ def _frame_for(output: TerminalOutput) -> p.ServerFrame:
             return p.Notice(text=text, at_reattach=at_reattach, files=files)
         case AskUser(confirm_id, question):
             return p.Confirm(id=confirm_id, question=question)
-        case CommandOutput(text, phase):
-            return p.CommandResult(text=text, phase=phase)
+        case CommandOutput(text, phase, input_tokens):
+            return p.CommandResult(text=text, phase=phase, input_tokens=input_tokens)
         case Closed(session_id, saved, reason, unsaved, kept_at):
             return p.ClosedFrame(
                 session_id=session_id, saved=saved, reason=reason, unsaved=unsaved, kept_at=kept_at

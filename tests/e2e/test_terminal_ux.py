@@ -107,6 +107,24 @@ def test_the_toolbar_shows_session_model_and_tokens(env: Env, screens: list[Scre
     screen.expect(" tokens in context")
 
 
+def test_the_toolbar_counts_the_tokens_left_after_a_compact(
+    env: Env, screens: list[Screen]
+) -> None:
+    """A standing find: after `/compact` the toolbar still gave the last request's count,
+    the context before it was compacted, until the next turn."""
+    screen = Screen(env, env.terminal(), "--new", cpr=True)
+    screens.append(screen)
+    screen.expect("New session ")
+    for n in range(1, 4):
+        screen.type(f"turn {n}: the agent triages support tickets and escalates urgent ones\r")
+        screen.expect(f"(turn {n} of this")
+        screen.expect_prompt()
+    screen.type("/compact\r")
+    screen.expect("Compacted turns 1-3")
+    (after,) = re.findall(r"Compacted turns 1-3: ~[\d,]+ -> ~([\d,]+) tokens", screen.text)
+    screen.expect(f" · {after} tokens in context")
+
+
 def with_the_spec_written(env: Env, screens: list[Screen]) -> Screen:
     """A new session with its toolbar drawn, whose first turn wrote ``agent_spec.md``."""
     screen = Screen(env, env.terminal(), "--new", cpr=True)
