@@ -20,7 +20,12 @@ def decoded(data: bytes) -> dict[str, object]:
 
 def test_a_frame_within_the_cap_is_sent_as_it_is() -> None:
     frame = decoded(p.encode_server_frame(p.CommandResult(text="Saved: checkpoint 3")))
-    assert frame == {"type": "command_result", "text": "Saved: checkpoint 3", "phase": None}
+    assert frame == {
+        "type": "command_result",
+        "text": "Saved: checkpoint 3",
+        "phase": None,
+        "input_tokens": None,
+    }
 
 
 def test_a_text_over_the_cap_keeps_its_head_and_says_the_rest_was_not_sent() -> None:
