@@ -357,6 +357,25 @@ asks for it), and ``sshpass -p X``, ``docker login -p X`` (whatever the value lo
 like)."""
 _SAS_SIGNATURE_RE = re.compile(r"([?&]sig=)([A-Za-z0-9%+/=]{16,})")
 """An Azure shared access signature in a URL: ``...?sv=...&sig=AbC%2F...``."""
+_PGPASS_FIELD = r"(?:\\[:\\]|[^\s:\\]){1,256}+"
+_PGPASS_RE = re.compile(
+    r"((?<![\w.\-*:/@\\])(?P<host>\*|[\w.\-]{1,253}+):(?:\d{1,5}|\*):"
+    rf"{_PGPASS_FIELD}:{_PGPASS_FIELD}:)"
+    r"((?:\\[:\\]|[^\s\\\"'`])+)"
+)
+"""A ``.pgpass`` line, ``host:port:database:user:password`` (a field may be ``*``, a
+``:`` or ``\\`` in one is escaped): the password, up to a space or a quote. The host
+holds a letter or a dot, or is ``*`` (``00:11:22:33:44:55``, a MAC address, is none);
+the bounded, possessive fields keep the pattern linear on long runs of letters."""
+_PGPASS_MARKER_RE = re.compile(r":(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:")
+"""Every ``.pgpass`` line holds this (found with a literal ``:`` first: cheap)."""
+
+
+def _pgpass_password(match: re.Match[str]) -> str:
+    host, value = match.group("host"), match.group(3)
+    if not (host == "*" or any(c.isalpha() or c == "." for c in host)) or _is_reference(value):
+        return match.group(0)
+    return match.group(1) + REDACTED
 _CLI_USER_RE = re.compile(r"((?:^|\s)(?:-u|--user)[\s=]*[^\s:]*[^\s:\d][^\s:]*:)([^\s\"']+)")
 """``curl -u user:password``, ``--user=user:password``, when the password looks like one
 (``docker run -u 1000:1000`` and ``-u root:wheel`` are not)."""
@@ -434,7 +453,11 @@ def _may_hold_credential(text: str) -> bool:
     patterns: ignoring case, they match a few non-ASCII letters (like U+212A for k)."""
     if not text.isascii():
         return True
-    return bool(_TOKEN_MARKERS_RE.search(text) or _KEYWORDS_RE.search(text.lower()))
+    return bool(
+        _TOKEN_MARKERS_RE.search(text)
+        or _KEYWORDS_RE.search(text.lower())
+        or _PGPASS_MARKER_RE.search(text)
+    )
 
 
 CLEAN_MEMO_TEXTS = 8192
@@ -711,6 +734,8 @@ def _scrub_patterns(text: str) -> str:
         text = _SHORT_PASSWORD_FLAG_RE.sub(_short_password_flag, text)
     if "sig=" in text:
         text = _SAS_SIGNATURE_RE.sub(_KEEP_KEY, text)
+    if ":" in text and _PGPASS_MARKER_RE.search(text):
+        text = _PGPASS_RE.sub(_pgpass_password, text)
     if REDACTED in text and ("\n" in text or "\\n" in text):
         text = _CONTINUATION_RE.sub(_continued, text)
     return text

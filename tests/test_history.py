@@ -264,6 +264,7 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._CLI_PASSWORD_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._SHORT_PASSWORD_FLAG_RE.sub(r._short_password_flag, text)
     text = r._SAS_SIGNATURE_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
+    text = r._PGPASS_RE.sub(r._pgpass_password, text)
     return r._CONTINUATION_RE.sub(r._continued, text)
 
 
@@ -287,7 +288,8 @@ _PROSE_FRAGMENTS = st.sampled_from(
      " stays ", " I use", "pin", "my pin is ", "passcode ", "482913", "log in as root with ",
      " \u00e8 ", "pass is ", "Basic ", "basic ", "dXNlcjpwYXNzd29yZA==", "YWxhZGRpbjpvcGVu",
      "c2stcHJvai1BYkNkRWZHaElqS2xNbk9wUXJTdFV2V3g=", "GOCSPX-AbCdEfGhIjKlMnOpQrStUvWx",
-     "<password>", "</password>", "<apiKey>", "</apiKey>", " => ", "=>"]
+     "<password>", "</password>", "<apiKey>", "</apiKey>", " => ", "=>",
+     "db.example.com", ":5432:", ":*:", "app:", "admin:", "00:11", "*"]
 )
 
 
@@ -317,6 +319,7 @@ def test_the_quick_check_never_skips_text_a_pattern_would_change(text: str) -> N
         r._SHORT_PASSWORD_FLAG_RE,
         r._SAS_SIGNATURE_RE,
         r._COOKIE_RE,
+        r._PGPASS_RE,
     ]
     if any(pattern.search(text) for pattern in changes):
         assert r._may_hold_credential(text)

@@ -1087,3 +1087,31 @@ def test_xml_elements_and_arrow_assignments_are_scrubbed(text: str, secret: str)
 )
 def test_xml_references_and_arrows_without_a_secret_are_left_alone(text: str) -> None:
     assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [  # H102: a .pgpass line pasted or read by a tool was saved as it was
+        ("db.example.com:5432:app:admin:S3cretPassw0rd", "db.example.com:5432:app:admin:"),
+        ("localhost:5432:*:postgres:hunter2hunter2", "localhost:5432:*:postgres:"),
+        ("*:*:*:replicator:plainword", "*:*:*:replicator:"),
+        ("cat .pgpass\n127.0.0.1:5432:db:me:Zq9Xv7Lm2Pk4!", "cat .pgpass\n127.0.0.1:5432:db:me:"),
+        ("db:5432:app:u:p\\:ss\\\\word", "db:5432:app:u:"),
+    ],
+)
+def test_the_password_of_a_pgpass_line_is_scrubbed(text: str, kept: str) -> None:
+    assert scrub_text(text) == kept + REDACTED
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "00:11:22:33:44:55",
+        "app.py:10:5: error: name not defined",
+        "2001:db8:85a3:0:0:8a2e:370:7334",
+        "the meeting is at 10:30:45 today",
+        "db:5432:app:u:${PGPASSWORD}",
+    ],
+)
+def test_text_with_colons_that_is_no_pgpass_line_is_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
