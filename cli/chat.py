@@ -40,6 +40,7 @@ from supervisor.client import (
     hello,
     not_answering,
     supervisor_answers,
+    unsent_secrets_warning,
 )
 from supervisor.runtime import RuntimePaths, runtime_paths
 from supervisor.wire import MAX_MESSAGE_CHARS, ErrorCode, Frame
@@ -503,6 +504,8 @@ class Chat:
         if tell_warnings:
             if elsewhere := other_endpoint(self._model or "offline", welcome):
                 self.console.warn(elsewhere)
+            if unsent := unsent_secrets_warning(secrets_from_environment()):
+                self.console.warn(unsent)
             for warning in welcome.get("warnings", []):
                 if self.options.resume and self.options.resume in warning:
                     self._about_asked.append(warning)  # told with the open's outcome

@@ -200,6 +200,35 @@ def sendable_secrets(secrets: tuple[str, ...]) -> list[str]:
     return sendable
 
 
+def unsent_secrets_warning(secrets: tuple[str, ...]) -> str | None:
+    """The one line telling that some of ``secrets`` (UTF-8 ones, of at least
+    ``MIN_SECRET_CHARS``) do not fit in a hello, so the supervisor cannot scrub them
+    unless its own environment has them; None when every one is sent."""
+    sent = set(sendable_secrets(secrets))
+    left = [
+        value
+        for value in secrets
+        if len(value) >= MIN_SECRET_CHARS and value not in sent and _encodable(value)
+    ]
+    if not left:
+        return None
+    values = "value" if len(left) == 1 else "values"
+    return (
+        f"warning: {len(left)} {values} of this shell's credential-named variables "
+        f"cannot be sent to the supervisor (at most {MAX_SECRET_CHARS:,} characters each, "
+        f"{MAX_HELLO_SECRET_BYTES // 1024} KiB in all): only the patterns scrub them "
+        "from this session's files"
+    )
+
+
+def _encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 CONTROL_TIMEOUT_S = number_from_env("AGENT_ASSIST_CONTROL_TIMEOUT_S", 10.0)
 """A control request (status, listing, stop) unanswered this long: the supervisor is hung
 or stopped (SIGSTOP), or something else listens on its socket."""

@@ -25,12 +25,14 @@ TEXT_FRAME_CHARS: Final = 128 * 1024
 """At most 512 KiB as JSON (a character takes at most 4 bytes, or 6 as an escape)."""
 MAX_MESSAGE_CHARS: Final = 200_000
 """The longest user message a terminal may send (checked by the client before sending)."""
-MAX_HELLO_SECRETS: Final = 64
-"""Secret values a hello may carry (the terminal's credential-named variables)."""
 MIN_SECRET_CHARS: Final = 8
 MAX_SECRET_CHARS: Final = 4096
 MAX_HELLO_SECRET_BYTES: Final = 256 * 1024
 """All of a hello's secret values, encoded: a quarter of the frame cap."""
+MAX_HELLO_SECRETS: Final = MAX_HELLO_SECRET_BYTES // (MIN_SECRET_CHARS + 2)
+"""Secret values a hello may carry (the terminal's credential-named variables): as many
+as ``MAX_HELLO_SECRET_BYTES`` holds, each encoded with its quotes. (It was 64: a shell
+with more credential-named variables had the rest of their values saved in clear.)"""
 
 Frame = dict[str, Any]
 

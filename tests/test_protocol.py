@@ -48,11 +48,23 @@ def test_a_hello_carries_only_secrets_the_supervisor_accepts() -> None:
     values = ("short", "s" * 8, "l" * 5000, *(f"v{i:07d}" for i in range(80)))
     frame = hello("terminal", secrets=values)
     assert frame["secrets"][0] == "s" * 8
-    assert len(frame["secrets"]) == 64
+    assert len(frame["secrets"]) == 81
     assert all(8 <= len(value) <= 4096 for value in frame["secrets"])
     assert p.Hello.model_validate({**frame, "client_pid": 1}).secrets == frame["secrets"]
     with pytest.raises(ValidationError):
-        p.Hello.model_validate({**frame, "client_pid": 1, "secrets": ["x" * 8] * 65})
+        p.Hello.model_validate({**frame, "client_pid": 1, "secrets": ["x" * 7]})
+
+
+def test_a_hello_carries_every_secret_its_byte_budget_holds() -> None:
+    """A hello carried 64 values at most: a shell with more credential-named variables
+    had the rest of their values saved in clear (H102)."""
+    from supervisor.wire import MAX_HELLO_SECRET_BYTES
+
+    values = tuple(f"value-{i:06d}" for i in range(30_000))
+    frame = hello("terminal", secrets=values)
+    size = sum(len(value) + 2 for value in frame["secrets"])
+    assert MAX_HELLO_SECRET_BYTES - 14 < size <= MAX_HELLO_SECRET_BYTES
+    assert p.Hello.model_validate({**frame, "client_pid": 1}).secrets == frame["secrets"]
 
 
 def test_secrets_that_cannot_be_sent_are_left_out_and_the_hello_stays_small() -> None:

@@ -154,3 +154,29 @@ def test_a_key_cut_between_two_messages_is_in_no_file(env: Env) -> None:
     assert result.returncode == 0, result.stderr
     assert "checkpoint 1" in result.stdout + result.stderr
     assert leaks(env, "SpLiTfIrStHaLf", "SeCoNdHaLfXyZ") == []
+
+
+def test_every_secret_variable_of_a_chats_shell_is_scrubbed(env: Env) -> None:
+    """A hello carried 64 values at most: with the supervisor started from another
+    environment, the values of a shell's 65th and later credential-named variables were
+    saved in clear (H102)."""
+    started = env.run("supervisor", "start")
+    assert started.returncode == 0, started.stderr
+    shell = {f"SERVICE{i:03d}_TOKEN": f"plainvalue{i:03d}word" for i in range(100)}
+    said = " ".join(shell.values())
+    env.extra.update(shell)
+    result = env.run("--new", input=f"deploy with {said}\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert "cannot be sent" not in result.stderr
+    env.run("supervisor", "stop")
+    assert leaks(env, *shell.values()) == []
+
+
+def test_a_chat_says_which_secret_variables_the_supervisor_cannot_scrub(env: Env) -> None:
+    result = env.run("--new", input="hello\n", terminal=env.terminal(), BIG_TOKEN="k" * 5000)
+    assert result.returncode == 0, result.stderr
+    assert (
+        "warning: 1 value of this shell's credential-named variables cannot be sent to the "
+        "supervisor (at most 4,096 characters each, 256 KiB in all): only the patterns "
+        "scrub them from this session's files"
+    ) in result.stderr
