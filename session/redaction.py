@@ -75,6 +75,21 @@ _TOKEN_PATTERNS = [
     r"(?<![0-9])[0-9]{5,12}:AA[A-Za-z0-9_\-]{30,40}(?![A-Za-z0-9_\-])",  # a Telegram bot's
 ]
 _TOKENS_RE = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS))
+_CUT_GITHUB_TOKEN_RE = re.compile(r"\bgh[pousr]_([A-Za-z0-9]{8,29})(?![A-Za-z0-9_])")
+"""A GitHub token cut short (8-29 characters after its prefix; a whole one has 36): it
+goes when what is left of it looks generated (``_cut_github_token``)."""
+
+
+def _cut_github_token(match: re.Match[str]) -> str:
+    """``ghp_AbC123xyZ`` goes; ``ghp_prefix``, ``gho_token2`` and other names made of
+    words (``_reads_as_words``) stay, and so does a value of letters alone in one case."""
+    rest = match.group(1)
+    letters = any(c.isalpha() for c in rest)
+    mixed = any(c.isupper() for c in rest) and any(c.islower() for c in rest)
+    digits = any(c.isdigit() for c in rest)
+    if not (mixed or (letters and digits)) or _reads_as_words(rest):
+        return match.group(0)
+    return REDACTED
 
 # Prefix patterns: group 1 is kept, the value after it is the secret.
 _AUTH_HEADER_RE = re.compile(
@@ -592,7 +607,10 @@ def _continued(match: re.Match[str]) -> str:
 
 def _cut_value(value: str) -> bool:
     """A value that looks like the rest of a key: upper and lower case letters and
-    digits, or 16+ characters of letters and digits."""
+    digits, or 16+ characters of letters and digits; not a name that reads as words and
+    numbers (``Build2024Release7x``, ``ticket-12345-fix``)."""
+    if _reads_as_words(value):
+        return False
     if _mixes_case_and_digits(value):
         return True
     return (
@@ -602,24 +620,50 @@ def _cut_value(value: str) -> bool:
     )
 
 
+_NAME_PART_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+"""The letters of a name, word by word: ``Build``, ``Release``, ``HTTP``, ``x``."""
+_SHORT_WORDS = frozenset(
+    ("by", "id", "of", "to", "in", "on", "at", "is", "or", "an", "up", "no", "do", "if", "as")
+)
+_VOWELS = frozenset("aeiouy")
+_CAPITALS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _reads_as_words(value: str) -> bool:
+    """A name made of words and numbers (``Build2024Release7x``, ``getUserById2024``,
+    ``Sprint2024Q3Retro``), not a generated value: one word at least (3+ letters, after
+    its capital if any, holding a vowel and another letter) and at most one stray letter
+    (a capital alone, a run of lower-case letters that is no word: the ``x`` of ``7x``);
+    a run of capitals (``HTTP``) and a two-letter word (``Id``, ``By``) are neither. A
+    generated value's letters fall mostly in ones and twos between digits and capitals
+    (``0123SeCoNdHaLf...``: seven stray letters), or make no word (``DDDDeeee2222``)."""
+    words = stray = 0
+    for part in _NAME_PART_RE.findall(value):
+        lower = part.lstrip(_CAPITALS)  # the vowels and other letters are looked for here
+        if not lower:
+            stray += len(part) == 1
+        elif part.lower() in _SHORT_WORDS:
+            continue
+        elif len(part) >= 3 and _VOWELS.intersection(lower) and not set(lower) <= _VOWELS:
+            words += 1
+        else:
+            stray += 1
+        if stray > 1:
+            return False
+    return words > 0
+
+
 _VALUE_WORD_RE = re.compile(r"[A-Za-z0-9_\-/+=]{8,}")
+_WHOLE_VALUE_RE = re.compile(r"\s*([A-Za-z0-9_\-/+=]{6,})[\s.]*")
+MIN_CUT_REST = 12
+"""The shortest rest of a key looked for among a message's words (3+ digits in it)."""
 
 
 def continued_secret(previous: str, text: str, known_secrets: Iterable[str] = ()) -> str | None:
     """The rest of a key cut between two messages: when ``previous`` ends with a secret
-    (what scrubbing it replaces is its last word), the first value of ``text`` that looks
-    like the rest of a key (``_cut_value``, 12+ characters, 3+ digits: ``ParserV2Config``
-    is a name), if any."""
-    rest = next(
-        (
-            value
-            for word in _VALUE_WORD_RE.finditer(text)
-            if len(value := word.group().strip("=")) >= 12
-            and sum(c.isdigit() for c in value) >= 3
-            and _cut_value(value)
-        ),
-        None,
-    )
+    (what scrubbing it replaces is its last word), the rest of it in ``text``
+    (``cut_rest``), if any."""
+    rest = cut_rest(text)
     if rest is None:  # most messages: ``previous`` is not scrubbed again to know
         return None
     ending = " \t\r\n.,;:!?)'\"`"
@@ -628,6 +672,29 @@ def continued_secret(previous: str, text: str, known_secrets: Iterable[str] = ()
     if not scrub_text(previous, known_secrets).rstrip(ending).endswith(REDACTED):
         return None
     return rest
+
+
+def cut_rest(text: str) -> str | None:
+    """What in ``text`` may be the rest of a key cut after the message before: ``text``
+    itself when it is one value alone of 6+ characters that mixes upper and lower case
+    and digits (``Xy9Zq8``), else its first value that looks like the rest of a key
+    (``_cut_value``) of ``MIN_CUT_REST``+ characters with 3+ digits in it
+    (``0123SeCoNdHaLf...``; ``ParserV2Config`` and ``Build2024Release7x`` are names)."""
+    alone = _WHOLE_VALUE_RE.fullmatch(text)
+    if alone is not None:
+        value = alone.group(1).strip("=")
+        if _mixes_case_and_digits(value) and not _reads_as_words(value):
+            return value
+    return next(
+        (
+            value
+            for word in _VALUE_WORD_RE.finditer(text)
+            if len(value := word.group().strip("=")) >= MIN_CUT_REST
+            and sum(c.isdigit() for c in value) >= 3
+            and _cut_value(value)
+        ),
+        None,
+    )
 
 
 def _env_assigned(match: re.Match[str]) -> str:
@@ -693,6 +760,8 @@ def _scrub_patterns(text: str) -> str:
         pin = "pin" in lower or "passcode" in lower
     if tokens:
         text = _TOKENS_RE.sub(REDACTED, text)
+        if "gh" in text:
+            text = _CUT_GITHUB_TOKEN_RE.sub(_cut_github_token, text)
         if "://" in text:
             text = _URL_PASSWORD_RE.sub(_KEEP_KEY + r"\g<3>", text)
     if bot:

@@ -241,6 +241,7 @@ def _scrub_with_every_pattern(text: str) -> str:
     # by design, only with those words (in the text as given: the words are looked for once)
     discord = not text.isascii() or any(w in text.lower() for w in ("discord", "token", "bot "))
     text = r._TOKENS_RE.sub(r.REDACTED, text)
+    text = r._CUT_GITHUB_TOKEN_RE.sub(r._cut_github_token, text)
     if discord:
         text = r._DISCORD_BOT_TOKEN_RE.sub(r.REDACTED, text)
     text = r._URL_PASSWORD_RE.sub(lambda m: m.group(1) + r.REDACTED + m.group(3), text)
@@ -289,7 +290,8 @@ _PROSE_FRAGMENTS = st.sampled_from(
      " \u00e8 ", "pass is ", "Basic ", "basic ", "dXNlcjpwYXNzd29yZA==", "YWxhZGRpbjpvcGVu",
      "c2stcHJvai1BYkNkRWZHaElqS2xNbk9wUXJTdFV2V3g=", "GOCSPX-AbCdEfGhIjKlMnOpQrStUvWx",
      "<password>", "</password>", "<apiKey>", "</apiKey>", " => ", "=>",
-     "db.example.com", ":5432:", ":*:", "app:", "admin:", "00:11", "*"]
+     "db.example.com", ":5432:", ":*:", "app:", "admin:", "00:11", "*", "ghp_AbC123xyZ",
+     "gho_prefix", "Build2024Release7x"]
 )
 
 

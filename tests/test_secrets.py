@@ -1115,3 +1115,54 @@ def test_the_password_of_a_pgpass_line_is_scrubbed(text: str, kept: str) -> None
 )
 def test_text_with_colons_that_is_no_pgpass_line_is_left_alone(text: str) -> None:
     assert scrub_text(text) == text
+
+
+KEY_MESSAGE = "here is the first half of my key: sk-proj-SpLiTfIrStHaLf"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # H102: a name after a message that ended with a key was taken for its rest
+        "ok, now call the release Build2024Release7x and tag it",
+        "rename the job Sprint2024Q3Retro",
+        "the handler getUserById2024 is slow",
+        "see ticket-12345-fix on the board",
+        "deploy HTTPServer2024v2 today",
+    ],
+)
+def test_a_name_of_words_and_numbers_is_no_rest_of_a_key_cut_before(text: str) -> None:
+    from session.redaction import continued_secret
+
+    assert continued_secret(KEY_MESSAGE, text) is None
+
+
+def test_a_name_of_words_on_the_line_after_a_secret_is_left_alone() -> None:
+    text = "password: Hx8Kq2Vn5Wz7\nBuild2024Release7x\n"
+    assert scrub_text(text) == f"password: {REDACTED}\nBuild2024Release7x\n"
+
+
+@pytest.mark.parametrize("text", ["Xy9Zq8", "  Xy9Zq8Lm.\n", "Kq2Vn5Wz7"])
+def test_a_short_rest_of_a_key_sent_alone_is_found(text: str) -> None:
+    """A rest under 12 characters (or with fewer than 3 digits) is taken only when the
+    message is that value alone and it mixes upper and lower case and digits."""
+    from session.redaction import continued_secret
+
+    assert continued_secret(KEY_MESSAGE, text) == text.strip(" \n.")
+
+
+@pytest.mark.parametrize("text", ["thanks", "abc123", "PR1234", "v2Config", "see Xy9Zq8"])
+def test_a_short_word_or_id_after_a_key_is_no_rest_of_it(text: str) -> None:
+    from session.redaction import continued_secret
+
+    assert continued_secret(KEY_MESSAGE, text) is None
+
+
+@pytest.mark.parametrize("text", ["ghp_AbC123xyZ", "here: ghp_AbCdEf123456789", "gho_Zq9Xv7Lm"])
+def test_a_github_token_cut_short_is_scrubbed(text: str) -> None:
+    assert "ghp_A" not in scrub_text(text) and "gho_Z" not in scrub_text(text)
+    assert REDACTED in scrub_text(text)
+
+
+@pytest.mark.parametrize("text", ["the ghp_prefix var", "gho_token2024 name", "ghs_abcdefghij"])
+def test_names_that_start_like_a_github_token_are_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
