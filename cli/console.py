@@ -266,21 +266,11 @@ class Console:
     def _session(self) -> Any:
         if self._prompt is None:
             from prompt_toolkit import PromptSession
-            from prompt_toolkit.history import FileHistory, InMemoryHistory
+            from prompt_toolkit.history import InMemoryHistory
             from prompt_toolkit.key_binding import KeyBindings
 
+            from cli.history_file import ScrubbedHistory
             from session.redaction import secrets_from_environment
-
-            scrubber = HistoryScrubber(secrets_from_environment())
-
-            class ScrubbedHistory(FileHistory):
-                """Input history on disk (0600), scrubbed as the session is."""
-
-                def store_string(self, string: str) -> None:
-                    line = scrubber.line(string)
-                    if scrubber.found_earlier:
-                        scrubber.scrub_file(Path(os.fsdecode(self.filename)))
-                    super().store_string(line)
 
             keys = KeyBindings()
 
@@ -311,7 +301,10 @@ class Console:
                 run_in_terminal(lambda: stop_here(group=True))
 
             history: Any = (
-                ScrubbedHistory(str(private_history_file(self.history)))
+                ScrubbedHistory(
+                    private_history_file(self.history),
+                    HistoryScrubber(secrets_from_environment()),
+                )
                 if self.history is not None
                 else InMemoryHistory()
             )
