@@ -701,8 +701,14 @@ def _env_assigned(match: re.Match[str]) -> str:
     return match.group(0) if _is_reference(match.group(2)) else match.group(1) + REDACTED
 
 
-_BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=_\-])")
-"""A base64 value (padded: its length a multiple of 4) that may wrap a credential."""
+_BASE64_RE = re.compile(
+    r"(?<![A-Za-z0-9+/=_\-])(?<![A-Za-z0-9_\-]\.)[A-Za-z0-9+/]{16,}={0,2}"
+    r"(?![A-Za-z0-9+/=_\-]|\.[A-Za-z0-9_\-])"
+)
+"""A base64 value (padded: its length a multiple of 4) that may wrap a credential; not
+a part of a dotted token (a JWT's header decodes to ``{"alg":"HS256"}``, which reads
+as ``user:password``: it was replaced alone, and the JWT pattern no longer saw the rest,
+payload and signature, which were kept in clear)."""
 _USER_PASSWORD_RE = re.compile(r"[^\s:]{1,64}:\S{6,}")
 
 

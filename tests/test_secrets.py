@@ -1166,3 +1166,17 @@ def test_a_github_token_cut_short_is_scrubbed(text: str) -> None:
 @pytest.mark.parametrize("text", ["the ghp_prefix var", "gho_token2024 name", "ghs_abcdefghij"])
 def test_names_that_start_like_a_github_token_are_left_alone(text: str) -> None:
     assert scrub_text(text) == text
+
+
+JWT = (
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+)
+
+
+@pytest.mark.parametrize("text", [JWT, f"token {JWT}", f"the jwt is {JWT}.", f'{{"id": "{JWT}"}}'])
+def test_a_jwt_is_scrubbed_whole_its_payload_and_signature_too(text: str) -> None:
+    """Its header decodes to ``{"alg":"HS256"}``, which the base64 pass took for
+    ``user:password``: the header alone was replaced, and the payload and the signature
+    were kept in clear (H102)."""
+    scrubbed = scrub_text(text)
+    assert "eyJzdWIiOiIxMjM0In0" not in scrubbed and "dozjgNryP4J3" not in scrubbed
