@@ -702,7 +702,7 @@ def _env_assigned(match: re.Match[str]) -> str:
 
 
 _BASE64_RE = re.compile(
-    r"(?<![A-Za-z0-9+/=_\-])(?<![A-Za-z0-9_\-]\.)[A-Za-z0-9+/]{16,}={0,2}"
+    r"(?<![A-Za-z0-9+/_\-])(?<![A-Za-z0-9_\-]\.)[A-Za-z0-9+/]{16,}={0,2}"
     r"(?![A-Za-z0-9+/=_\-]|\.[A-Za-z0-9_\-])"
 )
 """A base64 value (padded: its length a multiple of 4) that may wrap a credential; not

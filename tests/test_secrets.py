@@ -1180,3 +1180,15 @@ def test_a_jwt_is_scrubbed_whole_its_payload_and_signature_too(text: str) -> Non
     were kept in clear (H102)."""
     scrubbed = scrub_text(text)
     assert "eyJzdWIiOiIxMjM0In0" not in scrubbed and "dozjgNryP4J3" not in scrubbed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # H102: a base64 value right after "=" was never decoded
+        "_auth=dXNlcjpQYXNzdzByZDEyMw==",  # an .npmrc's user:password
+        "REGISTRY_AUTH=dXNlcjpQYXNzdzByZDEyMw==",
+        "//npm.example.com/:_auth=dXNlcjpQYXNzdzByZDEyMw==",
+    ],
+)
+def test_a_credential_wrapped_in_base64_after_an_equals_sign_is_scrubbed(text: str) -> None:
+    assert "dXNlcjpQYXNz" not in scrub_text(text)
