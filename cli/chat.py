@@ -26,7 +26,7 @@ from cli.console import (
     other_choices,
 )
 from cli.entry import silence_stdout
-from cli.errors import as_error_line, remote_error_text
+from cli.errors import as_error_line, remote_error_text, shown_input
 from cli.interrupts import DeferredInterrupts
 from cli.preload import preload_prompt
 from cli.summaries import clip, summary_headline
@@ -236,7 +236,9 @@ def terminal_pid() -> int:
     if override:
         digits = override.isascii() and override.isdigit() and len(override) <= 10
         if not digits or not 0 < int(override) < 2**31:
-            raise ChatError(f"AGENT_ASSIST_TERMINAL_PID must be a pid, not {override[:40]!r}")
+            raise ChatError(
+                f"AGENT_ASSIST_TERMINAL_PID must be a pid, not {shown_input(override, 40)}"
+            )
         return int(override)
     return os.getppid()
 
@@ -635,7 +637,7 @@ class Chat:
             )
             accepted = f"y, n or {other_choices(choices)}" if choices > 1 else "y or n"
             raise AnswerStops(
-                f"{exc.answer[:60]!r} is not an answer to {what!r} ({accepted}){hint}"
+                f"{shown_input(exc.answer, 60)} is not an answer to {what!r} ({accepted}){hint}"
             ) from None
 
     def _open(
@@ -871,7 +873,8 @@ class Chat:
         """Say that ``typed`` is no command (and what it may have meant); piped, the run
         fails."""
         hint = f"did you mean {meant}? " if meant else ""
-        self.console.warn(f"error: unknown command {typed} ({hint}try /help)")
+        shown = shown_input(typed, 80)[1:-1]  # a key pasted after a / is no command
+        self.console.warn(f"error: unknown command {shown} ({hint}try /help)")
         self.a_turn_failed = True
 
     def _just_ended(self) -> str | None:

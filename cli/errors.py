@@ -15,6 +15,16 @@ class CommandError(Exception):
     """A command failed in a way its message already describes."""
 
 
+def shown_input(value: str, limit: int) -> str:
+    """What the user typed or set, as an error line repeats it: quoted, scrubbed of
+    credentials and of this environment's secret values, cut to ``limit`` characters (a key
+    pasted at a question, or as a command or an argument, was printed back in clear)."""
+    from session.redaction import secrets_from_environment
+    from session.redaction import shown_input as scrubbed
+
+    return scrubbed(value, limit, secrets_from_environment())
+
+
 def current_directory() -> str:
     """The current directory, resolved; ``CommandError(CWD_GONE)`` if it was deleted."""
     try:

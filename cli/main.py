@@ -21,7 +21,13 @@ from click.shell_completion import CompletionItem
 from cli import sessions as sessions_ops
 from cli import supervisor_cmd
 from cli.completion import use_whole_word_completion
-from cli.errors import CommandError, current_directory, error_line, usable_workspace
+from cli.errors import (
+    CommandError,
+    current_directory,
+    error_line,
+    shown_input,
+    usable_workspace,
+)
 from cli.quick import incomplete
 from supervisor.runtime import runtime_paths
 
@@ -123,7 +129,11 @@ class Days(click.ParamType[float]):
         except ValueError:
             days = math.nan
         if not (math.isfinite(days) and 0 <= days <= MAX_DAYS):
-            self.fail(f"{value!r} is not a number of days from 0 to {MAX_DAYS}", param, ctx)
+            self.fail(
+                f"{shown_input(str(value), 40)} is not a number of days from 0 to {MAX_DAYS}",
+                param,
+                ctx,
+            )
         return days
 
 
@@ -144,7 +154,7 @@ class SessionId(click.ParamType[str]):
         text = str(value).strip()
         if not _ID_OR_PREFIX.fullmatch(text):
             self.fail(
-                f"{str(value)[:40]!r} is not a session id (12 hex digits, or the first "
+                f"{shown_input(str(value), 40)} is not a session id (12 hex digits, or the first "
                 f"{SHORTEST_PREFIX} or more of them)",
                 param,
                 ctx,

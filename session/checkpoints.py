@@ -110,8 +110,10 @@ def parse_number(arg: str) -> int:
     """The N of ``/checkpoint N``; CheckpointError (one line) if it is not a positive integer."""
     text = arg.strip()
     if len(text) > 40 or not text.isascii() or not text.isdigit() or int(text) == 0:
-        shown = arg if len(arg) <= 40 else arg[:40] + "..."
-        raise CheckpointError(f"/checkpoint takes a checkpoint number (1, 2, ...), not {shown!r}")
+        from session.redaction import secrets_from_environment, shown_input
+
+        shown = shown_input(arg, 40, secrets_from_environment())
+        raise CheckpointError(f"/checkpoint takes a checkpoint number (1, 2, ...), not {shown}")
     return int(text)
 
 

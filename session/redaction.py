@@ -29,6 +29,7 @@ __all__ = [
     "scrub_keys",
     "scrub_text",
     "secrets_from_environment",
+    "shown_input",
     "with_secrets",
 ]
 
@@ -814,6 +815,14 @@ def _scrub_patterns(text: str) -> str:
     if REDACTED in text and ("\n" in text or "\\n" in text):
         text = _CONTINUATION_RE.sub(_continued, text)
     return text
+
+
+def shown_input(value: str, limit: int, known_secrets: Iterable[str] = ()) -> str:
+    """``value`` (what the user typed or set: an answer, a command, an argument) as an
+    error line repeats it, quoted: scrubbed first, then cut to ``limit`` characters
+    (``...`` after a cut). Cut first, a key was no longer whole for the patterns."""
+    shown = scrub_text(value, known_secrets)
+    return repr(shown if len(shown) <= limit else shown[:limit] + "...")
 
 
 def scrub_json(value: Any, known_secrets: Iterable[str] = ()) -> Any:

@@ -180,3 +180,49 @@ def test_a_chat_says_which_secret_variables_the_supervisor_cannot_scrub(env: Env
         "supervisor (at most 4,096 characters each, 256 KiB in all): only the patterns "
         "scrub them from this session's files"
     ) in result.stderr
+
+
+PASTED_KEY = "sk-proj-PaStEdKeY0123456789abcd"
+
+
+@pytest.mark.parametrize(
+    ("script", "line"),
+    [  # H102: each error line printed the pasted key back in clear
+        (f"/{PASTED_KEY}\n", "error: unknown command /[REDACTED] (try /help)"),
+        (
+            f"hello\n/checkpoint {PASTED_KEY}\n",
+            "error: /checkpoint takes a checkpoint number (1, 2, ...), not '[REDACTED]'",
+        ),
+    ],
+)
+def test_a_key_pasted_as_a_command_is_not_printed_back(env: Env, script: str, line: str) -> None:
+    result = env.run("--new", input=script, terminal=env.terminal())
+    assert line in result.stderr
+    assert "PaStEdKeY" not in result.stdout + result.stderr
+
+
+def test_a_key_pasted_as_the_answer_to_a_question_is_not_printed_back(env: Env) -> None:
+    terminal = env.terminal()
+    assert env.run("--new", input="hello\n", terminal=terminal).returncode == 0
+    terminal.close()  # its session is orphaned: the next tab is asked to resume it
+    result = env.run(input=f"{PASTED_KEY}\n", terminal=env.terminal())
+    assert result.returncode == 1
+    assert "error: '[REDACTED]' is not an answer to 'Resume previous session?'" in result.stderr
+    assert "PaStEdKeY" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "extra"),
+    [
+        (("--resume", PASTED_KEY), {}),
+        (("sessions", "show", PASTED_KEY), {}),
+        ((), {"AGENT_ASSIST_TERMINAL_PID": PASTED_KEY}),
+    ],
+)
+def test_a_key_given_as_a_session_id_or_a_pid_is_not_printed_back(
+    env: Env, args: tuple[str, ...], extra: dict[str, str]
+) -> None:
+    env.extra.update(extra)
+    result = env.run(*args)
+    assert result.returncode != 0
+    assert "'[REDACTED]'" in result.stderr and "PaStEdKeY" not in result.stderr
