@@ -17,7 +17,7 @@ import itertools
 import logging
 import posixpath
 import shutil
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -280,14 +280,36 @@ class TerminalConfig:
     """The session's checkpoint size cap in bytes (None: the StorageActor's own)."""
 
 
+def tracked_paths_now(workspace: Path, tracked: Iterable[str]) -> tuple[set[str], str | None]:
+    """The paths tracked now (agent_spec.md, the template directory, ``tracked``: the files
+    the tools touched) and the spec path. Blocking: run it in a worker thread."""
+    spec = AGENT_SPEC if (workspace / AGENT_SPEC).is_file() else None
+    paths = set(tracked) | set(list_tree(workspace, TEMPLATE_DIR))
+    if spec:
+        paths.add(spec)
+    return paths, spec
+
+
 def tracked_files(workspace: Path, extra: Iterable[str]) -> tuple[dict[str, str], str | None]:
     """The manifest (agent_spec.md, the template directory, files the tools touched) and
     the spec path. Blocking: run it in a worker thread."""
-    spec = AGENT_SPEC if (workspace / AGENT_SPEC).is_file() else None
-    paths = set(extra) | set(list_tree(workspace, TEMPLATE_DIR))
-    if spec:
-        paths.add(spec)
+    paths, spec = tracked_paths_now(workspace, extra)
     return build_file_manifest(workspace, paths), spec
+
+
+def tracked_files_and(
+    workspace: Path, tracked: Iterable[str], extra: Iterable[str]
+) -> tuple[dict[str, str], str | None, frozenset[str]]:
+    """``tracked_files`` of ``tracked`` and ``extra`` in one pass over the files, and which
+    of its paths are tracked (not there only as ``extra``). Blocking: run it in a worker
+    thread."""
+    paths, spec = tracked_paths_now(workspace, tracked)
+    return build_file_manifest(workspace, paths | set(extra)), spec, frozenset(paths)
+
+
+def only(manifest: Mapping[str, str], paths: Set[str]) -> dict[str, str]:
+    """The entries of ``manifest`` whose path is among ``paths``."""
+    return {path: digest for path, digest in manifest.items() if path in paths}
 
 
 def _untold(drift: FileDrift, baseline: Mapping[str, str]) -> dict[str, str]:
@@ -1754,7 +1776,12 @@ class TerminalActor(Actor[TerminalMessage]):
         except (SessionError, OSError, DeadActor, TimeoutError) as exc:
             await self._emit(CommandOutput(f"error: {exc}"))
             return
-        now, _ = await self._manifest(checkpoint.files)
+        # One pass over the files: the plan, the check of its undo and the manifest the
+        # next turn may reuse are all taken from it (20,000 templates take seconds).
+        now, spec, tracked = await anyio.to_thread.run_sync(
+            tracked_files_and, self._config.workspace, self._lc.tracked_paths, checkpoint.files
+        )
+        self._known = only(now, tracked), spec  # not N's files that are tracked no more
         missing = [path for path in checkpoint.files if path not in now]
         workspace = self._config.workspace
         in_the_way = await anyio.to_thread.run_sync(what_is_at, workspace, missing)
@@ -1766,7 +1793,8 @@ class TerminalActor(Actor[TerminalMessage]):
             modes_then=checkpoint.modes,
             modes_now=modes_now,
         )
-        if plan.to_write and (refused := await self._undo_refused(number, plan)) is not None:
+        undo = only(now, tracked | set(plan.to_write))
+        if plan.to_write and (refused := await self._undo_refused(number, plan, undo, spec)):
             await self._emit(CommandOutput(refused))  # before a question it could not honour
             return
         if not plan.to_write:
@@ -1786,12 +1814,14 @@ class TerminalActor(Actor[TerminalMessage]):
             Event.RESTORE,
         )
 
-    async def _undo_refused(self, number: int, plan: RestorePlan) -> str | None:
+    async def _undo_refused(
+        self, number: int, plan: RestorePlan, manifest: dict[str, str], spec: str | None
+    ) -> str | None:
         """Why the checkpoint that would undo a restore of ``number`` with its files (the
-        larger of the two a restore may write) cannot be written now, in the restore's
+        larger of the two a restore may write: ``manifest``, the tracked files and those
+        the restore writes over, as just hashed) cannot be written now, in the restore's
         refusal line; None if it can. Checked before ``Restore files too?``: at the size
         cap, the question was asked and the answer then refused."""
-        manifest, spec = await self._manifest(plan.to_write)
         message = self._checkpoint_message(
             "restore", manifest, spec, plan.to_write, dry_run=True
         )

@@ -15,7 +15,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import accumulate
@@ -994,27 +994,27 @@ class CheckpointStore:
         the writer's own). CheckpointCapExceeded leaves nothing written, and so does
         CheckpointError for a file of ``keep`` (about to be written over) that is there
         but cannot be read. ``dry_run``: the same checks, and the checkpoint that would be
-        written, but nothing is (a restore asks nothing whose undo could not be kept)."""
+        written, but nothing is (a restore asks nothing whose undo could not be kept):
+        it reads no file, taking each one's digest from ``state.file_manifest`` (which its
+        caller has just hashed) and its size and mode from ``lstat``."""
         session_id = state.session_id
         for relative in safe_relative_paths(workspace, sorted(set(keep))):
             if (why := unreadable(workspace, relative)) is not None:
                 raise CheckpointError(f"cannot read {relative} ({why})")
-        contents: dict[str, bytes] = {}
-        files: dict[str, str] = {}
-        modes: dict[str, int] = {}
         named = scrub_keys(dict.fromkeys(paths, ""), with_secrets(self.known_secrets, secrets))
-        for relative in safe_relative_paths(workspace, sorted(named)):  # as the manifest's:
-            try:  # a name that holds a secret is not kept (a file is restored by its name)
-                found = read_workspace_file(workspace, relative, cap)
-            except OverCap as exc:
-                used = self.usage(session_id) + exc.size
-                raise CheckpointCapExceeded(session_id, used, cap, CAP_SETTINGS_TOLD) from None
-            if found is None:
-                continue
-            data, modes[relative] = found
-            digest = hashlib.sha256(data).hexdigest()
-            files[relative] = digest
-            contents[digest] = data
+        # as the manifest's: a name that holds a secret is not kept (a file is restored
+        # by its name)
+        safe = safe_relative_paths(workspace, sorted(named))
+        try:
+            if dry_run:
+                contents: dict[str, bytes] = {}
+                files, modes, sizes = planned_files(workspace, safe, state.file_manifest, cap)
+            else:
+                contents, files, modes = read_files(workspace, safe, cap)
+                sizes = {digest: len(data) for digest, data in contents.items()}
+        except OverCap as exc:
+            used = self.usage(session_id) + exc.size
+            raise CheckpointCapExceeded(session_id, used, cap, CAP_SETTINGS_TOLD) from None
         number = next_number(self.numbers_used(session_id), state.checkpoint_count)
         checkpoint = Checkpoint(
             number=number,
@@ -1022,7 +1022,7 @@ class CheckpointStore:
             reason=reason,
             files=files,
             modes=modes,
-            sizes={digest: len(data) for digest, data in contents.items()},
+            sizes=sizes,
             state=scrub_state(
                 state.model_copy(
                     update={"checkpoint_count": number, "file_manifest": files, "updated_at": now}
@@ -1178,6 +1178,49 @@ class OverCap(Exception):
     def __init__(self, size: int) -> None:
         super().__init__(f"{size} bytes")
         self.size = size
+
+
+def read_files(
+    workspace: Path, paths: Iterable[str], cap: int
+) -> tuple[dict[str, bytes], dict[str, str], dict[str, int]]:
+    """The contents (by digest), digests and modes of the regular files among ``paths``
+    (safe ones); OverCap if one holds more than ``cap`` bytes."""
+    contents: dict[str, bytes] = {}
+    files: dict[str, str] = {}
+    modes: dict[str, int] = {}
+    for relative in paths:
+        found = read_workspace_file(workspace, relative, cap)
+        if found is None:
+            continue
+        data, modes[relative] = found
+        digest = hashlib.sha256(data).hexdigest()
+        files[relative] = digest
+        contents[digest] = data
+    return contents, files, modes
+
+
+def planned_files(
+    workspace: Path, paths: Iterable[str], digests: Mapping[str, str], cap: int
+) -> tuple[dict[str, str], dict[str, int], dict[str, int]]:
+    """``read_files`` without reading: the digests, modes and sizes (by digest) of the
+    regular files among ``paths`` (safe ones) that ``digests`` knows, as ``lstat`` gives
+    them now; OverCap if one holds more than ``cap`` bytes."""
+    files: dict[str, str] = {}
+    modes: dict[str, int] = {}
+    sizes: dict[str, int] = {}
+    for relative in paths:
+        digest = digests.get(relative)
+        try:
+            info = os.lstat(os.path.join(workspace, relative))
+        except OSError:
+            continue
+        if digest is None or not stat.S_ISREG(info.st_mode):
+            continue
+        if info.st_size > cap:
+            raise OverCap(info.st_size)
+        files[relative], modes[relative] = digest, stat.S_IMODE(info.st_mode)
+        sizes[digest] = info.st_size
+    return files, modes, sizes
 
 
 def read_workspace_file(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -323,3 +324,41 @@ async def test_a_restore_asks_about_a_mode_changed_alone_and_gives_it_back(rig: 
     done: CommandOutput = await rig.next_of(CommandOutput)
     assert "Files restored: run.sh." in done.text
     assert script.stat().st_mode & 0o7777 == 0o755
+
+
+@pytest.fixture
+def hashes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The SHA-256 hashes begun from now on (one per file hashed), as their first bytes'
+    lengths."""
+    begun: list[int] = []
+    real_sha256 = hashlib.sha256
+
+    def counted(data: bytes = b"", **kwargs: Any) -> Any:
+        begun.append(len(data))
+        return real_sha256(data, **kwargs)
+
+    monkeypatch.setattr(hashlib, "sha256", counted)
+    return begun
+
+
+async def test_a_restore_hashes_each_tracked_file_once_before_it_asks(
+    blind_rig: Rig, hashes: list[int]
+) -> None:
+    """H103: ``/checkpoint N`` hashed every tracked file for its plan, again for the check
+    of its undo checkpoint, and the StorageActor read and hashed them all a third time for
+    that check's sizes: with 20,000 templates, seconds before ``Restore files too?``."""
+    rig = blind_rig  # no watcher: its own hashing is not the restore's
+    templates = rig.workspace / "templates"
+    templates.mkdir()
+    for n in range(30):
+        (templates / f"t{n:02}.md").write_text(f"template {n}\n")
+    assert (await rig.command("save")).endswith("saved as checkpoint 1.")
+    (templates / "t00.md").write_text("template 0, by hand\n")
+    hashes.clear()
+
+    await rig.terminal.tell(RunCommand("checkpoint", "1"))
+    ask: AskUser = await rig.next_of(AskUser)
+    assert ask.question == "Restore files too? [y/N]"
+    assert len(hashes) == 31  # the templates and agent_spec.md, once each
+    await rig.terminal.tell(ConfirmAnswer(ask.id, False))
+    await rig.next_of(CommandOutput)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from collections.abc import Callable
@@ -314,14 +315,14 @@ def test_a_dry_run_checks_the_cap_and_writes_nothing(
 ) -> None:
     store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
     (workspace / "spec.md").write_bytes(b"x" * 5000)
+    hashed = {"spec.md": hashlib.sha256(b"x" * 5000).hexdigest()}  # as its caller hashed it
+    now = state().model_copy(update={"file_manifest": hashed})
     would = store.write(
-        state(), workspace, ["spec.md"], reason="restore", cap=10**9, now=NOW, dry_run=True
+        now, workspace, ["spec.md"], reason="restore", cap=10**9, now=NOW, dry_run=True
     )
-    assert would.number == 2
+    assert would.number == 2 and would.files == hashed and would.sizes == {hashed["spec.md"]: 5000}
     with pytest.raises(CheckpointCapExceeded):
-        store.write(
-            state(), workspace, ["spec.md"], reason="restore", cap=5000, now=NOW, dry_run=True
-        )
+        store.write(now, workspace, ["spec.md"], reason="restore", cap=5000, now=NOW, dry_run=True)
     assert store.numbers("0123456789ab") == [1]
     assert len(os.listdir(store.blobs_dir)) == 1
 
