@@ -848,6 +848,11 @@ class CheckpointStore:
         self.blobs_dir = project_dir / BLOBS_DIR
         self._usage: dict[str, tuple[int, dict[str, int]]] = {}
         """Per session: the bytes of its entries and the blobs they refer to (by sha)."""
+        self._checked: dict[str, BlobIdentity] = {}
+        """Per blob (by sha): what ``lstat`` said of it when this store last wrote it or
+        found it whole. Unchanged since (same inode, size, mtime and ctime: no write, no
+        rename over it, no ``touch``), it still holds what it held then, and the next
+        checkpoint of that content does not read it again to know."""
 
     def session_dir(self, session_id: str) -> Path:
         return self.checkpoints_dir / validate_session_id(session_id)
@@ -1039,11 +1044,12 @@ class CheckpointStore:
         if dry_run:
             return checkpoint
         wrote_blob = False
-        for digest, data in contents.items():
+        blobs = os.fspath(self.blobs_dir)
+        for digest, data in contents.items():  # digests of our own hashing: valid names
+            if self._holds(os.path.join(blobs, digest), digest, data):
+                continue  # stored once per content
             blob = self.blob_path(digest)
             if os.path.lexists(blob):
-                if _holds(blob, data):
-                    continue  # stored once per content
                 # Damaged since it was written: every checkpoint of this content would
                 # refer to it. Kept aside (never deleted) and written anew.
                 quarantine(blob, now)
@@ -1052,12 +1058,35 @@ class CheckpointStore:
             except FileNotFoundError:
                 ensure_private_dir(blob.parent)
                 atomic_write(blob, data, sync_dir=False)
+            self._remember(blob, digest)
             wrote_blob = True
         if wrote_blob:
             fsync_dir(self.blobs_dir)
         write_creating_directories(self.session_dir(session_id) / entry_name(number), entry)
         self._usage[session_id] = (entry_bytes + len(entry), new_sizes)
         return checkpoint
+
+    def _holds(self, blob: str, digest: str, data: bytes) -> bool:
+        """Whether the blob is there and holds exactly ``data``: read and compared once,
+        then known by its ``lstat`` while nothing changes it (a checkpoint with nothing
+        changed read back every blob it refers to)."""
+        identity = blob_identity(blob)
+        if identity is None:
+            return False
+        if self._checked.get(digest) == identity:
+            return True
+        if not _holds(blob, data):
+            return False
+        self._checked[digest] = identity
+        return True
+
+    def _remember(self, blob: Path, digest: str) -> None:
+        """The blob was just written whole: known by its ``lstat`` from now on."""
+        identity = blob_identity(blob)
+        if identity is None:
+            self._checked.pop(digest, None)
+        else:
+            self._checked[digest] = identity
 
     def read_blob(self, digest: str) -> bytes:
         """A blob's bytes, checked against its name; CheckpointError if missing or damaged."""
@@ -1166,10 +1195,30 @@ class CheckpointStore:
 _SHA256 = re.compile(r"^[a-f0-9]{64}\Z")
 
 
-def _holds(blob: Path, data: bytes) -> bool:
+BlobIdentity = tuple[int, int, int, int, int, int]
+"""A blob's device, inode, mode, size, mtime and ctime (ns), as ``lstat`` gives them."""
+
+
+def blob_identity(blob: str | Path) -> BlobIdentity | None:
+    """What ``lstat`` says of a blob, or None if nothing is there."""
+    try:
+        info = os.lstat(blob)
+    except OSError:
+        return None
+    return (
+        info.st_dev,
+        info.st_ino,
+        info.st_mode,
+        info.st_size,
+        info.st_mtime_ns,
+        info.st_ctime_ns,
+    )
+
+
+def _holds(blob: str | Path, data: bytes) -> bool:
     """Whether the blob file holds exactly ``data`` (False if it cannot be read whole)."""
     try:
-        return read_regular_file(blob, len(data) + 1) == data
+        return read_regular_file(Path(blob), len(data) + 1) == data
     except (OSError, UnsafeSessionFile):
         return False
 
