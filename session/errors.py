@@ -134,6 +134,11 @@ class CheckpointError(SessionError):
     """A checkpoint that cannot be used: an unknown or malformed number, a damaged entry."""
 
 
+RAISE_THE_CAP = "raise the cap and start agent-assist again"
+"""What lifts the size cap: a chat sends its settings when it starts, so a cap raised
+in the environment or in config.toml counts from the next start of agent-assist."""
+
+
 class CheckpointCapExceeded(CheckpointError):
     def __init__(self, session_id: str, would_use: int, cap: int, setting: str) -> None:
         used, capped = megabytes_apart(would_use, cap)
@@ -144,7 +149,8 @@ class CheckpointCapExceeded(CheckpointError):
         self.setting = setting
         """Where the cap is set, in words."""
         super().__init__(
-            f"checkpoint not written: {self.over} ({setting}); raise the cap or start a new session"
+            f"checkpoint not written: {self.over} ({setting}); {RAISE_THE_CAP}, or start a "
+            "new session"
         )
         self.would_use = would_use
         self.cap = cap
@@ -158,6 +164,7 @@ class CheckpointCapExceeded(CheckpointError):
             f"undo the restore does not fit ({self.over}); to restore it, raise the cap "
             f"({self.setting}) and start agent-assist again"
         )
+
 
 
 def megabytes(size: int, digits: int = 3) -> str:

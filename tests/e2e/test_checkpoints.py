@@ -407,6 +407,31 @@ def test_the_size_cap_refuses_a_checkpoint_in_one_line_and_the_session_is_still_
     assert "hello" in str(env.session(session_id)["recent_messages"])
 
 
+def test_the_cap_lines_say_a_raised_cap_counts_from_the_next_start_and_it_does(
+    env: Env,
+) -> None:
+    """H103: the lines of /save and of the automatic checkpoint over the cap said "raise
+    the cap", which a running chat never sees (it sent its settings when it started); the
+    line of a restore refused at the cap said to start agent-assist again."""
+    (env.workspace / SPEC).write_bytes(b"x" * 150_000)
+    term = env.terminal()
+    capped = env.run(
+        input=f"/save\nread {SPEC}\nwrite {SPEC}: # small\n",
+        terminal=term,
+        AGENT_ASSIST_CHECKPOINT_MAX_MB="0.1",
+    )
+    lines = [line for line in capped.stderr.splitlines() if "over the 0.1 MB cap" in line]
+    assert len(lines) == 2, capped.stderr  # /save's, then the automatic one's
+    raise_it = "raise the cap and start agent-assist again, or start a new session"
+    assert lines[0].endswith(raise_it)
+    assert f"{raise_it}; the assistant's write goes ahead" in lines[1]
+    (session_id,) = env.session_ids()
+    again = env.run(
+        "--resume", session_id, input="/save\n", terminal=term, AGENT_ASSIST_CHECKPOINT_MAX_MB="1"
+    )
+    assert "saved as checkpoint 1." in again.stderr, again.stderr
+
+
 def test_the_first_write_of_a_turn_is_preceded_by_a_checkpoint_of_what_files_held(
     env: Env,
 ) -> None:
