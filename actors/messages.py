@@ -176,6 +176,9 @@ class WriteCheckpoint(Ask["Checkpoint"]):
     dry_run: bool = False
     """Check only: the answer is the checkpoint that would be written, refused as it
     would be (the cap, a file of ``keep`` unreadable), and nothing is written."""
+    made: tuple[str, ...] = ()
+    """Files the restore this checkpoint undoes will make (absent now): restoring this
+    checkpoint deletes them."""
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,8 @@ class LoadCheckpoint(Ask["Checkpoint"]):
 @dataclass(frozen=True)
 class RestoreFiles(Ask["RestoredFiles"]):
     """Write ``paths`` of ``workspace`` back to their content at checkpoint ``number``, each
-    atomically. Answer: the paths written and those that could not be, with why."""
+    atomically, and delete ``delete`` (files of its ``made``). Answer: the paths written,
+    those deleted, and those that could not be, with why."""
 
     project: Path
     workspace: Path
@@ -206,6 +210,7 @@ class RestoreFiles(Ask["RestoredFiles"]):
     number: int
     paths: tuple[str, ...]
     writer: int
+    delete: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -255,6 +255,7 @@ class StorageActor(Actor[StorageMessage]):
                 secrets,
                 keep,
                 dry_run,
+                made,
             ):
                 self._check_writer(state.session_id, writer)
                 cap = self._checkpoint_cap() if wanted_cap is None else wanted_cap
@@ -270,18 +271,20 @@ class StorageActor(Actor[StorageMessage]):
                         secrets=secrets,
                         keep=keep,
                         dry_run=dry_run,
+                        made=made,
                     )
                 )
             case ListCheckpoints(project, session_id):
                 return await self._io(lambda: catalog.checkpoints(project).listing(session_id))
             case LoadCheckpoint(project, session_id, number):
                 return await self._io(lambda: catalog.checkpoints(project).load(session_id, number))
-            case RestoreFiles(project, workspace, session_id, number, paths, writer):
+            case RestoreFiles(project, workspace, session_id, number, paths, writer, delete):
                 self._check_writer(session_id, writer)
                 store = catalog.checkpoints(project)
 
                 def restore() -> RestoredFiles:
-                    return store.restore_files(workspace, store.load(session_id, number), paths)
+                    checkpoint = store.load(session_id, number)
+                    return store.restore_files(workspace, checkpoint, paths, delete)
 
                 return await self._io(restore)
             case ScrubSession(project, session_id, secrets):

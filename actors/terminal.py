@@ -406,9 +406,8 @@ def _described(exc: BaseException) -> str:
 
 
 def _restore_refused(number: int, exc: BaseException) -> str:
-    """The one line of a restore refused because its undo checkpoint cannot be written."""
-    if isinstance(exc, CheckpointCapExceeded):
-        return f"error: {exc.restore_refused(number)}"
+    """The one line of a restore refused because its undo checkpoint cannot be written
+    (never for the size cap, which that checkpoint may pass)."""
     return (
         f"error: checkpoint {number} not restored; nothing changed: the checkpoint that "
         f"would undo the restore cannot be written ({_described(exc)})"
@@ -1695,6 +1694,7 @@ class TerminalActor(Actor[TerminalMessage]):
         keep: tuple[str, ...],
         *,
         dry_run: bool = False,
+        made: tuple[str, ...] = (),
     ) -> WriteCheckpoint:
         """The StorageActor's order for the next checkpoint of the conversation and of the
         files of ``manifest``."""
@@ -1711,6 +1711,7 @@ class TerminalActor(Actor[TerminalMessage]):
             self._lc.policy.known_secrets,
             keep,
             dry_run,
+            made,
         )
 
     async def _checkpoint(
@@ -1721,11 +1722,12 @@ class TerminalActor(Actor[TerminalMessage]):
         keep: tuple[str, ...] = (),
         *,
         tell: bool = True,
+        made: tuple[str, ...] = (),
     ) -> int | Exception:
         """``_write_checkpoint``, with the error instead of None (the user was told, unless
         ``tell`` is False: the caller tells it in its own words)."""
         config = self._config
-        message = self._checkpoint_message(reason, manifest, spec, keep)
+        message = self._checkpoint_message(reason, manifest, spec, keep, made=made)
         try:
             checkpoint: Checkpoint = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
         except (SessionError, OSError, DeadActor, TimeoutError) as exc:
@@ -1779,7 +1781,10 @@ class TerminalActor(Actor[TerminalMessage]):
         # One pass over the files: the plan, the check of its undo and the manifest the
         # next turn may reuse are all taken from it (20,000 templates take seconds).
         now, spec, tracked = await anyio.to_thread.run_sync(
-            tracked_files_and, self._config.workspace, self._lc.tracked_paths, checkpoint.files
+            tracked_files_and,
+            self._config.workspace,
+            self._lc.tracked_paths,
+            [*checkpoint.files, *checkpoint.made],
         )
         self._known = only(now, tracked), spec  # not N's files that are tracked no more
         missing = [path for path in checkpoint.files if path not in now]
@@ -1792,12 +1797,13 @@ class TerminalActor(Actor[TerminalMessage]):
             in_the_way,
             modes_then=checkpoint.modes,
             modes_now=modes_now,
+            made=checkpoint.made,
         )
-        undo = only(now, tracked | set(plan.to_write))
-        if plan.to_write and (refused := await self._undo_refused(number, plan, undo, spec)):
+        undo = only(now, tracked | set(plan.written_over))
+        if plan.written_over and (refused := await self._undo_refused(number, plan, undo, spec)):
             await self._emit(CommandOutput(refused))  # before a question it could not honour
             return
-        if not plan.to_write:
+        if not plan.written_over:
             if plan.in_the_way:  # nothing to ask: named, never written over
                 lines = [f"Tracked files differ from checkpoint {number}:", *plan.lines(number)]
                 await self._emit(Info("\n".join(lines)))
@@ -1822,8 +1828,9 @@ class TerminalActor(Actor[TerminalMessage]):
         the restore writes over, as just hashed) cannot be written now, in the restore's
         refusal line; None if it can. Checked before ``Restore files too?``: at the size
         cap, the question was asked and the answer then refused."""
+        made = tuple(path for path in plan.to_write if path not in manifest)
         message = self._checkpoint_message(
-            "restore", manifest, spec, plan.to_write, dry_run=True
+            "restore", manifest, spec, plan.written_over, dry_run=True, made=made
         )
         try:
             await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
@@ -1851,20 +1858,26 @@ class TerminalActor(Actor[TerminalMessage]):
         asked, then bring the conversation back to ``checkpoint``."""
         config = self._config
         number = checkpoint.number
-        # The undo keeps every file the restore may write over, tracked now or not (one
-        # deleted, so dropped from the manifest at a resume, then made again by hand).
-        written_over = plan.to_write if files else ()
+        # The undo keeps every file the restore may write over or delete, tracked now or
+        # not (one deleted, so dropped from the manifest at a resume, then made again by
+        # hand), and names those it will make, which a restore of the undo deletes.
+        written_over = plan.written_over if files else ()
         manifest, spec = await self._manifest(written_over)
-        undo = await self._checkpoint("restore", manifest, spec, written_over, tell=False)
+        made = tuple(path for path in plan.to_write if files and path not in manifest)
+        undo = await self._checkpoint(
+            "restore", manifest, spec, written_over, tell=False, made=made
+        )
         if not isinstance(undo, int):
             await self._emit(CommandOutput(_restore_refused(number, undo)))
             return
         written: tuple[str, ...] = ()
+        deleted: tuple[str, ...] = ()
         failed: dict[str, str] = {}
-        if files and plan.to_write:
+        if files and plan.written_over:
             # The watcher learns the content to expect first: a restore is our own write.
             restored = {p: checkpoint.files[p] for p in plan.to_write}
-            await self._watch({**(self._watched or manifest), **restored})
+            gone = dict.fromkeys(plan.to_delete, "")
+            await self._watch({**(self._watched or manifest), **restored, **gone})
             session_id = self._lc.session_id
             assert session_id is not None
             try:
@@ -1876,10 +1889,11 @@ class TerminalActor(Actor[TerminalMessage]):
                         number,
                         plan.to_write,
                         config.terminal_pid,
+                        plan.to_delete,
                     ),
                     STORAGE_TIMEOUT_S,
                 )
-                written, failed = result.written, result.failed
+                written, failed, deleted = result.written, result.failed, result.deleted
                 self._written.update({p: checkpoint.files[p] for p in written})  # ours last
             except (SessionError, OSError, DeadActor, TimeoutError) as exc:
                 await self._emit(Info(f"error: files not restored: {exc}"))
@@ -1910,8 +1924,12 @@ class TerminalActor(Actor[TerminalMessage]):
         ]
         if written:
             lines.append(f"Files restored: {named(written)}.")
+        if deleted:
+            made_by = f"the restore checkpoint {number} undoes made them"
+            lines.append(f"Files deleted ({made_by}): {named(deleted)}.")
         lines += failed_lines(failed)
-        untouched = [p for p in plan.to_write if p not in written and p not in failed]
+        done = {*written, *deleted, *failed}
+        untouched = [p for p in plan.written_over if p not in done]
         if untouched:
             lines.append(f"Files left as they are: {named(untouched)}.")
         if plan.left_alone:

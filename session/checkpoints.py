@@ -24,9 +24,13 @@ from session.errors import CheckpointError
 from session.filesystem import in_git_directory
 from session.models import SessionState, Sha256Hex, UtcDatetime
 
-CHECKPOINT_FORMAT: Final = 2
-"""The entry's layout: 1 had no ``modes``; 2 keeps each file's permission bits. An
-agent-assist that knows only 1 leaves a 2 untouched (never moves it aside as damaged)."""
+CHECKPOINT_FORMAT: Final = 3
+"""The newest entry layout: 1 had no ``modes``; 2 keeps each file's permission bits; 3 has
+``made`` too (written only when it is not empty: an entry without it stays a 2, which an
+agent-assist of format 2 reads). An agent-assist that knows only N leaves an entry of a
+higher format untouched (never moves it aside as damaged)."""
+ENTRY_FORMAT: Final = 2
+"""The format of an entry with no ``made``."""
 CAP_SETTING: Final = "AGENT_ASSIST_CHECKPOINT_MAX_MB"
 CAP_SETTINGS_TOLD: Final = f"{CAP_SETTING} or checkpoint_max_mb in config.toml"
 """Where the cap comes from, as a cap message names it (the environment or the file)."""
@@ -54,7 +58,7 @@ class Checkpoint(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    format: Literal[1, 2] = CHECKPOINT_FORMAT
+    format: Literal[1, 2, 3] = ENTRY_FORMAT
     number: int = Field(ge=1)
     created_at: UtcDatetime
     reason: Reason
@@ -67,6 +71,10 @@ class Checkpoint(BaseModel):
     is now (a file made again gets the default, 0666 less the umask)."""
     sizes: dict[Sha256Hex, int]
     """The size in bytes of each blob ``files`` refers to."""
+    made: tuple[str, ...] = ()
+    """Files absent then that the restore this checkpoint was written before (its undo)
+    was to make: a restore of this checkpoint deletes them, asking first, as it writes
+    back the others (format 3; empty otherwise)."""
     state: SessionState
 
     @property
@@ -291,10 +299,18 @@ class RestorePlan:
     """Files of ``modified`` whose content is N's and only the mode differs: ``{path:
     (mode at N, mode now)}``. A restore writes them back as a content change (atomically,
     with N's mode), so they are asked about as one."""
+    to_delete: tuple[str, ...] = ()
+    """Files of N's ``made`` that are there now (N undoes a restore that made them):
+    deleted, asked about with the files written back."""
 
     @property
     def to_write(self) -> tuple[str, ...]:
         return tuple(sorted(p for p in (*self.modified, *self.deleted) if p not in self.in_the_way))
+
+    @property
+    def written_over(self) -> tuple[str, ...]:
+        """The files a ``y`` changes: those written back and those deleted."""
+        return tuple(sorted((*self.to_write, *self.to_delete)))
 
     def lines(self, number: int) -> list[str]:
         """One line per file, the first ``FILES_NAMED`` of them, then one that counts the
@@ -302,6 +318,7 @@ class RestorePlan:
         lines = [self._line(p, "modified" + self._mode_note(p, number)) for p in self.modified]
         lines += [self._line(p, "deleted") for p in self.deleted]
         lines += [f"  {p}: not in checkpoint {number}; left alone" for p in self.left_alone]
+        lines += [f"  {p}: {made_by_the_restore(number)}" for p in self.to_delete]
         if len(lines) <= FILES_NAMED:
             return lines
         return [*lines[:FILES_NAMED], self._rest_line(len(lines) - FILES_NAMED, number)]
@@ -312,6 +329,7 @@ class RestorePlan:
             (len(self.modified), "modified"),
             (len(self.deleted), "deleted"),
             (len(self.left_alone), f"not in checkpoint {number}"),
+            (len(self.to_delete), "to delete"),
         ]
         skip = FILES_NAMED  # the files named, taken off the kinds in the order listed
         counts: list[str] = []
@@ -335,6 +353,11 @@ class RestorePlan:
         return f"  {path}: {how}"
 
 
+def made_by_the_restore(number: int) -> str:
+    """How a restore's question names a file the restore checkpoint ``number`` undoes made."""
+    return f"not in checkpoint {number}, made by the restore it undoes; deleted"
+
+
 def restore_plan(
     at_checkpoint: Mapping[str, str],
     now: Mapping[str, str],
@@ -342,18 +365,23 @@ def restore_plan(
     *,
     modes_then: Mapping[str, int] | None = None,
     modes_now: Mapping[str, int] | None = None,
+    made: Iterable[str] = (),
 ) -> RestorePlan:
     """Compare N's files with the workspace's tracked files now (missing ones absent);
     ``in_the_way``: what stands at the places of missing ones (``what_is_at`` of
     ``session/filesystem.py``); ``modes_then`` (N's ``modes``) and ``modes_now`` (the
-    files' permission bits now): a file whose mode alone differs is ``modified`` too."""
+    files' permission bits now): a file whose mode alone differs is ``modified`` too;
+    ``made`` (N's): the files the restore N undoes made, deleted if they are there."""
     diff = diff_manifests(at_checkpoint, now)
     same = at_checkpoint.keys() & now.keys()
     mode_only = mode_changes(modes_then or {}, modes_now or {}, same, skip=diff.modified)
     modified = tuple(sorted((*diff.modified, *mode_only)))
     blocked = {p: what for p, what in (in_the_way or {}).items() if p in diff.deleted}
     blocked.update({p: GIT_OWN for p in (*modified, *diff.deleted) if in_git_directory(p)})
-    return RestorePlan(modified, diff.deleted, diff.added, blocked, mode_only)
+    made_set = set(made)
+    to_delete = tuple(p for p in diff.added if p in made_set and not in_git_directory(p))
+    left_alone = tuple(p for p in diff.added if p not in to_delete)
+    return RestorePlan(modified, diff.deleted, left_alone, blocked, mode_only, to_delete)
 
 
 # -- the size cap -------------------------------------------------------------

@@ -155,16 +155,6 @@ class CheckpointCapExceeded(CheckpointError):
         self.would_use = would_use
         self.cap = cap
 
-    def restore_refused(self, number: int) -> str:
-        """Why a restore of checkpoint ``number`` is refused, and what to do: a restore first
-        keeps the present in a checkpoint (its undo), and that one does not fit. Freeing room
-        (``/reset``, ``sessions rm``) would delete ``number`` too: only a higher cap helps."""
-        return (
-            f"checkpoint {number} not restored; nothing changed: the checkpoint that would "
-            f"undo the restore does not fit ({self.over}); to restore it, raise the cap "
-            f"({self.setting}) and start agent-assist again"
-        )
-
 
 
 def megabytes(size: int, digits: int = 3) -> str:

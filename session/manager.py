@@ -40,6 +40,7 @@ from session.atomic import (
 from session.checkpoints import (
     CAP_SETTINGS_TOLD,
     CHECKPOINT_FORMAT,
+    ENTRY_FORMAT,
     Checkpoint,
     Reason,
     entry_name,
@@ -815,6 +816,8 @@ def _decode_pointer(path: Path, data: bytes, pid: int) -> Pointer:
 CHECKPOINTS_DIR = "checkpoints"
 BLOBS_DIR = "blobs"
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
+MAX_BLOB_BYTES = MAX_ENTRY_BYTES * 64
+"""The largest content a checkpoint keeps: what ``read_blob`` reads back."""
 
 
 @dataclass(frozen=True)
@@ -829,6 +832,8 @@ class RestoredFiles:
 
     written: tuple[str, ...]
     failed: dict[str, str]
+    deleted: tuple[str, ...] = ()
+    """The files of the checkpoint's ``made`` it deleted."""
 
 
 class CheckpointStore:
@@ -993,6 +998,7 @@ class CheckpointStore:
         secrets: tuple[str, ...] = (),
         keep: Iterable[str] = (),
         dry_run: bool = False,
+        made: Iterable[str] = (),
     ) -> Checkpoint:
         """Write the next checkpoint of ``state`` with the content of ``paths`` (those that
         are safe, regular files now), its texts scrubbed as a session file's are (``secrets``:
@@ -1001,7 +1007,11 @@ class CheckpointStore:
         but cannot be read. ``dry_run``: the same checks, and the checkpoint that would be
         written, but nothing is (a restore asks nothing whose undo could not be kept):
         it reads no file, taking each one's digest from ``state.file_manifest`` (which its
-        caller has just hashed) and its size and mode from ``lstat``."""
+        caller has just hashed) and its size and mode from ``lstat``. ``made``: files a
+        restore about to follow will make (the checkpoint is its undo, ``reason``
+        ``restore``), kept as the entry's ``made`` if they are not there now. The
+        checkpoint that undoes a restore is never refused for the cap: a restore at the
+        cap would be impossible (freeing room would delete the checkpoint to restore)."""
         session_id = state.session_id
         for relative in safe_relative_paths(workspace, sorted(set(keep))):
             if (why := unreadable(workspace, relative)) is not None:
@@ -1010,18 +1020,25 @@ class CheckpointStore:
         # as the manifest's: a name that holds a secret is not kept (a file is restored
         # by its name)
         safe = safe_relative_paths(workspace, sorted(named))
+        largest = MAX_BLOB_BYTES if reason == "restore" else cap
         try:
             if dry_run:
                 contents: dict[str, bytes] = {}
-                files, modes, sizes = planned_files(workspace, safe, state.file_manifest, cap)
+                files, modes, sizes = planned_files(
+                    workspace, safe, state.file_manifest, largest
+                )
             else:
-                contents, files, modes = read_files(workspace, safe, cap)
+                contents, files, modes = read_files(workspace, safe, largest)
                 sizes = {digest: len(data) for digest, data in contents.items()}
         except OverCap as exc:
             used = self.usage(session_id) + exc.size
             raise CheckpointCapExceeded(session_id, used, cap, CAP_SETTINGS_TOLD) from None
         number = next_number(self.numbers_used(session_id), state.checkpoint_count)
+        to_make = safe_relative_paths(workspace, sorted(set(made)))
+        absent = tuple(path for path in to_make if path not in files)
         checkpoint = Checkpoint(
+            format=CHECKPOINT_FORMAT if absent else ENTRY_FORMAT,
+            made=absent,
             number=number,
             created_at=now,
             reason=reason,
@@ -1039,7 +1056,7 @@ class CheckpointStore:
         entry_bytes, sizes = self._session_usage(session_id)
         new_sizes = {**sizes, **checkpoint.sizes}
         would_use = entry_bytes + len(entry) + sum(new_sizes.values())
-        if would_use > cap:
+        if would_use > cap and reason != "restore":
             raise CheckpointCapExceeded(session_id, would_use, cap, CAP_SETTINGS_TOLD)
         if dry_run:
             return checkpoint
@@ -1091,7 +1108,7 @@ class CheckpointStore:
     def read_blob(self, digest: str) -> bytes:
         """A blob's bytes, checked against its name; CheckpointError if missing or damaged."""
         try:
-            data = read_regular_file(self.blob_path(digest), MAX_ENTRY_BYTES * 64)
+            data = read_regular_file(self.blob_path(digest), MAX_BLOB_BYTES)
         except (FileNotFoundError, UnsafeSessionFile) as exc:
             raise CheckpointError(f"the stored content {digest[:12]} is missing") from exc
         if hashlib.sha256(data).hexdigest() != digest:
@@ -1101,19 +1118,26 @@ class CheckpointStore:
         return data
 
     def restore_files(
-        self, workspace: Path, checkpoint: Checkpoint, paths: Iterable[str]
+        self,
+        workspace: Path,
+        checkpoint: Checkpoint,
+        paths: Iterable[str],
+        delete: Iterable[str] = (),
     ) -> RestoredFiles:
         """Write ``paths`` back to their content and mode at ``checkpoint``, each atomically
         (a checkpoint that kept no mode, of format 1, leaves the mode as it is now). Every
         blob is read and checked first, so a missing one writes nothing; then a file that
         cannot be written (a symlink or a directory there now, a symlinked directory, a
-        full disk) is named with its reason and the others are still written."""
+        full disk) is named with its reason and the others are still written. ``delete``:
+        files of the checkpoint's ``made`` (a restore it undoes made them) to delete; a
+        path it does not name, or where no regular file is, is left alone."""
         wanted = {p: self.read_blob(checkpoint.files[p]) for p in sorted(set(paths))}
         written: list[str] = []
         failed: dict[str, str] = {}
         directories: dict[Path, None] = {}
         if not workspace.is_dir():  # deleted or moved: its directories are made, not it
             return RestoredFiles((), dict.fromkeys(wanted, WORKSPACE_GONE))
+        deleted = delete_made_files(workspace, set(delete) & set(checkpoint.made), failed)
         try:
             for relative, data in wanted.items():
                 if in_git_directory(relative):
@@ -1142,7 +1166,7 @@ class CheckpointStore:
                 fsync_dir(directory)
             # and read once for the temps killed writes left (once a file: squared time)
             clear_stale_workspace_temps_of(workspace / relative for relative in written)
-        return RestoredFiles(tuple(written), failed)
+        return RestoredFiles(tuple(written), failed, deleted)
 
     def delete_session(self, session_id: str) -> int:
         """Remove the session's checkpoints (not the blobs: see ``collect_garbage``)."""
@@ -1229,6 +1253,34 @@ class OverCap(Exception):
         self.size = size
 
 
+def delete_made_files(
+    workspace: Path, paths: Iterable[str], failed: dict[str, str]
+) -> tuple[str, ...]:
+    """Delete the regular files among ``paths`` (safe ones, never inside ``.git``, never a
+    symlink or a directory), each directory synced once; those that could not be deleted
+    go into ``failed`` with why. The ones deleted, in order."""
+    deleted: list[str] = []
+    directories: dict[str, None] = {}
+    for relative in safe_relative_paths(workspace, sorted(paths)):
+        if in_git_directory(relative):
+            continue
+        path = os.path.join(workspace, relative)
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                continue
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            failed[relative] = exc.strerror or str(exc)
+            continue
+        directories[os.path.dirname(path)] = None
+        deleted.append(relative)
+    for directory in directories:
+        fsync_dir(directory)
+    return tuple(deleted)
+
+
 def read_files(
     workspace: Path, paths: Iterable[str], cap: int
 ) -> tuple[dict[str, bytes], dict[str, str], dict[str, int]]:
@@ -1299,6 +1351,10 @@ def encode_checkpoint(checkpoint: Checkpoint) -> bytes:
     """The entry's bytes; the state is encoded as the session file is (``encode_state``).
     An entry of format 1 (rewritten scrubbed) stays one: no ``modes``, which an
     agent-assist of that format would take for damage."""
-    exclude = {"state"} if checkpoint.format >= 2 else {"state", "modes"}
+    exclude = {"state"}
+    if checkpoint.format < 3:
+        exclude.add("made")  # an agent-assist of format 2 would take it for damage
+    if checkpoint.format < 2:
+        exclude.add("modes")
     head = orjson.dumps(checkpoint.model_dump(mode="json", exclude=exclude))
     return head[:-1] + b',"state":' + encode_state(checkpoint.state) + b"}"

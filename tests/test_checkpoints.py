@@ -318,13 +318,63 @@ def test_a_dry_run_checks_the_cap_and_writes_nothing(
     hashed = {"spec.md": hashlib.sha256(b"x" * 5000).hexdigest()}  # as its caller hashed it
     now = state().model_copy(update={"file_manifest": hashed})
     would = store.write(
-        now, workspace, ["spec.md"], reason="restore", cap=10**9, now=NOW, dry_run=True
+        now, workspace, ["spec.md"], reason="save", cap=10**9, now=NOW, dry_run=True
     )
     assert would.number == 2 and would.files == hashed and would.sizes == {hashed["spec.md"]: 5000}
     with pytest.raises(CheckpointCapExceeded):
-        store.write(now, workspace, ["spec.md"], reason="restore", cap=5000, now=NOW, dry_run=True)
+        store.write(now, workspace, ["spec.md"], reason="save", cap=5000, now=NOW, dry_run=True)
     assert store.numbers("0123456789ab") == [1]
     assert len(os.listdir(store.blobs_dir)) == 1
+
+
+def test_the_checkpoint_that_undoes_a_restore_is_written_past_the_cap(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """H103 (H90): at the cap no restore was possible, as its undo could not be written;
+    freeing room (/reset) would delete the checkpoint to restore too."""
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    (workspace / "spec.md").write_bytes(b"x" * 5000)
+    with pytest.raises(CheckpointCapExceeded):
+        store.write(state(), workspace, ["spec.md"], reason="save", cap=5000, now=NOW)
+    undo = store.write(state(), workspace, ["spec.md"], reason="restore", cap=5000, now=NOW)
+    assert store.read_blob(undo.files["spec.md"]) == b"x" * 5000
+    assert store.usage("0123456789ab") > 5000
+
+
+def test_a_restores_undo_names_the_files_it_will_make_and_deleting_them_undoes_it(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """H103 (H90): the undo of a restore that made a file (deleted since the checkpoint)
+    did not know of it, so restoring the undo left it there."""
+    undo = store.write(
+        state(), workspace, ["spec.md"], reason="restore", cap=10**9, now=NOW, made=["notes.md"]
+    )
+    assert undo.made == ("notes.md",) and undo.format == 3
+    assert store.load("0123456789ab", undo.number).made == ("notes.md",)
+    (workspace / "notes.md").write_text("made by the restore\n")
+    (workspace / "other.md").write_text("not made by it\n")
+    done = store.restore_files(workspace, undo, [], delete=["notes.md", "other.md"])
+    assert done.deleted == ("notes.md",)
+    assert not (workspace / "notes.md").exists() and (workspace / "other.md").exists()
+
+
+def test_an_entry_that_names_no_file_made_stays_one_an_agent_assist_of_format_2_reads(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    written = store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    raw = orjson.loads((store.session_dir("0123456789ab") / "0001.json").read_bytes())
+    assert written.format == raw["format"] == 2 and "made" not in raw
+
+
+def test_a_restore_deletes_the_files_the_restore_it_undoes_made_and_names_them() -> None:
+    now = {"a.md": "1" * 64, "n.md": "2" * 64, "o.md": "3" * 64}
+    plan = restore_plan({"a.md": "1" * 64}, now, made=["n.md", "gone.md"])
+    assert plan.to_delete == ("n.md",) and plan.left_alone == ("o.md",)
+    assert plan.written_over == ("n.md",)
+    assert plan.lines(3) == [
+        "  o.md: not in checkpoint 3; left alone",
+        "  n.md: not in checkpoint 3, made by the restore it undoes; deleted",
+    ]
 
 
 def test_restoring_writes_the_content_and_the_mode_back(

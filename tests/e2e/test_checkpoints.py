@@ -886,10 +886,10 @@ def test_an_automatic_checkpoint_over_the_cap_says_the_write_goes_ahead_without_
     )
 
 
-def test_a_restore_whose_undo_is_over_the_cap_is_refused_before_asking(env: Env) -> None:
-    """A helper's attack (H94): at the cap, ``Restore files too?`` was asked, and only the
-    answer was refused (the checkpoint that undoes a restore could not be written), in
-    two lines that said to start a new session, which cannot restore it."""
+def test_a_restore_at_the_cap_is_done_and_its_undo_written_past_the_cap(env: Env) -> None:
+    """H103 (H90): at the cap no restore was possible (its undo checkpoint did not fit, and
+    freeing room with /reset would delete the checkpoint to restore); the line said to
+    raise the cap and start again. The undo of a restore is written past the cap."""
     spec = env.workspace / SPEC
     spec.write_bytes(b"x" * 60_000)
     term = env.terminal()
@@ -897,22 +897,43 @@ def test_a_restore_whose_undo_is_over_the_cap_is_refused_before_asking(env: Env)
     assert "saved as checkpoint 1." in saved.stderr
     spec.write_bytes(b"y" * 60_000)
     result = env.run(
-        "--yes", input="/checkpoint 1\ny\n", terminal=term, AGENT_ASSIST_CHECKPOINT_MAX_MB="0.1"
+        "--yes",
+        input="/checkpoint 1\ny\n/checkpoint 2\ny\n",
+        terminal=term,
+        AGENT_ASSIST_CHECKPOINT_MAX_MB="0.1",
     )
-    assert result.returncode == 1
-    assert "Restore files too?" not in result.stderr
-    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert line.startswith(
-        "error: checkpoint 1 not restored; nothing changed: the checkpoint that would undo "
-        "the restore does not fit (session "
+    assert result.returncode == 0, result.stderr
+    assert "Restored the conversation to checkpoint 1 (1 turn); /checkpoint 2 undoes this." in (
+        result.stderr
     )
-    assert line.endswith(
-        "over the 0.1 MB cap); to restore it, raise the cap (AGENT_ASSIST_CHECKPOINT_MAX_MB "
-        "or checkpoint_max_mb in config.toml) and start agent-assist again"
+    assert "Restored the conversation to checkpoint 2 (1 turn); /checkpoint 3 undoes this." in (
+        result.stderr
     )
-    assert spec.read_bytes() == b"y" * 60_000
+    assert spec.read_bytes() == b"y" * 60_000  # the restore undone
+
+
+def test_undoing_a_restore_deletes_the_files_it_made_and_that_can_be_undone(env: Env) -> None:
+    """H103 (H90): a restore made again a file deleted since the checkpoint; restoring the
+    checkpoint that undoes it left the file there ("not in checkpoint 3, left alone")."""
+    term = env.terminal()
+    env.run(input="write notes.md: n1\n/save\n", terminal=term)
+    (env.workspace / "notes.md").unlink()
     (session_id,) = env.session_ids()
-    assert entries(env, session_id) == ["0001.json"]
+    result = env.run(
+        "--resume",
+        session_id,
+        input="/checkpoint 2\ny\n/checkpoint 3\ny\n",
+        terminal=term,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "  notes.md: not in checkpoint 3, made by the restore it undoes; deleted" in (
+        result.stderr
+    )
+    assert "Files deleted (the restore checkpoint 3 undoes made them): notes.md." in result.stderr
+    assert not (env.workspace / "notes.md").exists()
+    again = env.run("--resume", session_id, input="/checkpoint 4\ny\n", terminal=term)
+    assert "Files restored: notes.md." in again.stderr, again.stderr
+    assert (env.workspace / "notes.md").read_text() == "n1\n"
 
 
 def start_supervisor_without_root_file_access(env: Env) -> None:
