@@ -337,6 +337,27 @@ def compacted_at_resume_line(effect: KeepOriginal, kept: Path) -> str:
     )
 
 
+def not_kept_aside_line(effect: KeepOriginal, exc: BaseException) -> str:
+    """The one line that refuses a resume whose session file could not be kept aside
+    before the resume compacted (or left out) turns the file holds in full."""
+    compaction = effect.compacted
+    if compaction is None:
+        left = "turn" if effect.left_out == 1 else f"{effect.left_out:,} turns"
+        what = (
+            "more turns than automatic compaction off (compaction_interval 0) keeps: its "
+            f"oldest {left} would be left out of it"
+        )
+    else:
+        turns = turns_named(compaction.start_invocation, compaction.end_invocation)
+        what = f"every turn uncompacted: {turns} would be compacted now"
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    return (
+        f"session {effect.session_id}'s file holds {what}, and the file as it was could not "
+        f"be kept aside first ({reason}); nothing was changed: resume it again once its "
+        "directory can be written to, or start a new session (--new)"
+    )
+
+
 def drift_at_resume(workspace: Path, manifest: Mapping[str, str]) -> FileDrift:
     """How the tracked files changed, once the temps a killed write (a tool's, a
     restore's) left beside them are cleared. Blocking: run it in a worker thread."""
@@ -664,6 +685,7 @@ class TerminalActor(Actor[TerminalMessage]):
         pid = self._config.terminal_pid
         storage = self._peers.storage
         drift_text: tuple[str, ...] = ()
+        kept_line: str | None = None
         outside: tuple[str, ...] = ()
         compared: dict[str, str] = {}
         if mode == "new":
@@ -698,6 +720,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 else:
                     transition = await self._resumed(stored, drift)
                     self._drift_untold = _untold(drift, stored.file_manifest)
+                transition, kept_line = await self._keep_original_first(transition)
             except ValidationError as exc:
                 await storage.ask(Release(wanted, pid, self._token), STORAGE_TIMEOUT_S)
                 raise SessionError(
@@ -711,6 +734,8 @@ class TerminalActor(Actor[TerminalMessage]):
         state = transition.lifecycle.state
         if state is not None and state.summary:  # a resume with no turn asks for none
             self._summary_covers = self._lc.history
+        if kept_line is not None:
+            await self._emit(Info(kept_line))
         await self._perform(transition.effects)
         manifest, _ = await self._manifest()
         # The files the drift looked at are watched from what it found: one changed since
@@ -764,6 +789,33 @@ class TerminalActor(Actor[TerminalMessage]):
         lifecycle is immutable: the call is pure."""
         resume = partial(self._lc.resume, stored, drift, restored, **options)
         return await anyio.to_thread.run_sync(resume)
+
+    async def _keep_original_first(self, transition: Transition) -> tuple[Transition, str | None]:
+        """Keep the session file as it is aside before the resume ``transition`` is taken,
+        when it compacted (or left out) turns the file holds in full: the next save drops
+        them from the file. The transition without that effect, and the line that tells
+        where the file was kept (None if there was nothing to keep). If it cannot be kept
+        (a full disk, a directory that refuses it), the resume is refused (SessionError,
+        one line) and nothing is changed: going on dropped those turns at the next save
+        with no copy of them anywhere."""
+        keep = next((e for e in transition.effects if isinstance(e, KeepOriginal)), None)
+        if keep is None:
+            return transition, None
+        try:
+            kept = await self._peers.storage.ask(
+                KeepSessionFile(self._config.project, keep.session_id), STORAGE_TIMEOUT_S
+            )
+        except Exception as exc:
+            log.warning(
+                "terminal %d: %s not kept aside: %s",
+                self._config.terminal_pid,
+                keep.session_id,
+                exc,
+                exc_info=not isinstance(exc, SessionError | OSError | DeadActor | TimeoutError),
+            )
+            raise SessionError(not_kept_aside_line(keep, exc)) from exc
+        rest = tuple(e for e in transition.effects if e is not keep)
+        return dataclasses.replace(transition, effects=rest), compacted_at_resume_line(keep, kept)
 
     async def _restored_from(
         self, session_id: str, continuing: str | int | None

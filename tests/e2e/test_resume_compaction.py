@@ -1,0 +1,75 @@
+"""A resume that compacts (or leaves out) turns its session file holds in full: the file as
+it was is kept aside first, and if it cannot be, nothing is dropped."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import Env
+
+LONG = "lorem ipsum dolor sit amet " * 200
+"""About 5,400 characters: fifteen turns of it are over a 4,000-token budget."""
+
+
+def uncompacted_session(env: Env) -> str:
+    """A session whose file holds 15 long turns, none compacted (made with compaction off
+    and a large budget, as an older version or a larger budget before would)."""
+    lines = "".join(f"turn {n}: Always cite docs/t{n}.md. {LONG}\n" for n in range(1, 16))
+    result = env.run(
+        "--new",
+        input=lines,
+        AGENT_ASSIST_COMPACTION_INTERVAL="0",
+        AGENT_ASSIST_CONTEXT_TOKENS="1000000",
+    )
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    assert env.session(session_id)["compacted_history_summary"] is None
+    assert env.run("supervisor", "stop").returncode == 0  # the next chat's settings
+    return session_id
+
+
+@contextlib.contextmanager
+def unwritable(directory: Path) -> Iterator[None]:
+    """``directory`` refuses new names, as a read-only directory does: its mode for a
+    user, the immutable attribute for root (whom modes do not stop)."""
+    if os.geteuid() != 0:
+        directory.chmod(0o500)
+        try:
+            yield
+        finally:
+            directory.chmod(0o700)
+        return
+    made = subprocess.run(["chattr", "+i", str(directory)], capture_output=True, check=False)
+    if made.returncode != 0:
+        pytest.skip(f"cannot make {directory} immutable: {made.stderr.decode().strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(directory)], check=True)
+
+
+def test_a_resume_whose_file_cannot_be_kept_aside_is_refused_and_drops_no_turn(
+    env: Env,
+) -> None:
+    """The copy failed with the generic save error, the resume went on compacted, and the
+    next save dropped turns 1-14 from the file with no copy of them anywhere."""
+    session_id = uncompacted_session(env)
+    original = (env.project / f"{session_id}.json").read_bytes()
+    with unwritable(env.project):
+        refused = env.run(
+            "--resume", session_id, input="hello\n", AGENT_ASSIST_CONTEXT_TOKENS="4000"
+        )
+    assert refused.returncode == 1
+    (line,) = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    assert "could not be kept aside" in line and "nothing was changed" in line
+    assert refused.stdout == ""  # the message was not answered: no session was opened
+    later = env.run("--resume", session_id, input="hello\n", AGENT_ASSIST_CONTEXT_TOKENS="4000")
+    assert later.returncode == 0, later.stderr
+    (kept,) = env.project.glob(f"{session_id}.json.uncompacted-*")
+    assert kept.read_bytes() == original
