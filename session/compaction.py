@@ -120,6 +120,11 @@ class EchoedSummary(CompactionError):
     a summary (it is not used; the offline summarizer is)."""
 
 
+class UnusableSummary(CompactionError):
+    """The summary model's answer is no summary: empty, a refusal, or not shorter than the
+    conversation it was given (it is not used; the offline summarizer is)."""
+
+
 class BadPromptTemplate(CompactionError):
     """A summarizer prompt template without ``{conversation_history}``."""
 
@@ -1242,13 +1247,18 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         from pydantic_ai import Agent
 
         agent: Agent[None, str] = Agent(self.model, output_type=str)
-        prompt = self.prompt_template.replace(PLACEHOLDER, events_text(events))
+        conversation = events_text(events)
+        prompt = self.prompt_template.replace(PLACEHOLDER, conversation)
         result = await agent.run(prompt)
         if result.response.finish_reason == "length":
             raise CutSummary("the summary model's answer was cut at its token limit; not used")
         text = printable(result.output).strip()  # it is sent first in every request, and kept
         if not text:
-            return None
+            raise UnusableSummary("the summary model's answer was empty; not used")
+        if refused(text):
+            raise UnusableSummary(
+                f"the summary model refused ({_clip_words(text, 60)!r}); not used"
+            )
         if len(text) > MAX_LLM_NARRATIVE_CHARS:
             raise RunawaySummary(
                 f"the summary model answered {len(text):,} characters, over the cap of "
@@ -1258,6 +1268,11 @@ class LlmEventSummarizer(BaseEventsSummarizer):
             raise EchoedSummary(
                 "the summary model answered with its instructions or the conversation itself; "
                 "not used"
+            )
+        if len(text) >= len(conversation):
+            raise UnusableSummary(
+                f"the summary model's answer ({len(text):,} characters) is not shorter than "
+                f"the conversation it was given ({len(conversation):,}); not used"
             )
         start, end = _covered(events)
         return compaction_event(EventCompaction(start, end, text))
@@ -1269,6 +1284,24 @@ _SENT_LINE_RE: Final = re.compile(r"(?:user|assistant|tool call [\w.-]+|tool [\w
 
 ECHO_PREFIX_CHARS: Final = 48
 """How much of a line of a summarizer's instructions an answer repeating it is an echo."""
+
+
+REFUSAL_RE: Final = re.compile(
+    r"(?:sorry\b|i apologi[sz]e\b|unfortunately,? i\b|as an ai\b"
+    r"|i(?:['\u2019]m| am) (?:sorry|unable|not able)\b"
+    r"|i (?:cannot|can ?not|can['\u2019]t|won['\u2019]t|will not|must decline)\b)",
+    re.IGNORECASE,
+)
+"""How a model's refusal begins ("I cannot help with that", "I'm sorry, but ...")."""
+MAX_REFUSAL_CHARS: Final = 400
+"""A longer answer that begins so may go on with a summary: it is not taken for a refusal."""
+
+
+def refused(answer: str) -> bool:
+    """Whether ``answer`` is a refusal rather than a summary: short, and beginning (after
+    any quote, bullet or emphasis) as a refusal does."""
+    head = answer.lstrip(" \t\n\"'*_#>-`")
+    return len(answer) <= MAX_REFUSAL_CHARS and REFUSAL_RE.match(head) is not None
 
 
 def echoed(answer: str, template: str, prompt: str) -> bool:

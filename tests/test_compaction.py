@@ -981,3 +981,15 @@ def test_a_text_the_compaction_skips_unscrubbed_states_nothing_it_would_keep(tex
     hand. Any text one of them matches (drawn from the patterns themselves, so a word
     added to one is drawn at once) is one it reads."""
     assert may_retain(text, said_by_user=True)
+
+
+async def test_a_summary_longer_than_the_conversation_it_was_given_is_refused() -> None:
+    """Compaction must never grow what it shrinks: an answer under the runaway cap but
+    longer than the turns it summarizes was kept as their narrative."""
+    from session.compaction import UnusableSummary
+
+    def padded(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("The user asked a question. " * 40)])
+
+    with pytest.raises(UnusableSummary, match="not shorter than the conversation it was given"):
+        await LlmEventSummarizer(FunctionModel(padded)).summarize_events(invocation(1))

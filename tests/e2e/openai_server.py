@@ -41,6 +41,9 @@ class ChatServer:
         """Every request to ``summary-model`` gets a 400 error."""
         self.summary_delay = 0.0
         """Seconds every request to ``summary-model`` waits before it is answered."""
+        self.summary_answer: str | None = None
+        """Set: every request to ``summary-model`` is answered with this text, whatever it
+        was given (an empty answer, a refusal, the prompt echoed back...)."""
         self.summary_names_last_turn = False
         """``summary-model`` answers ``SUMMARY up to: <the last user line it was given>``,
         so that a test tells a summary of every turn from one of the first turns."""
@@ -340,6 +343,8 @@ class ChatServer:
         last = users[-1]["content"] if users else ""
         if isinstance(last, list):
             last = " ".join(p.get("text", "") for p in last if isinstance(p, dict))
+        if body["model"] == "summary-model" and self.summary_answer is not None:
+            return self.summary_answer
         if body["model"] == "summary-model" and self.summary_names_last_turn:
             given = [line for line in str(last).splitlines() if line.startswith("user: ")]
             return f"SUMMARY up to: {given[-1].removeprefix('user: ') if given else '-'}"

@@ -868,3 +868,39 @@ def test_a_chat_killed_while_compact_waits_leaves_its_tab_free_at_once(
     again.close_stdin()
     assert again.wait() == 0
     assert not any("still closing" in line for line in again.drain_stderr())
+
+
+RULED = (
+    "Always write specs in docs/spec.md. The agent triages tickets. "
+    + "We discuss the ticket flow and its queues in depth. " * 12
+)
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    ["", "   \n ", "I cannot help with that.", "I'm sorry, but I can't assist with that request."],
+)
+def test_a_garbage_answer_of_the_summary_model_is_replaced_by_the_offline_summary(
+    env: Env, server: ChatServer, garbage: str
+) -> None:
+    """A helper's attack: an answer of whitespace skipped the compaction ("the summarizer
+    skipped it"), and a refusal became the compaction's narrative and the session's
+    summary (listed, and told to the resumed model as its previous session's)."""
+    server.summary_answer = garbage
+    result = env.run(
+        "--new",
+        input=f"{RULED}\nNever use regex routing in src/router.py. {RULED}\nthird\n/compact\n",
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        AGENT_ASSIST_COMPACTION_INTERVAL="2",
+    )
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "the offline summarizer stands in" in warnings[0]
+    assert "Compacted turns 1-3 by the offline summarizer" in result.stderr
+    (session_id,) = env.session_ids()
+    compacted = env.session(session_id)["compacted_history_summary"]
+    assert "Started with: Always write specs in docs/spec.md." in compacted
+    assert "- Never use regex routing in src/router.py." in compacted
+    summary = env.settled(session_id).read_text()
+    if garbage.strip():
+        assert garbage.strip() not in summary
