@@ -42,6 +42,7 @@ from session.compaction import (
     Event,
     LlmEventSummarizer,
     OfflineEventSummarizer,
+    SummaryNotShorter,
     SummaryTooLong,
     compaction_event,
     events_from_messages,
@@ -336,6 +337,8 @@ class CompactionActor(Actor[CompactionMessage]):
                 summarizer = self._llm(model)  # built outside the timeout: it imports at first
                 with anyio.fail_after(timeout):
                     return await summarizer.summarize_events(events)
+            except SummaryNotShorter as exc:  # no failure of the model's: asked again next time
+                log.warning("LLM compaction with %s not used: %s", model, exc)
             except Exception as exc:
                 self._llm_failed(model, "compaction", exc)
         return await off_the_loop(OfflineEventSummarizer().summarize, events)
@@ -395,6 +398,8 @@ class CompactionActor(Actor[CompactionMessage]):
                     summarizer = self._llm(model).with_prompt_template(SUMMARY_TEMPLATE)
                     with anyio.fail_after(self._llm_timeouts[0]):
                         return await self._llm_summary(summarizer, message)
+                except SummaryNotShorter as exc:  # no failure of the model's
+                    log.warning("LLM summary with %s not used: %s", model, exc)
                 except Exception as exc:
                     self._llm_failed(model, "summary", exc)
                 finally:

@@ -125,6 +125,11 @@ class UnusableSummary(CompactionError):
     conversation it was given (it is not used; the offline summarizer is)."""
 
 
+class SummaryNotShorter(UnusableSummary):
+    """The summary model's answer is not shorter than the conversation it was given: no
+    fault of the model (a conversation of a few words), but no summary either."""
+
+
 class BadPromptTemplate(CompactionError):
     """A summarizer prompt template without ``{conversation_history}``."""
 
@@ -1270,7 +1275,7 @@ class LlmEventSummarizer(BaseEventsSummarizer):
                 "not used"
             )
         if len(text) >= len(conversation):
-            raise UnusableSummary(
+            raise SummaryNotShorter(
                 f"the summary model's answer ({len(text):,} characters) is not shorter than "
                 f"the conversation it was given ({len(conversation):,}); not used"
             )

@@ -312,3 +312,32 @@ def test_why_the_summary_model_failed_is_said_in_a_users_words(
     """A helper's find (H88): a summary model's empty answer was told as
     "UnexpectedModelBehavior: Exceeded maximum output retries (1)"."""
     assert failure_reason(failure) == told
+
+
+async def test_a_summary_no_shorter_than_a_short_conversation_is_not_a_failure_of_the_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A conversation of a few words gets the offline summary in place of a model's answer
+    longer than it, but the model is not taken for failed: no warning for the terminals,
+    and the next summary asks it again."""
+    import pydantic_ai.models
+
+    from tests.e2e.openai_server import ChatServer
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+    with ChatServer() as server:
+        server.summary_answer = "The user said hi and the assistant echoed it back to them."
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
+        short = tuple(turn(1, text="hi"))
+        async with anyio.create_task_group() as tg:
+            make = partial(CompactionActor, summary_model="openai-chat:summary-model")
+            compaction: ActorRef[Any] = await tg.start(
+                partial(run_supervised, "compaction", make)
+            )
+            with anyio.fail_after(30):
+                first = await compaction.ask(Summarize("aaaaaaaaaaaa", short, (), None))
+                again = await compaction.ask(Summarize("aaaaaaaaaaaa", short, (), None))
+            assert first == again == offline_summary(short, (), None)
+            assert len([r for r in server.requests if r["model"] == "summary-model"]) == 2
+            tg.cancel_scope.cancel()
