@@ -1260,6 +1260,10 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         text = printable(result.output).strip()  # it is sent first in every request, and kept
         if not text:
             raise UnusableSummary("the summary model's answer was empty; not used")
+        if contentless(text):
+            raise UnusableSummary(
+                f"the summary model's answer says nothing ({text[:60]!r}); not used"
+            )
         if refused(text):
             raise UnusableSummary(
                 f"the summary model refused ({_clip_words(text, 60)!r}); not used"
@@ -1300,6 +1304,22 @@ REFUSAL_RE: Final = re.compile(
 """How a model's refusal begins ("I cannot help with that", "I'm sorry, but ...")."""
 MAX_REFUSAL_CHARS: Final = 400
 """A longer answer that begins so may go on with a summary: it is not taken for a refusal."""
+
+
+PLACEHOLDER_ANSWERS: Final = frozenset(
+    {"null", "none", "nil", "n/a", "na", "tbd", "todo", "empty", "nothing", "no summary"}
+)
+"""Answers that stand for no summary at all."""
+
+
+def contentless(answer: str) -> bool:
+    """Whether ``answer`` holds no summary: no word of two letters or more (``...``,
+    ``N/A``, ``[]``), a placeholder (``null``, ``TBD``), or a lone line that only
+    announces one (``Here is the summary:``)."""
+    words = re.findall(r"[^\W\d_]{2,}", answer)
+    flat = answer.strip().strip(".!`*_\"' ").lower()
+    lone_heading = "\n" not in answer.strip() and answer.rstrip().endswith(":")
+    return not words or flat in PLACEHOLDER_ANSWERS or lone_heading
 
 
 def refused(answer: str) -> bool:

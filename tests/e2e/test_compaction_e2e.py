@@ -878,7 +878,15 @@ RULED = (
 
 @pytest.mark.parametrize(
     "garbage",
-    ["", "   \n ", "I cannot help with that.", "I'm sorry, but I can't assist with that request."],
+    [
+        "",
+        "   \n ",
+        "I cannot help with that.",
+        "I'm sorry, but I can't assist with that request.",
+        "N/A",
+        "...",
+        "Here is the summary:",
+    ],
 )
 def test_a_garbage_answer_of_the_summary_model_is_replaced_by_the_offline_summary(
     env: Env, server: ChatServer, garbage: str
