@@ -436,7 +436,11 @@ class Chat:
         self._conn: Connection | None = None
         self._model = options.model or os.environ.get("AGENT_ASSIST_MODEL") or None
         self._pid = terminal_pid()
-        self._resume_answer: bool | int | None = None
+        self._chosen: str | None = None
+        """The session the start chose to open: its id, or "" for a new one. Kept when the
+        supervisor goes away before it is open: the re-attach opens that one, not what the
+        new supervisor's offer holds at the same place (another tab may have taken the
+        offered session meanwhile: the offer and its numbers are others then)."""
         self.a_turn_failed = False
         """A message was refused or its turn failed: a piped run exits 1 (not only when
         the last one did: a failure mid-script is not hidden by a later success)."""
@@ -577,38 +581,44 @@ class Chat:
 
     def _attach_once(self) -> None:
         welcome, _ = self._connect()
-        offer = welcome.get("offer")
         if self.options.resume:
             self._open("resume", self.options.resume)
-        elif self.options.new or not offer:
+            return
+        if self._chosen is None:
+            self._chosen = self._choose(welcome)
+        if not self._chosen:
             self._open("new", None)
-        else:
-            others = welcome.get("others") or []
-            if self.options.yes:
-                resume: bool | int = True
-            elif self._resume_answer is not None:
-                resume = self._resume_answer
-            else:
-                resume = self._answer(
-                    "Resume previous session? [Y/n]",
-                    said=offer_text(offer, others, welcome.get("more_others") or 0),
-                    default=True,
-                    suggestion="--yes or --new",
-                    choices=1 + len(others),
-                )
-                self._resume_answer = resume
-            if resume is False:
-                self._open("new", None)
-                return
-            chosen = offer if resume is True else others[resume - 2]
-            try:
-                self._open("resume", chosen["session_id"])
-            except AnswerStops:
-                raise
-            except ChatError as exc:  # the offered file cannot be used: say so, carry on
-                self.console.warn(as_error_line(str(exc)))
-                self.console.warn("Starting a new session instead.")
-                self._open("new", None)
+            return
+        try:
+            self._open("resume", self._chosen)
+        except AnswerStops:
+            raise
+        except ChatError as exc:  # the offered file cannot be used: say so, carry on
+            self.console.warn(as_error_line(str(exc)))
+            self.console.warn("Starting a new session instead.")
+            self._chosen = ""
+            self._open("new", None)
+
+    def _choose(self, welcome: Frame) -> str:
+        """The session to open, from ``welcome``'s offer (asking, unless --yes or --new
+        answer): its id, or "" for a new session."""
+        offer = welcome.get("offer")
+        if self.options.new or not offer:
+            return ""
+        others = welcome.get("others") or []
+        if self.options.yes:
+            return str(offer["session_id"])
+        resume = self._answer(
+            "Resume previous session? [Y/n]",
+            said=offer_text(offer, others, welcome.get("more_others") or 0),
+            default=True,
+            suggestion="--yes or --new",
+            choices=1 + len(others),
+        )
+        if resume is False:
+            return ""
+        chosen = offer if resume is True else others[resume - 2]
+        return str(chosen["session_id"])
 
     def _answer(
         self,

@@ -205,3 +205,36 @@ def test_a_reply_that_loses_two_supervisors_ends_alone_and_the_chat_goes_on(env:
 def streamed(server: ChatServer, requests: int) -> bool:
     """Whether the model was asked ``requests`` times by now."""
     return sum(1 for request in server.requests if request["model"] == "test-model") >= requests
+
+
+def test_the_session_answered_at_the_offer_is_the_one_opened_after_the_supervisor_died(
+    env: Env,
+) -> None:
+    """The answer was kept as a place in the offer ("y", "2", "3") and read again against
+    the offer of the supervisor that took over: another tab had taken the offered session
+    meanwhile, so "3" was past the end of the new offer (a traceback) and "y" opened a
+    session the user had not chosen."""
+    for topic in ("topic one", "topic two", "topic three"):
+        tab = env.terminal()
+        assert env.run("--new", input=f"{topic}\n", terminal=tab).returncode == 0
+        tab.close()  # orphaned: offered to a new tab, the newest first
+    ids = {row["summary"].split('"')[1]: row["session_id"] for row in env.sessions_json()}
+    chat = env.spawn(terminal=env.terminal())
+    chat.expect("3) ", stderr=True)  # "topic one", the oldest
+    chat.expect("Resume previous session? [Y/n]", stderr=True)
+    holder = env.spawn("--resume", ids["topic three"], terminal=env.terminal())
+    holder.send("taken meanwhile")
+    holder.expect("taken meanwhile")
+    supervisor = env.supervisor_pid()
+    assert supervisor is not None
+    os.kill(supervisor, signal.SIGKILL)
+    holder.send("after the crash")  # re-attached: "topic three" is live again, not offered
+    holder.expect("after the crash")
+    chat.send("3")
+    chat.send("which topic is this?")
+    chat.expect("which topic is this?")
+    chat.close_stdin()
+    assert chat.wait() == 0, chat.drain_stderr()
+    assert chat.drain_stderr()[-1] == f"Session {ids['topic one']} saved."
+    holder.close_stdin()
+    assert holder.wait() == 0
