@@ -436,6 +436,10 @@ class Chat:
         self._conn: Connection | None = None
         self._model = options.model or os.environ.get("AGENT_ASSIST_MODEL") or None
         self._pid = terminal_pid()
+        self._busy: tuple[RemoteError, int | None] | None = None
+        """The first refusal of this attach because another agent-assist is attached for
+        this terminal, and the pid of the supervisor that refused (see
+        ``_hello_when_free``): kept while a lost connection makes the attach start over."""
         self._chosen: str | None = None
         """The session the start chose to open: its id, or "" for a new one. Kept when the
         supervisor goes away before it is open: the re-attach opens that one, not what the
@@ -524,18 +528,30 @@ class Chat:
         """Connect (starting the supervisor if need be) and say hello, again for up to
         ``BUSY_WAIT_S`` while the supervisor answers that this tab's last agent-assist
         is still attached: the connection, whether it started the supervisor, the
-        welcome."""
+        welcome. Only the supervisor that refused may welcome it then: one that took over
+        from it (it died meanwhile) has not seen the other agent-assist re-attach yet,
+        and the tab is that one's (the first refusal is raised instead)."""
         busy_until = time.monotonic() + BUSY_WAIT_S
         while True:
             conn, started = connect_or_start(self.paths)
             self._conn = conn
             try:
-                return conn, started, self._hello(conn)
+                welcome = self._hello(conn)
             except RemoteError as exc:
                 if exc.code != ErrorCode.BUSY or time.monotonic() > busy_until:
                     raise
+                if self._busy is None:
+                    self._busy = (exc, serving_pid(self.paths))
                 self._disconnect()
                 time.sleep(BUSY_RETRY_S)
+                continue
+            if self._busy is not None:
+                refusal, refused_by = self._busy
+                self._busy = None
+                if refused_by is not None and welcome.get("supervisor_pid") != refused_by:
+                    self._disconnect()
+                    raise refusal
+            return conn, started, welcome
 
     def _disconnect(self) -> None:
         """Close the connection and hold none: a closed one left as the chat's made a
@@ -1281,6 +1297,17 @@ class Chat:
             )
             return False
         return self.close(again=False)
+
+
+def serving_pid(paths: RuntimePaths) -> int | None:
+    """The pid ``supervisor.pid`` names, if that process runs (a killed supervisor's
+    file stays until the one after it writes its own)."""
+    try:
+        pid = int(paths.pid_file.read_text())
+        os.kill(pid, 0)
+    except (OSError, ValueError, OverflowError):
+        return None
+    return pid
 
 
 def offer_text(offer: Frame, others: list[Frame], more: int = 0) -> str:

@@ -170,12 +170,14 @@ class FrontDoor:
             return False
         terminal_pid = hello.terminal_pid or hello.client_pid
         if terminal_pid in self._terminals:
-            await refuse(
-                stream,
-                ErrorCode.BUSY,
+            busy = (
                 f"another agent-assist is attached for terminal {terminal_pid}; "
-                "set AGENT_ASSIST_TERMINAL_PID to another number to run a second one",
+                "set AGENT_ASSIST_TERMINAL_PID to another number to run a second one"
             )
+            log.info(
+                "terminal %d: agent-assist pid %d refused: %s", terminal_pid, hello.client_pid, busy
+            )
+            await refuse(stream, ErrorCode.BUSY, busy)
         self._terminals.add(terminal_pid)
         try:
             return await self._terminal(hello, terminal_pid, reader, stream)

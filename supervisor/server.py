@@ -306,6 +306,9 @@ class Server:
         try:
             ref = await self._registry.attach(config, send_out)
         except TerminalBusy as exc:
+            log.info(
+                "terminal %d: agent-assist pid %d refused: %s", terminal_pid, hello.client_pid, exc
+            )
             for end in (send_out, handler_out, receive_out):
                 end.close()
             if opening is not None:  # the front door's claim: nobody will hold it now

@@ -238,3 +238,28 @@ def test_the_session_answered_at_the_offer_is_the_one_opened_after_the_superviso
     assert chat.drain_stderr()[-1] == f"Session {ids['topic one']} saved."
     holder.close_stdin()
     assert holder.wait() == 0
+
+
+def test_a_second_agent_assist_of_a_tab_does_not_take_the_tab_when_the_supervisor_dies(
+    env: Env,
+) -> None:
+    """A second agent-assist of a tab is refused while the first is attached, and says hello
+    again for a moment (the first may have been leaving). The supervisor killed meanwhile,
+    its heir welcomed the second before the first re-attached: the first, the chat in use,
+    was then refused in turn and its message went unanswered."""
+    tab = env.terminal()
+    first = env.spawn("--new", terminal=tab)
+    first.send("before the crash")
+    first.expect("before the crash")
+    second = env.spawn("--new", terminal=tab)
+    log = env.runtime / "supervisor.log"
+    wait_for(lambda: f"agent-assist pid {second.process.pid} refused" in log.read_text())
+    supervisor = env.supervisor_pid()
+    assert supervisor is not None
+    os.kill(supervisor, signal.SIGKILL)
+    assert second.wait() == 1
+    assert "another agent-assist is attached for terminal" in second.drain_stderr()[-1]
+    first.send("after the crash")
+    assert "(turn 2 of this conversation" in first.expect("after the crash")
+    first.close_stdin()
+    assert first.wait() == 0
