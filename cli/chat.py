@@ -444,7 +444,8 @@ class Chat:
         """The session the start chose to open: its id, or "" for a new one. Kept when the
         supervisor goes away before it is open: the re-attach opens that one, not what the
         new supervisor's offer holds at the same place (another tab may have taken the
-        offered session meanwhile: the offer and its numbers are others then)."""
+        offered session meanwhile: the offer and its numbers are others then), nor asks
+        again what was answered (a new session instead of one live elsewhere)."""
         self.a_turn_failed = False
         """A message was refused or its turn failed: a piped run exits 1 (not only when
         the last one did: a failure mid-script is not hidden by a later success)."""
@@ -597,13 +598,13 @@ class Chat:
 
     def _attach_once(self) -> None:
         welcome, _ = self._connect()
-        if self.options.resume:
-            self._open("resume", self.options.resume)
-            return
         if self._chosen is None:
-            self._chosen = self._choose(welcome)
+            self._chosen = self.options.resume or self._choose(welcome)
         if not self._chosen:
             self._open("new", None)
+            return
+        if self.options.resume:
+            self._open("resume", self._chosen)
             return
         try:
             self._open("resume", self._chosen)
@@ -723,6 +724,8 @@ class Chat:
                 else:
                     if not self._answer(question, default=True, suggestion="--new"):
                         raise AnswerStops("not starting a session")
+                if self.session_id is None:  # the start's: an attach done again opens new
+                    self._chosen = ""
                 self.conn.send({"type": "open", "mode": "new", "session_id": None})
                 continue
             if frame["code"] == ErrorCode.NOT_FOUND and session_id:

@@ -263,3 +263,32 @@ def test_a_second_agent_assist_of_a_tab_does_not_take_the_tab_when_the_superviso
     assert "(turn 2 of this conversation" in first.expect("after the crash")
     first.close_stdin()
     assert first.wait() == 0
+
+
+def test_a_new_session_said_yes_to_at_the_start_is_opened_after_the_supervisor_died(
+    env: Env,
+) -> None:
+    """``--resume ID`` of a session live elsewhere asks "Start a new session instead?". The
+    "y" came after the supervisor died: the attach done again asked the question again, and
+    piped, the next line (a message) was read as its answer and stopped the run."""
+    holder = env.spawn("--new", terminal=env.terminal())
+    holder.send("the holder's first message")
+    holder.expect("the holder's first message")
+    (session_id,) = env.session_ids()
+    chat = env.spawn("--resume", session_id, terminal=env.terminal())
+    chat.expect("Start a new session instead? [Y/n]", stderr=True)
+    supervisor = env.supervisor_pid()
+    assert supervisor is not None
+    os.kill(supervisor, signal.SIGKILL)
+    holder.send("after the crash")  # re-attached: the session is live again
+    holder.expect("after the crash")
+    chat.send("y")
+    chat.send("a message of the new session")
+    assert "(turn 1 of this conversation" in chat.expect("a message of the new session")
+    chat.close_stdin()
+    assert chat.wait() == 0, chat.drain_stderr()
+    errors = chat.drain_stderr()
+    assert sum("Start a new session instead?" in line for line in errors) == 1, errors
+    assert errors[-1] != f"Session {session_id} saved."
+    holder.close_stdin()
+    assert holder.wait() == 0
