@@ -585,6 +585,15 @@ def sessions_prune(
         )
         for item in leftovers:
             click.echo(f"  {item['session_id']}  {item['project']}")
+    if gone := data.get("gone_terminal_pointers", []):
+        many = len(gone) != 1
+        click.echo(
+            f"{verb} {len(gone)} pointer{'s' if many else ''} of terminal{'s' if many else ''} "
+            "that are gone (each names the session its closed tab last used; the session "
+            "stays):"
+        )
+        for item in gone:
+            click.echo(f"  {item['file']}  {item['project']}  -> {item['session_id']}")
     if incomplete(data["warnings"]):
         sys.exit(1)  # a file it could not read was left alone: as the listing says
 

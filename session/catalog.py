@@ -11,7 +11,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,6 +24,7 @@ from session.errors import SessionError, SessionFileError, UnsafeSessionDirector
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
     MAX_SESSION_BYTES,
+    POINTER_PREFIX,
     CheckpointStore,
     SessionManager,
     encode_state,
@@ -59,6 +60,8 @@ class Pruned:
 
     sessions: SessionListing
     leftovers: tuple[tuple[str, str], ...]
+    gone_terminals: tuple[GonePointer, ...] = ()
+    """The pointers of terminals that are gone, removed (or, dry run, that would be)."""
 
     def to_json(self, dry_run: bool) -> dict[str, object]:
         return {
@@ -67,8 +70,26 @@ class Pruned:
                 {"session_id": session_id, "project": project}
                 for project, session_id in self.leftovers
             ],
+            "gone_terminal_pointers": [gone.to_json() for gone in self.gone_terminals],
             "dry_run": dry_run,
             "warnings": list(self.sessions.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class GonePointer:
+    """``active_<pid>.json`` of a terminal that is gone (its process ended, or its pid is
+    another process's now): it points no living terminal to anything."""
+
+    project: str
+    pointer: Pointer
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "project": self.project,
+            "pid": self.pointer.pid,
+            "session_id": self.pointer.session_id,
+            "file": f"{POINTER_PREFIX}{self.pointer.pid}.json",
         }
 
 
@@ -310,8 +331,44 @@ class SessionCatalog:
         _, path = max(ahead)
         return path, self.manager(project).load_copy(path, state.session_id)
 
+    def gone_pointers(
+        self, project: Path, attached: Collection[int]
+    ) -> tuple[GonePointer, ...]:
+        """The pointers of ``project`` whose terminal is gone: no process runs at its pid
+        with its start time, and no terminal of that pid is ``attached``. A living
+        terminal's pointer is never one of them."""
+        return tuple(
+            GonePointer(project.parent.name, pointer)
+            for pointer in self.manager(project).list_pointers(set_aside=False).pointers
+            if pointer.pid not in attached and not pointer_alive(pointer)
+        )
+
+    def remove_gone_pointers(
+        self, project: Path, attached: Collection[int], but: Collection[str] = ()
+    ) -> tuple[tuple[GonePointer, ...], tuple[str, ...]]:
+        """Remove the pointers of ``project``'s terminals that are gone (``gone_pointers``),
+        except those to the sessions ``but`` names: those removed, and a line for each one
+        an OS error kept. A pointer written again meanwhile (a new terminal at that pid)
+        is left."""
+        manager = self.manager(project)
+        removed: list[GonePointer] = []
+        problems: tuple[str, ...] = ()
+        for gone in self.gone_pointers(project, attached):
+            if gone.pointer.session_id in but:
+                continue
+            try:
+                if manager.delete_pointer_if_same(gone.pointer):
+                    removed.append(gone)
+            except (OSError, SessionFileError) as exc:
+                name = f"{POINTER_PREFIX}{gone.pointer.pid}.json"
+                why = _os_reason(exc) if isinstance(exc, OSError) else str(exc)
+                problems += (f"error: pointer {name} not removed ({why}); it stays",)
+        return tuple(removed), problems
+
     def find_resumable(self, project: Path, terminal_pid: int, live: dict[str, int]) -> Resumable:
         manager = self.manager(project)
+        if not self.read_only:  # a terminal opens a session here: gone tabs' pointers go
+            self.remove_gone_pointers(project, {*live.values(), terminal_pid})
         rows, warnings = self.rows(project, live)
         try:
             own = manager.read_pointer(terminal_pid)
@@ -378,7 +435,23 @@ class SessionCatalog:
                     continue
             pruned.append(row)
         leftovers: tuple[tuple[str, str], ...] = ()
+        gone_terminals: tuple[GonePointer, ...] = ()
         for project in self.project_dirs(projects):
+            # The pointers to the sessions it removes go with them (or their removal told
+            # why not): not named again.
+            with_sessions = attempted | {row.session_id for row in pruned}
+            if dry_run:
+                gone_terminals += tuple(
+                    gone
+                    for gone in self.gone_pointers(project, live.values())
+                    if gone.pointer.session_id not in with_sessions
+                )
+            else:
+                removed_pointers, pointer_problems = self.remove_gone_pointers(
+                    project, live.values(), but=with_sessions
+                )
+                gone_terminals += removed_pointers
+                problems += pointer_problems
             if not dry_run:  # contents a checkpoint cut short left, whatever else goes
                 touched.add(project)
             for session_id in self._leftover_checkpoints(project, live, cutoff):
@@ -394,7 +467,7 @@ class SessionCatalog:
                 leftovers += ((project.parent.name, session_id),)
         problems += filter(None, map(self._collect, sorted(touched)))
         warnings = (*listing.warnings, *problems)
-        return Pruned(SessionListing(tuple(pruned), warnings), leftovers)
+        return Pruned(SessionListing(tuple(pruned), warnings), leftovers, gone_terminals)
 
     def _unreadable(self, project: Path, session_id: str) -> str | None:
         """The line saying why a session that ``prune`` would remove is kept: its file

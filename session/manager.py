@@ -740,6 +740,16 @@ class SessionManager:
             raise InvalidPointer(path, exc.reason) from exc
         return _decode_pointer(path, data, pid)
 
+    def delete_pointer_if_same(self, pointer: Pointer) -> bool:
+        """Remove ``pointer``'s file if it still holds that very pointer (a terminal of the
+        same pid may have written its own since it was read); True if it was removed."""
+        try:
+            if self.read_pointer(pointer.pid) != pointer:
+                return False
+        except InvalidPointer:
+            return False
+        return self.delete_pointer(pointer.pid)
+
     def delete_pointer(self, pid: int) -> bool:
         self.check_directory()
         try:

@@ -165,13 +165,16 @@ def test_a_new_tab_that_reuses_a_dead_tabs_pid_is_not_offered_that_tabs_session(
     pointer at its pid is the dead tab's (another start time), so it is not this tab's own:
     the tab is offered the newer orphan, and its pointer is then its own."""
     pid, old = dead_tab_with_a_session(env, "the old tab's turn")
+    dead = json.loads((env.project / f"active_{pid}.json").read_text())
+    assert dead["session_id"] == old
     other_tab = env.terminal()
     other = env.run("--new", input="a later tab's turn\n", terminal=other_tab)
     assert other.returncode == 0, other.stderr
     other_tab.close()  # now the newest orphan
     (newest,) = set(env.session_ids()) - {old}
-    dead = json.loads((env.project / f"active_{pid}.json").read_text())
-    assert dead["session_id"] == old
+    # That tab's start removed the dead tab's pointer (a gone terminal's); put back, as an
+    # older version left it, it must not be taken for the new tab's own.
+    (env.project / f"active_{pid}.json").write_text(json.dumps(dead))
     # The new tab: a shell given the dead tab's pid, running agent-assist as its child
     # (no AGENT_ASSIST_TERMINAL_PID: its identity is its parent, this shell).
     new_tab = spawn_at_pid(
