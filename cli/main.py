@@ -585,6 +585,14 @@ def sessions_prune(
         )
         for item in leftovers:
             click.echo(f"  {item['session_id']}  {item['project']}")
+    if copies := data.get("leftover_copies", []):
+        many = len(copies) != 1
+        click.echo(
+            f"{verb} {len(copies)} cop{'ies' if many else 'y'} of session files a resume kept "
+            f"aside, whose session file is gone (deleted by hand):"
+        )
+        for item in copies:
+            click.echo(f"  {item['file']}  {item['project']}")
     if gone := data.get("gone_terminal_pointers", []):
         many = len(gone) != 1
         click.echo(

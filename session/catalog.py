@@ -10,6 +10,7 @@ import hashlib
 import math
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -18,7 +19,12 @@ from pathlib import Path
 
 import orjson
 
-from session.atomic import atomic_write, check_private_dir, ensure_private_dir
+from session.atomic import (
+    UNCOMPACTED_SUFFIX,
+    atomic_write,
+    check_private_dir,
+    ensure_private_dir,
+)
 from session.compacted import session_turns
 from session.errors import SessionError, SessionFileError, UnsafeSessionDirectory
 from session.listing import SessionRow, classify, resumable
@@ -62,6 +68,9 @@ class Pruned:
     leftovers: tuple[tuple[str, str], ...]
     gone_terminals: tuple[GonePointer, ...] = ()
     """The pointers of terminals that are gone, removed (or, dry run, that would be)."""
+    kept_copies: tuple[tuple[str, str], ...] = ()
+    """Copies a resume kept aside (``<id>.json.uncompacted-<time>``) whose session file is
+    gone: project and file name."""
 
     def to_json(self, dry_run: bool) -> dict[str, object]:
         return {
@@ -71,6 +80,10 @@ class Pruned:
                 for project, session_id in self.leftovers
             ],
             "gone_terminal_pointers": [gone.to_json() for gone in self.gone_terminals],
+            "leftover_copies": [
+                {"file": name, "session_id": name[:12], "project": project}
+                for project, name in self.kept_copies
+            ],
             "dry_run": dry_run,
             "warnings": list(self.sessions.warnings),
         }
@@ -436,7 +449,18 @@ class SessionCatalog:
             pruned.append(row)
         leftovers: tuple[tuple[str, str], ...] = ()
         gone_terminals: tuple[GonePointer, ...] = ()
+        kept_copies: tuple[tuple[str, str], ...] = ()
         for project in self.project_dirs(projects):
+            for name in self._leftover_copies(project, live, cutoff):
+                if not dry_run:
+                    try:
+                        (project / name).unlink()
+                    except FileNotFoundError:
+                        continue
+                    except OSError as exc:
+                        problems.append(f"error: {name} not removed ({_os_reason(exc)}); it stays")
+                        continue
+                kept_copies += ((project.parent.name, name),)
             # The pointers to the sessions it removes go with them (or their removal told
             # why not): not named again.
             with_sessions = attempted | {row.session_id for row in pruned}
@@ -467,7 +491,9 @@ class SessionCatalog:
                 leftovers += ((project.parent.name, session_id),)
         problems += filter(None, map(self._collect, sorted(touched)))
         warnings = (*listing.warnings, *problems)
-        return Pruned(SessionListing(tuple(pruned), warnings), leftovers, gone_terminals)
+        return Pruned(
+            SessionListing(tuple(pruned), warnings), leftovers, gone_terminals, kept_copies
+        )
 
     def _unreadable(self, project: Path, session_id: str) -> str | None:
         """The line saying why a session that ``prune`` would remove is kept: its file
@@ -490,6 +516,28 @@ class SessionCatalog:
         else:
             return None
         return f"warning: session file {session_id}.json {why}; not pruned, left untouched"
+
+    def _leftover_copies(
+        self, project: Path, live: Mapping[str, int], cutoff: datetime
+    ) -> tuple[str, ...]:
+        """The copies a resume kept aside (``<id>.json.uncompacted-<time>``, regular files)
+        of sessions with no file at all (not even one moved aside as corrupt: the copy may
+        then be all that can be read of it), not live, and left alone since ``cutoff``
+        (their change time: a hard link's is when its session file was deleted)."""
+        try:
+            self.manager(project).check_directory()
+            names = os.listdir(project)
+        except (OSError, SessionFileError):  # missing, or not a directory: told by the listing
+            return ()
+        return tuple(
+            name
+            for name in sorted(names)
+            if (found := _KEPT_COPY.match(name)) is not None
+            and found[1] not in live
+            and not any(n == f"{found[1]}.json" or n.startswith(f"{found[1]}.json.corrupt-")
+                        for n in names)
+            and _regular_and_changed_before(project / name, cutoff)
+        )
 
     def _leftover_checkpoints(
         self, project: Path, live: dict[str, int], cutoff: datetime
@@ -531,6 +579,19 @@ def checkpoints_left_line(session_id: str, exc: OSError) -> str:
         f"error: the checkpoints of session {session_id} not removed ({_os_reason(exc)}); "
         "they stay, and sessions prune removes them once it can"
     )
+
+
+_KEPT_COPY = re.compile(
+    rf"^([a-f0-9]{{12}})\.json{re.escape(UNCOMPACTED_SUFFIX)}\d{{8}}T\d{{6}}Z(-\d+)?$"
+)
+
+
+def _regular_and_changed_before(path: Path, cutoff: datetime) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:  # gone meanwhile
+        return False
+    return stat.S_ISREG(info.st_mode) and datetime.fromtimestamp(info.st_ctime, UTC) < cutoff
 
 
 def _changed_before(directory: Path, cutoff: datetime) -> bool:

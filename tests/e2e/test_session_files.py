@@ -4,6 +4,7 @@ sessions this version cannot read, copies kept aside whose session was deleted."
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -87,3 +88,39 @@ def test_prune_removes_the_pointers_of_terminals_that_are_gone_and_names_them(
     assert pointers(env) == [mine], "a living terminal's pointer is never removed"
     assert len(env.session_ids()) == 1, "the session stays (idle)"
 
+
+def kept_copy(env: Env, session_id: str) -> str:
+    """``<id>.json.uncompacted-<time>``, as a resume keeps it aside: a hard link."""
+    name = f"{session_id}.json.uncompacted-20260101T000000Z"
+    os.link(env.project / f"{session_id}.json", env.project / name)
+    return name
+
+
+@pytest.mark.parametrize("supervisor", ["running", "stopped"])
+def test_prune_removes_and_names_a_kept_copy_whose_session_file_was_deleted_by_hand(
+    env: Env, supervisor: str
+) -> None:
+    for _ in range(3):  # their tabs stay open: idle, never pruned
+        assert env.run("--new", input="hello\n", terminal=env.terminal()).returncode == 0
+    deleted, corrupt, kept = env.session_ids()
+    leftover, of_corrupt, of_kept = (kept_copy(env, s) for s in (deleted, corrupt, kept))
+    (env.project / f"{deleted}.json").unlink()  # by hand
+    (env.project / f"{corrupt}.json").rename(
+        env.project / f"{corrupt}.json.corrupt-20260102T000000Z"
+    )
+    if supervisor == "stopped":
+        assert env.run("supervisor", "stop").returncode == 0
+    young = env.run("sessions", "prune", "--older-than", "1")
+    assert young.returncode == 0, young.stderr
+    assert leftover not in young.stdout, "its session file went less than a day ago"
+    dry = env.run("sessions", "prune", "--older-than", "0", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "Would remove 1 copy of session files a resume kept aside" in dry.stdout
+    assert f"  {leftover}  " in dry.stdout
+    assert (env.project / leftover).exists()
+    pruned = env.run("sessions", "prune", "--older-than", "0")
+    assert pruned.returncode == 0, pruned.stderr
+    assert f"  {leftover}  " in pruned.stdout
+    assert not (env.project / leftover).exists()
+    assert (env.project / of_corrupt).exists(), "all that may be readable of that session"
+    assert (env.project / of_kept).exists(), "its session is still there (idle)"
