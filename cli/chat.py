@@ -610,11 +610,9 @@ class Chat:
             self._open("resume", self._chosen)
         except AnswerStops:
             raise
-        except ChatError as exc:  # the offered file cannot be used: say so, carry on
+        except ChatError as exc:  # the chosen file cannot be used: say so, then ask
             self.console.warn(as_error_line(str(exc)))
-            self.console.warn("Starting a new session instead.")
-            self._chosen = ""
-            self._open("new", None)
+            self._new_instead()
 
     def _choose(self, welcome: Frame) -> str:
         """The session to open, from ``welcome``'s offer (asking, unless --yes or --new
@@ -636,6 +634,19 @@ class Chat:
             return ""
         chosen = offer if resume is True else others[resume - 2]
         return str(chosen["session_id"])
+
+    def _new_instead(self) -> None:
+        """Open a new session in place of the one chosen, which could not be opened, once
+        the user says so (``--yes`` says so): they chose to go on with that one, and a new
+        session started without a word looked like it."""
+        if self.options.yes:
+            self.console.warn("Starting a new session instead (--yes).")
+        elif not self._answer(
+            "Start a new session instead? [Y/n]", default=True, suggestion="--new"
+        ):
+            raise AnswerStops("not starting a session")
+        self._chosen = ""  # a re-attach opens a new one too
+        self._open("new", None)
 
     def _answer(
         self,

@@ -475,15 +475,25 @@ def _table_lines(
                 row["state"],
                 str(row["terminal_pid"] or "-"),
                 active,
-                str(row.get("turns", "-")),  # a supervisor older than the column sends none
+                _turns_cell(row.get("turns")),
                 f"[{row['note']}] {headline}" if row.get("note") else headline,
             )
         )
     return [[printable(cell) for cell in cells] for cells in lines]
 
 
-def turns_line(session: dict[str, Any]) -> str:
-    """``18 (16 compacted into the summary)``: a compacted session's tail alone looked empty."""
+def _turns_cell(turns: object) -> str:
+    """The TURNS cell: ``-`` when they are not known (a file this version cannot read, or
+    a supervisor older than the column, which sends none)."""
+    return "-" if turns is None else str(turns)
+
+
+def turns_line(session: dict[str, Any], row: dict[str, Any] | None = None) -> str:
+    """``18 (16 compacted into the summary)``: a compacted session's tail alone looked empty.
+    ``-`` when its listing ``row`` could not count them (messages this version cannot
+    read: their count would be a guess, and was ``0``)."""
+    if row is not None and row.get("note") and row.get("turns") is None:
+        return "-"
     summary = session.get("compacted_history_summary")
     turns = session_turns(summary, session["recent_messages"])
     compacted = compacted_turns(summary)
@@ -517,10 +527,12 @@ def render_show(data: dict[str, Any], width: int | None = None) -> str:
         f"Last active  {_when(session['updated_at'])}",
         f"Agent spec   {session['agent_spec_path'] or '-'}",
         f"Phase        {session['phase'] or '-'}",
-        f"Turns        {turns_line(session)}",
+        f"Turns        {turns_line(session, row)}",
         f"Messages     {len(session['recent_messages'])} (recent tail)",
         f"Checkpoints  {session['checkpoint_count']}",
     ]
+    if row.get("note"):  # why it cannot be opened (a session shown, not listed, is whole)
+        lines.insert(2, f"Note         {row['note']}")
     from session.resume import without_decisions_line
 
     summary = (

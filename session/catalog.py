@@ -404,7 +404,7 @@ class SessionCatalog:
         if own_alive and own is not None and mine is None and not _named(own, warnings):
             warnings.append(no_longer_on_disk_line(manager.directory, own.session_id))
         offer = None
-        turns = next((r.turns for r in rows if r.session_id == chosen), 0)
+        turns = next((r.turns for r in rows if r.session_id == chosen), None) or 0
         if chosen is not None:
             try:
                 offer = manager.load_without_messages(chosen)
@@ -673,7 +673,7 @@ def recovered_lines(
             continue  # not a session file: nothing to put back
         header = headers.get(copy.session_id)
         if header is not None and header.updated_at >= kept.updated_at:
-            if header.turns < kept.turns:
+            if header.turns is not None and header.turns < kept.turns:
                 lines.append(
                     f"note: session {copy.session_id} went on from its file without the turns "
                     f"kept in {copy.path} when its saves failed; that copy is left as it is "

@@ -108,6 +108,20 @@ class FutureSchemaVersion(SessionFileError):
         self.supported = supported
 
 
+class UnreadableMessages(SessionFileError):
+    """A session file whose messages are of a shape this version does not know (a newer
+    pydantic-ai's): listed with its note, never offered, pruned nor rewritten."""
+
+    severity: Severity = "warning"
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(
+            path,
+            f"session file {path.name} holds messages this agent-assist cannot read ({why}); "
+            "left untouched",
+        )
+
+
 class UnsafeSessionFile(SessionFileError):
     def __init__(self, path: Path, reason: str) -> None:
         super().__init__(path, f"refusing session file {path.name} ({reason}); left untouched")

@@ -23,7 +23,8 @@ class SessionRow:
     updated_at: datetime
     summary: str | None
     messages: int
-    turns: int
+    turns: int | None
+    """None when they cannot be counted (see ``SessionHeader.turns``)."""
     note: str | None = None
 
     def to_json(self) -> dict[str, object]:

@@ -58,6 +58,7 @@ from session.errors import (
     FutureSchemaVersion,
     InvalidPointer,
     SessionFileError,
+    UnreadableMessages,
     UnsafeSessionDirectory,
     UnsafeSessionFile,
 )
@@ -69,6 +70,7 @@ from session.filesystem import (
     unreadable,
 )
 from session.header_index import FileIdentity, read_index, write_index
+from session.message_shapes import UNKNOWN_SHAPE_NOTE, unknown_shape
 from session.models import (
     SCHEMA_VERSION,
     SHA256_RE,
@@ -496,6 +498,7 @@ class SessionManager:
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise self._corrupt(path, "invalid content: recent_messages is not a list of objects")
         state = self._validated(path, {**raw, "recent_messages": []}, session_id)
+        unknown = unknown_shape(messages)
         return SessionHeader(
             session_id=state.session_id,
             created_at=state.created_at,
@@ -503,7 +506,8 @@ class SessionManager:
             summary=state.summary,
             compacted_history_summary=state.compacted_history_summary,
             messages=len(messages),
-            turns=session_turns(state.compacted_history_summary, messages),
+            turns=None if unknown else session_turns(state.compacted_history_summary, messages),
+            note=None if unknown is None else f"{UNKNOWN_SHAPE_NOTE}: {unknown}",
         )
 
     def _unread_header(
@@ -529,7 +533,7 @@ class SessionManager:
             summary=None,
             compacted_history_summary=None,
             messages=0,
-            turns=0,
+            turns=None,
             note=reason,
         )
 
@@ -685,7 +689,11 @@ class SessionManager:
             self._index_stale = True
         for session_id in present:
             try:
-                sessions.append(self.load_header(session_id))
+                header = self.load_header(session_id)
+                sessions.append(header)
+                if header.note is not None:  # read, and of a shape this version cannot read
+                    why = header.note.removeprefix(f"{UNKNOWN_SHAPE_NOTE}: ")
+                    problems.append(UnreadableMessages(self.session_path(session_id), why))
             except FileNotFoundError:
                 continue
             except FutureSchemaVersion as exc:  # still on disk, so still listed

@@ -125,8 +125,10 @@ class SessionHeader:
     summary: str | None
     compacted_history_summary: str | None
     messages: int
-    turns: int
-    """User turns: those of ``messages`` and those its compacted summary covers."""
+    turns: int | None
+    """User turns: those of ``messages`` and those its compacted summary covers; None when
+    they cannot be counted (messages of a shape this version does not know, a file not
+    read)."""
     note: str | None = None
     """Why the session cannot be opened by this version (it is still listed)."""
 

@@ -86,13 +86,22 @@ def test_a_resume_scrubs_each_message_it_keeps_once_and_sends_none_unscrubbed(
     assert all(SECRET not in str(m) for m in lc.state.recent_messages)  # type: ignore[union-attr]
 
 
-UNREADABLE_MESSAGES = (
+UNREADABLE_MESSAGES: tuple[dict[str, object], ...] = (
     {"kind": "request", "parts": [{"part_kind": "user-prompt-v2", "content": "design it"}]},
 )
 """Messages of a shape this version does not know (a newer pydantic-ai's part kind)."""
+DAMAGED_MESSAGES: tuple[dict[str, object], ...] = (
+    {
+        "kind": "request",
+        "parts": [{"part_kind": "user-prompt", "content": "design it", "timestamp": "noon"}],
+    },
+)
+"""Messages of known kinds, damaged inside (by hand): only validating them tells."""
 
 
-def unreadable_session(project: Path) -> Path:
+def unreadable_session(
+    project: Path, messages: tuple[dict[str, object], ...] = UNREADABLE_MESSAGES
+) -> Path:
     """An old orphaned session whose header is fine and whose messages this version
     cannot read."""
     project.mkdir(parents=True, exist_ok=True)
@@ -102,7 +111,7 @@ def unreadable_session(project: Path) -> Path:
         created_at=T0,
         updated_at=T0,
         summary="Work from a newer agent-assist",
-        recent_messages=UNREADABLE_MESSAGES,
+        recent_messages=messages,
     )
     path.write_text(state.model_dump_json())
     os.utime(path, (0, 0))
@@ -114,6 +123,22 @@ def test_prune_keeps_an_old_session_whose_messages_it_cannot_read_and_says_so(
 ) -> None:
     project = tmp_path / "projects" / "ws_12345678" / "sessions"
     path = unreadable_session(project)
+    catalog = SessionCatalog(tmp_path)
+    for dry_run in (True, False):
+        pruned = catalog.prune(None, 30, dry_run, {})
+        assert pruned.sessions.rows == ()
+        assert pruned.sessions.warnings == (
+            "warning: session file a1b2c3d4e5f6.json holds messages this agent-assist "
+            "cannot read (message 1 has a part of kind 'user-prompt-v2'); left untouched",
+        )
+    assert path.exists()
+
+
+def test_prune_keeps_an_old_session_whose_messages_are_damaged_inside_and_says_so(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "projects" / "ws_12345678" / "sessions"
+    path = unreadable_session(project, DAMAGED_MESSAGES)
     catalog = SessionCatalog(tmp_path)
     for dry_run in (True, False):
         pruned = catalog.prune(None, 30, dry_run, {})

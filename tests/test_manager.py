@@ -529,23 +529,58 @@ def test_a_newer_session_is_still_listed_and_reported(manager: SessionManager) -
     assert path.read_bytes() == raw
 
 
-@pytest.mark.parametrize("schema_version", [3, 99])
-@pytest.mark.parametrize("parts", [5, None, "text", {"part_kind": "user-prompt"}])
-def test_a_message_of_another_shape_is_listed_without_a_turn_not_an_error(
-    manager: SessionManager, schema_version: int, parts: object
+ODD_PARTS = [5, None, "text", {"part_kind": "user-prompt"}]
+
+
+def with_message(manager: SessionManager, message: object, schema_version: int = 3) -> None:
+    """The saved session with ``message`` appended to its tail by hand."""
+    path = manager.session_path(SID)
+    raw = orjson.loads(path.read_bytes())
+    raw["recent_messages"].append(message)
+    raw["schema_version"] = schema_version
+    path.write_bytes(orjson.dumps(raw))
+
+
+@pytest.mark.parametrize("parts", ODD_PARTS)
+def test_a_newer_versions_message_of_another_shape_is_listed_without_a_turn_not_an_error(
+    manager: SessionManager, parts: object
 ) -> None:
     """Counting a listed file's turns walks messages that are not validated yet: one
     whose parts were not a list broke the listing of the whole project."""
     manager.save(full_state())
-    path = manager.session_path(SID)
-    raw = orjson.loads(path.read_bytes())
     turns = manager.list_sessions().sessions[0].turns
-    raw["recent_messages"].append({"kind": "request", "parts": parts})
-    raw["schema_version"] = schema_version
-    path.write_bytes(orjson.dumps(raw))
+    with_message(manager, {"kind": "request", "parts": parts}, schema_version=99)
     listing = SessionManager(manager.directory).list_sessions()
     (header,) = listing.sessions
     assert header.turns == turns
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        *({"kind": "request", "parts": parts} for parts in ODD_PARTS),
+        {"kind": "request", "parts": [{"part_kind": "user-prompt-v2", "content": "x"}]},
+        {"kind": "response", "parts": [{"part_kind": "user-prompt", "content": "x"}]},
+        {"kind": "summary", "parts": []},
+        {"kind": ["request"], "parts": []},
+    ],
+)
+def test_a_session_with_a_message_of_a_shape_this_version_cannot_read_is_listed_with_a_note(
+    manager: SessionManager, message: dict[str, object]
+) -> None:
+    """Its turns cannot be counted (it was listed with "0 turns"), and it is never
+    offered (a note): a resume of it would be refused once chosen."""
+    manager.save(full_state())
+    with_message(manager, message)
+    listing = SessionManager(manager.directory).list_sessions()
+    (header,) = listing.sessions
+    assert header.turns is None
+    assert header.note is not None
+    assert header.note.startswith("messages this agent-assist cannot read: message ")
+    (problem,) = listing.problems
+    assert str(problem).startswith(
+        f"session file {SID}.json holds messages this agent-assist cannot read (message "
+    )
 
 
 @pytest.mark.parametrize("kind", ["symlink", "directory", "fifo", "dangling symlink"])

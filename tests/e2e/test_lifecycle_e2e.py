@@ -353,10 +353,10 @@ def test_a_session_whose_messages_cannot_be_read_is_refused_in_one_line(env: Env
     assert path.read_bytes() == raw
     listed = env.sessions_json()
     assert [r["session_id"] for r in listed] == [session_id], "still listed, never hidden"
-    offered = env.run(input="y\nhello again\n", terminal=term)
-    assert offered.returncode == 0
-    assert "Starting a new session instead." in offered.stderr
-    assert "(turn 1 of this conversation" in offered.stdout
+    started = env.run(input="hello again\n", terminal=term)
+    assert started.returncode == 0
+    assert "Resume previous session?" not in started.stderr, "not offered: it would be refused"
+    assert "(turn 1 of this conversation" in started.stdout
 
 
 def seven_turns_mostly_compacted(env: Env) -> str:

@@ -124,3 +124,91 @@ def test_prune_removes_and_names_a_kept_copy_whose_session_file_was_deleted_by_h
     assert not (env.project / leftover).exists()
     assert (env.project / of_corrupt).exists(), "all that may be readable of that session"
     assert (env.project / of_kept).exists(), "its session is still there (idle)"
+
+
+def messages_replaced(env: Env, session_id: str, message: dict[str, object]) -> None:
+    """The session's first message replaced by hand (its header stays valid)."""
+    path = env.settled(session_id)
+    data = json.loads(path.read_text())
+    data["recent_messages"][0] = message
+    path.write_text(json.dumps(data))
+
+
+NEWER_MESSAGE: dict[str, object] = {
+    "kind": "request",
+    "parts": [{"part_kind": "user-prompt-v2", "content": "x"}],
+}
+"""A message of a newer pydantic-ai: a part kind this version does not know."""
+DAMAGED_MESSAGE: dict[str, object] = {
+    "kind": "request",
+    "parts": [{"part_kind": "user-prompt", "content": "x", "timestamp": "noon"}],
+}
+"""A message of known kinds, damaged inside: only validating it tells."""
+
+
+def orphaned_session(env: Env) -> str:
+    tab = env.terminal()
+    assert env.run("--new", input="hello\n", terminal=tab).returncode == 0
+    tab.close()
+    (session_id,) = env.session_ids()
+    return session_id
+
+
+@pytest.mark.parametrize("supervisor", ["running", "stopped"])
+def test_a_session_of_messages_this_version_cannot_read_is_listed_with_no_turn_count(
+    env: Env, supervisor: str
+) -> None:
+    session_id = orphaned_session(env)
+    messages_replaced(env, session_id, NEWER_MESSAGE)
+    if supervisor == "stopped":
+        assert env.run("supervisor", "stop").returncode == 0
+    (row,) = env.sessions_json()
+    assert row["turns"] is None, "not 0: it cannot know"
+    assert row["note"] == (
+        "messages this agent-assist cannot read: message 1 has a part of kind 'user-prompt-v2'"
+    )
+    table = env.run("sessions")
+    assert f"{session_id}  orphaned  -         " in table.stdout
+    assert "holds messages this agent-assist cannot read" in table.stderr
+
+
+def test_a_session_of_messages_this_version_cannot_read_is_not_offered(env: Env) -> None:
+    session_id = orphaned_session(env)
+    messages_replaced(env, session_id, NEWER_MESSAGE)
+    started = env.run(input="hello again\n", terminal=env.terminal())
+    assert started.returncode == 0, started.stderr
+    assert "Resume previous session?" not in started.stderr
+    assert 'You said: "hello again"' in started.stdout
+    assert len(env.session_ids()) == 2, "a new session; that one stays, untouched"
+
+
+def test_a_chosen_session_that_cannot_be_opened_asks_before_a_new_one_starts(env: Env) -> None:
+    session_id = orphaned_session(env)
+    messages_replaced(env, session_id, DAMAGED_MESSAGE)
+    refused = env.run(input="y\nn\n", terminal=env.terminal())
+    assert "Resume previous session? [Y/n]" in refused.stderr
+    assert f"error: session file {session_id}.json holds messages this agent-assist" in (
+        refused.stderr
+    )
+    assert "Start a new session instead? [Y/n]" in refused.stderr
+    assert refused.returncode == 1
+    assert env.session_ids() == [session_id], "no session was started"
+    accepted = env.run(input="y\ny\nhello again\n", terminal=env.terminal())
+    assert accepted.returncode == 0, accepted.stderr
+    assert 'You said: "hello again"' in accepted.stdout
+    assert len(env.session_ids()) == 2
+
+
+def test_sessions_show_of_messages_this_version_cannot_read_says_so_and_counts_no_turn(
+    env: Env,
+) -> None:
+    session_id = orphaned_session(env)
+    messages_replaced(env, session_id, NEWER_MESSAGE)
+    shown = env.run("sessions", "show", session_id)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert "Turns        -" in lines, "not 0: it cannot know"
+    assert (
+        "Note         messages this agent-assist cannot read: message 1 has a part of kind "
+        "'user-prompt-v2'"
+    ) in lines
