@@ -206,14 +206,20 @@ class SessionCatalog:
         return removed
 
     def _remove(
-        self, project: Path, session_id: str, *, collect: bool = True
+        self,
+        project: Path,
+        session_id: str,
+        *,
+        collect: bool = True,
+        pointers: tuple[Pointer, ...] | None = None,
     ) -> tuple[bool, str | None]:
         """Delete the session's file and pointers, then its checkpoints (and, ``collect``,
         the contents no checkpoint refers to any more). Whether its file was there and is
         gone, and the line (``error: ...``) saying what an OS error (a read-only or
-        immutable directory) left in place, if one did."""
+        immutable directory) left in place, if one did. ``pointers``: those naming the
+        session, if listed already."""
         try:
-            removed = self.manager(project).delete(session_id)
+            removed = self.manager(project).delete(session_id, pointers)
         except OSError as exc:
             return False, not_removed_line(session_id, exc)
         try:
@@ -431,6 +437,7 @@ class SessionCatalog:
         problems: list[str] = []
         touched: set[Path] = set()
         attempted: set[str] = set()
+        pointed: dict[Path, dict[str, tuple[Pointer, ...]]] = {}
         for row in listing.rows:
             if row.state != "orphaned" or row.updated_at >= cutoff or row.note is not None:
                 continue
@@ -441,7 +448,14 @@ class SessionCatalog:
             if not dry_run:
                 touched.add(project)
                 attempted.add(row.session_id)
-                removed, problem = self._remove(project, row.session_id, collect=False)
+                if project not in pointed:  # read once a project, not once a session
+                    pointed[project] = self._pointers_by_session(project)
+                removed, problem = self._remove(
+                    project,
+                    row.session_id,
+                    collect=False,
+                    pointers=pointed[project].get(row.session_id, ()),
+                )
                 if problem is not None:  # a read-only or immutable directory: said
                     problems.append(problem)
                 if not removed:
@@ -494,6 +508,13 @@ class SessionCatalog:
         return Pruned(
             SessionListing(tuple(pruned), warnings), leftovers, gone_terminals, kept_copies
         )
+
+    def _pointers_by_session(self, project: Path) -> dict[str, tuple[Pointer, ...]]:
+        """The pointers of ``project``, by the session each names."""
+        found: dict[str, tuple[Pointer, ...]] = {}
+        for pointer in self.manager(project).list_pointers(set_aside=False).pointers:
+            found[pointer.session_id] = (*found.get(pointer.session_id, ()), pointer)
+        return found
 
     def _unreadable(self, project: Path, session_id: str) -> str | None:
         """The line saying why a session that ``prune`` would remove is kept: its file

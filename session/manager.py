@@ -614,17 +614,22 @@ class SessionManager:
             return CorruptSessionFile(path, None, reason, read_only=True)
         return CorruptSessionFile(path, quarantine(path, utc_now()), reason)
 
-    def delete(self, session_id: str) -> bool:
+    def delete(self, session_id: str, pointers: Iterable[Pointer] | None = None) -> bool:
         """Remove a session file and the terminals' pointers to it; True if there was one.
         UnsafeSessionFile, and nothing removed, if a directory is at its name: that is not
-        ours to delete."""
+        ours to delete. ``pointers``: those naming it, when the caller has listed them
+        (a prune of many sessions read every pointer again for each one, in square time)."""
         self.check_directory()
         path = self.session_path(session_id)
         with contextlib.suppress(FileNotFoundError):
             if stat.S_ISDIR(os.lstat(path).st_mode):
                 raise UnsafeSessionFile(path, "not a regular file")
         self._headers.pop(session_id, None)
-        self.delete_pointers_to(session_id)
+        if pointers is None:
+            self.delete_pointers_to(session_id)
+        else:
+            for pointer in pointers:
+                self.delete_pointer_if_same(pointer)
         clear_stale_temp(temp_path(path))  # a killed save's: no later save clears it
         self.delete_kept_originals(session_id)
         try:
