@@ -33,10 +33,11 @@ from session.atomic import atomic_write, clear_stale_temps
 from session.models import SessionHeader, is_session_id
 
 INDEX_NAME = "headers.index"
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 """2: each header has its ``turns``. 3: a file whose messages are of a shape this version
 cannot read has none (``session/message_shapes.py``): an entry of 2 may be of such a file,
-listed as a session of 0 turns and offered."""
+listed as a session of 0 turns and offered. 4: no ``updated_at`` is in the future (one
+of 3 may be: see ``manager._not_in_the_future``)."""
 MAX_INDEX_BYTES = 64 * 1024 * 1024
 
 FileIdentity = tuple[int, int, int, int]

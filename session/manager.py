@@ -499,10 +499,11 @@ class SessionManager:
             raise self._corrupt(path, "invalid content: recent_messages is not a list of objects")
         state = self._validated(path, {**raw, "recent_messages": []}, session_id)
         unknown = unknown_shape(messages)
+        updated_at = _not_in_the_future(path, state.updated_at)
         return SessionHeader(
             session_id=state.session_id,
-            created_at=state.created_at,
-            updated_at=state.updated_at,
+            created_at=min(state.created_at, updated_at),
+            updated_at=updated_at,
             summary=state.summary,
             compacted_history_summary=state.compacted_history_summary,
             messages=len(messages),
@@ -814,6 +815,21 @@ class SessionManager:
             return problem
         moved = quarantine(problem.path, utc_now())
         return problem if moved is None else InvalidPointer(problem.path, problem.reason, moved)
+
+
+def _not_in_the_future(path: Path, when: datetime) -> datetime:
+    """A session's last-active time as a listing orders, offers and prunes it by: ``when``
+    (its ``updated_at``), unless it is in the future (a clock set wrong, a hand edit), which
+    no save wrote: then when the file was last written, or now if that is ahead too. Left
+    as it was, such a session was listed first, offered before every newer one at each
+    start until resumed, and never pruned."""
+    now = utc_now()
+    if when <= now:
+        return when
+    with contextlib.suppress(OSError, OverflowError, ValueError):
+        written = datetime.fromtimestamp(os.stat(path, follow_symlinks=False).st_mtime, UTC)
+        return min(written, now)
+    return now
 
 
 def _decode_pointer(path: Path, data: bytes, pid: int) -> Pointer:

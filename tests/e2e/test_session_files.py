@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
@@ -212,3 +213,27 @@ def test_sessions_show_of_messages_this_version_cannot_read_says_so_and_counts_n
         "Note         messages this agent-assist cannot read: message 1 has a part of kind "
         "'user-prompt-v2'"
     ) in lines
+
+
+def test_a_session_last_active_in_the_future_is_ordered_by_when_its_file_was_written(
+    env: Env,
+) -> None:
+    """A clock set wrong, or a hand edit: left as it was, it was offered before every newer
+    session at each start until resumed, and never pruned."""
+    skewed = orphaned_session(env)
+    path = env.settled(skewed)
+    data = json.loads(path.read_text())
+    data["updated_at"] = "2099-01-01T00:00:00Z"
+    path.write_text(json.dumps(data))
+    an_hour_ago = time.time() - 3600
+    os.utime(path, (an_hour_ago, an_hour_ago))
+    tab = env.terminal()
+    assert env.run("--new", input="a newer one\n", terminal=tab).returncode == 0
+    tab.close()
+    (newer,) = set(env.session_ids()) - {skewed}
+    rows = {row["session_id"]: row for row in env.sessions_json()}
+    assert rows[skewed]["updated_at"] < rows[newer]["updated_at"] < "2099"
+    started = env.run(input="y\n", terminal=env.terminal())
+    assert f"2) {rows[skewed]['last_active']}  hello" in started.stderr, "not the first offer"
+    pruned = env.run("sessions", "prune", "--older-than", "0", "--dry-run")
+    assert f"  {skewed}  " in pruned.stdout
