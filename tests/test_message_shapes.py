@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import typing
 
+import pytest
 from pydantic_ai import messages
 
-from session.message_shapes import REQUEST_PART_KINDS, RESPONSE_PART_KINDS, unknown_shape
+from session.message_shapes import (
+    KNOWN_UP_TO,
+    REQUEST_PART_KINDS,
+    RESPONSE_PART_KINDS,
+    newer_than_known,
+    unknown_shape,
+)
 
 
 def tags(union: object) -> set[str]:
@@ -49,3 +57,23 @@ def test_the_messages_pydantic_ai_writes_are_of_a_known_shape() -> None:
         mode="json",
     )
     assert unknown_shape(written) is None
+
+
+def test_the_kinds_are_those_of_the_installed_pydantic_ai_version() -> None:
+    """Upgrading pydantic-ai here fails this test until the lists are read again and
+    ``KNOWN_UP_TO`` moved: a newer one's kinds would otherwise not be judged at all."""
+    assert not newer_than_known(importlib.metadata.version("pydantic-ai-slim"))
+    installed = importlib.metadata.version("pydantic-ai-slim").split(".")[:2]
+    assert tuple(int(n) for n in installed) == KNOWN_UP_TO
+
+
+@pytest.mark.parametrize(
+    ("version", "newer"),
+    [("2.78.0", False), ("2.78.9", False), ("2.68.1", False), ("2.79.0", True), ("3.0.0b1", True)],
+)
+def test_a_newer_pydantic_ai_is_told_by_its_major_and_minor_version(
+    version: str, newer: bool
+) -> None:
+    """With a newer one installed, a kind these lists do not know may be one it knows: no
+    session is then listed as unreadable for it (nor left out of the offer)."""
+    assert newer_than_known(version) is newer
