@@ -39,7 +39,7 @@ from session.manager import (
 )
 from session.models import Pointer, SessionHeader, SessionState, utc_now
 from session.paths import projects_dir
-from session.processes import process_alive
+from session.processes import process_alive, process_start_time
 from session.redaction import with_secrets
 from session.workspace_record import record_workspace
 
@@ -127,6 +127,25 @@ def new_session_row(session_id: str, project: Path, since: datetime, pid: int) -
 
 def pointer_alive(pointer: Pointer) -> bool:
     return process_alive(pointer.pid, pointer.pid_start_time)
+
+
+REUSED_AFTER_S = 1.0
+"""A process at a pointer's pid that started this long after the pointer was written is
+another process than the terminal that wrote it."""
+
+
+def terminal_gone(pointer: Pointer) -> bool:
+    """Whether the terminal ``pointer`` names is surely gone, so that its pointer may be
+    removed: no process runs at its pid, or the one that does started after the pointer
+    was written (its pid was reused). Stricter than ``not pointer_alive``, whose start
+    times agree within 0.05 s when both were read against the same boot time: each
+    process reads that from the wall clock, and a clock stepped between the pointer's
+    write and this check made a living tab look like another process. Such a tab is
+    listed as orphaned, but its pointer is not removed."""
+    if not process_alive(pointer.pid):
+        return True
+    started = process_start_time(pointer.pid)
+    return started is not None and started > pointer.updated_at.timestamp() + REUSED_AFTER_S
 
 
 def problem_line(error: Exception) -> str:
@@ -359,7 +378,7 @@ class SessionCatalog:
         return tuple(
             GonePointer(project.parent.name, pointer)
             for pointer in self.manager(project).list_pointers(set_aside=False).pointers
-            if pointer.pid not in attached and not pointer_alive(pointer)
+            if pointer.pid not in attached and terminal_gone(pointer)
         )
 
     def remove_gone_pointers(

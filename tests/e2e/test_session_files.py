@@ -90,6 +90,27 @@ def test_prune_removes_the_pointers_of_terminals_that_are_gone_and_names_them(
     assert len(env.session_ids()) == 1, "the session stays (idle)"
 
 
+def test_a_living_tabs_pointer_stays_though_the_clock_was_stepped_since_it_was_written(
+    env: Env,
+) -> None:
+    """H106's find: start times are read against the boot time each process computes from
+    the wall clock, so after a clock step a living tab's start time no longer agrees
+    with its pointer's. It is then listed as orphaned; its pointer must not be removed
+    (only a pid with no process, or one started after the pointer was written, is gone)."""
+    tab = env.terminal()
+    assert env.run("--new", input="hello\n", terminal=tab).returncode == 0
+    stepped_start = (process_start_time(tab.pid) or 0.0) + 5.0  # read after a 5 s step
+    stepped = pointer(env, tab.pid, stepped_start, env.session_ids()[0])
+    written = json.loads((env.project / stepped).read_text())
+    written["updated_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    (env.project / stepped).write_text(json.dumps(written))
+    pruned = env.run("sessions", "prune")
+    assert pruned.returncode == 0, pruned.stderr
+    assert pointers(env) == [stepped]
+    assert env.run("--new", input="hi\n", terminal=env.terminal()).returncode == 0
+    assert stepped in pointers(env), "another tab's start leaves it too"
+
+
 def kept_copy(env: Env, session_id: str) -> str:
     """``<id>.json.uncompacted-<time>``, as a resume keeps it aside: a hard link."""
     name = f"{session_id}.json.uncompacted-20260101T000000Z"
