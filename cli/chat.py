@@ -529,9 +529,11 @@ class Chat:
         """Connect (starting the supervisor if need be) and say hello, again for up to
         ``BUSY_WAIT_S`` while the supervisor answers that this tab's last agent-assist
         is still attached: the connection, whether it started the supervisor, the
-        welcome. Only the supervisor that refused may welcome it then: one that took over
-        from it (it died meanwhile) has not seen the other agent-assist re-attach yet,
-        and the tab is that one's (the first refusal is raised instead)."""
+        welcome. Only the supervisor that refused it last may welcome it then: one that
+        took over from it (it died meanwhile) has not seen the other agent-assist
+        re-attach yet, and the tab is that one's (the first refusal is raised instead);
+        an heir that refused it too saw the other re-attach, and its welcome means the
+        other left."""
         busy_until = time.monotonic() + BUSY_WAIT_S
         while True:
             conn, started = connect_or_start(self.paths)
@@ -541,8 +543,10 @@ class Chat:
             except RemoteError as exc:
                 if exc.code != ErrorCode.BUSY or time.monotonic() > busy_until:
                     raise
-                if self._busy is None:
-                    self._busy = (exc, serving_pid(self.paths))
+                # The latest supervisor to refuse has seen the other agent-assist attached:
+                # its welcome later means that one left (the first refusal is the one told).
+                first = exc if self._busy is None else self._busy[0]
+                self._busy = (first, serving_pid(self.paths))
                 self._disconnect()
                 time.sleep(BUSY_RETRY_S)
                 continue

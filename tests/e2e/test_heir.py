@@ -292,3 +292,37 @@ def test_a_new_session_said_yes_to_at_the_start_is_opened_after_the_supervisor_d
     assert errors[-1] != f"Session {session_id} saved."
     holder.close_stdin()
     assert holder.wait() == 0
+
+
+def test_a_second_agent_assist_refused_by_the_heir_too_is_welcomed_once_the_first_left(
+    env: Env,
+) -> None:
+    """The second agent-assist of a tab was refused by the supervisor, then by its heir
+    (the first re-attached to it); the first then left, and the heir welcomed the second.
+    It was refused all the same, with the first supervisor's line: only that one's
+    welcome was taken, though the heir had seen the first attached and let it go."""
+    tab = env.terminal()
+    first = env.spawn("--new", terminal=tab)
+    first.send("before the crash")
+    first.expect("before the crash")
+    heir = wait_for(env.heir_pid, what="the heir")
+    wait_for(lambda: "model stack loaded" in (env.runtime / "supervisor.log").read_text())
+    second = env.spawn("--new", terminal=tab)
+    log = env.runtime / "supervisor.log"
+    refused = (
+        f"{{}} agent_assist.server INFO terminal {tab.pid}: "
+        f"agent-assist pid {second.process.pid} refused"
+    )
+    supervisor = env.supervisor_pid()
+    assert supervisor is not None
+    wait_for(lambda: refused.format(supervisor) in log.read_text(), what="the first refusal")
+    os.kill(supervisor, signal.SIGKILL)
+    first.send("after the crash")  # the first re-attaches to the heir
+    first.expect("after the crash")
+    wait_for(lambda: refused.format(heir) in log.read_text(), what="the heir's refusal")
+    first.close_stdin()
+    assert first.wait() == 0
+    second.send("the second's message")
+    assert "(turn 1 of this conversation" in second.expect("the second's message")
+    second.close_stdin()
+    assert second.wait() == 0, second.drain_stderr()
