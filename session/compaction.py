@@ -1312,14 +1312,26 @@ PLACEHOLDER_ANSWERS: Final = frozenset(
 """Answers that stand for no summary at all."""
 
 
+_ANSWER_LABEL_RE: Final = re.compile(r"[^\n:]{1,40}:")
+"""A short label that an answer may open with (``Summary:``, ``**Summary:**``)."""
+
+
 def contentless(answer: str) -> bool:
     """Whether ``answer`` holds no summary: no word of two letters or more (``...``,
     ``N/A``, ``[]``), a placeholder (``null``, ``TBD``), or a lone line that only
-    announces one (``Here is the summary:``)."""
+    announces one (``Here is the summary:``); after a short label too (``Summary: N/A``,
+    ``**Summary:**`` then ``None.``)."""
     words = re.findall(r"[^\W\d_]{2,}", answer)
     flat = answer.strip().strip(".!`*_\"' ").lower()
     lone_heading = "\n" not in answer.strip() and answer.rstrip().endswith(":")
-    return not words or flat in PLACEHOLDER_ANSWERS or lone_heading
+    if not words or flat in PLACEHOLDER_ANSWERS or lone_heading:
+        return True
+    label = _ANSWER_LABEL_RE.match(answer.strip())
+    if label is None:
+        return False
+    rest = answer.strip()[label.end() :]
+    rest_words = re.findall(r"[^\W\d_]{2,}", rest)
+    return not rest_words or rest.strip(".!`*_\"' \t\n").lower() in PLACEHOLDER_ANSWERS
 
 
 def refused(answer: str) -> bool:

@@ -886,6 +886,8 @@ RULED = (
         "N/A",
         "...",
         "Here is the summary:",
+        "Summary: N/A",
+        "**Summary:**\n\nNone.",
     ],
 )
 def test_a_garbage_answer_of_the_summary_model_is_replaced_by_the_offline_summary(
