@@ -595,10 +595,10 @@ def sessions_prune(
             click.echo(f"  {item['file']}  {item['project']}")
     if gone := data.get("gone_terminal_pointers", []):
         many = len(gone) != 1
+        whose = "of terminals that are gone" if many else "of a terminal that is gone"
         click.echo(
-            f"{verb} {len(gone)} pointer{'s' if many else ''} of terminal{'s' if many else ''} "
-            "that are gone (each names the session its closed tab last used; the session "
-            "stays):"
+            f"{verb} {len(gone)} pointer{'s' if many else ''} {whose} (each names the session "
+            "its closed tab last used; the session stays):"
         )
         for item in gone:
             click.echo(f"  {item['file']}  {item['project']}  -> {item['session_id']}")

@@ -111,6 +111,16 @@ def test_a_living_tabs_pointer_stays_though_the_clock_was_stepped_since_it_was_w
     assert stepped in pointers(env), "another tab's start leaves it too"
 
 
+def test_prune_names_one_pointer_of_a_terminal_that_is_gone_in_the_singular(env: Env) -> None:
+    """The line said "1 pointer of terminal that are gone"."""
+    assert env.run("--new", input="hello\n", terminal=env.terminal()).returncode == 0
+    (gone,) = closed_tabs(env, 1)
+    pruned = env.run("sessions", "prune")
+    assert pruned.returncode == 0, pruned.stderr
+    assert "Removed 1 pointer of a terminal that is gone (each names" in pruned.stdout
+    assert f"  {gone}  " in pruned.stdout
+
+
 def kept_copy(env: Env, session_id: str) -> str:
     """``<id>.json.uncompacted-<time>``, as a resume keeps it aside: a hard link."""
     name = f"{session_id}.json.uncompacted-20260101T000000Z"
