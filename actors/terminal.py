@@ -1977,8 +1977,8 @@ class TerminalActor(Actor[TerminalMessage]):
         if written:
             lines.append(f"Files restored: {named(written)}.")
         if deleted:
-            made_by = f"the restore checkpoint {number} undoes made them"
-            lines.append(f"Files deleted ({made_by}): {named(deleted)}.")
+            absent = f"absent before the restore checkpoint {number} undoes"
+            lines.append(f"Files deleted ({absent}): {named(deleted)}.")
         lines += failed_lines(failed)
         done = {*written, *deleted, *failed}
         untouched = [p for p in plan.written_over if p not in done]

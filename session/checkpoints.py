@@ -354,8 +354,10 @@ class RestorePlan:
 
 
 def made_by_the_restore(number: int) -> str:
-    """How a restore's question names a file the restore checkpoint ``number`` undoes made."""
-    return f"not in checkpoint {number}, made by the restore it undoes; deleted"
+    """How a restore's question names a file of checkpoint ``number``'s ``made``: absent
+    then, and made by the restore it undoes or, deleted since, by a later one (which of
+    them is not known, so neither is named)."""
+    return f"not in checkpoint {number}, absent before the restore it undoes; deleted"
 
 
 def restore_plan(

@@ -362,3 +362,36 @@ async def test_a_restore_hashes_each_tracked_file_once_before_it_asks(
     assert len(hashes) == 31  # the templates and agent_spec.md, once each
     await rig.terminal.tell(ConfirmAnswer(ask.id, False))
     await rig.next_of(CommandOutput)
+
+
+async def restore(rig: Rig, number: int) -> tuple[str, str]:
+    """``/checkpoint number`` answered yes: the lines that ask, and the lines that answer."""
+    await rig.terminal.tell(RunCommand("checkpoint", str(number)))
+    listed: Info = await rig.next_of(Info)
+    ask: AskUser = await rig.next_of(AskUser)
+    await rig.terminal.tell(ConfirmAnswer(ask.id, True))
+    done: CommandOutput = await rig.next_of(CommandOutput)
+    return listed.text, done.text
+
+
+async def test_an_undo_names_a_file_to_delete_truly_when_a_later_restore_made_it(
+    rig: Rig,
+) -> None:
+    """H105: checkpoint 2 undoes a restore that made notes.md; deleted by hand and made
+    again by a later restore, notes.md was said "made by the restore it undoes"."""
+    notes = rig.workspace / "notes.md"
+    await rig.turn("read notes.md")
+    assert (await rig.command("save")).endswith("saved as checkpoint 1.")
+    notes.unlink()
+    assert "/checkpoint 2 undoes this." in (await restore(rig, 1))[1]  # makes notes.md
+    notes.unlink()
+    assert "/checkpoint 3 undoes this." in (await restore(rig, 1))[1]  # makes it again
+
+    asked, done = await restore(rig, 2)
+    assert "  notes.md: not in checkpoint 2, absent before the restore it undoes; deleted" in (
+        asked.splitlines()
+    )
+    assert "Files deleted (absent before the restore checkpoint 2 undoes): notes.md." in (
+        done.splitlines()
+    )
+    assert not notes.exists()

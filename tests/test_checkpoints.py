@@ -373,7 +373,7 @@ def test_a_restore_deletes_the_files_the_restore_it_undoes_made_and_names_them()
     assert plan.written_over == ("n.md",)
     assert plan.lines(3) == [
         "  o.md: not in checkpoint 3; left alone",
-        "  n.md: not in checkpoint 3, made by the restore it undoes; deleted",
+        "  n.md: not in checkpoint 3, absent before the restore it undoes; deleted",
     ]
 
 

@@ -926,10 +926,12 @@ def test_undoing_a_restore_deletes_the_files_it_made_and_that_can_be_undone(env:
         terminal=term,
     )
     assert result.returncode == 0, result.stderr
-    assert "  notes.md: not in checkpoint 3, made by the restore it undoes; deleted" in (
+    assert "  notes.md: not in checkpoint 3, absent before the restore it undoes; deleted" in (
         result.stderr
     )
-    assert "Files deleted (the restore checkpoint 3 undoes made them): notes.md." in result.stderr
+    assert "Files deleted (absent before the restore checkpoint 3 undoes): notes.md." in (
+        result.stderr
+    )
     assert not (env.workspace / "notes.md").exists()
     again = env.run("--resume", session_id, input="/checkpoint 4\ny\n", terminal=term)
     assert "Files restored: notes.md." in again.stderr, again.stderr
