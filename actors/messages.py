@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before py
     from actors.base import ActorRef
     from session.catalog import Pruned, Resumable, SessionListing  # noqa: F401 (in Ask["..."])
     from session.checkpoints import (
-        Checkpoint,  # noqa: F401 (in Ask["..."])
+        Checkpoint,
         Reason,
     )
     from session.compaction import EventCompaction, Window
@@ -199,6 +199,17 @@ class LoadCheckpoint(Ask["Checkpoint"]):
 
 
 @dataclass(frozen=True)
+class CheckBlobs(Ask[None]):
+    """Answer: None if the stored content of each of ``paths`` at ``checkpoint`` is there,
+    a regular file of its size; CheckpointError naming the first that is not (asked
+    before ``Restore files too?``, so a ``y`` is never answered by a missing blob)."""
+
+    project: Path
+    checkpoint: Checkpoint
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RestoreFiles(Ask["RestoredFiles"]):
     """Write ``paths`` of ``workspace`` back to their content at checkpoint ``number``, each
     atomically, and delete ``delete`` (files of its ``made``). Answer: the paths written,
@@ -250,6 +261,7 @@ StorageMessage = (
     | WriteCheckpoint
     | ListCheckpoints
     | LoadCheckpoint
+    | CheckBlobs
     | RestoreFiles
     | ScrubSession
 )

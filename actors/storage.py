@@ -24,6 +24,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from actors.base import Actor, Envelope
 from actors.messages import (
+    CheckBlobs,
     Claim,
     FindResumable,
     KeepSessionFile,
@@ -278,6 +279,9 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(lambda: catalog.checkpoints(project).listing(session_id))
             case LoadCheckpoint(project, session_id, number):
                 return await self._io(lambda: catalog.checkpoints(project).load(session_id, number))
+            case CheckBlobs(project, checkpoint, paths):
+                store = catalog.checkpoints(project)
+                return await self._io(lambda: store.check_blobs(checkpoint, paths))
             case RestoreFiles(project, workspace, session_id, number, paths, writer, delete):
                 self._check_writer(session_id, writer)
                 store = catalog.checkpoints(project)

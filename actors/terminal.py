@@ -35,6 +35,7 @@ from actors.messages import (
     AskUser,
     CancelCurrentTurn,
     CancelTurn,
+    CheckBlobs,
     CheckpointBeforeWrite,
     Claim,
     Closed,
@@ -1852,6 +1853,9 @@ class TerminalActor(Actor[TerminalMessage]):
             made=checkpoint.made,
         )
         undo = only(now, tracked | set(plan.written_over))
+        if plan.to_write and (refused := await self._content_missing(checkpoint, plan)):
+            await self._emit(CommandOutput(refused))  # before a question it could not honour
+            return
         if plan.written_over and (refused := await self._undo_refused(number, plan, undo, spec)):
             await self._emit(CommandOutput(refused))  # before a question it could not honour
             return
@@ -1871,6 +1875,19 @@ class TerminalActor(Actor[TerminalMessage]):
             lambda answer: self._restore(checkpoint, plan, files=answer),
             Event.RESTORE,
         )
+
+    async def _content_missing(self, checkpoint: Checkpoint, plan: RestorePlan) -> str | None:
+        """Why the files of ``checkpoint`` a restore would write back cannot be (a stored
+        content missing), in the restore's refusal line; None if they can. Checked before
+        ``Restore files too?``: a ``y`` was answered by a missing blob, after the
+        conversation was taken back."""
+        message = CheckBlobs(self._config.project, checkpoint, plan.to_write)
+        try:
+            await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
+        except (SessionError, OSError, DeadActor, TimeoutError) as exc:
+            log.warning("terminal %d: restore refused: %s", self._config.terminal_pid, exc)
+            return f"error: checkpoint {checkpoint.number} not restored; nothing changed: {exc}"
+        return None
 
     async def _undo_refused(
         self, number: int, plan: RestorePlan, manifest: dict[str, str], spec: str | None

@@ -1122,6 +1122,21 @@ class CheckpointStore:
         self._usage[session_id] = (entry_bytes + len(entry), new_sizes)
         return checkpoint
 
+    def check_blobs(self, checkpoint: Checkpoint, paths: Iterable[str]) -> None:
+        """CheckpointError naming the first of ``paths`` whose stored content is missing, is
+        not a regular file or is not of its size (not read: a restore reads and checks it
+        whole before it writes anything)."""
+        for relative in sorted(set(paths)):
+            digest = checkpoint.files[relative]
+            try:
+                info = os.lstat(self.blob_path(digest))
+            except FileNotFoundError:
+                info = None
+            if info is None or not stat.S_ISREG(info.st_mode):
+                raise CheckpointError(f"the stored content {digest[:12]} of {relative} is missing")
+            if info.st_size != checkpoint.sizes.get(digest, info.st_size):
+                raise CheckpointError(f"the stored content {digest[:12]} of {relative} is damaged")
+
     def _holds(self, blob: str, digest: str, data: bytes) -> bool:
         """Whether the blob is there and holds exactly ``data``: read and compared once,
         then known by its ``lstat`` while nothing changes it (a checkpoint with nothing

@@ -367,7 +367,10 @@ async def test_a_restore_hashes_each_tracked_file_once_before_it_asks(
 async def restore(rig: Rig, number: int) -> tuple[str, str]:
     """``/checkpoint number`` answered yes: the lines that ask, and the lines that answer."""
     await rig.terminal.tell(RunCommand("checkpoint", str(number)))
-    listed: Info = await rig.next_of(Info)
+    asking = "Tracked files differ from"  # not a notice of the hand's deletion
+    seen = await rig.until(lambda o: isinstance(o, Info) and o.text.startswith(asking))
+    listed = seen[-1]
+    assert isinstance(listed, Info)
     ask: AskUser = await rig.next_of(AskUser)
     await rig.terminal.tell(ConfirmAnswer(ask.id, True))
     done: CommandOutput = await rig.next_of(CommandOutput)
@@ -395,3 +398,31 @@ async def test_an_undo_names_a_file_to_delete_truly_when_a_later_restore_made_it
         done.splitlines()
     )
     assert not notes.exists()
+
+
+def entries_of(rig: Rig) -> list[str]:
+    directory = rig.session_file.parent.parent / "checkpoints" / rig.session_file.stem
+    return sorted(p.name for p in directory.iterdir())
+
+
+async def test_a_restore_whose_stored_content_is_missing_is_refused_before_it_asks(
+    rig: Rig,
+) -> None:
+    """H105: a blob deleted by hand was found only after ``y``: the files were not
+    restored, yet the conversation was taken back. One line refuses, nothing changes."""
+    notes = rig.workspace / "notes.md"
+    await rig.turn("read notes.md")
+    assert (await rig.command("save")).endswith("saved as checkpoint 1.")
+    notes.write_text("notes.md v2\n")
+    digest = hashlib.sha256(b"notes.md v1\n").hexdigest()
+    (rig.session_file.parent.parent / "blobs" / digest).unlink()
+    before = rig.session_file.read_bytes()
+
+    refused = await rig.command("checkpoint", "1")
+    assert refused == (
+        f"error: checkpoint 1 not restored; nothing changed: the stored content "
+        f"{digest[:12]} of notes.md is missing"
+    )
+    assert notes.read_text() == "notes.md v2\n"
+    assert entries_of(rig) == ["0001.json"]
+    assert rig.session_file.read_bytes() == before
