@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import stat
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -1098,6 +1099,7 @@ class CheckpointStore:
         if would_use > cap and reason != "restore":
             raise CheckpointCapExceeded(session_id, would_use, cap, CAP_SETTINGS_TOLD)
         if dry_run:
+            self._check_writable(session_id, checkpoint.sizes)
             return checkpoint
         wrote_blob = False
         blobs = os.fspath(self.blobs_dir)
@@ -1121,6 +1123,20 @@ class CheckpointStore:
         write_creating_directories(self.session_dir(session_id) / entry_name(number), entry)
         self._usage[session_id] = (entry_bytes + len(entry), new_sizes)
         return checkpoint
+
+    def _check_writable(self, session_id: str, digests: Iterable[str]) -> None:
+        """OSError if the entry, or a blob of ``digests`` not stored yet, could not be
+        written now: each directory it would go into takes a temp file, removed at once
+        (a dry run sees what the modes of the store's directories refuse)."""
+        directories = [self.session_dir(session_id)]
+        if any(not os.path.lexists(self.blob_path(digest)) for digest in digests):
+            directories.append(self.blobs_dir)
+        for directory in directories:
+            while not directory.exists() and directory != directory.parent:
+                directory = directory.parent  # made when the checkpoint is written
+            handle, temp = tempfile.mkstemp(prefix=".writable.", suffix=".tmp", dir=directory)
+            os.close(handle)
+            os.unlink(temp)
 
     def check_blobs(self, checkpoint: Checkpoint, paths: Iterable[str]) -> None:
         """CheckpointError naming the first of ``paths`` whose stored content is missing, is

@@ -988,3 +988,30 @@ def test_the_assistant_never_writes_over_a_file_its_checkpoint_cannot_read(env: 
     assert line == "error: checkpoint not written: cannot read locked.md (Permission denied)"
     locked.chmod(0o600)
     assert locked.read_text() == "the only copy\n"
+
+
+def test_a_restore_whose_undo_cannot_be_written_is_refused_before_it_asks(env: Env) -> None:
+    """H105: a checkpoint directory agent-assist cannot write was found only after ``y``
+    (the dry run of the undo checkpoint wrote nothing, so it could not see it)."""
+    start_supervisor_without_root_file_access(env)
+    plans = env.workspace / "plans.md"
+    plans.write_text("plans v1\n")
+    term = env.terminal()
+    assert env.run("--new", input="read plans.md\n/save\n", terminal=term).returncode == 0
+    plans.write_text("plans v2\n")
+    (session_id,) = env.session_ids()
+    directory = checkpoints_dir(env, session_id)
+    directory.chmod(0o500)
+    try:
+        result = env.run("--yes", input="/checkpoint 1\ny\n", terminal=term)
+    finally:
+        directory.chmod(0o700)
+    assert "Restore files too?" not in result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert line.startswith(
+        "error: checkpoint 1 not restored; nothing changed: the checkpoint that would undo "
+        "the restore cannot be written ("
+    )
+    assert "Permission denied" in line
+    assert plans.read_text() == "plans v2\n"
+    assert entries(env, session_id) == ["0001.json"]
