@@ -1947,6 +1947,7 @@ class TerminalActor(Actor[TerminalMessage]):
             restored = {p: checkpoint.files[p] for p in plan.to_write}
             gone = dict.fromkeys(plan.to_delete, "")
             await self._watch({**(self._watched or manifest), **restored, **gone})
+            await self._save_restored_before_writing(checkpoint, manifest, spec, plan)
             session_id = self._lc.session_id
             assert session_id is not None
             try:
@@ -2005,6 +2006,26 @@ class TerminalActor(Actor[TerminalMessage]):
             lines.append(f"Not in checkpoint {number}, left alone: {named(plan.left_alone)}.")
         phase = self._lc.state.phase if self._lc.state else None
         await self._emit(CommandOutput("\n".join(lines), phase))
+
+    async def _save_restored_before_writing(
+        self, checkpoint: Checkpoint, manifest: dict[str, str], spec: str | None, plan: RestorePlan
+    ) -> None:
+        """Save the session as the restore will leave it (N's conversation, the files as
+        they will be, the undo's number) before a file is written: a supervisor killed
+        among the writes leaves the restore asked for, not the conversation before it with
+        the files written back "changed outside agent-assist" and an undo nothing named."""
+        expected = {p: d for p, d in manifest.items() if p not in plan.to_delete}
+        expected.update({p: checkpoint.files[p] for p in plan.to_write})
+        transition = self._lc.restore(
+            checkpoint.state,
+            None,
+            checkpoint=RestoredFrom(checkpoint.number, checkpoint.created_at),
+            now=utc_now(),
+            manifest=self._as_the_model_knows(expected),
+            agent_spec_path=spec,
+        )
+        self._lc = transition.lifecycle
+        await self._perform(transition.effects)  # a failure is told; the restore goes on
 
     async def _ask(
         self, question: str, action: Callable[[bool], Awaitable[None]], event: Event

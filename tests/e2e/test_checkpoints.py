@@ -1015,3 +1015,37 @@ def test_a_restore_whose_undo_cannot_be_written_is_refused_before_it_asks(env: E
     assert "Permission denied" in line
     assert plans.read_text() == "plans v2\n"
     assert entries(env, session_id) == ["0001.json"]
+
+
+def test_a_restore_cut_short_by_kill_9_leaves_the_conversation_it_asked_for(env: Env) -> None:
+    """H105: a supervisor killed among a restore's writes left the session file with the
+    conversation before the restore and ``checkpoint_count`` 1: the files written back were
+    told as "changed outside agent-assist", and nothing named checkpoint 2, their undo. The
+    session is saved as the restore leaves it before any file is written."""
+    templates = env.workspace / "templates"
+    templates.mkdir()
+    for n in range(400):
+        (templates / f"t{n:03}.md").write_bytes(b"first %d\n" % n * 2000)
+    term = env.terminal()
+    client = env.spawn(terminal=term)
+    client.send("/save")
+    client.expect("saved as checkpoint 1.", stderr=True)
+    client.send("hello")
+    client.expect("You said", timeout=30)
+    for n in range(400):
+        (templates / f"t{n:03}.md").write_bytes(b"second %d\n" % n * 2000)
+    client.send("/checkpoint 1")
+    client.expect("Restore files too?", stderr=True)
+    client.send("y")
+    first_back = lambda: any(  # noqa: E731
+        p.read_bytes().startswith(b"first") for p in templates.iterdir() if p.suffix == ".md"
+    )
+    wait_for(first_back, what="a file written back")
+    env.kill_supervisor_and_heir()
+    client.kill9()
+
+    (session_id,) = env.session_ids()
+    session = env.session(session_id)
+    entry = json.loads((checkpoints_dir(env, session_id) / "0001.json").read_bytes())
+    assert session["checkpoint_count"] == 2  # its undo, written before the files
+    assert session["recent_messages"] == entry["state"]["recent_messages"]
