@@ -289,9 +289,9 @@ class CompactionActor(Actor[CompactionMessage]):
                 if message.secrets
                 else window
             )
-            summarized = await self._summarize_window(model, readable.events, timeout)
-            compaction = await off_the_loop(finish_compaction, readable, summarized)
+            summarized, offline = await self._summarize_window(model, readable.events, timeout)
             offline_because = self._offline_because(model)
+            compaction = await off_the_loop(finish_compaction, readable, summarized)
         except SummaryTooLong as exc:
             log.info("compaction of session %s skipped: %s", message.session_id, exc)
             return Compacted(
@@ -317,6 +317,7 @@ class CompactionActor(Actor[CompactionMessage]):
             message.trigger,
             compaction,
             offline_because=offline_because,
+            offline=offline,
             window=window,
         )
 
@@ -328,20 +329,23 @@ class CompactionActor(Actor[CompactionMessage]):
 
     async def _summarize_window(
         self, model: str | None, events: tuple[Event, ...], timeout: float
-    ) -> Event | None:
+    ) -> tuple[Event | None, bool]:
+        """The window's summary, and whether the offline summarizer wrote it in the summary
+        model's place (the model failed now or lately, or its answer was not used)."""
         if self._summarizer is not None:
             with anyio.fail_after(timeout):
-                return await self._summarizer.summarize_events(events)
+                return await self._summarizer.summarize_events(events), False
         if model is not None and self._llm_usable(model):
             try:
                 summarizer = self._llm(model)  # built outside the timeout: it imports at first
                 with anyio.fail_after(timeout):
-                    return await summarizer.summarize_events(events)
+                    return await summarizer.summarize_events(events), False
             except SummaryNotShorter as exc:  # no failure of the model's: asked again next time
                 log.warning("LLM compaction with %s not used: %s", model, exc)
             except Exception as exc:
                 self._llm_failed(model, "compaction", exc)
-        return await off_the_loop(OfflineEventSummarizer().summarize, events)
+        offline = await off_the_loop(OfflineEventSummarizer().summarize, events)
+        return offline, model is not None
 
     def _llm(self, model: str) -> LlmEventSummarizer:
         """The summary model's summarizer (with the compaction prompt), built once."""

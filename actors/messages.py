@@ -527,7 +527,11 @@ class Compacted:
     no_gain: bool = False
     """The summary would not have been shorter: nothing worth compacting yet."""
     offline_because: str | None = None
-    """Why the offline summarizer wrote it in the summary model's place, if it did."""
+    """Why the offline summarizer wrote it in the summary model's place, if it did because
+    the summary model failed (now or lately): the warning the terminal is told once."""
+    offline: bool = False
+    """The offline summarizer wrote it (or the summary no shorter) in the summary model's
+    place: the model failed, or its answer was not used (``/compact`` says so)."""
     window: Window | None = field(default=None, compare=False)
     """The window it answers for (compared by identity): a late answer of a compaction
     given up on is told from the one in flight."""

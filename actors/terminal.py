@@ -1385,7 +1385,7 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._emit(CommandOutput("Compaction cancelled; nothing was changed."))
         elif result.compaction is not None:
             after = self._lc.estimated_tokens()
-            by = " by the offline summarizer" if result.offline_because else ""
+            by = " by the offline summarizer" if result.offline else ""
             end = result.compaction.end_invocation
             await self._emit(
                 CommandOutput(

@@ -1,0 +1,135 @@
+"""What ``/compact`` tells the user when the summary model did not write the summary: a
+TerminalActor with the real worker actors, in process, and a summary model served by the
+local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pydantic_ai.models
+import pytest
+
+from actors.base import ActorRef, open_mailbox
+from actors.compaction import CompactionActor
+from actors.messages import (
+    CommandOutput,
+    Detach,
+    Info,
+    OpenSession,
+    RunCommand,
+    TerminalOutput,
+    TurnEnded,
+    UserTurn,
+)
+from actors.terminal import TerminalActor, TerminalConfig
+from session.compaction import EventsCompactionConfig
+from session.history import warm_up
+from session.lifecycle import PersistPolicy
+from session.paths import sessions_dir
+from tests.e2e.openai_server import ChatServer
+from tests.workers import start_peers
+
+pytestmark = pytest.mark.anyio
+
+SUMMARY_MODEL = "openai-chat:summary-model"
+LONG = (
+    "Please think about the classifier prompt and the routing table for tickets of every "
+    "kind, and how we evaluate it. "
+) * 6
+
+
+@dataclass
+class Chat:
+    terminal: ActorRef[Any]
+    outputs: anyio.abc.ObjectReceiveStream[TerminalOutput]
+    seen: list[TerminalOutput]
+
+    async def next_of(self, kind: type[Any]) -> Any:
+        with anyio.fail_after(20):
+            async for output in self.outputs:
+                self.seen.append(output)
+                if isinstance(output, kind):
+                    return output
+        raise AssertionError(f"no {kind.__name__}")
+
+    async def turn(self, text: str) -> None:
+        await self.terminal.tell(UserTurn(text))
+        assert (await self.next_of(TurnEnded)).status == "ok"
+
+    async def compact(self) -> list[str]:
+        """``/compact``'s answer: the lines told from the command to its output, in order."""
+        start = len(self.seen)
+        await self.terminal.tell(RunCommand("compact", None))
+        await self.next_of(CommandOutput)
+        return [
+            o.text for o in self.seen[start:] if isinstance(o, Info | CommandOutput)
+        ]
+
+
+ChatFactory = Callable[[], Any]
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+    with ChatServer() as chat_server:
+        monkeypatch.setenv("OPENAI_BASE_URL", chat_server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
+        yield chat_server
+
+
+@pytest.fixture
+async def make_chat(tmp_path: Path, server: ChatServer) -> AsyncIterator[ChatFactory]:
+    warm_up()
+    async with anyio.create_task_group() as tg:
+
+        async def make() -> Chat:
+            workspace = tmp_path / "ws"
+            workspace.mkdir()
+            home = tmp_path / "home"
+            peers = await start_peers(
+                tg,
+                home,
+                compaction=lambda ref: CompactionActor(
+                    ref, summary_model=SUMMARY_MODEL, llm_timeouts=(1.0, 1.0)
+                ),
+            )
+            config = TerminalConfig(
+                terminal_pid=4242,
+                terminal_start_time=None,
+                workspace=workspace,
+                project=sessions_dir(workspace, home),
+                model="openai-chat:test-model",  # it answers "echo: <the message>"
+                policy=PersistPolicy(compaction=EventsCompactionConfig(0, 0)),
+                summary_model=SUMMARY_MODEL,
+            )
+            send, receive = anyio.create_memory_object_stream[TerminalOutput](256)
+            ref: ActorRef[Any]
+            ref, mailbox = open_mailbox("terminal-4242")
+            tg.start_soon(TerminalActor(ref, config, peers, send).serve, mailbox)
+            await ref.ask(OpenSession("new", None))
+            return Chat(ref, receive, [])
+
+        yield make
+        server.released.set()  # a hung summary request ends
+        tg.cancel_scope.cancel()
+
+
+async def test_compact_written_offline_after_an_answer_no_shorter_says_so(
+    make_chat: ChatFactory, server: ChatServer
+) -> None:
+    """A helper's report: the summary model's answer was refused as no shorter than the
+    conversation it was given, the offline summarizer wrote the compaction, and /compact
+    said "Compacted turn 1: ..." as if the summary model had written it. The model did
+    not fail (it is asked again next time): no warning."""
+    server.summary_answer = "The user and the assistant discussed the triage agent. " * 30
+    chat: Chat = await make_chat()
+    await chat.turn(LONG)
+    lines = await chat.compact()
+    assert lines[-1].startswith("Compacted turn 1 by the offline summarizer: ~"), lines
+    assert not [line for line in lines if line.startswith("warning:")], lines
+    await chat.terminal.tell(Detach("exit"))
