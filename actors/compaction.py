@@ -282,6 +282,8 @@ class CompactionActor(Actor[CompactionMessage]):
         window = message.window
         background, waited_for = self._llm_timeouts
         timeout = background if message.trigger == "window" else waited_for
+        offline_because: str | None = None
+        offline = False
         try:
             model = self._model_of(message.summary_model)
             readable = (  # no thread's turn for a session that knows no secret
@@ -294,13 +296,15 @@ class CompactionActor(Actor[CompactionMessage]):
             compaction = await off_the_loop(finish_compaction, readable, summarized)
         except SummaryTooLong as exc:
             log.info("compaction of session %s skipped: %s", message.session_id, exc)
-            return Compacted(
+            return Compacted(  # who wrote the summary no shorter, and why, is told too
                 message.session_id,
                 message.generation,
                 message.trigger,
                 None,
                 str(exc),
                 True,
+                offline_because=offline_because,
+                offline=offline,
                 window=window,
             )
         except Exception as exc:

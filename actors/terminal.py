@@ -1395,9 +1395,10 @@ class TerminalActor(Actor[TerminalMessage]):
                 )
             )
         elif result.no_gain:
+            by = " by the offline summarizer" if result.offline else ""
             await self._emit(
                 CommandOutput(
-                    f"Not compacted: a summary would not be shorter (~{before:,} tokens)."
+                    f"Not compacted: a summary{by} would not be shorter (~{before:,} tokens)."
                 )
             )
         else:
@@ -1510,6 +1511,8 @@ class TerminalActor(Actor[TerminalMessage]):
             )
             if self._lc is lc:  # the late answer of a superseded compaction
                 return False
+            if result.offline_because is not None:  # the summary model failed: told now
+                await self._tell_offline(result.offline_because)
             quiet = result.no_gain or result.error is None  # nothing worth it, or skipped
             if automatic and not quiet and self._lc.compaction_failures == 1:
                 wait = self._lc.backoff_until - self._lc.invocations
@@ -1532,6 +1535,8 @@ class TerminalActor(Actor[TerminalMessage]):
         )
         self._lc = transition.lifecycle
         if self._lc.compaction is not result.compaction or lc.compaction is result.compaction:
+            if result.offline_because is not None and self._lc.compaction is lc.compaction:
+                await self._tell_offline(result.offline_because)  # no smaller: still told
             return False  # stale, no smaller, or kept already (/compact waited for it)
         await self._perform(transition.effects)
         await self._tell_offline(result.offline_because)

@@ -119,6 +119,26 @@ async def make_chat(tmp_path: Path, server: ChatServer) -> AsyncIterator[ChatFac
         tg.cancel_scope.cancel()
 
 
+async def test_compact_not_done_after_the_summary_model_timed_out_says_it_timed_out(
+    make_chat: ChatFactory, server: ChatServer
+) -> None:
+    """A helper's report: the summary model gave no answer in time, the offline summary
+    was no shorter than the one short turn, and /compact said only "Not compacted: a
+    summary would not be shorter"; the summary model's warning came later, with some
+    other compaction."""
+    server.hang_summaries = True
+    chat: Chat = await make_chat()
+    await chat.turn("hi")
+    lines = await chat.compact()
+    assert lines[-1].startswith(
+        "Not compacted: a summary by the offline summarizer would not be shorter"
+    ), lines
+    (warning,) = [line for line in lines if line.startswith("warning:")]
+    assert f"the summary model {SUMMARY_MODEL} at " in warning
+    assert "TimeoutError: no answer in time" in warning
+    await chat.terminal.tell(Detach("exit"))
+
+
 async def test_compact_written_offline_after_an_answer_no_shorter_says_so(
     make_chat: ChatFactory, server: ChatServer
 ) -> None:
