@@ -37,6 +37,7 @@ from actors.messages import (
 )
 from actors.turn_lines import endpoint_of
 from session.compaction import (
+    SESSION_SUMMARY_TEMPLATE,
     BaseEventsSummarizer,
     CompactionError,
     Event,
@@ -76,11 +77,7 @@ OFFLINE: Final = "offline"
 """As a summary model: the offline summarizer (no model)."""
 R = TypeVar("R")
 
-SUMMARY_TEMPLATE = (
-    "Summarize this agent-design conversation in at most 8 short lines for resuming it later. "
-    "Keep every file path, every decision and every rule the user set. Conversation:\n\n"
-    "{conversation_history}\n"
-)
+SUMMARY_TEMPLATE: Final = SESSION_SUMMARY_TEMPLATE
 """The session summary's prompt (the listing's summary, not a compaction's narrative)."""
 
 

@@ -1234,6 +1234,19 @@ Do not invent anything. The conversation:
 """
 
 
+SESSION_SUMMARY_TEMPLATE: Final = (
+    "Summarize this agent-design conversation in at most 8 short lines for resuming it later. "
+    "Keep every file path, every decision and every rule the user set. Conversation:\n\n"
+    "{conversation_history}\n"
+)
+"""The session summary's prompt (the listing's summary, not a compaction's narrative)."""
+
+PROMPT_TEMPLATES: Final = (DEFAULT_PROMPT_TEMPLATE, SESSION_SUMMARY_TEMPLATE)
+"""Every prompt the summary model is given: an answer echoing any of them is no summary,
+whichever it was sent (a cache or a proxy that mixes up two requests answers with the
+other)."""
+
+
 class LlmEventSummarizer(BaseEventsSummarizer):
     """Asks a model (a pydantic-ai ``Model`` or model string) for the narrative."""
 
@@ -1342,21 +1355,38 @@ def refused(answer: str) -> bool:
 
 
 def echoed(answer: str, template: str, prompt: str) -> bool:
-    """Whether ``answer`` repeats a line of the summarizer's instructions (``template``),
-    or copies lines of the conversation as it was sent (``user: ...``; two, or one that
-    is half the answer), whatever it begins with: an echo, which would become the next
-    summary's input, the listing's summary and the resumed model's instructions. A
-    summary that begins as the earlier one did is no echo. A long line of instructions
-    counts from its first ``ECHO_PREFIX_CHARS`` characters (an answer cut there, or going
-    on otherwise, is as much an echo)."""
-    instructions = (line.strip() for line in template.split(PLACEHOLDER)[0].splitlines())
-    if any(len(line) >= 25 and line[:ECHO_PREFIX_CHARS] in answer for line in instructions):
+    """Whether ``answer`` repeats a line or a sentence of the summarizer's instructions
+    (``template``, or any other of ``PROMPT_TEMPLATES``), or copies lines of the
+    conversation as it was sent (``user: ...``; two, or one that is half the answer),
+    whatever it begins with: an echo, which would become the next summary's input, the
+    listing's summary and the resumed model's instructions. A summary that begins as the
+    earlier one did is no echo. A long line of instructions counts from its first
+    ``ECHO_PREFIX_CHARS`` characters (an answer cut there, or going on otherwise, is as
+    much an echo)."""
+    if any(
+        len(line) >= 25 and line[:ECHO_PREFIX_CHARS] in answer
+        for line in _instruction_lines((template, *PROMPT_TEMPLATES))
+    ):
         return True
     sent = {line for line in prompt.splitlines() if _SENT_LINE_RE.match(line)}
     copied = [line for line in answer.splitlines() if line.strip() in sent]
     if len(copied) >= 2:
         return True
     return bool(copied) and 2 * len(copied[0]) >= len(answer)
+
+
+@lru_cache(maxsize=16)
+def _instruction_lines(templates: tuple[str, ...]) -> tuple[str, ...]:
+    """The lines of the templates' instructions (what comes before the conversation),
+    and the sentences of each: the session summary's prompt is one line of sentences, and
+    an answer repeating its second one alone is as much an echo."""
+    lines: list[str] = []
+    for template in templates:
+        for line in template.split(PLACEHOLDER)[0].splitlines():
+            line = line.strip()
+            lines.append(line)
+            lines.extend(s.strip() for s in re.split(r"(?<=[.;:])\s+", line)[1:])
+    return tuple(dict.fromkeys(lines))
 
 
 def turns_named(first: int, last: int) -> str:
