@@ -1327,17 +1327,26 @@ PLACEHOLDER_ANSWERS: Final = frozenset(
 
 _ANSWER_LABEL_RE: Final = re.compile(r"[^\n:]{1,40}:")
 """A short label that an answer may open with (``Summary:``, ``**Summary:**``)."""
+_HEADING_LINE_RE: Final = re.compile(
+    r"#{1,6}(?:\s.*)?"  # a Markdown heading
+    r"|[*_]{2}[^*_]+[*_]{2}:?"  # a bold line: a heading in all but name
+    r"|.*:[*_ ]*"  # a label with nothing after it (``Decisions:``)
+    r"|[-*+=_#>|`~\s]*"  # a rule, an empty bullet or quote
+)
+"""A line of a summary model's answer that only heads what should follow it."""
 
 
 def contentless(answer: str) -> bool:
     """Whether ``answer`` holds no summary: no word of two letters or more (``...``,
-    ``N/A``, ``[]``), a placeholder (``null``, ``TBD``), or a lone line that only
-    announces one (``Here is the summary:``); after a short label too (``Summary: N/A``,
-    ``**Summary:**`` then ``None.``)."""
+    ``N/A``, ``[]``), a placeholder (``null``, ``TBD``), a lone line that only
+    announces one (``Here is the summary:``), headings only (``# Summary`` /
+    ``## Decisions`` / ``## Files``, with nothing under them); after a short label too
+    (``Summary: N/A``, ``**Summary:**`` then ``None.``)."""
     words = re.findall(r"[^\W\d_]{2,}", answer)
     flat = answer.strip().strip(".!`*_\"' ").lower()
     lone_heading = "\n" not in answer.strip() and answer.rstrip().endswith(":")
-    if not words or flat in PLACEHOLDER_ANSWERS or lone_heading:
+    headings_only = all(_HEADING_LINE_RE.fullmatch(line.strip()) for line in answer.splitlines())
+    if not words or flat in PLACEHOLDER_ANSWERS or lone_heading or headings_only:
         return True
     label = _ANSWER_LABEL_RE.match(answer.strip())
     if label is None:
