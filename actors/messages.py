@@ -667,6 +667,8 @@ class Failure:
     code: str
     message: str
     fatal: bool = False
+    open_refused: bool = False
+    """It refuses the open the front door had answered (``ErrorFrame.open_refused``)."""
 
 
 TerminalOutput = (

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from cli.console import (
     SLASH_COMMANDS,
@@ -207,6 +208,11 @@ class AnswerStops(ChatError):
     """The user's answer to a question (no, or piped, a line that is not an answer) stops
     the run: it is never taken for a session that cannot be used, with a new one started
     instead."""
+
+
+class OpenRefused(Exception):
+    """The open the supervisor's front door had answered was refused once the supervisor
+    could do it for real (a cold start): taken as the open's own refusal."""
 
 
 class WouldAsk(Exception):
@@ -458,6 +464,9 @@ class Chat:
         """Files whose change was shown before the supervisor went away: the new one tells
         them again (its note to the model is kept), not shown twice."""
         self._hung_up = False  # the supervisor closed the connection after refusing a frame
+        self._refused_open: Frame | None = None
+        """The refusal of the open the front door had answered (``open_refused``), until
+        it is handled as the open's own refusal."""
         self.resumed = False
         """The session opened is one resumed (its last reply may have asked something)."""
         self.on_disk = False
@@ -743,13 +752,44 @@ class Chat:
                     self._chosen = ""
                 self.conn.send({"type": "open", "mode": "new", "session_id": None})
                 continue
-            if frame["code"] == ErrorCode.NOT_FOUND and session_id:
-                from cli.sessions import not_found_line
+            self._refused(frame, session_id)
 
-                raise ChatError(not_found_line(self.options.workspace, session_id))
-            if frame["message"] in self._told and session_id:  # the start's warning said why
-                raise ChatError(f"session {session_id} cannot be resumed (see above)")
+    def _refused(self, frame: Frame, session_id: str | None) -> NoReturn:
+        """The ChatError of an ``open`` of ``session_id`` refused with ``frame``."""
+        if frame["code"] == ErrorCode.NOT_FOUND and session_id:
+            from cli.sessions import not_found_line
+
+            raise ChatError(not_found_line(self.options.workspace, session_id))
+        if frame["message"] in self._told and session_id:  # the start's warning said why
+            raise ChatError(f"session {session_id} cannot be resumed (see above)")
+        raise ChatError(frame["message"])
+
+    def _after_refused_open(self) -> None:
+        """The open the front door had answered was refused for real: as if the open had
+        been refused at once (the supervisor already running): with ``--resume``, the
+        chat ends with its one line (ChatError); a session chosen from the offer gets
+        its line and the question whether to start a new one instead."""
+        frame, self._refused_open = self._refused_open, None
+        assert frame is not None
+        chosen, self.session_id = self.session_id, None  # no session was opened
+        self.on_disk = self.resumed = False
+        if frame["message"] in self._about_asked:  # the --resume'd session's problem
+            self._about_asked.clear()
             raise ChatError(frame["message"])
+        self._tell_about_asked()
+        try:
+            if frame["code"] == ErrorCode.SESSION_LIVE:
+                self.console.warn(f"note: {frame['message']}")
+                self._new_instead()
+                return
+            self._refused(frame, chosen)
+        except AnswerStops:
+            raise
+        except ChatError as exc:
+            if self.options.resume:
+                raise
+            self.console.warn(as_error_line(str(exc)))
+            self._new_instead()
 
     def _tell_about_asked(self) -> None:
         """The start's lines about the --resume'd session, held until its open answered."""
@@ -901,13 +941,22 @@ class Chat:
                 continue
             if is_command(line):
                 asked = self.questions_asked
-                if not self._slash(line.strip()):
+                try:
+                    done = self._slash(line.strip())
+                except OpenRefused:
+                    self._after_refused_open()
+                    done = self._slash(line.strip())
+                if not done:
                     break
                 self._ended = ("/" + command_name_and_argument(line.strip())[0], time.monotonic())
                 may_be_stray = self.questions_asked == asked  # it asked nothing
                 continue
             may_be_stray = False
-            self._turn(message_text(line))
+            try:
+                self._turn(message_text(line))
+            except OpenRefused:  # the session was not opened: the message goes to the new one
+                self._after_refused_open()
+                self._turn(message_text(line))
             self._ended = ("the reply", time.monotonic())
         if self.close():
             return 1
@@ -942,7 +991,10 @@ class Chat:
         return True
 
     def _send(self, frame: Frame) -> None:
-        """Send, after showing what arrived while we waited for input (notices, a stop)."""
+        """Send, after showing what arrived while we waited for input (notices, a stop).
+        OpenRefused if the session's open was refused meanwhile: nothing is sent."""
+        if self._refused_open is not None:
+            raise OpenRefused()
         if self._hung_up:
             self._hung_up = False
             self._reattach(quiet=True)
@@ -952,6 +1004,8 @@ class Chat:
         try:
             while self.conn.readable():
                 self._other(self.conn.receive())
+            if self._refused_open is not None:
+                raise OpenRefused()
             self.conn.send(frame)
         except ConnectionLost:
             self._resend(frame)
@@ -1049,6 +1103,11 @@ class Chat:
             elif kind == "tool_call":
                 self._called_tools = True
                 view.tool(reply["text"])
+            elif kind == "turn_end" and self._refused_open is not None:
+                view.cut()  # the message was never taken: no session was open
+                raise OpenRefused()
+            elif kind == "error" and reply.get("open_refused"):
+                self._refused_open = reply  # the message's own answer (no session) follows
             elif kind == "turn_end":
                 self._shown_before_reattach.clear()  # the re-attach's own notices came first
                 if reply["status"] == "ok":
@@ -1111,6 +1170,8 @@ class Chat:
                 self.changed_outside.add(changed)
             self.changed_outside.update(frame.get("files", ()))  # a flood's line: unnamed
             self.console.warn(text)
+        elif frame["type"] == "error" and frame.get("open_refused"):
+            self._refused_open = frame  # told as the open's refusal, where it is handled
         elif frame["type"] == "error":
             self.a_turn_failed = True
             self.console.warn(as_error_line(frame["message"]))
@@ -1180,11 +1241,16 @@ class Chat:
                     "Ctrl+C again to leave (the session is saved)"
                 )
                 continue
+            if frame["type"] == "error" and frame.get("open_refused"):
+                self._refused_open = frame  # the command's own answer (no session) follows
+                continue
             if frame["type"] == "error" and frame.get("code") in REFUSED_FRAME_CODES:
                 self._hung_up = frame["code"] != ErrorCode.INVALID_REQUEST
                 self.console.warn(f"error: /{name} not run: {frame['message']}")
                 self.a_turn_failed = True
                 return True
+            if frame["type"] == "command_result" and self._refused_open is not None:
+                raise OpenRefused()  # not run: no session was open
             if frame["type"] == "command_result":
                 self._command_result(name, frame, arg)
                 return True
@@ -1280,6 +1346,10 @@ class Chat:
                     self.conn.send({"type": "close"})
                     sent = True
                 frame = self.conn.receive()
+                if frame["type"] == "closed" and self._refused_open is not None:
+                    refused, self._refused_open = self._refused_open, None
+                    self.console.warn(as_error_line(refused["message"]))  # nothing to save
+                    return True
                 if frame["type"] == "closed":
                     if frame.get("unsaved"):
                         self.console.warn(unsaved_line(frame, self.session_id))

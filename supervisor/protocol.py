@@ -313,6 +313,9 @@ class ErrorFrame(_Frame):
     type: Literal["error"] = "error"
     code: str
     message: str
+    open_refused: bool = False
+    """The session the front door told ``opened`` could not be opened for real (the
+    resume refused): the terminal takes it as the refusal of its ``open``."""
 
 
 ServerFrame = (

@@ -163,8 +163,22 @@ def _frame_for(output: TerminalOutput) -> p.ServerFrame:
             return p.ClosedFrame(
                 session_id=session_id, saved=saved, reason=reason, unsaved=unsaved, kept_at=kept_at
             )
-        case Failure(code, message, _):
-            return p.ErrorFrame(code=code, message=message)
+        case Failure(code, message, _, open_refused):
+            return p.ErrorFrame(code=code, message=message, open_refused=open_refused)
+
+
+def _without_front_doors_opened(
+    batch: list[TerminalOutput],
+) -> tuple[list[TerminalOutput], bool]:
+    """``batch`` without the actor's ``Opened`` of the session the front door told opened
+    already, and whether one is still to come: not after the refusal of that open (the
+    next ``Opened`` answers the terminal's next open)."""
+    for index, output in enumerate(batch):
+        if isinstance(output, Failure) and output.open_refused:
+            return batch, False
+        if isinstance(output, Opened):
+            return batch[:index] + batch[index + 1 :], False
+    return batch, True
 
 
 def _waiting(outputs: MemoryObjectReceiveStream[TerminalOutput]) -> list[TerminalOutput]:
@@ -359,13 +373,15 @@ class Server:
         opening: Opening,
         out: MemoryObjectSendStream[TerminalOutput],
     ) -> None:
-        """Open in the TerminalActor the session the front door already opened."""
+        """Open in the TerminalActor the session the front door already opened. If it
+        cannot be (the resume refused), the terminal is told it as its open's refusal: it
+        says so as it would have had the supervisor been running already."""
         try:
             opened = OpenSession(opening.mode, opening.session_id, opening.continuing)
             await ref.ask(opened, OPEN_TIMEOUT_S)
         except Exception as exc:
             code, message = error_for(exc)
-            await out.send(Failure(code, message))
+            await out.send(Failure(code, message, open_refused=True))
 
     async def _pump(
         self,
@@ -378,15 +394,15 @@ class Server:
         Outputs already waiting are written together, and reply text that is
         already waiting is merged into one delta, so a fast model does not cost
         a socket write per token. ``opened_already``: the front door sent the
-        terminal its ``opened``; the actor's is not sent again.
+        terminal its ``opened``; the actor's is not sent again (unless that open was
+        refused: the ``opened`` of the terminal's next open is its own).
         """
         sock = raw_socket(stream)
         async with outputs:
             while (first := await next_item(outputs)) is not None:
                 batch = [first] if _ends_connection(first) else [first, *_waiting(outputs)]
-                if opened_already and any(isinstance(o, Opened) for o in batch):
-                    opened_already = False
-                    batch = [o for o in batch if not isinstance(o, Opened)]
+                if opened_already:
+                    batch, opened_already = _without_front_doors_opened(batch)
                     if not batch:
                         continue
                 data = b"".join(p.encode_server_frame(_frame_for(o)) for o in _merge_text(batch))

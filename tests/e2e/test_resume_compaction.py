@@ -4,14 +4,16 @@ it was is kept aside first, and if it cannot be, nothing is dropped."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Env
+from tests.e2e.harness import Env, wait_for
 
 LONG = "lorem ipsum dolor sit amet " * 200
 """About 5,400 characters: fifteen turns of it are over a 4,000-token budget."""
@@ -52,6 +54,37 @@ def unwritable(directory: Path) -> Iterator[None]:
         yield
     finally:
         subprocess.run(["chattr", "-i", str(directory)], check=True)
+
+
+def test_a_resume_refused_as_its_file_cannot_be_kept_aside_reads_the_same_cold_or_warm(
+    env: Env,
+) -> None:
+    """A helper's report: with the supervisor started by the chat itself (its front door
+    answers the open before the resume is done for real), the refusal read "error:
+    message not sent: ..." then "Nothing to save (no turn was completed)."; with a
+    supervisor already running, the refusal's one line."""
+    session_id = uncompacted_session(env)  # the supervisor is stopped after it
+
+    def told(result: subprocess.CompletedProcess[str]) -> list[str]:
+        lines = [line for line in result.stderr.splitlines() if line != "starting the model..."]
+        return [re.sub(r"uncompacted-\d{8}T\d{6}Z", "uncompacted-<time>", line) for line in lines]
+
+    with unwritable(env.project):
+        cold = env.run("--resume", session_id, input="hello\n", AGENT_ASSIST_CONTEXT_TOKENS="4000")
+    assert env.run("supervisor", "start", AGENT_ASSIST_CONTEXT_TOKENS="4000").returncode == 0
+
+    def model_loaded() -> bool:
+        status = env.run("supervisor", "status", "--json")
+        return status.returncode == 0 and bool(json.loads(status.stdout)["model_loaded"])
+
+    wait_for(model_loaded, what="the supervisor's model stack")
+    with unwritable(env.project):
+        warm = env.run("--resume", session_id, input="hello\n", AGENT_ASSIST_CONTEXT_TOKENS="4000")
+    assert cold.returncode == warm.returncode == 1
+    assert cold.stdout == warm.stdout == ""
+    assert told(cold) == told(warm), (cold.stderr, warm.stderr)
+    (line,) = told(warm)
+    assert line.startswith(f"error: session {session_id}'s file holds every turn uncompacted")
 
 
 def test_a_resume_whose_file_cannot_be_kept_aside_is_refused_and_drops_no_turn(
