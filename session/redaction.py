@@ -67,6 +67,16 @@ _TOKEN_PATTERNS = [
     r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe
     r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
     r"\bglpat-[A-Za-z0-9_\-]{20,}",  # GitLab
+    # a GitLab runner's token: 20+ characters, a digit or a capital among them (not a
+    # kebab-case name), and the routable form's ``.01.abc123def`` tail
+    r"\bglrt-(?=[a-z_\-]*[A-Z0-9])[A-Za-z0-9_\-]{20,}(?:\.[0-9a-z]{2}\.[0-9a-z]{7,9}\b)?",
+    # a HashiCorp Vault service or batch token (24 to 100+ characters, a digit or a capital
+    # among them: ``hvs.reshape_to_image_size`` is code)
+    r"\bhv[sb]\.(?=[a-z_\-]*[A-Z0-9])[A-Za-z0-9_\-]{24,}",
+    r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b",  # Shopify
+    r"\blin_api_[A-Za-z0-9]{40}\b",  # Linear
+    r"\bATATT3[A-Za-z0-9_\-]{100,}(?:=[A-Fa-f0-9]{8})?",  # an Atlassian API token
+    r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b",  # an age identity
     r"\bnpm_[A-Za-z0-9]{36}\b",
     r"\bpypi-[A-Za-z0-9_\-]{50,}",
     r"\bwhsec_[A-Za-z0-9]{20,}",  # Stripe webhook signing secret
@@ -451,12 +461,15 @@ _TOKEN_MARKERS_RE = re.compile(
     r"|-----BEGIN|[rs]k_|hf_|glpat-|npm_|pypi-|://"
     r"|(?:^|\s)-u|--user|--pass|sig=|\s-p|:AA"
 )
-_TOKEN_WORDS = ("whsec_", "sg.", "webhooks/")
+_TOKEN_WORDS = (
+    "whsec_", "sg.", "webhooks/", "glrt-", "hvs.", "hvb.", "shp", "lin_api_", "atatt3",
+    "age-secret-key-1"
+)
 """Lower-case words of the token patterns that have no marker above (a cheaper test)."""
 _KEYWORDS_RE = re.compile(
     r"authorization|bearer|basic|key|secret|token|pass|pw|credential|passphrase|passcode|pin|cookie"
     r"|contrase|senha|log\s?in|sign\s?in|log\s?on|cred|kennwort|wachtwoord|mdp"
-    r"|discord|whsec_|sg\.|webhooks/"
+    r"|discord"
 )
 
 
@@ -469,9 +482,12 @@ def _may_hold_credential(text: str) -> bool:
     patterns: ignoring case, they match a few non-ASCII letters (like U+212A for k)."""
     if not text.isascii():
         return True
+    if _TOKEN_MARKERS_RE.search(text):
+        return True
+    lower = text.lower()
     return bool(
-        _TOKEN_MARKERS_RE.search(text)
-        or _KEYWORDS_RE.search(text.lower())
+        _KEYWORDS_RE.search(lower)
+        or any(word in lower for word in _TOKEN_WORDS)
         or _PGPASS_MARKER_RE.search(text)
     )
 

@@ -226,6 +226,12 @@ _FRAGMENTS = st.sampled_from(
         "sid=",
         "whsec_",
         "SG.",
+        "glrt-",
+        "hvs.",
+        "shpat_",
+        "lin_api_",
+        "ATATT3",
+        "AGE-SECRET-KEY-1",
     ]
 )
 
@@ -291,7 +297,8 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "c2stcHJvai1BYkNkRWZHaElqS2xNbk9wUXJTdFV2V3g=", "GOCSPX-AbCdEfGhIjKlMnOpQrStUvWx",
      "<password>", "</password>", "<apiKey>", "</apiKey>", " => ", "=>",
      "db.example.com", ":5432:", ":*:", "app:", "admin:", "00:11", "*", "ghp_AbC123xyZ",
-     "gho_prefix", "Build2024Release7x"]
+     "gho_prefix", "Build2024Release7x", "glrt-", "hvs.", "HVB.", "shpat_", "lin_api_",
+     "ATATT3", "AGE-SECRET-KEY-1", "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", "0123456789abcdef"]
 )
 
 

@@ -1192,3 +1192,44 @@ def test_a_jwt_is_scrubbed_whole_its_payload_and_signature_too(text: str) -> Non
 )
 def test_a_credential_wrapped_in_base64_after_an_equals_sign_is_scrubbed(text: str) -> None:
     assert "dXNlcjpQYXNz" not in scrub_text(text)
+
+
+ATLASSIAN_TOKEN = "ATATT3xFfGF0" + "Zq8Xv7Lm2Pk4Tr9_Ab3Cd-Ef" * 7 + "=079C5884"
+AGE_IDENTITY = (
+    "AGE-SECRET-KEY-1" + "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L" + "QPZRY9X8GF2TVDW0S3"
+    "JN54KHCE"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # H104: provider token shapes no pattern knew
+        ("runner glrt-Zq8Xv7Lm2Pk4Tr9Ab3Cd", "Zq8Xv7Lm2Pk4Tr9Ab3Cd"),
+        ("glrt-t1_Zq8Xv7Lm2Pk4Tr9Ab3CdEf5Gh.01.1a2b3c4d5 in config.toml", "1a2b3c4d5"),
+        ("VAULT_ADDR=x vault login hvs.Zq8Xv7Lm2Pk4Tr9Ab3CdEf5G", "Zq8Xv7Lm2Pk4Tr9Ab3CdEf5G"),
+        ("hvs.CAESIJZq8Xv7Lm2Pk4Tr9Ab3CdEf5Gh6Ij7Kl8Mn9_GhoKHGh2cy5abcdefghij", "CAESIJZq8Xv7"),
+        ("shopify shpat_0123456789abcdef0123456789abcdef", "0123456789abcdef0123"),
+        ("lin_api_Zq8Xv7Lm2Pk4Tr9Ab3CdEf5Gh6Ij7Kl8Mn9Op0Qr", "Zq8Xv7Lm2Pk4Tr9Ab3"),
+        (f"jira {ATLASSIAN_TOKEN}", "Zq8Xv7Lm2Pk4Tr9_Ab3Cd"),
+        (f"# created: 2026\n{AGE_IDENTITY}\n", "QPZRY9X8GF2TVDW0S3JN"),
+    ],
+)
+def test_gitlab_runner_vault_shopify_linear_atlassian_and_age_keys_are_scrubbed(
+    text: str, secret: str
+) -> None:
+    assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "see the glrt-runner-registration-token-docs page",
+        "hvs.reshape_to_image_size_and_depth(x)",
+        "the shpat_ prefix and shpat_0123 are Shopify's",
+        "lin_api_client_configuration_for_the_app",
+        "a token that starts with ATATT3 is Atlassian's",
+        "lines that begin with AGE-SECRET-KEY-1 are identities",
+    ],
+)
+def test_names_that_start_like_those_tokens_are_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
