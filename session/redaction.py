@@ -133,6 +133,22 @@ _ENV_ASSIGNMENT_RE = re.compile(
 _URL_PASSWORD_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)([^\s/]+)(@)")
 """The password of a URL: ``postgres://admin:S3cr3t@db/app``, up to the authority's last
 ``@`` (a password may hold one: ``postgresql://user:p@ss:w0rd@db``)."""
+_URL_USER_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://)([^\s:/@?#]{8,256}+)(?=@)")
+"""The user of a URL with no password: a token there (``https://<key>@o1.ingest.sentry.io/2``,
+a Sentry DSN; ``https://<token>@github.com/``) is the credential; an ordinary user name
+(``https://git@host``, ``ssh://deploy@host``) stays (``_url_user``)."""
+
+
+def _url_user(match: re.Match[str]) -> str:
+    """A user that looks generated goes: upper and lower case letters and digits mixed
+    and no name made of words, or 20+ hex digits (a Sentry DSN's key is 32)."""
+    user = match.group(2)
+    hex_key = _HEX_RE.fullmatch(user) is not None and sum(c.isdigit() for c in user) >= 6
+    if hex_key or (_mixes_case_and_digits(user) and not _reads_as_words(user)):
+        return match.group(1) + REDACTED
+    return match.group(0)
+
+
 _COOKIE_RE = re.compile(
     r"(?i)(\b(?:set-)?cookie\s*[\"']?\s*:\s*[\"']?)([A-Za-z0-9_.\-]+=[^\n\r\"']*)"
 )
@@ -787,6 +803,7 @@ def _scrub_patterns(text: str) -> str:
             text = _CUT_GITHUB_TOKEN_RE.sub(_cut_github_token, text)
         if "://" in text:
             text = _URL_PASSWORD_RE.sub(_KEEP_KEY + r"\g<3>", text)
+            text = _URL_USER_RE.sub(_url_user, text)
     if bot:
         text = _DISCORD_BOT_TOKEN_RE.sub(REDACTED, text)
     if auth:

@@ -251,6 +251,7 @@ def _scrub_with_every_pattern(text: str) -> str:
     if discord:
         text = r._DISCORD_BOT_TOKEN_RE.sub(r.REDACTED, text)
     text = r._URL_PASSWORD_RE.sub(lambda m: m.group(1) + r.REDACTED + m.group(3), text)
+    text = r._URL_USER_RE.sub(r._url_user, text)
     text = r._AUTH_HEADER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._COOKIE_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._BEARER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
@@ -298,7 +299,8 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "<password>", "</password>", "<apiKey>", "</apiKey>", " => ", "=>",
      "db.example.com", ":5432:", ":*:", "app:", "admin:", "00:11", "*", "ghp_AbC123xyZ",
      "gho_prefix", "Build2024Release7x", "glrt-", "hvs.", "HVB.", "shpat_", "lin_api_",
-     "ATATT3", "AGE-SECRET-KEY-1", "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", "0123456789abcdef"]
+     "ATATT3", "AGE-SECRET-KEY-1", "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", "0123456789abcdef",
+     "https://", "git@", "@o1.ingest.sentry.io/2"]
 )
 
 
@@ -329,6 +331,7 @@ def test_the_quick_check_never_skips_text_a_pattern_would_change(text: str) -> N
         r._SAS_SIGNATURE_RE,
         r._COOKIE_RE,
         r._PGPASS_RE,
+        r._URL_USER_RE,
     ]
     if any(pattern.search(text) for pattern in changes):
         assert r._may_hold_credential(text)

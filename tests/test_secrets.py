@@ -1233,3 +1233,32 @@ def test_gitlab_runner_vault_shopify_linear_atlassian_and_age_keys_are_scrubbed(
 )
 def test_names_that_start_like_those_tokens_are_left_alone(text: str) -> None:
     assert scrub_text(text) == text
+
+
+SENTRY_KEY = "0123456789abcdef0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # H104: a token as a URL's user, with no password after it, was kept
+        ("git clone https://Zq8Xv7Lm2Pk4Tr9@api.example.com/", "Zq8Xv7Lm2Pk4Tr9"),
+        (f"SENTRY_DSN=https://{SENTRY_KEY}@o123.ingest.sentry.io/456", SENTRY_KEY),
+        (f'{{"dsn": "https://{SENTRY_KEY}@sentry.example.com/7"}}', SENTRY_KEY),
+    ],
+)
+def test_a_token_as_the_user_of_a_url_is_scrubbed(text: str, secret: str) -> None:
+    assert secret not in scrub_text(text)
+    assert "@" in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "clone https://user@host/repo.git",
+        "push to ssh://git@github.com/org/repo.git",
+        "https://deploy2024@ci.example.com/",
+        "ftp://Build2024Release7x@files.example.com/",
+    ],
+)
+def test_an_ordinary_user_name_in_a_url_is_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
