@@ -20,13 +20,31 @@ MIN_SECRET_LEN = 8
 """Shorter values are not taken for secrets (they would scrub ordinary words)."""
 
 
+_AUTH_ENV_NAME_RE = re.compile(r"(?i)_AUTH$")
+"""``NPM_AUTH``, ``REDISCLI_AUTH``: a credential when the value looks like one
+(``_auth_secret``), not a setting (``REQUIRE_AUTH=enabled``, ``DB_AUTH=scram-sha-256``)."""
+
+
+def _auth_secret(value: str) -> bool:
+    """A ``*_AUTH`` variable's value that is a credential: ``user:password``, or upper
+    and lower case letters and digits all three (a generated value, a base64 token)."""
+    user, colon, password = value.partition(":")
+    if colon:
+        return bool(user) and bool(password)
+    return (
+        any(c.isdigit() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+    )
+
+
 def secrets_from_environment(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Values of environment variables whose names say they hold a credential."""
     env = os.environ if environ is None else environ
     found = {
         v
         for k, v in env.items()
-        if _SECRET_ENV_NAME_RE.search(k)
+        if (_SECRET_ENV_NAME_RE.search(k) or (_AUTH_ENV_NAME_RE.search(k) and _auth_secret(v)))
         and not _NAMES_A_PLACE.search(k)
         and not os.path.isabs(v)  # GOOGLE_APPLICATION_CREDENTIALS: where the secret is
     }

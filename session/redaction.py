@@ -126,10 +126,12 @@ def _basic_credentials(match: re.Match[str]) -> str:
 
 
 _ENV_ASSIGNMENT_RE = re.compile(
-    r"(\b[A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASS|PASSWORD|PASSWD|PWD|CREDENTIALS?)"
+    r"(\b[A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASS|PASSWORD|PASSWD|PWD|CREDENTIALS?|(?P<auth>_AUTH))"
     r"\s*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})"
 )
-"""An environment-style assignment: ``GITHUB_TOKEN=...``, ``DB_PASS: ...``, ``STRIPE_KEY=``."""
+"""An environment-style assignment: ``GITHUB_TOKEN=...``, ``DB_PASS: ...``, ``STRIPE_KEY=``,
+``NPM_AUTH=...`` (a ``*_AUTH`` name's value only when it looks like a credential:
+``_auth_value``)."""
 _URL_PASSWORD_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)([^\s/]+)(@)")
 """The password of a URL: ``postgres://admin:S3cr3t@db/app``, up to the authority's last
 ``@`` (a password may hold one: ``postgresql://user:p@ss:w0rd@db``)."""
@@ -485,7 +487,7 @@ _TOKEN_WORDS = (
 _KEYWORDS_RE = re.compile(
     r"authorization|bearer|basic|key|secret|token|pass|pw|credential|passphrase|passcode|pin|cookie"
     r"|contrase|senha|log\s?in|sign\s?in|log\s?on|cred|kennwort|wachtwoord|mdp"
-    r"|discord"
+    r"|discord|_auth"
 )
 
 
@@ -560,7 +562,7 @@ def _scrub_str(text: str, secrets: tuple[str, ...]) -> str:
 
 
 _ASSIGNMENT_WORDS = ("key", "secret", "token", "pass", "pw")
-_ENV_ASSIGNMENT_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL")
+_ENV_ASSIGNMENT_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL", "_AUTH")
 _PROSE_WORDS = (
     "pass", "pin code", "secret", "key", "token", "pw", "contrase", "senha", "cred",
     "kennwort", "wachtwoord", "mdp"
@@ -731,7 +733,20 @@ def cut_rest(text: str) -> str | None:
 
 
 def _env_assigned(match: re.Match[str]) -> str:
-    return match.group(0) if _is_reference(match.group(2)) else match.group(1) + REDACTED
+    value = match.group(3)
+    if _is_reference(value) or (match.group("auth") and not _auth_value(value)):
+        return match.group(0)
+    return match.group(1) + REDACTED
+
+
+def _auth_value(value: str) -> bool:
+    """A ``*_AUTH`` variable's value that is a credential: ``user:password``, or one that
+    looks like the rest of a key (``_cut_value``: ``Zq8Xv7Lm2Pk4``, a base64 token); not a
+    setting (``REQUIRE_AUTH=enabled``, ``DB_AUTH=scram-sha-256``, ``HTTP_AUTH=basic``)."""
+    user_password = _USER_PASSWORD_RE.fullmatch(value)
+    return _cut_value(value) or (
+        user_password is not None and _looks_secret(value.split(":", 1)[1])
+    )
 
 
 _BASE64_RE = re.compile(

@@ -300,7 +300,8 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "db.example.com", ":5432:", ":*:", "app:", "admin:", "00:11", "*", "ghp_AbC123xyZ",
      "gho_prefix", "Build2024Release7x", "glrt-", "hvs.", "HVB.", "shpat_", "lin_api_",
      "ATATT3", "AGE-SECRET-KEY-1", "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", "0123456789abcdef",
-     "https://", "git@", "@o1.ingest.sentry.io/2"]
+     "https://", "git@", "@o1.ingest.sentry.io/2", "NPM_AUTH=", "REQUIRE_AUTH=", "enabled",
+     "user:"]
 )
 
 

@@ -1262,3 +1262,35 @@ def test_a_token_as_the_user_of_a_url_is_scrubbed(text: str, secret: str) -> Non
 )
 def test_an_ordinary_user_name_in_a_url_is_left_alone(text: str) -> None:
     assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # H104: a *_AUTH variable was not taken for one that holds a credential
+        ("NPM_AUTH=Zq8Xv7Lm2Pk4Tr9", "Zq8Xv7Lm2Pk4Tr9"),
+        ("export REDISCLI_AUTH='Hx8Kq2Vn5Wz7'", "Hx8Kq2Vn5Wz7"),
+        ("REGISTRY_AUTH: deploy:hunter2hunter2", "hunter2hunter2"),
+    ],
+)
+def test_the_credential_of_an_auth_variable_is_scrubbed(text: str, secret: str) -> None:
+    assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["REQUIRE_AUTH=enabled", "DB_AUTH=scram-sha-256", "HTTP_AUTH=digest", "SKIP_AUTH=always"],
+)
+def test_the_setting_of_an_auth_variable_is_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
+
+
+def test_an_auth_variable_that_holds_a_credential_is_a_secret_and_a_setting_is_not() -> None:
+    from session.environment import secrets_from_environment
+
+    environ = {
+        "NPM_AUTH": "Zq8Xv7Lm2Pk4Tr9",
+        "BASIC_AUTH": "deploy:hunterword",
+        "DB_AUTH": "scram-sha-256",
+        "REQUIRE_AUTH": "required",
+    }
+    assert set(secrets_from_environment(environ)) == {"Zq8Xv7Lm2Pk4Tr9", "deploy:hunterword"}
