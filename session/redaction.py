@@ -209,6 +209,30 @@ _XML_ELEMENT_RE = re.compile(
 ``settings.xml``, a .NET config."""
 
 
+_CONNECTION_PASSWORD_RE = re.compile(
+    r"(?i)(;[ \t]*(?:pwd|password|passwd)=)(\{[^}\n]*\}|[^;\s\"'{}\\]+)"
+)
+"""The password of a connection string (``Server=db;Uid=sa;Pwd=...;``: after a ``;``, with
+no space around ``=``), whatever it looks like (``_connection_password``)."""
+_NETRC_SPACE = r"(?:\s|\\[nt])+"
+_NETRC_RE = re.compile(
+    rf"((?:\bmachine{_NETRC_SPACE}[^\s\\\"']+|\bdefault)"
+    rf"(?:{_NETRC_SPACE}(?:login|account){_NETRC_SPACE}[^\s\\\"']+)+"
+    rf"{_NETRC_SPACE}password{_NETRC_SPACE})([^\s\\\"']+)"
+)
+"""A ``.netrc`` entry's password (``machine h login u password p``, on one line or over
+several, also in JSON text), whatever it looks like: a login or an account comes before
+it (``the machine whose password ...`` is prose)."""
+
+
+def _connection_password(match: re.Match[str]) -> str:
+    """A reference (``$DB_PASSWORD``, ``{{ pwd }}``) and a path stay; any other value goes."""
+    value = match.group(2)
+    if _is_reference(value) or value.startswith(("/", "~", ".")):
+        return match.group(0)
+    return match.group(1) + REDACTED
+
+
 def _assigned(match: re.Match[str]) -> str:
     if _kept(match.group("key"), match.group(3)):
         return match.group(0)
@@ -395,10 +419,11 @@ _SHORT_PASSWORD_FLAG_RE = re.compile(
     r"([^\s\"'-][^\s\"']*)"
     r"|(\b(?:sshpass|(?:docker|podman|nerdctl)\s+login)\b[^\n|;&]*?\s-p[ \t]+[\"']?)"
     r"([^\s\"']+)"
+    r"|(\bredis-cli\b[^\n|;&]*?\s-a[ \t]+[\"']?)([^\s\"']+)"
 )
 """A short ``-p`` password flag: MySQL's, attached (``mysql -pS3cret``; ``mysql -p db``
-asks for it), and ``sshpass -p X``, ``docker login -p X`` (whatever the value looks
-like)."""
+asks for it), and ``sshpass -p X``, ``docker login -p X``, and ``redis-cli -a X``
+(whatever the value looks like)."""
 _SAS_SIGNATURE_RE = re.compile(r"([?&]sig=)([A-Za-z0-9%+/=]{16,})")
 """An Azure shared access signature in a URL: ``...?sv=...&sig=AbC%2F...``."""
 _PGPASS_FIELD = r"(?:\\[:\\]|[^\s:\\]){1,256}+"
@@ -447,7 +472,7 @@ _HEX_RE = re.compile(r"[0-9a-fA-F]{20,}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-
 
 
 def _short_password_flag(match: re.Match[str]) -> str:
-    return (match.group(1) or match.group(3)) + REDACTED
+    return (match.group(1) or match.group(3) or match.group(5)) + REDACTED
 
 
 def _cli_password(match: re.Match[str]) -> str:
@@ -487,7 +512,7 @@ _TOKEN_WORDS = (
 _KEYWORDS_RE = re.compile(
     r"authorization|bearer|basic|key|secret|token|pass|pw|credential|passphrase|passcode|pin|cookie"
     r"|contrase|senha|log\s?in|sign\s?in|log\s?on|cred|kennwort|wachtwoord|mdp"
-    r"|discord|_auth"
+    r"|discord|_auth|redis-cli"
 )
 
 
@@ -838,6 +863,10 @@ def _scrub_patterns(text: str) -> str:
         text = _ASSIGNMENT_RE.sub(_assigned, text)
         if "</" in text:
             text = _XML_ELEMENT_RE.sub(_assigned, text)
+        if ";" in text:
+            text = _CONNECTION_PASSWORD_RE.sub(_connection_password, text)
+        if "machine" in text or "default" in text:
+            text = _NETRC_RE.sub(_connection_password, text)
     if env_assignment:
         text = _ENV_ASSIGNMENT_RE.sub(_env_assigned, text)
     if prose:
@@ -854,7 +883,7 @@ def _scrub_patterns(text: str) -> str:
         text = _CLI_USER_RE.sub(_cli_password, text)
     if "--pass" in text:
         text = _CLI_PASSWORD_RE.sub(_KEEP_KEY, text)
-    if "-p" in text:
+    if "-p" in text or "redis-cli" in text:
         text = _SHORT_PASSWORD_FLAG_RE.sub(_short_password_flag, text)
     if "sig=" in text:
         text = _SAS_SIGNATURE_RE.sub(_KEEP_KEY, text)

@@ -232,6 +232,9 @@ _FRAGMENTS = st.sampled_from(
         "lin_api_",
         "ATATT3",
         "AGE-SECRET-KEY-1",
+        ";pwd=",
+        "machine h login u password ",
+        "redis-cli -a ",
     ]
 )
 
@@ -261,6 +264,8 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._JSON_LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._ASSIGNMENT_RE.sub(r._assigned, text)
     text = r._XML_ELEMENT_RE.sub(r._assigned, text)
+    text = r._CONNECTION_PASSWORD_RE.sub(r._connection_password, text)
+    text = r._NETRC_RE.sub(r._connection_password, text)
     text = r._ENV_ASSIGNMENT_RE.sub(r._env_assigned, text)
     text = r._PROSE_RE.sub(r._prose_value, text)
     text = r._SET_RE.sub(r._prose_value, text)
@@ -301,7 +306,8 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "gho_prefix", "Build2024Release7x", "glrt-", "hvs.", "HVB.", "shpat_", "lin_api_",
      "ATATT3", "AGE-SECRET-KEY-1", "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", "0123456789abcdef",
      "https://", "git@", "@o1.ingest.sentry.io/2", "NPM_AUTH=", "REQUIRE_AUTH=", "enabled",
-     "user:"]
+     "user:", ";Pwd=", "; password=", "{pl ain}", "machine ", "default ", " login ",
+     " account ", "password ", "redis-cli", " -a ", "hunterword"]
 )
 
 
@@ -333,6 +339,8 @@ def test_the_quick_check_never_skips_text_a_pattern_would_change(text: str) -> N
         r._COOKIE_RE,
         r._PGPASS_RE,
         r._URL_USER_RE,
+        r._CONNECTION_PASSWORD_RE,
+        r._NETRC_RE,
     ]
     if any(pattern.search(text) for pattern in changes):
         assert r._may_hold_credential(text)

@@ -1294,3 +1294,39 @@ def test_an_auth_variable_that_holds_a_credential_is_a_secret_and_a_setting_is_n
         "REQUIRE_AUTH": "required",
     }
     assert set(secrets_from_environment(environ)) == {"Zq8Xv7Lm2Pk4Tr9", "deploy:hunterword"}
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # H104: a plain word after an explicit password keyword was kept
+        ("machine api.example.com login deploy password hunterword", "hunterword"),
+        ("machine h\n  login u\n  account a\n  password hunterword\n", "hunterword"),
+        ('{"content": "machine h\\nlogin u\\npassword hunterword\\n"}', "hunterword"),
+        ("default login anonymous password hunterword", "hunterword"),
+        ("Server=db.example.com;Uid=sa;Pwd=plainwordy;", "plainwordy"),
+        ("Driver={ODBC};Server=db; PWD={plain wordy};Database=app", "plain wordy"),
+        ("Host=db;Username=app;Password=abc;", "abc;"),
+        ("redis-cli -h cache -p 6379 -a plainwordy ping", "plainwordy"),
+        ("redis-cli -a 'hunterword' --no-auth-warning", "hunterword"),
+    ],
+)
+def test_a_netrc_connection_string_or_redis_cli_password_is_scrubbed_whatever_it_is(
+    text: str, secret: str
+) -> None:
+    assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the machine whose password expired was rebooted",
+        "the default password is required",
+        "x = 1; pwd = os.getcwd();",
+        "Server=db;Uid=sa;Pwd=$DB_PASSWORD;",
+        "cd /srv; pwd=/srv;",
+        "redis-cli -h cache ping and redis-cli --askpass",
+        "the agent's password reset flow; password= is an empty value",
+    ],
+)
+def test_prose_and_references_near_those_keywords_are_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
