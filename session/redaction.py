@@ -191,6 +191,28 @@ _JSON_LINE_ASSIGNMENT_RE = re.compile(
 )
 """The same line in JSON text (a tool call's arguments are kept so): it begins a string
 or follows an escaped newline, and ends at the next one or at the string's end."""
+_NEWLINE = r"(?:\r?\n|\\n)"
+"""A line's end, in plain text or in JSON text (an escaped newline)."""
+_YAML_BLOCK_HEAD = r"[ \t]*:[ \t]*[|>][1-9]?[+-]?[1-9]?[ \t]*"
+_YAML_BLOCK_RE = re.compile(
+    rf"(?im)((?:^|(?<=\\n)|(?<=\"))(?P<indent>[ \t]*)(?:-[ \t]+)?{_QUOTE}?"
+    rf"(?P<key>{_STRONG_KEY}|{_TOKEN_KEY}){_QUOTE}?{_YAML_BLOCK_HEAD}{_NEWLINE}"
+    rf"(?:[ \t]*{_NEWLINE})*(?P=indent)[ \t]+)(?P<value>(?:[^\s\\]|\\[^n])(?:[^\n\r\\]|\\[^n])*)"
+)
+"""A YAML block scalar's value, on the line after its key (``password: |`` then
+``  Zq8Xv7...``; ``>-``, ``|2`` too), in plain text or in JSON text: the line goes
+(``_block_value``)."""
+_YAML_BLOCK_MARKER_RE = re.compile(rf":[ \t]*[|>][1-9]?[+-]?[1-9]?[ \t]*{_NEWLINE}")
+"""Every match of ``_YAML_BLOCK_RE`` holds this (a literal ``:`` first: cheap)."""
+
+
+def _block_value(match: re.Match[str]) -> str:
+    value = match.group("value").rstrip()
+    if _kept(match.group("key"), value):
+        return match.group(0)
+    return match.group(1) + REDACTED + match.group("value")[len(value):]
+
+
 _QUOTED_RE = re.compile(
     rf"(?i)(\b(?P<key>{_STRONG_KEY}|{_TOKEN_KEY}|passcode|pin code|api key|access key)"
     rf"{_QUOTE}?\s*(?::|=>?|\s+is|\s+was|\s+to)\s*)"
@@ -863,6 +885,8 @@ def _scrub_patterns(text: str) -> str:
         text = _ASSIGNMENT_RE.sub(_assigned, text)
         if "</" in text:
             text = _XML_ELEMENT_RE.sub(_assigned, text)
+        if _YAML_BLOCK_MARKER_RE.search(text):
+            text = _YAML_BLOCK_RE.sub(_block_value, text)
         if ";" in text:
             text = _CONNECTION_PASSWORD_RE.sub(_connection_password, text)
         if "machine" in text or "default" in text:

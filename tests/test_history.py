@@ -235,6 +235,8 @@ _FRAGMENTS = st.sampled_from(
         ";pwd=",
         "machine h login u password ",
         "redis-cli -a ",
+        ": |",
+        "  ",
     ]
 )
 
@@ -264,6 +266,7 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._JSON_LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._ASSIGNMENT_RE.sub(r._assigned, text)
     text = r._XML_ELEMENT_RE.sub(r._assigned, text)
+    text = r._YAML_BLOCK_RE.sub(r._block_value, text)
     text = r._CONNECTION_PASSWORD_RE.sub(r._connection_password, text)
     text = r._NETRC_RE.sub(r._connection_password, text)
     text = r._ENV_ASSIGNMENT_RE.sub(r._env_assigned, text)
@@ -307,7 +310,7 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "ATATT3", "AGE-SECRET-KEY-1", "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", "0123456789abcdef",
      "https://", "git@", "@o1.ingest.sentry.io/2", "NPM_AUTH=", "REQUIRE_AUTH=", "enabled",
      "user:", ";Pwd=", "; password=", "{pl ain}", "machine ", "default ", " login ",
-     " account ", "password ", "redis-cli", " -a ", "hunterword"]
+     " account ", "password ", "redis-cli", " -a ", "hunterword", ": |", ": >-", "|2", "  "]
 )
 
 
@@ -341,6 +344,7 @@ def test_the_quick_check_never_skips_text_a_pattern_would_change(text: str) -> N
         r._URL_USER_RE,
         r._CONNECTION_PASSWORD_RE,
         r._NETRC_RE,
+        r._YAML_BLOCK_RE,
     ]
     if any(pattern.search(text) for pattern in changes):
         assert r._may_hold_credential(text)

@@ -1330,3 +1330,31 @@ def test_a_netrc_connection_string_or_redis_cli_password_is_scrubbed_whatever_it
 )
 def test_prose_and_references_near_those_keywords_are_left_alone(text: str) -> None:
     assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # H104: a YAML block scalar's value, on the line after its key, was kept
+        ("password: |\n  Zq8Xv7Lm2Pk4Tr9\n", "Zq8Xv7Lm2Pk4Tr9"),
+        ("db:\n  password: >-\n    hunterword\n  user: app\n", "hunterword"),
+        ("- api_key: |\n\n    abcdefghijkl\n", "abcdefghijkl"),
+        ('{"content": "client_secret: |\\n  hunterword\\n"}', "hunterword"),
+        ("github_token: |\r\n  tk123abcdef\r\n", "tk123abcdef"),
+    ],
+)
+def test_the_value_of_a_yaml_block_under_a_secret_key_is_scrubbed(text: str, secret: str) -> None:
+    assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password: |\n  ${DB_PASSWORD}\n",
+        "token: |\n  expired\n",
+        "password: |\nnext_key: value\n",
+        "description: |\n  the password rules: twelve characters\n",
+        "secret_name: |\n  prod-db-credentials\n",
+    ],
+)
+def test_a_yaml_block_that_holds_no_secret_is_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
