@@ -67,16 +67,6 @@ _TOKEN_PATTERNS = [
     r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe
     r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
     r"\bglpat-[A-Za-z0-9_\-]{20,}",  # GitLab
-    # a GitLab runner's token: 20+ characters, a digit or a capital among them (not a
-    # kebab-case name), and the routable form's ``.01.abc123def`` tail
-    r"\bglrt-(?=[a-z_\-]*[A-Z0-9])[A-Za-z0-9_\-]{20,}(?:\.[0-9a-z]{2}\.[0-9a-z]{7,9}\b)?",
-    # a HashiCorp Vault service or batch token (24 to 100+ characters, a digit or a capital
-    # among them: ``hvs.reshape_to_image_size`` is code)
-    r"\bhv[sb]\.(?=[a-z_\-]*[A-Z0-9])[A-Za-z0-9_\-]{24,}",
-    r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b",  # Shopify
-    r"\blin_api_[A-Za-z0-9]{40}\b",  # Linear
-    r"\bATATT3[A-Za-z0-9_\-]{100,}(?:=[A-Fa-f0-9]{8})?",  # an Atlassian API token
-    r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b",  # an age identity
     r"\bnpm_[A-Za-z0-9]{36}\b",
     r"\bpypi-[A-Za-z0-9_\-]{50,}",
     r"\bwhsec_[A-Za-z0-9]{20,}",  # Stripe webhook signing secret
@@ -85,6 +75,22 @@ _TOKEN_PATTERNS = [
     r"\bdiscord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{40,}",
     r"(?<![0-9])[0-9]{5,12}:AA[A-Za-z0-9_\-]{30,40}(?![A-Za-z0-9_\-])",  # a Telegram bot's
 ]
+_WORD_LED_TOKEN_PATTERNS = [
+    # a GitLab runner's token: 20+ characters, a digit or a capital among them (not a
+    # kebab-case name), and the routable form's ``.01.abc123def`` tail
+    r"glrt-(?=[a-z_\-]*[A-Z0-9])[A-Za-z0-9_\-]{20,}(?:\.[0-9a-z]{2}\.[0-9a-z]{7,9}\b)?",
+    # a HashiCorp Vault service or batch token (24 to 100+ characters, a digit or a capital
+    # among them: ``hvs.reshape_to_image_size`` is code)
+    r"hv[sb]\.(?=[a-z_\-]*[A-Z0-9])[A-Za-z0-9_\-]{24,}",
+    r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b",  # Shopify
+    r"lin_api_[A-Za-z0-9]{40}\b",  # Linear
+    r"ATATT3[A-Za-z0-9_\-]{100,}(?:=[A-Fa-f0-9]{8})?",  # an Atlassian API token
+    r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b",  # an age identity
+]
+"""Tokens that begin a word, one alternative of the combined pass behind a single ``\b``:
+as alternatives of their own, each cost the pass about 4% more on prose (every position
+tries every alternative), together under one ``\b`` about 4% in all."""
+_TOKEN_PATTERNS.append(r"\b(?:" + "|".join(_WORD_LED_TOKEN_PATTERNS) + ")")
 _TOKENS_RE = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS))
 _CUT_GITHUB_TOKEN_RE = re.compile(r"\bgh[pousr]_([A-Za-z0-9]{8,29})(?![A-Za-z0-9_])")
 """A GitHub token cut short (8-29 characters after its prefix; a whole one has 36): it
@@ -204,6 +210,17 @@ _YAML_BLOCK_RE = re.compile(
 (``_block_value``)."""
 _YAML_BLOCK_MARKER_RE = re.compile(rf":[ \t]*[|>][1-9]?[+-]?[1-9]?[ \t]*{_NEWLINE}")
 """Every match of ``_YAML_BLOCK_RE`` holds this (a literal ``:`` first: cheap)."""
+
+
+def _may_hold_yaml_block(text: str) -> bool:
+    """Whether a line of ``text`` ends with a block scalar's ``: |`` (``: >``) after a key
+    word (``_ASSIGNMENT_WORDS``): the pattern costs about 80 ms per MB of prose, and a
+    ``:>`` smiley is no YAML."""
+    for marker in _YAML_BLOCK_MARKER_RE.finditer(text):
+        line = text[text.rfind("\n", 0, marker.start()) + 1 : marker.start()].lower()
+        if any(word in line for word in _ASSIGNMENT_WORDS):
+            return True
+    return False
 
 
 def _block_value(match: re.Match[str]) -> str:
@@ -441,11 +458,13 @@ _SHORT_PASSWORD_FLAG_RE = re.compile(
     r"([^\s\"'-][^\s\"']*)"
     r"|(\b(?:sshpass|(?:docker|podman|nerdctl)\s+login)\b[^\n|;&]*?\s-p[ \t]+[\"']?)"
     r"([^\s\"']+)"
-    r"|(\bredis-cli\b[^\n|;&]*?\s-a[ \t]+[\"']?)([^\s\"']+)"
 )
 """A short ``-p`` password flag: MySQL's, attached (``mysql -pS3cret``; ``mysql -p db``
-asks for it), and ``sshpass -p X``, ``docker login -p X``, and ``redis-cli -a X``
-(whatever the value looks like)."""
+asks for it), and ``sshpass -p X``, ``docker login -p X`` (whatever the value looks
+like)."""
+_REDIS_CLI_PASSWORD_RE = re.compile(r"(\bredis-cli\b[^\n|;&]*?\s-a[ \t]+[\"']?)([^\s\"']+)")
+"""``redis-cli -a X`` (whatever the value looks like; a pattern of its own, run only where
+``redis-cli`` is: as a third alternative of the ``-p`` flag's, it doubled that pass's cost)."""
 _SAS_SIGNATURE_RE = re.compile(r"([?&]sig=)([A-Za-z0-9%+/=]{16,})")
 """An Azure shared access signature in a URL: ``...?sv=...&sig=AbC%2F...``."""
 _PGPASS_FIELD = r"(?:\\[:\\]|[^\s:\\]){1,256}+"
@@ -494,7 +513,7 @@ _HEX_RE = re.compile(r"[0-9a-fA-F]{20,}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-
 
 
 def _short_password_flag(match: re.Match[str]) -> str:
-    return (match.group(1) or match.group(3) or match.group(5)) + REDACTED
+    return (match.group(1) or match.group(3)) + REDACTED
 
 
 def _cli_password(match: re.Match[str]) -> str:
@@ -885,7 +904,7 @@ def _scrub_patterns(text: str) -> str:
         text = _ASSIGNMENT_RE.sub(_assigned, text)
         if "</" in text:
             text = _XML_ELEMENT_RE.sub(_assigned, text)
-        if _YAML_BLOCK_MARKER_RE.search(text):
+        if _may_hold_yaml_block(text):
             text = _YAML_BLOCK_RE.sub(_block_value, text)
         if ";" in text:
             text = _CONNECTION_PASSWORD_RE.sub(_connection_password, text)
@@ -907,8 +926,10 @@ def _scrub_patterns(text: str) -> str:
         text = _CLI_USER_RE.sub(_cli_password, text)
     if "--pass" in text:
         text = _CLI_PASSWORD_RE.sub(_KEEP_KEY, text)
-    if "-p" in text or "redis-cli" in text:
+    if "-p" in text:
         text = _SHORT_PASSWORD_FLAG_RE.sub(_short_password_flag, text)
+    if "redis-cli" in text:
+        text = _REDIS_CLI_PASSWORD_RE.sub(_KEEP_KEY, text)
     if "sig=" in text:
         text = _SAS_SIGNATURE_RE.sub(_KEEP_KEY, text)
     if ":" in text and _PGPASS_MARKER_RE.search(text):

@@ -279,6 +279,7 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._CLI_USER_RE.sub(r._cli_password, text)
     text = r._CLI_PASSWORD_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._SHORT_PASSWORD_FLAG_RE.sub(r._short_password_flag, text)
+    text = r._REDIS_CLI_PASSWORD_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._SAS_SIGNATURE_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._PGPASS_RE.sub(r._pgpass_password, text)
     return r._CONTINUATION_RE.sub(r._continued, text)
@@ -345,6 +346,7 @@ def test_the_quick_check_never_skips_text_a_pattern_would_change(text: str) -> N
         r._CONNECTION_PASSWORD_RE,
         r._NETRC_RE,
         r._YAML_BLOCK_RE,
+        r._REDIS_CLI_PASSWORD_RE,
     ]
     if any(pattern.search(text) for pattern in changes):
         assert r._may_hold_credential(text)
