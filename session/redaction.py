@@ -141,10 +141,12 @@ _ENV_ASSIGNMENT_RE = re.compile(
 _URL_PASSWORD_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)([^\s/]+)(@)")
 """The password of a URL: ``postgres://admin:S3cr3t@db/app``, up to the authority's last
 ``@`` (a password may hold one: ``postgresql://user:p@ss:w0rd@db``)."""
-_URL_USER_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://)([^\s:/@?#]{8,256}+)(?=@)")
+_URL_USER_RE = re.compile(r"(://)([^\s:/@?#]{8,256}+)(?=@)")
 """The user of a URL with no password: a token there (``https://<key>@o1.ingest.sentry.io/2``,
 a Sentry DSN; ``https://<token>@github.com/``) is the credential; an ordinary user name
-(``https://git@host``, ``ssh://deploy@host``) stays (``_url_user``)."""
+(``https://git@host``, ``ssh://deploy@host``) stays (``_url_user``). It begins at ``://``,
+not at the scheme: a literal found fast (from a letter on, it cost 30 ms per MB of prose).
+"""
 
 
 def _url_user(match: re.Match[str]) -> str:
@@ -884,7 +886,8 @@ def _scrub_patterns(text: str) -> str:
             text = _CUT_GITHUB_TOKEN_RE.sub(_cut_github_token, text)
         if "://" in text:
             text = _URL_PASSWORD_RE.sub(_KEEP_KEY + r"\g<3>", text)
-            text = _URL_USER_RE.sub(_url_user, text)
+            if "@" in text:
+                text = _URL_USER_RE.sub(_url_user, text)
     if bot:
         text = _DISCORD_BOT_TOKEN_RE.sub(REDACTED, text)
     if auth:
@@ -908,7 +911,7 @@ def _scrub_patterns(text: str) -> str:
             text = _YAML_BLOCK_RE.sub(_block_value, text)
         if ";" in text:
             text = _CONNECTION_PASSWORD_RE.sub(_connection_password, text)
-        if "machine" in text or "default" in text:
+        if ("machine" in text or "default" in text) and ("login" in text or "account" in text):
             text = _NETRC_RE.sub(_connection_password, text)
     if env_assignment:
         text = _ENV_ASSIGNMENT_RE.sub(_env_assigned, text)
