@@ -141,7 +141,11 @@ def terminal_gone(pointer: Pointer) -> bool:
     times agree within 0.05 s when both were read against the same boot time: each
     process reads that from the wall clock, and a clock stepped between the pointer's
     write and this check made a living tab look like another process. Such a tab is
-    listed as orphaned, but its pointer is not removed."""
+    listed as orphaned, but its pointer is not removed. Nor is a pointer that records no
+    start time: its terminal had no process when it was written (an identity set with
+    ``AGENT_ASSIST_TERMINAL_PID``, a script's), and the same identity finds it again."""
+    if pointer.pid_start_time is None:
+        return False
     if not process_alive(pointer.pid):
         return True
     started = process_start_time(pointer.pid)

@@ -121,6 +121,21 @@ def test_prune_names_one_pointer_of_a_terminal_that_is_gone_in_the_singular(env:
     assert f"  {gone}  " in pruned.stdout
 
 
+def test_the_pointer_of_an_identity_with_no_process_is_kept(env: Env) -> None:
+    """A script that sets AGENT_ASSIST_TERMINAL_PID to a number no process has finds its
+    session again at its next run: its pointer records no start time, and neither
+    another tab's start nor prune removes it (the interleavings campaign's clients are
+    such identities, and its serial model found their sessions gone)."""
+    scripted = env.terminal()
+    scripted.close()  # its pid has no process now, as a made-up identity's
+    assert env.run("--new", input="hello\n", terminal=scripted).returncode == 0
+    mine = f"active_{scripted.pid}.json"
+    assert json.loads((env.project / mine).read_text())["pid_start_time"] is None
+    assert env.run("--new", input="hi\n", terminal=env.terminal()).returncode == 0
+    assert env.run("sessions", "prune").returncode == 0
+    assert mine in pointers(env)
+
+
 def kept_copy(env: Env, session_id: str) -> str:
     """``<id>.json.uncompacted-<time>``, as a resume keeps it aside: a hard link."""
     name = f"{session_id}.json.uncompacted-20260101T000000Z"
