@@ -1648,15 +1648,18 @@ class TerminalActor(Actor[TerminalMessage]):
         manifest: dict[str, str],
         untold: Iterable[str] = (),
         wrote: Mapping[str, str] | None = None,
+        deleted: Iterable[str] = (),
     ) -> dict[str, str]:
         """``manifest`` as the session file keeps it: each file changed outside that the
         model has not been told of yet (``untold`` too) at the digest it knows (what the
         turn ending ``wrote`` there, else the one saved before), and each file of a
         resume's (a restore's) drift no request has carried yet at the digest that drift
         was found against, so that the next resume tells it (the exit's fresh hashes took
-        the change in: the notice was shown, the model never told)."""
-        manifest = self._with_gone_kept(manifest)
-        pending = self._changed_outside.union(untold)
+        the change in: the notice was shown, the model never told). Files a restore
+        ``deleted`` (ours) are neither kept as gone nor as changed outside: none is in it."""
+        dropped = frozenset(deleted)
+        manifest = self._with_gone_kept(manifest, dropped)
+        pending = self._changed_outside.union(untold) - dropped
         if not (pending or self._drift_untold) or self._lc.state is None:
             return manifest
         known = {**self._lc.state.file_manifest, **(wrote or {})}
@@ -1665,7 +1668,9 @@ class TerminalActor(Actor[TerminalMessage]):
         told = {path: digest for path, digest in manifest.items() if path not in pending}
         return told | baseline
 
-    def _with_gone_kept(self, manifest: dict[str, str]) -> dict[str, str]:
+    def _with_gone_kept(
+        self, manifest: dict[str, str], deleted: frozenset[str] = frozenset()
+    ) -> dict[str, str]:
         """``manifest`` with each tracked file that is gone now (deleted, or behind a
         directory that became a symlink) at the digest it was saved with: it stays tracked,
         and the next resume tells what became of it (then, if still gone, it is dropped)."""
@@ -1675,7 +1680,7 @@ class TerminalActor(Actor[TerminalMessage]):
         gone = {
             path: digest
             for path, digest in state.file_manifest.items()
-            if path not in manifest and path in self._lc.tracked_paths
+            if path not in manifest and path in self._lc.tracked_paths and path not in deleted
         }
         return {**manifest, **gone} if gone else manifest
 
@@ -1983,7 +1988,7 @@ class TerminalActor(Actor[TerminalMessage]):
             drift,
             checkpoint=RestoredFrom(number, checkpoint.created_at),
             now=utc_now(),
-            manifest=self._as_the_model_knows(manifest),
+            manifest=self._as_the_model_knows(manifest, deleted=deleted),
             agent_spec_path=spec,
         )
         self._lc = transition.lifecycle
@@ -2026,7 +2031,7 @@ class TerminalActor(Actor[TerminalMessage]):
             None,
             checkpoint=RestoredFrom(checkpoint.number, checkpoint.created_at),
             now=utc_now(),
-            manifest=self._as_the_model_knows(expected),
+            manifest=self._as_the_model_knows(expected, deleted=plan.to_delete),
             agent_spec_path=spec,
         )
         self._lc = transition.lifecycle

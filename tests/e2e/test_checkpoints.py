@@ -938,6 +938,26 @@ def test_undoing_a_restore_deletes_the_files_it_made_and_that_can_be_undone(env:
     assert (env.workspace / "notes.md").read_text() == "n1\n"
 
 
+def test_a_file_an_undo_deleted_is_no_longer_tracked(env: Env) -> None:
+    """H108's find: after the undo of a restore deleted a file the restore had made, the
+    session kept it in its manifest at the content the restore wrote, so the next start
+    told "notes.md: deleted" (and a supervisor that took over, "changed outside") of a
+    file agent-assist itself had deleted."""
+    term = env.terminal()
+    env.run(input="write notes.md: n1\n/save\n", terminal=term)
+    (env.workspace / "notes.md").unlink()
+    (session_id,) = env.session_ids()
+    result = env.run(
+        "--resume", session_id, input="/checkpoint 2\ny\n/checkpoint 3\ny\n", terminal=term
+    )
+    assert result.returncode == 0, result.stderr
+    assert not (env.workspace / "notes.md").exists()
+    assert "notes.md" not in env.session(session_id)["file_manifest"]
+    offer = env.run(input="n\n", terminal=term)
+    assert "Resume previous session?" in offer.stderr
+    assert "notes.md: deleted" not in offer.stderr
+
+
 def start_supervisor_without_root_file_access(env: Env) -> None:
     """Start ``env``'s supervisor as an ordinary user's would run: as root, without the
     capabilities that let root read and write any file (mode bits count then)."""
