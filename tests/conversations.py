@@ -13,6 +13,9 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from session.compaction import Event, events_from_messages
 
 T0 = datetime(2026, 3, 30, 10, 15, tzinfo=UTC)
 
@@ -50,3 +53,20 @@ def conversation(*tool_calls_per_turn: int) -> list[ModelMessage]:
     for index, calls in enumerate(tool_calls_per_turn):
         out.extend(turn(index, calls))
     return out
+
+
+TRIAGE_REPLY = "The triage agent routes each ticket by product, urgency and the customer's plan."
+
+
+def five_turns() -> list[Event]:
+    """Five turns of a triage agent's design, as a summarizer is given them."""
+    return [e for n in range(1, 6) for e in events_from_messages(turn(n, text=TRIAGE_REPLY), n)]
+
+
+def answering(text: str) -> FunctionModel:
+    """A summary model that answers ``text`` to anything."""
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(text)])
+
+    return FunctionModel(answer)

@@ -5,35 +5,19 @@ summary, whichever of the two it was sent."""
 from __future__ import annotations
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from actors.compaction import SUMMARY_TEMPLATE
 from session.compaction import (
     DEFAULT_PROMPT_TEMPLATE,
     PLACEHOLDER,
     EchoedSummary,
-    Event,
     LlmEventSummarizer,
-    events_from_messages,
 )
-from tests.conversations import turn
+from tests.conversations import answering, five_turns
 
 pytestmark = pytest.mark.anyio
 
-REPLY = "The triage agent routes each ticket by product, urgency and the customer's plan."
 TEMPLATES = {"compaction": DEFAULT_PROMPT_TEMPLATE, "session summary": SUMMARY_TEMPLATE}
-
-
-def five_turns() -> list[Event]:
-    return [e for n in range(1, 6) for e in events_from_messages(turn(n, text=REPLY), n)]
-
-
-def answering(text: str) -> FunctionModel:
-    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        return ModelResponse(parts=[TextPart(text)])
-
-    return FunctionModel(answer)
 
 
 @pytest.mark.parametrize(
