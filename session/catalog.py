@@ -399,12 +399,14 @@ class SessionCatalog:
             if gone.pointer.session_id in but:
                 continue
             try:
-                if manager.delete_pointer_if_same(gone.pointer):
+                if manager.delete_pointer_if_same(gone.pointer, sync=False):
                     removed.append(gone)
             except (OSError, SessionFileError) as exc:
                 name = f"{POINTER_PREFIX}{gone.pointer.pid}.json"
                 why = _os_reason(exc) if isinstance(exc, OSError) else str(exc)
                 problems += (f"error: pointer {name} not removed ({why}); it stays",)
+        if removed:  # one fsync for them all (a removal lost to a crash is made again)
+            manager.sync_directory()
         return tuple(removed), problems
 
     def find_resumable(self, project: Path, terminal_pid: int, live: dict[str, int]) -> Resumable:

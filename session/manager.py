@@ -628,18 +628,20 @@ class SessionManager:
                 raise UnsafeSessionFile(path, "not a regular file")
         self._headers.pop(session_id, None)
         if pointers is None:
-            self.delete_pointers_to(session_id)
+            unpointed = self.delete_pointers_to(session_id, sync=False)
         else:
-            for pointer in pointers:
-                self.delete_pointer_if_same(pointer)
+            unpointed = sum(self.delete_pointer_if_same(p, sync=False) for p in pointers)
         clear_stale_temp(temp_path(path))  # a killed save's: no later save clears it
         self.delete_kept_originals(session_id)
         try:
             path.unlink()
         except FileNotFoundError:
-            return False
-        fsync_dir(self.directory)
-        return True
+            found = False
+        else:
+            found = True
+        if found or unpointed:  # one fsync of the directory for every removal
+            fsync_dir(self.directory)
+        return found
 
     def delete_kept_originals(self, session_id: str) -> int:
         """Remove the session file's copies kept before a resume compacted its turns
@@ -659,13 +661,16 @@ class SessionManager:
         self.check_directory()
         return keep_aside(self.session_path(session_id), utc_now())
 
-    def delete_pointers_to(self, session_id: str) -> int:
+    def delete_pointers_to(self, session_id: str, *, sync: bool = True) -> int:
         """Remove every ``active_<pid>.json`` naming ``session_id`` (unusable ones are left
-        for ``list_sessions`` to report); how many were removed."""
+        for ``list_sessions`` to report); how many were removed. ``sync=False`` leaves the
+        directory's fsync to the caller."""
         removed = 0
         for pointer in self.list_pointers(set_aside=False).pointers:  # told by listings
-            if pointer.session_id == session_id and self.delete_pointer(pointer.pid):
+            if pointer.session_id == session_id and self.delete_pointer(pointer.pid, sync=False):
                 removed += 1
+        if removed and sync:
+            self.sync_directory()
         return removed
 
     def session_ids(self) -> list[str]:
@@ -755,24 +760,30 @@ class SessionManager:
             raise InvalidPointer(path, exc.reason) from exc
         return _decode_pointer(path, data, pid)
 
-    def delete_pointer_if_same(self, pointer: Pointer) -> bool:
+    def delete_pointer_if_same(self, pointer: Pointer, *, sync: bool = True) -> bool:
         """Remove ``pointer``'s file if it still holds that very pointer (a terminal of the
-        same pid may have written its own since it was read); True if it was removed."""
+        same pid may have written its own since it was read); True if it was removed.
+        ``sync=False`` leaves the directory's fsync to the caller (``sync_directory``)."""
         try:
             if self.read_pointer(pointer.pid) != pointer:
                 return False
         except InvalidPointer:
             return False
-        return self.delete_pointer(pointer.pid)
+        return self.delete_pointer(pointer.pid, sync=sync)
 
-    def delete_pointer(self, pid: int) -> bool:
+    def delete_pointer(self, pid: int, *, sync: bool = True) -> bool:
         self.check_directory()
         try:
             self.pointer_path(pid).unlink()
         except FileNotFoundError:
             return False
-        fsync_dir(self.directory)
+        if sync:
+            fsync_dir(self.directory)
         return True
+
+    def sync_directory(self) -> None:
+        """Make the removals done with ``sync=False`` durable, all with one fsync."""
+        fsync_dir(self.directory)
 
     def list_pointers(self, *, set_aside: bool = True) -> PointerListing:
         """The terminals' pointers, and the invalid ones as problems (moved aside unless

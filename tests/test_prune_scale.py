@@ -1,7 +1,9 @@
 """``sessions prune`` of many sessions reads each pointer file a bounded number of times:
 each removed session read every pointer of its directory again, so a prune of hundreds
 of sessions took seconds (7.5 s for 323) and grew with the square of their number, with
-every save of every terminal waiting behind it in the StorageActor."""
+every save of every terminal waiting behind it in the StorageActor. And the pointers of
+gone terminals that an attach removes are made durable with one fsync of their
+directory, not one each."""
 
 from __future__ import annotations
 
@@ -18,13 +20,14 @@ from session.catalog import SessionCatalog
 from session.models import SessionState
 
 OPENED: Counter[str] = Counter()
+"""Opens of pointer files, and of the sessions directory (to fsync it), by name."""
 COUNTING: list[bool] = []
 
 
 def _count_opens(event: str, args: tuple[object, ...]) -> None:
     if COUNTING and event == "open" and isinstance(args[0], str | Path):
         name = Path(args[0]).name
-        if name.startswith("active_"):
+        if name.startswith("active_") or name == "sessions":  # a directory's: its fsync
             OPENED[name] += 1
 
 
@@ -63,4 +66,16 @@ def test_prune_reads_each_pointer_a_few_times_whatever_the_number_of_sessions(
     pruned = SessionCatalog(tmp_path).prune(None, 30, False, {})
     assert len(pruned.sessions.rows) == 60
     assert list(project.glob("active_*.json")) == [], "their pointers went with them"
-    assert max(pointer_opens.values()) <= 4
+    assert max(n for name, n in pointer_opens.items() if name.startswith("active_")) <= 4
+    assert pointer_opens["sessions"] <= 60, "one fsync of the directory per session removed"
+
+
+def test_the_pointers_of_gone_terminals_are_removed_with_one_fsync_of_their_directory(
+    tmp_path: Path, pointer_opens: Counter[str]
+) -> None:
+    project = tmp_path / "projects" / "ws_12345678" / "sessions"
+    old_orphans(project, 60)
+    removed, problems = SessionCatalog(tmp_path).remove_gone_pointers(project, ())
+    assert (len(removed), problems) == (60, ())
+    assert list(project.glob("active_*.json")) == []
+    assert pointer_opens["sessions"] == 1
