@@ -635,7 +635,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._watch_unavailable(reason)
             case FilesChanged(paths, digests):
                 gone = frozenset(p for p, digest in zip(paths, digests, strict=False) if not digest)
-                paths = self._not_written_by_us(paths, digests)
+                paths = self._not_written_by_us(*self._news(paths, digests))
                 if not paths:
                     return None
                 # The watcher's baseline is now what it saw, no longer ``_watched``: the
@@ -1683,6 +1683,20 @@ class TerminalActor(Actor[TerminalMessage]):
             if path not in manifest and path in self._lc.tracked_paths and path not in deleted
         }
         return {**manifest, **gone} if gone else manifest
+
+    def _news(
+        self, paths: tuple[str, ...], digests: tuple[str, ...]
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``paths`` (and their ``digests``) but, with no watcher (the files compared at
+        each turn), those seen holding what this terminal already expects there
+        (``_watched``): the watcher's settling after an earlier watch compares against
+        that watch's older baseline, and told late a change the comparison before a turn
+        had told already (the model was told twice). With a watcher its reports stand: a
+        change made while a turn ran can be in the turn's manifest before its report."""
+        if not self._hashing_at_each_turn or self._watched is None or len(digests) != len(paths):
+            return paths, digests
+        fresh = [(p, d) for p, d in zip(paths, digests, strict=True) if self._watched.get(p) != d]
+        return tuple(p for p, _ in fresh), tuple(d for _, d in fresh)
 
     def _not_written_by_us(
         self, paths: tuple[str, ...], digests: tuple[str, ...]

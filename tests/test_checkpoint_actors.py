@@ -195,6 +195,25 @@ async def test_without_a_watcher_a_deleted_file_is_told_as_deleted_once(
     assert all("[changed outside" not in o.text for o in later[-1] if isinstance(o, ReplyText))
 
 
+async def test_a_late_report_of_a_change_already_told_is_not_told_to_the_model_again(
+    blind_rig: Rig,
+) -> None:
+    """With no watcher the comparison before a turn tells a deletion; the watcher's
+    settling after the watch of an earlier turn then reported the same deletion, late,
+    and the model was told of it again two turns on (seen 1 in 25 runs under load)."""
+    rig = blind_rig
+    await rig.until(lambda o: "cannot watch" in getattr(o, "text", ""))
+    await rig.turn("read notes.md")
+    (rig.workspace / "notes.md").unlink()
+    assert notices(await rig.turn("what changed?")) == [
+        "note: notes.md deleted outside agent-assist"
+    ]
+    await rig.terminal.tell(FilesChanged(("notes.md",), ("",)))  # the watcher's, late
+    later = await rig.turn("and now?")
+    assert notices(later) == []
+    assert all("[changed outside" not in o.text for o in later if isinstance(o, ReplyText))
+
+
 class ObserverOutOfWatches(Observer):  # type: ignore[misc,valid-type]
     """A real inotify observer on a machine whose inotify watches are used up."""
 
