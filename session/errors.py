@@ -84,8 +84,11 @@ class CorruptSessionFile(SessionFileError):
     def __init__(
         self, path: Path, moved_to: Path | None, reason: str, read_only: bool = False
     ) -> None:
-        if read_only:
-            message = f"session file {path.name} is corrupt ({reason}); left in place"
+        if read_only:  # a listing without the supervisor: it will be moved aside by one
+            message = (
+                f"session file {path.name} is corrupt ({reason}); left in place (read "
+                "without the supervisor, which moves such a file aside)"
+            )
         elif moved_to is None:
             message = f"session file {path.name} is corrupt ({reason}); could not move it aside"
         else:
@@ -93,7 +96,9 @@ class CorruptSessionFile(SessionFileError):
         super().__init__(path, message)
         self.moved_to = moved_to
         self.reason = reason
-        if moved_to is None:  # not dealt with: what it holds is missing from what is shown
+        self.read_only = read_only
+        """Left in place by a read-only reader: no failure, the supervisor moves it aside."""
+        if moved_to is None and not read_only:  # could not be dealt with: a failure
             self.severity = "error"
 
 

