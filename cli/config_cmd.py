@@ -11,7 +11,8 @@ from session.model_names import check_model, missing_sdk
 from session.paths import state_root
 from session.settings import CONFIG_FILE, SPECS, Settings, SettingsError, load_settings
 
-UNSET = {"summary_model": "(offline summarizer)"}
+OFFLINE_SUMMARIZER = "the extractive summarizer, no network"
+"""Where an unset ``summary_model``'s summaries come from."""
 
 
 def source_label(settings: Settings, name: str) -> str:
@@ -60,35 +61,50 @@ def sdk_problems(settings: Settings) -> list[str]:
 
 
 def report(options: Mapping[str, object | None] | None = None) -> dict[str, Any]:
-    """Every setting: its value, its source, and the environment variable that sets it."""
+    """Every setting: its value (null when unset), its source, the environment variable
+    that sets it, the value the chat uses (``effective``) and, for an unset one, where that
+    comes from (``derived``)."""
     settings = load(options)
-    rows = {
-        spec.name: {
-            "value": getattr(settings, spec.name),
+    rows = {}
+    for spec in SPECS:
+        value = getattr(settings, spec.name)
+        effective, derived = effective_value(settings, spec.name)
+        rows[spec.name] = {
+            "value": value,
             "source": settings.source_of(spec.name),
             "env": spec.env,
+            "effective": effective,
+            "derived": derived,
         }
-        for spec in SPECS
-    }
     path = state_root() / CONFIG_FILE
     return {"config_file": str(path), "config_file_exists": path.is_file(), "settings": rows}
 
 
+def effective_value(settings: Settings, name: str) -> tuple[object, str | None]:
+    """The value a chat with ``settings`` uses for ``name``, and where it comes from when
+    the setting is unset (None when it is set: it is its own value)."""
+    value = getattr(settings, name)
+    if value is not None:
+        return value, None
+    if name == "context_tokens":
+        return context_budget(settings.model), budget_from(settings.model)
+    if name == "summary_model":
+        return "offline", OFFLINE_SUMMARIZER
+    raise AssertionError(f"{name} has no default")  # every other setting has a value
+
+
 def budget_from(model: str) -> str:
-    """The budget an unset ``context_tokens`` means, and where it comes from."""
-    window = context_window(model)
-    share = f"{BUDGET_SHARE:.0%}"
-    return f"{context_budget(model)} ({share} of the model's {window}-token window)"
+    """Where the budget an unset ``context_tokens`` means comes from."""
+    return f"{BUDGET_SHARE:.0%} of the model's {context_window(model)}-token window"
 
 
 def render(data: dict[str, Any]) -> str:
     rows = data["settings"]
     cells = [("SETTING", "VALUE", "SOURCE")]
     for name, row in rows.items():
-        value = row["value"]
-        shown = UNSET.get(name, "-") if value is None else str(value)
-        if name == "context_tokens" and value is None:
-            shown = budget_from(str(rows["model"]["value"]))
+        shown = str(row["effective"])
+        if row["derived"]:
+            shown += f" ({row['derived']})"
         source = row["source"]
         if source == "env":
             source = f"env ({row['env']})"

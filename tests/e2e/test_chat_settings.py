@@ -5,6 +5,7 @@ when the supervisor was started earlier with others (found by an acceptance chec
 from __future__ import annotations
 
 import json
+import re
 
 from tests.e2e.harness import Env, all_text_under
 
@@ -94,3 +95,22 @@ def test_config_show_tells_the_token_budget_the_model_gives(env: Env) -> None:
     assert "96000 (75% of the model's 128000-token window)" in gpt.stdout
     data = json.loads(env.run("config", "show", "--json").stdout)
     assert data["settings"]["context_tokens"]["value"] is None, "unset stays null for scripts"
+
+
+def test_config_show_json_tells_the_effective_value_the_table_tells(env: Env) -> None:
+    """H108's find: `--json` gave `context_tokens` as null where the table showed the
+    budget the chat uses. Each row now has `effective` (what the chat uses) and `derived`
+    (where an unset setting's value comes from, else null), as the table tells them."""
+    data = json.loads(env.run("config", "show", "--json", AGENT_ASSIST_MODEL_TIMEOUT_S="9").stdout)
+    rows = data["settings"]
+    assert rows["context_tokens"]["effective"] == 12288
+    assert rows["context_tokens"]["derived"] == "75% of the model's 16384-token window"
+    assert rows["summary_model"]["value"] is None
+    assert rows["summary_model"]["effective"] == "offline"
+    assert rows["summary_model"]["derived"] == "the extractive summarizer, no network"
+    assert (rows["model_timeout"]["effective"], rows["model_timeout"]["derived"]) == (9, None)
+    assert all(row["effective"] is not None for row in rows.values())
+    table = env.run("config", "show", AGENT_ASSIST_MODEL_TIMEOUT_S="9").stdout
+    for name, row in rows.items():
+        cell = f"{row['effective']} ({row['derived']})" if row["derived"] else str(row["effective"])
+        assert re.search(rf"^{name} +{re.escape(cell)} ", table, re.M), (name, table)

@@ -597,6 +597,8 @@ def test_config_show_tells_each_value_and_its_source(env: Env) -> None:
         "value": "openai-chat:from-option",
         "source": "option",
         "env": "AGENT_ASSIST_MODEL",
+        "effective": "openai-chat:from-option",
+        "derived": None,
     }
     shown = {name: (row["value"], row["source"]) for name, row in rows.items()}
     assert shown["compaction_interval"] == (6, "env")
