@@ -12,7 +12,7 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -119,12 +119,15 @@ def _outside_count(part: str) -> str:
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 
 
-def other_endpoint(model: str, welcome: Frame) -> str | None:
-    """A warning when ``model`` speaks to ``OPENAI_BASE_URL`` and the supervisor, started
-    from another environment, sends its requests elsewhere than this shell's URL (the
-    requests are the supervisor's: a new URL went unused until it was restarted)."""
-    if not model.startswith("openai") or "openai_base_url" not in welcome:
-        return None  # not an OpenAI-style model, or a supervisor that does not say
+def other_endpoint(models: Iterable[str | None], welcome: Frame) -> str | None:
+    """The line that refuses the chat when one of its ``models`` (the model, the summary
+    model) speaks to ``OPENAI_BASE_URL`` and the supervisor, started from another
+    environment, sends its requests elsewhere than this shell's URL: the requests are the
+    supervisor's, and would go to an endpoint this shell did not name (or fail)."""
+    if "openai_base_url" not in welcome:
+        return None  # a supervisor that does not say
+    if not any(model and model.startswith("openai") for model in models):
+        return None  # no OpenAI-style model: no request goes to OPENAI_BASE_URL
     ours = os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
     theirs = welcome["openai_base_url"] or OPENAI_DEFAULT_URL
     if ours.rstrip("/") == theirs.rstrip("/"):
@@ -133,9 +136,10 @@ def other_endpoint(model: str, welcome: Frame) -> str | None:
 
     theirs, ours = scrub_text(theirs), scrub_text(ours)
     return (
-        f"warning: the supervisor sends model requests to {theirs}, not to this shell's "
+        f"the running supervisor sends model requests to {theirs}, not to this shell's "
         f"OPENAI_BASE_URL {ours} (it was started from another environment): run "
-        "`agent-assist supervisor stop`, then agent-assist again, to use this shell's"
+        "`agent-assist supervisor stop` (it saves every session), then agent-assist "
+        f"again, to use this shell's; or set OPENAI_BASE_URL={theirs} to use the supervisor's"
     )
 
 
@@ -522,8 +526,9 @@ class Chat:
         conn, started, welcome = self._hello_when_free()
         conn.sock.settimeout(None)  # replies may take the model's time
         if tell_warnings:
-            if elsewhere := other_endpoint(self._model or "offline", welcome):
-                self.console.warn(elsewhere)
+            summary_model = (self.options.settings or {}).get("summary_model")
+            if elsewhere := other_endpoint((self._model, str(summary_model or "")), welcome):
+                raise ChatError(elsewhere)  # before any question or message
             if unsent := unsent_secrets_warning(secrets_from_environment()):
                 self.console.warn(unsent)
             for warning in welcome.get("warnings", []):

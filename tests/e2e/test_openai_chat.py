@@ -256,25 +256,51 @@ def test_a_reply_the_providers_content_filter_stopped_is_kept_with_a_note(
     )
 
 
-def test_a_shell_whose_url_is_not_the_supervisors_is_told_where_requests_go(
+def test_a_shell_whose_url_is_not_the_supervisors_is_refused_before_any_prompt(
     env: Env, server: ChatServer
 ) -> None:
-    """Two helpers' trouble (H66, H67): a supervisor started from another environment sent
-    the model requests elsewhere than the shell's OPENAI_BASE_URL, and nothing said so."""
+    """H108's find: a supervisor started from another environment sends the model
+    requests elsewhere than the shell's OPENAI_BASE_URL; the chat warned (H66, H67) and
+    went on, its messages going to an endpoint the shell did not name (or failing). Now
+    one `error:` line says where the requests go and what to do, and the chat exits 1
+    before anything is asked or sent."""
     first = env.run(input="hello\n", terminal=env.terminal())
     assert first.returncode == 0, first.stderr
     assert "not to this shell's" not in first.stderr
     elsewhere = "http://127.0.0.1:9/v1"
-    other = env.run("--new", input="hi\n", terminal=env.terminal(), OPENAI_BASE_URL=elsewhere)
-    assert other.returncode == 0, other.stderr
-    assert (
-        f"warning: the supervisor sends model requests to {server.base_url}, not to this "
-        f"shell's OPENAI_BASE_URL {elsewhere} (it was started from another environment)"
-    ) in other.stderr
-    assert "echo: hi" in other.stdout, "the requests still go where the supervisor sends them"
+    other = env.run(input="y\nhi\n", terminal=env.terminal(), OPENAI_BASE_URL=elsewhere)
+    assert other.returncode == 1
+    assert other.stdout == ""
+    (line,) = other.stderr.splitlines()
+    assert line.startswith(
+        f"error: the running supervisor sends model requests to {server.base_url}, not to "
+        f"this shell's OPENAI_BASE_URL {elsewhere} (it was started from another environment)"
+    ), line
+    assert "agent-assist supervisor stop" in line
+    sent = [m.get("content") for r in server.requests for m in r["messages"]]
+    assert "hi" not in sent, "nothing was sent"
+    assert env.run(input="again\n", terminal=env.terminal()).returncode == 0
 
 
-def test_the_warning_about_another_url_shows_no_password_of_either_url(
+def test_a_summary_model_at_another_url_than_the_supervisors_is_refused_too(
+    env: Env, server: ChatServer
+) -> None:
+    """The chat's own model is offline; its summaries would go to the supervisor's URL."""
+    assert env.run("supervisor", "start").returncode == 0
+    other = env.run(
+        "--new", input="hi\n", terminal=env.terminal(),
+        AGENT_ASSIST_MODEL="offline", OPENAI_BASE_URL="http://127.0.0.1:9/v1",
+    )  # fmt: skip
+    assert other.returncode == 1
+    assert other.stderr.startswith("error: the running supervisor sends model requests to ")
+    offline = env.run(
+        "--new", input="hi\n", terminal=env.terminal(), AGENT_ASSIST_MODEL="offline",
+        AGENT_ASSIST_SUMMARY_MODEL="", OPENAI_BASE_URL="http://127.0.0.1:9/v1",
+    )  # fmt: skip
+    assert offline.returncode == 0, offline.stderr
+
+
+def test_the_refusal_for_another_url_shows_no_password_of_either_url(
     env: Env, server: ChatServer
 ) -> None:
     """A helper's find (H78): the warning printed the shell's OPENAI_BASE_URL with its
@@ -283,7 +309,7 @@ def test_the_warning_about_another_url_shows_no_password_of_either_url(
     env.run(input="hello\n", terminal=env.terminal())  # the supervisor, with server's URL
     elsewhere = "http://deploy:Hunter2Secret9@127.0.0.1:9/v1"
     other = env.run("--new", input="hi\n", terminal=env.terminal(), OPENAI_BASE_URL=elsewhere)
-    assert other.returncode == 0, other.stderr
+    assert other.returncode == 1
     assert "not to this shell's OPENAI_BASE_URL http://deploy:[REDACTED]@127.0.0.1:9/v1" in (
         other.stderr
     )
