@@ -243,11 +243,14 @@ def leave_the_working_directory() -> None:
     os.chdir("/")
 
 
-def supervise(paths: RuntimePaths, lock_fd: int) -> None:
-    """A supervisor's life, holding ``supervisor.lock`` (``lock_fd``, closed at the end)."""
+def supervise(paths: RuntimePaths, lock_fd: int, took_over_from: int | None = None) -> None:
+    """A supervisor's life, holding ``supervisor.lock`` (``lock_fd``, closed at the end);
+    ``took_over_from``: the pid of the supervisor an heir takes over from."""
     try:
         leave_the_working_directory()
         configure_logging(paths.log)
+        if took_over_from is not None:
+            log.info("heir %d takes over from supervisor %d", os.getpid(), took_over_from)
         raise_descriptor_limit()
         write_pid_file(paths.pid_file)
         root = state_root().resolve()

@@ -144,8 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     if lock_fd is None:
         return 0
     _output_to_the_log(paths)  # the log may have rotated since the heir was started
-    print(f"heir {os.getpid()} takes over from supervisor {args.supervisor_pid}", flush=True)
-    supervise(paths, lock_fd)
+    supervise(paths, lock_fd, took_over_from=args.supervisor_pid)
     return 0
 
 

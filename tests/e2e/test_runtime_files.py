@@ -7,6 +7,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -208,6 +209,23 @@ def test_an_heir_says_it_takes_over_in_the_log_as_it_is_after_a_rotation(env: En
     wait_for(lambda: env.supervisor_pid() == heir, what="the heir to take over")
     said = f"heir {heir} takes over from supervisor {first}"
     wait_for(lambda: said in (env.runtime / "supervisor.log").read_text(), what=said)
+
+
+def test_the_heirs_takeover_line_has_the_time_and_level_of_every_log_line(env: Env) -> None:
+    """H108's find: the line was printed bare (`heir 4242 takes over from supervisor
+    4241`), the only one of the log without its time, pid, logger and level."""
+    assert env.run("--new", input="hello\n", terminal=env.terminal()).returncode == 0
+    first = env.supervisor_pid()
+    heir = wait_for(env.heir_pid, what="the heir")
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    wait_for(lambda: env.supervisor_pid() == heir, what="the heir to take over")
+    said = f"heir {heir} takes over from supervisor {first}"
+    log = env.runtime / "supervisor.log"
+    wait_for(lambda: said in log.read_text(), what=said)
+    (line,) = [x for x in log.read_text().splitlines() if said in x]
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
+    assert re.fullmatch(rf"{stamp} {heir} agent_assist.supervisor INFO {said}", line), line
 
 
 def test_a_relative_runtime_directory_is_named_as_the_absolute_one_it_means(env: Env) -> None:
