@@ -210,14 +210,17 @@ def resolved(workspace: Path) -> Path:
     return Path(usable_workspace(str(workspace.resolve())))
 
 
+WORKSPACE_HELP = "The agent's workspace [default: the current directory]."
+"""The ``--workspace`` help of every command whose default is the current directory."""
+
+
 def workspace_option(fn: F) -> F:
     return click.option(
         "--workspace",
         "-w",
         type=click.Path(exists=True, file_okay=False, path_type=Path),
         default=Path("."),
-        show_default="current directory",
-        help="The agent's workspace.",
+        help=WORKSPACE_HELP,
     )(fn)
 
 
@@ -229,7 +232,7 @@ def chat_options(fn: F) -> F:
                 "-w",
                 type=click.Path(exists=True, file_okay=False, path_type=Path),
                 default=Path("."),
-                help="The agent's workspace [default: current directory].",
+                help=WORKSPACE_HELP,
             ),
             click.option(
                 "--model",
@@ -338,7 +341,7 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
     ]
 
 
-@main.command()
+@main.command(short_help="Attach, offer to resume, converse (the default command).")
 @chat_options
 @click.pass_context
 @one_line_errors
@@ -361,7 +364,10 @@ def chat(
 # -- sessions -------------------------------------------------------------------
 
 
-@main.group(invoke_without_command=True)
+@main.group(
+    invoke_without_command=True,
+    short_help="List sessions (live, idle, orphaned); show, rm, prune them.",
+)
 @workspace_option
 @click.option("--all", "every", is_flag=True, help="Every project, not just this workspace's.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
@@ -526,7 +532,7 @@ def _new_session_line(row: dict[str, Any]) -> str:
     )
 
 
-@sessions.command("rm")
+@sessions.command("rm", short_help="Delete one session (never a live one).")
 @click.argument("session_id", type=SESSION_ID, shell_complete=complete_session_ids)
 @workspace_override
 @click.pass_context
@@ -609,12 +615,12 @@ def sessions_prune(
 # -- config ---------------------------------------------------------------------
 
 
-@main.group()
+@main.group(short_help="The settings and where each comes from.")
 def config() -> None:
     """Settings: defaults < <root>/config.toml < environment < options."""
 
 
-@config.command("show")
+@config.command("show", short_help="Every setting, its value and its source.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option(
     "--model",
@@ -638,7 +644,7 @@ def config_show(as_json: bool, model: str | None) -> None:
 # -- supervisor -----------------------------------------------------------------
 
 
-@main.group()
+@main.group(short_help="The per-user daemon terminals attach to.")
 def supervisor() -> None:
     """The per-user supervisor daemon that terminals attach to."""
 

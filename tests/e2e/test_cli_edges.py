@@ -859,3 +859,24 @@ def test_config_show_warns_of_a_model_whose_sdk_is_missing(env: Env) -> None:
     (line,) = result.stderr.splitlines()
     assert line.startswith("warning: a chat would refuse this: model 'groq:llama-3.3-70b'")
     assert "needs the groq package" in line
+
+
+@pytest.mark.parametrize("group", [(), ("sessions",), ("config",), ("supervisor",)])
+def test_the_command_list_of_help_cuts_no_summary(env: Env, group: tuple[str, ...]) -> None:
+    """H108's find: click cut each command's one-line summary (`Attach to the supervisor
+    (starting it if needed), offer...`)."""
+    shown = env.run(*group, "--help", COLUMNS="80").stdout
+    commands = shown.split("Commands:\n", 1)[1].splitlines()
+    assert commands and all(not line.rstrip().endswith("...") for line in commands), commands
+
+
+@pytest.mark.parametrize("command", [(), ("chat",), ("sessions",)])
+def test_the_workspace_default_is_worded_alike_in_every_help(
+    env: Env, command: tuple[str, ...]
+) -> None:
+    """H108's find: `[default: current directory]` here, `[default: (current directory)]`
+    there."""
+    shown = " ".join(env.run(*command, "--help", COLUMNS="200").stdout.split())
+    assert "-w, --workspace DIRECTORY The agent's workspace [default: the current directory]." in (
+        shown
+    )
