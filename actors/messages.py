@@ -179,6 +179,9 @@ class WriteCheckpoint(Ask["Checkpoint"]):
     made: tuple[str, ...] = ()
     """Files the restore this checkpoint undoes will make (absent now): restoring this
     checkpoint deletes them."""
+    last_request: str = ""
+    """The last user message, kept for the checkpoint's line when ``state``'s tail holds
+    none (a compaction took it whole)."""
 
 
 @dataclass(frozen=True)

@@ -257,6 +257,7 @@ class StorageActor(Actor[StorageMessage]):
                 keep,
                 dry_run,
                 made,
+                last_request,
             ):
                 self._check_writer(state.session_id, writer)
                 cap = self._checkpoint_cap() if wanted_cap is None else wanted_cap
@@ -273,6 +274,7 @@ class StorageActor(Actor[StorageMessage]):
                         keep=keep,
                         dry_run=dry_run,
                         made=made,
+                        last_request=last_request,
                     )
                 )
             case ListCheckpoints(project, session_id):

@@ -99,6 +99,7 @@ from session.checkpoints import (
     Reason,
     RestorePlan,
     failed_lines,
+    last_user_text,
     listing_lines,
     named,
     parse_number,
@@ -1789,6 +1790,8 @@ class TerminalActor(Actor[TerminalMessage]):
             keep,
             dry_run,
             made,
+            # in memory: a compaction may have taken the whole tail of ``state``
+            last_user_text(self._lc.history_encoded.json),
         )
 
     async def _checkpoint(

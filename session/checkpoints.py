@@ -24,11 +24,14 @@ from session.errors import CheckpointError
 from session.filesystem import in_git_directory
 from session.models import SessionState, Sha256Hex, UtcDatetime
 
-CHECKPOINT_FORMAT: Final = 3
+CHECKPOINT_FORMAT: Final = 4
 """The newest entry layout: 1 had no ``modes``; 2 keeps each file's permission bits; 3 has
 ``made`` too (written only when it is not empty: an entry without it stays a 2, which an
-agent-assist of format 2 reads). An agent-assist that knows only N leaves an entry of a
-higher format untouched (never moves it aside as damaged)."""
+agent-assist of format 2 reads); 4 has ``last_request`` too (written only when it is not
+empty, likewise). An agent-assist that knows only N leaves an entry of a higher format
+untouched (never moves it aside as damaged)."""
+MADE_FORMAT: Final = 3
+"""The format of an entry with ``made`` and no ``last_request``."""
 ENTRY_FORMAT: Final = 2
 """The format of an entry with no ``made``."""
 CAP_SETTING: Final = "AGENT_ASSIST_CHECKPOINT_MAX_MB"
@@ -58,7 +61,7 @@ class Checkpoint(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    format: Literal[1, 2, 3] = ENTRY_FORMAT
+    format: Literal[1, 2, 3, 4] = ENTRY_FORMAT
     number: int = Field(ge=1)
     created_at: UtcDatetime
     reason: Reason
@@ -75,6 +78,10 @@ class Checkpoint(BaseModel):
     """Files absent then that the restore this checkpoint was written before (its undo)
     was to make: a restore of this checkpoint deletes them, asking first, as it writes
     back the others (format 3; empty otherwise)."""
+    last_request: str = ""
+    """The first words of the last user message then, kept only when ``state``'s tail
+    holds none (a compaction took the whole tail, and a summary model's narrative need
+    not name it): format 4; empty otherwise."""
     state: SessionState
 
     @property
@@ -86,8 +93,9 @@ class Checkpoint(BaseModel):
     @property
     def last_user(self) -> str:
         """The first words of the last user message: the tail's, or after a compaction took
-        the whole tail, the last request its offline narrative names."""
-        text = last_user_text(self.state.recent_messages)
+        the whole tail, those the entry kept (``last_request``), else the last request its
+        offline narrative names (an entry written before the words were kept)."""
+        text = last_user_text(self.state.recent_messages) or self.last_request
         return first_words(text or last_compacted_request(self.state.compacted_history_summary))
 
 
@@ -149,6 +157,13 @@ def unknown_number(number: int, existing: Sequence[int]) -> CheckpointError:
 def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
     prompts = tail_prompts(messages)
     return prompts[-1] if prompts else ""
+
+
+def entry_format(made: Sequence[str], last_request: str) -> int:
+    """The oldest format that holds what an entry keeps, so that older versions read it."""
+    if last_request:
+        return CHECKPOINT_FORMAT
+    return MADE_FORMAT if made else ENTRY_FORMAT
 
 
 def named(paths: Sequence[str]) -> str:

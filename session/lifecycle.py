@@ -747,8 +747,9 @@ class SessionLifecycle:
         agent_spec_path: str | None,
         back_off: bool = True,
     ) -> Transition:
-        """Keep ``compaction``: memory drops the turns before its overlap, the request
-        starts at its boundary, decisions gain what it retained, and it is saved.
+        """Keep ``compaction``: memory drops the turns before its overlap (or before its
+        last turn), the request starts at its boundary, decisions gain what it retained,
+        and it is saved.
 
         Not kept (no effect): a result for an older generation, or one that covers no
         more than the compaction already kept (a superseded one, answering late). Not
@@ -763,7 +764,9 @@ class SessionLifecycle:
         ):
             return Transition(self, ())
         end = compaction.end_invocation
-        keep_from = end + 1 - self.policy.compaction.overlap_size
+        # the overlap the next window reads again, and at least the last turn: a
+        # checkpoint of a tail the compaction took whole still names its last message
+        keep_from = end + 1 - max(1, self.policy.compaction.overlap_size)
         starts = self.history_starts
         skip = min(max(0, keep_from - self.first_invocation), len(starts))
         cut = starts[skip] if skip < len(starts) else len(self.history)

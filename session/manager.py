@@ -41,10 +41,11 @@ from session.atomic import (
 from session.checkpoints import (
     CAP_SETTINGS_TOLD,
     CHECKPOINT_FORMAT,
-    ENTRY_FORMAT,
     Checkpoint,
     Reason,
+    entry_format,
     entry_name,
+    first_words,
     next_number,
     number_of,
     number_used_by,
@@ -973,8 +974,7 @@ class CheckpointStore:
             checkpoint = Checkpoint.model_validate({**raw, "state": migrated})
             if checkpoint.number != number or checkpoint.state.session_id != session_id:
                 raise ValueError("number or session does not match the file")
-            clean = scrub_state(checkpoint.state, self.known_secrets)  # written by an older one
-            checkpoint = checkpoint.model_copy(update={"state": clean})
+            checkpoint = scrubbed_checkpoint(checkpoint, self.known_secrets)  # by an older one
         except (orjson.JSONDecodeError, ValidationError, ValueError, TypeError, KeyError) as exc:
             moved = quarantine(path, utc_now())
             where = f"moved aside to {moved.name}" if moved else "could not move it aside"
@@ -1032,8 +1032,8 @@ class CheckpointStore:
                 checkpoint = self.load(session_id, number)
             except CheckpointError:
                 continue
-            clean = scrub_state(checkpoint.state, with_secrets(self.known_secrets, secrets))
-            atomic_write(path, encode_checkpoint(checkpoint.model_copy(update={"state": clean})))
+            clean = scrubbed_checkpoint(checkpoint, with_secrets(self.known_secrets, secrets))
+            atomic_write(path, encode_checkpoint(clean))
             rewritten += 1
         if rewritten:
             self._usage.pop(session_id, None)
@@ -1052,6 +1052,7 @@ class CheckpointStore:
         keep: Iterable[str] = (),
         dry_run: bool = False,
         made: Iterable[str] = (),
+        last_request: str = "",
     ) -> Checkpoint:
         """Write the next checkpoint of ``state`` with the content of ``paths`` (those that
         are safe, regular files now), its texts scrubbed as a session file's are (``secrets``:
@@ -1064,7 +1065,9 @@ class CheckpointStore:
         restore about to follow will make (the checkpoint is its undo, ``reason``
         ``restore``), kept as the entry's ``made`` if they are not there now. The
         checkpoint that undoes a restore is never refused for the cap: a restore at the
-        cap would be impossible (freeing room would delete the checkpoint to restore)."""
+        cap would be impossible (freeing room would delete the checkpoint to restore).
+        ``last_request``: the last user message, kept (its first words, scrubbed) only when
+        ``state``'s tail holds none, for the checkpoint's line."""
         session_id = state.session_id
         for relative in safe_relative_paths(workspace, sorted(set(keep))):
             if (why := unreadable(workspace, relative)) is not None:
@@ -1089,9 +1092,13 @@ class CheckpointStore:
         number = next_number(self.numbers_used(session_id), state.checkpoint_count)
         to_make = safe_relative_paths(workspace, sorted(set(made)))
         absent = tuple(path for path in to_make if path not in files)
+        all_secrets = with_secrets(self.known_secrets, secrets)
+        words = "" if tail_prompts(state.recent_messages) else last_request
+        words = first_words(scrub_text(words, all_secrets))
         checkpoint = Checkpoint(
-            format=CHECKPOINT_FORMAT if absent else ENTRY_FORMAT,
+            format=entry_format(absent, words),
             made=absent,
+            last_request=words,
             number=number,
             created_at=now,
             reason=reason,
@@ -1102,7 +1109,7 @@ class CheckpointStore:
                 state.model_copy(
                     update={"checkpoint_count": number, "file_manifest": files, "updated_at": now}
                 ),
-                with_secrets(self.known_secrets, secrets),
+                all_secrets,
             ),
         )
         entry = encode_checkpoint(checkpoint)
@@ -1430,11 +1437,23 @@ def read_workspace_file(
     return data, stat.S_IMODE(info.st_mode)
 
 
+def scrubbed_checkpoint(checkpoint: Checkpoint, known_secrets: tuple[str, ...]) -> Checkpoint:
+    """``checkpoint`` with every text it keeps scrubbed, as a session file's are."""
+    return checkpoint.model_copy(
+        update={
+            "state": scrub_state(checkpoint.state, known_secrets),
+            "last_request": scrub_text(checkpoint.last_request, known_secrets),
+        }
+    )
+
+
 def encode_checkpoint(checkpoint: Checkpoint) -> bytes:
     """The entry's bytes; the state is encoded as the session file is (``encode_state``).
     An entry of format 1 (rewritten scrubbed) stays one: no ``modes``, which an
     agent-assist of that format would take for damage."""
     exclude = {"state"}
+    if checkpoint.format < 4:
+        exclude.add("last_request")  # an agent-assist of format 2 or 3 would take it for damage
     if checkpoint.format < 3:
         exclude.add("made")  # an agent-assist of format 2 would take it for damage
     if checkpoint.format < 2:
