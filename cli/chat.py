@@ -186,6 +186,17 @@ CUT_OFF_AFTER_TOOLS = (
 )
 """The same, for a reply that had called a tool: whether the tool ran before the end is
 the supervisor's to know (the turn is then kept as far as it got)."""
+CUT_BY_RESTART = (
+    "[cut off: the supervisor went away during this reply; the message is answered again below]"
+)
+"""Where a reply the supervisor's death cut stays on the screen (its message is sent again
+to the supervisor that follows): the cut text is no whole reply, and the reply that
+follows is a second one, not more of it."""
+CUT_BY_RESTART_AFTER_TOOLS = (
+    "[cut off: the supervisor went away during this reply; a tool of it had run, so it is "
+    "answered again only if the supervisor saved it]"
+)
+"""The same, for a reply that had called a tool: it is not run again (``saved_only``)."""
 LOST_TWICE = (
     "error: lost the supervisor twice during this reply; "
     "the message was not answered (send it again)"
@@ -1087,7 +1098,10 @@ class Chat:
                     return self._unanswered(LOST_TWICE, view)
                 retried = True
                 try:  # a Ctrl+C from here on, ending the cut view included, cancels
-                    view.cut()  # shown, the cut text keeps its own line; held, it goes
+                    if view.cut():  # shown, the cut text keeps its own line; held, it goes
+                        self.console.warn(
+                            CUT_BY_RESTART_AFTER_TOOLS if self._called_tools else CUT_BY_RESTART
+                        )
                     with self._interrupts.interruptible():
                         self._reattach()
                     # Its tools had run: they must not run again (answered if it was saved).

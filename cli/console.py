@@ -86,9 +86,11 @@ class ReplyView(Protocol):
         once it is continued (``fg``), so that the shell's lines go below what stays."""
         ...
 
-    def cut(self) -> None:
+    def cut(self) -> bool:
         """The supervisor went away mid-reply and the reply is asked for again: end this
-        view, dropping what it holds back (a piped run's text; a terminal's is shown)."""
+        view, dropping what it holds back (a piped run's text; a terminal's is shown).
+        Whether some of the reply stays on the screen (its text, a tool line): cut, it
+        must be marked so, or it reads as a whole reply."""
         ...
 
 
@@ -165,8 +167,11 @@ class PlainReply:
         self.held_back = self.whole_across_notices = hold
         self._wrote = False
         self._at_line_start = True
+        self._shown = False
+        """Whether some of this reply was shown (text not held back, a tool line)."""
 
     def write(self, text: str) -> None:
+        self._shown = self._shown or (self._held is None and bool(text))
         if self._held is not None:
             self._held.append(text)
         else:
@@ -175,11 +180,12 @@ class PlainReply:
         self._wrote = True
         self._at_line_start = text.endswith("\n")
 
-    def cut(self) -> None:
+    def cut(self) -> bool:
         if self._held is not None:
             self._held.clear()
             self._wrote, self._at_line_start = False, True
         self.end()
+        return self._shown
 
     def _release(self) -> None:
         if self._held:
@@ -195,6 +201,7 @@ class PlainReply:
             self._at_line_start = True
         self._side.write(f"  {printable(line)}\n")
         self._side.flush()
+        self._shown = True
 
     def hidden(self) -> contextlib.AbstractContextManager[None]:
         """Nothing to hide: what was written stays, and the rest follows it."""

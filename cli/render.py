@@ -244,6 +244,8 @@ class RichReply:
         )
         self._committed = False
         """Whether a finished block of this reply was printed (the next is spaced from it)."""
+        self._shown = False
+        """Whether some of this reply was drawn (its text, a tool line)."""
         # rich keeps its region in a private attribute; ours is erased as reflowed.
         self._live._live_render = ReflowedRegion(self._console, self._spinner)
         self._live.start()
@@ -267,12 +269,14 @@ class RichReply:
         self._committed = True
 
     def write(self, text: str) -> None:
+        self._shown = self._shown or bool(text)
         self._blocks.add(self._printable.feed(text))
         if finished := self._blocks.take_finished():
             self._commit(finished)
         self._live.update(self._unfinished if self._blocks.text else self._spinner)
 
     def tool(self, line: str) -> None:
+        self._shown = True
         self._commit(self._blocks.take_all())
         self._live.console.print(Text(f"  {printable(line)}", style="dim"))
         self._live.update(self._spinner)
@@ -297,8 +301,9 @@ class RichReply:
             region._shape = None  # nothing of it is on the screen now
             yield
 
-    def cut(self) -> None:
+    def cut(self) -> bool:
         self.end()  # on a terminal the cut text was seen: it keeps its own line
+        return self._shown
 
     def end(self) -> None:
         if not self._live.is_started:
