@@ -1122,7 +1122,6 @@ class TerminalActor(Actor[TerminalMessage]):
         manifest, spec = await self._manifest() if self._lc.is_open else ({}, None)
         summary = self._exit_summary()
         transition = self._lc.exit(
-            now=utc_now(),
             manifest=self._as_the_model_knows(manifest),
             agent_spec_path=spec,
             summary=summary,

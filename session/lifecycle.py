@@ -857,14 +857,18 @@ class SessionLifecycle:
     def exit(
         self,
         *,
-        now: datetime,
         manifest: Mapping[str, str],
         agent_spec_path: str | None,
         summary: str | None = None,
     ) -> Transition:
         """The terminal went away (exit, Ctrl+C, crash): the autosave path. ``summary``:
         one to write with it (the offline summary of what the kept one does not cover:
-        a summary model may answer late, or never if the supervisor stops first)."""
+        a summary model may answer late, or never if the supervisor stops first).
+
+        The write keeps the session's last-active time (``updated_at``): that of its last
+        completed turn, ``/save`` or restore. Leaving is no activity: a terminal killed
+        while its message was unanswered moved the resume offer's ``last active`` to the
+        time of the kill, though no turn had completed since."""
         new = self._move(Event.EXIT, turn=None, turn_message_id=None)
         if summary and new.state is not None and new.state.summary != summary:
             new = new._with(state=new.state.model_copy(update={"summary": summary}))
@@ -872,7 +876,8 @@ class SessionLifecycle:
             return Transition(new, ())
         if not self.saved and not self.history:
             return Transition(new, (DeletePointer(),))
-        return new._written(now, manifest, agent_spec_path)
+        last_active = self._require_state().updated_at
+        return new._written(last_active, manifest, agent_spec_path)
 
     def record_checkpoint(self, number: int) -> Transition:
         """Checkpoint ``number`` was written: ``checkpoint_count`` follows (the next write

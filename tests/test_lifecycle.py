@@ -60,7 +60,7 @@ def in_phase(phase: Phase) -> SessionLifecycle:
 
 
 def exit_(lifecycle: SessionLifecycle) -> Transition:
-    return lifecycle.exit(now=T1, manifest=MANIFEST, agent_spec_path="agent_spec.md")
+    return lifecycle.exit(manifest=MANIFEST, agent_spec_path="agent_spec.md")
 
 
 def complete(lifecycle: SessionLifecycle, index: int = 0, **kw: object) -> Transition:
@@ -318,7 +318,7 @@ def test_every_write_carries_its_messages_already_encoded() -> None:
     writes = [
         complete(lc, 5).effects[0],
         lc.save(now=T1, manifest={}, agent_spec_path=None).effects[0],
-        lc.exit(now=T1, manifest={}, agent_spec_path=None).effects[0],
+        lc.exit(manifest={}, agent_spec_path=None).effects[0],
         lc.write(T1, {}, None),
     ]
     for write in writes:
