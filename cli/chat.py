@@ -654,7 +654,9 @@ class Chat:
             return str(offer["session_id"])
         resume = self._answer(
             "Resume previous session? [Y/n]",
-            said=offer_text(offer, others, welcome.get("more_others") or 0),
+            said=offer_text(
+                offer, others, welcome.get("more_others") or 0, self.console.width()
+            ),
             default=True,
             suggestion="--yes or --new",
             choices=1 + len(others),
@@ -1417,15 +1419,15 @@ def serving_pid(paths: RuntimePaths) -> int | None:
     return pid
 
 
-def offer_text(offer: Frame, others: list[Frame], more: int = 0) -> str:
+def offer_text(offer: Frame, others: list[Frame], more: int = 0, width: int | None = None) -> str:
     """The resume question of DESIGN 6: the two exact lines with the session's context
-    between them, and the project's other sessions to pick from by number (and how many
-    ``more`` are on disk than are listed)."""
+    between them, and the project's other sessions to pick from by number, one line each
+    that tells it from the others (id, turns, time, summary; cut to ``width`` columns so
+    that it does not wrap), with how many ``more`` are on disk than are listed."""
     lines = [f"Previous session found (last active: {offer['last_active']})"]
     facts = []
     if offer.get("turns") is not None:
-        turns = offer["turns"]
-        facts.append(f"{turns} turn{'' if turns == 1 else 's'}")
+        facts.append(turns_text(offer["turns"]))
     if headline := summary_headline(offer.get("summary")):
         facts.append(f"summary: {clip(headline, 70)}")
     if facts:
@@ -1438,17 +1440,33 @@ def offer_text(offer: Frame, others: list[Frame], more: int = 0) -> str:
         lines.append("  " + " · ".join(drift))
     if others:
         numbers = other_choices(len(others) + 1)
-        lines.append(f"  or resume another session of this project (answer {numbers}):")
-        for number, other in enumerate(others, start=2):
-            about = summary_headline(other.get("summary")) or "(no summary)"
-            lines.append(f"    {number}) {other['last_active']}  {clip(about, 60)}")
-        if more:
-            lines.append(
-                f"    and {more} more (agent-assist sessions lists them all; "
-                "agent-assist --resume ID opens one)"
-            )
+        older = f"; {more} older: agent-assist sessions" if more else ""
+        lines.append(f"  or resume another session of this project (answer {numbers}{older}):")
+        year = str(offer["last_active"])[:5]
+        lines += [
+            other_line(number, other, year, width)
+            for number, other in enumerate(others, start=2)
+        ]
     lines.append("Resume previous session? [Y/n]")
     return "\n".join(lines)
+
+
+def turns_text(turns: int) -> str:
+    return f"{turns} turn{'' if turns == 1 else 's'}"
+
+
+def other_line(number: int, other: Frame, year: str, width: int | None) -> str:
+    """One other session of the offer: ``2) ID · N turns · 12-05 11:23 · summary`` (the
+    year only when it is not the offered session's), cut to ``width`` columns."""
+    when = str(other["last_active"]).removesuffix(" UTC")
+    facts = [str(other["session_id"])]
+    if other.get("turns") is not None:
+        facts.append(turns_text(other["turns"]))
+    facts.append(when.removeprefix(year))
+    start = f"    {number}) " + " · ".join(facts) + " · "
+    about = summary_headline(other.get("summary")) or "(no summary)"
+    room = 60 if width is None else max(12, width - 1 - len(start))
+    return start + clip(about, room)
 
 
 def resolved_state_root() -> Path:

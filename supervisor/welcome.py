@@ -19,7 +19,8 @@ from session.models import SessionState
 from session.resume import format_utc
 from supervisor import protocol as p
 
-MAX_OTHER_OFFERS = 5
+MAX_OTHER_OFFERS = 3
+"""Other sessions the offer lists: DESIGN 6 allows "at most a few lines of context"."""
 
 
 async def offer_with_context(state: SessionState, turns: int, workspace: Path) -> p.Offer:
@@ -41,12 +42,15 @@ async def other_offers(
     storage: ActorRef[StorageMessage], project: Path, offered: str
 ) -> tuple[tuple[p.Offer, ...], int]:
     """The project's other orphaned sessions, newest first, for the user to pick from
-    (at most ``MAX_OTHER_OFFERS``), and how many more there are."""
+    (at most ``MAX_OTHER_OFFERS``), and how many more there are. Each with its turns, from
+    the listing's headers (no message is read); no drift (it would hash every tracked
+    file of each)."""
     listing: SessionListing = await storage.ask(ListSessions((project,)))
     others = [
         p.Offer(
             session_id=row.session_id,
             last_active=format_utc(row.updated_at),
+            turns=row.turns,
             summary=row.summary,
         )
         for row in listing.rows

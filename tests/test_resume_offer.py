@@ -1,0 +1,56 @@
+"""The resume offer: DESIGN 6's two exact lines first and last, a few lines between, and
+each other session of the project told apart from the others."""
+
+from __future__ import annotations
+
+from cli.chat import offer_text
+
+OFFER = {
+    "session_id": "a1b2c3d4e5f6",
+    "last_active": "2026-03-31 14:22 UTC",
+    "turns": 12,
+    "summary": "hello",
+    "modified": ["agent_spec.md"],
+    "deleted": [],
+    "unchanged": 2,
+}
+
+
+def other(session_id: str, turns: int, when: str = "2026-03-31 14:22 UTC") -> dict[str, object]:
+    return {"session_id": session_id, "last_active": when, "turns": turns, "summary": "hello"}
+
+
+def test_other_sessions_of_the_same_minute_and_words_are_told_apart_by_id_and_turns() -> None:
+    """H108: sessions of the same minute and the same first words were listed alike."""
+    others = [other("0a0a0a0a0a0a", 1), other("0b0b0b0b0b0b", 4), other("0c0c0c0c0c0c", 2)]
+    lines = offer_text(OFFER, others).splitlines()
+    assert lines[-4:-1] == [
+        "    2) 0a0a0a0a0a0a · 1 turn · 03-31 14:22 · hello",
+        "    3) 0b0b0b0b0b0b · 4 turns · 03-31 14:22 · hello",
+        "    4) 0c0c0c0c0c0c · 2 turns · 03-31 14:22 · hello",
+    ]
+
+
+def test_an_other_session_of_another_year_shows_its_year() -> None:
+    (line,) = offer_text(OFFER, [other("0a0a0a0a0a0a", 1, "2025-12-30 09:00 UTC")]).splitlines()[
+        -2:-1
+    ]
+    assert line == "    2) 0a0a0a0a0a0a · 1 turn · 2025-12-30 09:00 · hello"
+
+
+def test_more_sessions_than_listed_are_counted_on_the_question_s_line_not_a_line_more() -> None:
+    """H108: with 9 sessions the offer took 10 lines between DESIGN 6's two exact lines."""
+    others = [other(f"0{n}" * 6, n) for n in range(1, 4)]
+    lines = offer_text(OFFER, others, more=5).splitlines()
+    assert lines[0] == "Previous session found (last active: 2026-03-31 14:22 UTC)"
+    assert lines[-1] == "Resume previous session? [Y/n]"
+    assert lines[3] == (
+        "  or resume another session of this project (answer 2-4; 5 older: agent-assist sessions):"
+    )
+    assert len(lines) - 2 <= 6
+
+
+def test_an_other_session_s_line_fits_a_narrow_terminal() -> None:
+    long = {**other("0a0a0a0a0a0a", 3), "summary": "a very long summary " * 10}
+    line = offer_text(OFFER, [long], width=60).splitlines()[-2]
+    assert len(line) < 60 and line.startswith("    2) 0a0a0a0a0a0a · 3 turns")
