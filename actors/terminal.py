@@ -15,8 +15,8 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import os
 import posixpath
-import shutil
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import partial
@@ -369,43 +369,101 @@ def drift_at_resume(workspace: Path, manifest: Mapping[str, str]) -> FileDrift:
     return detect_file_drift(workspace, manifest)
 
 
-def delete_design_files(workspace: Path) -> tuple[list[str], list[str]]:
-    """Remove agent_spec.md and the template directory (never following symlinks): what
-    was deleted, and what could not be, each with why (the reset goes on either way)."""
+@dataclass(frozen=True)
+class DesignFiles:
+    """What ``/reset`` may delete: agent_spec.md, and the files of the template directory
+    agent-assist tracks; the template directory's other entries (files made by hand since
+    the session last saved, symlinks, ...) it never tracked: they are left alone, named."""
+
+    spec: bool
+    tracked: tuple[str, ...] = ()
+    """Files of the template directory this session tracks (its manifest, its tools')."""
+    untracked: tuple[str, ...] = ()
+    """The template directory's other entries (the directory itself, if a symlink)."""
+
+    @property
+    def question(self) -> str | None:
+        """``Also delete agent_spec.md and templates/ (3 files)? [y/N]``; None: nothing to
+        delete, nothing to ask."""
+        what = [AGENT_SPEC] if self.spec else []
+        if self.tracked:
+            count = len(self.tracked)
+            what.append(f"{TEMPLATE_DIR}/ ({count:,} file{'' if count == 1 else 's'})")
+        return f"Also delete {' and '.join(what)}? [y/N]" if what else None
+
+    @property
+    def left_alone(self) -> str | None:
+        """The line naming what a deletion leaves: the entries never tracked."""
+        if not self.untracked:
+            return None
+        count = len(self.untracked)
+        return (
+            f"{TEMPLATE_DIR}/ holds {count:,} {'entry' if count == 1 else 'entries'} "
+            f"agent-assist never tracked, left alone: {named(self.untracked)}"
+        )
+
+
+def design_files(workspace: Path, tracked: Set[str]) -> DesignFiles:
+    """agent_spec.md and the template directory's entries, told tracked (in ``tracked``, a
+    regular file) or not. Blocking: run it in a worker thread."""
+    spec = workspace / AGENT_SPEC
+    has_spec = spec.is_file() or spec.is_symlink()
+    top = workspace / TEMPLATE_DIR
+    if top.is_symlink():
+        return DesignFiles(has_spec, untracked=(f"{TEMPLATE_DIR}/ (a symlink)",))
+    if not top.is_dir():
+        return DesignFiles(has_spec)
+    ours: list[str] = []
+    others: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        dirnames.sort()
+        links = [d for d in dirnames if (Path(dirpath) / d).is_symlink()]
+        for name in sorted([*filenames, *links]):
+            full = Path(dirpath) / name
+            relative = full.relative_to(workspace).as_posix()
+            regular = full.is_file() and not full.is_symlink()
+            (ours if regular and relative in tracked else others).append(relative)
+    return DesignFiles(has_spec, tuple(ours), tuple(others))
+
+
+def delete_design_files(workspace: Path, files: DesignFiles) -> tuple[list[str], list[str]]:
+    """Remove agent_spec.md and the tracked files of the template directory (never
+    following symlinks), then the directories they leave empty: what was deleted, and
+    what could not be, each with why (the reset goes on either way). Whatever the
+    template directory holds that was never tracked stays."""
     deleted: list[str] = []
     failed: list[str] = []
     spec = workspace / AGENT_SPEC
-    templates = workspace / TEMPLATE_DIR
-    removals: list[tuple[str, Callable[[], None] | None]] = [
-        (AGENT_SPEC, spec.unlink if spec.is_file() or spec.is_symlink() else None),
-        (
-            TEMPLATE_DIR + "/",
-            templates.unlink
-            if templates.is_symlink()
-            else partial(shutil.rmtree, templates)
-            if templates.is_dir()
-            else None,
-        ),
-    ]
-    for name, remove in removals:
-        if remove is None:
-            continue
-        try:
-            remove()
-        except OSError as exc:
-            failed.append(f"{name} ({exc.strerror or exc})")
-        else:
-            deleted.append(name)
+    if files.spec and (spec.is_file() or spec.is_symlink()):
+        _remove(AGENT_SPEC, spec.unlink, deleted, failed)
+    gone: list[str] = []
+    for path in files.tracked:
+        _remove(path, (workspace / path).unlink, gone, failed)
+    if gone:
+        deleted.append(f"{len(gone):,} file{'' if len(gone) == 1 else 's'} of {TEMPLATE_DIR}/")
+    _remove_empty_directories(workspace / TEMPLATE_DIR)
     return deleted, failed
 
 
-def existing_design_files(workspace: Path) -> list[str]:
-    found = []
-    if (workspace / AGENT_SPEC).exists():
-        found.append(AGENT_SPEC)
-    if (workspace / TEMPLATE_DIR).is_dir():
-        found.append(TEMPLATE_DIR + "/")
-    return found
+def _remove(name: str, remove: Callable[[], None], done: list[str], failed: list[str]) -> None:
+    try:
+        remove()
+    except FileNotFoundError:
+        pass  # gone meanwhile: nothing to delete
+    except OSError as exc:
+        failed.append(f"{name} ({exc.strerror or exc})")
+    else:
+        done.append(name)
+
+
+def _remove_empty_directories(top: Path) -> None:
+    """``top`` and the directories under it that are empty, deepest first (never through
+    a symlink); one that holds anything stays."""
+    if top.is_symlink() or not top.is_dir():
+        return
+    for dirpath, _, _ in sorted(os.walk(top, followlinks=False), key=lambda w: -len(w[0])):
+        with contextlib.suppress(OSError):  # not empty, or not ours to remove
+            os.rmdir(dirpath)
 
 
 WATCH_TIMEOUT_S = 5.0
@@ -1044,13 +1102,18 @@ class TerminalActor(Actor[TerminalMessage]):
         elif name == "checkpoint":
             await self._checkpoint_command(arg)
         elif name == "reset":
-            files = await anyio.to_thread.run_sync(existing_design_files, self._config.workspace)
-            if not files:
-                await self._reset(delete_files=False)
+            files = await anyio.to_thread.run_sync(
+                design_files, self._config.workspace, self._lc.tracked_paths
+            )
+            question = files.question
+            if question is None:
+                await self._reset(None)
                 return
+            if files.left_alone:  # said before the question: its answer does not touch them
+                await self._emit(Info(files.left_alone))
             await self._ask(
-                f"Also delete {' and '.join(files)}? [y/N]",
-                lambda answer: self._reset(delete_files=answer),
+                question,
+                lambda answer: self._reset(files if answer else None),
                 Event.RESET,
             )
         elif name == "resume":
@@ -1060,7 +1123,8 @@ class TerminalActor(Actor[TerminalMessage]):
         else:
             await self._emit(CommandOutput(f"/{name} is not available yet."))
 
-    async def _reset(self, *, delete_files: bool) -> None:
+    async def _reset(self, delete_files: DesignFiles | None) -> None:
+        """``/reset``; ``delete_files``: the design files the user said to delete."""
         pid = self._config.terminal_pid
         old = self._lc.session_id
         transition = self._lc.reset(utc_now())
@@ -1080,9 +1144,9 @@ class TerminalActor(Actor[TerminalMessage]):
         self._known = None
         deleted: list[str] = []
         failed: list[str] = []
-        if delete_files:
+        if delete_files is not None:
             deleted, failed = await anyio.to_thread.run_sync(
-                delete_design_files, self._config.workspace
+                delete_design_files, self._config.workspace, delete_files
             )
         await self._watch(settled=True)  # the new session tracks the design files left
         text = (
@@ -1090,6 +1154,8 @@ class TerminalActor(Actor[TerminalMessage]):
         )
         if deleted:
             text += f" Deleted {' and '.join(deleted)}."
+        if delete_files is not None and delete_files.left_alone:
+            text += f"\n{delete_files.left_alone}."
         if failed:
             text += f"\nerror: could not delete {' or '.join(failed)}; it is left as it was."
         await self._emit(CommandOutput(text))

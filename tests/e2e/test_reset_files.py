@@ -1,0 +1,40 @@
+"""``/reset`` says what it would delete before it asks, and never deletes a file of the
+template directory that agent-assist never tracked (one made by hand since the session
+last saved): it is left, and named."""
+
+from __future__ import annotations
+
+from tests.e2e.harness import Env
+
+
+def test_reset_deletes_only_the_tracked_templates_and_names_the_one_made_by_hand(
+    env: Env,
+) -> None:
+    """H108: `Also delete agent_spec.md and templates/? [y/N]` did not say what the
+    directory held, and `y` deleted a file made there by hand too."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("write templates/a.md: made by the assistant")
+    client.expect("wrote templates/a.md")
+    (env.workspace / "templates" / "mine.md").write_text("made by hand\n")
+    client.send("/reset")
+    note = "templates/ holds 1 entry agent-assist never tracked, left alone: templates/mine.md"
+    client.expect(note, stderr=True)
+    client.expect("Also delete templates/ (1 file)? [y/N]", stderr=True)
+    client.send("y")
+    client.expect("Deleted 1 file of templates/.", stderr=True)
+    client.close_stdin()
+    assert client.wait() == 0
+    assert not (env.workspace / "templates" / "a.md").exists()
+    assert (env.workspace / "templates" / "mine.md").read_text() == "made by hand\n"
+
+
+def test_reset_removes_the_template_directory_it_emptied(env: Env) -> None:
+    result = env.run(
+        "--new",
+        input="write templates/deep/a.md: one\n/reset\ny\n",
+        terminal=env.terminal(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Also delete templates/ (1 file)? [y/N]" in result.stderr
+    assert "never tracked" not in result.stderr
+    assert not (env.workspace / "templates").exists()
