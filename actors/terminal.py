@@ -748,6 +748,8 @@ class TerminalActor(Actor[TerminalMessage]):
         kept_line: str | None = None
         outside: tuple[str, ...] = ()
         compared: dict[str, str] = {}
+        stored_state: SessionState | None = None
+        drift_found: FileDrift | None = None
         if mode == "new":
             transition = self._lc.start_fresh(utc_now(), session_id)
             new_id = transition.lifecycle.session_id
@@ -768,6 +770,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 )
                 drift_text = tuple(drift_lines(drift))
                 compared = drift.as_compared(stored.file_manifest)
+                stored_state, drift_found = stored, drift
                 if continuing == "fresh":  # no context to tell the drift: changes outside
                     transition = await self._resumed(stored, drift, context=False)
                     outside = (*drift.modified, *drift.deleted)
@@ -810,7 +813,40 @@ class TerminalActor(Actor[TerminalMessage]):
             phase=state.phase if state else None,
         )
         await self._emit(opened)
+        if stored_state is not None and drift_found is not None:
+            cut_short = await self._restore_cut_short(stored_state, drift_found)
+            if cut_short is not None:
+                await self._emit(Info(cut_short))
         return opened
+
+    async def _restore_cut_short(self, stored: SessionState, drift: FileDrift) -> str | None:
+        """The line that says a restore of ``stored`` was cut short (a supervisor killed
+        among its writes), if what is on disk tells so: the session's last checkpoint U is
+        the one a restore wrote first, to undo it, and tracked files that differ from the
+        session's manifest still hold U's content (or are absent, the restore being to
+        make them). None otherwise."""
+        number = stored.checkpoint_count
+        if number < 1 or not drift.changed:
+            return None
+        try:
+            undo: Checkpoint = await self._peers.storage.ask(
+                LoadCheckpoint(self._config.project, stored.session_id, number),
+                STORAGE_TIMEOUT_S,
+            )
+        except (SessionError, OSError, ValidationError, DeadActor, TimeoutError) as exc:
+            log.info("checkpoint %d of %s: %s", number, stored.session_id, exc)
+            return None
+        if undo.reason != "restore":
+            return None
+        left = [p for p in drift.modified if drift.found.get(p) == undo.files.get(p)]
+        left += [p for p in drift.deleted if p in undo.made]
+        if not left:
+            return None
+        return (
+            f"note: the last restore of this session was cut short: {named(left)} "
+            f"{'holds' if len(left) == 1 else 'hold'} what {'it' if len(left) == 1 else 'they'} "
+            f"held before it; /checkpoint {number} undoes the restore"
+        )
 
     async def _with_turns_kept_aside(self, stored: SessionState) -> SessionState:
         """The session a resume goes on with: its recovery copy, if its saves had failed
