@@ -83,7 +83,7 @@ def _reply_text(messages: list[ModelMessage], info: AgentInfo) -> str:
     )
     if returns:
         body = "; ".join(f"{p.tool_name}: {str(p.content)[:2000]}" for p in returns)
-        return f"{LABEL} {body}"
+        return f"{LABEL} {body}" + _changed_marker(info)
     prompt = _last_prompt(messages)
     # Turns before the request's: those its compaction covers, or with none those a tail
     # held to the token budget left out (its first turn's stamp says how many).
@@ -101,10 +101,14 @@ def _reply_text(messages: list[ModelMessage], info: AgentInfo) -> str:
     resumed = _RESUMED_RE.search(info.instructions or "")
     if resumed:
         text += f" [resume context: session {resumed[1]}]"
+    return text + _changed_marker(info)
+
+
+def _changed_marker(info: AgentInfo) -> str:
+    """What ends every reply to a request that told of files changed outside, a turn that
+    called a tool included: the marker says the model was told."""
     changed = _CHANGED_RE.search(info.instructions or "")
-    if changed:
-        text += f" [changed outside: {changed[1]}]"
-    return text
+    return f" [changed outside: {changed[1]}]" if changed else ""
 
 
 def _next_step(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

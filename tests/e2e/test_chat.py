@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.e2e.harness import AGENT_ASSIST, Client, Env, running, wait_for
+from tests.e2e.harness import AGENT_ASSIST, Client, Env, outside_notices, running, wait_for
 
 RESUME_PROMPT = "Resume previous session? [Y/n]"
 
@@ -643,3 +643,25 @@ def test_the_assistant_does_not_make_a_workspace_again_once_it_is_gone(env: Env)
     client.close_stdin()
     client.wait()
     assert not env.workspace.exists()
+
+
+def test_the_offline_models_reply_to_a_turn_that_called_a_tool_says_it_was_told_of_drift(
+    env: Env,
+) -> None:
+    """The README: the offline model's reply ends with ``[changed outside: FILES]`` when
+    it was told. A turn that called a tool answered with the tool's result alone (H111)."""
+    client = env.spawn("--new")
+    client.send("write notes.md: first")
+    client.expect("wrote notes.md")
+    (env.workspace / "notes.md").write_text("edited by hand\n")
+    outside_notices(client, "notes.md", "(auto)")
+    client.send("read notes.md")
+    client.expect("read_file:")
+    client.send("and now?")
+    client.expect("and now?")
+    client.close_stdin()
+    assert client.wait() == 0
+    replies = "\n".join(client.stdout_lines)
+    told = replies.split("read_file:", 1)[1]
+    assert told.count("[changed outside: notes.md]") == 1, replies
+    assert "[changed outside: notes.md]" not in told.split("You said")[1], replies
