@@ -148,6 +148,11 @@ class ActorRef(Generic[M]):
         """Stop the actor once its queued messages are handled."""
         self._send.close()
 
+    @property
+    def running(self) -> bool:
+        """Whether the actor still takes messages (its mailbox is open)."""
+        return self._send.statistics().open_receive_streams > 0
+
 
 class Actor(ABC, Generic[M]):
     """Subclasses own their state and implement ``handle``; the return value answers an ask."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -20,6 +21,7 @@ from pydantic_ai import Agent, AgentRun
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
+    ModelResponsePart,
     NativeToolCallPart,
     PartDeltaEvent,
     PartStartEvent,
@@ -29,7 +31,7 @@ from pydantic_ai.messages import (
 )
 
 from actors.assistant import TurnDeps, build_agent, resolve_model, written_paths
-from actors.base import Actor, ActorRef, DeadActor, Envelope, next_item
+from actors.base import Actor, ActorRef, DeadActor, Envelope, Reply, next_item
 from actors.messages import (
     CancelTurn,
     CheckpointBeforeWrite,
@@ -60,6 +62,9 @@ STOPPED_LINE = "the reply was stopped: the supervisor's model actor stopped; ple
 STALL_TIMEOUT_S = 300.0
 """A model that sends nothing for this long is given up on (``AGENT_ASSIST_MODEL_TIMEOUT_S``):
 the turn ends with one line and the session goes on."""
+DELIVERY_CHECK_S = 1.0
+"""How often a tool waiting for its line to reach the terminal looks whether the terminal's
+actor still runs."""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -243,12 +248,7 @@ class LLMActor(Actor[LLMMessage]):
             async for node in run:
                 watch.progress()
                 if Agent.is_call_tools_node(node):
-                    for part in node.model_response.parts:
-                        if isinstance(part, ToolCallPart):
-                            args = part.args_as_dict()
-                            line = describe_tool_call(part.tool_name, args)
-                            writes = written_paths(part.tool_name, args)
-                            await reply.send_now(TurnToolCall(turn.turn_id, line, writes))
+                    await _tell_tool_calls(turn, reply, node.model_response.parts, watch)
                 if not Agent.is_model_request_node(node):
                     continue
                 for line in refused_calls(node.request):  # the tools' answers to the model
@@ -345,6 +345,35 @@ class Stalled(Exception):
     """The model sent nothing within the stall timeout."""
 
 
+async def _tell_tool_calls(
+    turn: StartTurn, reply: ReplyForwarder, parts: Sequence[ModelResponsePart], watch: StallWatch
+) -> None:
+    """Tell the terminal each tool the response calls, and wait until it has the lines
+    (they are written in order: the last one's delivery says all were delivered) before
+    the tools run: the supervisor killed while one runs, the terminal knows a tool may
+    have run, and does not have the turn run again (H111: it did, the tool ran twice)."""
+    calls = [part for part in parts if isinstance(part, ToolCallPart)]
+    delivered = Reply() if turn.tool_lines_delivered else None
+    for index, part in enumerate(calls, 1):
+        args = part.args_as_dict()
+        line = describe_tool_call(part.tool_name, args)
+        writes = written_paths(part.tool_name, args)
+        last = delivered if index == len(calls) else None
+        await reply.send_now(TurnToolCall(turn.turn_id, line, writes, last))
+    if delivered is not None and calls:
+        with watch.paused():  # a terminal stopped (Ctrl+Z) is no model that stalls
+            await _until_delivered(delivered, turn.reply_to)
+
+
+async def _until_delivered(delivered: Reply, terminal: ActorRef[TerminalMessage]) -> None:
+    """Until ``delivered`` is set, or ``terminal`` stops (a line left in its mailbox is
+    delivered by nobody)."""
+    while terminal.running:
+        with anyio.move_on_after(DELIVERY_CHECK_S):
+            await delivered.wait()
+            return
+
+
 class StallWatch:
     """A cancel scope whose deadline moves forward with signs of progress; raises
     ``Stalled`` when it expires (a hung model call, not a slow one: a reply that keeps
@@ -362,6 +391,16 @@ class StallWatch:
         if time.monotonic() - self._moved >= self._step:  # cheaper than the loop's clock
             self._moved = time.monotonic()
             self._scope.deadline = anyio.current_time() + self._timeout_s + self._step
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No stall while in it; the timeout counts again from its end."""
+        self._scope.deadline = math.inf
+        try:
+            yield
+        finally:
+            self._moved = -math.inf
+            self.progress()
 
     def __enter__(self) -> StallWatch:
         self.progress()

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from actors.base import Ask
+from actors.base import Ask, Reply
 from session.models import Pointer, SessionState, WorkPhase
 
 if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before pydantic-ai loads
@@ -287,6 +287,9 @@ class StartTurn:
     """The session's model timeout; None: the actor's own."""
     token_budget: int | None = None
     """The request size (tokens) each model request of the turn is kept within."""
+    tool_lines_delivered: bool = False
+    """Whether ``reply_to`` tells when the line of a tool call reaches the terminal
+    (``TurnToolCall.delivered``): the tools wait for it before they run."""
 
 
 @dataclass(frozen=True)
@@ -505,6 +508,11 @@ class TurnToolCall:
     turn_id: int
     text: str
     writes: tuple[str, ...] = ()
+    delivered: Reply | None = field(default=None, compare=False)
+    """Set once the terminal has the line (its frame is written to the socket; or there is
+    no terminal to tell): the tool waits for it before it runs, so that a supervisor
+    killed while the tool runs leaves a terminal that knows a tool of the turn may have
+    run, and does not send the message again to be run again."""
 
 
 @dataclass(frozen=True)
@@ -621,6 +629,9 @@ class TurnEnded:
 @dataclass(frozen=True)
 class ToolCallLine:
     text: str
+    delivered: Reply | None = field(default=None, compare=False)
+    """``TurnToolCall.delivered``: set by the connection's writer once the line's frame is
+    written (or can be no more)."""
 
 
 @dataclass(frozen=True)

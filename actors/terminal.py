@@ -280,6 +280,9 @@ class TerminalConfig:
     """The session's model timeout (None: the LLMActor's own)."""
     checkpoint_cap: int | None = None
     """The session's checkpoint size cap in bytes (None: the StorageActor's own)."""
+    acknowledges_tool_lines: bool = False
+    """Whether the outbox's reader sets each ``ToolCallLine.delivered`` once the line is
+    written to the terminal (the connection's writer does): the tool waits for that."""
 
 
 def tracked_paths_now(workspace: Path, tracked: Iterable[str]) -> tuple[set[str], str | None]:
@@ -663,10 +666,12 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._finish_turn(message)
                 if self._detaching is not None and self._lc.turn is None:
                     await self._detach(self._detaching)
-            case TurnToolCall(turn_id, text, writes):
+            case TurnToolCall(turn_id, text, writes, delivered):
                 if turn_id == self._lc.turn:
                     self._turn_writes.update(writes)
-                    await self._emit(ToolCallLine(text))
+                    await self._emit(ToolCallLine(text, delivered))
+                elif delivered is not None:
+                    delivered.set(None)  # no terminal waits for it
             case CancelCurrentTurn():
                 if self._lc.turn is not None:
                     await self._peers.llm.tell(CancelTurn(self._lc.turn, self._self))
@@ -993,6 +998,7 @@ class TerminalActor(Actor[TerminalMessage]):
             reply_to=self._self,
             stall_timeout_s=self._config.stall_timeout_s,
             token_budget=self._lc.policy.compaction.token_threshold,
+            tool_lines_delivered=self._config.acknowledges_tool_lines,
         )
 
     async def _finish_turn(self, done: TurnDone) -> None:
@@ -2322,8 +2328,11 @@ class TerminalActor(Actor[TerminalMessage]):
         terminal told by a stopping supervisor that its reply was cut off)."""
         if self._detaching is not None and isinstance(output, ReplyText | TurnEnded):
             return
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        try:
             try:
                 self._outbox.send_nowait(output)
             except anyio.WouldBlock:
                 await self._outbox.send(output)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            if isinstance(output, ToolCallLine) and output.delivered is not None:
+                output.delivered.set(None)  # the terminal is gone: nobody to tell

@@ -138,6 +138,7 @@ class Settings:
             summary_model=(chat.summary_model or OFFLINE) if chat else self.summary_model,
             stall_timeout_s=chat.model_timeout if chat else None,
             checkpoint_cap=megabytes_in_bytes(chat.checkpoint_max_mb) if chat else None,
+            acknowledges_tool_lines=True,  # the connection's writer does (``_pump``)
         )
 
 
@@ -145,7 +146,7 @@ def _frame_for(output: TerminalOutput) -> p.ServerFrame:
     match output:
         case Opened(session_id, resumed, drift, phase):
             return p.Opened(session_id=session_id, resumed=resumed, drift=drift, phase=phase)
-        case ToolCallLine(text):
+        case ToolCallLine(text, _):
             return p.ToolCall(text=text)
         case ReplyText(text):
             return p.TextDelta(text=text)
@@ -193,6 +194,25 @@ def _waiting(outputs: MemoryObjectReceiveStream[TerminalOutput]) -> list[Termina
         if _ends_connection(output):
             break
     return waiting
+
+
+def _left_unwritten(outputs: MemoryObjectReceiveStream[TerminalOutput]) -> list[TerminalOutput]:
+    """Every output still queued, taken without waiting."""
+    left: list[TerminalOutput] = []
+    while True:
+        try:
+            left.append(outputs.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+            return left
+
+
+def _delivered(batch: list[TerminalOutput]) -> None:
+    """Tell the tools that wait for their lines (``ToolCallLine.delivered``) that those
+    are written to the terminal's socket: a supervisor killed from now on leaves a
+    terminal that read them, even if it reads them after the kill."""
+    for output in batch:
+        if isinstance(output, ToolCallLine) and output.delivered is not None:
+            output.delivered.set(None)
 
 
 def _ends_connection(output: TerminalOutput) -> bool:
@@ -399,20 +419,25 @@ class Server:
         """
         sock = raw_socket(stream)
         async with outputs:
-            while (first := await next_item(outputs)) is not None:
-                batch = [first] if _ends_connection(first) else [first, *_waiting(outputs)]
-                if opened_already:
-                    batch, opened_already = _without_front_doors_opened(batch)
-                    if not batch:
-                        continue
-                data = b"".join(p.encode_server_frame(_frame_for(o)) for o in _merge_text(batch))
-                try:
-                    await write_now(stream, sock, data)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    return
-                if _ends_connection(batch[-1]):
-                    await stream.aclose()
-                    return
+            try:
+                while (first := await next_item(outputs)) is not None:
+                    batch = [first] if _ends_connection(first) else [first, *_waiting(outputs)]
+                    if opened_already:
+                        batch, opened_already = _without_front_doors_opened(batch)
+                        if not batch:
+                            continue
+                    frames = (p.encode_server_frame(_frame_for(o)) for o in _merge_text(batch))
+                    try:
+                        await write_now(stream, sock, b"".join(frames))
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        return
+                    finally:
+                        _delivered(batch)  # written, or never to be: the tools go on
+                    if _ends_connection(batch[-1]):
+                        await stream.aclose()
+                        return
+            finally:
+                _delivered(_left_unwritten(outputs))  # nobody will read them now
 
     async def _converse(
         self,
