@@ -264,6 +264,12 @@ _NETRC_RE = re.compile(
 """A ``.netrc`` entry's password (``machine h login u password p``, on one line or over
 several, also in JSON text), whatever it looks like: a login or an account comes before
 it (``the machine whose password ...`` is prose)."""
+_NETRC_PASSWORD_FIRST_RE = re.compile(
+    rf"((?:\bmachine{_NETRC_SPACE}[^\s\\\"']+|\bdefault){_NETRC_SPACE}password{_NETRC_SPACE})"
+    rf"([^\s\\\"']+)(?={_NETRC_SPACE}(?:login|account){_NETRC_SPACE}[^\s\\\"']+)"
+)
+"""The same entry with its password right after the machine, a login or an account after
+it (``machine h password p login u``): a netrc's tokens come in any order."""
 
 
 def _connection_password(match: re.Match[str]) -> str:
@@ -913,6 +919,7 @@ def _scrub_patterns(text: str) -> str:
             text = _CONNECTION_PASSWORD_RE.sub(_connection_password, text)
         if ("machine" in text or "default" in text) and ("login" in text or "account" in text):
             text = _NETRC_RE.sub(_connection_password, text)
+            text = _NETRC_PASSWORD_FIRST_RE.sub(_connection_password, text)
     if env_assignment:
         text = _ENV_ASSIGNMENT_RE.sub(_env_assigned, text)
     if prose:

@@ -1303,6 +1303,10 @@ def test_an_auth_variable_that_holds_a_credential_is_a_secret_and_a_setting_is_n
         ("machine h\n  login u\n  account a\n  password hunterword\n", "hunterword"),
         ('{"content": "machine h\\nlogin u\\npassword hunterword\\n"}', "hunterword"),
         ("default login anonymous password hunterword", "hunterword"),
+        # H111: the password before the login was kept
+        ("machine h password hunterword login me", "hunterword"),
+        ("machine h\n  password hunterword\n  login me\n", "hunterword"),
+        ("default password hunterword account a", "hunterword"),
         ("Server=db.example.com;Uid=sa;Pwd=plainwordy;", "plainwordy"),
         ("Driver={ODBC};Server=db; PWD={plain wordy};Database=app", "plain wordy"),
         ("Host=db;Username=app;Password=abc;", "abc;"),
