@@ -814,12 +814,13 @@ def _env_assigned(match: re.Match[str]) -> str:
 
 
 def _auth_value(value: str) -> bool:
-    """A ``*_AUTH`` variable's value that is a credential: ``user:password``, or one that
-    looks like the rest of a key (``_cut_value``: ``Zq8Xv7Lm2Pk4``, a base64 token); not a
-    setting (``REQUIRE_AUTH=enabled``, ``DB_AUTH=scram-sha-256``, ``HTTP_AUTH=basic``)."""
-    user_password = _USER_PASSWORD_RE.fullmatch(value)
+    """A ``*_AUTH`` variable's value that is a credential: ``user:password``, whatever the
+    password looks like (``BASIC_AUTH=user:plainword``; as in the environment: a URL is
+    not one), or one that looks like the rest of a key (``_cut_value``: ``Zq8Xv7Lm2Pk4``, a
+    base64 token); not a setting (``REQUIRE_AUTH=enabled``, ``DB_AUTH=scram-sha-256``,
+    ``HTTP_AUTH=basic``)."""
     return _cut_value(value) or (
-        user_password is not None and _looks_secret(value.split(":", 1)[1])
+        _USER_PASSWORD_RE.fullmatch(value) is not None and "://" not in value
     )
 
 

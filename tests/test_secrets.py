@@ -1270,6 +1270,7 @@ def test_an_ordinary_user_name_in_a_url_is_left_alone(text: str) -> None:
         ("NPM_AUTH=Zq8Xv7Lm2Pk4Tr9", "Zq8Xv7Lm2Pk4Tr9"),
         ("export REDISCLI_AUTH='Hx8Kq2Vn5Wz7'", "Hx8Kq2Vn5Wz7"),
         ("REGISTRY_AUTH: deploy:hunter2hunter2", "hunter2hunter2"),
+        ("BASIC_AUTH=user:plainword", "plainword"),  # H111: a plain password was kept
     ],
 )
 def test_the_credential_of_an_auth_variable_is_scrubbed(text: str, secret: str) -> None:
@@ -1278,7 +1279,13 @@ def test_the_credential_of_an_auth_variable_is_scrubbed(text: str, secret: str) 
 
 @pytest.mark.parametrize(
     "text",
-    ["REQUIRE_AUTH=enabled", "DB_AUTH=scram-sha-256", "HTTP_AUTH=digest", "SKIP_AUTH=always"],
+    [
+        "REQUIRE_AUTH=enabled",
+        "DB_AUTH=scram-sha-256",
+        "HTTP_AUTH=digest",
+        "SKIP_AUTH=always",
+        "OIDC_AUTH=https://login.example.com/oauth2",  # where it is, not what
+    ],
 )
 def test_the_setting_of_an_auth_variable_is_left_alone(text: str) -> None:
     assert scrub_text(text) == text
