@@ -202,14 +202,19 @@ or follows an escaped newline, and ends at the next one or at the string's end."
 _NEWLINE = r"(?:\r?\n|\\n)"
 """A line's end, in plain text or in JSON text (an escaped newline)."""
 _YAML_BLOCK_HEAD = r"[ \t]*:[ \t]*[|>][1-9]?[+-]?[1-9]?[ \t]*"
+_BLOCK_LINE = r"(?:[^\n\r\\]|\\[^n])*"
+"""The rest of a line, in plain text or in JSON text."""
 _YAML_BLOCK_RE = re.compile(
     rf"(?im)((?:^|(?<=\\n)|(?<=\"))(?P<indent>[ \t]*)(?:-[ \t]+)?{_QUOTE}?"
     rf"(?P<key>{_STRONG_KEY}|{_TOKEN_KEY}){_QUOTE}?{_YAML_BLOCK_HEAD}{_NEWLINE}"
-    rf"(?:[ \t]*{_NEWLINE})*(?P=indent)[ \t]+)(?P<value>(?:[^\s\\]|\\[^n])(?:[^\n\r\\]|\\[^n])*)"
+    rf"(?:[ \t]*{_NEWLINE})*(?P<inner>(?P=indent)[ \t]+))(?P<value>(?:[^\s\\]|\\[^n]){_BLOCK_LINE})"
+    rf"(?P<more>(?:(?:{_NEWLINE}[ \t]*)*{_NEWLINE}(?P=inner){_BLOCK_LINE})*)"
 )
-"""A YAML block scalar's value, on the line after its key (``password: |`` then
-``  Zq8Xv7...``; ``>-``, ``|2`` too), in plain text or in JSON text: the line goes
-(``_block_value``)."""
+"""A YAML block scalar's value, from the line after its key (``password: |`` then
+``  Zq8Xv7...``; ``>-``, ``|2`` too) to the last line indented as much (``more``), in plain
+text or in JSON text: every line goes (``_block_value``)."""
+_BLOCK_MORE_LINE_RE = re.compile(rf"({_NEWLINE}[ \t]*)([^\s\\]|\\[^n]){_BLOCK_LINE}")
+"""A line of a block's ``more`` that holds something: its text goes."""
 _YAML_BLOCK_MARKER_RE = re.compile(rf":[ \t]*[|>][1-9]?[+-]?[1-9]?[ \t]*{_NEWLINE}")
 """Every match of ``_YAML_BLOCK_RE`` holds this (a literal ``:`` first: cheap)."""
 
@@ -229,7 +234,8 @@ def _block_value(match: re.Match[str]) -> str:
     value = match.group("value").rstrip()
     if _kept(match.group("key"), value):
         return match.group(0)
-    return match.group(1) + REDACTED + match.group("value")[len(value):]
+    more = _BLOCK_MORE_LINE_RE.sub(r"\g<1>" + REDACTED, match.group("more"))
+    return match.group(1) + REDACTED + match.group("value")[len(value) :] + more
 
 
 _QUOTED_RE = re.compile(

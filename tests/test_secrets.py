@@ -1358,6 +1358,30 @@ def test_the_value_of_a_yaml_block_under_a_secret_key_is_scrubbed(text: str, sec
 
 
 @pytest.mark.parametrize(
+    ("text", "scrubbed"),
+    [  # H111: the lines after the first were kept unless they looked like a key's rest
+        (
+            "password: |\n  correct horse\n  battery staple\nhost: db\n",
+            "password: |\n  [REDACTED]\n  [REDACTED]\nhost: db\n",
+        ),
+        (
+            "db:\n  password: >-\n    first99\n      second\n\n    third\n  user: app\n",
+            "db:\n  password: >-\n    [REDACTED]\n      [REDACTED]\n\n    [REDACTED]\n"
+            "  user: app\n",
+        ),
+        (
+            '{"content": "api_key: |\\n  hunterword\\n  staplehorse\\nnext: 1"}',
+            '{"content": "api_key: |\\n  [REDACTED]\\n  [REDACTED]\\nnext: 1"}',
+        ),
+    ],
+)
+def test_every_line_of_a_yaml_block_under_a_secret_key_is_scrubbed(
+    text: str, scrubbed: str
+) -> None:
+    assert scrub_text(text) == scrubbed
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "password: |\n  ${DB_PASSWORD}\n",
