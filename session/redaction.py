@@ -80,7 +80,7 @@ _WORD_LED_TOKEN_PATTERNS = [
     # kebab-case name), and the routable form's ``.01.abc123def`` tail
     r"glrt-(?=[a-z_\-]*[A-Z0-9])[A-Za-z0-9_\-]{20,}(?:\.[0-9a-z]{2}\.[0-9a-z]{7,9}\b)?",
     # a HashiCorp Vault service or batch token (24 to 100+ characters, a digit or a capital
-    # among them: ``hvs.reshape_to_image_size`` is code)
+    # among them: ``hvs.reshape_to_image_size`` is code; ``_token`` keeps a camelCase name)
     r"hv[sb]\.(?=[a-z_\-]*[A-Z0-9])[A-Za-z0-9_\-]{24,}",
     r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b",  # Shopify
     r"lin_api_[A-Za-z0-9]{40}\b",  # Linear
@@ -95,6 +95,19 @@ _TOKENS_RE = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS))
 _CUT_GITHUB_TOKEN_RE = re.compile(r"\bgh[pousr]_([A-Za-z0-9]{8,29})(?![A-Za-z0-9_])")
 """A GitHub token cut short (8-29 characters after its prefix; a whole one has 36): it
 goes when what is left of it looks generated (``_cut_github_token``)."""
+
+
+def _token(match: re.Match[str]) -> str:
+    """``[REDACTED]`` for a token; a Vault token's shape without a digit that reads as words
+    (``hvs.someVeryLongCamelCaseAttributeName``, an attribute of an ``hvs`` object) stays."""
+    token = match.group()
+    if token.startswith(("hvs.", "hvb.")) and _is_camel_case_name(token[4:]):
+        return token
+    return REDACTED
+
+
+def _is_camel_case_name(value: str) -> bool:
+    return not any(c.isdigit() for c in value) and _reads_as_words(value)
 
 
 def _cut_github_token(match: re.Match[str]) -> str:
@@ -894,7 +907,7 @@ def _scrub_patterns(text: str) -> str:
         login = _LOGIN_WORD_RE.search(lower) is not None
         pin = "pin" in lower or "passcode" in lower
     if tokens:
-        text = _TOKENS_RE.sub(REDACTED, text)
+        text = _TOKENS_RE.sub(_token, text)
         if "gh" in text:
             text = _CUT_GITHUB_TOKEN_RE.sub(_cut_github_token, text)
         if "://" in text:

@@ -1225,6 +1225,7 @@ def test_gitlab_runner_vault_shopify_linear_atlassian_and_age_keys_are_scrubbed(
     [
         "see the glrt-runner-registration-token-docs page",
         "hvs.reshape_to_image_size_and_depth(x)",
+        "client = vault.hvs.someVeryLongCamelCaseAttributeName",  # H111: scrubbed
         "the shpat_ prefix and shpat_0123 are Shopify's",
         "lin_api_client_configuration_for_the_app",
         "a token that starts with ATATT3 is Atlassian's",
