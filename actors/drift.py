@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import posixpath
 import stat
 import threading
 from collections.abc import Callable
@@ -53,6 +54,8 @@ from actors.messages import (
     Unwatch,
     Watch,
     WatchUnavailable,
+    Writing,
+    Wrote,
 )
 from actors.observer import make_observer
 from session.filesystem import is_inside, is_safe_relative_path, tracked_digest
@@ -258,6 +261,12 @@ class DriftWatcherActor(Actor[DriftMessage]):
         self._directories: frozenset[str] = frozenset()
         """The directories on the way to tracked files (see ``_layout``)."""
         self._tg: TaskGroup | None = None
+        self._writing: dict[str, tuple[int, str]] = {}
+        """Each file a session's running turn is called to write (``Writing``): its owner
+        and session id."""
+        self._wrote: dict[str, tuple[str, int, str]] = {}
+        """Each tracked file a session's turn wrote last (``Wrote``): the digest it wrote,
+        its owner and session id."""
 
     async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[DriftMessage]]) -> None:
         self._bridge = _Bridge(self._self, current_token())
@@ -289,8 +298,18 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 # once, as if an event had come.
                 self._look_at(entry.files - (before.files if before else frozenset()) - compared)
             case Unwatch(owner):
+                self._forget_writes_of(owner)
                 if self._entries.pop(owner, None) is not None:
                     await self._rewatch()
+            case Writing(owner, session_id, workspace, paths):
+                root = workspace.resolve()
+                for path in paths:
+                    self._writing[str(root / posixpath.normpath(path))] = (owner, session_id)
+            case Wrote(owner, session_id, workspace, written):
+                self._writing = {p: w for p, w in self._writing.items() if w[0] != owner}
+                root = workspace.resolve()
+                for path, digest in written.items():
+                    self._wrote[str(root / path)] = (digest, owner, session_id)
             case FsEvents(paths, lost):
                 if lost:  # any tracked file may have changed, any directory come or gone
                     # (one made again with the identity the old had keeps a dead watch,
@@ -313,6 +332,25 @@ class DriftWatcherActor(Actor[DriftMessage]):
                     # not always reported (the whole workspace, deleted): watch what is
                     # there now, so that its coming back is seen.
                     await self._rewatch()
+
+    def _forget_writes_of(self, owner: int) -> None:
+        """``owner`` leaves: its claims end, and what it wrote is remembered only where a
+        file is still tracked (the list stays as short as the tracked files)."""
+        self._writing = {p: w for p, w in self._writing.items() if w[0] != owner}
+        tracked = self._tracked_paths()
+        self._wrote = {p: w for p, w in self._wrote.items() if p in tracked}
+
+    def _writer(self, owner: int, path: str, digest: str) -> str:
+        """The id of the other session that wrote ``path`` (full), found holding
+        ``digest``: one whose running turn is writing it, or whose turn wrote that
+        content there last; "" if none (it changed outside agent-assist)."""
+        claim = self._writing.get(path)
+        if claim is not None and claim[0] != owner:
+            return claim[1]
+        wrote = self._wrote.get(path)
+        if wrote is not None and wrote[1] != owner and wrote[0] == digest:
+            return wrote[2]
+        return ""
 
     def _look_at(self, paths: AbstractSet[str]) -> None:
         """Compare ``paths`` at the end of the burst they are part of (``SETTLE_S``)."""
@@ -362,20 +400,25 @@ class DriftWatcherActor(Actor[DriftMessage]):
         gone = False
         for owner, entry in list(self._entries.items()):
             changed: dict[str, str] = {}
-            relatives = [r for path in paths for r in entry.relatives.get(path, ())]
+            by: dict[str, str] = {}
+            fulls = {r: path for path in paths for r in entry.relatives.get(path, ())}
+            relatives = list(fulls)
             for start in range(0, len(relatives), HASH_BATCH):
                 batch = relatives[start : start + HASH_BATCH]
                 digests = await anyio.to_thread.run_sync(_digests, entry.workspace, batch)
                 for relative, now in zip(batch, digests, strict=True):
                     if (now or "") != entry.manifest[relative]:  # "": gone, told so already
                         changed[relative] = now or ""
+                        by[relative] = self._writer(owner, fulls[relative], now or "")
                         gone = gone or now is None
             if not changed:
                 continue
             self._entries[owner] = replace(entry, manifest={**entry.manifest, **changed})
             try:
                 told = tuple(sorted(changed))
-                await entry.notify.tell(FilesChanged(told, tuple(changed[p] for p in told)))
+                writers = tuple(by[p] for p in told) if any(by.values()) else ()
+                seen = tuple(changed[p] for p in told)
+                await entry.notify.tell(FilesChanged(told, seen, writers))
             except DeadActor:
                 self._entries.pop(owner, None)
         return gone

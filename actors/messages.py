@@ -399,6 +399,30 @@ class Unwatch:
 
 
 @dataclass(frozen=True)
+class Writing:
+    """``owner``'s session ``session_id`` is about to write ``paths`` of ``workspace`` (a
+    tool of its turn is called to): another session that tracks one of them is told the
+    change as made by that session, not outside agent-assist."""
+
+    owner: int
+    session_id: str
+    workspace: Path
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Wrote:
+    """``owner``'s turn has ended, having written ``written`` (``{path: sha256}``): what
+    it claimed with ``Writing`` is over, and a file found holding what it wrote is its
+    write."""
+
+    owner: int
+    session_id: str
+    workspace: Path
+    written: dict[str, str]
+
+
+@dataclass(frozen=True)
 class FsEvents:
     """From the watchdog thread: something happened to each of ``paths`` (absolute), all
     the events the event loop found waiting at once."""
@@ -414,7 +438,7 @@ class Settle:
     """Coalescing timer: hash what changed since the last settle."""
 
 
-DriftMessage = Watch | Unwatch | FsEvents | Settle
+DriftMessage = Watch | Unwatch | Writing | Wrote | FsEvents | Settle
 
 
 # -- TerminalActor ------------------------------------------------------------
@@ -553,6 +577,9 @@ class FilesChanged:
     paths: tuple[str, ...] = field(default=())
     digests: tuple[str, ...] = ()
     """The SHA-256 each of ``paths`` held when it was seen ("": gone), if known."""
+    by: tuple[str, ...] = ()
+    """The id of the other agent-assist session that wrote each of ``paths`` ("": none
+    did, it changed outside agent-assist), if known."""
 
 
 @dataclass(frozen=True)

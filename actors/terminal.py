@@ -86,6 +86,8 @@ from actors.messages import (
     Watch,
     WatchUnavailable,
     WriteCheckpoint,
+    Writing,
+    Wrote,
 )
 from actors.turn_lines import (
     TURNS_LEFT_OUT_LINE,
@@ -139,7 +141,7 @@ from session.lifecycle import (
 )
 from session.manager import CheckpointListing, RestoredFiles, Written
 from session.models import Pointer, SessionState, utc_now, validate_session_id
-from session.notices import NoticeFlood, flood_line
+from session.notices import NoticeFlood, changed_line, flood_line
 from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
 from session.summary import offline_summary
@@ -573,9 +575,11 @@ class TerminalActor(Actor[TerminalMessage]):
         carries: told again by the next request if the turn is not kept."""
         self._last_change: dict[str, float] = {}
         """When each file was last seen changing outside (a burst gives one notice)."""
-        self._told_as: dict[str, str] = {}
-        """How each file's last notice told it (``changed``, ``deleted``): a burst that
-        makes a deleted file again, or deletes a changed one, says so."""
+        self._told_as: dict[str, tuple[str, str]] = {}
+        """How each file's last notice told it (``changed``, ``deleted``) and by whom (the
+        other session's id, "" outside agent-assist): a burst that makes a deleted file
+        again, deletes a changed one, or changes by hand what another session wrote, says
+        so."""
         self._deferred_changes: set[str] = set()
         """Changes seen during a turn at paths it writes: told (or not) when it ends."""
         self._turn_writes: set[str] = set()
@@ -669,6 +673,7 @@ class TerminalActor(Actor[TerminalMessage]):
             case TurnToolCall(turn_id, text, writes, delivered):
                 if turn_id == self._lc.turn:
                     self._turn_writes.update(writes)
+                    await self._claim_writes(writes)
                     await self._emit(ToolCallLine(text, delivered))
                 elif delivered is not None:
                     delivered.set(None)  # no terminal waits for it
@@ -697,8 +702,9 @@ class TerminalActor(Actor[TerminalMessage]):
                     return await self._checkpoint_before_write(paths)
             case WatchUnavailable(reason):
                 await self._watch_unavailable(reason)
-            case FilesChanged(paths, digests):
+            case FilesChanged(paths, digests, by):
                 gone = frozenset(p for p, digest in zip(paths, digests, strict=False) if not digest)
+                writers = {p: w for p, w in zip(paths, by, strict=False) if w}
                 paths = self._not_written_by_us(*self._news(paths, digests))
                 if not paths:
                     return None
@@ -714,7 +720,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     paths = tuple(p for p in paths if p not in ours)
                     self._told_in_turn.update(paths)
                 if paths:
-                    await self._note_changes(paths, gone)
+                    await self._note_changes(paths, gone, writers=writers)
             case SummaryReady(session_id, summary, covers, offline_because):
                 # After the exit, whose write holds a summary of every turn, one asked for
                 # before the last turns (a slow summary model) would put it back behind.
@@ -1006,6 +1012,8 @@ class TerminalActor(Actor[TerminalMessage]):
             return
         deferred, self._deferred_changes = self._deferred_changes, set()
         told_in_turn, self._told_in_turn = self._told_in_turn, set()
+        if self._turn_writes or done.written:
+            await self._tell_writes_done(dict(done.written))
         self._turn_writes.clear()
         self._written.update(done.written)
         carried, self._carried = self._carried, (frozenset(), {})
@@ -1698,23 +1706,30 @@ class TerminalActor(Actor[TerminalMessage]):
         )
 
     async def _note_changes(
-        self, paths: Iterable[str], gone: frozenset[str] = frozenset(), at_reattach: bool = False
+        self,
+        paths: Iterable[str],
+        gone: frozenset[str] = frozenset(),
+        at_reattach: bool = False,
+        writers: Mapping[str, str] | None = None,
     ) -> None:
         """Tell the terminal, one notice per file and burst (a file that changed again
         within ``BURST_S`` of its last change is not told again, unless it was deleted
         and is there again, or the other way round), and have the next
         request name each file once. A file in ``gone`` (the watcher saw it no more) is
-        told as deleted. ``at_reattach``: the drift a re-attach found (see ``Info``)."""
+        told as deleted. ``at_reattach``: the drift a re-attach found (see ``Info``).
+        ``writers``: the other agent-assist session that wrote a file, told as its
+        change (it is outside this session, not outside agent-assist)."""
         now = anyio.current_time()
         for path in sorted(set(paths)):
             last = self._last_change.get(path)
             self._last_change[path] = now
             self._changed_outside.add(path)
             how = "deleted" if path in gone else "changed"
-            if last is None or now - last >= BURST_S or self._told_as.get(path) != how:
-                self._told_as[path] = how
+            writer = (writers or {}).get(path, "")
+            if last is None or now - last >= BURST_S or self._told_as.get(path) != (how, writer):
+                self._told_as[path] = (how, writer)
                 if self._flood.one_line_each(now):
-                    await self._emit(Info(f"note: {path} {how} outside agent-assist", at_reattach))
+                    await self._emit(Info(changed_line(path, how, writer), at_reattach))
                 elif (due := self._flood.hold(path, how, now)) is not None:  # a line is due
                     asyncio.get_running_loop().call_later(
                         due, self._self.tell_when_room, TellHeldChanges()
@@ -1726,6 +1741,24 @@ class TerminalActor(Actor[TerminalMessage]):
         if held:
             files = tuple(sorted(held))  # every one: the toolbar counts them
             await self._emit(Info(flood_line(held), files=files))
+
+    async def _claim_writes(self, writes: tuple[str, ...]) -> None:
+        """Tell the DriftWatcher what this turn is about to write: another session that
+        tracks one of those files is told it was this session's change."""
+        if writes and self._lc.state is not None:
+            claim = Writing(
+                self._config.terminal_pid, self._lc.state.session_id, self._config.workspace, writes
+            )
+            with contextlib.suppress(DeadActor):
+                await self._peers.drift.tell(claim)
+
+    async def _tell_writes_done(self, written: dict[str, str]) -> None:
+        """Tell the DriftWatcher the turn's writes are over, and what they wrote."""
+        if self._lc.state is not None:
+            session_id = self._lc.state.session_id
+            done = Wrote(self._config.terminal_pid, session_id, self._config.workspace, written)
+            with contextlib.suppress(DeadActor):
+                await self._peers.drift.tell(done)
 
     def _tell_again(self, changed: frozenset[str], drift: Mapping[str, str]) -> None:
         """The changes outside a request carried, to be carried by the next one: the turn

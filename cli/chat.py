@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import sys
 import threading
@@ -67,15 +68,17 @@ Up/Down recall earlier messages of this project; Tab completes /commands."""  # 
 HELP_WIDTH = 88
 
 
+_CHANGED_NOTICE_RE = re.compile(
+    r"note: (?P<file>.+) (?:changed|deleted) "
+    r"(?:outside agent-assist|by another agent-assist session \([0-9a-f]{12}\))"
+)
+
+
 def changed_file(notice: str) -> str | None:
-    """The file a ``note: FILE changed outside agent-assist`` (or ``deleted``) notice
-    names, else None."""
-    if not notice.startswith("note: "):
-        return None
-    for how in (" changed", " deleted"):
-        if notice.endswith(f"{how} outside agent-assist"):
-            return notice.removeprefix("note: ").rsplit(how, 1)[0]
-    return None
+    """The file a ``note: FILE changed outside agent-assist`` (or ``deleted``, or ``by
+    another agent-assist session (ID)``) notice names, else None."""
+    found = _CHANGED_NOTICE_RE.fullmatch(notice)
+    return found["file"] if found else None
 
 
 def fit_toolbar(parts: list[str], width: int | None) -> str:

@@ -62,6 +62,15 @@ class NoticeFlood:
         return held
 
 
+def changed_line(path: str, how: str, session_id: str | None = None) -> str:
+    """The notice of one file that changed (``how``: changed, deleted) outside this
+    session: outside agent-assist, or in another of its sessions (``session_id``), which
+    is no change outside agent-assist."""
+    if session_id:
+        return f"note: {path} {how} by another agent-assist session ({session_id})"
+    return f"note: {path} {how} outside agent-assist"
+
+
 def flood_line(held: Mapping[str, str]) -> str:
     """The one line of a flood's held changes: how many, how, and under which top
     directories."""

@@ -665,3 +665,30 @@ def test_the_offline_models_reply_to_a_turn_that_called_a_tool_says_it_was_told_
     told = replies.split("read_file:", 1)[1]
     assert told.count("[changed outside: notes.md]") == 1, replies
     assert "[changed outside: notes.md]" not in told.split("You said")[1], replies
+
+
+def test_a_file_another_session_wrote_is_told_as_its_change_not_outside_agent_assist(
+    env: Env,
+) -> None:
+    """H111: a tracked file written by another agent-assist terminal in the same
+    workspace was told as "changed outside agent-assist", which agent-assist had not
+    been. It is told as that session's change; a change by hand after it still is one
+    outside agent-assist."""
+    first = env.spawn("--new", terminal=env.terminal())
+    first.send("write notes.md: from the first terminal")
+    first.expect("wrote notes.md")
+    other = env.run("--new", input="write notes.md: from the second\n", terminal=env.terminal())
+    assert other.returncode == 0, other.stderr
+    other_session = other.stderr.strip().splitlines()[-1].split()[1]
+    notice = f"note: notes.md changed by another agent-assist session ({other_session})"
+
+    def told() -> bool:
+        first.send("/checkpoint")
+        first.expect("(auto)", stderr=True)
+        return notice in first.drain_stderr()
+
+    wait_for(told, what="the notice of the other session's write")
+    (env.workspace / "notes.md").write_text("by hand\n")
+    outside_notices(first, "notes.md", "(auto)")
+    first.close_stdin()
+    assert first.wait() == 0
