@@ -47,6 +47,7 @@ from actors.turn_lines import (
     context_window_exceeded,
     describe_tool_call,
     explain_failure,
+    one_line,
     refused_calls,
     stated_context_window,
 )
@@ -68,7 +69,7 @@ actor still runs."""
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = one_line(str(exc)) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"[:500]
 
 

@@ -64,8 +64,15 @@ def _size(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MB"
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line, scrubbed first: flattened, a secret a pattern finds by its
+    lines (a YAML block's, a netrc's over several lines, a passphrase's to its line's end)
+    would be found no more, and the line is logged and shown (H111)."""
+    return " ".join(scrub_text(text).split())
+
+
 def _clip(text: str, limit: int = 60) -> str:
-    flat = " ".join(text.split())
+    flat = one_line(text)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -310,7 +317,7 @@ def _explain(exc: BaseException, model: str, mid_reply: bool, reply: Reply) -> s
         return (
             f"unknown model {model!r}: use offline, openai-chat:NAME or a pydantic-ai provider:name"
         )
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = one_line(str(exc)) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"[:500]
 
 
@@ -326,7 +333,7 @@ def _said_by(body: object) -> str:
     text = str(body)
     if _HTML_RE.search(text):
         text = _TAG_RE.sub(" ", text)
-    return " ".join(text.split()) or "no details"
+    return one_line(text) or "no details"
 
 
 def _message_in(value: object, depth: int = 0) -> str | None:
@@ -341,13 +348,13 @@ def _message_in(value: object, depth: int = 0) -> str | None:
     for key in ("message", "detail", "msg", "error"):
         inner = value.get(key)
         if isinstance(inner, str) and inner.strip():
-            return " ".join(inner.split())
+            return one_line(inner)
         if (found := _message_in(inner, depth + 1)) is not None:
             return found
         if isinstance(inner, dict):  # a message of a shape of its own: its first text
             text = next((v for v in inner.values() if isinstance(v, str) and v.strip()), None)
             if text:
-                return " ".join(text.split())
+                return one_line(text)
     return None
 
 

@@ -677,3 +677,19 @@ def test_every_model_provider_of_the_installed_pydantic_ai_passes_the_start_chec
     assert "openai-chat" in providers and "anthropic" in providers
     refused = sorted(name for name in providers if model_problem(f"{name}:m") is not None)
     assert refused == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"message": "content refused: db:\n  password: |\n    first99\n    battery staple\n"},
+        "content refused: config.yml:\n  api_key: >-\n    hunterword\n    staplehorse\n",
+        {"detail": {"why": "refused:\npassphrase: correct horse battery staple\nnext: 1"}},
+    ],
+)
+def test_an_endpoints_error_is_scrubbed_before_it_is_put_on_one_line(body: object) -> None:
+    """H111: the error's text was flattened before it was scrubbed, and a secret found by
+    its lines (a YAML block's, a passphrase's line) was shown and logged in clear."""
+    told = explain_failure(ModelHTTPError(400, "m", body=body), "openai-chat:m")
+    for secret in ("first99", "battery", "hunterword", "staplehorse", "correct horse"):
+        assert secret not in told, told
