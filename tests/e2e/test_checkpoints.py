@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import AGENT_ASSIST, Client, Env, outside_notices, running, wait_for
+from tests.e2e.harness import (
+    AGENT_ASSIST,
+    Client,
+    Env,
+    Terminal,
+    outside_notices,
+    running,
+    wait_for,
+)
 
 WATCHER_LATENCY_S = 1.5
 
@@ -1037,11 +1045,10 @@ def test_a_restore_whose_undo_cannot_be_written_is_refused_before_it_asks(env: E
     assert entries(env, session_id) == ["0001.json"]
 
 
-def test_a_restore_cut_short_by_kill_9_leaves_the_conversation_it_asked_for(env: Env) -> None:
-    """H105: a supervisor killed among a restore's writes left the session file with the
-    conversation before the restore and ``checkpoint_count`` 1: the files written back were
-    told as "changed outside agent-assist", and nothing named checkpoint 2, their undo. The
-    session is saved as the restore leaves it before any file is written."""
+def restore_cut_short(env: Env) -> tuple[Terminal, Path]:
+    """A restore of checkpoint 1 (400 templates, written at /save) cut by ``kill -9`` of the
+    supervisor, its heir and the terminal among its writes; the terminal's identity, and
+    the templates' directory."""
     templates = env.workspace / "templates"
     templates.mkdir()
     for n in range(400):
@@ -1063,6 +1070,15 @@ def test_a_restore_cut_short_by_kill_9_leaves_the_conversation_it_asked_for(env:
     wait_for(first_back, what="a file written back")
     env.kill_supervisor_and_heir()
     client.kill9()
+    return term, templates
+
+
+def test_a_restore_cut_short_by_kill_9_leaves_the_conversation_it_asked_for(env: Env) -> None:
+    """H105: a supervisor killed among a restore's writes left the session file with the
+    conversation before the restore and ``checkpoint_count`` 1: the files written back were
+    told as "changed outside agent-assist", and nothing named checkpoint 2, their undo. The
+    session is saved as the restore leaves it before any file is written."""
+    restore_cut_short(env)
 
     (session_id,) = env.session_ids()
     session = env.session(session_id)

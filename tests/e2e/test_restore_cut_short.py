@@ -3,7 +3,8 @@ resumed: the files it did not get to, and the checkpoint that undoes it."""
 
 from __future__ import annotations
 
-from tests.e2e.harness import Env, wait_for
+from tests.e2e.harness import Env
+from tests.e2e.test_checkpoints import restore_cut_short
 
 
 def test_a_resume_after_a_restore_cut_short_names_the_checkpoint_that_undoes_it(
@@ -11,27 +12,7 @@ def test_a_resume_after_a_restore_cut_short_names_the_checkpoint_that_undoes_it(
 ) -> None:
     """H108: the session recorded the undo checkpoint's number, but the resumed session
     did not tell the user that it undoes the partial restore."""
-    templates = env.workspace / "templates"
-    templates.mkdir()
-    for n in range(400):
-        (templates / f"t{n:03}.md").write_bytes(b"first %d\n" % n * 2000)
-    term = env.terminal()
-    client = env.spawn(terminal=term)
-    client.send("/save")
-    client.expect("saved as checkpoint 1.", stderr=True)
-    client.send("hello")
-    client.expect("You said", timeout=30)
-    for n in range(400):
-        (templates / f"t{n:03}.md").write_bytes(b"second %d\n" % n * 2000)
-    client.send("/checkpoint 1")
-    client.expect("Restore files too?", stderr=True)
-    client.send("y")
-    first_back = lambda: any(  # noqa: E731
-        p.read_bytes().startswith(b"first") for p in templates.iterdir() if p.suffix == ".md"
-    )
-    wait_for(first_back, what="a file written back")
-    env.kill_supervisor_and_heir()
-    client.kill9()
+    term, templates = restore_cut_short(env)
     left = [p for p in templates.iterdir() if p.read_bytes().startswith(b"second")]
     assert left, "the restore was cut before its end"
 
