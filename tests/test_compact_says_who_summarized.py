@@ -10,32 +10,23 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pydantic_ai.models
 import pytest
 
-from actors.base import ActorRef, open_mailbox
-from actors.compaction import CompactionActor
+from actors.base import ActorRef
 from actors.messages import (
     CommandOutput,
     Detach,
     Info,
-    OpenSession,
     RunCommand,
     TerminalOutput,
     TurnEnded,
     UserTurn,
 )
-from actors.terminal import TerminalActor, TerminalConfig
-from session.compaction import EventsCompactionConfig
-from session.history import warm_up
-from session.lifecycle import PersistPolicy
-from session.paths import sessions_dir
 from tests.e2e.openai_server import ChatServer
-from tests.workers import start_peers
+from tests.workers import SUMMARY_MODEL, local_models, summary_model_terminal
 
 pytestmark = pytest.mark.anyio
 
-SUMMARY_MODEL = "openai-chat:summary-model"
 LONG = (
     "Please think about the classifier prompt and the routing table for tickets of every "
     "kind, and how we evaluate it. "
@@ -75,43 +66,16 @@ ChatFactory = Callable[[], Any]
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
-    with ChatServer() as chat_server:
-        monkeypatch.setenv("OPENAI_BASE_URL", chat_server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
+    with local_models(monkeypatch) as chat_server:
         yield chat_server
 
 
 @pytest.fixture
 async def make_chat(tmp_path: Path, server: ChatServer) -> AsyncIterator[ChatFactory]:
-    warm_up()
     async with anyio.create_task_group() as tg:
 
         async def make() -> Chat:
-            workspace = tmp_path / "ws"
-            workspace.mkdir()
-            home = tmp_path / "home"
-            peers = await start_peers(
-                tg,
-                home,
-                compaction=lambda ref: CompactionActor(
-                    ref, summary_model=SUMMARY_MODEL, llm_timeouts=(1.0, 1.0)
-                ),
-            )
-            config = TerminalConfig(
-                terminal_pid=4242,
-                terminal_start_time=None,
-                workspace=workspace,
-                project=sessions_dir(workspace, home),
-                model="openai-chat:test-model",  # it answers "echo: <the message>"
-                policy=PersistPolicy(compaction=EventsCompactionConfig(0, 0)),
-                summary_model=SUMMARY_MODEL,
-            )
-            send, receive = anyio.create_memory_object_stream[TerminalOutput](256)
-            ref: ActorRef[Any]
-            ref, mailbox = open_mailbox("terminal-4242")
-            tg.start_soon(TerminalActor(ref, config, peers, send).serve, mailbox)
-            await ref.ask(OpenSession("new", None))
+            ref, receive, _ = await summary_model_terminal(tg, tmp_path, 1.0)
             return Chat(ref, receive, [])
 
         yield make
