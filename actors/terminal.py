@@ -20,7 +20,7 @@ import posixpath
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal, assert_never
 
 import anyio
@@ -446,7 +446,7 @@ def delete_design_files(workspace: Path, files: DesignFiles) -> tuple[list[str],
         _remove(path, (workspace / path).unlink, gone, failed)
     if gone:
         deleted.append(f"{len(gone):,} file{'' if len(gone) == 1 else 's'} of {TEMPLATE_DIR}/")
-    _remove_empty_directories(workspace / TEMPLATE_DIR)
+    _remove_emptied_directories(workspace, gone)
     return deleted, failed
 
 
@@ -461,14 +461,19 @@ def _remove(name: str, remove: Callable[[], None], done: list[str], failed: list
         done.append(name)
 
 
-def _remove_empty_directories(top: Path) -> None:
-    """``top`` and the directories under it that are empty, deepest first (never through
-    a symlink); one that holds anything stays."""
-    if top.is_symlink() or not top.is_dir():
-        return
-    for dirpath, _, _ in sorted(os.walk(top, followlinks=False), key=lambda w: -len(w[0])):
+def _remove_emptied_directories(workspace: Path, deleted: Iterable[str]) -> None:
+    """The directories of the template directory that the ``deleted`` files leave empty,
+    deepest first, up to the template directory itself; one that holds anything stays, and
+    so does one that was empty before (made by hand: agent-assist never tracked it)."""
+    emptied = {
+        parent
+        for path in deleted
+        for parent in PurePosixPath(path).parents
+        if parent.parts[:1] == (TEMPLATE_DIR,)
+    }
+    for directory in sorted(emptied, key=lambda d: -len(d.parts)):
         with contextlib.suppress(OSError):  # not empty, or not ours to remove
-            os.rmdir(dirpath)
+            os.rmdir(workspace / directory)
 
 
 WATCH_TIMEOUT_S = 5.0

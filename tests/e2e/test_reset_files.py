@@ -38,3 +38,18 @@ def test_reset_removes_the_template_directory_it_emptied(env: Env) -> None:
     assert "Also delete templates/ (1 file)? [y/N]" in result.stderr
     assert "never tracked" not in result.stderr
     assert not (env.workspace / "templates").exists()
+
+
+def test_reset_leaves_an_empty_directory_of_templates_it_never_tracked(env: Env) -> None:
+    """A directory made by hand under templates/, empty, held no tracked file: the
+    deletion did not empty it, so it stays (and so does templates/, which holds it)."""
+    (env.workspace / "templates" / "drafts" / "later").mkdir(parents=True)
+    result = env.run(
+        "--new",
+        input="write templates/a.md: one\n/reset\ny\n",
+        terminal=env.terminal(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Deleted 1 file of templates/." in result.stderr
+    assert not (env.workspace / "templates" / "a.md").exists()
+    assert (env.workspace / "templates" / "drafts" / "later").is_dir()
