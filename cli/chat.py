@@ -228,6 +228,12 @@ class AnswerStops(ChatError):
     instead."""
 
 
+class OtherEndpoint(ChatError):
+    """The supervisor sends model requests elsewhere than this shell's OPENAI_BASE_URL: the
+    chat is refused (at its start, or at a re-attach to a supervisor another shell
+    started), before anything is sent to it."""
+
+
 class OpenRefused(Exception):
     """The open the supervisor's front door had answered was refused once the supervisor
     could do it for real (a cold start): taken as the open's own refusal."""
@@ -539,10 +545,13 @@ class Chat:
     def _connect(self, tell_warnings: bool = True) -> tuple[Frame, bool]:
         conn, started, welcome = self._hello_when_free()
         conn.sock.settimeout(None)  # replies may take the model's time
+        # At every attach, a re-attach too: a supervisor another shell started meanwhile
+        # (this one's died) sends this chat's messages to that shell's endpoint.
+        summary_model = (self.options.settings or {}).get("summary_model")
+        if elsewhere := other_endpoint((self._model, str(summary_model or "")), welcome):
+            self._disconnect()  # nothing to close there: no session was opened
+            raise OtherEndpoint(elsewhere)  # before any question or message
         if tell_warnings:
-            summary_model = (self.options.settings or {}).get("summary_model")
-            if elsewhere := other_endpoint((self._model, str(summary_model or "")), welcome):
-                raise ChatError(elsewhere)  # before any question or message
             if unsent := unsent_secrets_warning(secrets_from_environment()):
                 self.console.warn(unsent)
             for warning in welcome.get("warnings", []):
@@ -859,6 +868,10 @@ class Chat:
                 break
             except ConnectionLost:
                 time.sleep(0.05 * (attempt + 1))
+            except OtherEndpoint:
+                if ask:  # the prompt's watch (not asking) leaves it to the next message's
+                    self._tell_left_as_saved(previous if saved else None)
+                raise
         else:
             raise ChatError("could not re-attach to the supervisor")
         if quiet and previous == self.session_id:
@@ -879,6 +892,14 @@ class Chat:
                 f"warning: the supervisor went away; {how}session {previous} {what}, "
                 f"continuing in new session {self.session_id}"
             )
+
+    def _tell_left_as_saved(self, session_id: str | None) -> None:
+        """The supervisor went away and the chat cannot go on with the one that took its
+        place: the session stays as its last turn saved it (and no message is sent)."""
+        what = f"session {session_id} is as saved after its last turn" if session_id else (
+            "no turn of this session had been saved"
+        )
+        self.console.warn(f"warning: the supervisor went away; {what}; nothing more was sent")
 
     # -- the loop -------------------------------------------------------------
 

@@ -314,3 +314,30 @@ def test_the_refusal_for_another_url_shows_no_password_of_either_url(
         other.stderr
     )
     assert "Hunter2Secret9" not in other.stderr
+
+
+def test_a_chat_whose_supervisor_died_is_refused_by_one_another_shell_started_elsewhere(
+    env: Env, server: ChatServer
+) -> None:
+    """A supervisor killed with its heir, then started by a shell with another
+    OPENAI_BASE_URL before this chat's next message: the chat re-attached to it without
+    the check of its start, and its next message went to an endpoint its shell did not
+    name. It is refused as at the start: one error: line, exit 1, nothing sent."""
+    chat = env.spawn("--new", terminal=env.terminal())
+    chat.send("first")
+    chat.expect("echo: first")
+    env.kill_supervisor_and_heir()
+    with ChatServer() as other_server:
+        started = env.run("supervisor", "start", OPENAI_BASE_URL=other_server.base_url)
+        assert started.returncode == 0, started.stderr
+        chat.send("second")
+        chat.expect(
+            f"error: the running supervisor sends model requests to {other_server.base_url}, "
+            f"not to this shell's OPENAI_BASE_URL {server.base_url}",
+            stderr=True,
+        )
+        chat.close_stdin()
+        assert chat.wait() == 1
+        assert other_server.requests == [], "nothing went to the other shell's endpoint"
+    sent = [m.get("content") for r in server.requests for m in r["messages"]]
+    assert "second" not in sent
