@@ -133,7 +133,7 @@ def other_endpoint(models: Iterable[str | None], welcome: Frame) -> str | None:
         return None  # no OpenAI-style model: no request goes to OPENAI_BASE_URL
     ours = os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
     theirs = welcome["openai_base_url"] or OPENAI_DEFAULT_URL
-    if ours.rstrip("/") == theirs.rstrip("/"):
+    if same_endpoint(ours, theirs):
         return None
     from session.redaction import scrub_text  # a URL may hold a password (user:PW@host)
 
@@ -144,6 +144,31 @@ def other_endpoint(models: Iterable[str | None], welcome: Frame) -> str | None:
         "`agent-assist supervisor stop` (it saves every session), then agent-assist "
         f"again, to use this shell's; or set OPENAI_BASE_URL={theirs} to use the supervisor's"
     )
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def same_endpoint(one: str, other: str) -> bool:
+    """Whether two base URLs name one endpoint as the HTTP client reads them: the scheme's
+    and the host's case, the scheme's default port and a trailing slash do not count
+    (``localhost`` and ``127.0.0.1`` do: the name may resolve to ``::1``)."""
+    return _endpoint(one) == _endpoint(other)
+
+
+def _endpoint(url: str) -> tuple[str, ...]:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:  # not a URL the client could use: compared as spelled
+        return (url.rstrip("/"),)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    where = "" if port is None or port == DEFAULT_PORTS.get(scheme) else str(port)
+    users = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
+    return (scheme, users, host, where, parts.path.rstrip("/"), parts.query)
 
 
 def help_text(width: int | None) -> str:
