@@ -262,6 +262,7 @@ class LLMActor(Actor[LLMMessage]):
                         if text:
                             reply.add(text)
                             progress.text.append(text)
+                progress.text.clear()  # the response is whole: its text is in the run's
                 so_far = run.new_messages()
                 if so_far and ends_the_run(so_far[-1]):
                     new = tuple(so_far)

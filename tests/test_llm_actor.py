@@ -225,3 +225,54 @@ async def test_a_turn_keeps_the_messages_the_agents_whole_run_gives(tmp_path: Pa
             history = (*history, *done.new_messages)
         llm.close()
     assert any(isinstance(m, ModelResponse) and m.tool_calls for m in history)
+
+
+async def test_a_turn_cut_while_its_tool_waits_keeps_the_replys_text_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A response of text and a tool call, complete, then the turn cut before the tool ran
+    (its line not yet at the terminal: a Ctrl+Z'd terminal, then a Ctrl+C or a supervisor
+    stop): the turn kept the text in that response and again in the interrupted note's,
+    so the next requests and the session file carried the reply twice."""
+    from actors.messages import TurnToolCall
+    from tests.e2e.test_tools_run_once import TEXT_BEFORE_THE_CALL, TextThenToolCall
+
+    actor = LLMActor()
+    llm: ActorRef[Any]
+    llm, llm_mailbox = open_mailbox("llm")
+    terminal: ActorRef[Any]
+    terminal, replies = open_mailbox("terminal")
+    server = TextThenToolCall()
+    server.answer.set()
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(actor.serve, llm_mailbox)
+            turn = StartTurn(
+                1, "openai-chat:m", "go", (), tmp_path, "", "", terminal,
+                tool_lines_delivered=True,
+            )  # fmt: skip
+            await llm.tell(turn)
+            with anyio.fail_after(30):
+                while not isinstance((await replies.receive()).message, TurnToolCall):
+                    pass  # its line is never delivered: the tool waits
+            await llm.tell(CancelTurn(1, terminal))
+            with anyio.fail_after(30):
+                while not isinstance(done := (await replies.receive()).message, TurnDone):
+                    pass
+            llm.close()
+    finally:
+        server.close()
+    assert done.cancelled and server.tool_returns == 0
+    said = "".join(
+        part.content
+        for message in done.new_messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, TextPart)
+    )
+    sent = TEXT_BEFORE_THE_CALL // 8000 * 8000  # the server's text, in pieces of 8,000
+    assert sent <= len(said) < 2 * sent, "the reply's text is kept once"
+    assert said.endswith("[interrupted: this reply was stopped before its end]")
