@@ -964,10 +964,12 @@ def word_wrap(text: str, width: int) -> str:
     after the first indented as ``_HANGING_RE`` says (a word wider than a row is cut)."""
     import textwrap
 
+    from cli.summaries import columns
+
     room = max(width - 1, 20)
     rows: list[str] = []
     for line in text.split("\n"):
-        if len(line) <= room:
+        if columns(line) <= room:  # screen columns: a combining accent takes none
             rows.append(line)
             continue
         hanging = _HANGING_RE.match(line)

@@ -54,3 +54,25 @@ def test_an_other_session_s_line_fits_a_narrow_terminal() -> None:
     long = {**other("0a0a0a0a0a0a", 3), "summary": "a very long summary " * 10}
     line = offer_text(OFFER, [long], width=60).splitlines()[-2]
     assert len(line) < 60 and line.startswith("    2) 0a0a0a0a0a0a · 3 turns")
+
+
+def test_an_other_session_with_accents_of_combining_marks_stays_on_its_line() -> None:
+    """A summary written with combining accents (``e`` + U+0301, as text pasted from
+    macOS often is) takes fewer columns than characters: its line, cut to the terminal's
+    width, was wrapped again by characters, the summary pushed to a row of its own."""
+    from cli.chat import offer_text
+    from cli.console import word_wrap
+    from cli.summaries import columns
+
+    offer = {"session_id": "a" * 12, "last_active": "2026-12-05 11:58 UTC", "turns": 1}
+    other = {
+        "session_id": "b" * 12,
+        "last_active": "2026-12-05 11:50 UTC",
+        "turns": 2,
+        "summary": "re\u0301sume\u0301 " * 40,
+    }
+    for width in (60, 100, 200):
+        text = offer_text(offer, [other], 0, width)
+        (line,) = [row for row in text.split("\n") if row.startswith("    2) ")]
+        assert columns(line) < width
+        assert word_wrap(text, width) == text
