@@ -337,8 +337,9 @@ def compacted_at_resume_line(effect: KeepOriginal, kept: Path) -> str:
             f"is kept as {kept.name}"
         )
     turns = turns_named(compaction.start_invocation, compaction.end_invocation)
+    were = "was" if compaction.start_invocation == compaction.end_invocation else "were"
     return (
-        f"note: this session's file held every turn uncompacted; {turns} were compacted "
+        f"note: this session's file held every turn uncompacted; {turns} {were} compacted "
         "now by the offline summarizer (their decisions, rules and file paths are kept), "
         f"and the file as it was is kept as {kept.name}"
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,6 +21,7 @@ from pydantic_ai.exceptions import (
 )
 
 from actors.messages import Compacted
+from actors.terminal import compacted_at_resume_line
 from actors.turn_lines import (
     UNFINISHED_STREAM,
     describe_tool_call,
@@ -30,6 +33,8 @@ from actors.turn_lines import (
 from cli.chat import offer_text
 from cli.render import ReflowedRegion, stable_prefix
 from cli.summaries import summary_headline
+from session.compaction import EventCompaction
+from session.lifecycle import KeepOriginal
 from session.model_names import check_model, model_problem
 
 URL = "http://127.0.0.1:8000/v1"
@@ -693,3 +698,16 @@ def test_an_endpoints_error_is_scrubbed_before_it_is_put_on_one_line(body: objec
     told = explain_failure(ModelHTTPError(400, "m", body=body), "openai-chat:m")
     for secret in ("first99", "battery", "hunterword", "staplehorse", "correct horse"):
         assert secret not in told, told
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "told"),
+    [(1, 1, "turn 1 was compacted now"), (1, 4, "turns 1-4 were compacted now")],
+)
+def test_the_line_of_a_resumes_compaction_agrees_with_its_number_of_turns(
+    first: int, last: int, told: str
+) -> None:
+    """H113: "turn 1 were compacted now"."""
+    effect = KeepOriginal("0a1b2c3d4e5f", EventCompaction(first, last, "the narrative"))
+    line = compacted_at_resume_line(effect, Path("0a1b2c3d4e5f.json.uncompacted-x"))
+    assert f"held every turn uncompacted; {told} by the offline summarizer" in line
