@@ -51,6 +51,9 @@ class Resumable:
     warnings: tuple[str, ...]
     turns: int = 0
     """The offered session's turns (its listing's count: the messages are not loaded)."""
+    last_active: datetime | None = None
+    """The offered session's last-active time as its listing tells it: its ``updated_at``,
+    unless that is in the future (``_not_in_the_future``: not believed)."""
 
 
 @dataclass(frozen=True)
@@ -435,13 +438,14 @@ class SessionCatalog:
         if own_alive and own is not None and mine is None and not _named(own, warnings):
             warnings.append(no_longer_on_disk_line(manager.directory, own.session_id))
         offer = None
-        turns = next((r.turns for r in rows if r.session_id == chosen), None) or 0
+        row = next((r for r in rows if r.session_id == chosen), None)
         if chosen is not None:
             try:
                 offer = manager.load_without_messages(chosen)
             except (OSError, SessionError) as exc:  # changed since the listing
                 warnings.append(problem_line(exc))
-        return Resumable(offer, tuple(warnings), turns)
+        turns = (row.turns if row else None) or 0
+        return Resumable(offer, tuple(warnings), turns, row.updated_at if row else None)
 
     def prune(
         self, projects: tuple[Path, ...] | None, days: float, dry_run: bool, live: dict[str, int]

@@ -15,7 +15,6 @@ from actors.base import ActorRef
 from actors.messages import FindResumable, ListSessions, StorageMessage
 from session.catalog import Resumable, SessionListing
 from session.filesystem import detect_file_drift
-from session.models import SessionState
 from session.resume import format_utc
 from supervisor import protocol as p
 
@@ -23,14 +22,17 @@ MAX_OTHER_OFFERS = 3
 """Other sessions the offer lists: DESIGN 6 allows "at most a few lines of context"."""
 
 
-async def offer_with_context(state: SessionState, turns: int, workspace: Path) -> p.Offer:
-    """The offered session (without its messages: ``turns`` counts them) with what the
-    user needs to decide: turns, summary, drift."""
+async def offer_with_context(found: Resumable, workspace: Path) -> p.Offer:
+    """The offered session (without its messages: ``found.turns`` counts them) with what
+    the user needs to decide: turns, summary, drift, and when it was last active as the
+    listing tells it (a time in the future is not believed)."""
+    state = found.offer
+    assert state is not None
     drift = await anyio.to_thread.run_sync(detect_file_drift, workspace, state.file_manifest)
     return p.Offer(
         session_id=state.session_id,
-        last_active=format_utc(state.updated_at),
-        turns=turns,
+        last_active=format_utc(found.last_active or state.updated_at),
+        turns=found.turns,
         summary=state.summary or state.compacted_history_summary,
         modified=drift.modified,
         deleted=drift.deleted,
@@ -65,7 +67,7 @@ async def welcome(
     found: Resumable = await storage.ask(FindResumable(project, terminal_pid))
     offer, others, more = None, tuple[p.Offer, ...](), 0
     if found.offer is not None:
-        offer = await offer_with_context(found.offer, found.turns, workspace)
+        offer = await offer_with_context(found, workspace)
         others, more = await other_offers(storage, project, found.offer.session_id)
     return p.Welcome(
         supervisor_pid=os.getpid(),

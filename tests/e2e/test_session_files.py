@@ -280,6 +280,25 @@ def test_a_session_last_active_in_the_future_is_ordered_by_when_its_file_was_wri
     rows = {row["session_id"]: row for row in env.sessions_json()}
     assert rows[skewed]["updated_at"] < rows[newer]["updated_at"] < "2099"
     started = env.run(input="y\n", terminal=env.terminal())
-    assert f"2) {rows[skewed]['last_active']}  hello" in started.stderr, "not the first offer"
+    when = rows[skewed]["last_active"][5:-4]  # the offer's other lines drop the year and UTC
+    assert f"2) {skewed} · 1 turn · {when} · hello" in started.stderr, "not the first offer"
     pruned = env.run("sessions", "prune", "--older-than", "0", "--dry-run")
     assert f"  {skewed}  " in pruned.stdout
+
+
+def test_the_offer_of_a_session_last_active_in_the_future_tells_when_its_file_was_written(
+    env: Env,
+) -> None:
+    """H113: the listing no longer believed a time in the future, but the offer said
+    `last active: 2099-01-01 00:00 UTC`."""
+    skewed = orphaned_session(env)
+    path = env.settled(skewed)
+    data = json.loads(path.read_text())
+    data["updated_at"] = "2099-01-01T00:00:00Z"
+    path.write_text(json.dumps(data))
+    an_hour_ago = time.time() - 3600
+    os.utime(path, (an_hour_ago, an_hour_ago))
+    (row,) = env.sessions_json()
+    started = env.run(input="n\n", terminal=env.terminal())
+    assert f"Previous session found (last active: {row['last_active']})" in started.stderr
+    assert "2099" not in started.stderr
