@@ -138,9 +138,14 @@ def other_endpoint(models: Iterable[str | None], welcome: Frame) -> str | None:
     from session.redaction import scrub_text  # a URL may hold a password (user:PW@host)
 
     theirs, ours = scrub_text(theirs), scrub_text(ours)
+    named = (
+        f"OPENAI_BASE_URL {ours}"
+        if os.environ.get("OPENAI_BASE_URL")
+        else f"endpoint {ours} (no OPENAI_BASE_URL is set here)"
+    )
     return (
         f"the running supervisor sends model requests to {theirs}, not to this shell's "
-        f"OPENAI_BASE_URL {ours} (it was started from another environment): run "
+        f"{named} (it was started from another environment): run "
         "`agent-assist supervisor stop` (it saves every session), then agent-assist "
         f"again, to use this shell's; or set OPENAI_BASE_URL={theirs} to use the supervisor's"
     )

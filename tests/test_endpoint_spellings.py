@@ -44,3 +44,17 @@ def test_two_endpoints_are_refused(
     refusal = other_endpoint(["openai-chat:m"], {"openai_base_url": supervisor})
     assert refusal is not None
     assert refusal.startswith(f"the running supervisor sends model requests to {supervisor}, ")
+
+
+def test_a_shell_with_no_openai_base_url_is_not_said_to_have_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """H113: the refusal named "this shell's OPENAI_BASE_URL https://api.openai.com/v1" in a
+    shell where none was set."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    refusal = other_endpoint(["openai-chat:m"], {"openai_base_url": "http://127.0.0.1:8000/v1"})
+    assert refusal is not None
+    assert "OPENAI_BASE_URL https://" not in refusal
+    assert "this shell's endpoint https://api.openai.com/v1 (no OPENAI_BASE_URL is set here)" in (
+        refusal
+    )
