@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before py
     from session.checkpoints import (
         Checkpoint,
         Reason,
+        Unchanged,  # noqa: F401 (in Ask["..."])
     )
     from session.compaction import EventCompaction, Window
     from session.encoded import EncodedMessages
@@ -156,9 +157,10 @@ class LiveCount(Ask[int]):
 
 
 @dataclass(frozen=True)
-class WriteCheckpoint(Ask["Checkpoint"]):
+class WriteCheckpoint(Ask["Checkpoint | Unchanged"]):
     """Answer: the ``Checkpoint`` written (the next number), with the content of ``paths``
-    of ``workspace`` as they are now. Refused like ``SaveSession``; CheckpointCapExceeded
+    of ``workspace`` as they are now, or ``Unchanged`` (``unless_unchanged``: the latest
+    checkpoint already holds that). Refused like ``SaveSession``; CheckpointCapExceeded
     when the session's cap would be passed (then nothing is written)."""
 
     project: Path
@@ -182,6 +184,9 @@ class WriteCheckpoint(Ask["Checkpoint"]):
     last_request: str = ""
     """The last user message, kept for the checkpoint's line when ``state``'s tail holds
     none (a compaction took it whole)."""
+    unless_unchanged: bool = False
+    """Write none when the session's latest checkpoint holds the same files, modes and
+    conversation state (``/save`` and the automatic checkpoint; never a restore's undo)."""
 
 
 @dataclass(frozen=True)

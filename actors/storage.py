@@ -258,10 +258,25 @@ class StorageActor(Actor[StorageMessage]):
                 dry_run,
                 made,
                 last_request,
+                unless_unchanged,
             ):
                 self._check_writer(state.session_id, writer)
                 cap = self._checkpoint_cap() if wanted_cap is None else wanted_cap
                 store = catalog.checkpoints(project)
+                if unless_unchanged:
+                    return await self._io(
+                        lambda: store.write_unless_unchanged(
+                            state,
+                            workspace,
+                            paths,
+                            reason=reason,
+                            cap=cap,
+                            now=utc_now(),
+                            secrets=secrets,
+                            keep=keep,
+                            last_request=last_request,
+                        )
+                    )
                 return await self._io(
                     lambda: store.write(
                         state,

@@ -100,6 +100,7 @@ from session.checkpoints import (
     Checkpoint,
     Reason,
     RestorePlan,
+    Unchanged,
     failed_lines,
     last_user_text,
     listing_lines,
@@ -1881,7 +1882,7 @@ class TerminalActor(Actor[TerminalMessage]):
     async def _save_command(self) -> None:
         """``/save``: the next checkpoint, then the session file (which carries its number)."""
         manifest, spec = await self._manifest()
-        number = await self._write_checkpoint("save", manifest, spec)
+        written = await self._checkpoint("save", manifest, spec)
         transition = self._lc.save(
             now=utc_now(), manifest=self._as_the_model_knows(manifest), agent_spec_path=spec
         )
@@ -1889,26 +1890,17 @@ class TerminalActor(Actor[TerminalMessage]):
         self._failure_told = None  # asked for: a failure says why, even told before
         ok = await self._perform(transition.effects)
         await self._watch(manifest, settled=True)  # what it took in is watched from now on
+        session_id = self._lc.session_id
         if not ok:
             text = "error: the save failed; the session is kept in memory until a save succeeds"
-        elif number is None:
-            text = f"Session {self._lc.session_id} saved (no checkpoint written)."
+        elif isinstance(written, Unchanged):
+            number = written.latest.number
+            text = f"Session {session_id} saved; nothing changed since checkpoint {number}."
+        elif isinstance(written, Checkpoint):
+            text = f"Session {session_id} saved as checkpoint {written.number}."
         else:
-            text = f"Session {self._lc.session_id} saved as checkpoint {number}."
+            text = f"Session {session_id} saved (no checkpoint written)."
         await self._emit(CommandOutput(text))
-
-    async def _write_checkpoint(
-        self,
-        reason: Reason,
-        manifest: dict[str, str],
-        spec: str | None,
-        keep: tuple[str, ...] = (),
-    ) -> int | None:
-        """Have the StorageActor write the next checkpoint of the conversation and of the
-        files of ``manifest``; its number, or None after telling the user why not.
-        ``keep``: files about to be written over (refused if one cannot be read)."""
-        written = await self._checkpoint(reason, manifest, spec, keep)
-        return written if isinstance(written, int) else None
 
     def _checkpoint_message(
         self,
@@ -1921,7 +1913,8 @@ class TerminalActor(Actor[TerminalMessage]):
         made: tuple[str, ...] = (),
     ) -> WriteCheckpoint:
         """The StorageActor's order for the next checkpoint of the conversation and of the
-        files of ``manifest``."""
+        files of ``manifest``; one of ``/save`` or before a write is not written when the
+        latest checkpoint holds the same (a restore's undo always is: its line names it)."""
         state = self._summarized(self._lc.write(utc_now(), manifest, spec).state)
         config = self._config
         return WriteCheckpoint(
@@ -1938,6 +1931,7 @@ class TerminalActor(Actor[TerminalMessage]):
             made,
             # in memory: a compaction may have taken the whole tail of ``state``
             last_user_text(self._lc.history_encoded.json),
+            unless_unchanged=reason != "restore",
         )
 
     async def _checkpoint(
@@ -1949,13 +1943,18 @@ class TerminalActor(Actor[TerminalMessage]):
         *,
         tell: bool = True,
         made: tuple[str, ...] = (),
-    ) -> int | Exception:
-        """``_write_checkpoint``, with the error instead of None (the user was told, unless
-        ``tell`` is False: the caller tells it in its own words)."""
+    ) -> Checkpoint | Unchanged | Exception:
+        """Have the StorageActor write the next checkpoint of the conversation and of the
+        files of ``manifest`` (``keep``: files about to be written over, refused if one
+        cannot be read): the checkpoint, ``Unchanged`` naming the latest one when that
+        holds the same, or the error (the user was told, unless ``tell`` is False: the
+        caller tells it in its own words)."""
         config = self._config
         message = self._checkpoint_message(reason, manifest, spec, keep, made=made)
         try:
-            checkpoint: Checkpoint = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
+            answer: Checkpoint | Unchanged = await self._peers.storage.ask(
+                message, STORAGE_TIMEOUT_S
+            )
         except (SessionError, OSError, DeadActor, TimeoutError) as exc:
             log.warning("terminal %d: checkpoint failed: %s", config.terminal_pid, exc)
             if not tell:
@@ -1967,8 +1966,9 @@ class TerminalActor(Actor[TerminalMessage]):
                 why += f"; {WRITE_WITHOUT_UNDO}"  # refused otherwise: the tool's line says so
             await self._emit(Info(f"error: {why}"))
             return exc
-        self._lc = self._lc.record_checkpoint(checkpoint.number).lifecycle
-        return checkpoint.number
+        number = answer.latest.number if isinstance(answer, Unchanged) else answer.number
+        self._lc = self._lc.record_checkpoint(number).lifecycle
+        return answer
 
     async def _checkpoint_before_write(self, paths: Sequence[str]) -> str | None:
         """The turn's first file write is about to happen: keep what the files hold. None
@@ -1976,7 +1976,7 @@ class TerminalActor(Actor[TerminalMessage]):
         back), except over the size cap, which the user was told how to lift."""
         manifest, spec = await self._manifest(paths)
         written = await self._checkpoint("auto", manifest, spec, tuple(paths))
-        if isinstance(written, int | CheckpointCapExceeded):
+        if isinstance(written, Checkpoint | Unchanged | CheckpointCapExceeded):
             return None
         return checkpoint_failed(written)
 
@@ -2106,12 +2106,13 @@ class TerminalActor(Actor[TerminalMessage]):
         written_over = plan.written_over if files else ()
         manifest, spec = await self._manifest(written_over)
         made = tuple(path for path in plan.to_write if files and path not in manifest)
-        undo = await self._checkpoint(
+        kept = await self._checkpoint(
             "restore", manifest, spec, written_over, tell=False, made=made
         )
-        if not isinstance(undo, int):
-            await self._emit(CommandOutput(_restore_refused(number, undo)))
+        if isinstance(kept, Exception):
+            await self._emit(CommandOutput(_restore_refused(number, kept)))
             return
+        undo = kept.latest.number if isinstance(kept, Unchanged) else kept.number
         written: tuple[str, ...] = ()
         deleted: tuple[str, ...] = ()
         failed: dict[str, str] = {}

@@ -99,6 +99,44 @@ class Checkpoint(BaseModel):
         return first_words(text or last_compacted_request(self.state.compacted_history_summary))
 
 
+@dataclass(frozen=True)
+class Unchanged:
+    """No checkpoint was written: the session's latest one already holds what it would
+    have (``same_restore_point``), and restoring that one gives the same."""
+
+    latest: Checkpoint
+
+
+def same_restore_point(old: Checkpoint, new: Checkpoint) -> bool:
+    """Whether restoring ``old`` gives what restoring ``new`` would: the same files, with the
+    same contents and modes, the same files to delete, and the same conversation state;
+    their numbers, times and reasons aside."""
+    return _restore_point(old) == _restore_point(new)
+
+
+def _restore_point(checkpoint: Checkpoint) -> tuple[object, ...]:
+    state = checkpoint.state.model_copy(
+        update={
+            "checkpoint_count": 0,
+            "updated_at": checkpoint.state.created_at,
+            "recent_messages": tuple(map(_as_taken_back, checkpoint.state.recent_messages)),
+        }
+    )
+    return (checkpoint.files, checkpoint.modes, checkpoint.made, checkpoint.last_request, state)
+
+
+RESET_WHEN_TAKEN_BACK: Final = ("model_id", "workspace_ref")
+"""The keys of a model response that a history taken from disk (a resume, a restore) has
+reset to None (pydantic-ai's ``sanitize_messages``; ``session/history.py``): a checkpoint
+written after a resume lacks what the one before it kept, and restores the same."""
+
+
+def _as_taken_back(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    if message.get("kind") != "response":
+        return message
+    return {**message, **dict.fromkeys(RESET_WHEN_TAKEN_BACK)}
+
+
 def entry_name(number: int) -> str:
     return f"{number:04d}.json"
 

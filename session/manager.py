@@ -43,12 +43,14 @@ from session.checkpoints import (
     CHECKPOINT_FORMAT,
     Checkpoint,
     Reason,
+    Unchanged,
     entry_format,
     entry_name,
     first_words,
     next_number,
     number_of,
     number_used_by,
+    same_restore_point,
     unknown_number,
 )
 from session.compacted import session_turns, tail_prompts
@@ -1068,6 +1070,82 @@ class CheckpointStore:
         cap would be impossible (freeing room would delete the checkpoint to restore).
         ``last_request``: the last user message, kept (its first words, scrubbed) only when
         ``state``'s tail holds none, for the checkpoint's line."""
+        checkpoint, contents = self._next_checkpoint(
+            state,
+            workspace,
+            paths,
+            reason=reason,
+            cap=cap,
+            now=now,
+            secrets=secrets,
+            keep=keep,
+            dry_run=dry_run,
+            made=made,
+            last_request=last_request,
+        )
+        return self._store(checkpoint, contents, cap=cap, now=now, dry_run=dry_run)
+
+    def write_unless_unchanged(
+        self,
+        state: SessionState,
+        workspace: Path,
+        paths: Iterable[str],
+        *,
+        reason: Reason,
+        cap: int,
+        now: datetime,
+        secrets: tuple[str, ...] = (),
+        keep: Iterable[str] = (),
+        last_request: str = "",
+    ) -> Checkpoint | Unchanged:
+        """``write``, unless the session's latest checkpoint already holds the same restore
+        point (``same_restore_point``: files, modes and conversation state): then nothing
+        is written, not even at the cap, and the answer names that checkpoint."""
+        checkpoint, contents = self._next_checkpoint(
+            state,
+            workspace,
+            paths,
+            reason=reason,
+            cap=cap,
+            now=now,
+            secrets=secrets,
+            keep=keep,
+            last_request=last_request,
+        )
+        latest = self._latest(state.session_id, checkpoint.number - 1)
+        if latest is not None and same_restore_point(latest, checkpoint):
+            # a blob damaged since is written anew: the checkpoint named must restore
+            self._store_blobs(contents, now)
+            return Unchanged(latest)
+        return self._store(checkpoint, contents, cap=cap, now=now)
+
+    def _latest(self, session_id: str, number: int) -> Checkpoint | None:
+        """Checkpoint ``number`` when it is the session's latest whole entry (the highest
+        number used, not one moved aside as damaged); None otherwise."""
+        if number < 1 or number not in self.numbers(session_id):
+            return None
+        try:
+            return self.load(session_id, number)
+        except CheckpointError:
+            return None  # damaged (moved aside): the next checkpoint is written
+
+    def _next_checkpoint(
+        self,
+        state: SessionState,
+        workspace: Path,
+        paths: Iterable[str],
+        *,
+        reason: Reason,
+        cap: int,
+        now: datetime,
+        secrets: tuple[str, ...],
+        keep: Iterable[str],
+        last_request: str,
+        dry_run: bool = False,
+        made: Iterable[str] = (),
+    ) -> tuple[Checkpoint, dict[str, bytes]]:
+        """The next checkpoint of ``state`` and the contents it refers to (none for a dry
+        run), read and checked as ``write`` says; nothing written."""
         session_id = state.session_id
         for relative in safe_relative_paths(workspace, sorted(set(keep))):
             if (why := unreadable(workspace, relative)) is not None:
@@ -1112,6 +1190,20 @@ class CheckpointStore:
                 all_secrets,
             ),
         )
+        return checkpoint, contents
+
+    def _store(
+        self,
+        checkpoint: Checkpoint,
+        contents: dict[str, bytes],
+        *,
+        cap: int,
+        now: datetime,
+        dry_run: bool = False,
+    ) -> Checkpoint:
+        """Write ``checkpoint`` (its blobs, then its entry) unless it would pass the cap."""
+        session_id = checkpoint.state.session_id
+        reason = checkpoint.reason
         entry = encode_checkpoint(checkpoint)
         entry_bytes, sizes = self._session_usage(session_id)
         new_sizes = {**sizes, **checkpoint.sizes}
@@ -1121,6 +1213,15 @@ class CheckpointStore:
         if dry_run:
             self._check_writable(session_id, checkpoint.sizes)
             return checkpoint
+        self._store_blobs(contents, now)
+        path = self.session_dir(session_id) / entry_name(checkpoint.number)
+        write_creating_directories(path, entry)
+        self._usage[session_id] = (entry_bytes + len(entry), new_sizes)
+        return checkpoint
+
+    def _store_blobs(self, contents: dict[str, bytes], now: datetime) -> None:
+        """Each of ``contents`` stored once, by its SHA-256 (those there and whole are left
+        as they are), and the blob directory synced if one was written."""
         wrote_blob = False
         blobs = os.fspath(self.blobs_dir)
         for digest, data in contents.items():  # digests of our own hashing: valid names
@@ -1140,9 +1241,6 @@ class CheckpointStore:
             wrote_blob = True
         if wrote_blob:
             fsync_dir(self.blobs_dir)
-        write_creating_directories(self.session_dir(session_id) / entry_name(number), entry)
-        self._usage[session_id] = (entry_bytes + len(entry), new_sizes)
-        return checkpoint
 
     def _check_writable(self, session_id: str, digests: Iterable[str]) -> None:
         """OSError if the entry, or a blob of ``digests`` not stored yet, could not be

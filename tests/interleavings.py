@@ -56,6 +56,7 @@ BUSY_RETRIES = 2000
 FIRST_PID = 700_001
 """Terminal pids of the clients (no such processes: their pointers read as dead tabs)."""
 SAVED = re.compile(r"saved as checkpoint (\d+)")
+UNCHANGED = re.compile(r"saved; nothing changed since checkpoint (\d+)")
 RESET = re.compile(r"New session ([0-9a-f]{12})")
 ENVIRONMENT = {
     "AGENT_ASSIST_HEIR": "0",
@@ -114,6 +115,16 @@ class SeedRun:
             lines += [f"  {op}" for op in self.verdict.nearest_order]
         lines += self.tracebacks
         return "\n".join(lines)
+
+
+def save_result(text: str) -> tuple[object, ...]:
+    """What ``/save`` told, as the serial model's result: ``("saved", N)`` for a new
+    checkpoint, ``("unchanged", N)`` when N already held the session as it is."""
+    if found := SAVED.search(text):
+        return ("saved", int(found.group(1)))
+    if found := UNCHANGED.search(text):
+        return ("unchanged", int(found.group(1)))
+    return ("text", text)
 
 
 class _Errors(logging.Handler):
@@ -394,8 +405,7 @@ class Client:
             return True
         frame = await wire.answer("command_result")
         text = str(frame.get("text") or frame.get("message"))
-        found = SAVED.search(text)
-        self.done(op, ("saved", int(found.group(1))) if found else ("text", text))
+        self.done(op, save_result(text))
         return False
 
     async def reset(self, wire: Wire) -> bool:

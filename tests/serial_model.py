@@ -30,7 +30,8 @@ class Op:
     taken just before the request was sent and just after the answer arrived.
     ``result`` is None for an operation never answered (its client went away).
     Results: hello ``("welcome", offer)`` or ``("busy",)``; opens ``("opened", id)``
-    or ``("error", code)``; turn ``("ok",)``; save ``("saved", checkpoint)``;
+    or ``("error", code)``; turn ``("ok",)``; save ``("saved", checkpoint)`` or, with
+    nothing changed since the latest checkpoint, ``("unchanged", checkpoint)``;
     reset ``("reset", new_id)``; close ``("closed", saved, id)``.
     """
 
@@ -90,6 +91,9 @@ class Model:
     used: frozenset[str] = frozenset()
     held: tuple[Held | None, ...] = ()
     pointers: tuple[str | None, ...] = ()
+    checkpointed: frozenset[tuple[str, tuple[str, ...]]] = frozenset()
+    """Per session, the history its latest checkpoint holds (a ``/save`` with the same
+    history writes none)."""
 
     @classmethod
     def empty(cls, clients: int) -> Model:
@@ -203,8 +207,16 @@ def apply(model: Model, op: Op, fresh: str) -> Model | None:
             if held is None:
                 return None
             stored = model.file(held.session_id)
-            number = (stored.checkpoint_count if stored else 0) + 1
-            if result is not None and result != ("saved", number):
+            latest = stored.checkpoint_count if stored else 0
+            if latest and dict(model.checkpointed).get(held.session_id) == held.history:
+                told: tuple[object, ...] = ("unchanged", latest)
+                number = latest
+            else:
+                told, number = ("saved", latest + 1), latest + 1
+                points = {s: h for s, h in model.checkpointed if s != held.session_id}
+                points[held.session_id] = held.history
+                model = dataclasses.replace(model, checkpointed=frozenset(points.items()))
+            if result is not None and result != told:
                 return None
             now = dataclasses.replace(held, saved=True, deleted=False)
             model = _write(model, now, number)
@@ -224,6 +236,7 @@ def apply(model: Model, op: Op, fresh: str) -> Model | None:
             return dataclasses.replace(
                 model,
                 files=frozenset(x for x in model.files if x[0] != old),
+                checkpointed=frozenset(x for x in model.checkpointed if x[0] != old),
                 deleted=model.deleted | {old},
                 used=model.used | {new},
                 live=model.live | {(new, c)},

@@ -15,6 +15,7 @@ import pytest
 
 from session.checkpoints import (
     Checkpoint,
+    Unchanged,
     cap_bytes,
     diff_manifests,
     failed_lines,
@@ -28,6 +29,7 @@ from session.checkpoints import (
     parse_number,
     ranges,
     restore_plan,
+    same_restore_point,
     unknown_number,
 )
 from session.errors import CheckpointCapExceeded, CheckpointError
@@ -755,3 +757,100 @@ def test_a_checkpoint_after_a_whole_compaction_names_its_last_request_from_the_s
     )
     assert compacted.turns == 3
     assert compacted.last_user == "ship it"
+
+
+# -- a checkpoint that would hold what the latest holds is not written (H116) -------------
+
+
+def unless_unchanged(
+    store: CheckpointStore, workspace: Path, session: SessionState, cap: int = 10**9
+) -> Checkpoint | Unchanged:
+    return store.write_unless_unchanged(
+        session, workspace, ["spec.md"], reason="save", cap=cap, now=NOW
+    )
+
+
+def test_a_save_point_with_nothing_changed_names_the_latest_and_writes_none(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """H109's find: three /save in a row wrote three identical checkpoints."""
+    first = unless_unchanged(store, workspace, state())
+    again = unless_unchanged(store, workspace, state())
+    assert isinstance(first, Checkpoint) and again == Unchanged(first)
+    assert store.numbers("0123456789ab") == [1]
+
+
+def test_a_save_point_after_a_turn_or_a_file_change_is_written(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    unless_unchanged(store, workspace, state())
+    later = state().model_copy(update={"recent_messages": (user_turn("more"),)})
+    assert isinstance(unless_unchanged(store, workspace, later), Checkpoint)
+    (workspace / "spec.md").write_text("v2\n")
+    assert isinstance(unless_unchanged(store, workspace, later), Checkpoint)
+    assert store.numbers("0123456789ab") == [1, 2, 3]
+
+
+def test_a_mode_changed_alone_is_a_change(store: CheckpointStore, workspace: Path) -> None:
+    """A restore gives modes back, so a checkpoint whose file differs only in its mode
+    is another restore point."""
+    unless_unchanged(store, workspace, state())
+    (workspace / "spec.md").chmod(0o755)
+    written = unless_unchanged(store, workspace, state())
+    assert isinstance(written, Checkpoint) and written.modes == {"spec.md": 0o755}
+
+
+def test_an_unchanged_save_point_at_the_cap_is_told_unchanged_not_refused(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    first = unless_unchanged(store, workspace, state())
+    assert isinstance(first, Checkpoint)
+    assert unless_unchanged(store, workspace, state(), cap=10) == Unchanged(first)
+
+
+def test_an_unchanged_save_point_stores_a_damaged_blob_of_the_latest_anew(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """The checkpoint it names must restore: the blob damaged since is written again."""
+    first = unless_unchanged(store, workspace, state())
+    assert isinstance(first, Checkpoint)
+    blob = store.blobs_dir / first.files["spec.md"]
+    blob.write_bytes(b"tampered")
+    assert isinstance(unless_unchanged(store, workspace, state()), Unchanged)
+    assert store.read_blob(first.files["spec.md"]) == b"v1\n"
+
+
+def test_a_save_point_after_a_damaged_latest_entry_is_written(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    first = unless_unchanged(store, workspace, state())
+    assert isinstance(first, Checkpoint)
+    path = store.session_dir("0123456789ab") / "0001.json"
+    path.write_bytes(encode_checkpoint(first)[:-20])
+    written = unless_unchanged(store, workspace, state())
+    assert isinstance(written, Checkpoint) and written.number == 2
+
+
+def response(model_id: str | None) -> dict[str, object]:
+    return {
+        "kind": "response",
+        "parts": [{"part_kind": "text", "content": "ok"}],
+        "model_name": "offline",
+        "model_id": model_id,
+        "workspace_ref": None,
+    }
+
+
+def with_messages(number: int, *messages: dict[str, object]) -> Checkpoint:
+    point = checkpoint(number, {"spec.md": A})
+    state = point.state.model_copy(update={"recent_messages": messages})
+    return point.model_copy(update={"state": state})
+
+
+def test_a_response_whose_model_id_a_resume_dropped_is_the_same_restore_point() -> None:
+    """A history taken from disk has ``model_id`` reset (pydantic-ai's sanitize_messages):
+    each /save after a resume wrote a checkpoint that restored what the one before did."""
+    before = with_messages(1, user_turn("hi"), response("function:offline"))
+    after_resume = with_messages(2, user_turn("hi"), response(None))
+    assert same_restore_point(before, after_resume)
+    assert not same_restore_point(before, with_messages(2, user_turn("hi!"), response(None)))

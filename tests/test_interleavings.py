@@ -46,7 +46,7 @@ from tests.interleavings import (
     supervisor_environment,
     wait_for_socket,
 )
-from tests.serial_model import Final, Op, SessionFile, linearize
+from tests.serial_model import Final, Kind, Op, SessionFile, linearize
 from tests.workers import start_peers
 
 CI_SEEDS = int(os.environ.get("AGENT_ASSIST_INTERLEAVINGS_SEEDS", "100"))
@@ -173,9 +173,44 @@ def test_the_checkpoint_numbers_told_must_follow_the_serial_order() -> None:
         Op(0, "hello", None, 1, 2, ("welcome", None)),
         Op(0, "open_new", None, 3, 4, ("opened", S1)),
         Op(0, "save", None, 5, 6, ("saved", 1)),
-        Op(0, "save", None, 7, 8, ("saved", 1)),
+        Op(0, "turn", "m1", 7, 8, ("ok",)),
+        Op(0, "save", None, 9, 10, ("saved", 1)),
     ]
-    final = Final({S1: SessionFile((), 1)}, {S1: (1,)}, {0: S1})
+    final = Final({S1: SessionFile(("m1",), 1)}, {S1: (1,)}, {0: S1})
+    assert not linearize(history, 1, final).serializable
+
+
+def saves(*steps: tuple[Kind, tuple[object, ...]]) -> list[Op]:
+    """A new session S1 of client 0, then ``steps``: ``("turn", ("ok",))`` is a turn (its
+    message named by its place), ``("save", told)`` a ``/save`` and what it told."""
+    history = [
+        Op(0, "hello", None, 1, 2, ("welcome", None)),
+        Op(0, "open_new", None, 3, 4, ("opened", S1)),
+    ]
+    for n, (kind, told) in enumerate(steps):
+        tick = 5 + 2 * n
+        arg = f"m{n}" if kind == "turn" else None
+        history.append(Op(0, kind, arg, tick, tick + 1, told))
+    return history
+
+
+def test_a_save_with_nothing_changed_since_the_latest_checkpoint_is_told_so() -> None:
+    history = saves(("turn", ("ok",)), ("save", ("saved", 1)), ("save", ("unchanged", 1)))
+    final = Final({S1: SessionFile(("m0",), 1)}, {S1: (1,)}, {0: S1})
+    assert linearize(history, 1, final).serializable
+
+
+def test_a_save_with_nothing_changed_that_wrote_a_checkpoint_is_refused() -> None:
+    history = saves(("turn", ("ok",)), ("save", ("saved", 1)), ("save", ("saved", 2)))
+    final = Final({S1: SessionFile(("m0",), 2)}, {S1: (1, 2)}, {0: S1})
+    assert not linearize(history, 1, final).serializable
+
+
+def test_a_save_after_a_turn_told_unchanged_is_refused() -> None:
+    history = saves(
+        ("turn", ("ok",)), ("save", ("saved", 1)), ("turn", ("ok",)), ("save", ("unchanged", 1))
+    )
+    final = Final({S1: SessionFile(("m0", "m2"), 1)}, {S1: (1,)}, {0: S1})
     assert not linearize(history, 1, final).serializable
 
 

@@ -44,27 +44,78 @@ def entries(env: Env, session_id: str) -> list[str]:
 
 
 def two_versions(env: Env) -> str:
-    """A session whose spec was v1 at checkpoint 2 and v2 at checkpoint 4 (1 and 3 are the
-    automatic checkpoints before each write). Returns its id."""
+    """A session whose spec was v1 at checkpoint 2 and v2 at checkpoint 3 (1 is the automatic
+    checkpoint before the first write; the one before the second would have held what 2
+    holds, so none was written). Returns its id."""
     result = env.run(
         input=f"write {SPEC}: # v1\n/save\nwrite {SPEC}: # v2\n/save\n", terminal=env.terminal()
     )
     assert result.returncode == 0, result.stderr
     assert "saved as checkpoint 2." in result.stderr
-    assert "saved as checkpoint 4." in result.stderr
+    assert "saved as checkpoint 3." in result.stderr
     (session_id,) = env.session_ids()
     return session_id
 
 
 def test_save_writes_the_next_checkpoint_and_the_session_records_its_number(env: Env) -> None:
     term = env.terminal()
-    result = env.run(input="hello\n/save\n/save\n", terminal=term)
+    result = env.run(input="hello\n/save\nmore\n/save\n", terminal=term)
     assert result.returncode == 0, result.stderr
     assert "saved as checkpoint 1." in result.stderr
     assert "saved as checkpoint 2." in result.stderr
     (session_id,) = env.session_ids()
     assert env.session(session_id)["checkpoint_count"] == 2
     assert entries(env, session_id) == ["0001.json", "0002.json"]
+
+
+def test_a_save_with_nothing_changed_since_the_latest_checkpoint_writes_none(env: Env) -> None:
+    """H109's find: /save three times in a row wrote three identical checkpoints."""
+    result = env.run(input=f"write {SPEC}: # v1\n/save\n/save\n/save\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    told = f"Session {session_id} saved; nothing changed since checkpoint 2."
+    assert "saved as checkpoint 2." in result.stderr
+    assert result.stderr.splitlines().count(told) == 2
+    assert entries(env, session_id) == ["0001.json", "0002.json"]
+    assert env.session(session_id)["checkpoint_count"] == 2
+
+
+def test_no_automatic_checkpoint_is_written_when_the_latest_holds_the_same(env: Env) -> None:
+    """H109's find: the checkpoint before a write copied the /save just before it; the
+    one restore point, the /save's, still takes the write back."""
+    result = env.run(
+        input=f"write {SPEC}: # v1\n/save\nwrite {SPEC}: # v2\n/checkpoint 2\ny\n",
+        terminal=env.terminal(),
+    )
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    assert "/checkpoint 3 undoes this." in result.stderr  # no 3 between
+    assert (env.workspace / SPEC).read_text() == "# v1\n"
+    reasons = [
+        json.loads((checkpoints_dir(env, session_id) / name).read_bytes())["reason"]
+        for name in entries(env, session_id)
+    ]
+    assert reasons == ["auto", "save", "restore"]
+
+
+def test_a_save_after_a_resume_with_nothing_changed_writes_none(env: Env) -> None:
+    """A history read back from disk loses what pydantic-ai lets only the running agent
+    set (a response's model_id): the /save after each resume wrote a copy."""
+    term = env.terminal()
+    assert "saved as checkpoint 1." in env.run(input="hello\n/save\n", terminal=term).stderr
+    (session_id,) = env.session_ids()
+    env.run("supervisor", "stop")
+    again = env.run("--resume", session_id, input="/save\n", terminal=term)
+    assert f"Session {session_id} saved; nothing changed since checkpoint 1." in again.stderr
+    assert entries(env, session_id) == ["0001.json"]
+
+
+def test_a_mode_changed_alone_is_saved_as_a_new_checkpoint(env: Env) -> None:
+    (env.workspace / SPEC).write_text("# v1\n")
+    term = env.terminal()
+    assert "saved as checkpoint 1." in env.run(input="/save\n", terminal=term).stderr
+    (env.workspace / SPEC).chmod(0o755)
+    assert "saved as checkpoint 2." in env.run(input="y\n/save\n", terminal=term).stderr
 
 
 def test_checkpoint_lists_oldest_first_one_line_each_beginning_with_its_number(env: Env) -> None:
@@ -74,11 +125,11 @@ def test_checkpoint_lists_oldest_first_one_line_each_beginning_with_its_number(e
     session_id = two_versions(env)
     result = env.run("--resume", session_id, input="/checkpoint\n", terminal=env.terminal())
     lines = [line for line in result.stderr.splitlines() if line.startswith("  ")]
-    assert [line.split()[0] for line in lines] == ["1", "2", "3", "4"]
+    assert [line.split()[0] for line in lines] == ["1", "2", "3"]
     assert "0 turns" in lines[0] and "0 files changed" in lines[0]
     assert "1 turn " in lines[1] and "1 file changed" in lines[1]
     assert "'write agent_spec.md: # v1'" in lines[1]
-    assert "2 turns" in lines[3] and "'write agent_spec.md: # v2'" in lines[3]
+    assert "2 turns" in lines[2] and "'write agent_spec.md: # v2'" in lines[2]
 
 
 def test_restore_without_files_brings_back_the_conversation_only(env: Env) -> None:
@@ -90,7 +141,7 @@ def test_restore_without_files_brings_back_the_conversation_only(env: Env) -> No
     assert "Tracked files differ from checkpoint 2:" in result.stderr
     assert "  agent_spec.md: modified" in result.stderr
     assert "Restore files too? [y/N]" in result.stderr
-    assert "Restored the conversation to checkpoint 2 (1 turn); /checkpoint 5 undoes this." in (
+    assert "Restored the conversation to checkpoint 2 (1 turn); /checkpoint 4 undoes this." in (
         result.stderr
     )
     assert "Files left as they are: agent_spec.md." in result.stderr
@@ -99,7 +150,7 @@ def test_restore_without_files_brings_back_the_conversation_only(env: Env) -> No
     saved = env.session(session_id)
     assert "where are we?" in str(saved["recent_messages"])
     assert "# v2" not in str(saved["recent_messages"])
-    assert saved["checkpoint_count"] == 5
+    assert saved["checkpoint_count"] == 4
 
 
 def test_after_a_restore_the_context_says_taken_back_to_the_checkpoint_not_resumed(
@@ -130,9 +181,9 @@ def test_restore_with_files_writes_them_back_and_can_be_undone(env: Env) -> None
     assert "(turn 2 of this conversation" in result.stdout
 
     undo = env.run(
-        "--resume", session_id, input="/checkpoint 5\ny\nagain\n", terminal=env.terminal()
+        "--resume", session_id, input="/checkpoint 4\ny\nagain\n", terminal=env.terminal()
     )
-    assert "Restored the conversation to checkpoint 5 (2 turns)" in undo.stderr
+    assert "Restored the conversation to checkpoint 4 (2 turns)" in undo.stderr
     assert (env.workspace / SPEC).read_text() == "# v2\n"
     assert (env.workspace / SPEC).stat().st_mode & 0o777 == 0o640
     assert "(turn 3 of this conversation" in undo.stdout
@@ -253,12 +304,12 @@ def test_a_restore_after_an_outside_edit_was_noted_gives_no_second_notice(env: E
 
 def test_an_unknown_or_malformed_number_gets_one_line_and_changes_nothing(env: Env) -> None:
     session_id = two_versions(env)
-    before = (entries(env, session_id), len(env.session(session_id)["recent_messages"]), 4)
+    before = (entries(env, session_id), len(env.session(session_id)["recent_messages"]), 3)
     result = env.run(
         "--resume", session_id, input="/checkpoint 9\n/checkpoint two\n", terminal=env.terminal()
     )
     assert result.returncode == 1, "piped, a command that answers error: fails the run"
-    assert "error: no checkpoint 9; this session has checkpoints 1-4" in result.stderr.splitlines()
+    assert "error: no checkpoint 9; this session has checkpoints 1-3" in result.stderr.splitlines()
     assert (
         "error: /checkpoint takes a checkpoint number (1, 2, ...), not 'two'"
         in result.stderr.splitlines()
@@ -285,7 +336,7 @@ def test_a_number_of_thousands_of_digits_is_refused_and_the_chat_goes_on(env: En
 
 def test_an_unchanged_file_is_stored_once_however_many_checkpoints(env: Env) -> None:
     (env.workspace / SPEC).write_text("# the same\n")
-    result = env.run(input="/save\n/save\n/save\n", terminal=env.terminal())
+    result = env.run(input="/save\nhello\n/save\nagain\n/save\n", terminal=env.terminal())
     assert "saved as checkpoint 3." in result.stderr
     assert len(blobs(env)) == 1
 
@@ -443,11 +494,15 @@ def test_the_cap_lines_say_a_raised_cap_counts_from_the_next_start_and_it_does(
 def test_the_first_write_of_a_turn_is_preceded_by_a_checkpoint_of_what_files_held(
     env: Env,
 ) -> None:
-    session_id = two_versions(env)
-    entry = json.loads((checkpoints_dir(env, session_id) / "0003.json").read_bytes())
+    (env.workspace / SPEC).write_text("# v1\n")
+    result = env.run(input=f"hello\nwrite {SPEC}: # v2\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    entry = json.loads((checkpoints_dir(env, session_id) / "0001.json").read_bytes())
     assert entry["reason"] == "auto"
     blob = env.project.parent / "blobs" / entry["files"][SPEC]
     assert blob.read_bytes() == b"# v1\n"  # before the turn that wrote v2
+    assert "hello" in str(entry["state"]["recent_messages"])
     assert "# v2" not in str(entry["state"]["recent_messages"])
     assert blob.stat().st_mode & 0o777 == 0o600
 
@@ -476,8 +531,8 @@ def test_sessions_show_json_gives_checkpoints_as_data(env: Env, supervisor: str)
     shown = env.run("sessions", "show", session_id, "--json")
     assert shown.returncode == 0, shown.stderr
     checkpoints = json.loads(shown.stdout)["checkpoints"]
-    assert [c["number"] for c in checkpoints] == [1, 2, 3, 4]
-    assert [c["reason"] for c in checkpoints] == ["auto", "save", "auto", "save"]
+    assert [c["number"] for c in checkpoints] == [1, 2, 3]
+    assert [c["reason"] for c in checkpoints] == ["auto", "save", "save"]
     assert all(isinstance(c["created_at"], str) and c["turns"] >= 0 for c in checkpoints)
     shown_at = json.loads(shown.stdout)["session"]["updated_at"]
     assert shown_at.endswith("Z") and all(c["created_at"].endswith("Z") for c in checkpoints), (
@@ -485,7 +540,7 @@ def test_sessions_show_json_gives_checkpoints_as_data(env: Env, supervisor: str)
     )
     text = env.run("sessions", "show", session_id).stdout
     assert "Checkpoints (agent-assist --resume ID, then /checkpoint N):" in text
-    assert re.search(r"\n  4  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC  \d+ turns?", text), text
+    assert re.search(r"\n  3  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC  \d+ turns?", text), text
 
 
 def test_an_agent_spec_made_outside_after_the_start_is_told(env: Env) -> None:
@@ -870,7 +925,7 @@ def test_prune_removes_contents_a_checkpoint_cut_short_left_though_no_session_go
     assert result.returncode == 0, result.stderr
     assert "Removed 0 orphaned sessions" in result.stdout
     assert blobs(env) == referenced
-    assert entries(env, session_id) == ["0001.json", "0002.json", "0003.json", "0004.json"]
+    assert entries(env, session_id) == ["0001.json", "0002.json", "0003.json"]
 
 
 def test_an_automatic_checkpoint_over_the_cap_says_the_write_goes_ahead_without_undo(
