@@ -39,6 +39,9 @@ CAP_SETTINGS_TOLD: Final = f"{CAP_SETTING} or checkpoint_max_mb in config.toml"
 """Where the cap comes from, as a cap message names it (the environment or the file)."""
 DEFAULT_CAP_MB: Final = 500
 FIRST_WORDS: Final = 8
+FIRST_CHARS: Final = 60
+"""At most this many characters of the first words: a message of one long word (a pasted
+log line, a URL) made a ``/checkpoint`` line thousands of characters long."""
 FILES_NAMED: Final = 20
 """Files a restore's lines name one by one; the others are counted (a restore of 2,000
 templates printed 2,000 lines to ask, and one line of 36,000 characters after)."""
@@ -222,9 +225,15 @@ def failed_lines(failed: Mapping[str, str]) -> list[str]:
     return [*lines[:FILES_NAMED], f"error: {rest:,} more {plural} not restored, left as they are."]
 
 
-def first_words(text: str, words: int = FIRST_WORDS) -> str:
+def first_words(text: str, words: int = FIRST_WORDS, chars: int = FIRST_CHARS) -> str:
+    """The first ``words`` words of ``text``, at most ``chars`` characters of them, and
+    `` ...`` when there is more."""
     parts = text.split()
-    return " ".join(parts[:words]) + (" ..." if len(parts) > words else "")
+    shown = " ".join(parts[:words])
+    more = len(parts) > words
+    if len(shown) > chars:
+        shown, more = shown[:chars].rstrip(), True
+    return shown + (" ..." if more else "")
 
 
 # -- manifests ---------------------------------------------------------------

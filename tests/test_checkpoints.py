@@ -132,6 +132,13 @@ def test_first_words_are_eight_then_an_ellipsis() -> None:
     assert first_words("  short\n text ") == "short text"
 
 
+def test_first_words_are_cut_at_sixty_characters() -> None:
+    """H116: a last message of one 3,000-character word was a /checkpoint line of 3,100."""
+    (line,) = listing_lines([checkpoint(1, {"spec.md": A}, "see " + "x" * 3000)])
+    assert line.endswith(f"'see {'x' * 56} ...'")
+    assert first_words("a " * 4 + "y" * 70) == "a a a a " + "y" * 52 + " ..."
+
+
 # -- diffs and restore plans ---------------------------------------------------
 
 
