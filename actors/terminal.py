@@ -2093,7 +2093,8 @@ class TerminalActor(Actor[TerminalMessage]):
             return
         for problem in listing.problems:
             await self._emit(Info(problem))
-        await self._emit(CommandOutput("\n".join(listing_lines(listing.checkpoints))))
+        lines = listing_lines(listing.checkpoints, session_id)
+        await self._emit(CommandOutput("\n".join(lines)))
 
     async def _restore(self, checkpoint: Checkpoint, plan: RestorePlan, *, files: bool) -> None:
         """Checkpoint the present (so the restore can be undone), write the files back if

@@ -38,6 +38,8 @@ CAP_SETTING: Final = "AGENT_ASSIST_CHECKPOINT_MAX_MB"
 CAP_SETTINGS_TOLD: Final = f"{CAP_SETTING} or checkpoint_max_mb in config.toml"
 """Where the cap comes from, as a cap message names it (the environment or the file)."""
 DEFAULT_CAP_MB: Final = 500
+LISTED: Final = 20
+"""The checkpoints ``/checkpoint`` lists, the latest: 200 flooded the screen."""
 FIRST_WORDS: Final = 8
 FIRST_CHARS: Final = 60
 """At most this many characters of the first words: a message of one long word (a pasted
@@ -313,9 +315,21 @@ def mode_text(mode: int) -> str:
     return f"{mode:04o}"
 
 
-def listing_lines(checkpoints: Sequence[Checkpoint]) -> list[str]:
-    """``/checkpoint``: oldest first, one line each beginning with the number."""
-    return item_lines(listing_items(checkpoints))
+def listing_lines(checkpoints: Sequence[Checkpoint], session_id: str) -> list[str]:
+    """``/checkpoint``: oldest first, one line each beginning with the number, the latest
+    ``LISTED`` of them; one line before them counts the earlier ones and says where they
+    are all listed (``sessions show``)."""
+    lines = item_lines(listing_items(checkpoints))
+    earlier = len(lines) - LISTED
+    if earlier <= 0:
+        return lines
+    numbers = ranges(sorted(c.number for c in checkpoints)[:earlier])
+    plural = "s" if earlier > 1 else ""
+    return [
+        f"  ... {earlier:,} earlier checkpoint{plural} ({numbers}); "
+        f"agent-assist sessions show {session_id} lists them all",
+        *lines[earlier:],
+    ]
 
 
 def item_lines(items: Sequence[Mapping[str, object]]) -> list[str]:

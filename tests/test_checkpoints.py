@@ -39,6 +39,7 @@ from session.models import SessionState
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 A = "a" * 64
 B = "b" * 64
+SESSION = "0123456789ab"
 
 
 def user_turn(text: str) -> dict[str, object]:
@@ -97,7 +98,7 @@ def test_an_unknown_number_names_the_ones_there_are() -> None:
 
 
 def test_the_listing_says_so_when_there_are_none() -> None:
-    (line,) = listing_lines([])
+    (line,) = listing_lines([], SESSION)
     assert line.startswith("No checkpoints")
 
 
@@ -106,24 +107,38 @@ def test_the_listing_is_oldest_first_with_turns_changes_and_first_words() -> Non
         [
             checkpoint(2, {"spec.md": B, "notes.md": A}, "one", "two words then many more of it"),
             checkpoint(1, {"spec.md": A}, "one"),
-        ]
+        ],
+        SESSION,
     )
     assert [line.split()[0] for line in lines] == ["1", "2"]
     assert "2026-12-01 10:00:00 UTC  1 turn  0 files changed" in lines[0]
     assert "2 turns  2 files changed  (save)  'two words then many more of it'" in lines[1]
 
 
+def test_the_listing_shows_the_latest_twenty_and_counts_the_earlier_ones() -> None:
+    """H116: /checkpoint in a session of 200 checkpoints printed 200 lines."""
+    many = [checkpoint(n, {"spec.md": A}, f"message {n}") for n in range(1, 201)]
+    lines = listing_lines(many, SESSION)
+    assert lines[0] == (
+        "  ... 180 earlier checkpoints (1-180); "
+        f"agent-assist sessions show {SESSION} lists them all"
+    )
+    assert [line.split()[0] for line in lines[1:]] == [str(n) for n in range(181, 201)]
+    assert len(listing_lines(many[:20], SESSION)) == 20
+
+
 def test_the_first_checkpoint_has_nothing_to_have_changed_since() -> None:
     """A helper's report: a first checkpoint of a workspace whose spec existed before the
     session said ``1 file changed``, though nothing had: it was counted against none."""
-    (line,) = listing_lines([checkpoint(1, {"spec.md": A, "notes.md": B}, "one")])
+    (line,) = listing_lines([checkpoint(1, {"spec.md": A, "notes.md": B}, "one")], SESSION)
     assert "1 turn  0 files changed" in line
 
 
 def test_the_first_words_are_shown_as_typed_not_as_a_python_repr() -> None:
     """A helper's report: a message holding an escape sequence or a quote was listed
     as ``'escape \\x1b[31mRED'`` (the terminal's console drops the sequence itself)."""
-    (line,) = listing_lines([checkpoint(1, {"spec.md": A}, "one", "it's \x1b[31mRED\x1b[0m")])
+    escaped = checkpoint(1, {"spec.md": A}, "one", "it's \x1b[31mRED\x1b[0m")
+    (line,) = listing_lines([escaped], SESSION)
     assert line.endswith("(save)  'it's \x1b[31mRED\x1b[0m'")
 
 
@@ -134,7 +149,7 @@ def test_first_words_are_eight_then_an_ellipsis() -> None:
 
 def test_first_words_are_cut_at_sixty_characters() -> None:
     """H116: a last message of one 3,000-character word was a /checkpoint line of 3,100."""
-    (line,) = listing_lines([checkpoint(1, {"spec.md": A}, "see " + "x" * 3000)])
+    (line,) = listing_lines([checkpoint(1, {"spec.md": A}, "see " + "x" * 3000)], SESSION)
     assert line.endswith(f"'see {'x' * 56} ...'")
     assert first_words("a " * 4 + "y" * 70) == "a a a a " + "y" * 52 + " ..."
 
@@ -183,8 +198,8 @@ def test_the_listing_counts_a_file_whose_mode_alone_changed() -> None:
     first = checkpoint(1, {"run.sh": A}).model_copy(update={"modes": {"run.sh": 0o644}})
     second = checkpoint(2, {"run.sh": A}).model_copy(update={"modes": {"run.sh": 0o755}})
     third = checkpoint(3, {"run.sh": A})  # no mode kept (as in format 1): none compared
-    assert "1 file changed" in listing_lines([first, second, third])[1]
-    assert "0 files changed" in listing_lines([first, second, third])[2]
+    assert "1 file changed" in listing_lines([first, second, third], SESSION)[1]
+    assert "0 files changed" in listing_lines([first, second, third], SESSION)[2]
 
 
 def test_a_restore_of_many_files_names_twenty_and_counts_the_rest_by_kind() -> None:
@@ -742,7 +757,7 @@ def test_a_checkpoint_after_a_compaction_counts_the_compacted_turns_too() -> Non
     compacted = made.state.model_copy(
         update={"compacted_history_summary": "Conversation so far (turns 1-6, compacted)\n..."}
     )
-    (line,) = listing_lines([made.model_copy(update={"state": compacted})])
+    (line,) = listing_lines([made.model_copy(update={"state": compacted})], SESSION)
     assert "  7 turns  " in line
 
 

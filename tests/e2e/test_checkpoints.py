@@ -132,6 +132,21 @@ def test_checkpoint_lists_oldest_first_one_line_each_beginning_with_its_number(e
     assert "2 turns" in lines[2] and "'write agent_spec.md: # v2'" in lines[2]
 
 
+def test_checkpoint_lists_the_latest_twenty_and_counts_the_earlier_ones(env: Env) -> None:
+    """H116: /checkpoint in a session of 200 checkpoints printed 200 lines."""
+    saves = "".join(f"message {n}\n/save\n" for n in range(1, 26))
+    result = env.run(input=f"{saves}/checkpoint\n", terminal=env.terminal(), timeout=120)
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    listed = result.stderr.split("saved as checkpoint 25.\n")[1].splitlines()
+    assert listed[0] == (
+        f"  ... 5 earlier checkpoints (1-5); agent-assist sessions show {session_id} lists them all"
+    )
+    assert [line.split()[0] for line in listed[1:21]] == [str(n) for n in range(6, 26)]
+    shown = env.run("sessions", "show", session_id).stdout
+    assert re.search(r"\n +1  \d{4}-\d\d-\d\d .*'message 1'", shown), shown
+
+
 def test_restore_without_files_brings_back_the_conversation_only(env: Env) -> None:
     session_id = two_versions(env)
     result = env.run(
