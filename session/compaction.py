@@ -1336,6 +1336,43 @@ _HEADING_LINE_RE: Final = re.compile(
 """A line of a summary model's answer that only heads what should follow it."""
 
 
+_NOTHING_TO_SUMMARIZE_RE: Final = re.compile(
+    r"(?:(?:there (?:is|was|are|were)|there's|i (?:do not|don't|did not|didn't|cannot|can't)"
+    r" (?:see|find|have)|i (?:have|see|found)|we have|(?:the|this) (?:conversation|history"
+    r"|input|transcript|chat) (?:has|had|contains|holds|gives))\s+)?"
+    r"(?:nothing|no|not enough|not much|any|none)\b[^.;:!?]{0,40}?"
+    r"\b(?:to|worth|that (?:can|could|needs? to|should) be|i can|for me to) summari[sz](?:e|ed|ing)"
+    r"(?:\s+(?:yet|here|so far|now|at this (?:time|point)|in (?:it|this conversation)))*"
+    r"|(?:the |this )?(?:conversation|history|input|transcript|chat)(?: provided| given)?"
+    r" (?:is|was|appears|seems)(?: to be)? (?:empty|blank|missing)"
+    r"|(?:an? )?empty (?:conversation|history|input|transcript|chat)"
+    r"|no (?:conversation|content|messages?|history|input|transcript|text)"
+    r"(?: (?:was |were )?(?:provided|given|yet|here|available|found|to review|shared))*"
+    r"|no summary(?: is)?(?: (?:available|needed|necessary|possible|required))?"
+)
+"""An answer (flattened: lower case, one space, no closing stop) that says there is
+nothing to summarize, or that the conversation is empty: no summary, whatever the
+conversation holds. Matched whole, so that a short summary naming nothing in passing
+("The user greeted us; no decisions yet.") is kept."""
+
+
+def says_nothing_to_summarize(answer: str) -> bool:
+    """Whether ``answer`` (after a short label such as ``Summary:``) only says that there
+    is nothing to summarize (``There is nothing to summarize.``, ``No conversation was
+    provided.``, ``The conversation is empty.``)."""
+    text = answer.strip()
+    label = _ANSWER_LABEL_RE.match(text)
+    said = [text, text[label.end() :]] if label is not None else [text]
+    return any(_NOTHING_TO_SUMMARIZE_RE.fullmatch(_flat_answer(part)) for part in said)
+
+
+def _flat_answer(text: str) -> str:
+    """``text`` as ``_NOTHING_TO_SUMMARIZE_RE`` reads it: lower case, straight quotes, one
+    space between words, without the emphasis, quotes and stops around it."""
+    flat = " ".join(text.replace("\u2019", "'").lower().split())
+    return flat.strip(".!`*_\"' ")
+
+
 def contentless(answer: str) -> bool:
     """Whether ``answer`` holds no summary: no word of two letters or more (``...``,
     ``N/A``, ``[]``), a placeholder (``null``, ``TBD``), a lone line that only
@@ -1347,6 +1384,8 @@ def contentless(answer: str) -> bool:
     lone_heading = "\n" not in answer.strip() and answer.rstrip().endswith(":")
     headings_only = all(_HEADING_LINE_RE.fullmatch(line.strip()) for line in answer.splitlines())
     if not words or flat in PLACEHOLDER_ANSWERS or lone_heading or headings_only:
+        return True
+    if says_nothing_to_summarize(answer):
         return True
     label = _ANSWER_LABEL_RE.match(answer.strip())
     if label is None:
