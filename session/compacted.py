@@ -76,7 +76,19 @@ def session_turns(
     covered = compacted_turns(compacted_history_summary)
     if not covered:
         covered = (first_turn_number(messages) or 1) - 1
-    return covered + len(tail_prompts(messages))
+    return covered + turns_after(covered, messages)
+
+
+def turns_after(covered: int, messages: Sequence[Mapping[str, Any]]) -> int:
+    """The turns of serialized messages after turn ``covered``: a tail keeps the compacted
+    turns the next compaction reads again before its boundary, stamped with their numbers
+    (an unstamped turn, saved before turns were numbered, is one after it)."""
+    count = 0
+    for message in messages:
+        if message.get("kind") == "request" and _prompt_of(message) is not None:
+            number = _turn_number(message)
+            count += number is None or number > covered
+    return count
 
 
 def first_turn_number(messages: Sequence[Mapping[str, Any]]) -> int | None:
@@ -84,8 +96,13 @@ def first_turn_number(messages: Sequence[Mapping[str, Any]]) -> int | None:
     metadata), or None: no turn, or one saved before turns were numbered."""
     for message in messages:
         if message.get("kind") == "request" and _prompt_of(message) is not None:
-            metadata = message.get("metadata")
-            number = metadata.get(TURN_NUMBER_KEY) if isinstance(metadata, Mapping) else None
-            valid = isinstance(number, int) and not isinstance(number, bool) and number >= 1
-            return number if valid else None
+            return _turn_number(message)
     return None
+
+
+def _turn_number(request: Mapping[str, Any]) -> int | None:
+    """The number a turn's first request was stamped with, or None."""
+    metadata = request.get("metadata")
+    number = metadata.get(TURN_NUMBER_KEY) if isinstance(metadata, Mapping) else None
+    valid = isinstance(number, int) and not isinstance(number, bool) and number >= 1
+    return number if valid else None

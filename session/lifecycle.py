@@ -423,7 +423,7 @@ class SessionLifecycle:
     ) -> WriteSession:
         """The session file to write now: the recent tail, scrubbed and already encoded,
         and the fresh manifest."""
-        tail = self.history_encoded[self.tail_start :]
+        tail = self.history_encoded[self._saved_start() :]
         state = self._require_state().model_copy(
             update={
                 "updated_at": now,
@@ -438,6 +438,25 @@ class SessionLifecycle:
             }
         )
         return WriteSession(state, tail)
+
+    def _saved_start(self) -> int:
+        """Where the turns a save keeps start in ``history``: the request's tail, and before
+        it the already compacted turns the next window reads again (its overlap), so that
+        a resumed session compacts as one that never left (their first request's stamp
+        says which turn each is)."""
+        if self.compaction is None:
+            return self.tail_start
+        kept = self.compaction.end_invocation + 1 - self._compacted_turns_kept()
+        index = max(0, kept - self.first_invocation)
+        starts = self.history_starts
+        start = starts[index] if index < len(starts) else len(self.history)
+        return min(start, self.tail_start)
+
+    def _compacted_turns_kept(self) -> int:
+        """How many already compacted turns memory and the session file keep: the next
+        window's overlap (none with the sliding window off: no window reads them)."""
+        config = self.policy.compaction
+        return config.overlap_size if config.compaction_interval > 0 else 0
 
     def _revealing(
         self, messages: Sequence[ModelMessage]
@@ -532,6 +551,8 @@ class SessionLifecycle:
         first = (compaction.end_invocation if compaction else 0) + 1 + max(0, dropped)
         if compaction is None:  # the tail held to the budget may have left turns out of
             first = stamped_turn(kept) or first  # the file: its first one's stamp says
+        else:  # the file may keep compacted turns before the boundary (the overlap)
+            first = _first_kept_turn(kept, compaction) or first
         share = compaction_chars(self.policy.compaction)
         resume_text = build_resume_context(
             stored, drift if drift_in_context else None, restored, share
@@ -1052,6 +1073,17 @@ def stored_summary(compaction: EventCompaction, known_secrets: tuple[str, ...]) 
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(SessionLifecycle))
+
+
+def _first_kept_turn(history: Sequence[ModelMessage], compaction: EventCompaction) -> int | None:
+    """The number of ``history``'s first turn when it is one ``compaction`` covers (a saved
+    tail keeps the overlap the next window reads again before the boundary, stamped with
+    their numbers); None when the history starts after the boundary, or is not stamped (a
+    file of an older version, which saved only the turns after it)."""
+    number = stamped_turn(history)
+    if number is None or not compaction.start_invocation <= number <= compaction.end_invocation:
+        return None
+    return number
 
 
 def _last_prompt(history: Sequence[ModelMessage]) -> str | None:

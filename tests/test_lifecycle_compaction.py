@@ -128,15 +128,27 @@ def test_memory_keeps_the_overlap_for_the_next_window() -> None:
     assert sorted(set(ids)) == [3, 4, 5, 6]
 
 
-def test_the_save_keeps_only_the_turns_after_the_boundary_and_resume_sends_the_same() -> None:
-    lc, _ = compact(after_turns(fresh(policy()), 1, 3))
+def test_the_save_keeps_the_overlap_and_the_turns_after_the_boundary_and_resume_sends_the_same(
+) -> None:
+    lc, _ = compact(after_turns(fresh(policy(overlap=1)), 1, 3))
     lc = after_turns(lc, 4, 5)
     saved = lc.write(T0, {}, None).state
-    assert len(saved.recent_messages) == 4  # turns 4 and 5: a prompt and a reply each
-    resumed = SessionLifecycle(policy=policy()).resume(saved, FileDrift()).lifecycle
+    assert len(saved.recent_messages) == 6  # turn 3 (the overlap), 4 and 5: two messages each
+    resumed = SessionLifecycle(policy=policy(overlap=1)).resume(saved, FileDrift()).lifecycle
     assert resumed.request_history() == list(lc.request_history())
     assert resumed.invocations == 5
-    assert load_messages(saved.recent_messages) == list(lc.request_history()[1:])
+    assert load_messages(saved.recent_messages)[2:] == list(lc.request_history()[1:])
+
+
+def test_a_resumed_session_compacts_the_next_window_as_one_that_never_left() -> None:
+    lc, _ = compact(after_turns(fresh(policy(overlap=1)), 1, 3))
+    saved = lc.write(T0, {}, None).state
+    resumed = SessionLifecycle(policy=policy(overlap=1)).resume(saved, FileDrift()).lifecycle
+    stayed, resumed = after_turns(lc, 4, 6), after_turns(resumed, 4, 6)
+    window, again = stayed.compaction_due(), resumed.compaction_due()
+    assert window is not None and again is not None
+    assert [e.invocation_id for e in again.events] == [e.invocation_id for e in window.events]
+    assert sorted({e.invocation_id for e in again.events if e.message is not None}) == [3, 4, 5, 6]
 
 
 def test_compact_now_covers_every_completed_turn() -> None:
