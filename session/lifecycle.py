@@ -41,10 +41,12 @@ Rules (the table ``TRANSITIONS`` is the source of truth):
   everything on ``/compact``); one is in flight at a time, except that the token
   budget does not wait for one in flight (``supersede_compaction``). ``compacted`` keeps
   the result: the request then carries the compaction first and the turns after
-  its boundary; memory keeps ``overlap`` already compacted turns for the next
-  window; the session file keeps the compaction in ``compacted_history_summary``
-  and the turns after the boundary in ``recent_messages``, so a resume sends
-  exactly what was sent before. A result for an older generation of the history
+  its boundary (with none, the last turn it covers, when it fits its share); memory
+  keeps ``overlap`` already compacted turns for the next window; the session file
+  keeps the compaction in ``compacted_history_summary`` and in ``recent_messages``
+  the overlap, the turn sent again and the turns after the boundary, so a resume
+  sends and compacts exactly as the session that never left. A result for an older
+  generation of the history
   (after ``reset`` or another resume), or covering no more than the one kept, is
   ignored; one that would not make the next request smaller is not kept and counts
   as a failure. ``compaction_failed`` backs
@@ -291,8 +293,9 @@ class SessionLifecycle:
         """Whether the transition table allows ``event`` now."""
         return (self.phase, event) in TRANSITIONS
 
-    def request_history(self) -> list[ModelMessage]:
-        """The ``message_history`` for the next agent run: the recent whole turns.
+    def request_history(self, *, last_turn_again: bool = True) -> list[ModelMessage]:
+        """The ``message_history`` for the next agent run: the recent whole turns (with
+        ``last_turn_again``, the last compacted turn when no turn follows the boundary).
 
         ``history`` holds only what ``resume`` reconstructed and what agent runs
         produced, so cutting at a turn start keeps it valid.
@@ -303,7 +306,23 @@ class SessionLifecycle:
             if self.compaction
             else []
         )
-        return [*head, *self.history[self.tail_start :]]
+        tail = self.history[self.tail_start :]
+        if not tail and last_turn_again:
+            tail = self._last_compacted_turn()
+        return [*head, *tail]
+
+    def _last_compacted_turn(self) -> tuple[ModelMessage, ...]:
+        """With no turn after the compaction's boundary (one just took every turn), its last
+        turn, whole (a tool call with its return), so that the model still reads the last
+        exchange word for word, live as after a resume; none when it weighs more than the
+        compaction's own share of the token budget (the request stays bounded)."""
+        if self.compaction is None or not self.history_starts:
+            return ()
+        turn = self.history[self.history_starts[-1] :]
+        share = compaction_chars(self.policy.compaction)
+        if share is not None and sum(message_chars(m) for m in turn) > share:
+            return ()
+        return turn
 
     def instructions(self) -> str:
         """This session's part of the agent's instructions: the resume context, and the
@@ -374,14 +393,16 @@ class SessionLifecycle:
         # (or a proxy) that under-reports, so compaction comes early rather than late.
         return max(self.token_base + estimate_tokens(extra_chars), estimate)
 
-    def estimated_tokens(self, extra_chars: int = 0) -> int:
+    def estimated_tokens(self, extra_chars: int = 0, *, last_turn_again: bool = True) -> int:
         """The next request's size by the characters-per-token estimate alone (the same
         measure before and after a compaction, for the notices)."""
-        return estimate_tokens(self.history_chars() + len(self.instructions()) + extra_chars)
+        chars = self.history_chars(last_turn_again=last_turn_again)
+        return estimate_tokens(chars + len(self.instructions()) + extra_chars)
 
-    def history_chars(self) -> int:
+    def history_chars(self, *, last_turn_again: bool = True) -> int:
         """The characters of the history the next request carries."""
-        return sum(message_chars(m) for m in self.request_history())
+        history = self.request_history(last_turn_again=last_turn_again)
+        return sum(message_chars(m) for m in history)
 
     def turns_left_out(self) -> int:
         """The turns in memory the next request leaves out, neither sent nor summarized:
@@ -441,20 +462,21 @@ class SessionLifecycle:
 
     def _saved_start(self) -> int:
         """Where the turns a save keeps start in ``history``: the request's tail, and before
-        it the already compacted turns the next window reads again (its overlap), so that
-        a resumed session compacts as one that never left (their first request's stamp
-        says which turn each is)."""
+        it the already compacted turns the next window reads again (its overlap) and the
+        last turn the request carries again, so that a resumed session sends and compacts
+        as one that never left (their first request's stamp says which turn each is)."""
         if self.compaction is None:
             return self.tail_start
         kept = self.compaction.end_invocation + 1 - self._compacted_turns_kept()
         index = max(0, kept - self.first_invocation)
         starts = self.history_starts
         start = starts[index] if index < len(starts) else len(self.history)
-        return min(start, self.tail_start)
+        again = self._last_compacted_turn() if self.tail_start == len(self.history) else ()
+        return min(start, self.tail_start, len(self.history) - len(again))
 
     def _compacted_turns_kept(self) -> int:
-        """How many already compacted turns memory and the session file keep: the next
-        window's overlap (none with the sliding window off: no window reads them)."""
+        """How many already compacted turns the session file keeps for the next window: its
+        overlap (none with the sliding window off: no window reads them)."""
         config = self.policy.compaction
         return config.overlap_size if config.compaction_interval > 0 else 0
 
@@ -804,7 +826,8 @@ class SessionLifecycle:
             backoff_until=0,
             token_base=None,
         )
-        if new.estimated_tokens() >= self.estimated_tokens():
+        # the last turn sent again after it is no part of what the compaction made
+        if new.estimated_tokens(last_turn_again=False) >= self.estimated_tokens():
             return Transition(self.compaction_failed(generation, back_off=back_off), ())
         if new.session_deleted or not new.saved:
             return Transition(new, ())

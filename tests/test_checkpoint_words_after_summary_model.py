@@ -19,7 +19,6 @@ from actors.messages import (
     TurnEnded,
     UserTurn,
 )
-from session.checkpoints import CHECKPOINT_FORMAT
 from session.manager import CheckpointStore
 from tests.e2e.openai_server import ChatServer
 from tests.workers import local_models, summary_model_terminal
@@ -84,11 +83,12 @@ async def test_a_save_after_a_summary_models_whole_compaction_names_the_last_mes
     assert listed.endswith("'add the evaluation set and please keep the ...'"), listed
 
 
-async def test_an_entry_names_its_last_message_only_when_its_tail_has_none(
+async def test_an_entry_after_a_whole_compaction_keeps_the_last_turn_in_its_tail(
     chat: Chat,
 ) -> None:
-    """The words are kept in the entry only when its state cannot give them: an entry
-    of a tail with a message stays of the format older versions read."""
+    """The last turn a compaction took whole is kept in the tail (the request carries it
+    again, H115), so the entry gives its words from its state and stays of the format
+    older versions read."""
     await chat.turn(f"design the router {TOPIC}")
     await chat.command("save")
     await chat.command("compact")
@@ -97,5 +97,5 @@ async def test_an_entry_names_its_last_message_only_when_its_tail_has_none(
     session_id = store.session_ids()[0]
     first, second = store.listing(session_id).checkpoints
     assert (first.format, first.last_request) == (2, "")
-    assert second.format == CHECKPOINT_FORMAT
-    assert second.last_request.startswith("design the router")
+    assert (second.format, second.last_request) == (2, "")
+    assert "design the router" in str(second.state.recent_messages)

@@ -151,10 +151,17 @@ def test_a_resumed_session_compacts_the_next_window_as_one_that_never_left() -> 
     assert sorted({e.invocation_id for e in again.events if e.message is not None}) == [3, 4, 5, 6]
 
 
-def test_compact_now_covers_every_completed_turn() -> None:
+def test_compact_now_covers_every_completed_turn_and_the_request_reads_the_last_again() -> None:
     lc, _ = compact(after_turns(fresh(policy(interval=0)), 1, 2), force=True)
     assert lc.compaction is not None and lc.compaction.end_invocation == 2
-    assert prompts(lc) == []
+    assert prompts(lc) == ["question 2"]  # the last exchange, word for word
+
+
+def test_a_last_turn_over_the_compactions_share_is_not_read_again() -> None:
+    lc = fresh(policy(interval=0, threshold=10))  # a share of 10 characters
+    lc = after_turns(lc, 1, 2)
+    lc, _ = compact(lc, force=True)
+    assert lc.compaction is not None and prompts(lc) == []
 
 
 def test_a_result_for_an_older_generation_is_ignored() -> None:

@@ -104,3 +104,51 @@ def test_the_compacted_turns_a_file_keeps_for_the_next_window_are_counted_once(
     assert listed["turns"] == 3
     offer = env.run("--workspace", str(env.workspace), input="n\n")
     assert "3 turns" in offer.stdout + offer.stderr
+
+
+def conversation(request: dict[str, Any]) -> list[tuple[str, str]]:
+    """A chat request's messages without its instructions, as (role, content)."""
+    return [
+        (m["role"], str(m.get("content")))
+        for m in request["messages"]
+        if m["role"] not in ("system", "developer")
+    ]
+
+
+def chats(server: ChatServer) -> list[dict[str, Any]]:
+    return [r for r in server.requests if r["model"] == "test-model"]
+
+
+def test_a_turn_that_ends_on_the_boundary_is_read_again_word_for_word_after_a_resume(
+    env: Env, server: ChatServer
+) -> None:
+    """H112's find: when the last turn ended exactly on a compaction's boundary, the file
+    kept no message and the resumed model read only the summary. The file keeps the last
+    turn, and the request carries it whole after the summary, as the session that never
+    left sends it."""
+    env.extra["AGENT_ASSIST_COMPACTION_OVERLAP"] = "0"
+    straight = env.base / "straight"
+    straight.mkdir()
+    client = env.spawn("--workspace", str(straight), "--new")
+    for line in script(1, 3).splitlines():
+        client.send(line)
+        client.expect(f"echo: {line}")
+    wait_for(lambda: compacted_up_to(env, straight) == 3, what="turns 1-3 compacted")
+    client.send("turn 4: the routing table, part 4")
+    client.expect("echo: turn 4")
+    client.close_stdin()
+    assert client.wait() == 0
+    without_exit = conversation(chats(server)[-1])
+
+    chat(env, env.workspace, "--new", turns=script(1, 3))
+    settled(env, env.workspace, 3)
+    assert saved(env, env.workspace)["recent_messages"]
+    chat(env, env.workspace, "--yes", turns=script(4, 4))
+    resumed = conversation(chats(server)[-1])
+    assert resumed[1:] == [
+        ("user", "turn 3: the routing table, part 3"),
+        ("assistant", "echo: turn 3: the routing table, part 3"),
+        ("user", "turn 4: the routing table, part 4"),
+    ]
+    assert resumed[0][1].startswith("<pyai:conversation_summary>")
+    assert resumed == without_exit

@@ -129,8 +129,10 @@ def test_slash_compact_then_the_summary_leads_the_next_request(
     )
     assert result.returncode == 0, result.stderr
     assert "Compacted turns 1-3: ~" in result.stderr  # piped: command results on stderr
-    (summary, prompt) = conversation(chats(server)[-1])
+    (summary, again, reply, prompt) = conversation(chats(server)[-1])
     assert "Conversation so far (turns 1-3, compacted)" in str(summary["content"])
+    assert again["content"] == f"turn 3: {TOPIC}"  # the last exchange, word for word
+    assert reply["role"] == "assistant"
     assert prompt["content"] == "turn 4: and now?"
 
 
