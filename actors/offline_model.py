@@ -24,7 +24,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
-from session.compacted import compacted_turns
+from session.compacted import compacted_turns, turn_again
 from session.turns import stamped_turn
 
 LABEL = "[offline model]"
@@ -66,11 +66,12 @@ def _tool_call(prompt: str) -> tuple[str, dict[str, str]] | None:
 
 
 def _compacted_turns(messages: list[ModelMessage]) -> int:
-    """The turns the history's compaction (its first request) took out of it."""
+    """The turns the history's compaction (its first request) took out of it, but the last
+    when the request carries that one again after it (``turn_again``)."""
     for message in messages[:1]:
         for part in message.parts:
             if isinstance(part, CompactionPart):
-                return compacted_turns(part.content)
+                return compacted_turns(part.content) - turn_again(part.content)
     return 0
 
 

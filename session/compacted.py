@@ -23,6 +23,13 @@ OFFLINE_REQUESTS_RE: Final = re.compile(r'^[0-9]+ recent request(?:\(s\)|s)?; fi
 the conversation's first request (its closing quote lost where a line quoting it was
 clipped)."""
 
+LAST_TURN_AGAIN: Final = "Turn {number}, the last of these, follows again word for word."
+"""Ends a compaction's text in a request that carries its last turn again, whole (no turn
+follows its boundary yet): the model is told the exchange after it is no new one."""
+LAST_TURN_AGAIN_RE: Final = re.compile(
+    r"^Turn ([0-9]{1,12}), the last of these, follows again word for word\.$", re.MULTILINE
+)
+
 TURN_NUMBER_KEY: Final = "turn"
 """The key of a turn's number in the metadata of its first request (``session/turns.py``)."""
 
@@ -106,3 +113,8 @@ def _turn_number(request: Mapping[str, Any]) -> int | None:
     number = metadata.get(TURN_NUMBER_KEY) if isinstance(metadata, Mapping) else None
     valid = isinstance(number, int) and not isinstance(number, bool) and number >= 1
     return number if valid else None
+
+
+def turn_again(text: str | None) -> bool:
+    """Whether the compaction ``text`` says its last turn follows it again, whole."""
+    return LAST_TURN_AGAIN_RE.search(text or "") is not None

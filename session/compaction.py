@@ -69,6 +69,7 @@ from pydantic_ai.messages import (
 from session.compacted import (
     COMPACTION_HEADER_START,
     HEADER_RE,
+    LAST_TURN_AGAIN,
     LATEST_REQUESTS_START,
     OFFLINE_REQUESTS_RE,
     STARTED_WITH,
@@ -1015,15 +1016,22 @@ def parse_compaction(text: str | None) -> EventCompaction | None:
 
 @lru_cache(maxsize=16)
 def compaction_message(
-    compaction: EventCompaction, max_chars: int | None = None, listed: frozenset[str] = frozenset()
+    compaction: EventCompaction,
+    max_chars: int | None = None,
+    listed: frozenset[str] = frozenset(),
+    last_turn_again: bool = False,
 ) -> ModelRequest:
     """The compaction as pydantic-ai's own ``CompactionPart``, first in the history, its
-    sections held to ``max_chars`` (see ``render_compaction``).
+    sections held to ``max_chars`` (see ``render_compaction``); ``last_turn_again``: the
+    request carries its last turn again after it, which it says (``LAST_TURN_AGAIN``:
+    pydantic-ai merges it with the request after it, whose turn's stamp is then lost).
 
     Rendered once per compaction (a turn asks for it twice: the token budget's
     estimate and the request itself); like the history's own messages, the one
     message is shared by every request that carries it."""
     text = render_compaction(compaction, rules=False, max_chars=max_chars, listed=listed)
+    if last_turn_again:
+        text += "\n\n" + LAST_TURN_AGAIN.format(number=compaction.end_invocation)
     return ModelRequest(parts=[CompactionPart(content=text)])
 
 

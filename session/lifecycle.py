@@ -300,16 +300,16 @@ class SessionLifecycle:
         ``history`` holds only what ``resume`` reconstructed and what agent runs
         produced, so cutting at a turn start keeps it valid.
         """
-        share = compaction_chars(self.policy.compaction)
-        head = (
-            [compaction_message(self.compaction, share, self.context_decisions)]
-            if self.compaction
-            else []
-        )
         tail = self.history[self.tail_start :]
+        again = False
         if not tail and last_turn_again:
             tail = self._last_compacted_turn()
-        return [*head, *tail]
+            again = bool(tail)
+        if self.compaction is None:
+            return list(tail)
+        share = compaction_chars(self.policy.compaction)
+        head = compaction_message(self.compaction, share, self.context_decisions, again)
+        return [head, *tail]
 
     def _last_compacted_turn(self) -> tuple[ModelMessage, ...]:
         """With no turn after the compaction's boundary (one just took every turn), its last

@@ -157,6 +157,19 @@ def test_compact_now_covers_every_completed_turn_and_the_request_reads_the_last_
     assert prompts(lc) == ["question 2"]  # the last exchange, word for word
 
 
+def test_the_compaction_says_its_last_turn_follows_again_only_when_it_does() -> None:
+    """pydantic-ai merges the compaction's request with the turn's first one after it,
+    whose stamp is then lost: the model (the offline one counts turns by it) is told that
+    the exchange after the summary is its last turn again, not a new one."""
+    lc, _ = compact(after_turns(fresh(policy(interval=0)), 1, 2), force=True)
+    head = lc.request_history()[0].parts[0]
+    assert isinstance(head, CompactionPart)
+    assert head.content.endswith("\n\nTurn 2, the last of these, follows again word for word.")
+    lc = after_turns(lc, 3, 3)
+    head = lc.request_history()[0].parts[0]
+    assert isinstance(head, CompactionPart) and "follows again" not in head.content
+
+
 def test_a_last_turn_over_the_compactions_share_is_not_read_again() -> None:
     lc = fresh(policy(interval=0, threshold=10))  # a share of 10 characters
     lc = after_turns(lc, 1, 2)

@@ -100,6 +100,16 @@ def test_with_compaction_off_the_oldest_turns_left_out_are_said_once(env: Env) -
     assert (result.stdout + result.stderr).count(TURNS_LEFT_OUT_LINE) == 1
 
 
+def test_the_offline_model_counts_the_turn_after_a_whole_compaction_once(env: Env) -> None:
+    """The request after a compaction of every turn carries the last one again, whole: the
+    offline model took it for a new turn and answered the next with "turn 5" (H115)."""
+    result = env.run("--new", input="one\ntwo\nthree\n/compact\nfour\nfive\n")
+    assert result.returncode == 0, result.stderr
+    assert "Compacted turns 1-3" in result.stderr
+    assert '"four". (turn 4 of this conversation' in result.stdout
+    assert '"five". (turn 5 of this conversation' in result.stdout
+
+
 def test_a_resume_after_a_supervisor_restart_sends_what_was_sent_before(
     env: Env, server: ChatServer
 ) -> None:
