@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from session.budget import BUDGET_SHARE, context_budget, context_window
+from session.budget import BUDGET_SHARE, context_budget, context_window, known_context_window
 from session.model_names import check_model, missing_sdk
 from session.paths import state_root
 from session.settings import CONFIG_FILE, SPECS, Settings, SettingsError, load_settings
@@ -95,6 +95,11 @@ def effective_value(settings: Settings, name: str) -> tuple[object, str | None]:
 
 def budget_from(model: str) -> str:
     """Where the budget an unset ``context_tokens`` means comes from."""
+    if known_context_window(model) is None:
+        return (
+            f"{BUDGET_SHARE:.0%} of an assumed {context_window(model)}-token window: "
+            "this model's is not known"
+        )
     return f"{BUDGET_SHARE:.0%} of the model's {context_window(model)}-token window"
 
 

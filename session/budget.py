@@ -28,11 +28,15 @@ the reply, the tools' output within the turn, and the estimate's error."""
 
 def context_window(model: str) -> int:
     """The model's context window in tokens (a conservative default if unknown)."""
+    return known_context_window(model) or DEFAULT_CONTEXT_WINDOW
+
+
+def known_context_window(model: str) -> int | None:
+    """The model's context window in tokens, if this table knows it (None: unknown)."""
     if model == "offline":
         return OFFLINE_CONTEXT_WINDOW
     name = model.split(":", 1)[-1].rsplit("/", 1)[-1].lower()
-    known = (w for prefix, w in _CONTEXT_WINDOWS if name.startswith(prefix))
-    return next(known, DEFAULT_CONTEXT_WINDOW)
+    return next((w for prefix, w in _CONTEXT_WINDOWS if name.startswith(prefix)), None)
 
 
 def context_budget(model: str, configured: int | None = None) -> int:

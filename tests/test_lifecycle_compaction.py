@@ -164,10 +164,10 @@ def test_the_compaction_says_its_last_turn_follows_again_only_when_it_does() -> 
     lc, _ = compact(after_turns(fresh(policy(interval=0)), 1, 2), force=True)
     head = lc.request_history()[0].parts[0]
     assert isinstance(head, CompactionPart)
-    assert head.content.endswith("\n\nTurn 2, the last of these, follows again word for word.")
+    assert str(head.content).endswith("\n\nTurn 2, the last of these, follows again word for word.")
     lc = after_turns(lc, 3, 3)
     head = lc.request_history()[0].parts[0]
-    assert isinstance(head, CompactionPart) and "follows again" not in head.content
+    assert isinstance(head, CompactionPart) and "follows again" not in str(head.content)
 
 
 def test_a_last_turn_over_the_compactions_share_is_not_read_again() -> None:

@@ -122,3 +122,21 @@ def test_a_state_root_that_is_a_file_is_named_as_such(tmp_path: Path) -> None:
     (tmp_path / "home").write_text("not a directory\n")
     with pytest.raises(SettingsError, match=r"state root .*home \(AGENT_ASSIST_HOME\) is not a"):
         read_config_file(tmp_path / "home")
+
+
+@pytest.mark.parametrize(
+    ("model", "derived"),
+    [
+        ("openai-chat:gpt-4o", "75% of the model's 128000-token window"),
+        (
+            "openai-chat:my-own-model",
+            "75% of an assumed 32768-token window: this model's is not known",
+        ),
+    ],
+)
+def test_config_show_says_when_the_models_window_is_only_assumed(model: str, derived: str) -> None:
+    """H113: an unknown model's budget was said to be 75% of "the model's" window, a
+    default this table assumes."""
+    from cli.config_cmd import budget_from
+
+    assert budget_from(model) == derived
