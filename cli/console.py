@@ -423,7 +423,8 @@ class Console:
                     self._typed_ahead = "".join(map(_as_typed, entries))
                 try:
                     with self._stops_drawn_again():
-                        text: str | None = session.prompt(
+                        text: str | None = self._read_with(
+                            session,
                             _showing(prompt, line),
                             default=line,
                             accept_default=bool(enter and line),
@@ -471,13 +472,28 @@ class Console:
                 idle.start(lambda: _end(questions.app))
             try:
                 self._say_again_if_stopped()
-                answer: str = questions.prompt("> ", pre_run=self._say_again_if_stopped)
+                answer: str = self._read_with(questions, "> ", pre_run=self._say_again_if_stopped)
             except (KeyboardInterrupt, EOFError):
                 raise Cancelled from None
             finally:
                 if idle is not None:
                     idle.stop()
         return answer
+
+    def _read_with(self, session: Any, message: str, **options: Any) -> Any:
+        """``session.prompt(message, **options)``. On a dumb terminal the message is shown
+        only once the prompt reads keys one by one: prompt_toolkit's dumb prompt writes it
+        before it leaves the terminal's line editing, and a Ctrl+D typed as it appeared
+        was taken by that editing as the end of an empty line (a NUL to the prompt): lost.
+        """
+        from prompt_toolkit.utils import is_dumb_terminal
+
+        if not (self.out_tty and is_dumb_terminal()):  # else the prompt draws its own
+            return session.prompt(message, **options)
+        with session.input.raw_mode():
+            session.output.write(message)
+            session.output.flush()
+            return session.prompt("", **options)
 
     def _stop_then_ask_again(self, group: bool) -> None:
         """Stop the chat (``group``: its process group, as prompt_toolkit's own Ctrl+Z
