@@ -31,7 +31,7 @@ from cli.entry import silence_stdout
 from cli.errors import as_error_line, remote_error_text, shown_input
 from cli.interrupts import DeferredInterrupts
 from cli.preload import preload_prompt
-from cli.summaries import clip, summary_headline
+from cli.summaries import clip, columns, cut, summary_headline
 from session.environment import secrets_from_environment
 from supervisor.client import (
     CONTROL_TIMEOUT_S,
@@ -1509,18 +1509,33 @@ def turns_text(turns: int) -> str:
     return f"{turns} turn{'' if turns == 1 else 's'}"
 
 
+OTHER_SUMMARY_COLUMNS = 12
+"""The fewest columns of its summary an other session's line shows; with less room, the
+line drops its time, then its summary (``other_line``)."""
+
+
 def other_line(number: int, other: Frame, year: str, width: int | None) -> str:
     """One other session of the offer: ``2) ID · N turns · 12-05 11:23 · summary`` (the
-    year only when it is not the offered session's), cut to ``width`` columns."""
-    when = str(other["last_active"]).removesuffix(" UTC")
+    year only when it is not the offered session's), fitted to ``width`` columns: where
+    the summary would get fewer than ``OTHER_SUMMARY_COLUMNS``, the time goes, then the
+    summary (a line that wraps reads as two sessions)."""
+    when = str(other["last_active"]).removesuffix(" UTC").removeprefix(year)
     facts = [str(other["session_id"])]
     if other.get("turns") is not None:
         facts.append(turns_text(other["turns"]))
-    facts.append(when.removeprefix(year))
-    start = f"    {number}) " + " · ".join(facts) + " · "
     about = summary_headline(other.get("summary")) or "(no summary)"
-    room = 60 if width is None else max(12, width - 1 - len(start))
-    return start + clip(about, room)
+    if width is None:
+        return _other_start(number, [*facts, when]) + clip(about, 60)
+    room = width - 1
+    for shown in ([*facts, when], facts):
+        start = _other_start(number, shown)
+        if columns(start) + OTHER_SUMMARY_COLUMNS <= room:
+            return start + clip(about, room - columns(start))
+    return cut(f"    {number}) " + " · ".join(facts), max(room, 20))
+
+
+def _other_start(number: int, facts: list[str]) -> str:
+    return f"    {number}) " + " · ".join(facts) + " · "
 
 
 def resolved_state_root() -> Path:

@@ -76,3 +76,27 @@ def test_an_other_session_with_accents_of_combining_marks_stays_on_its_line() ->
         (line,) = [row for row in text.split("\n") if row.startswith("    2) ")]
         assert columns(line) < width
         assert word_wrap(text, width) == text
+
+
+def test_on_a_40_column_terminal_an_other_session_s_line_drops_its_time_and_summary() -> None:
+    """H114: id, turns and time took about 36 columns; the rest wrapped, and each session
+    read as two lines."""
+    others = [{**other("0a0a0a0a0a0a", 3), "summary": "designing a support agent"}]
+    lines = offer_text(OFFER, others, width=40).splitlines()
+    assert lines[0] == "Previous session found (last active: 2026-03-31 14:22 UTC)"
+    assert lines[-2] == "    2) 0a0a0a0a0a0a · 3 turns"
+    assert lines[-1] == "Resume previous session? [Y/n]"
+
+
+def test_an_other_session_s_line_drops_its_time_before_its_summary() -> None:
+    others = [{**other("0a0a0a0a0a0a", 3), "summary": "designing a support agent"}]
+    line = offer_text(OFFER, others, width=52).splitlines()[-2]
+    assert line == "    2) 0a0a0a0a0a0a · 3 turns · designing a suppor…"
+
+
+def test_an_other_session_s_line_never_wraps_whatever_the_width() -> None:
+    others = [{**other("0a0a0a0a0a0a", 12345), "summary": "a very long summary " * 10}]
+    for width in range(20, 120):
+        line = offer_text(OFFER, others, width=width).splitlines()[-2]
+        assert len(line) <= max(width - 1, 20), (width, line)
+        assert line.startswith("    2) 0a0a0a0a0a0a")
