@@ -619,8 +619,7 @@ class Console:
 
     def say(self, text: str) -> None:
         """A line for the user that is not a reply (questions, command results); on a
-        terminal, lines wider than it wrap between words (``/help`` at 40 columns). (Not
-        ``warn``'s: an error line is copied whole, and the terminal's wrap keeps it one.)"""
+        terminal, lines wider than it wrap between words (``/help`` at 40 columns)."""
         if self.out_tty:
             import shutil
 
@@ -628,7 +627,11 @@ class Console:
         print(printable(text), file=self.info_stream, flush=True)
 
     def warn(self, text: str) -> None:
-        """A diagnostic line on stderr."""
+        """A diagnostic line on stderr; on a terminal, wider than it, wrapped between words
+        as ``say``'s lines (the terminal's own wrap cut it inside a word). One that fits
+        stays one line, as written."""
+        if (width := _stderr_width(self.out_tty)) is not None:
+            text = word_wrap(text, width)
         print(printable(text), file=sys.stderr, flush=True)
 
     @contextlib.contextmanager
@@ -702,6 +705,24 @@ class Console:
             view = PlainReply(sys.stdout, self.info_stream, hold=not self.interactive)
         self._view = view
         return view
+
+
+def _stderr_width(stdout_tty: bool) -> int | None:
+    """The width in columns of the terminal stderr writes to, if it is one (``COLUMNS``
+    first, as for stdout's)."""
+    import shutil
+
+    try:
+        if not os.isatty(sys.stderr.fileno()):
+            return None
+    except (OSError, ValueError):  # no file descriptor (closed, replaced)
+        return None
+    if stdout_tty or os.environ.get("COLUMNS", "").isdigit():
+        return shutil.get_terminal_size().columns
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except OSError:
+        return None
 
 
 def slash_completer() -> Any:

@@ -37,12 +37,13 @@ class Pty:
         under: tuple[str, ...] = (),
         term: str = "xterm",
         program: tuple[str, ...] = (AGENT_ASSIST,),
+        columns: int = 200,
     ) -> None:
         """``under``: a command that runs agent-assist (a shell of the test's own);
         ``program``: what runs instead of agent-assist."""
         self.master, slave = os.openpty()
         environ = env.environ(
-            terminal, TERM=term, COLUMNS="200", LINES="50", PROMPT_TOOLKIT_NO_CPR="1"
+            terminal, TERM=term, COLUMNS=str(columns), LINES="50", PROMPT_TOOLKIT_NO_CPR="1"
         )
         self.process = subprocess.Popen(
             [*under, *program, *args],

@@ -1,0 +1,34 @@
+"""Lines on a narrow terminal (40 columns): wrapped between words, never inside one."""
+
+from __future__ import annotations
+
+from tests.e2e.harness import Env
+from tests.e2e.test_tty import ANSI, Pty
+
+
+def test_a_warning_wider_than_the_terminal_wraps_between_words(env: Env) -> None:
+    """H114: console.warn lines were left to the terminal's wrap, which cut them inside a
+    word (``Cancelled; no session was opened (nothin`` / ``g on disk...``)."""
+    terminal = env.terminal()
+    tty = Pty(env, terminal, columns=40)
+    try:
+        tty.expect("commands.")
+        tty.type("something to resume\r")
+        tty.expect("something to resume")
+        tty.expect_prompt()
+        tty.type("/exit\r")
+        assert tty.process.wait(timeout=15) == 0
+    finally:
+        tty.close()
+    tty = Pty(env, terminal, columns=40)
+    try:
+        tty.expect("Resume previous session? [Y/n]")
+        tty.expect_prompt()
+        tty.type("\x03")
+        tty.expect("(nothing on disk was changed).")
+        assert tty.process.wait(timeout=15) == 0
+    finally:
+        tty.close()
+    screen = ANSI.sub(b"", tty.seen).decode()
+    assert "Cancelled; no session was opened\n(nothing on disk was changed)." in screen
+
