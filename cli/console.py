@@ -293,6 +293,14 @@ class Console:
                 else:
                     event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
 
+            @keys.add("c-l")
+            def _(event: Any) -> None:
+                """Ctrl+L clears the screen and draws the prompt again on its second row.
+                On the first, each redraw of the prompt (the next Enter's included) began
+                with an erase down from the top-left corner, which tmux takes for a clear
+                screen and keeps in its scrollback: a stale toolbar each time (H108)."""
+                clear_screen_below_first_row(event.app)
+
             @keys.add("escape", "enter")
             def _(event: Any) -> None:
                 """Alt+Enter (Esc Enter): a new line in the message; Enter sends. (Not Ctrl+J:
@@ -739,6 +747,17 @@ def slash_completer() -> Any:
                     yield Completion(name, start_position=-len(text), display_meta=meta)
 
     return SlashCompleter()
+
+
+def clear_screen_below_first_row(app: Any) -> None:
+    """Clear the screen (its lines go to the scrollback, as a clear's do) and put the
+    cursor at the start of its second row, where ``app`` draws itself again."""
+    renderer, output = app.renderer, app.output
+    renderer.erase()
+    output.erase_screen()
+    output.cursor_goto(2, 1)  # 1-based
+    output.flush()
+    renderer.request_absolute_cursor_position()
 
 
 def stop_here(group: bool) -> None:
