@@ -15,8 +15,9 @@ with default compaction sends) makes the limit slower and the ratio look better
 than it is. Both leave the run at the response that ends it, as the LLMActor does
 (``ends_the_run``: pydantic-ai's steps after it add nothing), so that what the
 supervisor saves by it is not counted as its own. It prints the median number of
-messages each side's requests carried (the supervisor's read from its session file
-before each turn: the saved tail and the compaction's summary). The two take
+messages each side's requests carried (the supervisor's rebuilt from its session file
+before each turn, as a resume rebuilds them: the compaction's summary and the turns
+after its boundary; the file also keeps turns the next window reads again). The two take
 turns, one turn each, so that the machine's changes of speed (this is a shared VM)
 hit both alike; measuring them in blocks made the ratio swing by 0.3 between blocks.
 
@@ -45,7 +46,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-import orjson
 from pydantic_ai.messages import ModelMessage
 
 from actors.assistant import TurnDeps, build_agent
@@ -56,7 +56,7 @@ from bench.common import median_ms, private_supervisor, ratio_verdict
 from session.budget import context_budget
 from session.compaction import EventsCompactionConfig, OfflineEventSummarizer, finish_compaction
 from session.lifecycle import PersistPolicy, SessionLifecycle
-from session.models import utc_now
+from session.models import SessionState, utc_now
 from session.settings import DEFAULT_COMPACTION_INTERVAL, DEFAULT_COMPACTION_OVERLAP
 from supervisor.client import Connection, hello
 from supervisor.daemon import TOKEN_RETENTION_EVENTS, loop_options
@@ -188,10 +188,13 @@ def cpu_seconds(pid: int) -> float:
 
 
 def messages_sent_next(session_file: Path) -> int:
-    """The messages the supervisor's next request carries: its saved tail, and the
-    compaction's summary (one message) if there is one."""
-    state = orjson.loads(session_file.read_bytes())
-    return len(state["recent_messages"]) + bool(state["compacted_history_summary"])
+    """The messages the supervisor's next request carries, as a resume of its session
+    file rebuilds them: the compaction's summary (one message) and the turns after its
+    boundary (or its last turn again when none follows it); the file also keeps the
+    compacted turns the next window reads again, which no request carries."""
+    state = SessionState.model_validate_json(session_file.read_bytes())
+    resumed = SessionLifecycle(policy=POLICY).resume(state, None, context=False).lifecycle
+    return len(resumed.request_history())
 
 
 Samples = tuple[list[float], list[float], list[float]]

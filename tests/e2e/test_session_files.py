@@ -261,11 +261,9 @@ def test_sessions_show_of_messages_this_version_cannot_read_says_so_and_counts_n
     ) in lines
 
 
-def test_a_session_last_active_in_the_future_is_ordered_by_when_its_file_was_written(
-    env: Env,
-) -> None:
-    """A clock set wrong, or a hand edit: left as it was, it was offered before every newer
-    session at each start until resumed, and never pruned."""
+def last_active_in_2099(env: Env) -> str:
+    """An orphaned session whose ``updated_at`` says 2099 (a clock set wrong, a hand edit),
+    its file last written an hour ago; its id."""
     skewed = orphaned_session(env)
     path = env.settled(skewed)
     data = json.loads(path.read_text())
@@ -273,6 +271,15 @@ def test_a_session_last_active_in_the_future_is_ordered_by_when_its_file_was_wri
     path.write_text(json.dumps(data))
     an_hour_ago = time.time() - 3600
     os.utime(path, (an_hour_ago, an_hour_ago))
+    return skewed
+
+
+def test_a_session_last_active_in_the_future_is_ordered_by_when_its_file_was_written(
+    env: Env,
+) -> None:
+    """A clock set wrong, or a hand edit: left as it was, it was offered before every newer
+    session at each start until resumed, and never pruned."""
+    skewed = last_active_in_2099(env)
     tab = env.terminal()
     assert env.run("--new", input="a newer one\n", terminal=tab).returncode == 0
     tab.close()
@@ -291,13 +298,7 @@ def test_the_offer_of_a_session_last_active_in_the_future_tells_when_its_file_wa
 ) -> None:
     """H113: the listing no longer believed a time in the future, but the offer said
     `last active: 2099-01-01 00:00 UTC`."""
-    skewed = orphaned_session(env)
-    path = env.settled(skewed)
-    data = json.loads(path.read_text())
-    data["updated_at"] = "2099-01-01T00:00:00Z"
-    path.write_text(json.dumps(data))
-    an_hour_ago = time.time() - 3600
-    os.utime(path, (an_hour_ago, an_hour_ago))
+    last_active_in_2099(env)
     (row,) = env.sessions_json()
     started = env.run(input="n\n", terminal=env.terminal())
     assert f"Previous session found (last active: {row['last_active']})" in started.stderr
