@@ -49,7 +49,7 @@ from supervisor.wire import MAX_MESSAGE_CHARS, ErrorCode, Frame
 
 HELP = """\
 Commands:
-  /save            save the session now and write a checkpoint (conversation and tracked files)
+  /save            save the session now and write a checkpoint (conversation and tracked files; none if nothing changed since the latest)
   /reset, /new     forget this session: clear history, delete its saved file and resume context (asks before deleting agent_spec.md / templates/)
   /resume          show the resume context given to the assistant
   /checkpoint      list this session's checkpoints

@@ -180,3 +180,12 @@ def test_other_lines_with_a_lone_slash_are_no_mistyped_command(line: str) -> Non
     from cli.chat import spaced_command
 
     assert spaced_command(line) is None
+
+
+def test_help_says_save_writes_no_checkpoint_when_nothing_changed() -> None:
+    """H116's rule: a /save equal to the latest checkpoint writes none; /help said every
+    /save writes one."""
+    from cli.chat import HELP
+
+    (line,) = [row for row in HELP.splitlines() if row.startswith("  /save ")]
+    assert "none if nothing changed since the latest" in line
