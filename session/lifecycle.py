@@ -314,7 +314,8 @@ class SessionLifecycle:
     def _last_compacted_turn(self) -> tuple[ModelMessage, ...]:
         """With no turn after the compaction's boundary (one just took every turn), its last
         turn, whole (a tool call with its return), so that the model still reads the last
-        exchange word for word, live as after a resume; none when it weighs more than the
+        exchange word for word, live as after a resume, and as scrubbed as a resume reads
+        it (no secret goes back to the model with it); none when it weighs more than the
         compaction's own share of the token budget (the request stays bounded)."""
         if self.compaction is None or not self.history_starts:
             return ()
@@ -322,7 +323,8 @@ class SessionLifecycle:
         share = compaction_chars(self.policy.compaction)
         if share is not None and sum(message_chars(m) for m in turn) > share:
             return ()
-        return turn
+        # As a resume reads it from the file: scrubbed (the compaction's own text is).
+        return self._scrubbed(turn)[0]
 
     def instructions(self) -> str:
         """This session's part of the agent's instructions: the resume context, and the
