@@ -63,7 +63,7 @@ from datetime import datetime
 from enum import StrEnum
 from functools import lru_cache
 
-from pydantic_ai.messages import ModelMessage, ModelRequest
+from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest
 
 from session.compaction import (
     CHARS_PER_TOKEN,
@@ -344,13 +344,12 @@ class SessionLifecycle:
         return "\n\n".join(part for part in (self.resume_context, block) if part)
 
     def compaction_sent(self) -> str | None:
-        """The compaction's text as requests carry it (held to its share of the budget)."""
+        """The compaction's text as requests carry it (held to its share of the budget,
+        ending with ``LAST_TURN_AGAIN`` when the request carries its last turn again)."""
         if self.compaction is None:
             return None
-        share = compaction_chars(self.policy.compaction)
-        return render_compaction(
-            self.compaction, rules=False, max_chars=share, listed=self.context_decisions
-        )
+        head = self.request_history()[0].parts[0]
+        return str(head.content) if isinstance(head, CompactionPart) else None
 
     def earlier_summary(self) -> str | None:
         """What summarizes the turns before ``history``'s, for the session's summary: the

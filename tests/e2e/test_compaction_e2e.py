@@ -926,3 +926,16 @@ def test_a_garbage_answer_of_the_summary_model_is_replaced_by_the_offline_summar
     summary = env.settled(session_id).read_text()
     if garbage.strip():
         assert garbage.strip() not in summary
+
+
+def test_slash_resume_after_compact_shows_that_the_last_turn_follows_again(env: Env) -> None:
+    """/resume shows the compacted history as the model is sent it: after a /compact that
+    took every turn, the request's summary ends saying its last turn follows again word for
+    word (and carries it); /resume showed the summary without that line."""
+    result = env.run(
+        "--new", input="first question\nsecond question\n/compact\n/resume\n",
+        terminal=env.terminal(),
+    )
+    assert result.returncode == 0, result.stderr
+    shown = result.stderr.split("# Compacted history (sent first in every request, ~", 1)[1]
+    assert "Turn 2, the last of these, follows again word for word." in shown
