@@ -1345,10 +1345,13 @@ _HEADING_LINE_RE: Final = re.compile(
 
 
 _NOTHING_TO_SUMMARIZE_RE: Final = re.compile(
-    r"(?:(?:there (?:is|was|are|were)|there's|i (?:do not|don't|did not|didn't|cannot|can't)"
+    r"(?:(?:it (?:appears|seems)(?: that)? |(?:the |this )?(?:conversation|history|input"
+    r"|transcript|chat) (?:is|was) (?:empty|blank),? (?:so |and )?)?"
+    r"(?:there (?:is|was|are|were)(?: not|n't)?|there's"
+    r"|i (?:do not|don't|did not|didn't|cannot|can't)"
     r" (?:see|find|have)|i (?:have|see|found)|we have|(?:the|this) (?:conversation|history"
     r"|input|transcript|chat) (?:has|had|contains|holds|gives))\s+)?"
-    r"(?:nothing|no|not enough|not much|any|none)\b[^.;:!?]{0,40}?"
+    r"(?:nothing|no|not enough|not much|anything|any|none)\b[^.;:!?]{0,40}?"
     r"\b(?:to|worth|that (?:can|could|needs? to|should) be|i can|for me to) summari[sz](?:e|ed|ing)"
     r"(?:\s+(?:yet|here|so far|now|at this (?:time|point)|in (?:it|this conversation)))*"
     r"|(?:the |this )?(?:conversation|history|input|transcript|chat)(?: provided| given)?"

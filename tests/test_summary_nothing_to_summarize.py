@@ -47,3 +47,20 @@ async def test_a_short_summary_that_names_nothing_in_passing_is_a_summary(answer
     event = await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
     assert event is not None and event.compaction is not None
     assert event.compaction.compacted_content == answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "There isn't anything to summarize.",
+        "There is not anything to summarize yet.",
+        "It appears there is nothing to summarize.",
+        "It seems that there is nothing to summarize here.",
+        "The conversation is empty, so there is nothing to summarize.",
+    ],
+)
+async def test_nothing_to_summarize_said_otherwise_is_no_summary_either(answer: str) -> None:
+    """Other words for the same answer were kept as the compaction's narrative: "anything"
+    was not read as "any", nor a negated "there is", nor the answer's two halves together."""
+    with pytest.raises(UnusableSummary, match="says nothing"):
+        await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
