@@ -733,6 +733,14 @@ def _stderr_width(stdout_tty: bool) -> int | None:
         return None
 
 
+def stderr_wrapped(text: str) -> str:
+    """``text`` as a command's last ``error:`` line is shown: on a terminal, wider than
+    it, wrapped between words as ``Console.warn``'s lines (the chat's refusals, such as
+    another endpoint's, were cut inside words at 40 columns); else as written."""
+    width = _stderr_width(sys.stdout.isatty())
+    return word_wrap(text, width) if width is not None else text
+
+
 def slash_completer() -> Any:
     """Completes ``/commands`` at the start of the input, each with what it does."""
     from prompt_toolkit.completion import Completer, Completion

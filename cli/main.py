@@ -196,7 +196,9 @@ def one_line_errors(fn: F) -> F:
             line = error_line(exc)
             if line is None:
                 raise
-            click.echo(line, err=True)
+            from cli.console import stderr_wrapped
+
+            click.echo(stderr_wrapped(line), err=True)
         sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
