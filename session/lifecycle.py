@@ -256,6 +256,9 @@ class SessionLifecycle:
     first_invocation: int = 1
     """The invocation (user turn) number of ``history``'s first turn."""
     compaction: EventCompaction | None = None
+    last_turn_not_again: bool = False
+    """The request after ``compaction`` does not carry its last turn again: with it, the
+    request would not have been smaller than before the compaction (short turns)."""
     compacting: Window | None = None
     """The window of the compaction in flight, if any."""
     compaction_failures: int = 0
@@ -317,7 +320,7 @@ class SessionLifecycle:
         exchange word for word, live as after a resume, and as scrubbed as a resume reads
         it (no secret goes back to the model with it); none when it weighs more than the
         compaction's own share of the token budget (the request stays bounded)."""
-        if self.compaction is None or not self.history_starts:
+        if self.compaction is None or self.last_turn_not_again or not self.history_starts:
             return ()
         turn = self.history[self.history_starts[-1] :]
         share = compaction_chars(self.policy.compaction)
@@ -822,14 +825,19 @@ class SessionLifecycle:
             history_encoded=self.history_encoded[cut:],
             first_invocation=self.first_invocation + skip,
             compaction=compaction,
+            last_turn_not_again=False,
             compacting=None,
             compaction_failures=0,
             backoff_until=0,
             token_base=None,
         )
-        # the last turn sent again after it is no part of what the compaction made
-        if new.estimated_tokens(last_turn_again=False) >= self.estimated_tokens():
+        # the last turn sent again after it is no part of what the compaction made; it is
+        # sent only if the request stays smaller with it (a compaction never grows it)
+        before = self.estimated_tokens()
+        if new.estimated_tokens(last_turn_again=False) >= before:
             return Transition(self.compaction_failed(generation, back_off=back_off), ())
+        if new.estimated_tokens() >= before:
+            new = new._with(last_turn_not_again=True)
         if new.session_deleted or not new.saved:
             return Transition(new, ())
         return Transition(new, (new.write(now, manifest, agent_spec_path),))
@@ -874,6 +882,7 @@ class SessionLifecycle:
     ) -> dict[str, object]:
         return {
             "compaction": compaction,
+            "last_turn_not_again": False,
             "first_invocation": first_invocation,
             "compacting": None,
             "compaction_failures": 0,

@@ -83,12 +83,13 @@ async def test_a_save_after_a_summary_models_whole_compaction_names_the_last_mes
     assert listed.endswith("'add the evaluation set and please keep the ...'"), listed
 
 
-async def test_an_entry_after_a_whole_compaction_keeps_the_last_turn_in_its_tail(
+async def test_an_entry_after_a_whole_compaction_of_one_turn_names_it_from_memory(
     chat: Chat,
 ) -> None:
-    """The last turn a compaction took whole is kept in the tail (the request carries it
-    again, H115), so the entry gives its words from its state and stays of the format
-    older versions read."""
+    """A compaction of one turn, which the request would not carry again (the request
+    would not be smaller with it), leaves the tail empty: the entry keeps the last
+    message's words itself (format 4); the one before the compaction reads them from its
+    tail and stays of the format older versions read."""
     await chat.turn(f"design the router {TOPIC}")
     await chat.command("save")
     await chat.command("compact")
@@ -97,5 +98,5 @@ async def test_an_entry_after_a_whole_compaction_keeps_the_last_turn_in_its_tail
     session_id = store.session_ids()[0]
     first, second = store.listing(session_id).checkpoints
     assert (first.format, first.last_request) == (2, "")
-    assert (second.format, second.last_request) == (2, "")
-    assert "design the router" in str(second.state.recent_messages)
+    assert second.format == 4 and second.last_request.startswith("design the router")
+    assert second.state.recent_messages == ()

@@ -170,6 +170,24 @@ def test_the_compaction_says_its_last_turn_follows_again_only_when_it_does() -> 
     assert isinstance(head, CompactionPart) and "follows again" not in str(head.content)
 
 
+def test_a_compaction_never_makes_the_next_request_larger_with_the_last_turn_again() -> None:
+    """H117: `/compact` of short turns said "~125 -> ~130 tokens": the compaction was kept
+    for being smaller without the last turn it then sent again. It is not sent again when
+    the request would not be smaller with it."""
+    lc = fresh(policy(interval=0))
+    for n, reply in enumerate(["ok", "ok", "a long answer " * 150], 1):
+        lc = (
+            lc.begin_turn(0)
+            .complete_turn(turn(n, text=reply), now=T0, manifest={}, agent_spec_path=None)
+            .lifecycle
+        )
+    before = lc.estimated_tokens()
+    lc, _ = compact(lc, force=True)
+    assert lc.compaction is not None and lc.compaction.end_invocation == 3
+    assert lc.estimated_tokens() < before
+    assert prompts(lc) == []  # the last turn, not sent again
+
+
 def test_a_last_turn_over_the_compactions_share_is_not_read_again() -> None:
     lc = fresh(policy(interval=0, threshold=10))  # a share of 10 characters
     lc = after_turns(lc, 1, 2)
