@@ -103,9 +103,12 @@ def test_with_compaction_off_the_oldest_turns_left_out_are_said_once(env: Env) -
 def test_the_offline_model_counts_the_turn_after_a_whole_compaction_once(env: Env) -> None:
     """The request after a compaction of every turn carries the last one again, whole: the
     offline model took it for a new turn and answered the next with "turn 5" (H115)."""
-    result = env.run("--new", input="one\ntwo\nthree\n/compact\nfour\nfive\n")
+    long = "about the routing table and how we evaluate it " * 8  # sent again: smaller
+    script = "".join(f"question {n}: {long}\n" for n in range(1, 4))
+    result = env.run("--new", input=script + "/compact\n/resume\nfour\nfive\n")
     assert result.returncode == 0, result.stderr
     assert "Compacted turns 1-3" in result.stderr
+    assert "Turn 3, the last of these, follows again word for word." in result.stderr
     assert '"four". (turn 4 of this conversation' in result.stdout
     assert '"five". (turn 5 of this conversation' in result.stdout
 
@@ -932,10 +935,11 @@ def test_slash_resume_after_compact_shows_that_the_last_turn_follows_again(env: 
     """/resume shows the compacted history as the model is sent it: after a /compact that
     took every turn, the request's summary ends saying its last turn follows again word for
     word (and carries it); /resume showed the summary without that line."""
-    result = env.run(
-        "--new", input="first question\nsecond question\n/compact\n/resume\n",
-        terminal=env.terminal(),
-    )
+    questions = "".join(
+        f"question {n}: {'about the routing table and how we evaluate it ' * 8}\n"
+        for n in range(1, 5)
+    )  # long enough that the request stays smaller with the last turn sent again
+    result = env.run("--new", input=questions + "/compact\n/resume\n", terminal=env.terminal())
     assert result.returncode == 0, result.stderr
     shown = result.stderr.split("# Compacted history (sent first in every request, ~", 1)[1]
-    assert "Turn 2, the last of these, follows again word for word." in shown
+    assert "Turn 4, the last of these, follows again word for word." in shown
