@@ -1483,7 +1483,8 @@ def offer_text(offer: Frame, others: list[Frame], more: int = 0, width: int | No
     if offer.get("turns") is not None:
         facts.append(turns_text(offer["turns"]))
     if headline := summary_headline(offer.get("summary")):
-        facts.append(f"summary: {clip(headline, 70)}")
+        room = 70 if width is None else width - 1 - columns("  " + " · ".join(facts)) - 12
+        facts.append(f"summary: {clip(headline, max(OTHER_SUMMARY_COLUMNS, min(70, room)))}")
     if facts:
         lines.append("  " + " · ".join(facts))
     drift = [f"{path}: modified" for path in offer.get("modified") or ()]

@@ -100,3 +100,13 @@ def test_an_other_session_s_line_never_wraps_whatever_the_width() -> None:
         line = offer_text(OFFER, others, width=width).splitlines()[-2]
         assert len(line) <= max(width - 1, 20), (width, line)
         assert line.startswith("    2) 0a0a0a0a0a0a")
+
+
+def test_the_offered_sessions_summary_is_cut_to_a_narrow_terminal() -> None:
+    """H113: at 60 columns the summary, cut at 70 characters, wrapped to a second row."""
+    offer = {**OFFER, "summary": "designing a support-ticket triage agent " * 5}
+    lines = offer_text(offer, [], width=60).splitlines()
+    assert lines[0] == "Previous session found (last active: 2026-03-31 14:22 UTC)"
+    assert lines[1].startswith("  12 turns · summary: designing a support-ticket")
+    assert len(lines[1]) <= 59
+    assert lines[-1] == "Resume previous session? [Y/n]"
