@@ -110,6 +110,8 @@ def render(data: dict[str, Any]) -> str:
         shown = str(row["effective"])
         if row["derived"]:
             shown += f" ({row['derived']})"
+        elif name == "compaction_interval" and row["effective"] == 0:
+            shown += " (automatic compaction off)"
         source = row["source"]
         if source == "env":
             source = f"env ({row['env']})"

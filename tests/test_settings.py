@@ -140,3 +140,16 @@ def test_config_show_says_when_the_models_window_is_only_assumed(model: str, der
     from cli.config_cmd import budget_from
 
     assert budget_from(model) == derived
+
+
+def test_config_show_says_a_compaction_interval_of_0_turns_compaction_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """H113: `compaction_interval 0` said nothing of what it means."""
+    from cli.config_cmd import render, report
+
+    monkeypatch.setenv("AGENT_ASSIST_HOME", str(tmp_path))
+    monkeypatch.setenv("AGENT_ASSIST_COMPACTION_INTERVAL", "0")
+    shown = render(report()).splitlines()
+    (line,) = [row for row in shown if row.startswith("compaction_interval")]
+    assert "0 (automatic compaction off)" in line
