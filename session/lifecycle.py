@@ -320,14 +320,22 @@ class SessionLifecycle:
         exchange word for word, live as after a resume, and as scrubbed as a resume reads
         it (no secret goes back to the model with it); none when it weighs more than the
         compaction's own share of the token budget (the request stays bounded)."""
-        if self.compaction is None or self.last_turn_not_again or not self.history_starts:
-            return ()
-        turn = self.history[self.history_starts[-1] :]
-        share = compaction_chars(self.policy.compaction)
-        if share is not None and sum(message_chars(m) for m in turn) > share:
+        start = self._last_compacted_turn_start()
+        if start is None:
             return ()
         # As a resume reads it from the file: scrubbed (the compaction's own text is).
-        return self._scrubbed(turn)[0]
+        return self._scrubbed(self.history[start:])[0]
+
+    def _last_compacted_turn_start(self) -> int | None:
+        """Where ``_last_compacted_turn`` starts in ``history`` (None: none is sent again),
+        for a save, which keeps it, without scrubbing it."""
+        if self.compaction is None or self.last_turn_not_again or not self.history_starts:
+            return None
+        start = self.history_starts[-1]
+        share = compaction_chars(self.policy.compaction)
+        if share is not None and sum(message_chars(m) for m in self.history[start:]) > share:
+            return None
+        return start
 
     def instructions(self) -> str:
         """This session's part of the agent's instructions: the resume context, and the
@@ -475,8 +483,10 @@ class SessionLifecycle:
         index = max(0, kept - self.first_invocation)
         starts = self.history_starts
         start = starts[index] if index < len(starts) else len(self.history)
-        again = self._last_compacted_turn() if self.tail_start == len(self.history) else ()
-        return min(start, self.tail_start, len(self.history) - len(again))
+        again = None
+        if self.tail_start == len(self.history):
+            again = self._last_compacted_turn_start()
+        return min(start, self.tail_start, len(self.history) if again is None else again)
 
     def _compacted_turns_kept(self) -> int:
         """How many already compacted turns the session file keeps for the next window: its
