@@ -840,9 +840,9 @@ class TerminalActor(Actor[TerminalMessage]):
     async def _restore_cut_short(self, stored: SessionState, drift: FileDrift) -> str | None:
         """The line that says a restore of ``stored`` was cut short (a supervisor killed
         among its writes), if what is on disk tells so: the session's last checkpoint U is
-        the one a restore wrote first, to undo it, and tracked files that differ from the
-        session's manifest still hold U's content (or are absent, the restore being to
-        make them). None otherwise."""
+        the one a restore wrote first, to undo it, and tracked files it was to write over
+        that differ from the session's manifest still hold U's content (or are absent, the
+        restore being to make them). None otherwise."""
         number = stored.checkpoint_count
         if number < 1 or not drift.changed:
             return None
@@ -856,7 +856,13 @@ class TerminalActor(Actor[TerminalMessage]):
             return None
         if undo.reason != "restore":
             return None
-        left = [p for p in drift.modified if drift.found.get(p) == undo.files.get(p)]
+        # Only the files it was to write over: one a restore of the conversation alone left
+        # as it was holds U's content too (the file keeps N's digest, for the drift to be
+        # told), and was named as left by a restore cut short.
+        over = set(undo.written_over)
+        left = [
+            p for p in drift.modified if p in over and drift.found.get(p) == undo.files.get(p)
+        ]
         left += [p for p in drift.deleted if p in undo.made]
         if not left:
             return None

@@ -24,12 +24,14 @@ from session.errors import CheckpointError
 from session.filesystem import in_git_directory
 from session.models import SessionState, Sha256Hex, UtcDatetime
 
-CHECKPOINT_FORMAT: Final = 4
+CHECKPOINT_FORMAT: Final = 5
 """The newest entry layout: 1 had no ``modes``; 2 keeps each file's permission bits; 3 has
 ``made`` too (written only when it is not empty: an entry without it stays a 2, which an
 agent-assist of format 2 reads); 4 has ``last_request`` too (written only when it is not
-empty, likewise). An agent-assist that knows only N leaves an entry of a higher format
-untouched (never moves it aside as damaged)."""
+empty, likewise); 5 has ``written_over`` too (likewise). An agent-assist that knows only N
+leaves an entry of a higher format untouched (never moves it aside as damaged)."""
+LAST_REQUEST_FORMAT: Final = 4
+"""The format of an entry with ``last_request`` and no ``written_over``."""
 MADE_FORMAT: Final = 3
 """The format of an entry with ``made`` and no ``last_request``."""
 ENTRY_FORMAT: Final = 2
@@ -66,7 +68,7 @@ class Checkpoint(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    format: Literal[1, 2, 3, 4] = ENTRY_FORMAT
+    format: Literal[1, 2, 3, 4, 5] = ENTRY_FORMAT
     number: int = Field(ge=1)
     created_at: UtcDatetime
     reason: Reason
@@ -83,6 +85,11 @@ class Checkpoint(BaseModel):
     """Files absent then that the restore this checkpoint was written before (its undo)
     was to make: a restore of this checkpoint deletes them, asking first, as it writes
     back the others (format 3; empty otherwise)."""
+    written_over: tuple[str, ...] = ()
+    """The files the restore this checkpoint was written before (its undo) was to write
+    back or delete: none when the restore took the conversation back alone (``n`` to
+    ``Restore files too?``), so that files still as they were then do not read as a
+    restore cut short (format 5; empty otherwise, and in entries written before it)."""
     last_request: str = ""
     """The first words of the last user message then, kept only when ``state``'s tail
     holds none (a compaction took the whole tail, and a summary model's narrative need
@@ -202,10 +209,14 @@ def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
     return prompts[-1] if prompts else ""
 
 
-def entry_format(made: Sequence[str], last_request: str) -> int:
+def entry_format(
+    made: Sequence[str], last_request: str, written_over: Sequence[str] = ()
+) -> int:
     """The oldest format that holds what an entry keeps, so that older versions read it."""
-    if last_request:
+    if written_over:
         return CHECKPOINT_FORMAT
+    if last_request:
+        return LAST_REQUEST_FORMAT
     return MADE_FORMAT if made else ENTRY_FORMAT
 
 

@@ -1147,6 +1147,7 @@ class CheckpointStore:
         """The next checkpoint of ``state`` and the contents it refers to (none for a dry
         run), read and checked as ``write`` says; nothing written."""
         session_id = state.session_id
+        keep = tuple(keep)
         for relative in safe_relative_paths(workspace, sorted(set(keep))):
             if (why := unreadable(workspace, relative)) is not None:
                 raise CheckpointError(f"cannot read {relative} ({why})")
@@ -1170,12 +1171,16 @@ class CheckpointStore:
         number = next_number(self.numbers_used(session_id), state.checkpoint_count)
         to_make = safe_relative_paths(workspace, sorted(set(made)))
         absent = tuple(path for path in to_make if path not in files)
+        # a restore's undo names what the restore was to change: ``keep``
+        over = safe_relative_paths(workspace, sorted(set(keep))) if reason == "restore" else []
+        written_over = tuple(over)
         all_secrets = with_secrets(self.known_secrets, secrets)
         words = "" if tail_prompts(state.recent_messages) else last_request
         words = first_words(scrub_text(words, all_secrets))
         checkpoint = Checkpoint(
-            format=entry_format(absent, words),
+            format=entry_format(absent, words, written_over),
             made=absent,
+            written_over=written_over,
             last_request=words,
             number=number,
             created_at=now,
@@ -1550,6 +1555,8 @@ def encode_checkpoint(checkpoint: Checkpoint) -> bytes:
     An entry of format 1 (rewritten scrubbed) stays one: no ``modes``, which an
     agent-assist of that format would take for damage."""
     exclude = {"state"}
+    if checkpoint.format < 5:
+        exclude.add("written_over")  # an agent-assist of format 4 or less: damage
     if checkpoint.format < 4:
         exclude.add("last_request")  # an agent-assist of format 2 or 3 would take it for damage
     if checkpoint.format < 3:

@@ -382,6 +382,25 @@ def test_a_restores_undo_names_the_files_it_will_make_and_deleting_them_undoes_i
     assert not (workspace / "notes.md").exists() and (workspace / "other.md").exists()
 
 
+def test_a_restores_undo_names_the_files_it_was_to_write_over_and_only_a_restores(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """H120: an undo did not say whether its restore was to write files back, so files a
+    restore of the conversation alone left as they were read as a restore cut short."""
+    undo = store.write(
+        state(), workspace, ["spec.md"], reason="restore", cap=10**9, now=NOW, keep=["spec.md"]
+    )
+    assert undo.written_over == ("spec.md",) and undo.format == 5
+    assert store.load("0123456789ab", undo.number).written_over == ("spec.md",)
+    alone = store.write(state(), workspace, ["spec.md"], reason="restore", cap=10**9, now=NOW)
+    raw = orjson.loads((store.session_dir("0123456789ab") / "0002.json").read_bytes())
+    assert alone.written_over == () and raw["format"] == 2 and "written_over" not in raw
+    auto = store.write(
+        state(), workspace, ["spec.md"], reason="auto", cap=10**9, now=NOW, keep=["spec.md"]
+    )
+    assert auto.written_over == () and auto.format == 2
+
+
 def test_an_entry_that_names_no_file_made_stays_one_an_agent_assist_of_format_2_reads(
     store: CheckpointStore, workspace: Path
 ) -> None:

@@ -32,3 +32,17 @@ def test_a_resume_after_a_whole_restore_says_nothing_of_one_cut_short(env: Env) 
     assert "/checkpoint 2 undoes this" in restored.stderr, restored.stderr
     resumed = env.run("--yes", input="", terminal=term)
     assert "cut short" not in resumed.stderr
+
+
+def test_a_resume_after_a_restore_of_the_conversation_alone_says_nothing_of_one_cut_short(
+    env: Env,
+) -> None:
+    notes = env.workspace / "notes.md"
+    notes.write_text("one\n")
+    term = env.terminal()
+    assert env.run("--new", input="read notes.md\n/save\n", terminal=term).returncode == 0
+    notes.write_text("two\n")
+    restored = env.run("--yes", input="/checkpoint 1\nn\n", terminal=term)
+    assert "/checkpoint 2 undoes this" in restored.stderr, restored.stderr
+    resumed = env.run("--yes", input="", terminal=term)
+    assert "cut short" not in resumed.stderr, resumed.stderr
