@@ -187,6 +187,10 @@ class WriteCheckpoint(Ask["Checkpoint | Unchanged"]):
     unless_unchanged: bool = False
     """Write none when the session's latest checkpoint holds the same files, modes and
     conversation state (``/save`` and the automatic checkpoint; never a restore's undo)."""
+    restored: int | None = None
+    """With ``unless_unchanged``: the checkpoint the conversation was taken back to, no
+    turn since; none is written either when it holds the same (``/save`` right after
+    ``/checkpoint N`` wrote a copy of N)."""
 
 
 @dataclass(frozen=True)

@@ -259,6 +259,7 @@ class StorageActor(Actor[StorageMessage]):
                 made,
                 last_request,
                 unless_unchanged,
+                restored,
             ):
                 self._check_writer(state.session_id, writer)
                 cap = self._checkpoint_cap() if wanted_cap is None else wanted_cap
@@ -275,6 +276,7 @@ class StorageActor(Actor[StorageMessage]):
                             secrets=secrets,
                             keep=keep,
                             last_request=last_request,
+                            restored=restored,
                         )
                     )
                 return await self._io(

@@ -553,6 +553,8 @@ class TerminalActor(Actor[TerminalMessage]):
         self._hashing_at_each_turn = False
         """The DriftWatcher cannot watch: tracked files are compared at each turn instead."""
         self._history_at_restore: tuple[Any, ...] | None = None
+        self._restored_to: int | None = None
+        """The checkpoint the last restore took the conversation back to."""
         """The history a restore brought back: until a turn changes it, a summary that
         arrives was asked for the conversation before the restore, and is dropped."""
         self._held_notices: list[Info] = []
@@ -1938,6 +1940,9 @@ class TerminalActor(Actor[TerminalMessage]):
             # in memory: a compaction may have taken the whole tail of ``state``
             last_user_text(self._lc.history_encoded.json),
             unless_unchanged=reason != "restore",
+            restored=(
+                self._restored_to if self._lc.history is self._history_at_restore else None
+            ),
         )
 
     async def _checkpoint(
@@ -2164,6 +2169,7 @@ class TerminalActor(Actor[TerminalMessage]):
         )
         self._lc = transition.lifecycle
         self._history_at_restore = self._lc.history
+        self._restored_to = number
         saved = await self._perform(transition.effects)
         await self._watch(manifest)
         turns = checkpoint.turns

@@ -122,7 +122,9 @@ class Unchanged:
 def same_restore_point(old: Checkpoint, new: Checkpoint) -> bool:
     """Whether restoring ``old`` gives what restoring ``new`` would: the same files, with the
     same contents and modes, the same files to delete, and the same conversation state;
-    their numbers, times and reasons aside."""
+    their numbers, times and reasons aside, and the summary: it tells the same turns (a
+    summary model's landing after the offline one, or a restore's offline one against
+    the model's it restored, made a checkpoint of identical turns and files)."""
     return _restore_point(old) == _restore_point(new)
 
 
@@ -131,6 +133,7 @@ def _restore_point(checkpoint: Checkpoint) -> tuple[object, ...]:
         update={
             "checkpoint_count": 0,
             "updated_at": checkpoint.state.created_at,
+            "summary": None,
             "recent_messages": tuple(map(_as_taken_back, checkpoint.state.recent_messages)),
         }
     )

@@ -1097,10 +1097,13 @@ class CheckpointStore:
         secrets: tuple[str, ...] = (),
         keep: Iterable[str] = (),
         last_request: str = "",
+        restored: int | None = None,
     ) -> Checkpoint | Unchanged:
         """``write``, unless the session's latest checkpoint already holds the same restore
-        point (``same_restore_point``: files, modes and conversation state): then nothing
-        is written, not even at the cap, and the answer names that checkpoint."""
+        point (``same_restore_point``: files, modes and conversation state), or checkpoint
+        ``restored`` does (the one the conversation was taken back to: the latest is then
+        the restore's undo): then nothing is written, not even at the cap, and the answer
+        names that checkpoint."""
         checkpoint, contents = self._next_checkpoint(
             state,
             workspace,
@@ -1113,21 +1116,28 @@ class CheckpointStore:
             last_request=last_request,
         )
         latest = self._latest(state.session_id, checkpoint.number - 1)
-        if latest is not None and same_restore_point(latest, checkpoint):
-            # a blob damaged since is written anew: the checkpoint named must restore
-            self._store_blobs(contents, now)
-            return Unchanged(latest)
+        for same in (latest, self._whole(state.session_id, restored)):
+            if same is not None and same_restore_point(same, checkpoint):
+                # a blob damaged since is written anew: the checkpoint named must restore
+                self._store_blobs(contents, now)
+                return Unchanged(same)
         return self._store(checkpoint, contents, cap=cap, now=now)
 
-    def _latest(self, session_id: str, number: int) -> Checkpoint | None:
-        """Checkpoint ``number`` when it is the session's latest whole entry (the highest
-        number used, not one moved aside as damaged); None otherwise."""
-        if number < 1 or number not in self.numbers(session_id):
+    def _whole(self, session_id: str, number: int | None) -> Checkpoint | None:
+        """Checkpoint ``number`` if there is one, whole; None otherwise."""
+        if number is None or number not in self.numbers(session_id):
             return None
         try:
             return self.load(session_id, number)
         except CheckpointError:
-            return None  # damaged (moved aside): the next checkpoint is written
+            return None
+
+    def _latest(self, session_id: str, number: int) -> Checkpoint | None:
+        """Checkpoint ``number`` when it is the session's latest whole entry (the highest
+        number used, not one moved aside as damaged); None otherwise."""
+        if number < 1:
+            return None
+        return self._whole(session_id, number)  # damaged: the next checkpoint is written
 
     def _next_checkpoint(
         self,

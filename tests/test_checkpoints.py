@@ -895,3 +895,11 @@ def test_a_response_whose_model_id_a_resume_dropped_is_the_same_restore_point() 
     after_resume = with_messages(2, user_turn("hi"), response(None))
     assert same_restore_point(before, after_resume)
     assert not same_restore_point(before, with_messages(2, user_turn("hi!"), response(None)))
+
+
+def test_a_summary_alone_is_the_same_restore_point() -> None:
+    """H120: a summary model's summary landing after the offline one (or a restore's
+    offline one against the model's it restored) made a checkpoint of the same turns."""
+    before = with_messages(1, user_turn("hi"), response(None))
+    told = before.state.model_copy(update={"summary": "The user greeted the assistant."})
+    assert same_restore_point(before, before.model_copy(update={"number": 2, "state": told}))

@@ -110,6 +110,20 @@ def test_a_save_after_a_resume_with_nothing_changed_writes_none(env: Env) -> Non
     assert entries(env, session_id) == ["0001.json"]
 
 
+def test_a_save_right_after_a_restore_names_the_checkpoint_restored_and_writes_none(
+    env: Env,
+) -> None:
+    """H120: /save right after /checkpoint 1 wrote checkpoint 3, a copy of 1 (the latest,
+    2, is the restore's undo)."""
+    term = env.terminal()
+    result = env.run(input="hello\n/save\nmore\n/checkpoint 1\n/save\n", terminal=term)
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    assert "/checkpoint 2 undoes this." in result.stderr
+    assert f"Session {session_id} saved; nothing changed since checkpoint 1." in result.stderr
+    assert entries(env, session_id) == ["0001.json", "0002.json"]
+
+
 def test_a_mode_changed_alone_is_saved_as_a_new_checkpoint(env: Env) -> None:
     (env.workspace / SPEC).write_text("# v1\n")
     term = env.terminal()
