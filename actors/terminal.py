@@ -1659,7 +1659,9 @@ class TerminalActor(Actor[TerminalMessage]):
         transition = lc.compacted(
             result.compaction,
             result.generation,
-            now=utc_now(),
+            # one landing in the background is no activity (as a summary's): the resume's
+            # "last active" said when it landed (after a takeover, or an exit it followed)
+            now=lc.state.updated_at if automatic else utc_now(),
             manifest=lc.state.file_manifest,
             agent_spec_path=lc.state.agent_spec_path,
             back_off=automatic,

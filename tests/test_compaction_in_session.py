@@ -244,6 +244,23 @@ async def test_a_slow_summarizer_never_holds_up_the_next_turn(make_rig: RigFacto
     await rig.terminal.tell(Detach("exit"))
 
 
+async def test_a_compaction_landing_in_the_background_keeps_the_last_active_time(
+    make_rig: RigFactory,
+) -> None:
+    """H120: the background compaction's write moved ``updated_at`` to when it landed, and
+    a resume after a takeover said the user was last active then."""
+    summarizer = Gated()
+    rig: Rig = await make_rig(summarizer, 1)
+    await rig.turn("first: " + LONG)
+    last_active = rig.saved()["updated_at"]
+    summarizer.gate.set()
+    notice = await rig.next_of(Info)
+    assert notice.text.startswith("note: compacted turn 1 into a summary")
+    assert rig.saved()["compacted_history_summary"].startswith("Conversation so far (turns 1-1")
+    assert rig.saved()["updated_at"] == last_active
+    await rig.terminal.tell(Detach("exit"))
+
+
 class GatedFirst(Gated):
     """The first summary waits for ``gate`` (a slow summary model in the background); the
     later ones answer at once."""
