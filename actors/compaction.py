@@ -55,6 +55,7 @@ from session.compaction import (
 from session.history import count_turns, trim_to_recent
 from session.redaction import replace_known
 from session.summary import MAX_SUMMARY_CHARS, offline_summary
+from session.turns import stamped_turn
 
 log = logging.getLogger("agent_assist.compaction")
 LLM_SUMMARY_TIMEOUT_S = 30.0
@@ -429,11 +430,15 @@ class CompactionActor(Actor[CompactionMessage]):
         """The same summary model and input bound as compactions, with the summary prompt."""
         earlier = parse_compaction(message.previous)
         head = [compaction_event(earlier)] if earlier else []
-        first = earlier.end_invocation + 1 if earlier else 1
         messages = message.messages
         if message.max_chars is not None:  # compaction off kept 80 turns: over the budget
             messages = tuple(trim_to_recent(messages, max_turns=None, max_chars=message.max_chars))
-            first += count_turns(message.messages) - count_turns(messages)
+        # The turns' own numbers: the history keeps the compacted turns the next window
+        # reads again, which are no turns after the earlier summary (unstamped, from a
+        # file of an older version, they are taken to follow it).
+        dropped = count_turns(message.messages) - count_turns(messages)
+        after = earlier.end_invocation + 1 if earlier else 1
+        first = stamped_turn(messages) or after + dropped
         events = [*head, *events_from_messages(messages, first)]
         summarized = await summarizer.summarize_events(events)
         if summarized is None or summarized.compaction is None:

@@ -1104,14 +1104,24 @@ def _part_without_secrets(part: Any, known_secrets: tuple[str, ...]) -> Any:
 
 def events_text(events: Sequence[Event], limit: int = MAX_SUMMARIZER_INPUT_CHARS) -> str:
     """The window as plain text for a summarizer, clipped to ``limit`` characters
-    (each message to a fair share, so one huge tool return cannot crowd out the rest)."""
+    (each message to a fair share, so one huge tool return cannot crowd out the rest).
+
+    Each turn opens with a line naming its number in the session (``turn_heading``): the
+    turns the earlier summary already covers (the overlap, read again) are said to be, or
+    a summary model took them for turns after it and counted them twice."""
     lines: list[str] = []
+    previous = latest_compaction(events)
+    boundary = previous.end_invocation if previous is not None else 0
+    invocation = None
     for event in events:
         if event.compaction is not None:
             lines.append("[earlier summary] " + render_compaction(event.compaction))
             continue
         message = event.message
         assert message is not None
+        if event.invocation_id != invocation:
+            invocation = event.invocation_id
+            lines.append(turn_heading(invocation, again=invocation <= boundary))
         for part in message.parts:
             if isinstance(part, UserPromptPart) and isinstance(part.content, str):
                 lines.append(f"user: {part.content}")
@@ -1125,6 +1135,18 @@ def events_text(events: Sequence[Event], limit: int = MAX_SUMMARIZER_INPUT_CHARS
     share = max(200, limit // max(1, len(lines)))
     clipped = [line if len(line) <= share else line[: share - 1] + "…" for line in lines]
     return "\n".join(clipped)[:limit]
+
+
+TURN_HEADING: Final = "[turn {number}]"
+TURN_AGAIN_HEADING: Final = (
+    "[turn {number}, already in the earlier summary: read again for context]"
+)
+
+
+def turn_heading(number: int, *, again: bool) -> str:
+    """The line before a turn's messages in a summarizer's input: ``again``, one the
+    earlier summary covers."""
+    return (TURN_AGAIN_HEADING if again else TURN_HEADING).format(number=number)
 
 
 def _covered(events: Sequence[Event]) -> tuple[int, int]:

@@ -339,7 +339,7 @@ async def test_the_llm_summarizer_sends_the_window_in_its_template() -> None:
     assert event is not None and event.compaction is not None
     assert event.compaction.compacted_content == "The user designs a triage agent."
     assert (event.compaction.start_invocation, event.compaction.end_invocation) == (1, 2)
-    assert prompts[0].startswith("SUMMARIZE:\nuser: question 1")
+    assert prompts[0].startswith("SUMMARIZE:\n[turn 1]\nuser: question 1")
 
 
 async def test_a_runaway_answer_of_the_summary_model_is_refused_not_cut() -> None:
