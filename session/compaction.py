@@ -70,6 +70,7 @@ from session.compacted import (
     COMPACTION_HEADER_START,
     HEADER_RE,
     LAST_TURN_AGAIN,
+    LAST_TURN_AGAIN_RE,
     LATEST_REQUESTS_START,
     OFFLINE_REQUESTS_RE,
     STARTED_WITH,
@@ -1003,6 +1004,8 @@ def parse_compaction(text: str | None) -> EventCompaction | None:
     headings = {heading: name for name, heading in _SECTIONS}
     sections: dict[str, tuple[str, ...]] = {}
     for block in rest:
+        if LAST_TURN_AGAIN_RE.fullmatch(block):
+            continue  # what a request (and a save) says after it, no part of it
         heading, *items = block.split("\n")
         name = headings.get(heading)
         if name is None or not all(item.startswith("- ") for item in items):

@@ -65,6 +65,7 @@ from functools import lru_cache
 
 from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest
 
+from session.compacted import LAST_TURN_AGAIN, turn_again
 from session.compaction import (
     CHARS_PER_TOKEN,
     EventCompaction,
@@ -326,6 +327,15 @@ class SessionLifecycle:
         # As a resume reads it from the file: scrubbed (the compaction's own text is).
         return self._scrubbed(self.history[start:])[0]
 
+    def _sends_last_turn_again(self) -> bool:
+        """Whether the next request carries the compaction's last turn again (no turn
+        follows its boundary): the session file says so, as the request does, for a resume
+        to send what this session would (whether it is sent was decided when the
+        compaction was kept, against the request before it, which a resume cannot see)."""
+        return self.tail_start == len(self.history) and (
+            self._last_compacted_turn_start() is not None
+        )
+
     def _last_compacted_turn_start(self) -> int | None:
         """Where ``_last_compacted_turn`` starts in ``history`` (None: none is sent again),
         for a save, which keeps it, without scrubbing it."""
@@ -464,7 +474,11 @@ class SessionLifecycle:
                 "agent_spec_path": agent_spec_path,
                 "recent_messages": tail.json,
                 "compacted_history_summary": (
-                    stored_summary(self.compaction, self.policy.known_secrets)
+                    stored_summary(
+                        self.compaction,
+                        self.policy.known_secrets,
+                        last_turn_again=self._sends_last_turn_again(),
+                    )
                     if self.compaction
                     else None
                 ),
@@ -605,6 +619,9 @@ class SessionLifecycle:
             first += skipped
             decisions = merge_decisions(decisions, compaction.retained.decisions)
         history, history_encoded = self._scrubbed(kept)  # only what is kept: once
+        # the file says whether its compaction's last turn is sent again (``write``);
+        # a compaction made here now is followed by turns
+        again = at_once is not None or turn_again(stored.compacted_history_summary)
         new = self._move(
             Event.RESUME,
             # the file's messages, which may not be scrubbed (``load_for_resume``), are not
@@ -621,7 +638,7 @@ class SessionLifecycle:
             saved=True,
             # a file gone is told by this resume, then tracked no more
             tracked_paths=frozenset(stored.file_manifest) - set(drift.deleted if drift else ()),
-            **self._fresh_compaction(compaction, first),
+            **self._fresh_compaction(compaction, first, last_turn_again=again),
         )
         pointer = WritePointer(stored.session_id)
         if restored is not None:  # a checkpoint keeps its own copy
@@ -888,11 +905,15 @@ class SessionLifecycle:
         return self._with(budget_warned=tokens), True
 
     def _fresh_compaction(
-        self, compaction: EventCompaction | None, first_invocation: int
+        self,
+        compaction: EventCompaction | None,
+        first_invocation: int,
+        *,
+        last_turn_again: bool = True,
     ) -> dict[str, object]:
         return {
             "compaction": compaction,
-            "last_turn_not_again": False,
+            "last_turn_not_again": not last_turn_again,
             "first_invocation": first_invocation,
             "compacting": None,
             "compaction_failures": 0,
@@ -1109,10 +1130,17 @@ class SessionLifecycle:
 
 
 @lru_cache(maxsize=8)
-def stored_summary(compaction: EventCompaction, known_secrets: tuple[str, ...]) -> str:
+def stored_summary(
+    compaction: EventCompaction, known_secrets: tuple[str, ...], *, last_turn_again: bool = False
+) -> str:
     """The session file's ``compacted_history_summary`` of ``compaction``: rendered and
-    scrubbed once, not at every save."""
-    return scrub_text(render_compaction(compaction), known_secrets)
+    scrubbed once, not at every save; ending, as the request's does, with
+    ``LAST_TURN_AGAIN`` when the request carries its last turn again
+    (``parse_compaction`` leaves that line out of the compaction it reads)."""
+    text = scrub_text(render_compaction(compaction), known_secrets)
+    if last_turn_again:
+        text += "\n\n" + LAST_TURN_AGAIN.format(number=compaction.end_invocation)
+    return text
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(SessionLifecycle))
