@@ -608,7 +608,9 @@ class SessionLifecycle:
             stored, drift if drift_in_context else None, restored, share
         )
         at_once = (
-            self._compacted_at_resume(kept, first, stored.summary, len(resume_text))
+            self._compacted_at_resume(
+                kept, first, stored.summary, len(resume_text) if context else 0
+            )
             if compaction is None
             else None
         )

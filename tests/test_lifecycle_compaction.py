@@ -21,6 +21,7 @@ from session.compacted import session_turns, tail_prompts
 from session.compaction import (
     EventsCompactionConfig,
     OfflineEventSummarizer,
+    estimate_tokens,
     finish_compaction,
     sliding_window,
     token_window,
@@ -737,3 +738,19 @@ def test_the_token_budget_makes_room_for_the_message_about_to_be_sent() -> None:
     assert tokens > 1000
     window = lc.compaction_due(request_tokens=tokens)
     assert window is not None and window.end_invocation == 1
+
+
+def test_a_resume_without_its_context_does_not_count_it_against_the_budget() -> None:
+    """A session the terminal never left goes on without a resume context (the supervisor
+    went away): its tail was compacted at once as if the request carried one."""
+    saved = after_turns(fresh(policy()), 1, 2).write(T0, {}, None).state
+    probe = SessionLifecycle(policy=policy()).resume(saved, FileDrift()).lifecycle
+    chars = sum(message_chars(m) for m in probe.history)
+    threshold = estimate_tokens(chars + len(probe.resume_context))  # reached with it only
+    with_context = SessionLifecycle(policy=policy(threshold=threshold)).resume(saved, FileDrift())
+    assert with_context.lifecycle.compaction is not None
+    without = SessionLifecycle(policy=policy(threshold=threshold)).resume(
+        saved, FileDrift(), context=False
+    )
+    assert without.lifecycle.compaction is None
+    assert without.lifecycle.request_history() == probe.request_history()
