@@ -1012,7 +1012,7 @@ class TerminalActor(Actor[TerminalMessage]):
             turn_id=self._turn_count,
             model=self._config.model,
             prompt=text,
-            history=tuple(self._lc.request_history()),
+            history=tuple(self._lc.request_history(len(text) + len(notes))),
             workspace=self._config.workspace,
             resume_context=self._lc.instructions(),
             notes=notes,

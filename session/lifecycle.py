@@ -297,23 +297,37 @@ class SessionLifecycle:
         """Whether the transition table allows ``event`` now."""
         return (self.phase, event) in TRANSITIONS
 
-    def request_history(self, *, last_turn_again: bool = True) -> list[ModelMessage]:
+    def request_history(
+        self, extra_chars: int = 0, *, last_turn_again: bool = True
+    ) -> list[ModelMessage]:
         """The ``message_history`` for the next agent run: the recent whole turns (with
-        ``last_turn_again``, the last compacted turn when no turn follows the boundary).
+        ``last_turn_again``, the last compacted turn when no turn follows the boundary,
+        unless with it the request, ``extra_chars`` more (the message about to be sent),
+        would reach the token budget: it is the first thing left out, being compacted).
 
         ``history`` holds only what ``resume`` reconstructed and what agent runs
         produced, so cutting at a turn start keeps it valid.
         """
         tail = self.history[self.tail_start :]
-        again = False
-        if not tail and last_turn_again:
-            tail = self._last_compacted_turn()
-            again = bool(tail)
         if self.compaction is None:
             return list(tail)
         share = compaction_chars(self.policy.compaction)
-        head = compaction_message(self.compaction, share, self.context_decisions, again)
+        if not tail and last_turn_again:
+            again = self._last_compacted_turn()
+            head = compaction_message(self.compaction, share, self.context_decisions, True)
+            if again and self._within_budget([head, *again], extra_chars):
+                return [head, *again]
+        head = compaction_message(self.compaction, share, self.context_decisions, False)
         return [head, *tail]
+
+    def _within_budget(self, history: Sequence[ModelMessage], extra_chars: int) -> bool:
+        """Whether a request carrying ``history`` and ``extra_chars`` more stays under the
+        token budget (as ``request_tokens`` estimates it after a compaction)."""
+        threshold = self.policy.compaction.token_threshold
+        if threshold is None:
+            return True
+        chars = sum(message_chars(m) for m in history) + len(self.instructions()) + extra_chars
+        return estimate_tokens(chars) + self.token_overhead < threshold
 
     def _last_compacted_turn(self) -> tuple[ModelMessage, ...]:
         """With no turn after the compaction's boundary (one just took every turn), its last
@@ -418,12 +432,13 @@ class SessionLifecycle:
     def estimated_tokens(self, extra_chars: int = 0, *, last_turn_again: bool = True) -> int:
         """The next request's size by the characters-per-token estimate alone (the same
         measure before and after a compaction, for the notices)."""
-        chars = self.history_chars(last_turn_again=last_turn_again)
+        chars = self.history_chars(extra_chars, last_turn_again=last_turn_again)
         return estimate_tokens(chars + len(self.instructions()) + extra_chars)
 
-    def history_chars(self, *, last_turn_again: bool = True) -> int:
-        """The characters of the history the next request carries."""
-        history = self.request_history(last_turn_again=last_turn_again)
+    def history_chars(self, extra_chars: int = 0, *, last_turn_again: bool = True) -> int:
+        """The characters of the history the next request carries (``extra_chars`` more
+        besides: the message about to be sent)."""
+        history = self.request_history(extra_chars, last_turn_again=last_turn_again)
         return sum(message_chars(m) for m in history)
 
     def turns_left_out(self) -> int:

@@ -53,7 +53,7 @@ from session.history import warm_up
 from session.lifecycle import PersistPolicy
 from session.paths import sessions_dir
 from tests.conversations import turn
-from tests.workers import start_peers
+from tests.workers import local_models, start_peers, summary_model_terminal
 
 pytestmark = pytest.mark.anyio
 
@@ -639,3 +639,30 @@ async def test_a_cancelled_slash_compact_is_not_kept_when_its_answer_comes_after
     again = await rig.next_of(CommandOutput)
     assert again.text.startswith("Compacted turns 1-3: "), again.text
     await rig.terminal.tell(Detach("exit"))
+
+
+async def test_a_big_message_after_a_whole_compact_leaves_the_turn_sent_again_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After /compact the request carries the last turn again; a big message (under the
+    budget alone) then made the request go over the token budget with it, silently."""
+    policy = PersistPolicy(compaction=EventsCompactionConfig(0, 0, token_threshold=1000))
+    with local_models(monkeypatch) as server:
+        async with anyio.create_task_group() as tg:
+            terminal, outputs, project = await summary_model_terminal(tg, tmp_path, 5.0, policy)
+            rig = Rig(terminal, terminal, outputs, project, [])
+            for n in range(1, 4):
+                await rig.turn(f"question {n} " + "about the triage agent's tools " * 13)
+            await terminal.tell(RunCommand("compact", None))
+            assert (await rig.next_of(CommandOutput)).text.startswith("Compacted turns 1-3")
+            summary = rig.saved()["compacted_history_summary"]
+            assert summary.endswith("Turn 3, the last of these, follows again word for word.")
+            # over the budget with the turn sent again (about 860 characters), under it without
+            big = "word " * ((4 * 1000 - len(summary) - 430) // 5)
+            await rig.turn(big)
+            tg.cancel_scope.cancel()
+    last = [r for r in server.requests if r["model"] == "test-model"][-1]
+    body = orjson.dumps(last).decode()
+    assert big.strip() in body
+    assert "follows again" not in body and "echo: question 3" not in body
+    assert not [n for n in rig.notices() if "budget" in n], rig.notices()

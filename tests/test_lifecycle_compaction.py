@@ -754,3 +754,21 @@ def test_a_resume_without_its_context_does_not_count_it_against_the_budget() -> 
     )
     assert without.lifecycle.compaction is None
     assert without.lifecycle.request_history() == probe.request_history()
+
+
+def test_a_big_message_after_a_whole_compaction_leaves_the_last_turn_out_not_the_budget(
+) -> None:
+    """After a compaction that took every turn, the request carries the last turn again;
+    with a big message it went over the token budget, though without that turn it fits:
+    the turn sent again is the first thing left out."""
+    lc, _ = compact(after_turns(fresh(policy(interval=0, threshold=1000)), 1, 3), force=True)
+    assert prompts(lc) == ["question 3"]  # the last turn, again
+    with_it = lc.estimated_tokens()
+    room = (1000 - with_it) * 4  # what a message may take with the last turn again
+    big = room + 40  # over the budget with it, under it without
+    assert lc.request_tokens(big) < 1000
+    assert [p for m in lc.request_history(big) for p in m.parts][1:] == []
+    head = lc.request_history(big)[0].parts[0]
+    assert isinstance(head, CompactionPart) and "follows again" not in str(head.content)
+    assert len(lc.request_history(room - 40)) == 3  # a message that fits: read again
+    assert lc.request_tokens(room - 40) < 1000

@@ -61,11 +61,12 @@ def local_models(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
 
 
 async def summary_model_terminal(
-    tg: TaskGroup, root: Path, llm_timeout: float
+    tg: TaskGroup, root: Path, llm_timeout: float, policy: PersistPolicy | None = None
 ) -> tuple[ActorRef[Any], MemoryObjectReceiveStream[TerminalOutput], Path]:
     """A TerminalActor with a new session, in ``root``, whose chat and summary models are
-    the local server's (compaction only when asked: ``/compact``), with the real worker
-    actors in ``tg``; the terminal, what it tells its terminal, and its project."""
+    the local server's (by default compaction only when asked: ``/compact``, and no token
+    budget; else ``policy``'s), with the real worker actors in ``tg``; the terminal, what
+    it tells its terminal, and its project."""
     warm_up()
     workspace = root / "ws"
     workspace.mkdir()
@@ -83,7 +84,7 @@ async def summary_model_terminal(
         workspace=workspace,
         project=sessions_dir(workspace, home),
         model="openai-chat:test-model",  # it answers "echo: <the message>"
-        policy=PersistPolicy(compaction=EventsCompactionConfig(0, 0)),
+        policy=policy or PersistPolicy(compaction=EventsCompactionConfig(0, 0)),
         summary_model=SUMMARY_MODEL,
     )
     send, receive = anyio.create_memory_object_stream[TerminalOutput](256)
