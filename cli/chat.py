@@ -200,6 +200,8 @@ JUST_ENDED_S = 1.0
 it (a reply that ended as the key was pressed): it does not leave; a second one does."""
 JUST_ENDED_LINE = "note: {what} had just ended; Ctrl+C again to leave"
 """Said for the first Ctrl+C right after a reply (``the reply``) or a command (``/save``)."""
+KEPT_AFTER_CTRL_C = "note: the reply had ended before the Ctrl+C reached it; it is kept"
+"""After a reply whose Ctrl+C came too late to cancel it: shown whole, as the model keeps it."""
 CANCELLED_COMMANDS = frozenset({"compact"})
 """Commands a Ctrl+C cancels (the summary model may take its time; nothing is changed until
 it answers); the others write or ask, and are done before a Ctrl+C could matter."""
@@ -1136,6 +1138,7 @@ class Chat:
         view = views[-1]
         retried = False
         cancelled = False
+        held: list[str] = []  # the text that came after the Ctrl+C: shown if the turn is kept
         while True:
             try:
                 reply = self._next_frame()
@@ -1171,8 +1174,8 @@ class Chat:
                 continue
             kind = reply["type"]
             if kind == "text_delta" and cancelled:
-                continue  # cancelled: what was on its way is not drawn (a fast model's
-                # could take seconds), up to the turn's end
+                held.append(reply["text"])  # not drawn (a fast model's could take seconds)
+                continue  # unless the turn ended before the cancel reached it
             if kind == "text_delta":
                 view.write(reply["text"])
             elif kind == "tool_call":
@@ -1187,6 +1190,8 @@ class Chat:
                 self._shown_before_reattach.clear()  # the re-attach's own notices came first
                 if reply["status"] == "ok":
                     self.on_disk = True  # saved before the supervisor said it ended
+                    if held:  # a Ctrl+C too late: the reply is kept whole, so shown whole
+                        view.write("".join(held))
                     view.end()
                 else:
                     view.cut()  # the turn is not kept: piped, its text is no reply
@@ -1198,6 +1203,8 @@ class Chat:
                     self.console.warn("[cancelled]")
                 elif reply["status"] == "error":
                     self.console.warn(as_error_line(str(reply.get("error"))))
+                elif cancelled:
+                    self.console.warn(KEPT_AFTER_CTRL_C)
                 for note in reply.get("notes", ()):  # below the reply, not above its end
                     self.show({"type": "notice", "text": note})
                 return

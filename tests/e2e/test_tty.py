@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from cli.chat import JUST_ENDED_LINE, JUST_ENDED_S
+from cli.chat import JUST_ENDED_LINE, JUST_ENDED_S, KEPT_AFTER_CTRL_C
 from tests.e2e.harness import AGENT_ASSIST, Env, Terminal, wait_for
 from tests.e2e.openai_server import ChatServer
 
@@ -964,3 +964,37 @@ def test_a_cancelled_turns_writes_are_its_own_and_tracked(env: Env, server: Chat
     assert "changed outside the assistant since the last turn: notes.md." in system, system
     (session_id,) = env.session_ids()
     assert set(env.session(session_id)["file_manifest"]) == {"agent_spec.md", "notes.md"}
+
+
+def test_a_ctrl_c_that_comes_after_the_reply_ended_shows_the_reply_kept_whole(
+    env: Env, server: ChatServer
+) -> None:
+    """H122's find: a Ctrl+C that reached the supervisor after the turn had ended (it was
+    saved) dropped the text that came after the key, and no line followed: the user saw a
+    reply cancelled, or cut short, that the model keeps whole and answers from."""
+    server.tool_returns_go.clear()  # the answer to the decision's return waits
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("decide: use a queue\r")
+        tty.expect('record_decision "use a queue"')
+        os.kill(tty.process.pid, signal.SIGSTOP)  # the terminal reads nothing now
+        try:
+            server.tool_returns_go.set()
+            wait_for(
+                lambda: any(
+                    "recorded" in str(env.session(s)["recent_messages"]) for s in env.session_ids()
+                ),
+                what="the whole turn saved",
+            )
+            tty.type("\x03")  # its SIGINT waits for the SIGCONT
+        finally:
+            os.kill(tty.process.pid, signal.SIGCONT)
+        tty.expect("recorded")
+        tty.expect(KEPT_AFTER_CTRL_C)
+        tty.expect_prompt()
+        tty.type("\x04")
+        assert tty.process.wait(timeout=30) == 0
+    finally:
+        tty.close()
+    assert b"[cancelled]" not in tty.seen
