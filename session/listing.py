@@ -51,10 +51,10 @@ def classify(
     alive: Callable[[Pointer], bool],
 ) -> list[SessionRow]:
     """Rows newest first: live (attached now), idle (a living terminal points to it), orphaned."""
-    holders: dict[str, int] = {}
-    for pointer in pointers:
+    holders: dict[str, int] = {}  # each session's living terminal that pointed to it last
+    for pointer in sorted(pointers, key=lambda p: p.updated_at):
         if alive(pointer):
-            holders.setdefault(pointer.session_id, pointer.pid)
+            holders[pointer.session_id] = pointer.pid
     rows = []
     for state in sorted(sessions, key=lambda s: s.updated_at, reverse=True):
         status: SessionStatus

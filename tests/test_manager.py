@@ -980,3 +980,29 @@ def test_the_copies_kept_under_tmp_are_each_homes_own(
     theirs = tmp_path / "other" / "projects" / "ws_00000000" / "sessions"
     other.manager(theirs).save(full_state("b" * 12))
     assert other.list((theirs,), {}).warnings == ()
+
+
+@pytest.mark.parametrize("latest", ["this process", "its parent"])
+def test_an_idle_session_names_the_living_terminal_that_used_it_last(
+    tmp_path: Path, latest: str
+) -> None:
+    """H122's find: a session resumed in a second tab, then left, has two living tabs
+    pointing to it; ``sessions`` named the first pointer in name order, not the tab that
+    used it last (the one just left showed the other tab's pid)."""
+    from session.catalog import SessionCatalog
+    from session.processes import process_start_time
+
+    root = tmp_path / "home"
+    catalog = SessionCatalog(root)
+    project = root / "projects" / "ws_00000000" / "sessions"
+    manager = catalog.manager(project)
+    manager.save(full_state())
+    newest = os.getpid() if latest == "this process" else os.getppid()
+    for pid in (os.getpid(), os.getppid()):
+        at = NOW + timedelta(minutes=5 if pid == newest else 0)
+        started = process_start_time(pid)
+        manager.write_pointer(
+            Pointer(session_id=SID, pid=pid, pid_start_time=started, updated_at=at)
+        )
+    rows, _ = catalog.rows(project, {})
+    assert [(row.state, row.terminal_pid) for row in rows] == [("idle", newest)]
