@@ -562,7 +562,7 @@ def sessions_rm(ctx: click.Context, session_id: str, workspace: Path | None) -> 
     default=30.0,
     show_default=True,
     metavar="DAYS",
-    help="Only sessions idle longer than this.",
+    help="Only sessions last active more than DAYS days ago.",
 )
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
 @click.option("--all", "every", is_flag=True, help="Every project, not just this workspace's.")
@@ -572,7 +572,7 @@ def sessions_rm(ctx: click.Context, session_id: str, workspace: Path | None) -> 
 def sessions_prune(
     ctx: click.Context, days: float, dry_run: bool, every: bool, workspace: Path | None
 ) -> None:
-    """Delete orphaned sessions older than DAYS (never live or idle ones)."""
+    """Delete orphaned sessions last active over DAYS days ago (never live or idle ones)."""
     data = sessions_ops.prune_sessions(
         runtime_paths(), None if every else _workspace(ctx, workspace), every, days, dry_run
     )
@@ -582,7 +582,9 @@ def sessions_prune(
     count = len(data["pruned"])
     sessions = f"{count} orphaned session{'' if count == 1 else 's'}"
     shown = f"{int(days):,}" if days == int(days) else f"{days:g}"  # not 1e+06
-    click.echo(f"{verb} {sessions} idle for over {shown} day{'' if days == 1 else 's'}.")
+    unit = "day" if days == 1 else "days"
+    # Not "idle for over": idle is a state prune never touches (a living tab's session).
+    click.echo(f"{verb} {sessions} last active over {shown} {unit} ago.")
     for row in data["pruned"]:
         click.echo(f"  {row['session_id']}  {row['project']}  {row['last_active']}")
     if leftovers := data.get("leftover_checkpoints", []):

@@ -385,7 +385,8 @@ def test_a_good_older_than_is_taken(env: Env, days: str) -> None:
     assert result.returncode == 0, result.stderr
     unit = "day" if days == "1" else "days"  # not "1 days" (H55)
     shown = "1,000,000" if days == "1000000" else days  # not "1e+06"
-    assert f"Would remove 0 orphaned sessions idle for over {shown} {unit}." in result.stdout
+    # Not "idle for over" (H122): idle is the state of a session prune never removes.
+    assert f"Would remove 0 orphaned sessions last active over {shown} {unit} ago." in result.stdout
 
 
 def test_a_model_whose_sdk_is_missing_is_refused_at_start(env: Env) -> None:
