@@ -124,6 +124,7 @@ from session.filesystem import (
     file_modes,
     is_inside,
     list_tree,
+    sha256_file,
     what_is_at,
 )
 from session.lifecycle import (
@@ -387,16 +388,23 @@ class DesignFiles:
     """Files of the template directory this session tracks (its manifest, its tools')."""
     untracked: tuple[str, ...] = ()
     """The template directory's other entries (the directory itself, if a symlink)."""
+    edited: tuple[str, ...] = ()
+    """Those of the files above that changed outside agent-assist since its tools last wrote
+    them (the user's work): named in the question, never only counted."""
 
     @property
     def question(self) -> str | None:
-        """``Also delete agent_spec.md and templates/ (3 files)? [y/N]``; None: nothing to
-        delete, nothing to ask."""
+        """``Also delete agent_spec.md and templates/ (3 files)? [y/N]``, with ``, your
+        changes to templates/a.md included`` before the ``?`` when a file to delete holds
+        work done outside agent-assist; None: nothing to delete, nothing to ask."""
         what = [AGENT_SPEC] if self.spec else []
         if self.tracked:
             count = len(self.tracked)
             what.append(f"{TEMPLATE_DIR}/ ({count:,} file{'' if count == 1 else 's'})")
-        return f"Also delete {' and '.join(what)}? [y/N]" if what else None
+        if not what:
+            return None
+        edits = f", your changes to {named(self.edited)} included" if self.edited else ""
+        return f"Also delete {' and '.join(what)}{edits}? [y/N]"
 
     @property
     def left_alone(self) -> str | None:
@@ -410,16 +418,39 @@ class DesignFiles:
         )
 
 
-def design_files(workspace: Path, tracked: Set[str]) -> DesignFiles:
+def design_files(
+    workspace: Path,
+    tracked: Set[str],
+    ours: Mapping[str, str] | None = None,
+    edited: Set[str] = frozenset(),
+) -> DesignFiles:
     """agent_spec.md and the template directory's entries, told tracked (in ``tracked``, a
-    regular file) or not. Blocking: run it in a worker thread."""
+    regular file) or not, and which of them hold work done outside agent-assist: those in
+    ``edited`` (seen changed outside since its tools last wrote them) and those whose
+    content is not the digest in ``ours`` (what its tools wrote last, else what the session
+    last recorded). Blocking: run it in a worker thread."""
     spec = workspace / AGENT_SPEC
     has_spec = spec.is_file() or spec.is_symlink()
     top = workspace / TEMPLATE_DIR
     if top.is_symlink():
-        return DesignFiles(has_spec, untracked=(f"{TEMPLATE_DIR}/ (a symlink)",))
-    if not top.is_dir():
-        return DesignFiles(has_spec)
+        found = DesignFiles(has_spec, untracked=(f"{TEMPLATE_DIR}/ (a symlink)",))
+    elif not top.is_dir():
+        found = DesignFiles(has_spec)
+    else:
+        found = _template_files(workspace, has_spec, tracked)
+    to_delete = ((AGENT_SPEC,) if has_spec else ()) + found.tracked
+    known = ours or {}
+    changed = tuple(
+        path
+        for path in to_delete
+        if path in edited or (path in known and sha256_file(workspace / path) != known[path])
+    )
+    return dataclasses.replace(found, edited=changed)
+
+
+def _template_files(workspace: Path, has_spec: bool, tracked: Set[str]) -> DesignFiles:
+    """The template directory's entries, tracked or not (see ``design_files``)."""
+    top = workspace / TEMPLATE_DIR
     ours: list[str] = []
     others: list[str] = []
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
@@ -572,6 +603,10 @@ class TerminalActor(Actor[TerminalMessage]):
         """What the turns' tools wrote last in each file (its SHA-256): the watcher seeing
         that is no change from outside."""
         self._changed_outside: set[str] = set()
+        self._edited_outside: set[str] = set()
+        """Files seen changed outside agent-assist (while live, or since the session was
+        last saved, at its resume) that no turn's tool wrote since: they hold the user's
+        work, which ``/reset`` names before it deletes it."""
         self._drift_untold: dict[str, str] = {}
         """Drift a resume (or a restore) put in the context, which no request has carried
         yet: each file at the digest that context compares with. Saved so, a later resume
@@ -789,6 +824,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     drift_at_resume, self._config.workspace, stored.file_manifest
                 )
                 drift_text = tuple(drift_lines(drift))
+                self._edited_outside = set(drift.modified)
                 compared = drift.as_compared(stored.file_manifest)
                 stored_state, drift_found = stored, drift
                 if continuing == "fresh":  # no context to tell the drift: changes outside
@@ -1031,6 +1067,7 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._tell_writes_done(dict(done.written))
         self._turn_writes.clear()
         self._written.update(done.written)
+        self._edited_outside.difference_update(done.written)
         carried, self._carried = self._carried, (frozenset(), {})
         error = done.error and scrub_text(done.error, self._lc.policy.known_secrets)
         resend: _Message | None = None
@@ -1167,8 +1204,13 @@ class TerminalActor(Actor[TerminalMessage]):
         elif name == "checkpoint":
             await self._checkpoint_command(arg)
         elif name == "reset":
+            recorded = self._lc.state.file_manifest if self._lc.state is not None else {}
             files = await anyio.to_thread.run_sync(
-                design_files, self._config.workspace, self._lc.tracked_paths
+                design_files,
+                self._config.workspace,
+                self._lc.tracked_paths,
+                {**recorded, **self._written},
+                frozenset(self._edited_outside),
             )
             question = files.question
             if question is None:
@@ -1205,6 +1247,7 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._peers.drift.tell(Unwatch(pid))
         self._watched = None
         self._changed_outside.clear()
+        self._edited_outside.clear()
         self._drift_untold.clear()
         self._known = None
         deleted: list[str] = []
@@ -1741,6 +1784,7 @@ class TerminalActor(Actor[TerminalMessage]):
             last = self._last_change.get(path)
             self._last_change[path] = now
             self._changed_outside.add(path)
+            self._edited_outside.add(path)
             how = "deleted" if path in gone else "changed"
             writer = (writers or {}).get(path, "")
             if last is None or now - last >= BURST_S or self._told_as.get(path) != (how, writer):

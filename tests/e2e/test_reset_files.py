@@ -53,3 +53,28 @@ def test_reset_leaves_an_empty_directory_of_templates_it_never_tracked(env: Env)
     assert "Deleted 1 file of templates/." in result.stderr
     assert not (env.workspace / "templates" / "a.md").exists()
     assert (env.workspace / "templates" / "drafts" / "later").is_dir()
+
+
+def test_reset_names_a_tracked_file_edited_by_hand_in_its_question(env: Env) -> None:
+    """H118: a file the assistant wrote and the user then edited by hand was only counted
+    (`templates/ (1 file)`), and `y` deleted the user's work unnamed; a turn after the edit
+    (the session then records the edited content) must not hide it either."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("write templates/a.md: made by the assistant")
+    client.expect("wrote templates/a.md")
+    client.send("write agent_spec.md: # spec")
+    client.expect("wrote agent_spec.md")
+    (env.workspace / "templates" / "a.md").write_text("made by the assistant\nmy own work\n")
+    client.send("hello")
+    client.expect("You said")
+    client.send("/reset")
+    client.expect(
+        "Also delete agent_spec.md and templates/ (1 file), your changes to templates/a.md "
+        "included? [y/N]",
+        stderr=True,
+    )
+    client.send("n")
+    client.expect("Session reset", stderr=True)
+    client.close_stdin()
+    assert client.wait() == 0
+    assert "my own work" in (env.workspace / "templates" / "a.md").read_text()
