@@ -45,6 +45,7 @@ from supervisor.client import (
     unsent_secrets_warning,
 )
 from supervisor.runtime import RuntimePaths, runtime_paths
+from supervisor.stopped import stopped_on_purpose
 from supervisor.wire import MAX_MESSAGE_CHARS, ErrorCode, Frame
 
 HELP = """\
@@ -446,6 +447,10 @@ class SupervisorWatch(_Watch):
             try:
                 frame = self._poll(conn)
             except (ConnectionLost, OSError):
+                if (stopped := self._chat.stopped_frame()) is not None:
+                    self.stopped_frame = stopped  # its closed frame unread: told on disk
+                    end_prompt()
+                    return
                 # A crash: re-attach now, so that the session is live again at once
                 # (another tab could take it meanwhile), unless that needs a question;
                 # then, or if it fails, the next message re-attaches.
@@ -541,6 +546,8 @@ class Chat:
         """The start's warnings told already (an open refused for one is not told twice)."""
         self._about_asked: list[str] = []
         """The start's lines naming the --resume'd session (see ``_tell_about_asked``)."""
+        self._supervisor_pid: int | None = None
+        """The pid of the supervisor this chat attached to last (its welcome's)."""
         self._lost = False
         """The supervisor went away during a reply that was then given up (lost twice,
         or cancelled meanwhile): re-attach before the next message, and say so."""
@@ -576,6 +583,7 @@ class Chat:
 
     def _connect(self, tell_warnings: bool = True) -> tuple[Frame, bool]:
         conn, started, welcome = self._hello_when_free()
+        self._supervisor_pid = welcome.get("supervisor_pid")
         conn.sock.settimeout(None)  # replies may take the model's time
         # At every attach, a re-attach too: a supervisor another shell started meanwhile
         # (this one's died) sends this chat's messages to that shell's endpoint.
@@ -871,12 +879,31 @@ class Chat:
         """The supervisor went away: the next message re-attaches first."""
         self._lost = True
 
+    def stopped_frame(self) -> Frame | None:
+        """The ``closed`` frame a deliberate stop of this chat's supervisor could not
+        write to it (it was stopped with Ctrl+Z, reading nothing, and the stop does not
+        wait for it: ``supervisor/stopped.py``); None if the supervisor went away
+        otherwise (a crash). The stop saved the session as it saves every other one."""
+        if not stopped_on_purpose(self.paths.directory, self._supervisor_pid):
+            return None
+        saved = self.on_disk
+        if not saved and self.session_id is not None:  # a turn cut by the stop may be kept
+            from session.paths import sessions_dir, state_root
+
+            directory = sessions_dir(self.options.workspace, state_root())
+            saved = (directory / f"{self.session_id}.json").is_file()
+        return {"type": "closed", "saved": saved, "session_id": self.session_id}
+
     def _reattach(self, quiet: bool = False, ask: bool = True) -> None:
-        """The supervisor went away: start one, re-attach, restore the session from disk.
+        """The supervisor went away: start one, re-attach, restore the session from disk;
+        ChatEnded instead if it was stopped on purpose (no supervisor is started behind
+        the back of the user who stopped it).
 
         A dying supervisor may still accept a connection and then reset it, so
         this tries a few times. ``quiet``: it hung up on a frame it refused; no warning.
         """
+        if (stopped := self.stopped_frame()) is not None:
+            self._other(stopped)
         previous, saved = self.session_id, self.on_disk
         self._shown_before_reattach = set(self.changed_outside)
         elsewhere: str | None = None
@@ -1445,7 +1472,10 @@ class Chat:
                     break
                 self._other(frame)
         except ConnectionLost:
-            lost = again
+            if (stopped := self.stopped_frame()) is not None:
+                self.console.warn(stopped_line(stopped, self.session_id))
+            else:
+                lost = again
         except (KeyboardInterrupt, TimeoutError):
             pass
         finally:

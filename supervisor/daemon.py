@@ -49,6 +49,7 @@ from supervisor.runtime import (
     write_pid_file,
 )
 from supervisor.stack import load_model_stack, package_version
+from supervisor.stopped import forget_stopped, mark_stopped
 
 if TYPE_CHECKING:  # the model stack loads after the supervisor listens (supervisor/stack.py)
     from supervisor.registry import Registry
@@ -276,10 +277,11 @@ def supervise(paths: RuntimePaths, lock_fd: int, took_over_from: int | None = No
         os.close(lock_fd)
 
 
-async def _watch_signals(shutdown: anyio.Event) -> None:
+async def _watch_signals(paths: RuntimePaths, shutdown: anyio.Event) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         async for signum in signals:
             log.info("received signal %d; stopping", signum)
+            mark_stopped(paths.directory, os.getpid())
             shutdown.set()
             return
 
@@ -415,7 +417,8 @@ async def _serve(
                 await connections.start(serve_socket, paths, front.handle, connections, cap)
                 log.info("listening on %s", paths.socket)
                 forget_heir_pid(paths, os.getpid())  # if this supervisor was an heir, it took over
-                connections.start_soon(_watch_signals, shutdown)
+                forget_stopped(paths.directory, os.getpid())
+                connections.start_soon(_watch_signals, paths, shutdown)
                 home = (root, home_fd) if home_fd is not None else None
                 connections.start_soon(keep_lock, paths, lock_fd, shutdown, home)
                 connections.start_soon(

@@ -43,6 +43,7 @@ from session.resume import drift_lines
 from supervisor import protocol as p
 from supervisor.greeting import Hangup, read_frame, read_hello, refuse, send
 from supervisor.stack import package_version
+from supervisor.stopped import mark_stopped
 from supervisor.welcome import welcome
 from supervisor.wire import ErrorCode
 
@@ -338,6 +339,7 @@ class FrontDoor:
                 continue
             await send(stream, p.Result(data=data))
             if isinstance(frame, p.Stop):
+                mark_stopped(self._socket.parent, os.getpid())
                 self._shutdown.set()
                 return  # hang up: the stop must not wait for this client to hang up first
 

@@ -76,6 +76,7 @@ from supervisor.greeting import (
 )
 from supervisor.log_scrub import scrub_logs_of
 from supervisor.registry import Registry, TerminalBusy
+from supervisor.stopped import mark_stopped
 from supervisor.welcome import welcome
 from supervisor.wire import TEXT_FRAME_CHARS, ErrorCode, FrameError
 
@@ -501,6 +502,7 @@ class Server:
                 continue
             await send(stream, p.Result(data=data))
             if isinstance(frame, p.Stop):
+                mark_stopped(self._settings.socket.parent, os.getpid())
                 self._shutdown.set()
                 return  # hang up: the stop must not wait for this client to hang up first
 

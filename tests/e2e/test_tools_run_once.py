@@ -134,3 +134,26 @@ def test_a_tool_runs_once_when_the_supervisor_dies_before_the_terminal_read_its_
     assert server.asked == 2, "the message was sent again: no tool of it had run"
     assert server.tool_returns == 1, "the tool ran once"
     assert (env.workspace / "notes.md").read_text() == "x\n"
+
+
+def test_a_stop_saves_a_stopped_terminals_session_and_that_terminal_starts_no_supervisor(
+    env: Env, server: TextThenToolCall
+) -> None:
+    """H118: `supervisor stop` with a terminal stopped by Ctrl+Z (its socket full of a
+    reply it does not read) could not write it its last frame; continued, the terminal
+    took the cut for a crash and started a supervisor behind the back of the user who had
+    just stopped it. It learns from the runtime directory that the stop was deliberate."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("go")
+    wait_for(lambda: server.asked == 1, what="the message at the model")
+    os.kill(client.process.pid, signal.SIGSTOP)  # the terminal reads nothing now
+    try:
+        server.answer.set()
+        stopped = env.run("supervisor", "stop")
+    finally:
+        os.kill(client.process.pid, signal.SIGCONT)
+    assert stopped.returncode == 0, stopped.stderr
+    # Its only turn was cut by the stop: a session with no completed turn, nothing saved.
+    client.expect("the supervisor was stopped; nothing to save", stderr=True)
+    assert client.wait() == 1  # piped: the run stopped before the end of its input
+    assert env.supervisor_pid() is None, "the continued terminal started no supervisor"
