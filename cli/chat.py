@@ -978,7 +978,8 @@ class Chat:
 
     def run(self) -> int:
         try:
-            self.attach()
+            with self.console.keys_held():  # typed ahead of the first prompt: for it
+                self.attach()
         except (Cancelled, KeyboardInterrupt):  # at a question, or while attaching
             self.console.warn("Cancelled; no session was opened (nothing on disk was changed).")
             self.close()
@@ -1006,6 +1007,8 @@ class Chat:
         except ConnectionLost as exc:
             self.close()
             raise ChatError(f"lost the supervisor: {exc}") from None
+        finally:
+            self.console.let_go()  # ended before its first prompt: as it was
 
     def _loop(self) -> int:
         watch = SupervisorWatch(self)

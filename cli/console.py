@@ -248,6 +248,13 @@ class Console:
         self._drained = b""
         """A long paste taken off the terminal's input while a reply streamed
         (``wait_readable``), for the next prompt."""
+        self._held_from: list[Any] | None = None
+        """The terminal's settings before the start held the keys typed (``keys_held``),
+        until the first prompt has read them: None when they are not held."""
+        self._typed_before_hold = b""
+        """Keys typed before the hold: taken off the terminal's input (its line editing
+        had made a Ctrl+D on an empty line a NUL), and off the screen (echoed), for the
+        next prompt or question to read and draw, as if typed there."""
         self.waiting: Callable[[], contextlib.AbstractContextManager[None]] = (
             contextlib.nullcontext
         )
@@ -418,8 +425,8 @@ class Console:
         if self.interactive:
             from prompt_toolkit.patch_stdout import patch_stdout
 
-            session = self._session()
-            with patch_stdout():
+            with self._stops_drawn_again(), patch_stdout():
+                session = self._session()
                 if idle is not None:
                     idle.start(lambda: _end(session.app))
                 if self._held:  # typed ahead of a cancelled reply: shown, not sent
@@ -430,13 +437,12 @@ class Console:
                     # after this line: for the prompt after it
                     self._typed_ahead = "".join(map(_as_typed, entries))
                 try:
-                    with self._stops_drawn_again():
-                        text: str | None = self._read_with(
-                            session,
-                            _showing(prompt, line),
-                            default=line,
-                            accept_default=bool(enter and line),
-                        )
+                    text: str | None = self._read_with(
+                        session,
+                        _showing(prompt, line),
+                        default=line,
+                        accept_default=bool(enter and line),
+                    )
                 except EOFError:
                     text = None
                 finally:
@@ -496,12 +502,17 @@ class Console:
         """
         from prompt_toolkit.utils import is_dumb_terminal
 
-        if not (self.out_tty and is_dumb_terminal()):  # else the prompt draws its own
-            return session.prompt(message, **options)
-        with session.input.raw_mode():
-            session.output.write(message)
-            session.output.flush()
-            return session.prompt("", **options)
+        self._give_typed_before_hold(session)
+        try:
+            if not (self.out_tty and is_dumb_terminal()):  # else the prompt draws its own
+                return session.prompt(message, **options)
+            with session.input.raw_mode():
+                session.output.write(message)
+                session.output.flush()
+                return session.prompt("", **options)
+        finally:
+            if session is self._prompt:  # the keys held since the start were read
+                self.let_go()
 
     def _stop_then_ask_again(self, group: bool) -> None:
         """Stop the chat (``group``: its process group, as prompt_toolkit's own Ctrl+Z
@@ -532,7 +543,7 @@ class Console:
         if (
             not self.interactive
             or threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGTSTP) != signal.SIG_DFL
+            or signal.getsignal(signal.SIGTSTP) not in (signal.SIG_DFL, self._stop_signalled)
         ):
             yield
             return
@@ -549,7 +560,8 @@ class Console:
         prompt (``_say_again_if_stopped``)."""
         app = self._running_prompt()
         if app is None:
-            stop_here(group=False)
+            with self._terminal_given_back():
+                stop_here(group=False)
             self._ask_again = bool(self._question)
             return
         from prompt_toolkit.application import run_in_terminal
@@ -565,6 +577,94 @@ class Console:
             if session is not None and session.app.is_running and session.app.loop is not None:
                 return session.app
         return None
+
+    @contextlib.contextmanager
+    def keys_held(self) -> Iterator[None]:
+        """From the start (attaching, a cold supervisor's start, the resume question) to
+        the first prompt: what the user types is not echoed by the terminal, and waits in
+        its input as typed, not as its line editing reads it, for the prompt (or a
+        question) to read. Echoed, a text typed ahead was on the screen twice, the
+        terminal's echo and the prompt's, and a Ctrl+D was that editing's end of an empty
+        line, a NUL to the prompt: lost. Ctrl+C is still a signal. The hold outlasts this
+        block: the first prompt ends it once it read the keys (``let_go``), or the end of
+        the chat does; a stop meanwhile gives the shell the terminal as it was."""
+        if not self.interactive:
+            yield
+            return
+        self._hold()
+        try:
+            with self._stops_drawn_again():
+                yield
+        except BaseException:
+            self.let_go()
+            raise
+
+    def _hold(self) -> None:
+        import termios
+
+        try:
+            saved = termios.tcgetattr(sys.stdin)
+        except (termios.error, OSError, ValueError):
+            return
+        held = list(saved)
+        held[3] &= ~(termios.ECHO | termios.ECHONL | termios.ICANON)
+        held[6] = list(held[6])
+        held[6][termios.VMIN], held[6][termios.VTIME] = 1, 0
+        try:
+            termios.tcsetattr(sys.stdin, termios.TCSANOW, held)  # NOW: keep what was typed
+        except (termios.error, OSError):
+            return
+        self._held_from = saved
+        typed = _waiting_input()  # all typed before the hold: echoed
+        if typed:
+            self._typed_before_hold += typed
+            if os.environ.get("TERM") != "dumb":
+                rows = _echo_rows(typed.decode("utf-8", "replace"), self._echo_width())
+                # Row by row: an erase down from the screen's top-left corner is a clear
+                # screen to tmux, which keeps the screen in its scrollback, echo included.
+                _write_control(self._ui_fd(), "\r\x1b[K" + "\x1b[A\x1b[K" * rows)
+
+    def _echo_width(self) -> int:
+        import shutil
+
+        return shutil.get_terminal_size().columns
+
+    def _give_typed_before_hold(self, session: Any) -> None:
+        """The keys typed before the hold, first in what ``session``'s prompt reads (a NUL
+        its line editing made of a Ctrl+D is that Ctrl+D again)."""
+        if not self._typed_before_hold:
+            return
+        from prompt_toolkit.input.typeahead import get_typeahead, store_typeahead
+        from prompt_toolkit.input.vt100_parser import Vt100Parser
+
+        typed = self._typed_before_hold.replace(b"\0", b"\x04").decode("utf-8", "replace")
+        self._typed_before_hold = b""
+        keys: list[Any] = []
+        parser = Vt100Parser(keys.append)
+        parser.feed(typed)
+        parser.flush()
+        store_typeahead(session.input, keys + get_typeahead(session.input))
+
+    def let_go(self) -> None:
+        """End the hold of ``keys_held``: the terminal's settings as they were."""
+        import termios
+
+        saved, self._held_from = self._held_from, None
+        if saved is not None:
+            with contextlib.suppress(termios.error, OSError, ValueError):
+                termios.tcsetattr(sys.stdin, termios.TCSANOW, saved)
+
+    @contextlib.contextmanager
+    def _terminal_given_back(self) -> Iterator[None]:
+        """While the chat is stopped: the terminal as the shell left it, if it is held."""
+        if self._held_from is None:
+            yield
+            return
+        self.let_go()
+        try:
+            yield
+        finally:
+            self._hold()
 
     def ask_yes_no(
         self, question: str, default: bool, choices: int = 0, idle: IdleWatcher | None = None
@@ -846,6 +946,15 @@ def _terminal_restored_on_stop(
     finally:
         for number, before in previous.items():
             signal.signal(number, before)
+
+
+def _echo_rows(typed: str, width: int) -> int:
+    """How many rows above its last the terminal's echo of ``typed`` ends, begun at the
+    start of a row: each control key echoed as ``^X``, Enter as a new row, a Ctrl+D (a
+    NUL by then) not at all."""
+    typed = typed.replace("\0", "").replace("\r", "\n")
+    lines = re.sub(r"[\x01-\x08\x0b-\x1f\x7f]", "^X", typed).split("\n")
+    return len(lines) - 1 + sum(max(len(line) - 1, 0) // max(width, 1) for line in lines)
 
 
 def _write_control(fd: int | None, sequence: str) -> None:

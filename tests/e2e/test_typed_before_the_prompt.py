@@ -1,0 +1,93 @@
+"""Keys typed from the start of the chat to its first prompt (a cold supervisor's start,
+the attach): read by the first prompt or question as typed there, shown once."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
+from tests.e2e.test_clear_screen import Tmux, tmux  # noqa: F401  (the fixture)
+from tests.e2e.test_tty import JOB_CONTROL_SHELL, Pty, one_turn
+
+
+@pytest.mark.parametrize("term", ["xterm", "dumb"])
+def test_a_ctrl_d_typed_before_the_first_prompt_leaves(env: Env, term: str) -> None:
+    """Typed as the chat starts: the terminal's line editing, still on, took it for the
+    end of an empty line, a NUL to the prompt, which then waited."""
+    tty = Pty(env, env.terminal(), "--new", term=term)
+    try:
+        tty.type("\x04")  # at once, long before the prompt
+        tty.expect("Nothing to save (no turn was completed).")
+        assert tty.process.wait(timeout=30) == 0
+    finally:
+        tty.close()
+
+
+def test_a_ctrl_d_typed_before_the_resume_question_cancels_it(env: Env) -> None:
+    terminal = env.terminal()
+    tty = Pty(env, terminal)
+    try:
+        one_turn(tty, "something to resume")
+        tty.type("/exit\r")
+        assert tty.process.wait(timeout=15) == 0
+    finally:
+        tty.close()
+    tty = Pty(env, terminal)
+    try:
+        tty.type("\x04")
+        tty.expect("Cancelled; no session was opened")
+        assert tty.process.wait(timeout=30) == 0
+    finally:
+        tty.close()
+
+
+def test_text_typed_before_the_first_prompt_is_shown_once_and_sent_by_it(
+    env: Env, tmux: Tmux  # noqa: F811  (the fixture imported above)
+) -> None:
+    """The terminal echoed it before the prompt drew it again: twice on the screen."""
+    environ = env.environ(env.terminal()).items()
+    assigned = " ".join(f"{k}='{v}'" for k, v in environ if k.startswith(("AGENT_", "PATH")))
+    chat = f"env {assigned} {AGENT_ASSIST} --new"
+    tmux("-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "15", "-s", "chat")
+    tmux("respawn-pane", "-k", "-t", "chat", "-c", str(env.workspace), chat)
+    tmux("send-keys", "-t", "chat", "-l", "typed ahead of the prompt")
+    wait_for(lambda: tmux.shows("(/help)"), what="the chat's prompt")
+    wait_for(lambda: tmux.shows("> typed ahead of the prompt"), what="the text at the prompt")
+    assert tmux.scrollback().count("typed ahead of the prompt") == 1, tmux.scrollback()
+    tmux("send-keys", "-t", "chat", "Enter")
+    wait_for(lambda: tmux.shows('You said: "typed ahead of the prompt"'), what="the reply")
+
+
+
+STOPPED_WHILE_HELD = """
+import os, signal, termios
+from cli.console import Console
+
+console = Console()
+with console.keys_held():
+    os.kill(os.getpid(), signal.SIGTSTP)  # a Ctrl+Z, the terminal's signal while held
+    print(f"held again: echo {bool(termios.tcgetattr(0)[3] & termios.ECHO)}", flush=True)
+console.let_go()
+print(f"let go: echo {bool(termios.tcgetattr(0)[3] & termios.ECHO)}", flush=True)
+"""
+
+
+def test_a_stop_before_the_first_prompt_gives_the_shell_its_terminal_as_it_was(
+    env: Env,
+) -> None:
+    """The keys are held (no echo, no line editing) from the start to the first prompt:
+    a stop meanwhile gives the shell the terminal as it was (else, in dash, the user
+    typed blind), and ``fg`` holds them again, until the first prompt lets go."""
+    shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
+    program = (sys.executable, "-c", STOPPED_WHILE_HELD)
+    tty = Pty(env, env.terminal(), under=shell, program=program)
+    try:
+        tty.expect("stopped; echo True icanon True")
+        tty.expect("the shell read nothing")  # then fg
+        tty.expect("held again: echo False")
+        tty.expect("let go: echo True")
+        tty.expect("ended by None")
+    finally:
+        tty.close()
