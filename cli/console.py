@@ -233,6 +233,9 @@ class Console:
         self._questions: Any = None
         self._question = ""
         """The question being asked (``ask_yes_no``), said again after a Ctrl+Z."""
+        self._dumb_prompt: tuple[Any, str] | None = None
+        """On a dumb terminal, the prompt that reads keys and the message written for it:
+        drawn again after a stop (prompt_toolkit's dumb prompt draws nothing again)."""
         self._ask_again = False
         """A stop came while the question was asked and its prompt was not up (a Ctrl+Z
         the terminal made a signal, ``kill -TSTP``): it is said again before the prompt."""
@@ -318,9 +321,7 @@ class Console:
             def _(event: Any) -> None:
                 """Ctrl+Z stops the chat (its process group, as prompt_toolkit's own does),
                 whatever handles SIGTSTP meanwhile (``_stops_drawn_again``)."""
-                from prompt_toolkit.application import run_in_terminal
-
-                run_in_terminal(lambda: stop_here(group=True))
+                self._stop_at_prompt(group=True)
 
             history: Any = (
                 ScrubbedHistory(
@@ -464,7 +465,6 @@ class Console:
             return self.read_line()
         if self._questions is None:
             from prompt_toolkit import PromptSession
-            from prompt_toolkit.application import run_in_terminal
             from prompt_toolkit.key_binding import KeyBindings
 
             keys = KeyBindings()
@@ -475,7 +475,7 @@ class Console:
                 signal: without this, a literal ^Z went into the answer). After ``fg`` the
                 question is asked again above its ``>``, which alone prompt_toolkit
                 redraws: the shell's lines had pushed the question out of sight."""
-                run_in_terminal(lambda: self._stop_then_ask_again(group=True))
+                self._stop_at_prompt(group=True)
 
             self._questions = PromptSession(key_bindings=keys, output=self._ui_output())
         from prompt_toolkit.patch_stdout import patch_stdout
@@ -509,17 +509,40 @@ class Console:
             with session.input.raw_mode():
                 session.output.write(message)
                 session.output.flush()
+                self._dumb_prompt = (session, message)
                 return session.prompt("", **options)
         finally:
+            self._dumb_prompt = None
             if session is self._prompt:  # the keys held since the start were read
                 self.let_go()
 
-    def _stop_then_ask_again(self, group: bool) -> None:
-        """Stop the chat (``group``: its process group, as prompt_toolkit's own Ctrl+Z
-        does); once continued, say the question again, if one is asked."""
+    def _stop_at_prompt(self, group: bool) -> None:
+        """From the running prompt's loop: stop the chat (``group``: its process group, as
+        prompt_toolkit's own Ctrl+Z does), the prompt taken off the screen; once continued
+        the question is said again, if one is asked, and the prompt drawn again. On a dumb
+        terminal, whose prompt draws only what is typed next (the ``>`` and the text typed
+        at it were gone, H119), both are written once it reads keys again."""
+        import asyncio
+
+        from prompt_toolkit.application import run_in_terminal
+
+        dumb = self._dumb_prompt
+        stopped = asyncio.ensure_future(  # a future already: typed as one
+            run_in_terminal(lambda: self._stop_then_ask_again(group, dumb is None))
+        )
+        if dumb is not None:
+            stopped.add_done_callback(lambda _: self._write_again(*dumb))
+
+    def _stop_then_ask_again(self, group: bool, ask: bool) -> None:
         stop_here(group)
-        if self._question:
+        if self._question and ask:
             self.say(self._question)
+
+    def _write_again(self, session: Any, message: str) -> None:
+        """A dumb terminal's question and prompt, with what was typed at it."""
+        question = self._said(self._question) + "\n" if self._question else ""
+        session.output.write(question + message + session.default_buffer.text)
+        session.output.flush()
 
     def _say_again_if_stopped(self) -> None:
         """Before the question's prompt is drawn: the question again, if a stop came
@@ -564,11 +587,7 @@ class Console:
                 stop_here(group=False)
             self._ask_again = bool(self._question)
             return
-        from prompt_toolkit.application import run_in_terminal
-
-        app.loop.call_soon_threadsafe(
-            run_in_terminal, lambda: self._stop_then_ask_again(group=False)
-        )
+        app.loop.call_soon_threadsafe(self._stop_at_prompt, False)
 
     def _running_prompt(self) -> Any:
         """The prompt_toolkit application running now (the question's or the message's),
@@ -728,11 +747,15 @@ class Console:
     def say(self, text: str) -> None:
         """A line for the user that is not a reply (questions, command results); on a
         terminal, lines wider than it wrap between words (``/help`` at 40 columns)."""
+        print(self._said(text), file=self.info_stream, flush=True)
+
+    def _said(self, text: str) -> str:
+        """``text`` as ``say`` writes it."""
         if self.out_tty:
             import shutil
 
             text = word_wrap(text, shutil.get_terminal_size().columns)
-        print(printable(text), file=self.info_stream, flush=True)
+        return printable(text)
 
     def warn(self, text: str) -> None:
         """A diagnostic line on stderr; on a terminal, wider than it, wrapped between words

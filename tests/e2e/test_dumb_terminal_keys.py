@@ -3,11 +3,13 @@ Emacs's ``M-x shell`` sets): read by it, as on any terminal."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from tests.e2e.harness import Env
 from tests.e2e.openai_server import ChatServer
-from tests.e2e.test_tty import Pty, one_turn
+from tests.e2e.test_tty import JOB_CONTROL_SHELL, Pty, one_turn
 
 
 @pytest.mark.parametrize("term", ["dumb", "xterm"])
@@ -62,3 +64,30 @@ def test_a_ctrl_d_typed_while_a_reply_streams_leaves_once_it_is_saved(
         tty.close()
     (session_id,) = env.session_ids()
     assert "word199" in str(env.session(session_id)["recent_messages"])
+
+
+def test_after_a_stop_and_fg_the_prompt_and_its_text_are_written_again(env: Env) -> None:
+    """H119's find: prompt_toolkit's dumb prompt draws nothing again after ``fg``: the
+    ``>`` and the text typed at it were gone, and a question's ``>`` too."""
+    shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
+    tty = Pty(env, env.terminal(), "--new", under=shell, term="dumb")
+    try:
+        tty.expect("/help for commands.")
+        tty.type("write agent_spec.md: # spec\r")
+        tty.expect("wrote agent_spec.md")
+        tty.expect_prompt()
+        tty.type("half typed")
+        tty.expect("half typed")
+        tty.type("\x1a")
+        tty.expect("the shell read nothing")  # then fg
+        tty.expect("> half typed", timeout=10)
+        tty.type("\x03/reset\r")  # Ctrl+C: the typed line cleared
+        tty.expect("Also delete agent_spec.md? [y/N]")
+        tty.expect_prompt()
+        tty.type("\x1a")
+        tty.expect("the shell read nothing")  # then fg
+        tty.expect("Also delete agent_spec.md? [y/N]\n>", timeout=10)
+        tty.type("n\r")
+        tty.expect("Session reset")
+    finally:
+        tty.close()
