@@ -31,7 +31,7 @@ from cli.entry import silence_stdout
 from cli.errors import as_error_line, remote_error_text, shown_input
 from cli.interrupts import DeferredInterrupts
 from cli.preload import preload_prompt
-from cli.summaries import clip, columns, cut, summary_headline
+from cli.summaries import clip, columns, cut, listed_headline, summary_headline
 from session.environment import secrets_from_environment
 from supervisor.client import (
     CONTROL_TIMEOUT_S,
@@ -1564,7 +1564,7 @@ def other_line(number: int, other: Frame, year: str, width: int | None) -> str:
     facts = [str(other["session_id"])]
     if other.get("turns") is not None:
         facts.append(turns_text(other["turns"]))
-    about = summary_headline(other.get("summary")) or "(no summary)"
+    about = listed_headline(other.get("summary"), other.get("turns")) or "(no summary)"
     if width is None:
         return _other_start(number, [*facts, when]) + clip(about, 60)
     room = width - 1

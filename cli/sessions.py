@@ -348,8 +348,6 @@ PIPED_SUMMARY_WIDTH = 80
 MIN_SUMMARY_WIDTH = 12
 PROJECT_CUT_WIDTH = 28
 """The screen columns a long project name is cut to when the table would not fit."""
-EMPTY_SESSION = "(no turn yet)"
-"""The summary cell of a session saved before its first turn (a ``/save`` after ``/reset``)."""
 
 
 def _clip(text: str | None, width: int) -> str:
@@ -444,7 +442,7 @@ def _table_lines(
     with_turns: bool = True,
 ) -> list[list[str]]:
     """The header and a line of cells per row (the summary last, not yet clipped)."""
-    from cli.summaries import summary_headline
+    from cli.summaries import listed_headline
 
     def line(
         session: str, project: str, state: str, pid: str, active: str, turns: str, summary: str
@@ -462,9 +460,8 @@ def _table_lines(
     active_header = "ACTIVE (UTC)" if short_times else "LAST ACTIVE"
     lines = [line("SESSION", "PROJECT", "STATE", "TERMINAL", active_header, "TURNS", "SUMMARY")]
     for row in rows:
-        headline = summary_headline(row["summary"])
-        if not headline and not row.get("note") and row.get("turns") == 0:
-            headline = EMPTY_SESSION  # saved (a /save after /reset) before any turn
+        turns = None if row.get("note") else row.get("turns")  # a new one's note says it
+        headline = listed_headline(row["summary"], turns)
         active = row["last_active"]
         if short_times:  # 2026-03-31 14:22 UTC -> 03-31 14:22
             active = active.removesuffix(" UTC")[5:]

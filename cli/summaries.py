@@ -15,6 +15,9 @@ _LABEL_ONLY = re.compile(
     re.IGNORECASE,
 )
 """A summary model's title line that says nothing of the session (``## Summary``)."""
+EMPTY_SESSION = "(no turn yet)"
+"""What stands for the summary of a session saved before its first turn (a ``/save`` after
+``/reset``), in the ``sessions`` table and the resume offer alike."""
 
 
 def columns(text: str) -> int:
@@ -75,3 +78,10 @@ def summary_headline(summary: str | None) -> str:
             continue  # a summary model's title: its next line says what the session is
         return line
     return ""
+
+
+def listed_headline(summary: str | None, turns: int | None) -> str:
+    """A session's summary as a listing shows it: its headline; ``EMPTY_SESSION`` for one
+    with no turn yet; else empty (turns, no summary yet)."""
+    headline = summary_headline(summary)
+    return EMPTY_SESSION if not headline and turns == 0 else headline

@@ -110,3 +110,13 @@ def test_the_offered_sessions_summary_is_cut_to_a_narrow_terminal() -> None:
     assert lines[1].startswith("  12 turns · summary: designing a support-ticket")
     assert len(lines[1]) <= 59
     assert lines[-1] == "Resume previous session? [Y/n]"
+
+
+def test_an_other_session_with_no_turn_reads_as_in_the_sessions_table() -> None:
+    """A new user's trial (H127): a session saved before its first turn was
+    ``(no summary)`` in the offer but ``(no turn yet)`` in ``agent-assist sessions``."""
+    empty = {**other("0a0a0a0a0a0a", 0), "summary": None}
+    line = offer_text(OFFER, [empty]).splitlines()[-2]
+    assert line == "    2) 0a0a0a0a0a0a · 0 turns · 03-31 14:22 · (no turn yet)"
+    later = {**other("0b0b0b0b0b0b", 2), "summary": None}  # turns, no summary yet
+    assert offer_text(OFFER, [later]).splitlines()[-2].endswith(" · (no summary)")
