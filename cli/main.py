@@ -606,8 +606,9 @@ def sessions_prune(
     if gone := data.get("gone_terminal_pointers", []):
         many = len(gone) != 1
         whose = "of terminals that are gone" if many else "of a terminal that is gone"
+        each = "each names" if many else "it names"
         click.echo(
-            f"{verb} {len(gone)} pointer{'s' if many else ''} {whose} (each names the session "
+            f"{verb} {len(gone)} pointer{'s' if many else ''} {whose} ({each} the session "
             "its closed tab last used; the session stays):"
         )
         for item in gone:

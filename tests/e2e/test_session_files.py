@@ -112,12 +112,16 @@ def test_a_living_tabs_pointer_stays_though_the_clock_was_stepped_since_it_was_w
 
 
 def test_prune_names_one_pointer_of_a_terminal_that_is_gone_in_the_singular(env: Env) -> None:
-    """The line said "1 pointer of terminal that are gone"."""
+    """The line said "1 pointer of terminal that are gone"; then (H127) "1 pointer ... (each
+    names the session ...)", with --dry-run too."""
     assert env.run("--new", input="hello\n", terminal=env.terminal()).returncode == 0
     (gone,) = closed_tabs(env, 1)
+    dry = env.run("sessions", "prune", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "Would remove 1 pointer of a terminal that is gone (it names the session" in dry.stdout
     pruned = env.run("sessions", "prune")
     assert pruned.returncode == 0, pruned.stderr
-    assert "Removed 1 pointer of a terminal that is gone (each names" in pruned.stdout
+    assert "Removed 1 pointer of a terminal that is gone (it names the session" in pruned.stdout
     assert f"  {gone}  " in pruned.stdout
 
 
