@@ -48,7 +48,7 @@ from supervisor.runtime import RuntimePaths, runtime_paths
 from supervisor.stopped import stopped_on_purpose
 from supervisor.wire import MAX_MESSAGE_CHARS, ErrorCode, Frame
 
-HELP = """\
+_COMMANDS_HELP = """\
 Commands:
   /save            save the session now and write a checkpoint (conversation and tracked files; none if nothing changed since the latest)
   /reset, /new     forget this session: clear history, delete its saved file and resume context (asks before deleting agent_spec.md / templates/)
@@ -58,14 +58,18 @@ Commands:
   /compact         compact the history now (prints the tokens before and after)
   /model           show the model in use
   /help            this help
-  /exit            leave (the session is saved; Ctrl+D or Ctrl+C at an empty prompt too)
-A message may start with a path (/etc/hosts ...); start it with // to send a message that begins with /word (//save this sends "/save this").
+  /exit            leave (the session is saved; {also})
+A message may start with a path (/etc/hosts ...); start it with // to send a message that begins with /word (//save this sends "/save this")."""  # noqa: E501
+_KEYS_HELP = """\
 Keys: Enter sends; Alt+Enter (or Esc then Enter) starts a new line.
 Ctrl+C clears a typed line; at an empty prompt it leaves (right after a reply ended, press it twice). While a reply streams it cancels that reply (lines typed meanwhile wait at the next prompts, unsent), and it cancels a /compact; at a question it cancels the question (nothing is done).
 Ctrl+Z stops the chat (fg resumes it).
 Up/Down recall earlier messages of this project; Tab completes /commands."""  # noqa: E501
-"""One line per entry or paragraph: ``/help`` wraps them to the terminal (at most
-``HELP_WIDTH`` columns)."""
+HELP = _COMMANDS_HELP.format(also="Ctrl+D or Ctrl+C at an empty prompt too") + "\n" + _KEYS_HELP
+"""``/help`` on a terminal: one line per entry or paragraph, which ``help_text`` wraps to
+the terminal (at most ``HELP_WIDTH`` columns)."""
+PIPED_HELP = _COMMANDS_HELP.format(also="the end of the input too")
+"""``/help`` with stdin not a terminal: no keys (there are none to press)."""
 HELP_WIDTH = 88
 
 
@@ -177,11 +181,12 @@ def _endpoint(url: str) -> tuple[str, ...]:
     return (scheme, users, host, where, parts.path.rstrip("/"), parts.query)
 
 
-def help_text(width: int | None) -> str:
-    """``HELP`` wrapped to ``width`` columns (a terminal's), at most ``HELP_WIDTH``."""
+def help_text(width: int | None, keys: bool = True) -> str:
+    """``HELP`` (``PIPED_HELP`` without ``keys``) wrapped to ``width`` columns (a
+    terminal's), at most ``HELP_WIDTH``."""
     from cli.console import word_wrap
 
-    return word_wrap(HELP, min(width or HELP_WIDTH, HELP_WIDTH))
+    return word_wrap(HELP if keys else PIPED_HELP, min(width or HELP_WIDTH, HELP_WIDTH))
 
 
 SAVE_RETRIED = "error: could not update the session on disk"
@@ -1310,7 +1315,7 @@ class Chat:
         if name in ("exit", "quit"):
             return False
         if name == "help":
-            self.console.say(help_text(self.console.width()))
+            self.console.say(help_text(self.console.width(), self.console.interactive))
             return True
         if name == "model":
             self.console.say(

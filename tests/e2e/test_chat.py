@@ -692,3 +692,14 @@ def test_a_file_another_session_wrote_is_told_as_its_change_not_outside_agent_as
     outside_notices(first, "notes.md", "(auto)")
     first.close_stdin()
     assert first.wait() == 0
+
+
+def test_piped_help_names_no_keys(env: Env) -> None:
+    """A new user's trial (H127): piped, /help listed Alt+Enter, Ctrl+Z and Up/Down, keys
+    there is no terminal to press."""
+    result = env.run("--new", input="/help\n")
+    assert result.returncode == 0, result.stderr
+    said = result.stdout + result.stderr
+    assert "/checkpoint n" in said and "the end of the input too" in said
+    for key in ("Alt+Enter", "Ctrl+", "Up/Down", "Tab"):
+        assert key not in said
