@@ -22,6 +22,7 @@ from cli.console import (
     SLASH_COMMANDS,
     Cancelled,
     Console,
+    Interrupted,
     ReplyView,
     UnclearAnswer,
     fit_to_width,
@@ -189,6 +190,9 @@ def help_text(width: int | None, keys: bool = True) -> str:
     return word_wrap(HELP if keys else PIPED_HELP, min(width or HELP_WIDTH, HELP_WIDTH))
 
 
+EXIT_INTERRUPTED = 130
+"""The exit status of a chat a Ctrl+C (SIGINT) ended, wherever it came: at the prompt, at a
+question before a session was open, twice during a reply (128 + SIGINT, as a shell's)."""
 SAVE_RETRIED = "error: could not update the session on disk"
 """A failed save (actors/terminal.py) is retried at the next turn and at exit: the run
 fails only if turns are still unsaved at its end (the ``closed`` frame says so)."""
@@ -985,10 +989,10 @@ class Chat:
         try:
             with self.console.keys_held():  # typed ahead of the first prompt: for it
                 self.attach()
-        except (Cancelled, KeyboardInterrupt):  # at a question, or while attaching
+        except (Cancelled, KeyboardInterrupt) as stop:  # at a question, or while attaching
             self.console.warn("Cancelled; no session was opened (nothing on disk was changed).")
             self.close()
-            return 0
+            return EXIT_INTERRUPTED if isinstance(stop, Interrupted | KeyboardInterrupt) else 0
         try:
             with self._interrupts:
                 self.console.waiting = self._interrupts.interruptible
@@ -998,10 +1002,10 @@ class Chat:
                     self.console.waiting = contextlib.nullcontext
         except KeyboardInterrupt:  # twice while a reply ran: leave now
             self.close()  # the session is saved as on any exit
-            return 130
+            return EXIT_INTERRUPTED
         except LeaveNow as leaving:  # twice while a command ran: it cannot be waited for
             self.leave_now(str(leaving))
-            return 130
+            return EXIT_INTERRUPTED
         except AnswerStops as stop:  # told first: the last line names the saved session
             self.console.warn(as_error_line(str(stop)))
             self.close()
@@ -1019,6 +1023,7 @@ class Chat:
         watch = SupervisorWatch(self)
         # Piped: a "y" for a question not asked (a resumed session's last reply may have).
         may_be_stray = self.questions_asked == 0 and not self.resumed
+        interrupted = False  # left by a Ctrl+C (SIGINT), not /exit or the end of input
         while True:
             self._interrupts.clear()  # one that came meanwhile was for what is over
             self.console.late_interrupt = False
@@ -1028,6 +1033,7 @@ class Chat:
                 if (ended := self._just_ended()) is not None:
                     self.console.warn(JUST_ENDED_LINE.format(what=ended))
                     continue
+                interrupted = True
                 break
             if watch.stopped_frame is not None:
                 self._other(watch.stopped_frame)
@@ -1035,6 +1041,7 @@ class Chat:
                 break
             if self.console.interrupted_after_enter():  # a Ctrl+C typed with the Enter
                 if not line.strip():
+                    interrupted = True
                     break  # at an empty prompt: leave, as there
                 self._interrupts.hold()  # for what the line does: taken at its first wait
             if not line.strip():
@@ -1069,6 +1076,8 @@ class Chat:
             self._ended = ("the reply", time.monotonic())
         if self.close():
             return 1
+        if interrupted:
+            return EXIT_INTERRUPTED
         return 1 if self.a_turn_failed and not self.console.interactive else 0
 
     def _unknown_command(self, typed: str, meant: str | None) -> None:

@@ -51,6 +51,10 @@ class Cancelled(Exception):
     """The user pressed Ctrl+C (or Ctrl+D) at a question: what it guards does not happen."""
 
 
+class Interrupted(Cancelled):
+    """Cancelled by Ctrl+C (not Ctrl+D): a run it ends exits as interrupted (130)."""
+
+
 class UnclearAnswer(Exception):
     """Piped input gave a line that is not y/yes/n/no/empty where an answer was expected."""
 
@@ -487,7 +491,9 @@ class Console:
             try:
                 self._say_again_if_stopped()
                 answer: str = self._read_with(questions, "> ", pre_run=self._say_again_if_stopped)
-            except (KeyboardInterrupt, EOFError):
+            except KeyboardInterrupt:
+                raise Interrupted from None
+            except EOFError:
                 raise Cancelled from None
             finally:
                 if idle is not None:
