@@ -212,6 +212,20 @@ def read_config_file(root: Path) -> dict[str, object]:
     return table
 
 
+HEIR_ENV: Final = "AGENT_ASSIST_HEIR"
+
+
+def heir_wanted(env: Mapping[str, str]) -> bool:
+    """Whether a supervisor keeps an heir ready: ``AGENT_ASSIST_HEIR`` unset, empty or ``1``
+    (the default), not ``0``. Any other value raises SettingsError, in one line."""
+    raw = env.get(HEIR_ENV, "").strip()
+    if raw not in ("", "0", "1"):
+        raise SettingsError(
+            f"bad {HEIR_ENV} {_shown(raw)}: must be 0 (no heir) or 1 (an heir, the default)"
+        )
+    return raw != "0"
+
+
 def resolve_settings(
     file: Mapping[str, object],
     env: Mapping[str, str],
@@ -242,6 +256,7 @@ def resolve_settings(
             raise SettingsError(f"bad {spec.name} {_shown(raw)} from {where}: {exc}") from None
         values[spec.name] = value
         sources.append(Setting(spec.name, value, source))
+    heir_wanted(env)  # no setting of the file, but checked wherever the settings are
     return Settings(**values, sources=tuple(sources))
 
 

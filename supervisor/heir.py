@@ -33,14 +33,18 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from session.settings import SettingsError, heir_wanted
 from supervisor.runtime import RuntimePaths, write_pid_file
 
-HEIR_ENV = "AGENT_ASSIST_HEIR"
 HEIR_MODULE = "supervisor.heir"
 
 
 def heir_enabled(environ: Mapping[str, str]) -> bool:
-    return environ.get(HEIR_ENV, "1").strip() != "0"
+    """``heir_wanted``; a bad value (checked with the settings at the start) is no heir."""
+    try:
+        return heir_wanted(environ)
+    except SettingsError:
+        return False
 
 
 def forget_heir_pid(paths: RuntimePaths, pid: int) -> None:

@@ -153,3 +153,22 @@ def test_config_show_says_a_compaction_interval_of_0_turns_compaction_off(
     shown = render(report()).splitlines()
     (line,) = [row for row in shown if row.startswith("compaction_interval")]
     assert "0 (automatic compaction off)" in line
+
+
+@pytest.mark.parametrize("value", ["maybe", "no", "false", "2", "00"])
+def test_a_bad_heir_value_is_one_line_as_a_bad_setting_is(value: str) -> None:
+    """A new user's trial (H127): AGENT_ASSIST_HEIR=maybe was taken silently (as 1)."""
+    with pytest.raises(SettingsError) as caught:
+        resolve_settings({}, {"AGENT_ASSIST_HEIR": value})
+    message = str(caught.value)
+    assert message.startswith(f"bad AGENT_ASSIST_HEIR '{value}': must be 0") and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("value", "wanted"), [("0", False), ("1", True), ("", True), (" 0", False)]
+)
+def test_the_heir_values_that_mean_something(value: str, wanted: bool) -> None:
+    from session.settings import heir_wanted
+
+    resolve_settings({}, {"AGENT_ASSIST_HEIR": value})
+    assert heir_wanted({"AGENT_ASSIST_HEIR": value}) is wanted
