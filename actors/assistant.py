@@ -260,7 +260,7 @@ async def _write_file(ctx: RunContext[TurnDeps], relative: str, content: str) ->
         raise
     ctx.deps.touched.add(relative)
     ctx.deps.written[relative] = digest
-    return f"wrote {relative} ({size} bytes)"
+    return f"wrote {relative} ({size} {'byte' if size == 1 else 'bytes'})"
 
 
 async def list_files(ctx: RunContext[TurnDeps], directory: str = ".") -> str:

@@ -365,3 +365,30 @@ def test_a_path_with_a_control_character_is_refused(workspace: Path, path: str) 
     answer = anyio.run(write_file, ctx, path, "x")
     assert answer.startswith("error: ") and "is not a path inside the workspace" in answer
     assert all(p.name.isprintable() for p in workspace.rglob("*"))
+
+
+
+def test_a_one_byte_write_is_told_in_the_singular(workspace: Path) -> None:
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    returns: list[str] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            call = ToolCallPart("write_file", {"path": "one.md", "content": "x"}, "w")
+            return ModelResponse(parts=[call])
+        returns.extend(
+            str(part.content) for part in messages[-1].parts if isinstance(part, ToolReturnPart)
+        )
+        return ModelResponse(parts=[TextPart("done")])
+
+    build_agent(FunctionModel(model)).run_sync("write one byte", deps=TurnDeps(workspace))
+    assert (workspace / "one.md").read_bytes() == b"x"
+    assert returns == ["wrote one.md (1 byte)"]
