@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from actors.base import Ask, Reply
+from session.errors import SetAside
 from session.models import Pointer, SessionState, WorkPhase
 
 if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before pydantic-ai loads
@@ -93,6 +94,9 @@ class LoadSession(Ask[SessionState]):
     project: Path
     session_id: str
     messages: MessagesLoaded = "scrubbed"
+    set_aside: SetAside = "leave"
+    """``move``: a corrupt file is moved aside (a chat opening it); by default it is left
+    in place (``sessions show`` changes no file)."""
 
 
 @dataclass(frozen=True)

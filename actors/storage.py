@@ -197,14 +197,14 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(lambda: catalog.manager(project).delete_pointer(pid))
             case KeepSessionFile(project, session_id):
                 return await self._io(lambda: catalog.manager(project).keep_original(session_id))
-            case LoadSession(project, session_id, messages):
+            case LoadSession(project, session_id, messages, set_aside):
                 manager = catalog.manager(project)
                 load = {
                     "scrubbed": manager.load,
                     "unscrubbed": manager.load_for_resume,
                     "none": manager.load_without_messages,
                 }[messages]
-                return await self._io(lambda: load(session_id))
+                return await self._io(lambda: load(session_id, set_aside=set_aside))
             case LoadRecovered(project, state):
                 return await self._io(lambda: catalog.recovery_ahead(project, state))
             case FindResumable(project, terminal_pid):

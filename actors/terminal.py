@@ -817,7 +817,8 @@ class TerminalActor(Actor[TerminalMessage]):
             await storage.ask(claim, STORAGE_TIMEOUT_S)
             try:
                 stored = await storage.ask(
-                    LoadSession(self._config.project, wanted, "unscrubbed"), STORAGE_TIMEOUT_S
+                    LoadSession(self._config.project, wanted, "unscrubbed", "move"),
+                    STORAGE_TIMEOUT_S,
                 )
                 stored = await self._with_turns_kept_aside(stored)
                 drift = await anyio.to_thread.run_sync(

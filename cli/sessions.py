@@ -1,7 +1,7 @@
 """``agent-assist sessions``: through the supervisor when one runs, else straight from the files.
 
-Without a supervisor nothing is live, and listing is read-only (a corrupt file
-is reported, not moved).
+Without a supervisor nothing is live. Listing, ``show`` and ``prune --dry-run`` are
+read-only either way: a corrupt file is reported, not moved (a chat's start moves it).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def not_found_line(workspace: Path | None, session_id: str) -> str:
         return line
     here = None if workspace is None else _project(workspace)
     kept = [] if here is None else sorted(here.glob(f"{session_id}.json.corrupt-*"))
-    if kept:  # moved aside by this run's listing, or an earlier one
+    if kept:  # moved aside by a chat's start (or a prune)
         return (
             f"session {session_id} cannot be opened: its file was corrupt and is kept as "
             f"{kept[-1].name}"

@@ -1,7 +1,9 @@
 """Listing, offering and pruning sessions across project directories (blocking file IO).
 
 The StorageActor calls these from worker threads; the CLI calls them directly
-when no supervisor runs (then nothing is live).
+when no supervisor runs (then nothing is live). Either way, only a chat's start
+(``find_resumable``) and a prune that is not a dry run move corrupt session files and
+invalid pointers aside; a listing, ``show`` and ``prune --dry-run`` change no file.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from session.atomic import (
     ensure_private_dir,
 )
 from session.compacted import session_turns
-from session.errors import SessionError, SessionFileError, UnsafeSessionDirectory
+from session.errors import SessionError, SessionFileError, SetAside, UnsafeSessionDirectory
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
     MAX_SESSION_BYTES,
@@ -291,10 +293,14 @@ class SessionCatalog:
                 problems.append(problem_line(UnsafeSessionDirectory(bad, "not a directory")))
         return directories, problems
 
-    def rows(self, project: Path, live: dict[str, int]) -> tuple[list[SessionRow], list[str]]:
+    def rows(
+        self, project: Path, live: dict[str, int], set_aside: SetAside = "leave"
+    ) -> tuple[list[SessionRow], list[str]]:
+        """The rows of ``project``'s sessions, and the lines telling its bad files (moved
+        aside only if ``set_aside`` is ``move``: a chat's start, a prune)."""
         manager = self.manager(project)
-        listing = manager.list_sessions()
-        pointers = manager.list_pointers()
+        listing = manager.list_sessions(set_aside=set_aside)
+        pointers = manager.list_pointers(set_aside=set_aside)
         warnings = [problem_line(p) for p in (*listing.problems, *pointers.problems)]
         rows = classify(
             project.parent.name, listing.sessions, pointers.pointers, live, pointer_alive
@@ -307,9 +313,11 @@ class SessionCatalog:
         projects: tuple[Path, ...] | None,
         live: dict[str, int],
         new: Mapping[str, tuple[Path, datetime, int]] | None = None,
+        set_aside: SetAside = "leave",
     ) -> SessionListing:
         """The sessions of ``projects`` (None: every project), and the ``new`` ones among
-        them (live, with no file until their first turn: project, start, terminal pid)."""
+        them (live, with no file until their first turn: project, start, terminal pid).
+        Read-only unless ``set_aside`` is ``move`` (``rows``)."""
         rows: list[SessionRow] = []
         warnings: list[str] = []
         if projects is None:
@@ -317,7 +325,7 @@ class SessionCatalog:
         else:
             directories = list(projects)
         for project in directories:
-            found, problems = self.rows(project, live)
+            found, problems = self.rows(project, live, set_aside)
             rows += found
             warnings += problems
         listed = {row.session_id for row in rows}
@@ -374,7 +382,7 @@ class SessionCatalog:
         if not ahead:
             return None
         _, path = max(ahead)
-        return path, self.manager(project).load_copy(path, state.session_id)
+        return path, self.manager(project).load_copy(path, state.session_id, set_aside="move")
 
     def gone_pointers(
         self, project: Path, attached: Collection[int]
@@ -384,7 +392,7 @@ class SessionCatalog:
         terminal's pointer is never one of them."""
         return tuple(
             GonePointer(project.parent.name, pointer)
-            for pointer in self.manager(project).list_pointers(set_aside=False).pointers
+            for pointer in self.manager(project).list_pointers().pointers
             if pointer.pid not in attached and terminal_gone(pointer)
         )
 
@@ -416,7 +424,7 @@ class SessionCatalog:
         manager = self.manager(project)
         if not self.read_only:  # a terminal opens a session here: gone tabs' pointers go
             self.remove_gone_pointers(project, {*live.values(), terminal_pid})
-        rows, warnings = self.rows(project, live)
+        rows, warnings = self.rows(project, live, "move")  # a chat starts: bad files go aside
         try:
             own = manager.read_pointer(terminal_pid)
         except SessionFileError:
@@ -441,7 +449,7 @@ class SessionCatalog:
         row = next((r for r in rows if r.session_id == chosen), None)
         if chosen is not None:
             try:
-                offer = manager.load_without_messages(chosen)
+                offer = manager.load_without_messages(chosen, set_aside="move")
             except (OSError, SessionError) as exc:  # changed since the listing
                 warnings.append(problem_line(exc))
         turns = (row.turns if row else None) or 0
@@ -457,7 +465,8 @@ class SessionCatalog:
         checkpoint refers to go (a checkpoint cut short by a crash left its blobs)."""
         if math.isnan(days) or days < 0:
             raise SessionError(f"--older-than must be a number of days, not {days}")
-        listing = self.list(projects, live)
+        set_aside: SetAside = "dry_run" if dry_run else "move"
+        listing = self.list(projects, live, set_aside=set_aside)
         try:
             cutoff = utc_now() - timedelta(days=days)
         except OverflowError:  # more days than the calendar holds: nothing is that old
@@ -471,7 +480,7 @@ class SessionCatalog:
             if row.state != "orphaned" or row.updated_at >= cutoff or row.note is not None:
                 continue
             project = projects_dir(self.root) / row.project / "sessions"
-            if (unread := self._unreadable(project, row.session_id)) is not None:
+            if (unread := self._unreadable(project, row.session_id, set_aside)) is not None:
                 problems.append(unread)
                 continue
             if not dry_run:
@@ -541,11 +550,11 @@ class SessionCatalog:
     def _pointers_by_session(self, project: Path) -> dict[str, tuple[Pointer, ...]]:
         """The pointers of ``project``, by the session each names."""
         found: dict[str, tuple[Pointer, ...]] = {}
-        for pointer in self.manager(project).list_pointers(set_aside=False).pointers:
+        for pointer in self.manager(project).list_pointers().pointers:
             found[pointer.session_id] = (*found.get(pointer.session_id, ()), pointer)
         return found
 
-    def _unreadable(self, project: Path, session_id: str) -> str | None:
+    def _unreadable(self, project: Path, session_id: str, set_aside: SetAside) -> str | None:
         """The line saying why a session that ``prune`` would remove is kept: its file
         cannot be read whole by this version (the listing reads headers only: messages of
         a newer version, or damaged by hand, looked like any old session's). None when it
@@ -555,7 +564,7 @@ class SessionCatalog:
         from session.history import load_messages  # the message model: only for a candidate
 
         try:
-            state = self.manager(project).load_for_resume(session_id)
+            state = self.manager(project).load_for_resume(session_id, set_aside=set_aside)
             load_messages(state.recent_messages)
         except FileNotFoundError:
             return None  # gone since the listing: nothing to remove, nothing to tell

@@ -7,7 +7,7 @@
     │   └── SupersededWriter       a late write of an actor the session was opened by since
     ├── SessionDeleted             a write for a session deleted by ``/reset``
     ├── SessionFileError           a problem with one file on disk (``.path``)
-    │   ├── CorruptSessionFile     did not parse; moved aside to ``.moved_to``
+    │   ├── CorruptSessionFile     did not parse; moved aside to ``.moved_to`` (or left)
     │   ├── FutureSchemaVersion    newer schema than this code; left untouched
     │   ├── UnsafeSessionFile      a symlink, not a regular file, or over the size cap
     │   ├── InvalidPointer         an ``active_<pid>.json`` that is ignored
@@ -24,6 +24,12 @@ from pathlib import Path
 from typing import Literal
 
 Severity = Literal["warning", "error"]
+
+SetAside = Literal["move", "leave", "dry_run"]
+"""What a reader does with a corrupt session file or an invalid pointer it finds: ``move``
+it aside (a chat's start, a prune), ``leave`` it in place and say so (a listing, ``show``:
+a read-only command changes no file), or leave it and say that it would be moved
+(``prune --dry-run``)."""
 
 
 class SessionError(Exception):
@@ -82,13 +88,15 @@ class CorruptSessionFile(SessionFileError):
     severity: Severity = "warning"
 
     def __init__(
-        self, path: Path, moved_to: Path | None, reason: str, read_only: bool = False
+        self, path: Path, moved_to: Path | None, reason: str, set_aside: SetAside = "move"
     ) -> None:
-        if read_only:  # a listing without the supervisor: it will be moved aside by one
+        if set_aside == "leave":  # a read-only command: a chat's start moves it aside
             message = (
-                f"session file {path.name} is corrupt ({reason}); left in place (read "
-                "without the supervisor, which moves such a file aside)"
+                f"session file {path.name} is corrupt ({reason}); left in place (a chat "
+                "started in its project moves it aside)"
             )
+        elif set_aside == "dry_run":
+            message = f"session file {path.name} is corrupt ({reason}); would be moved aside"
         elif moved_to is None:
             message = f"session file {path.name} is corrupt ({reason}); could not move it aside"
         else:
@@ -96,9 +104,9 @@ class CorruptSessionFile(SessionFileError):
         super().__init__(path, message)
         self.moved_to = moved_to
         self.reason = reason
-        self.read_only = read_only
-        """Left in place by a read-only reader: no failure, the supervisor moves it aside."""
-        if moved_to is None and not read_only:  # could not be dealt with: a failure
+        self.left = set_aside != "move"
+        """Left in place on purpose (a read-only command): no failure."""
+        if moved_to is None and not self.left:  # could not be dealt with: a failure
             self.severity = "error"
 
 
@@ -136,8 +144,12 @@ class UnsafeSessionFile(SessionFileError):
 class InvalidPointer(SessionFileError):
     severity: Severity = "warning"
 
-    def __init__(self, path: Path, reason: str, moved_to: Path | None = None) -> None:
+    def __init__(
+        self, path: Path, reason: str, moved_to: Path | None = None, set_aside: SetAside = "move"
+    ) -> None:
         aside = f"; moved aside to {moved_to.name}" if moved_to is not None else ""
+        if set_aside == "dry_run":
+            aside = "; would be moved aside"
         super().__init__(path, f"ignoring invalid session pointer {path.name} ({reason}){aside}")
         self.reason = reason
         self.moved_to = moved_to

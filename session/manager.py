@@ -16,7 +16,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import accumulate
@@ -62,6 +62,7 @@ from session.errors import (
     FutureSchemaVersion,
     InvalidPointer,
     SessionFileError,
+    SetAside,
     UnreadableMessages,
     UnsafeSessionDirectory,
     UnsafeSessionFile,
@@ -360,7 +361,8 @@ class SessionManager:
         """``directory`` and its parents below ``root``: none may be a symlink or a file."""
         self.max_session_bytes = max_session_bytes
         self.read_only = read_only
-        """A read-only manager reports corrupt files without moving them aside."""
+        """A read-only manager reports corrupt files without moving them aside, whatever
+        its caller asks (``set_aside``), and writes no ``headers.index``."""
         self.known_secrets = known_secrets
         """Every text written or read through this manager is scrubbed of these values
         and of credential-looking strings: the one choke point of persisted and listed text."""
@@ -437,44 +439,53 @@ class SessionManager:
         aside = write_creating_directories(path, state_parts(state, encoded, scrub=scrub))
         return Written(path, aside)
 
-    def load(self, session_id: str) -> SessionState:
+    def load(self, session_id: str, *, set_aside: SetAside = "leave") -> SessionState:
         """Load and migrate one session.
 
         Raises FileNotFoundError, UnsafeSessionFile, FutureSchemaVersion (file
-        untouched) or CorruptSessionFile (file moved aside).
+        untouched) or CorruptSessionFile (file moved aside if ``set_aside`` is ``move``;
+        left in place otherwise).
         """
         path = self.session_path(session_id)
         self.check_directory()
-        data = read_regular_file(path, self.max_session_bytes)
-        return scrub_state(self._decode(path, data, session_id), self.known_secrets)
+        with self._corrupt_files(set_aside):
+            data = read_regular_file(path, self.max_session_bytes)
+            return scrub_state(self._decode(path, data, session_id), self.known_secrets)
 
-    def load_without_messages(self, session_id: str) -> SessionState:
+    def load_without_messages(
+        self, session_id: str, *, set_aside: SetAside = "leave"
+    ) -> SessionState:
         """Like ``load``, but the state's ``recent_messages`` are left out: neither validated
         nor scrubbed (what a resumption offer needs; the scrub of a long tail took seconds,
         the offer waited for it and the terminal gave up). Its other texts are scrubbed."""
         path = self.session_path(session_id)
         self.check_directory()
-        data = read_regular_file(path, self.max_session_bytes)
-        raw = self._migrated(path, data)
-        state = self._validated(path, {**raw, "recent_messages": []}, session_id)
+        with self._corrupt_files(set_aside):
+            data = read_regular_file(path, self.max_session_bytes)
+            raw = self._migrated(path, data)
+            state = self._validated(path, {**raw, "recent_messages": []}, session_id)
         return scrub_state(state, self.known_secrets, messages=False)
 
-    def load_for_resume(self, session_id: str) -> SessionState:
+    def load_for_resume(self, session_id: str, *, set_aside: SetAside = "leave") -> SessionState:
         """Like ``load``, but its ``recent_messages`` as the file holds them, not scrubbed:
         for ``SessionLifecycle.resume`` only, which scrubs the messages it keeps (the
         recent tail) with the terminal's secrets too, once, before any is sent or
         written. Scrubbing them all here first cost a pass over the whole file."""
         path = self.session_path(session_id)
         self.check_directory()
-        data = read_regular_file(path, self.max_session_bytes)
-        state = self._decode(path, data, session_id)
+        with self._corrupt_files(set_aside):
+            data = read_regular_file(path, self.max_session_bytes)
+            state = self._decode(path, data, session_id)
         return scrub_state(state, self.known_secrets, messages=False)
 
-    def load_copy(self, path: Path, session_id: str) -> SessionState:
+    def load_copy(
+        self, path: Path, session_id: str, *, set_aside: SetAside = "leave"
+    ) -> SessionState:
         """Load a copy of session ``session_id`` kept elsewhere (a recovery copy), with the
         checks and the migration of ``load``."""
-        data = read_regular_file(path, self.max_session_bytes)
-        return scrub_state(self._decode(path, data, session_id), self.known_secrets)
+        with self._corrupt_files(set_aside):
+            data = read_regular_file(path, self.max_session_bytes)
+            return scrub_state(self._decode(path, data, session_id), self.known_secrets)
 
     def load_header(self, session_id: str) -> SessionHeader:
         """Like ``load``, but validates everything except the messages (only counted).
@@ -615,9 +626,26 @@ class SessionManager:
         return state
 
     def _corrupt(self, path: Path, reason: str) -> CorruptSessionFile:
-        if self.read_only:
-            return CorruptSessionFile(path, None, reason, read_only=True)
-        return CorruptSessionFile(path, quarantine(path, utc_now()), reason)
+        """The file found corrupt, only reported: whether it is moved aside is its
+        reader's call (``_dealt_with``)."""
+        return CorruptSessionFile(path, None, reason, set_aside="leave")
+
+    def _dealt_with(self, found: CorruptSessionFile, set_aside: SetAside) -> CorruptSessionFile:
+        """``found`` moved aside (never deleted) if ``set_aside`` says so and this manager
+        may write; else left in place, told as ``set_aside`` says."""
+        if set_aside != "move" or self.read_only:
+            mode: SetAside = "dry_run" if set_aside == "dry_run" else "leave"
+            return CorruptSessionFile(found.path, None, found.reason, set_aside=mode)
+        return CorruptSessionFile(found.path, quarantine(found.path, utc_now()), found.reason)
+
+    @contextlib.contextmanager
+    def _corrupt_files(self, set_aside: SetAside) -> Iterator[None]:
+        """A corrupt file found inside is dealt with as ``set_aside`` says
+        (``_dealt_with``), and raised as such."""
+        try:
+            yield
+        except CorruptSessionFile as found:
+            raise self._dealt_with(found, set_aside) from found.__cause__
 
     def delete(self, session_id: str, pointers: Iterable[Pointer] | None = None) -> bool:
         """Remove a session file and the terminals' pointers to it; True if there was one.
@@ -669,7 +697,7 @@ class SessionManager:
         for ``list_sessions`` to report); how many were removed. ``sync=False`` leaves the
         directory's fsync to the caller."""
         removed = 0
-        for pointer in self.list_pointers(set_aside=False).pointers:  # told by listings
+        for pointer in self.list_pointers().pointers:  # told by listings
             if pointer.session_id == session_id and self.delete_pointer(pointer.pid, sync=False):
                 removed += 1
         if removed and sync:
@@ -684,8 +712,10 @@ class SessionManager:
             return []
         return sorted(n[:-5] for n in names if n.endswith(".json") and is_session_id(n[:-5]))
 
-    def list_sessions(self) -> Listing:
-        """Every session of the directory, newest first, and what was wrong with the rest."""
+    def list_sessions(self, *, set_aside: SetAside = "leave") -> Listing:
+        """Every session of the directory, newest first, and what was wrong with the rest.
+        Corrupt files are moved aside only if ``set_aside`` is ``move``, and only then is
+        ``headers.index`` written: a read-only command changes no file."""
         sessions: list[SessionHeader] = []
         problems: list[SessionFileError] = []
         try:
@@ -716,16 +746,18 @@ class SessionManager:
                 future = self._future_header(session_id, exc)
                 sessions.append(scrub_header(future, self.known_secrets))
             except (UnsafeSessionFile, CorruptSessionFile) as exc:
+                if isinstance(exc, CorruptSessionFile):
+                    exc = self._dealt_with(exc, set_aside)
                 problems.append(exc)
-                if isinstance(exc, CorruptSessionFile) and exc.read_only:
-                    continue  # no session: not listed, as once a supervisor moved it aside
+                if isinstance(exc, CorruptSessionFile) and exc.left:
+                    continue  # no session: not listed, as once it is moved aside
                 unread = self._unread_header(session_id, exc)
                 if unread is not None:  # still at its name (not moved aside): listed
                     sessions.append(unread)
             except SessionFileError as exc:
                 problems.append(exc)
         sessions.sort(key=lambda s: s.updated_at, reverse=True)
-        if self._index_stale and not self.read_only and present:
+        if self._index_stale and set_aside == "move" and not self.read_only and present:
             self._index_stale = False
             write_index(self.directory, self._headers)
         return Listing(tuple(sessions), tuple(problems))
@@ -790,9 +822,9 @@ class SessionManager:
         """Make the removals done with ``sync=False`` durable, all with one fsync."""
         fsync_dir(self.directory)
 
-    def list_pointers(self, *, set_aside: bool = True) -> PointerListing:
-        """The terminals' pointers, and the invalid ones as problems (moved aside unless
-        ``set_aside`` is False: the caller does not tell them)."""
+    def list_pointers(self, *, set_aside: SetAside = "leave") -> PointerListing:
+        """The terminals' pointers, and the invalid ones as problems (moved aside if
+        ``set_aside`` is ``move``)."""
         pointers: list[Pointer] = []
         problems: list[InvalidPointer] = []
         try:
@@ -814,21 +846,24 @@ class SessionManager:
                 or digits != str(int(digits))  # active_09004.json is not active_9004.json
             ):
                 problem = InvalidPointer(self.directory / name, "bad pid in name")
-                problems.append(self._set_aside(problem) if set_aside else problem)
+                problems.append(self._set_aside(problem, set_aside))
                 continue
             try:
                 pointer = self.read_pointer(int(digits))
             except InvalidPointer as exc:
-                problems.append(self._set_aside(exc) if set_aside else exc)
+                problems.append(self._set_aside(exc, set_aside))
                 continue
             if pointer is not None:
                 pointers.append(pointer)
         return PointerListing(tuple(pointers), tuple(problems))
 
-    def _set_aside(self, problem: InvalidPointer) -> InvalidPointer:
-        """An invalid pointer moved aside (never deleted), so that it is told once, not at
-        every listing; a read-only manager (no supervisor) leaves it where it is."""
-        if self.read_only:
+    def _set_aside(self, problem: InvalidPointer, set_aside: SetAside) -> InvalidPointer:
+        """An invalid pointer moved aside (never deleted) if ``set_aside`` is ``move``, so
+        that it is told once, not at every chat start; a read-only command, or a read-only
+        manager, leaves it where it is."""
+        if set_aside == "dry_run":
+            return InvalidPointer(problem.path, problem.reason, set_aside="dry_run")
+        if set_aside == "leave" or self.read_only:
             return problem
         moved = quarantine(problem.path, utc_now())
         return problem if moved is None else InvalidPointer(problem.path, problem.reason, moved)

@@ -35,7 +35,7 @@ from actors.messages import (
     StorageMessage,
 )
 from session.catalog import SessionListing
-from session.errors import SessionError, SessionFileError, SessionLive
+from session.errors import CorruptSessionFile, SessionError, SessionFileError, SessionLive
 from session.filesystem import detect_file_drift
 from session.models import new_session_id, validate_session_id
 from session.paths import sessions_dir
@@ -94,6 +94,8 @@ def error_for(exc: BaseException) -> tuple[str, str]:
         return ErrorCode.SESSION_LIVE, str(exc)
     if isinstance(exc, FileNotFoundError):
         return ErrorCode.NOT_FOUND, "no such session"
+    if isinstance(exc, CorruptSessionFile) and exc.left:  # `show`: it failed, nothing done
+        return ErrorCode.SESSION_FILE, f"error: {exc}"  # as without a supervisor
     if isinstance(exc, SessionFileError):
         return ErrorCode.SESSION_FILE, f"{exc.severity}: {exc}"
     if isinstance(exc, SessionError):
@@ -276,7 +278,8 @@ class FrontDoor:
         await self._storage.ask(claim, STORAGE_TIMEOUT_S)
         try:  # the file must be there and readable now, as the real open will find it
             stored = await self._storage.ask(
-                LoadSession(project, session_id, messages="none"), STORAGE_TIMEOUT_S
+                LoadSession(project, session_id, messages="none", set_aside="move"),
+                STORAGE_TIMEOUT_S,
             )
             drift = await anyio.to_thread.run_sync(
                 detect_file_drift, workspace, stored.file_manifest

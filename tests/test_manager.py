@@ -250,7 +250,7 @@ def test_corrupt_file_is_moved_aside_with_its_bytes_intact(manager: SessionManag
     garbage = b'{"schema_version": 3, "session_id": "0a1b2c3d4'
     path.write_bytes(garbage)
     with pytest.raises(CorruptSessionFile) as caught:
-        manager.load(SID)
+        manager.load(SID, set_aside="move")
     moved = caught.value.moved_to
     assert moved is not None and moved.read_bytes() == garbage
     assert moved.name.startswith(f"{SID}.json.corrupt-")
@@ -273,7 +273,7 @@ def test_content_that_parses_but_is_not_a_session_is_moved_aside(
     manager.directory.mkdir(parents=True)
     manager.session_path(SID).write_bytes(content)
     with pytest.raises(CorruptSessionFile) as caught:
-        manager.load(SID)
+        manager.load(SID, set_aside="move")
     assert caught.value.moved_to is not None
     assert caught.value.moved_to.read_bytes() == content
 
@@ -290,7 +290,7 @@ def test_two_corruptions_in_one_second_keep_both_copies(manager: SessionManager)
     for content in (b"one", b"two"):
         manager.session_path(SID).write_bytes(content)
         with pytest.raises(CorruptSessionFile):
-            manager.load(SID)
+            manager.load(SID, set_aside="move")
     kept = sorted(p.read_bytes() for p in manager.directory.glob(f"{SID}.json.corrupt-*"))
     assert kept == [b"one", b"two"]
 
@@ -478,12 +478,12 @@ def test_invalid_pointers_are_ignored_and_reported(
     with pytest.raises(InvalidPointer) as caught:
         manager.read_pointer(4242)
     assert str(caught.value) == f"ignoring invalid session pointer active_4242.json ({reason})"
-    listing = manager.list_pointers()
+    listing = manager.list_pointers(set_aside="move")
     assert listing.pointers == ()
     (moved,) = manager.directory.glob("active_4242.json.corrupt-*")
     assert moved.read_bytes() == orjson.dumps(content), "moved aside, never deleted"
     assert [str(p) for p in listing.problems] == [f"{caught.value}; moved aside to {moved.name}"]
-    assert manager.list_pointers().problems == (), "told once, not at every listing"
+    assert manager.list_pointers(set_aside="move").problems == (), "told once, not each time"
 
 
 def test_a_pointer_with_a_field_of_a_newer_version_is_read(manager: SessionManager) -> None:
@@ -730,7 +730,10 @@ def test_a_corrupt_file_is_listed_alike_read_only_or_not(tmp_path: Path) -> None
     assert read_only.sessions == () and path.exists()
     (problem,) = read_only.problems
     assert problem.severity == "warning" and f"{SID}.json is corrupt" in str(problem)
-    moved = SessionManager(tmp_path).list_sessions()
+    left = SessionManager(tmp_path).list_sessions()
+    assert left.sessions == () and path.exists(), "a listing changes no file"
+    assert [str(p) for p in left.problems] == [str(problem)]
+    moved = SessionManager(tmp_path).list_sessions(set_aside="move")
     assert moved.sessions == () and not path.exists()
     assert [p.severity for p in moved.problems] == ["warning"]
 

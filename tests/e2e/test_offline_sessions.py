@@ -4,8 +4,10 @@ take the supervisor's own lock."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -114,3 +116,78 @@ def test_a_corrupt_session_file_is_listed_alike_with_and_without_a_supervisor(
         answers.append(result.stdout)
     offline, served = answers
     assert offline == served and one_session in offline
+
+
+def _every_file(root: Path) -> dict[str, str]:
+    """Each file under ``root`` (its path below it) and the SHA-256 of its bytes."""
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+READ_ONLY_COMMANDS = (
+    ("sessions",),
+    ("sessions", "--json"),
+    ("sessions", "--all"),
+    ("sessions", "show", "{session}"),
+    ("sessions", "show", "aaaaaaaaaaaa"),
+    ("sessions", "show", "bbbbbbbbbbbb"),
+    ("sessions", "prune", "--dry-run", "--older-than", "0"),
+    ("sessions", "prune", "--dry-run", "--older-than", "0", "--all"),
+)
+
+
+def test_read_only_commands_change_no_file_with_or_without_a_supervisor(
+    env: Env, one_session: str
+) -> None:
+    """H123's find: with a supervisor running, `sessions`, `show` and `prune --dry-run`
+    moved a corrupt session file and a bad pointer aside and rewrote headers.index;
+    without one they changed nothing, and told other lines. Now neither changes a file,
+    both tell the same lines, and a chat's start still moves the bad files aside."""
+    (env.project / "aaaaaaaaaaaa.json").write_bytes(b"garbage, not json")
+    newer = {**env.session(one_session), "schema_version": 99, "session_id": "bbbbbbbbbbbb"}
+    (env.project / "bbbbbbbbbbbb.json").write_text(json.dumps(newer))
+    pointer = {
+        "session_id": "../x",
+        "pid": 777,
+        "pid_start_time": None,
+        "updated_at": "2026-11-29T10:15:00Z",
+    }
+    (env.project / "active_777.json").write_text(json.dumps(pointer))
+    (env.project / "headers.index").unlink(missing_ok=True)  # a listing that writes makes it
+    told: dict[str, list[tuple[int, str, str]]] = {}
+    for supervisor in ("none", "running"):
+        if supervisor == "running":
+            assert env.run("supervisor", "start").returncode == 0
+        before = _every_file(env.home)
+        told[supervisor] = []
+        for command in READ_ONLY_COMMANDS:
+            args = [arg.format(session=one_session) for arg in command]
+            result = env.run(*args)
+            assert _every_file(env.home) == before, f"{args} with supervisor {supervisor}"
+            told[supervisor].append((result.returncode, result.stdout, result.stderr))
+    assert told["none"] == told["running"]
+    lines = {line for _, _, err in told["none"] for line in err.splitlines()}
+    corrupt = "session file aaaaaaaaaaaa.json is corrupt ("
+    for told_as, ending in (
+        ("warning", "; left in place (a chat started in its project moves it aside)"),
+        ("error", "; left in place (a chat started in its project moves it aside)"),  # show
+        ("warning", "; would be moved aside"),  # prune --dry-run
+    ):
+        assert any(x.startswith(f"{told_as}: {corrupt}") and x.endswith(ending) for x in lines)
+    pointer_line = "warning: ignoring invalid session pointer active_777.json (bad session id)"
+    assert {pointer_line, f"{pointer_line}; would be moved aside"} <= lines
+    started = env.run(input="", terminal=env.terminal())
+    assert started.returncode == 0, started.stderr
+    (moved,) = env.project.glob("aaaaaaaaaaaa.json.corrupt-*")
+    (pointer_moved,) = env.project.glob("active_777.json.corrupt-*")
+    lines = started.stderr.splitlines()
+    said = f"warning: session file aaaaaaaaaaaa.json is corrupt; moved aside to {moved.name}"
+    assert said in lines
+    assert (
+        "warning: ignoring invalid session pointer active_777.json (bad session id); "
+        f"moved aside to {pointer_moved.name}"
+    ) in lines
+    assert json.loads((env.project / "bbbbbbbbbbbb.json").read_bytes()) == newer

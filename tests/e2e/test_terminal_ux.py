@@ -968,14 +968,18 @@ def test_a_tabs_own_session_that_cannot_be_opened_is_named_as_this_tabs(env: Env
 
 
 def test_a_tabs_own_session_moved_aside_earlier_is_named_at_its_next_start(env: Env) -> None:
-    """A helper's find (H82): a listing moved this tab's corrupt session file aside; the
-    tab's next start began a new session without a word about its own."""
+    """A helper's find (H82): another tab's start moved this tab's corrupt session file
+    aside; the tab's next start began a new session without a word about its own. (A
+    listing only tells of the file, and leaves it: H123.)"""
     tab = env.terminal()
     env.run("--new", input="this tab's session\n", terminal=tab)
     (mine,) = env.session_ids()
     env.settled(mine).write_text("not json {")
     listing = env.run("sessions")
-    assert f"session file {mine}.json is corrupt; moved aside" in listing.stderr
+    assert f"session file {mine}.json is corrupt (" in listing.stderr
+    assert not list(env.project.glob(f"{mine}.json.corrupt-*")), "a listing moves nothing"
+    other_tab = env.run(input="", terminal=env.terminal())
+    assert f"session file {mine}.json is corrupt; moved aside" in other_tab.stderr
     (aside,) = [p.name for p in env.project.glob(f"{mine}.json.corrupt-*")]
     result = env.run(input="hello again\n", terminal=tab)
     assert (
