@@ -8,7 +8,7 @@ import math
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -66,6 +66,10 @@ the turn ends with one line and the session goes on."""
 DELIVERY_CHECK_S = 1.0
 """How often a tool waiting for its line to reach the terminal looks whether the terminal's
 actor still runs."""
+SLOT_KEPT_FOR_DELIVERY_S = 0.25
+"""How long a turn whose tool waits for its line to reach the terminal keeps its place
+among the concurrent turns: beyond, the terminal reads nothing (stopped with Ctrl+Z) and
+the place goes to other terminals' turns until it reads again."""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -220,16 +224,14 @@ class LLMActor(Actor[LLMMessage]):
     ) -> TurnDone:
         deps.token_budget = turn.token_budget
         deps.before_first_write = partial(_checkpoint_before_write, turn, self._stall_of(turn))
-        try:
-            self._limiter.acquire_nowait()  # a free slot is taken without a turn of the loop
-        except anyio.WouldBlock:
-            await self._limiter.acquire()
+        slot = Slot(self._limiter)
+        await slot.take()
         try:
             agent = await self._agent(turn.model)
             with StallWatch(self._stall_of(turn)) as watch:
-                return await self._iterate(agent, turn, reply, deps, watch, progress)
+                return await self._iterate(agent, turn, reply, deps, watch, progress, slot)
         finally:
-            self._limiter.release()
+            slot.give_back()
 
     async def _iterate(
         self,
@@ -239,6 +241,7 @@ class LLMActor(Actor[LLMMessage]):
         deps: TurnDeps,
         watch: StallWatch,
         progress: _Progress,
+        slot: Slot,
     ) -> TurnDone:
         """The agent run; each node and each streamed event is progress for ``watch``,
         and the run and the text of the reply being written are kept in ``progress``.
@@ -249,7 +252,7 @@ class LLMActor(Actor[LLMMessage]):
             async for node in run:
                 watch.progress()
                 if Agent.is_call_tools_node(node):
-                    await _tell_tool_calls(turn, reply, node.model_response.parts, watch)
+                    await _tell_tool_calls(turn, reply, node.model_response.parts, watch, slot)
                 if not Agent.is_model_request_node(node):
                     continue
                 for line in refused_calls(node.request):  # the tools' answers to the model
@@ -348,12 +351,17 @@ class Stalled(Exception):
 
 
 async def _tell_tool_calls(
-    turn: StartTurn, reply: ReplyForwarder, parts: Sequence[ModelResponsePart], watch: StallWatch
+    turn: StartTurn,
+    reply: ReplyForwarder,
+    parts: Sequence[ModelResponsePart],
+    watch: StallWatch,
+    slot: Slot,
 ) -> None:
     """Tell the terminal each tool the response calls, and wait until it has the lines
     (they are written in order: the last one's delivery says all were delivered) before
     the tools run: the supervisor killed while one runs, the terminal knows a tool may
-    have run, and does not have the turn run again (H111: it did, the tool ran twice)."""
+    have run, and does not have the turn run again (H111: it did, the tool ran twice).
+    A wait beyond ``SLOT_KEPT_FOR_DELIVERY_S`` lends the turn's ``slot`` to other turns."""
     calls = [part for part in parts if isinstance(part, ToolCallPart)]
     delivered = Reply() if turn.tool_lines_delivered else None
     for index, part in enumerate(calls, 1):
@@ -364,7 +372,12 @@ async def _tell_tool_calls(
         await reply.send_now(TurnToolCall(turn.turn_id, line, writes, last))
     if delivered is not None and calls:
         with watch.paused():  # a terminal stopped (Ctrl+Z) is no model that stalls
-            await _until_delivered(delivered, turn.reply_to)
+            with anyio.move_on_after(SLOT_KEPT_FOR_DELIVERY_S):
+                await delivered.wait()
+                return
+            log.info("turn %d: its terminal reads nothing; its model slot is lent", turn.turn_id)
+            async with slot.lent():
+                await _until_delivered(delivered, turn.reply_to)
 
 
 async def _until_delivered(delivered: Reply, terminal: ActorRef[TerminalMessage]) -> None:
@@ -374,6 +387,36 @@ async def _until_delivered(delivered: Reply, terminal: ActorRef[TerminalMessage]
         with anyio.move_on_after(DELIVERY_CHECK_S):
             await delivered.wait()
             return
+
+
+class Slot:
+    """A turn's place among the LLMActor's concurrent turns (its ``CapacityLimiter``)."""
+
+    def __init__(self, limiter: anyio.CapacityLimiter) -> None:
+        self._limiter = limiter
+        self._held = False
+
+    async def take(self) -> None:
+        try:
+            self._limiter.acquire_nowait()  # a free one is taken without a turn of the loop
+        except anyio.WouldBlock:
+            await self._limiter.acquire()
+        self._held = True
+
+    def give_back(self) -> None:
+        if self._held:
+            self._held = False
+            self._limiter.release()
+
+    @contextlib.asynccontextmanager
+    async def lent(self) -> AsyncIterator[None]:
+        """Given back while in it (to other turns), taken again (waiting for a free one)
+        at its end; a turn cancelled while it waits holds none."""
+        self.give_back()
+        try:
+            yield
+        finally:
+            await self.take()
 
 
 class StallWatch:

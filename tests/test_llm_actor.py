@@ -276,3 +276,47 @@ async def test_a_turn_cut_while_its_tool_waits_keeps_the_replys_text_once(
     sent = TEXT_BEFORE_THE_CALL // 8000 * 8000  # the server's text, in pieces of 8,000
     assert sent <= len(said) < 2 * sent, "the reply's text is kept once"
     assert said.endswith("[interrupted: this reply was stopped before its end]")
+
+
+async def test_a_turn_whose_terminal_reads_nothing_lends_its_slot_to_other_terminals(
+    tmp_path: Path,
+) -> None:
+    """A tool waiting for its line to reach a terminal stopped with Ctrl+Z held one of the
+    actor's concurrent turns: as many stopped terminals as places stopped every other
+    terminal's turns. Here one place: the other terminal's turn runs meanwhile, and the
+    tool runs once its line is delivered."""
+    from actors.messages import TurnToolCall
+
+    (tmp_path / "agent_spec.md").write_text("# Spec\n")
+    actor = LLMActor(concurrency=1)
+    llm: ActorRef[Any]
+    llm, llm_mailbox = open_mailbox("llm")
+    stopped: ActorRef[Any]
+    stopped, stopped_replies = open_mailbox("terminal-stopped")
+    other: ActorRef[Any]
+    other, other_replies = open_mailbox("terminal-other")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(actor.serve, llm_mailbox)
+        turn = StartTurn(
+            1, "offline", "read agent_spec.md", (), tmp_path, "", "", stopped,
+            tool_lines_delivered=True,
+        )  # fmt: skip
+        await llm.tell(turn)
+        with anyio.fail_after(30):
+            while not isinstance(call := (await stopped_replies.receive()).message, TurnToolCall):
+                pass  # its line is not delivered yet: the tool waits
+        await llm.tell(StartTurn(1, "offline", "hi", (), tmp_path, "", "", other))
+        with anyio.fail_after(30):
+            while not isinstance(done := (await other_replies.receive()).message, TurnDone):
+                pass
+        assert done.error is None and done.new_messages
+        assert call.delivered is not None
+        call.delivered.set(None)  # the terminal reads again
+        with anyio.fail_after(30):
+            while not isinstance(done := (await stopped_replies.receive()).message, TurnDone):
+                pass
+        llm.close()
+    assert done.error is None and not done.cancelled
+    assert any(
+        part.part_kind == "tool-return" for m in done.new_messages for part in m.parts
+    ), "the tool ran"
