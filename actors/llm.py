@@ -36,6 +36,7 @@ from actors.messages import (
     CancelTurn,
     CheckpointBeforeWrite,
     LLMMessage,
+    NotDelivered,
     StartTurn,
     TerminalMessage,
     TurnDone,
@@ -179,6 +180,9 @@ class LLMActor(Actor[LLMMessage]):
                 reply = ReplyForwarder(turn.reply_to, turn.turn_id)
                 try:
                     done = await self._stream_turn(turn, reply, deps, progress)
+                except NotDelivered:  # the supervisor stops: its tool does not run
+                    log.info("turn %d: a tool call's line was not delivered", turn.turn_id)
+                    done = _unfinished(turn, deps, cancelled=True, kept=progress.kept())
                 except Stalled:
                     log.warning("turn %d: no answer from %s", turn.turn_id, turn.model)
                     line = self._stalled_line(turn)
@@ -382,7 +386,7 @@ async def _tell_tool_calls(
 
 async def _until_delivered(delivered: Reply, terminal: ActorRef[TerminalMessage]) -> None:
     """Until ``delivered`` is set, or ``terminal`` stops (a line left in its mailbox is
-    delivered by nobody)."""
+    delivered by nobody); ``NotDelivered`` if the line never will be."""
     while terminal.running:
         with anyio.move_on_after(DELIVERY_CHECK_S):
             await delivered.wait()

@@ -671,7 +671,14 @@ class ToolCallLine:
     text: str
     delivered: Reply | None = field(default=None, compare=False)
     """``TurnToolCall.delivered``: set by the connection's writer once the line's frame is
-    written (or can be no more)."""
+    written (or can be no more); failed with ``NotDelivered`` if the supervisor stops
+    before a terminal that reads nothing took it."""
+
+
+class NotDelivered(Exception):
+    """A tool call's line never reached its terminal: the supervisor stopped while the
+    terminal read nothing (stopped with Ctrl+Z). The tool does not run and the turn ends
+    as interrupted, as far as it got."""
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,9 @@ LOG_BACKUPS = 3
 LOCK_WAIT_S = 1.0
 TOKEN_RETENTION_EVENTS = 4
 """Messages kept whole when the token budget compacts (moved back to a turn start)."""
+STOP_WAIT_S = 20.0
+"""The stop's wait for the sessions' saves and the connections' ends, at most (each is
+bounded on its own: ``DETACH_WAIT_S``, ``STOP_WRITE_GRACE_S``)."""
 HEIR_RESTARTS = RestartPolicy(max_restarts=3, within_s=60.0)
 """Heirs started again after one died, at most (the actors' supervision decision)."""
 
@@ -432,13 +435,9 @@ async def _serve(
                     running,
                 )
                 await shutdown.wait()
-                if running.registry is not None and running.server is not None:
-                    log.info(
-                        "saving %d attached session(s) before stopping", running.registry.attached
-                    )
-                    await running.registry.detach_all("shutdown")
-                    with anyio.move_on_after(5):
-                        await running.server.wait_closed()
+                if running.server is not None:
+                    with anyio.move_on_after(STOP_WAIT_S):
+                        await running.server.stop()
                 connections.cancel_scope.cancel()
             terminals.cancel_scope.cancel()
         workers.cancel_scope.cancel()

@@ -69,9 +69,14 @@ class Registry:
         return ref
 
     async def detach(self, terminal_pid: int, ref: ActorRef[TerminalMessage], reason: str) -> None:
-        """The terminal's connection ended: its actor runs the exit path."""
+        """The terminal's connection ended (or the supervisor stops): its actor runs the
+        exit path. Told once: a second ``Detach`` (the stop's, after the terminal left
+        mid-turn; the connection's end after the stop's) would make it leave at once,
+        without the turn it cut and waits for."""
         entry = self._terminals.get(terminal_pid)
         if entry is not None and entry.ref is ref:
+            if not entry.connected:
+                return
             entry.connected = False
         with contextlib.suppress(DeadActor):
             await ref.tell(Detach(reason))

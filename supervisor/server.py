@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from actors.messages import (
     ListSessions,
     LiveCount,
     LoadSession,
+    NotDelivered,
     Opened,
     OpenSession,
     PruneSessions,
@@ -84,6 +86,9 @@ log = logging.getLogger("agent_assist.server")
 OPEN_TIMEOUT_S = 60.0
 OUTBOX_SIZE = 256
 HELLO_TIMEOUT_S = 10.0
+STOP_WRITE_GRACE_S = 0.5
+"""Once the supervisor stops, how long a write to a terminal may wait for room in its
+socket: a terminal that takes none of it in that time (stopped with Ctrl+Z) is given up."""
 MAX_CONNECTIONS = accept.MAX_CONNECTIONS
 
 
@@ -216,6 +221,23 @@ def _delivered(batch: list[TerminalOutput]) -> None:
             output.delivered.set(None)
 
 
+def _not_delivered(batch: list[TerminalOutput]) -> None:
+    """Tell the tools that wait for these lines that the terminal will not have them: the
+    supervisor stops and gave up on a terminal that reads nothing. The tools do not run."""
+    for output in batch:
+        if isinstance(output, ToolCallLine) and output.delivered is not None:
+            output.delivered.fail(NotDelivered())
+
+
+async def _not_delivered_until_closed(outputs: MemoryObjectReceiveStream[TerminalOutput]) -> None:
+    """Take the outputs of a connection given up on, unwritten, until its end (the actor's
+    ``Closed``): its actor never waits for room, and no tool of it runs."""
+    while (output := await next_item(outputs)) is not None:
+        _not_delivered([output])
+        if _ends_connection(output):
+            return
+
+
 def _ends_connection(output: TerminalOutput) -> bool:
     return isinstance(output, Closed) or (isinstance(output, Failure) and output.fatal)
 
@@ -260,6 +282,22 @@ class Server:
         self._started = time.monotonic()
         self._open_connections = 0
         self._all_closed = anyio.Event()
+        self._give_up_at: float | None = None
+        """When a write that waits for room in a terminal's socket is given up (the stop)."""
+        self._writes: set[anyio.CancelScope] = set()
+        """The writes to terminals under way."""
+
+    async def stop(self) -> None:
+        """Save every attached session, then wait for every connection to end. A terminal
+        that reads nothing (stopped with Ctrl+Z, its socket full) is given up on after
+        ``STOP_WRITE_GRACE_S``: its tool lines not delivered, its turn ends as interrupted
+        and is saved, and its connection is closed."""
+        self._give_up_at = anyio.current_time() + STOP_WRITE_GRACE_S
+        for write in self._writes:
+            write.deadline = min(write.deadline, self._give_up_at)
+        log.info("saving %d attached session(s) before stopping", self._registry.attached)
+        await self._registry.detach_all("shutdown")
+        await self.wait_closed()
 
     async def wait_closed(self) -> None:
         """Until every connection has ended (after a shutdown told them to)."""
@@ -429,16 +467,33 @@ class Server:
                             continue
                     frames = (p.encode_server_frame(_frame_for(o)) for o in _merge_text(batch))
                     try:
-                        await write_now(stream, sock, b"".join(frames))
+                        written = await self._write(stream, sock, b"".join(frames))
                     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        _delivered(batch)  # never to be: the tools go on
                         return
-                    finally:
-                        _delivered(batch)  # written, or never to be: the tools go on
+                    if not written:  # the supervisor stops; the terminal reads nothing
+                        _not_delivered(batch)
+                        await stream.aclose()
+                        await _not_delivered_until_closed(outputs)
+                        return
+                    _delivered(batch)
                     if _ends_connection(batch[-1]):
                         await stream.aclose()
                         return
             finally:
                 _delivered(_left_unwritten(outputs))  # nobody will read them now
+
+    async def _write(self, stream: SocketStream, sock: socket.socket, data: bytes) -> bool:
+        """``write_now``; False if it was given up (see ``stop``)."""
+        with anyio.CancelScope() as write:
+            if self._give_up_at is not None:
+                write.deadline = self._give_up_at
+            self._writes.add(write)
+            try:
+                await write_now(stream, sock, data)
+            finally:
+                self._writes.discard(write)
+        return not write.cancelled_caught
 
     async def _converse(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pydantic_ai.models
 import pytest
 
 from actors.base import run_supervised
@@ -28,6 +30,7 @@ from supervisor.runtime import RuntimePaths
 from supervisor.stack import HEAVY_MODULES
 from supervisor.wire import Frame
 from tests.conversations import conversation
+from tests.e2e.test_tools_run_once import TextThenToolCall
 
 TIMEOUT_S = 20.0
 
@@ -52,6 +55,8 @@ class Starting:
     workspace: Path
     socket: Path
     load: Callable[[], Awaitable[None]]
+    running: daemon._Running
+    """The real Server and Registry, once ``load`` has run."""
 
     async def connect(self) -> Connection:
         conn = await anyio.to_thread.run_sync(Connection.open, self.socket)
@@ -108,6 +113,7 @@ async def starting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIter
                         shutdown,
                         running,
                     ),
+                    running,
                 )
                 if running.registry is not None:
                     await running.registry.detach_all("shutdown")
@@ -213,3 +219,49 @@ async def test_listing_and_status_are_answered_before_the_model_loads_and_say_so
         await starting.load()
         status = await call(conn.request, {"type": "status"})
         assert status["data"]["model_loaded"] is True
+
+
+@pytest.mark.anyio
+async def test_a_stop_gives_up_on_a_terminal_that_reads_nothing_and_saves_its_turn(
+    starting: Starting, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A terminal stopped (Ctrl+Z) while a long reply streams, its socket full: the stop
+    waited 5 s for its connection, and the turn, whose tool waited for its line to reach
+    that terminal, was saved only within that wait. The stop gives the connection up: the
+    tool does not run, the turn ends as interrupted and is saved, the connection ends."""
+    server = TextThenToolCall()
+    server.answer.set()
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+    caplog.set_level(logging.INFO, logger="agent_assist.llm")
+    await starting.load()
+    conn = await starting.connect()
+    try:
+        terminal = hello(
+            "terminal",
+            terminal_pid=os.getpid(),
+            workspace=str(starting.workspace),
+            model="openai-chat:test-model",
+        )
+        await call(conn.request, terminal)
+        await call(conn.send, {"type": "open", "mode": "new", "session_id": None})
+        session_id = (await call(conn.receive))["session_id"]
+        await call(conn.send, {"type": "user_message", "text": "go"})
+        assert (await until(conn, "turn_end"))[-1]["status"] == "ok"  # its tool ran
+        await call(conn.send, {"type": "user_message", "text": "go"})  # read no more
+        with anyio.fail_after(TIMEOUT_S):  # its tool waits for its line (the socket is full)
+            while not any("slot is lent" in r.getMessage() for r in caplog.records):  # noqa: ASYNC110
+                await anyio.sleep(0.01)  # another task's log, polled
+        assert starting.running.server is not None
+        with anyio.fail_after(TIMEOUT_S):
+            await starting.running.server.stop()
+    finally:
+        conn.close()
+        server.close()
+    assert server.tool_returns == 1, "the second turn's tool did not run"
+    assert (starting.workspace / "notes.md").read_text() == "x\n"
+    saved = SessionManager(sessions_dir(starting.workspace.resolve(), starting.root))
+    messages = saved.load(session_id).recent_messages
+    assert len(messages) == 8, "both turns are kept, the second as far as it got"
+    assert "[interrupted: this reply was stopped before its end]" in str(messages[-1])
