@@ -1106,38 +1106,106 @@ def _part_without_secrets(part: Any, known_secrets: tuple[str, ...]) -> Any:
 
 
 def events_text(events: Sequence[Event], limit: int = MAX_SUMMARIZER_INPUT_CHARS) -> str:
-    """The window as plain text for a summarizer, clipped to ``limit`` characters
-    (each message to a fair share, so one huge tool return cannot crowd out the rest).
+    """The window as plain text for a summarizer, within ``limit`` characters.
+
+    What is cut goes from the middle of the longest messages (each keeps its start and
+    its end, and says how much was left out) and, when even that is not enough, from the
+    oldest turns (a line says which): the newest turns, the most relevant, always stay,
+    and short messages (the user's rules, the files named) stay whole. The earlier
+    summary comes first, within half of ``limit``.
 
     Each turn opens with a line naming its number in the session (``turn_heading``): the
     turns the earlier summary already covers (the overlap, read again) are said to be, or
     a summary model took them for turns after it and counted them twice."""
-    lines: list[str] = []
+    head: list[str] = []
+    turns: list[tuple[int, list[str]]] = []
     previous = latest_compaction(events)
     boundary = previous.end_invocation if previous is not None else 0
-    invocation = None
     for event in events:
         if event.compaction is not None:
-            lines.append("[earlier summary] " + render_compaction(event.compaction))
+            head.append("[earlier summary] " + render_compaction(event.compaction))
             continue
         message = event.message
         assert message is not None
-        if event.invocation_id != invocation:
-            invocation = event.invocation_id
-            lines.append(turn_heading(invocation, again=invocation <= boundary))
-        for part in message.parts:
-            if isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                lines.append(f"user: {part.content}")
-            elif isinstance(part, TextPart):
-                lines.append(f"assistant: {part.content}")
-            elif isinstance(part, ToolCallPart):
-                lines.append(f"tool call {part.tool_name}: {part.args_as_json_str()}")
-            elif isinstance(part, ToolReturnPart):
-                lines.append(f"tool {part.tool_name} returned: {part.model_response_str()}")
-    lines = [scrub_text(line) for line in lines]  # before a clip can cut a secret from its key
-    share = max(200, limit // max(1, len(lines)))
-    clipped = [line if len(line) <= share else line[: share - 1] + "…" for line in lines]
-    return "\n".join(clipped)[:limit]
+        if not turns or turns[-1][0] != event.invocation_id:
+            heading = turn_heading(event.invocation_id, again=event.invocation_id <= boundary)
+            turns.append((event.invocation_id, [heading]))
+        turns[-1][1].extend(_part_lines(message))
+    head = _within_share(head, limit // 2)
+    room = limit - sum(len(line) + 1 for line in head)
+    kept = _newest_turns([lines for _, lines in turns], room)
+    left_out = len(turns) - len(kept)
+    if left_out:
+        note = LEFT_OUT_TURNS.format(turns=turns_named(turns[0][0], turns[left_out - 1][0]))
+        head.append(note)
+        room -= len(note) + 1
+    lines = _within_share([line for lines in kept for line in lines], room)
+    return "\n".join([*head, *lines])[:limit]
+
+
+LEFT_OUT_TURNS: Final = "[{turns} left out here for length]"
+CUT_MARK: Final = " […{chars:,} characters left out…] "
+MIN_LINE_SHARE: Final = 200
+"""The fewest characters of each line of a turn a summarizer's input keeps: older turns
+are left out rather than every line cut shorter."""
+SCRUB_MARGIN: Final = 1_000
+"""Characters scrubbed beyond what is kept of a cut line, so that a secret whose key is
+cut off is still found by its key."""
+
+
+def _part_lines(message: ModelMessage) -> list[str]:
+    lines = []
+    for part in message.parts:
+        if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+            lines.append(f"user: {part.content}")
+        elif isinstance(part, TextPart):
+            lines.append(f"assistant: {part.content}")
+        elif isinstance(part, ToolCallPart):
+            lines.append(f"tool call {part.tool_name}: {part.args_as_json_str()}")
+        elif isinstance(part, ToolReturnPart):
+            lines.append(f"tool {part.tool_name} returned: {part.model_response_str()}")
+    return lines
+
+
+def _newest_turns(turns: list[list[str]], room: int) -> list[list[str]]:
+    """The newest of ``turns`` whose lines, each held to at least ``MIN_LINE_SHARE``
+    characters, fit in ``room`` (the newest one always)."""
+    used = 0
+    for index in range(len(turns) - 1, -1, -1):
+        used += sum(min(len(line), MIN_LINE_SHARE) + 1 for line in turns[index])
+        if used > room and index < len(turns) - 1:
+            return turns[index + 1 :]
+    return turns
+
+
+def _within_share(lines: list[str], room: int) -> list[str]:
+    """``lines`` scrubbed and held to ``room`` characters with their newlines: the lines
+    shorter than a fair share whole, the longer ones cut to that share (the share what
+    the shorter leave, split evenly), keeping their start and end."""
+    room -= len(lines)
+    share = room
+    for done, length in enumerate(sorted(len(line) for line in lines)):
+        share = room // (len(lines) - done)
+        if length > share:
+            break
+        room -= length
+    return [_cut_middle(line, max(0, share)) for line in lines]
+
+
+def _cut_middle(line: str, chars: int) -> str:
+    """``line`` scrubbed within ``chars``: whole, or its start and end around a mark of what
+    was left out. Only what is kept is scrubbed (a pasted log of megabytes took seconds),
+    with a margin, so a secret is found by its key even where the key is cut off."""
+    if len(line) <= chars:
+        return scrub_text(line)
+    mark = CUT_MARK.format(chars=len(line))
+    if chars < len(mark) + 2:
+        return scrub_text(line[: chars + SCRUB_MARGIN])[:chars]
+    start = (chars - len(mark)) * 2 // 3
+    end = chars - len(mark) - start
+    first = scrub_text(line[: start + SCRUB_MARGIN])[:start]
+    last = scrub_text(line[-(end + SCRUB_MARGIN) :])[-end:] if end else ""
+    return first + CUT_MARK.format(chars=len(line) - start - end) + last
 
 
 TURN_HEADING: Final = "[turn {number}]"

@@ -234,6 +234,27 @@ def test_the_summarizer_input_is_clipped() -> None:
     assert len(text) <= 10_000 and "question 1" in text
 
 
+def test_a_window_too_long_for_the_summarizer_keeps_its_newest_turns_and_says_so() -> None:
+    """The input was cut at its end: the newest turn, the most relevant, was the one lost."""
+    events = [e for n in range(1, 400) for e in invocation(n)]
+    text = events_text(events, limit=10_000)
+    assert len(text) <= 10_000
+    assert "user: question 399" in text
+    assert text.splitlines()[-1].startswith("assistant: A realistic reply")
+    assert "[turns 1-" in text.splitlines()[0] and "left out here for length]" in text
+
+
+def test_a_huge_message_keeps_its_start_and_end_and_the_short_ones_stay_whole() -> None:
+    rule = "Always answer in French; keep notes in docs/notes.md."
+    log = "\n".join(f"ERROR at /srv/app/m{i}.py line {i}" for i in range(100_000))
+    messages = [*said(rule), *said("the log:\n" + log + "\nthe last line"), *said("And now?")]
+    text = events_text(events_from_messages(messages, 1), limit=10_000)
+    assert len(text) <= 10_000
+    assert f"user: {rule}" in text and "user: And now?" in text
+    assert "user: the log:" in text and "the last line" in text
+    assert "characters left out" in text
+
+
 # -- what survives ------------------------------------------------------------------------
 
 
