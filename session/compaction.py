@@ -860,6 +860,25 @@ def may_retain(text: str, *, said_by_user: bool) -> bool:
     return said_by_user and _MAY_STATE_RE.search(text) is not None
 
 
+MAX_PATHS_PER_TEXT: Final = 40
+"""A text naming more files is a document (a pasted log, a listing): its first few are
+kept, the rest would push the files the user works on out of ``MAX_PATHS``."""
+RETAIN_SCAN_CHARS: Final = 50_000
+"""Of a longer text, what is read for what to keep: its first and last lines within this
+many characters each (the user's own words around a paste). The whole of a 6 MB pasted
+log took 24 s to read, and what is in its middle is the log's."""
+
+
+def _scanned(text: str) -> str:
+    """``text``, or of a long one its first and last whole lines within
+    ``RETAIN_SCAN_CHARS`` each."""
+    if len(text) <= 2 * RETAIN_SCAN_CHARS:
+        return text
+    first = text[:RETAIN_SCAN_CHARS].rpartition("\n")[0]
+    last = text[-RETAIN_SCAN_CHARS:].partition("\n")[2]
+    return f"{first}\n{last}"
+
+
 def extract_retained(messages: Iterable[ModelMessage]) -> Retained:
     """Decisions, rules, file paths and open questions named in ``messages``; texts are
     scrubbed of credentials first (a value cut out of its ``key: value`` context, as a
@@ -871,7 +890,8 @@ def extract_retained(messages: Iterable[ModelMessage]) -> Retained:
     questions: list[str] = []
     revoked: list[str] = []
     for message in messages:
-        prompts = [t for t in user_prompts([message]) if may_retain(t, said_by_user=True)]
+        asked = map(_scanned, user_prompts([message]))
+        prompts = [t for t in asked if may_retain(t, said_by_user=True)]
         for text in map(scrub_text, prompts):
             stated = _decisions_in(text)
             decisions += stated
@@ -879,11 +899,12 @@ def extract_retained(messages: Iterable[ModelMessage]) -> Retained:
             taken_back = _revoked_in(text)
             rules = [r for r in rules if not any(_names(r, words) for words in taken_back)]
             revoked += taken_back
-            paths += file_paths(text)
+            paths += _union(file_paths(text))[:MAX_PATHS_PER_TEXT]
             questions += _questions_in(text)
-        texts = [t for t in _model_texts(message) if may_retain(t, said_by_user=False)]
+        said = map(_scanned, _model_texts(message))
+        texts = [t for t in said if may_retain(t, said_by_user=False)]
         for text in map(scrub_text, texts):
-            paths += file_paths(text)
+            paths += _union(file_paths(text))[:MAX_PATHS_PER_TEXT]
         for call in _tool_calls(message):
             args = call.args_as_dict()
             if call.tool_name == "record_decision" and isinstance(args.get("decision"), str):
@@ -1279,7 +1300,12 @@ def _quoted_requests(requests: list[tuple[int, str]]) -> list[tuple[int, str]]:
     patterns cost about a millisecond per 2 KB, and a window of 2,809 turns scrubbed every
     request (4.6 s) to quote four of them."""
     quoted = requests[:1] + requests[max(1, len(requests) - QUOTED_REQUESTS) :]
-    return [(invocation, scrub_text(text)) for invocation, text in quoted]
+    return [(invocation, scrub_text(text[:QUOTED_CHARS])) for invocation, text in quoted]
+
+
+QUOTED_CHARS: Final = 2_000
+"""Of a request, what the offline narrative may quote from (its first words), with room
+to scrub a secret there by its key: a 6 MB request took 4 s to scrub whole."""
 
 
 class OfflineEventSummarizer(BaseEventsSummarizer):

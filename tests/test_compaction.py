@@ -255,6 +255,27 @@ def test_a_huge_message_keeps_its_start_and_end_and_the_short_ones_stay_whole() 
     assert "characters left out" in text
 
 
+def test_a_pasted_log_is_read_bounded_and_leaves_the_users_files_and_rules(
+    scrubbed_texts: list[str],
+) -> None:
+    """A log of thousands of paths filled the 300 paths kept (the user's files out), and
+    every byte of it was scrubbed and read (24 s for 6 MB)."""
+    log = "\n".join(f"ERROR in /srv/app/mod{i}/file{i}.py line {i}: failed" for i in range(60_000))
+    messages = [
+        *said("Always use UTC timestamps. Keep notes in docs/notes.md."),
+        *said("Here is the log:\n" + log),
+        *said("Never log secrets. What now with agent_spec.md?"),
+    ]
+    events = events_from_messages(messages, 1)
+    window = Window(tuple(events), 1, 3)
+    compaction = finish_compaction(window, OfflineEventSummarizer().summarize(events))
+    assert compaction is not None
+    assert {"docs/notes.md", "agent_spec.md"} <= set(compaction.retained.paths)
+    assert {"Always use UTC timestamps.", "Never log secrets."} <= set(compaction.retained.rules)
+    assert len(render_compaction(compaction)) < 20_000
+    assert sum(map(len, scrubbed_texts)) < 300_000  # of a 3 MB window
+
+
 # -- what survives ------------------------------------------------------------------------
 
 

@@ -697,18 +697,19 @@ def test_after_a_compaction_the_estimate_keeps_what_the_models_count_had_beyond_
 
 
 def test_paths_named_again_in_the_overlap_stay_the_newest() -> None:
-    """A helper's report: a pasted log naming 1,500 files kept the 300 named before the
-    last 300 once the next window took the turn again as its overlap (re-mentioned
-    items kept their old place, and the cap cut from the end)."""
-    log = "the log: " + " ".join(f"src/huge/mod_{i}.py failed;" for i in range(1500))
-    lc = after_turns(fresh(policy(interval=3, overlap=1)), 1, 2)
-    said = lc.begin_turn(0).complete_turn(_said(log), now=T0, manifest={}, agent_spec_path=None)
-    lc, _ = compact(said.lifecycle)
-    lc, _ = compact(after_turns(lc, 4, 6))
-    assert lc.compaction is not None and lc.compaction.end_invocation == 6
+    """A helper's report: 360 files named kept the 300 named before the last 300 once the
+    next window took the turn again as its overlap (re-mentioned items kept their old
+    place, and the cap cut from the end). Each turn names 40 (a text naming more is a
+    document: its first few are kept)."""
+    named = [range(n, n + 40) for n in range(0, 360, 40)]
+    prompts = [" ".join(f"src/huge/mod_{i}.py" for i in files) for files in named]
+    lc = after_saying(fresh(policy(interval=9, overlap=1)), prompts)
+    lc, _ = compact(lc)
+    lc, _ = compact(after_turns(lc, 10, 18))
+    assert lc.compaction is not None and lc.compaction.end_invocation == 18
     paths = lc.compaction.retained.paths
-    assert paths[-1] == "src/huge/mod_1499.py"
-    assert paths[0] == "src/huge/mod_1200.py"
+    assert paths[-1] == "src/huge/mod_359.py"
+    assert paths[0] == "src/huge/mod_60.py"
 
 
 def test_a_rule_taken_back_leaves_the_instructions_at_once() -> None:
