@@ -92,6 +92,7 @@ from actors.messages import (
 from actors.turn_lines import (
     TURNS_LEFT_OUT_LINE,
     checkpoint_failed,
+    message_over_budget_line,
     over_budget_line,
     over_budget_uncompacted_line,
     stop_note,
@@ -1500,13 +1501,7 @@ class TerminalActor(Actor[TerminalMessage]):
         threshold = self._lc.policy.compaction.token_threshold
         message = estimate_tokens(extra_chars)
         if threshold is not None and message >= threshold and not again:
-            await self._emit(
-                Info(
-                    f"warning: this message alone is ~{message:,} tokens, over the token "
-                    f"budget of {threshold:,}; it is sent as it is (a model with a smaller "
-                    "context window will refuse it: send a part, or a file to read)"
-                )
-            )
+            await self._emit(Info(message_over_budget_line(message, threshold)))
         tokens = self._lc.request_tokens(extra_chars)
         window = self._lc.compaction_due(request_tokens=tokens)
         if window is None and self._lc.compacting is not None:

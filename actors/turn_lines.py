@@ -362,6 +362,15 @@ _HTML_RE = re.compile(r"<\s*(html|body|head|h1|p|title)\b", re.IGNORECASE)
 _TAG_RE = re.compile(r"<[^>]*>")
 
 
+def message_over_budget_line(message: int, threshold: int) -> str:
+    """The warning for a message of ``message`` tokens over the token budget on its own
+    (it is sent all the same): short, and what to do instead."""
+    return (
+        f"warning: this message (~{message:,} tokens) is over the {threshold:,}-token "
+        "budget; send a part or a file path"
+    )
+
+
 def over_budget_line(result: Compacted, tokens: int, threshold: int) -> str:
     """The warning for a request still over the token budget after the compaction that was
     to bring it under: kept but not enough, not shorter, or failed."""

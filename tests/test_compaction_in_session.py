@@ -520,9 +520,10 @@ async def test_a_message_over_the_budget_alone_is_told_as_such_each_time(
     for n in range(3):
         await rig.turn(f"message {n} {huge}")
     notices = rig.notices()
-    alone = [n for n in notices if n.startswith("warning: this message alone is ~2,0")]
+    alone = [n for n in notices if n.startswith("warning: this message (~2,0")]
     assert len(alone) == 3, notices
-    assert "over the token budget of 1,000; it is sent as it is" in alone[0]
+    assert alone[0].endswith("tokens) is over the 1,000-token budget; send a part or a file path")
+    assert len(alone[0]) < 100
     assert not [n for n in notices if n.startswith("warning: the compacted conversation")]
     await rig.terminal.tell(Detach("exit"))
 
