@@ -657,6 +657,7 @@ class SessionLifecycle:
             tracked_paths=frozenset(stored.file_manifest) - set(drift.deleted if drift else ()),
             **self._fresh_compaction(compaction, first, last_turn_again=again),
         )
+        new = new._due_window_waits_for_a_turn()
         pointer = WritePointer(stored.session_id)
         if restored is not None:  # a checkpoint keeps its own copy
             return Transition(new, (pointer,))
@@ -667,6 +668,18 @@ class SessionLifecycle:
         else:
             return Transition(new, (pointer,))
         return Transition(new, (keep, pointer))
+
+    def _due_window_waits_for_a_turn(self) -> SessionLifecycle:
+        """A resumed session whose sliding window is due already: it was due when the
+        session was left, and that run tried it (backing off, its summary no shorter) or
+        was cut short. The back-off is not saved, so without this a resume asked the
+        summary model for the same window again at once (at the exit of a resume with no
+        turn, every time); it is tried after the next turn, with that turn in it."""
+        config = self.policy.compaction
+        boundary = self.compaction.end_invocation if self.compaction else 0
+        if 0 < config.compaction_interval <= self.invocations - boundary:
+            return self._with(backoff_until=self.invocations + 1)
+        return self
 
     def _compacted_at_resume(
         self,

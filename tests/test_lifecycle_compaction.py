@@ -219,6 +219,20 @@ def test_a_failure_backs_off_instead_of_retrying_every_turn() -> None:
     assert lc.compaction_due() is not None
 
 
+def test_a_window_that_failed_is_not_tried_again_at_once_after_a_resume() -> None:
+    """The back-off is not saved: a resume found the failed window due at once, and the
+    exit of a resume with no turn asked the summary model for it again, every time."""
+    lc = after_turns(fresh(policy(interval=3)), 1, 3)
+    window = lc.compaction_due()
+    assert window is not None
+    lc = lc.begin_compaction(window).compaction_failed(lc.generation)
+    saved = lc.write(T0, {}, None).state
+    resumed = SessionLifecycle(policy=policy(interval=3)).resume(saved, FileDrift()).lifecycle
+    assert resumed.invocations == 3
+    assert resumed.compaction_due() is None, "tried again before any new turn"
+    assert after_turns(resumed, 4, 4).compaction_due() is not None, "with the next turn in it"
+
+
 def test_a_window_backing_off_does_not_mute_the_token_budget() -> None:
     """A helper's find: a window whose summary was no shorter backed off six turns, and the
     budget's check with it: requests grew to five times the budget, untold."""
