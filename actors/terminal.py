@@ -1519,7 +1519,10 @@ class TerminalActor(Actor[TerminalMessage]):
                 line = over_budget_uncompacted_line(tokens, threshold, compaction_off=off)
                 await self._tell_over_budget(tokens, line)
             return tokens
-        result = await self._compact_and_wait(window, "tokens")
+        # Out of reach, the summary model would be waited for before every request for a
+        # compaction that cannot bring it under the budget: the offline summarizer, at once.
+        offline = self._lc.budget_out_of_reach(extra_chars)
+        result = await self._compact_and_wait(window, "tokens", offline=offline)
         if result is None:
             return None
         tokens = self._lc.request_tokens(extra_chars)
@@ -1575,12 +1578,15 @@ class TerminalActor(Actor[TerminalMessage]):
             reason = result.error or "the summarizer skipped it"
             await self._emit(CommandOutput(f"error: compaction failed: {reason}"))
 
-    async def _compact_and_wait(self, window: Window, trigger: Trigger) -> Compacted | None:
-        """Compact ``window`` now, the user waiting (the token budget's, ``/compact``): the
-        result, kept if it is any good; None if the user cancelled the wait (Ctrl+C)."""
+    async def _compact_and_wait(
+        self, window: Window, trigger: Trigger, *, offline: bool = False
+    ) -> Compacted | None:
+        """Compact ``window`` now, the user waiting (the token budget's, ``/compact``; with
+        ``offline``, by the offline summarizer): the result, kept if it is any good; None
+        if the user cancelled the wait (Ctrl+C)."""
         lc = self._lc
         self._lc = lc.begin_compaction(window)
-        request = self._compact_request(window, trigger, self._self)
+        request = self._compact_request(window, trigger, self._self, offline=offline)
         try:
             await self._peers.compaction.tell(request)
         except DeadActor as exc:
@@ -1618,7 +1624,7 @@ class TerminalActor(Actor[TerminalMessage]):
         timeout = f"no answer in {COMPACTION_TIMEOUT_S:.0f} s"
         async with anyio.create_task_group() as timers:
             if request.trigger != "window":  # the user waits for it, and is told why
-                line = compacting_line(request.trigger, self._config.summary_model)
+                line = compacting_line(request.trigger, request.summary_model)
                 timers.start_soon(self._tell_after, SLOW_COMPACTION_S, line)
             timers.start_soon(self._wait_over_after, COMPACTION_TIMEOUT_S, request)
             try:
@@ -1650,7 +1656,12 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._emit(Info(line))
 
     def _compact_request(
-        self, window: Window, trigger: Trigger, reply_to: ActorRef[TerminalMessage] | None = None
+        self,
+        window: Window,
+        trigger: Trigger,
+        reply_to: ActorRef[TerminalMessage] | None = None,
+        *,
+        offline: bool = False,
     ) -> Compact:
         return Compact(
             self._lc.session_id or "",
@@ -1658,7 +1669,7 @@ class TerminalActor(Actor[TerminalMessage]):
             window,
             trigger,
             reply_to,
-            self._config.summary_model,
+            OFFLINE if offline else self._config.summary_model,
             self._lc.policy.known_secrets,
         )
 

@@ -441,6 +441,17 @@ class SessionLifecycle:
         history = self.request_history(extra_chars, last_turn_again=last_turn_again)
         return sum(message_chars(m) for m in history)
 
+    def budget_out_of_reach(self, extra_chars: int = 0) -> bool:
+        """Whether what the next request carries besides its history (the instructions, the
+        base prompt and tool definitions the model's count holds, ``extra_chars``: the
+        message about to be sent) reaches the token budget alone: no compaction brings the
+        request under it, one only keeps it as small as it can be."""
+        threshold = self.policy.compaction.token_threshold
+        if threshold is None:
+            return False
+        history = estimate_tokens(self.history_chars(extra_chars))
+        return self.request_tokens(extra_chars) - history >= threshold
+
     def turns_left_out(self) -> int:
         """The turns in memory the next request leaves out, neither sent nor summarized:
         with automatic compaction off and no ``/compact`` yet, the tail's limits (its

@@ -642,6 +642,33 @@ async def test_a_cancelled_slash_compact_is_not_kept_when_its_answer_comes_after
     await rig.terminal.tell(Detach("exit"))
 
 
+async def test_a_budget_under_what_the_model_counts_besides_the_history_asks_no_summary_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A budget smaller than the base prompt and tools (as the model counts them): every
+    request compacted the turn before it, the user waiting for the summary model each time,
+    though no compaction could bring the request under the budget. The offline summarizer
+    keeps it as small as it can be, at once."""
+    policy = PersistPolicy(
+        compaction=EventsCompactionConfig(100, 1, token_threshold=300, event_retention_size=2)
+    )
+    with local_models(monkeypatch) as server:
+        server.report_usage = True  # the request's tokens, tool definitions included: ~600
+        async with anyio.create_task_group() as tg:
+            terminal, outputs, project = await summary_model_terminal(tg, tmp_path, 5.0, policy)
+            rig = Rig(terminal, terminal, outputs, project, [])
+            for n in range(1, 5):
+                await rig.turn(f"question {n} about the triage agent's tools")
+            tg.cancel_scope.cancel()
+    asked = [
+        r
+        for r in server.requests
+        if r["model"] == "summary-model" and "You compact" in orjson.dumps(r).decode()
+    ]
+    assert not asked, len(asked)
+    assert [n for n in rig.notices() if n.startswith("note: compacted turns 1-3")], rig.notices()
+
+
 async def test_a_big_message_after_a_whole_compact_leaves_the_turn_sent_again_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
