@@ -1504,13 +1504,14 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._emit(Info(message_over_budget_line(message, threshold)))
         tokens = self._lc.request_tokens(extra_chars)
         window = self._lc.compaction_due(request_tokens=tokens)
+        superseding = False
         if window is None and self._lc.compacting is not None:
             # Over the budget while a compaction runs in the background (a slow summary
             # model): compact now rather than send requests over it until that answers.
             superseded = self._lc.supersede_compaction()
             window = superseded.compaction_due(request_tokens=tokens)
             if window is not None:
-                self._lc = superseded
+                self._lc, superseding = superseded, True
         if window is None:
             if threshold is not None and tokens >= threshold and message < threshold:
                 # Nothing was compacted (automatic compaction off, or nothing left to
@@ -1519,9 +1520,10 @@ class TerminalActor(Actor[TerminalMessage]):
                 line = over_budget_uncompacted_line(tokens, threshold, compaction_off=off)
                 await self._tell_over_budget(tokens, line)
             return tokens
-        # Out of reach, the summary model would be waited for before every request for a
-        # compaction that cannot bring it under the budget: the offline summarizer, at once.
-        offline = self._lc.budget_out_of_reach(extra_chars)
+        # The offline summarizer, at once: the summary model has not answered the one in
+        # flight yet (the user does not wait for it twice), or, the budget out of reach, it
+        # would be waited for before every request for a compaction that cannot help.
+        offline = superseding or self._lc.budget_out_of_reach(extra_chars)
         result = await self._compact_and_wait(window, "tokens", offline=offline)
         if result is None:
             return None

@@ -669,6 +669,30 @@ async def test_a_budget_under_what_the_model_counts_besides_the_history_asks_no_
     assert [n for n in rig.notices() if n.startswith("note: compacted turns 1-3")], rig.notices()
 
 
+async def test_a_message_over_the_budget_does_not_wait_for_a_slow_summary_model_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A summary model slow to answer the compaction in the background: a message over the
+    budget asked it again and waited (up to 15 s each time it was slow). The compaction
+    that supersedes the one in flight is the offline summarizer's, at once."""
+    policy = PersistPolicy(
+        compaction=EventsCompactionConfig(1, 0, token_threshold=1000, event_retention_size=2)
+    )
+    with local_models(monkeypatch) as server:
+        server.summary_delay = 120  # released at the end
+        async with anyio.create_task_group() as tg:
+            terminal, outputs, project = await summary_model_terminal(tg, tmp_path, 60.0, policy)
+            rig = Rig(terminal, terminal, outputs, project, [])
+            await rig.turn(f"first {LONG * 10}")  # its compaction waits for the summary model
+            await rig.turn(f"second {LONG * 10}")  # over 1,000 tokens with the first
+            assert rig.saved()["compacted_history_summary"].startswith(
+                "Conversation so far (turns 1-1"
+            )
+            server.released.set()
+            tg.cancel_scope.cancel()
+    assert not [n for n in rig.notices() if "waiting for the summary model" in n]
+
+
 async def test_a_big_message_after_a_whole_compact_leaves_the_turn_sent_again_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
