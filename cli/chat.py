@@ -35,11 +35,11 @@ from cli.preload import preload_prompt
 from cli.summaries import clip, columns, cut, listed_headline, summary_headline
 from session.environment import secrets_from_environment
 from supervisor.client import (
-    CONTROL_TIMEOUT_S,
     Connection,
     ConnectionLost,
     RemoteError,
     connect_or_start,
+    control_timeout,
     hello,
     not_answering,
     supervisor_answers,
@@ -572,7 +572,7 @@ class Chat:
     # -- attaching ------------------------------------------------------------
 
     def _welcome_after_a_wait(self, conn: Connection) -> Frame:
-        """No welcome within ``CONTROL_TIMEOUT_S``. A supervisor that answers a control
+        """No welcome within ``control_timeout()``. A supervisor that answers a control
         request is finishing this tab's previous session (its exit waits for a turn or a
         ``/compact`` it cut): say so and wait for it (a helper was told to kill a
         supervisor that was not hung). One that does not answer is stopped or hung."""
@@ -653,7 +653,7 @@ class Chat:
 
     def _hello(self, conn: Connection) -> Frame:
         """Say hello as this terminal; the welcome."""
-        conn.sock.settimeout(CONTROL_TIMEOUT_S)  # a stopped or hung supervisor is told
+        conn.sock.settimeout(control_timeout())  # a stopped or hung supervisor is told
         try:
             return conn.request(
                 hello(

@@ -85,7 +85,7 @@ def error_line(exc: BaseException) -> str | None:
     errors users can meet; None for a bug, which should keep its traceback."""
     from supervisor.client import ConnectionLost, RemoteError, SupervisorUnavailable
     from supervisor.home import HomeHeld
-    from supervisor.runtime import RuntimeDirError
+    from supervisor.runtime import RuntimeDirError, TuningError
     from supervisor.wire import FrameError
 
     if isinstance(
@@ -93,6 +93,7 @@ def error_line(exc: BaseException) -> str | None:
         CommandError
         | SupervisorUnavailable
         | RuntimeDirError
+        | TuningError
         | HomeHeld
         | ConnectionLost
         | RemoteError

@@ -29,7 +29,7 @@ from cli.errors import (
     usable_workspace,
 )
 from cli.quick import incomplete
-from supervisor.runtime import runtime_paths
+from supervisor.runtime import check_tuning, runtime_paths
 
 F = TypeVar("F", bound=Callable[..., Any])
 NOT_RUNNING = 3
@@ -280,6 +280,7 @@ def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, 
     if resume_id is not None:
         resume_id = full_id(resume_id)
     settings = config_cmd.load({"model": model})
+    check_tuning()  # the chat may start the supervisor, which reads them all
     source = config_cmd.source_label(settings, "model")
     config_cmd.check_sdks(settings)
     options = ChatOptions(

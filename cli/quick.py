@@ -18,6 +18,21 @@ from collections.abc import Iterable, Mapping
 
 TIMEOUT_S = 10.0
 """As ``supervisor.client.CONTROL_TIMEOUT_S``: then the full path says it in one line."""
+MAX_TIMEOUT_S = 1e9
+"""``supervisor.runtime.MAX_TUNING_VALUE`` (a test keeps them equal)."""
+
+
+def control_timeout(environ: Mapping[str, str]) -> float | None:
+    """``AGENT_ASSIST_CONTROL_TIMEOUT_S`` as ``supervisor.client.control_timeout`` reads
+    it; None for a value it refuses (the full path then says so, in one line)."""
+    raw = environ.get("AGENT_ASSIST_CONTROL_TIMEOUT_S", "").strip()
+    if not raw:
+        return TIMEOUT_S
+    try:
+        value = float(raw) if len(raw) <= 32 else -1.0
+    except ValueError:
+        return None
+    return value if 0 < value < MAX_TIMEOUT_S else None
 PROTOCOL_VERSION = 1
 MAX_SERVER_FRAME_BYTES = 64 * 1024 * 1024
 """``supervisor.wire``'s (a test keeps them equal): importing it would import ``typing``."""
@@ -60,14 +75,15 @@ def ask_for_sessions(workspace: str | None, every: bool) -> dict[str, object] | 
         "client_pid": os.getpid(),
     }
     root = state_root(os.environ)
-    if root is None:
+    timeout = control_timeout(os.environ)
+    if root is None or timeout is None:
         return None
     hello["state_root"] = root
     request = {"type": "list_sessions", "workspace": workspace, "all": every}
     path = os.path.join(runtime_dir(os.environ), "supervisor.sock")
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(float(os.environ.get("AGENT_ASSIST_CONTROL_TIMEOUT_S", TIMEOUT_S)))
+            sock.settimeout(timeout)
             sock.connect(path)
             sock.sendall(json.dumps(hello).encode() + b"\n" + json.dumps(request).encode() + b"\n")
             with sock.makefile("rb") as lines:

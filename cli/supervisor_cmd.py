@@ -14,7 +14,7 @@ from supervisor.client import (
     control_connection,
     not_answering,
 )
-from supervisor.runtime import RuntimePaths
+from supervisor.runtime import RuntimePaths, check_tuning
 
 STOP_TIMEOUT_S = 30.0
 
@@ -39,6 +39,7 @@ def start(paths: RuntimePaths) -> tuple[dict[str, Any], bool]:
     from session.settings import load_settings
 
     load_settings(state_root(), os.environ)
+    check_tuning()
     conn, started = connect_or_start(paths, START_TIMEOUT_S)
     conn.close()
     return status(paths), started

@@ -229,9 +229,15 @@ def _encodable(value: str) -> bool:
     return True
 
 
-CONTROL_TIMEOUT_S = number_from_env("AGENT_ASSIST_CONTROL_TIMEOUT_S", 10.0)
-"""A control request (status, listing, stop) unanswered this long: the supervisor is hung
-or stopped (SIGSTOP), or something else listens on its socket."""
+CONTROL_TIMEOUT_S = 10.0
+
+
+def control_timeout() -> float:
+    """How long a control request (status, listing, stop) may go unanswered before the
+    supervisor is said to be hung or stopped (SIGSTOP), or something else to listen on its
+    socket: ``AGENT_ASSIST_CONTROL_TIMEOUT_S``, else ``CONTROL_TIMEOUT_S`` (TuningError for
+    a bad value)."""
+    return number_from_env("AGENT_ASSIST_CONTROL_TIMEOUT_S", CONTROL_TIMEOUT_S)
 
 
 def not_answering(paths: RuntimePaths) -> SupervisorUnavailable:
@@ -241,10 +247,10 @@ def not_answering(paths: RuntimePaths) -> SupervisorUnavailable:
     except (OSError, ValueError):
         return SupervisorUnavailable(
             f"the supervisor's socket {paths.socket} takes connections but nothing answers "
-            f"within {CONTROL_TIMEOUT_S:g} s"
+            f"within {control_timeout():g} s"
         )
     return SupervisorUnavailable(
-        f"the supervisor (pid {pid}) does not answer within {CONTROL_TIMEOUT_S:g} s: it is "
+        f"the supervisor (pid {pid}) does not answer within {control_timeout():g} s: it is "
         f"stopped or hung (kill -CONT {pid} resumes a stopped one; kill {pid} ends it)"
     )
 
@@ -271,11 +277,12 @@ def control_hello(conn: Connection, frame: Frame) -> None:
 
 def control_connection(paths: RuntimePaths) -> Connection | None:
     """A connection to the running supervisor for control requests, whose every receive
-    gives up after ``CONTROL_TIMEOUT_S`` (TimeoutError); None when none runs."""
+    gives up after ``control_timeout()`` (TimeoutError); None when none runs."""
+    timeout = control_timeout()  # a bad value is told whether a supervisor runs or not
     conn = try_connect(paths)
     if conn is None:
         return None
-    conn.sock.settimeout(CONTROL_TIMEOUT_S)
+    conn.sock.settimeout(timeout)
     return conn
 
 
@@ -288,7 +295,7 @@ def ask_status(conn: Connection) -> dict[str, Any]:
 
 
 def supervisor_answers(paths: RuntimePaths) -> bool:
-    """Whether the supervisor answers a control ``status`` within ``CONTROL_TIMEOUT_S``
+    """Whether the supervisor answers a control ``status`` within ``control_timeout()``
     (a terminal's connection kept waiting is then not a hung supervisor's)."""
     conn = control_connection(paths)
     if conn is None:

@@ -35,7 +35,7 @@ from session.paths import state_root
 from session.redaction import secrets_from_environment
 from session.settings import load_settings
 from supervisor.accept import MAX_CONNECTIONS, connection_cap
-from supervisor.front import FrontDoor
+from supervisor.front import HELLO_TIMEOUT_S, FrontDoor
 from supervisor.heir import forget_heir_pid, heir_enabled, spawn_heir, stop_heir
 from supervisor.home import take_home_lock
 from supervisor.listening import keep_lock, serve_socket
@@ -43,6 +43,7 @@ from supervisor.log_scrub import ScrubSecrets
 from supervisor.loop_errors import quiet_loop_errors
 from supervisor.runtime import (
     RuntimePaths,
+    check_tuning,
     ensure_private_runtime_dir,
     number_from_env,
     runtime_paths,
@@ -79,7 +80,7 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
     Imports the model stack (call it once ``load_model_stack`` has run)."""
     from session.compaction import EventsCompactionConfig
     from session.lifecycle import PersistPolicy
-    from supervisor.server import HELLO_TIMEOUT_S, Settings
+    from supervisor.server import Settings
 
     root = state_root().resolve()
     configured = load_settings(root, os.environ)
@@ -259,6 +260,7 @@ def supervise(paths: RuntimePaths, lock_fd: int, took_over_from: int | None = No
         write_pid_file(paths.pid_file)
         root = state_root().resolve()
         load_settings(root, os.environ)  # a bad setting stops the start here, in one line
+        check_tuning()  # and so does a bad tuning variable
         log.info("supervisor %d starting (state root %s)", os.getpid(), root)
         home_fd = take_home_lock(root, paths.directory)  # HomeHeld: another one keeps it
         # A turn's objects die by reference counting; at the default threshold (700) the
@@ -411,7 +413,8 @@ async def _serve(
                 lambda ref: StorageActor(root, memory, known_secrets=secrets),
             )
         )
-        front = FrontDoor(root, paths.socket, storage, shutdown)
+        hello_timeout_s = number_from_env("AGENT_ASSIST_HELLO_TIMEOUT_S", HELLO_TIMEOUT_S)
+        front = FrontDoor(root, paths.socket, storage, shutdown, hello_timeout_s)
         async with anyio.create_task_group() as terminals:
             async with anyio.create_task_group() as connections:
                 cap = connection_cap(

@@ -56,16 +56,9 @@ MODEL_NOTICE = "starting the model..."
 STORAGE_TIMEOUT_S = 30.0
 
 
-def _hello_timeout(default: float = 10.0) -> float:
-    try:
-        value = float(os.environ.get("AGENT_ASSIST_HELLO_TIMEOUT_S") or default)
-    except ValueError:
-        return default
-    return value if 0 < value < 1e9 else default
-
-
-HELLO_TIMEOUT_S = _hello_timeout()
-"""A connection that says nothing for this long is closed (a test and tuning knob)."""
+HELLO_TIMEOUT_S = 10.0
+"""A connection that says nothing for this long is closed, unless
+``AGENT_ASSIST_HELLO_TIMEOUT_S`` says otherwise (a test and tuning knob)."""
 
 
 @dataclass(frozen=True)
@@ -126,8 +119,10 @@ class FrontDoor:
         socket: Path,
         storage: ActorRef[StorageMessage],
         shutdown: anyio.Event,
+        hello_timeout_s: float = HELLO_TIMEOUT_S,
     ) -> None:
         self._root = root
+        self._hello_timeout_s = hello_timeout_s
         self._socket = socket
         self._storage = storage
         self._shutdown = shutdown
@@ -166,7 +161,7 @@ class FrontDoor:
     async def _handle(self, stream: SocketStream) -> bool:
         """Serve a connection until it can be handed over; True once handed over."""
         reader = BufferedByteReceiveStream(stream)
-        hello = await read_hello(stream, reader, HELLO_TIMEOUT_S, self._root)
+        hello = await read_hello(stream, reader, self._hello_timeout_s, self._root)
         if hello.role == "control":
             await send(stream, p.Welcome(supervisor_pid=os.getpid()))
             await self._control(reader, stream)

@@ -10,6 +10,7 @@ import os
 import socket
 import stat
 import struct
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -74,13 +75,47 @@ class RuntimePaths(NamedTuple):
         return self.directory / "heir.pid"
 
 
-def number_from_env(name: str, default: float) -> float:
-    """A test and tuning knob; a bad value is ignored (the default is used)."""
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
+class TuningError(Exception):
+    """A tuning variable (``TUNING_VARIABLES``) set to a value that cannot be used."""
+
+
+TUNING_VARIABLES = (
+    "AGENT_ASSIST_CONTROL_TIMEOUT_S",
+    "AGENT_ASSIST_HELLO_TIMEOUT_S",
+    "AGENT_ASSIST_MAX_CONNECTIONS",
+)
+"""Test and tuning knobs, read where they are used; ``check_tuning`` checks them all."""
+MAX_TUNING_VALUE = 1e9
+
+
+def number_from_env(
+    name: str, default: float, environ: Mapping[str, str] | None = None
+) -> float:
+    """The positive number ``name`` is set to (seconds, or a count), else ``default``;
+    TuningError, one line naming the variable and its value, for anything else (``abc``,
+    ``-1``, ``nan``, ``inf``: they were ignored silently)."""
+    raw = (os.environ if environ is None else environ).get(name, "").strip()
+    if not raw:
         return default
-    return value if 0 < value < 1e9 else default
+    try:
+        value = float(raw) if len(raw) <= 32 else -1.0
+    except ValueError:
+        value = -1.0
+    if not 0 < value < MAX_TUNING_VALUE:  # also refuses nan and inf
+        from session.redaction import scrub_text  # only on this error's path: it costs
+
+        raise TuningError(
+            f"bad {name} {scrub_text(repr(raw[:40]))}: must be a number > 0 and "
+            f"< {MAX_TUNING_VALUE:,.0f}"
+        )
+    return value
+
+
+def check_tuning(environ: Mapping[str, str] | None = None) -> None:
+    """TuningError if a tuning variable is set to a bad value: a command that may start a
+    supervisor says it at once, rather than a detached supervisor in its log."""
+    for name in TUNING_VARIABLES:
+        number_from_env(name, 1.0, environ)
 
 
 def runtime_paths(environ: dict[str, str] | os._Environ[str] | None = None) -> RuntimePaths:

@@ -63,7 +63,7 @@ from session.models import is_session_id
 from session.paths import is_project_name, projects_dir, sessions_dir
 from session.processes import process_start_time
 from session.redaction import with_secrets
-from supervisor import accept
+from supervisor import accept, front
 from supervisor import protocol as p
 from supervisor.front import Opening, ProtocolMisuse, error_for
 from supervisor.greeting import (
@@ -85,7 +85,7 @@ from supervisor.wire import TEXT_FRAME_CHARS, ErrorCode, FrameError
 log = logging.getLogger("agent_assist.server")
 OPEN_TIMEOUT_S = 60.0
 OUTBOX_SIZE = 256
-HELLO_TIMEOUT_S = 10.0
+HELLO_TIMEOUT_S = front.HELLO_TIMEOUT_S
 STOP_WRITE_GRACE_S = 0.5
 """Once the supervisor stops, how long a write to a terminal may wait for room in its
 socket: a terminal that takes none of it in that time (stopped with Ctrl+Z) is given up."""

@@ -66,3 +66,15 @@ def test_the_quick_listing_sends_the_client_s_state_root(
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
     assert quick.state_root(environ) == str(state_root().resolve())
+
+
+def test_the_quick_listing_refuses_the_control_timeouts_the_full_client_refuses() -> None:
+    """A value the full client refuses goes to it (which says so in one line): ``inf``
+    ended the quick listing in a traceback (OverflowError of ``settimeout``)."""
+    from supervisor.runtime import MAX_TUNING_VALUE
+
+    assert quick.MAX_TIMEOUT_S == MAX_TUNING_VALUE
+    for value in ("abc", "-1", "0", "nan", "inf", "1e9", "9" * 40):
+        assert quick.control_timeout({"AGENT_ASSIST_CONTROL_TIMEOUT_S": value}) is None, value
+    assert quick.control_timeout({"AGENT_ASSIST_CONTROL_TIMEOUT_S": " 2.5 "}) == 2.5
+    assert quick.control_timeout({}) == quick.TIMEOUT_S
