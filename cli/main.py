@@ -480,18 +480,30 @@ def sessions_show(
     ctx: click.Context, session_id: str, workspace: Path | None, as_json: bool
 ) -> None:
     """Show one session (ID: its 12 digits, or the first 4 or more)."""
+    from supervisor.client import RemoteError
+    from supervisor.wire import ErrorCode
+
     where = _workspace_if_any(ctx, workspace)
     session_id = full_id(session_id)
-    if (new := _new_live_session(where, session_id)) is not None:
-        shown: dict[str, Any] = {"row": new, "session": None, "checkpoints": [], "warnings": []}
-        click.echo(sessions_ops.dumps(shown) if as_json else _new_session_line(new))
-        return
     with _not_found_hint(where, session_id):
-        data = _in_any_project(
-            lambda project: sessions_ops.show_session(runtime_paths(), where, session_id, project),
-            where,
-            session_id,
-        )
+        try:
+            data = _in_any_project(
+                lambda project: sessions_ops.show_session(
+                    runtime_paths(), where, session_id, project
+                ),
+                where,
+                session_id,
+            )
+        except (FileNotFoundError, RemoteError) as exc:
+            if isinstance(exc, RemoteError) and exc.code != ErrorCode.NOT_FOUND:
+                raise
+            # No file: a new session, live before its first turn, is in the listing only
+            # (asked for here, not before every show: a second scan of the directory).
+            if (new := _new_live_session(where, session_id)) is None:
+                raise
+            shown: dict[str, Any] = {"row": new, "session": None, "checkpoints": [], "warnings": []}
+            click.echo(sessions_ops.dumps(shown) if as_json else _new_session_line(new))
+            return
     if as_json:
         click.echo(sessions_ops.dumps(data))
     else:
