@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -64,6 +65,9 @@ STOPPED_LINE = "the reply was stopped: the supervisor's model actor stopped; ple
 STALL_TIMEOUT_S = 300.0
 """A model that sends nothing for this long is given up on (``AGENT_ASSIST_MODEL_TIMEOUT_S``):
 the turn ends with one line and the session goes on."""
+TERMINAL_GONE_LINE = "the terminal went away before the reply's tools could run"
+"""Why a turn stopped at a response that calls tools: their lines cannot reach a terminal
+that is gone, and a tool runs only once its terminal has its line (H111)."""
 DELIVERY_CHECK_S = 1.0
 """How often a tool waiting for its line to reach the terminal looks whether the terminal's
 actor still runs."""
@@ -182,7 +186,12 @@ class LLMActor(Actor[LLMMessage]):
                     done = await self._stream_turn(turn, reply, deps, progress)
                 except NotDelivered:  # the supervisor stops: its tool does not run
                     log.info("turn %d: a tool call's line was not delivered", turn.turn_id)
-                    done = _unfinished(turn, deps, cancelled=True, kept=progress.kept())
+                    kept = progress.kept(last_calls_run=False)
+                    done = _unfinished(turn, deps, cancelled=True, kept=kept)
+                except TerminalGone:
+                    log.info("turn %d: its terminal went away before its tools ran", turn.turn_id)
+                    kept = progress.kept(last_calls_run=False)
+                    done = _unfinished(turn, deps, error=TERMINAL_GONE_LINE, kept=kept)
                 except Stalled:
                     log.warning("turn %d: no answer from %s", turn.turn_id, turn.model)
                     line = self._stalled_line(turn)
@@ -338,8 +347,9 @@ class _Progress:
     run: AgentRun[TurnDeps, str] | None = None
     text: list[str] = field(default_factory=list)
 
-    def kept(self) -> tuple[ModelMessage, ...]:
-        """What the turn keeps if the user interrupts it now."""
+    def kept(self, *, last_calls_run: bool = True) -> tuple[ModelMessage, ...]:
+        """What the turn keeps if the user interrupts it now (``last_calls_run`` False:
+        the tools the last response calls were not run, and are dropped with it)."""
         if self.run is None:
             return ()
         try:
@@ -347,11 +357,17 @@ class _Progress:
         except Exception:  # a run cut before it had any: nothing to keep
             log.exception("the messages of an interrupted run could not be read")
             return ()
+        if not last_calls_run and messages and isinstance(messages[-1], ModelResponse):
+            messages = [*messages[:-1], dataclasses.replace(messages[-1], state="interrupted")]
         return interrupted_turn(messages, "".join(self.text))
 
 
 class Stalled(Exception):
     """The model sent nothing within the stall timeout."""
+
+
+class TerminalGone(Exception):
+    """The terminal went away before it had the lines of the tools a response calls."""
 
 
 async def _tell_tool_calls(
@@ -377,20 +393,23 @@ async def _tell_tool_calls(
     if delivered is not None and calls:
         with watch.paused():  # a terminal stopped (Ctrl+Z) is no model that stalls
             with anyio.move_on_after(SLOT_KEPT_FOR_DELIVERY_S):
-                await delivered.wait()
+                if await delivered.wait() is False:
+                    raise TerminalGone  # its tools do not run: nobody would see their lines
                 return
             log.info("turn %d: its terminal reads nothing; its model slot is lent", turn.turn_id)
             async with slot.lent():
-                await _until_delivered(delivered, turn.reply_to)
+                if not await _until_delivered(delivered, turn.reply_to):
+                    raise TerminalGone
 
 
-async def _until_delivered(delivered: Reply, terminal: ActorRef[TerminalMessage]) -> None:
+async def _until_delivered(delivered: Reply, terminal: ActorRef[TerminalMessage]) -> bool:
     """Until ``delivered`` is set, or ``terminal`` stops (a line left in its mailbox is
-    delivered by nobody); ``NotDelivered`` if the line never will be."""
+    delivered by nobody): whether the terminal has the line (``delivered`` set False:
+    it never will, it is gone); ``NotDelivered`` if the supervisor stops first."""
     while terminal.running:
         with anyio.move_on_after(DELIVERY_CHECK_S):
-            await delivered.wait()
-            return
+            return await delivered.wait() is not False
+    return False
 
 
 class Slot:

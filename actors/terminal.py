@@ -128,6 +128,7 @@ from session.filesystem import (
     sha256_file,
     what_is_at,
 )
+from session.interrupted import unanswered_turn
 from session.lifecycle import (
     DeletePointer,
     DeleteSession,
@@ -149,6 +150,7 @@ from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
 from session.summary import offline_summary
 from session.turns import answered
+from session.unanswered import NO_REPLY_PREFIX
 
 NOT_OURS_TO_KEEP = (SessionDeleted, SessionLive)
 """A save refused for these is not kept aside at exit: the session was deleted on purpose
@@ -210,6 +212,16 @@ NOT_RUN_AGAIN = (
 """The end of a retry that is answered only if saved (``UserTurn.saved_only``)."""
 DETACH_TURN_WAIT_S = 5.0
 """How long an exit waits for the end of the turn it cut (what its tools did is kept)."""
+DETACH_FINISH_WAIT_S = 300.0
+"""How long a turn whose terminal went away (not a Ctrl+C: kill -9, a closed window, a
+dropped SSH) is let run to its end and be saved before it is cut."""
+FINISHES_ALONE = frozenset({"disconnected"})
+"""The detach reasons (the connection ended with no ``close`` frame) that let a running
+turn finish: nobody asked the reply to stop. An exit asked for (a supervisor stop, the
+same terminal attached again) cuts it."""
+KEPT_UNANSWERED = "note: the message is kept in the session, marked unanswered"
+CUT_BY_EXIT = "the chat ended before the reply"
+CUT_BY_SHUTDOWN = "the supervisor stopped before the reply"
 SAVED_AGAIN = "note: the session is saved again (the saves that failed are made good)"
 
 
@@ -571,6 +583,8 @@ class TerminalActor(Actor[TerminalMessage]):
         """The last disk failure told the terminal: the same one again is not repeated."""
         self._detaching: str | None = None
         """Why the terminal left while a turn ran: the exit waits for that turn's end."""
+        self._cutting = False
+        """The exit cut the running turn (``CancelTurn``): its end is waited for briefly."""
         self._kept_as: dict[str, str] = {}
         """The name of each session's recovery copy (written again at each failed save)."""
         self._turn_count = 0
@@ -716,7 +730,10 @@ class TerminalActor(Actor[TerminalMessage]):
                 if self._detaching is not None and self._lc.turn is None:
                     await self._detach(self._detaching)
             case TurnToolCall(turn_id, text, writes, delivered):
-                if turn_id == self._lc.turn:
+                if turn_id == self._lc.turn and self._detaching is not None:
+                    if delivered is not None:  # a terminal gone never gets it: no tool runs
+                        delivered.set(False)
+                elif turn_id == self._lc.turn:
                     self._turn_writes.update(writes)
                     await self._claim_writes(writes)
                     await self._emit(ToolCallLine(text, delivered))
@@ -781,10 +798,7 @@ class TerminalActor(Actor[TerminalMessage]):
             case TellHeldChanges():
                 await self._tell_held_changes()
             case Detach(reason):
-                if self._lc.turn is not None and self._detaching is None:
-                    await self._cut_turn_before_detaching(reason)
-                else:
-                    await self._detach(reason)
+                await self._detach_during_turn(reason)
         return None
 
     async def _open(
@@ -1013,6 +1027,9 @@ class TerminalActor(Actor[TerminalMessage]):
             return
         if message_id is not None:
             reply = answered(self._lc.history, message_id)
+            if reply is not None and reply.startswith(NO_REPLY_PREFIX):  # saved unanswered
+                await self._emit(TurnEnded("error", reply.removeprefix(NO_REPLY_PREFIX)[:-1]))
+                return
             if reply is not None:  # a retry of a turn already saved: answer it from there
                 log.info(
                     "terminal %d: message %s answered from the session",
@@ -1073,6 +1090,11 @@ class TerminalActor(Actor[TerminalMessage]):
         carried, self._carried = self._carried, (frozenset(), {})
         error = done.error and scrub_text(done.error, self._lc.policy.known_secrets)
         resend: _Message | None = None
+        unanswered = self._unanswered(done, error)
+        if unanswered:
+            self._tell_again(*carried)  # the model never read the note the request carried
+            carried = (frozenset(), {})
+            done = dataclasses.replace(done, new_messages=unanswered)
         if (done.cancelled or done.error is not None) and not done.new_messages:
             self._lc = self._lc.abandon_turn(done.touched)
             self._tell_again(*carried)  # the turn that carried them is not kept
@@ -1113,7 +1135,9 @@ class TerminalActor(Actor[TerminalMessage]):
             notes = []
             if note := stop_note(done.new_messages):  # kept: the model's whole answer
                 notes.append(note)
-            if done.cancelled or error:  # one that had run a tool (session/interrupted.py)
+            if unanswered:
+                notes.append(KEPT_UNANSWERED)
+            elif done.cancelled or error:  # one that had run a tool (session/interrupted.py)
                 notes.append(KEPT_AS_FAR_AS_IT_GOT)
             saved = await self._perform(transition.effects, told)
             if self._unsaved:  # kept aside before the turn ends: a crash now loses nothing
@@ -1142,6 +1166,21 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._emit(notice)
         if resend is not None:
             await self._send_again_smaller(resend)
+
+    def _unanswered(self, done: TurnDone, error: str | None) -> tuple[ModelMessage, ...]:
+        """The turn that keeps the user's message of ``done``, a turn that ended with
+        nothing kept and is not sent again, marked unanswered (``session/unanswered.py``):
+        it failed, or an exit cut it. Empty if it is kept as far as it got, ended well,
+        was stopped by the user (Ctrl+C: dropped, as they asked), or is sent again."""
+        message = self._message
+        if done.new_messages or message is None or not (done.cancelled or error):
+            return ()
+        if done.cancelled and self._detaching is None:  # the user's Ctrl+C
+            return ()
+        if self._resendable(done, error) is not None:
+            return ()
+        reason = error or (CUT_BY_SHUTDOWN if self._detaching == "shutdown" else CUT_BY_EXIT)
+        return unanswered_turn(message.text, reason)
 
     def _resendable(self, done: TurnDone, error: str | None) -> _Message | None:
         """The message of a turn the model refused as over its context window, to be sent
@@ -1270,12 +1309,31 @@ class TerminalActor(Actor[TerminalMessage]):
             text += f"\nerror: could not delete {' or '.join(failed)}; it is left as it was."
         await self._emit(CommandOutput(text))
 
+    async def _detach_during_turn(self, reason: str) -> None:
+        """The terminal left (``reason``). With no turn running, the exit goes on. A turn
+        running when the connection simply ended is let finish and be saved first (for at
+        most ``DETACH_FINISH_WAIT_S``; its tools do not run: the terminal would never see
+        their lines); any other exit, or that wait's end, cuts it (``_cut_turn_before_
+        detaching``); a second cut leaves at once."""
+        if self._lc.turn is None:
+            await self._detach(self._detaching or reason)
+        elif self._detaching is None and reason in FINISHES_ALONE:
+            self._detaching = reason
+            asyncio.get_running_loop().call_later(
+                DETACH_FINISH_WAIT_S, self._self.tell_when_room, Detach("finish-wait-over")
+            )
+        elif not self._cutting:
+            await self._cut_turn_before_detaching(self._detaching or reason)
+        else:
+            await self._detach(self._detaching or reason)
+
     async def _cut_turn_before_detaching(self, reason: str) -> None:
         """The terminal went away (or the supervisor stops) while a turn runs: cut the turn
         and leave once its end has come, so that what its tools did is kept as far as it
         got (a terminal killed after a write and a decision lost both from the session);
         after ``DETACH_TURN_WAIT_S`` without it, leave anyway."""
         assert self._lc.turn is not None
+        self._cutting = True
         try:
             await self._peers.llm.tell(CancelTurn(self._lc.turn, self._self))
         except DeadActor:  # no end will come: leave now
@@ -2443,4 +2501,4 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._outbox.send(output)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             if isinstance(output, ToolCallLine) and output.delivered is not None:
-                output.delivered.set(None)  # the terminal is gone: nobody to tell
+                output.delivered.set(False)  # the terminal is gone: its tool does not run

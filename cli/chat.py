@@ -10,6 +10,7 @@ import contextlib
 import os
 import re
 import secrets
+import signal
 import sys
 import threading
 import time
@@ -34,6 +35,7 @@ from cli.interrupts import DeferredInterrupts
 from cli.preload import preload_prompt
 from cli.summaries import clip, columns, cut, listed_headline, summary_headline
 from session.environment import secrets_from_environment
+from session.printable import printable
 from supervisor.client import (
     Connection,
     ConnectionLost,
@@ -222,12 +224,12 @@ supervisor saved before it died finds nothing to compact. ``/save``, ``/reset`` 
 ``/checkpoint N`` are not: whether they were done is not known, and they ask or write."""
 TERMINAL_COMMANDS = ("exit", "quit", "help", "model")
 """The commands the terminal runs itself; like the supervisor's, they take no argument."""
-CUT_OFF = "[cut off: the chat ended before the reply did; this message was not kept]"
+CUT_OFF = "[cut off: the chat ended before the reply did; the message is kept, marked unanswered]"
 """Where a reply the end of the chat cut would have been (on a terminal, after its partial
 text; piped, stdout gets none of it: it is not a reply)."""
 CUT_OFF_AFTER_TOOLS = (
-    "[cut off: the chat ended before the reply did; this message is not kept, unless a "
-    "tool of its reply had run: then as far as it got]"
+    "[cut off: the chat ended before the reply did; the message is kept as far as it got "
+    "if a tool of its reply had run, else marked unanswered]"
 )
 """The same, for a reply that had called a tool: whether the tool ran before the end is
 the supervisor's to know (the turn is then kept as far as it got)."""
@@ -562,6 +564,10 @@ class Chat:
         or cancelled meanwhile): re-attach before the next message, and say so."""
         self._called_tools = False
         """The reply being received has called a tool (shown as a tool-call line)."""
+        self.reply_left_running = False
+        """SIGHUP (the window closed) came while a reply ran: the chat leaves with no
+        ``close`` frame, as a terminal gone does, and the supervisor lets the turn finish
+        and saves it (a ``close`` would cut it)."""
         console.toolbar = self.toolbar
 
     @property
@@ -1154,7 +1160,15 @@ class Chat:
         try:
             with self.console.keys_unechoed():
                 self._receive_turn(frame, views)
-        except (ChatEnded, Terminated):  # the supervisor stopped, SIGTERM, SIGHUP
+        except Terminated as exc:
+            if exc.signum == signal.SIGHUP:  # the window closed: the reply goes on, and is kept
+                self.reply_left_running = True
+                raise
+            with contextlib.suppress(OSError):  # a hung-up terminal takes no more output
+                views[-1].cut()  # piped, the partial text held back is no reply: dropped
+                self.console.warn(CUT_OFF_AFTER_TOOLS if self._called_tools else CUT_OFF)
+            raise
+        except ChatEnded:  # the supervisor stopped
             with contextlib.suppress(OSError):  # a hung-up terminal takes no more output
                 views[-1].cut()  # piped, the partial text held back is no reply: dropped
                 # With no tool called, the turn is surely not kept: no hedge to puzzle over.
@@ -1455,6 +1469,11 @@ class Chat:
         which = f"session {self.session_id}" if self.session_id else "the session"
         self.console.warn(f"Left; {which} is saved once /{command} ends.")
 
+    def hang_up(self) -> None:
+        """Leave with no ``close`` frame: the supervisor sees a terminal gone."""
+        if self._conn is not None:
+            self._conn.close()
+
     def close(self, again: bool = True) -> bool:
         """Leave: the supervisor saves (as on any exit) and says so before we go. If it
         went away meanwhile (killed, crashed), its heir or a new one restores the session
@@ -1547,6 +1566,8 @@ def offer_text(offer: Frame, others: list[Frame], more: int = 0, width: int | No
         drift.append(f"{unchanged} tracked file{'' if unchanged == 1 else 's'} unchanged")
     if drift:
         lines.append("  " + " · ".join(drift))
+    if unanswered := offer.get("unanswered"):
+        lines.append(unanswered_text(str(unanswered), width))
     if others:
         numbers = other_choices(len(others) + 1)
         older = f"; {more} older: agent-assist sessions" if more else ""
@@ -1558,6 +1579,15 @@ def offer_text(offer: Frame, others: list[Frame], more: int = 0, width: int | No
         ]
     lines.append("Resume previous session? [Y/n]")
     return "\n".join(lines)
+
+
+def unanswered_text(message: str, width: int | None) -> str:
+    """The offer's line for a session whose last message got no reply: its first words,
+    cut so that the line does not wrap."""
+    lead = '  last message unanswered: "'
+    room = 80 if width is None else width - 1
+    words = clip(printable(message), max(12, room - columns(lead) - 1))
+    return f'{lead}{words}"'
 
 
 def turns_text(turns: int) -> str:
@@ -1652,6 +1682,9 @@ def run_chat(options: ChatOptions) -> int:
         with ended_by_signals():
             return chat.run()
     except Terminated as exc:  # SIGTERM or SIGHUP: leave as an exit does
+        if chat.reply_left_running:
+            chat.hang_up()
+            return 128 + exc.signum
         with contextlib.suppress(OSError):  # a hung-up terminal takes no more output
             chat.close()
         return 128 + exc.signum

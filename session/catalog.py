@@ -56,6 +56,8 @@ class Resumable:
     last_active: datetime | None = None
     """The offered session's last-active time as its listing tells it: its ``updated_at``,
     unless that is in the future (``_not_in_the_future``: not believed)."""
+    unanswered: str | None = None
+    """The offered session's last user message when it got no reply."""
 
 
 @dataclass(frozen=True)
@@ -453,7 +455,13 @@ class SessionCatalog:
             except (OSError, SessionError) as exc:  # changed since the listing
                 warnings.append(problem_line(exc))
         turns = (row.turns if row else None) or 0
-        return Resumable(offer, tuple(warnings), turns, row.updated_at if row else None)
+        return Resumable(
+            offer,
+            tuple(warnings),
+            turns,
+            row.updated_at if row else None,
+            row.unanswered if row else None,
+        )
 
     def prune(
         self, projects: tuple[Path, ...] | None, days: float, dry_run: bool, live: dict[str, int]

@@ -33,7 +33,7 @@ from session.atomic import atomic_write, clear_stale_temps
 from session.models import SessionHeader, is_session_id
 
 INDEX_NAME = "headers.index"
-INDEX_VERSION = 4
+INDEX_VERSION = 5
 """2: each header has its ``turns``. 3: a file whose messages are of a shape this version
 cannot read has none (``session/message_shapes.py``): an entry of 2 may be of such a file,
 listed as a session of 0 turns and offered. 4: no ``updated_at`` is in the future (one
@@ -89,6 +89,7 @@ def _entry(session_id: str, value: Any) -> Cached:
         compacted_history_summary=_text(header["compacted_history_summary"]),
         messages=messages,
         turns=turns,
+        unanswered=_text(header["unanswered"]),
     )
 
 
@@ -123,6 +124,7 @@ def _header_json(header: SessionHeader) -> dict[str, object]:
         "compacted_history_summary": header.compacted_history_summary,
         "messages": header.messages,
         "turns": header.turns,
+        "unanswered": header.unanswered,
     }
 
 

@@ -20,8 +20,11 @@ from pydantic_ai.messages import (
     ModelResponse,
     TextPart,
     ToolCallPart,
+    UserPromptPart,
     repair_messages,
 )
+
+from session.unanswered import no_reply
 
 INTERRUPTED = "[interrupted: this reply was stopped before its end]"
 """Neutral: a Ctrl+C, the terminal gone, and the supervisor stopped end a turn alike."""
@@ -59,3 +62,12 @@ def _without_cut_calls(message: ModelMessage) -> ModelMessage:
         return message
     parts = [part for part in message.parts if not isinstance(part, ToolCallPart)]
     return dataclasses.replace(message, parts=parts)
+
+
+def unanswered_turn(text: str, reason: str) -> tuple[ModelMessage, ...]:
+    """The turn of the user's message ``text`` that got no reply, for ``reason``: the
+    message and a ``[no reply: <reason>]`` marker as its reply (``session/unanswered.py``)."""
+    return (
+        ModelRequest(parts=[UserPromptPart(text)]),
+        ModelResponse(parts=[TextPart(no_reply(reason))]),
+    )

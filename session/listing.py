@@ -26,6 +26,8 @@ class SessionRow:
     turns: int | None
     """None when they cannot be counted (see ``SessionHeader.turns``)."""
     note: str | None = None
+    unanswered: str | None = None
+    """The user's message of the last turn when it got no reply."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -76,6 +78,7 @@ def classify(
                 messages=state.messages,
                 turns=state.turns,
                 note=state.note,
+                unanswered=state.unanswered,
             )
         )
     return rows

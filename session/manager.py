@@ -90,6 +90,7 @@ from session.models import (
     validate_session_id,
 )
 from session.redaction import scrub_json, scrub_keys, scrub_text, with_secrets
+from session.unanswered import unanswered_message
 
 log = logging.getLogger("agent_assist.storage")
 _DIGEST_RE = re.compile(SHA256_RE)
@@ -310,6 +311,7 @@ def scrub_header(header: SessionHeader, known_secrets: tuple[str, ...] = ()) -> 
         summary=clean(header.summary),
         compacted_history_summary=clean(header.compacted_history_summary),
         note=clean(header.note),
+        unanswered=clean(header.unanswered),
     )
 
 
@@ -524,6 +526,7 @@ class SessionManager:
             messages=len(messages),
             turns=None if unknown else session_turns(state.compacted_history_summary, messages),
             note=None if unknown is None else f"{UNKNOWN_SHAPE_NOTE}: {unknown}",
+            unanswered=None if unknown else unanswered_message(messages),
         )
 
     def _unread_header(

@@ -131,6 +131,8 @@ class SessionHeader:
     read)."""
     note: str | None = None
     """Why the session cannot be opened by this version (it is still listed)."""
+    unanswered: str | None = None
+    """The user's message of the last turn when it got no reply (``session/unanswered.py``)."""
 
 
 class Pointer(BaseModel):

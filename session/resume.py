@@ -8,12 +8,16 @@ from datetime import UTC, datetime
 from session.filesystem import FileDrift
 from session.models import SessionState
 from session.shares import first_lines_within, newest_within
+from session.unanswered import unanswered_message
 
 DECISIONS_PREFIX = "Decisions: "
 """Begins the offline summary's line of decisions: a block that lists the decisions in
 their own section leaves that line out of the summary it shows."""
 
 HEADING = "# Resumed Session Context"
+UNANSWERED_HEADING = "## Last Message Unanswered"
+UNANSWERED_CHARS = 500
+"""Of the unanswered message the context quotes: the history holds it whole."""
 IMPORTANT = (
     "IMPORTANT: You are resuming a previous session. Review the context above\n"
     "before proceeding. If the user's request seems to continue prior work,\n"
@@ -151,5 +155,19 @@ def build_resume_context(
     changes = drift_lines(drift) if drift is not None else []
     if changes:
         lines += ["", changes_heading, *changes]
+    if (unanswered := unanswered_message(state.recent_messages)) is not None:
+        lines += ["", UNANSWERED_HEADING, unanswered_line(unanswered)]
     lines += ["", important]
     return "\n".join(lines)
+
+
+def unanswered_line(message: str) -> str:
+    """What the model is told of the user's last message, which got no reply (the reply
+    failed, or was cut off): it is in the history; the user may expect it picked up."""
+    quoted = " ".join(message.split())
+    if len(quoted) > UNANSWERED_CHARS:
+        quoted = quoted[:UNANSWERED_CHARS].rstrip() + "..."
+    return (
+        f'The user\'s last message got no reply (see the history): "{quoted}". '
+        "Pick it up if the user asks to go on, or does not move on to something else."
+    )

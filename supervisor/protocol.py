@@ -211,6 +211,8 @@ class Offer(_Frame):
     modified: tuple[str, ...] = ()
     deleted: tuple[str, ...] = ()
     unchanged: int = 0
+    unanswered: str | None = None
+    """The user's last message when it got no reply (the offer says so)."""
 
 
 class Welcome(_Frame):

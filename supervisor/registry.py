@@ -61,6 +61,9 @@ class Registry:
         self._attaching.add(pid)
         try:
             if previous is not None:
+                if not previous.released.is_set():  # finishing a turn of its terminal gone:
+                    with contextlib.suppress(DeadActor):  # cut it, saved before we resume
+                        await previous.ref.tell(Detach("reattached"))
                 with anyio.move_on_after(DETACH_WAIT_S):
                     await previous.released.wait()
             ref: ActorRef[TerminalMessage] = await self._tg.start(self._run, config, outbox)

@@ -212,13 +212,14 @@ def _left_unwritten(outputs: MemoryObjectReceiveStream[TerminalOutput]) -> list[
             return left
 
 
-def _delivered(batch: list[TerminalOutput]) -> None:
-    """Tell the tools that wait for their lines (``ToolCallLine.delivered``) that those
-    are written to the terminal's socket: a supervisor killed from now on leaves a
-    terminal that read them, even if it reads them after the kill."""
+def _delivered(batch: list[TerminalOutput], written: bool) -> None:
+    """Tell the tools that wait for their lines (``ToolCallLine.delivered``) whether those
+    are ``written`` to the terminal's socket (a supervisor killed from now on leaves a
+    terminal that read them, even if it reads them after the kill), or never will be (the
+    terminal is gone: the tools do not run)."""
     for output in batch:
         if isinstance(output, ToolCallLine) and output.delivered is not None:
-            output.delivered.set(None)
+            output.delivered.set(written)
 
 
 def _not_delivered(batch: list[TerminalOutput]) -> None:
@@ -469,19 +470,19 @@ class Server:
                     try:
                         written = await self._write(stream, sock, b"".join(frames))
                     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                        _delivered(batch)  # never to be: the tools go on
+                        _delivered(batch, False)  # never to be: their tools do not run
                         return
                     if not written:  # the supervisor stops; the terminal reads nothing
                         _not_delivered(batch)
                         await stream.aclose()
                         await _not_delivered_until_closed(outputs)
                         return
-                    _delivered(batch)
+                    _delivered(batch, True)
                     if _ends_connection(batch[-1]):
                         await stream.aclose()
                         return
             finally:
-                _delivered(_left_unwritten(outputs))  # nobody will read them now
+                _delivered(_left_unwritten(outputs), False)  # nobody will read them now
 
     async def _write(self, stream: SocketStream, sock: socket.socket, data: bytes) -> bool:
         """``write_now``; False if it was given up (see ``stop``)."""

@@ -37,6 +37,7 @@ async def offer_with_context(found: Resumable, workspace: Path) -> p.Offer:
         modified=drift.modified,
         deleted=drift.deleted,
         unchanged=len(drift.unchanged),
+        unanswered=found.unanswered,
     )
 
 

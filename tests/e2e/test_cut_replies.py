@@ -1,6 +1,7 @@
-"""A reply cut by the end of the chat (a supervisor stop, SIGTERM, SIGHUP) says so: its
-partial text is not a reply (piped, stdout gets none of it), and the message was not
-kept."""
+"""A reply cut by the end of the chat (a supervisor stop, SIGTERM) says so: its partial
+text is not a reply (piped, stdout gets none of it), and the message is kept, marked
+unanswered (H125: it was lost). SIGHUP (the window closed) does not cut it: the
+supervisor finishes and keeps it."""
 
 from __future__ import annotations
 
@@ -13,15 +14,16 @@ import time
 import pytest
 
 from session.interrupted import INTERRUPTED
+from session.unanswered import NO_REPLY_PREFIX
 from tests.e2e.harness import Client, Env, wait_for
 from tests.e2e.openai_server import ChatServer
 
-CUT_OFF = "[cut off: the chat ended before the reply did; this message was not kept]"
+CUT_OFF = "[cut off: the chat ended before the reply did; the message is kept, marked unanswered]"
 """README's line: the reply had called no tool (H72: it said "unless a tool of its reply
 had run: then as far as it got" of a reply that had called none)."""
 CUT_OFF_AFTER_TOOLS = (
-    "[cut off: the chat ended before the reply did; this message is not kept, unless a "
-    "tool of its reply had run: then as far as it got]"
+    "[cut off: the chat ended before the reply did; the message is kept as far as it got "
+    "if a tool of its reply had run, else marked unanswered]"
 )
 
 
@@ -44,7 +46,7 @@ def streaming(env: Env, server: ChatServer) -> Client:
     return client
 
 
-@pytest.mark.parametrize("how", ["stop", "SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("how", ["stop", "SIGTERM"])
 def test_a_reply_cut_by_the_end_of_the_chat_says_so(
     env: Env, server: ChatServer, how: str
 ) -> None:
@@ -66,7 +68,24 @@ def test_a_reply_cut_by_the_end_of_the_chat_says_so(
     assert stdout == ["echo: hello"], "stdout carries replies only: not a cut one's start"
     (session_id,) = env.session_ids()
     wait_for(lambda: "hello" in str(env.session(session_id)["recent_messages"]), what="saved")
-    assert "be slow please" not in str(env.session(session_id)["recent_messages"])
+    saved = env.session(session_id)["recent_messages"]
+    assert saved[-2]["parts"][0]["content"] == "be slow please"
+    assert saved[-1]["parts"][0]["content"].startswith(NO_REPLY_PREFIX), saved[-1]
+
+
+def test_a_reply_whose_window_closed_is_finished_and_kept(env: Env, server: ChatServer) -> None:
+    """SIGHUP (a closed window, a dropped SSH) is no request to stop the reply: the chat
+    leaves without a ``close``, and the supervisor lets the turn finish and saves it."""
+    client = streaming(env, server)
+    client.process.send_signal(signal.SIGHUP)
+    assert client.wait() != 0
+    wait_for(lambda: env.session_ids(), what="the session saved")
+    (session_id,) = env.session_ids()
+    wait_for(
+        lambda: "word199" in str(env.session(session_id)["recent_messages"]),
+        what="the whole reply saved",
+        timeout=60,
+    )
 
 
 def waiting_after_a_tool(env: Env, server: ChatServer) -> Client:
@@ -156,8 +175,8 @@ def test_a_turn_whose_terminal_was_killed_after_its_tool_ran_keeps_what_the_tool
     env: Env, server: ChatServer
 ) -> None:
     """A helper's report (H58): kill -9 of the terminal after a tool of the turn had run
-    (a decision recorded, a file written) dropped the whole turn from the session; the
-    exit now waits for the turn it cut, and keeps it as far as it got."""
+    (a decision recorded, a file written) dropped the whole turn from the session. The
+    turn is now let finish (H125), and kept whole."""
     client = env.spawn("--new", terminal=env.terminal())
     server.tool_returns_go.clear()  # the model's answer to the tool's return waits
     client.send("decide: Escalate angry customers")
@@ -166,15 +185,16 @@ def test_a_turn_whose_terminal_was_killed_after_its_tool_ran_keeps_what_the_tool
         what="the tool's return at the model",
     )
     client.kill9()
+    server.tool_returns_go.set()
     wait_for(lambda: env.session_ids(), what="the session saved")
     (session_id,) = env.session_ids()
     wait_for(
         lambda: env.session(session_id)["decisions"] == ["Escalate angry customers"],
         what="the decision kept",
     )
-    saved = str(env.session(session_id)["recent_messages"])
-    assert "record_decision" in saved and INTERRUPTED in saved
-    server.tool_returns_go.set()
+    saved = env.session(session_id)["recent_messages"]
+    assert "record_decision" in str(saved) and INTERRUPTED not in str(saved)
+    assert saved[-1]["parts"][-1]["content"] == "recorded"
 
 
 def test_a_turn_whose_model_failed_after_its_tool_ran_keeps_what_the_tool_did(

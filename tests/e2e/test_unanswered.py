@@ -1,0 +1,79 @@
+"""The last message a user typed is never lost without a word (H125): a turn whose
+terminal went away is let finish and saved; a turn that failed keeps the message with a
+``[no reply: ...]`` marker, and the resume offer and the resume context say so."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from session.unanswered import NO_REPLY_PREFIX
+from tests.e2e.harness import Env, wait_for
+from tests.e2e.openai_server import ChatServer
+
+UNANSWERED = '  last message unanswered: "refuse: the triage rules"'
+
+
+def _saved(env: Env) -> list[dict[str, Any]]:
+    ids = env.session_ids()
+    return list(env.session(ids[0])["recent_messages"]) if ids else []
+
+
+def test_a_turn_whose_terminal_was_killed_is_finished_and_kept(
+    env: Env, streaming_server: ChatServer
+) -> None:
+    """kill -9 of the terminal while the reply streams: the reply is the model's call
+    under way and nobody asked it to stop; it was cut and the message lost."""
+    terminal = env.terminal()
+    client = env.spawn("--new", terminal=terminal)
+    client.send("hello")
+    client.expect("echo: hello")
+    client.send("be slow please")
+    wait_for(
+        lambda: any("slow" in str(r["messages"][-1]) for r in streaming_server.requests),
+        what="the slow reply asked for",
+    )
+    client.kill9()
+    wait_for(lambda: "word199" in str(_saved(env)), what="the whole reply saved", timeout=60)
+    assert "be slow please" in str(_saved(env))
+    again = env.spawn(terminal=terminal)
+    again.expect("Resume previous session? [Y/n]", stderr=True)
+    again.send("y")
+    again.send("what now?")
+    again.expect("echo: what now?")
+    again.close_stdin()
+    assert again.wait() == 0
+    assert not any("unanswered" in line for line in again.drain_stderr())
+    request = streaming_server.requests[-1]
+    sent = [m["content"] for m in request["messages"] if m["role"] != "system"]
+    assert sent[2] == "be slow please" and sent[3].endswith("word199"), sent
+
+
+def test_a_failed_turn_is_kept_unanswered_and_the_resume_says_so(
+    env: Env, streaming_server: ChatServer
+) -> None:
+    """The model's error dropped the turn whole: the user's message was in neither the
+    session nor the offer, and the next run's model never heard of it."""
+    terminal = env.terminal()
+    client = env.spawn("--new", terminal=terminal)
+    client.send("hello")
+    client.expect("echo: hello")
+    client.send("refuse: the triage rules")
+    client.expect("marked unanswered", stderr=True)
+    client.close_stdin()
+    assert client.wait() == 1  # piped: a failed message fails the run
+    saved = _saved(env)
+    assert saved[-2]["parts"][0]["content"] == "refuse: the triage rules"
+    assert saved[-1]["parts"][0]["content"].startswith(NO_REPLY_PREFIX)
+    again = env.spawn(terminal=terminal)
+    offer = again.expect("Resume previous session? [Y/n]", stderr=True)
+    assert UNANSWERED in again.drain_stderr() or UNANSWERED in offer
+    again.send("y")
+    again.send("go on")
+    again.expect("echo: go on")
+    again.close_stdin()
+    assert again.wait() == 0
+    request = streaming_server.requests[-1]
+    assert "## Last Message Unanswered" in streaming_server.system_text()
+    sent = [m["content"] for m in request["messages"] if m["role"] != "system"]
+    assert sent[:3] == ["hello", "echo: hello", "refuse: the triage rules"], sent
+    assert sent[3].startswith(NO_REPLY_PREFIX) and sent[4] == "go on", sent
