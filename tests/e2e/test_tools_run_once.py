@@ -153,7 +153,9 @@ def test_a_stop_saves_a_stopped_terminals_session_and_that_terminal_starts_no_su
     finally:
         os.kill(client.process.pid, signal.SIGCONT)
     assert stopped.returncode == 0, stopped.stderr
-    # Its only turn was cut by the stop: a session with no completed turn, nothing saved.
-    client.expect("the supervisor was stopped; nothing to save", stderr=True)
+    # Its only turn was cut by the stop: kept, its message marked unanswered (H125).
+    client.expect("the supervisor was stopped; session", stderr=True)
+    (session_id,) = env.session_ids()
+    assert "[no reply: " in str(env.session(session_id)["recent_messages"])
     assert client.wait() == 1  # piped: the run stopped before the end of its input
     assert env.supervisor_pid() is None, "the continued terminal started no supervisor"
