@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -152,6 +153,49 @@ class ActorRef(Generic[M]):
     def running(self) -> bool:
         """Whether the actor still takes messages (its mailbox is open)."""
         return self._send.statistics().open_receive_streams > 0
+
+
+class TellsInOrder:
+    """Tells that never make the teller wait: to each actor in the order told, at once
+    while its mailbox has room, else held and tried again every ``retry_s`` (a timer of
+    the loop) until it has room; dropped when it stops (nobody to tell). For an actor
+    that serves many others, whom one of them, stuck (its terminal stopped with Ctrl+Z
+    and its mailbox full), must not hold up."""
+
+    def __init__(self, retry_s: float = 0.05) -> None:
+        self._retry_s = retry_s
+        self._held: dict[ActorRef[Any], deque[Any]] = {}
+
+    def tell(self, ref: ActorRef[M], message: M) -> bool:
+        """Queue ``message`` for ``ref``; False if ``ref`` has stopped."""
+        held = self._held.get(ref)
+        if held is not None:
+            held.append(message)
+            return ref.running
+        try:
+            if ref.offer(message):
+                return True
+        except DeadActor:
+            return False
+        self._held[ref] = deque([message])
+        asyncio.get_running_loop().call_later(self._retry_s, self._again, ref)
+        return True
+
+    def held(self, ref: ActorRef[Any]) -> int:
+        """How many messages wait for room in ``ref``'s mailbox."""
+        return len(self._held.get(ref, ()))
+
+    def _again(self, ref: ActorRef[Any]) -> None:
+        held = self._held[ref]
+        try:
+            while held and ref.offer(held[0]):
+                held.popleft()
+        except DeadActor:
+            held.clear()
+        if held:
+            asyncio.get_running_loop().call_later(self._retry_s, self._again, ref)
+        else:
+            del self._held[ref]
 
 
 class Actor(ABC, Generic[M]):

@@ -44,7 +44,7 @@ from watchdog.events import (
 )
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
-from actors.base import Actor, ActorRef, DeadActor, Envelope
+from actors.base import Actor, ActorRef, DeadActor, Envelope, TellsInOrder
 from actors.messages import (
     DriftMessage,
     FilesChanged,
@@ -267,6 +267,9 @@ class DriftWatcherActor(Actor[DriftMessage]):
         self._wrote: dict[str, tuple[str, int, str]] = {}
         """Each tracked file a session's turn wrote last (``Wrote``): the digest it wrote,
         its owner and session id."""
+        self._tells = TellsInOrder()
+        """What the owners are told: a terminal that reads nothing (stopped with Ctrl+Z,
+        its mailbox full) holds up no other terminal's notices, nor this actor."""
 
     async def serve(self, mailbox: MemoryObjectReceiveStream[Envelope[DriftMessage]]) -> None:
         self._bridge = _Bridge(self._self, current_token())
@@ -414,12 +417,10 @@ class DriftWatcherActor(Actor[DriftMessage]):
             if not changed:
                 continue
             self._entries[owner] = replace(entry, manifest={**entry.manifest, **changed})
-            try:
-                told = tuple(sorted(changed))
-                writers = tuple(by[p] for p in told) if any(by.values()) else ()
-                seen = tuple(changed[p] for p in told)
-                await entry.notify.tell(FilesChanged(told, seen, writers))
-            except DeadActor:
+            told = tuple(sorted(changed))
+            writers = tuple(by[p] for p in told) if any(by.values()) else ()
+            seen = tuple(changed[p] for p in told)
+            if not self._tells.tell(entry.notify, FilesChanged(told, seen, writers)):
                 self._entries.pop(owner, None)
         return gone
 
@@ -528,9 +529,7 @@ class DriftWatcherActor(Actor[DriftMessage]):
             entry = self._entries.get(owner)
             if entry is None:
                 continue
-            try:
-                await entry.notify.tell(WatchUnavailable(reason))
-            except DeadActor:
+            if not self._tells.tell(entry.notify, WatchUnavailable(reason)):
                 self._entries.pop(owner, None)
 
 

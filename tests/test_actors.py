@@ -15,6 +15,7 @@ from actors.base import (
     ActorRef,
     Ask,
     DeadActor,
+    TellsInOrder,
     close_mailbox,
     open_mailbox,
     run_supervised,
@@ -181,3 +182,23 @@ async def test_a_message_told_when_there_is_room_waits_for_room_and_is_never_dro
         assert (await mailbox.receive()).message == "second"
     close_mailbox(mailbox, "small")
     ref.tell_when_room("to nobody")  # an actor gone: nothing to do, nothing raised
+
+
+async def test_tells_in_order_wait_for_room_without_making_the_teller_wait() -> None:
+    """What one actor tells a stuck one (its mailbox full) is held, in order, and goes in
+    as room comes; telling never waits; a stopped one is told nothing more."""
+    ref: ActorRef[str]
+    ref, mailbox = open_mailbox("stuck", 1)
+    tells = TellsInOrder(retry_s=0.001)
+    assert tells.tell(ref, "first")
+    assert tells.tell(ref, "second")
+    assert tells.tell(ref, "third")
+    assert tells.held(ref) == 2
+    received = [mailbox.receive_nowait().message]
+    with anyio.fail_after(5):
+        while len(received) < 3:
+            received.append((await mailbox.receive()).message)
+    assert received == ["first", "second", "third"]
+    assert tells.held(ref) == 0
+    mailbox.close()
+    assert not tells.tell(ref, "to nobody")

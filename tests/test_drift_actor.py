@@ -503,3 +503,35 @@ async def test_after_events_were_lost_every_directory_is_watched_anew(tmp_path: 
         assert again == watched, "each watch made anew"
         tg.cancel_scope.cancel()
 
+
+
+async def test_a_terminal_that_reads_nothing_holds_up_no_other_terminals_notices(
+    tmp_path: Path,
+) -> None:
+    """H124's find: a terminal stopped with Ctrl+Z while a long reply streamed stops
+    taking its actor's messages, and its actor's mailbox fills. The watcher waited for
+    room in it to tell a change of that terminal's file, and meanwhile told no other
+    terminal anything (nor took a file a turn claims, so their turns stalled too)."""
+    stuck_ws, other_ws = tmp_path / "stuck", tmp_path / "other"
+    stuck_ws.mkdir()
+    other_ws.mkdir()
+    stuck_file = written(stuck_ws / "agent_spec.md", "v1\n")
+    other_file = written(other_ws / "agent_spec.md", "v1\n")
+    stuck: ActorRef[Any]
+    stuck, stuck_inbox = open_mailbox("stuck terminal", 1)
+    other: ActorRef[Any]
+    other, other_inbox = open_mailbox("other terminal")
+    async with anyio.create_task_group() as tg:
+        drift: ActorRef[Any] = await tg.start(
+            partial(run_supervised, "drift", lambda ref: DriftWatcherActor(ref))
+        )
+        await drift.ask(Watch(1, stuck_ws, {"agent_spec.md": stuck_file}, stuck))
+        await drift.ask(Watch(2, other_ws, {"agent_spec.md": other_file}, other))
+        assert stuck.offer("a message its actor never takes")  # its mailbox is full
+        (stuck_ws / "agent_spec.md").write_text("v2 by hand\n")
+        await anyio.wait_all_tasks_blocked()
+        (other_ws / "agent_spec.md").write_text("v2 by hand\n")
+        assert (await told(other_inbox)).paths == ("agent_spec.md",)
+        assert (await told(stuck_inbox)) == "a message its actor never takes"
+        assert (await told(stuck_inbox)).paths == ("agent_spec.md",)  # kept, then told
+        tg.cancel_scope.cancel()
