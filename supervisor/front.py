@@ -17,6 +17,7 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -104,6 +105,28 @@ def error_for(exc: BaseException) -> tuple[str, str]:
     return ErrorCode.INTERNAL, "internal error in the supervisor (details in supervisor.log)"
 
 
+async def serve_control(
+    reader: BufferedByteReceiveStream,
+    stream: SocketStream,
+    answer: Callable[[p.ClientFrame], Awaitable[object]],
+    stop: Callable[[], None],
+) -> None:
+    """A control connection (the front door's, the server's): each request answered, a
+    failure with an error frame, until a ``Stop``, answered, then ``stop()``."""
+    while True:
+        frame = await read_frame(reader, stream)
+        try:
+            data = await answer(frame)
+        except Exception as exc:
+            code, message = error_for(exc)
+            await send(stream, p.ErrorFrame(code=code, message=message))
+            continue
+        await send(stream, p.Result(data=data))
+        if isinstance(frame, p.Stop):
+            stop()
+            return  # hang up: the stop must not wait for this client to hang up first
+
+
 async def _tell_stopped(stream: SocketStream) -> None:
     """The ``closed`` frame of a stop, to a terminal whose session had no turn yet (the chat
     says the supervisor was stopped, not that it went away)."""
@@ -164,7 +187,7 @@ class FrontDoor:
         hello = await read_hello(stream, reader, self._hello_timeout_s, self._root)
         if hello.role == "control":
             await send(stream, p.Welcome(supervisor_pid=os.getpid()))
-            await self._control(reader, stream)
+            await serve_control(reader, stream, self._answer, self._stop)
             return False
         terminal_pid = hello.terminal_pid or hello.client_pid
         if terminal_pid in self._terminals:
@@ -326,20 +349,9 @@ class FrontDoor:
 
     # -- control connections --------------------------------------------------
 
-    async def _control(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> None:
-        while True:
-            frame = await read_frame(reader, stream)
-            try:
-                data = await self._answer(frame)
-            except Exception as exc:
-                code, message = error_for(exc)
-                await send(stream, p.ErrorFrame(code=code, message=message))
-                continue
-            await send(stream, p.Result(data=data))
-            if isinstance(frame, p.Stop):
-                mark_stopped(self._socket.parent, os.getpid())
-                self._shutdown.set()
-                return  # hang up: the stop must not wait for this client to hang up first
+    def _stop(self) -> None:
+        mark_stopped(self._socket.parent, os.getpid())
+        self._shutdown.set()
 
     async def _answer(self, frame: p.ClientFrame) -> object:
         if self._server is not None:

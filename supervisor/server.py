@@ -70,7 +70,6 @@ from supervisor.greeting import (
     Hangup,
     next_frame,
     raw_socket,
-    read_frame,
     read_hello,
     refuse,
     send,
@@ -349,7 +348,7 @@ class Server:
         )
         if hello.role == "control":
             await send(stream, p.Welcome(supervisor_pid=os.getpid()))
-            await self._control(reader, stream)
+            await front.serve_control(reader, stream, self._answer, self._stop)
         else:
             await self._terminal(hello, reader, stream)
 
@@ -547,20 +546,9 @@ class Server:
 
     # -- control connections ------------------------------------------------
 
-    async def _control(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> None:
-        while True:
-            frame = await read_frame(reader, stream)
-            try:
-                data = await self._answer(frame)
-            except Exception as exc:
-                code, message = error_for(exc)
-                await send(stream, p.ErrorFrame(code=code, message=message))
-                continue
-            await send(stream, p.Result(data=data))
-            if isinstance(frame, p.Stop):
-                mark_stopped(self._settings.socket.parent, os.getpid())
-                self._shutdown.set()
-                return  # hang up: the stop must not wait for this client to hang up first
+    def _stop(self) -> None:
+        mark_stopped(self._settings.socket.parent, os.getpid())
+        self._shutdown.set()
 
     def _projects(self, workspace: str | None, every: bool) -> tuple[Path, ...] | None:
         if every:
