@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, assert_never
 
@@ -264,23 +265,13 @@ class StorageActor(Actor[StorageMessage]):
                 self._check_writer(state.session_id, writer)
                 cap = self._checkpoint_cap() if wanted_cap is None else wanted_cap
                 store = catalog.checkpoints(project)
-                if unless_unchanged:
-                    return await self._io(
-                        lambda: store.write_unless_unchanged(
-                            state,
-                            workspace,
-                            paths,
-                            reason=reason,
-                            cap=cap,
-                            now=utc_now(),
-                            secrets=secrets,
-                            keep=keep,
-                            last_request=last_request,
-                            restored=restored,
-                        )
-                    )
+                write = (
+                    partial(store.write_unless_unchanged, restored=restored)
+                    if unless_unchanged
+                    else partial(store.write, dry_run=dry_run, made=made)
+                )
                 return await self._io(
-                    lambda: store.write(
+                    lambda: write(
                         state,
                         workspace,
                         paths,
@@ -289,8 +280,6 @@ class StorageActor(Actor[StorageMessage]):
                         now=utc_now(),
                         secrets=secrets,
                         keep=keep,
-                        dry_run=dry_run,
-                        made=made,
                         last_request=last_request,
                     )
                 )
