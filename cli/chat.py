@@ -992,9 +992,12 @@ class Chat:
         return fit_toolbar(parts, self.console.width())
 
     def run(self) -> int:
+        with self.console.keys_held():  # typed ahead of each prompt: for it, unechoed
+            return self._run()
+
+    def _run(self) -> int:
         try:
-            with self.console.keys_held():  # typed ahead of the first prompt: for it
-                self.attach()
+            self.attach()
         except (Cancelled, KeyboardInterrupt) as stop:  # at a question, or while attaching
             self.console.warn("Cancelled; no session was opened (nothing on disk was changed).")
             self.close()
@@ -1022,8 +1025,6 @@ class Chat:
         except ConnectionLost as exc:
             self.close()
             raise ChatError(f"lost the supervisor: {exc}") from None
-        finally:
-            self.console.let_go()  # ended before its first prompt: as it was
 
     def _loop(self) -> int:
         watch = SupervisorWatch(self)

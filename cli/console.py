@@ -256,8 +256,8 @@ class Console:
         """A long paste taken off the terminal's input while a reply streamed
         (``wait_readable``), for the next prompt."""
         self._held_from: list[Any] | None = None
-        """The terminal's settings before the start held the keys typed (``keys_held``),
-        until the first prompt has read them: None when they are not held."""
+        """The terminal's settings before the chat held the keys typed (``keys_held``),
+        given back to the shell at a stop, a quit and the end: None when not held."""
         self._typed_before_hold = b""
         """Keys typed before the hold: taken off the terminal's input (its line editing
         had made a Ctrl+D on an empty line a NUL), and off the screen (echoed), for the
@@ -519,8 +519,6 @@ class Console:
                 return session.prompt("", **options)
         finally:
             self._dumb_prompt = None
-            if session is self._prompt:  # the keys held since the start were read
-                self.let_go()
 
     def _stop_at_prompt(self, group: bool) -> None:
         """From the running prompt's loop: stop the chat (``group``: its process group, as
@@ -540,6 +538,7 @@ class Console:
             stopped.add_done_callback(lambda _: self._write_again(*dumb))
 
     def _stop_then_ask_again(self, group: bool, ask: bool) -> None:
+        self._give_back()  # not the prompt's cooked mode (made from its raw one: -ixon)
         stop_here(group)
         if self._question and ask:
             self.say(self._question)
@@ -605,24 +604,57 @@ class Console:
 
     @contextlib.contextmanager
     def keys_held(self) -> Iterator[None]:
-        """From the start (attaching, a cold supervisor's start, the resume question) to
-        the first prompt: what the user types is not echoed by the terminal, and waits in
-        its input as typed, not as its line editing reads it, for the prompt (or a
-        question) to read. Echoed, a text typed ahead was on the screen twice, the
-        terminal's echo and the prompt's, and a Ctrl+D was that editing's end of an empty
-        line, a NUL to the prompt: lost. Ctrl+C is still a signal. The hold outlasts this
-        block: the first prompt ends it once it read the keys (``let_go``), or the end of
-        the chat does; a stop meanwhile gives the shell the terminal as it was."""
+        """The whole chat (attaching, a cold supervisor's start, the resume question, and
+        from each prompt to the next): what the user types outside a prompt is not echoed
+        by the terminal, and waits in its input as typed, not as its line editing reads
+        it, for the next prompt (or question) to read. Echoed, a text typed ahead was on
+        the screen twice, the terminal's echo and the prompt's, a Ctrl+D was that
+        editing's end of an empty line, a NUL to the prompt: lost, and a Ctrl+C right
+        after Enter showed as ``^C``. Ctrl+C is still a signal. Each prompt finds the
+        terminal held and leaves it so; a stop (Ctrl+Z, then ``fg`` holds the keys
+        again), a quit (Ctrl+\\) and the end give the shell the terminal as it was."""
         if not self.interactive:
             yield
             return
         self._hold()
         try:
-            with self._stops_drawn_again():
+            with self._stops_drawn_again(), self._quits_give_back():
                 yield
-        except BaseException:
+        finally:
             self.let_go()
-            raise
+
+    @contextlib.contextmanager
+    def _quits_give_back(self) -> Iterator[None]:
+        """SIGQUIT (Ctrl+\\ outside a prompt) quits the chat with the terminal as the
+        shell left it, what was typed ahead dropped with the chat (no shell command); one
+        the user's shell ignores is left as it is."""
+        import signal
+        import threading
+
+        if (
+            threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGQUIT) != signal.SIG_DFL
+        ):
+            yield
+            return
+        previous = signal.signal(signal.SIGQUIT, self._quit_signalled)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGQUIT, previous)
+
+    def _quit_signalled(self, signum: int, frame: object) -> None:
+        import signal
+
+        with contextlib.suppress(OSError):
+            _waiting_input()  # the chat's, gone with it
+        self.let_go()
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGQUIT)
+
+    def _stand_ins(self) -> tuple[object, ...]:
+        """The handlers of the hold that a reply's own (``keys_unechoed``) stands in for."""
+        return (self._stop_signalled, self._quit_signalled)
 
     def _hold(self) -> None:
         import termios
@@ -669,6 +701,15 @@ class Console:
         parser.feed(typed)
         parser.flush()
         store_typeahead(session.input, keys + get_typeahead(session.input))
+
+    def _give_back(self) -> None:
+        """The terminal's settings as they were before the hold, the hold kept (for a
+        stop: whatever sets the terminal again after ``fg`` sets it held)."""
+        import termios
+
+        if self._held_from is not None:
+            with contextlib.suppress(termios.error, OSError, ValueError):
+                termios.tcsetattr(sys.stdin, termios.TCSANOW, self._held_from)
 
     def let_go(self) -> None:
         """End the hold of ``keys_held``: the terminal's settings as they were."""
@@ -805,13 +846,19 @@ class Console:
             with contextlib.suppress(termios.error, OSError):
                 termios.tcsetattr(sys.stdin, termios.TCSANOW, saved)
 
+        def give_back() -> None:  # to the shell: as it was before the chat held the keys
+            restore()
+            self._give_back()
+
         def keep_typed() -> None:  # not the shell's to read (and run) while stopped
             self._typed_ahead += self._take_waiting()
 
         def reply_hidden() -> contextlib.AbstractContextManager[None]:
             return contextlib.nullcontext() if self._view is None else self._view.hidden()
 
-        with _terminal_restored_on_stop(restore, quieten, keep_typed, reply_hidden):
+        with _terminal_restored_on_stop(
+            give_back, quieten, keep_typed, reply_hidden, self._stand_ins()
+        ):
             try:
                 quieten()
                 yield
@@ -931,6 +978,7 @@ def _terminal_restored_on_stop(
     again: Callable[[], None],
     keep: Callable[[], None],
     hidden: Callable[[], contextlib.AbstractContextManager[None]],
+    stand_in_for: tuple[object, ...] = (),
 ) -> Iterator[None]:
     """While a reply streams, Ctrl+Z and Ctrl+\\ are signals (at the prompt they are
     keys): the terminal is given back as it was (echo, line editing, no bracketed paste)
@@ -939,7 +987,8 @@ def _terminal_restored_on_stop(
     dash and sh did not.) What was typed ahead is taken first (``keep``): left in the
     terminal's input, the shell read it, and ran each line ended with Enter (after a
     quit it is dropped with the chat, rather than run). Before a stop, the reply's view
-    takes off the screen what it draws again after ``fg`` (``hidden``)."""
+    takes off the screen what it draws again after ``fg`` (``hidden``). Handlers in
+    ``stand_in_for`` (the chat's hold's) are replaced meanwhile, as the default is."""
     import signal
     import threading
     from types import FrameType
@@ -968,7 +1017,7 @@ def _terminal_restored_on_stop(
 
     previous: dict[int, Any] = {}
     for sig, handler in ((signal.SIGTSTP, stop), (signal.SIGQUIT, quit_)):
-        if signal.getsignal(sig) == signal.SIG_DFL:  # not one the user's shell ignores
+        if signal.getsignal(sig) in (signal.SIG_DFL, *stand_in_for):  # not ignored
             previous[sig] = signal.signal(sig, handler)
     try:
         yield

@@ -1,8 +1,9 @@
-"""Keys typed from the start of the chat to its first prompt (a cold supervisor's start,
-the attach): read by the first prompt or question as typed there, shown once."""
+"""Keys typed outside a prompt (a cold supervisor's start, the attach, right after Enter,
+as a reply ends): held for the next prompt or question, read as typed there, shown once."""
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import pytest
@@ -89,5 +90,79 @@ def test_a_stop_before_the_first_prompt_gives_the_shell_its_terminal_as_it_was(
         tty.expect("held again: echo False")
         tty.expect("let go: echo True")
         tty.expect("ended by None")
+    finally:
+        tty.close()
+
+
+BETWEEN_PROMPTS = """
+import select, signal, sys
+from cli.console import Console
+
+console = Console()
+with console.keys_held():  # as the chat: the whole of it
+    print(f"read {console.read_line()!r}", flush=True)
+    if sys.argv[1] == "after the enter":  # before the reply holds the keys
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        print("the prompt returned", flush=True)
+        signal.sigwait({signal.SIGINT})
+        print("interrupted", flush=True)
+    else:
+        with console.keys_unechoed():
+            pass  # a reply
+        print("the reply ended", flush=True)
+        select.select([sys.stdin], [], [])  # what is typed next waits in the terminal
+        print(f"read {console.read_line()!r}", flush=True)
+"""
+
+
+def test_a_ctrl_c_right_after_enter_is_not_echoed(env: Env) -> None:
+    """H128: a Ctrl+C typed after the prompt returned and before the reply held the keys
+    was echoed by the terminal, ``^C[cancelled]`` or ``^Cstarting the model...``: the
+    prompt let the keys go. They stay held from one prompt to the next."""
+    program = (sys.executable, "-c", BETWEEN_PROMPTS)
+    tty = Pty(env, env.terminal(), "after the enter", program=program)
+    try:
+        tty.type("x\r")
+        tty.expect("the prompt returned")
+        tty.type("\x03")
+        tty.expect("interrupted")
+        assert b"^C" not in tty.seen
+    finally:
+        tty.close()
+
+
+def test_a_ctrl_d_typed_as_a_reply_ends_leaves_at_the_next_prompt(env: Env) -> None:
+    """H128: typed between a reply's end and the next prompt, a Ctrl+D was the end of an
+    empty line to the terminal's line editing, a NUL to the prompt, which then waited."""
+    program = (sys.executable, "-c", BETWEEN_PROMPTS)
+    tty = Pty(env, env.terminal(), "after the reply", program=program)
+    try:
+        tty.type("x\r")
+        tty.expect("the reply ended")
+        tty.type("\x04")
+        tty.expect("read None", timeout=10)
+    finally:
+        tty.close()
+
+
+QUIT_WHILE_HELD = """
+import os, signal
+from cli.console import Console
+
+with Console().keys_held():
+    os.kill(os.getpid(), signal.SIGQUIT)  # a Ctrl+\\\\, the terminal's signal while held
+"""
+
+
+def test_a_quit_while_the_keys_are_held_gives_the_shell_its_terminal_as_it_was(
+    env: Env,
+) -> None:
+    """H128: the hold lasts the whole chat; a Ctrl+\\\\ outside a prompt and a reply (the
+    attach, the moment after Enter) quit it with no echo and no line editing (dash)."""
+    shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
+    program = (sys.executable, "-c", QUIT_WHILE_HELD)
+    tty = Pty(env, env.terminal(), under=shell, program=program)
+    try:
+        tty.expect(f"ended by {int(signal.SIGQUIT)}; echo True icanon True")
     finally:
         tty.close()
