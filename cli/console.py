@@ -430,8 +430,8 @@ class Console:
         if self.interactive:
             from prompt_toolkit.patch_stdout import patch_stdout
 
+            session = self._session()  # before patch_stdout: it draws on stderr, unpatched
             with self._stops_drawn_again(), patch_stdout():
-                session = self._session()
                 if idle is not None:
                     idle.start(lambda: _end(session.app))
                 if self._held:  # typed ahead of a cancelled reply: shown, not sent
