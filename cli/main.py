@@ -585,7 +585,10 @@ def sessions_rm(ctx: click.Context, session_id: str, workspace: Path | None) -> 
 def sessions_prune(
     ctx: click.Context, days: float, dry_run: bool, every: bool, workspace: Path | None
 ) -> None:
-    """Delete orphaned sessions last active over DAYS days ago (never live or idle ones)."""
+    """Delete orphaned sessions last active over DAYS days ago.
+
+    Never a live or idle session.
+    """
     data = sessions_ops.prune_sessions(
         runtime_paths(), None if every else _workspace(ctx, workspace), every, days, dry_run
     )
