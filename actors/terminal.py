@@ -1113,7 +1113,10 @@ class TerminalActor(Actor[TerminalMessage]):
                 outside = self._changed_by_others(deferred, done)
                 transition = self._lc.complete_turn(
                     done.new_messages,
-                    now=utc_now(),
+                    # kept unanswered after its terminal left: nobody was active since
+                    now=self._lc.state.updated_at
+                    if unanswered and self._detaching is not None and self._lc.state
+                    else utc_now(),
                     manifest=self._as_the_model_knows(manifest, outside, dict(done.written)),
                     agent_spec_path=spec,
                     decisions=done.decisions,

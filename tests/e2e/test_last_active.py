@@ -14,7 +14,10 @@ def test_a_terminal_killed_during_an_unanswered_message_keeps_the_last_turns_tim
     env: Env, streaming_server: ChatServer
 ) -> None:
     """H108: a message lost to kill -9 of the terminal moved the offer's ``last active``
-    to the time of the kill, though no turn had completed since."""
+    to the time of the kill, though no turn had completed since. Since H125 the turn of
+    a terminal gone runs on and is kept, here as unanswered once the model's stall
+    timeout ends it (2 s): still no turn completed, and the last active time stays."""
+    env.extra["AGENT_ASSIST_MODEL_TIMEOUT_S"] = "2"
     tab = env.terminal()
     client = env.spawn("--new", terminal=tab)
     client.send("hello")
