@@ -427,6 +427,20 @@ _NOT_AN_ORDER: Final = (
 _STATED: Final = r"(?:[\w']+\s+){1,2}(?:is|are|am|was|were|will|seems?|looks?|feels?|think|guess)\b"
 """After "from now on": a subject and what it is or will be ("our budget is tight", "prices
 will rise"), a statement, not an instruction."""
+_STANDING: Final = (
+    r"^\s*(?:please,?\s+)?(?:answer|reply|respond|speak|talk)(?:\s+\w+)?\s+in\s+(?-i:[A-Z])[a-z]+"
+    r"|^\s*I\s+(?:want|need|would like)\s+(?:all\s+)?your\s+(?:answers|replies|responses)\b"
+    r"|^\s*(?:please,?\s+)?leave\s+\S*[./]\S*\s+alone\b|\boff[- ]limits\b"
+    r"|^\s*(?:please,?\s+)?keep\s+(?:your\s+|all\s+)?(?:answers|replies|responses)\b"
+    r"|^\s*you(?:\s+are|'re)?\s+not\s+allowed\s+to\b|^\s*you\s+aren't\s+allowed\s+to\b"
+    r"|^\s*you\s+may\s+not\s+(?:use|run|touch|edit|change|modify|write|delete|read|call)\b"
+    rf"|^\s*{_IMPERATIVE}[^.;!?]*?\s{_FROM_NOW}\W*$"
+)
+"""A standing instruction said without *always* or *never* (H133: each was lost at the
+first compaction): how to answer ("Respond in French", "I want all your answers in
+...", "Keep responses under 100 words"), a file to leave alone ("Leave config.yaml
+alone", "... is off limits"), what is not allowed, or an imperative that ends with
+"from now on"."""
 _RULE_RE: Final = re.compile(
     r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever)\b"
     rf"|{_FROM_NOW}{_IMPERATIVE}"
@@ -442,7 +456,8 @@ _RULE_RE: Final = re.compile(
     r"|only\s+(?!\d|yesterday\b|today\b|now\b|once\b|twice\b|then\b|when\b|if\b|after\b"
     r"|before\b|a\b|one\b|the\b)\w+\b)"
     r"|^\s*(?:please,?\s+)?(?:use|prefer|keep|write|name|put|store|format)\b[^?]*"
-    r"(?:\b(?:for|in|on|across)\s+(?:all|every|each)\b|\beverywhere\b)",
+    r"(?:\b(?:for|in|on|across)\s+(?:all|every|each)\b|\beverywhere\b)"
+    rf"|{_STANDING}",
     re.IGNORECASE,
 )
 """A rule: *always*, *never*, *must*, an instruction after *from now on*, *going forward*
@@ -840,7 +855,8 @@ extension, a dot file; ignoring case, as ``_EXTENSION_RE`` does), or a known fil
 _MAY_STATE_RE: Final = re.compile(
     r"\?|always|never|must|do not|don't|from now on|going forward|henceforth|from here on"
     r"|stop|important|rule|make sure|ensure|avoid|remember to|only|all|every|each"
-    r"|decision|decided|agreed|go with",
+    r"|decision|decided|agreed|go with|answer|repl|respon|speak|talk|leave|limits|keep"
+    r"|allowed|may\s+not",
     re.IGNORECASE,
 )
 """What every decision, rule, revocation and open question a user prompt states holds:

@@ -826,6 +826,42 @@ def test_any_instruction_after_from_now_on_is_a_rule(text: str) -> None:
     assert extract_retained(said(text)).rules == (text,)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Please reply only in French from now on.",
+        "Respond in French please.",
+        "I want all your answers in French.",
+        "Leave config.yaml alone.",
+        "config.yaml is off limits.",
+        "Keep responses under 100 words.",
+        "You are not allowed to run shell commands.",
+        "You may not touch the deploy/ directory.",
+        "Use British spelling from now on.",
+    ],
+)
+def test_standing_instructions_about_replies_and_files_are_rules(text: str) -> None:
+    """H133's attack: each, said once among other turns, was missing from the user's rules
+    after a few compactions (interval 3, the offline summarizer): only *always*, *never*,
+    *must* and a few leading imperatives made a rule."""
+    assert extract_retained(said(text)).rules == (text,)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "You may not like this design, but it works.",
+        "Reply to the ticket in the thread.",
+        "The old server is off the network.",
+        "Leave it to me.",
+        "Keep it short this time.",
+        "I want your answer by tomorrow.",
+    ],
+)
+def test_statements_near_those_instructions_are_not_rules(text: str) -> None:
+    assert extract_retained(said(text)).rules == ()
+
+
 def test_a_rule_the_user_takes_back_is_no_longer_kept() -> None:
     """A helper's attack: "forget the tabs rule" left "always use tabs" among the rules
     the model must always follow."""
