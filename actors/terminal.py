@@ -129,6 +129,7 @@ from session.filesystem import (
     what_is_at,
 )
 from session.interrupted import unanswered_turn
+from session.leaving import CutTurn, Leave, LetTurnFinish
 from session.lifecycle import (
     DeletePointer,
     DeleteSession,
@@ -581,10 +582,6 @@ class TerminalActor(Actor[TerminalMessage]):
         next turn and at exit; kept for recovery if the exit write fails too)."""
         self._failure_told: str | None = None
         """The last disk failure told the terminal: the same one again is not repeated."""
-        self._detaching: str | None = None
-        """Why the terminal left while a turn ran: the exit waits for that turn's end."""
-        self._cutting = False
-        """The exit cut the running turn (``CancelTurn``): its end is waited for briefly."""
         self._kept_as: dict[str, str] = {}
         """The name of each session's recovery copy (written again at each failed save)."""
         self._turn_count = 0
@@ -727,10 +724,10 @@ class TerminalActor(Actor[TerminalMessage]):
                     await self._emit(ReplyText(text))
             case TurnDone():
                 await self._finish_turn(message)
-                if self._detaching is not None and self._lc.turn is None:
-                    await self._detach(self._detaching)
+                if self._lc.phase is Phase.LEAVING:  # the turn of a terminal gone ended
+                    await self._detach(self._lc.leaving or "disconnected")
             case TurnToolCall(turn_id, text, writes, delivered):
-                if turn_id == self._lc.turn and self._detaching is not None:
+                if turn_id == self._lc.turn and self._lc.leaving is not None:
                     if delivered is not None:  # a terminal gone never gets it: no tool runs
                         delivered.set(False)
                 elif turn_id == self._lc.turn:
@@ -776,7 +773,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 # give the watcher the old digest back, and the change be told again).
                 self._watched = None
                 self._known = None
-                if self._lc.phase is Phase.IN_TURN:  # told now unless the turn writes it
+                if self._lc.in_turn:  # told now unless the turn writes it
                     ours = {p for p in paths if posixpath.normpath(p) in self._turn_writes}
                     self._deferred_changes.update(ours)  # sorted out when the turn ends
                     paths = tuple(p for p in paths if p not in ours)
@@ -1020,7 +1017,7 @@ class TerminalActor(Actor[TerminalMessage]):
         of a turn the session saved is answered from it; ``saved_only``, one it did not
         save is not run again (its tools had run before the supervisor died)."""
         if not self._lc.allows(Event.BEGIN_TURN):
-            already = self._lc.phase is Phase.IN_TURN
+            already = self._lc.in_turn
             await self._emit(
                 TurnEnded("error", "a reply is already running" if already else NO_SESSION)
             )
@@ -1115,7 +1112,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     done.new_messages,
                     # kept unanswered after its terminal left: nobody was active since
                     now=self._lc.state.updated_at
-                    if unanswered and self._detaching is not None and self._lc.state
+                    if unanswered and self._lc.leaving is not None and self._lc.state
                     else utc_now(),
                     manifest=self._as_the_model_knows(manifest, outside, dict(done.written)),
                     agent_spec_path=spec,
@@ -1178,11 +1175,11 @@ class TerminalActor(Actor[TerminalMessage]):
         message = self._message
         if done.new_messages or message is None or not (done.cancelled or error):
             return ()
-        if done.cancelled and self._detaching is None:  # the user's Ctrl+C
+        if done.cancelled and self._lc.leaving is None:  # the user's Ctrl+C
             return ()
         if self._resendable(done, error) is not None:
             return ()
-        reason = error or (CUT_BY_SHUTDOWN if self._detaching == "shutdown" else CUT_BY_EXIT)
+        reason = error or (CUT_BY_SHUTDOWN if self._lc.leaving == "shutdown" else CUT_BY_EXIT)
         return unanswered_turn(message.text, reason)
 
     def _resendable(self, done: TurnDone, error: str | None) -> _Message | None:
@@ -1195,7 +1192,7 @@ class TerminalActor(Actor[TerminalMessage]):
             return None
         if done.written or done.new_messages:
             return None
-        if self._detaching is not None:
+        if self._lc.leaving is not None:
             return None
         return dataclasses.replace(message, error=error, window=done.context_window)
 
@@ -1313,39 +1310,28 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._emit(CommandOutput(text))
 
     async def _detach_during_turn(self, reason: str) -> None:
-        """The terminal left (``reason``). With no turn running, the exit goes on. A turn
-        running when the connection simply ended is let finish and be saved first (for at
-        most ``DETACH_FINISH_WAIT_S``; its tools do not run: the terminal would never see
-        their lines); any other exit, or that wait's end, cuts it (``_cut_turn_before_
-        detaching``); a second cut leaves at once."""
-        if self._lc.turn is None:
-            await self._detach(self._detaching or reason)
-        elif self._detaching is None and reason in FINISHES_ALONE:
-            self._detaching = reason
-            asyncio.get_running_loop().call_later(
-                DETACH_FINISH_WAIT_S, self._self.tell_when_room, Detach("finish-wait-over")
-            )
-        elif not self._cutting:
-            await self._cut_turn_before_detaching(self._detaching or reason)
-        else:
-            await self._detach(self._detaching or reason)
-
-    async def _cut_turn_before_detaching(self, reason: str) -> None:
-        """The terminal went away (or the supervisor stops) while a turn runs: cut the turn
-        and leave once its end has come, so that what its tools did is kept as far as it
-        got (a terminal killed after a write and a decision lost both from the session);
-        after ``DETACH_TURN_WAIT_S`` without it, leave anyway."""
-        assert self._lc.turn is not None
-        self._cutting = True
-        try:
-            await self._peers.llm.tell(CancelTurn(self._lc.turn, self._self))
-        except DeadActor:  # no end will come: leave now
-            await self._detach(reason)
-            return
-        self._detaching = reason
-        asyncio.get_running_loop().call_later(
-            DETACH_TURN_WAIT_S, self._self.tell_when_room, Detach(reason)
-        )
+        """The terminal left (``reason``): the lifecycle says what follows
+        (``SessionLifecycle.terminal_left``). A turn let finish has at most
+        ``DETACH_FINISH_WAIT_S`` before it is cut; a cut turn's end is waited for
+        ``DETACH_TURN_WAIT_S``, so that what its tools did is kept as far as it got (a
+        terminal killed after a write and a decision lost both from the session)."""
+        self._lc, step = self._lc.terminal_left(reason, finishes_alone=reason in FINISHES_ALONE)
+        match step:
+            case Leave(why):
+                await self._detach(why)
+            case LetTurnFinish():
+                asyncio.get_running_loop().call_later(
+                    DETACH_FINISH_WAIT_S, self._self.tell_when_room, Detach("finish-wait-over")
+                )
+            case CutTurn(turn):
+                try:
+                    await self._peers.llm.tell(CancelTurn(turn, self._self))
+                except DeadActor:  # no end will come: leave now
+                    await self._detach(self._lc.leaving or reason)
+                    return
+                asyncio.get_running_loop().call_later(
+                    DETACH_TURN_WAIT_S, self._self.tell_when_room, Detach(reason)
+                )
 
     async def _detach(self, reason: str) -> None:
         if self._lc.phase is Phase.CLOSED:
@@ -1815,7 +1801,7 @@ class TerminalActor(Actor[TerminalMessage]):
     async def _tell_between_turns(self, notice: Info) -> None:
         """A notice of work done in the background (a compaction, the summary model): held
         while a reply streams, and told after it (it cut the reply's text in two)."""
-        if self._lc.phase is Phase.IN_TURN:
+        if self._lc.in_turn:
             self._held_notices.append(notice)
         else:
             await self._emit(notice)
@@ -2495,7 +2481,7 @@ class TerminalActor(Actor[TerminalMessage]):
         terminal is gone, the session is still handled. While an exit waits for the turn
         it cut, that turn's text and end are not told: the exit's ``Closed`` tells it (a
         terminal told by a stopping supervisor that its reply was cut off)."""
-        if self._detaching is not None and isinstance(output, ReplyText | TurnEnded):
+        if self._lc.leaving is not None and isinstance(output, ReplyText | TurnEnded):
             return
         try:
             try:

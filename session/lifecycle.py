@@ -15,6 +15,11 @@ Rules (the table ``TRANSITIONS`` is the source of truth):
   first); a summary, a checkpoint (the automatic one before a file write), a
   compaction's result and ``exit`` are not. ``allows`` asks the table, so the
   caller can refuse in words before it asks anything else.
+* The terminal leaving during a turn (``terminal_left``) is a phase too: a
+  connection that simply ended lets the turn finish (``finishing``), any other
+  exit or the finish wait's end cuts it (``cutting``); either way the turn's end
+  moves to ``leaving``, where only the exit (and a summary or a compaction's
+  result) follows: no turn begins for a terminal that is gone.
 * Every transition returns a new lifecycle and the effects the caller must
   perform, in order (write or delete a session file or the pointer). The
   lifecycle never does IO; the caller passes in what IO found (the stored
@@ -106,6 +111,7 @@ from session.history import (
     reconstruct_history,
     turn_starts,
 )
+from session.leaving import CutTurn, Leave, LeavingStep, LetTurnFinish
 from session.models import SessionState, WorkPhase
 from session.redaction import REDACTED, continued_secret, revealed_in, scrub_text
 from session.resume import RestoredFrom, build_resume_context, decisions_in_context
@@ -121,6 +127,9 @@ class Phase(StrEnum):
     UNSTARTED = "unstarted"
     ACTIVE = "active"
     IN_TURN = "in a turn"
+    FINISHING = "finishing a turn for a terminal gone"
+    CUTTING = "cutting a turn to exit"
+    LEAVING = "leaving once the turn ended"
     CLOSED = "closed"
 
 
@@ -138,9 +147,12 @@ class Event(StrEnum):
     EXIT = "exit"
     CHECKPOINT = "record a checkpoint"
     RESTORE = "restore a checkpoint"
+    TERMINAL_GONE = "let the turn of a terminal gone finish"
+    CUT_TURN = "cut the turn to exit"
 
 
 _U, _A, _T, _C = Phase.UNSTARTED, Phase.ACTIVE, Phase.IN_TURN, Phase.CLOSED
+_F, _X, _L = Phase.FINISHING, Phase.CUTTING, Phase.LEAVING
 TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
     (_U, Event.START): _A,
     (_U, Event.RESUME): _A,
@@ -160,10 +172,30 @@ TRANSITIONS: dict[tuple[Phase, Event], Phase] = {
     (_T, Event.COMPACTED): _T,
     (_T, Event.CHECKPOINT): _T,
     (_T, Event.EXIT): _C,
+    (_T, Event.TERMINAL_GONE): _F,
+    (_T, Event.CUT_TURN): _X,
+    (_F, Event.TURN): _L,
+    (_F, Event.ABANDON_TURN): _L,
+    (_F, Event.SUMMARY): _F,
+    (_F, Event.COMPACTED): _F,
+    (_F, Event.CHECKPOINT): _F,
+    (_F, Event.CUT_TURN): _X,
+    (_F, Event.EXIT): _C,
+    (_X, Event.TURN): _L,
+    (_X, Event.ABANDON_TURN): _L,
+    (_X, Event.SUMMARY): _X,
+    (_X, Event.COMPACTED): _X,
+    (_X, Event.CHECKPOINT): _X,
+    (_X, Event.EXIT): _C,
+    (_L, Event.SUMMARY): _L,
+    (_L, Event.COMPACTED): _L,
+    (_L, Event.EXIT): _C,
     (_C, Event.SUMMARY): _C,
     (_C, Event.COMPACT): _C,
     (_C, Event.COMPACTED): _C,
 }
+TURN_PHASES = frozenset({Phase.IN_TURN, Phase.FINISHING, Phase.CUTTING})
+"""The phases in which a turn runs."""
 
 
 @dataclass(frozen=True)
@@ -281,6 +313,9 @@ class SessionLifecycle:
     """The id of the turn in flight (``in a turn`` only)."""
     turn_message_id: str | None = None
     """The terminal's id of the message that turn answers, if it sent one."""
+    leaving: str | None = None
+    """Why the terminal left during a turn (``finishing``, ``cutting`` and after): its
+    turn's text and end are told to nobody, and the exit gives this reason."""
 
     # -- queries ----------------------------------------------------------
 
@@ -291,7 +326,12 @@ class SessionLifecycle:
     @property
     def is_open(self) -> bool:
         """A session is open (between its start or resume and the exit)."""
-        return self.phase in (Phase.ACTIVE, Phase.IN_TURN)
+        return self.phase in (Phase.ACTIVE, *TURN_PHASES, Phase.LEAVING)
+
+    @property
+    def in_turn(self) -> bool:
+        """A turn runs (its terminal there or gone)."""
+        return self.phase in TURN_PHASES
 
     def allows(self, event: Event) -> bool:
         """Whether the transition table allows ``event`` now."""
@@ -749,6 +789,27 @@ class SessionLifecycle:
             turn_message_id=None,
             tracked_paths=self.tracked_paths | frozenset(touched),
         )
+
+    def terminal_left(
+        self, reason: str, *, finishes_alone: bool
+    ) -> tuple[SessionLifecycle, LeavingStep]:
+        """The terminal left (``reason``; ``finishes_alone``: the connection simply ended,
+        nobody asked the reply to stop). With no turn running, or a second time while a
+        cut turn ends, it leaves now; a turn running lets it finish if ``finishes_alone``,
+        else (or when the finish wait is over) it is cut. The first reason is kept."""
+        if self.turn is None or not self.allows(Event.CUT_TURN):
+            return self, Leave(self.leaving or reason)
+        if finishes_alone and self.allows(Event.TERMINAL_GONE):
+            return self.let_turn_finish(reason), LetTurnFinish(self.turn)
+        return self.cut_turn(reason), CutTurn(self.turn)
+
+    def let_turn_finish(self, reason: str) -> SessionLifecycle:
+        """The turn runs on for a terminal gone (``finishing``)."""
+        return self._move(Event.TERMINAL_GONE, leaving=self.leaving or reason)
+
+    def cut_turn(self, reason: str) -> SessionLifecycle:
+        """The turn is being cut for the exit (``cutting``)."""
+        return self._move(Event.CUT_TURN, leaving=self.leaving or reason)
 
     def complete_turn(
         self,

@@ -14,6 +14,7 @@ from session.compaction import EventCompaction, EventsCompactionConfig, Window, 
 from session.errors import IllegalTransition
 from session.filesystem import FileDrift
 from session.history import count_turns, dump_messages, load_messages
+from session.leaving import CutTurn, Leave, LetTurnFinish
 from session.lifecycle import (
     TRANSITIONS,
     DeletePointer,
@@ -56,6 +57,12 @@ def in_phase(phase: Phase) -> SessionLifecycle:
         return active()
     if phase is Phase.IN_TURN:
         return active().begin_turn(1)
+    if phase is Phase.FINISHING:
+        return active().begin_turn(1).let_turn_finish("disconnected")
+    if phase is Phase.CUTTING:
+        return active().begin_turn(1).cut_turn("shutdown")
+    if phase is Phase.LEAVING:
+        return active().begin_turn(1).cut_turn("shutdown").abandon_turn()
     return exit_(active()).lifecycle
 
 
@@ -102,9 +109,12 @@ EVENTS: dict[Event, Callable[[SessionLifecycle], Transition]] = {
     Event.RESTORE: lambda lc: lc.restore(
         STORED, FileDrift(), checkpoint=AT_2, now=T1, manifest=MANIFEST, agent_spec_path=None
     ),
+    Event.TERMINAL_GONE: lambda lc: just(lc.let_turn_finish("disconnected")),
+    Event.CUT_TURN: lambda lc: just(lc.cut_turn("shutdown")),
 }
 
 A, U, T, C = Phase.ACTIVE, Phase.UNSTARTED, Phase.IN_TURN, Phase.CLOSED
+F, X, L = Phase.FINISHING, Phase.CUTTING, Phase.LEAVING
 # The table, spelled out: (phase, event) -> phase after; a missing cell is illegal.
 EXPECTED_TABLE: dict[tuple[Phase, Event], Phase] = {
     (U, Event.START): A,
@@ -128,6 +138,28 @@ EXPECTED_TABLE: dict[tuple[Phase, Event], Phase] = {
     (T, Event.COMPACTED): T,
     (T, Event.CHECKPOINT): T,
     (T, Event.EXIT): C,
+    # The terminal gone during a turn: a connection that simply ended lets it finish, an
+    # exit asked for cuts it (and so does the finish wait's end); the turn's end leaves.
+    (T, Event.TERMINAL_GONE): F,
+    (T, Event.CUT_TURN): X,
+    (F, Event.TURN): L,
+    (F, Event.ABANDON_TURN): L,
+    (F, Event.SUMMARY): F,
+    (F, Event.COMPACTED): F,
+    (F, Event.CHECKPOINT): F,
+    (F, Event.CUT_TURN): X,
+    (F, Event.EXIT): C,
+    (X, Event.TURN): L,
+    (X, Event.ABANDON_TURN): L,
+    (X, Event.SUMMARY): X,
+    (X, Event.COMPACTED): X,
+    (X, Event.CHECKPOINT): X,
+    (X, Event.EXIT): C,
+    # Leaving: no new turn, save, reset, restore or compaction for a terminal gone; the
+    # exit follows at once (the compaction due starts after it, as for any exit).
+    (L, Event.SUMMARY): L,
+    (L, Event.COMPACTED): L,
+    (L, Event.EXIT): C,
     # Closed: a late summary, the compaction in flight at the exit and the one that
     # came due behind it, all written at once.
     (C, Event.SUMMARY): C,
@@ -150,6 +182,27 @@ def test_every_cell_of_the_table(phase: Phase, event: Event) -> None:
     else:
         assert EVENTS[event](lifecycle).lifecycle.phase is target
     assert lifecycle.allows(event) is (target is not None)
+
+
+def test_a_terminal_leaving_finishes_or_cuts_its_turn_as_the_table_says() -> None:
+    """What the actor does when its terminal leaves is the lifecycle's answer (it held
+    two flags of its own for it, outside the table)."""
+    idle = active()
+    assert idle.terminal_left("disconnected", finishes_alone=True) == (idle, Leave("disconnected"))
+    gone, step = active().begin_turn(4).terminal_left("disconnected", finishes_alone=True)
+    assert step == LetTurnFinish(4) and gone.phase is Phase.FINISHING and gone.in_turn
+    cut, step = gone.terminal_left("finish-wait-over", finishes_alone=False)
+    assert step == CutTurn(4) and cut.phase is Phase.CUTTING
+    assert cut.leaving == "disconnected", "the first reason is the exit's"
+    assert gone.terminal_left("reattached", finishes_alone=False)[1] == CutTurn(4)
+    assert cut.terminal_left("shutdown", finishes_alone=False) == (cut, Leave("disconnected"))
+    stopped, step = active().begin_turn(5).terminal_left("shutdown", finishes_alone=False)
+    assert step == CutTurn(5) and stopped.leaving == "shutdown"
+    left = complete(cut).lifecycle
+    assert left.phase is Phase.LEAVING and left.turn is None and not left.in_turn
+    assert not left.allows(Event.BEGIN_TURN) and left.compaction_due(force=True) is None
+    assert left.terminal_left("x", finishes_alone=True) == (left, Leave("disconnected"))
+    assert exit_(left).lifecycle.leaving == "disconnected"
 
 
 def test_fresh_start_has_a_new_id_no_history_and_writes_the_pointer() -> None:
