@@ -215,7 +215,8 @@ DETACH_TURN_WAIT_S = 5.0
 """How long an exit waits for the end of the turn it cut (what its tools did is kept)."""
 DETACH_FINISH_WAIT_S = 300.0
 """How long a turn whose terminal went away (not a Ctrl+C: kill -9, a closed window, a
-dropped SSH) is let run to its end and be saved before it is cut."""
+dropped SSH) is let run to its end and be saved before it is cut (the supervisor's
+``AGENT_ASSIST_FINISH_WAIT_S`` says otherwise: ``TerminalConfig.finish_wait_s``)."""
 FINISHES_ALONE = frozenset({"disconnected"})
 """The detach reasons (the connection ended with no ``close`` frame) that let a running
 turn finish: nobody asked the reply to stop. An exit asked for (a supervisor stop, the
@@ -223,6 +224,9 @@ same terminal attached again) cuts it."""
 KEPT_UNANSWERED = "note: the message is kept in the session, marked unanswered"
 CUT_BY_EXIT = "the chat ended before the reply"
 CUT_BY_SHUTDOWN = "the supervisor stopped before the reply"
+FINISHING_AFTER_EXIT = "the terminal went away; the supervisor stopped before the reply ended"
+"""The reason a turn let finish for a terminal gone is saved with at once: it stays only if
+the supervisor dies before the turn's end (which saves the turn again)."""
 SAVED_AGAIN = "note: the session is saved again (the saves that failed are made good)"
 
 
@@ -301,6 +305,8 @@ class TerminalConfig:
     acknowledges_tool_lines: bool = False
     """Whether the outbox's reader sets each ``ToolCallLine.delivered`` once the line is
     written to the terminal (the connection's writer does): the tool waits for that."""
+    finish_wait_s: float = DETACH_FINISH_WAIT_S
+    """How long the turn of a terminal gone is let run before it is cut."""
 
 
 def tracked_paths_now(workspace: Path, tracked: Iterable[str]) -> tuple[set[str], str | None]:
@@ -1312,7 +1318,7 @@ class TerminalActor(Actor[TerminalMessage]):
     async def _detach_during_turn(self, reason: str) -> None:
         """The terminal left (``reason``): the lifecycle says what follows
         (``SessionLifecycle.terminal_left``). A turn let finish has at most
-        ``DETACH_FINISH_WAIT_S`` before it is cut; a cut turn's end is waited for
+        ``TerminalConfig.finish_wait_s`` before it is cut; a cut turn's end is waited for
         ``DETACH_TURN_WAIT_S``, so that what its tools did is kept as far as it got (a
         terminal killed after a write and a decision lost both from the session)."""
         self._lc, step = self._lc.terminal_left(reason, finishes_alone=reason in FINISHES_ALONE)
@@ -1320,8 +1326,13 @@ class TerminalActor(Actor[TerminalMessage]):
             case Leave(why):
                 await self._detach(why)
             case LetTurnFinish():
+                if self._message is not None:  # kept unanswered until the turn's end
+                    unanswered = unanswered_turn(self._message.text, FINISHING_AFTER_EXIT)
+                    await self._perform(self._lc.kept_meanwhile(unanswered))
                 asyncio.get_running_loop().call_later(
-                    DETACH_FINISH_WAIT_S, self._self.tell_when_room, Detach("finish-wait-over")
+                    self._config.finish_wait_s,
+                    self._self.tell_when_room,
+                    Detach("finish-wait-over"),
                 )
             case CutTurn(turn):
                 try:

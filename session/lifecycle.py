@@ -807,6 +807,22 @@ class SessionLifecycle:
         """The turn runs on for a terminal gone (``finishing``)."""
         return self._move(Event.TERMINAL_GONE, leaving=self.leaving or reason)
 
+    def kept_meanwhile(self, unanswered: Sequence[ModelMessage]) -> tuple[Effect, ...]:
+        """The writes that keep the turn in flight as ``unanswered`` (its message, marked)
+        while it finishes for a terminal gone: a supervisor that dies before its end loses
+        the message no more. The lifecycle is left as it is (the turn's end replaces the
+        file); the session's last-active time is kept: nobody was active."""
+        state = self._require_state()
+        if self.turn is None:
+            return ()
+        kept = self.complete_turn(
+            unanswered,
+            now=state.updated_at,
+            manifest=state.file_manifest,
+            agent_spec_path=state.agent_spec_path,
+        )
+        return kept.effects
+
     def cut_turn(self, reason: str) -> SessionLifecycle:
         """The turn is being cut for the exit (``cutting``)."""
         return self._move(Event.CUT_TURN, leaving=self.leaving or reason)

@@ -78,6 +78,7 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
     """The supervisor's settings: ``<root>/config.toml`` overridden by its environment.
 
     Imports the model stack (call it once ``load_model_stack`` has run)."""
+    from actors.terminal import DETACH_FINISH_WAIT_S
     from session.compaction import EventsCompactionConfig
     from session.lifecycle import PersistPolicy
     from supervisor.server import Settings
@@ -99,6 +100,7 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
         context_tokens=configured.context_tokens,
         summary_model=configured.summary_model,
         model_timeout_s=configured.model_timeout,
+        finish_wait_s=number_from_env("AGENT_ASSIST_FINISH_WAIT_S", DETACH_FINISH_WAIT_S),
     )
 
 

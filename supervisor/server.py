@@ -52,7 +52,7 @@ from actors.messages import (
     TurnEnded,
     UserTurn,
 )
-from actors.terminal import TerminalConfig
+from actors.terminal import DETACH_FINISH_WAIT_S, TerminalConfig
 from session.budget import context_budget
 from session.catalog import Pruned, SessionListing
 from session.checkpoints import listing_items, megabytes_in_bytes
@@ -103,6 +103,8 @@ class Settings:
     context_tokens: int | None = None
     summary_model: str | None = None
     model_timeout_s: float = 300.0
+    finish_wait_s: float = DETACH_FINISH_WAIT_S
+    """How long the turn of a terminal gone runs on (``AGENT_ASSIST_FINISH_WAIT_S``)."""
 
     def policy_for(self, model: str, chat: p.ChatSettings | None = None) -> PersistPolicy:
         """The policy of a terminal using ``model`` (its token budget depends on it), with
@@ -144,6 +146,7 @@ class Settings:
             stall_timeout_s=chat.model_timeout if chat else None,
             checkpoint_cap=megabytes_in_bytes(chat.checkpoint_max_mb) if chat else None,
             acknowledges_tool_lines=True,  # the connection's writer does (``_pump``)
+            finish_wait_s=self.finish_wait_s,
         )
 
 

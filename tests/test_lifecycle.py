@@ -477,3 +477,17 @@ def test_with_no_compaction_the_turns_out_of_memory_are_summarized_by_the_last_s
     assert lc.earlier_summary() == render_compaction(
         EventCompaction(1, 7, "Designing a triage agent")
     )
+
+
+def test_a_turn_finishing_for_a_terminal_gone_is_kept_meanwhile_as_unanswered() -> None:
+    """Its write keeps the message marked unanswered and the last-active time, and
+    leaves the lifecycle as it is (the turn's end writes the session again)."""
+    from session.interrupted import unanswered_turn
+    from session.unanswered import unanswered_message
+
+    finishing = complete(active()).lifecycle.begin_turn(2, "m-2").let_turn_finish("disconnected")
+    (write,) = finishing.kept_meanwhile(unanswered_turn("go on", "gone"))
+    assert isinstance(write, WriteSession)
+    assert unanswered_message(write.state.recent_messages) == "go on"
+    assert write.state.updated_at == T1 and finishing.phase is Phase.FINISHING
+    assert count_turns(load_messages(write.state.recent_messages)) == 2

@@ -60,6 +60,9 @@ class ChatServer:
         self.tool_returns_go = threading.Event()
         """Cleared: an answer to a tool's return waits until it is set again."""
         self.tool_returns_go.set()
+        self.tool_calls_go = threading.Event()
+        """Cleared: a tool call the model would send waits until it is set again."""
+        self.tool_calls_go.set()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -112,6 +115,8 @@ class ChatServer:
                 if body["messages"][-1]["role"] == "tool":
                     server.tool_returns_go.wait(60)
                 call = server.tool_call_for(body)
+                if call is not None:
+                    server.tool_calls_go.wait(60)
                 if call is not None and body.get("stream"):
                     self._stream_tool_call(body, *call)
                     return

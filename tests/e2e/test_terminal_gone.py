@@ -1,0 +1,116 @@
+"""The turn of a terminal gone (kill -9, a closed window) is let finish and saved (H125);
+its untested paths: a tool call after the kill, the same tab back while the turn
+finishes, a supervisor crash after an unanswered message, and the finish wait's cap."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from session.unanswered import NO_REPLY_PREFIX, unanswered_message
+from tests.e2e.harness import Client, Env, Terminal, wait_for
+from tests.e2e.openai_server import ChatServer
+
+
+def _saved(env: Env) -> list[dict[str, Any]]:
+    ids = env.session_ids()
+    return list(env.session(ids[0])["recent_messages"]) if ids else []
+
+
+def _last_text(env: Env) -> str | None:
+    saved = _saved(env)
+    return str(saved[-1]["parts"][0]["content"]) if saved else None
+
+
+def _attached(env: Env) -> int:
+    result = env.run("supervisor", "status", "--json")
+    count: int = json.loads(result.stdout)["terminals"]
+    return count
+
+
+def _asked(server: ChatServer, content: str) -> None:
+    wait_for(
+        lambda: any(r["messages"][-1].get("content") == content for r in server.requests),
+        what=f"{content!r} at the model",
+    )
+
+
+def _killed_during(env: Env, server: ChatServer, message: str, tab: Terminal) -> Client:
+    """A chat in ``tab`` killed (-9) while the model works on ``message``, once the
+    supervisor saw its connection end."""
+    client = env.spawn("--new", terminal=tab)
+    client.send("hello")
+    client.expect("echo: hello")
+    client.send(message)
+    _asked(server, message)
+    client.kill9()
+    wait_for(lambda: _attached(env) == 0, what="the supervisor to see the terminal gone")
+    return client
+
+
+def test_a_tool_call_after_the_terminal_was_killed_does_not_run(
+    env: Env, streaming_server: ChatServer
+) -> None:
+    """The model's tool call comes after the kill: nobody would see its line, so the
+    tool does not run (no decision recorded); the message is kept, marked unanswered."""
+    streaming_server.tool_calls_go.clear()
+    _killed_during(env, streaming_server, "decide: route with a small model", env.terminal())
+    streaming_server.tool_calls_go.set()
+    gone = f"{NO_REPLY_PREFIX}the terminal went away before the reply's tools could run]"
+    wait_for(lambda: _last_text(env) == gone, what="the turn's end saved")
+    (session_id,) = env.session_ids()
+    saved = env.session(session_id)
+    assert "route with a small model" not in saved["decisions"], "the tool ran"
+    assert unanswered_message(saved["recent_messages"]) == "decide: route with a small model"
+    assert not any(r["messages"][-1]["role"] == "tool" for r in streaming_server.requests)
+
+
+def test_a_hung_reply_of_a_terminal_gone_is_cut_at_the_finish_wait(
+    env: Env, streaming_server: ChatServer
+) -> None:
+    """``AGENT_ASSIST_FINISH_WAIT_S`` caps the wait (300 s was fixed): a model that
+    never answers is cut at the cap and the message kept, marked unanswered."""
+    env.extra["AGENT_ASSIST_FINISH_WAIT_S"] = "2"
+    _killed_during(env, streaming_server, "hang", env.terminal())
+    cut = f"{NO_REPLY_PREFIX}the chat ended before the reply]"
+    wait_for(lambda: _last_text(env) == cut, what="the cut at the cap")
+    assert unanswered_message(_saved(env)) == "hang"
+    assert [row["state"] for row in env.sessions_json()] != ["live"]
+
+
+def test_a_message_whose_terminal_and_supervisor_died_is_offered_and_answered_once(
+    env: Env, streaming_server: ChatServer
+) -> None:
+    """kill -9 of the terminal while the model works, then of the supervisor (and its
+    heir) before the reply ended: the message was lost without a word (the turn was only
+    in memory, and no terminal was left to send it again). It is saved, marked
+    unanswered, as soon as its terminal is gone: the next chat's offer names it, and
+    sending it again gets one answer."""
+    tab = env.terminal()
+    _killed_during(env, streaming_server, "hang mid-reply once", tab)
+    wait_for(
+        lambda: unanswered_message(_saved(env)) == "hang mid-reply once",
+        what="the message kept while its turn finishes",
+    )
+    env.kill_supervisor_and_heir()
+    again = env.spawn(terminal=tab)
+    again.expect("Resume previous session? [Y/n]", stderr=True)
+    assert '  last message unanswered: "hang mid-reply once"' in again.drain_stderr()
+    again.send("y")
+    again.send("hang mid-reply once")
+    again.expect("echo: hang mid-reply once")
+    again.close_stdin()
+    assert again.wait() == 0
+    texts = [
+        part["content"]
+        for message in _saved(env)
+        for part in message["parts"]
+        if part["part_kind"] in ("user-prompt", "text")
+    ]
+    assert texts[2:] == [
+        "hang mid-reply once",
+        f"{NO_REPLY_PREFIX}the terminal went away; the supervisor stopped before the reply "
+        "ended]",
+        "hang mid-reply once",
+        "echo: hang mid-reply once",
+    ], texts
