@@ -114,3 +114,35 @@ def test_a_message_whose_terminal_and_supervisor_died_is_offered_and_answered_on
         "hang mid-reply once",
         "echo: hang mid-reply once",
     ], texts
+
+
+def test_the_same_tab_back_while_its_turn_finishes_cuts_it_and_keeps_the_message_once(
+    env: Env, streaming_server: ChatServer
+) -> None:
+    """The same terminal identity attaches again while its old connection's turn still
+    streams: the turn is cut (its save must land before the new chat reads the session),
+    and the new chat's offer names the message; nothing is written twice or lost."""
+    tab = env.terminal()
+    _killed_during(env, streaming_server, "be slow please", tab)
+    again = env.spawn(terminal=tab)
+    again.expect("Resume previous session? [Y/n]", stderr=True)
+    assert '  last message unanswered: "be slow please"' in again.drain_stderr()
+    again.send("y")
+    again.send("go on")
+    again.expect("echo: go on")
+    again.close_stdin()
+    assert again.wait() == 0
+    texts = [
+        part["content"]
+        for message in _saved(env)
+        for part in message["parts"]
+        if part["part_kind"] in ("user-prompt", "text")
+    ]
+    assert texts == [
+        "hello",
+        "echo: hello",
+        "be slow please",
+        f"{NO_REPLY_PREFIX}the chat ended before the reply]",
+        "go on",
+        "echo: go on",
+    ], texts
