@@ -41,6 +41,17 @@ def temp_files(directory: Path) -> list[str]:
     return [name for name in os.listdir(directory) if name.endswith(".tmp")]
 
 
+def wait_for_a_save(manager: SessionManager, first: int) -> None:
+    """Until the child has saved a version of its own (numbered ``first`` or after)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        raw = orjson.loads(manager.session_path(SID).read_bytes())
+        if raw["checkpoint_count"] >= first:
+            return
+        time.sleep(0.001)
+    raise AssertionError("the child saved nothing in 30 s")
+
+
 def test_sigkill_during_saves_never_tears_the_file(tmp_path: Path) -> None:
     manager = SessionManager(tmp_path / "sessions")
     manager.save(version(0))
@@ -57,6 +68,7 @@ def test_sigkill_during_saves_never_tears_the_file(tmp_path: Path) -> None:
                 save_forever(manager, first)
             finally:
                 os._exit(1)
+        wait_for_a_save(manager, first)  # a loaded machine may not run the child at once
         time.sleep(rng.uniform(0.001, 0.03))
         os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
