@@ -5,8 +5,9 @@ With ``AGENT_ASSIST_SUMMARY_MODEL`` set, an LLM writes the summary and the
 compaction narrative (bounded by a timeout) and the offline summarizer is the
 fallback; without it, the offline summarizer alone. A compaction (DESIGN 7)
 that fails or is not shorter than what it replaces is answered with an error;
-the TerminalActor backs off and the conversation goes on.
-"""
+the TerminalActor backs off and the conversation goes on. A summary model's
+summary too long for that is replaced by the offline summarizer's, and one
+that is shorter comes with the offline one as a fallback (``Compacted.fallback``)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ from session.compaction import (
     BaseEventsSummarizer,
     CompactionError,
     Event,
+    EventCompaction,
     LlmEventSummarizer,
     OfflineEventSummarizer,
     SummaryNotShorter,
@@ -49,6 +51,7 @@ from session.compaction import (
     events_from_messages,
     finish_compaction,
     messages_without_secrets,
+    offline_fallback,
     parse_compaction,
     window_without_secrets,
 )
@@ -74,6 +77,11 @@ of ``SUMMARY_MODEL_SLOTS`` before the offline summarizer answers instead."""
 KEPT_ANSWERS = 64
 """Told compactions' answers kept for an ask of the same window."""
 STOPPED_LINE = "the compaction actor stopped before it finished"
+TOO_LONG_BECAUSE: Final = (
+    "the summary model's summary was too long; the offline summarizer's is used"
+)
+"""Why the offline summarizer's compaction was kept in the summary model's place: the
+model's would not have made the next request smaller (told once, as a warning)."""
 OFFLINE: Final = "offline"
 """As a summary model: the offline summarizer (no model)."""
 R = TypeVar("R")
@@ -282,6 +290,7 @@ class CompactionActor(Actor[CompactionMessage]):
         timeout = background if message.trigger == "window" else waited_for
         offline_because: str | None = None
         offline = False
+        fallback: EventCompaction | None = None
         try:
             model = self._model_of(message.summary_model)
             readable = (  # no thread's turn for a session that knows no secret
@@ -291,7 +300,19 @@ class CompactionActor(Actor[CompactionMessage]):
             )
             summarized, offline = await self._summarize_window(model, readable.events, timeout)
             offline_because = self._offline_because(model)
-            compaction = await off_the_loop(finish_compaction, readable, summarized)
+            by_model = not offline and (self._summarizer is not None or model is not None)
+            try:
+                compaction = await off_the_loop(finish_compaction, readable, summarized)
+            except SummaryTooLong as exc:
+                if not by_model:
+                    raise
+                log.info("compaction of session %s: %s", message.session_id, exc)
+                summarized = await off_the_loop(OfflineEventSummarizer().summarize, readable.events)
+                compaction = await off_the_loop(finish_compaction, readable, summarized)
+                offline, offline_because = True, TOO_LONG_BECAUSE
+            else:
+                if by_model and compaction is not None:
+                    fallback = await off_the_loop(offline_fallback, readable, compaction)
         except SummaryTooLong as exc:
             log.info("compaction of session %s skipped: %s", message.session_id, exc)
             return Compacted(  # who wrote the summary no shorter, and why, is told too
@@ -321,6 +342,7 @@ class CompactionActor(Actor[CompactionMessage]):
             offline_because=offline_because,
             offline=offline,
             window=window,
+            fallback=fallback,
         )
 
     def _model_of(self, requested: str | None) -> str | None:

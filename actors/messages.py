@@ -583,6 +583,9 @@ class Compacted:
     window: Window | None = field(default=None, compare=False)
     """The window it answers for (compared by identity): a late answer of a compaction
     given up on is told from the one in flight."""
+    fallback: EventCompaction | None = None
+    """When the summary model wrote ``compaction``: the offline summarizer's of the same
+    window, kept instead if the model's would not make the next request smaller."""
 
 
 @dataclass(frozen=True)

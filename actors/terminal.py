@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage
 
 from actors.base import Actor, ActorRef, Ask, DeadActor, Envelope, next_item
-from actors.compaction import LLM_BLOCKING_TIMEOUT_S, OFFLINE
+from actors.compaction import LLM_BLOCKING_TIMEOUT_S, OFFLINE, TOO_LONG_BECAUSE
 from actors.messages import (
     AskUser,
     CancelCurrentTurn,
@@ -1663,6 +1663,8 @@ class TerminalActor(Actor[TerminalMessage]):
             result = answer
         if not await self._keep_compaction(result) and result.compaction is not None:
             return dataclasses.replace(result, compaction=None, no_gain=True)
+        if result.fallback is not None and self._lc.compaction is result.fallback:
+            return dataclasses.replace(result, compaction=result.fallback, offline=True)
         return result
 
     async def _wait_for_compaction(self, request: Compact) -> Compacted | None:
@@ -1775,14 +1777,17 @@ class TerminalActor(Actor[TerminalMessage]):
             manifest=lc.state.file_manifest,
             agent_spec_path=lc.state.agent_spec_path,
             back_off=automatic,
+            fallback=result.fallback,
         )
         self._lc = transition.lifecycle
-        if self._lc.compaction is not result.compaction or lc.compaction is result.compaction:
-            if result.offline_because is not None and self._lc.compaction is lc.compaction:
+        kept = self._lc.compaction
+        fell_back = kept is not None and kept is result.fallback
+        if (kept is not result.compaction and not fell_back) or lc.compaction is kept:
+            if result.offline_because is not None and kept is lc.compaction:
                 await self._tell_offline(result.offline_because)  # no smaller: still told
             return False  # stale, no smaller, or kept already (/compact waited for it)
         await self._perform(transition.effects)
-        await self._tell_offline(result.offline_because)
+        await self._tell_offline(TOO_LONG_BECAUSE if fell_back else result.offline_because)
         if automatic:
             after = self._lc.estimated_tokens()
             compaction = result.compaction

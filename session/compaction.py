@@ -1618,6 +1618,19 @@ def finish_compaction(window: Window, summarized: Event | None) -> EventCompacti
     return compaction
 
 
+def offline_fallback(window: Window, compaction: EventCompaction) -> EventCompaction | None:
+    """``compaction`` (a summary model's, of ``window``) with the offline summarizer's
+    narrative in place of the model's: what is kept if the model's would not make the
+    next request smaller (a wordy summary). None if the offline one is no shorter."""
+    summarized = OfflineEventSummarizer().summarize(window.events)
+    if summarized is None or summarized.compaction is None:
+        return None
+    narrative = normalize_narrative(scrub_text(summarized.compaction.compacted_content))
+    if len(narrative) >= len(compaction.compacted_content):
+        return None
+    return dataclasses.replace(compaction, compacted_content=narrative)
+
+
 def offline_compaction(window: Window) -> EventCompaction | None:
     """``window`` compacted at once by the offline summarizer (deterministic, no model),
     for turns that leave the request now. Not held to be shorter than what it replaces,

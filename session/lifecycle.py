@@ -53,8 +53,8 @@ Rules (the table ``TRANSITIONS`` is the source of truth):
   sends and compacts exactly as the session that never left. A result for an older
   generation of the history
   (after ``reset`` or another resume), or covering no more than the one kept, is
-  ignored; one that would not make the next request smaller is not kept and counts
-  as a failure. ``compaction_failed`` backs
+  ignored; one that would not make the next request smaller is not kept (its offline
+  fallback, if any, is tried instead) and counts as a failure. ``compaction_failed`` backs
   off: the next automatic try waits ``interval * 2**failures`` turns.
 """
 
@@ -938,16 +938,19 @@ class SessionLifecycle:
         manifest: Mapping[str, str],
         agent_spec_path: str | None,
         back_off: bool = True,
+        fallback: EventCompaction | None = None,
     ) -> Transition:
         """Keep ``compaction``: memory drops the turns before its overlap (or before its
         last turn), the request starts at its boundary, decisions gain what it retained,
         and it is saved.
 
         Not kept (no effect): a result for an older generation, or one that covers no
-        more than the compaction already kept (a superseded one, answering late). Not
-        kept, and taken as a failure (``compaction_failed(back_off)``): one that would
-        not make the next request smaller (a summary longer than the turns it replaces
-        once the request's framing and the rules in the instructions are counted)."""
+        more than the compaction already kept (a superseded one, answering late). One
+        that would not make the next request smaller (a summary longer than the turns it
+        replaces once the request's framing and the rules in the instructions are
+        counted) is not kept: ``fallback`` (the offline summarizer's of the same window,
+        when a summary model wrote ``compaction``) is tried in its place; with none, or
+        no smaller either, it is taken as a failure (``compaction_failed(back_off)``)."""
         state = self._check(Event.COMPACTED)
         if generation != self.generation:
             return Transition(self, ())
@@ -980,6 +983,15 @@ class SessionLifecycle:
         # sent only if the request stays smaller with it (a compaction never grows it)
         before = self.estimated_tokens()
         if new.estimated_tokens(last_turn_again=False) >= before:
+            if fallback is not None:
+                return self.compacted(
+                    fallback,
+                    generation,
+                    now=now,
+                    manifest=manifest,
+                    agent_spec_path=agent_spec_path,
+                    back_off=back_off,
+                )
             return Transition(self.compaction_failed(generation, back_off=back_off), ())
         if new.estimated_tokens() >= before:
             new = new._with(last_turn_not_again=True)

@@ -17,6 +17,8 @@ import orjson
 import pydantic_ai.models
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from actors import compaction as compaction_actor
 from actors.base import ActorRef, open_mailbox, run_supervised
@@ -39,9 +41,13 @@ from actors.messages import (
 from actors.terminal import TerminalActor, TerminalConfig
 from session.compacted import compacted_turns, session_turns, tail_prompts
 from session.compaction import (
+    DEFAULT_PROMPT_TEMPLATE,
+    MAX_LLM_NARRATIVE_CHARS,
+    PLACEHOLDER,
     BaseEventsSummarizer,
     Event,
     EventsCompactionConfig,
+    LlmEventSummarizer,
     OfflineEventSummarizer,
     Window,
     estimate_tokens,
@@ -718,3 +724,39 @@ async def test_a_big_message_after_a_whole_compact_leaves_the_turn_sent_again_ou
     assert big.strip() in body
     assert "follows again" not in body and "echo: question 3" not in body
     assert not [n for n in rig.notices() if "budget" in n], rig.notices()
+
+
+def _wordy_summary_model() -> LlmEventSummarizer:
+    """A summary model whose every summary is as long as the conversation allows (a few
+    characters shorter than what it was sent): a summary, but no smaller request."""
+
+    def wordy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        request = messages[-1]
+        assert isinstance(request, ModelRequest)
+        (prompt,) = [str(p.content) for p in request.parts if isinstance(p, UserPromptPart)]
+        sent = len(prompt) - len(DEFAULT_PROMPT_TEMPLATE) + len(PLACEHOLDER)
+        length = min(sent - 10, MAX_LLM_NARRATIVE_CHARS)
+        words = "The user and the assistant talked over the agent's design at length. "
+        return ModelResponse(parts=[TextPart((words * 40)[:length].strip())])
+
+    return LlmEventSummarizer(FunctionModel(wordy))
+
+
+async def test_a_summary_model_too_wordy_to_shrink_the_request_falls_back_to_offline(
+    make_rig: RigFactory,
+) -> None:
+    """Item 1 of H131: a summary model's summary that would not make the next request smaller
+    was counted a failure and backed off (``interval * 2**failures`` turns), the window
+    left uncompacted while requests grew. The offline summarizer's compaction of the same
+    window is kept instead, and the user is told once, in one short line."""
+    rig: Rig = await make_rig(_wordy_summary_model(), 2)
+    await rig.turn()
+    await rig.turn()
+    while not (await rig.next_of(Info)).text.startswith("note: compacted"):
+        pass  # the compaction of turns 1-2, in the background
+    assert rig.notices()[-1].startswith("note: compacted turns 1-2"), rig.notices()
+    assert rig.saved()["compacted_history_summary"].startswith("Conversation so far (turns 1-2")
+    warnings = [n for n in rig.notices() if n.startswith("warning:")]
+    assert len(warnings) == 1 and "too long" in warnings[0], warnings
+    assert len(warnings[0]) <= 100, warnings[0]
+    await rig.terminal.tell(Detach("exit"))

@@ -787,3 +787,24 @@ def test_a_big_message_after_a_whole_compaction_leaves_the_last_turn_out_not_the
     assert isinstance(head, CompactionPart) and "follows again" not in str(head.content)
     assert len(lc.request_history(room - 40)) == 3  # a message that fits: read again
     assert lc.request_tokens(room - 40) < 1000
+
+
+def test_a_model_s_compaction_that_would_not_shrink_the_request_gives_way_to_offline() -> None:
+    """H131: a summary model's compaction shorter than the window it replaces (its overlap
+    counted) but no smaller a request was not kept, and counted a failure (back-off): the
+    window stayed uncompacted. Its offline fallback, of the same window, is kept instead."""
+    lc = after_turns(fresh(policy(interval=2, overlap=1)), 1, 4)
+    window = lc.compaction_due()
+    assert window is not None
+    lc = lc.begin_compaction(window)
+    offline = finish_compaction(window, OfflineEventSummarizer().summarize(window.events))
+    assert offline is not None
+    wordy = dataclasses.replace(offline, compacted_content="wordy " * 300)
+    kept = lc.compacted(
+        wordy, lc.generation, now=T0, manifest={}, agent_spec_path=None, fallback=offline
+    )
+    assert kept.lifecycle.compaction is offline and kept.effects
+    assert kept.lifecycle.compaction_failures == 0 and kept.lifecycle.backoff_until == 0
+    assert kept.lifecycle.estimated_tokens() < lc.estimated_tokens()
+    alone = lc.compacted(wordy, lc.generation, now=T0, manifest={}, agent_spec_path=None)
+    assert alone.lifecycle.compaction is None and alone.lifecycle.compaction_failures == 1
