@@ -610,6 +610,8 @@ class TerminalActor(Actor[TerminalMessage]):
         """Background notices that came while a reply streamed: told after it."""
         self._flood = NoticeFlood()
         """The changes outside told lately, and those a flood of them holds for one line."""
+        self._compaction_told: set[Trigger] = set()
+        """What triggered the automatic compactions told (each is told once a run)."""
         self._offline_told = False
         """The summary model failed and the terminal was told the offline summarizer
         stands in (once, until the model writes again)."""
@@ -1788,7 +1790,8 @@ class TerminalActor(Actor[TerminalMessage]):
             return False  # stale, no smaller, or kept already (/compact waited for it)
         await self._perform(transition.effects)
         await self._tell_offline(TOO_LONG_BECAUSE if fell_back else result.offline_because)
-        if automatic:
+        if automatic and result.trigger not in self._compaction_told:
+            self._compaction_told.add(result.trigger)  # once: with interval 1, every turn
             after = self._lc.estimated_tokens()
             compaction = result.compaction
             turns = turns_named(compaction.start_invocation, compaction.end_invocation)

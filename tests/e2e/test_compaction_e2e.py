@@ -943,3 +943,20 @@ def test_slash_resume_after_compact_shows_that_the_last_turn_follows_again(env: 
     assert result.returncode == 0, result.stderr
     shown = result.stderr.split("# Compacted history (sent first in every request, ~", 1)[1]
     assert "Turn 4, the last of these, follows again word for word." in shown
+
+
+def test_compaction_after_every_turn_is_told_once_not_every_turn(env: Env) -> None:
+    """H131: with AGENT_ASSIST_COMPACTION_INTERVAL=1, every turn printed a line of its own,
+    "note: compacted turns 1-N into a summary (~A -> ~B tokens)": a recurring condition,
+    told once (and again only if the compacted conversation grew by half since)."""
+    result = env.run(
+        "--new",
+        input=script(range(1, 7)),
+        terminal=env.terminal(),
+        AGENT_ASSIST_COMPACTION_INTERVAL="1",
+        AGENT_ASSIST_COMPACTION_OVERLAP="0",
+    )
+    assert result.returncode == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note: compacted")]
+    assert len(notes) == 1 and notes[0].startswith("note: compacted turn 1 "), result.stderr
+    assert compacted_up_to(env, env.sessions_json()[0]["session_id"]) == 6
