@@ -364,10 +364,18 @@ class SessionLifecycle:
         """Whether a request carrying ``history`` and ``extra_chars`` more stays under the
         token budget (as ``request_tokens`` estimates it after a compaction)."""
         threshold = self.policy.compaction.token_threshold
-        if threshold is None:
-            return True
+        return threshold is None or self._stale_tokens(history, extra_chars) < threshold
+
+    def _estimate(self, history: Sequence[ModelMessage], extra_chars: int) -> int:
+        """The tokens of a request carrying ``history``, the instructions and ``extra_chars``
+        more, by the characters-per-token estimate alone."""
         chars = sum(message_chars(m) for m in history) + len(self.instructions()) + extra_chars
-        return estimate_tokens(chars) + self.token_overhead < threshold
+        return estimate_tokens(chars)
+
+    def _stale_tokens(self, history: Sequence[ModelMessage], extra_chars: int) -> int:
+        """``_estimate`` plus what the model's last count held beyond it (``token_overhead``):
+        ``request_tokens`` while that count is stale, and ``_within_budget``: one sum."""
+        return self._estimate(history, extra_chars) + self.token_overhead
 
     def _last_compacted_turn(self) -> tuple[ModelMessage, ...]:
         """With no turn after the compaction's boundary (one just took every turn), its last
@@ -462,9 +470,10 @@ class SessionLifecycle:
         plus an estimate of what was added since, or the estimate of the whole if that
         is larger; while that count is stale (after a compaction) the estimate plus
         what the count held beyond it (``token_overhead``)."""
-        estimate = self.estimated_tokens(extra_chars)
+        history = self.request_history(extra_chars)
         if self.token_base is None:
-            return estimate + self.token_overhead
+            return self._stale_tokens(history, extra_chars)
+        estimate = self._estimate(history, extra_chars)
         # The model's count is the ground truth; the estimate guards against a model
         # (or a proxy) that under-reports, so compaction comes early rather than late.
         return max(self.token_base + estimate_tokens(extra_chars), estimate)
@@ -472,8 +481,8 @@ class SessionLifecycle:
     def estimated_tokens(self, extra_chars: int = 0, *, last_turn_again: bool = True) -> int:
         """The next request's size by the characters-per-token estimate alone (the same
         measure before and after a compaction, for the notices)."""
-        chars = self.history_chars(extra_chars, last_turn_again=last_turn_again)
-        return estimate_tokens(chars + len(self.instructions()) + extra_chars)
+        history = self.request_history(extra_chars, last_turn_again=last_turn_again)
+        return self._estimate(history, extra_chars)
 
     def history_chars(self, extra_chars: int = 0, *, last_turn_again: bool = True) -> int:
         """The characters of the history the next request carries (``extra_chars`` more
