@@ -117,6 +117,16 @@ def _window_key(message: Compact) -> _WindowKey:
     return message.session_id, message.generation, window.start_invocation, window.end_invocation
 
 
+def summary_model_down_line(model: str, reason: str, minutes: int) -> str:
+    """Why the offline summarizer stands in for the summary ``model``, in one line: where it
+    was asked and why it failed (not clipped: the endpoint's own words are the cause),
+    then for how long (the supervisor's log names the model too)."""
+    return (
+        f"the summary model at {endpoint_of(model)} failed ({reason}); "
+        f"offline summaries for {minutes} min"
+    )
+
+
 def failure_reason(exc: BaseException) -> str:
     """Why the summary model failed, as the terminal's line says it: pydantic-ai's own words
     for an empty or unusable answer ("Exceeded maximum output retries (1)") say nothing
@@ -389,11 +399,7 @@ class CompactionActor(Actor[CompactionMessage]):
         left = until - anyio.current_time()
         if left <= 0:
             return None
-        return (
-            f"the summary model {model} at {endpoint_of(model)} failed ({reason}); the "
-            "offline summarizer stands in for it, and it is asked again in "
-            f"{max(1, round(left / 60))} min"
-        )
+        return summary_model_down_line(model, reason, max(1, round(left / 60)))
 
     def _llm_failed(self, model: str, what: str, exc: BaseException) -> None:
         """Remember a failing summary model: the offline summarizer alone for a while, so
@@ -401,9 +407,10 @@ class CompactionActor(Actor[CompactionMessage]):
         reason = failure_reason(exc)
         self._llm_down[model] = (anyio.current_time() + LLM_RETRY_AFTER_S, reason)
         log.warning(
-            "LLM %s with %s failed (%s); the offline summarizer alone for %.0f s",
+            "LLM %s with %s at %s failed (%s); the offline summarizer alone for %.0f s",
             what,
             model,
+            endpoint_of(model),
             reason,
             LLM_RETRY_AFTER_S,
         )

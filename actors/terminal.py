@@ -92,6 +92,7 @@ from actors.messages import (
 from actors.turn_lines import (
     TURNS_LEFT_OUT_LINE,
     checkpoint_failed,
+    compaction_failed_line,
     message_over_budget_line,
     over_budget_line,
     over_budget_uncompacted_line,
@@ -178,13 +179,13 @@ GIVEN_UP_KEPT = 4
 """The compactions given up on whose late answers are recognized (and not kept)."""
 SLOW_COMPACTION_S = 1.0
 COMPACTING_LINE = (
-    "note: compacting the conversation to fit the token budget (waiting for the summary "
-    f"model; up to {LLM_BLOCKING_TIMEOUT_S:g} s, then the offline summarizer)"
+    "note: compacting to fit the token budget (waiting for the summary model, up to "
+    f"{LLM_BLOCKING_TIMEOUT_S:g} s)"
 )
 """Told when the compaction a message waits for takes longer than ``SLOW_COMPACTION_S``."""
 COMPACTING_NOW_LINE = (
-    f"note: compacting (waiting for the summary model; up to {LLM_BLOCKING_TIMEOUT_S:g} s, "
-    "then the offline summarizer)"
+    f"note: compacting (waiting for the summary model, up to {LLM_BLOCKING_TIMEOUT_S:g} s, "
+    "then offline)"
 )
 """``/compact``'s, told alike."""
 COMPACTING_OFFLINE_LINE = "note: compacting the conversation to fit the token budget"
@@ -1761,12 +1762,7 @@ class TerminalActor(Actor[TerminalMessage]):
             quiet = result.no_gain or result.error is None  # nothing worth it, or skipped
             if automatic and not quiet and self._lc.compaction_failures == 1:
                 wait = self._lc.backoff_until - self._lc.invocations
-                await self._tell_between_turns(
-                    Info(
-                        f"warning: compaction failed ({result.error}); the "
-                        f"conversation goes on uncompacted, next try in {wait} turns"
-                    )
-                )
+                await self._tell_between_turns(Info(compaction_failed_line(result.error, wait)))
             return False
         before = lc.estimated_tokens()
         assert lc.state is not None

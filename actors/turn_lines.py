@@ -371,39 +371,47 @@ def message_over_budget_line(message: int, threshold: int) -> str:
     )
 
 
+WHY_CHARS: Final = 24
+"""Of a failure's reason, what a budget warning quotes (the log has it whole)."""
+
+
+def clipped_reason(reason: str, chars: int = WHY_CHARS) -> str:
+    """``reason`` held to ``chars`` characters for a one-line warning."""
+    return reason if len(reason) <= chars else reason[: chars - 1].rstrip() + "…"
+
+
+def _over(tokens: int, threshold: int) -> str:
+    return f"request over the token budget (~{tokens:,} of {threshold:,})"
+
+
 def over_budget_line(result: Compacted, tokens: int, threshold: int) -> str:
     """The warning for a request still over the token budget after the compaction that was
-    to bring it under: kept but not enough, not shorter, or failed."""
-    over = f"over the token budget (~{tokens:,} of {threshold:,} tokens)"
+    to bring it under: kept but not enough, not shorter, or failed. One short line (the
+    README says what helps: ``/reset``, a bigger ``AGENT_ASSIST_CONTEXT_TOKENS``)."""
     if result.compaction is not None:
-        what = f"the compacted conversation is still {over}"
-    elif result.no_gain:
-        what = f"the conversation is {over} and a summary of it would not be shorter"
-    else:
-        why = result.error or "the summarizer skipped it"
-        what = f"the conversation is {over} and its compaction failed ({why})"
-    return f"warning: {what}; raise AGENT_ASSIST_CONTEXT_TOKENS or /reset to start afresh"
+        return f"warning: compacted, the {_over(tokens, threshold)}"
+    if result.no_gain:
+        return f"warning: {_over(tokens, threshold)}; a summary would be no shorter"
+    why = clipped_reason(result.error or "the summarizer skipped it")
+    return f"warning: {_over(tokens, threshold)}; not compacted ({why})"
 
 
 def over_budget_uncompacted_line(tokens: int, threshold: int, *, compaction_off: bool) -> str:
     """The warning for a request over the token budget that no compaction was tried for:
     automatic compaction is off (the oldest turns are left out, and what remains with
     the instructions still outweighs the budget), or nothing is left to compact."""
-    over = f"the request is over the token budget (~{tokens:,} of {threshold:,} tokens)"
     if compaction_off:
-        return (
-            f"warning: {over} with automatic compaction off (compaction_interval 0); "
-            "/compact summarizes the conversation, or raise AGENT_ASSIST_CONTEXT_TOKENS"
-        )
-    return (
-        f"warning: {over} and nothing in it is left to compact (the last turn and the "
-        "instructions outweigh it); raise AGENT_ASSIST_CONTEXT_TOKENS or /reset to start afresh"
-    )
+        return f"warning: {_over(tokens, threshold)}; compaction is off (/compact)"
+    return f"warning: {_over(tokens, threshold)}; nothing is left to compact"
+
+
+def compaction_failed_line(error: str | None, wait: int) -> str:
+    """The warning for the first of a run of failed automatic compactions."""
+    why = clipped_reason(error or "no reason given", 40)
+    return f"warning: compaction failed ({why}); next try in {wait} turns"
 
 
 TURNS_LEFT_OUT_LINE: Final = (
-    "note: automatic compaction is off (compaction_interval 0), so from now on the oldest "
-    "turns are left out of what the model is sent, not summarized (only the newest that "
-    "fit are sent); /compact summarizes the conversation instead"
+    "note: compaction is off: the oldest turns are left out of requests (/compact summarizes)"
 )
 """Told once a run, when the tail's limits first leave a turn out (H91: silently before)."""

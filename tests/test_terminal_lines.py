@@ -23,6 +23,7 @@ from pydantic_ai.exceptions import (
 from actors.messages import Compacted
 from actors.terminal import compacted_at_resume_line
 from actors.turn_lines import (
+    TURNS_LEFT_OUT_LINE,
     UNFINISHED_STREAM,
     describe_tool_call,
     explain_failure,
@@ -255,9 +256,9 @@ def test_a_connection_lost_after_a_tool_ran_is_a_drop_not_a_server_that_is_down(
 @pytest.mark.parametrize(
     ("outcome", "why"),
     [
-        (Compacted("s", 1, "tokens", no_gain=True), "a summary of it would not be shorter"),
-        (Compacted("s", 1, "tokens", error="no answer in 30 s"), "its compaction failed (no "),
-        (Compacted("s", 1, "tokens"), "its compaction failed (the summarizer skipped it)"),
+        (Compacted("s", 1, "tokens", no_gain=True), "; a summary would be no shorter"),
+        (Compacted("s", 1, "tokens", error="no answer in 30 s"), "; not compacted (no answer in"),
+        (Compacted("s", 1, "tokens"), "; not compacted (the summarizer skipped…)"),
     ],
 )
 def test_a_request_left_over_the_budget_by_a_compaction_that_did_not_happen_says_why(
@@ -266,16 +267,15 @@ def test_a_request_left_over_the_budget_by_a_compaction_that_did_not_happen_says
     """A helper's find: only a compaction that was kept and not enough was told; one that
     could not shrink the request, or failed, let it go over the budget in silence."""
     line = over_budget_line(outcome, 2_100, 1_500)
-    assert line.startswith("warning: the conversation is over the token budget (~2,100 of 1,500")
+    assert line.startswith("warning: request over the token budget (~2,100 of 1,500)")
     assert why in line
-    assert line.endswith("; raise AGENT_ASSIST_CONTEXT_TOKENS or /reset to start afresh")
 
 
 @pytest.mark.parametrize(
     ("compaction_off", "remedy"),
     [
-        (True, "with automatic compaction off (compaction_interval 0); /compact summarizes"),
-        (False, "and nothing in it is left to compact (the last turn and the instructions"),
+        (True, "; compaction is off (/compact)"),
+        (False, "; nothing is left to compact"),
     ],
 )
 def test_a_request_over_the_budget_with_no_compaction_tried_says_why(
@@ -284,7 +284,7 @@ def test_a_request_over_the_budget_with_no_compaction_tried_says_why(
     """A helper's find (H64): with no compaction tried (off, or nothing left to compact)
     a request went over the budget without a warning."""
     line = over_budget_uncompacted_line(2_100, 1_500, compaction_off=compaction_off)
-    assert line.startswith("warning: the request is over the token budget (~2,100 of 1,500 ")
+    assert line.startswith("warning: request over the token budget (~2,100 of 1,500)")
     assert remedy in line
 
 
@@ -711,3 +711,32 @@ def test_the_line_of_a_resumes_compaction_agrees_with_its_number_of_turns(
     effect = KeepOriginal("0a1b2c3d4e5f", EventCompaction(first, last, "the narrative"))
     line = compacted_at_resume_line(effect, Path("0a1b2c3d4e5f.json.uncompacted-x"))
     assert f"held every turn uncompacted; {told} by the offline summarizer" in line
+
+
+def test_every_compaction_and_budget_warning_is_one_short_line() -> None:
+    """H131: the budget and compaction warnings ran to 180-200 characters (two or three
+    rows of a terminal); each is one line of at most 100, with five-digit counts and a
+    long reason, keeping what is over, by how much, and why."""
+    from actors.compaction import summary_model_down_line
+    from actors.terminal import compacting_line
+    from actors.turn_lines import compaction_failed_line
+
+    reason = "APIConnectionError: Connection error while reaching http://localhost:9/v1"
+    lines = [
+        over_budget_line(Compacted("s", 1, "tokens", EventCompaction(1, 2, "x")), 12_345, 10_000),
+        over_budget_line(Compacted("s", 1, "tokens", no_gain=True), 12_345, 10_000),
+        over_budget_line(Compacted("s", 1, "tokens", error=reason), 12_345, 10_000),
+        over_budget_uncompacted_line(12_345, 10_000, compaction_off=True),
+        over_budget_uncompacted_line(12_345, 10_000, compaction_off=False),
+        compaction_failed_line(reason, 64),
+        compacting_line("tokens", None),
+        compacting_line("command", None),
+        TURNS_LEFT_OUT_LINE,
+    ]
+    long = [line for line in lines if len(line) > 100 or "\n" in line]
+    assert not long, long
+    assert all("12,345 of 10,000" in line for line in lines[:5])
+    why = "TimeoutError: no answer in time"
+    down = "warning: " + summary_model_down_line("openai-chat:m", why, 5)
+    endpoint = down.split(" at ", 1)[1].split(" failed", 1)[0]
+    assert len(down) - len(endpoint) - len(why) <= 70, down  # where and why: not clipped

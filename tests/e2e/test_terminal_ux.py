@@ -527,7 +527,7 @@ def test_ctrl_c_while_a_message_waits_for_the_token_budgets_compaction_cancels_i
         screen.expect("[offline model]")
         screen.expect_prompt()
         screen.type(f"part two: {long}\r")
-        screen.expect("note: compacting the conversation to fit the token budget")
+        screen.expect("to fit the token budget")
         screen.type(CTRL_C)
         screen.expect("[cancelled]", timeout=10)  # not after the summary model's 15 s
         screen.expect_prompt()
