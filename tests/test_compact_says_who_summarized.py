@@ -23,7 +23,7 @@ from actors.messages import (
     UserTurn,
 )
 from tests.e2e.openai_server import ChatServer
-from tests.workers import SUMMARY_MODEL, local_models, summary_model_terminal
+from tests.workers import local_models, summary_model_terminal
 
 pytestmark = pytest.mark.anyio
 
@@ -98,7 +98,7 @@ async def test_compact_not_done_after_the_summary_model_timed_out_says_it_timed_
         "Not compacted: a summary by the offline summarizer would not be shorter"
     ), lines
     (warning,) = [line for line in lines if line.startswith("warning:")]
-    assert f"the summary model {SUMMARY_MODEL} at " in warning
+    assert warning.startswith("warning: the summary model at http")
     assert "TimeoutError: no answer in time" in warning
     await chat.terminal.tell(Detach("exit"))
 
