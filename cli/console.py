@@ -566,20 +566,12 @@ class Console:
         A SIGTSTP handled by another (a reply's, see ``keys_unechoed``) or ignored by
         the user's shell is left as it is."""
         import signal
-        import threading
 
-        if (
-            not self.interactive
-            or threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGTSTP) not in (signal.SIG_DFL, self._stop_signalled)
-        ):
+        if not self.interactive:
             yield
             return
-        previous = signal.signal(signal.SIGTSTP, self._stop_signalled)
-        try:
+        with _handling(signal.SIGTSTP, self._stop_signalled):
             yield
-        finally:
-            signal.signal(signal.SIGTSTP, previous)
 
     def _stop_signalled(self, signum: int, frame: object) -> None:
         """SIGTSTP came: with a prompt up, it is stopped from the prompt's loop, which
@@ -629,19 +621,9 @@ class Console:
         shell left it, what was typed ahead dropped with the chat (no shell command); one
         the user's shell ignores is left as it is."""
         import signal
-        import threading
 
-        if (
-            threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGQUIT) != signal.SIG_DFL
-        ):
+        with _handling(signal.SIGQUIT, self._quit_signalled):
             yield
-            return
-        previous = signal.signal(signal.SIGQUIT, self._quit_signalled)
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGQUIT, previous)
 
     def _quit_signalled(self, signum: int, frame: object) -> None:
         import signal
@@ -990,12 +972,7 @@ def _terminal_restored_on_stop(
     takes off the screen what it draws again after ``fg`` (``hidden``). Handlers in
     ``stand_in_for`` (the chat's hold's) are replaced meanwhile, as the default is."""
     import signal
-    import threading
     from types import FrameType
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
     def stop(signum: int, frame: FrameType | None) -> None:
         with contextlib.suppress(OSError):
@@ -1015,15 +992,31 @@ def _terminal_restored_on_stop(
         signal.signal(signal.SIGQUIT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGQUIT)
 
-    previous: dict[int, Any] = {}
-    for sig, handler in ((signal.SIGTSTP, stop), (signal.SIGQUIT, quit_)):
-        if signal.getsignal(sig) in (signal.SIG_DFL, *stand_in_for):  # not ignored
-            previous[sig] = signal.signal(sig, handler)
+    with (
+        _handling(signal.SIGTSTP, stop, over=stand_in_for),
+        _handling(signal.SIGQUIT, quit_, over=stand_in_for),
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def _handling(signum: int, handler: Any, over: tuple[object, ...] = ()) -> Iterator[None]:
+    """``handler`` for signal ``signum`` meanwhile, in the main thread only, and only over
+    the default, itself or one in ``over``: a signal the user's shell ignores, or one
+    another handles, is left as it is."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(
+        signum
+    ) not in (signal.SIG_DFL, handler, *over):
+        yield
+        return
+    previous = signal.signal(signum, handler)
     try:
         yield
     finally:
-        for number, before in previous.items():
-            signal.signal(number, before)
+        signal.signal(signum, previous)
 
 
 def _echo_rows(typed: str, width: int) -> int:
