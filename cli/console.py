@@ -387,7 +387,8 @@ class Console:
             kept = "".join(map(_key_typed, get_typeahead(self._prompt.input)))
         typed = kept + self._typed_ahead + self._take_waiting()
         self._typed_ahead = ""
-        self._held.extend(text for text, _ in typed_entries(typed) if text.strip())
+        entries = typed_entries(typed)
+        self._held.extend(text for text, e in entries if text.strip() and (text, e) != END_OF_INPUT)
 
     def _take_waiting(self) -> str:
         """What was typed ahead and not read yet: the long paste taken off the terminal
@@ -439,6 +440,9 @@ class Console:
                 else:
                     entries = typed_entries(self._typed_ahead)
                     line, enter = entries.pop(0) if entries else ("", False)
+                    if (line, enter) == END_OF_INPUT:  # read as typed at the prompt
+                        _give_keys(session, "\x04")
+                        line, entries = "", []
                     # after this line: for the prompt after it
                     self._typed_ahead = "".join(map(_as_typed, entries))
                 try:
@@ -671,18 +675,9 @@ class Console:
     def _give_typed_before_hold(self, session: Any) -> None:
         """The keys typed before the hold, first in what ``session``'s prompt reads (a NUL
         its line editing made of a Ctrl+D is that Ctrl+D again)."""
-        if not self._typed_before_hold:
-            return
-        from prompt_toolkit.input.typeahead import get_typeahead, store_typeahead
-        from prompt_toolkit.input.vt100_parser import Vt100Parser
-
-        typed = self._typed_before_hold.replace(b"\0", b"\x04").decode("utf-8", "replace")
-        self._typed_before_hold = b""
-        keys: list[Any] = []
-        parser = Vt100Parser(keys.append)
-        parser.feed(typed)
-        parser.flush()
-        store_typeahead(session.input, keys + get_typeahead(session.input))
+        typed, self._typed_before_hold = self._typed_before_hold, b""
+        if typed:
+            _give_keys(session, typed.replace(b"\0", b"\x04").decode("utf-8", "replace"))
 
     def _give_back(self) -> None:
         """The terminal's settings as they were before the hold, the hold kept (for a
@@ -1105,12 +1100,17 @@ class _TypedLine:
             del self.text[self.cursor : end if end > self.cursor else end + 1]
 
 
+END_OF_INPUT = ("\x04", False)
+"""The entry of ``typed_entries`` for a Ctrl+D at an empty line: the chat ends there."""
+
+
 def typed_entries(typed: str) -> list[tuple[str, bool]]:
     """What was typed ahead of a prompt, as the prompt would have read it: each line with
     whether Enter ended it. A bracketed paste is text whatever newlines it holds (its
     lines are one message, as at the prompt), Alt+Enter a new line in the message;
     Backspace, Delete, Ctrl+U, Ctrl+W and Ctrl+K edit, Left, Right, Home, End, Ctrl+Left
-    and Ctrl+Right move in the line (their emacs keys too); other keys are dropped."""
+    and Ctrl+Right move in the line (their emacs keys too); a Ctrl+D at an empty line
+    ends them (``END_OF_INPUT``); other keys are dropped."""
     entries: list[tuple[str, bool]] = []
     line = _TypedLine()
     at = 0
@@ -1136,6 +1136,9 @@ def typed_entries(typed: str) -> list[tuple[str, bool]]:
         if char in "\r\n":
             entries.append(("".join(line.text), True))
             line = _TypedLine()
+        elif char == "\x04" and not line.text:  # the prompt's end of input: the rest is not
+            entries.append(END_OF_INPUT)  # read (one typed in a line deletes, as there)
+            return entries
         elif char.isprintable():
             line.insert(char)
         else:
@@ -1144,6 +1147,18 @@ def typed_entries(typed: str) -> list[tuple[str, bool]]:
     if line.text:
         entries.append(("".join(line.text), False))
     return entries
+
+
+def _give_keys(session: Any, typed: str) -> None:
+    """``typed``, first in what ``session``'s prompt reads next, as typed there."""
+    from prompt_toolkit.input.typeahead import get_typeahead, store_typeahead
+    from prompt_toolkit.input.vt100_parser import Vt100Parser
+
+    keys: list[Any] = []
+    parser = Vt100Parser(keys.append)
+    parser.feed(typed)
+    parser.flush()
+    store_typeahead(session.input, keys + get_typeahead(session.input))
 
 
 def _as_typed(entry: tuple[str, bool]) -> str:

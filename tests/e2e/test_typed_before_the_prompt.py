@@ -145,6 +145,46 @@ def test_a_ctrl_d_typed_as_a_reply_ends_leaves_at_the_next_prompt(env: Env) -> N
         tty.close()
 
 
+RIGHT_AFTER_ENTER = """
+import select, sys
+from cli.console import Console
+
+console = Console()
+with console.keys_held():  # as the chat: the whole of it
+    print(f"read {console.read_line()!r}", flush=True)
+    print("the prompt returned", flush=True)
+    select.select([sys.stdin], [], [])  # typed after the prompt returned
+    console.interrupted_after_enter()
+    with console.keys_unechoed():
+        print("the reply began", flush=True)  # and ended
+    while (line := console.read_line()) is not None:  # a line typed ahead is sent
+        print(f"read {line!r}", flush=True)
+    print("read None", flush=True)
+"""
+
+
+@pytest.mark.parametrize("typed", ["\x04", "next\r\x04"])
+def test_a_ctrl_d_typed_right_after_enter_leaves_at_the_next_prompt(
+    env: Env, typed: str
+) -> None:
+    """H132: a Ctrl+D typed after the prompt returned and before the reply began was
+    read with the keys typed ahead (``interrupted_after_enter``) and dropped there as a
+    Delete at an empty line: the prompt after the reply waited. It ends the chat there
+    (after the line typed before it, if one was)."""
+    program = (sys.executable, "-c", RIGHT_AFTER_ENTER)
+    tty = Pty(env, env.terminal(), program=program)
+    try:
+        tty.type("x\r")
+        tty.expect("the prompt returned")
+        tty.type(typed)
+        tty.expect("the reply began")
+        if typed.startswith("next"):
+            tty.expect("read 'next'")
+        tty.expect("read None", timeout=10)
+    finally:
+        tty.close()
+
+
 QUIT_WHILE_HELD = """
 import os, signal
 from cli.console import Console
