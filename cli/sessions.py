@@ -525,6 +525,8 @@ def render_show(data: dict[str, Any], width: int | None = None) -> str:
         f"Agent spec   {session['agent_spec_path'] or '-'}",
         f"Phase        {session['phase'] or '-'}",
         f"Turns        {turns_line(session, row)}",
+        # The last message got no reply: its first words, as the resume offer says them.
+        *([f'Unanswered   "{row["unanswered"]}"'] if row.get("unanswered") else []),
         f"Messages     {len(session['recent_messages'])} (recent tail)",
         f"Checkpoints  {session['checkpoint_count']}",
     ]

@@ -9,6 +9,7 @@ from typing import Literal
 
 from session.models import Pointer, SessionHeader
 from session.resume import format_utc
+from session.unanswered import first_words
 
 SessionStatus = Literal["live", "idle", "orphaned"]
 
@@ -42,6 +43,7 @@ class SessionRow:
             "messages": self.messages,
             "turns": self.turns,
             "note": self.note,
+            "unanswered": None if self.unanswered is None else first_words(self.unanswered),
         }
 
 

@@ -17,8 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from session.printable import printable
+
 NO_REPLY_PREFIX = "[no reply: "
 REASON_CHARS = 200
+FIRST_WORDS_CHARS = 50
+"""Of an unanswered message, what a listing shows: as much as the resume offer's line
+shows of it on an 80-column terminal (``cli.chat.unanswered_text``)."""
 
 
 def no_reply(reason: str) -> str:
@@ -41,6 +46,12 @@ def unanswered_message(messages: Sequence[Mapping[str, Any]]) -> str | None:
             if prompts:
                 return prompts[0]
     return None
+
+
+def first_words(message: str) -> str:
+    """``message`` on one line, cut to ``FIRST_WORDS_CHARS`` with an ellipsis."""
+    line = " ".join(printable(message).split())
+    return line if len(line) <= FIRST_WORDS_CHARS else line[: FIRST_WORDS_CHARS - 1] + "…"
 
 
 def _contents(message: Mapping[str, Any], part_kind: str) -> list[str]:

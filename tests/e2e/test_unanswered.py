@@ -4,13 +4,24 @@ terminal went away is let finish and saved; a turn that failed keeps the message
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+from session.history import dump_messages
+from session.interrupted import unanswered_turn
+from session.manager import SessionManager
+from session.models import SessionState, utc_now
 from session.unanswered import NO_REPLY_PREFIX
 from tests.e2e.harness import Env, wait_for
 from tests.e2e.openai_server import ChatServer
 
 UNANSWERED = '  last message unanswered: "refuse: the triage rules"'
+
+
+def answered_turn(text: str) -> tuple[ModelRequest, ModelResponse]:
+    return ModelRequest(parts=[UserPromptPart(text)]), ModelResponse(parts=[TextPart("ok")])
 
 
 def _saved(env: Env) -> list[dict[str, Any]]:
@@ -77,3 +88,34 @@ def test_a_failed_turn_is_kept_unanswered_and_the_resume_says_so(
     sent = [m["content"] for m in request["messages"] if m["role"] != "system"]
     assert sent[:3] == ["hello", "echo: hello", "refuse: the triage rules"], sent
     assert sent[3].startswith(NO_REPLY_PREFIX) and sent[4] == "go on", sent
+
+
+def _files(directory: Path) -> dict[str, tuple[bytes, int]]:
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(directory.iterdir())}
+
+
+def test_the_listing_and_show_say_the_last_message_went_unanswered(env: Env) -> None:
+    """H132: ``sessions --json`` and ``sessions show`` did not tell it; the resume offer
+    alone did. The JSON gives its first words as the offer does (null when answered), read
+    from the headers as the summary is, and the listing still changes no file."""
+    manager = SessionManager(env.project)
+    long = "refuse: " + " ".join(f"rule{n}" for n in range(40))
+    for text, reason in (("fine", None), (long, "the model failed")):
+        turn = unanswered_turn(text, reason) if reason else answered_turn(text)
+        state = SessionState.new(utc_now()).model_copy(
+            update={"recent_messages": dump_messages(turn), "summary": text}
+        )
+        manager.save(state)
+    env.sessions_json()  # the headers' index written once, as any first listing does
+    before = _files(env.project)
+    rows = {row["summary"][:4]: row for row in env.sessions_json()}
+    assert rows["fine"]["unanswered"] is None
+    first_words = rows["refu"]["unanswered"]
+    assert first_words.startswith("refuse: rule0 rule1") and first_words.endswith("…")
+    assert len(first_words) == 50  # as the offer at 80 columns: 50 of them
+    shown = env.run("sessions", "show", rows["refu"]["session_id"])
+    assert shown.returncode == 0, shown.stderr
+    assert f'Unanswered   "{first_words}"' in shown.stdout.splitlines()
+    fine = env.run("sessions", "show", rows["fine"]["session_id"])
+    assert "Unanswered" not in fine.stdout
+    assert _files(env.project) == before
