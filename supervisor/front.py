@@ -36,7 +36,7 @@ from actors.messages import (
     StorageMessage,
 )
 from session.catalog import SessionListing
-from session.errors import CorruptSessionFile, SessionError, SessionFileError, SessionLive
+from session.errors import SessionError, SessionFileError, SessionLive
 from session.filesystem import detect_file_drift
 from session.models import new_session_id, validate_session_id
 from session.paths import sessions_dir
@@ -88,10 +88,9 @@ def error_for(exc: BaseException) -> tuple[str, str]:
         return ErrorCode.SESSION_LIVE, str(exc)
     if isinstance(exc, FileNotFoundError):
         return ErrorCode.NOT_FOUND, "no such session"
-    if isinstance(exc, CorruptSessionFile) and exc.left:  # `show`: it failed, nothing done
-        return ErrorCode.SESSION_FILE, f"error: {exc}"  # as without a supervisor
-    if isinstance(exc, SessionFileError):
-        return ErrorCode.SESSION_FILE, f"{exc.severity}: {exc}"
+    if isinstance(exc, SessionFileError):  # the request failed: an error, whatever the
+        # problem's severity where the run goes on (a file moved aside is a warning there)
+        return ErrorCode.SESSION_FILE, f"error: {exc}"
     if isinstance(exc, SessionError):
         return ErrorCode.INVALID_REQUEST, str(exc)
     if isinstance(exc, TimeoutError):

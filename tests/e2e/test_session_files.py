@@ -307,3 +307,22 @@ def test_the_offer_of_a_session_last_active_in_the_future_tells_when_its_file_wa
     started = env.run(input="n\n", terminal=env.terminal())
     assert f"Previous session found (last active: {row['last_active']})" in started.stderr
     assert "2099" not in started.stderr
+
+
+def test_a_chosen_session_whose_file_went_corrupt_since_the_offer_is_told_as_an_error(
+    env: Env,
+) -> None:
+    """H132: the open's refusal came as the problem's own ``warning:`` line (the file was
+    moved aside, a warning where the run goes on), though it failed the open: the one
+    line told before ``Start a new session instead?`` is an ``error:`` line (README)."""
+    session_id = orphaned_session(env)
+    client = env.spawn(terminal=env.terminal())
+    client.expect("Resume previous session? [Y/n]", stderr=True)
+    (env.project / f"{session_id}.json").write_text("{not json")
+    client.send("y")
+    refused = client.expect(f"session file {session_id}.json is corrupt", stderr=True)
+    assert refused.startswith(f"error: session file {session_id}.json is corrupt; moved aside")
+    client.expect("Start a new session instead? [Y/n]", stderr=True)
+    client.send("n")
+    client.close_stdin()
+    assert client.wait() == 1
