@@ -1551,7 +1551,8 @@ def offer_text(offer: Frame, others: list[Frame], more: int = 0, width: int | No
     """The resume question of DESIGN 6: the two exact lines with the session's context
     between them, and the project's other sessions to pick from by number, one line each
     that tells it from the others (id, turns, time, summary; cut to ``width`` columns so
-    that it does not wrap), with how many ``more`` are on disk than are listed."""
+    that it does not wrap), with how many ``more`` are on disk than are listed (below
+    them where the line above them has no room)."""
     lines = [f"Previous session found (last active: {offer['last_active']})"]
     facts = []
     if offer.get("turns") is not None:
@@ -1571,13 +1572,17 @@ def offer_text(offer: Frame, others: list[Frame], more: int = 0, width: int | No
         lines.append(unanswered_text(str(unanswered), width))
     if others:
         numbers = other_choices(len(others) + 1)
-        older = f"; {more} older: agent-assist sessions" if more else ""
-        lines.append(f"  or resume another session of this project (answer {numbers}{older}):")
+        older = f"{more} older: agent-assist sessions" if more else ""
+        choose = f"  or resume another session of this project (answer {numbers}"
+        below = bool(older) and width is not None and columns(f"{choose}; {older}):") >= width
+        lines.append(f"{choose}):" if below or not older else f"{choose}; {older}):")
         year = str(offer["last_active"])[:5]
         lines += [
             other_line(number, other, year, width)
             for number, other in enumerate(others, start=2)
         ]
+        if below:  # else cut in the middle of its count by the wrap (at 60 columns)
+            lines.append(f"    ({older})")
     lines.append("Resume previous session? [Y/n]")
     return "\n".join(lines)
 

@@ -4,6 +4,7 @@ each other session of the project told apart from the others."""
 from __future__ import annotations
 
 from cli.chat import offer_text
+from cli.console import word_wrap
 
 OFFER = {
     "session_id": "a1b2c3d4e5f6",
@@ -120,3 +121,19 @@ def test_an_other_session_with_no_turn_reads_as_in_the_sessions_table() -> None:
     assert line == "    2) 0a0a0a0a0a0a · 0 turns · 03-31 14:22 · (no turn yet)"
     later = {**other("0b0b0b0b0b0b", 2), "summary": None}  # turns, no summary yet
     assert offer_text(OFFER, [later]).splitlines()[-2].endswith(" · (no summary)")
+
+
+def test_at_60_columns_the_offer_s_lines_fit_and_the_older_sessions_have_a_line() -> None:
+    """H132: at 60 columns the line that counts the older sessions wrapped in the middle of
+    its count (``... (answer 2-4; 5`` then ``older: agent-assist sessions):``). Each line
+    fits; the count that does not fit there is said below the sessions listed."""
+    others = [other(f"0{n}" * 6, n) for n in range(1, 4)]
+    text = offer_text(OFFER, others, more=5, width=60)
+    lines = text.splitlines()
+    assert word_wrap(text, 60) == text, "no line left for the terminal to wrap"
+    assert all(len(line) <= 59 for line in lines), lines
+    assert lines[0] == "Previous session found (last active: 2026-03-31 14:22 UTC)"
+    assert lines[-1] == "Resume previous session? [Y/n]"
+    assert lines[3] == "  or resume another session of this project (answer 2-4):"
+    assert lines[-5].startswith("    2) 0101010101")
+    assert lines[-2] == "    (5 older: agent-assist sessions)"
