@@ -36,7 +36,7 @@ from actors.messages import (
     SummarizeDue,
     SummaryReady,
 )
-from actors.turn_lines import endpoint_of
+from actors.turn_lines import endpoint_of, error_words
 from session.compaction import (
     SESSION_SUMMARY_TEMPLATE,
     BaseEventsSummarizer,
@@ -135,7 +135,7 @@ def failure_reason(exc: BaseException) -> str:
         return "TimeoutError: no answer in time"
     if isinstance(exc, UnexpectedModelBehavior):
         return "its answer was empty or could not be used"
-    text = " ".join(str(exc).split())[:200]
+    text = error_words(exc)[:200]
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -337,7 +337,7 @@ class CompactionActor(Actor[CompactionMessage]):
                 window=window,
             )
         except Exception as exc:
-            text = " ".join(str(exc).split()) or type(exc).__name__
+            text = error_words(exc) or type(exc).__name__
             if not isinstance(exc, CompactionError):
                 text = f"{type(exc).__name__}: {text}"
             log.warning("compaction of session %s failed: %s", message.session_id, text)

@@ -48,8 +48,8 @@ from actors.turn_lines import (
     checkpoint_failed,
     context_window_exceeded,
     describe_tool_call,
+    error_words,
     explain_failure,
-    one_line,
     refused_calls,
     stated_context_window,
 )
@@ -78,7 +78,7 @@ the place goes to other terminals' turns until it reads again."""
 
 
 def _one_line(exc: BaseException) -> str:
-    text = one_line(str(exc)) or type(exc).__name__
+    text = error_words(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"[:500]
 
 

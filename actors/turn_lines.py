@@ -321,6 +321,15 @@ def _explain(exc: BaseException, model: str, mid_reply: bool, reply: Reply) -> s
     return f"{type(exc).__name__}: {text}"[:500]
 
 
+def error_words(exc: BaseException) -> str:
+    """``exc``'s words on one line, scrubbed, for a log line: an endpoint's error as its
+    status and what its body says (pydantic-ai's words give the body as a Python dict,
+    whose message of several lines read with literal ``\\n``)."""
+    if isinstance(exc, ModelHTTPError):
+        return f"{exc.status_code} from {exc.model_name}: {_said_by(exc.body)}"
+    return one_line(str(exc))
+
+
 def _said_by(body: object) -> str:
     """What an endpoint's error body says: its message (``{"error": {"message": ...}}``,
     a list of such, ``detail``/``msg`` as some servers write it), not its Python form; an

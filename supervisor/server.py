@@ -53,6 +53,7 @@ from actors.messages import (
     UserTurn,
 )
 from actors.terminal import DETACH_FINISH_WAIT_S, TerminalConfig
+from actors.turn_lines import error_words
 from session.budget import context_budget
 from session.catalog import Pruned, SessionListing
 from session.checkpoints import listing_items, megabytes_in_bytes
@@ -420,7 +421,12 @@ class Server:
                 except (Hangup, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     pass  # the terminal went away (before its welcome, say): not an error
                 except Exception as exc:
-                    log.warning("terminal %d: connection ended: %r", terminal_pid, exc)
+                    log.warning(  # one line, not repr's escapes of a message of several
+                        "terminal %d: connection ended: %s: %s",
+                        terminal_pid,
+                        type(exc).__name__,
+                        error_words(exc),
+                    )
                     code, message = error_for(exc)
                     with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                         await handler_out.send(Failure(code, message, fatal=True))

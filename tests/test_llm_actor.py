@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -320,3 +321,31 @@ async def test_a_turn_whose_terminal_reads_nothing_lends_its_slot_to_other_termi
     assert any(
         part.part_kind == "tool-return" for m in done.new_messages for part in m.parts
     ), "the tool ran"
+
+
+async def test_a_failed_turn_s_log_line_has_the_endpoint_s_words_not_escapes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """H132: ``supervisor.log`` logged an endpoint's refusal as pydantic-ai words it,
+    its body a Python dict whose message of several lines (a YAML-like list) read with
+    literal ``\\n``. The line gives the status and the body's message, on one line."""
+    terminal: ActorRef[Any]
+    terminal, replies = open_mailbox("terminal")
+    with ChatServer() as server, caplog.at_level(logging.WARNING, logger="agent_assist.llm"):
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+        llm: ActorRef[Any]
+        llm, llm_mailbox = open_mailbox("llm")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(LLMActor().serve, llm_mailbox)
+            text = "refuse: rules:\n  - one\n  - two"
+            await llm.tell(StartTurn(1, "openai-chat:m", text, (), tmp_path, "", "", terminal))
+            with anyio.fail_after(30):
+                while not isinstance(done := (await replies.receive()).message, TurnDone):
+                    pass
+            assert done.error is not None
+            llm.close()
+    (line,) = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
+    assert "\\n" not in line and "\n" not in line, line
+    assert line.endswith("400 from m: content refused: refuse: rules: - one - two"), line
