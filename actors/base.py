@@ -145,6 +145,13 @@ class ActorRef(Generic[M]):
         # TimeoutError printed "error: " and nothing more).
         raise TimeoutError(f"the {self.name} actor did not answer within {timeout:g} s")
 
+    async def post(self, message: Ask[Any]) -> Reply:
+        """Queue ``message`` now and return the slot its answer comes in (the caller waits
+        for it when it will: what it tells meanwhile comes after this message)."""
+        reply = Reply()
+        await self._post(Envelope(message, reply))
+        return reply
+
     def close(self) -> None:
         """Stop the actor once its queued messages are handled."""
         self._send.close()

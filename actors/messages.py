@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+import anyio
+
 from actors.base import Ask, Reply
 from session.errors import SetAside
 from session.models import Pointer, SessionState, WorkPhase
@@ -117,8 +119,10 @@ class FindResumable(Ask["Resumable"]):
 
 
 @dataclass(frozen=True)
-class Claim(Ask[None]):
-    """Make ``terminal_pid`` the one live terminal of the session; SessionLive if taken."""
+class Claim(Ask["Handover | None"]):
+    """Make ``terminal_pid`` the one live terminal of the session; SessionLive if taken.
+    A session whose terminal left while its turn finishes (``Finishing``) is taken up by
+    the first claim: answered with a ``Handover`` (the claim holds it once released)."""
 
     session_id: str
     terminal_pid: int
@@ -132,6 +136,28 @@ class Claim(Ask[None]):
     new_in: Path | None = None
     """For a new session: its project (it has no file until its first turn: listings show
     it, live, meanwhile)."""
+
+
+@dataclass(frozen=True)
+class Finishing(Ask[None]):
+    """The terminal of the session's holder (``token``) left while its turn finishes: the
+    session is no longer live to others, and the first to claim it takes it up once the
+    holder releases it (``holder`` is told ``Detach("taken-up")`` to cut the turn
+    instead)."""
+
+    session_id: str
+    token: int
+    holder: ActorRef[TerminalMessage]
+
+
+@dataclass(frozen=True, eq=False)
+class Handover:
+    """A ``Claim``'s answer for a session whose turn finishes for a terminal gone: the
+    claimer holds the session once ``released`` is set (its turn saved, its holder gone);
+    ``holder`` is the actor to tell ``Detach("taken-up")`` to cut the turn."""
+
+    released: anyio.Event
+    holder: ActorRef[TerminalMessage]
 
 
 @dataclass(frozen=True)
@@ -270,6 +296,7 @@ StorageMessage = (
     | LoadRecovered
     | FindResumable
     | Claim
+    | Finishing
     | Release
     | ListSessions
     | PruneSessions
@@ -616,6 +643,15 @@ class WatchUnavailable:
     reason: str
 
 
+@dataclass(frozen=True)
+class TakeUpOver:
+    """The wait of an open for ``handover`` ends: its session is ``released`` to the
+    waiting actor, or (False) the wait's bound is reached."""
+
+    handover: Handover
+    released: bool
+
+
 TerminalMessage = (
     OpenSession
     | UserTurn
@@ -629,6 +665,7 @@ TerminalMessage = (
     | SummaryReady
     | Compacted
     | CompactionWaitOver
+    | TakeUpOver
     | TellHeldChanges
     | FilesChanged
     | CheckpointBeforeWrite

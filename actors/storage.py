@@ -21,13 +21,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, assert_never
 
+import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from actors.base import Actor, Envelope
+from actors.base import Actor, ActorRef, Envelope
 from actors.messages import (
     CheckBlobs,
     Claim,
     FindResumable,
+    Finishing,
+    Handover,
     KeepSessionFile,
     KeepUnsaved,
     ListCheckpoints,
@@ -45,6 +48,7 @@ from actors.messages import (
     SaveSession,
     ScrubSession,
     StorageMessage,
+    TerminalMessage,
     WriteCheckpoint,
 )
 from actors.worker_thread import WorkerThread
@@ -72,6 +76,20 @@ class StorageMemory:
     last_claimed_by: dict[str, int | None] = field(default_factory=dict)
     """The token of each session's latest claim, kept after its release: a late write of an
     actor that left is refused once another actor has claimed the session since."""
+    finishing: dict[str, Taking] = field(default_factory=dict)
+    """The live sessions whose terminal left while their turn finishes (``Finishing``)."""
+
+
+@dataclass
+class Taking:
+    """A session whose turn finishes for a terminal gone: its holder keeps writing it until
+    it releases it; then ``successor`` (the pid and token of the one claim that waits for
+    it, if any) holds it. Listed as its pointers say (idle or orphaned), not live, until a
+    successor waits."""
+
+    holder: ActorRef[TerminalMessage]
+    released: anyio.Event = field(default_factory=anyio.Event)
+    successor: tuple[int, int | None] | None = None
 
 
 class StorageActor(Actor[StorageMessage]):
@@ -176,6 +194,56 @@ class StorageActor(Actor[StorageMessage]):
         if token is not None and latest is not None and latest != token:
             raise SupersededWriter(session_id, writer)  # another actor held it since (and left)
 
+    def _shown_live(self) -> dict[str, int]:
+        """The live sessions as others see them: one whose turn finishes for a terminal
+        gone is not, unless a claim waits to take it up (DESIGN 5: its pointers say)."""
+        finishing = self._memory.finishing
+        shown = {sid: pid for sid, pid in self._live.items() if sid not in finishing}
+        for sid, taking in finishing.items():
+            if taking.successor is not None:
+                shown[sid] = taking.successor[0]
+        return shown
+
+    @staticmethod
+    def _take_up(
+        session_id: str, taking: Taking, terminal_pid: int, token: int | None
+    ) -> Handover:
+        """The claim of a session whose turn finishes: the first waits for its release
+        (one successor: another claim meanwhile is told the session is live)."""
+        if taking.successor is not None and taking.successor != (terminal_pid, token):
+            raise SessionLive(session_id, taking.successor[0])
+        taking.successor = (terminal_pid, token)
+        return Handover(taking.released, taking.holder)
+
+    def _release(self, session_id: str, terminal_pid: int, token: int | None) -> None:
+        """The holder leaves (its successor, if one waits, holds the session now), or a
+        successor stops waiting."""
+        memory = self._memory
+        taking = memory.finishing.get(session_id)
+        successor = taking is not None and taking.successor == (terminal_pid, token)
+        if taking is not None and successor and memory.tokens.get(session_id) != token:
+            taking.successor = None  # not the holder: a successor that stops waiting
+            return
+        held_by = memory.tokens.get(session_id)
+        if self._live.get(session_id) != terminal_pid or not (
+            token is None or held_by is None or held_by == token
+        ):
+            return
+        memory.unsaved_new.pop(session_id, None)
+        if taking is None or taking.successor is None:
+            del self._live[session_id]
+            memory.tokens.pop(session_id, None)
+        else:
+            self._live[session_id], successor_token = taking.successor
+            memory.last_claimed_by[session_id] = successor_token
+            if successor_token is None:
+                memory.tokens.pop(session_id, None)
+            else:
+                memory.tokens[session_id] = successor_token
+        if taking is not None:
+            del memory.finishing[session_id]
+            taking.released.set()
+
     async def handle(self, message: StorageMessage) -> Any:
         catalog = self._catalog
         match message:
@@ -209,11 +277,14 @@ class StorageActor(Actor[StorageMessage]):
             case LoadRecovered(project, state):
                 return await self._io(lambda: catalog.recovery_ahead(project, state))
             case FindResumable(project, terminal_pid):
-                live = dict(self._live)
+                live = self._shown_live()
                 return await self._io(lambda: catalog.find_resumable(project, terminal_pid, live))
             case Claim(session_id, terminal_pid, token, stored_in, new_in):
                 if stored_in is not None and not await self._here(stored_in, session_id):
                     raise FileNotFoundError(errno.ENOENT, "no such session", session_id)
+                taking = self._memory.finishing.get(session_id)
+                if taking is not None and token != self._memory.tokens.get(session_id):
+                    return self._take_up(session_id, taking, terminal_pid, token)
                 self._check_holder(session_id, terminal_pid)
                 self._live[session_id] = terminal_pid
                 if new_in is not None:
@@ -224,17 +295,15 @@ class StorageActor(Actor[StorageMessage]):
                 else:
                     self._memory.tokens[session_id] = token
                 return None
+            case Finishing(session_id, token, holder):
+                if self._memory.tokens.get(session_id) == token and session_id in self._live:
+                    self._memory.finishing.setdefault(session_id, Taking(holder))
+                return None
             case Release(session_id, terminal_pid, token):
-                held_by = self._memory.tokens.get(session_id)
-                if self._live.get(session_id) == terminal_pid and (
-                    token is None or held_by is None or held_by == token
-                ):
-                    del self._live[session_id]
-                    self._memory.tokens.pop(session_id, None)
-                    self._memory.unsaved_new.pop(session_id, None)
+                self._release(session_id, terminal_pid, token)
                 return None
             case ListSessions(projects):
-                live = dict(self._live)
+                live = self._shown_live()
                 new = {
                     session_id: (project, since, live[session_id])
                     for session_id, (project, since) in self._memory.unsaved_new.items()

@@ -48,6 +48,8 @@ from actors.messages import (
     Detach,
     DriftMessage,
     FilesChanged,
+    Finishing,
+    Handover,
     Info,
     KeepSessionFile,
     KeepUnsaved,
@@ -72,6 +74,7 @@ from actors.messages import (
     StorageMessage,
     Summarize,
     SummaryReady,
+    TakeUpOver,
     TellHeldChanges,
     TerminalMessage,
     TerminalOutput,
@@ -130,7 +133,7 @@ from session.filesystem import (
     what_is_at,
 )
 from session.interrupted import unanswered_turn
-from session.leaving import CutTurn, Leave, LetTurnFinish
+from session.leaving import TAKEN_UP, WAITING_FOR_LAST_REPLY, CutTurn, Leave, LetTurnFinish
 from session.lifecycle import (
     DeletePointer,
     DeleteSession,
@@ -655,6 +658,9 @@ class TerminalActor(Actor[TerminalMessage]):
         self._watched: dict[str, str] | None = None
         self.released = anyio.Event()
         """Set once the exit autosave is done and the session is released."""
+        self.finishing = anyio.Event()
+        """Set once the turn of its terminal gone finishes alone: the session is another's
+        to take up (the StorageActor hands it over at the release)."""
 
     # -- the loop: a failure saves what the actor holds and is reported ----
 
@@ -799,8 +805,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._tell_offline(offline_because)
             case Compacted():
                 await self._keep_compaction(message)
-            case CompactionWaitOver():
-                pass  # the wait it ends had its answer first
+            case CompactionWaitOver() | TakeUpOver():
+                pass  # the wait it ends had its answer first, or was given up
             case TellHeldChanges():
                 await self._tell_held_changes()
             case Detach(reason):
@@ -835,8 +841,10 @@ class TerminalActor(Actor[TerminalMessage]):
         else:
             wanted = validate_session_id(session_id or "")
             claim = Claim(wanted, pid, self._token, stored_in=self._config.project)
-            await storage.ask(claim, STORAGE_TIMEOUT_S)
+            handover = await storage.ask(claim, STORAGE_TIMEOUT_S)
             try:
+                if handover is not None:
+                    await self._take_up(wanted, handover)
                 stored = await storage.ask(
                     LoadSession(self._config.project, wanted, "unscrubbed", "move"),
                     STORAGE_TIMEOUT_S,
@@ -896,6 +904,45 @@ class TerminalActor(Actor[TerminalMessage]):
             if cut_short is not None:
                 await self._emit(Info(cut_short))
         return opened
+
+    async def _take_up(self, session_id: str, handover: Handover) -> None:
+        """Wait until the session, whose turn finishes for a terminal gone, is released to
+        this actor (its turn saved), reading the mailbox as ``_wait_for_compaction`` does:
+        a Ctrl+C (``CancelCurrentTurn``) has the holder cut the turn (kept unanswered) and
+        the wait goes on for its end; the terminal leaving (``Detach``, set aside) or the
+        bound (the holder's finish wait and its cut's) gives the wait up: SessionError."""
+        assert self._mailbox is not None
+        await self._emit(Info(WAITING_FOR_LAST_REPLY))
+        bound = self._config.finish_wait_s + 2 * DETACH_TURN_WAIT_S + STORAGE_TIMEOUT_S
+        cut = False
+        async with anyio.create_task_group() as timers:
+            timers.start_soon(self._tell_when_over, handover, bound)
+            try:
+                while (envelope := await next_item(self._mailbox)) is not None:
+                    match envelope.message:
+                        case TakeUpOver(over, released) if over is handover:
+                            if released:
+                                return
+                            break
+                        case CancelCurrentTurn() if not cut:  # a second would not wait
+                            cut = True  # for the cut turn's end
+                            with contextlib.suppress(DeadActor):  # gone: released already
+                                await handover.holder.tell(Detach(TAKEN_UP))
+                        case CancelCurrentTurn():
+                            pass
+                        case Detach():
+                            self._aside.append(envelope)
+                            break
+                        case _:
+                            self._aside.append(envelope)
+            finally:
+                timers.cancel_scope.cancel()
+        raise SessionError(f"session {session_id}: gave up waiting for its last reply to end")
+
+    async def _tell_when_over(self, handover: Handover, bound: float) -> None:
+        with anyio.move_on_after(bound):
+            await handover.released.wait()
+        self._self.tell_when_room(TakeUpOver(handover, handover.released.is_set()))
 
     async def _restore_cut_short(self, stored: SessionState, drift: FileDrift) -> str | None:
         """The line that says a restore of ``stored`` was cut short (a supervisor killed
@@ -1332,6 +1379,10 @@ class TerminalActor(Actor[TerminalMessage]):
                 if self._message is not None:  # kept unanswered until the turn's end
                     unanswered = unanswered_turn(self._message.text, FINISHING_AFTER_EXIT)
                     await self._perform(self._lc.kept_meanwhile(unanswered))
+                if (session_id := self._lc.session_id) is not None:  # others may take it up
+                    finishing = Finishing(session_id, self._token, self._self)
+                    await self._peers.storage.ask(finishing, STORAGE_TIMEOUT_S)
+                    self.finishing.set()
                 asyncio.get_running_loop().call_later(
                     self._config.finish_wait_s,
                     self._self.tell_when_room,

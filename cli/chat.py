@@ -35,6 +35,7 @@ from cli.interrupts import DeferredInterrupts
 from cli.preload import preload_prompt
 from cli.summaries import clip, columns, cut, listed_headline, summary_headline
 from session.environment import secrets_from_environment
+from session.leaving import WAITING_FOR_LAST_REPLY
 from session.printable import printable
 from supervisor.client import (
     Connection,
@@ -795,8 +796,20 @@ class Chat:
         if continuing:
             frame["continuing"] = self.context
         self.conn.send(frame)
+        waiting = False  # for the last reply of the session's terminal gone (Ctrl+C: cut it)
         while True:
-            frame = self.conn.receive()
+            try:
+                frame = self.conn.receive()
+                if frame["type"] == "notice":
+                    waiting = waiting or frame["text"] == WAITING_FOR_LAST_REPLY
+                    self.show(frame)  # piped, an error line (a failed write) fails the run
+                    continue
+            except KeyboardInterrupt:
+                if not waiting:
+                    raise
+                waiting = False  # a second Ctrl+C leaves
+                self.conn.send({"type": "cancel"})
+                continue
             if frame["type"] == "opened":
                 self._tell_about_asked()
                 if frame["session_id"] != session_id or not continuing:
@@ -813,9 +826,6 @@ class Chat:
                     for line in frame.get("drift") or ():
                         self.console.warn(f"  {line.removeprefix('- ')}")
                 return elsewhere
-            if frame["type"] == "notice":
-                self.show(frame)  # piped, an error line (a failed write) fails the run
-                continue
             if frame["type"] != "error":
                 continue
             if frame["message"] in self._about_asked:  # the --resume'd session's problem

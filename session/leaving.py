@@ -5,6 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+WAITING_FOR_LAST_REPLY = (
+    "waiting for the last reply to finish... (Ctrl+C: stop it; the message is kept, "
+    "marked unanswered)"
+)
+"""Said while a session whose terminal left mid-turn is taken up: its turn ends first."""
+TAKEN_UP = "taken-up"
+"""The detach reason that cuts such a turn: the one taking the session up stopped waiting."""
+
 
 @dataclass(frozen=True)
 class LetTurnFinish:

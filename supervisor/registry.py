@@ -22,10 +22,12 @@ class TerminalBusy(Exception):
     """Another live connection is attached for this terminal pid."""
 
 
-@dataclass
+@dataclass(eq=False)
 class _Attached:
     ref: ActorRef[TerminalMessage]
     released: anyio.Event
+    finishing: anyio.Event
+    """Its terminal left while its turn finishes: the session is another's to take up."""
     connected: bool = True
     finished: anyio.Event = field(default_factory=anyio.Event)
 
@@ -37,6 +39,8 @@ class Registry:
         self._terminals: dict[int, _Attached] = {}
         self._attaching: set[int] = set()
         """Pids between the check and the actor's start: a second attach is refused."""
+        self._finishing: set[_Attached] = set()
+        """Actors whose terminal attached again while their turn finished (still saving)."""
 
     @property
     def attached(self) -> int:
@@ -47,8 +51,10 @@ class Registry:
     ) -> ActorRef[TerminalMessage]:
         """Start the TerminalActor of ``config.terminal_pid``.
 
-        A previous actor of the same pid that is still saving is waited for;
-        one that is still connected makes this raise TerminalBusy.
+        A previous actor of the same pid that is still saving is waited for, unless its
+        turn finishes for its terminal gone: the session is then taken up by an open that
+        waits for that turn (the StorageActor hands it over); one that is still connected
+        makes this raise TerminalBusy.
         """
         pid = config.terminal_pid
         previous = self._terminals.get(pid)
@@ -61,11 +67,10 @@ class Registry:
         self._attaching.add(pid)
         try:
             if previous is not None:
-                if not previous.released.is_set():  # finishing a turn of its terminal gone:
-                    with contextlib.suppress(DeadActor):  # cut it, saved before we resume
-                        await previous.ref.tell(Detach("reattached"))
                 with anyio.move_on_after(DETACH_WAIT_S):
-                    await previous.released.wait()
+                    await _first(previous.released, previous.finishing)
+                if not previous.released.is_set():
+                    self._finishing.add(previous)
             ref: ActorRef[TerminalMessage] = await self._tg.start(self._run, config, outbox)
         finally:
             self._attaching.discard(pid)
@@ -90,7 +95,7 @@ class Registry:
         for pid, entry in entries:
             await self.detach(pid, entry.ref, reason)
         with anyio.move_on_after(timeout):
-            for _, entry in entries:
+            for entry in [*(e for _, e in entries), *self._finishing]:
                 await entry.released.wait()
 
     async def _run(
@@ -104,7 +109,7 @@ class Registry:
         ref: ActorRef[TerminalMessage]
         ref, mailbox = open_mailbox(name)
         actor = TerminalActor(ref, config, self._peers, outbox)
-        entry = _Attached(ref, actor.released)
+        entry = _Attached(ref, actor.released, actor.finishing)
         self._terminals[config.terminal_pid] = entry
         task_status.started(ref)
         try:
@@ -115,5 +120,18 @@ class Registry:
             close_mailbox(mailbox, name)
             outbox.close()
             entry.finished.set()
+            self._finishing.discard(entry)
             if self._terminals.get(config.terminal_pid) is entry:
                 del self._terminals[config.terminal_pid]
+
+
+async def _first(*events: anyio.Event) -> None:
+    """Wait until one of ``events`` is set."""
+    async with anyio.create_task_group() as tg:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in events:
+            tg.start_soon(wait, event)

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from anyio.abc import SocketStream
+from anyio.abc import SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from actors.base import ActorRef, next_item
+from actors.base import ActorRef, DeadActor, Reply, next_item
 from actors.compaction import OFFLINE
 from actors.messages import (
     AskUser,
@@ -511,7 +511,34 @@ class Server:
         ref: ActorRef[TerminalMessage],
         out: MemoryObjectSendStream[TerminalOutput],
     ) -> str:
-        """Read the terminal's frames until it leaves; returns the detach reason."""
+        """Read the terminal's frames until it leaves; returns the detach reason. An open is
+        answered while frames go on being read: it may wait for the last reply of the
+        session's terminal gone, and a Ctrl+C (``cancel``) or the terminal leaving ends
+        that wait."""
+        async with anyio.create_task_group() as opens:
+            try:
+                reason = await self._frames(reader, stream, ref, out, opens)
+            finally:
+                opens.cancel_scope.cancel()
+        return reason
+
+    async def _answer_open(self, reply: Reply, out: MemoryObjectSendStream[TerminalOutput]) -> None:
+        """A refused open's error frame (the actor sent its ``opened`` itself)."""
+        try:
+            with anyio.fail_after(OPEN_TIMEOUT_S + self._settings.finish_wait_s):
+                await reply.wait()
+        except Exception as exc:
+            code, message = error_for(exc)
+            await out.send(Failure(code, message))
+
+    async def _frames(
+        self,
+        reader: BufferedByteReceiveStream,
+        stream: SocketStream,
+        ref: ActorRef[TerminalMessage],
+        out: MemoryObjectSendStream[TerminalOutput],
+        opens: TaskGroup,
+    ) -> str:
         while True:
             try:
                 frame = await next_frame(reader)
@@ -530,11 +557,12 @@ class Server:
                     if mode == "new":  # a new session's id is the supervisor's to choose
                         session_id = None
                     try:
-                        opening = OpenSession(mode, session_id, continuing)
-                        await ref.ask(opening, OPEN_TIMEOUT_S)
-                    except Exception as exc:
+                        reply = await ref.post(OpenSession(mode, session_id, continuing))
+                    except DeadActor as exc:
                         code, message = error_for(exc)
                         await out.send(Failure(code, message))
+                    else:
+                        opens.start_soon(self._answer_open, reply, out)
                 case p.UserMessage(text=text, id=message_id, saved_only=saved_only):
                     await ref.tell(UserTurn(text, message_id, saved_only))
                 case p.Cancel():

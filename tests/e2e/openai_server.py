@@ -63,6 +63,10 @@ class ChatServer:
         self.tool_calls_go = threading.Event()
         """Cleared: a tool call the model would send waits until it is set again."""
         self.tool_calls_go.set()
+        self.reply_ends_go = threading.Event()
+        """Cleared: a streamed reply to ``be thorough`` waits before its last word until it
+        is set again."""
+        self.reply_ends_go.set()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -243,6 +247,8 @@ class ChatServer:
                 words = text.split(" ")
                 try:
                     for i, word in enumerate(words):
+                        if i and i == len(words) - 1 and text == "echo: be thorough":
+                            server.reply_ends_go.wait(60)
                         piece = word if i == 0 else " " + word
                         self._event(body, {"role": "assistant", "content": piece}, None)
                         if server.chunk_delay:

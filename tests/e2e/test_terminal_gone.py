@@ -1,12 +1,15 @@
 """The turn of a terminal gone (kill -9, a closed window) is let finish and saved (H125);
-its untested paths: a tool call after the kill, the same tab back while the turn
-finishes, a supervisor crash after an unanswered message, and the finish wait's cap."""
+its untested paths: a tool call after the kill, the session taken up while the turn
+finishes (same tab, new tab, ``--resume``, two tabs racing, Ctrl+C), a supervisor crash
+after an unanswered message, and the finish wait's cap."""
 
 from __future__ import annotations
 
 import json
+import signal
 from typing import Any
 
+from session.leaving import WAITING_FOR_LAST_REPLY
 from session.unanswered import NO_REPLY_PREFIX, unanswered_message
 from tests.e2e.harness import Client, Env, Terminal, wait_for
 from tests.e2e.openai_server import ChatServer
@@ -116,33 +119,148 @@ def test_a_message_whose_terminal_and_supervisor_died_is_offered_and_answered_on
     ], texts
 
 
-def test_the_same_tab_back_while_its_turn_finishes_cuts_it_and_keeps_the_message_once(
+def _texts(env: Env) -> list[str]:
+    return [
+        part["content"]
+        for message in _saved(env)
+        for part in message["parts"]
+        if part["part_kind"] in ("user-prompt", "text")
+    ]
+
+
+def _held_mid_reply(env: Env, server: ChatServer, tab: Terminal) -> str:
+    """A chat in ``tab`` killed (-9) while the reply to ``be thorough`` waits before its
+    last word (``server.reply_ends_go``); returns the session's id."""
+    server.reply_ends_go.clear()
+    _killed_during(env, server, "be thorough", tab)
+    wait_for(
+        lambda: unanswered_message(_saved(env)) == "be thorough",
+        what="the message kept while its turn finishes",
+    )
+    (session_id,) = env.session_ids()
+    return session_id
+
+
+def _first_of(client: Client, *needles: str) -> str:
+    """The first stderr line of ``client`` that holds one of ``needles``."""
+    while True:
+        line = client.expect("", stderr=True)
+        if any(needle in line for needle in needles):
+            return line
+
+
+def _taken_up_with_its_reply(env: Env, server: ChatServer, client: Client) -> None:
+    """``client`` waits for the last reply, which then ends; it resumes with it."""
+    client.expect(WAITING_FOR_LAST_REPLY, stderr=True)
+    server.reply_ends_go.set()
+    client.send("go on")
+    client.expect("echo: go on")
+    client.close_stdin()
+    assert client.wait() == 0
+    assert _texts(env) == [
+        "hello",
+        "echo: hello",
+        "be thorough",
+        "echo: be thorough",
+        "go on",
+        "echo: go on",
+    ], _texts(env)
+
+
+def test_the_same_tab_back_while_its_turn_finishes_waits_for_it_and_gets_the_reply(
     env: Env, streaming_server: ChatServer
 ) -> None:
     """The same terminal identity attaches again while its old connection's turn still
-    streams: the turn is cut (its save must land before the new chat reads the session),
-    and the new chat's offer names the message; nothing is written twice or lost."""
+    streams: it is offered the session (idle: its tab lives), and taking it up waits for
+    the turn's end (it was cut, its reply thrown away); the reply is in the session."""
     tab = env.terminal()
-    _killed_during(env, streaming_server, "be slow please", tab)
+    _held_mid_reply(env, streaming_server, tab)
+    assert [row["state"] for row in env.sessions_json()] == ["idle"]
     again = env.spawn(terminal=tab)
     again.expect("Resume previous session? [Y/n]", stderr=True)
-    assert '  last message unanswered: "be slow please"' in again.drain_stderr()
     again.send("y")
-    again.send("go on")
-    again.expect("echo: go on")
-    again.close_stdin()
-    assert again.wait() == 0
+    _taken_up_with_its_reply(env, streaming_server, again)
+
+
+def test_a_new_tab_is_offered_the_session_of_a_closed_window_and_gets_the_reply(
+    env: Env, streaming_server: ChatServer
+) -> None:
+    """The window closed mid-turn (its shell gone too): the session is orphaned, not live,
+    while its turn finishes, and a new tab is offered it; its yes waits for the reply."""
+    tab = env.terminal()
+    _held_mid_reply(env, streaming_server, tab)
+    tab.close()
+    assert [row["state"] for row in env.sessions_json()] == ["orphaned"]
+    new_tab = env.spawn(terminal=env.terminal())
+    new_tab.expect("Resume previous session? [Y/n]", stderr=True)
+    new_tab.send("y")
+    _taken_up_with_its_reply(env, streaming_server, new_tab)
+
+
+def test_resume_by_id_waits_for_the_last_reply(env: Env, streaming_server: ChatServer) -> None:
+    """``--resume ID`` from another tab (the first one's shell still alive) is no longer
+    told the session is live: it waits for the turn's end and has its reply."""
+    session_id = _held_mid_reply(env, streaming_server, env.terminal())
+    other = env.spawn("--resume", session_id, terminal=env.terminal())
+    _taken_up_with_its_reply(env, streaming_server, other)
+
+
+def test_two_tabs_racing_for_it_one_takes_it_up_the_other_is_told_it_is_live(
+    env: Env, streaming_server: ChatServer
+) -> None:
+    """Two tabs resume the session while its turn finishes: the StorageActor's grant
+    gives it to one (it waits, then has the reply), the other is told it is live and
+    starts a new session (--yes)."""
+    session_id = _held_mid_reply(env, streaming_server, env.terminal())
+    tabs = [
+        env.spawn("--resume", session_id, "--yes", terminal=env.terminal()) for _ in range(2)
+    ]
+    live = f"session {session_id} is live in another terminal"
+    lines = [_first_of(tab, WAITING_FOR_LAST_REPLY, live) for tab in tabs]
+    assert sorted(WAITING_FOR_LAST_REPLY in line for line in lines) == [False, True], lines
+    streaming_server.reply_ends_go.set()
+    for tab in tabs:
+        tab.send("go on")
+        tab.expect("echo: go on")
+        tab.close_stdin()
+        assert tab.wait() == 0
+    assert len(env.session_ids()) == 2
     texts = [
         part["content"]
-        for message in _saved(env)
+        for message in env.session(session_id)["recent_messages"]
         for part in message["parts"]
         if part["part_kind"] in ("user-prompt", "text")
     ]
     assert texts == [
         "hello",
         "echo: hello",
-        "be slow please",
-        f"{NO_REPLY_PREFIX}the chat ended before the reply]",
+        "be thorough",
+        "echo: be thorough",
         "go on",
         "echo: go on",
     ], texts
+
+
+def test_ctrl_c_while_waiting_cuts_the_turn_and_keeps_the_message_once(
+    env: Env, streaming_server: ChatServer
+) -> None:
+    """Ctrl+C while the same tab waits for the last reply stops the wait: the turn is
+    cut, the message kept, marked unanswered (once), and the session resumed."""
+    tab = env.terminal()
+    _held_mid_reply(env, streaming_server, tab)
+    again = env.spawn("--yes", terminal=tab)
+    again.expect(WAITING_FOR_LAST_REPLY, stderr=True)
+    again.process.send_signal(signal.SIGINT)
+    again.send("go on")
+    again.expect("echo: go on")
+    again.close_stdin()
+    assert again.wait() == 0
+    streaming_server.reply_ends_go.set()
+    assert _texts(env) == [
+        "hello",
+        "echo: hello",
+        "be thorough",
+        f"{NO_REPLY_PREFIX}the chat ended before the reply]",
+        "go on",
+        "echo: go on",
+    ], _texts(env)
