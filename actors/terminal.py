@@ -223,8 +223,8 @@ dropped SSH) is let run to its end and be saved before it is cut (the supervisor
 ``AGENT_ASSIST_FINISH_WAIT_S`` says otherwise: ``TerminalConfig.finish_wait_s``)."""
 FINISHES_ALONE = frozenset({"disconnected"})
 """The detach reasons (the connection ended with no ``close`` frame) that let a running
-turn finish: nobody asked the reply to stop. An exit asked for (a supervisor stop, the
-same terminal attached again) cuts it."""
+turn finish: nobody asked the reply to stop. An exit asked for (a supervisor stop, a Ctrl+C
+of the chat taking the session up, ``TAKEN_UP``) cuts it."""
 KEPT_UNANSWERED = "note: the message is kept in the session, marked unanswered"
 CUT_BY_EXIT = "the chat ended before the reply"
 CUT_BY_SHUTDOWN = "the supervisor stopped before the reply"
