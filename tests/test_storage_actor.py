@@ -12,10 +12,12 @@ from typing import Any
 import anyio
 import pytest
 
-from actors.base import ActorRef, run_supervised
+from actors.base import ActorRef, open_mailbox, run_supervised
 from actors.messages import (
     Claim,
     FindResumable,
+    Finishing,
+    Handover,
     ListSessions,
     Release,
     RemoveSession,
@@ -87,6 +89,33 @@ async def test_one_live_terminal_per_session(storage: ActorRef[Any], tmp_path: P
         await storage.ask(Claim("aaaaaaaaaaaa", 200))
     await storage.ask(Release("aaaaaaaaaaaa", 100))
     await storage.ask(Claim("aaaaaaaaaaaa", 200))
+
+
+async def test_a_finishing_session_is_handed_over_to_one_successor(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    """H134: a session whose terminal left while its turn finishes is not listed live; the
+    first claim gets a Handover and holds it at the holder's release (the holder writes
+    until then), a second claim is told it is live."""
+    sid = "aaaaaaaaaaaa"
+    await storage.ask(SaveSession(project(tmp_path), state(sid), writer=100, token=1))
+    await storage.ask(Claim(sid, 100, token=1))
+    holder, _ = open_mailbox("holder")
+    await storage.ask(Finishing(sid, 1, holder))
+    listing: SessionListing = await storage.ask(ListSessions((project(tmp_path),)))
+    assert [row.state for row in listing.rows] == ["orphaned"]
+    handover = await storage.ask(Claim(sid, 200, token=2))
+    assert isinstance(handover, Handover) and handover.holder is holder
+    with pytest.raises(SessionLive) as caught:
+        await storage.ask(Claim(sid, 300, token=3))
+    assert caught.value.holder_pid == 200
+    await storage.ask(SaveSession(project(tmp_path), state(sid), writer=100, token=1))
+    assert not handover.released.is_set()
+    await storage.ask(Release(sid, 100, token=1))
+    assert handover.released.is_set()
+    await storage.ask(SaveSession(project(tmp_path), state(sid), writer=200, token=2))
+    with pytest.raises(SessionLive):
+        await storage.ask(SaveSession(project(tmp_path), state(sid), writer=100, token=1))
 
 
 async def test_listing_marks_live_idle_and_orphaned(storage: ActorRef[Any], tmp_path: Path) -> None:
