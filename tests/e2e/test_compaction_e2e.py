@@ -947,7 +947,7 @@ def test_slash_resume_after_compact_shows_that_the_last_turn_follows_again(env: 
 def test_compaction_after_every_turn_is_told_once_not_every_turn(env: Env) -> None:
     """H131: with AGENT_ASSIST_COMPACTION_INTERVAL=1, every turn printed a line of its own,
     "note: compacted turns 1-N into a summary (~A -> ~B tokens)": a recurring condition,
-    told once (and again only if the compacted conversation grew by half since)."""
+    told once a chat for each trigger (the sliding window, the token budget)."""
     result = env.run(
         "--new",
         input=script(range(1, 7)),
