@@ -5,16 +5,18 @@ from __future__ import annotations
 import asyncio
 import errno
 import hashlib
+import json
 import os
 import posixpath
 import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, get_type_hints
 
 import anyio
-from pydantic_ai import Agent, RunContext
+from pydantic_ai import Agent, RunContext, Tool
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
@@ -301,7 +303,7 @@ async def within_budget(
     budget = ctx.deps.token_budget
     if budget is None:
         return messages
-    instructions = len(BASE_INSTRUCTIONS) + len(ctx.deps.resume_context) + len(ctx.deps.notes)
+    instructions = agent_chars() + len(ctx.deps.resume_context) + len(ctx.deps.notes)
     return fit_tool_returns(messages, budget * CHARS_PER_TOKEN - instructions)
 
 
@@ -310,12 +312,36 @@ async def within_budget(
 within_budget.__annotations__ = get_type_hints(within_budget)
 
 
+TOOLS = (read_file, write_file, list_files, record_decision, set_phase)
+
+
+@cache
+def agent_chars() -> int:
+    """The characters every request carries besides the session's part: the base
+    instructions and the tool definitions, as Chat Completions sends them (about 2 KB:
+    a quarter of a 2,000-token budget, which the estimate of a request must count)."""
+    definitions = [Tool(tool).tool_def for tool in TOOLS]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": d.name,
+                "description": d.description,
+                "parameters": d.parameters_json_schema,
+                "strict": True,
+            },
+        }
+        for d in definitions
+    ]
+    return len(BASE_INSTRUCTIONS) + len(json.dumps(tools))
+
+
 def build_agent(model: Model | str) -> Agent[TurnDeps, str]:
     agent: Agent[TurnDeps, str] = Agent(
         model,
         deps_type=TurnDeps,
         instructions=BASE_INSTRUCTIONS,
-        tools=[read_file, write_file, list_files, record_decision, set_phase],
+        tools=list(TOOLS),
         capabilities=[ProcessHistory(within_budget)],
         # A compaction is the history's first message (a CompactionPart); without this
         # pydantic-ai announces it in a mid-conversation system message that strict

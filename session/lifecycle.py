@@ -255,6 +255,9 @@ class PersistPolicy:
     """Turns kept in memory (for summaries and the next compaction window)."""
     compaction: EventsCompactionConfig = EventsCompactionConfig(0, 0)
     """The sliding window and the token budget (no summarizer: the actor has it)."""
+    agent_chars: int = 0
+    """What every request carries besides the session's part (the agent's base
+    instructions and tool definitions), in characters: counted in every estimate."""
 
 
 @dataclass(frozen=True)
@@ -367,10 +370,11 @@ class SessionLifecycle:
         return threshold is None or self._stale_tokens(history, extra_chars) < threshold
 
     def _estimate(self, history: Sequence[ModelMessage], extra_chars: int) -> int:
-        """The tokens of a request carrying ``history``, the instructions and ``extra_chars``
-        more, by the characters-per-token estimate alone."""
+        """The tokens of a request carrying ``history``, the instructions, the agent's own
+        part (``PersistPolicy.agent_chars``) and ``extra_chars`` more, by the
+        characters-per-token estimate alone."""
         chars = sum(message_chars(m) for m in history) + len(self.instructions()) + extra_chars
-        return estimate_tokens(chars)
+        return estimate_tokens(chars + self.policy.agent_chars)
 
     def _stale_tokens(self, history: Sequence[ModelMessage], extra_chars: int) -> int:
         """``_estimate`` plus what the model's last count held beyond it (``token_overhead``):

@@ -78,6 +78,7 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
     """The supervisor's settings: ``<root>/config.toml`` overridden by its environment.
 
     Imports the model stack (call it once ``load_model_stack`` has run)."""
+    from actors.assistant import agent_chars
     from actors.terminal import DETACH_FINISH_WAIT_S
     from session.compaction import EventsCompactionConfig
     from session.lifecycle import PersistPolicy
@@ -94,7 +95,11 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
         root=root,
         socket=paths.socket,
         model=configured.model,
-        policy=PersistPolicy(known_secrets=secrets_from_environment(), compaction=compaction),
+        policy=PersistPolicy(
+            known_secrets=secrets_from_environment(),
+            compaction=compaction,
+            agent_chars=agent_chars(),
+        ),
         version=package_version(),
         hello_timeout_s=number_from_env("AGENT_ASSIST_HELLO_TIMEOUT_S", HELLO_TIMEOUT_S),
         context_tokens=configured.context_tokens,
