@@ -24,7 +24,7 @@ from pydantic_ai.models import Model
 from session.atomic import replace_workspace_file
 from session.compaction import CHARS_PER_TOKEN
 from session.filesystem import WORKSPACE_GONE, in_git_directory, is_safe_relative_path
-from session.history import fit_tool_returns
+from session.history import fit_earlier_turns, fit_tool_returns
 from session.models import WorkPhase
 from session.os_paths import shown_path
 
@@ -298,13 +298,15 @@ async def within_budget(
     ctx: RunContext[TurnDeps], messages: list[ModelMessage]
 ) -> list[ModelMessage]:
     """Before each model request: over the turn's token budget, the oldest tool outputs
-    are elided (compaction runs between turns; this keeps one long turn in bounds).
+    are elided, then the earlier turns' texts (compaction runs between turns; this keeps
+    one long turn in bounds).
     Async, like ``session_context``: a plain ``def`` would cost a thread hop per request."""
     budget = ctx.deps.token_budget
     if budget is None:
         return messages
     instructions = agent_chars() + len(ctx.deps.resume_context) + len(ctx.deps.notes)
-    return fit_tool_returns(messages, budget * CHARS_PER_TOKEN - instructions)
+    room = budget * CHARS_PER_TOKEN - instructions
+    return fit_earlier_turns(fit_tool_returns(messages, room), room)
 
 
 # pydantic-ai reads a history processor's annotations before every model request to see

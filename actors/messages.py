@@ -326,7 +326,9 @@ class StartTurn:
     stall_timeout_s: float | None = None
     """The session's model timeout; None: the actor's own."""
     token_budget: int | None = None
-    """The request size (tokens) each model request of the turn is kept within."""
+    """The request size (tokens, by the characters-per-token estimate) each model request
+    of the turn is kept within: the budget less what the model counts beyond the estimate
+    (``SessionLifecycle.estimate_budget``)."""
     tool_lines_delivered: bool = False
     """Whether ``reply_to`` tells when the line of a tool call reaches the terminal
     (``TurnToolCall.delivered``): the tools wait for it before they run."""

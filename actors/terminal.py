@@ -1126,7 +1126,7 @@ class TerminalActor(Actor[TerminalMessage]):
             notes=notes,
             reply_to=self._self,
             stall_timeout_s=self._config.stall_timeout_s,
-            token_budget=self._lc.policy.compaction.token_threshold,
+            token_budget=self._lc.estimate_budget(),
             tool_lines_delivered=self._config.acknowledges_tool_lines,
         )
 

@@ -118,6 +118,11 @@ ELIDED_TOOL_OUTPUT = (
 
 ELIDED_WRITE = "[{chars:,} characters written to the file, elided from the request]"
 
+ELIDED_EARLIER = (
+    "[{chars:,} characters of an earlier turn, elided to keep the request within the "
+    "token budget]"
+)
+
 
 def fit_tool_returns(messages: Sequence[ModelMessage], max_chars: int) -> list[ModelMessage]:
     """``messages`` within ``max_chars`` by eliding, oldest first, the content of tool
@@ -144,6 +149,43 @@ def fit_tool_returns(messages: Sequence[ModelMessage], max_chars: int) -> list[M
                 total -= saved
         fitted[index] = dataclasses.replace(message, parts=parts)  # type: ignore[arg-type]
     return fitted
+
+
+def fit_earlier_turns(messages: Sequence[ModelMessage], max_chars: int) -> list[ModelMessage]:
+    """``messages`` within ``max_chars`` by eliding, oldest first, the text of the turns
+    before the last one (the user's prompts and the model's replies): a turn whose tool
+    returns outgrow the budget the request had at its start (checked before its first
+    request: a compaction cannot run mid-turn) leaves the earlier turns out of its later
+    requests rather than exceed the budget. The compaction and the last turn are kept;
+    so is a text less than twice its note. Only contents change (``fit_tool_returns``)."""
+    total = sum(message_chars(m) for m in messages)
+    starts = turn_starts(messages)
+    if total <= max_chars or not starts:
+        return list(messages)
+    fitted = list(messages)
+    for index, message in enumerate(messages[: starts[-1]]):
+        if total <= max_chars:
+            break
+        parts = list(message.parts)
+        for k, part in enumerate(parts):
+            shorter = _earlier_text_elided(part)
+            if shorter is not None and total > max_chars:
+                parts[k], saved = shorter
+                total -= saved
+        fitted[index] = dataclasses.replace(message, parts=parts)  # type: ignore[arg-type]
+    return fitted
+
+
+def _earlier_text_elided(part: Any) -> tuple[Any, int] | None:
+    """``part``, a user prompt or a reply's text, with its text replaced by a note, and
+    the characters that saves; None for any other part or too short a text."""
+    if not isinstance(part, UserPromptPart | TextPart) or not isinstance(part.content, str):
+        return None
+    size = len(part.content)
+    note = ELIDED_EARLIER.format(chars=size)
+    if size < 2 * len(note):
+        return None
+    return dataclasses.replace(part, content=note), size - len(note)
 
 
 def _elided(part: Any) -> tuple[Any, int] | None:

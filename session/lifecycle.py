@@ -482,6 +482,13 @@ class SessionLifecycle:
         # (or a proxy) that under-reports, so compaction comes early rather than late.
         return max(self.token_base + estimate_tokens(extra_chars), estimate)
 
+    def estimate_budget(self) -> int | None:
+        """The token budget as the characters-per-token estimate must keep to it within a
+        turn: less what the model's last count held beyond the estimate (``token_overhead``:
+        a tokenizer that counts more than the estimate); None: no budget."""
+        threshold = self.policy.compaction.token_threshold
+        return None if threshold is None else max(1, threshold - self.token_overhead)
+
     def estimated_tokens(self, extra_chars: int = 0, *, last_turn_again: bool = True) -> int:
         """The next request's size by the characters-per-token estimate alone (the same
         measure before and after a compaction, for the notices)."""

@@ -230,6 +230,59 @@ def test_a_turn_that_reads_many_large_files_stays_within_its_token_budget(
     assert "3" * 20_000 in saved  # the newest output, read last, is whole
 
 
+def test_a_tool_return_that_outgrows_the_budget_leaves_earlier_turns_text_out(
+    workspace: Path,
+) -> None:
+    """H135: the budget was checked before a turn's first request only; the guard within
+    the turn counted neither the tool definitions nor could it shrink anything but older
+    tool returns, so a read after earlier turns of pasted text went over the budget. What
+    the model is sent (messages, instructions, tool definitions) now stays within it."""
+    import json
+
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from session.history import message_chars
+
+    (workspace / "notes.md").write_text("n" * 2_500)
+    earlier: list[ModelMessage] = []
+    for n in range(2):
+        earlier += [
+            ModelRequest(parts=[UserPromptPart(f"paste {n}: " + "p" * 700)]),
+            ModelResponse(parts=[TextPart(f"echo {n}: " + "e" * 700)]),
+        ]
+    sent: list[int] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        tools = [
+            {"name": t.name, "description": t.description, "parameters": t.parameters_json_schema}
+            for t in info.function_tools
+        ]
+        instructions = len(info.instructions or "")
+        sent.append(sum(map(message_chars, messages)) + instructions + len(json.dumps(tools)))
+        if len(sent) == 1:
+            return ModelResponse(parts=[ToolCallPart("read_file", {"path": "notes.md"}, "c1")])
+        return ModelResponse(parts=[TextPart("read it")])
+
+    deps = TurnDeps(workspace, token_budget=1_500)  # about 6,000 characters
+    agent = build_agent(FunctionModel(model))
+    result = agent.run_sync("read notes.md", message_history=earlier, deps=deps)
+    assert result.output == "read it"
+    assert sent[0] <= 1_500 * 4, "the turn started within the budget"
+    assert max(sent) <= 1_500 * 4, sent
+    assert "n" * 2_500 in str(result.new_messages()), "the read is whole: the model needs it"
+    assert "p" * 700 in str(earlier[0]), "the session's history is kept"
+    prompt = result.new_messages()[0].parts[-1]
+    assert isinstance(prompt, UserPromptPart) and prompt.content == "read notes.md"
+
+
 def test_a_file_read_is_cut_to_half_the_context_budget(workspace: Path) -> None:
     """A helper's attack: a 272 KB file read with a 2,000-token budget made a request of
     67,000 tokens, which the model refused; the same file could never be read."""

@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
+    CompactionPart,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -18,6 +19,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from session.history import (
     dump_messages,
+    fit_earlier_turns,
     fit_tool_returns,
     is_turn_start,
     last_turns_start,
@@ -421,6 +423,27 @@ def returned_sizes(messages: list[ModelMessage]) -> list[int]:
         for part in message.parts
         if isinstance(part, ToolReturnPart)
     ]
+
+
+def test_over_the_budget_the_earlier_turns_texts_are_elided_oldest_first() -> None:
+    """H135: within a turn, what the budget still cannot hold once the tool outputs are
+    elided comes out of the earlier turns' texts; the compaction and the turn stay."""
+    head = ModelRequest(parts=[CompactionPart(content="the summary " * 50)])
+    earlier: list[ModelMessage] = [head]
+    for n in range(3):
+        earlier += [
+            ModelRequest(parts=[UserPromptPart(f"paste {n}: " + "p" * 2000)]),
+            ModelResponse(parts=[TextPart(f"echo {n}: " + "e" * 2000)]),
+        ]
+    messages = [*earlier, *reading_turn([3000])]
+    limit = sum(message_chars(m) for m in messages) - 5000
+    fitted = fit_earlier_turns(messages, limit)
+    assert sum(message_chars(m) for m in fitted) <= limit
+    assert fitted[0] == head and fitted[7:] == messages[7:]
+    assert "characters of an earlier turn, elided" in str(fitted[1])
+    assert fitted[5:7] == messages[5:7], "the newest earlier turn was not needed"
+    assert len(fitted) == len(messages) and is_turn_start(fitted[1])
+    assert fit_earlier_turns(messages, 10**9) == messages
 
 
 def test_a_history_within_the_budget_is_left_as_it_is() -> None:

@@ -269,6 +269,24 @@ def test_the_models_count_is_used_when_it_reported_one() -> None:
     assert 5000 < lc.request_tokens() < 5100
 
 
+def test_within_a_turn_the_budget_is_less_what_the_model_counts_beyond_the_estimate() -> None:
+    """H135: the guard within a turn kept the estimate under the whole budget, while the
+    model (its tokenizer, its template) counted ~10% more than the estimate: a tool's
+    return took the request over the budget by the model's count."""
+    lc = fresh(policy(threshold=3000))
+    assert lc.estimate_budget() == 3000
+    lc = (
+        lc.begin_turn(0)
+        .complete_turn(
+            turn(1, text="short"), now=T0, manifest={}, agent_spec_path=None, input_tokens=400
+        )
+        .lifecycle
+    )
+    assert lc.token_overhead > 0
+    assert lc.estimate_budget() == 3000 - lc.token_overhead
+    assert fresh(policy()).estimate_budget() is None
+
+
 def test_decisions_retained_by_a_compaction_join_the_sessions_decisions() -> None:
     lc = fresh(policy(interval=1, overlap=0))
     lc = (
