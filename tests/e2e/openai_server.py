@@ -30,6 +30,8 @@ class ChatServer:
         """With ``api_key``, a request without ``Authorization: Bearer <api_key>`` gets 401."""
         self.api_key = api_key
         self.requests: list[dict[str, Any]] = []
+        self.body_bytes: list[int] = []
+        """The size of each request's body (of ``requests``, in the same order)."""
         self.headers: list[dict[str, str]] = []
         self.chunk_delay = chunk_delay
         self.released = threading.Event()
@@ -79,6 +81,7 @@ class ChatServer:
                 self.prompt_tokens = length // 4
                 with server._lock:
                     server.requests.append(body)
+                    server.body_bytes.append(length)
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
                 if not self.path.endswith("/chat/completions"):
                     self.send_error(404)
