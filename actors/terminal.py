@@ -249,15 +249,14 @@ def learned_budget(refused_tokens: int, stated_window: int | None) -> int:
     return budget if stated_window is None else min(budget, stated_window * 3 // 4)
 
 
-def context_full_line(before: int, after: int, budget: int) -> str:
+def context_full_line(after: int, budget: int) -> str:
     """Said as the message is sent again (a Ctrl+C waiting may still cancel it: the line
     announces the resend, not its reply; and with compaction off the turns left out are
-    not summarized: "compacted" would say more than was done)."""
+    not summarized: "compacted" would say more than was done). One short line: the
+    refusal, the request's new size and the chat's budget from now on."""
     return (
-        "note: the model refused the request as over its context window; the conversation "
-        f"it is sent with is now ~{after:,} tokens (was ~{before:,}), and the message is sent "
-        f"again. This chat now keeps requests under ~{budget:,} tokens "
-        "(AGENT_ASSIST_CONTEXT_TOKENS sets the budget)"
+        "note: the model refused it as over its context window; sent again at "
+        f"~{after:,} tokens, budget ~{budget:,}"
     )
 
 
@@ -351,24 +350,15 @@ def _untold(drift: FileDrift, baseline: Mapping[str, str]) -> dict[str, str]:
 
 
 def compacted_at_resume_line(effect: KeepOriginal, kept: Path) -> str:
-    """The one line that tells a resume compacted turns its file held in full (or, with
-    automatic compaction off, left them out of the session)."""
+    """The one short line that tells a resume compacted turns its file held in full (or,
+    with automatic compaction off, left them out of the session), and where the file as
+    it was is kept."""
     compaction = effect.compacted
     if compaction is None:
         turns = "turn" if effect.left_out == 1 else f"{effect.left_out:,} turns"
-        return (
-            "note: this session's file held more turns than automatic compaction off "
-            f"(compaction_interval 0) keeps; its oldest {turns} are left out of it from now "
-            "on, not summarized (/compact summarizes what is kept), and the file as it was "
-            f"is kept as {kept.name}"
-        )
+        return f"note: oldest {turns} dropped (compaction off); old file: {kept.name}"
     turns = turns_named(compaction.start_invocation, compaction.end_invocation)
-    were = "was" if compaction.start_invocation == compaction.end_invocation else "were"
-    return (
-        f"note: this session's file held every turn uncompacted; {turns} {were} compacted "
-        "now by the offline summarizer (their decisions, rules and file paths are kept), "
-        f"and the file as it was is kept as {kept.name}"
-    )
+    return f"note: {turns} compacted offline on resume; old file: {kept.name}"
 
 
 def not_kept_aside_line(effect: KeepOriginal, exc: BaseException) -> str:
@@ -1277,7 +1267,7 @@ class TerminalActor(Actor[TerminalMessage]):
         if after >= before:
             await self._emit(TurnEnded("error", message.error))
             return
-        await self._emit(Info(context_full_line(before, after, budget)))
+        await self._emit(Info(context_full_line(after, budget)))
         await self._start_turn(message.text, message.message_id, again=True)
 
     async def _command(self, name: str, arg: str | None) -> None:

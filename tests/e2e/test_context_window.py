@@ -51,7 +51,7 @@ def test_a_conversation_that_outgrows_the_models_window_is_compacted_and_goes_on
     ], "every message answered"
     refused = [m for m in messages if len(sent(server, m)) > 1]
     assert len(refused) == 1, "refused once, sent again after the compaction, then never again"
-    assert result.stderr.count("refused the request as over its context window") == 1
+    assert result.stderr.count("refused it as over its context window") == 1
     assert "error:" not in result.stderr
 
 
@@ -99,7 +99,7 @@ def test_a_refusal_far_over_the_window_learns_a_budget_under_the_window_it_state
     assert result.returncode == 0, result.stderr
     refused = [m[:11] for m in messages if len(sent(server, m)) > 1]
     assert refused == ["question 2:"], result.stderr
-    assert result.stderr.count("refused the request as over its context window") == 1
+    assert result.stderr.count("refused it as over its context window") == 1
 
 
 def test_a_window_under_the_lowest_learned_budget_is_kept_under_all_the_same(
