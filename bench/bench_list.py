@@ -9,6 +9,12 @@ shown: the cold listing with no index (every file parsed, the index rebuilt)
 and the warm listing (the supervisor's, on every attach and ``sessions``
 request), whose limit is listing the directory and a stat of each file.
 
+The index is written where the product writes it: by a chat's start, whose listing
+(``set_aside="move"``) may change files; ``sessions`` and the other read-only
+commands write none (H123). Until 2026-12-06 this bench built it by a read-only
+listing, which since H123 writes no index, so its "cold listing" read every file in
+full (21x) like the "no index" row.
+
     python -m bench.bench_list [--sessions N]
 """
 
@@ -50,9 +56,14 @@ def stat_every_file(directory: Path) -> None:
         os.stat(directory / name, follow_symlinks=False)
 
 
+def as_a_chat_starts(directory: Path) -> None:
+    """A chat's start lists the project as it does: writing ``headers.index``."""
+    SessionManager(directory).list_sessions(set_aside="move")
+
+
 def without_index(directory: Path) -> None:
     (directory / INDEX_NAME).unlink(missing_ok=True)
-    SessionManager(directory).list_sessions()
+    as_a_chat_starts(directory)
 
 
 def main() -> int:
@@ -62,6 +73,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp) / "sessions"
         make_project(directory, args.sessions)
+        as_a_chat_starts(directory)
         cold, rebuild, read_limit, warm, stat_limit = [], [], [], [], []
         warm_manager = SessionManager(directory)
         warm_manager.list_sessions()
