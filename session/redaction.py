@@ -577,11 +577,21 @@ _TOKEN_WORDS = (
     "age-secret-key-1"
 )
 """Lower-case words of the token patterns that have no marker above (a cheaper test)."""
-_KEYWORDS_RE = re.compile(
-    r"authorization|bearer|basic|key|secret|token|pass|pw|credential|passphrase|passcode|pin|cookie"
-    r"|contrase|senha|log\s?in|sign\s?in|log\s?on|cred|kennwort|wachtwoord|mdp"
-    r"|discord|_auth|redis-cli"
+_MARKER_WORDS = (
+    "sk-", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox",
+    "xapp-", "gsk_", "r8_", "xai-", "_v1_", "ya29.", "GOCSPX-", "AIza", "eyJ", "-----BEGIN",
+    "rk_", "sk_", "hf_", "glpat-", "npm_", "pypi-", "://", "-u", "-p", "sig=", ":AA"
 )
+"""What every match of ``_TOKEN_MARKERS_RE`` holds, as it is written (``-u`` for
+``--user`` and `` -u``, ``-p`` for ``--pass`` and `` -p``): substrings are looked for
+about ten times faster than the pattern's alternatives are tried at every position."""
+_KEYWORDS = (
+    "authorization", "bearer", "basic", "key", "secret", "token", "pass", "pw", "pin",
+    "cookie", "contrase", "senha", "cred", "kennwort", "wachtwoord", "mdp", "discord",
+    "_auth", "redis-cli"
+)
+"""The lower-case words every pattern's match holds that is not told by a marker, but
+for logging in (``_LOGIN_WORD_RE``, looked for where ``log`` or ``sign`` is)."""
 
 
 _LOGIN_WORD_RE = re.compile(r"log\s?in|sign\s?in|log\s?on|cred")
@@ -593,13 +603,14 @@ def _may_hold_credential(text: str) -> bool:
     patterns: ignoring case, they match a few non-ASCII letters (like U+212A for k)."""
     if not text.isascii():
         return True
-    if _TOKEN_MARKERS_RE.search(text):
+    if any(marker in text for marker in _MARKER_WORDS):
         return True
     lower = text.lower()
-    return bool(
-        _KEYWORDS_RE.search(lower)
+    return (
+        any(word in lower for word in _KEYWORDS)
         or any(word in lower for word in _TOKEN_WORDS)
-        or _PGPASS_MARKER_RE.search(text)
+        or (("log" in lower or "sign" in lower) and _LOGIN_WORD_RE.search(lower) is not None)
+        or (":" in text and _PGPASS_MARKER_RE.search(text) is not None)
     )
 
 
