@@ -1,11 +1,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Protocol, TypeVar
 
 import pytest
 
 from tests.e2e.harness import Env
 from tests.e2e.openai_server import ChatServer
+
+TEST_KEY = "sk-test-not-a-real-key"
+TEST_MODEL = "openai-chat:test-model"
+
+S = TypeVar("S", bound=ChatServer)
+
+
+class ServeChat(Protocol):
+    def __call__(
+        self, chat_server: S, /, *, api_key: str = TEST_KEY, **extra: str
+    ) -> S: ...
 
 
 @pytest.fixture
@@ -18,13 +31,33 @@ def env() -> Iterator[Env]:
 
 
 @pytest.fixture
-def streaming_server(env: Env) -> Iterator[ChatServer]:
+def serve_chat(env: Env) -> Iterator[ServeChat]:
+    """Starts the ``ChatServer`` it is given (one with its own options, or a subclass) until
+    the test ends, and points ``env``'s chats at it: its URL, ``api_key`` and the model
+    ``openai-chat:test-model``, then the ``extra`` variables (which may replace these)."""
+    with ExitStack() as servers:
+
+        def serve(chat_server: S, /, *, api_key: str = TEST_KEY, **extra: str) -> S:
+            servers.enter_context(chat_server)
+            env.extra.update(
+                OPENAI_BASE_URL=chat_server.base_url,
+                OPENAI_API_KEY=api_key,
+                AGENT_ASSIST_MODEL=TEST_MODEL,
+            )
+            env.extra.update(extra)
+            return chat_server
+
+        yield serve
+
+
+@pytest.fixture
+def server(serve_chat: ServeChat) -> ChatServer:
+    """A local OpenAI-compatible server that answers at once, ``env``'s model."""
+    return serve_chat(ChatServer())
+
+
+@pytest.fixture
+def streaming_server(serve_chat: ServeChat) -> ChatServer:
     """A local OpenAI-compatible server that streams its replies a word every 50 ms
     (``be slow please`` takes 10 s), ``env``'s model."""
-    with ChatServer(chunk_delay=0.05) as chat_server:
-        env.extra.update(
-            OPENAI_BASE_URL=chat_server.base_url,
-            OPENAI_API_KEY="sk-local",
-            AGENT_ASSIST_MODEL="openai-chat:test-model",
-        )
-        yield chat_server
+    return serve_chat(ChatServer(chunk_delay=0.05), api_key="sk-local")

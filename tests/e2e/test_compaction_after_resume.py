@@ -4,7 +4,6 @@ real terminal, and a local summary model that records what it is asked."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from session.compaction import parse_compaction
 from session.models import is_session_id
 from session.paths import sessions_dir
+from tests.e2e.conftest import ServeChat
 from tests.e2e.harness import Env, wait_for
 from tests.e2e.openai_server import ChatServer
 
@@ -24,15 +24,8 @@ WINDOW = {
 
 
 @pytest.fixture
-def server(env: Env) -> Iterator[ChatServer]:
-    with ChatServer() as chat_server:
-        env.extra.update(
-            OPENAI_BASE_URL=chat_server.base_url,
-            OPENAI_API_KEY="sk-test-not-a-real-key",
-            AGENT_ASSIST_MODEL="openai-chat:test-model",
-            **WINDOW,
-        )
-        yield chat_server
+def server(serve_chat: ServeChat) -> ChatServer:
+    return serve_chat(ChatServer(), **WINDOW)
 
 
 def script(first: int, last: int) -> str:

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,17 +19,6 @@ TOPIC = (
     "For the support-ticket triage agent, think about the classifier prompt, the routing "
     "table, the escalation rules and how we evaluate it against last month's tickets."
 )
-
-
-@pytest.fixture
-def server(env: Env) -> Iterator[ChatServer]:
-    with ChatServer() as chat_server:
-        env.extra.update(
-            OPENAI_BASE_URL=chat_server.base_url,
-            OPENAI_API_KEY="sk-test-not-a-real-key",
-            AGENT_ASSIST_MODEL="openai-chat:test-model",
-        )
-        yield chat_server
 
 
 def chats(server: ChatServer) -> list[dict[str, Any]]:

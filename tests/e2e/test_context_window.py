@@ -4,11 +4,11 @@ supervisor and terminal and a local OpenAI-compatible server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.e2e.conftest import ServeChat
 from tests.e2e.harness import Env
 from tests.e2e.openai_server import ChatServer
 
@@ -17,15 +17,10 @@ PARAGRAPH = "The triage agent reads each ticket, classifies it and routes it. " 
 
 
 @pytest.fixture
-def server(env: Env) -> Iterator[ChatServer]:
-    with ChatServer() as chat_server:
-        chat_server.context_window = 9_000
-        env.extra.update(
-            OPENAI_BASE_URL=chat_server.base_url,
-            OPENAI_API_KEY="sk-test-not-a-real-key",
-            AGENT_ASSIST_MODEL="openai-chat:test-model",
-        )
-        yield chat_server
+def server(serve_chat: ServeChat) -> ChatServer:
+    chat_server = serve_chat(ChatServer())
+    chat_server.context_window = 9_000
+    return chat_server
 
 
 def sent(server: ChatServer, message: str) -> list[dict[str, Any]]:

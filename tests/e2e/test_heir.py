@@ -183,23 +183,23 @@ def test_a_supervisor_killed_while_its_heir_loads_leaves_one_supervisor(env: Env
     assert client.wait() == 0
 
 
-def test_a_reply_that_loses_two_supervisors_ends_alone_and_the_chat_goes_on(env: Env) -> None:
+def test_a_reply_that_loses_two_supervisors_ends_alone_and_the_chat_goes_on(
+    env: Env, streaming_server: ChatServer
+) -> None:
     """The second death within one reply ends that reply with one line; the next message
     re-attaches and is answered (the chat used to exit 1 there)."""
-    with ChatServer(chunk_delay=0.05) as server:
-        env.extra.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test-heir")
-        client = env.spawn("--new", "--model", "openai-chat:test-model", terminal=env.terminal())
-        client.send("a slow reply please")
-        for streams in (1, 2):  # the message, then its re-send after the first death
-            wait_for(partial(streamed, server, streams), what=f"stream {streams}")
-            pid = env.supervisor_pid()
-            assert pid is not None
-            os.kill(pid, signal.SIGKILL)
-        client.expect("lost the supervisor twice during this reply", stderr=True)
-        client.send("after both")
-        client.expect("echo: after both")
-        client.close_stdin()
-        assert client.wait() == 1, "piped, the reply that ended alone makes the status 1"
+    client = env.spawn("--new", "--model", "openai-chat:test-model", terminal=env.terminal())
+    client.send("a slow reply please")
+    for streams in (1, 2):  # the message, then its re-send after the first death
+        wait_for(partial(streamed, streaming_server, streams), what=f"stream {streams}")
+        pid = env.supervisor_pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+    client.expect("lost the supervisor twice during this reply", stderr=True)
+    client.send("after both")
+    client.expect("echo: after both")
+    client.close_stdin()
+    assert client.wait() == 1, "piped, the reply that ended alone makes the status 1"
 
 
 def streamed(server: ChatServer, requests: int) -> bool:

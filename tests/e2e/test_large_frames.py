@@ -7,7 +7,6 @@ import json
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from session.manager import SessionManager
 from session.models import SessionState
 from supervisor.wire import TEXT_FRAME_CHARS
+from tests.e2e.conftest import ServeChat
 from tests.e2e.frames import RawClient, terminal_hello
 from tests.e2e.harness import AGENT_ASSIST, Env
 from tests.e2e.openai_server import ChatServer
@@ -37,14 +37,8 @@ class LongReplies(ChatServer):
 
 
 @pytest.fixture
-def server(env: Env) -> Iterator[LongReplies]:
-    with LongReplies() as chat_server:
-        env.extra.update(
-            OPENAI_BASE_URL=chat_server.base_url,
-            OPENAI_API_KEY="sk-test-" + "0" * 32,
-            AGENT_ASSIST_MODEL="openai-chat:test-model",
-        )
-        yield chat_server
+def server(serve_chat: ServeChat) -> LongReplies:
+    return serve_chat(LongReplies(), api_key="sk-test-" + "0" * 32)
 
 
 def test_a_long_reply_read_late_comes_whole_in_text_frames_of_bounded_size(

@@ -7,11 +7,11 @@ import secrets
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import ServeChat
 from tests.e2e.frames import open_terminal
 from tests.e2e.harness import AGENT_ASSIST, Env, all_text_under, wait_for
 from tests.e2e.openai_server import ChatServer
@@ -20,15 +20,10 @@ API_KEY = "sk-test-" + secrets.token_hex(16)
 
 
 @pytest.fixture
-def server(env: Env) -> Iterator[ChatServer]:
-    with ChatServer() as chat_server:
-        env.extra.update(
-            OPENAI_BASE_URL=chat_server.base_url,
-            OPENAI_API_KEY=API_KEY,
-            AGENT_ASSIST_MODEL="openai-chat:test-model",
-            AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
-        )
-        yield chat_server
+def server(serve_chat: ServeChat) -> ChatServer:
+    return serve_chat(
+        ChatServer(), api_key=API_KEY, AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model"
+    )
 
 
 def test_replies_stream_from_the_endpoint_with_the_key(env: Env, server: ChatServer) -> None:

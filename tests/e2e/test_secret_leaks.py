@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 
 import pytest
 
+from tests.e2e.conftest import ServeChat
 from tests.e2e.harness import Env, all_text_under
 from tests.e2e.openai_server import ChatServer
 
@@ -16,16 +16,13 @@ URL_PASSWORD = "Ba5eUrlPw0rd99"
 
 
 @pytest.fixture
-def server(env: Env) -> Iterator[ChatServer]:
+def server(serve_chat: ServeChat) -> ChatServer:
     """A local server reached through a base URL that holds a user and a password."""
-    with ChatServer() as chat_server:
-        authority = chat_server.base_url.removeprefix("http://")
-        env.extra.update(
-            OPENAI_BASE_URL=f"http://deploy:{URL_PASSWORD}@{authority}",
-            OPENAI_API_KEY="sk-local",
-            AGENT_ASSIST_MODEL="openai-chat:test-model",
-        )
-        yield chat_server
+    chat_server = ChatServer()
+    authority = chat_server.base_url.removeprefix("http://")
+    return serve_chat(
+        chat_server, api_key="sk-local", OPENAI_BASE_URL=f"http://deploy:{URL_PASSWORD}@{authority}"
+    )
 
 
 def leaks(env: Env, *needles: str) -> list[str]:
@@ -64,18 +61,15 @@ def test_an_error_that_echoes_the_basic_credentials_of_the_url_shows_and_logs_no
 
 
 @pytest.fixture
-def summarizing(env: Env) -> Iterator[ChatServer]:
+def summarizing(serve_chat: ServeChat) -> ChatServer:
     """A local server for the model and the summary model, and a credential-named
     variable whose value no pattern would take for a secret."""
-    with ChatServer() as chat_server:
-        env.extra.update(
-            OPENAI_BASE_URL=chat_server.base_url,
-            OPENAI_API_KEY="sk-local",
-            AGENT_ASSIST_MODEL="openai-chat:test-model",
-            AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
-            DEPLOY_TOKEN=ENV_SECRET,
-        )
-        yield chat_server
+    return serve_chat(
+        ChatServer(),
+        api_key="sk-local",
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        DEPLOY_TOKEN=ENV_SECRET,
+    )
 
 
 ENV_SECRET = "plainwordyvaluekeepit"

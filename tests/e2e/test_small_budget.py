@@ -5,7 +5,6 @@ each request's size measured from the body the local OpenAI-compatible server re
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -49,17 +48,6 @@ def content_tokens(body: dict[str, Any]) -> int:
         for call in message.get("tool_calls") or ():
             chars += len(call["function"]["name"]) + len(call["function"]["arguments"])
     return chars // 4
-
-
-@pytest.fixture
-def server(env: Env) -> Iterator[ChatServer]:
-    with ChatServer() as chat_server:
-        env.extra.update(
-            OPENAI_BASE_URL=chat_server.base_url,
-            OPENAI_API_KEY="sk-test-not-a-real-key",
-            AGENT_ASSIST_MODEL="openai-chat:test-model",
-        )
-        yield chat_server
 
 
 @pytest.mark.parametrize(("budget", "usage"), [(2000, False), (3000, True)])

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from session.notices import FLOOD_FILES
+from tests.e2e.conftest import ServeChat
 from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
 from tests.e2e.openai_server import ChatServer
 from tests.e2e.screen import ALT_ENTER, ANSI, CTRL_C, CTRL_D, UP, Screen
@@ -410,17 +411,16 @@ def test_markdown_is_rendered_on_a_colour_terminal(env: Env, screens: list[Scree
     assert "\x1b[1m" in screen.raw, "bold is rendered, not printed as asterisks"
 
 
-def test_a_code_block_in_a_reply_is_highlighted(env: Env, screens: list[Screen]) -> None:
-    with ChatServer() as server:
-        env.extra.update(
-            OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="k", AGENT_ASSIST_MODEL="openai-chat:m"
-        )
-        screen = started(screens, env, "--new")
-        fence = ALT_ENTER.join(["code:", "", "```python", "def f(x):", "    return x", "```"])
-        screen.type(fence + "\r")
-        screen.expect("echo: code:")
-        screen.expect("def f(x):")
-        screen.expect_prompt()
+def test_a_code_block_in_a_reply_is_highlighted(
+    env: Env, screens: list[Screen], serve_chat: ServeChat
+) -> None:
+    serve_chat(ChatServer(), api_key="k", AGENT_ASSIST_MODEL="openai-chat:m")
+    screen = started(screens, env, "--new")
+    fence = ALT_ENTER.join(["code:", "", "```python", "def f(x):", "    return x", "```"])
+    screen.type(fence + "\r")
+    screen.expect("echo: code:")
+    screen.expect("def f(x):")
+    screen.expect_prompt()
     reply = screen.raw[screen.raw.index("echo: code:") :]
     assert re.search(r"\x1b\[[0-9;]*mdef\x1b\[0m", reply), "the keyword has its own colour"
     assert "```" not in ANSI.sub("", reply), "the fence is rendered, not printed"
@@ -450,10 +450,11 @@ def test_a_piped_run_names_its_session_at_the_end(env: Env) -> None:
 
 
 @pytest.fixture
-def locked_server(env: Env) -> Iterator[ChatServer]:
-    with ChatServer(api_key="sk-right") as server:
-        env.extra.update(OPENAI_BASE_URL=server.base_url, AGENT_ASSIST_MODEL="openai-chat:m")
-        yield server
+def locked_server(serve_chat: ServeChat) -> ChatServer:
+    """A server that wants the key ``sk-right``, which ``env`` does not give it."""
+    return serve_chat(
+        ChatServer(api_key="sk-right"), api_key="sk-wrong", AGENT_ASSIST_MODEL="openai-chat:m"
+    )
 
 
 def test_a_401_is_one_line_naming_the_key(
