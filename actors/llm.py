@@ -534,12 +534,9 @@ class _TurnEnd:
         self.told = False
 
     async def tell(self, done: TurnDone) -> bool:
-        """Tell ``done``; whether the terminal's actor was there to take it. Told once
-        sent: a send cancelled while it waits for room (a Ctrl+C, the actor stopping)
-        leaves the cut to ``LLMActor._run_turn`` (a second end is ignored by the turn id)."""
-        sent = await _tell_done(self._turn, self._reply.finish, done)
+        """Tell ``done``; whether the terminal's actor was there to take it."""
         self.told = True
-        return sent
+        return await _tell_done(self._turn, self._reply.finish, done)
 
     async def tell_and_wait(self, done: TurnDone) -> None:
         """Tell ``done`` and wait until the terminal's actor has handled it (at most
