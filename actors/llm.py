@@ -71,9 +71,6 @@ that is gone, and a tool runs only once its terminal has its line (H111)."""
 DELIVERY_CHECK_S = 1.0
 """How often a tool waiting for its line to reach the terminal looks whether the terminal's
 actor still runs."""
-HANDLED_WAIT_S = 60.0
-"""The longest a finished run stays open for its terminal's actor to handle its end (see
-``LLMActor._iterate``): one that stopped before it took the end never answers."""
 SLOT_KEPT_FOR_DELIVERY_S = 0.25
 """How long a turn whose tool waits for its line to reach the terminal keeps its place
 among the concurrent turns: beyond, the terminal reads nothing (stopped with Ctrl+Z) and
@@ -177,16 +174,16 @@ class LLMActor(Actor[LLMMessage]):
         reply text still held (cancelled if ``scope`` was cancelled before the end was
         told; an error if the actor itself stopped, by a crash or with the supervisor, so
         that the terminal is not left waiting for a reply no task runs any more)."""
+        told = False
         deps = TurnDeps(
             turn.workspace, turn.resume_context, turn.notes, own_directories=self._own_directories
         )
         progress = _Progress()
-        reply = ReplyForwarder(turn.reply_to, turn.turn_id)
-        end = _TurnEnd(turn, reply)
         try:
             with scope:
+                reply = ReplyForwarder(turn.reply_to, turn.turn_id)
                 try:
-                    done = await self._stream_turn(turn, reply, deps, progress, end)
+                    done = await self._stream_turn(turn, reply, deps, progress)
                 except NotDelivered:  # the supervisor stops: its tool does not run
                     log.info("turn %d: a tool call's line was not delivered", turn.turn_id)
                     kept = progress.kept(last_calls_run=False)
@@ -212,19 +209,19 @@ class LLMActor(Actor[LLMMessage]):
                     )
                 finally:
                     reply.close()
-                if not end.told:  # a run that ended well told it before it was left
-                    await end.tell(done)  # with the text held
+                await _tell_done(turn, reply.finish, done)  # with the text held
+                told = True
         finally:
             self._scopes.pop((turn.reply_to, turn.turn_id), None)
-            if not end.told:
-                cut = (
+            if not told:
+                end = (
                     _unfinished(turn, deps, cancelled=True, kept=progress.kept())
                     if scope.cancel_called
                     else _unfinished(turn, deps, error=STOPPED_LINE)
                 )
                 # At once if there is room: a task the stopping actor cancelled cannot wait.
-                if not turn.reply_to.tell_nowait(cut):
-                    await _tell_done(turn, turn.reply_to.tell, cut)
+                if not turn.reply_to.tell_nowait(end):
+                    await _tell_done(turn, turn.reply_to.tell, end)
 
     def _stall_of(self, turn: StartTurn) -> float:
         return turn.stall_timeout_s or self._stall_timeout_s
@@ -236,12 +233,7 @@ class LLMActor(Actor[LLMMessage]):
         )
 
     async def _stream_turn(
-        self,
-        turn: StartTurn,
-        reply: ReplyForwarder,
-        deps: TurnDeps,
-        progress: _Progress,
-        end: _TurnEnd,
+        self, turn: StartTurn, reply: ReplyForwarder, deps: TurnDeps, progress: _Progress
     ) -> TurnDone:
         deps.token_budget = turn.token_budget
         deps.before_first_write = partial(_checkpoint_before_write, turn, self._stall_of(turn))
@@ -250,7 +242,7 @@ class LLMActor(Actor[LLMMessage]):
         try:
             agent = await self._agent(turn.model)
             with StallWatch(self._stall_of(turn)) as watch:
-                return await self._iterate(agent, turn, reply, deps, watch, progress, slot, end)
+                return await self._iterate(agent, turn, reply, deps, watch, progress, slot)
         finally:
             slot.give_back()
 
@@ -263,15 +255,11 @@ class LLMActor(Actor[LLMMessage]):
         watch: StallWatch,
         progress: _Progress,
         slot: Slot,
-        end: _TurnEnd,
     ) -> TurnDone:
         """The agent run; each node and each streamed event is progress for ``watch``,
         and the run and the text of the reply being written are kept in ``progress``.
         The run is left at the response that ends it (``ends_the_run``): pydantic-ai's
-        steps after it add no message and cost a millisecond or so of the turn. That end
-        is told at once, with the run still open: its cleanup (about 0.4 ms of
-        pydantic-ai's) waits until the terminal's actor has handled the end, so that it
-        holds up neither the save nor the reply's end (the slot is given back first)."""
+        steps after it add no message and cost a millisecond or so of the turn."""
         async with agent.iter(turn.prompt, message_history=list(turn.history), deps=deps) as run:
             progress.run = run
             async for node in run:
@@ -292,14 +280,22 @@ class LLMActor(Actor[LLMMessage]):
                             progress.text.append(text)
                 progress.text.clear()  # the response is whole: its text is in the run's
                 so_far = run.new_messages()
-                if so_far and ends_the_run(so_far[-1]):  # pydantic-ai's steps after it add
-                    done = _finished(turn, tuple(so_far), deps, handled=Reply())  # nothing
-                    slot.give_back()
-                    with watch.paused():
-                        await end.tell_and_wait(done)
-                    return done
-            assert run.result is not None
-            return _finished(turn, tuple(run.result.new_messages()), deps)
+                if so_far and ends_the_run(so_far[-1]):
+                    new = tuple(so_far)
+                    break  # what pydantic-ai does after it adds no message (ends_the_run)
+            else:
+                assert run.result is not None
+                new = tuple(run.result.new_messages())
+        return TurnDone(
+            turn.turn_id,
+            new,
+            tuple(deps.decisions),
+            tuple(sorted(deps.touched)),
+            tuple(sorted(deps.written.items())),
+            tuple(sorted(deps.read.items())),
+            input_tokens=None if turn.model in BARE_NAMES else last_input_tokens(new),
+            phase=deps.phase,
+        )
 
 
 def ends_the_run(message: ModelMessage) -> bool:
@@ -312,26 +308,6 @@ def ends_the_run(message: ModelMessage) -> bool:
         and message.state == "complete"
         and not any(isinstance(part, ToolCallPart | NativeToolCallPart) for part in message.parts)
         and any(isinstance(part, TextPart) and part.content for part in message.parts)
-    )
-
-
-def _finished(
-    turn: StartTurn,
-    new: tuple[ModelMessage, ...],
-    deps: TurnDeps,
-    handled: Reply | None = None,
-) -> TurnDone:
-    """The end of a turn whose run ended with ``new``, what its tools recorded with it."""
-    return TurnDone(
-        turn.turn_id,
-        new,
-        tuple(deps.decisions),
-        tuple(sorted(deps.touched)),
-        tuple(sorted(deps.written.items())),
-        tuple(sorted(deps.read.items())),
-        input_tokens=None if turn.model in BARE_NAMES else last_input_tokens(new),
-        phase=deps.phase,
-        handled=handled,
     )
 
 
@@ -515,36 +491,12 @@ def last_input_tokens(messages: tuple[ModelMessage, ...]) -> int | None:
 
 async def _tell_done(
     turn: StartTurn, send: Callable[[TurnDone], Awaitable[None]], done: TurnDone
-) -> bool:
-    """``send(done)``, unless its terminal has gone (nobody to tell); whether it was sent."""
+) -> None:
+    """``send(done)``, unless its terminal has gone (nobody to tell)."""
     try:
         await send(done)
     except DeadActor:
         log.info("turn %d finished after its terminal went away", turn.turn_id)
-        return False
-    return True
-
-
-class _TurnEnd:
-    """How a turn ended, told to its terminal once (with the reply's text still held)."""
-
-    def __init__(self, turn: StartTurn, reply: ReplyForwarder) -> None:
-        self._turn = turn
-        self._reply = reply
-        self.told = False
-
-    async def tell(self, done: TurnDone) -> bool:
-        """Tell ``done``; whether the terminal's actor was there to take it."""
-        self.told = True
-        return await _tell_done(self._turn, self._reply.finish, done)
-
-    async def tell_and_wait(self, done: TurnDone) -> None:
-        """Tell ``done`` and wait until the terminal's actor has handled it (at most
-        ``HANDLED_WAIT_S``: an actor that stopped before it took it sets nothing)."""
-        if not await self.tell(done) or done.handled is None:
-            return
-        with anyio.move_on_after(HANDLED_WAIT_S), contextlib.suppress(Exception):
-            await done.handled.wait()
 
 
 async def _checkpoint_before_write(

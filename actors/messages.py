@@ -563,10 +563,6 @@ class TurnDone:
     """The reply's last text, still held when the turn ended: the terminal gets it with
     the turn's end, in one write after the save, instead of in a write of its own that
     would compete with the save for the event loop."""
-    handled: Reply | None = field(default=None, compare=False)
-    """Set once the terminal's actor has handled this end (kept the turn, told the
-    terminal): the LLMActor leaves the agent's run only then, so that pydantic-ai's
-    cleanup of the run does not hold up the save and the reply's end."""
 
 
 @dataclass(frozen=True)

@@ -727,12 +727,8 @@ class TerminalActor(Actor[TerminalMessage]):
             case TurnDelta(turn_id, text):
                 if turn_id == self._lc.turn:
                     await self._emit(ReplyText(text))
-            case TurnDone(handled=handled):
-                try:
-                    await self._finish_turn(message)
-                finally:
-                    if handled is not None:  # the model actor leaves the turn's run now
-                        handled.set(None)
+            case TurnDone():
+                await self._finish_turn(message)
                 if self._lc.phase is Phase.LEAVING:  # the turn of a terminal gone ended
                     await self._detach(self._lc.leaving or "disconnected")
             case TurnToolCall(turn_id, text, writes, delivered):

@@ -323,38 +323,6 @@ async def test_a_turn_whose_terminal_reads_nothing_lends_its_slot_to_other_termi
     ), "the tool ran"
 
 
-async def test_a_turn_s_end_is_told_with_a_slot_to_answer_and_holds_no_slot_meanwhile(
-    tmp_path: Path,
-) -> None:
-    """A run that ended is left (pydantic-ai's cleanup) only once its terminal's actor has
-    handled the end, so that the cleanup does not hold up the save and the reply's end. A
-    terminal that has not handled it yet holds none of the actor's concurrent turns: with
-    one place, another terminal's turn runs meanwhile."""
-    actor = LLMActor(concurrency=1)
-    llm: ActorRef[Any]
-    llm, llm_mailbox = open_mailbox("llm")
-    slow: ActorRef[Any]
-    slow, slow_replies = open_mailbox("terminal-slow")
-    other: ActorRef[Any]
-    other, other_replies = open_mailbox("terminal-other")
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(actor.serve, llm_mailbox)
-        await llm.tell(StartTurn(1, "offline", "hi", (), tmp_path, "", "", slow))
-        with anyio.fail_after(30):
-            while not isinstance(first := (await slow_replies.receive()).message, TurnDone):
-                pass
-        assert first.error is None and first.handled is not None  # not answered yet
-        await llm.tell(StartTurn(1, "offline", "hello", (), tmp_path, "", "", other))
-        with anyio.fail_after(30):
-            while not isinstance(second := (await other_replies.receive()).message, TurnDone):
-                pass
-        assert second.error is None and second.new_messages
-        first.handled.set(None)
-        assert second.handled is not None
-        second.handled.set(None)
-        llm.close()
-
-
 async def test_a_failed_turn_s_log_line_has_the_endpoint_s_words_not_escapes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
