@@ -349,3 +349,38 @@ async def test_a_failed_turn_s_log_line_has_the_endpoint_s_words_not_escapes(
     (line,) = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
     assert "\\n" not in line and "\n" not in line, line
     assert line.endswith("400 from m: content refused: refuse: rules: - one - two"), line
+
+
+async def test_a_cancel_while_the_turn_s_end_waits_for_room_still_ends_the_turn(
+    tmp_path: Path,
+) -> None:
+    """The turn's end waits to go into a full mailbox (its terminal's actor busy, its
+    terminal stopped with Ctrl+Z) and a Ctrl+C cancels the turn meanwhile: the end never
+    went in, so the cut is told instead, or the terminal waits for a turn's end that never
+    comes ("a reply is already running"). (H136 found this broken by a change that marked
+    the end told before it was sent; that change was reverted.)"""
+    actor = LLMActor()
+    llm: ActorRef[Any]
+    llm, llm_mailbox = open_mailbox("llm")
+    terminal: ActorRef[Any]
+    terminal, replies = open_mailbox("terminal", 1)
+    await terminal.tell("busy")  # the mailbox is full: nothing more goes in
+    other: ActorRef[Any]
+    other, other_replies = open_mailbox("terminal-other")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(actor.serve, llm_mailbox)
+        await llm.tell(StartTurn(1, "offline", "hi", (), tmp_path, "", "", other))
+        with anyio.fail_after(30):  # the agent is built (in a worker thread) by then
+            while not isinstance((await other_replies.receive()).message, TurnDone):
+                pass
+        await llm.tell(StartTurn(1, "offline", "hi", (), tmp_path, "", "", terminal))
+        await anyio.wait_all_tasks_blocked()
+        assert replies.statistics().tasks_waiting_send == 1  # the turn's end waits for room
+        await llm.tell(CancelTurn(1, terminal))
+        await anyio.wait_all_tasks_blocked()
+        assert (await replies.receive()).message == "busy"
+        with anyio.fail_after(30):
+            while not isinstance(end := (await replies.receive()).message, TurnDone):
+                pass
+        assert end.turn_id == 1 and end.cancelled
+        llm.close()
