@@ -565,26 +565,21 @@ def _prose_value(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED
 
 
-# Every pattern above starts with one of these markers (the tokens) or, ignoring case,
-# holds one of these words: text with none of them is left alone after two searches.
-_TOKEN_MARKERS_RE = re.compile(
-    r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|xapp-|gsk_|r8_|xai-|_v1_|ya29\.|GOCSPX-|AIza|eyJ"
-    r"|-----BEGIN|[rs]k_|hf_|glpat-|npm_|pypi-|://"
-    r"|(?:^|\s)-u|--user|--pass|sig=|\s-p|:AA"
-)
-_TOKEN_WORDS = (
-    "whsec_", "sg.", "webhooks/", "glrt-", "hvs.", "hvb.", "shp", "lin_api_", "atatt3",
-    "age-secret-key-1"
-)
-"""Lower-case words of the token patterns that have no marker above (a cheaper test)."""
+# Every pattern above holds one of these markers (the tokens) or, ignoring case, one of
+# these words: text with none of them is left alone after a look for each.
 _MARKER_WORDS = (
     "sk-", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox",
     "xapp-", "gsk_", "r8_", "xai-", "_v1_", "ya29.", "GOCSPX-", "AIza", "eyJ", "-----BEGIN",
     "rk_", "sk_", "hf_", "glpat-", "npm_", "pypi-", "://", "-u", "-p", "sig=", ":AA"
 )
-"""What every match of ``_TOKEN_MARKERS_RE`` holds, as it is written (``-u`` for
-``--user`` and `` -u``, ``-p`` for ``--pass`` and `` -p``): substrings are looked for
-about ten times faster than the pattern's alternatives are tried at every position."""
+"""What every match of the token patterns holds, as it is written (``-u`` for ``--user``
+and `` -u``, ``-p`` for ``--pass`` and `` -p``): substrings, looked for about twice as
+fast as one pattern of these alternatives tried at every position."""
+_TOKEN_WORDS = (
+    "whsec_", "sg.", "webhooks/", "glrt-", "hvs.", "hvb.", "shp", "lin_api_", "atatt3",
+    "age-secret-key-1"
+)
+"""Lower-case words of the token patterns that have no marker above (a cheaper test)."""
 _KEYWORDS = (
     "authorization", "bearer", "basic", "key", "secret", "token", "pass", "pw", "pin",
     "cookie", "contrase", "senha", "cred", "kennwort", "wachtwoord", "mdp", "discord",
@@ -592,6 +587,10 @@ _KEYWORDS = (
 )
 """The lower-case words every pattern's match holds that is not told by a marker, but
 for logging in (``_LOGIN_WORD_RE``, looked for where ``log`` or ``sign`` is)."""
+
+
+def _has_marker(text: str) -> bool:
+    return any(marker in text for marker in _MARKER_WORDS)
 
 
 _LOGIN_WORD_RE = re.compile(r"log\s?in|sign\s?in|log\s?on|cred")
@@ -603,7 +602,7 @@ def _may_hold_credential(text: str) -> bool:
     patterns: ignoring case, they match a few non-ASCII letters (like U+212A for k)."""
     if not text.isascii():
         return True
-    if any(marker in text for marker in _MARKER_WORDS):
+    if _has_marker(text):
         return True
     lower = text.lower()
     return (
@@ -904,7 +903,7 @@ def _scrub_patterns(text: str) -> str:
         login = pin = True
     else:
         lower = text.lower()
-        tokens = _TOKEN_MARKERS_RE.search(text) is not None or any(
+        tokens = _has_marker(text) or any(
             word in lower for word in _TOKEN_WORDS
         )
         auth = "authorization" in lower
