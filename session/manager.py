@@ -16,7 +16,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import accumulate
@@ -75,6 +75,8 @@ from session.filesystem import (
     unreadable,
 )
 from session.header_index import FileIdentity, read_index, write_index
+from session.known_digests import FileIdentity as BlobIdentity
+from session.known_digests import Known, KnownDigests, identity
 from session.message_shapes import UNKNOWN_SHAPE_NOTE, unknown_shape
 from session.models import (
     SCHEMA_VERSION,
@@ -939,9 +941,15 @@ class CheckpointStore:
     to them, so an entry that is listed is always complete.
     """
 
-    def __init__(self, project_dir: Path, known_secrets: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        project_dir: Path,
+        known_secrets: tuple[str, ...] = (),
+        known: KnownDigests | None = None,
+    ) -> None:
         """Every state written or read through this store is scrubbed of credentials (and
-        of these values), as session files are; file contents are kept as they are."""
+        of these values), as session files are; file contents are kept as they are.
+        ``known``: where the digests of the files read are kept (a new one by default)."""
         self.known_secrets = known_secrets
         self.checkpoints_dir = project_dir / CHECKPOINTS_DIR
         self.blobs_dir = project_dir / BLOBS_DIR
@@ -952,6 +960,9 @@ class CheckpointStore:
         found it whole. Unchanged since (same inode, size, mtime and ctime: no write, no
         rename over it, no ``touch``), it still holds what it held then, and the next
         checkpoint of that content does not read it again to know."""
+        self._known = KnownDigests() if known is None else known
+        """The digests of the workspace files read for a checkpoint, while they stay as
+        they were (a checkpoint with nothing changed does not read them again)."""
 
     def session_dir(self, session_id: str) -> Path:
         return self.checkpoints_dir / validate_session_id(session_id)
@@ -1211,8 +1222,9 @@ class CheckpointStore:
                     workspace, safe, state.file_manifest, largest
                 )
             else:
-                contents, files, modes = read_files(workspace, safe, largest)
-                sizes = {digest: len(data) for digest, data in contents.items()}
+                contents, files, modes, sizes = read_files(
+                    workspace, safe, largest, self._known, self._stored
+                )
         except OverCap as exc:
             used = self.usage(session_id) + exc.size
             raise CheckpointCapExceeded(session_id, used, cap, CAP_SETTINGS_TOLD) from None
@@ -1338,6 +1350,14 @@ class CheckpointStore:
         self._checked[digest] = identity
         return True
 
+    def _stored(self, digest: str) -> bool:
+        """Whether the blob of ``digest`` is known whole (written or checked by this store,
+        and unchanged since), so a file of that content need not be read to store it."""
+        identity = self._checked.get(digest)  # a digest of this store's own hashing
+        return identity is not None and identity == blob_identity(
+            os.path.join(self.blobs_dir, digest)
+        )
+
     def _remember(self, blob: Path, digest: str) -> None:
         """The blob was just written whole: known by its ``lstat`` from now on."""
         identity = blob_identity(blob)
@@ -1460,24 +1480,12 @@ class CheckpointStore:
 _SHA256 = re.compile(r"^[a-f0-9]{64}\Z")
 
 
-BlobIdentity = tuple[int, int, int, int, int, int]
-"""A blob's device, inode, mode, size, mtime and ctime (ns), as ``lstat`` gives them."""
-
-
 def blob_identity(blob: str | Path) -> BlobIdentity | None:
     """What ``lstat`` says of a blob, or None if nothing is there."""
     try:
-        info = os.lstat(blob)
+        return identity(os.lstat(blob))
     except OSError:
         return None
-    return (
-        info.st_dev,
-        info.st_ino,
-        info.st_mode,
-        info.st_size,
-        info.st_mtime_ns,
-        info.st_ctime_ns,
-    )
 
 
 def _holds(blob: str | Path, data: bytes) -> bool:
@@ -1523,22 +1531,40 @@ def delete_made_files(
 
 
 def read_files(
-    workspace: Path, paths: Iterable[str], cap: int
-) -> tuple[dict[str, bytes], dict[str, str], dict[str, int]]:
-    """The contents (by digest), digests and modes of the regular files among ``paths``
-    (safe ones); OverCap if one holds more than ``cap`` bytes."""
+    workspace: Path,
+    paths: Iterable[str],
+    cap: int,
+    known: KnownDigests | None = None,
+    stored: Callable[[str], bool] = lambda digest: False,
+) -> tuple[dict[str, bytes], dict[str, str], dict[str, int], dict[str, int]]:
+    """The contents (by digest), digests, modes and sizes (by digest) of the regular files
+    among ``paths`` (safe ones); OverCap if one holds more than ``cap`` bytes. A file
+    ``known`` shows unchanged since it was read is not read again when its content is
+    ``stored`` already (it then has no entry in the contents)."""
     contents: dict[str, bytes] = {}
     files: dict[str, str] = {}
     modes: dict[str, int] = {}
+    sizes: dict[str, int] = {}
     for relative in paths:
+        path = os.path.join(workspace, relative)
+        if known is not None and (same := known.lookup(path)) and stored(same.digest):
+            if same.size > cap:
+                raise OverCap(same.size)
+            files[relative], modes[relative] = same.digest, same.mode
+            sizes[same.digest] = same.size
+            continue
+        opened_at = known.clock() if known is not None else 0
         found = read_workspace_file(workspace, relative, cap)
         if found is None:
             continue
-        data, modes[relative] = found
+        data, modes[relative], info = found
         digest = hashlib.sha256(data).hexdigest()
         files[relative] = digest
         contents[digest] = data
-    return contents, files, modes
+        sizes[digest] = len(data)
+        if known is not None and len(data) == info.st_size:  # read as fstat saw it
+            known.remember(path, info, Known(digest, modes[relative], len(data)), opened_at)
+    return contents, files, modes, sizes
 
 
 def planned_files(
@@ -1567,10 +1593,10 @@ def planned_files(
 
 def read_workspace_file(
     workspace: Path, relative: str, max_bytes: int
-) -> tuple[bytes, int] | None:
-    """A workspace file's bytes and permission bits if it is a regular file (a symlink is
-    not followed), else None; OverCap if it holds more than ``max_bytes``. The caller
-    checked the path is safe."""
+) -> tuple[bytes, int, os.stat_result] | None:
+    """A workspace file's bytes, permission bits and ``fstat`` (taken before reading) if it
+    is a regular file (a symlink is not followed), else None; OverCap if it holds more
+    than ``max_bytes``. The caller checked the path is safe."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
         fd = os.open(os.path.join(workspace, relative), flags)
@@ -1585,7 +1611,7 @@ def read_workspace_file(
         data = handle.read()  # sized by fstat, not by the (large) cap
     if len(data) > max_bytes:
         raise OverCap(len(data))
-    return data, stat.S_IMODE(info.st_mode)
+    return data, stat.S_IMODE(info.st_mode), info
 
 
 def scrubbed_checkpoint(checkpoint: Checkpoint, known_secrets: tuple[str, ...]) -> Checkpoint:

@@ -1,0 +1,102 @@
+"""Digests of workspace files read before, known again by ``lstat`` while a file stays as
+it was: a checkpoint with nothing changed does not read and hash every tracked file again.
+
+A file's identity is what ``lstat`` says of it: device, inode, mode, size, mtime and
+ctime. Every write to a file, a ``chmod``, a rename over it or a ``touch`` moves its
+ctime (which, unlike the mtime, no tool can set back). But a file system stamps a
+change with a clock that ticks (a jiffy on Linux, a second or two on old ones), so a
+write in the same tick as the read that hashed the file leaves the identity as the read
+saw it: the digest of a file changed that recently (its ctime within ``margin_ns`` of
+the moment before it was opened) is not kept, and it is read again next time (git's
+"racy" entries, handled the same way).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+FileIdentity = tuple[int, int, int, int, int, int]
+"""``lstat``'s device, inode, mode, size, mtime and ctime (in ns) of a file."""
+
+FINE_MARGIN_NS: Final = 50_000_000
+"""A file system with sub-millisecond stamps: Linux's coarse clock ticks every 1-10 ms."""
+COARSE_MARGIN_NS: Final = 2_000_000_000
+"""A file system whose stamps are whole milliseconds or coarser (FAT's are 2 s)."""
+MAX_KNOWN: Final = 100_000
+"""Files remembered at most (about 200 bytes each); the oldest are forgotten first."""
+
+
+def identity(info: os.stat_result) -> FileIdentity:
+    return (
+        info.st_dev,
+        info.st_ino,
+        info.st_mode,
+        info.st_size,
+        info.st_mtime_ns,
+        info.st_ctime_ns,
+    )
+
+
+def margin_ns(ctime_ns: int) -> int:
+    """How long a change can go unseen in a ctime like this one: stamps that are whole
+    milliseconds tell a file system that ticks slowly."""
+    return COARSE_MARGIN_NS if ctime_ns % 1_000_000 == 0 else FINE_MARGIN_NS
+
+
+def settled(info: os.stat_result, opened_at_ns: int) -> bool:
+    """Whether any change after ``opened_at_ns`` (``time.time_ns()`` before the file was
+    opened, then ``fstat``ed) would show in its ctime: its ctime is at least a tick of the
+    file system's clock older."""
+    return info.st_ctime_ns + margin_ns(info.st_ctime_ns) < opened_at_ns
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """A file as it was when its digest was taken."""
+
+    digest: str
+    mode: int
+    """Its permission bits (``stat.S_IMODE``)."""
+    size: int
+
+
+class KnownDigests:
+    """The digests of files by absolute path, each with the identity it had when read."""
+
+    def __init__(self, limit: int = MAX_KNOWN, clock: Callable[[], int] = time.time_ns) -> None:
+        """``clock``: the time now, in ns since the epoch, as file systems stamp changes."""
+        self._limit = limit
+        self._known: dict[str, tuple[FileIdentity, Known]] = {}
+        self.clock = clock
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def lookup(self, path: str) -> Known | None:
+        """What ``path`` held when it was read, if ``lstat`` shows it unchanged since (a
+        symlink put in its place is not followed: it is a change)."""
+        entry = self._known.get(path)
+        if entry is None:
+            return None
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return None
+        if identity(info) != entry[0]:
+            return None
+        return entry[1]
+
+    def remember(self, path: str, info: os.stat_result, known: Known, opened_at_ns: int) -> None:
+        """``path``, whose ``fstat`` gave ``info``, held ``known`` when read after
+        ``opened_at_ns`` (``clock()`` before it was opened): kept unless it changed too
+        recently to tell a later change."""
+        self._known.pop(path, None)
+        if not settled(info, opened_at_ns):
+            return
+        self._known[path] = (identity(info), known)
+        if len(self._known) > self._limit:
+            del self._known[next(iter(self._known))]

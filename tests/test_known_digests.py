@@ -1,0 +1,124 @@
+"""session/known_digests.py: a file's digest is known again only while ``lstat`` shows
+it as it was read, and only if a later change could not hide in the same clock tick."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from session.known_digests import (
+    COARSE_MARGIN_NS,
+    FINE_MARGIN_NS,
+    Known,
+    KnownDigests,
+    margin_ns,
+    settled,
+)
+
+LATER = 10 * 10**9
+"""Ten seconds: a read that long after the file's last change."""
+KNOWN = Known("a" * 64, 0o644, 3)
+
+
+def remembered(path: Path, known: KnownDigests, after_ns: int = LATER) -> os.stat_result:
+    info = os.lstat(path)
+    known.remember(str(path), info, KNOWN, info.st_ctime_ns + after_ns)
+    return info
+
+
+def test_a_file_unchanged_since_it_was_read_is_known(tmp_path: Path) -> None:
+    path = tmp_path / "spec.md"
+    path.write_text("v1\n")
+    known = KnownDigests()
+    remembered(path, known)
+    assert known.lookup(str(path)) == KNOWN
+
+
+def test_a_file_changed_in_the_tick_it_was_read_in_is_not_kept(tmp_path: Path) -> None:
+    """A write in the same tick of the file system's clock would leave its ctime as the
+    read saw it: such a file is read again next time."""
+    path = tmp_path / "spec.md"
+    path.write_text("v1\n")
+    known = KnownDigests()
+    remembered(path, known, after_ns=FINE_MARGIN_NS // 2)
+    assert known.lookup(str(path)) is None and len(known) == 0
+
+
+def test_a_file_rewritten_with_as_many_bytes_and_its_mtime_put_back_is_not_known(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "spec.md"
+    path.write_text("v1\n")
+    known = KnownDigests()
+    info = remembered(path, known)
+    time.sleep(0.02)  # the write must come a tick of the clock later, or it is a racy case
+    path.write_text("v2\n")
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert os.lstat(path).st_mtime_ns == info.st_mtime_ns
+    assert known.lookup(str(path)) is None
+
+
+def test_a_file_replaced_by_a_symlink_to_the_same_content_is_not_known(tmp_path: Path) -> None:
+    path = tmp_path / "spec.md"
+    path.write_text("v1\n")
+    (tmp_path / "elsewhere.md").write_text("v1\n")
+    known = KnownDigests()
+    remembered(path, known)
+    path.unlink()
+    path.symlink_to(tmp_path / "elsewhere.md")
+    assert known.lookup(str(path)) is None
+
+
+def test_a_file_renamed_over_is_not_known(tmp_path: Path) -> None:
+    """An editor's atomic save: same name, new inode."""
+    path = tmp_path / "spec.md"
+    path.write_text("v1\n")
+    known = KnownDigests()
+    remembered(path, known)
+    (tmp_path / "spec.md.tmp").write_text("v2\n")
+    os.replace(tmp_path / "spec.md.tmp", path)
+    assert known.lookup(str(path)) is None
+
+
+def test_a_file_whose_mode_changed_is_not_known(tmp_path: Path) -> None:
+    path = tmp_path / "spec.md"
+    path.write_text("v1\n")
+    known = KnownDigests()
+    remembered(path, known)
+    path.chmod(0o600)
+    assert known.lookup(str(path)) is None
+
+
+def test_a_deleted_file_is_not_known(tmp_path: Path) -> None:
+    path = tmp_path / "spec.md"
+    path.write_text("v1\n")
+    known = KnownDigests()
+    remembered(path, known)
+    path.unlink()
+    assert known.lookup(str(path)) is None
+
+
+def test_the_oldest_file_is_forgotten_past_the_limit(tmp_path: Path) -> None:
+    known = KnownDigests(limit=2)
+    paths = [tmp_path / f"f{n}" for n in range(3)]
+    for path in paths:
+        path.write_text("x")
+        remembered(path, known)
+    assert len(known) == 2
+    assert [known.lookup(str(p)) for p in paths] == [None, KNOWN, KNOWN]
+
+
+def test_whole_millisecond_stamps_tell_a_slow_clock() -> None:
+    assert margin_ns(1_700_000_000_000_000_000) == COARSE_MARGIN_NS
+    assert margin_ns(1_700_000_000_001_000_000) == COARSE_MARGIN_NS
+    assert margin_ns(1_700_000_000_001_234_567) == FINE_MARGIN_NS
+
+
+def test_a_file_is_settled_a_margin_after_its_last_change(tmp_path: Path) -> None:
+    path = tmp_path / "spec.md"
+    path.write_text("v1\n")
+    info = os.lstat(path)
+    ctime = info.st_ctime_ns
+    assert settled(info, ctime + margin_ns(ctime) + 1)
+    assert not settled(info, ctime + margin_ns(ctime))
