@@ -58,7 +58,7 @@ from actors.messages import (
     Wrote,
 )
 from actors.observer import make_observer
-from session.filesystem import is_inside, is_safe_relative_path, tracked_digest
+from session.filesystem import is_inside, safe_relative_paths, tracked_digests
 
 log = logging.getLogger("agent_assist.drift")
 SETTLE_S = 0.1
@@ -108,13 +108,14 @@ def _entry(workspace: Path, manifest: dict[str, str], notify: ActorRef[TerminalM
     files: set[str] = set()
     directories: set[str] = set()
     relatives: dict[str, tuple[str, ...]] = {}
+    safe = set(safe_relative_paths(workspace, manifest))  # each directory resolved once
     for relative in manifest:
         full = workspace / relative
         relatives[str(full)] = (*relatives.get(str(full), ()), relative)
         if not is_inside(relative):
             continue
         files.add(str(full))
-        if is_safe_relative_path(workspace, relative):
+        if relative in safe:
             directories.update(str(directory) for directory in full.parents)
         else:  # a symlink on the way: watched up to it (never through it), and seen when
             directories.update(_up_to_a_symlink(workspace, full))  # it is a directory again
@@ -560,7 +561,7 @@ def _watch_targets(holders: set[str]) -> dict[str, _Identity]:
 
 def _digests(workspace: Path, relatives: list[str]) -> list[str | None]:
     """Each tracked file's digest now (None: gone), in one worker-thread call. Blocking."""
-    return [tracked_digest(workspace, relative) for relative in relatives]
+    return tracked_digests(workspace, relatives)
 
 
 def _schedule(observer: BaseObserver, handler: _Bridge, directory: str) -> ObservedWatch:

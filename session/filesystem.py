@@ -6,7 +6,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -100,20 +100,22 @@ def sha256_file(path: Path) -> str | None:
         os.close(fd)
 
 
-def tracked_digest(workspace: Path, relative: str) -> str | None:
-    """``sha256_file`` of a tracked file reached without symlinks; None if it is gone, not a
-    regular file, or its directory is now a symlink (the file is not where it was)."""
-    if not is_safe_relative_path(workspace, relative):
-        return None
-    return sha256_file(workspace / relative)
+def tracked_digests(workspace: Path, relatives: Sequence[str]) -> list[str | None]:
+    """``sha256_file`` of each tracked file of ``relatives``, in order, reached without
+    symlinks; None where it is gone, not a regular file, or its directory is now a symlink
+    (the file is not where it was). Each directory is resolved once: once per file, a
+    ``sed -i`` over 20,000 tracked files cost the supervisor seconds of resolving."""
+    reachable = set(safe_relative_paths(workspace, relatives))
+    return [
+        sha256_file(workspace / relative) if relative in reachable else None
+        for relative in relatives
+    ]
 
 
 def build_file_manifest(workspace: Path, relative_paths: Iterable[str]) -> dict[str, str]:
     """``{relative_path: sha256}`` of the safe, existing, regular files among ``relative_paths``."""
     manifest: dict[str, str] = {}
-    for relative in sorted(set(relative_paths)):
-        if not is_safe_relative_path(workspace, relative):
-            continue
+    for relative in safe_relative_paths(workspace, sorted(set(relative_paths))):
         digest = sha256_file(workspace / relative)
         if digest is not None:
             manifest[relative] = digest
@@ -124,9 +126,7 @@ def file_modes(workspace: Path, relative_paths: Iterable[str]) -> dict[str, int]
     """``{relative_path: permission bits}`` of the safe, existing, regular files among
     ``relative_paths`` (a symlink is not followed)."""
     modes: dict[str, int] = {}
-    for relative in sorted(set(relative_paths)):
-        if not is_safe_relative_path(workspace, relative):
-            continue
+    for relative in safe_relative_paths(workspace, sorted(set(relative_paths))):
         try:
             info = os.lstat(workspace / relative)
         except OSError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,11 @@ from session.filesystem import (
     FileDrift,
     build_file_manifest,
     detect_file_drift,
+    file_modes,
     is_safe_relative_path,
     list_tree,
     sha256_file,
+    tracked_digests,
 )
 
 
@@ -137,3 +140,45 @@ def test_manifest_keys_that_escape_the_workspace_are_skipped(workspace: Path) ->
     assert drift.modified == ("notes.md",)
     assert drift.deleted == () and drift.unchanged == ()
     assert sorted(drift.skipped) == ["../etc.md", "/etc/passwd"]
+
+
+def test_tracked_digests_are_in_order_none_for_gone_or_behind_a_symlink(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "deep.md").write_text("d1\n")
+    (workspace / "sub").rename(tmp_path / "elsewhere")
+    (workspace / "sub").symlink_to(tmp_path / "elsewhere")
+    digests = tracked_digests(workspace, ["notes.md", "sub/deep.md", "gone.md", "agent_spec.md"])
+    assert digests == [
+        hashlib.sha256(b"notes\n").hexdigest(),
+        None,
+        None,
+        hashlib.sha256(b"# spec\n").hexdigest(),
+    ]
+
+
+@pytest.fixture
+def resolved(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths ``os.path.realpath`` resolves from now on."""
+    calls: list[str] = []
+    real = os.path.realpath
+
+    def counted(path: str, *args: object, **kwargs: object) -> str:
+        calls.append(os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os.path, "realpath", counted)
+    return calls
+
+
+def test_many_files_of_one_directory_resolve_it_once(workspace: Path, resolved: list[str]) -> None:
+    """A ``sed -i`` over 20,000 tracked templates: the drift watcher hashed each changed file
+    after resolving its directory (and the workspace) anew, seconds of the supervisor's
+    CPU; the manifest and the modes did likewise."""
+    paths = [f"templates/t{n}.md" for n in range(50)]
+    for relative in paths:
+        (workspace / relative).write_text(relative)
+    assert None not in tracked_digests(workspace, paths)
+    assert len(build_file_manifest(workspace, paths)) == len(file_modes(workspace, paths)) == 50
+    assert len(resolved) == 3 * 2  # the workspace and templates/, once a call
