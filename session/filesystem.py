@@ -156,17 +156,38 @@ def workspace_temp_stem(name: str) -> str | None:
 
 def list_tree(workspace: Path, directory: str) -> list[str]:
     """Relative paths of the regular files under ``directory`` (symlinks not followed; our
-    own temps, which a killed write may have left there, are not the user's files)."""
+    own temps, which a killed write may have left there, are not the user's files; nor
+    hidden directories), each directory's files (sorted) before its subdirectories'
+    (sorted). The kinds come from the directory's entries: no ``stat`` a file, on file
+    systems that say them (20,000 templates cost two ``stat``s each at every manifest)."""
     top = workspace / directory
     if not is_safe_relative_path(workspace, directory) or top.is_symlink():
         return []
     found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(n for n in filenames if not is_workspace_temp(n)):
-            full = Path(dirpath) / name
-            if full.is_file() and not full.is_symlink():
-                found.append(full.relative_to(workspace).as_posix())
+    prefix = top.relative_to(workspace).as_posix()
+    to_list = [(os.fspath(top), prefix)]
+    while to_list:
+        path, relative = to_list.pop()
+        try:
+            with os.scandir(path) as listing:
+                entries = list(listing)
+        except OSError:  # gone, or not a directory (any more)
+            continue
+        files = sorted(
+            entry.name
+            for entry in entries
+            if entry.is_file(follow_symlinks=False) and not is_workspace_temp(entry.name)
+        )
+        found.extend(f"{relative}/{name}" for name in files)
+        directories = sorted(
+            (entry.name for entry in entries if entry.is_dir(follow_symlinks=False)),
+            reverse=True,  # the first is listed first
+        )
+        to_list.extend(
+            (os.path.join(path, name), f"{relative}/{name}")
+            for name in directories
+            if not name.startswith(".")
+        )
     return found
 
 
