@@ -2,13 +2,17 @@
 it was: a checkpoint with nothing changed does not read and hash every tracked file again.
 
 A file's identity is what ``lstat`` says of it: device, inode, mode, size, mtime and
-ctime. Every write to a file, a ``chmod``, a rename over it or a ``touch`` moves its
-ctime (which, unlike the mtime, no tool can set back). But a file system stamps a
-change with a clock that ticks (a jiffy on Linux, a second or two on old ones), so a
-write in the same tick as the read that hashed the file leaves the identity as the read
-saw it: the digest of a file changed that recently (its ctime within ``margin_ns`` of
-the moment before it was opened) is not kept, and it is read again next time (git's
-"racy" entries, handled the same way).
+ctime. A ``write``, a ``chmod``, a rename over it or a ``touch`` moves its ctime, which,
+unlike the mtime, no tool sets back. But the stamp comes from a clock that ticks (a
+jiffy, 1-10 ms, on Linux; a second or two on old file systems) and lags
+``time.time_ns()`` by up to a jiffy, so a write just after the read can get the stamp
+of the file's last change, when that change was recent: the digest of a file whose
+ctime is within ``margin_ns`` (a stamp's tick plus that lag) of the moment before it
+was opened is not kept, and it is read again next time (git's "racy" entries).
+
+As for git, what no stamp shows is not seen: writes through a shared ``mmap`` (only the
+first to a page moves the ctime until the page is written back, which on tmpfs is
+never), a ctime that is only the mtime (FAT's), a network file system's cached stat.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ FileIdentity = tuple[int, int, int, int, int, int]
 
 FINE_MARGIN_NS: Final = 50_000_000
 """A file system with sub-millisecond stamps: Linux's coarse clock ticks every 1-10 ms."""
-COARSE_MARGIN_NS: Final = 2_000_000_000
-"""A file system whose stamps are whole milliseconds or coarser (FAT's are 2 s)."""
+COARSE_MARGIN_NS: Final = 2_000_000_000 + FINE_MARGIN_NS
+"""A file system whose stamps are whole milliseconds or coarser: FAT's 2 s, and the
+tick the stamping clock can lag by."""
 MAX_KNOWN: Final = 100_000
 """Files remembered at most (about 200 bytes each); the oldest are forgotten first."""
 

@@ -122,3 +122,12 @@ def test_a_file_is_settled_a_margin_after_its_last_change(tmp_path: Path) -> Non
     ctime = info.st_ctime_ns
     assert settled(info, ctime + margin_ns(ctime) + 1)
     assert not settled(info, ctime + margin_ns(ctime))
+
+
+def test_a_file_of_two_second_stamps_is_not_settled_within_a_tick_past_them() -> None:
+    """FAT stamps a change with the even second before it, from a clock that lags
+    ``time.time_ns()`` by up to a tick: a write just after a read 2 s and 1 ms past the
+    last change's stamp can get that same stamp, so the read is not settled."""
+    ctime = 1_700_000_000 * 10**9  # an even second, as FAT stamps
+    info = os.stat_result((0o100644, 1, 1, 1, 0, 0, 3, 0, 0, 0), {"st_ctime_ns": ctime})
+    assert not settled(info, ctime + 2 * 10**9 + 1_000_000)
