@@ -12,7 +12,10 @@ was opened is not kept, and it is read again next time (git's "racy" entries).
 
 As for git, what no stamp shows is not seen: writes through a shared ``mmap`` (only the
 first to a page moves the ctime until the page is written back, which on tmpfs is
-never), a ctime that is only the mtime (FAT's), a network file system's cached stat.
+never). Files are known only on the local file systems whose ctime is the kernel's own
+stamp of every change (``STAMPING_FILE_SYSTEMS``, told by ``/proc/self/mountinfo``): not
+on a network one (its ``stat`` can be cached for seconds while another machine writes),
+a FUSE one, or FAT (whose ctime is only the mtime); nor where there is no mountinfo.
 """
 
 from __future__ import annotations
@@ -31,6 +34,11 @@ FINE_MARGIN_NS: Final = 50_000_000
 COARSE_MARGIN_NS: Final = 2_000_000_000 + FINE_MARGIN_NS
 """A file system whose stamps are whole milliseconds or coarser: FAT's 2 s, and the
 tick the stamping clock can lag by."""
+STAMPING_FILE_SYSTEMS: Final = frozenset(
+    {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "zfs", "bcachefs", "overlay"}
+)
+"""Local file systems whose ctime moves with every change made on this machine."""
+MOUNTINFO: Final = "/proc/self/mountinfo"
 MAX_KNOWN: Final = 100_000
 """Files remembered at most (about 200 bytes each); the oldest are forgotten first."""
 
@@ -59,6 +67,43 @@ def settled(info: os.stat_result, opened_at_ns: int) -> bool:
     return info.st_ctime_ns + margin_ns(info.st_ctime_ns) < opened_at_ns
 
 
+def file_systems(mountinfo: str) -> dict[int, str]:
+    """The file system type of each mounted device (``st_dev``), from the text of
+    ``/proc/<pid>/mountinfo``: its third field is ``major:minor``, and the type is the
+    first field after the lone ``-`` (optional fields stand between)."""
+    types: dict[int, str] = {}
+    for line in mountinfo.splitlines():
+        fields = line.split(" ")
+        try:
+            major, minor = fields[2].split(":")
+            kind = fields[fields.index("-", 6) + 1]
+            types[os.makedev(int(major), int(minor))] = kind
+        except (IndexError, ValueError):
+            continue  # not a mount line as the kernel writes them
+    return types
+
+
+class StampingDevices:
+    """Whether a device's file system stamps every change (``STAMPING_FILE_SYSTEMS``); the
+    mounts read again when a device not seen before comes (mounted since)."""
+
+    def __init__(self, mountinfo: str = MOUNTINFO) -> None:
+        self._mountinfo = mountinfo
+        self._verdicts: dict[int, bool] = {}
+
+    def __call__(self, device: int) -> bool:
+        verdict = self._verdicts.get(device)
+        if verdict is None:
+            try:
+                with open(self._mountinfo, encoding="utf-8", errors="replace") as mounts:
+                    types = file_systems(mounts.read())
+            except OSError:  # not Linux, or no /proc: nothing is known
+                types = {}
+            self._verdicts.update({d: t in STAMPING_FILE_SYSTEMS for d, t in types.items()})
+            verdict = self._verdicts.setdefault(device, False)
+        return verdict
+
+
 @dataclass(frozen=True, slots=True)
 class Known:
     """A file as it was when its digest was taken."""
@@ -72,11 +117,18 @@ class Known:
 class KnownDigests:
     """The digests of files by absolute path, each with the identity it had when read."""
 
-    def __init__(self, limit: int = MAX_KNOWN, clock: Callable[[], int] = time.time_ns) -> None:
-        """``clock``: the time now, in ns since the epoch, as file systems stamp changes."""
+    def __init__(
+        self,
+        limit: int = MAX_KNOWN,
+        clock: Callable[[], int] = time.time_ns,
+        stamping: Callable[[int], bool] | None = None,
+    ) -> None:
+        """``clock``: the time now, in ns since the epoch, as file systems stamp changes;
+        ``stamping``: whether the file system of a device stamps every change."""
         self._limit = limit
         self._known: dict[str, tuple[FileIdentity, Known]] = {}
         self.clock = clock
+        self._stamping = StampingDevices() if stamping is None else stamping
 
     def __len__(self) -> int:
         return len(self._known)
@@ -98,9 +150,9 @@ class KnownDigests:
     def remember(self, path: str, info: os.stat_result, known: Known, opened_at_ns: int) -> None:
         """``path``, whose ``fstat`` gave ``info``, held ``known`` when read after
         ``opened_at_ns`` (``clock()`` before it was opened): kept unless it changed too
-        recently to tell a later change."""
+        recently to tell a later change, or its file system does not stamp every change."""
         self._known.pop(path, None)
-        if not settled(info, opened_at_ns):
+        if not settled(info, opened_at_ns) or not self._stamping(info.st_dev):
             return
         self._known[path] = (identity(info), known)
         if len(self._known) > self._limit:

@@ -637,8 +637,8 @@ def test_a_checkpoint_with_nothing_changed_reads_no_blob_back(
 @pytest.fixture
 def later_store(tmp_path: Path) -> CheckpointStore:
     """A store whose reads come ten seconds after the files' last changes (as a /save
-    does minutes after the last edit): the files it reads are settled."""
-    known = KnownDigests(clock=lambda: time.time_ns() + 10 * 10**9)
+    does minutes after the last edit), on a local disk: the files it reads are settled."""
+    known = KnownDigests(clock=lambda: time.time_ns() + 10 * 10**9, stamping=lambda d: True)
     return CheckpointStore(tmp_path / "home" / "projects" / "ws_12345678", known=known)
 
 
@@ -656,6 +656,17 @@ def test_a_checkpoint_with_nothing_changed_reads_no_settled_file_again(
     second = later_store.write(state(), workspace, paths, reason="save", cap=10**9, now=NOW)
     assert [p for p in files_opened if Path(p).parent == workspace] == []
     assert (second.files, second.modes, second.sizes) == (first.files, first.modes, first.sizes)
+
+
+def test_a_checkpoint_on_a_network_file_system_reads_every_file_each_time(
+    workspace: Path, tmp_path: Path, files_opened: list[str]
+) -> None:
+    known = KnownDigests(clock=lambda: time.time_ns() + 10 * 10**9, stamping=lambda d: False)
+    store = CheckpointStore(tmp_path / "home" / "projects" / "ws_12345678", known=known)
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    files_opened.clear()
+    store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    assert [p for p in files_opened if Path(p).parent == workspace] == [str(workspace / "spec.md")]
 
 
 def test_a_file_rewritten_with_as_many_bytes_and_its_mtime_put_back_is_read_again(
