@@ -613,7 +613,10 @@ def _may_hold_credential(text: str) -> bool:
     )
 
 
-CLEAN_MEMO_TEXTS = 8192
+CLEAN_MEMO_TEXTS = 131_072
+"""Above the tracked files a session can have (checkpoints know 100,000): at 8,192, a
+manifest of 20,000 paths emptied the memo at every save, and each save scrubbed every
+path again (200 ms of the StorageActor's thread, at every turn)."""
 CLEAN_MEMO_CHARS = 4_000_000
 CLEAN_MEMO_MAX_CHARS = 65_536
 _clean_memo: dict[tuple[str, ...], set[str]] = {}

@@ -11,12 +11,13 @@ from pathlib import Path
 import orjson
 import pytest
 
+from session import redaction
 from session.catalog import SessionCatalog
 from session.encoded import EncodedMessages
 from session.history import dump_messages, load_messages
 from session.manager import SessionManager
 from session.models import SessionState
-from session.redaction import REDACTED, scrub_text
+from session.redaction import REDACTED, scrub_keys, scrub_text
 from tests.conversations import conversation
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
@@ -1394,3 +1395,12 @@ def test_every_line_of_a_yaml_block_under_a_secret_key_is_scrubbed(
 )
 def test_a_yaml_block_that_holds_no_secret_is_left_alone(text: str) -> None:
     assert scrub_text(text) == text
+
+
+def test_the_paths_of_a_manifest_of_20_000_files_are_remembered_clean() -> None:
+    """At 8,192 texts the memo was emptied part way through such a manifest, so every save
+    (every turn) scrubbed every path again: 200 ms of the StorageActor's thread."""
+    secrets = ("a-secret-only-this-test-knows",)
+    manifest = {f"templates/t{n:05}.txt": "0" * 64 for n in range(20_000)}
+    assert scrub_keys(manifest, secrets) == manifest
+    assert set(manifest) <= redaction._clean_memo[secrets]
