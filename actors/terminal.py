@@ -133,6 +133,7 @@ from session.filesystem import (
     what_is_at,
 )
 from session.interrupted import unanswered_turn
+from session.known_digests import KnownDigests
 from session.leaving import TAKEN_UP, WAITING_FOR_LAST_REPLY, CutTurn, Leave, LetTurnFinish
 from session.lifecycle import (
     DeletePointer,
@@ -322,21 +323,23 @@ def tracked_paths_now(workspace: Path, tracked: Iterable[str]) -> tuple[set[str]
     return paths, spec
 
 
-def tracked_files(workspace: Path, extra: Iterable[str]) -> tuple[dict[str, str], str | None]:
+def tracked_files(
+    workspace: Path, extra: Iterable[str], known: KnownDigests | None = None
+) -> tuple[dict[str, str], str | None]:
     """The manifest (agent_spec.md, the template directory, files the tools touched) and
-    the spec path. Blocking: run it in a worker thread."""
+    the spec path; ``known``: the files read before. Blocking: run it in a worker thread."""
     paths, spec = tracked_paths_now(workspace, extra)
-    return build_file_manifest(workspace, paths), spec
+    return build_file_manifest(workspace, paths, known), spec
 
 
 def tracked_files_and(
-    workspace: Path, tracked: Iterable[str], extra: Iterable[str]
+    workspace: Path, tracked: Iterable[str], extra: Iterable[str], known: KnownDigests | None = None
 ) -> tuple[dict[str, str], str | None, frozenset[str]]:
     """``tracked_files`` of ``tracked`` and ``extra`` in one pass over the files, and which
     of its paths are tracked (not there only as ``extra``). Blocking: run it in a worker
     thread."""
     paths, spec = tracked_paths_now(workspace, tracked)
-    return build_file_manifest(workspace, paths | set(extra)), spec, frozenset(paths)
+    return build_file_manifest(workspace, paths | set(extra), known), spec, frozenset(paths)
 
 
 def only(manifest: Mapping[str, str], paths: Set[str]) -> dict[str, str]:
@@ -645,6 +648,10 @@ class TerminalActor(Actor[TerminalMessage]):
         self._told_in_turn: set[str] = set()
         """Changes told while the turn ran (its end does not tell them again)."""
         self._known: tuple[dict[str, str], str | None] | None = None
+        self._digests = KnownDigests()
+        """The tracked files read for a manifest, known by ``lstat`` while unchanged (a
+        turn that writes one file does not read 2,000 templates again). Used by one
+        worker-thread call at a time: this actor's, awaited."""
         self._watched: dict[str, str] | None = None
         self.released = anyio.Event()
         """Set once the exit autosave is done and the session is released."""
@@ -2180,6 +2187,7 @@ class TerminalActor(Actor[TerminalMessage]):
             self._config.workspace,
             self._lc.tracked_paths,
             [*checkpoint.files, *checkpoint.made],
+            self._digests,
         )
         self._known = only(now, tracked), spec  # not N's files that are tracked no more
         missing = [path for path in checkpoint.files if path not in now]
@@ -2414,7 +2422,9 @@ class TerminalActor(Actor[TerminalMessage]):
     async def _manifest(self, extra: Iterable[str] = ()) -> tuple[dict[str, str], str | None]:
         """Hash the tracked files now (in a worker thread) and remember the result."""
         paths = set(self._lc.tracked_paths) | set(extra)
-        self._known = await anyio.to_thread.run_sync(tracked_files, self._config.workspace, paths)
+        self._known = await anyio.to_thread.run_sync(
+            tracked_files, self._config.workspace, paths, self._digests
+        )
         return self._known
 
     async def _manifest_after_turn(

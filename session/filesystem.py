@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from session.known_digests import Known, KnownDigests
 from session.os_paths import is_utf8
 
 _HASH_CHUNK = 1 << 20
@@ -82,8 +83,14 @@ def safe_relative_paths(workspace: Path, relative_paths: Iterable[str]) -> list[
     return safe
 
 
-def sha256_file(path: Path) -> str | None:
+def sha256_file(path: str | Path) -> str | None:
     """Hex SHA-256 of a regular file, or None if it is missing, a symlink or not a file."""
+    found = _sha256_and_fstat(path)
+    return None if found is None else found[0]
+
+
+def _sha256_and_fstat(path: str | Path) -> tuple[str, os.stat_result] | None:
+    """``sha256_file``, and what ``fstat`` said of the file before it was read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
@@ -95,9 +102,23 @@ def sha256_file(path: Path) -> str | None:
         digest = hashlib.sha256(os.read(fd, min(info.st_size + 1, _HASH_CHUNK)))
         while chunk := os.read(fd, _HASH_CHUNK):
             digest.update(chunk)
-        return digest.hexdigest()
+        return digest.hexdigest(), info
     finally:
         os.close(fd)
+
+
+def known_sha256(path: str, known: KnownDigests) -> str | None:
+    """``sha256_file`` of ``path``, taken from ``known`` while ``lstat`` shows the file as it
+    was when last read (and remembered for next time when it was read now)."""
+    if (same := known.lookup(path)) is not None:
+        return same.digest
+    opened_at = known.clock()
+    found = _sha256_and_fstat(path)
+    if found is None:
+        return None
+    digest, info = found
+    known.remember(path, info, Known(digest, stat.S_IMODE(info.st_mode), info.st_size), opened_at)
+    return digest
 
 
 def tracked_digests(workspace: Path, relatives: Sequence[str]) -> list[str | None]:
@@ -112,11 +133,15 @@ def tracked_digests(workspace: Path, relatives: Sequence[str]) -> list[str | Non
     ]
 
 
-def build_file_manifest(workspace: Path, relative_paths: Iterable[str]) -> dict[str, str]:
-    """``{relative_path: sha256}`` of the safe, existing, regular files among ``relative_paths``."""
+def build_file_manifest(
+    workspace: Path, relative_paths: Iterable[str], known: KnownDigests | None = None
+) -> dict[str, str]:
+    """``{relative_path: sha256}`` of the safe, existing, regular files among
+    ``relative_paths``; a file ``known`` shows unchanged since it was read is not read."""
     manifest: dict[str, str] = {}
     for relative in safe_relative_paths(workspace, sorted(set(relative_paths))):
-        digest = sha256_file(workspace / relative)
+        path = os.path.join(workspace, relative)
+        digest = sha256_file(path) if known is None else known_sha256(path, known)
         if digest is not None:
             manifest[relative] = digest
     return manifest

@@ -21,6 +21,7 @@ a FUSE one, or FAT (whose ctime is only the mtime); nor where there is no mounti
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -127,6 +128,7 @@ class KnownDigests:
         ``stamping``: whether the file system of a device stamps every change."""
         self._limit = limit
         self._known: dict[str, tuple[FileIdentity, Known]] = {}
+        self._lock = threading.Lock()  # worker threads may share it
         self.clock = clock
         self._stamping = StampingDevices() if stamping is None else stamping
 
@@ -151,9 +153,10 @@ class KnownDigests:
         """``path``, whose ``fstat`` gave ``info``, held ``known`` when read after
         ``opened_at_ns`` (``clock()`` before it was opened): kept unless it changed too
         recently to tell a later change, or its file system does not stamp every change."""
-        self._known.pop(path, None)
-        if not settled(info, opened_at_ns) or not self._stamping(info.st_dev):
-            return
-        self._known[path] = (identity(info), known)
-        if len(self._known) > self._limit:
-            del self._known[next(iter(self._known))]
+        keep = settled(info, opened_at_ns) and self._stamping(info.st_dev)
+        with self._lock:
+            self._known.pop(path, None)
+            if keep:
+                self._known[path] = (identity(info), known)
+                if len(self._known) > self._limit:
+                    del self._known[next(iter(self._known))]

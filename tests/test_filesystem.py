@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from session.filesystem import (
     sha256_file,
     tracked_digests,
 )
+from session.known_digests import KnownDigests
 
 
 @pytest.fixture
@@ -227,3 +229,52 @@ def test_many_files_of_one_directory_resolve_it_once(workspace: Path, resolved: 
     assert None not in tracked_digests(workspace, paths)
     assert len(build_file_manifest(workspace, paths)) == len(file_modes(workspace, paths)) == 50
     assert len(resolved) == 3 * 2  # the workspace and templates/, once a call
+
+
+def settled_reader() -> KnownDigests:
+    """Files read ten seconds after their last change, on a local disk."""
+    return KnownDigests(clock=lambda: time.time_ns() + 10 * 10**9, stamping=lambda d: True)
+
+
+def test_a_manifest_reads_no_file_unchanged_since_it_was_read(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn that writes one file rebuilt the manifest by reading every template again."""
+    paths = ["agent_spec.md", "notes.md", "templates/tool.md"]
+    known = settled_reader()
+    first = build_file_manifest(workspace, paths, known)
+    opened: list[str] = []
+    real_open = os.open
+
+    def counted(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        opened.append(os.fsdecode(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counted)
+    assert build_file_manifest(workspace, paths, known) == first
+    assert opened == []
+
+
+def test_a_manifest_reads_again_a_file_changed_since_even_with_its_mtime_put_back(
+    workspace: Path,
+) -> None:
+    known = settled_reader()
+    notes = workspace / "notes.md"
+    build_file_manifest(workspace, ["notes.md"], known)
+    info = notes.stat()
+    time.sleep(0.02)  # a tick of the file system's clock later (else a racy case, read again)
+    notes.write_text("NOTES\n")
+    os.utime(notes, ns=(info.st_atime_ns, info.st_mtime_ns))
+    manifest = build_file_manifest(workspace, ["notes.md"], known)
+    assert manifest == {"notes.md": hashlib.sha256(b"NOTES\n").hexdigest()}
+
+
+def test_a_manifest_leaves_out_a_known_file_replaced_by_a_symlink(
+    workspace: Path, tmp_path: Path
+) -> None:
+    known = settled_reader()
+    build_file_manifest(workspace, ["notes.md"], known)
+    (tmp_path / "elsewhere.md").write_text("notes\n")
+    (workspace / "notes.md").unlink()
+    (workspace / "notes.md").symlink_to(tmp_path / "elsewhere.md")
+    assert build_file_manifest(workspace, ["notes.md"], known) == {}
