@@ -58,7 +58,7 @@ from actors.messages import (
     Wrote,
 )
 from actors.observer import make_observer
-from session.filesystem import is_inside, safe_relative_paths, tracked_digests
+from session.filesystem import inside_parts, safe_relative_paths, tracked_digests
 
 log = logging.getLogger("agent_assist.drift")
 SETTLE_S = 0.1
@@ -109,16 +109,24 @@ def _entry(workspace: Path, manifest: dict[str, str], notify: ActorRef[TerminalM
     directories: set[str] = set()
     relatives: dict[str, tuple[str, ...]] = {}
     safe = set(safe_relative_paths(workspace, manifest))  # each directory resolved once
+    root = str(workspace).rstrip("/")  # "" for the root directory itself
+    parents: set[str] = set()  # each directory's way up worked out once ("" is the root)
     for relative in manifest:
-        full = workspace / relative
-        relatives[str(full)] = (*relatives.get(str(full), ()), relative)
-        if not is_inside(relative):
+        parts = inside_parts(relative)
+        # ``str(workspace / relative)``, without pathlib's cost (20,000 templates: 1.2 s)
+        name = str(workspace / relative) if parts is None else "/".join((root, *parts))
+        relatives[name] = (*relatives.get(name, ()), relative)
+        if parts is None:
             continue
-        files.add(str(full))
-        if relative in safe:
-            directories.update(str(directory) for directory in full.parents)
-        else:  # a symlink on the way: watched up to it (never through it), and seen when
-            directories.update(_up_to_a_symlink(workspace, full))  # it is a directory again
+        files.add(name)
+        if relative not in safe:  # a symlink on the way: watched up to it (never through
+            directories.update(_up_to_a_symlink(workspace, Path(name)))  # it), and seen
+            continue  # when it is a directory again
+        parent = name.rpartition("/")[0]
+        while parent not in parents:  # up to the root
+            parents.add(parent)
+            parent = parent.rpartition("/")[0]
+    directories.update(parent or "/" for parent in parents)
     return _Entry(
         workspace, dict(manifest), notify, frozenset(files), frozenset(directories), relatives
     )

@@ -45,10 +45,10 @@ def _is_control(char: str) -> bool:
 def is_inside(relative: str) -> bool:
     """Whether ``relative`` names a path inside the workspace as written (whatever is on
     disk: a directory on its way may be a symlink now, and a directory again later)."""
-    return _inside(relative) is not None
+    return inside_parts(relative) is not None
 
 
-def _inside(relative: str) -> list[str] | None:
+def inside_parts(relative: str) -> list[str] | None:
     """The parts of ``relative`` if it names a path inside the workspace as written (not
     empty, absolute, ``~`` or ``..``, no backslash and no control character: a newline or
     an escape in a name forges lines on the terminal that shows it; UTF-8: a name the OS
@@ -71,7 +71,7 @@ def safe_relative_paths(workspace: Path, relative_paths: Iterable[str]) -> list[
     verdicts: dict[str, bool] = {}
     safe: list[str] = []
     for relative in relative_paths:
-        parts = _inside(relative)
+        parts = inside_parts(relative)
         if parts is None:
             continue
         parent = "/".join((root, *parts[:-1]))
@@ -261,8 +261,8 @@ def detect_file_drift(workspace: Path, manifest: Mapping[str, str]) -> FileDrift
     modified: list[str] = []
     deleted: list[str] = []
     found: dict[str, str] = {}
-    inside = [relative for relative in sorted(manifest) if _inside(relative) is not None]
-    skipped = [relative for relative in sorted(manifest) if _inside(relative) is None]
+    inside = [relative for relative in sorted(manifest) if inside_parts(relative) is not None]
+    skipped = [relative for relative in sorted(manifest) if inside_parts(relative) is None]
     reachable = set(safe_relative_paths(workspace, inside))
     for relative in inside:
         digest = sha256_file(workspace / relative) if relative in reachable else None

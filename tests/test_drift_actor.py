@@ -16,7 +16,7 @@ from watchdog.events import EventsLostEvent, FileSystemEvent, FileSystemEventHan
 from watchdog.observers import Observer
 
 from actors.base import ActorRef, open_mailbox, run_supervised
-from actors.drift import WATCHED_EVENTS, DriftWatcherActor, WatchedFiles
+from actors.drift import WATCHED_EVENTS, DriftWatcherActor, WatchedFiles, _entry
 from actors.messages import FilesChanged, Watch
 from actors.observer import _NewestFirstQueue, make_observer
 from session.filesystem import sha256_file
@@ -535,3 +535,27 @@ async def test_a_terminal_that_reads_nothing_holds_up_no_other_terminals_notices
         assert (await told(stuck_inbox)) == "a message its actor never takes"
         assert (await told(stuck_inbox)).paths == ("agent_spec.md",)  # kept, then told
         tg.cancel_scope.cancel()
+
+
+def test_a_watch_s_entry_names_files_and_directories_as_the_paths_join_them(
+    tmp_path: Path,
+) -> None:
+    """Its names are built from the parts (pathlib cost 1.2 s on the loop for 20,000
+    templates); they must be what ``workspace / relative`` names, events being matched
+    against them."""
+    workspace = tmp_path / "ws"
+    (workspace / "templates" / "sub").mkdir(parents=True)
+    manifest = dict.fromkeys(
+        ["templates/sub/a.md", "./templates//b.md", "notes.md", "../escape.md", "/etc/passwd"], ""
+    )
+    entry = _entry(workspace, manifest, None)  # type: ignore[arg-type]
+    assert entry.relatives == {str(workspace / r): (r,) for r in manifest}
+    assert entry.files == {str(workspace / r) for r in manifest if not r.startswith(("..", "/"))}
+    ancestors = {str(d) for d in (workspace / "templates" / "sub" / "a.md").parents}
+    assert entry.directories == ancestors
+
+
+def test_a_watch_s_entry_in_the_root_directory_names_files_from_it() -> None:
+    entry = _entry(Path("/"), {"a/b.md": "", "c.md": ""}, None)  # type: ignore[arg-type]
+    assert entry.files == {"/a/b.md", "/c.md"}
+    assert entry.directories == {"/", "/a"}
