@@ -404,6 +404,12 @@ class TellHeldChanges:
 
 
 @dataclass(frozen=True)
+class CheckFloodOver:
+    """The TerminalActor's own timer: has the flood of changes outside gone quiet (then
+    tell what it holds now)?"""
+
+
+@dataclass(frozen=True)
 class CompactionWaitOver:
     """The TerminalActor's own timer: the wait for ``compaction``'s answer is over."""
 
@@ -669,6 +675,7 @@ TerminalMessage = (
     | CompactionWaitOver
     | TakeUpOver
     | TellHeldChanges
+    | CheckFloodOver
     | FilesChanged
     | CheckpointBeforeWrite
     | WatchUnavailable

@@ -36,6 +36,7 @@ from actors.messages import (
     CancelCurrentTurn,
     CancelTurn,
     CheckBlobs,
+    CheckFloodOver,
     CheckpointBeforeWrite,
     Claim,
     Closed,
@@ -151,7 +152,7 @@ from session.lifecycle import (
 )
 from session.manager import CheckpointListing, RestoredFiles, Written
 from session.models import Pointer, SessionState, utc_now, validate_session_id
-from session.notices import NoticeFlood, changed_line, flood_line
+from session.notices import FLOOD_S, NoticeFlood, changed_line, flood_line
 from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
 from session.summary import offline_summary
@@ -806,6 +807,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 pass  # the wait it ends had its answer first, or was given up
             case TellHeldChanges():
                 await self._tell_held_changes()
+            case CheckFloodOver():
+                await self._check_flood_over()
             case Detach(reason):
                 await self._detach_during_turn(reason)
         return None
@@ -1752,7 +1755,9 @@ class TerminalActor(Actor[TerminalMessage]):
                         case Detach():  # no one waits any more: leave without it
                             self._aside.append(envelope)
                             return None
-                        case FilesChanged() | TellHeldChanges() if not self._aside:
+                        case FilesChanged() | TellHeldChanges() | CheckFloodOver() if (
+                            not self._aside
+                        ):
                             await self.handle(envelope.message)  # told within a second
                         case _:
                             self._aside.append(envelope)
@@ -1914,6 +1919,20 @@ class TerminalActor(Actor[TerminalMessage]):
                     asyncio.get_running_loop().call_later(
                         due, self._self.tell_when_room, TellHeldChanges()
                     )
+        if self._flood.check_the_end():
+            asyncio.get_running_loop().call_later(
+                FLOOD_S, self._self.tell_when_room, CheckFloodOver()
+            )
+
+    async def _check_flood_over(self) -> None:
+        """A flood quiet for a second is over: its held changes are told now."""
+        left = self._flood.over_in(anyio.current_time())
+        if left == 0.0:
+            await self._tell_held_changes()
+        elif left is not None:
+            asyncio.get_running_loop().call_later(
+                left, self._self.tell_when_room, CheckFloodOver()
+            )
 
     async def _tell_held_changes(self) -> None:
         """One line for the changes a flood held (``session/notices.py``)."""

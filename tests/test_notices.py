@@ -68,3 +68,37 @@ def test_a_flood_of_deletions_says_deleted() -> None:
     )
     one = flood_line({"a.md": "changed"})
     assert one == "note: 1 more tracked file changed outside agent-assist"
+
+
+def test_a_flood_quiet_for_a_second_is_over_and_what_it_holds_is_due() -> None:
+    """The last line of a sed -i came up to 4 s (its hold) after its last change."""
+    flood = flooded()
+    assert flood.hold("a.md", "changed", 0.1) == HOLD_S
+    assert flood.check_the_end()
+    assert flood.over_in(0.5) == 0.1 + FLOOD_S - 0.5
+    flood.hold("b.md", "changed", 0.9)
+    assert flood.over_in(1.1) == 0.9 + FLOOD_S - 1.1, "a change held since puts the end off"
+    assert flood.over_in(0.9 + FLOOD_S) == 0.0
+    assert flood.take() == {"a.md": "changed", "b.md": "changed"}
+
+
+def test_one_check_for_the_end_at_a_time() -> None:
+    flood = flooded()
+    flood.hold("a.md", "changed", 0.1)
+    assert flood.check_the_end()
+    flood.hold("b.md", "changed", 0.2)
+    assert not flood.check_the_end(), "the one under way sees b.md too"
+
+
+def test_the_check_ends_once_a_line_took_what_was_held() -> None:
+    flood = flooded()
+    flood.hold("a.md", "changed", 0.1)
+    assert flood.check_the_end()
+    flood.take()  # the line due after HOLD_S
+    assert flood.over_in(0.1 + FLOOD_S) is None
+    flood.hold("b.md", "changed", 0.7)
+    assert flood.check_the_end(), "the next held change starts a check of its own"
+
+
+def test_nothing_held_needs_no_check() -> None:
+    assert not flooded().check_the_end()
