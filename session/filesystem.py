@@ -127,8 +127,9 @@ def tracked_digests(workspace: Path, relatives: Sequence[str]) -> list[str | Non
     (the file is not where it was). Each directory is resolved once: once per file, a
     ``sed -i`` over 20,000 tracked files cost the supervisor seconds of resolving."""
     reachable = set(safe_relative_paths(workspace, relatives))
+    root = os.fspath(workspace)  # joined as strings: a Path a file cost a third of it
     return [
-        sha256_file(workspace / relative) if relative in reachable else None
+        sha256_file(os.path.join(root, relative)) if relative in reachable else None
         for relative in relatives
     ]
 
@@ -139,8 +140,9 @@ def build_file_manifest(
     """``{relative_path: sha256}`` of the safe, existing, regular files among
     ``relative_paths``; a file ``known`` shows unchanged since it was read is not read."""
     manifest: dict[str, str] = {}
+    root = os.fspath(workspace)
     for relative in safe_relative_paths(workspace, sorted(set(relative_paths))):
-        path = os.path.join(workspace, relative)
+        path = os.path.join(root, relative)
         digest = sha256_file(path) if known is None else known_sha256(path, known)
         if digest is not None:
             manifest[relative] = digest
