@@ -614,18 +614,27 @@ def _may_hold_credential(text: str) -> bool:
 
 
 CLEAN_MEMO_TEXTS = 131_072
-"""Above the tracked files a session can have (checkpoints know 100,000): at 8,192, a
-manifest of 20,000 paths emptied the memo at every save, and each save scrubbed every
-path again (200 ms of the StorageActor's thread, at every turn)."""
-CLEAN_MEMO_CHARS = 4_000_000
+"""Texts one memo holds at most: above the tracked files a session can have (checkpoints
+know 100,000). At 8,192, a manifest of 20,000 paths emptied the memo at every save, and
+each save scrubbed every path again (200 ms of the StorageActor's thread, every turn)."""
+CLEAN_MEMO_BUDGET = 16_000_000
+"""What all the memos hold at most, in characters plus ``MEMO_TEXT_COST`` a text: about
+that many bytes (a short text's place in a set costs more than its characters: counted
+by characters alone, 15 memos of 131,072 paths took 212 MB; H139)."""
+MEMO_TEXT_COST = 100
+"""A text's str object beyond its characters (49 bytes) and its place in a set."""
 CLEAN_MEMO_MAX_CHARS = 65_536
+MAX_MEMOS = 16
+"""Tuples of secrets with a memo of their own (a few exist in one process)."""
 _clean_memo: dict[tuple[str, ...], set[str]] = {}
 """Texts already found clean, per tuple of known secrets: the same summary, decisions
 and manifest are scrubbed again at every save, and the patterns cost about a millisecond
 per 2 KB of prose (scrubbing is pure, so a memo of its no-op results is safe). A memo is
-emptied when it holds ``CLEAN_MEMO_TEXTS`` texts or ``CLEAN_MEMO_CHARS`` characters;
-texts over ``CLEAN_MEMO_MAX_CHARS`` are not kept."""
-_clean_memo_chars: dict[tuple[str, ...], int] = {}
+emptied when it holds ``CLEAN_MEMO_TEXTS`` texts, all of them when they would pass
+``CLEAN_MEMO_BUDGET`` or a tuple past ``MAX_MEMOS`` comes; texts over
+``CLEAN_MEMO_MAX_CHARS`` are not kept."""
+_clean_memo_cost: dict[tuple[str, ...], int] = {}
+"""What each memo holds, counted as ``CLEAN_MEMO_BUDGET`` counts it."""
 
 
 def with_secrets(known: tuple[str, ...], more: tuple[str, ...]) -> tuple[str, ...]:
@@ -655,16 +664,26 @@ def _scrub_str(text: str, secrets: tuple[str, ...]) -> str:
         return text
     scrubbed = _scrub_text(text, secrets)
     if scrubbed == text:
-        chars = _clean_memo_chars.get(secrets, 0) + len(text)
-        if memo is None or len(memo) >= CLEAN_MEMO_TEXTS or chars > CLEAN_MEMO_CHARS:
-            if len(_clean_memo) >= 16:  # a few tuples of secrets exist in one process
-                _clean_memo.clear()
-                _clean_memo_chars.clear()
-            memo = _clean_memo[secrets] = set()
-            chars = len(text)
-        memo.add(text)
-        _clean_memo_chars[secrets] = chars
+        _remember_clean(text, secrets, memo)
     return scrubbed
+
+
+def _remember_clean(text: str, secrets: tuple[str, ...], memo: set[str] | None) -> None:
+    """Put ``text`` in the memo of ``secrets`` (``memo``, if it has one), within bounds."""
+    cost = len(text) + MEMO_TEXT_COST
+    if memo is not None and len(memo) >= CLEAN_MEMO_TEXTS:
+        del _clean_memo[secrets], _clean_memo_cost[secrets]
+        memo = None
+    if sum(_clean_memo_cost.values()) + cost > CLEAN_MEMO_BUDGET or (
+        memo is None and len(_clean_memo) >= MAX_MEMOS
+    ):
+        _clean_memo.clear()
+        _clean_memo_cost.clear()
+        memo = None
+    if memo is None:
+        memo = _clean_memo[secrets] = set()
+    memo.add(text)
+    _clean_memo_cost[secrets] = _clean_memo_cost.get(secrets, 0) + cost
 
 
 _ASSIGNMENT_WORDS = ("key", "secret", "token", "pass", "pw")

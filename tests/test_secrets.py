@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -1404,3 +1405,14 @@ def test_the_paths_of_a_manifest_of_20_000_files_are_remembered_clean() -> None:
     manifest = {f"templates/t{n:05}.txt": "0" * 64 for n in range(20_000)}
     assert scrub_keys(manifest, secrets) == manifest
     assert set(manifest) <= redaction._clean_memo[secrets]
+
+
+def test_the_memos_of_clean_texts_stay_within_their_budget_in_bytes() -> None:
+    """H139: counted by characters alone, 15 memos of 131,072 short paths held 212 MB. A
+    short text's place costs more than its characters: its str object and its set slot."""
+    held_text = f"templates/d{0}/file{0}.md"
+    assert sys.getsizeof(held_text) + 16 <= len(held_text) + redaction.MEMO_TEXT_COST
+    for n in range(240_000):
+        scrub_text(f"templates/d{n % 97}/file{n}.md", (f"secret-of-session-{n % 6}",))
+    held = [text for memo in redaction._clean_memo.values() for text in memo]
+    assert sum(sys.getsizeof(text) + 16 for text in held) <= redaction.CLEAN_MEMO_BUDGET
