@@ -131,6 +131,7 @@ from session.filesystem import (
     is_inside,
     list_tree,
     sha256_file,
+    unseen_changes,
     what_is_at,
 )
 from session.interrupted import unanswered_turn
@@ -1135,6 +1136,7 @@ class TerminalActor(Actor[TerminalMessage]):
             return
         deferred, self._deferred_changes = self._deferred_changes, set()
         told_in_turn, self._told_in_turn = self._told_in_turn, set()
+        watched = self._watched  # the watcher's baseline while the turn ran
         if self._turn_writes or done.written:
             await self._tell_writes_done(dict(done.written))
         self._turn_writes.clear()
@@ -1154,7 +1156,7 @@ class TerminalActor(Actor[TerminalMessage]):
             if done.touched:  # what it wrote is tracked, watched, and not told as outside
                 manifest, _ = await self._manifest(done.touched)
                 await self._watch(manifest)
-            outside = self._changed_by_others(deferred, done)
+            outside, gone = self._changed_by_others(deferred, done, watched)
             if done.text:
                 await self._emit(ReplyText(done.text))
             resend = self._resendable(done, error)
@@ -1163,7 +1165,7 @@ class TerminalActor(Actor[TerminalMessage]):
         else:
             try:
                 manifest, spec = await self._manifest_after_turn(done.touched)
-                outside = self._changed_by_others(deferred, done)
+                outside, gone = self._changed_by_others(deferred, done, watched)
                 transition = self._lc.complete_turn(
                     done.new_messages,
                     # kept unanswered after its terminal left: nobody was active since
@@ -1216,7 +1218,7 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._tell_turns_left_out()
         outside -= told_in_turn - {path for path, _ in done.written}  # read, told already
         if outside:
-            await self._note_changes(outside)
+            await self._note_changes(outside, gone & outside)
         held, self._held_notices = self._held_notices, []
         for notice in held:
             await self._emit(notice)
@@ -2056,24 +2058,41 @@ class TerminalActor(Actor[TerminalMessage]):
             outside.append(path)
         return tuple(outside)
 
-    def _changed_by_others(self, seen: set[str], done: TurnDone) -> set[str]:
+    def _changed_by_others(
+        self, seen: set[str], done: TurnDone, watched: dict[str, str] | None
+    ) -> tuple[set[str], frozenset[str]]:
         """The files that changed outside during the turn: among ``seen`` (changes the
         watcher saw), every file the turn did not write (reading one is no change); each
         file it wrote that holds something else now than what it wrote last (seen or not:
-        one it made had no watch yet); and each file it read (and did not write) that
-        holds something else now than what it read (one not tracked before had no watch)."""
+        one it made had no watch yet); each file it read (and did not write) that
+        holds something else now than what it read (one not tracked before had no watch);
+        and each other file that holds something else now than ``watched`` (the watcher's
+        baseline) with its event not settled yet (the watch of now's manifest would take it
+        in untold). And which of those ``unseen_changes`` found gone."""
         written = dict(done.written)
         now = self._known[0] if self._known is not None else {}
         outside = {p for p in seen if p not in written}
         outside |= {p for p, digest in written.items() if now.get(p) != digest}
         outside |= {p for p, read in done.read if p not in written and now.get(p) != read}
-        return outside
+        unseen, gone = unseen_changes(watched, now, self._still_tracked, written)
+        return outside | set(unseen), gone
+
+    def _still_tracked(self, path: str) -> bool:
+        """Whether ``path`` is tracked now, there or not (a file of the template directory:
+        if it is there)."""
+        tracked = path == AGENT_SPEC or path in self._lc.tracked_paths
+        return tracked or path.startswith(TEMPLATE_DIR + "/")
 
     # -- checkpoints ------------------------------------------------------------
 
     async def _save_command(self) -> None:
-        """``/save``: the next checkpoint, then the session file (which carries its number)."""
+        """``/save``: the next checkpoint, then the session file (which carries its number).
+        A change made just before it, not told yet, is told (its manifest takes it in)."""
+        watched = self._watched
         manifest, spec = await self._manifest()
+        changed, gone = unseen_changes(watched, manifest, self._still_tracked)
+        if changed:
+            await self._note_changes(changed, gone)
         written = await self._checkpoint("save", manifest, spec)
         transition = self._lc.save(
             now=utc_now(), manifest=self._as_the_model_knows(manifest), agent_spec_path=spec

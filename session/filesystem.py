@@ -6,7 +6,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -276,6 +276,31 @@ def detect_file_drift(workspace: Path, manifest: Mapping[str, str]) -> FileDrift
         else:
             unchanged.append(relative)
     return FileDrift(tuple(unchanged), tuple(modified), tuple(deleted), tuple(skipped), found)
+
+
+def unseen_changes(
+    watched: Mapping[str, str] | None,
+    manifest: Mapping[str, str],
+    tracked: Callable[[str], bool],
+    ours: Iterable[str] = (),
+) -> tuple[list[str], frozenset[str]]:
+    """The files ``manifest`` (hashed just now) finds changed since the watcher was given
+    ``watched`` (None: not known), but ``ours``, and which of them are gone: an edit made
+    just before a ``/save`` or a turn's end, whose event the watcher had not settled, is
+    taken in by that manifest, and the watch given it would see nothing. A watched file
+    missing from ``manifest`` is gone if it is still ``tracked`` (else it is not looked at)."""
+    if not watched:
+        return [], frozenset()
+    skip = set(ours)
+    changed = [
+        path
+        for path, digest in watched.items()
+        if path not in skip
+        and is_inside(path)
+        and manifest.get(path, "") != digest
+        and (path in manifest or tracked(path))
+    ]
+    return changed, frozenset(path for path in changed if path not in manifest)
 
 
 def what_is_at(workspace: Path, paths: Iterable[str]) -> dict[str, str]:
