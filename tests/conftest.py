@@ -118,3 +118,17 @@ def scrubbed_texts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(session.compaction, "scrub_text", counted)
     return texts
+
+
+@pytest.fixture
+def files_opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files ``os.open`` opens from now on, in order."""
+    opened: list[str] = []
+    real_open = os.open
+
+    def counted(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        opened.append(os.fsdecode(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counted)
+    return opened

@@ -603,20 +603,6 @@ def test_a_checkpoint_of_a_content_whose_blob_was_damaged_stores_it_anew(
     assert aside.read_bytes() == b"tampered"  # kept aside, never deleted
 
 
-@pytest.fixture
-def files_opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The files ``os.open`` opens from now on, in order."""
-    opened: list[str] = []
-    real_open = os.open
-
-    def counted(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
-        opened.append(os.fsdecode(path))
-        return real_open(path, flags, *args, **kwargs)
-
-    monkeypatch.setattr(os, "open", counted)
-    return opened
-
-
 def test_a_checkpoint_with_nothing_changed_reads_no_blob_back(
     store: CheckpointStore, workspace: Path, files_opened: list[str]
 ) -> None:

@@ -237,22 +237,15 @@ def settled_reader() -> KnownDigests:
 
 
 def test_a_manifest_reads_no_file_unchanged_since_it_was_read(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch
+    workspace: Path, files_opened: list[str]
 ) -> None:
     """A turn that writes one file rebuilt the manifest by reading every template again."""
     paths = ["agent_spec.md", "notes.md", "templates/tool.md"]
     known = settled_reader()
     first = build_file_manifest(workspace, paths, known)
-    opened: list[str] = []
-    real_open = os.open
-
-    def counted(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
-        opened.append(os.fsdecode(path))
-        return real_open(path, flags, *args, **kwargs)
-
-    monkeypatch.setattr(os, "open", counted)
+    files_opened.clear()
     assert build_file_manifest(workspace, paths, known) == first
-    assert opened == []
+    assert files_opened == []
 
 
 def test_a_manifest_reads_again_a_file_changed_since_even_with_its_mtime_put_back(
