@@ -265,9 +265,7 @@ def detect_file_drift(workspace: Path, manifest: Mapping[str, str]) -> FileDrift
     found: dict[str, str] = {}
     inside = [relative for relative in sorted(manifest) if inside_parts(relative) is not None]
     skipped = [relative for relative in sorted(manifest) if inside_parts(relative) is None]
-    reachable = set(safe_relative_paths(workspace, inside))
-    for relative in inside:
-        digest = sha256_file(workspace / relative) if relative in reachable else None
+    for relative, digest in zip(inside, tracked_digests(workspace, inside), strict=True):
         if digest is None:
             deleted.append(relative)
         elif digest != manifest[relative]:
