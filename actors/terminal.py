@@ -15,12 +15,11 @@ import contextlib
 import dataclasses
 import itertools
 import logging
-import os
 import posixpath
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Literal, assert_never
 
 import anyio
@@ -115,6 +114,7 @@ from session.checkpoints import (
     restore_plan,
 )
 from session.compaction import CHARS_PER_TOKEN, Window, estimate_tokens, turns_named
+from session.design_files import DesignFiles, delete_design_files, design_files
 from session.errors import (
     CheckpointCapExceeded,
     CheckpointError,
@@ -124,13 +124,9 @@ from session.errors import (
 )
 from session.filesystem import (
     FileDrift,
-    build_file_manifest,
-    clear_leftover_temps,
     detect_file_drift,
     file_modes,
     is_inside,
-    list_tree,
-    sha256_file,
     unseen_changes,
     what_is_at,
 )
@@ -157,6 +153,14 @@ from session.notices import FLOOD_S, NoticeFlood, changed_line, flood_line
 from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
 from session.summary import offline_summary
+from session.tracked import (
+    AGENT_SPEC,
+    TEMPLATE_DIR,
+    drift_at_resume,
+    only,
+    tracked_files,
+    tracked_files_and,
+)
 from session.turns import answered
 from session.unanswered import NO_REPLY_PREFIX
 
@@ -168,10 +172,8 @@ directory that became a file, a full disk, a newer file on disk): the turns are 
 
 log = logging.getLogger("agent_assist.terminal")
 
-AGENT_SPEC = "agent_spec.md"
 NOTE_FILES = 20
 """Files a request's note on changes outside names (the rest are counted)."""
-TEMPLATE_DIR = "templates"
 SUMMARY_AFTER_EXIT_TIMEOUT_S = 10.0
 EXIT_SAVE_RETRIES_S = (0.2, 1.0)
 _ACTOR_TOKENS = itertools.count(1)
@@ -315,40 +317,6 @@ class TerminalConfig:
     """How long the turn of a terminal gone is let run before it is cut."""
 
 
-def tracked_paths_now(workspace: Path, tracked: Iterable[str]) -> tuple[set[str], str | None]:
-    """The paths tracked now (agent_spec.md, the template directory, ``tracked``: the files
-    the tools touched) and the spec path. Blocking: run it in a worker thread."""
-    spec = AGENT_SPEC if (workspace / AGENT_SPEC).is_file() else None
-    paths = set(tracked) | set(list_tree(workspace, TEMPLATE_DIR))
-    if spec:
-        paths.add(spec)
-    return paths, spec
-
-
-def tracked_files(
-    workspace: Path, extra: Iterable[str], known: KnownDigests | None = None
-) -> tuple[dict[str, str], str | None]:
-    """The manifest (agent_spec.md, the template directory, files the tools touched) and
-    the spec path; ``known``: the files read before. Blocking: run it in a worker thread."""
-    paths, spec = tracked_paths_now(workspace, extra)
-    return build_file_manifest(workspace, paths, known), spec
-
-
-def tracked_files_and(
-    workspace: Path, tracked: Iterable[str], extra: Iterable[str], known: KnownDigests | None = None
-) -> tuple[dict[str, str], str | None, frozenset[str]]:
-    """``tracked_files`` of ``tracked`` and ``extra`` in one pass over the files, and which
-    of its paths are tracked (not there only as ``extra``). Blocking: run it in a worker
-    thread."""
-    paths, spec = tracked_paths_now(workspace, tracked)
-    return build_file_manifest(workspace, paths | set(extra), known), spec, frozenset(paths)
-
-
-def only(manifest: Mapping[str, str], paths: Set[str]) -> dict[str, str]:
-    """The entries of ``manifest`` whose path is among ``paths``."""
-    return {path: digest for path, digest in manifest.items() if path in paths}
-
-
 def _untold(drift: FileDrift, baseline: Mapping[str, str]) -> dict[str, str]:
     """The files ``drift`` reports changed, at the digest it compared them with."""
     return {path: baseline[path] for path in (*drift.modified, *drift.deleted) if path in baseline}
@@ -385,147 +353,6 @@ def not_kept_aside_line(effect: KeepOriginal, exc: BaseException) -> str:
         f"be kept aside first ({reason}); nothing was changed: resume it again once its "
         "directory can be written to, or start a new session (--new)"
     )
-
-
-def drift_at_resume(workspace: Path, manifest: Mapping[str, str]) -> FileDrift:
-    """How the tracked files changed, once the temps a killed write (a tool's, a
-    restore's) left beside them are cleared. Blocking: run it in a worker thread."""
-    removed = clear_leftover_temps(workspace, manifest)
-    if removed:
-        log.info("removed %d leftover temp file(s) in %s", len(removed), workspace)
-    return detect_file_drift(workspace, manifest)
-
-
-@dataclass(frozen=True)
-class DesignFiles:
-    """What ``/reset`` may delete: agent_spec.md, and the files of the template directory
-    agent-assist tracks; the template directory's other entries (files made by hand since
-    the session last saved, symlinks, ...) it never tracked: they are left alone, named."""
-
-    spec: bool
-    tracked: tuple[str, ...] = ()
-    """Files of the template directory this session tracks (its manifest, its tools')."""
-    untracked: tuple[str, ...] = ()
-    """The template directory's other entries (the directory itself, if a symlink)."""
-    edited: tuple[str, ...] = ()
-    """Those of the files above that changed outside agent-assist since its tools last wrote
-    them (the user's work): named in the question, never only counted."""
-
-    @property
-    def question(self) -> str | None:
-        """``Also delete agent_spec.md and templates/ (3 files)? [y/N]``, with ``, your
-        changes to templates/a.md included`` before the ``?`` when a file to delete holds
-        work done outside agent-assist; None: nothing to delete, nothing to ask."""
-        what = [AGENT_SPEC] if self.spec else []
-        if self.tracked:
-            count = len(self.tracked)
-            what.append(f"{TEMPLATE_DIR}/ ({count:,} file{'' if count == 1 else 's'})")
-        if not what:
-            return None
-        edits = f", your changes to {named(self.edited)} included" if self.edited else ""
-        return f"Also delete {' and '.join(what)}{edits}? [y/N]"
-
-    @property
-    def left_alone(self) -> str | None:
-        """The line naming what a deletion leaves: the entries never tracked."""
-        if not self.untracked:
-            return None
-        count = len(self.untracked)
-        return (
-            f"{TEMPLATE_DIR}/ holds {count:,} {'entry' if count == 1 else 'entries'} "
-            f"agent-assist never tracked, left alone: {named(self.untracked)}"
-        )
-
-
-def design_files(
-    workspace: Path,
-    tracked: Set[str],
-    ours: Mapping[str, str] | None = None,
-    edited: Set[str] = frozenset(),
-) -> DesignFiles:
-    """agent_spec.md and the template directory's entries, told tracked (in ``tracked``, a
-    regular file) or not, and which of them hold work done outside agent-assist: those in
-    ``edited`` (seen changed outside since its tools last wrote them) and those whose
-    content is not the digest in ``ours`` (what its tools wrote last, else what the session
-    last recorded). Blocking: run it in a worker thread."""
-    spec = workspace / AGENT_SPEC
-    has_spec = spec.is_file() or spec.is_symlink()
-    top = workspace / TEMPLATE_DIR
-    if top.is_symlink():
-        found = DesignFiles(has_spec, untracked=(f"{TEMPLATE_DIR}/ (a symlink)",))
-    elif not top.is_dir():
-        found = DesignFiles(has_spec)
-    else:
-        found = _template_files(workspace, has_spec, tracked)
-    to_delete = ((AGENT_SPEC,) if has_spec else ()) + found.tracked
-    known = ours or {}
-    changed = tuple(
-        path
-        for path in to_delete
-        if path in edited or (path in known and sha256_file(workspace / path) != known[path])
-    )
-    return dataclasses.replace(found, edited=changed)
-
-
-def _template_files(workspace: Path, has_spec: bool, tracked: Set[str]) -> DesignFiles:
-    """The template directory's entries, tracked or not (see ``design_files``)."""
-    top = workspace / TEMPLATE_DIR
-    ours: list[str] = []
-    others: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
-        dirnames.sort()
-        links = [d for d in dirnames if (Path(dirpath) / d).is_symlink()]
-        for name in sorted([*filenames, *links]):
-            full = Path(dirpath) / name
-            relative = full.relative_to(workspace).as_posix()
-            regular = full.is_file() and not full.is_symlink()
-            (ours if regular and relative in tracked else others).append(relative)
-    return DesignFiles(has_spec, tuple(ours), tuple(others))
-
-
-def delete_design_files(workspace: Path, files: DesignFiles) -> tuple[list[str], list[str]]:
-    """Remove agent_spec.md and the tracked files of the template directory (never
-    following symlinks), then the directories they leave empty: what was deleted, and
-    what could not be, each with why (the reset goes on either way). Whatever the
-    template directory holds that was never tracked stays."""
-    deleted: list[str] = []
-    failed: list[str] = []
-    spec = workspace / AGENT_SPEC
-    if files.spec and (spec.is_file() or spec.is_symlink()):
-        _remove(AGENT_SPEC, spec.unlink, deleted, failed)
-    gone: list[str] = []
-    for path in files.tracked:
-        _remove(path, (workspace / path).unlink, gone, failed)
-    if gone:
-        deleted.append(f"{len(gone):,} file{'' if len(gone) == 1 else 's'} of {TEMPLATE_DIR}/")
-    _remove_emptied_directories(workspace, gone)
-    return deleted, failed
-
-
-def _remove(name: str, remove: Callable[[], None], done: list[str], failed: list[str]) -> None:
-    try:
-        remove()
-    except FileNotFoundError:
-        pass  # gone meanwhile: nothing to delete
-    except OSError as exc:
-        failed.append(f"{name} ({exc.strerror or exc})")
-    else:
-        done.append(name)
-
-
-def _remove_emptied_directories(workspace: Path, deleted: Iterable[str]) -> None:
-    """The directories of the template directory that the ``deleted`` files leave empty,
-    deepest first, up to the template directory itself; one that holds anything stays, and
-    so does one that was empty before (made by hand: agent-assist never tracked it)."""
-    emptied = {
-        parent
-        for path in deleted
-        for parent in PurePosixPath(path).parents
-        if parent.parts[:1] == (TEMPLATE_DIR,)
-    }
-    for directory in sorted(emptied, key=lambda d: -len(d.parts)):
-        with contextlib.suppress(OSError):  # not empty, or not ours to remove
-            os.rmdir(workspace / directory)
 
 
 WATCH_TIMEOUT_S = 5.0
