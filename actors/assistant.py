@@ -24,7 +24,7 @@ from pydantic_ai.models import Model
 from session.atomic import replace_workspace_file
 from session.compaction import CHARS_PER_TOKEN
 from session.filesystem import WORKSPACE_GONE, in_git_directory, is_safe_relative_path
-from session.history import fit_earlier_turns, fit_tool_returns
+from session.history import fit_earlier_turns, fit_tool_returns, message_chars
 from session.models import WorkPhase
 from session.os_paths import shown_path
 
@@ -61,6 +61,9 @@ class TurnDeps:
     """The phase of the work the turn moved to (``set_phase``), if any."""
     token_budget: int | None = None
     """Each model request of the turn is kept within this many tokens (estimated)."""
+    elided_chars: int = 0
+    """The characters of the history the last model request left out to keep within
+    ``token_budget`` (the history keeps them whole: the next turn sends them again)."""
     before_first_write: Callable[[tuple[str, ...]], Awaitable[str | None]] | None = None
     """Awaited before the turn's first file write, with the paths the turn touched and
     the one about to be written (the automatic checkpoint); again before the first
@@ -306,7 +309,13 @@ async def within_budget(
         return messages
     instructions = agent_chars() + len(ctx.deps.resume_context) + len(ctx.deps.notes)
     room = budget * CHARS_PER_TOKEN - instructions
-    return fit_earlier_turns(fit_tool_returns(messages, room), room)
+    fitted = fit_earlier_turns(fit_tool_returns(messages, room), room)
+    ctx.deps.elided_chars = sum(
+        message_chars(whole) - message_chars(sent)
+        for whole, sent in zip(messages, fitted, strict=True)
+        if whole is not sent
+    )
+    return fitted
 
 
 # pydantic-ai reads a history processor's annotations before every model request to see

@@ -294,6 +294,7 @@ class LLMActor(Actor[LLMMessage]):
             tuple(sorted(deps.written.items())),
             tuple(sorted(deps.read.items())),
             input_tokens=None if turn.model in BARE_NAMES else last_input_tokens(new),
+            elided_chars=deps.elided_chars,
             phase=deps.phase,
         )
 

@@ -563,6 +563,8 @@ class TurnDone:
     """The context window that refusal stated, in tokens, if it stated one."""
     input_tokens: int | None = None
     """The model's count of the turn's last request, if it reported one."""
+    elided_chars: int = 0
+    """The characters of the history that request left out to keep within the budget."""
     phase: WorkPhase | None = None
     """The phase of the work the turn moved to, if it set one."""
     text: str = ""

@@ -1004,6 +1004,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     decisions=done.decisions,
                     touched=done.touched,
                     input_tokens=done.input_tokens,
+                    elided_chars=done.elided_chars,
                     phase=done.phase,
                 )
             except Exception:  # the turn ends unkept; the failure is reported by the loop

@@ -857,12 +857,15 @@ class SessionLifecycle:
         decisions: Iterable[str] = (),
         touched: Iterable[str] = (),
         input_tokens: int | None = None,
+        elided_chars: int = 0,
         phase: WorkPhase | None = None,
     ) -> Transition:
         """A turn finished: keep its messages and save (autosave is re-enabled).
 
-        ``input_tokens`` is the model's count of the turn's last request; ``phase`` the
-        phase of the work the turn moved to, if it set one."""
+        ``input_tokens`` is the model's count of the turn's last request, which left out
+        ``elided_chars`` of the history to keep within the budget (the history keeps
+        them, and the next request carries them again); ``phase`` the phase of the work
+        the turn moved to, if it set one."""
         state = self._check(Event.TURN)
         new_messages = stamp_turn(new_messages, self.invocations + 1, self.turn_message_id)
         merged = merge_decisions(state.decisions, stated_decisions(new_messages), decisions)
@@ -884,7 +887,7 @@ class SessionLifecycle:
             (m for m in reversed(new_messages) if not isinstance(m, ModelRequest)), None
         )
         token_base = (
-            input_tokens + estimate_tokens(message_chars(last_reply))
+            input_tokens + estimate_tokens(elided_chars + message_chars(last_reply))
             if input_tokens and last_reply is not None
             else None
         )

@@ -75,3 +75,36 @@ def test_over_40_varied_turns_no_request_exceeds_a_small_token_budget(
     assert len(sizes) > len(turns), "the tool calls' round trips are measured too"
     assert [(n, size) for n, size in enumerate(sizes) if size > budget] == []
     assert "over the token budget" not in result.stderr, result.stderr
+
+
+def test_a_turn_after_one_whose_last_request_elided_a_tool_return_is_compacted_first(
+    env: Env, server: ChatServer
+) -> None:
+    """H142: a turn whose last request elided an earlier turn's file read to stay within
+    the budget was counted by the model at that elided size; the next turn's first request
+    carries the read whole again, yet the budget took the elided count for its size and
+    sent it over the budget uncompacted (3,073 tokens by the model's count, budget 3,000)."""
+    server.report_usage = True
+    for k in range(1, 4):
+        (env.workspace / f"notes{k}.md").write_text(f"content of file {k} " * 50 + "\n")
+    turns = [
+        f"read: notes{1 + n % 3}.md" if n % 2 else f"question {n}: which queue gets billing?"
+        for n in range(1, 31)
+    ]
+    result = env.run(
+        "--new",
+        input="".join(t + "\n" for t in turns),
+        terminal=env.terminal(),
+        AGENT_ASSIST_CONTEXT_TOKENS="3000",
+        AGENT_ASSIST_COMPACTION_INTERVAL="100",
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    firsts = [  # each turn's first request: the budget compacts before it if need be
+        size // 4
+        for body, size in zip(server.requests, server.body_bytes, strict=True)
+        if body["model"] == "test-model" and body["messages"][-1]["role"] == "user"
+    ]
+    assert len(firsts) == len(turns)
+    assert "note: compacted turns" in result.stderr, "the budget compacted"
+    assert [(n, size) for n, size in enumerate(firsts) if size > 3000] == []
