@@ -1545,7 +1545,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 self._lc = self._lc.compaction_failed(lc.generation, back_off=False)
                 return None
             result = answer
-        if not await self._keep_compaction(result) and result.compaction is not None:
+        kept = await self._keep_compaction(result, asked_offline=offline)
+        if not kept and result.compaction is not None:
             return dataclasses.replace(result, compaction=None, no_gain=True)
         if result.fallback is not None and self._lc.compaction is result.fallback:
             return dataclasses.replace(result, compaction=result.fallback, offline=True)
@@ -1621,11 +1622,12 @@ class TerminalActor(Actor[TerminalMessage]):
             self._lc.policy.known_secrets,
         )
 
-    async def _keep_compaction(self, result: Compacted) -> bool:
+    async def _keep_compaction(self, result: Compacted, *, asked_offline: bool = False) -> bool:
         """Keep a compaction's result (saving it), or back off after a failure: a
         warning line once per run of failures, and the conversation goes on. A summary
         that would not make the request smaller backs off quietly; ``/compact`` answers
-        for itself. Whether the compaction was kept."""
+        for itself. Whether the compaction was kept. One ``asked_offline`` (of the offline
+        summarizer) says nothing of the summary model: it neither failed nor wrote it."""
         lc = self._lc
         if result.session_id != lc.session_id or result.generation != lc.generation:
             return False
@@ -1668,7 +1670,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._tell_offline(result.offline_because)  # no smaller: still told
             return False  # stale, no smaller, or kept already (/compact waited for it)
         await self._perform(transition.effects)
-        await self._tell_offline(TOO_LONG_BECAUSE if fell_back else result.offline_because)
+        if not asked_offline:
+            await self._tell_offline(TOO_LONG_BECAUSE if fell_back else result.offline_because)
         if automatic and result.trigger not in self._compaction_told:
             self._compaction_told.add(result.trigger)  # once: with interval 1, every turn
             after = self._lc.estimated_tokens()

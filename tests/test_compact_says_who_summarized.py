@@ -22,6 +22,8 @@ from actors.messages import (
     TurnEnded,
     UserTurn,
 )
+from session.compaction import EventsCompactionConfig
+from session.lifecycle import PersistPolicy
 from tests.e2e.openai_server import ChatServer
 from tests.workers import local_models, summary_model_terminal
 
@@ -117,3 +119,35 @@ async def test_compact_written_offline_after_an_answer_no_shorter_says_so(
     assert lines[-1].startswith("Compacted turn 1 by the offline summarizer: ~"), lines
     assert not [line for line in lines if line.startswith("warning:")], lines
     await chat.terminal.tell(Detach("exit"))
+
+
+async def test_a_failing_summary_model_is_told_once_across_an_offline_compaction(
+    tmp_path: Path, server: ChatServer
+) -> None:
+    """H142: with the summary model failing, a message over the token budget alone had its
+    compaction asked of the offline summarizer; that compaction's answer, naming no failure,
+    was taken as the model writing again, and the next compaction (offline, the model
+    still down) told the same warning a second time."""
+    server.fail_summaries = True
+    policy = PersistPolicy(compaction=EventsCompactionConfig(3, 0, token_threshold=1000))
+    async with anyio.create_task_group() as tg:
+        ref, receive, _ = await summary_model_terminal(tg, tmp_path, 1.0, policy)
+        chat = Chat(ref, receive, [])
+        for text in ("first", "second", "third"):  # the window's compaction: the model fails
+            await chat.turn(text)
+        while not any(
+            isinstance(o, Info) and o.text.startswith("warning: the summary model")
+            for o in chat.seen
+        ):
+            await chat.next_of(Info)
+        await chat.turn("fourth")
+        await chat.turn("word " * 1500)  # over the budget alone: compacted offline first
+        lines = await chat.compact()  # the model still down: offline again
+        assert lines[-1].startswith("Compacted turn"), lines
+        warnings = [
+            o.text for o in chat.seen if isinstance(o, Info) and o.text.startswith("warning: the")
+        ]
+        assert len(warnings) == 1, warnings
+        await chat.terminal.tell(Detach("exit"))
+        server.released.set()
+        tg.cancel_scope.cancel()
