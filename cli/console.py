@@ -1253,21 +1253,18 @@ _FULL_TIME = re.compile(r"^(\s*\d+  )\d{4}-(\d\d-\d\d \d\d:\d\d):\d\d UTC  ")
 def fit_to_width(text: str, width: int) -> str:
     """Each row of a listing in ``text`` (a line that begins with its number, after
     spaces) fitted to ``width - 1`` screen columns, so that none wraps on a terminal
-    that wide (``_fit_row``); other lines (a message: "No checkpoints in this session
-    yet") are left whole, to wrap."""
-    room = max(width - 1, 20)
-    return "\n".join(
-        _fit_row(line, room) if line.lstrip()[:1].isdigit() else line
-        for line in text.split("\n")
-    )
-
-
-def _fit_row(line: str, room: int) -> str:
-    """``line`` if it fits in ``room`` screen columns; else with its time said shorter
-    (``12-05 02:23``, as the sessions table does), which leaves the reason and the first
-    words of the last message room at 60 columns; then cut with an ellipsis."""
+    that wide; other lines (a message: "No checkpoints in this session yet") are left
+    whole, to wrap. When a row does not fit, every row says its time shorter (``12-05
+    02:23``, as the sessions table does), so the columns after it line up; that leaves
+    the reason and the first words of the last message room at 60 columns. A row still
+    too wide is cut with an ellipsis."""
     from cli.summaries import columns, cut
 
-    if columns(line) <= room:
-        return line
-    return cut(_FULL_TIME.sub(r"\1\2  ", line, count=1), room)
+    room = max(width - 1, 20)
+    lines = text.split("\n")
+    rows = [i for i, line in enumerate(lines) if line.lstrip()[:1].isdigit()]
+    if all(columns(lines[i]) <= room for i in rows):
+        return text
+    for i in rows:
+        lines[i] = cut(_FULL_TIME.sub(r"\1\2  ", lines[i], count=1), room)
+    return "\n".join(lines)

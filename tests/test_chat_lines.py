@@ -189,3 +189,22 @@ def test_help_says_save_writes_no_checkpoint_when_nothing_changed() -> None:
 
     (line,) = [row for row in HELP.splitlines() if row.startswith("  /save ")]
     assert "none if nothing changed since the latest" in line
+
+
+def test_a_listing_that_must_be_fitted_says_every_rows_time_the_same_way() -> None:
+    """H141: on 80 columns `/checkpoint` and `sessions show` said the first row's time
+    whole (`2026-12-06 11:20:17 UTC`, it fitted) and the others' short (`12-06 11:20`):
+    the columns after the time did not line up. One row too wide shortens them all."""
+    from cli.console import fit_to_width
+
+    listing = (
+        "  1  2026-12-06 11:20:17 UTC  0 turns  0 files changed  (auto)\n"
+        "  2  2026-12-06 11:20:18 UTC  1 turn  1 file changed  (auto)  'write notes.md: n1'\n"
+        "No checkpoints before these."
+    )
+    assert fit_to_width(listing, 80).split("\n") == [
+        "  1  12-06 11:20  0 turns  0 files changed  (auto)",
+        "  2  12-06 11:20  1 turn  1 file changed  (auto)  'write notes.md: n1'",
+        "No checkpoints before these.",
+    ]
+    assert fit_to_width(listing, 120) == listing  # all fit: all whole
