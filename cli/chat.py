@@ -1444,10 +1444,9 @@ class Chat:
     def _command_result(self, name: str, frame: Frame, arg: str = "") -> None:
         """Show a command's result and keep the toolbar true to the session it leaves."""
         text = frame["text"]
-        if name == "checkpoint" and not arg.strip() and self.console.interactive:
-            import shutil  # only here: the chat's start imports little
-
-            text = fit_to_width(text, shutil.get_terminal_size().columns)  # a line each
+        width = self.console.info_width()  # of the terminal the lines are drawn on
+        if name == "checkpoint" and not arg.strip() and self.console.interactive and width:
+            text = fit_to_width(text, width)  # a line each
         self.console.say(text)
         if any(line.startswith("error:") for line in text.splitlines()):
             self.a_turn_failed = True  # piped, a failed command fails the run as a turn does

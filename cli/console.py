@@ -768,6 +768,15 @@ class Console:
 
         return shutil.get_terminal_size().columns
 
+    def info_width(self) -> int | None:
+        """The width in columns of the terminal ``say``'s lines are drawn on (stdout's,
+        else stderr's when stdout is redirected), or None when that is no terminal."""
+        if not self.out_tty:
+            return _stderr_width(False)
+        import shutil
+
+        return shutil.get_terminal_size().columns
+
     def say(self, text: str) -> None:
         """A line for the user that is not a reply (questions, command results); on a
         terminal, lines wider than it wrap between words (``/help`` at 40 columns)."""
@@ -775,10 +784,8 @@ class Console:
 
     def _said(self, text: str) -> str:
         """``text`` as ``say`` writes it."""
-        if self.out_tty:
-            import shutil
-
-            text = word_wrap(text, shutil.get_terminal_size().columns)
+        if (width := self.info_width()) is not None:
+            text = word_wrap(text, width)
         return printable(text)
 
     def warn(self, text: str) -> None:

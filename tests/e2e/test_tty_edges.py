@@ -123,3 +123,29 @@ def test_a_line_longer_than_the_screen_wraps_without_a_mark_in_its_text(
     assert screen.wait() == 0
     (session_id,) = env.session_ids()
     assert "q" * 150 + "\\nsecond line" in str(env.session(session_id)["recent_messages"])
+
+
+def test_with_stdout_redirected_a_listing_fits_the_terminal_it_is_drawn_on(
+    env: Env, screens: list[Screen], tmp_path: Path
+) -> None:
+    """H141: `agent-assist > out.txt` on a 120-column terminal drew `/checkpoint` on it
+    fitted to 80 columns (the width of no terminal: stdout's fallback), its times cut short
+    and its last words cut off. COLUMNS is not exported by an interactive bash."""
+    out = tmp_path / "out.txt"
+    screen = Screen(env, env.terminal(), "--new", stdout_to=out, extra={"COLUMNS": ""})
+    screens.append(screen)
+    screen.expect("/help for commands.")
+    screen.expect(">")
+    screen.type("remember the escalation policy, please\r")
+    screen.expect(">")
+    screen.type("/save\r")
+    screen.expect("saved as checkpoint 1")
+    screen.expect(">")
+    screen.type("/checkpoint\r")
+    screen.expect(  # the whole time and the whole of the last message's words
+        " UTC  1 turn  0 files changed  (save)  "
+        "'remember the escalation policy, please'"
+    )
+    screen.expect(">")
+    screen.type(CTRL_D)
+    assert screen.wait() == 0
