@@ -687,19 +687,33 @@ def supervisor_run() -> None:
 
 
 @supervisor.command("start")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON: status --json's, and started."
+)
 @one_line_errors
-def supervisor_start() -> None:
+def supervisor_start(as_json: bool) -> None:
     """Start the supervisor in the background (if it is not running)."""
     info, started = supervisor_cmd.start(runtime_paths())
+    if as_json:
+        click.echo(sessions_ops.dumps({**info, "started": started}))
+        return
     state = "started" if started else "already running"
     click.echo(f"supervisor {state} (pid {info['pid']}, socket {info['socket']})")
 
 
 @supervisor.command("stop")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON: running, stopped, pid, socket."
+)
 @one_line_errors
-def supervisor_stop() -> None:
+def supervisor_stop(as_json: bool) -> None:
     """Stop the supervisor after saving every live session."""
-    pid = supervisor_cmd.stop(runtime_paths())
+    paths = runtime_paths()
+    pid = supervisor_cmd.stop(paths)
+    if as_json:
+        stopped = {"running": False, "stopped": pid is not None, "pid": pid}
+        click.echo(sessions_ops.dumps({**stopped, "socket": str(paths.socket)}))
+        return
     click.echo("supervisor is not running" if pid is None else f"supervisor stopped (pid {pid})")
 
 

@@ -118,6 +118,29 @@ def test_status_json_reports_running_pid_socket_and_terminals(env: Env) -> None:
     assert "already running" in again.stdout
 
 
+def test_start_and_stop_json_say_what_they_did(env: Env) -> None:
+    """DESIGN 5a writes `supervisor run|start|stop|status [--json]`: start and stop took no
+    --json (a usage error, exit 2)."""
+    socket = str(env.runtime / "supervisor.sock")
+    started = env.run("supervisor", "start", "--json")
+    assert started.returncode == 0, started.stderr
+    first = json.loads(started.stdout)
+    assert first["running"] is True and first["started"] is True
+    assert first["pid"] == env.supervisor_pid() and first["socket"] == socket
+    again = json.loads(env.run("supervisor", "start", "--json").stdout)
+    assert again["started"] is False and again["pid"] == first["pid"]
+    stopped = env.run("supervisor", "stop", "--json")
+    assert stopped.returncode == 0, stopped.stderr
+    assert json.loads(stopped.stdout) == {
+        "running": False,
+        "stopped": True,
+        "pid": first["pid"],
+        "socket": socket,
+    }
+    none = json.loads(env.run("supervisor", "stop", "--json").stdout)
+    assert none["stopped"] is False and none["pid"] is None
+
+
 def test_a_second_supervisor_run_refuses(env: Env) -> None:
     assert env.run("supervisor", "start").returncode == 0
     second = env.run("supervisor", "run", timeout=30)
