@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before py
     )
     from session.compaction import EventCompaction, Window
     from session.encoded import EncodedMessages
+    from session.last_reply import LastReply
     from session.manager import CheckpointListing, RestoredFiles, Written  # noqa: F401 (in Ask["..."])
 
 
@@ -694,6 +695,9 @@ class Opened:
     drift: tuple[str, ...] = ()
     """For a resumed session: how its tracked files changed (``- a.md: modified``)."""
     phase: str | None = None
+    last_reply: LastReply | None = None
+    """For an open that waited for the turn of a terminal gone to finish (the handover):
+    what the chat shows of that turn."""
 
 
 @dataclass(frozen=True)

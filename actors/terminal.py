@@ -132,6 +132,7 @@ from session.filesystem import (
 )
 from session.interrupted import unanswered_turn
 from session.known_digests import KnownDigests
+from session.last_reply import LastReply, last_reply
 from session.leaving import TAKEN_UP, WAITING_FOR_LAST_REPLY, CutTurn, Leave, LetTurnFinish
 from session.lifecycle import (
     DeletePointer,
@@ -660,6 +661,7 @@ class TerminalActor(Actor[TerminalMessage]):
         compared: dict[str, str] = {}
         stored_state: SessionState | None = None
         drift_found: FileDrift | None = None
+        waited_for: LastReply | None = None
         if mode == "new":
             transition = self._lc.start_fresh(utc_now(), session_id)
             new_id = transition.lifecycle.session_id
@@ -678,6 +680,8 @@ class TerminalActor(Actor[TerminalMessage]):
                     STORAGE_TIMEOUT_S,
                 )
                 stored = await self._with_turns_kept_aside(stored)
+                if handover is not None:  # the turn waited for ends the session's messages
+                    waited_for = last_reply(stored.recent_messages)
                 drift = await anyio.to_thread.run_sync(
                     drift_at_resume, self._config.workspace, stored.file_manifest
                 )
@@ -725,6 +729,7 @@ class TerminalActor(Actor[TerminalMessage]):
             resumed=mode == "resume",
             drift=drift_text,
             phase=state.phase if state else None,
+            last_reply=waited_for,
         )
         await self._emit(opened)
         if stored_state is not None and drift_found is not None:

@@ -825,6 +825,7 @@ class Chat:
                     self.console.warn(f"{what} session {self.session_id}. /help for commands.")
                     for line in frame.get("drift") or ():
                         self.console.warn(f"  {line.removeprefix('- ')}")
+                self._show_last_reply(frame.get("last_reply"))
                 return elsewhere
             if frame["type"] != "error":
                 continue
@@ -848,6 +849,18 @@ class Chat:
                 self.conn.send({"type": "open", "mode": "new", "session_id": None})
                 continue
             self._refused(frame, session_id)
+
+    def _show_last_reply(self, last: Frame | None) -> None:
+        """The reply the open waited for (its terminal gone let it finish), shown as a
+        reply is (piped: on stdout); or the line said instead of a reply it did not get."""
+        if not last:
+            return
+        if last.get("text"):
+            view = self.console.reply()
+            view.write(last["text"])
+            view.end()
+        if last.get("note"):
+            self.console.warn(last["note"])
 
     def _refused(self, frame: Frame, session_id: str | None) -> NoReturn:
         """The ChatError of an ``open`` of ``session_id`` refused with ``frame``."""

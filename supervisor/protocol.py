@@ -229,6 +229,14 @@ class Welcome(_Frame):
     requests go, which a terminal started from another environment tells its user."""
 
 
+class LastReply(_Frame):
+    """What a chat shows of the turn its open waited for (a terminal gone let it finish):
+    ``text``, its reply, drawn as a reply; else ``note``, one line said instead."""
+
+    text: str = ""
+    note: str | None = None
+
+
 class Opened(_Frame):
     type: Literal["opened"] = "opened"
     session_id: str
@@ -236,6 +244,15 @@ class Opened(_Frame):
     warnings: tuple[str, ...] = ()
     drift: tuple[str, ...] = ()
     phase: str | None = None
+    last_reply: LastReply | None = None
+    """Only after a wait for the last reply (sent only then: an older client ignores it)."""
+
+    @model_serializer(mode="wrap")
+    def _last_reply_only_after_a_wait(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if self.last_reply is None:
+            data.pop("last_reply", None)
+        return data
 
 
 class TextDelta(_Frame):

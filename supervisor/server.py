@@ -153,8 +153,16 @@ class Settings:
 
 def _frame_for(output: TerminalOutput) -> p.ServerFrame:
     match output:
-        case Opened(session_id, resumed, drift, phase):
-            return p.Opened(session_id=session_id, resumed=resumed, drift=drift, phase=phase)
+        case Opened(session_id, resumed, drift, phase, last_reply):
+            return p.Opened(
+                session_id=session_id,
+                resumed=resumed,
+                drift=drift,
+                phase=phase,
+                last_reply=p.LastReply(text=last_reply.text, note=last_reply.note)
+                if last_reply is not None
+                else None,
+            )
         case ToolCallLine(text, _):
             return p.ToolCall(text=text)
         case ReplyText(text):

@@ -86,3 +86,17 @@ def test_a_message_within_the_character_limit_fits_in_a_frame_whatever_its_chara
 
     for worst in ("\x01", '"', "\U0001f600", "\u2028"):
         encode_frame({"type": "user_message", "text": worst * MAX_MESSAGE_CHARS, "id": "x" * 16})
+
+
+def test_an_opened_frame_carries_a_last_reply_only_after_a_wait_for_it() -> None:
+    """An older client reads the frame as before; a newer one gets the reply it waited
+    for (H143)."""
+    plain = decoded(p.encode_server_frame(p.Opened(session_id="0a1b2c3d4e5f", resumed=True)))
+    assert "last_reply" not in plain
+    waited = p.Opened(
+        session_id="0a1b2c3d4e5f", resumed=True, last_reply=p.LastReply(text="echo: hi")
+    )
+    assert decoded(p.encode_server_frame(waited))["last_reply"] == {
+        "text": "echo: hi",
+        "note": None,
+    }

@@ -1,7 +1,7 @@
 """The turn of a terminal gone (kill -9, a closed window) is let finish and saved (H125);
 its untested paths: a tool call after the kill, the session taken up while the turn
-finishes (same tab, new tab, ``--resume``, two tabs racing, Ctrl+C), a supervisor crash
-after an unanswered message, and the finish wait's cap."""
+finishes (same tab, new tab, ``--resume``, two tabs racing, Ctrl+C; the reply waited for
+shown, H143), a supervisor crash after an unanswered message, and the finish wait's cap."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import signal
 from typing import Any
 
+from session.last_reply import UNANSWERED_LINE
 from session.leaving import WAITING_FOR_LAST_REPLY
 from session.unanswered import NO_REPLY_PREFIX, unanswered_message
 from tests.e2e.harness import Client, Env, Terminal, wait_for
@@ -197,6 +198,35 @@ def test_a_new_tab_is_offered_the_session_of_a_closed_window_and_gets_the_reply(
     _taken_up_with_its_reply(env, streaming_server, new_tab)
 
 
+def test_the_reply_waited_for_is_shown_once_it_ends(
+    env: Env, streaming_server: ChatServer
+) -> None:
+    """kill -HUP of the chat mid-reply, then the same tab back: it waits for the last
+    reply and, once it ends, shows it before the next one (H143: it was saved in the
+    session, never shown: the chat went on with ``Resumed session``)."""
+    tab = env.terminal()
+    streaming_server.reply_ends_go.clear()
+    client = env.spawn("--new", terminal=tab)
+    client.send("hello")
+    client.expect("echo: hello")
+    client.send("be thorough")
+    _asked(streaming_server, "be thorough")
+    client.process.send_signal(signal.SIGHUP)
+    assert client.wait() != 0
+    wait_for(
+        lambda: unanswered_message(_saved(env)) == "be thorough",
+        what="the message kept while its turn finishes",
+    )
+    again = env.spawn("--yes", terminal=tab)
+    again.expect(WAITING_FOR_LAST_REPLY, stderr=True)
+    streaming_server.reply_ends_go.set()
+    again.send("go on")
+    again.expect("echo: go on")
+    assert again.stdout_lines == ["echo: be thorough", "echo: go on"]
+    again.close_stdin()
+    assert again.wait() == 0
+
+
 def test_resume_by_id_waits_for_the_last_reply(env: Env, streaming_server: ChatServer) -> None:
     """``--resume ID`` from another tab (the first one's shell still alive) is no longer
     told the session is live: it waits for the turn's end and has its reply."""
@@ -256,6 +286,9 @@ def test_ctrl_c_while_waiting_cuts_the_turn_and_keeps_the_message_once(
     again.close_stdin()
     assert again.wait() == 0
     streaming_server.reply_ends_go.set()
+    assert again.stdout_lines == ["echo: go on"], "no reply came: none is shown"
+    said = UNANSWERED_LINE.format(reason="the chat ended before the reply")
+    assert said in again.drain_stderr()
     assert _texts(env) == [
         "hello",
         "echo: hello",

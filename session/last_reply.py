@@ -1,0 +1,57 @@
+"""What a chat that took a session up shows of the turn it waited for (H143): the reply its
+terminal gone let finish, or one line saying the turn ended unanswered or cut."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from session.interrupted import INTERRUPTED
+from session.unanswered import NO_REPLY_PREFIX
+
+UNANSWERED_LINE = (
+    "note: the last reply did not come ({reason}); the message is kept in the session, "
+    "marked unanswered"
+)
+CUT_LINE = (
+    "note: the last reply was stopped before its end; it is kept as far as it got (a tool "
+    "of it had run)"
+)
+
+SHOWN_CHARS = 1_000_000
+"""Of a longer reply, the head is shown (it is whole in the session)."""
+
+
+@dataclass(frozen=True)
+class LastReply:
+    """``text``: the turn's final text, shown as a reply; else ``note``, said instead."""
+
+    text: str = ""
+    note: str | None = None
+
+
+def last_reply(messages: Sequence[Mapping[str, Any]]) -> LastReply | None:
+    """Of serialized ``messages`` whose last turn is the one waited for: its last
+    response's text, or the line for a ``[no reply: ...]`` or interrupted end. None if
+    they end with no response's text."""
+    if not messages or messages[-1].get("kind") != "response":
+        return None
+    parts = messages[-1].get("parts")
+    text = "".join(
+        part["content"]
+        for part in (parts if isinstance(parts, list) else ())
+        if isinstance(part, Mapping)
+        and part.get("part_kind") == "text"
+        and isinstance(part.get("content"), str)
+    )
+    if not text.strip():
+        return None
+    if text.startswith(NO_REPLY_PREFIX):
+        reason = text.removeprefix(NO_REPLY_PREFIX).removesuffix("]")
+        return LastReply(note=UNANSWERED_LINE.format(reason=reason))
+    if text.rstrip().endswith(INTERRUPTED):
+        return LastReply(note=CUT_LINE)
+    if len(text) > SHOWN_CHARS:  # the open's frame stays far below the wire's cap
+        text = f"{text[:SHOWN_CHARS]}\n[... {len(text) - SHOWN_CHARS:,} more characters]"
+    return LastReply(text=text)
