@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before py
     )
     from session.compaction import EventCompaction, Window
     from session.encoded import EncodedMessages
+    from session.kept_context import KeptContext
     from session.last_reply import LastReply
     from session.manager import CheckpointListing, RestoredFiles, Written  # noqa: F401 (in Ask["..."])
 
@@ -277,6 +278,26 @@ class KeepSessionFile(Ask[Path]):
 
 
 @dataclass(frozen=True)
+class KeepContext(Ask[None]):
+    """Keep the resume context ``kept`` that terminal ``writer``'s session was given: a
+    supervisor that takes over gives it the same (``session/kept_context.py``)."""
+
+    project: Path
+    session_id: str
+    kept: KeptContext
+    writer: int
+    token: int | None = None
+
+
+@dataclass(frozen=True)
+class LoadKeptContext(Ask["KeptContext | None"]):
+    """Answer: the resume context kept for the session, None if none is."""
+
+    project: Path
+    session_id: str
+
+
+@dataclass(frozen=True)
 class ScrubSession(Ask[int]):
     """Scrub ``secrets`` (found secret by a turn) from what the session wrote before: its
     checkpoints and its cached header. Answer: how many checkpoints were rewritten."""
@@ -308,6 +329,8 @@ StorageMessage = (
     | CheckBlobs
     | RestoreFiles
     | ScrubSession
+    | KeepContext
+    | LoadKeptContext
 )
 
 

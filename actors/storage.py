@@ -31,12 +31,14 @@ from actors.messages import (
     FindResumable,
     Finishing,
     Handover,
+    KeepContext,
     KeepSessionFile,
     KeepUnsaved,
     ListCheckpoints,
     ListSessions,
     LiveCount,
     LoadCheckpoint,
+    LoadKeptContext,
     LoadRecovered,
     LoadSession,
     PruneSessions,
@@ -55,6 +57,7 @@ from actors.worker_thread import WorkerThread
 from session.catalog import SessionCatalog
 from session.checkpoints import cap_bytes
 from session.errors import CheckpointError, SessionDeleted, SessionLive, SupersededWriter
+from session.kept_context import read_kept_context, write_kept_context
 from session.manager import RestoredFiles, Written
 from session.models import utc_now
 
@@ -266,6 +269,14 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(lambda: catalog.manager(project).delete_pointer(pid))
             case KeepSessionFile(project, session_id):
                 return await self._io(lambda: catalog.manager(project).keep_original(session_id))
+            case KeepContext(project, session_id, kept, writer, token):
+                self._check_writer(session_id, writer, token)
+                directory = catalog.checkpoints(project).session_dir(session_id)
+                secrets = catalog.known_secrets
+                return await self._io(lambda: write_kept_context(directory, kept, secrets))
+            case LoadKeptContext(project, session_id):
+                directory = catalog.checkpoints(project).session_dir(session_id)
+                return await self._io(lambda: read_kept_context(directory))
             case LoadSession(project, session_id, messages, set_aside):
                 manager = catalog.manager(project)
                 load = {

@@ -51,11 +51,13 @@ from actors.messages import (
     Finishing,
     Handover,
     Info,
+    KeepContext,
     KeepSessionFile,
     KeepUnsaved,
     ListCheckpoints,
     LLMMessage,
     LoadCheckpoint,
+    LoadKeptContext,
     LoadRecovered,
     LoadSession,
     Opened,
@@ -131,6 +133,7 @@ from session.filesystem import (
     what_is_at,
 )
 from session.interrupted import unanswered_turn
+from session.kept_context import KeptContext
 from session.known_digests import KnownDigests
 from session.last_reply import LastReply, last_reply
 from session.leaving import TAKEN_UP, WAITING_FOR_LAST_REPLY, CutTurn, Leave, LetTurnFinish
@@ -693,9 +696,10 @@ class TerminalActor(Actor[TerminalMessage]):
                     transition = await self._resumed(stored, drift, context=False)
                     outside = (*drift.modified, *drift.deleted)
                 elif continuing is not None:  # the context it had; the drift, outside
+                    kept = await self._kept_context(wanted, continuing)
                     restored = await self._restored_from(wanted, continuing)
                     transition = await self._resumed(
-                        stored, drift, restored, drift_in_context=False
+                        stored, drift, restored, drift_in_context=False, kept=kept
                     )
                     outside = (*drift.modified, *drift.deleted)
                 else:
@@ -718,6 +722,8 @@ class TerminalActor(Actor[TerminalMessage]):
         if kept_line is not None:
             await self._emit(Info(kept_line))
         await self._perform(transition.effects)
+        if mode == "resume" and continuing is None:
+            await self._keep_context("resumed")
         manifest, _ = await self._manifest()
         # The files the drift looked at are watched from what it found: one changed since
         # (a flood while the supervisor was replaced) is told by the watcher's first look.
@@ -841,13 +847,16 @@ class TerminalActor(Actor[TerminalMessage]):
         stored: SessionState,
         drift: FileDrift,
         restored: RestoredFrom | None = None,
+        kept: KeptContext | None = None,
         **options: bool,
     ) -> Transition:
         """``SessionLifecycle.resume`` in a worker thread: reading back, checking and
         encoding again a session of long turns takes a while (seconds for a 30 MB file),
         and on the event loop every other terminal of the supervisor waited for it. The
         lifecycle is immutable: the call is pure."""
-        resume = partial(self._lc.resume, stored, drift, restored, **options)
+        resume = partial(
+            self._lc.resume, stored, drift, restored, kept_context=kept, **options
+        )
         return await anyio.to_thread.run_sync(resume)
 
     async def _keep_original_first(self, transition: Transition) -> tuple[Transition, str | None]:
@@ -876,6 +885,36 @@ class TerminalActor(Actor[TerminalMessage]):
             raise SessionError(not_kept_aside_line(keep, exc)) from exc
         rest = tuple(e for e in transition.effects if e is not keep)
         return dataclasses.replace(transition, effects=rest), compacted_at_resume_line(keep, kept)
+
+    async def _keep_context(self, kind: str | int) -> None:
+        """Keep the resume context the session was just given (resumed, or taken back to
+        checkpoint ``kind``): a supervisor that takes over after this one died gives it
+        the same, not one rebuilt from the file saved since. Not kept: logged (the one
+        that takes over rebuilds it, as it did)."""
+        session_id = self._lc.session_id
+        assert session_id is not None
+        kept = KeptContext(kind, self._lc.resume_context, self._lc.context_decisions)
+        message = KeepContext(
+            self._config.project, session_id, kept, self._config.terminal_pid, self._token
+        )
+        try:
+            await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
+        except (SessionError, OSError, DeadActor, TimeoutError) as exc:
+            log.warning("resume context of %s not kept: %s", session_id, exc)
+
+    async def _kept_context(
+        self, session_id: str, continuing: str | int
+    ) -> KeptContext | None:
+        """The context kept for the session the terminal never left, if it is the kind
+        the terminal says it had (``continuing``: "resumed", or a checkpoint's number)."""
+        try:
+            kept: KeptContext | None = await self._peers.storage.ask(
+                LoadKeptContext(self._config.project, session_id), STORAGE_TIMEOUT_S
+            )
+        except (SessionError, OSError, DeadActor, TimeoutError) as exc:
+            log.warning("resume context of %s not read: %s", session_id, exc)
+            return None
+        return kept if kept is not None and kept.kind == continuing else None
 
     async def _restored_from(
         self, session_id: str, continuing: str | int | None
@@ -2211,6 +2250,7 @@ class TerminalActor(Actor[TerminalMessage]):
         self._history_at_restore = self._lc.history
         self._restored_to = number
         saved = await self._perform(transition.effects)
+        await self._keep_context(number)
         await self._watch(manifest)
         turns = checkpoint.turns
         lines = [

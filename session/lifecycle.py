@@ -111,6 +111,7 @@ from session.history import (
     reconstruct_history,
     turn_starts,
 )
+from session.kept_context import KeptContext
 from session.leaving import CutTurn, Leave, LeavingStep, LetTurnFinish
 from session.models import SessionState, WorkPhase
 from session.redaction import REDACTED, continued_secret, revealed_in, scrub_text
@@ -669,12 +670,15 @@ class SessionLifecycle:
         *,
         context: bool = True,
         drift_in_context: bool = True,
+        kept_context: KeptContext | None = None,
     ) -> Transition:
         """The stored session goes on (or, with ``restored``, checkpoint N's state: its
         context then says so instead of "resumed"). Without ``context``, no resume context:
         the session the terminal never left goes on after the supervisor went away. Without
         ``drift_in_context``, the context does not list the drift (it is told otherwise);
-        either way the files it found deleted are tracked no more. ``stored``'s messages
+        either way the files it found deleted are tracked no more. ``kept_context``: the
+        context the session was given before the supervisor went away, given again as it was (its
+        "Last active", summary and drift are not the file's since). ``stored``'s messages
         may be as its file holds them (``SessionManager.load_for_resume``): those kept are
         scrubbed here, once."""
         loaded = load_messages(stored.recent_messages)
@@ -690,8 +694,10 @@ class SessionLifecycle:
         else:  # the file may keep compacted turns before the boundary (the overlap)
             first = _first_kept_turn(kept, compaction) or first
         share = compaction_chars(self.policy.compaction)
-        resume_text = build_resume_context(
-            stored, drift if drift_in_context else None, restored, share
+        resume_text = (
+            build_resume_context(stored, drift if drift_in_context else None, restored, share)
+            if kept_context is None
+            else kept_context.text
         )
         at_once = (
             self._compacted_at_resume(
@@ -721,7 +727,11 @@ class SessionLifecycle:
             history_encoded=history_encoded,
             resume_context=resume_text if context else "",
             context_decisions=(
-                decisions_in_context(stored, share) if context else frozenset()
+                frozenset()
+                if not context
+                else decisions_in_context(stored, share)
+                if kept_context is None
+                else kept_context.decisions
             ),
             saved=True,
             # a file gone is told by this resume, then tracked no more

@@ -75,6 +75,7 @@ from session.filesystem import (
     unreadable,
 )
 from session.header_index import FileIdentity, read_index, write_index
+from session.kept_context import CONTEXT_NAME
 from session.known_digests import FileIdentity as BlobIdentity
 from session.known_digests import Known, KnownDigests, identity
 from session.message_shapes import UNKNOWN_SHAPE_NOTE, unknown_shape
@@ -1439,7 +1440,8 @@ class CheckpointStore:
         except FileNotFoundError:
             return 0
         for name in names:
-            if number_of(name) is None and not (name.startswith(".") and name.endswith(".tmp")):
+            temp = name.startswith(".") and name.endswith(".tmp")
+            if number_of(name) is None and not temp and name != CONTEXT_NAME:
                 continue  # a damaged entry moved aside is kept, as a session file's is
             with contextlib.suppress(FileNotFoundError):
                 (directory / name).unlink()
