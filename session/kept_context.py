@@ -1,5 +1,5 @@
-"""The resume context a live session was given, kept beside its checkpoints so a
-supervisor that dies does not change what the model is told (``checkpoints/<id>/context.json``)."""
+"""The resume context a live session was given, kept in ``checkpoints/<id>/resume-context``
+(JSON) so a supervisor that dies does not change what the model is told."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import orjson
 from session.atomic import write_creating_directories
 from session.redaction import scrub_text
 
-CONTEXT_NAME = "context.json"
+CONTEXT_NAME = "resume-context"
 MAX_BYTES = 4 * 1024 * 1024
 
 

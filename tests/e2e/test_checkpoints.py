@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from session.kept_context import CONTEXT_NAME
 from tests.e2e.harness import (
     AGENT_ASSIST,
     Client,
@@ -39,8 +40,10 @@ def blobs(env: Env) -> list[str]:
 
 
 def entries(env: Env, session_id: str) -> list[str]:
+    """The session's checkpoint entries (not its kept resume context)."""
     directory = checkpoints_dir(env, session_id)
-    return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+    names = directory.iterdir() if directory.is_dir() else ()
+    return sorted(p.name for p in names if p.name != CONTEXT_NAME)
 
 
 def two_versions(env: Env) -> str:
