@@ -8,20 +8,13 @@ from typing import Any
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
-    ModelRequest,
     ModelResponse,
     TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
 )
 
 from session.interrupted import interrupted_turn, unanswered_turn
 from session.last_reply import CUT_LINE, SHOWN_CHARS, LastReply, last_reply
-
-PROMPT = ModelRequest(parts=[UserPromptPart("write the spec")])
-CALL = ModelResponse(parts=[ToolCallPart("write_file", {"path": "a.md", "content": "x"}, "c1")])
-RETURN = ModelRequest(parts=[ToolReturnPart("write_file", "wrote a.md (1 bytes)", "c1")])
+from tests.test_interrupted import CALL, PROMPT, RETURN  # the same turn's pieces
 
 
 def saved(*messages: ModelMessage) -> list[dict[str, Any]]:
