@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +14,8 @@ import orjson
 
 from session.atomic import write_creating_directories
 from session.redaction import scrub_text
+
+log = logging.getLogger("agent_assist.storage")
 
 CONTEXT_NAME = "resume-context"
 MAX_BYTES = 4 * 1024 * 1024
@@ -39,12 +44,23 @@ def write_kept_context(
 
 
 def read_kept_context(directory: Path) -> KeptContext | None:
-    """The context kept in ``directory``; None if none is there, or it does not read."""
+    """The context kept in ``directory``; None if none is there, or it does not read: a
+    symlink, a FIFO (whose open would wait for a writer, and with it every write of the
+    StorageActor, H145) or anything else not a regular file is never opened as one."""
+    path = directory / CONTEXT_NAME
     try:
-        with (directory / CONTEXT_NAME).open("rb") as file:
-            data = orjson.loads(file.read(MAX_BYTES + 1))
-    except (OSError, orjson.JSONDecodeError):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a directory
+        os.close(fd)
+        log.warning("ignoring %s: not a regular file", path)
+        return None
+    with os.fdopen(fd, "rb") as file:
+        try:
+            data = orjson.loads(file.read(MAX_BYTES + 1))
+        except (OSError, orjson.JSONDecodeError):
+            return None
     with contextlib.suppress(TypeError, KeyError):
         kind, text, decisions = data["kind"], data["text"], data["decisions"]
         valid_kind = kind == "resumed" or (type(kind) is int and kind >= 1)

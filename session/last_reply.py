@@ -19,13 +19,19 @@ CUT_LINE = (
     "of it had run)"
 )
 
-SHOWN_CHARS = 1_000_000
-"""Of a longer reply, the head is shown (it is whole in the session)."""
+SHOWN_CHARS = 8_000_000
+"""Of a longer reply, the head is shown (it is whole in the session): the ``opened`` frame
+stays under the wire's 64 MiB even if every character is escaped in six bytes."""
+LONG_LINE = (
+    "note: the last reply is {chars:,} characters long; its first {shown:,} are shown "
+    "(it is whole in the session)"
+)
 
 
 @dataclass(frozen=True)
 class LastReply:
-    """``text``: the turn's final text, shown as a reply; else ``note``, said instead."""
+    """``text``: the turn's final text, shown as a reply; ``note``: a line said instead
+    (or after a reply shown in part)."""
 
     text: str = ""
     note: str | None = None
@@ -52,6 +58,7 @@ def last_reply(messages: Sequence[Mapping[str, Any]]) -> LastReply | None:
         return LastReply(note=UNANSWERED_LINE.format(reason=reason))
     if text.rstrip().endswith(INTERRUPTED):
         return LastReply(note=CUT_LINE)
-    if len(text) > SHOWN_CHARS:  # the open's frame stays far below the wire's cap
-        text = f"{text[:SHOWN_CHARS]}\n[... {len(text) - SHOWN_CHARS:,} more characters]"
+    if len(text) > SHOWN_CHARS:  # the open's frame stays below the wire's cap
+        note = LONG_LINE.format(chars=len(text), shown=SHOWN_CHARS)
+        return LastReply(text=text[:SHOWN_CHARS], note=note)
     return LastReply(text=text)

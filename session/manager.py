@@ -1443,8 +1443,8 @@ class CheckpointStore:
             temp = name.startswith(".") and name.endswith(".tmp")
             if number_of(name) is None and not temp and name != CONTEXT_NAME:
                 continue  # a damaged entry moved aside is kept, as a session file's is
-            with contextlib.suppress(FileNotFoundError):
-                (directory / name).unlink()
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                (directory / name).unlink()  # a directory in an entry's place is not ours
                 removed += number_of(name) is not None
         with contextlib.suppress(OSError):
             directory.rmdir()  # left, with what was moved aside, if not empty

@@ -54,4 +54,8 @@ def test_a_reply_over_the_shown_length_shows_its_head() -> None:
     reply = ModelResponse(parts=[TextPart("x" * (SHOWN_CHARS + 5))])
     shown = last_reply(saved(PROMPT, reply))
     assert shown is not None
-    assert shown.text == "x" * SHOWN_CHARS + "\n[... 5 more characters]"
+    assert shown.text == "x" * SHOWN_CHARS  # stdout gets only the reply's own text (H145)
+    assert shown.note == (
+        f"note: the last reply is {SHOWN_CHARS + 5:,} characters long; its first "
+        f"{SHOWN_CHARS:,} are shown (it is whole in the session)"
+    )
