@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
 from session.atomic import write_creating_directories
+from session.errors import UnsafeSessionFile
+from session.manager import CONTEXT_NAME, read_regular_file
 from session.redaction import scrub_text
 
 log = logging.getLogger("agent_assist.storage")
 
-CONTEXT_NAME = "resume-context"
 MAX_BYTES = 4 * 1024 * 1024
 
 
@@ -47,20 +46,13 @@ def read_kept_context(directory: Path) -> KeptContext | None:
     """The context kept in ``directory``; None if none is there, or it does not read: a
     symlink, a FIFO (whose open would wait for a writer, and with it every write of the
     StorageActor, H145) or anything else not a regular file is never opened as one."""
-    path = directory / CONTEXT_NAME
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
+        data = orjson.loads(read_regular_file(directory / CONTEXT_NAME, MAX_BYTES))
+    except UnsafeSessionFile as exc:
+        log.warning("ignoring %s: %s", exc.path, exc.reason)
         return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a directory
-        os.close(fd)
-        log.warning("ignoring %s: not a regular file", path)
+    except (OSError, orjson.JSONDecodeError):
         return None
-    with os.fdopen(fd, "rb") as file:
-        try:
-            data = orjson.loads(file.read(MAX_BYTES + 1))
-        except (OSError, orjson.JSONDecodeError):
-            return None
     with contextlib.suppress(TypeError, KeyError):
         kind, text, decisions = data["kind"], data["text"], data["decisions"]
         valid_kind = kind == "resumed" or (type(kind) is int and kind >= 1)
@@ -69,11 +61,3 @@ def read_kept_context(directory: Path) -> KeptContext | None:
             return KeptContext(kind, text, frozenset(decisions))
     return None
 
-
-def delete_kept_context(directory: Path) -> bool:
-    """Remove the kept context of the session whose checkpoints are in ``directory``."""
-    try:
-        (directory / CONTEXT_NAME).unlink()
-    except FileNotFoundError:
-        return False
-    return True

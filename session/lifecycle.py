@@ -694,11 +694,12 @@ class SessionLifecycle:
         else:  # the file may keep compacted turns before the boundary (the overlap)
             first = _first_kept_turn(kept, compaction) or first
         share = compaction_chars(self.policy.compaction)
-        resume_text = (
-            build_resume_context(stored, drift if drift_in_context else None, restored, share)
-            if kept_context is None
-            else kept_context.text
-        )
+        if kept_context is None:
+            told = drift if drift_in_context else None
+            resume_text = build_resume_context(stored, told, restored, share)
+            in_context = decisions_in_context(stored, share) if context else frozenset()
+        else:
+            resume_text, in_context = kept_context.text, kept_context.decisions
         at_once = (
             self._compacted_at_resume(
                 kept, first, stored.summary, len(resume_text) if context else 0
@@ -726,13 +727,7 @@ class SessionLifecycle:
             history=history,
             history_encoded=history_encoded,
             resume_context=resume_text if context else "",
-            context_decisions=(
-                frozenset()
-                if not context
-                else decisions_in_context(stored, share)
-                if kept_context is None
-                else kept_context.decisions
-            ),
+            context_decisions=in_context if context else frozenset(),
             saved=True,
             # a file gone is told by this resume, then tracked no more
             tracked_paths=frozenset(stored.file_manifest) - set(drift.deleted if drift else ()),

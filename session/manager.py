@@ -75,7 +75,6 @@ from session.filesystem import (
     unreadable,
 )
 from session.header_index import FileIdentity, read_index, write_index
-from session.kept_context import CONTEXT_NAME
 from session.known_digests import FileIdentity as BlobIdentity
 from session.known_digests import Known, KnownDigests, identity
 from session.message_shapes import UNKNOWN_SHAPE_NOTE, unknown_shape
@@ -143,6 +142,11 @@ def file_identity(path: Path) -> FileIdentity | None:
     if not stat.S_ISREG(info.st_mode):
         return None
     return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+CONTEXT_NAME = "resume-context"
+"""Beside a session's checkpoints: the resume context it was given
+(``session/kept_context.py``)."""
 
 
 def read_regular_file(path: Path, max_bytes: int) -> bytes:

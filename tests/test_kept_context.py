@@ -7,12 +7,11 @@ import threading
 from pathlib import Path
 
 from session.kept_context import (
-    CONTEXT_NAME,
     KeptContext,
     read_kept_context,
     write_kept_context,
 )
-from session.manager import CheckpointStore
+from session.manager import CONTEXT_NAME, CheckpointStore
 
 SESSION = "aaaaaaaaaaaa"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from session.kept_context import CONTEXT_NAME
+from session.manager import CONTEXT_NAME
 from tests.e2e.harness import (
     AGENT_ASSIST,
     Client,
