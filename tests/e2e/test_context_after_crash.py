@@ -75,3 +75,40 @@ def test_the_model_is_given_the_same_context_after_a_supervisor_crash(
     assert server.system_text() == before
     client.close_stdin()
     assert client.wait() == 0
+
+
+@pytest.mark.parametrize("heir", ["1", "0"], ids=["heir", "new supervisor"])
+def test_the_context_of_a_restored_checkpoint_after_a_supervisor_crash_is_the_one_before(
+    env: Env, heir: str
+) -> None:
+    """H144 kept the context ``/checkpoint N`` gives; no test crashed the supervisor after
+    one. The files are not restored, so the restore's context names the spec as modified."""
+    env.extra["AGENT_ASSIST_HEIR"] = heir
+    term = env.terminal()
+    script = "write agent_spec.md: # v1\n/save\nwrite agent_spec.md: # v2\n"
+    assert env.run("--new", input=script, terminal=term).returncode == 0
+    (session_id,) = env.session_ids()
+    env.settled(session_id)
+    client = env.spawn("--yes", terminal=term)
+    client.send("/checkpoint 2")
+    client.expect("Restore files too? [y/N]", stderr=True)
+    client.send("n")
+    client.expect("undoes this.", stderr=True)
+    before = _context(client)
+    assert "- agent_spec.md: modified" in before
+    client.send("one more turn before the crash")
+    client.expect("one more turn before the crash")
+    first = env.supervisor_pid()
+    assert first is not None
+    if heir == "1":
+        wait_for(env.heir_pid, what="the heir")
+    start = len(client.drain_stderr())
+    os.kill(first, signal.SIGKILL)
+    client.send("after the crash")
+    client.expect("after the crash")
+    client.expect("the supervisor went away", stderr=True)
+    assert _context(client) == before
+    told = client.stderr_lines[start:]
+    assert not [line for line in told if "changed outside" in line], told
+    client.close_stdin()
+    assert client.wait() == 0
