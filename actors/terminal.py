@@ -547,8 +547,9 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._emit(Info(f"error: {line}"))
 
     async def _emergency_save(self) -> bool:
-        """Write what the actor last held, if anything is worth writing."""
-        lc = self._lc
+        """Write what the actor last held, if anything is worth writing (a turn it was in,
+        its message kept unanswered)."""
+        lc = self._lc.with_turn_unanswered(self._unanswered_at_exit("shutdown"))
         if not lc.is_open or lc.session_deleted or not (lc.saved or lc.history):
             return False
         assert lc.state is not None
@@ -1112,6 +1113,17 @@ class TerminalActor(Actor[TerminalMessage]):
         reason = error or (CUT_BY_SHUTDOWN if self._lc.leaving == "shutdown" else CUT_BY_EXIT)
         return unanswered_turn(message.text, reason)
 
+    def _unanswered_at_exit(self, reason: str) -> tuple[ModelMessage, ...]:
+        """The turn that keeps the message of the turn in flight, if one runs, when the
+        actor leaves (for ``reason``) or stops before its end came."""
+        if self._lc.turn is None or self._message is None:
+            return ()
+        if self._lc.phase is Phase.FINISHING:  # as ``kept_meanwhile`` wrote it
+            why = FINISHING_AFTER_EXIT
+        else:
+            why = CUT_BY_SHUTDOWN if "shutdown" in (reason, self._lc.leaving) else CUT_BY_EXIT
+        return unanswered_turn(self._message.text, why)
+
     def _resendable(self, done: TurnDone, error: str | None) -> _Message | None:
         """The message of a turn the model refused as over its context window, to be sent
         again once the conversation is compacted: once, and not if a tool of the turn ran
@@ -1281,6 +1293,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 await self._peers.llm.tell(CancelTurn(self._lc.turn, self._self))
         self._confirm = None
         self._on_confirm = None
+        self._lc = self._lc.with_turn_unanswered(self._unanswered_at_exit(reason))
         manifest, spec = await self._manifest() if self._lc.is_open else ({}, None)
         summary = self._exit_summary()
         transition = self._lc.exit(

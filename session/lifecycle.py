@@ -837,16 +837,29 @@ class SessionLifecycle:
         while it finishes for a terminal gone: a supervisor that dies before its end loses
         the message no more. The lifecycle is left as it is (the turn's end replaces the
         file); the session's last-active time is kept: nobody was active."""
+        kept = self._answered_by(unanswered)
+        return () if kept is None else kept.effects
+
+    def with_turn_unanswered(self, unanswered: Sequence[ModelMessage]) -> SessionLifecycle:
+        """The turn in flight ends with no end of its own (the actor leaves or stops before
+        it came): kept as ``unanswered``, so that what the user typed is in the next write
+        (an exit's wrote the session without it, and over the copy ``kept_meanwhile`` had
+        written). As it is if no turn runs or nothing is given."""
+        kept = self._answered_by(unanswered) if unanswered else None
+        return self if kept is None else kept.lifecycle
+
+    def _answered_by(self, unanswered: Sequence[ModelMessage]) -> Transition | None:
+        """The turn in flight completed by ``unanswered`` at the session's last-active time
+        (nobody was active); None if no turn runs."""
         state = self._require_state()
         if self.turn is None:
-            return ()
-        kept = self.complete_turn(
+            return None
+        return self.complete_turn(
             unanswered,
             now=state.updated_at,
             manifest=state.file_manifest,
             agent_spec_path=state.agent_spec_path,
         )
-        return kept.effects
 
     def cut_turn(self, reason: str) -> SessionLifecycle:
         """The turn is being cut for the exit (``cutting``)."""

@@ -90,10 +90,17 @@ class Registry:
             await ref.tell(Detach(reason))
 
     async def detach_all(self, reason: str, timeout: float = DETACH_WAIT_S) -> None:
-        """Save every attached session (supervisor stop or SIGTERM)."""
+        """Save every attached session (supervisor stop or SIGTERM). An actor whose turn
+        finishes for its terminal gone is told too: its turn is cut (its message kept,
+        marked unanswered), as at the end of its finish wait; the stop waited for the
+        model, then left the turn to the actor's last save, which lacked its message."""
         entries = list(self._terminals.items())
         for pid, entry in entries:
             await self.detach(pid, entry.ref, reason)
+        for entry in [*(e for _, e in entries), *self._finishing]:
+            if entry.finishing.is_set() and not entry.released.is_set():
+                with contextlib.suppress(DeadActor):
+                    await entry.ref.tell(Detach(reason))
         with anyio.move_on_after(timeout):
             for entry in [*(e for _, e in entries), *self._finishing]:
                 await entry.released.wait()

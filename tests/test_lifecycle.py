@@ -491,3 +491,32 @@ def test_a_turn_finishing_for_a_terminal_gone_is_kept_meanwhile_as_unanswered() 
     assert unanswered_message(write.state.recent_messages) == "go on"
     assert write.state.updated_at == T1 and finishing.phase is Phase.FINISHING
     assert count_turns(load_messages(write.state.recent_messages)) == 2
+
+
+def test_an_exit_before_the_turn_in_flight_ended_writes_its_message_unanswered() -> None:
+    """The actor leaves (the stop, a cut whose end did not come) or stops mid-turn: the
+    exit's write holds the message, marked, at the last-active time; it wrote the
+    session without it, over the copy ``kept_meanwhile`` had written."""
+    from session.interrupted import unanswered_turn
+    from session.unanswered import unanswered_message
+
+    for phase, in_flight in (
+        (Phase.IN_TURN, complete(active()).lifecycle.begin_turn(2, "m-2")),
+        (Phase.FINISHING, complete(active()).lifecycle.begin_turn(2).let_turn_finish("gone")),
+        (Phase.CUTTING, complete(active()).lifecycle.begin_turn(2).cut_turn("shutdown")),
+    ):
+        assert in_flight.phase is phase
+        kept = in_flight.with_turn_unanswered(unanswered_turn("go on", "stopped"))
+        (write,) = kept.exit(manifest={}, agent_spec_path=None).effects
+        assert isinstance(write, WriteSession), phase
+        assert unanswered_message(write.state.recent_messages) == "go on", phase
+        assert write.state.updated_at == T1, phase
+
+
+def test_with_no_turn_in_flight_nothing_is_kept_unanswered() -> None:
+    from session.interrupted import unanswered_turn
+
+    lc = complete(active()).lifecycle
+    assert lc.with_turn_unanswered(unanswered_turn("go on", "stopped")) is lc
+    in_turn = lc.begin_turn(2)
+    assert in_turn.with_turn_unanswered(()) is in_turn

@@ -297,3 +297,42 @@ def test_ctrl_c_while_waiting_cuts_the_turn_and_keeps_the_message_once(
         "go on",
         "echo: go on",
     ], _texts(env)
+
+
+def test_a_supervisor_stop_while_a_turn_finishes_keeps_its_message_unanswered(
+    env: Env, streaming_server: ChatServer
+) -> None:
+    """The stop did not cut a turn let finish for a terminal gone: it waited its 20 s
+    for the model, then the actor's last save, made without the turn, wrote over the
+    copy that kept the message (it was lost from the session)."""
+    _killed_during(env, streaming_server, "hang", env.terminal())
+    wait_for(lambda: unanswered_message(_saved(env)) == "hang", what="the message kept")
+    assert env.run("supervisor", "stop").returncode == 0
+    assert unanswered_message(_saved(env)) == "hang"
+    cut = f"{NO_REPLY_PREFIX}the chat ended before the reply]"
+    assert _texts(env) == ["hello", "echo: hello", "hang", cut]
+
+
+def test_a_supervisor_stop_while_a_tab_waits_for_the_last_reply_loses_no_message(
+    env: Env, streaming_server: ChatServer
+) -> None:
+    """H145's find: the waiting line came twice; the message waited for was lost (the
+    session went on without it), as in the test above."""
+    tab = env.terminal()
+    _held_mid_reply(env, streaming_server, tab)
+    again = env.spawn("--yes", terminal=tab)
+    again.expect(WAITING_FOR_LAST_REPLY, stderr=True)
+    assert env.run("supervisor", "stop").returncode == 0
+    streaming_server.reply_ends_go.set()
+    again.send("go on")
+    again.expect("echo: go on")
+    again.close_stdin()
+    assert again.wait() == 0
+    assert again.drain_stderr().count(WAITING_FOR_LAST_REPLY) == 1
+    assert [t for t in _texts(env) if not t.startswith(NO_REPLY_PREFIX)] == [
+        "hello",
+        "echo: hello",
+        "be thorough",
+        "go on",
+        "echo: go on",
+    ]
