@@ -62,3 +62,21 @@ def test_an_edit_just_before_a_save_is_told(env: Env) -> None:
         assert f"[changed outside: templates/t{n}.md]" in client.expect(f"and now {n}?")
     client.close_stdin()
     assert client.wait() == 0
+
+
+def test_an_edit_just_before_the_exit_is_told_at_the_next_resume(env: Env) -> None:
+    """H139's open case: the exit's manifest took in an edit whose event the watcher had
+    not settled: no notice, and the next resume offer counted the file unchanged."""
+    templates = env.workspace / "templates"
+    templates.mkdir()
+    for n in range(FILES):
+        (templates / f"t{n}.md").write_text(f"first {n}\n")
+    term = env.terminal()
+    client = env.spawn("--new", terminal=term)
+    client.send("hello")
+    client.expect("hello")
+    (templates / "t1.md").write_text("second\n")
+    client.close_stdin()
+    assert client.wait() == 0
+    again = env.run(input="y\n", terminal=term)
+    assert "templates/t1.md: modified" in again.stderr, again.stderr
