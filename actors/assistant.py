@@ -24,7 +24,7 @@ from pydantic_ai.models import Model
 from session.atomic import replace_workspace_file
 from session.compaction import CHARS_PER_TOKEN
 from session.filesystem import WORKSPACE_GONE, in_git_directory, is_safe_relative_path
-from session.history import fit_earlier_turns, fit_tool_returns, message_chars
+from session.history import fit_earlier_turns, fit_last_returns, fit_tool_returns, message_chars
 from session.models import WorkPhase
 from session.os_paths import shown_path
 
@@ -301,15 +301,16 @@ async def within_budget(
     ctx: RunContext[TurnDeps], messages: list[ModelMessage]
 ) -> list[ModelMessage]:
     """Before each model request: over the turn's token budget, the oldest tool outputs
-    are elided, then the earlier turns' texts (compaction runs between turns; this keeps
-    one long turn in bounds).
+    are elided, then the earlier turns' texts, then the last request's tool outputs are
+    cut to share the room left (compaction runs between turns; this keeps one long turn
+    in bounds).
     Async, like ``session_context``: a plain ``def`` would cost a thread hop per request."""
     budget = ctx.deps.token_budget
     if budget is None:
         return messages
     instructions = agent_chars() + len(ctx.deps.resume_context) + len(ctx.deps.notes)
     room = budget * CHARS_PER_TOKEN - instructions
-    fitted = fit_earlier_turns(fit_tool_returns(messages, room), room)
+    fitted = fit_last_returns(fit_earlier_turns(fit_tool_returns(messages, room), room), room)
     ctx.deps.elided_chars = sum(
         message_chars(whole) - message_chars(sent)
         for whole, sent in zip(messages, fitted, strict=True)

@@ -116,6 +116,15 @@ ELIDED_TOOL_OUTPUT = (
 )
 
 
+CUT_HEADROOM = 10
+"""``fit_last_returns`` cuts to all but a tenth of the budget."""
+
+CUT_TOOL_OUTPUT = (
+    "[cut here, of {chars:,} characters, to keep the request within the token budget, "
+    "which this reply's other tool outputs share]"
+)
+
+
 ELIDED_WRITE = "[{chars:,} characters written to the file, elided from the request]"
 
 ELIDED_EARLIER = (
@@ -174,6 +183,41 @@ def fit_earlier_turns(messages: Sequence[ModelMessage], max_chars: int) -> list[
                 total -= saved
         fitted[index] = dataclasses.replace(message, parts=parts)  # type: ignore[arg-type]
     return fitted
+
+
+def fit_last_returns(messages: Sequence[ModelMessage], max_chars: int) -> list[ModelMessage]:
+    """``messages`` within ``max_chars`` by cutting the tool returns of the last request
+    (what the model is about to read), the last resort after ``fit_tool_returns`` and
+    ``fit_earlier_turns``: one reply's parallel reads, each within its own limit, add up
+    past the budget together. Each return longer than an even share of the room left
+    keeps its head and a note; every call keeps its return. The cut leaves
+    ``CUT_HEADROOM`` of the budget for what the wire adds to the texts (JSON quoting,
+    roles, call ids), which a request filled to the estimate's last character exceeds."""
+    total = sum(message_chars(m) for m in messages)
+    if total <= max_chars or not messages or not isinstance(messages[-1], ModelRequest):
+        return list(messages)
+    last = messages[-1]
+    parts = list(last.parts)
+    returns: dict[int, ToolReturnPart[Any]] = {
+        k: p for k, p in enumerate(parts) if type(p) is ToolReturnPart
+    }
+    sizes = {k: len(str(p.content)) for k, p in returns.items()}
+    room = max_chars - max_chars // CUT_HEADROOM - (total - sum(sizes.values()))
+    for n, k in enumerate(sorted(returns, key=sizes.__getitem__)):  # the short ones first
+        cut = _cut_return(returns[k], max(0, room) // (len(returns) - n))
+        parts[k] = cut
+        room -= len(str(cut.content))
+    return [*messages[:-1], dataclasses.replace(last, parts=parts)]
+
+
+def _cut_return(part: ToolReturnPart[Any], chars: int) -> ToolReturnPart[Any]:
+    """``part`` within ``chars`` characters: its head and a note."""
+    content = str(part.content)
+    if len(content) <= chars:
+        return part
+    note = CUT_TOOL_OUTPUT.format(chars=len(content))
+    head = content[: max(0, chars - len(note) - 1)]
+    return dataclasses.replace(part, content=f"{head}\n{note}" if head else note)
 
 
 def _earlier_text_elided(part: Any) -> tuple[Any, int] | None:

@@ -22,6 +22,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from session.history import (
     dump_messages,
     fit_earlier_turns,
+    fit_last_returns,
     fit_tool_returns,
     is_turn_start,
     last_turns_start,
@@ -533,6 +534,28 @@ def test_the_last_requests_tool_output_is_kept_even_over_the_budget() -> None:
     fitted = fit_tool_returns(reading_turn([5000, 50_000]), 1000)
     assert returned_sizes(fitted)[-1] == 50_000  # what the model is about to read
     assert returned_sizes(fitted)[0] < 200
+
+
+def test_parallel_returns_of_the_last_request_share_the_budget() -> None:
+    """H146: one reply's parallel reads, each within its own limit, were sent whole
+    together, over the budget; they are cut to share it, each call keeping its return."""
+    calls = [ToolCallPart("read_file", {"path": f"f{n}.md"}, f"c{n}") for n in range(3)]
+    returns = [
+        ToolReturnPart("read_file", "x" * size, f"c{n}")
+        for n, size in enumerate([300, 6000, 9000])
+    ]
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("read them all")]),
+        ModelResponse(parts=calls),
+        ModelRequest(parts=returns),
+    ]
+    fitted = fit_last_returns(messages, 8000)
+    assert sum(message_chars(m) for m in fitted) <= 8000
+    assert returned_sizes(fitted)[0] == 300, "a short return is kept whole"
+    assert [getattr(p, "tool_call_id", None) for p in fitted[-1].parts] == ["c0", "c1", "c2"]
+    assert all("cut here, of" in str(p.content) for p in fitted[-1].parts[1:]
+               if isinstance(p, ToolReturnPart))
+    assert fit_last_returns(messages, 20_000) == messages
 
 
 @given(

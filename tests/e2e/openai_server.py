@@ -3,7 +3,8 @@
 It answers ``echo: <last user message>`` (or ``SUMMARY: ...`` for the model
 ``summary-model``) and records every request it receives. A last user message
 ``decide: TEXT`` is answered with a ``record_decision`` tool call (and the tool's
-return with ``recorded``), as a real model using the assistant's tools would.
+return with ``recorded``), as a real model using the assistant's tools would;
+``read all: PATH PATH...`` with parallel ``read_file`` calls, one per path.
 A last user message ``hang`` gets no answer at all, ``hang mid-reply`` one word and
 then nothing, until the server stops (a hung model call); ``hang mid-reply once`` does
 that the first time only, and is echoed when asked again. ``echo my key`` gets a
@@ -121,11 +122,11 @@ class ChatServer:
                     return
                 if body["messages"][-1]["role"] == "tool":
                     server.tool_returns_go.wait(60)
-                call = server.tool_call_for(body)
-                if call is not None:
+                calls = server.tool_calls_for(body)
+                if calls:
                     server.tool_calls_go.wait(60)
-                if call is not None and body.get("stream"):
-                    self._stream_tool_call(body, *call)
+                if calls and body.get("stream"):
+                    self._stream_tool_calls(body, calls)
                     return
                 text = server.reply_for(body)
                 last = body["messages"][-1].get("content")
@@ -270,17 +271,22 @@ class ChatServer:
                     self._event(body, {"role": "assistant", "content": "Thinking"}, None)
                 server.released.wait(120)
 
-            def _stream_tool_call(self, body: dict[str, Any], name: str, arguments: str) -> None:
+            def _stream_tool_calls(
+                self, body: dict[str, Any], calls: list[tuple[str, str]]
+            ) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                call = {
-                    "index": 0,
-                    "id": f"call_{len(server.requests)}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": arguments},
-                }
-                self._event(body, {"role": "assistant", "tool_calls": [call]}, None)
+                deltas = [
+                    {
+                        "index": k,
+                        "id": f"call_{len(server.requests)}_{k}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": arguments},
+                    }
+                    for k, (name, arguments) in enumerate(calls)
+                ]
+                self._event(body, {"role": "assistant", "tool_calls": deltas}, None)
                 self._event(body, {}, "tool_calls")
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
@@ -334,6 +340,17 @@ class ChatServer:
                 self._hung.add(content)
             return True if first else None
         return True if content == "hang mid-reply" else None
+
+    def tool_calls_for(self, body: dict[str, Any]) -> list[tuple[str, str]]:
+        """The calls of one reply: ``tool_call_for``'s, or for a last message ``read all:
+        PATH PATH...`` from the user, one ``read_file`` per path (parallel calls)."""
+        last = body["messages"][-1]
+        content = last.get("content")
+        if last["role"] == "user" and isinstance(content, str) and content.startswith("read all: "):
+            paths = content.removeprefix("read all: ").split()
+            return [("read_file", json.dumps({"path": path})) for path in paths]
+        call = self.tool_call_for(body)
+        return [] if call is None else [call]
 
     def tool_call_for(self, body: dict[str, Any]) -> tuple[str, str] | None:
         """``record_decision`` for a last message ``decide: TEXT`` from the user, and

@@ -108,3 +108,28 @@ def test_a_turn_after_one_whose_last_request_elided_a_tool_return_is_compacted_f
     assert len(firsts) == len(turns)
     assert "note: compacted turns" in result.stderr, "the budget compacted"
     assert [(n, size) for n, size in enumerate(firsts) if size > 3000] == []
+
+
+def test_parallel_reads_of_large_files_stay_within_a_small_token_budget(
+    env: Env, server: ChatServer
+) -> None:
+    """H146: one reply calling ``read_file`` on two large files in parallel sent their two
+    returns, each up to half the budget, after the instructions and the tool definitions:
+    a fresh session's second request was ~2,800 tokens for a budget of 2,500, and the model
+    refused it (a strict server's context window), ending the turn in an error."""
+    server.report_usage = True
+    server.context_window = 2500 * 4
+    for k in range(2):
+        (env.workspace / f"big{k}.md").write_text(f"section {k} about triage queues. " * 400)
+    result = env.run(
+        "--new",
+        input="read all: big0.md big1.md\n",
+        terminal=env.terminal(),
+        AGENT_ASSIST_CONTEXT_TOKENS="2500",
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["recorded"]
+    sizes = [size // 4 for size in server.body_bytes]
+    assert len(sizes) == 2, "the calls' request and their returns' request"
+    assert [size for size in sizes if size > 2500] == []
