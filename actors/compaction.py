@@ -308,7 +308,9 @@ class CompactionActor(Actor[CompactionMessage]):
                 if message.secrets
                 else window
             )
-            summarized, offline = await self._summarize_window(model, readable.events, timeout)
+            summarized, offline = await self._summarize_window(
+                model, readable.events, timeout, message.max_chars
+            )
             offline_because = self._offline_because(model)
             by_model = not offline and (self._summarizer is not None or model is not None)
             try:
@@ -362,7 +364,7 @@ class CompactionActor(Actor[CompactionMessage]):
         return None if model in (None, OFFLINE) else model
 
     async def _summarize_window(
-        self, model: str | None, events: tuple[Event, ...], timeout: float
+        self, model: str | None, events: tuple[Event, ...], timeout: float, max_chars: int | None
     ) -> tuple[Event | None, bool]:
         """The window's summary, and whether the offline summarizer wrote it in the summary
         model's place (the model failed now or lately, or its answer was not used)."""
@@ -371,7 +373,8 @@ class CompactionActor(Actor[CompactionMessage]):
                 return await self._summarizer.summarize_events(events), False
         if model is not None and self._llm_usable(model):
             try:
-                summarizer = self._llm(model)  # built outside the timeout: it imports at first
+                # built outside the timeout: it imports at first
+                summarizer = self._llm(model).within(max_chars)
                 with anyio.fail_after(timeout):
                     return await summarizer.summarize_events(events), False
             except SummaryNotShorter as exc:  # no failure of the model's: asked again next time
@@ -430,7 +433,11 @@ class CompactionActor(Actor[CompactionMessage]):
             wait = self._summary_slot_wait if message.reply_to is None else math.inf
             if await self._summary_slot(wait):
                 try:
-                    summarizer = self._llm(model).with_prompt_template(SUMMARY_TEMPLATE)
+                    summarizer = (
+                        self._llm(model).with_prompt_template(SUMMARY_TEMPLATE).within(
+                            message.max_chars
+                        )
+                    )
                     with anyio.fail_after(self._llm_timeouts[0]):
                         return await self._llm_summary(summarizer, message)
                 except SummaryNotShorter as exc:  # no failure of the model's

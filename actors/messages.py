@@ -420,6 +420,9 @@ class Compact(Ask["Compacted"]):
     secrets: tuple[str, ...] = ()
     """The session's known secret values (``longest_first``): replaced in the window
     before a summarizer reads it."""
+    max_chars: int | None = None
+    """The session's token budget in characters: a summary model's request is held to
+    it, as a chat request is."""
 
 
 @dataclass(frozen=True)

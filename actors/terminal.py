@@ -1438,7 +1438,6 @@ class TerminalActor(Actor[TerminalMessage]):
     def _summary_request(self, reply_to: ActorRef[TerminalMessage] | None = None) -> Summarize:
         state = self._lc.state
         assert state is not None
-        threshold = self._lc.policy.compaction.token_threshold
         return Summarize(
             state.session_id,
             self._lc.history,
@@ -1446,7 +1445,7 @@ class TerminalActor(Actor[TerminalMessage]):
             self._lc.earlier_summary(),
             reply_to,
             self._config.summary_model,
-            threshold * CHARS_PER_TOKEN if threshold else None,
+            self._budget_chars(),
             self._lc.policy.known_secrets,
         )
 
@@ -1679,7 +1678,13 @@ class TerminalActor(Actor[TerminalMessage]):
             reply_to,
             OFFLINE if offline else self._config.summary_model,
             self._lc.policy.known_secrets,
+            self._budget_chars(),
         )
+
+    def _budget_chars(self) -> int | None:
+        """The session's token budget in characters (None: no budget)."""
+        threshold = self._lc.policy.compaction.token_threshold
+        return threshold * CHARS_PER_TOKEN if threshold else None
 
     async def _keep_compaction(self, result: Compacted, *, asked_offline: bool = False) -> bool:
         """Keep a compaction's result (saving it), or back off after a failure: a

@@ -34,7 +34,8 @@ Safety rules, enforced here: a cut is made only at an invocation start, so a
 tool call is never separated from its return, and a window whose cut would
 leave a call without its answer is not compacted; a summary that is not
 shorter than what it replaces is rejected (``SummaryTooLong``); the
-summarizer's input is clipped to ``MAX_SUMMARIZER_INPUT_CHARS``.
+summarizer's input is clipped to ``MAX_SUMMARIZER_INPUT_CHARS``, and a summary
+model's whole request to the token budget (``summarizer_input_chars``).
 
 What survives every compaction is ``Retained``: decisions (recorded with the
 tool, or stated by the user: "Decision: ...", "We decided ..."), the user's
@@ -76,7 +77,7 @@ from session.compacted import (
     STARTED_WITH,
 )
 from session.errors import SessionError
-from session.history import is_turn_start, message_chars
+from session.history import WIRE_HEADROOM, is_turn_start, message_chars
 from session.printable import printable
 from session.redaction import replace_known, scrub_text
 from session.shares import first_lines_within, line_chars, newest_within
@@ -88,6 +89,8 @@ if TYPE_CHECKING:
 
 PLACEHOLDER: Final = "{conversation_history}"
 MAX_SUMMARIZER_INPUT_CHARS: Final = 60_000
+MIN_SUMMARIZER_INPUT_CHARS: Final = 2_000
+"""The least conversation a summary request holds, however small the token budget."""
 MAX_NARRATIVE_CHARS: Final = 450
 MAX_LLM_NARRATIVE_CHARS: Final = 4 * MAX_NARRATIVE_CHARS
 """A summary model's answer over this is a runaway, not a summary."""
@@ -1393,14 +1396,26 @@ other)."""
 class LlmEventSummarizer(BaseEventsSummarizer):
     """Asks a model (a pydantic-ai ``Model`` or model string) for the narrative."""
 
-    def __init__(self, model: Model | str, prompt_template: str = DEFAULT_PROMPT_TEMPLATE) -> None:
+    def __init__(
+        self,
+        model: Model | str,
+        prompt_template: str = DEFAULT_PROMPT_TEMPLATE,
+        max_request_chars: int | None = None,
+    ) -> None:
+        """``max_request_chars``: the token budget in characters, which the request (the
+        prompt and the conversation) is held to, as a chat request is; None: no budget."""
         if PLACEHOLDER not in prompt_template:
             raise BadPromptTemplate(f"the summarizer prompt template must contain {PLACEHOLDER}")
         self.model = model
         self.prompt_template = prompt_template
+        self.max_request_chars = max_request_chars
 
     def with_prompt_template(self, template: str) -> LlmEventSummarizer:
-        return LlmEventSummarizer(self.model, template)
+        return LlmEventSummarizer(self.model, template, self.max_request_chars)
+
+    def within(self, max_request_chars: int | None) -> LlmEventSummarizer:
+        """This summarizer, its requests held to ``max_request_chars``."""
+        return LlmEventSummarizer(self.model, self.prompt_template, max_request_chars)
 
     async def summarize_events(self, events: Sequence[Event]) -> Event | None:
         if not any(e.message is not None for e in events):
@@ -1408,7 +1423,8 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         from pydantic_ai import Agent
 
         agent: Agent[None, str] = Agent(self.model, output_type=str)
-        conversation = events_text(events)
+        limit = summarizer_input_chars(self.max_request_chars, self.prompt_template)
+        conversation = events_text(events, limit)
         prompt = self.prompt_template.replace(PLACEHOLDER, conversation)
         result = await agent.run(prompt)
         if result.response.finish_reason == "length":
@@ -1500,6 +1516,17 @@ _NOTHING_TO_SUMMARIZE_RE: Final = re.compile(
 nothing to summarize, or that the conversation is empty: no summary, whatever the
 conversation holds. Matched whole, so that a short summary naming nothing in passing
 ("The user greeted us; no decisions yet.") is kept."""
+
+
+def summarizer_input_chars(max_request_chars: int | None, template: str) -> int:
+    """The conversation's characters in a summary request held to ``max_request_chars``
+    (the wire's share kept, ``template`` around it), within ``MIN_SUMMARIZER_INPUT_CHARS``-
+    ``MAX_SUMMARIZER_INPUT_CHARS``: a model with the chat model's window refused the
+    window of a small budget sent whole."""
+    if max_request_chars is None:
+        return MAX_SUMMARIZER_INPUT_CHARS
+    room = max_request_chars - max_request_chars // WIRE_HEADROOM - len(template)
+    return max(MIN_SUMMARIZER_INPUT_CHARS, min(MAX_SUMMARIZER_INPUT_CHARS, room))
 
 
 def says_nothing_to_summarize(answer: str) -> bool:

@@ -116,8 +116,9 @@ ELIDED_TOOL_OUTPUT = (
 )
 
 
-CUT_HEADROOM = 10
-"""``fit_last_returns`` cuts to all but a tenth of the budget."""
+WIRE_HEADROOM = 10
+"""What the wire adds to a request's texts (JSON quoting, roles, call ids) is taken to
+be within a tenth of the budget: a request cut to fit the estimate keeps that room."""
 
 CUT_TOOL_OUTPUT = (
     "[cut here, of {chars:,} characters, to keep the request within the token budget, "
@@ -190,9 +191,8 @@ def fit_last_returns(messages: Sequence[ModelMessage], max_chars: int) -> list[M
     (what the model is about to read), the last resort after ``fit_tool_returns`` and
     ``fit_earlier_turns``: one reply's parallel reads, each within its own limit, add up
     past the budget together. Each return longer than an even share of the room left
-    keeps its head and a note; every call keeps its return. The cut leaves
-    ``CUT_HEADROOM`` of the budget for what the wire adds to the texts (JSON quoting,
-    roles, call ids), which a request filled to the estimate's last character exceeds."""
+    keeps its head and a note; every call keeps its return. The cut leaves the wire's
+    share of the budget (``WIRE_HEADROOM``)."""
     total = sum(message_chars(m) for m in messages)
     if total <= max_chars or not messages or not isinstance(messages[-1], ModelRequest):
         return list(messages)
@@ -202,7 +202,7 @@ def fit_last_returns(messages: Sequence[ModelMessage], max_chars: int) -> list[M
         k: p for k, p in enumerate(parts) if type(p) is ToolReturnPart
     }
     sizes = {k: len(str(p.content)) for k, p in returns.items()}
-    room = max_chars - max_chars // CUT_HEADROOM - (total - sum(sizes.values()))
+    room = max_chars - max_chars // WIRE_HEADROOM - (total - sum(sizes.values()))
     for n, k in enumerate(sorted(returns, key=sizes.__getitem__)):  # the short ones first
         cut = _cut_return(returns[k], max(0, room) // (len(returns) - n))
         parts[k] = cut

@@ -484,6 +484,22 @@ async def test_a_summary_that_begins_as_the_earlier_one_did_is_no_echo() -> None
     assert event is not None and event.compaction is not None
 
 
+async def test_a_summary_request_is_held_to_the_token_budget() -> None:
+    """H146: the summary model was sent up to 60,000 characters whatever the budget: with
+    a small one, more than the chat requests were held to, and a model refused it."""
+    sent: list[int] = []
+
+    def summarize(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        sent.append(sum(len(str(getattr(p, "content", ""))) for m in messages for p in m.parts))
+        return ModelResponse(parts=[TextPart("The user designs a triage agent.")])
+
+    events = [e for n in range(1, 30) for e in invocation(n, tool_calls=2)]
+    summarizer = LlmEventSummarizer(FunctionModel(summarize))
+    assert await summarizer.within(10_000).summarize_events(events) is not None
+    assert await summarizer.summarize_events(events) is not None
+    assert sent[0] <= 10_000 < sent[1]
+
+
 async def test_a_summary_that_quotes_a_rule_word_for_word_is_no_echo() -> None:
     said_rule = "Always use UTC timestamps in logs."
 

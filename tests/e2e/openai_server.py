@@ -54,6 +54,9 @@ class ChatServer:
         """Set: a chat request (not a summary's) whose body is longer than this many bytes
         gets OpenAI's 400 ``context_length_exceeded``, as a model with a small context
         window answers."""
+        self.summary_window: int | None = None
+        """Set: a request to ``summary-model`` whose body is longer than this many bytes
+        gets the same 400 (a summary model with a small context window)."""
         self.fail_tool_returns = False
         """Set: a chat request whose last message is a tool's return gets a 500 (the model
         failed after the turn's tool ran)."""
@@ -94,6 +97,10 @@ class ChatServer:
                     return
                 window = server.context_window
                 if window is not None and body["model"] != "summary-model" and length > window:
+                    self._context_length_exceeded(length, window)
+                    return
+                window = server.summary_window
+                if window is not None and body["model"] == "summary-model" and length > window:
                     self._context_length_exceeded(length, window)
                     return
                 if body["messages"][-1].get("content") == "cut mid-reply":

@@ -133,3 +133,35 @@ def test_parallel_reads_of_large_files_stay_within_a_small_token_budget(
     sizes = [size // 4 for size in server.body_bytes]
     assert len(sizes) == 2, "the calls' request and their returns' request"
     assert [size for size in sizes if size > 2500] == []
+
+
+def test_a_summary_request_stays_within_a_small_token_budget(
+    env: Env, server: ChatServer
+) -> None:
+    """H146: with a budget of 2,500 tokens, ``/compact`` sent the summary model the whole
+    window, up to 60,000 characters (the files read, ~3,900 tokens in all): a summary
+    model with the chat model's window refused it (400), and was then not asked for 5
+    minutes."""
+    server.summary_window = 2500 * 4
+    for k in range(3):
+        (env.workspace / f"notes{k}.md").write_text(paste(k, 4000) + "\n")
+    turns = [f"read: notes{n % 3}.md" if n % 2 else paste(n, 1200) for n in range(1, 8)]
+    result = env.run(
+        "--new",
+        input="".join(t + "\n" for t in [*turns, "/compact"]),
+        terminal=env.terminal(),
+        AGENT_ASSIST_CONTEXT_TOKENS="2500",
+        AGENT_ASSIST_COMPACTION_INTERVAL="100",
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    summaries = [
+        size // 4
+        for body, size in zip(server.requests, server.body_bytes, strict=True)
+        if body["model"] == "summary-model"
+    ]
+    assert summaries, "the summary model was asked"
+    assert [size for size in summaries if size > 2500] == []
+    assert "failed" not in result.stderr, result.stderr
+    assert "by the offline summarizer" not in result.stderr, result.stderr
