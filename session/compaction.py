@@ -438,12 +438,25 @@ _STANDING: Final = (
     r"|^\s*you(?:\s+are|'re)?\s+not\s+allowed\s+to\b|^\s*you\s+aren't\s+allowed\s+to\b"
     r"|^\s*you\s+may\s+not\s+(?:use|run|touch|edit|change|modify|write|delete|read|call)\b"
     rf"|^\s*{_IMPERATIVE}[^.;!?]*?\s{_FROM_NOW}\W*$"
+    r"|^\s*(?:please,?\s+)?(?:use|prefer|keep|write|name|put|store|format)\b[^?]*"
+    r"(?<!\bit\s)(?<!\bthem\s)\b(?:all|every|each)\s+"
+    r"(?!of\b|together\b|down\b|up\b|out\b|at\b|in\b|over\b|again\b)\w"
+    r"|^\s*(?:all|every|each)\s+(?!of\b)[\w' -]{1,40}?\s+"
+    r"(?:needs?|should|shall|has to|have to|go|goes|belongs?)\b"
+    r"|^\s*I\s+(?:want|need|'d like|would like|expect)\s+(?!to\b)[^?]*"
+    r"\b(?:all|every|each|everywhere)\b"
+    r"|^\s*(?:please,?\s+)?prefer\s+[^?]{1,40}?\s+(?:over|to|instead of)\s"
+    r"|^\s*no\s+(?!(?:one|longer|more|need|doubt|problem|way)\b)\w+(?:\s+\w+)?\s+in\s+"
+    r"(?:the\s+|any\s+|our\s+|your\s+)?(?:output|code|answers?|replies|responses"
+    r"|comments?|commits?|logs?|names?|identifiers?|messages?|files?|spec)\b"
 )
 """A standing instruction said without *always* or *never* (H133: each was lost at the
 first compaction): how to answer ("Respond in French", "I want all your answers in
 ...", "Keep responses under 100 words"), a file to leave alone ("Leave config.yaml
-alone", "... is off limits"), what is not allowed, or an imperative that ends with
-"from now on"."""
+alone", "... is off limits"), what is not allowed, an imperative that ends with
+"from now on"; and a norm (H146): an imperative over "all"/"every" ("Keep all
+identifiers in snake_case"), what all or every thing needs ("All functions need
+docstrings"), "I want ... on every ...", "Prefer X over Y", "No X in the output"."""
 _RULE_RE: Final = re.compile(
     r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever)\b"
     rf"|{_FROM_NOW}{_IMPERATIVE}"
@@ -859,7 +872,7 @@ _MAY_STATE_RE: Final = re.compile(
     r"\?|always|never|must|do not|don't|from now on|going forward|henceforth|from here on"
     r"|stop|important|rule|make sure|ensure|avoid|remember to|only|all|every|each"
     r"|decision|decided|agreed|go with|answer|repl|respon|speak|talk|leave|limits|keep"
-    r"|allowed|may\s+not",
+    r"|allowed|may\s+not|prefer|\bno\s+\w+(?:\s+\w+)?\s+in\b",
     re.IGNORECASE,
 )
 """What every decision, rule, revocation and open question a user prompt states holds:

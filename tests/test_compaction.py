@@ -751,6 +751,31 @@ def test_habits_and_one_word_answers_are_not_rules_but_imperatives_are() -> None
     )
 
 
+def test_norms_said_without_always_or_never_are_rules() -> None:
+    """H146: standing rules a user says as norms (a subject "all ...", an imperative over
+    "all"/"every", "I want ... every", "Prefer X over Y", "No X in the output") were not
+    kept: the default offline compaction dropped each of them at the first window."""
+    norms = (
+        "Keep all identifiers in snake_case.",
+        "All functions need docstrings.",
+        "I want type hints on every function.",
+        "Prefer pytest over unittest.",
+        "No emojis in the output.",
+    )
+    assert [extract_retained(said(norm)).rules for norm in norms] == [(n,) for n in norms]
+
+
+def test_statements_about_all_or_none_are_not_rules() -> None:
+    retained = extract_retained(
+        said(
+            "All tests pass now. No tests exist yet. I want to know why it failed. "
+            "No, that is wrong. Every ticket was routed. All of them need a look? "
+            "No changes were made in the code."
+        )
+    )
+    assert retained.rules == ()
+
+
 def test_idioms_complaints_and_fragments_are_not_rules() -> None:
     """A helper's second attack: "Never mind, ..." and "We always forget ..." were kept as
     rules the model must always follow, and so were the fragments "Make sure." and
