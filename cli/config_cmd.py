@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -103,7 +104,15 @@ def budget_from(model: str) -> str:
     return f"{BUDGET_SHARE:.0%} of the model's {context_window(model)}-token window"
 
 
-def render(data: dict[str, Any]) -> str:
+MIN_VALUE_WIDTH = 20
+"""The narrowest VALUE column a table too wide for its terminal wraps its values in."""
+
+
+def render(data: dict[str, Any], width: int | None = None) -> str:
+    """The settings as a table. Wider than ``width`` (the terminal's, when stdout is
+    one), the VALUE column wraps its long values between words under itself, the
+    SOURCE staying on each setting's first line: a row the terminal wraps puts its
+    SOURCE on a line of its own."""
     rows = data["settings"]
     cells = [("SETTING", "VALUE", "SOURCE")]
     for name, row in rows.items():
@@ -118,8 +127,14 @@ def render(data: dict[str, Any]) -> str:
         elif source == "file":
             source = "file (config.toml)"
         cells.append((name, shown, source))
-    widths = [max(len(c[i]) for c in cells) for i in range(2)]
-    lines = [f"{a.ljust(widths[0])}  {b.ljust(widths[1])}  {c}" for a, b, c in cells]
+    widths = [max(len(c[i]) for c in cells) for i in range(3)]
+    if width is not None and sum(widths) + 4 > width:
+        widths[1] = max(width - widths[0] - widths[2] - 4, MIN_VALUE_WIDTH)
+    lines = []
+    for a, b, c in cells:
+        parts = textwrap.wrap(b, widths[1], break_on_hyphens=False) or [b]
+        lines.append(f"{a.ljust(widths[0])}  {parts[0].ljust(widths[1])}  {c}".rstrip())
+        lines += [f"{'':{widths[0]}}  {part}" for part in parts[1:]]
     state = "" if data["config_file_exists"] else " (not present)"
     lines += ["", f"config file: {data['config_file']}{state}"]
     return "\n".join(lines)

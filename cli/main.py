@@ -657,7 +657,7 @@ def config_show(as_json: bool, model: str | None) -> None:
     from cli import config_cmd
 
     data = config_cmd.report({"model": model})
-    click.echo(sessions_ops.dumps(data) if as_json else config_cmd.render(data))
+    click.echo(sessions_ops.dumps(data) if as_json else config_cmd.render(data, _screen_width()))
     for problem in config_cmd.sdk_problems(config_cmd.load({"model": model})):
         click.echo(f"warning: a chat would refuse this: {problem}", err=True)
 

@@ -55,3 +55,26 @@ def test_a_chats_last_error_line_wider_than_the_terminal_wraps_between_words(env
     assert all(len(row) < 40 for row in rows), rows
     words = " ".join(rows).split()
     assert "model" in words and "requests" in words, "no word cut in two"
+
+
+def test_config_show_fits_an_80_column_terminal(env: Env) -> None:
+    """H147: with a model whose window is not known (the README's `openai-chat:my-model`),
+    `config show` padded every VALUE to the long `context_tokens` explanation, so on an
+    80-column terminal each row wrapped and every SOURCE landed on a line of its own."""
+    tty = Pty(env, env.terminal(), "config", "show", "--model", "openai-chat:my-model", columns=80)
+    try:
+        tty.expect("config file:")
+        assert tty.process.wait(timeout=15) == 0
+    finally:
+        tty.close()
+    screen = ANSI.sub(b"", tty.seen).decode().replace("\r", "")
+    rows = [row for row in screen.splitlines() if row.strip()]
+    assert all(len(row) <= 80 for row in rows), rows
+    assert rows[0].split() == ["SETTING", "VALUE", "SOURCE"], rows
+    assert rows[1].split()[0] == "model" and rows[1].endswith("option"), rows
+    budget = next(i for i, row in enumerate(rows) if row.startswith("context_tokens"))
+    assert rows[budget].endswith("default"), rows
+    value = rows[budget].split("  ", 1)[1].rsplit("default", 1)[0].split()
+    value += rows[budget + 1].split()  # the explanation goes on under VALUE
+    assert "not" in value and "known)" in value, rows
+    assert rows[budget + 1].startswith(" " * len("context_tokens")), rows
