@@ -530,6 +530,9 @@ class Chat:
         the last one did: a failure mid-script is not hidden by a later success)."""
         self._ended: tuple[str, float] | None = None
         """What ended last (the reply, or ``/command``), and when (``JUST_ENDED_S``)."""
+        self._stopped_by_ctrl_c = False
+        """The last reply was cancelled by the user's Ctrl+C (or one came too late for it):
+        a Ctrl+C right after is the second of two, which leaves, not one meant for it."""
         self.input_tokens: int | None = None
         self.phase: str | None = None
         self.changed_outside: set[str] = set()
@@ -1103,7 +1106,7 @@ class Chat:
             except OpenRefused:  # the session was not opened: the message goes to the new one
                 self._after_refused_open()
                 self._turn(message_text(line))
-            self._ended = ("the reply", time.monotonic())
+            self._ended = None if self._stopped_by_ctrl_c else ("the reply", time.monotonic())
         if self.close():
             return 1
         if interrupted:
@@ -1174,8 +1177,9 @@ class Chat:
         # The id makes a re-send after a re-attach a retry, not a second turn: a turn the
         # supervisor saved before it died is answered from the session.
         frame = {"type": "user_message", "text": text, "id": secrets.token_hex(8)}
+        self._stopped_by_ctrl_c = False
         if self._interrupts.take():  # a Ctrl+C with the Enter, or since: it is not sent
-            self.a_turn_failed = True  # as a reply cancelled (the connection is as it was)
+            self.a_turn_failed = self._stopped_by_ctrl_c = True  # as a reply cancelled
             self.console.warn("[cancelled]")
             return
         self._send(frame)  # whole: a Ctrl+C meanwhile cancels the reply once it is sent
@@ -1227,7 +1231,7 @@ class Chat:
             except KeyboardInterrupt:
                 if cancelled:
                     raise
-                cancelled = True
+                cancelled = self._stopped_by_ctrl_c = True
                 self.console.hold_typed_ahead()  # lines typed meanwhile wait, unsent
                 with contextlib.suppress(ConnectionLost):  # if lost, the receive tells it
                     self.conn.send({"type": "cancel"})

@@ -726,6 +726,26 @@ def test_a_ctrl_c_meant_for_a_reply_that_had_just_ended_does_not_leave(env: Env)
         tty.close()
 
 
+def test_ctrl_c_twice_during_a_reply_leaves(env: Env, server: ChatServer) -> None:
+    """H147: the first Ctrl+C cancelled the reply at once, so the second (a double press,
+    as Claude Code leaves on) reached the prompt within a second of the reply's end and
+    got "the reply had just ended; Ctrl+C again to leave": a reply the user's own Ctrl+C
+    stopped is no reply that ended before a Ctrl+C meant for it. It leaves, saved."""
+    tty = Pty(env, env.terminal())
+    try:
+        streaming_after_one_turn(tty)
+        tty.type("\x03")
+        tty.expect("[cancelled]")
+        tty.expect_prompt()
+        tty.type("\x03")
+        assert tty.process.wait(timeout=30) == 130
+    finally:
+        tty.close()
+    assert JUST_ENDED_LINE.format(what="the reply") not in ANSI.sub(b"", tty.seen).decode()
+    (session_id,) = env.session_ids()
+    assert "hello tty" in str(env.session(session_id)["recent_messages"])
+
+
 def test_a_ctrl_c_right_after_a_command_names_the_command(env: Env) -> None:
     """H85: the note after a command said "the reply had just ended"."""
     tty = Pty(env, env.terminal())
