@@ -22,6 +22,14 @@ def write_out(text: str) -> None:
     sys.stdout.write(text + "\n")
 
 
+def write_error(line: str) -> None:
+    """An ``error:`` line on stderr, wrapped between words on a terminal narrower than
+    it, as the click commands' error lines are (the terminal cut it inside a word)."""
+    from cli.console import stderr_wrapped
+
+    print(stderr_wrapped(line), file=sys.stderr)
+
+
 def quick_sessions(flags: list[str]) -> int:
     from cli.errors import CommandError, as_error_line, current_directory, usable_workspace
     from cli.quick import incomplete
@@ -30,7 +38,7 @@ def quick_sessions(flags: list[str]) -> int:
     try:
         workspace = None if every else usable_workspace(current_directory())  # --all: none
     except CommandError as exc:
-        print(as_error_line(str(exc)), file=sys.stderr)
+        write_error(as_error_line(str(exc)))
         return 1
     answering = True
     if "--json" in flags:
@@ -59,7 +67,7 @@ def quick_sessions(flags: list[str]) -> int:
         line = error_line(exc)
         if line is None:
             raise
-        print(line, file=sys.stderr)
+        write_error(line)
         return 1
     for warning in data["warnings"]:
         print(warning, file=sys.stderr)

@@ -78,3 +78,24 @@ def test_config_show_fits_an_80_column_terminal(env: Env) -> None:
     value += rows[budget + 1].split()  # the explanation goes on under VALUE
     assert "not" in value and "known)" in value, rows
     assert rows[budget + 1].startswith(" " * len("context_tokens")), rows
+
+
+def test_the_sessions_listings_error_line_wraps_between_words(env: Env) -> None:
+    """H147: `agent-assist sessions` (answered without click, for speed) printed its
+    `error:` line as it was, which the terminal cut inside words (`cd to i` / `t again`),
+    where every click command's error line wraps between words."""
+    gone = env.workspace / "gone"
+    gone.mkdir()
+    shell = ("sh", "-c", 'cd "$0" && rmdir "$0" && exec "$@"', str(gone))
+    tty = Pty(env, env.terminal(), "sessions", under=shell, columns=40)
+    try:
+        tty.expect("--workspace DIR")
+        assert tty.process.wait(timeout=15) == 1
+    finally:
+        tty.close()
+    screen = ANSI.sub(b"", tty.seen).decode().replace("\r", "")
+    rows = [row for row in screen.splitlines() if row.strip()]
+    assert rows[0].startswith("error: the current directory"), rows
+    assert all(len(row) < 40 for row in rows), rows
+    words = " ".join(rows).split()
+    assert "deleted" in words and "again," in words, "no word cut in two"
