@@ -170,7 +170,7 @@ class StorageActor(Actor[StorageMessage]):
     async def _stored(self, project: Path, session_id: str) -> bool:
         if session_id in self._deleted:
             return False
-        return await self._io(lambda: self._catalog.manager(project).exists(session_id))
+        return await self._io(lambda: self._catalog.stored(project, session_id))
 
     async def _here(self, project: Path, session_id: str) -> bool:
         """Whether ``project`` has the session: its file, or it is new there and live (no
@@ -278,13 +278,9 @@ class StorageActor(Actor[StorageMessage]):
                 directory = catalog.checkpoints(project).session_dir(session_id)
                 return await self._io(lambda: read_kept_context(directory))
             case LoadSession(project, session_id, messages, set_aside):
-                manager = catalog.manager(project)
-                load = {
-                    "scrubbed": manager.load,
-                    "unscrubbed": manager.load_for_resume,
-                    "none": manager.load_without_messages,
-                }[messages]
-                return await self._io(lambda: load(session_id, set_aside=set_aside))
+                return await self._io(
+                    lambda: catalog.load(project, session_id, messages, set_aside)
+                )
             case LoadRecovered(project, state):
                 return await self._io(lambda: catalog.recovery_ahead(project, state))
             case FindResumable(project, terminal_pid):

@@ -8,6 +8,7 @@ invalid pointers aside; a listing, ``show`` and ``prune --dry-run`` change no fi
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -221,19 +222,21 @@ class SessionCatalog:
         checkpoint refers to. True if there was a session file; ``if_saved`` (the user's
         ``sessions rm``): without one, or with one of a newer version, nothing is deleted."""
         manager = self.manager(project)
-        if if_saved and not manager.exists(session_id):
+        copied = bool(self._copies(project, session_id))  # its saves failed: one kept aside
+        if if_saved and not (copied or manager.exists(session_id)):
             return False
         if if_saved:
             manager.refuse_newer(session_id)
         if not if_saved:
             removed = manager.delete(session_id)
+            self.delete_copies(project, session_id)
             self.checkpoints(project).delete_session(session_id)
             self.checkpoints(project).collect_garbage()
-            return removed
+            return removed or copied
         removed, problem = self._remove(project, session_id)  # the user's rm: what stayed
         if problem is not None:
             raise SessionError(problem)
-        return removed
+        return removed or copied
 
     def _remove(
         self,
@@ -250,6 +253,7 @@ class SessionCatalog:
         session, if listed already."""
         try:
             removed = self.manager(project).delete(session_id, pointers)
+            self.delete_copies(project, session_id)
         except OSError as exc:
             return False, not_removed_line(session_id, exc)
         try:
@@ -367,6 +371,47 @@ class SessionCatalog:
         assert error is not None
         raise error
 
+    def stored(self, project: Path, session_id: str) -> bool:
+        """Whether ``project`` holds the session: its file, or a recovery copy of one whose
+        file was never written (none of its saves worked: a full disk from its first turn)."""
+        return self.manager(project).exists(session_id) or bool(self._copies(project, session_id))
+
+    def load(
+        self, project: Path, session_id: str, messages: str, set_aside: SetAside
+    ) -> SessionState:
+        """The session with its ``messages`` as ``LoadSession`` asks (``scrubbed``,
+        ``unscrubbed``, ``none``); one with no file, from its newest recovery copy (the chat
+        went on from the copy: the user had been answered those turns)."""
+        manager = self.manager(project)
+        load = {
+            "scrubbed": manager.load,
+            "unscrubbed": manager.load_for_resume,
+            "none": manager.load_without_messages,
+        }[messages]
+        try:
+            return load(session_id, set_aside=set_aside)
+        except FileNotFoundError:
+            copies = self._copies(project, session_id)
+            if not copies or manager.exists(session_id):
+                raise
+            return manager.load_copy(max(copies)[1], session_id, set_aside=set_aside)
+
+    def _copies(self, project: Path, session_id: str) -> tuple[tuple[datetime, Path], ...]:
+        """The session's readable recovery copies, with when each was written."""
+        return tuple(
+            (kept.updated_at, copy.path)
+            for copy in recovered_copies(self.root, project)
+            if copy.session_id == session_id and (kept := _copy_facts(copy.path)) is not None
+        )
+
+    def delete_copies(self, project: Path, session_id: str) -> None:
+        """Remove the session's recovery copies: the session is gone (``/reset``, ``sessions
+        rm``, a prune), and a copy kept would bring it back, transcript and all."""
+        for copy in recovered_copies(self.root, project):
+            if copy.session_id == session_id:
+                with contextlib.suppress(FileNotFoundError):
+                    copy.path.unlink()
+
     def recovery_ahead(
         self, project: Path, state: SessionState
     ) -> tuple[Path, SessionState] | None:
@@ -375,11 +420,9 @@ class SessionCatalog:
         copy the session file was written after is not (the session went on from the
         file, or took the copy: taking it would drop what was done since)."""
         ahead = [
-            (kept.updated_at, copy.path)
-            for copy in recovered_copies(self.root, project)
-            if copy.session_id == state.session_id
-            and (kept := _copy_facts(copy.path)) is not None
-            and kept.updated_at > state.updated_at
+            (kept_at, path)
+            for kept_at, path in self._copies(project, state.session_id)
+            if kept_at > state.updated_at
         ]
         if not ahead:
             return None

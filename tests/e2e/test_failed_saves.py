@@ -307,3 +307,71 @@ def test_a_directory_made_at_the_session_files_name_is_moved_aside_and_told(env:
     assert (aside / "kept.txt").read_text() == "whatever was put here"
     assert prompts_in(env.session(session_id)) == ["first message", "second message"]
 
+
+
+def test_a_chat_whose_first_saves_all_failed_keeps_its_turns_when_its_supervisor_dies(
+    env: Env,
+) -> None:
+    """H148: with the disk full from the first turn on, the session file was never
+    written, only its recovery copy; after the supervisor and its heir were killed the
+    re-attached chat said the session was "no longer on disk (removed meanwhile)" and went
+    on in a new session, without the turns the user had been answered."""
+    fault_file = faulty(env)
+    fault_file.write_text("rename ENOSPC /sessions/\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    for text in ("first message", "second message"):
+        client.send(text)
+        client.expect(f'You said: "{text}"')  # kept aside only
+    env.kill_supervisor_and_heir()
+    fault_file.unlink()
+    client.send("third message")
+    client.expect("(turn 3 of this conversation")
+    client.close_stdin()
+    assert client.wait() == 0
+    assert "no longer on disk" not in "\n".join(client.drain_stderr())
+    assert_the_three_messages_are_saved(env)
+
+
+def test_resume_by_id_goes_on_with_a_session_kept_only_in_its_recovery_copy(env: Env) -> None:
+    """H148: a terminal killed on a full disk left its session in a recovery copy only
+    (no save ever worked); the listing's warning said "resuming the session goes on with
+    them", and ``--resume ID`` answered "no session ID in this project"."""
+    fault_file = faulty(env)
+    fault_file.write_text("rename ENOSPC /sessions/\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    for text in ("first message", "second message"):
+        client.send(text)
+        client.expect(f'You said: "{text}"')
+    client.kill9()
+    env.run("supervisor", "stop")  # the killed terminal's exit has ended: its copy is kept
+    fault_file.unlink()
+    (kept,) = (env.project.parent / "recovered").iterdir()
+    session_id = kept.name.split("-", 1)[0]
+    again = env.spawn("--resume", session_id, terminal=env.terminal())
+    again.send("third message")
+    again.expect("(turn 3 of this conversation")
+    again.close_stdin()
+    assert again.wait() == 0
+    assert env.session_ids() == [session_id]
+    assert_the_three_messages_are_saved(env)
+
+
+def test_sessions_rm_removes_a_session_kept_only_in_its_recovery_copy(env: Env) -> None:
+    """H148: a session whose every save failed was out of reach of ``sessions rm`` ("no
+    session ID in this project") and its copy, the whole transcript, stayed for good; a
+    copy left by a removed session would now bring it back at ``--resume ID``."""
+    fault_file = faulty(env)
+    fault_file.write_text("rename ENOSPC /sessions/\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("first message")
+    client.expect('You said: "first message"')
+    client.kill9()
+    env.run("supervisor", "stop")
+    fault_file.unlink()
+    (kept,) = (env.project.parent / "recovered").iterdir()
+    session_id = kept.name.split("-", 1)[0]
+    removed = env.run("sessions", "rm", session_id)
+    assert removed.returncode == 0, removed.stderr
+    assert not kept.exists()
+    again = env.run("sessions", "show", session_id)
+    assert again.returncode == 1 and "no session" in again.stderr
