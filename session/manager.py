@@ -540,8 +540,9 @@ class SessionManager:
         self, session_id: str, error: UnsafeSessionFile | CorruptSessionFile
     ) -> SessionHeader | None:
         """The header of a session file that is still on disk but was not read (refused, or
-        corrupt and not moved aside for a failure): its times from the file itself, a note
-        saying why. None if it is no longer there (moved aside)."""
+        corrupt and left in place: by a read-only listing, or for a failure to move it): its
+        times from the file itself, a note saying why. None if it is no longer there (moved
+        aside)."""
         try:
             info = os.lstat(self.session_path(session_id))
         except OSError:
@@ -550,7 +551,7 @@ class SessionManager:
         reason = (
             f"refused: {error.reason}"
             if isinstance(error, UnsafeSessionFile)
-            else "corrupt: not read (see the error line)"
+            else f"corrupt: not read ({error.reason})"
         )
         return SessionHeader(
             session_id=session_id,
@@ -759,8 +760,6 @@ class SessionManager:
                 if isinstance(exc, CorruptSessionFile):
                     exc = self._dealt_with(exc, set_aside)
                 problems.append(exc)
-                if isinstance(exc, CorruptSessionFile) and exc.left:
-                    continue  # no session: not listed, as once it is moved aside
                 unread = self._unread_header(session_id, exc)
                 if unread is not None:  # still at its name (not moved aside): listed
                     sessions.append(unread)

@@ -387,7 +387,9 @@ def test_listing_is_newest_first_and_reports_bad_files_without_stopping(
     manager.session_path("333333333333").write_bytes(b"not json")
     (manager.directory / "notes.json").write_bytes(b"{}")
     listing = manager.list_sessions()
-    assert [s.session_id for s in listing.sessions] == ["222222222222", "111111111111"]
+    read = [s.session_id for s in listing.sessions if s.note is None]
+    assert read == ["222222222222", "111111111111"]
+    assert [s.session_id for s in listing.sessions if s.note] == ["333333333333"]  # left
     assert [type(p) for p in listing.problems] == [CorruptSessionFile]
     assert (manager.directory / "notes.json").exists()
 
@@ -407,7 +409,7 @@ def test_a_second_listing_sees_what_changed_since_the_first(manager: SessionMana
     assert summaries(manager) == {"111111111111": "saved by us", "222222222222": "edited outside"}
     manager.session_path("111111111111").write_bytes(b"not json any more")
     listing = manager.list_sessions()
-    assert [s.session_id for s in listing.sessions] == ["222222222222"]
+    assert [s.session_id for s in listing.sessions if s.note is None] == ["222222222222"]
     assert [type(p) for p in listing.problems] == [CorruptSessionFile]
 
 
@@ -721,17 +723,20 @@ def test_a_refused_session_file_is_still_listed_with_why(
 
 
 def test_a_corrupt_file_is_listed_alike_read_only_or_not(tmp_path: Path) -> None:
-    """Left in place by a read-only listing, moved aside by one that may write: no row
-    either way, and a warning (no failure) naming the file."""
+    """Left in place by a read-only listing, it is listed, with a note (H148: it had no
+    row, so ``sessions --json`` hid a session file still on disk); moved aside by one that
+    may write, it is no session file any more. A warning (no failure) names it."""
     SessionManager(tmp_path).directory.mkdir(parents=True, exist_ok=True)
     path = SessionManager(tmp_path).session_path(SID)
     path.write_text('{"schema_version": 3, "x": ')
     read_only = SessionManager(tmp_path, read_only=True).list_sessions()
-    assert read_only.sessions == () and path.exists()
+    (row,) = read_only.sessions
+    assert (row.session_id, row.turns) == (SID, None) and path.exists()
+    assert row.note is not None and row.note.startswith("corrupt")
     (problem,) = read_only.problems
     assert problem.severity == "warning" and f"{SID}.json is corrupt" in str(problem)
     left = SessionManager(tmp_path).list_sessions()
-    assert left.sessions == () and path.exists(), "a listing changes no file"
+    assert left.sessions == read_only.sessions and path.exists(), "a listing changes no file"
     assert [str(p) for p in left.problems] == [str(problem)]
     moved = SessionManager(tmp_path).list_sessions(set_aside="move")
     assert moved.sessions == () and not path.exists()
