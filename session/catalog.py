@@ -9,6 +9,7 @@ invalid pointers aside; a listing, ``show`` and ``prune --dry-run`` change no fi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import math
 import os
@@ -308,11 +309,31 @@ class SessionCatalog:
         listing = manager.list_sessions(set_aside=set_aside)
         pointers = manager.list_pointers(set_aside=set_aside)
         warnings = [problem_line(p) for p in (*listing.problems, *pointers.problems)]
-        rows = classify(
-            project.parent.name, listing.sessions, pointers.pointers, live, pointer_alive
-        )
         headers = {header.session_id: header for header in listing.sessions}
+        kept = self._kept_only(project, headers)
+        rows = classify(
+            project.parent.name, (*listing.sessions, *kept), pointers.pointers, live, pointer_alive
+        )
         return rows, warnings + recovered_lines(self.root, project, headers)
+
+    def _kept_only(self, project: Path, listed: Collection[str]) -> list[SessionHeader]:
+        """The headers of the sessions with no file but a recovery copy (none of their saves
+        worked): still on disk, so listed, from their newest copy, with a note saying where
+        it is (never offered nor pruned: ``--resume ID`` goes on with it)."""
+        manager = self.manager(project)
+        newest: dict[str, SessionHeader] = {}
+        for copy in recovered_copies(self.root, project):
+            if copy.session_id in listed or manager.exists(copy.session_id):
+                continue
+            try:
+                header = manager.copy_header(copy.path, copy.session_id)
+            except (OSError, SessionFileError):
+                continue  # the listing's warning names it (recovered_lines), or nothing does
+            seen = newest.get(copy.session_id)
+            if seen is None or header.updated_at > seen.updated_at:
+                note = f"kept only in {copy.path} when its saves failed"
+                newest[copy.session_id] = dataclasses.replace(header, note=note)
+        return list(newest.values())
 
     def list(
         self,

@@ -515,6 +515,11 @@ class SessionManager:
             self._index_stale = True
         return header
 
+    def copy_header(self, path: Path, session_id: str) -> SessionHeader:
+        """The header of a copy of session ``session_id`` kept elsewhere (a recovery copy),
+        read as ``load_header`` reads a session file's (never cached)."""
+        return scrub_header(self._read_header(path, session_id), self.known_secrets)
+
     def _read_header(self, path: Path, session_id: str) -> SessionHeader:
         data = read_regular_file(path, self.max_session_bytes)
         raw = self._migrated(path, data)

@@ -375,3 +375,24 @@ def test_sessions_rm_removes_a_session_kept_only_in_its_recovery_copy(env: Env) 
     assert not kept.exists()
     again = env.run("sessions", "show", session_id)
     assert again.returncode == 1 and "no session" in again.stderr
+
+
+def test_a_session_kept_only_in_its_recovery_copy_is_listed(env: Env) -> None:
+    """H148: ``sessions`` said "No sessions." under the warning that named the copy of a
+    session none of whose saves had worked: a session still on disk, hidden from the
+    listing (and from ``--json``)."""
+    fault_file = faulty(env)
+    fault_file.write_text("rename ENOSPC /sessions/\n")
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("first message")
+    client.expect('You said: "first message"')
+    client.kill9()
+    env.run("supervisor", "stop")
+    fault_file.unlink()
+    (kept,) = (env.project.parent / "recovered").iterdir()
+    session_id = kept.name.split("-", 1)[0]
+    listing = env.run("sessions", "--json")
+    assert listing.returncode == 0, listing.stderr
+    (row,) = json.loads(listing.stdout)
+    assert (row["session_id"], row["turns"], row["state"]) == (session_id, 1, "orphaned")
+    assert str(kept) in row["note"]
