@@ -21,6 +21,15 @@ def _context(client: Client) -> list[str]:
     return lines[begin:]
 
 
+def _kill_supervisor(env: Env, heir: str) -> None:
+    """kill -9 of the supervisor, once its heir (``heir`` "1") is ready to take over."""
+    first = env.supervisor_pid()
+    assert first is not None
+    if heir == "1":
+        wait_for(env.heir_pid, what="the heir")
+    os.kill(first, signal.SIGKILL)
+
+
 @pytest.mark.parametrize("heir", ["1", "0"], ids=["heir", "new supervisor"])
 def test_the_resume_context_after_a_supervisor_crash_is_the_one_before(
     env: Env, heir: str
@@ -37,11 +46,7 @@ def test_the_resume_context_after_a_supervisor_crash_is_the_one_before(
     assert "- 1 tracked file unchanged" in before
     client.send("one more turn before the crash")
     client.expect("one more turn before the crash")
-    first = env.supervisor_pid()
-    assert first is not None
-    if heir == "1":
-        wait_for(env.heir_pid, what="the heir")
-    os.kill(first, signal.SIGKILL)
+    _kill_supervisor(env, heir)
     client.send("after the crash")
     client.expect("after the crash")
     client.expect("the supervisor went away", stderr=True)
@@ -98,12 +103,8 @@ def test_the_context_of_a_restored_checkpoint_after_a_supervisor_crash_is_the_on
     assert "- agent_spec.md: modified" in before
     client.send("one more turn before the crash")
     client.expect("one more turn before the crash")
-    first = env.supervisor_pid()
-    assert first is not None
-    if heir == "1":
-        wait_for(env.heir_pid, what="the heir")
     start = len(client.drain_stderr())
-    os.kill(first, signal.SIGKILL)
+    _kill_supervisor(env, heir)
     client.send("after the crash")
     client.expect("after the crash")
     client.expect("the supervisor went away", stderr=True)

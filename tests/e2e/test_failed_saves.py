@@ -332,21 +332,27 @@ def test_a_chat_whose_first_saves_all_failed_keeps_its_turns_when_its_supervisor
     assert_the_three_messages_are_saved(env)
 
 
-def test_resume_by_id_goes_on_with_a_session_kept_only_in_its_recovery_copy(env: Env) -> None:
-    """H148: a terminal killed on a full disk left its session in a recovery copy only
-    (no save ever worked); the listing's warning said "resuming the session goes on with
-    them", and ``--resume ID`` answered "no session ID in this project"."""
+def _kept_only_in_a_copy(env: Env, *texts: str) -> tuple[Path, str]:
+    """A chat on a full disk from its start (no save works) says ``texts``, then its
+    terminal is killed: its session is kept only in a recovery copy. The copy and the id."""
     fault_file = faulty(env)
     fault_file.write_text("rename ENOSPC /sessions/\n")
     client = env.spawn("--new", terminal=env.terminal())
-    for text in ("first message", "second message"):
+    for text in texts:
         client.send(text)
         client.expect(f'You said: "{text}"')
     client.kill9()
     env.run("supervisor", "stop")  # the killed terminal's exit has ended: its copy is kept
     fault_file.unlink()
     (kept,) = (env.project.parent / "recovered").iterdir()
-    session_id = kept.name.split("-", 1)[0]
+    return kept, kept.name.split("-", 1)[0]
+
+
+def test_resume_by_id_goes_on_with_a_session_kept_only_in_its_recovery_copy(env: Env) -> None:
+    """H148: a terminal killed on a full disk left its session in a recovery copy only
+    (no save ever worked); the listing's warning said "resuming the session goes on with
+    them", and ``--resume ID`` answered "no session ID in this project"."""
+    _, session_id = _kept_only_in_a_copy(env, "first message", "second message")
     again = env.spawn("--resume", session_id, terminal=env.terminal())
     again.send("third message")
     again.expect("(turn 3 of this conversation")
@@ -360,16 +366,7 @@ def test_sessions_rm_removes_a_session_kept_only_in_its_recovery_copy(env: Env) 
     """H148: a session whose every save failed was out of reach of ``sessions rm`` ("no
     session ID in this project") and its copy, the whole transcript, stayed for good; a
     copy left by a removed session would now bring it back at ``--resume ID``."""
-    fault_file = faulty(env)
-    fault_file.write_text("rename ENOSPC /sessions/\n")
-    client = env.spawn("--new", terminal=env.terminal())
-    client.send("first message")
-    client.expect('You said: "first message"')
-    client.kill9()
-    env.run("supervisor", "stop")
-    fault_file.unlink()
-    (kept,) = (env.project.parent / "recovered").iterdir()
-    session_id = kept.name.split("-", 1)[0]
+    kept, session_id = _kept_only_in_a_copy(env, "first message")
     removed = env.run("sessions", "rm", session_id)
     assert removed.returncode == 0, removed.stderr
     assert not kept.exists()
@@ -381,16 +378,7 @@ def test_a_session_kept_only_in_its_recovery_copy_is_listed(env: Env) -> None:
     """H148: ``sessions`` said "No sessions." under the warning that named the copy of a
     session none of whose saves had worked: a session still on disk, hidden from the
     listing (and from ``--json``)."""
-    fault_file = faulty(env)
-    fault_file.write_text("rename ENOSPC /sessions/\n")
-    client = env.spawn("--new", terminal=env.terminal())
-    client.send("first message")
-    client.expect('You said: "first message"')
-    client.kill9()
-    env.run("supervisor", "stop")
-    fault_file.unlink()
-    (kept,) = (env.project.parent / "recovered").iterdir()
-    session_id = kept.name.split("-", 1)[0]
+    kept, session_id = _kept_only_in_a_copy(env, "first message")
     listing = env.run("sessions", "--json")
     assert listing.returncode == 0, listing.stderr
     (row,) = json.loads(listing.stdout)

@@ -6,6 +6,17 @@ from tests.e2e.harness import Env
 from tests.e2e.test_tty import ANSI, Pty
 
 
+def _rows_at_exit(tty: Pty, last: str, status: int) -> list[str]:
+    """The non-empty rows the terminal showed, once ``last`` came and it exited ``status``."""
+    try:
+        tty.expect(last)
+        assert tty.process.wait(timeout=15) == status
+    finally:
+        tty.close()
+    screen = ANSI.sub(b"", tty.seen).decode().replace("\r", "")
+    return [row for row in screen.splitlines() if row.strip()]
+
+
 def test_a_warning_wider_than_the_terminal_wraps_between_words(env: Env) -> None:
     """H114: console.warn lines were left to the terminal's wrap, which cut them inside a
     word (``Cancelled; no session was opened (nothin`` / ``g on disk...``)."""
@@ -44,13 +55,7 @@ def test_a_chats_last_error_line_wider_than_the_terminal_wraps_between_words(env
         AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
     )
     tty = Pty(env, env.terminal(), "--new", columns=40)
-    try:
-        tty.expect("to use the supervisor's")
-        assert tty.process.wait(timeout=15) == 1
-    finally:
-        tty.close()
-    screen = ANSI.sub(b"", tty.seen).decode().replace("\r", "")
-    rows = [row for row in screen.splitlines() if row.strip()]
+    rows = _rows_at_exit(tty, "to use the supervisor's", 1)
     assert rows[0].startswith("error: the running supervisor sends"), rows
     assert all(len(row) < 40 for row in rows), rows
     words = " ".join(rows).split()
@@ -62,13 +67,7 @@ def test_config_show_fits_an_80_column_terminal(env: Env) -> None:
     `config show` padded every VALUE to the long `context_tokens` explanation, so on an
     80-column terminal each row wrapped and every SOURCE landed on a line of its own."""
     tty = Pty(env, env.terminal(), "config", "show", "--model", "openai-chat:my-model", columns=80)
-    try:
-        tty.expect("config file:")
-        assert tty.process.wait(timeout=15) == 0
-    finally:
-        tty.close()
-    screen = ANSI.sub(b"", tty.seen).decode().replace("\r", "")
-    rows = [row for row in screen.splitlines() if row.strip()]
+    rows = _rows_at_exit(tty, "config file:", 0)
     assert all(len(row) <= 80 for row in rows), rows
     assert rows[0].split() == ["SETTING", "VALUE", "SOURCE"], rows
     assert rows[1].split()[0] == "model" and rows[1].endswith("option"), rows
@@ -88,13 +87,7 @@ def test_the_sessions_listings_error_line_wraps_between_words(env: Env) -> None:
     gone.mkdir()
     shell = ("sh", "-c", 'cd "$0" && rmdir "$0" && exec "$@"', str(gone))
     tty = Pty(env, env.terminal(), "sessions", under=shell, columns=40)
-    try:
-        tty.expect("--workspace DIR")
-        assert tty.process.wait(timeout=15) == 1
-    finally:
-        tty.close()
-    screen = ANSI.sub(b"", tty.seen).decode().replace("\r", "")
-    rows = [row for row in screen.splitlines() if row.strip()]
+    rows = _rows_at_exit(tty, "--workspace DIR", 1)
     assert rows[0].startswith("error: the current directory"), rows
     assert all(len(row) < 40 for row in rows), rows
     words = " ".join(rows).split()
