@@ -193,14 +193,16 @@ def fit_last_returns(messages: Sequence[ModelMessage], max_chars: int) -> list[M
     past the budget together. Each return longer than an even share of the room left
     keeps its head and a note; every call keeps its return. The cut leaves the wire's
     share of the budget (``WIRE_HEADROOM``)."""
-    total = sum(message_chars(m) for m in messages)
-    if total <= max_chars or not messages or not isinstance(messages[-1], ModelRequest):
+    last = messages[-1] if messages else None
+    if not isinstance(last, ModelRequest):
         return list(messages)
-    last = messages[-1]
     parts = list(last.parts)
     returns: dict[int, ToolReturnPart[Any]] = {
         k: p for k, p in enumerate(parts) if type(p) is ToolReturnPart
     }
+    total = sum(message_chars(m) for m in messages) if returns else 0
+    if total <= max_chars:  # no return to cut (a turn's first request), or within
+        return list(messages)
     sizes = {k: len(str(p.content)) for k, p in returns.items()}
     room = max_chars - max_chars // WIRE_HEADROOM - (total - sum(sizes.values()))
     for n, k in enumerate(sorted(returns, key=sizes.__getitem__)):  # the short ones first
