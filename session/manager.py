@@ -664,7 +664,8 @@ class SessionManager:
             raise self._dealt_with(found, set_aside) from found.__cause__
 
     def delete(self, session_id: str, pointers: Iterable[Pointer] | None = None) -> bool:
-        """Remove a session file and the terminals' pointers to it; True if there was one.
+        """Remove a session file, then the terminals' pointers to it; True if there was one.
+        An OSError removing the file leaves the pointers (the session stays as it was).
         UnsafeSessionFile, and nothing removed, if a directory is at its name: that is not
         ours to delete. ``pointers``: those naming it, when the caller has listed them
         (a prune of many sessions read every pointer again for each one, in square time)."""
@@ -673,19 +674,19 @@ class SessionManager:
         with contextlib.suppress(FileNotFoundError):
             if stat.S_ISDIR(os.lstat(path).st_mode):
                 raise UnsafeSessionFile(path, "not a regular file")
-        self._headers.pop(session_id, None)
-        if pointers is None:
-            unpointed = self.delete_pointers_to(session_id, sync=False)
-        else:
-            unpointed = sum(self.delete_pointer_if_same(p, sync=False) for p in pointers)
-        clear_stale_temp(temp_path(path))  # a killed save's: no later save clears it
-        self.delete_kept_originals(session_id)
-        try:
+        try:  # the file first: one that stays (an OSError) keeps its pointers and copies
             path.unlink()
         except FileNotFoundError:
             found = False
         else:
             found = True
+        self._headers.pop(session_id, None)
+        clear_stale_temp(temp_path(path))  # a killed save's: no later save clears it
+        self.delete_kept_originals(session_id)
+        if pointers is None:
+            unpointed = self.delete_pointers_to(session_id, sync=False)
+        else:
+            unpointed = sum(self.delete_pointer_if_same(p, sync=False) for p in pointers)
         if found or unpointed:  # one fsync of the directory for every removal
             fsync_dir(self.directory)
         return found

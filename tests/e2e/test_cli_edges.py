@@ -140,9 +140,9 @@ def test_a_prune_or_rm_that_cannot_delete_says_which_session_and_that_it_stayed(
     tab.close()
     env.run("supervisor", "stop")
     told = (
-        f"error: session {session_id} not removed (active_{tab.pid}.json: Operation not "
+        f"error: session {session_id} not removed ({session_id}.json: Operation not "
         "permitted); it stays as it was"
-    )
+    )  # the session file is removed first, its pointers only once it is gone (H150)
     with immutable_sessions_dir_of(env):
         pruned = env.run("sessions", "prune", "--older-than", "0")
         removed = env.run("sessions", "rm", session_id)
@@ -152,6 +152,33 @@ def test_a_prune_or_rm_that_cannot_delete_says_which_session_and_that_it_stayed(
     assert removed.returncode == 1
     assert removed.stderr.splitlines() == [told], removed.stderr
     assert env.session_ids() == [session_id]
+
+
+@pytest.mark.parametrize("supervisor", ["running", "stopped"])
+def test_rm_of_a_session_file_it_cannot_delete_keeps_the_tabs_pointer(
+    env: Env, supervisor: str
+) -> None:
+    """A reported defect (H150): rm removed the tab's ``active_<pid>.json`` before failing
+    on the session file, and said it stayed as it was: the idle session became orphaned."""
+    tab = env.terminal()
+    assert env.run("--new", input="hello\n", terminal=tab).returncode == 0
+    (session_id,) = env.session_ids()
+    path = env.settled(session_id)
+    if supervisor == "stopped":
+        assert env.run("supervisor", "stop").returncode == 0
+    before = pointers(env)
+    with immutable(path):
+        removed = env.run("sessions", "rm", session_id)
+    assert removed.returncode == 1
+    assert removed.stderr.splitlines() == [
+        f"error: session {session_id} not removed ({session_id}.json: Operation not "
+        "permitted); it stays as it was"
+    ], removed.stderr
+    assert env.session_ids() == [session_id] and pointers(env) == before == [
+        f"active_{tab.pid}.json"
+    ]
+    (row,) = env.sessions_json()
+    assert row["state"] == "idle" and row["terminal_pid"] == tab.pid
 
 
 def test_an_over_long_message_is_refused_by_the_client_and_the_chat_goes_on(env: Env) -> None:
