@@ -45,6 +45,7 @@ from session.compaction import (
     EventCompaction,
     LlmEventSummarizer,
     OfflineEventSummarizer,
+    RunawaySummary,
     SummaryNotShorter,
     SummaryTooLong,
     compaction_event,
@@ -84,6 +85,10 @@ TOO_LONG_BECAUSE: Final = (
 model's would not have made the next request smaller (told once, as a warning)."""
 OFFLINE: Final = "offline"
 """As a summary model: the offline summarizer (no model)."""
+NOT_A_FAILURE: Final = (SummaryNotShorter, RunawaySummary)
+"""Answers not used that are no sign of a summary model down (one not shorter than a
+short conversation, one over the cap): the offline summary for that window, one warning,
+and the model asked again next time (not ``LLM_RETRY_AFTER_S`` offline)."""
 R = TypeVar("R")
 
 SUMMARY_TEMPLATE: Final = SESSION_SUMMARY_TEMPLATE
@@ -377,7 +382,7 @@ class CompactionActor(Actor[CompactionMessage]):
                 summarizer = self._llm(model).within(max_chars)
                 with anyio.fail_after(timeout):
                     return await summarizer.summarize_events(events), False
-            except SummaryNotShorter as exc:  # no failure of the model's: asked again next time
+            except NOT_A_FAILURE as exc:  # the model answered: asked again next time
                 log.warning("LLM compaction with %s not used: %s", model, exc)
             except Exception as exc:
                 self._llm_failed(model, "compaction", exc)
@@ -440,7 +445,7 @@ class CompactionActor(Actor[CompactionMessage]):
                     )
                     with anyio.fail_after(self._llm_timeouts[0]):
                         return await self._llm_summary(summarizer, message)
-                except SummaryNotShorter as exc:  # no failure of the model's
+                except NOT_A_FAILURE as exc:  # the model answered: asked again next time
                     log.warning("LLM summary with %s not used: %s", model, exc)
                 except Exception as exc:
                     self._llm_failed(model, "summary", exc)

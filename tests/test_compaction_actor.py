@@ -341,3 +341,47 @@ async def test_a_summary_no_shorter_than_a_short_conversation_is_not_a_failure_o
             assert first == again == offline_summary(short, (), None)
             assert len([r for r in server.requests if r["model"] == "summary-model"]) == 2
             tg.cancel_scope.cancel()
+
+
+async def test_a_runaway_summary_is_not_taken_for_a_summary_model_down(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A reported defect (H150): an answer over MAX_LLM_NARRATIVE_CHARS (RunawaySummary)
+    turned summaries offline for minutes, as if the model were down. The offline summary
+    stands in for that window, one warning says why, and the model is asked again."""
+    import pydantic_ai.models
+
+    from session.compaction import MAX_LLM_NARRATIVE_CHARS
+    from tests.e2e.openai_server import ChatServer
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+    events = events_from_messages(conversation(0, 1, 2, 3), 1)
+    window = sliding_window(events, EventsCompactionConfig(2, 0, None))
+    assert window is not None
+    turns = tuple(turn(1, text="hi"))
+    with ChatServer() as server:
+        server.summary_answer = "The user talks on and on. " * (MAX_LLM_NARRATIVE_CHARS // 20)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
+        async with anyio.create_task_group() as tg:
+            make = partial(CompactionActor, summary_model="openai-chat:summary-model")
+            compaction: ActorRef[Any] = await tg.start(
+                partial(run_supervised, "compaction", make)
+            )
+            with anyio.fail_after(30):
+                compacted = [
+                    await compaction.ask(Compact("aaaaaaaaaaaa", 1, window, "command"))
+                    for _ in range(2)
+                ]
+                summaries = [
+                    await compaction.ask(Summarize("aaaaaaaaaaaa", turns, (), None))
+                    for _ in range(2)
+                ]
+            for answer in compacted:
+                assert isinstance(answer, Compacted) and answer.compaction is not None
+                assert answer.offline and answer.offline_because is None
+            assert summaries == [offline_summary(turns, (), None)] * 2
+            assert len([r for r in server.requests if r["model"] == "summary-model"]) == 4
+            tg.cancel_scope.cancel()
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 4 and all("over the cap of 1,800" in w for w in warned), warned
