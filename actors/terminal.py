@@ -236,6 +236,9 @@ turn finish: nobody asked the reply to stop. An exit asked for (a supervisor sto
 of the chat taking the session up, ``TAKEN_UP``) cuts it."""
 KEPT_UNANSWERED = "note: the message is kept in the session, marked unanswered"
 CUT_BY_EXIT = "the chat ended before the reply"
+CUT_WHILE_WAITED = "stopped by the user while it was waited for"
+"""A turn let finish for a terminal gone, cut by a Ctrl+C of the chat waiting to take
+the session up (``TAKEN_UP``): the user stopped it, no chat ended."""
 CUT_BY_SHUTDOWN = "the supervisor stopped before the reply"
 FINISHING_AFTER_EXIT = "the terminal went away; the supervisor stopped before the reply ended"
 """The reason a turn let finish for a terminal gone is saved with at once: it stays only if
@@ -1110,8 +1113,7 @@ class TerminalActor(Actor[TerminalMessage]):
             return ()
         if self._resendable(done, error) is not None:
             return ()
-        reason = error or (CUT_BY_SHUTDOWN if self._lc.leaving == "shutdown" else CUT_BY_EXIT)
-        return unanswered_turn(message.text, reason)
+        return unanswered_turn(message.text, error or self._cut_because())
 
     def _unanswered_at_exit(self, reason: str) -> tuple[ModelMessage, ...]:
         """The turn that keeps the message of the turn in flight, if one runs, when the
@@ -1121,8 +1123,18 @@ class TerminalActor(Actor[TerminalMessage]):
         if self._lc.phase is Phase.FINISHING:  # as ``kept_meanwhile`` wrote it
             why = FINISHING_AFTER_EXIT
         else:
-            why = CUT_BY_SHUTDOWN if "shutdown" in (reason, self._lc.leaving) else CUT_BY_EXIT
+            why = self._cut_because(reason)
         return unanswered_turn(self._message.text, why)
+
+    def _cut_because(self, reason: str | None = None) -> str:
+        """Why a turn cut with nothing kept ended unanswered: the user stopped it while
+        it was waited for, the supervisor stopped, or the chat ended (``reason``: the
+        actor's, when it leaves before the cut turn's end came)."""
+        if TAKEN_UP in (reason, self._lc.cut_by):
+            return CUT_WHILE_WAITED
+        if "shutdown" in (reason, self._lc.leaving):
+            return CUT_BY_SHUTDOWN
+        return CUT_BY_EXIT
 
     def _resendable(self, done: TurnDone, error: str | None) -> _Message | None:
         """The message of a turn the model refused as over its context window, to be sent

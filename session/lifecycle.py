@@ -320,6 +320,9 @@ class SessionLifecycle:
     leaving: str | None = None
     """Why the terminal left during a turn (``finishing``, ``cutting`` and after): its
     turn's text and end are told to nobody, and the exit gives this reason."""
+    cut_by: str | None = None
+    """Why the turn in flight was cut (``cutting``): ``leaving`` keeps the first reason,
+    and a turn let finish for a terminal gone may be cut by another (``TAKEN_UP``)."""
 
     # -- queries ----------------------------------------------------------
 
@@ -863,7 +866,7 @@ class SessionLifecycle:
 
     def cut_turn(self, reason: str) -> SessionLifecycle:
         """The turn is being cut for the exit (``cutting``)."""
-        return self._move(Event.CUT_TURN, leaving=self.leaving or reason)
+        return self._move(Event.CUT_TURN, leaving=self.leaving or reason, cut_by=reason)
 
     def complete_turn(
         self,

@@ -194,6 +194,7 @@ def test_a_terminal_leaving_finishes_or_cuts_its_turn_as_the_table_says() -> Non
     cut, step = gone.terminal_left("finish-wait-over", finishes_alone=False)
     assert step == CutTurn(4) and cut.phase is Phase.CUTTING
     assert cut.leaving == "disconnected", "the first reason is the exit's"
+    assert cut.cut_by == "finish-wait-over", "the cut's own reason, for its unanswered mark"
     assert gone.terminal_left("reattached", finishes_alone=False)[1] == CutTurn(4)
     assert cut.terminal_left("shutdown", finishes_alone=False) == (cut, Leave("disconnected"))
     stopped, step = active().begin_turn(5).terminal_left("shutdown", finishes_alone=False)

@@ -275,7 +275,8 @@ def test_ctrl_c_while_waiting_cuts_the_turn_and_keeps_the_message_once(
     env: Env, streaming_server: ChatServer
 ) -> None:
     """Ctrl+C while the same tab waits for the last reply stops the wait: the turn is
-    cut, the message kept, marked unanswered (once), and the session resumed."""
+    cut, the message kept, marked unanswered (once), and the session resumed. The reason
+    saved and shown is the user's stop, not "the chat ended before the reply" (H150)."""
     tab = env.terminal()
     _held_mid_reply(env, streaming_server, tab)
     again = env.spawn("--yes", terminal=tab)
@@ -287,13 +288,13 @@ def test_ctrl_c_while_waiting_cuts_the_turn_and_keeps_the_message_once(
     assert again.wait() == 0
     streaming_server.reply_ends_go.set()
     assert again.stdout_lines == ["echo: go on"], "no reply came: none is shown"
-    said = UNANSWERED_LINE.format(reason="the chat ended before the reply")
+    said = UNANSWERED_LINE.format(reason="stopped by the user while it was waited for")
     assert said in again.drain_stderr()
     assert _texts(env) == [
         "hello",
         "echo: hello",
         "be thorough",
-        f"{NO_REPLY_PREFIX}the chat ended before the reply]",
+        f"{NO_REPLY_PREFIX}stopped by the user while it was waited for]",
         "go on",
         "echo: go on",
     ], _texts(env)
