@@ -181,6 +181,23 @@ def test_rm_of_a_session_file_it_cannot_delete_keeps_the_tabs_pointer(
     assert row["state"] == "idle" and row["terminal_pid"] == tab.pid
 
 
+def test_prune_of_a_session_file_it_cannot_delete_keeps_its_pointers(env: Env) -> None:
+    """As rm (H150): prune removed the pointer to a session whose file then stayed."""
+    tab = env.terminal()
+    assert env.run("--new", input="hello\n", terminal=tab).returncode == 0
+    (session_id,) = env.session_ids()
+    path = env.settled(session_id)
+    tab.close()  # the terminal is gone: the session is orphaned, its pointer a gone tab's
+    with immutable(path):
+        pruned = env.run("sessions", "prune", "--older-than", "0")
+    assert pruned.returncode == 1
+    assert pruned.stderr.splitlines() == [
+        f"error: session {session_id} not removed ({session_id}.json: Operation not "
+        "permitted); it stays as it was"
+    ], pruned.stderr
+    assert env.session_ids() == [session_id] and pointers(env) == [f"active_{tab.pid}.json"]
+
+
 def test_an_over_long_message_is_refused_by_the_client_and_the_chat_goes_on(env: Env) -> None:
     piped = "first turn\n" + "x" * (LIMIT + 50_000) + "\nhello after\n"
     result = env.run("--new", input=piped, terminal=env.terminal())
