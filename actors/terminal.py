@@ -1132,7 +1132,7 @@ class TerminalActor(Actor[TerminalMessage]):
         actor's, when it leaves before the cut turn's end came)."""
         if TAKEN_UP in (reason, self._lc.cut_by):
             return CUT_WHILE_WAITED
-        if "shutdown" in (reason, self._lc.leaving):
+        if "shutdown" in (reason, self._lc.leaving, self._lc.cut_by):
             return CUT_BY_SHUTDOWN
         return CUT_BY_EXIT
 

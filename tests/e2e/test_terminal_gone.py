@@ -310,7 +310,7 @@ def test_a_supervisor_stop_while_a_turn_finishes_keeps_its_message_unanswered(
     wait_for(lambda: unanswered_message(_saved(env)) == "hang", what="the message kept")
     assert env.run("supervisor", "stop").returncode == 0
     assert unanswered_message(_saved(env)) == "hang"
-    cut = f"{NO_REPLY_PREFIX}the chat ended before the reply]"
+    cut = f"{NO_REPLY_PREFIX}the supervisor stopped before the reply]"
     assert _texts(env) == ["hello", "echo: hello", "hang", cut]
 
 
