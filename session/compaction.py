@@ -430,6 +430,14 @@ _NOT_AN_ORDER: Final = (
 _STATED: Final = r"(?:[\w']+\s+){1,2}(?:is|are|am|was|were|will|seems?|looks?|feels?|think|guess)\b"
 """After "from now on": a subject and what it is or will be ("our budget is tight", "prices
 will rise"), a statement, not an instruction."""
+_NOT_ONE_OFF: Final = (
+    r"(?!.*\b(?:this|now|yet|today|here|above|below|you know|I gave|I sent|I pasted)\b)"
+)
+"""A sentence that names nothing of the moment ("this", "now", "yet", "above"): a norm
+over "all"/"every" said for this turn ("Use all cores for this build", "All tests should
+pass now") is a request, not a rule (H149)."""
+_NOT_DETERMINED: Final = r"(?!(?:a|an|the|my|our|these|those|that)\b)"
+"""Not a determiner: "all identifiers" is every one, "all the data" is some at hand."""
 _STANDING: Final = (
     r"^\s*(?:please,?\s+)?(?:answer|reply|respond|speak|talk)(?:\s+\w+)?\s+in\s+(?-i:[A-Z])[a-z]+"
     r"|^\s*I\s+(?:want|need|would like)\s+(?:all\s+)?your\s+(?:answers|replies|responses)\b"
@@ -438,17 +446,19 @@ _STANDING: Final = (
     r"|^\s*you(?:\s+are|'re)?\s+not\s+allowed\s+to\b|^\s*you\s+aren't\s+allowed\s+to\b"
     r"|^\s*you\s+may\s+not\s+(?:use|run|touch|edit|change|modify|write|delete|read|call)\b"
     rf"|^\s*{_IMPERATIVE}[^.;!?]*?\s{_FROM_NOW}\W*$"
-    r"|^\s*(?:please,?\s+)?(?:use|prefer|keep|write|name|put|store|format)\b[^?]*"
-    r"(?<!\bit\s)(?<!\bthem\s)\b(?:all|every|each)\s+"
+    rf"|^{_NOT_ONE_OFF}\s*(?:"
+    r"(?:please,?\s+)?(?:use|prefer|keep|write|name|put|store|format)"
+    rf"\s+(?:your\s+)?(?:all|every|each)\s+{_NOT_DETERMINED}"
     r"(?!of\b|together\b|down\b|up\b|out\b|at\b|in\b|over\b|again\b)\w"
-    r"|^\s*(?:all|every|each)\s+(?!of\b)[\w' -]{1,40}?\s+"
+    r"|(?:all|every|each)\s+(?!of\b)[\w' -]{1,40}?\s+"
     r"(?:needs?|should|shall|has to|have to|go|goes|belongs?)\b"
-    r"|^\s*I\s+(?:want|need|'d like|would like|expect)\s+(?!to\b)[^?]*"
-    r"\b(?:all|every|each|everywhere)\b"
-    r"|^\s*(?:please,?\s+)?prefer\s+[^?]{1,40}?\s+(?:over|to|instead of)\s"
-    r"|^\s*no\s+(?!(?:one|longer|more|need|doubt|problem|way)\b)\w+(?:\s+\w+)?\s+in\s+"
+    rf"|I\s+(?:want|need|'d like|would like|expect)\s+(?!to\b){_NOT_DETERMINED}"
+    rf"[^?]*\b(?:(?:all|every|each)\s+{_NOT_DETERMINED}|everywhere\b)"
+    r"|(?:please,?\s+)?prefer\s+[^?]{1,40}?\s+(?:over|to|instead of)\s"
+    r"|no\s+(?!(?:one|longer|more|need|doubt|problem|way|errors?|warnings?|failures?|issues?"
+    r"|problems?|changes?|results?|matches|hits)\b)\w+(?:\s+\w+)?\s+in\s+"
     r"(?:the\s+|any\s+|our\s+|your\s+)?(?:output|code|answers?|replies|responses"
-    r"|comments?|commits?|logs?|names?|identifiers?|messages?|files?|spec)\b"
+    r"|comments?|commits?|logs?|names?|identifiers?|messages?|files?|spec)\b)"
 )
 """A standing instruction said without *always* or *never* (H133: each was lost at the
 first compaction): how to answer ("Respond in French", "I want all your answers in
@@ -456,7 +466,8 @@ first compaction): how to answer ("Respond in French", "I want all your answers 
 alone", "... is off limits"), what is not allowed, an imperative that ends with
 "from now on"; and a norm (H146): an imperative over "all"/"every" ("Keep all
 identifiers in snake_case"), what all or every thing needs ("All functions need
-docstrings"), "I want ... on every ...", "Prefer X over Y", "No X in the output"."""
+docstrings"), "I want ... on every ...", "Prefer X over Y", "No X in the output", each
+naming nothing of the moment (``_NOT_ONE_OFF``, ``_NOT_DETERMINED``)."""
 _RULE_RE: Final = re.compile(
     r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever)\b"
     rf"|{_FROM_NOW}{_IMPERATIVE}"

@@ -776,6 +776,27 @@ def test_statements_about_all_or_none_are_not_rules() -> None:
     assert retained.rules == ()
 
 
+def test_one_off_requests_over_all_or_every_are_not_rules() -> None:
+    """H149: the H146 norms took requests for this turn as standing rules, kept through
+    every compaction ("Use all the data ...", "No changes in the code yet.")."""
+    requests = (
+        "Use all the data from the CSV to build the chart.",
+        "Keep each answer I gave in mind when you refactor this.",
+        "Write a function that sums all values in the list.",
+        "Put every test in the new file for now.",
+        "Store all results in results.json for this run.",
+        "Use every trick you know to make this fast.",
+        "Use all cores for this build.",
+        "All tests should pass now.",
+        "I need a list of all the endpoints.",
+        "I want the report for every region.",
+        "No changes in the code yet.",
+        "No errors in the logs.",
+        "Prefer the second approach to the first one, for this function.",
+    )
+    assert [r for r in requests if extract_retained(said(r)).rules] == []
+
+
 def test_idioms_complaints_and_fragments_are_not_rules() -> None:
     """A helper's second attack: "Never mind, ..." and "We always forget ..." were kept as
     rules the model must always follow, and so were the fragments "Make sure." and
