@@ -1694,9 +1694,10 @@ class TerminalActor(Actor[TerminalMessage]):
         )
 
     def _budget_chars(self) -> int | None:
-        """The session's token budget in characters (None: no budget)."""
-        threshold = self._lc.policy.compaction.token_threshold
-        return threshold * CHARS_PER_TOKEN if threshold else None
+        """The session's token budget in characters as a chat request is held to it, less
+        what the model counted beyond the estimate (``estimate_budget``); None: no budget."""
+        budget = self._lc.estimate_budget()
+        return None if budget is None else budget * CHARS_PER_TOKEN
 
     async def _keep_compaction(self, result: Compacted, *, asked_offline: bool = False) -> bool:
         """Keep a compaction's result (saving it), or back off after a failure: a

@@ -63,6 +63,10 @@ class ChatServer:
         self.report_usage = False
         """Set: a streamed reply ends with the request's usage, its prompt tokens counted as
         the window counts them (a quarter of the body's bytes), as llama.cpp and vLLM do."""
+        self.extra_prompt_tokens = 0
+        """Tokens a request's usage counts beyond a quarter of its body's bytes (a chat
+        template the server adds, a tokenizer counting more than the estimate); a window
+        counts them too."""
         self.tool_returns_go = threading.Event()
         """Cleared: an answer to a tool's return waits until it is set again."""
         self.tool_returns_go.set()
@@ -82,7 +86,7 @@ class ChatServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length))
-                self.prompt_tokens = length // 4
+                self.prompt_tokens = length // 4 + server.extra_prompt_tokens
                 with server._lock:
                     server.requests.append(body)
                     server.body_bytes.append(length)

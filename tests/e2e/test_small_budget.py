@@ -165,3 +165,37 @@ def test_a_summary_request_stays_within_a_small_token_budget(
     assert [size for size in summaries if size > 2500] == []
     assert "failed" not in result.stderr, result.stderr
     assert "by the offline summarizer" not in result.stderr, result.stderr
+
+
+def test_a_summary_request_is_held_to_the_budget_a_model_counting_more_leaves(
+    env: Env, server: ChatServer
+) -> None:
+    """H149: the chat requests were held to the budget less what the model counted beyond
+    the estimate (``token_overhead``), the summary model's to the whole budget: with a
+    model counting 1,000 tokens more (a chat template), a summary asked for sent the summary
+    model more than its window, the chat model's (400), and it was then not asked for 5
+    minutes."""
+    server.report_usage = True
+    server.extra_prompt_tokens = 1000
+    server.summary_window = (2500 - 1000) * 4
+    for k in range(3):
+        (env.workspace / f"notes{k}.md").write_text(paste(k, 4000) + "\n")
+    turns = [f"read: notes{n % 3}.md" if n % 2 else paste(n, 1200) for n in range(1, 8)]
+    result = env.run(
+        "--new",
+        input="".join(t + "\n" for t in [*turns, "/compact"]),
+        terminal=env.terminal(),
+        AGENT_ASSIST_CONTEXT_TOKENS="2500",
+        AGENT_ASSIST_COMPACTION_INTERVAL="100",
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    summaries = [
+        size // 4 + 1000
+        for body, size in zip(server.requests, server.body_bytes, strict=True)
+        if body["model"] == "summary-model"
+    ]
+    assert summaries, "the summary model was asked"
+    assert [size for size in summaries if size > 2500] == []
+    assert "failed" not in result.stderr, result.stderr
