@@ -124,6 +124,8 @@ CUT_TOOL_OUTPUT = (
     "[cut here, of {chars:,} characters, to keep the request within the token budget, "
     "which this reply's other tool outputs share]"
 )
+CUT_TOOL_OUTPUT_SHORT = "[cut: {chars:,} characters, over the token budget]"
+"""``CUT_TOOL_OUTPUT`` for a share too small to hold it (many parallel returns)."""
 
 
 ELIDED_WRITE = "[{chars:,} characters written to the file, elided from the request]"
@@ -218,6 +220,8 @@ def _cut_return(part: ToolReturnPart[Any], chars: int) -> ToolReturnPart[Any]:
     if len(content) <= chars:
         return part
     note = CUT_TOOL_OUTPUT.format(chars=len(content))
+    if len(note) > chars:  # its share holds no more than a short note
+        note = CUT_TOOL_OUTPUT_SHORT.format(chars=len(content))
     head = content[: max(0, chars - len(note) - 1)]
     return dataclasses.replace(part, content=f"{head}\n{note}" if head else note)
 

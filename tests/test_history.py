@@ -558,6 +558,23 @@ def test_parallel_returns_of_the_last_request_share_the_budget() -> None:
     assert fit_last_returns(messages, 20_000) == messages
 
 
+def test_many_parallel_returns_are_cut_within_the_budget() -> None:
+    """H149: each return cut to its share kept a note of ~140 characters, longer than the
+    share of one of 50 parallel reads: the request went over the budget by the notes."""
+    calls = [ToolCallPart("read_file", {"path": f"f{n}.md"}, f"c{n}") for n in range(50)]
+    returns = [ToolReturnPart("read_file", "x" * 10_000, f"c{n}") for n in range(50)]
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("read them all")]),
+        ModelResponse(parts=calls),
+        ModelRequest(parts=returns),
+    ]
+    fitted = fit_last_returns(messages, 8000)
+    assert sum(message_chars(m) for m in fitted) <= 8000
+    assert [getattr(p, "tool_call_id", None) for p in fitted[-1].parts] == [
+        f"c{n}" for n in range(50)
+    ]
+
+
 @given(
     calls=st.lists(st.integers(0, 3), max_size=12),
     orphans=st.integers(0, 2),
