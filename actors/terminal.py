@@ -1307,8 +1307,11 @@ class TerminalActor(Actor[TerminalMessage]):
         self._on_confirm = None
         self._lc = self._lc.with_turn_unanswered(self._unanswered_at_exit(reason))
         manifest, spec = await self._manifest() if self._lc.is_open else ({}, None)
-        # an edit just before the exit, its event not settled: kept untold (H139)
-        unseen, _ = unseen_changes(self._watched, manifest, self._still_tracked)
+        # an edit just before the exit, its event not settled: kept untold (H139); the
+        # writes of a turn cut unended are ours
+        unseen, _ = unseen_changes(
+            self._watched, manifest, self._still_tracked, self._turn_writes
+        )
         summary = self._exit_summary()
         transition = self._lc.exit(
             manifest=self._as_the_model_knows(manifest, unseen),

@@ -80,7 +80,9 @@ class Registry:
         """The terminal's connection ended (or the supervisor stops): its actor runs the
         exit path. Told once: a second ``Detach`` (the stop's, after the terminal left
         mid-turn; the connection's end after the stop's) would make it leave at once,
-        without the turn it cut and waits for."""
+        without the turn it cut and waits for. (``detach_all`` tells an actor whose turn
+        was let finish for its terminal gone again, on purpose: the stop cuts that turn;
+        one whose finish wait had already cut it leaves at once, its message kept.)"""
         entry = self._terminals.get(terminal_pid)
         if entry is not None and entry.ref is ref:
             if not entry.connected:
