@@ -5,6 +5,7 @@ each request's size measured from the body the local OpenAI-compatible server re
 from __future__ import annotations
 
 import json
+import subprocess
 from typing import Any
 
 import pytest
@@ -135,14 +136,9 @@ def test_parallel_reads_of_large_files_stay_within_a_small_token_budget(
     assert [size for size in sizes if size > 2500] == []
 
 
-def test_a_summary_request_stays_within_a_small_token_budget(
-    env: Env, server: ChatServer
-) -> None:
-    """H146: with a budget of 2,500 tokens, ``/compact`` sent the summary model the whole
-    window, up to 60,000 characters (the files read, ~3,900 tokens in all): a summary
-    model with the chat model's window refused it (400), and was then not asked for 5
-    minutes."""
-    server.summary_window = 2500 * 4
+def _compacted_at_2500_tokens(env: Env) -> subprocess.CompletedProcess[str]:
+    """Seven turns (pastes and reads of three 4,000-character files) at a budget of 2,500
+    tokens, then ``/compact`` with the summary model; the run, which ended well."""
     for k in range(3):
         (env.workspace / f"notes{k}.md").write_text(paste(k, 4000) + "\n")
     turns = [f"read: notes{n % 3}.md" if n % 2 else paste(n, 1200) for n in range(1, 8)]
@@ -156,6 +152,18 @@ def test_a_summary_request_stays_within_a_small_token_budget(
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_a_summary_request_stays_within_a_small_token_budget(
+    env: Env, server: ChatServer
+) -> None:
+    """H146: with a budget of 2,500 tokens, ``/compact`` sent the summary model the whole
+    window, up to 60,000 characters (the files read, ~3,900 tokens in all): a summary
+    model with the chat model's window refused it (400), and was then not asked for 5
+    minutes."""
+    server.summary_window = 2500 * 4
+    result = _compacted_at_2500_tokens(env)
     summaries = [
         size // 4
         for body, size in zip(server.requests, server.body_bytes, strict=True)
@@ -178,19 +186,7 @@ def test_a_summary_request_is_held_to_the_budget_a_model_counting_more_leaves(
     server.report_usage = True
     server.extra_prompt_tokens = 1000
     server.summary_window = (2500 - 1000) * 4
-    for k in range(3):
-        (env.workspace / f"notes{k}.md").write_text(paste(k, 4000) + "\n")
-    turns = [f"read: notes{n % 3}.md" if n % 2 else paste(n, 1200) for n in range(1, 8)]
-    result = env.run(
-        "--new",
-        input="".join(t + "\n" for t in [*turns, "/compact"]),
-        terminal=env.terminal(),
-        AGENT_ASSIST_CONTEXT_TOKENS="2500",
-        AGENT_ASSIST_COMPACTION_INTERVAL="100",
-        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
+    result = _compacted_at_2500_tokens(env)
     summaries = [
         size // 4 + 1000
         for body, size in zip(server.requests, server.body_bytes, strict=True)
