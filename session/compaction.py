@@ -468,6 +468,58 @@ alone", "... is off limits"), what is not allowed, an imperative that ends with
 identifiers in snake_case"), what all or every thing needs ("All functions need
 docstrings"), "I want ... on every ...", "Prefer X over Y", "No X in the output", each
 naming nothing of the moment (``_NOT_ONE_OFF``, ``_NOT_DETERMINED``)."""
+_BANNED_THING: Final = (
+    r"(?:emojis?|emoticons|jargon|slang|profanity|abbreviations|acronyms"
+    r"|exclamation (?:marks|points)|semicolons|trailing (?:whitespace|spaces)"
+    r"|(?:print|debug) (?:statements|calls)|prints"
+    r"|globals|global (?:variables|state)|magic numbers|(?:wildcard|star) imports|bare excepts?"
+    r"|markdown|bullet points|apologies|disclaimers|filler|preambles?|small talk|all caps"
+    r"|em dashes|force[- ]pushes|new dependencies|(?:external|third[- ]party) (?:dependencies"
+    r"|libraries|packages)|mocks|sleeps|todos|dead code|hard-?coded (?:secrets|paths|values"
+    r"|credentials)|inline styles)"
+)
+"""What a user bans in a bare "No X." ("No emojis."): a thing of style or code, never an
+answer ("No idea.", "No thanks.", "No errors.")."""
+_CONVENTION_TOPIC: Final = (
+    r"(?:indentation|indenting|formatting|line endings|quotes|quoting|strings|naming|names"
+    r"|identifiers|(?:variable|function|class|file) names|filenames|constants|timestamps|dates"
+    r"|logging|logs|comments|docstrings|docs|documentation|commit messages|type hints|typing"
+    r"|imports|error handling|errors|exceptions|tests|testing|unit tests|mocking|config"
+    r"|configuration|settings|secrets|dependencies|packaging|builds|linting|paths"
+    r"|http (?:calls|requests)|serialization)"
+)
+"""What "Use X for Y" sets a convention for ("Use tabs for indentation"); any other Y
+("Use pandas for the analysis") may be for this task alone."""
+_OBLIGED: Final = (
+    r"(?:mandatory|required|compulsory|obligatory|forbidden|banned|prohibited|disallowed"
+    r"|(?:not|never) (?:allowed|permitted|acceptable)|off[- ]limits|a must|non-negotiable)"
+)
+_CONVENTION: Final = (
+    rf"^\s*(?:please,?\s+)?no\s+(?:more\s+)?{_BANNED_THING}(?:\s+(?:ever|anywhere|at all))?"
+    r"(?:,?\s+please)?\W*$"
+    rf"|^{_NOT_ONE_OFF}\s*(?!(?:it|this|that|there|what|which|who|he|she|they|you|we|i)\b)"
+    rf"\w[\w' /.-]{{0,40}}?\s+(?:is|are)\s+(?:always\s+)?{_OBLIGED}"
+    r"(?:\s+(?:in|for|on|across|everywhere)\b[\w' /.-]{0,40})?\W*$"
+    rf"|^{_NOT_ONE_OFF}\s*(?:please,?\s+)?(?:use|prefer)\s+\w[\w' .-]{{0,30}}?\s+(?:for|as)\s+"
+    rf"(?:the\s+|all\s+|every\s+)?{_CONVENTION_TOPIC}(?:\s+everywhere)?(?:,?\s+please)?\W*$"
+    r"|^\s*(?:all\s+|your\s+)?(?:answers|replies|responses|comments|code comments|commit messages"
+    r"|docstrings|docs|documentation|messages|output)\s+(?:(?:always|only)\s+)?in\s+"
+    r"(?-i:[A-Z])[a-z]+(?:\s+only)?(?:,?\s+please)?\W*$"
+    r"|^\s*(?:tabs|spaces|single quotes|double quotes|snake_case|camelcase|kebab-case|pascalcase"
+    r"|utc|iso ?8601|f-strings|pathlib|pytest|unittest|yaml|json|toml),?\s+(?:not|never|over"
+    r"|instead of)\s+\w[\w' -]{0,30}\W*$"
+    rf"|^{_NOT_ONE_OFF}\s*(?:max(?:imum)?|min(?:imum)?|at most|at least|no more than|up to)"
+    r"\s*:?\s+\d[\d,]*\s+(?!\w+ed\b)[\w-]+(?:\s+(?!\w+ed\b)[\w-]+)?\s+(?:per|a|an|each"
+    r"|in each|for each)"
+    r"\s+[\w-]+(?:\s+of\s+[\w-]+)?\W*$"
+    r"|^\s*(?:max(?:imum)?\s+)?line\s+(?:length|width)\s*(?::|=|of|is|at most|under)?\s*\d+"
+    r"(?:\s+(?:chars?|characters|columns))?\W*$"
+)
+"""A convention said as a norm, without an imperative of its own (H153): "No emojis.",
+"Type hints are mandatory.", "Use tabs for indentation.", "Answers in French, please.",
+"Tabs, not spaces.", "Max 80 chars per line.", "Line length: 100". Each is the whole
+sentence (anchored at both ends, every repeat bounded), so a longer sentence that only
+begins so ("No emojis here because ...") is not one."""
 _RULE_RE: Final = re.compile(
     r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever)\b"
     rf"|{_FROM_NOW}{_IMPERATIVE}"
@@ -484,7 +536,7 @@ _RULE_RE: Final = re.compile(
     r"|before\b|a\b|one\b|the\b)\w+\b)"
     r"|^\s*(?:please,?\s+)?(?:use|prefer|keep|write|name|put|store|format)\b[^?]*"
     r"(?:\b(?:for|in|on|across)\s+(?:all|every|each)\b|\beverywhere\b)"
-    rf"|{_STANDING}",
+    rf"|{_STANDING}|{_CONVENTION}",
     re.IGNORECASE,
 )
 """A rule: *always*, *never*, *must*, an instruction after *from now on*, *going forward*
@@ -526,7 +578,7 @@ _NOT_A_RULE_RE: Final = re.compile(
     r"|gets?|got)\b"
     r"|\bmust\s+(?:have\b|be\s+(?:joking|kidding|wrong|right|it|the|a|an|that|this)\b)"
     r"|^\s*(?:do not|don't)\s+(?:know|understand|think|care|remember|see|get|like)\b"
-    r"|\bnever\s+mind\b|^\W*(?:\w+\W+)?\w*\W*$",
+    rf"|\bnever\s+mind\b|^(?!\W*no\s+{_BANNED_THING}\b)\W*(?:\w+\W+)?\w*\W*$",
     re.IGNORECASE,
 )
 """"I never liked ...", "we always forget ...", "It's always DNS", "The bug always happens
@@ -883,12 +935,16 @@ _MAY_STATE_RE: Final = re.compile(
     r"\?|always|never|must|do not|don't|from now on|going forward|henceforth|from here on"
     r"|stop|important|rule|make sure|ensure|avoid|remember to|only|all|every|each"
     r"|decision|decided|agreed|go with|answer|repl|respon|speak|talk|leave|limits|keep"
-    r"|allowed|may\s+not|prefer|\bno\s+\w+(?:\s+\w+)?\s+in\b",
+    r"|allowed|may\s+not|prefer|\bno\s+\w+(?:\s+\w+)?\s+in\b"
+    r"|\bno\s|use|mandatory|required|compulsory|obligatory|forbidden|banned|prohibited"
+    r"|permitted|acceptable|a must|non-negotiable|\sin\s|\snot\s|\sover\s|instead of|max|min"
+    r"|at most|at least|up to|line",
     re.IGNORECASE,
 )
 """What every decision, rule, revocation and open question a user prompt states holds:
 a word that ``_LABELLED_DECISION_RE``, ``_STATED_DECISION_RE``, ``_RULE_RE`` (each of its
-alternatives) or ``_REVOKE_RE`` needs, or a question mark. Keep it in step with them."""
+alternatives, ``_CONVENTION``'s too) or ``_REVOKE_RE`` needs, or a question mark. Keep it
+in step with them."""
 
 
 def may_retain(text: str, *, said_by_user: bool) -> bool:

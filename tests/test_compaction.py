@@ -1133,3 +1133,121 @@ async def test_a_summary_longer_than_the_conversation_it_was_given_is_refused() 
 
     with pytest.raises(UnusableSummary, match="not shorter than the conversation it was given"):
         await LlmEventSummarizer(FunctionModel(padded)).summarize_events(invocation(1))
+
+
+CONVENTIONS = (
+    "Use tabs for indentation.",
+    "No emojis.",
+    "Type hints are mandatory.",
+    "Don't touch tests/legacy.",
+    "Only edit files under src/.",
+    "Answers in French, please.",
+    "Max 80 chars per line.",
+    "I want every function documented.",
+    "No print statements, please.",
+    "Docstrings are required for every public function.",
+    "Use pytest for tests.",
+    "Line length: 100.",
+    "Tabs, not spaces.",
+    "Comments in English only.",
+    "Emojis are forbidden.",
+    "At most 100 words per answer.",
+)
+
+
+@pytest.mark.parametrize("text", CONVENTIONS)
+def test_conventions_said_as_norms_are_rules(text: str) -> None:
+    """H146 then H153: a convention said without an imperative of its own ("No emojis.",
+    "Type hints are mandatory.", "Use tabs for indentation.") was dropped by the first
+    offline compaction."""
+    assert extract_retained(said(text)).rules == (text,)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Use tabs for indentation?",
+        "Are type hints mandatory?",
+        "Could you use tabs for indentation?",
+        "Max 80 chars per line?",
+        "Use tabs for indentation in this file.",
+        "Use tabs for indentation now.",
+        "Emojis are forbidden in this reply.",
+        "Maximum 3 retries per request for now.",
+        "Use pandas for the analysis.",
+        "Use the CSV for the chart.",
+        "No emojis here, they break the parser.",
+        "No idea.",
+        "No thanks.",
+        "No worries.",
+        "No problem.",
+        "No errors.",
+        "No tests.",
+        "No, use the other file.",
+        "It is mandatory.",
+        "Approval was required.",
+        "The password is required to log in.",
+        "Up to 5 people per team joined.",
+        "At least 3 tests failed per run.",
+        "Answers in French were wrong.",
+        "Line 80 is wrong.",
+        'He wrote "no emojis" in the ticket.',
+        "> Type hints are mandatory.",
+        "    x = 'No emojis.'",
+        "```\nmax_len = 80  # Max 80 chars per line.\n```",
+        "write style.md: Use tabs for indentation. No emojis.",
+    ],
+)
+def test_questions_one_off_requests_quotes_and_code_are_not_conventions(text: str) -> None:
+    assert extract_retained(said(text)).rules == ()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Use x " + "for " * 33_000,
+        "No " + "emojis " * 15_000,
+        "a " * 50_000 + "is mandatory",
+        "Max 8 " + "chars " * 17_000 + "per line",
+        "Answers " + "in " * 33_000,
+        "Tabs, not " + "x" * 100_000,
+        "line length " + "1" * 100_000 + "x",
+    ],
+)
+def test_a_100_kb_line_near_a_convention_is_read_in_one_pass(line: str) -> None:
+    """Every pattern of a convention is bounded or anchored: a 100 KB line that almost
+    matches one is read in linear time (about a second on this machine, as other
+    rule patterns take), with no catastrophic backtracking (which would not end)."""
+    assert len(line) >= 90_000
+    extract_retained(said(line))
+
+
+def test_conventions_said_in_the_first_turn_survive_every_offline_compaction() -> None:
+    """Twelve offline compactions (interval 3, overlap 1) over 36 turns: the conventions
+    of the first turns are among the user's rules of the last one, each read back from
+    the text the session file keeps."""
+    messages = [m for text in CONVENTIONS for m in said(text)]
+    for n in range(len(CONVENTIONS) + 1, 37):
+        messages += turn(n)
+    config = EventsCompactionConfig(3, 1, OfflineEventSummarizer())
+    events: list[Event] = []
+    compactions = 0
+    for start in range(0, len(messages)):
+        events.append(events_from_messages(messages[: start + 1], 1)[-1])
+        if start + 1 < len(messages) and not isinstance(messages[start + 1], ModelRequest):
+            continue
+        window = sliding_window(events, config)
+        if window is None:
+            continue
+        summarized = OfflineEventSummarizer().summarize(window.events)
+        compaction = finish_compaction(window, summarized)
+        assert compaction is not None
+        parsed = parse_compaction(render_compaction(compaction))
+        assert parsed is not None
+        events = with_compaction(events, parsed)
+        compactions += 1
+    assert compactions >= 10
+    final = events[-1].compaction
+    assert final is not None
+    kept = set(final.retained.rules)
+    assert [c for c in CONVENTIONS if c not in kept] == []
