@@ -80,7 +80,7 @@ from session.errors import SessionError
 from session.history import WIRE_HEADROOM, is_turn_start, message_chars
 from session.printable import printable
 from session.redaction import replace_known, scrub_text
-from session.shares import first_lines_within, line_chars, newest_within
+from session.shares import BETWEEN, ends_within, first_lines_within, line_chars, newest_within
 from session.summary import EARLIER, user_prompts
 from session.tool_pairs import tool_pairs
 
@@ -98,6 +98,10 @@ MAX_ITEM_CHARS: Final = 240
 MAX_DECISIONS: Final = 200
 MAX_RULES: Final = 60
 MAX_PATHS: Final = 300
+FIRST_KEPT: Final = 10
+"""Of the paths and the rules, the oldest few kept whatever the caps and the budget (with
+the newest): the files the user set out with ("the spec lives in docs/agent_spec.md") and
+the first rules went first when the newest alone were kept (H153)."""
 MAX_QUESTIONS: Final = 5
 CHARS_PER_TOKEN: Final = 4
 
@@ -163,8 +167,8 @@ class Retained:
         questions = _mentioned_again(self.questions, newer.questions)
         return Retained(
             decisions=decisions,
-            rules=_mentioned_again(rules, newer.rules)[-MAX_RULES:],
-            paths=_mentioned_again(self.paths, newer.paths)[-MAX_PATHS:],
+            rules=_ends(_mentioned_again(rules, newer.rules), MAX_RULES),
+            paths=_ends(_mentioned_again(self.paths, newer.paths), MAX_PATHS),
             questions=tuple(q for q in questions if not _answered(q, newer.decisions))[
                 -MAX_QUESTIONS:
             ],
@@ -172,6 +176,13 @@ class Retained:
 
     def is_empty(self) -> bool:
         return not (self.decisions or self.rules or self.paths or self.questions)
+
+
+def _ends(items: tuple[str, ...], cap: int) -> tuple[str, ...]:
+    """``items`` held to ``cap``: the ``FIRST_KEPT`` oldest and the newest."""
+    if len(items) <= cap:
+        return items
+    return (*items[:FIRST_KEPT], *items[len(items) - (cap - FIRST_KEPT) :])
 
 
 @dataclass(frozen=True)
@@ -1066,16 +1077,17 @@ def render_compaction(
         f"{COMPACTION_HEADER_START}{compaction.start_invocation}-"
         f"{compaction.end_invocation}, compacted); the later turns follow in full."
     )
-    narrative = normalize_narrative(compaction.compacted_content)
-    if max_chars is not None:  # a wordy summary model's narrative leaves room for the rest
-        narrative = first_lines_within(narrative, max(max_chars // 2 - len(head) - 1, 80))
-    first = "\n".join(filter(None, [head, narrative]))
     sections = [
         (heading, [f"- {item}" for item in items])
         for name, heading in _SECTIONS
         if (rules or name != "rules")
         and (items := _section_items(getattr(compaction.retained, name), name, listed))
     ]
+    narrative = normalize_narrative(compaction.compacted_content)
+    if max_chars is not None:  # the narrative goes before the first paths and rules
+        room = min(max_chars // 2, max_chars - _first_kept_chars(sections)) - len(head) - 1
+        narrative = first_lines_within(narrative, max(room, 80))
+    first = "\n".join(filter(None, [head, narrative]))
     if max_chars is not None:
         sections = _within(sections, max_chars - len(first))
     return "\n\n".join([first, *("\n".join([heading, *lines]) for heading, lines in sections)])
@@ -1097,15 +1109,37 @@ def _is_listed(decision: str, listed: frozenset[str]) -> bool:
     return head != decision and any(whole.startswith(head) for whole in listed)
 
 
+_FIRST_KEPT_SECTIONS: Final = frozenset(heading for name, heading in _SECTIONS if name in (
+    "rules", "paths"))
+"""The sections whose oldest ``FIRST_KEPT`` items a request keeps with the newest."""
+
+
+def _first_kept_chars(sections: list[tuple[str, list[str]]]) -> int:
+    """What the oldest items of the paths and rules take, with their headings and the line
+    that counts those left out: held before the narrative and the other sections."""
+    return sum(
+        len(heading) + 2 + line_chars(lines[:FIRST_KEPT]) + len(BETWEEN) + 8
+        for heading, lines in sections
+        if heading in _FIRST_KEPT_SECTIONS
+    )
+
+
 def _within(sections: list[tuple[str, list[str]]], room: int) -> list[tuple[str, list[str]]]:
     """``sections`` held to ``room`` characters: smallest first, each takes what it needs
-    up to an equal share of what is left, so what a small one leaves goes to the others."""
+    up to an equal share of what is left, so what a small one leaves goes to the others;
+    the paths and rules at least what their oldest items need (``ends_within``)."""
     kept = dict(enumerate(lines for _, lines in sections))
     by_size = sorted(kept, key=lambda index: line_chars(kept[index]))
+    floor = {i: _first_kept_chars([sections[i]]) for i in kept}
     for done, index in enumerate(by_size):
         heading = sections[index][0]
-        share = room // (len(by_size) - done) - len(heading) - 2
-        kept[index] = newest_within(kept[index], share)
+        later = sum(floor[i] for i in by_size[done + 1 :])
+        share = max(room // (len(by_size) - done), min(floor[index], room - later))
+        share -= len(heading) + 2
+        if heading in _FIRST_KEPT_SECTIONS:
+            kept[index] = ends_within(kept[index], share, FIRST_KEPT)
+        else:
+            kept[index] = newest_within(kept[index], share)
         room -= len(heading) + 2 + line_chars(kept[index])
     return [(heading, kept[index]) for index, (heading, _) in enumerate(sections)]
 

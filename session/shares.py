@@ -1,11 +1,13 @@
-"""Texts held to a share of the token budget: of a list, the newest items that fit, after
-a line that counts the others; of a text, its first lines (the session file keeps all)."""
+"""Texts held to a share of the token budget: of a list, the newest items that fit (or the
+oldest few and the newest), with a line that counts the others; of a text, its first lines
+(the session file keeps all)."""
 
 from __future__ import annotations
 
 from typing import Final
 
 EARLIER: Final = "- ({} earlier, kept in the session file, left out here for the token budget)"
+BETWEEN: Final = "- ({} more, kept in the session file, left out here for the token budget)"
 
 
 def newest_within(lines: list[str], chars: int) -> list[str]:
@@ -21,6 +23,28 @@ def newest_within(lines: list[str], chars: int) -> list[str]:
         kept.append(line)
         used += len(line) + 1
     return [EARLIER.format(len(lines) - len(kept)), *reversed(kept)]
+
+
+def ends_within(lines: list[str], chars: int, first: int) -> list[str]:
+    """The first ``first`` of ``lines`` (the oldest: what the user set out with stays) and
+    the newest that fit in ``chars`` after them, with a line between that counts the others;
+    ``lines`` itself if all fit. The first ones go last: of them, those that fit."""
+    if line_chars(lines) <= chars:
+        return lines
+    used = len(BETWEEN.format(len(lines))) + 1
+    head: list[str] = []
+    for line in lines[:first]:
+        if used + len(line) + 1 > chars:
+            break
+        head.append(line)
+        used += len(line) + 1
+    tail: list[str] = []
+    for line in reversed(lines[len(head) :]):
+        if used + len(line) + 1 > chars:
+            break
+        tail.append(line)
+        used += len(line) + 1
+    return [*head, BETWEEN.format(len(lines) - len(head) - len(tail)), *reversed(tail)]
 
 
 def line_chars(lines: list[str]) -> int:

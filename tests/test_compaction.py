@@ -711,8 +711,11 @@ def test_a_requests_compaction_keeps_the_newest_items_within_its_share_and_count
     assert "We designed the triage agent." in text
     assert "- Decision number 199 about the triage agent" in text  # the newest stay
     assert "- docs/part_299.md" in text and "- Which model?" in text
-    assert "- Decision number 0 about" not in text and "- docs/part_0.md" not in text
+    assert "- Decision number 0 about" not in text and "- docs/part_150.md" not in text
     assert "earlier, kept in the session file, left out here for the token budget)" in text
+    # H153: the oldest paths stay with the newest (the files the user set out with)
+    assert "- docs/part_0.md\n" in text
+    assert "more, kept in the session file, left out here for the token budget)" in text
     full = render_compaction(compaction)  # what the session file keeps: everything
     assert "- Decision number 0 about the triage agent" in full and "- docs/part_0.md" in full
     assert render_compaction(compaction, max_chars=len(full)) == full
