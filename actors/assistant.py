@@ -24,7 +24,14 @@ from pydantic_ai.models import Model
 from session.atomic import replace_workspace_file
 from session.compaction import CHARS_PER_TOKEN
 from session.filesystem import WORKSPACE_GONE, in_git_directory, is_safe_relative_path
-from session.history import fit_earlier_turns, fit_last_returns, fit_tool_returns, message_chars
+from session.history import (
+    fit_earlier_turns,
+    fit_last_returns,
+    fit_tool_returns,
+    framing_chars,
+    message_chars,
+    wire_chars,
+)
 from session.models import WorkPhase
 from session.os_paths import shown_path
 
@@ -308,7 +315,8 @@ async def within_budget(
     budget = ctx.deps.token_budget
     if budget is None:
         return messages
-    instructions = agent_chars() + len(ctx.deps.resume_context) + len(ctx.deps.notes)
+    instructions = agent_chars() + wire_chars(ctx.deps.resume_context) + framing_chars(messages)
+    instructions += wire_chars(ctx.deps.notes)
     room = budget * CHARS_PER_TOKEN - instructions
     fitted = fit_last_returns(fit_earlier_turns(fit_tool_returns(messages, room), room), room)
     ctx.deps.elided_chars = sum(
@@ -345,7 +353,14 @@ def agent_chars() -> int:
         }
         for d in definitions
     ]
-    return len(BASE_INSTRUCTIONS) + len(json.dumps(tools))
+    compact = json.dumps(tools, ensure_ascii=False, separators=(",", ":"))
+    return wire_chars(BASE_INSTRUCTIONS) + len(compact.encode()) + REQUEST_ENVELOPE_CHARS
+
+
+REQUEST_ENVELOPE_CHARS = 300
+"""What a Chat Completions request carries besides its messages' texts and the tools: the
+model's name, the stream options, and each message's role (the instructions', the user's
+message about to be sent)."""
 
 
 def build_agent(model: Model | str) -> Agent[TurnDeps, str]:

@@ -132,6 +132,7 @@ from session.filesystem import (
     unseen_changes,
     what_is_at,
 )
+from session.history import wire_chars
 from session.interrupted import unanswered_turn
 from session.kept_context import KeptContext
 from session.known_digests import KnownDigests
@@ -973,7 +974,7 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._emit(TurnEnded("error", NOT_RUN_AGAIN))
             return
         await self._compare_tracked_files()
-        tokens = await self._compact_for_budget(len(text) + len(self._changes_note()))
+        tokens = await self._compact_for_budget(wire_chars(text) + wire_chars(self._changes_note()))
         if tokens is None:  # Ctrl+C while the compaction before it ran: the message is not sent
             await self._emit(TurnEnded("cancelled", None))
             return
@@ -1165,7 +1166,7 @@ class TerminalActor(Actor[TerminalMessage]):
         this chat learns it (three quarters of the refused request), the conversation is
         compacted to it and the message is sent again. If the request could not be made
         smaller, the turn ends with the refusal."""
-        extra = len(message.text) + len(self._changes_note())
+        extra = wire_chars(message.text) + wire_chars(self._changes_note())
         before = self._lc.estimated_tokens(extra)
         budget = self._learn_budget(message.window)
         if await self._compact_for_budget(extra, again=True) is None:  # Ctrl+C: not sent again

@@ -73,6 +73,7 @@ from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest
 from session.compacted import LAST_TURN_AGAIN, turn_again
 from session.compaction import (
     CHARS_PER_TOKEN,
+    FIRST_KEPT,
     EventCompaction,
     EventsCompactionConfig,
     Window,
@@ -102,6 +103,7 @@ from session.filesystem import FileDrift
 from session.history import (
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_TURNS,
+    framing_chars,
     is_turn_start,
     last_turns_start,
     load_messages,
@@ -110,13 +112,14 @@ from session.history import (
     recent_start,
     reconstruct_history,
     turn_starts,
+    wire_chars,
 )
 from session.kept_context import KeptContext
 from session.leaving import CutTurn, Leave, LeavingStep, LetTurnFinish
 from session.models import SessionState, WorkPhase
 from session.redaction import REDACTED, continued_secret, revealed_in, scrub_text
 from session.resume import RestoredFrom, build_resume_context, decisions_in_context
-from session.shares import newest_within
+from session.shares import ends_within
 from session.summary import user_prompts
 from session.turns import stamp_turn, stamped_turn
 
@@ -377,13 +380,20 @@ class SessionLifecycle:
         """The tokens of a request carrying ``history``, the instructions, the agent's own
         part (``PersistPolicy.agent_chars``) and ``extra_chars`` more, by the
         characters-per-token estimate alone."""
-        chars = sum(message_chars(m) for m in history) + len(self.instructions()) + extra_chars
+        chars = sum(message_chars(m) for m in history) + wire_chars(self.instructions())
+        chars += extra_chars
         return estimate_tokens(chars + self.policy.agent_chars)
 
     def _stale_tokens(self, history: Sequence[ModelMessage], extra_chars: int) -> int:
-        """``_estimate`` plus what the model's last count held beyond it (``token_overhead``):
-        ``request_tokens`` while that count is stale, and ``_within_budget``: one sum."""
-        return self._estimate(history, extra_chars) + self.token_overhead
+        """``_wire_estimate`` plus what the model's last count held beyond it
+        (``token_overhead``): ``request_tokens`` while that count is stale, and
+        ``_within_budget``: one sum."""
+        return self._wire_estimate(history, extra_chars) + self.token_overhead
+
+    def _wire_estimate(self, history: Sequence[ModelMessage], extra_chars: int) -> int:
+        """``_estimate`` with what the wire adds besides (a compaction's framing): what the
+        budget holds a request to."""
+        return self._estimate(history, extra_chars + framing_chars(history))
 
     def _last_compacted_turn(self) -> tuple[ModelMessage, ...]:
         """With no turn after the compaction's boundary (one just took every turn), its last
@@ -420,9 +430,9 @@ class SessionLifecycle:
     def instructions(self) -> str:
         """This session's part of the agent's instructions: the resume context, and the
         user's rules once a compaction took them out of the history (rules are
-        instructions; the compaction itself is only context), the newest that fit in the
-        compaction's share of the token budget (rules gathered over a long conversation
-        outgrew the budget themselves, and every turn compacted again)."""
+        instructions; the compaction itself is only context), the oldest few and the newest
+        that fit in the compaction's share of the token budget (rules gathered over a long
+        conversation outgrew the budget themselves, and every turn compacted again)."""
         rules = self.compaction.retained.rules if self.compaction else ()
         if rules:
             rules = tuple(rules_in_force(rules, self.history[self.tail_start :]))
@@ -430,7 +440,7 @@ class SessionLifecycle:
             return self.resume_context
         lines = [f"- {rule}" for rule in rules]
         share = compaction_chars(self.policy.compaction)
-        kept = lines if share is None else newest_within(lines, share)
+        kept = lines if share is None else ends_within(lines, share, FIRST_KEPT)
         block = "\n".join([RULES_HEADING, *kept])
         return "\n\n".join(part for part in (self.resume_context, block) if part)
 
@@ -481,7 +491,7 @@ class SessionLifecycle:
         history = self.request_history(extra_chars)
         if self.token_base is None:
             return self._stale_tokens(history, extra_chars)
-        estimate = self._estimate(history, extra_chars)
+        estimate = self._wire_estimate(history, extra_chars)
         # The model's count is the ground truth; the estimate guards against a model
         # (or a proxy) that under-reports, so compaction comes early rather than late.
         return max(self.token_base + estimate_tokens(extra_chars), estimate)

@@ -19,6 +19,7 @@ from pydantic_ai.messages import (
 
 from session.compacted import session_turns, tail_prompts
 from session.compaction import (
+    FIRST_KEPT,
     EventsCompactionConfig,
     OfflineEventSummarizer,
     estimate_tokens,
@@ -340,7 +341,9 @@ def test_the_users_rules_in_the_instructions_keep_to_the_compactions_share_of_th
     block = lc.instructions().split("(always follow them)\n", 1)[1]
     assert len(block) <= share
     assert block.endswith("rule number 59: keep the customer tone friendly and concise.")
-    assert "earlier, kept in the session file" in block.splitlines()[0]
+    # H153: the first rules stay too (the oldest FIRST_KEPT), the middle ones give way
+    assert block.splitlines()[0].startswith("- Always follow rule number 0:")
+    assert any("more, kept in the session file" in line for line in block.splitlines())
 
 
 def test_the_compacted_summary_is_scrubbed_before_it_is_saved() -> None:
@@ -741,7 +744,9 @@ def test_paths_named_again_in_the_overlap_stay_the_newest() -> None:
     assert lc.compaction is not None and lc.compaction.end_invocation == 18
     paths = lc.compaction.retained.paths
     assert paths[-1] == "src/huge/mod_359.py"
-    assert paths[0] == "src/huge/mod_60.py"
+    # H153: the cap keeps the oldest FIRST_KEPT (the files the user set out with) too
+    assert paths[:FIRST_KEPT] == tuple(f"src/huge/mod_{i}.py" for i in range(FIRST_KEPT))
+    assert paths[FIRST_KEPT] == f"src/huge/mod_{60 + FIRST_KEPT}.py"
 
 
 def test_a_rule_taken_back_leaves_the_instructions_at_once() -> None:
@@ -796,7 +801,7 @@ def test_a_big_message_after_a_whole_compaction_leaves_the_last_turn_out_not_the
     the turn sent again is the first thing left out."""
     lc, _ = compact(after_turns(fresh(policy(interval=0, threshold=1000)), 1, 3), force=True)
     assert prompts(lc) == ["question 3"]  # the last turn, again
-    with_it = lc.estimated_tokens()
+    with_it = lc.request_tokens()  # the compaction's framing on the wire counted (H153)
     room = (1000 - with_it) * 4  # what a message may take with the last turn again
     big = room + 40  # over the budget with it, under it without
     assert lc.request_tokens(big) < 1000
