@@ -1,7 +1,7 @@
 """Probe: 40 varied turns (tests/e2e/test_small_budget.py) through the real supervisor, each
 request's size (its body / 4, what the model reads / 4) against small token budgets.
 
-Run: ``python -m bench.small_budget_probe [BUDGET ...]`` (default 1000 2000 3000)."""
+Run: ``python -m bench.small_budget_probe [BUDGET ...]`` (default 2000 3000 4000)."""
 
 from __future__ import annotations
 
@@ -73,4 +73,4 @@ def main(budgets: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [1000, 2000, 3000])
+    main([int(a) for a in sys.argv[1:]] or [2000, 3000, 4000])

@@ -28,6 +28,11 @@ DEFAULT_COMPACTION_OVERLAP: Final = 2
 MAX_COMPACTION_INTERVAL: Final = 100
 MAX_COMPACTION_OVERLAP: Final = 50
 MAX_CONTEXT_TOKENS: Final = 10_000_000
+MIN_CONTEXT_TOKENS: Final = 2_000
+"""The smallest token budget that holds a request (H153): the agent's own instructions
+and tools (~590 tokens), the compaction's and the rules' shares (a quarter of the budget
+each) and the summary's framing leave ~350 tokens for the message and the last turn. At
+1,000 those alone were over it before any message."""
 DEFAULT_MODEL_TIMEOUT_S: Final = 300
 MAX_MODEL_TIMEOUT_S: Final = 86_400
 DEFAULT_CHECKPOINT_MAX_MB: Final = 500.0
@@ -79,7 +84,7 @@ def _count(minimum: int, maximum: int | None = None) -> Callable[[object], int]:
 def _optional_tokens(raw: object) -> int | None:
     if raw is None or (isinstance(raw, str) and raw.strip() in ("", "auto")):
         return None
-    return _count(1000, MAX_CONTEXT_TOKENS)(raw)
+    return _count(MIN_CONTEXT_TOKENS, MAX_CONTEXT_TOKENS)(raw)
 
 
 def _megabytes(raw: object) -> float:

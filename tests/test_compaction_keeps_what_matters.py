@@ -23,6 +23,7 @@ from session.compaction import EventsCompactionConfig
 from session.history import warm_up
 from session.lifecycle import PersistPolicy
 from session.paths import sessions_dir
+from session.settings import MIN_CONTEXT_TOKENS
 from tests.e2e.openai_server import ChatServer
 from tests.workers import local_models, start_peers
 
@@ -106,9 +107,9 @@ async def test_the_first_turns_files_and_rules_are_sent_at_the_sixtieth(
     tmp_path: Path, server: ChatServer
 ) -> None:
     """H153: after many compactions at a small budget, the files of the first turn were
-    left out of the summary the model is sent (only the newest 60 of 116 fit), though the
+    left out of the summary the model is sent (only the newest of 116 fit), though the
     session file kept them; the first rules would follow them out likewise."""
-    budget = 1_500
+    budget = MIN_CONTEXT_TOKENS
     requests = await chat(tmp_path, server, budget, [FIRST, *map(later, range(2, 61))])
     last = requests[-1]
     summary = summary_sent(last)
@@ -152,7 +153,7 @@ async def test_requests_of_every_shape_stay_within_a_budget_the_estimate_alone_k
         later(8),
         "read all: big.md plain.md",
     ]
-    budget = 2_000
+    budget = MIN_CONTEXT_TOKENS  # the smallest the settings allow: requests work there
     requests = await chat(tmp_path, server, budget, shapes * 4)
     assert len(requests) >= len(shapes) * 4
     over = [(n, r["bytes"] // 4) for n, r in enumerate(requests) if r["bytes"] // 4 > budget]

@@ -51,8 +51,49 @@ def test_a_key_given_as_a_bad_value_is_not_printed() -> None:
 
 def test_context_tokens_auto_means_derived_from_the_model() -> None:
     assert resolve_settings({"context_tokens": "auto"}, {}).context_tokens is None
-    with pytest.raises(SettingsError, match="between 1000 and"):
+    with pytest.raises(SettingsError, match="between 2000 and"):
         resolve_settings({}, {"AGENT_ASSIST_CONTEXT_TOKENS": "999"})
+
+
+@pytest.mark.parametrize(
+    ("file", "env", "line"),
+    [
+        (
+            {},
+            {"AGENT_ASSIST_CONTEXT_TOKENS": "1000"},
+            "bad context_tokens '1000' from env AGENT_ASSIST_CONTEXT_TOKENS: "
+            "must be a whole number between 2000 and 10000000",
+        ),
+        (
+            {"context_tokens": 1999},
+            {},
+            "bad context_tokens 1999 from file config.toml: "
+            "must be a whole number between 2000 and 10000000",
+        ),
+    ],
+)
+def test_a_budget_below_what_a_request_needs_is_one_line_naming_it_and_its_source(
+    file: dict[str, object], env: dict[str, str], line: str
+) -> None:
+    """H146 then H153: ``AGENT_ASSIST_CONTEXT_TOKENS=1000`` was accepted and every request
+    went over it (the agent's own part and the two shares are over 1,000 tokens alone)."""
+    with pytest.raises(SettingsError) as caught:
+        resolve_settings(file, env)
+    assert str(caught.value) == line
+    assert resolve_settings({}, {"AGENT_ASSIST_CONTEXT_TOKENS": "2000"}).context_tokens == 2000
+
+
+def test_the_smallest_budget_leaves_room_for_a_message_besides_what_every_request_carries(
+) -> None:
+    """The agent's own part, the compaction's and the rules' shares (a quarter each) and
+    the summary's framing leave at least 1,200 characters of the smallest budget."""
+    from actors.assistant import agent_chars
+    from session.compaction import COMPACTION_SHARE, estimate_tokens
+    from session.history import SUMMARY_FRAMING_CHARS
+    from session.settings import MIN_CONTEXT_TOKENS
+
+    fixed = agent_chars() + SUMMARY_FRAMING_CHARS + 2 * MIN_CONTEXT_TOKENS * 4 // COMPACTION_SHARE
+    assert MIN_CONTEXT_TOKENS - estimate_tokens(fixed) >= 1_200 // 4
 
 
 def test_a_bad_boolean_in_the_file_is_shown_as_toml_writes_it() -> None:

@@ -633,13 +633,13 @@ def test_the_token_budget_compacts_turns_whose_tool_calls_reuse_one_id(env: Env)
     """The offline model (like many local servers) gives every tool call the same id: each
     cut was taken for one splitting a call from its return, and a session over its token
     budget never compacted."""
-    choice = "route tickets through the small model first then escalate " * 5
+    choice = "route tickets through the small model first then escalate " * 10
     env.run(
         "--new",
         input="".join(f"decide choice {n}: {choice}\n" for n in range(12)),
         terminal=env.terminal(),
         AGENT_ASSIST_COMPACTION_INTERVAL="100",
-        AGENT_ASSIST_CONTEXT_TOKENS="1000",
+        AGENT_ASSIST_CONTEXT_TOKENS="2000",
     )
     (session_id,) = env.session_ids()
     assert compacted_up_to(env, session_id) >= 9
@@ -649,7 +649,8 @@ def test_slash_resume_shows_the_rules_and_the_compaction_as_the_model_is_sent_th
     env: Env,
 ) -> None:
     """A helper's report: /resume showed every rule and decision (~6,000 tokens) where the
-    model was sent the compaction held to its share of a 1,000-token budget."""
+    model was sent the compaction held to its share of a 1,000-token budget (2,000 since
+    H153: the smallest allowed)."""
     rule = "keep the customer tone friendly and concise and polite " * 2
     script = "".join(f"always follow rule number {n}: {rule}\n" for n in range(40))
     result = env.run(
@@ -657,14 +658,16 @@ def test_slash_resume_shows_the_rules_and_the_compaction_as_the_model_is_sent_th
         input=script + "/compact\n/resume\n",
         terminal=env.terminal(),
         AGENT_ASSIST_COMPACTION_INTERVAL="100",
-        AGENT_ASSIST_CONTEXT_TOKENS="1000",
+        AGENT_ASSIST_CONTEXT_TOKENS="2000",  # the smallest allowed (H153)
     )
     assert result.returncode == 0, result.stderr
     shown = result.stderr.split("## The user's rules", 1)[1]
     rules, compacted = shown.split("# Compacted history (sent first in every request, ~", 1)
-    assert "earlier, kept in the session file, left out here for the token budget" in rules
-    assert "rule number 39:" in rules and "rule number 0:" not in rules
-    assert int(compacted.split(" ", 1)[0]) <= 1000
+    assert "more, kept in the session file, left out here for the token budget" in rules
+    # H153: the first rules stay with the newest; those between give way
+    assert "rule number 39:" in rules and "rule number 0:" in rules
+    assert "rule number 20:" not in rules
+    assert int(compacted.split(" ", 1)[0]) <= 2000
     assert "User rules (always follow them):" not in compacted, "rules go as instructions"
 
 
@@ -716,7 +719,7 @@ def test_a_window_that_backed_off_leaves_the_token_budget_on(env: Env, server: C
         "--new",
         input="".join(f"{line}\n" for line in first + long),
         terminal=env.terminal(),
-        AGENT_ASSIST_CONTEXT_TOKENS="1500",
+        AGENT_ASSIST_CONTEXT_TOKENS="2000",  # the smallest allowed (H153)
         AGENT_ASSIST_COMPACTION_INTERVAL="3",
         AGENT_ASSIST_COMPACTION_OVERLAP="1",
     )
@@ -724,7 +727,7 @@ def test_a_window_that_backed_off_leaves_the_token_budget_on(env: Env, server: C
     sizes = [len(json.dumps(conversation(r))) for r in chats(server)]
     assert len(sizes) == 9
     turn_chars = 2 * len(long[0]) + 200  # a long prompt and its echo, with their framing
-    assert max(sizes) <= 1500 * 4 + turn_chars, sizes
+    assert max(sizes) <= 2000 * 4 + turn_chars, sizes
 
 
 def test_with_compaction_off_the_summary_models_request_keeps_to_the_token_budget(

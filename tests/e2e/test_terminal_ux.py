@@ -523,7 +523,7 @@ def test_ctrl_c_while_a_message_waits_for_the_token_budgets_compaction_cancels_i
             server,
             # Over it with two messages, not with the agent's own part (~540 tokens) and
             # one: the budget then is out of reach, compacted offline at once (H135).
-            AGENT_ASSIST_CONTEXT_TOKENS="1500",
+            AGENT_ASSIST_CONTEXT_TOKENS="2000",  # the smallest allowed (H153)
             AGENT_ASSIST_COMPACTION_INTERVAL="100",
         )
         screen.type(f"part one: {long}\r")
