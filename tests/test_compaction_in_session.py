@@ -727,15 +727,17 @@ async def test_a_big_message_after_a_whole_compact_leaves_the_turn_sent_again_ou
 
 
 def _wordy_summary_model() -> LlmEventSummarizer:
-    """A summary model whose every summary is as long as the conversation allows (a few
-    characters shorter than what it was sent): a summary, but no smaller request."""
+    """A summary model whose every summary is as long as the conversation allows (one
+    character shorter than what it was sent): a summary, but no smaller request. (Ten
+    shorter was a smaller request once the estimate counted the wire's escapes of the
+    replies' quotes, H153.)"""
 
     def wordy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         request = messages[-1]
         assert isinstance(request, ModelRequest)
         (prompt,) = [str(p.content) for p in request.parts if isinstance(p, UserPromptPart)]
         sent = len(prompt) - len(DEFAULT_PROMPT_TEMPLATE) + len(PLACEHOLDER)
-        length = min(sent - 10, MAX_LLM_NARRATIVE_CHARS)
+        length = min(sent - 1, MAX_LLM_NARRATIVE_CHARS)
         words = "The user and the assistant talked over the agent's design at length. "
         return ModelResponse(parts=[TextPart((words * 40)[:length].strip())])
 
