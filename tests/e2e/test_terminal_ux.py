@@ -514,7 +514,8 @@ def test_ctrl_c_while_a_message_waits_for_the_token_budgets_compaction_cancels_i
     """H80's find: Ctrl+C while a message waited for the compaction the token budget asked
     for did nothing until the summary model's 15 s were up ("thinking..." on screen): the
     cancel waited in the TerminalActor's mailbox behind the compaction."""
-    long = "the routing table needs more rows and a fallback queue " * 55  # over 2,000 tokens with two (H153)
+    # over the smallest budget (2,000 tokens, H153) with two such messages, not one
+    long = "the routing table needs more rows and a fallback queue " * 55
     with ChatServer() as server:
         server.hang_summaries = True
         screen = started_with_summary_model(
