@@ -137,7 +137,14 @@ from session.interrupted import unanswered_turn
 from session.kept_context import KeptContext
 from session.known_digests import KnownDigests
 from session.last_reply import LastReply, last_reply
-from session.leaving import TAKEN_UP, WAITING_FOR_LAST_REPLY, CutTurn, Leave, LetTurnFinish
+from session.leaving import (
+    SHUTDOWN,
+    TAKEN_UP,
+    WAITING_FOR_LAST_REPLY,
+    CutTurn,
+    Leave,
+    LetTurnFinish,
+)
 from session.lifecycle import (
     DeletePointer,
     DeleteSession,
@@ -236,14 +243,6 @@ FINISHES_ALONE = frozenset({"disconnected"})
 turn finish: nobody asked the reply to stop. An exit asked for (a supervisor stop, a Ctrl+C
 of the chat taking the session up, ``TAKEN_UP``) cuts it."""
 KEPT_UNANSWERED = "note: the message is kept in the session, marked unanswered"
-CUT_BY_EXIT = "the chat ended before the reply"
-CUT_WHILE_WAITED = "stopped by the user while it was waited for"
-"""A turn let finish for a terminal gone, cut by a Ctrl+C of the chat waiting to take
-the session up (``TAKEN_UP``): the user stopped it, no chat ended."""
-CUT_BY_SHUTDOWN = "the supervisor stopped before the reply"
-FINISHING_AFTER_EXIT = "the terminal went away; the supervisor stopped before the reply ended"
-"""The reason a turn let finish for a terminal gone is saved with at once: it stays only if
-the supervisor dies before the turn's end (which saves the turn again)."""
 SAVED_AGAIN = "note: the session is saved again (the saves that failed are made good)"
 
 
@@ -537,8 +536,8 @@ class TerminalActor(Actor[TerminalMessage]):
             with contextlib.suppress(DeadActor):
                 await self._peers.llm.tell(CancelTurn(self._lc.turn, self._self))
             self._lc = self._lc.abandon_turn()
-        saved = await self._emergency_save()
         text = str(exc)[:300]
+        saved = await self._emergency_save(failed=f"{type(exc).__name__}: {text}")
         line = (
             f"internal error ({type(exc).__name__}: {text}); "
             f"{'session saved' if saved else 'nothing to save'}"
@@ -550,10 +549,11 @@ class TerminalActor(Actor[TerminalMessage]):
         else:
             await self._emit(Info(f"error: {line}"))
 
-    async def _emergency_save(self) -> bool:
+    async def _emergency_save(self, *, failed: str | None = None) -> bool:
         """Write what the actor last held, if anything is worth writing (a turn it was in,
-        its message kept unanswered)."""
-        lc = self._lc.with_turn_unanswered(self._unanswered_at_exit("shutdown"))
+        its message kept unanswered): the actor stops (the supervisor does), or a handler
+        ``failed`` (its error's type and text) while the turn may still run."""
+        lc = self._lc.with_turn_unanswered(self._unanswered_at_exit(SHUTDOWN, failed=failed))
         if not lc.is_open or lc.session_deleted or not (lc.saved or lc.history):
             return False
         assert lc.state is not None
@@ -1114,28 +1114,15 @@ class TerminalActor(Actor[TerminalMessage]):
             return ()
         if self._resendable(done, error) is not None:
             return ()
-        return unanswered_turn(message.text, error or self._cut_because())
+        return unanswered_turn(message.text, error or self._lc.unanswered_because())
 
-    def _unanswered_at_exit(self, reason: str) -> tuple[ModelMessage, ...]:
+    def _unanswered_at_exit(
+        self, reason: str, *, failed: str | None = None
+    ) -> tuple[ModelMessage, ...]:
         """The turn that keeps the message of the turn in flight, if one runs, when the
-        actor leaves (for ``reason``) or stops before its end came."""
-        if self._lc.turn is None or self._message is None:
-            return ()
-        if self._lc.phase is Phase.FINISHING:  # as ``kept_meanwhile`` wrote it
-            why = FINISHING_AFTER_EXIT
-        else:
-            why = self._cut_because(reason)
-        return unanswered_turn(self._message.text, why)
-
-    def _cut_because(self, reason: str | None = None) -> str:
-        """Why a turn cut with nothing kept ended unanswered: the user stopped it while
-        it was waited for, the supervisor stopped, or the chat ended (``reason``: the
-        actor's, when it leaves before the cut turn's end came)."""
-        if TAKEN_UP in (reason, self._lc.cut_by):
-            return CUT_WHILE_WAITED
-        if "shutdown" in (reason, self._lc.leaving, self._lc.cut_by):
-            return CUT_BY_SHUTDOWN
-        return CUT_BY_EXIT
+        actor leaves (for ``reason``), stops or saves after a failure before its end came."""
+        text = self._message.text if self._message is not None else None
+        return self._lc.unanswered(text, reason, failed=failed)
 
     def _resendable(self, done: TurnDone, error: str | None) -> _Message | None:
         """The message of a turn the model refused as over its context window, to be sent
@@ -1275,9 +1262,8 @@ class TerminalActor(Actor[TerminalMessage]):
             case Leave(why):
                 await self._detach(why)
             case LetTurnFinish():
-                if self._message is not None:  # kept unanswered until the turn's end
-                    unanswered = unanswered_turn(self._message.text, FINISHING_AFTER_EXIT)
-                    await self._perform(self._lc.kept_meanwhile(unanswered))
+                # kept unanswered until the turn's end (what stays if the supervisor dies)
+                await self._perform(self._lc.kept_meanwhile(self._unanswered_at_exit(SHUTDOWN)))
                 if (session_id := self._lc.session_id) is not None:  # others may take it up
                     finishing = Finishing(session_id, self._token, self._self)
                     await self._peers.storage.ask(finishing, STORAGE_TIMEOUT_S)

@@ -12,6 +12,25 @@ WAITING_FOR_LAST_REPLY = (
 """Said while a session whose terminal left mid-turn is taken up: its turn ends first."""
 TAKEN_UP = "taken-up"
 """The detach reason that cuts such a turn: the one taking the session up stopped waiting."""
+SHUTDOWN = "shutdown"
+"""The detach reason of a supervisor stop (``supervisor stop``, SIGTERM)."""
+
+CUT_BY_EXIT = "the chat ended before the reply"
+CUT_WHILE_WAITED = "stopped by the user while it was waited for"
+"""A turn let finish for a terminal gone, cut by a Ctrl+C of the chat waiting to take
+the session up (``TAKEN_UP``): the user stopped it, no chat ended."""
+CUT_BY_SHUTDOWN = "the supervisor stopped before the reply"
+FINISHING_AFTER_EXIT = "the terminal went away; the supervisor stopped before the reply ended"
+"""The reason a turn let finish for a terminal gone is saved with at once: it stays only if
+the supervisor dies before the turn's end (which saves the turn again)."""
+
+
+def failed_before_reply(failure: str, *, terminal_gone: bool) -> str:
+    """The reason a turn in flight is saved with when an internal error (``failure``: its
+    type and text) made the actor save before the turn's end: it stays only if that end
+    is never saved (the supervisor dies first, or the user stops the turn)."""
+    gone = "the terminal went away; " if terminal_gone else ""
+    return f"{gone}an internal error ({failure}) came before the reply ended"
 
 
 @dataclass(frozen=True)

@@ -114,8 +114,21 @@ from session.history import (
     turn_starts,
     wire_chars,
 )
+from session.interrupted import unanswered_turn
 from session.kept_context import KeptContext
-from session.leaving import CutTurn, Leave, LeavingStep, LetTurnFinish
+from session.leaving import (
+    CUT_BY_EXIT,
+    CUT_BY_SHUTDOWN,
+    CUT_WHILE_WAITED,
+    FINISHING_AFTER_EXIT,
+    SHUTDOWN,
+    TAKEN_UP,
+    CutTurn,
+    Leave,
+    LeavingStep,
+    LetTurnFinish,
+    failed_before_reply,
+)
 from session.models import SessionState, WorkPhase
 from session.redaction import REDACTED, continued_secret, revealed_in, scrub_text
 from session.resume import RestoredFrom, build_resume_context, decisions_in_context
@@ -845,12 +858,39 @@ class SessionLifecycle:
         """The turn runs on for a terminal gone (``finishing``)."""
         return self._move(Event.TERMINAL_GONE, leaving=self.leaving or reason)
 
+    def unanswered_because(self, reason: str | None = None, *, failed: str | None = None) -> str:
+        """Why the message of the turn in flight is kept unanswered (``[no reply: ...]``):
+        the one place that decides it. ``reason`` None: the turn's own end, cut with
+        nothing kept; else the actor leaves or saves before that end came, for ``reason``
+        (``SHUTDOWN``: the supervisor stops, or what stays if it dies first: a turn let
+        finish for a terminal gone is kept so meanwhile). ``failed``: an internal error
+        (its type and text) made the actor save before the turn's end."""
+        if failed is not None:
+            return failed_before_reply(failed, terminal_gone=self.phase is Phase.FINISHING)
+        if self.phase is Phase.FINISHING and reason is not None:
+            return FINISHING_AFTER_EXIT
+        if TAKEN_UP in (reason, self.cut_by):
+            return CUT_WHILE_WAITED
+        if SHUTDOWN in (reason, self.leaving, self.cut_by):
+            return CUT_BY_SHUTDOWN
+        return CUT_BY_EXIT
+
+    def unanswered(
+        self, text: str | None, reason: str | None = None, *, failed: str | None = None
+    ) -> tuple[ModelMessage, ...]:
+        """The turn that keeps ``text``, the message of the turn in flight, marked
+        unanswered for why ``unanswered_because`` says; empty with no turn or no message."""
+        if self.turn is None or text is None:
+            return ()
+        return unanswered_turn(text, self.unanswered_because(reason, failed=failed))
+
     def kept_meanwhile(self, unanswered: Sequence[ModelMessage]) -> tuple[Effect, ...]:
-        """The writes that keep the turn in flight as ``unanswered`` (its message, marked)
-        while it finishes for a terminal gone: a supervisor that dies before its end loses
-        the message no more. The lifecycle is left as it is (the turn's end replaces the
-        file); the session's last-active time is kept: nobody was active."""
-        kept = self._answered_by(unanswered)
+        """The writes that keep the turn in flight as ``unanswered`` (its message, marked:
+        ``unanswered(text, SHUTDOWN)``) while it finishes for a terminal gone: a supervisor
+        that dies before its end loses the message no more. None with no message. The
+        lifecycle is left as it is (the turn's end replaces the file); the session's
+        last-active time is kept: nobody was active."""
+        kept = self._answered_by(unanswered) if unanswered else None
         return () if kept is None else kept.effects
 
     def with_turn_unanswered(self, unanswered: Sequence[ModelMessage]) -> SessionLifecycle:

@@ -521,3 +521,61 @@ def test_with_no_turn_in_flight_nothing_is_kept_unanswered() -> None:
     assert lc.with_turn_unanswered(unanswered_turn("go on", "stopped")) is lc
     in_turn = lc.begin_turn(2)
     assert in_turn.with_turn_unanswered(()) is in_turn
+
+
+def _turn_in(phase: str) -> SessionLifecycle:
+    """A lifecycle whose turn 2 runs, moved as ``phase`` says (the steps that lead there)."""
+    lc = complete(active()).lifecycle.begin_turn(2)
+    for step in phase.split(", then ") if phase != "in a turn" else ():
+        kind, _, reason = step.partition(" by ")
+        lc = lc.let_turn_finish(reason) if kind == "finishing" else lc.cut_turn(reason)
+    return lc
+
+
+@pytest.mark.parametrize(
+    ("phase", "reason", "failed", "why"),
+    [
+        # the turn's own end, cut with nothing kept (reason None)
+        ("in a turn", None, None, "the chat ended before the reply"),
+        ("cutting by closed", None, None, "the chat ended before the reply"),
+        ("cutting by shutdown", None, None, "the supervisor stopped before the reply"),
+        ("finishing by disconnected", None, None, "the chat ended before the reply"),
+        ("finishing by disconnected, then cutting by finish-wait-over", None, None,
+         "the chat ended before the reply"),
+        ("finishing by disconnected, then cutting by shutdown", None, None,
+         "the supervisor stopped before the reply"),
+        ("finishing by disconnected, then cutting by taken-up", None, None,
+         "stopped by the user while it was waited for"),
+        # the actor leaves or stops before the turn's end came (for ``reason``)
+        ("in a turn", "shutdown", None, "the supervisor stopped before the reply"),
+        ("cutting by closed", "closed", None, "the chat ended before the reply"),
+        ("cutting by closed", "shutdown", None, "the supervisor stopped before the reply"),
+        ("finishing by disconnected", "shutdown", None,
+         "the terminal went away; the supervisor stopped before the reply ended"),
+        ("finishing by disconnected, then cutting by taken-up", "taken-up", None,
+         "stopped by the user while it was waited for"),
+        # an internal error made the actor save while the turn may still run (H151)
+        ("in a turn", "shutdown", "OSError: boom", "an internal error (OSError: boom) came "
+         "before the reply ended"),
+        ("finishing by disconnected", "shutdown", "OSError: boom", "the terminal went away; an "
+         "internal error (OSError: boom) came before the reply ended"),
+    ],
+)
+def test_why_a_message_is_kept_unanswered_is_decided_by_the_lifecycle_alone(
+    phase: str, reason: str | None, failed: str | None, why: str
+) -> None:
+    """One owner of the ``[no reply: ...]`` reason (H151: the actor chose it in two places,
+    and an internal error's save said the supervisor had stopped)."""
+    from session.unanswered import no_reply
+
+    lc = _turn_in(phase)
+    assert lc.unanswered_because(reason, failed=failed) == why
+    _request, response = lc.unanswered("go on", reason, failed=failed)
+    assert response.parts[0].content == no_reply(why)  # type: ignore[union-attr]
+    assert lc.unanswered(None, reason) == ()
+    assert complete(active()).lifecycle.unanswered("go on", reason) == ()  # no turn runs
+
+
+def test_a_turn_kept_meanwhile_with_no_message_writes_nothing() -> None:
+    finishing = complete(active()).lifecycle.begin_turn(2).let_turn_finish("disconnected")
+    assert finishing.kept_meanwhile(finishing.unanswered(None, "shutdown")) == ()
