@@ -16,7 +16,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,6 +31,7 @@ from session.atomic import (
 )
 from session.compacted import session_turns
 from session.errors import SessionError, SessionFileError, SetAside, UnsafeSessionDirectory
+from session.header_index import FileIdentity
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
     MAX_SESSION_BYTES,
@@ -38,6 +39,7 @@ from session.manager import (
     CheckpointStore,
     SessionManager,
     encode_state,
+    file_identity,
     read_regular_file,
     scrub_state,
 )
@@ -192,6 +194,7 @@ class SessionCatalog:
         self._checkpoints: dict[Path, CheckpointStore] = {}
         self._recorded: set[Path] = set()
         """Projects whose workspace path this catalog has recorded (``note_workspace``)."""
+        self._facts = CopyFacts()
 
     def manager(self, project: Path) -> SessionManager:
         if project not in self._managers:
@@ -314,7 +317,7 @@ class SessionCatalog:
         rows = classify(
             project.parent.name, (*listing.sessions, *kept), pointers.pointers, live, pointer_alive
         )
-        return rows, warnings + recovered_lines(self.root, project, headers)
+        return rows, warnings + recovered_lines(self.root, project, headers, self._facts)
 
     def _kept_only(self, project: Path, listed: Collection[str]) -> list[SessionHeader]:
         """The headers of the sessions with no file but a recovery copy (none of their saves
@@ -422,7 +425,7 @@ class SessionCatalog:
         return tuple(
             (kept.updated_at, copy.path)
             for copy in recovered_copies(self.root, project)
-            if copy.session_id == session_id and (kept := _copy_facts(copy.path)) is not None
+            if copy.session_id == session_id and (kept := self._facts(copy.path)) is not None
         )
 
     def delete_copies(self, project: Path, session_id: str) -> None:
@@ -781,7 +784,10 @@ def recovered_copies(root: Path, project: Path) -> list[RecoveryCopy]:
 
 
 def recovered_lines(
-    root: Path, project: Path, headers: Mapping[str, SessionHeader]
+    root: Path,
+    project: Path,
+    headers: Mapping[str, SessionHeader],
+    facts: Callable[[Path], _CopyFacts | None] | None = None,
 ) -> list[str]:
     """A line for each copy of a session kept in ``recovered_places`` (its saves failed)
     that its session file (``headers``, the listing's) has not caught up with.
@@ -799,7 +805,7 @@ def recovered_lines(
         session_file = project / f"{copy.session_id}.json"
         if os.path.lexists(session_file) and _same_bytes(session_file, copy.path):
             continue  # the copy put back (cp -p too)
-        kept = _copy_facts(copy.path)
+        kept = (facts or _copy_facts)(copy.path)
         if kept is None:
             continue  # not a session file: nothing to put back
         header = headers.get(copy.session_id)
@@ -834,6 +840,33 @@ def _same_bytes(one: Path, other: Path) -> bool:
 class _CopyFacts:
     turns: int
     updated_at: datetime
+
+
+class CopyFacts:
+    """``_copy_facts`` of each recovery copy, read once per version of the file: while its
+    identity (inode, size, modification and change times) stays the same the facts read
+    before are given, so the claim, the load and the recovery check of one resume (and
+    every listing) parse a copy of many megabytes once, not each time. The files decide:
+    a copy written again, replaced or touched is read again."""
+
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self._read: dict[Path, tuple[FileIdentity, _CopyFacts | None]] = {}
+
+    def __call__(self, path: Path) -> _CopyFacts | None:
+        identity = file_identity(path)
+        if identity is None:
+            self._read.pop(path, None)
+            return None  # gone, or not a regular file: nothing to read
+        known = self._read.get(path)
+        if known is not None and known[0] == identity:
+            return known[1]
+        facts = _copy_facts(path)
+        if len(self._read) >= self.LIMIT:
+            del self._read[next(iter(self._read))]
+        self._read[path] = (identity, facts)
+        return facts
 
 
 def _copy_facts(path: Path) -> _CopyFacts | None:

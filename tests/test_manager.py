@@ -1014,3 +1014,58 @@ def test_an_idle_session_names_the_living_terminal_that_used_it_last(
         )
     rows, _ = catalog.rows(project, {})
     assert [(row.state, row.terminal_pid) for row in rows] == [("idle", newest)]
+
+
+
+class _Opens:
+    """The paths this process opens while ``counting`` (an audit hook: one per process,
+    never removed, so installed once)."""
+
+    paths: list[str] = []
+    counting = False
+    installed = False
+
+    @classmethod
+    def hook(cls, event: str, args: tuple[object, ...]) -> None:
+        if cls.counting and event == "open" and isinstance(args[0], str | bytes | Path):
+            cls.paths.append(os.fsdecode(args[0]))
+
+
+def test_a_resume_reads_a_sessions_recovery_copies_once_while_they_stay_as_they_were(
+    tmp_path: Path,
+) -> None:
+    """The claim (``stored``), the load and the recovery check of one resume of a session
+    with no file each parsed every recovery copy of it again (H151); the files still
+    decide: a copy written again is read again."""
+    import sys
+
+    from session.catalog import SessionCatalog
+
+    root = tmp_path / "home"
+    catalog = SessionCatalog(root)
+    project = root / "projects" / "ws_00000000" / "sessions"
+    project.mkdir(parents=True)
+    older = catalog.keep_unsaved(project, full_state(), name=f"{SID}-20260101T000000Z.json")
+    newest = catalog.keep_unsaved(project, later(with_more(full_state()), minutes=1))
+    if not _Opens.installed:
+        sys.addaudithook(_Opens.hook)
+        _Opens.installed = True
+
+    def reads() -> int:
+        return sum(1 for path in _Opens.paths if path in (str(older), str(newest)))
+
+    _Opens.paths.clear()
+    _Opens.counting = True
+    try:
+        for _ in range(3):  # three resumes in a row, as the StorageActor's catalog serves them
+            assert catalog.stored(project, SID)
+            state = catalog.load(project, SID, "unscrubbed", "leave")
+            assert catalog.recovery_ahead(project, state) is None
+        assert reads() - 3 == 2, "each copy parsed once (and the newest loaded by each resume)"
+        written_again = later(with_more(with_more(full_state())), minutes=2)
+        catalog.keep_unsaved(project, written_again, name=newest.name)
+        assert catalog.stored(project, SID)
+        assert reads() - 3 == 3, "the copy written again is read again"
+        assert catalog.load(project, SID, "none", "leave").decisions == written_again.decisions
+    finally:
+        _Opens.counting = False
