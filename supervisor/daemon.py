@@ -290,12 +290,17 @@ def supervise(paths: RuntimePaths, lock_fd: int, took_over_from: int | None = No
 
 
 async def _watch_signals(paths: RuntimePaths, shutdown: anyio.Event) -> None:
+    """The first signal stops the supervisor; the next ones, until it has exited, are told
+    in the log and change nothing: the stop saves every session within its bounded wait
+    (a second SIGTERM or Ctrl+C, taken by their default action, killed it mid-save)."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         async for signum in signals:
+            if shutdown.is_set():
+                log.info("received signal %d; already stopping (at most %g s)", signum, STOP_WAIT_S)
+                continue
             log.info("received signal %d; stopping", signum)
             mark_stopped(paths.directory, os.getpid())
             shutdown.set()
-            return
 
 
 class _Running:
@@ -431,7 +436,7 @@ async def _serve(
                 log.info("listening on %s", paths.socket)
                 forget_heir_pid(paths, os.getpid())  # if this supervisor was an heir, it took over
                 forget_stopped(paths.directory, os.getpid())
-                connections.start_soon(_watch_signals, paths, shutdown)
+                workers.start_soon(_watch_signals, paths, shutdown)  # to the very end
                 home = (root, home_fd) if home_fd is not None else None
                 connections.start_soon(keep_lock, paths, lock_fd, shutdown, home)
                 connections.start_soon(
