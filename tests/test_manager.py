@@ -8,6 +8,7 @@ import shutil
 import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import ClassVar
 
 import orjson
 import pytest
@@ -1021,9 +1022,9 @@ class _Opens:
     """The paths this process opens while ``counting`` (an audit hook: one per process,
     never removed, so installed once)."""
 
-    paths: list[str] = []
-    counting = False
-    installed = False
+    paths: ClassVar[list[str]] = []
+    counting: ClassVar[bool] = False
+    installed: ClassVar[bool] = False
 
     @classmethod
     def hook(cls, event: str, args: tuple[object, ...]) -> None:
