@@ -138,9 +138,11 @@ from session.kept_context import KeptContext
 from session.known_digests import KnownDigests
 from session.last_reply import LastReply, last_reply
 from session.leaving import (
+    CUT_WAIT_OVER,
     SHUTDOWN,
     TAKEN_UP,
     WAITING_FOR_LAST_REPLY,
+    AwaitCut,
     CutTurn,
     Leave,
     LetTurnFinish,
@@ -1280,8 +1282,10 @@ class TerminalActor(Actor[TerminalMessage]):
                     await self._detach(self._lc.leaving or reason)
                     return
                 asyncio.get_running_loop().call_later(
-                    DETACH_TURN_WAIT_S, self._self.tell_when_room, Detach(reason)
+                    DETACH_TURN_WAIT_S, self._self.tell_when_room, Detach(CUT_WAIT_OVER)
                 )
+            case AwaitCut():
+                pass  # the cut turn's end, or its wait's, follows
 
     async def _detach(self, reason: str) -> None:
         if self._lc.phase is Phase.CLOSED:

@@ -14,6 +14,8 @@ TAKEN_UP = "taken-up"
 """The detach reason that cuts such a turn: the one taking the session up stopped waiting."""
 SHUTDOWN = "shutdown"
 """The detach reason of a supervisor stop (``supervisor stop``, SIGTERM)."""
+CUT_WAIT_OVER = "cut-wait-over"
+"""The detach reason that ends the wait for a cut turn's end: the actor leaves without it."""
 
 CUT_BY_EXIT = "the chat ended before the reply"
 CUT_WHILE_WAITED = "stopped by the user while it was waited for"
@@ -51,10 +53,19 @@ class CutTurn:
 
 
 @dataclass(frozen=True)
+class AwaitCut:
+    """Turn ``turn`` is being cut already: its end, or the end of the cut's bounded wait
+    (``CUT_WAIT_OVER``), is what the exit waits for (a stop meanwhile made the actor leave
+    at once, without what the turn's tools had done)."""
+
+    turn: int
+
+
+@dataclass(frozen=True)
 class Leave:
-    """Exit now, for ``reason`` (no turn runs, or a second cut)."""
+    """Exit now, for ``reason`` (no turn runs, or the wait for a cut turn's end is over)."""
 
     reason: str
 
 
-LeavingStep = LetTurnFinish | CutTurn | Leave
+LeavingStep = LetTurnFinish | CutTurn | AwaitCut | Leave

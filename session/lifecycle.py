@@ -119,10 +119,12 @@ from session.kept_context import KeptContext
 from session.leaving import (
     CUT_BY_EXIT,
     CUT_BY_SHUTDOWN,
+    CUT_WAIT_OVER,
     CUT_WHILE_WAITED,
     FINISHING_AFTER_EXIT,
     SHUTDOWN,
     TAKEN_UP,
+    AwaitCut,
     CutTurn,
     Leave,
     LeavingStep,
@@ -845,11 +847,15 @@ class SessionLifecycle:
         self, reason: str, *, finishes_alone: bool
     ) -> tuple[SessionLifecycle, LeavingStep]:
         """The terminal left (``reason``; ``finishes_alone``: the connection simply ended,
-        nobody asked the reply to stop). With no turn running, or a second time while a
-        cut turn ends, it leaves now; a turn running lets it finish if ``finishes_alone``,
-        else (or when the finish wait is over) it is cut. The first reason is kept."""
-        if self.turn is None or not self.allows(Event.CUT_TURN):
+        nobody asked the reply to stop). With no turn running, or once the wait for a cut
+        turn's end is over (``CUT_WAIT_OVER``), it leaves now; another reason while a cut
+        turn ends (the stop after the finish wait's cut) waits for that end; a turn running
+        lets it finish if ``finishes_alone``, else (or when the finish wait is over) it is
+        cut. The first reason is kept."""
+        if self.turn is None or (self.phase is Phase.CUTTING and reason == CUT_WAIT_OVER):
             return self, Leave(self.leaving or reason)
+        if not self.allows(Event.CUT_TURN):
+            return self, AwaitCut(self.turn)
         if finishes_alone and self.allows(Event.TERMINAL_GONE):
             return self.let_turn_finish(reason), LetTurnFinish(self.turn)
         return self.cut_turn(reason), CutTurn(self.turn)

@@ -82,7 +82,8 @@ class Registry:
         mid-turn; the connection's end after the stop's) would make it leave at once,
         without the turn it cut and waits for. (``detach_all`` tells an actor whose turn
         was let finish for its terminal gone again, on purpose: the stop cuts that turn;
-        one whose finish wait had already cut it leaves at once, its message kept.)"""
+        one whose turn is already cut, by its finish wait or a tab that stopped waiting
+        for it, waits for that cut's end as it would have: ``AwaitCut``.)"""
         entry = self._terminals.get(terminal_pid)
         if entry is not None and entry.ref is ref:
             if not entry.connected:

@@ -14,7 +14,7 @@ from session.compaction import EventCompaction, EventsCompactionConfig, Window, 
 from session.errors import IllegalTransition
 from session.filesystem import FileDrift
 from session.history import count_turns, dump_messages, load_messages
-from session.leaving import CutTurn, Leave, LetTurnFinish
+from session.leaving import AwaitCut, CutTurn, Leave, LetTurnFinish
 from session.lifecycle import (
     TRANSITIONS,
     DeletePointer,
@@ -196,7 +196,8 @@ def test_a_terminal_leaving_finishes_or_cuts_its_turn_as_the_table_says() -> Non
     assert cut.leaving == "disconnected", "the first reason is the exit's"
     assert cut.cut_by == "finish-wait-over", "the cut's own reason, for its unanswered mark"
     assert gone.terminal_left("reattached", finishes_alone=False)[1] == CutTurn(4)
-    assert cut.terminal_left("shutdown", finishes_alone=False) == (cut, Leave("disconnected"))
+    assert cut.terminal_left("shutdown", finishes_alone=False) == (cut, AwaitCut(4))
+    assert cut.terminal_left("cut-wait-over", finishes_alone=False) == (cut, Leave("disconnected"))
     stopped, step = active().begin_turn(5).terminal_left("shutdown", finishes_alone=False)
     assert step == CutTurn(5) and stopped.leaving == "shutdown"
     left = complete(cut).lifecycle
