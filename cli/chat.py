@@ -454,6 +454,8 @@ class SupervisorWatch(_Watch):
         self.stopped_frame: Frame | None = None
 
     def _run(self, end_prompt: Callable[[], object]) -> None:
+        if not self._chat.connected:  # a re-attach a Ctrl+C cut short: the next message's
+            return
         conn = self._chat.conn
         while not self._stopping.is_set():
             try:
@@ -578,6 +580,11 @@ class Chat:
     def conn(self) -> Connection:
         assert self._conn is not None
         return self._conn
+
+    @property
+    def connected(self) -> bool:
+        """Whether the chat holds a connection (a re-attach cut short by a Ctrl+C left none)."""
+        return self._conn is not None
 
     # -- attaching ------------------------------------------------------------
 
@@ -1253,7 +1260,8 @@ class Chat:
                     self.conn.send({**frame, "saved_only": True} if self._called_tools else frame)
                 except ConnectionLost:
                     return self._unanswered(LOST_TWICE, view)
-                except KeyboardInterrupt:
+                except KeyboardInterrupt:  # the user's first Ctrl+C: the next one leaves
+                    self._stopped_by_ctrl_c = True
                     return self._unanswered("[cancelled]", view)
                 view = self.console.reply()
                 views.append(view)
@@ -1507,7 +1515,9 @@ class Chat:
         from disk and saves it, as the next message would (``again``: once).
 
         True when turns could not be saved (they were told, and where they are kept)."""
-        if self._conn is None:
+        if self._conn is None:  # none to leave by: a re-attach a Ctrl+C cut short
+            if self._lost and self.session_id is not None and self.on_disk:
+                self._tell_left_as_saved(self.session_id)
             return False
         lost = False
         try:

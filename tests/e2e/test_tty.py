@@ -1018,3 +1018,40 @@ def test_a_ctrl_c_that_comes_after_the_reply_ended_shows_the_reply_kept_whole(
     finally:
         tty.close()
     assert b"[cancelled]" not in tty.seen
+
+
+def test_a_ctrl_c_during_a_reattach_is_the_first_of_two_that_leave(
+    env: Env, server: ChatServer
+) -> None:
+    """H149's leftover: a Ctrl+C while the terminal re-attached (the supervisor died during
+    a reply) cancelled the wait, but the next Ctrl+C at the prompt was taken for one meant
+    for a reply that had just ended (``note: the reply had just ended; Ctrl+C again to
+    leave``). As with two Ctrl+C during a reply, the second leaves: exit 130, saved."""
+    env.extra["AGENT_ASSIST_HEIR"] = "0"  # re-attaching starts a supervisor
+    tty = Pty(env, env.terminal())
+    lock: int | None = None
+    try:
+        streaming_after_one_turn(tty)
+        lock = os.open(env.runtime / "start.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the re-attach waits to start a supervisor
+        pid = env.supervisor_pid()
+        assert pid is not None and env.ours(pid)
+        os.kill(pid, signal.SIGKILL)
+        tty.expect("the supervisor went away during this reply")
+        tty.type("\x03")
+        tty.expect("[cancelled]")
+        tty.expect_prompt()
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        tty.type("\x03")
+        tty.expect("session ")
+        tty.expect("is as saved after its last turn")
+        assert tty.process.wait(timeout=30) == 130
+    finally:
+        if lock is not None:
+            os.close(lock)
+        tty.close()
+    shown = ANSI.sub(b"", tty.seen).decode()
+    assert JUST_ENDED_LINE.format(what="the reply") not in shown
+    assert "Traceback" not in shown, "the prompt's watch had no connection to read"
+    (session_id,) = env.session_ids()
+    assert "hello tty" in str(env.session(session_id)["recent_messages"])
