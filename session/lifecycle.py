@@ -893,7 +893,7 @@ class SessionLifecycle:
     def kept_meanwhile(self, unanswered: Sequence[ModelMessage]) -> tuple[Effect, ...]:
         """The writes that keep the turn in flight as ``unanswered`` (its message, marked:
         ``unanswered(text, SHUTDOWN)``) while it finishes for a terminal gone: a supervisor
-        that dies before its end loses the message no more. None with no message. The
+        that dies before its end loses the message no more. Nothing with no message. The
         lifecycle is left as it is (the turn's end replaces the file); the session's
         last-active time is kept: nobody was active."""
         kept = self._answered_by(unanswered) if unanswered else None
