@@ -1220,9 +1220,12 @@ def _waiting_input() -> bytes:
             termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
-_HANGING_RE = re.compile(r"\s*\S+(?: \S+)?\s{2,}(?=\S)|\s*(?:[-*]|\d+[.)]) |\s*")
-"""Where a line's continuation rows start: under its second column (``  /save   save the
-session``), after a list marker, or at its indentation."""
+_HANGING_RE = re.compile(
+    r"(?:warning|error|note): |\s*\S+(?: \S+)?\s{2,}(?=\S)|\s*(?:[-*]|\d+[.)]) |\s*"
+)
+"""Where a line's continuation rows start: after a diagnostic's label (``warning: ``),
+under its second column (``  /save   save the session``), after a list marker, or at its
+indentation."""
 
 
 def word_wrap(text: str, width: int) -> str:

@@ -30,6 +30,15 @@ def write_error(line: str) -> None:
     print(stderr_wrapped(line), file=sys.stderr)
 
 
+def write_warnings(warnings: list[str]) -> None:
+    """The listing's ``warning:`` lines on stderr, each wrapped as ``write_error``'s."""
+    if warnings:
+        from cli.console import stderr_wrapped
+
+        for warning in warnings:
+            print(stderr_wrapped(warning), file=sys.stderr)
+
+
 def quick_sessions(flags: list[str]) -> int:
     from cli.errors import CommandError, as_error_line, current_directory, usable_workspace
     from cli.quick import incomplete
@@ -53,8 +62,7 @@ def quick_sessions(flags: list[str]) -> int:
 
             warnings = answer["warnings"]
             assert isinstance(warnings, list)  # checked by ask_for_sessions
-            for warning in warnings:
-                print(warning, file=sys.stderr)
+            write_warnings([str(w) for w in warnings])
             write_out(json.dumps(answer["sessions"], indent=2, ensure_ascii=False))  # as ops.dumps
             return 1 if incomplete(map(str, warnings)) else 0
     from cli import sessions as ops
@@ -69,8 +77,7 @@ def quick_sessions(flags: list[str]) -> int:
             raise
         write_error(line)
         return 1
-    for warning in data["warnings"]:
-        print(warning, file=sys.stderr)
+    write_warnings(data["warnings"])
     sessions = data["sessions"]
     if "--json" in flags:
         write_out(ops.dumps(sessions))
@@ -96,16 +103,16 @@ def quick_supervisor_run() -> int:
     try:
         run_supervisor(runtime_paths())
     except AlreadyRunning as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        write_error(f"error: {exc}")
         return 1
     except HomeHeld as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        write_error(f"error: {exc}")
         return HOME_HELD_EXIT
     except Exception as exc:
         line = error_line(exc)
         if line is None:
             raise
-        print(line, file=sys.stderr)
+        write_error(line)
         return 1
     return 0
 

@@ -183,6 +183,14 @@ def full_id(given: str) -> str:
 SESSION_ID = SessionId()
 
 
+def _warn(line: str) -> None:
+    """A ``warning:``, ``note:`` or ``error:`` line on stderr, wrapped between words on a
+    terminal narrower than it, its continuation rows indented past the label."""
+    from cli.console import stderr_wrapped
+
+    click.echo(stderr_wrapped(line), err=True)
+
+
 def one_line_errors(fn: F) -> F:
     """Translate the project's errors to one line on stderr and exit status 1."""
 
@@ -196,9 +204,7 @@ def one_line_errors(fn: F) -> F:
             line = error_line(exc)
             if line is None:
                 raise
-            from cli.console import stderr_wrapped
-
-            click.echo(stderr_wrapped(line), err=True)
+            _warn(line)
         sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
@@ -388,7 +394,7 @@ def sessions(ctx: click.Context, workspace: Path, every: bool, as_json: bool) ->
     listed = None if every else resolved(workspace)  # --all needs no workspace
     data = sessions_ops.list_sessions(runtime_paths(), listed, every)
     for warning in data["warnings"]:
-        click.echo(warning, err=True)
+        _warn(warning)
     if as_json:
         click.echo(sessions_ops.dumps(data["sessions"]))
     else:
@@ -450,7 +456,7 @@ def _in_any_project(
         other = sessions_ops.project_holding(workspace, session_id)
         if other is None:
             raise
-        click.echo(f"note: session {session_id} is in project {other}", err=True)
+        _warn(f"note: session {session_id} is in project {other}")
         return act(other)
 
 
@@ -509,7 +515,7 @@ def sessions_show(
     else:
         click.echo(sessions_ops.render_show(data, _screen_width()))
     for warning in data.get("warnings", ()):
-        click.echo(warning, err=True)
+        _warn(warning)
 
 
 def _screen_width() -> int | None:
@@ -593,7 +599,7 @@ def sessions_prune(
         runtime_paths(), None if every else _workspace(ctx, workspace), every, days, dry_run
     )
     for warning in data["warnings"]:
-        click.echo(warning, err=True)
+        _warn(warning)
     verb = "Would remove" if dry_run else "Removed"
     count = len(data["pruned"])
     sessions = f"{count} orphaned session{'' if count == 1 else 's'}"
@@ -659,7 +665,7 @@ def config_show(as_json: bool, model: str | None) -> None:
     data = config_cmd.report({"model": model})
     click.echo(sessions_ops.dumps(data) if as_json else config_cmd.render(data, _screen_width()))
     for problem in config_cmd.sdk_problems(config_cmd.load({"model": model})):
-        click.echo(f"warning: a chat would refuse this: {problem}", err=True)
+        _warn(f"warning: a chat would refuse this: {problem}")
 
 
 # -- supervisor -----------------------------------------------------------------
@@ -682,7 +688,7 @@ def supervisor_run() -> None:
     except AlreadyRunning as exc:
         raise CommandError(str(exc)) from exc
     except HomeHeld as exc:
-        click.echo(f"error: {exc}", err=True)
+        _warn(f"error: {exc}")
         sys.exit(HOME_HELD_EXIT)
 
 
@@ -734,12 +740,11 @@ def supervisor_status(as_json: bool) -> None:
 
         theirs, ours = info.get("state_root"), str(state_root().resolve())
         if theirs and theirs != ours:  # it runs, but refuses this home's chats and listings
-            click.echo(
+            _warn(
                 f"warning: it keeps sessions in {theirs}, not in {ours} "
                 "(AGENT_ASSIST_HOME): chats and listings with this home are refused; "
                 "stop it, or give this home its own AGENT_ASSIST_RUNTIME_DIR"
-                + relative_home_note(),
-                err=True,
+                + relative_home_note()
             )
     else:
         click.echo(f"not running (socket {info['socket']})")
@@ -758,10 +763,10 @@ def run() -> None:
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "agent-assist"
         message = " ".join(exc.format_message().split()).removesuffix(".")
-        print(f"error: {message} (see '{where} --help')", file=sys.stderr)
+        _warn(f"error: {message} (see '{where} --help')")
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        print(f"error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+        _warn(f"error: {' '.join(exc.format_message().split())}")
         sys.exit(exc.exit_code)
     except click.Abort:
         print("Aborted!", file=sys.stderr)
