@@ -699,7 +699,9 @@ def supervisor_run() -> None:
 @one_line_errors
 def supervisor_start(as_json: bool) -> None:
     """Start the supervisor in the background (if it is not running)."""
-    info, started = supervisor_cmd.start(runtime_paths())
+    info, started, problems = supervisor_cmd.start(runtime_paths())
+    for problem in problems:
+        _warn(f"warning: {problem}")
     if as_json:
         click.echo(sessions_ops.dumps({**info, "started": started}))
         return

@@ -30,19 +30,21 @@ def status(paths: RuntimePaths) -> dict[str, Any]:
             raise not_answering(paths) from None
 
 
-def start(paths: RuntimePaths) -> tuple[dict[str, Any], bool]:
-    """Start the supervisor unless one runs; a bad setting is refused here, in one line,
-    rather than by a detached process that can only write it to its log."""
+def start(paths: RuntimePaths) -> tuple[dict[str, Any], bool, tuple[str, ...]]:
+    """Start the supervisor unless one runs. A bad tuning variable (the supervisor's own)
+    is refused here, in one line, rather than by a detached process that can only write
+    it to its log; a bad setting of the chats' is returned, to be said as a warning (the
+    supervisor starts without it, and logs it too)."""
     import os
 
     from session.paths import state_root
-    from session.settings import load_settings
+    from session.settings import supervisor_settings
 
-    load_settings(state_root(), os.environ)
+    _, problems = supervisor_settings(state_root(), os.environ)
     check_tuning()
     conn, started = connect_or_start(paths, START_TIMEOUT_S)
     conn.close()
-    return status(paths), started
+    return status(paths), started, problems
 
 
 def stop(paths: RuntimePaths) -> int | None:

@@ -240,29 +240,36 @@ def resolve_settings(
 ) -> Settings:
     """Merge the layers (later wins) and validate each value against its source."""
     options = options or {}
-    values: dict[str, Any] = {}
-    sources: list[Setting] = []
-    for spec in SPECS:
-        raw: object = spec.default
-        source: Source = "default"
-        where = "default"
-        # Sources named as ``cli.config_cmd.source_label`` names them: "file PATH",
-        # "env NAME", "option --name".
-        if spec.name in file:
-            raw, source, where = file[spec.name], "file", f"file {file_label}"
-        if env.get(spec.env) not in (None, ""):
-            raw, source, where = env[spec.env], "env", f"env {spec.env}"
-        if options.get(spec.name) is not None:
-            raw, source = options[spec.name], "option"
-            where = f"option --{spec.name.replace('_', '-')}"
-        try:
-            value = spec.parse(raw) if source != "default" else raw
-        except ValueError as exc:
-            raise SettingsError(f"bad {spec.name} {_shown(raw)} from {where}: {exc}") from None
-        values[spec.name] = value
-        sources.append(Setting(spec.name, value, source))
+    sources = [_resolved(spec, file, env, options, file_label) for spec in SPECS]
     heir_wanted(env)  # no setting of the file, but checked wherever the settings are
-    return Settings(**values, sources=tuple(sources))
+    return Settings(**{s.name: s.value for s in sources}, sources=tuple(sources))
+
+
+def _resolved(
+    spec: _Spec,
+    file: Mapping[str, object],
+    env: Mapping[str, str],
+    options: Mapping[str, object | None],
+    file_label: str,
+) -> Setting:
+    """One setting from its layers; SettingsError for a bad value, naming its source."""
+    raw: object = spec.default
+    source: Source = "default"
+    where = "default"
+    # Sources named as ``cli.config_cmd.source_label`` names them: "file PATH",
+    # "env NAME", "option --name".
+    if spec.name in file:
+        raw, source, where = file[spec.name], "file", f"file {file_label}"
+    if env.get(spec.env) not in (None, ""):
+        raw, source, where = env[spec.env], "env", f"env {spec.env}"
+    if options.get(spec.name) is not None:
+        raw, source = options[spec.name], "option"
+        where = f"option --{spec.name.replace('_', '-')}"
+    try:
+        value = spec.parse(raw) if source != "default" else raw
+    except ValueError as exc:
+        raise SettingsError(f"bad {spec.name} {_shown(raw)} from {where}: {exc}") from None
+    return Setting(spec.name, value, source)
 
 
 def load_settings(
@@ -271,6 +278,33 @@ def load_settings(
     return resolve_settings(
         read_config_file(root), env, options, file_label=str(root / CONFIG_FILE)
     )
+
+
+STARTS_WITHOUT: Final = "; the supervisor starts without it (a chat refuses it until it is fixed)"
+
+
+def supervisor_settings(root: Path, env: Mapping[str, str]) -> tuple[Settings, tuple[str, ...]]:
+    """The settings a supervisor starts with, and the problems it is to log: a bad value
+    (or a settings file that does not read) is the default instead, for the supervisor
+    needs none of them to start: each chat resolves its own and refuses a bad one in one
+    line (a supervisor refusing to start had every listing read without it, H152)."""
+    problems: list[str] = []
+    label = str(root / CONFIG_FILE)
+    try:
+        file = read_config_file(root)
+    except SettingsError as exc:
+        problems.append(f"{exc}{STARTS_WITHOUT}")
+        file = {}
+    sources: list[Setting] = []
+    for spec in SPECS:
+        try:
+            sources.append(_resolved(spec, file, env, {}, label))
+        except SettingsError as exc:
+            problems.append(f"{exc}{STARTS_WITHOUT}")
+            sources.append(Setting(spec.name, spec.default, "default"))
+    heir_wanted(env)  # the supervisor's own: a bad one is refused
+    settings = Settings(**{s.name: s.value for s in sources}, sources=tuple(sources))
+    return settings, tuple(problems)
 
 
 def _shown(raw: object) -> str:

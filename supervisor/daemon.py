@@ -33,7 +33,7 @@ from actors.storage import StorageActor, StorageMemory
 from actors.supervision import Decision, RestartPolicy, decide
 from session.paths import state_root
 from session.redaction import secrets_from_environment
-from session.settings import load_settings
+from session.settings import supervisor_settings
 from supervisor.accept import MAX_CONNECTIONS, connection_cap
 from supervisor.front import HELLO_TIMEOUT_S, FrontDoor
 from supervisor.heir import forget_heir_pid, heir_enabled, spawn_heir, stop_heir
@@ -85,7 +85,7 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
     from supervisor.server import Settings
 
     root = state_root().resolve()
-    configured = load_settings(root, os.environ)
+    configured, _ = supervisor_settings(root, os.environ)  # problems: logged at the start
     compaction = EventsCompactionConfig(
         compaction_interval=configured.compaction_interval,
         overlap_size=configured.compaction_overlap,
@@ -266,7 +266,8 @@ def supervise(paths: RuntimePaths, lock_fd: int, took_over_from: int | None = No
         raise_descriptor_limit()
         write_pid_file(paths.pid_file)
         root = state_root().resolve()
-        load_settings(root, os.environ)  # a bad setting stops the start here, in one line
+        for problem in supervisor_settings(root, os.environ)[1]:  # the chats refuse it
+            log.warning("%s", problem)
         check_tuning()  # and so does a bad tuning variable
         log.info("supervisor %d starting (state root %s)", os.getpid(), root)
         home_fd = take_home_lock(root, paths.directory)  # HomeHeld: another one keeps it

@@ -213,3 +213,22 @@ def test_the_heir_values_that_mean_something(value: str, wanted: bool) -> None:
 
     resolve_settings({}, {"AGENT_ASSIST_HEIR": value})
     assert heir_wanted({"AGENT_ASSIST_HEIR": value}) is wanted
+
+
+def test_a_supervisor_starts_with_the_default_for_a_bad_value_and_names_it(
+    tmp_path: Path,
+) -> None:
+    """H152: the supervisor needs none of the chats' settings; a bad one is told, not
+    fatal, and the good ones still apply."""
+    from session.settings import supervisor_settings
+
+    (tmp_path / "config.toml").write_text('compaction_interval = "abc"\ncompaction_overlap = 3\n')
+    settings, problems = supervisor_settings(tmp_path, {})
+    assert (settings.compaction_interval, settings.compaction_overlap) == (10, 3)
+    assert problems == (
+        f"bad compaction_interval 'abc' from file {tmp_path}/config.toml: must be a whole "
+        "number between 0 and 100; the supervisor starts without it (a chat refuses it "
+        "until it is fixed)",
+    )
+    with pytest.raises(SettingsError, match="compaction_interval"):
+        resolve_settings({"compaction_interval": "abc"}, {})

@@ -114,3 +114,44 @@ def test_config_show_json_tells_the_effective_value_the_table_tells(env: Env) ->
     for name, row in rows.items():
         cell = f"{row['effective']} ({row['derived']})" if row["derived"] else str(row["effective"])
         assert re.search(rf"^{name} +{re.escape(cell)} ", table, re.M), (name, table)
+
+
+BAD_INTERVAL = (
+    "bad compaction_interval 'abc' from file {root}/config.toml: must be a whole number "
+    "between 0 and 100"
+)
+
+
+def test_a_bad_config_toml_does_not_stop_the_supervisor_each_chat_refuses_it(env: Env) -> None:
+    """A tester's find (H152): ``supervisor start`` refused a bad value of config.toml,
+    though the supervisor needs none of the chats' settings. It starts and says it (a
+    warning, in its log too); the chat refuses in DESIGN 8's one line; ``sessions`` and
+    ``supervisor status`` work; none of them shows a traceback."""
+    env.home.mkdir(parents=True)
+    (env.home / "config.toml").write_text('compaction_interval = "abc"\n')
+    bad = BAD_INTERVAL.format(root=env.home)
+    started = env.run("supervisor", "start", "--json")
+    assert started.returncode == 0, started.stderr
+    assert json.loads(started.stdout)["running"] is True
+    assert started.stderr.startswith(f"warning: {bad}; the supervisor starts without it")
+    log = (env.runtime / "supervisor.log").read_text()
+    assert f"WARNING {bad}; the supervisor starts without it" in log
+    status = env.run("supervisor", "status", "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["running"] is True
+    chat = env.run("--new", input="hello\n", terminal=env.terminal())
+    assert (chat.returncode, chat.stderr, chat.stdout) == (1, f"error: {bad}\n", "")
+    assert env.session_ids() == []  # no session made with a wrong default
+    for args in (("sessions",), ("sessions", "--json"), ("sessions", "--all")):
+        listed = env.run(*args)
+        assert listed.returncode == 0 and listed.stderr == "", (args, listed.stderr)
+    env.run("supervisor", "stop")
+    (env.home / "config.toml").write_text('model = "x\n')  # not TOML at all
+    started = env.run("supervisor", "start")
+    assert started.returncode == 0, started.stderr
+    assert started.stderr.startswith(f"warning: {env.home}/config.toml is not valid TOML")
+    assert "Traceback" not in started.stderr
+    chat = env.run("--new", input="hello\n", terminal=env.terminal())
+    assert chat.returncode == 1 and chat.stderr.startswith(
+        f"error: {env.home}/config.toml is not valid TOML"
+    )
+    assert len(chat.stderr.splitlines()) == 1
