@@ -34,6 +34,7 @@ from watchdog.events import (
     DirDeletedEvent,
     DirMovedEvent,
     EventsLostEvent,
+    FileAttribEvent,
     FileClosedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
@@ -62,7 +63,7 @@ from session.filesystem import inside_parts, safe_relative_paths, tracked_digest
 
 log = logging.getLogger("agent_assist.drift")
 SETTLE_S = 0.1
-CHANGE_EVENTS = frozenset({"modified", "created", "deleted", "moved", "closed"})
+CHANGE_EVENTS = frozenset({"modified", "created", "deleted", "moved", "closed", "attrib"})
 STRUCTURAL_EVENTS = frozenset({"created", "deleted", "moved"})
 WATCHED_EVENTS: list[type[FileSystemEvent]] = [
     FileModifiedEvent,
@@ -70,13 +71,16 @@ WATCHED_EVENTS: list[type[FileSystemEvent]] = [
     FileCreatedEvent,
     FileDeletedEvent,
     FileMovedEvent,
+    FileAttribEvent,
     DirCreatedEvent,
     DirDeletedEvent,
     DirMovedEvent,
     EventsLostEvent,
 ]
 """What inotify is asked for: ``CHANGE_EVENTS`` (a directory's "modified" is ignored, see
-``_Bridge``), and word of events the kernel dropped. Opens and reads are not asked for:
+``_Bridge``), a file's mode or owner changed (a ``chmod 000`` makes it unreadable: told;
+one that leaves its content readable and the same changes no digest: not told, H152), and
+word of events the kernel dropped. Opens and reads are not asked for:
 ``sed -i`` reading each file and our own hashing of it doubled the events watchdog sorts
 in a flood."""
 EVENTS_LOST = EventsLostEvent.event_type

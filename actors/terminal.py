@@ -129,6 +129,7 @@ from session.filesystem import (
     detect_file_drift,
     file_modes,
     is_inside,
+    unreadable_of,
     unseen_changes,
     what_is_at,
 )
@@ -163,7 +164,7 @@ from session.lifecycle import (
 )
 from session.manager import CheckpointListing, RestoredFiles, Written
 from session.models import Pointer, SessionState, utc_now, validate_session_id
-from session.notices import FLOOD_S, NoticeFlood, changed_line, flood_line
+from session.notices import FLOOD_S, UNREADABLE, NoticeFlood, changed_line, flood_line
 from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
 from session.summary import offline_summary
@@ -631,7 +632,10 @@ class TerminalActor(Actor[TerminalMessage]):
                     paths = tuple(p for p in paths if p not in ours)
                     self._told_in_turn.update(paths)
                 if paths:
-                    await self._note_changes(paths, gone, writers=writers)
+                    unread = await anyio.to_thread.run_sync(
+                        unreadable_of, self._config.workspace, gone & set(paths)
+                    )
+                    await self._note_changes(paths, gone, writers=writers, unread=unread)
             case SummaryReady(session_id, summary, covers, offline_because):
                 # After the exit, whose write holds a summary of every turn, one asked for
                 # before the last turns (a slow summary model) would put it back behind.
@@ -1799,12 +1803,15 @@ class TerminalActor(Actor[TerminalMessage]):
         gone: frozenset[str] = frozenset(),
         at_reattach: bool = False,
         writers: Mapping[str, str] | None = None,
+        unread: frozenset[str] = frozenset(),
     ) -> None:
         """Tell the terminal, one notice per file and burst (a file that changed again
         within ``BURST_S`` of its last change is not told again, unless it was deleted
         and is there again, or the other way round), and have the next
         request name each file once. A file in ``gone`` (the watcher saw it no more) is
-        told as deleted. ``at_reattach``: the drift a re-attach found (see ``Info``).
+        told as deleted, or as made unreadable if it is in ``unread`` (there, but it
+        cannot be read: a ``chmod 000``). ``at_reattach``: the drift a re-attach found
+        (see ``Info``).
         ``writers``: the other agent-assist session that wrote a file, told as its
         change (it is outside this session, not outside agent-assist)."""
         now = anyio.current_time()
@@ -1814,6 +1821,8 @@ class TerminalActor(Actor[TerminalMessage]):
             self._changed_outside.add(path)
             self._edited_outside.add(path)
             how = "deleted" if path in gone else "changed"
+            if path in unread:
+                how = UNREADABLE
             writer = (writers or {}).get(path, "")
             if last is None or now - last >= BURST_S or self._told_as.get(path) != (how, writer):
                 self._told_as[path] = (how, writer)

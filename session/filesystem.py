@@ -342,6 +342,12 @@ def unreadable(workspace: Path, relative: str) -> str | None:
     return None
 
 
+def unreadable_of(workspace: Path, relatives: Iterable[str]) -> frozenset[str]:
+    """Those of ``relatives`` (safe paths) where a regular file is that cannot be read:
+    its digest is gone as a deleted file's is, but it is there. Blocking."""
+    return frozenset(r for r in relatives if unreadable(workspace, r) is not None)
+
+
 def _kind_in_the_way(mode: int, last: bool) -> str | None:
     if stat.S_ISLNK(mode):
         return "a symlink"

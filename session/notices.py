@@ -89,8 +89,13 @@ class NoticeFlood:
         return held
 
 
+UNREADABLE = "made unreadable"
+"""How a tracked file is told that is there but can no longer be read (a ``chmod 000``):
+the model and the user lose it as if deleted, and the user must know why."""
+
+
 def changed_line(path: str, how: str, session_id: str | None = None) -> str:
-    """The notice of one file that changed (``how``: changed, deleted) outside this
+    """The notice of one file that changed (``how``: changed, deleted, ``UNREADABLE``) outside this
     session: outside agent-assist, or in another of its sessions (``session_id``), which
     is no change outside agent-assist."""
     if session_id:
