@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import os
 import posixpath
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -383,6 +384,14 @@ def _described(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
     return str(exc) or type(exc).__name__
+
+
+WORKSPACE_GONE_LINE = (
+    "Files not restored: the workspace {workspace} is not there any more (moved or deleted)."
+)
+"""The restore's line about the files when the workspace is gone (none is asked about)."""
+SAME_FILES_LINE = "Tracked files are as at checkpoint {number}: none to restore."
+"""The restore's line about the files when none differs from the checkpoint's."""
 
 
 def _restore_refused(number: int, exc: BaseException) -> str:
@@ -2129,6 +2138,14 @@ class TerminalActor(Actor[TerminalMessage]):
         except (SessionError, OSError, DeadActor, TimeoutError) as exc:
             await self._emit(CommandOutput(f"error: {exc}"))
             return
+        if not await anyio.to_thread.run_sync(os.path.isdir, self._config.workspace):
+            # No file can be written back, so none is asked about: the conversation is
+            # taken back and one line says so (a "y" typed for a question never asked
+            # was sent to the model, H152).
+            gone = WORKSPACE_GONE_LINE.format(workspace=self._config.workspace)
+            empty = RestorePlan((), (), ())
+            await self._restore(checkpoint, empty, files=False, workspace_gone=gone)
+            return
         # One pass over the files: the plan, the check of its undo and the manifest the
         # next turn may reuse are all taken from it (20,000 templates take seconds).
         now, spec, tracked = await anyio.to_thread.run_sync(
@@ -2222,9 +2239,18 @@ class TerminalActor(Actor[TerminalMessage]):
         lines = listing_lines(listing.checkpoints, session_id)
         await self._emit(CommandOutput("\n".join(lines)))
 
-    async def _restore(self, checkpoint: Checkpoint, plan: RestorePlan, *, files: bool) -> None:
+    async def _restore(
+        self,
+        checkpoint: Checkpoint,
+        plan: RestorePlan,
+        *,
+        files: bool,
+        workspace_gone: str | None = None,
+    ) -> None:
         """Checkpoint the present (so the restore can be undone), write the files back if
-        asked, then bring the conversation back to ``checkpoint``."""
+        asked, then bring the conversation back to ``checkpoint``. Its lines always say
+        what was done about the files (``workspace_gone``: the line that says none could
+        be)."""
         config = self._config
         number = checkpoint.number
         # The undo keeps every file the restore may write over or delete, tracked now or
@@ -2307,6 +2333,10 @@ class TerminalActor(Actor[TerminalMessage]):
             lines.append(f"Files left as they are: {named(untouched)}.")
         if plan.left_alone:
             lines.append(f"Not in checkpoint {number}, left alone: {named(plan.left_alone)}.")
+        if workspace_gone is not None:
+            lines.append(workspace_gone)
+        elif len(lines) == 1 and not plan.in_the_way:  # nothing said of the files yet
+            lines.append(SAME_FILES_LINE.format(number=number))
         phase = self._lc.state.phase if self._lc.state else None
         await self._emit(CommandOutput("\n".join(lines), phase))
 

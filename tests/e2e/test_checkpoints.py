@@ -185,6 +185,50 @@ def test_restore_without_files_brings_back_the_conversation_only(env: Env) -> No
     assert saved["checkpoint_count"] == 4
 
 
+def test_a_restore_with_the_workspace_deleted_says_files_are_not_restored_and_asks_nothing(
+    env: Env,
+) -> None:
+    """A tester's find (H152): ``rm -rf`` of the workspace while the chat is open, then
+    ``/checkpoint N``: nothing was said about the files, so the ``y`` typed for the
+    expected ``Restore files too?`` went to the model as a message. One line now says
+    the files are not restored, and no question is asked."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("write agent_spec.md: # v1")
+    client.expect("wrote agent_spec.md")
+    client.send("/save")
+    client.expect("checkpoint 2", stderr=True)
+    shutil.rmtree(env.workspace)
+    client.send("/checkpoint 2")
+    client.expect("Restored the conversation to checkpoint 2 (1 turn)", stderr=True)
+    line = f"Files not restored: the workspace {env.workspace} is not there any more"
+    client.expect(line, stderr=True)
+    client.send("y")  # what a user expecting the question types: not sent
+    client.expect("note: 'y' answers no question (none was asked); not sent", stderr=True)
+    client.close_stdin()
+    assert client.wait() == 0
+    said = client.drain_stderr()
+    assert not [s for s in said if "Restore files too?" in s], said
+    assert [s for s in said if s.startswith("Files not restored:")] == [
+        f"{line} (moved or deleted)."
+    ]
+    (session_id,) = env.session_ids()
+    prompts = [
+        part["content"]
+        for message in env.session(session_id)["recent_messages"]
+        for part in message["parts"]
+        if part.get("part_kind") == "user-prompt"
+    ]
+    assert prompts == ["write agent_spec.md: # v1"], prompts  # no "y" sent
+
+
+def test_a_restore_with_no_file_to_restore_says_so(env: Env) -> None:
+    """H152: a restore whose files are as at the checkpoint said nothing of them."""
+    result = env.run(input="write agent_spec.md: # v1\n/save\n/checkpoint 2\n")
+    assert result.returncode == 0, result.stderr
+    assert "Restore files too?" not in result.stderr
+    assert "Tracked files are as at checkpoint 2: none to restore." in result.stderr
+
+
 def test_after_a_restore_the_context_says_taken_back_to_the_checkpoint_not_resumed(
     env: Env,
 ) -> None:
