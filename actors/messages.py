@@ -307,6 +307,23 @@ class ScrubSession(Ask[int]):
     secrets: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class MarkUnseen(Ask[None]):
+    """Mark the session's last reply as seen by nobody (its turn ended for a terminal
+    gone): the next open shows it (``session/unseen_reply.py``)."""
+
+    project: Path
+    session_id: str
+
+
+@dataclass(frozen=True)
+class TakeUnseen(Ask[bool]):
+    """Answer: whether the session's last reply was marked unseen; the mark is removed."""
+
+    project: Path
+    session_id: str
+
+
 StorageMessage = (
     SaveSession
     | KeepUnsaved
@@ -331,6 +348,8 @@ StorageMessage = (
     | ScrubSession
     | KeepContext
     | LoadKeptContext
+    | MarkUnseen
+    | TakeUnseen
 )
 
 

@@ -41,6 +41,7 @@ from actors.messages import (
     LoadKeptContext,
     LoadRecovered,
     LoadSession,
+    MarkUnseen,
     PruneSessions,
     Release,
     RemovePointer,
@@ -50,6 +51,7 @@ from actors.messages import (
     SaveSession,
     ScrubSession,
     StorageMessage,
+    TakeUnseen,
     TerminalMessage,
     WriteCheckpoint,
 )
@@ -60,6 +62,7 @@ from session.errors import CheckpointError, SessionDeleted, SessionLive, Superse
 from session.kept_context import read_kept_context, write_kept_context
 from session.manager import RestoredFiles, Written
 from session.models import utc_now
+from session.unseen_reply import mark_unseen, take_unseen
 
 log = logging.getLogger("agent_assist.storage")
 T = TypeVar("T")
@@ -277,6 +280,14 @@ class StorageActor(Actor[StorageMessage]):
             case LoadKeptContext(project, session_id):
                 directory = catalog.checkpoints(project).session_dir(session_id)
                 return await self._io(lambda: read_kept_context(directory))
+            case MarkUnseen(project, session_id):
+                if session_id in self._deleted:
+                    raise SessionDeleted(session_id)
+                directory = catalog.checkpoints(project).session_dir(session_id)
+                return await self._io(lambda: mark_unseen(directory))
+            case TakeUnseen(project, session_id):
+                directory = catalog.checkpoints(project).session_dir(session_id)
+                return await self._io(lambda: take_unseen(directory))
             case LoadSession(project, session_id, messages, set_aside):
                 return await self._io(
                     lambda: catalog.load(project, session_id, messages, set_aside)

@@ -61,6 +61,7 @@ from actors.messages import (
     LoadKeptContext,
     LoadRecovered,
     LoadSession,
+    MarkUnseen,
     Opened,
     OpenSession,
     Release,
@@ -77,6 +78,7 @@ from actors.messages import (
     StorageMessage,
     Summarize,
     SummaryReady,
+    TakeUnseen,
     TakeUpOver,
     TellHeldChanges,
     TerminalMessage,
@@ -138,7 +140,7 @@ from session.history import wire_chars
 from session.interrupted import unanswered_turn
 from session.kept_context import KeptContext
 from session.known_digests import KnownDigests
-from session.last_reply import LastReply, last_reply
+from session.last_reply import LastReply, last_reply, missed_reply
 from session.leaving import (
     CUT_WAIT_OVER,
     SHUTDOWN,
@@ -155,6 +157,7 @@ from session.lifecycle import (
     Effect,
     Event,
     KeepOriginal,
+    MarkReplyUnseen,
     PersistPolicy,
     Phase,
     ScrubEarlier,
@@ -703,8 +706,12 @@ class TerminalActor(Actor[TerminalMessage]):
                     STORAGE_TIMEOUT_S,
                 )
                 stored = await self._with_turns_kept_aside(stored)
+                take = TakeUnseen(self._config.project, wanted)
                 if handover is not None:  # the turn waited for ends the session's messages
                     waited_for = last_reply(stored.recent_messages)
+                    await storage.tell(take)  # shown now: its mark goes (not waited for)
+                elif continuing is None and await storage.ask(take, STORAGE_TIMEOUT_S):
+                    waited_for = missed_reply(stored.recent_messages)  # nobody saw it
                 drift = await anyio.to_thread.run_sync(
                     drift_at_resume, self._config.workspace, stored.file_manifest
                 )
@@ -2477,6 +2484,8 @@ class TerminalActor(Actor[TerminalMessage]):
                         message = ScrubSession(config.project, session_id, secrets)
                     case KeepOriginal(session_id):
                         message = KeepSessionFile(config.project, session_id)
+                    case MarkReplyUnseen(session_id):
+                        message = MarkUnseen(config.project, session_id)
                     case _:
                         assert_never(effect)
                 answer = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)

@@ -861,10 +861,13 @@ class Chat:
             self._refused(frame, session_id)
 
     def _show_last_reply(self, last: Frame | None) -> None:
-        """The reply the open waited for (its terminal gone let it finish), shown as a
-        reply is (piped: on stdout); or the line said instead of a reply it did not get."""
+        """The reply the open waited for (its terminal gone let it finish), or that ended
+        so before it, unseen, under its heading line, shown as a reply is (piped: on
+        stdout); or the line said instead of a reply it did not get."""
         if not last:
             return
+        if last.get("heading") and last.get("text"):
+            self.console.warn(last["heading"])
         if last.get("text"):
             view = self.console.reply()
             view.write(last["text"])

@@ -1,5 +1,6 @@
-"""What a chat that took a session up shows of the turn it waited for (H143): the reply its
-terminal gone let finish, or one line saying the turn ended unanswered or cut."""
+"""What a chat that took a session up shows of the turn it waited for (H143), or of the one
+that ended unseen before it came (H152): the reply its terminal gone let finish, or one
+line saying the turn ended unanswered or cut."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from session.interrupted import INTERRUPTED
-from session.unanswered import NO_REPLY_PREFIX
+from session.unanswered import NO_REPLY_PREFIX, first_words
 
 UNANSWERED_LINE = (
     "note: the last reply did not come ({reason}); the message is kept in the session, "
@@ -18,6 +19,10 @@ CUT_LINE = (
     "note: the last reply was stopped before its end; it is kept as far as it got (a tool "
     "of it had run)"
 )
+
+MISSED_LINE = 'note: the reply to "{message}" finished after its chat was gone; here it is:'
+"""Said above a reply shown at an open because its chat (window closed, killed) was gone
+before it ended, and nobody has seen it since."""
 
 SHOWN_CHARS = 8_000_000
 """Of a longer reply, the head is shown (it is whole in the session): the ``opened`` frame
@@ -35,6 +40,8 @@ class LastReply:
 
     text: str = ""
     note: str | None = None
+    heading: str | None = None
+    """A line said before ``text`` (``MISSED_LINE``), if any."""
 
 
 def last_reply(messages: Sequence[Mapping[str, Any]]) -> LastReply | None:
@@ -62,3 +69,26 @@ def last_reply(messages: Sequence[Mapping[str, Any]]) -> LastReply | None:
         note = LONG_LINE.format(chars=len(text), shown=SHOWN_CHARS)
         return LastReply(text=text[:SHOWN_CHARS], note=note)
     return LastReply(text=text)
+
+
+def missed_reply(messages: Sequence[Mapping[str, Any]]) -> LastReply | None:
+    """``last_reply`` of a turn that ended after its chat was gone, with nobody waiting for
+    it: its reply under ``MISSED_LINE``, naming the message it answers."""
+    shown = last_reply(messages)
+    if shown is None or not shown.text:
+        return shown
+    prompt = next(
+        (
+            part["content"]
+            for message in reversed(messages)
+            if message.get("kind") == "request"
+            for part in (message.get("parts") or ())
+            if isinstance(part, Mapping)
+            and part.get("part_kind") == "user-prompt"
+            and isinstance(part.get("content"), str)
+        ),
+        None,
+    )
+    if prompt is None:
+        return shown
+    return LastReply(shown.text, shown.note, MISSED_LINE.format(message=first_words(prompt)))

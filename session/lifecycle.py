@@ -260,7 +260,23 @@ class ScrubEarlier:
     secrets: tuple[str, ...]
 
 
-Effect = WriteSession | DeleteSession | WritePointer | DeletePointer | ScrubEarlier | KeepOriginal
+@dataclass(frozen=True)
+class MarkReplyUnseen:
+    """The turn that just ended ran for a terminal gone: nobody saw its end. Mark it, so
+    that the next open of the session shows it, once (``session/unseen_reply.py``)."""
+
+    session_id: str
+
+
+Effect = (
+    WriteSession
+    | DeleteSession
+    | WritePointer
+    | DeletePointer
+    | ScrubEarlier
+    | KeepOriginal
+    | MarkReplyUnseen
+)
 
 
 @dataclass(frozen=True)
@@ -341,6 +357,9 @@ class SessionLifecycle:
     cut_by: str | None = None
     """Why the turn in flight was cut (``cutting``): ``leaving`` keeps the first reason,
     and a turn let finish for a terminal gone may be cut by another (``TAKEN_UP``)."""
+    unseen: bool = False
+    """The turn in flight goes on for a terminal gone (let finish, and perhaps cut at the
+    finish wait's end): its end is seen by nobody (``MarkReplyUnseen``)."""
 
     # -- queries ----------------------------------------------------------
 
@@ -862,7 +881,7 @@ class SessionLifecycle:
 
     def let_turn_finish(self, reason: str) -> SessionLifecycle:
         """The turn runs on for a terminal gone (``finishing``)."""
-        return self._move(Event.TERMINAL_GONE, leaving=self.leaving or reason)
+        return self._move(Event.TERMINAL_GONE, leaving=self.leaving or reason, unseen=True)
 
     def unanswered_because(self, reason: str | None = None, *, failed: str | None = None) -> str:
         """Why the message of the turn in flight is kept unanswered (``[no reply: ...]``):
@@ -897,7 +916,9 @@ class SessionLifecycle:
         lifecycle is left as it is (the turn's end replaces the file); the session's
         last-active time is kept: nobody was active."""
         kept = self._answered_by(unanswered) if unanswered else None
-        return () if kept is None else kept.effects
+        if kept is None:
+            return ()
+        return tuple(e for e in kept.effects if not isinstance(e, MarkReplyUnseen))  # no end yet
 
     def with_turn_unanswered(self, unanswered: Sequence[ModelMessage]) -> SessionLifecycle:
         """The turn in flight ends with no end of its own (the actor leaves or stops before
@@ -985,11 +1006,13 @@ class SessionLifecycle:
         if token_base is not None:
             new = new._with(token_overhead=max(0, token_base - new.estimated_tokens()))
         written = new._written(now, manifest, agent_spec_path)
-        if policy is self.policy:
-            return written
-        found = tuple(s for s in policy.known_secrets if s not in self.policy.known_secrets)
-        scrub = ScrubEarlier(state.session_id, found)
-        return Transition(written.lifecycle, (*written.effects, scrub))
+        effects = written.effects
+        if policy is not self.policy:
+            found = tuple(s for s in policy.known_secrets if s not in self.policy.known_secrets)
+            effects = (*effects, ScrubEarlier(state.session_id, found))
+        if self.unseen:  # after the session's write: a reopen finds the reply saved
+            effects = (*effects, MarkReplyUnseen(state.session_id))
+        return Transition(written.lifecycle, effects)
 
     def save(
         self, *, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None

@@ -147,6 +147,9 @@ def file_identity(path: Path) -> FileIdentity | None:
 CONTEXT_NAME = "resume-context"
 """Beside a session's checkpoints: the resume context it was given
 (``session/kept_context.py``)."""
+UNSEEN_NAME = "unseen-reply"
+"""Beside a session's checkpoints: the mark of a last reply nobody saw
+(``session/unseen_reply.py``)."""
 
 
 def read_regular_file(path: Path, max_bytes: int) -> bytes:
@@ -1450,7 +1453,7 @@ class CheckpointStore:
             return 0
         for name in names:
             temp = name.startswith(".") and name.endswith(".tmp")
-            if number_of(name) is None and not temp and name != CONTEXT_NAME:
+            if number_of(name) is None and not temp and name not in (CONTEXT_NAME, UNSEEN_NAME):
                 continue  # a damaged entry moved aside is kept, as a session file's is
             with contextlib.suppress(FileNotFoundError, IsADirectoryError):
                 (directory / name).unlink()  # a directory in an entry's place is not ours

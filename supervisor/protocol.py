@@ -230,11 +230,20 @@ class Welcome(_Frame):
 
 
 class LastReply(_Frame):
-    """What a chat shows of the turn its open waited for (a terminal gone let it finish):
-    ``text``, its reply, drawn as a reply; else ``note``, one line said instead."""
+    """What a chat shows of the turn its open waited for (a terminal gone let it finish),
+    or of one that ended so before the open, unseen: ``text``, its reply, drawn as a
+    reply, after ``heading`` if given; else ``note``, one line said instead."""
 
     text: str = ""
     note: str | None = None
+    heading: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _heading_only_if_any(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if self.heading is None:  # as before it was added
+            data.pop("heading", None)
+        return data
 
 
 class Opened(_Frame):
@@ -245,7 +254,8 @@ class Opened(_Frame):
     drift: tuple[str, ...] = ()
     phase: str | None = None
     last_reply: LastReply | None = None
-    """Only after a wait for the last reply (sent only then: an older client ignores it)."""
+    """Only after a wait for the last reply, or when it ended unseen (sent only then: an
+    older client ignores it)."""
 
     @model_serializer(mode="wrap")
     def _last_reply_only_after_a_wait(self, handler: SerializerFunctionWrapHandler) -> Any:

@@ -159,7 +159,9 @@ def _frame_for(output: TerminalOutput) -> p.ServerFrame:
                 resumed=resumed,
                 drift=drift,
                 phase=phase,
-                last_reply=p.LastReply(text=last_reply.text, note=last_reply.note)
+                last_reply=p.LastReply(
+                    text=last_reply.text, note=last_reply.note, heading=last_reply.heading
+                )
                 if last_reply is not None
                 else None,
             )

@@ -495,6 +495,29 @@ def test_a_turn_finishing_for_a_terminal_gone_is_kept_meanwhile_as_unanswered() 
     assert count_turns(load_messages(write.state.recent_messages)) == 2
 
 
+def test_the_end_of_a_turn_let_finish_for_a_terminal_gone_marks_its_reply_unseen() -> None:
+    """H152: nobody saw that turn's end; the next open shows it. The mark follows the
+    session's write (a reopen finds the reply saved); a turn with its terminal there, or
+    cut by an exit asked for, marks nothing, nor does the copy kept meanwhile."""
+    from session.interrupted import unanswered_turn
+    from session.lifecycle import MarkReplyUnseen
+
+    base = complete(active()).lifecycle
+    session_id = base.session_id
+    assert session_id is not None
+    finishing = base.begin_turn(2).let_turn_finish("disconnected")
+    effects = complete(finishing, 1).effects
+    assert isinstance(effects[0], WriteSession)
+    assert effects[-1] == MarkReplyUnseen(session_id)
+    cut_at_the_wait = finishing.cut_turn("finish-wait-over")  # its end unseen too
+    assert complete(cut_at_the_wait, 1).effects[-1] == MarkReplyUnseen(session_id)
+    assert not any(isinstance(e, MarkReplyUnseen) for e in complete(base, 1).effects)
+    cut = base.begin_turn(2).cut_turn("shutdown")
+    assert not any(isinstance(e, MarkReplyUnseen) for e in complete(cut, 1).effects)
+    meanwhile = finishing.kept_meanwhile(unanswered_turn("go on", "gone"))
+    assert not any(isinstance(e, MarkReplyUnseen) for e in meanwhile)
+
+
 def test_an_exit_before_the_turn_in_flight_ended_writes_its_message_unanswered() -> None:
     """The actor leaves (the stop, a cut whose end did not come) or stops mid-turn: the
     exit's write holds the message, marked, at the last-active time; it wrote the

@@ -337,3 +337,44 @@ def test_a_supervisor_stop_while_a_tab_waits_for_the_last_reply_loses_no_message
         "go on",
         "echo: go on",
     ]
+
+
+def _live_sessions(env: Env) -> int:
+    count: int = json.loads(env.run("supervisor", "status", "--json").stdout)["live_sessions"]
+    return count
+
+
+def test_a_reply_that_ended_after_its_window_closed_is_shown_once_at_the_next_open(
+    env: Env, streaming_server: ChatServer
+) -> None:
+    """A tester's find (H152): the tab closed mid-reply, the reply let finish and saved;
+    reopening ``agent-assist`` in that tab after its end showed nothing of it (only a
+    reopen while it ran, which waited for it, did). It is shown at the next open, under
+    a line naming the message it answers, and not again at the open after that."""
+    tab = env.terminal()
+    streaming_server.reply_ends_go.clear()
+    client = env.spawn("--new", terminal=tab)
+    client.send("hello")
+    client.expect("echo: hello")
+    client.send("be thorough")
+    _asked(streaming_server, "be thorough")
+    client.process.send_signal(signal.SIGHUP)  # the window closed
+    assert client.wait() != 0
+    wait_for(
+        lambda: unanswered_message(_saved(env)) == "be thorough",
+        what="the message kept while its turn finishes",
+    )
+    streaming_server.reply_ends_go.set()
+    wait_for(lambda: _last_text(env) == "echo: be thorough", what="the reply saved")
+    wait_for(lambda: _live_sessions(env) == 0, what="the session released by its turn's end")
+
+    again = env.run("--yes", input="", terminal=tab)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == "echo: be thorough\n"
+    heading = 'note: the reply to "be thorough" finished after its chat was gone; here it is:'
+    assert heading in again.stderr.splitlines(), again.stderr
+    assert WAITING_FOR_LAST_REPLY not in again.stderr
+
+    once_more = env.run("--yes", input="", terminal=tab)
+    assert once_more.returncode == 0, once_more.stderr
+    assert once_more.stdout == "" and "finished after its chat was gone" not in once_more.stderr
