@@ -55,8 +55,9 @@ def test_a_chats_last_error_line_wider_than_the_terminal_wraps_between_words(env
         AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
     )
     tty = Pty(env, env.terminal(), "--new", columns=40)
-    rows = _rows_at_exit(tty, "to use the supervisor's", 1)
+    rows = _rows_at_exit(tty, "supervisor's", 1)  # its last word (rows wrap past the label)
     assert rows[0].startswith("error: the running supervisor sends"), rows
+    assert all(row.startswith("       ") for row in rows[1:]), rows  # indented past "error: "
     assert all(len(row) < 40 for row in rows), rows
     words = " ".join(rows).split()
     assert "model" in words and "requests" in words, "no word cut in two"
