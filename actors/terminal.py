@@ -644,9 +644,11 @@ class TerminalActor(Actor[TerminalMessage]):
                     paths = tuple(p for p in paths if p not in ours)
                     self._told_in_turn.update(paths)
                 if paths:
-                    unread = await anyio.to_thread.run_sync(
-                        unreadable_of, self._config.workspace, gone & set(paths)
-                    )
+                    unread: frozenset[str] = frozenset()
+                    if missing := gone & set(paths):  # only a file gone can be unreadable
+                        unread = await anyio.to_thread.run_sync(
+                            unreadable_of, self._config.workspace, missing
+                        )
                     await self._note_changes(paths, gone, writers=writers, unread=unread)
             case SummaryReady(session_id, summary, covers, offline_because):
                 # After the exit, whose write holds a summary of every turn, one asked for
