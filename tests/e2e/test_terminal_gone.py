@@ -204,19 +204,7 @@ def test_the_reply_waited_for_is_shown_once_it_ends(
     """kill -HUP of the chat mid-reply, then the same tab back: it waits for the last
     reply and, once it ends, shows it before the next one (H143: it was saved in the
     session, never shown: the chat went on with ``Resumed session``)."""
-    tab = env.terminal()
-    streaming_server.reply_ends_go.clear()
-    client = env.spawn("--new", terminal=tab)
-    client.send("hello")
-    client.expect("echo: hello")
-    client.send("be thorough")
-    _asked(streaming_server, "be thorough")
-    client.process.send_signal(signal.SIGHUP)
-    assert client.wait() != 0
-    wait_for(
-        lambda: unanswered_message(_saved(env)) == "be thorough",
-        what="the message kept while its turn finishes",
-    )
+    tab = _window_closed_mid_reply(env, streaming_server)
     again = env.spawn("--yes", terminal=tab)
     again.expect(WAITING_FOR_LAST_REPLY, stderr=True)
     streaming_server.reply_ends_go.set()
@@ -339,18 +327,9 @@ def test_a_supervisor_stop_while_a_tab_waits_for_the_last_reply_loses_no_message
     ]
 
 
-def _live_sessions(env: Env) -> int:
-    count: int = json.loads(env.run("supervisor", "status", "--json").stdout)["live_sessions"]
-    return count
-
-
-def test_a_reply_that_ended_after_its_window_closed_is_shown_once_at_the_next_open(
-    env: Env, streaming_server: ChatServer
-) -> None:
-    """A tester's find (H152): the tab closed mid-reply, the reply let finish and saved;
-    reopening ``agent-assist`` in that tab after its end showed nothing of it (only a
-    reopen while it ran, which waited for it, did). It is shown at the next open, under
-    a line naming the message it answers, and not again at the open after that."""
+def _window_closed_mid_reply(env: Env, streaming_server: ChatServer) -> Terminal:
+    """A tab whose chat had one reply, then was closed (SIGHUP) while the reply to "be
+    thorough" was held by the server; returns the tab, once the message is kept."""
     tab = env.terminal()
     streaming_server.reply_ends_go.clear()
     client = env.spawn("--new", terminal=tab)
@@ -364,6 +343,22 @@ def test_a_reply_that_ended_after_its_window_closed_is_shown_once_at_the_next_op
         lambda: unanswered_message(_saved(env)) == "be thorough",
         what="the message kept while its turn finishes",
     )
+    return tab
+
+
+def _live_sessions(env: Env) -> int:
+    count: int = json.loads(env.run("supervisor", "status", "--json").stdout)["live_sessions"]
+    return count
+
+
+def test_a_reply_that_ended_after_its_window_closed_is_shown_once_at_the_next_open(
+    env: Env, streaming_server: ChatServer
+) -> None:
+    """A tester's find (H152): the tab closed mid-reply, the reply let finish and saved;
+    reopening ``agent-assist`` in that tab after its end showed nothing of it (only a
+    reopen while it ran, which waited for it, did). It is shown at the next open, under
+    a line naming the message it answers, and not again at the open after that."""
+    tab = _window_closed_mid_reply(env, streaming_server)
     streaming_server.reply_ends_go.set()
     wait_for(lambda: _last_text(env) == "echo: be thorough", what="the reply saved")
     wait_for(lambda: _live_sessions(env) == 0, what="the session released by its turn's end")
