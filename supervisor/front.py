@@ -42,7 +42,7 @@ from session.models import new_session_id, validate_session_id
 from session.paths import sessions_dir
 from session.resume import drift_lines
 from supervisor import protocol as p
-from supervisor.greeting import Hangup, read_frame, read_hello, refuse, send
+from supervisor.greeting import Hangup, hello_workspace, read_frame, read_hello, refuse, send
 from supervisor.stack import package_version
 from supervisor.stopped import mark_stopped
 from supervisor.welcome import welcome
@@ -211,15 +211,7 @@ class FrontDoor:
         reader: BufferedByteReceiveStream,
         stream: SocketStream,
     ) -> bool:
-        workspace = Path(hello.workspace or "")
-        usable = workspace.is_absolute() and await anyio.to_thread.run_sync(workspace.is_dir)
-        if not hello.workspace or not usable:
-            await refuse(
-                stream,
-                ErrorCode.INVALID_REQUEST,
-                f"workspace {hello.workspace!r} is not an existing directory",
-            )
-        workspace = await anyio.to_thread.run_sync(workspace.resolve)
+        workspace = await hello_workspace(stream, hello)
         project = sessions_dir(workspace, self._root)
         await send(stream, await welcome(self._storage, project, terminal_pid, workspace))
         opening = await self._open(reader, stream, project, terminal_pid, workspace)

@@ -59,6 +59,19 @@ async def refuse(stream: SocketStream, code: str, message: str) -> NoReturn:
     raise Hangup(message)
 
 
+async def hello_workspace(stream: SocketStream, hello: p.Hello) -> Path:
+    """The workspace a terminal's ``hello`` names, resolved; a name that is not an
+    absolute path to an existing directory is refused (``refuse``)."""
+    workspace = Path(hello.workspace or "")
+    usable = workspace.is_absolute() and await anyio.to_thread.run_sync(workspace.is_dir)
+    if not hello.workspace or not usable:
+        await refuse(
+            stream,
+            ErrorCode.INVALID_REQUEST,
+            f"workspace {hello.workspace!r} is not an existing directory",
+        )
+    return await anyio.to_thread.run_sync(workspace.resolve)
+
 async def next_frame(reader: BufferedByteReceiveStream) -> p.ClientFrame | None:
     """The next frame, None at end of stream; FrameError for a frame to refuse."""
     try:

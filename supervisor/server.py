@@ -69,6 +69,7 @@ from supervisor import protocol as p
 from supervisor.front import Opening, ProtocolMisuse, error_for
 from supervisor.greeting import (
     Hangup,
+    hello_workspace,
     next_frame,
     raw_socket,
     read_hello,
@@ -375,15 +376,7 @@ class Server:
         stream: SocketStream,
         opening: Opening | None = None,
     ) -> None:
-        workspace = Path(hello.workspace or "")
-        usable = workspace.is_absolute() and await anyio.to_thread.run_sync(workspace.is_dir)
-        if not hello.workspace or not usable:
-            await refuse(
-                stream,
-                ErrorCode.INVALID_REQUEST,
-                f"workspace {hello.workspace!r} is not an existing directory",
-            )
-        workspace = await anyio.to_thread.run_sync(workspace.resolve)
+        workspace = await hello_workspace(stream, hello)
         terminal_pid = hello.terminal_pid or hello.client_pid
         start_time = await anyio.to_thread.run_sync(process_start_time, terminal_pid)
         config = self._settings.terminal_config(hello, terminal_pid, start_time, workspace)

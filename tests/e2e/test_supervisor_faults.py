@@ -455,3 +455,33 @@ def test_ctrl_c_while_a_busy_tab_says_hello_again_cancels_the_start_cleanly(env:
     finally:
         previous.close()
     assert status == 130, client.drain_stderr()
+
+
+def _hello_naming(env: Env, workspace: str) -> dict[str, object]:
+    """The first frame answering a terminal's hello that names ``workspace``."""
+    frame = json.loads(terminal_hello(env, env.terminal()))
+    frame["workspace"] = workspace
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(env.runtime / "supervisor.sock"))
+        sock.sendall(json.dumps(frame).encode() + b"\n")
+        answer: dict[str, object] = json.loads(sock.recv(65536).splitlines()[0])
+    return answer
+
+
+@pytest.mark.parametrize("model_stack", ["loading", "loaded"])
+def test_a_terminal_naming_no_usable_workspace_is_refused_in_one_frame(
+    env: Env, model_stack: str
+) -> None:
+    """Whichever door takes the hello (the front one while the model stack loads, the
+    server's after), a workspace that is relative, missing or a file is refused alike."""
+    assert env.run("supervisor", "start").returncode == 0
+    if model_stack == "loaded":  # a turn has run: the stack is in
+        assert env.run("--new", input="hello\n").returncode == 0
+    a_file = env.workspace / "notes.md"
+    a_file.write_text("x")
+    for workspace in ("relative/path", str(env.workspace / "missing"), str(a_file), ""):
+        answer = _hello_naming(env, workspace)
+        assert answer["type"] == "error", workspace
+        assert answer["code"] == "invalid_request"
+        assert answer["message"] == f"workspace {workspace!r} is not an existing directory"
