@@ -57,7 +57,7 @@ from session.compaction import (
     window_without_secrets,
 )
 from session.history import count_turns, trim_to_recent
-from session.redaction import replace_known
+from session.redaction import replace_known, scrub_text
 from session.summary import MAX_SUMMARY_CHARS, offline_summary
 from session.turns import stamped_turn
 
@@ -319,7 +319,9 @@ class CompactionActor(Actor[CompactionMessage]):
             offline_because = self._offline_because(model)
             by_model = not offline and (self._summarizer is not None or model is not None)
             try:
-                compaction = await off_the_loop(finish_compaction, readable, summarized)
+                compaction = await off_the_loop(
+                    finish_compaction, readable, summarized, message.secrets
+                )
             except SummaryTooLong as exc:
                 if not by_model:
                     raise
@@ -484,7 +486,11 @@ class CompactionActor(Actor[CompactionMessage]):
         summarized = await summarizer.summarize_events(events)
         if summarized is None or summarized.compaction is None:
             raise CompactionError("the summary model wrote nothing")
-        return summarized.compaction.compacted_content.strip()[:MAX_SUMMARY_CHARS]
+        # scrubbed as a compaction's narrative is: the model may echo a secret it was never
+        # sent (the API key it was called with), and the summary is the next one's input
+        answer = summarized.compaction.compacted_content
+        text = await off_the_loop(scrub_text, answer, message.secrets)
+        return text.strip()[:MAX_SUMMARY_CHARS]
 
 
 def _without_secrets(message: Summarize) -> Summarize:

@@ -1740,13 +1740,17 @@ def estimate_tokens(text_chars: int) -> int:
     return (text_chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
-def finish_compaction(window: Window, summarized: Event | None) -> EventCompaction | None:
+def finish_compaction(
+    window: Window, summarized: Event | None, known_secrets: tuple[str, ...] = ()
+) -> EventCompaction | None:
     """The compaction to keep: the summarizer's narrative over the window's exact range,
-    with everything retained. None if the summarizer skipped the window.
+    with everything retained, ``known_secrets`` (the session's) replaced in it: a summary
+    model may echo one it was never sent (the API key it was called with). None if the
+    summarizer skipped the window.
 
     Raises ``SummaryTooLong`` if the result is not shorter than what it replaces.
     """
-    compaction = _compaction_of(window, summarized)
+    compaction = _compaction_of(window, summarized, known_secrets)
     if compaction is None:
         return None
     replaced = sum(_event_chars(e) for e in window.events)
@@ -1780,14 +1784,16 @@ def offline_compaction(window: Window) -> EventCompaction | None:
     return _compaction_of(window, OfflineEventSummarizer().summarize(window.events))
 
 
-def _compaction_of(window: Window, summarized: Event | None) -> EventCompaction | None:
+def _compaction_of(
+    window: Window, summarized: Event | None, known_secrets: tuple[str, ...] = ()
+) -> EventCompaction | None:
     if summarized is None or summarized.compaction is None:
         return None
     return EventCompaction(
         window.start_invocation,
         window.end_invocation,
         # scrubbed: a summary model's answer is sent in the model's requests as it is
-        normalize_narrative(scrub_text(summarized.compaction.compacted_content)),
+        normalize_narrative(scrub_text(summarized.compaction.compacted_content, known_secrets)),
         retained_of(window.events),
     )
 

@@ -385,3 +385,40 @@ async def test_a_runaway_summary_is_not_taken_for_a_summary_model_down(
             tg.cancel_scope.cancel()
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warned) == 4 and all("over the cap of 1,800" in w for w in warned), warned
+
+
+async def test_a_summary_model_echoing_a_known_secret_has_it_replaced_in_its_summaries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An attack (H156): a summary model that echoes the API key it was called with (a
+    value the session knows secret, which no pattern takes for one) had it kept in the
+    compaction's narrative, sent in clear in every next request of the chat model, and in
+    the session summary: only the file's copy was scrubbed."""
+    import pydantic_ai.models
+
+    from tests.e2e.openai_server import ChatServer
+
+    key = "plainlocalkeyvalue77"
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+    with ChatServer() as server:
+        server.summary_answer = f"The user asked four questions, logged in with {key}."
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+        turns = tuple(conversation(0, 1, 2, 3))
+        async with anyio.create_task_group() as tg:
+            make = partial(CompactionActor, summary_model="openai-chat:summary-model")
+            compaction: ActorRef[Any] = await tg.start(
+                partial(run_supervised, "compaction", make)
+            )
+            with anyio.fail_after(30):
+                compacted = await compaction.ask(
+                    Compact("aaaaaaaaaaaa", 1, a_window(), "command", secrets=(key,))
+                )
+                summary = await compaction.ask(
+                    Summarize("aaaaaaaaaaaa", turns, (), None, secrets=(key,))
+                )
+            tg.cancel_scope.cancel()
+    assert isinstance(compacted, Compacted) and compacted.compaction is not None
+    assert not compacted.offline, "the model's summary is kept, without the key"
+    assert "logged in with [REDACTED]" in compacted.compaction.compacted_content
+    assert summary is not None and "logged in with [REDACTED]" in summary

@@ -220,3 +220,22 @@ def test_a_key_given_as_a_session_id_or_a_pid_is_not_printed_back(
     result = env.run(*args)
     assert result.returncode != 0
     assert "'[REDACTED]'" in result.stderr and "PaStEdKeY" not in result.stderr
+
+
+def test_a_summary_echoing_the_api_key_is_not_sent_to_the_chat_model(
+    env: Env, serve_chat: ServeChat
+) -> None:
+    """An attack (H156): a summary model that echoed the API key it was called with (a
+    value no pattern takes for a secret) had it sent in clear in every next request of
+    the chat model, though the session file's copy of the summary was scrubbed."""
+    key = "plainlocalkeyvalue77"
+    server = serve_chat(
+        ChatServer(), api_key=key, AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model"
+    )
+    server.summary_answer = f"The user asked three things and logged in with {key}."
+    script = "first thing\nsecond thing\nthird thing\n/compact\nafter the compaction\n"
+    result = env.run(input=script, terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    last_request = sent(server, "test-model")[-1]
+    assert "logged in with [REDACTED]" in last_request
+    assert key not in last_request
