@@ -77,7 +77,7 @@ from session.compacted import (
     STARTED_WITH,
 )
 from session.errors import SessionError
-from session.history import WIRE_HEADROOM, is_turn_start, message_chars
+from session.history import WIRE_HEADROOM, is_turn_start, message_chars, wire_chars
 from session.printable import printable
 from session.redaction import replace_known, scrub_text
 from session.shares import BETWEEN, ends_within, first_lines_within, line_chars, newest_within
@@ -1260,6 +1260,27 @@ def _part_without_secrets(part: Any, known_secrets: tuple[str, ...]) -> Any:
 
 
 def events_text(events: Sequence[Event], limit: int = MAX_SUMMARIZER_INPUT_CHARS) -> str:
+    """The window as plain text for a summarizer, within ``limit`` characters as the wire
+    carries them (``wire_chars``, as a chat request is held to the budget): held to
+    ``limit`` characters, a conversation in Chinese (three bytes each) was sent at 2.5
+    times the budget, and a summary model with the chat model's window refused it. Made
+    again within a smaller share until it fits (the share is cut by the overshoot)."""
+    text = _events_text(events, limit)
+    for _ in range(WIRE_FIT_ROUNDS):
+        size = wire_chars(text)
+        if size <= limit:
+            return text
+        text = _events_text(events, max(1, len(text) * limit // size - 1))
+    while wire_chars(text) > limit:  # no fit in those rounds: its end dropped until it fits
+        text = text[: max(0, len(text) * limit // wire_chars(text) - 1)]
+    return text
+
+
+WIRE_FIT_ROUNDS: Final = 4
+"""How many times ``events_text`` makes the text again within a smaller share."""
+
+
+def _events_text(events: Sequence[Event], limit: int) -> str:
     """The window as plain text for a summarizer, within ``limit`` characters.
 
     What is cut goes from the middle of the longest messages (each keeps its start and
@@ -1639,7 +1660,7 @@ def summarizer_input_chars(max_request_chars: int | None, template: str) -> int:
     window of a small budget sent whole."""
     if max_request_chars is None:
         return MAX_SUMMARIZER_INPUT_CHARS
-    room = max_request_chars - max_request_chars // WIRE_HEADROOM - len(template)
+    room = max_request_chars - max_request_chars // WIRE_HEADROOM - wire_chars(template)
     return max(MIN_SUMMARIZER_INPUT_CHARS, min(MAX_SUMMARIZER_INPUT_CHARS, room))
 
 

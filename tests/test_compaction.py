@@ -49,6 +49,7 @@ from session.compaction import (
     token_window,
     with_compaction,
 )
+from session.history import wire_chars
 from tests.conversations import turn
 
 pytestmark = pytest.mark.anyio
@@ -232,6 +233,22 @@ def test_the_summarizer_input_is_clipped() -> None:
     huge = invocation(1, text="x" * 500_000)
     text = events_text(huge, limit=10_000)
     assert len(text) <= 10_000 and "question 1" in text
+
+
+@pytest.mark.parametrize(
+    "paste",
+    ["设计代理工具模型记忆评估部署" * 300, "line\n" * 1000, 'say "yes"\t' * 400],
+    ids=["chinese", "lines", "quotes and tabs"],
+)
+def test_the_summarizer_input_is_held_to_its_limit_as_the_wire_carries_it(paste: str) -> None:
+    """An attack (H156): the input was held to its limit in characters, the chat requests
+    in what the wire carries (``wire_chars``): a conversation in Chinese (three bytes a
+    character) sent a summary model with the chat model's window 2.5 times the budget,
+    and it refused (400), then was not asked for 5 minutes."""
+    events = [e for n in range(1, 9) for e in invocation(n, text=f"paste {n}: {paste}")]
+    text = events_text(events, limit=10_000)
+    assert wire_chars(text) <= 10_000
+    assert "paste 8: " in text, "the newest turn is kept"
 
 
 def test_a_window_too_long_for_the_summarizer_keeps_its_newest_turns_and_says_so() -> None:

@@ -195,3 +195,39 @@ def test_a_summary_request_is_held_to_the_budget_a_model_counting_more_leaves(
     assert summaries, "the summary model was asked"
     assert [size for size in summaries if size > 2500] == []
     assert "failed" not in result.stderr, result.stderr
+
+
+def chinese_paste(n: int, size: int) -> str:
+    """``size`` characters of Chinese text (three UTF-8 bytes each), varied by ``n``."""
+    words = "设计代理工具模型记忆评估部署队列工单优先级客户账单"
+    return f"paste {n}: " + "".join(words[(n * 7 + i) % len(words)] for i in range(size))
+
+
+def test_a_summary_request_in_another_script_stays_within_a_small_budget(
+    env: Env, server: ChatServer
+) -> None:
+    """An attack (H156): the summarizer's input was held to the budget in characters, the
+    chat requests in what the wire carries: after a Chinese paste over the budget, the
+    summary request was twice the budget (5,428 tokens of 2,500), a summary model with the
+    chat model's window refused it (400), and it was then not asked for 5 minutes."""
+    server.summary_window = 2500 * 4
+    turns = ["question 1", chinese_paste(2, 3500), "question 3", "/compact"]
+    result = env.run(
+        "--new",
+        input="".join(t + "\n" for t in turns),
+        terminal=env.terminal(),
+        AGENT_ASSIST_CONTEXT_TOKENS="2500",
+        AGENT_ASSIST_COMPACTION_INTERVAL="100",
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    summaries = [
+        size // 4
+        for body, size in zip(server.requests, server.body_bytes, strict=True)
+        if body["model"] == "summary-model"
+    ]
+    assert summaries, "the summary model was asked"
+    assert [size for size in summaries if size > 2500] == []
+    assert "failed" not in result.stderr, result.stderr
+    assert "by the offline summarizer" not in result.stderr, result.stderr
