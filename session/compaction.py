@@ -83,6 +83,7 @@ from session.redaction import replace_known, scrub_text
 from session.shares import BETWEEN, ends_within, first_lines_within, line_chars, newest_within
 from session.summary import EARLIER, user_prompts
 from session.tool_pairs import tool_pairs
+from session.wrapped_answer import unwrapped
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -1567,6 +1568,7 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         text = printable(result.output).strip()  # it is sent first in every request, and kept
         if not text:
             raise UnusableSummary("the summary model's answer was empty; not used")
+        text = unwrapped(text)  # a fence, JSON, a tag: what it wraps is the answer
         if contentless(text):
             raise UnusableSummary(
                 f"the summary model's answer says nothing ({text[:60]!r}); not used"
@@ -1698,7 +1700,7 @@ def contentless(answer: str) -> bool:
     label = _ANSWER_LABEL_RE.match(answer.strip())
     if label is None:
         return False
-    rest = answer.strip()[label.end() :]
+    rest = unwrapped(answer.strip()[label.end() :])  # ``Summary: (empty)``
     rest_words = re.findall(r"[^\W\d_]{2,}", rest)
     return not rest_words or rest.strip(".!`*_\"' \t\n").lower() in PLACEHOLDER_ANSWERS
 

@@ -1,0 +1,55 @@
+"""A summary model's answer without the markup it may wrap its words in: a code fence, a
+JSON object with a ``summary`` field, a ``<summary>`` tag, brackets around a placeholder."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Final
+
+_FENCE_RE: Final = re.compile(r"```[\w+.-]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
+_TAG_RE: Final = re.compile(
+    r"<(summary|narrative|recap|answer|output|response)>(.*?)</\1>", re.DOTALL | re.IGNORECASE
+)
+_CLOSING: Final = {"(": ")", "[": "]"}
+SUMMARY_FIELDS: Final = ("summary", "narrative", "recap")
+"""The fields of a JSON answer that hold the summary (the first one present)."""
+MAX_WRAPPINGS: Final = 3
+"""Wrappings taken off one inside another (a fence around JSON, a tag around a fence)."""
+
+
+def unwrapped(answer: str) -> str:
+    """``answer`` stripped, without the wrappings around all of it: what they wrap (empty
+    for a JSON ``summary`` that is null or not a text). An answer wrapped in nothing, or
+    JSON with no summary field (the model's own structure), is returned as it is."""
+    text = answer.strip()
+    for _ in range(MAX_WRAPPINGS):
+        inner = _inner(text)
+        if inner is None:
+            return text
+        text = inner.strip()
+    return text
+
+
+def _inner(text: str) -> str | None:
+    """What one wrapping around all of ``text`` holds; None if it has none."""
+    if fence := _FENCE_RE.fullmatch(text):
+        return fence[1]
+    if tag := _TAG_RE.fullmatch(text):
+        return tag[2]
+    opening = text[:1]
+    if opening in _CLOSING and text.endswith(_CLOSING[opening]) and text.count(opening) == 1:
+        return text[1:-1]
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    for name in SUMMARY_FIELDS:
+        if name in value:
+            field = value[name]
+            return field if isinstance(field, str) else ""
+    return None

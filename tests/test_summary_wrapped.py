@@ -1,0 +1,60 @@
+"""A summary model's answer wrapped in markup (a code fence, a JSON object, a tag, brackets)
+is read for what it wraps: wrapping nothing, it is no summary; wrapping a summary, the
+summary is kept without the wrapping."""
+
+from __future__ import annotations
+
+import pytest
+
+from session.compaction import LlmEventSummarizer, UnusableSummary
+from tests.conversations import answering, five_turns
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"summary": null}',
+        '{"summary": "", "files": [], "decisions": []}',
+        '```json\n{"summary": ""}\n```',
+        "```\nnull\n```",
+        "<summary></summary>",
+        "<summary>\n</summary>",
+        "(no summary)",
+        "[No content]",
+        "Summary: (empty)",
+    ],
+)
+async def test_markup_wrapping_nothing_is_no_summary(answer: str) -> None:
+    """An attack (H156): these were kept as the compaction's narrative, sent first in every
+    request in place of the turns they replaced, and as the session's summary."""
+    with pytest.raises(UnusableSummary, match="says nothing"):
+        await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
+
+
+SAID = "The user designs a triage agent; billing tickets go to queue 2."
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"```\n{SAID}\n```",
+        f"```markdown\n{SAID}\n```",
+        f'{{"summary": "{SAID}"}}',
+        f'```json\n{{"summary": "{SAID}", "decisions": []}}\n```',
+        f"<summary>\n{SAID}\n</summary>",
+    ],
+)
+async def test_a_wrapped_summary_is_kept_without_its_wrapping(answer: str) -> None:
+    event = await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
+    assert event is not None and event.compaction is not None
+    assert event.compaction.compacted_content == SAID
+
+
+async def test_json_that_is_not_a_wrapping_is_kept_as_it_is() -> None:
+    """A summary that is JSON of its own (no ``summary`` field) is the model's words."""
+    answer = '{"decisions": ["billing tickets go to queue 2"], "files": ["triage.md"]}'
+    event = await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
+    assert event is not None and event.compaction is not None
+    assert event.compaction.compacted_content == answer
