@@ -394,7 +394,9 @@ class CompactionActor(Actor[CompactionMessage]):
     def _llm(self, model: str) -> LlmEventSummarizer:
         """The summary model's summarizer (with the compaction prompt), built once."""
         if model not in self._llm_summarizers:
-            self._llm_summarizers[model] = LlmEventSummarizer(resolve_model(model))
+            # not asked again by the HTTP client: a 429's wait ran past the deadline, and the
+            # offline summarizer is the retry (the model is asked again after a while)
+            self._llm_summarizers[model] = LlmEventSummarizer(resolve_model(model, retries=False))
         return self._llm_summarizers[model]
 
     def _llm_usable(self, model: str) -> bool:

@@ -422,3 +422,35 @@ async def test_a_summary_model_echoing_a_known_secret_has_it_replaced_in_its_sum
     assert not compacted.offline, "the model's summary is kept, without the key"
     assert "logged in with [REDACTED]" in compacted.compaction.compacted_content
     assert summary is not None and "logged in with [REDACTED]" in summary
+
+
+async def test_a_rate_limited_summary_model_is_told_as_rate_limited(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An attack (H156): the HTTP client waited the 429's ``Retry-After`` (20 s) to ask
+    again, past the wait of ``/compact`` (15 s): the user waited it out and was told the
+    model gave "no answer in time", though it had answered at once that it was rate
+    limited. The summary model is asked once; its answer is the reason told."""
+    import pydantic_ai.models
+
+    from tests.e2e.openai_server import ChatServer
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+    with ChatServer() as server:
+        server.rate_limit_summaries = True
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
+        async with anyio.create_task_group() as tg:
+            make = partial(
+                CompactionActor, summary_model="openai-chat:summary-model", llm_timeouts=(5, 5)
+            )
+            compaction: ActorRef[Any] = await tg.start(
+                partial(run_supervised, "compaction", make)
+            )
+            with anyio.fail_after(30):
+                compacted = await compaction.ask(Compact("aaaaaaaaaaaa", 1, a_window(), "command"))
+            tg.cancel_scope.cancel()
+    assert isinstance(compacted, Compacted) and compacted.compaction is not None
+    assert compacted.offline and compacted.offline_because is not None
+    assert "429 from summary-model: Rate limit reached" in compacted.offline_because
+    assert len([r for r in server.requests if r["model"] == "summary-model"]) == 1

@@ -42,6 +42,9 @@ class ChatServer:
         self.hang_summaries = False
         self.fail_summaries = False
         """Every request to ``summary-model`` gets a 400 error."""
+        self.rate_limit_summaries = False
+        """Every request to ``summary-model`` gets a 429 asking to retry in 20 s
+        (``Retry-After``), as a rate-limited endpoint answers."""
         self.summary_delay = 0.0
         """Seconds every request to ``summary-model`` waits before it is answered."""
         self.summary_answer: str | None = None
@@ -125,6 +128,9 @@ class ChatServer:
                 if body["model"] == "summary-model" and server.fail_summaries:
                     self._bad_request("the summary model is down for maintenance")
                     return
+                if body["model"] == "summary-model" and server.rate_limit_summaries:
+                    self._rate_limited()
+                    return
                 if body["model"] == "summary-model" and server.summary_delay:
                     server.released.wait(server.summary_delay)
                 hang = server.hang_for(body)
@@ -206,6 +212,17 @@ class ChatServer:
                 """400, its body echoing ``message`` (as some gateways echo a header)."""
                 payload = json.dumps({"error": {"message": message}}).encode()
                 self.send_response(400)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _rate_limited(self) -> None:
+                payload = json.dumps(
+                    {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}
+                ).encode()
+                self.send_response(429)
+                self.send_header("Retry-After", "20")
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
