@@ -1607,10 +1607,21 @@ ECHO_PREFIX_CHARS: Final = 48
 REFUSAL_RE: Final = re.compile(
     r"(?:sorry\b|i apologi[sz]e\b|unfortunately,? i\b|as an ai\b"
     r"|i(?:['\u2019]m| am) (?:sorry|unable|not able)\b"
-    r"|i (?:cannot|can ?not|can['\u2019]t|won['\u2019]t|will not|must decline)\b)",
+    r"|i (?:cannot|can ?not|can['\u2019]t|won['\u2019]t|will not|must decline)\b"
+    # in the conversation's language: a summary model often answers in it
+    r"|lo siento\b|no puedo\b|lamentablemente,? no puedo\b"
+    r"|(?:je suis )?d[ée]sol[ée]e?\b|je ne (?:peux|suis pas en mesure)\b"
+    r"|malheureusement,? je ne\b"
+    r"|es tut mir leid\b|(?:leider )?kann ich (?:das |dies |diese[nrs]? )?(?:nicht|keine)\b"
+    r"|ich kann (?:das |dies |diese[nrs]? |leider )?(?:nicht|keine)\b"
+    r"|desculpe\b|(?:eu )?n[ãa]o posso\b|lamento\b"
+    r"|mi dispiace\b|(?:purtroppo )?non posso\b"
+    r"|извините\b|простите\b|к сожалению,? я не\b|я не могу\b"
+    r"|(?:很|非常)?抱歉|对不起|我(?:无法|不能)|申し訳|すみません|죄송)",
     re.IGNORECASE,
 )
-"""How a model's refusal begins ("I cannot help with that", "I'm sorry, but ...")."""
+"""How a model's refusal begins ("I cannot help with that", "I'm sorry, but ...", "Lo
+siento, no puedo...", "很抱歉")."""
 MAX_REFUSAL_CHARS: Final = 400
 """A longer answer that begins so may go on with a summary: it is not taken for a refusal."""
 
@@ -1683,6 +1694,20 @@ def _flat_answer(text: str) -> str:
     return flat.strip(".!`*_\"' ")
 
 
+_ANNOUNCEMENT_RE: Final = re.compile(
+    r"(?:(?:sure|okay|ok|certainly|of course|absolutely|alright|all right|done|got it"
+    r"|understood|no problem)[!.,]*(?: |$))*"
+    r"(?:(?:here(?: is|'s| are| comes)|below is|(?:i(?:'ve| have)|i) (?:summari[sz]ed|written"
+    r"|prepared|condensed)|this is)"
+    r"(?: (?:a|an|the|my|your))?(?: (?:brief|short|concise|detailed|quick|compact|updated))*"
+    r" ?(?:summary|recap|overview|summari[sz]ation|conversation|chat|discussion)?"
+    r"(?: of (?:the|this|our|your) (?:conversation|chat|discussion|history|transcript|turns))?"
+    r"(?: (?:so far|below|above|for you))*)?"
+)
+"""An answer (flattened) that only acknowledges, or announces a summary that does not
+follow: "Sure! Here is the summary.", "I have summarized the conversation.", "Okay."."""
+
+
 def contentless(answer: str) -> bool:
     """Whether ``answer`` holds no summary: no word of two letters or more (``...``,
     ``N/A``, ``[]``), a placeholder (``null``, ``TBD``), a lone line that only
@@ -1695,7 +1720,7 @@ def contentless(answer: str) -> bool:
     headings_only = all(_HEADING_LINE_RE.fullmatch(line.strip()) for line in answer.splitlines())
     if not words or flat in PLACEHOLDER_ANSWERS or lone_heading or headings_only:
         return True
-    if says_nothing_to_summarize(answer):
+    if says_nothing_to_summarize(answer) or _ANNOUNCEMENT_RE.fullmatch(_flat_answer(answer)):
         return True
     label = _ANSWER_LABEL_RE.match(answer.strip())
     if label is None:
