@@ -1606,6 +1606,7 @@ class TerminalActor(Actor[TerminalMessage]):
             )
         else:
             reason = result.error or "the summarizer skipped it"
+            reason = scrub_text(reason, self._lc.policy.known_secrets)
             await self._emit(CommandOutput(f"error: compaction failed: {reason}"))
 
     async def _compact_and_wait(
@@ -1740,7 +1741,8 @@ class TerminalActor(Actor[TerminalMessage]):
             quiet = result.no_gain or result.error is None  # nothing worth it, or skipped
             if automatic and not quiet and self._lc.compaction_failures == 1:
                 wait = self._lc.backoff_until - self._lc.invocations
-                await self._tell_between_turns(Info(compaction_failed_line(result.error, wait)))
+                error = result.error and scrub_text(result.error, self._lc.policy.known_secrets)
+                await self._tell_between_turns(Info(compaction_failed_line(error, wait)))
             return False
         before = lc.estimated_tokens()
         assert lc.state is not None
@@ -1790,6 +1792,8 @@ class TerminalActor(Actor[TerminalMessage]):
             self._offline_told = False
         elif not self._offline_told:
             self._offline_told = True
+            # the endpoint's own words, which may echo a secret the session knows (its key)
+            because = scrub_text(because, self._lc.policy.known_secrets)
             await self._tell_between_turns(Info(f"warning: {because}"))
 
     async def _tell_between_turns(self, notice: Info) -> None:

@@ -42,6 +42,8 @@ class ChatServer:
         self.hang_summaries = False
         self.fail_summaries = False
         """Every request to ``summary-model`` gets a 400 error."""
+        self.summary_error: str | None = None
+        """Set: every request to ``summary-model`` gets a 400 whose message is this text."""
         self.rate_limit_summaries = False
         """Every request to ``summary-model`` gets a 429 asking to retry in 20 s
         (``Retry-After``), as a rate-limited endpoint answers."""
@@ -124,6 +126,9 @@ class ChatServer:
                     return
                 if server.fail_tool_returns and body["messages"][-1]["role"] == "tool":
                     self._server_error()
+                    return
+                if body["model"] == "summary-model" and server.summary_error is not None:
+                    self._bad_request(server.summary_error)
                     return
                 if body["model"] == "summary-model" and server.fail_summaries:
                     self._bad_request("the summary model is down for maintenance")

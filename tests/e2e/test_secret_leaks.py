@@ -239,3 +239,23 @@ def test_a_summary_echoing_the_api_key_is_not_sent_to_the_chat_model(
     last_request = sent(server, "test-model")[-1]
     assert "logged in with [REDACTED]" in last_request
     assert key not in last_request
+
+
+def test_a_summary_models_error_echoing_the_api_key_is_shown_without_it(
+    env: Env, serve_chat: ServeChat
+) -> None:
+    """An attack (H156): a summary model's 400 whose message held the API key (a value no
+    pattern takes for a key) was shown whole in the warning that the offline summarizer
+    stands in, though a chat model's error is shown with the session's secrets replaced."""
+    key = "plainlocalkeyvalue77"
+    server = serve_chat(
+        ChatServer(), api_key=key, AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model"
+    )
+    server.summary_error = f"the key {key} has no access to summary-model"
+    script = "first thing\nsecond thing\n/compact\nafter the compaction\n"
+    result = env.run(input=script, terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert "the key [REDACTED] has no access to summary-model" in result.stderr
+    assert key not in result.stdout + result.stderr
+    env.run("supervisor", "stop")
+    assert leaks(env, key) == []
