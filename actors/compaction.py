@@ -23,7 +23,12 @@ from typing import Any, Final, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream
-from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.exceptions import (
+    ModelConnectionError,
+    ModelServerError,
+    ModelUnavailableError,
+    UnexpectedModelBehavior,
+)
 
 from actors.assistant import resolve_model
 from actors.base import Actor, ActorRef, DeadActor, Envelope
@@ -68,6 +73,11 @@ LLM_BLOCKING_TIMEOUT_S = 15.0
 model less time before the offline summarizer takes over."""
 LLM_RETRY_AFTER_S = 300.0
 """After the summary model failed, the offline summarizer alone for this long."""
+LLM_BLIP_RETRY_S = 30.0
+"""The same after a failure a server has now and then (a 5xx, overloaded, the connection
+lost): its HTTP client does not ask again (a 429's wait ran past the deadline), so one
+such blip cost five minutes of offline summaries."""
+BLIPS = (ModelServerError, ModelUnavailableError, ModelConnectionError)
 SUMMARY_DELAY_S = 1.0
 SUMMARY_MODEL_SLOTS = 4
 """Session summaries asked of the summary model at once: every terminal leaving together
@@ -142,6 +152,13 @@ def failure_reason(exc: BaseException) -> str:
         return "its answer was empty or could not be used"
     text = error_words(exc)[:200]
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def offline_for(exc: BaseException) -> float:
+    """For how long the offline summarizer stands in for a summary model that failed with
+    ``exc``: a blip briefly, anything else (a timeout, a refusal, a key, a rate limit) for
+    ``LLM_RETRY_AFTER_S``, so that a model that is down costs one failure, not one a turn."""
+    return LLM_BLIP_RETRY_S if isinstance(exc, BLIPS) else LLM_RETRY_AFTER_S
 
 
 class CompactionActor(Actor[CompactionMessage]):
@@ -416,15 +433,15 @@ class CompactionActor(Actor[CompactionMessage]):
     def _llm_failed(self, model: str, what: str, exc: BaseException) -> None:
         """Remember a failing summary model: the offline summarizer alone for a while, so
         a model that is down costs one timeout, not one per turn."""
-        reason = failure_reason(exc)
-        self._llm_down[model] = (anyio.current_time() + LLM_RETRY_AFTER_S, reason)
+        reason, offline_s = failure_reason(exc), offline_for(exc)
+        self._llm_down[model] = (anyio.current_time() + offline_s, reason)
         log.warning(
             "LLM %s with %s at %s failed (%s); the offline summarizer alone for %.0f s",
             what,
             model,
             endpoint_of(model),
             reason,
-            LLM_RETRY_AFTER_S,
+            offline_s,
         )
 
     async def _due_later(self, session_id: str) -> None:

@@ -8,10 +8,24 @@ from typing import Any
 
 import anyio
 import pytest
-from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.exceptions import (
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelRateLimitError,
+    ModelRequestRejectedError,
+    ModelServerError,
+    ModelUnavailableError,
+    UnexpectedModelBehavior,
+)
 
 from actors.base import ActorRef, open_mailbox, run_supervised
-from actors.compaction import STOPPED_LINE, SUMMARY_DELAY_S, CompactionActor, failure_reason
+from actors.compaction import (
+    STOPPED_LINE,
+    SUMMARY_DELAY_S,
+    CompactionActor,
+    failure_reason,
+    offline_for,
+)
 from actors.messages import Compact, Compacted, StopCompaction, Summarize, SummaryReady
 from session.compaction import (
     BaseEventsSummarizer,
@@ -453,4 +467,59 @@ async def test_a_rate_limited_summary_model_is_told_as_rate_limited(
     assert isinstance(compacted, Compacted) and compacted.compaction is not None
     assert compacted.offline and compacted.offline_because is not None
     assert "429 from summary-model: Rate limit reached" in compacted.offline_because
+    assert len([r for r in server.requests if r["model"] == "summary-model"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("failure", "offline_s"),
+    [
+        (ModelHTTPError.for_category(ModelServerError, status_code=500, model_name="m"), 30.0),
+        (ModelHTTPError.for_category(ModelUnavailableError, status_code=503, model_name="m"), 30.0),
+        (ModelConnectionError("m", "connection reset"), 30.0),
+        (ModelHTTPError.for_category(ModelRateLimitError, status_code=429, model_name="m"), 300.0),
+        (
+            ModelHTTPError.for_category(ModelRequestRejectedError, status_code=401, model_name="m"),
+            300.0,
+        ),
+        (ModelHTTPError(400, "m"), 300.0),
+        (TimeoutError(), 300.0),
+        (UnexpectedModelBehavior("empty"), 300.0),
+    ],
+)
+def test_how_long_offline_summaries_stand_in_depends_on_how_the_model_failed(
+    failure: BaseException, offline_s: float
+) -> None:
+    """A blip (5xx, unavailable, the connection lost) costs half a minute of offline
+    summaries; a model that is down, refuses, or rate limits costs five."""
+    assert offline_for(failure) == offline_s
+
+
+async def test_a_summary_model_blip_is_told_as_a_short_stand_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A review of H156 (its HTTP client asks no more): one 500 of the summary model put
+    the offline summarizer in its place for five minutes; now for half a minute, said as
+    one, and the model was asked once."""
+    import pydantic_ai.models
+
+    from tests.e2e.openai_server import ChatServer
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+    with ChatServer() as server:
+        server.server_error_summaries = True
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
+        async with anyio.create_task_group() as tg:
+            make = partial(
+                CompactionActor, summary_model="openai-chat:summary-model", llm_timeouts=(5, 5)
+            )
+            compaction: ActorRef[Any] = await tg.start(
+                partial(run_supervised, "compaction", make)
+            )
+            with anyio.fail_after(30):
+                compacted = await compaction.ask(Compact("aaaaaaaaaaaa", 1, a_window(), "command"))
+            tg.cancel_scope.cancel()
+    assert isinstance(compacted, Compacted) and compacted.offline
+    assert compacted.offline_because is not None
+    assert compacted.offline_because.endswith("offline summaries for 1 min")
     assert len([r for r in server.requests if r["model"] == "summary-model"]) == 1

@@ -47,6 +47,8 @@ class ChatServer:
         self.rate_limit_summaries = False
         """Every request to ``summary-model`` gets a 429 asking to retry in 20 s
         (``Retry-After``), as a rate-limited endpoint answers."""
+        self.server_error_summaries = False
+        """Every request to ``summary-model`` gets a 500, as a server's blip answers."""
         self.summary_delay = 0.0
         """Seconds every request to ``summary-model`` waits before it is answered."""
         self.summary_answer: str | None = None
@@ -135,6 +137,9 @@ class ChatServer:
                     return
                 if body["model"] == "summary-model" and server.rate_limit_summaries:
                     self._rate_limited()
+                    return
+                if body["model"] == "summary-model" and server.server_error_summaries:
+                    self._server_error()
                     return
                 if body["model"] == "summary-model" and server.summary_delay:
                     server.released.wait(server.summary_delay)
