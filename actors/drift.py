@@ -169,6 +169,7 @@ class _Bridge(FileSystemEventHandler):
         self._token = token
         self.files: frozenset[str] = frozenset()
         self.directories: frozenset[str] = frozenset()
+        self._wanted: frozenset[bytes] = frozenset()
         self.tasks: TaskGroup | None = None
         """Where the paths a full mailbox did not take are delivered from (the actor's)."""
         self._lock = threading.Lock()
@@ -182,6 +183,17 @@ class _Bridge(FileSystemEventHandler):
         event loop only."""
         self._waiting_lost = False
         self._delivering = False
+
+    def track(self, files: frozenset[str], directories: frozenset[str]) -> None:
+        """The paths whose events are wanted from now on."""
+        self.files = files
+        self.directories = directories
+        self._wanted = frozenset(map(os.fsencode, files | directories))
+
+    def wants(self, path: bytes) -> bool:
+        """Whether a file's event at ``path`` may matter (the observer's reader thread asks,
+        and drops the others before watchdog builds them: ``actors/observer.py``)."""
+        return path in self._wanted
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type == EVENTS_LOST:  # the kernel's queue overflowed (a flood
@@ -465,8 +477,7 @@ class DriftWatcherActor(Actor[DriftMessage]):
         assert self._bridge is not None
         files, directories = self._layout()
         self._directories = frozenset(directories)
-        self._bridge.files = frozenset(files)
-        self._bridge.directories = self._directories
+        self._bridge.track(frozenset(files), self._directories)
         # Every directory from a workspace down to its tracked files: watchdog tells
         # nothing when a watched directory itself is moved, its parent's watch does.
         holders = {d for d, root in directories.items() if d == root or d.startswith(root + os.sep)}

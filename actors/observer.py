@@ -12,6 +12,13 @@ did. The queue here is searched from its newest event: the same answer (a rename
 is unique; watchdog's other searches ask only whether something is there, or remove every
 match), found after a few comparisons.
 
+Its watches also drop, as they are read, the events of files their handler does not
+want (``wants``, if the handler has one): ``sed -i`` makes six events a file, four of them
+its temp file's (made, written, its mode set, closed), which watchdog queued, built into
+event objects and dispatched for the handler to throw away. Kept whatever their path: a
+directory's events, a watch's own, and both halves of a rename (paired, one event that
+names both paths; a half alone is searched for in the whole queue).
+
 Anything that does not look like the watchdog this was written against (another platform,
 another version) gets watchdog's observer unchanged: slower in a flood, never wrong.
 """
@@ -19,8 +26,9 @@ another version) gets watchdog's observer unchanged: slower in a flood, never wr
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
@@ -39,12 +47,31 @@ def make_observer() -> BaseObserver:
 _Observer: Callable[[], BaseObserver] | None = None
 
 try:  # Linux, and watchdog's inotify internals as this module knows them
-    from watchdog.observers.inotify import InotifyEmitter, InotifyObserver
+    from watchdog.observers.inotify import InotifyEmitter, InotifyObserver, InotifyWatchGroup
+    from watchdog.observers.inotify_c import InotifyEvent
     from watchdog.utils.delayed_queue import DelayedQueue
 except ImportError:  # pragma: no cover - another platform
     pass
 else:
-    if hasattr(DelayedQueue, "_index_and_item"):
+    if hasattr(DelayedQueue, "_index_and_item") and hasattr(InotifyWatchGroup, "on_event"):
+
+        class _WantingGroup(InotifyWatchGroup):
+            """watchdog's watch group, dropping a file's events its handler does not want
+            (no state of its own but ``wants``: an existing group takes this class in
+            place)."""
+
+            wants: Callable[[bytes], bool]
+
+            def on_event(self, event: InotifyEvent) -> None:
+                if (
+                    event.name
+                    and not event.is_directory
+                    and not event.is_moved_from
+                    and not event.is_moved_to
+                    and not self.wants(os.path.join(self.path, event.name))
+                ):
+                    return
+                super().on_event(event)
 
         class _NewestFirstQueue(DelayedQueue[T]):
             """watchdog's delayed queue, searched from its newest element (no state of its
@@ -59,15 +86,37 @@ else:
                 return None
 
         class _Emitter(InotifyEmitter):
+            def __init__(
+                self, *args: Any, wants: Callable[[bytes], bool] | None = None, **kwargs: Any
+            ) -> None:
+                super().__init__(*args, **kwargs)
+                self._wants = wants
+
             def on_thread_start(self) -> None:
                 super().on_thread_start()
                 _search_newest_first(self)
+                _drop_unwanted(self, self._wants)
 
         class _FastObserver(InotifyObserver):
             def __init__(self, **kwargs: Any) -> None:
                 super().__init__(**kwargs)
-                if getattr(self, "_emitter_class", None) is InotifyEmitter:
+                self._ours = getattr(self, "_emitter_class", None) is InotifyEmitter and hasattr(
+                    self, "_emitter_kwargs"
+                )
+                if self._ours:
                     self._emitter_class = _Emitter
+
+            def schedule(self, event_handler: Any, path: Any, **kwargs: Any) -> Any:
+                """A new watch drops the events its handler does not want (a watch of
+                several handlers: those the first does not want)."""
+                if not self._ours:
+                    return super().schedule(event_handler, path, **kwargs)
+                with self._lock:  # taken by watchdog's own schedule too (reentrant)
+                    self._emitter_kwargs["wants"] = getattr(event_handler, "wants", None)
+                    try:
+                        return super().schedule(event_handler, path, **kwargs)
+                    finally:
+                        self._emitter_kwargs.pop("wants", None)
 
         def _search_newest_first(emitter: Any) -> None:
             """Give the emitter's rename queue the newest-first search. Its watch may be
@@ -78,5 +127,18 @@ else:
                 queue.__class__ = _NewestFirstQueue
             else:
                 log.debug("watchdog's rename queue not found: it is searched as it is")
+
+        def _drop_unwanted(emitter: Any, wants: Callable[[bytes], bool] | None) -> None:
+            """Have the emitter's watch group drop the events ``wants`` refuses (a recursive
+            watch keeps all: its group follows the files below it)."""
+            group = getattr(emitter, "_inotify", None)
+            if wants is None or emitter.watch.is_recursive:
+                return
+            if type(group) is InotifyWatchGroup:
+                cast(_WantingGroup, group).wants = wants  # before its class: the reader
+                # thread may be in it
+                group.__class__ = _WantingGroup
+            else:
+                log.debug("watchdog's watch group not found: every event is read")
 
         _Observer = _FastObserver

@@ -559,3 +559,42 @@ def test_a_watch_s_entry_in_the_root_directory_names_files_from_it() -> None:
     entry = _entry(Path("/"), {"a/b.md": "", "c.md": ""}, None)  # type: ignore[arg-type]
     assert entry.files == {"/a/b.md", "/c.md"}
     assert entry.directories == {"/", "/a"}
+
+
+async def test_a_watch_drops_the_events_of_files_its_handler_does_not_want(
+    tmp_path: Path,
+) -> None:
+    """``sed -i`` makes six events a file, four of them its temp file's: watchdog built,
+    queued and dispatched each for the handler to throw away (most of a flood's CPU). A
+    rename onto a wanted file is still one moved event, naming its temp file."""
+    wanted = {os.fsencode(tmp_path / name) for name in ("spec.md", "end.md")}
+    seen: list[tuple[str, str]] = []
+    ended = threading.Event()
+
+    class Wants(FileSystemEventHandler):
+        def wants(self, path: bytes) -> bool:
+            return path in wanted
+
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            if event.is_directory:
+                return
+            seen.append((event.event_type, os.path.basename(os.fsdecode(event.src_path))))
+            if os.fsdecode(event.src_path).endswith("end.md"):
+                ended.set()
+
+    observer = make_observer()
+    observer.schedule(Wants(), str(tmp_path), recursive=False, event_filter=WATCHED_EVENTS)
+    observer.start()
+    try:
+        (tmp_path / "other.md").write_text("not tracked\n")
+        temp = tmp_path / "sedX1"
+        temp.write_text("new\n")
+        temp.chmod(0o644)
+        os.replace(temp, tmp_path / "spec.md")
+        (tmp_path / "end.md").write_text("the last event\n")
+        assert await anyio.to_thread.run_sync(ended.wait, 20)
+    finally:
+        await anyio.to_thread.run_sync(observer.stop)
+        await anyio.to_thread.run_sync(observer.join, 5)
+    assert ("moved", "sedX1") in seen, "the rename onto a wanted file"
+    assert [s for s in seen if s[1] != "end.md"] == [("moved", "sedX1")], seen
