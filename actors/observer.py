@@ -48,12 +48,22 @@ _Observer: Callable[[], BaseObserver] | None = None
 
 try:  # Linux, and watchdog's inotify internals as this module knows them
     from watchdog.observers.inotify import InotifyEmitter, InotifyObserver, InotifyWatchGroup
-    from watchdog.observers.inotify_c import InotifyEvent
+    from watchdog.observers.inotify_c import InotifyConstants, InotifyEvent
     from watchdog.utils.delayed_queue import DelayedQueue
 except ImportError:  # pragma: no cover - another platform
     pass
 else:
     if hasattr(DelayedQueue, "_index_and_item") and hasattr(InotifyWatchGroup, "on_event"):
+
+        _ALWAYS_KEPT = (
+            InotifyConstants.IN_ISDIR
+            | InotifyConstants.IN_MOVE
+            | InotifyConstants.IN_DELETE_SELF
+            | InotifyConstants.IN_MOVE_SELF
+            | InotifyConstants.IN_Q_OVERFLOW
+            | InotifyConstants.IN_IGNORED
+        )
+        """A directory's events, a rename's halves, a watch's own: kept whatever their path."""
 
         class _WantingGroup(InotifyWatchGroup):
             """watchdog's watch group, dropping a file's events its handler does not want
@@ -61,17 +71,16 @@ else:
             place)."""
 
             wants: Callable[[bytes], bool]
+            prefix: bytes
+            """The watched directory's path and a separator (as ``os.path.join`` puts it)."""
 
             def on_event(self, event: InotifyEvent) -> None:
                 if (
-                    event.name
-                    and not event.is_directory
-                    and not event.is_moved_from
-                    and not event.is_moved_to
-                    and not self.wants(os.path.join(self.path, event.name))
+                    event.mask & _ALWAYS_KEPT
+                    or not event.name
+                    or self.wants(self.prefix + event.name)
                 ):
-                    return
-                super().on_event(event)
+                    super().on_event(event)
 
         class _NewestFirstQueue(DelayedQueue[T]):
             """watchdog's delayed queue, searched from its newest element (no state of its
@@ -135,8 +144,9 @@ else:
             if wants is None or emitter.watch.is_recursive:
                 return
             if type(group) is InotifyWatchGroup:
-                cast(_WantingGroup, group).wants = wants  # before its class: the reader
-                # thread may be in it
+                wanting = cast(_WantingGroup, group)  # before its class: the reader thread
+                wanting.wants = wants  # may be in it
+                wanting.prefix = os.path.join(group.path, b"")
                 group.__class__ = _WantingGroup
             else:
                 log.debug("watchdog's watch group not found: every event is read")
