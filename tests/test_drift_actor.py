@@ -18,7 +18,7 @@ from watchdog.observers import Observer
 from actors.base import ActorRef, open_mailbox, run_supervised
 from actors.drift import WATCHED_EVENTS, DriftWatcherActor, WatchedFiles, _entry
 from actors.messages import FilesChanged, Watch
-from actors.observer import _NewestFirstQueue, make_observer
+from actors.observer import _NewestFirstQueue, _WantingGroup, make_observer
 from session.filesystem import sha256_file
 
 pytestmark = pytest.mark.anyio
@@ -598,3 +598,27 @@ async def test_a_watch_drops_the_events_of_files_its_handler_does_not_want(
         await anyio.to_thread.run_sync(observer.join, 5)
     assert ("moved", "sedX1") in seen, "the rename onto a wanted file"
     assert [s for s in seen if s[1] != "end.md"] == [("moved", "sedX1")], seen
+
+
+async def test_the_watchers_watches_drop_what_its_tracked_files_do_not_need(
+    tmp_path: Path,
+) -> None:
+    """The DriftWatcherActor's own observer is the one whose watches drop the events of
+    untracked files (``sed -i``'s temp files), and keeps its tracked files' events."""
+    observers: list[Any] = []
+
+    def observer() -> Any:
+        observers.append(make_observer())
+        return observers[-1]
+
+    digest = written(tmp_path / "agent_spec.md", "v1\n")
+    async with anyio.create_task_group() as tg:
+        inbox = await watching_with(tg, observer, tmp_path, {"agent_spec.md": digest})
+        (tmp_path / "agent_spec.md").write_text("v2, by hand\n")
+        await told(inbox)  # its watch's thread reads events: the watch is in place
+        groups = [emitter._inotify for emitter in observers[0].emitters]
+        tg.cancel_scope.cancel()
+    here = [g for g in groups if g.path == os.fsencode(tmp_path)]
+    assert here and all(isinstance(g, _WantingGroup) for g in groups)
+    assert here[0].wants(os.fsencode(tmp_path / "agent_spec.md"))
+    assert not here[0].wants(os.fsencode(tmp_path / "sedX1"))
