@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -260,12 +261,17 @@ class StorageActor(Actor[StorageMessage]):
             case RemoveSession(project, session_id, forever, unless_live):
                 if unless_live and session_id in self._live:
                     raise SessionLive(session_id, self._live[session_id])
-                if forever:
-                    self._deleted.add(session_id)
-                    self._memory.last_claimed_by.pop(session_id, None)
-                return await self._io(
-                    lambda: catalog.remove_session(project, session_id, if_saved=unless_live)
-                )
+                try:
+                    return await self._io(
+                        lambda: catalog.remove_session(project, session_id, if_saved=unless_live)
+                    )
+                finally:  # refused for good only once its file is gone (a file that stays
+                    # is the session still: its saves go on)
+                    if forever and not await self._io(
+                        lambda: os.path.lexists(catalog.manager(project).session_path(session_id))
+                    ):
+                        self._deleted.add(session_id)
+                        self._memory.last_claimed_by.pop(session_id, None)
             case SavePointer(project, pointer):
                 return await self._io(lambda: catalog.manager(project).write_pointer(pointer))
             case RemovePointer(project, pid):

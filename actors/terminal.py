@@ -106,6 +106,7 @@ from actors.turn_lines import (
     over_budget_uncompacted_line,
     stop_note,
 )
+from session.catalog import reset_refused_line
 from session.checkpoints import (
     Checkpoint,
     Reason,
@@ -1244,11 +1245,18 @@ class TerminalActor(Actor[TerminalMessage]):
         transition = self._lc.reset(utc_now())
         new = transition.lifecycle.session_id
         assert old is not None and new is not None
+        # The saved session first: one that stays keeps its history and pointer (told,
+        # nothing reset), never an orphan the user was told is gone.
+        delete_session, rest = transition.effects[:1], transition.effects[1:]
+        refused: list[Exception] = []
+        if not await self._perform(delete_session, failed=refused):
+            await self._emit(CommandOutput(reset_refused_line(old, refused[0])))
+            return
         claim = Claim(new, pid, self._token, new_in=self._config.project)
         await self._peers.storage.ask(claim, STORAGE_TIMEOUT_S)
         self._lc = transition.lifecycle
         self._unsaved = False  # what could not be saved was just deleted on purpose
-        await self._perform(transition.effects)
+        await self._perform(rest)
         # Released only once deleted: in between, another terminal could be offered it.
         await self._peers.storage.ask(Release(old, pid, self._token), STORAGE_TIMEOUT_S)
         await self._peers.drift.tell(Unwatch(pid))
@@ -2455,10 +2463,14 @@ class TerminalActor(Actor[TerminalMessage]):
             log.warning("terminal %d: watch not confirmed: %s", self._config.terminal_pid, exc)
 
     async def _perform(
-        self, effects: Sequence[Effect], told: list[TerminalOutput] | None = None
+        self,
+        effects: Sequence[Effect],
+        told: list[TerminalOutput] | None = None,
+        failed: list[Exception] | None = None,
     ) -> bool:
         """Carry out a transition's effects through the StorageActor; False if one failed.
-        What a failure tells the terminal goes out at once, or into ``told`` if given."""
+        What a failure tells the terminal goes out at once, or into ``told`` if given; the
+        failures go into ``failed`` if given (the caller words them)."""
         config = self._config
         ok = True
         for effect in effects:
@@ -2506,6 +2518,9 @@ class TerminalActor(Actor[TerminalMessage]):
                     exc,
                     exc_info=not isinstance(exc, SessionError | OSError | DeadActor | TimeoutError),
                 )
+                if failed is not None:  # the caller words it
+                    failed.append(exc)
+                    continue
                 line = f"error: could not update the session on disk: {exc}"
                 if line == self._failure_told:
                     continue  # told already; the run's end says where unsaved turns are kept

@@ -30,7 +30,13 @@ from session.atomic import (
     ensure_private_dir,
 )
 from session.compacted import session_turns
-from session.errors import SessionError, SessionFileError, SetAside, UnsafeSessionDirectory
+from session.errors import (
+    SessionError,
+    SessionFileError,
+    SetAside,
+    UnsafeSessionDirectory,
+    UnsafeSessionFile,
+)
 from session.header_index import FileIdentity
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
@@ -704,6 +710,18 @@ def _os_reason(exc: OSError) -> str:
 def not_removed_line(session_id: str, exc: OSError) -> str:
     """``error: ...`` for a session a removal could not delete (its file stays)."""
     return f"error: session {session_id} not removed ({_os_reason(exc)}); it stays as it was"
+
+
+def reset_refused_line(session_id: str, exc: Exception) -> str:
+    """``error: ...`` for a ``/reset`` that could not delete the saved session: nothing
+    was reset (its history, file and pointer stay)."""
+    if isinstance(exc, UnsafeSessionFile):
+        reason = f"{exc.path.name}: {exc.reason}"
+    elif isinstance(exc, OSError):
+        reason = _os_reason(exc)
+    else:
+        reason = str(exc)
+    return f"error: /reset did not remove session {session_id} ({reason}); nothing was reset"
 
 
 def checkpoints_left_line(session_id: str, exc: OSError) -> str:
