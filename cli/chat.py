@@ -726,6 +726,9 @@ class Chat:
         answer): its id, or "" for a new session."""
         offer = welcome.get("offer")
         if self.options.new or not offer:
+            if not self.options.new and self.options.yes and welcome.get("taken"):
+                self.console.warn(f"note: {welcome['taken']}")  # --yes asked to resume it
+                self.console.warn("Starting a new session instead (--yes).")
             return ""
         others = welcome.get("others") or []
         if self.options.yes:

@@ -16,7 +16,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,6 +33,7 @@ from session.compacted import session_turns
 from session.errors import (
     SessionError,
     SessionFileError,
+    SessionLive,
     SetAside,
     UnsafeSessionDirectory,
     UnsafeSessionFile,
@@ -68,6 +69,10 @@ class Resumable:
     unless that is in the future (``_not_in_the_future``: not believed)."""
     unanswered: str | None = None
     """The offered session's last user message when it got no reply."""
+    taken: str | None = None
+    """With nothing offered: why the project's newest session held by another terminal
+    is not (``taken_line``): a tab started with ``--yes`` is told, not given a new
+    session silently."""
 
 
 @dataclass(frozen=True)
@@ -520,6 +525,9 @@ class SessionCatalog:
             )
         if own_alive and own is not None and mine is None and not _named(own, warnings):
             warnings.append(no_longer_on_disk_line(manager.directory, own.session_id))
+        taken = None
+        if chosen is None and holder is None:  # a tab started with the others: one took it
+            taken = taken_line(rows, terminal_pid)
         offer = None
         row = next((r for r in rows if r.session_id == chosen), None)
         if chosen is not None:
@@ -534,6 +542,7 @@ class SessionCatalog:
             turns,
             row.updated_at if row else None,
             row.unanswered if row else None,
+            taken,
         )
 
     def prune(
@@ -710,6 +719,18 @@ def _os_reason(exc: OSError) -> str:
 def not_removed_line(session_id: str, exc: OSError) -> str:
     """``error: ...`` for a session a removal could not delete (its file stays)."""
     return f"error: session {session_id} not removed ({_os_reason(exc)}); it stays as it was"
+
+
+def taken_line(rows: Iterable[SessionRow], terminal_pid: int) -> str | None:
+    """Why the project's newest session held by another terminal is not offered to
+    ``terminal_pid``: live there, or idle (that tab is opening it, or left it), if any."""
+    held = [r for r in rows if r.state != "orphaned" and r.terminal_pid != terminal_pid]
+    if not held:
+        return None
+    newest = max(held, key=lambda r: r.updated_at)
+    if newest.state == "live":
+        return str(SessionLive(newest.session_id, newest.terminal_pid or 0))
+    return f"session {newest.session_id} is idle in another terminal (pid {newest.terminal_pid})"
 
 
 def reset_refused_line(session_id: str, exc: Exception) -> str:

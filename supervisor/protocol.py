@@ -224,6 +224,9 @@ class Welcome(_Frame):
     """Other resumable sessions of the project, newest first (no drift computed)."""
     more_others: int = 0
     """How many more there are than ``others`` lists."""
+    taken: str | None = None
+    """With no offer: the project's newest session is live in another terminal (why),
+    which ``--yes`` tells before it starts a new session."""
     openai_base_url: str | None = None
     """The supervisor's ``OPENAI_BASE_URL`` (None: unset): where its OpenAI-style model
     requests go, which a terminal started from another environment tells its user."""

@@ -76,5 +76,6 @@ async def welcome(
         warnings=found.warnings,
         others=others,
         more_others=more,
+        taken=found.taken,
         openai_base_url=os.environ.get("OPENAI_BASE_URL") or None,
     )
