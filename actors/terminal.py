@@ -1267,8 +1267,9 @@ class TerminalActor(Actor[TerminalMessage]):
         self._known = None
         deleted: list[str] = []
         failed: list[str] = []
+        changed: list[str] = []
         if delete_files is not None:
-            deleted, failed = await anyio.to_thread.run_sync(
+            deleted, failed, changed = await anyio.to_thread.run_sync(
                 delete_design_files, self._config.workspace, delete_files
             )
         await self._watch(settled=True)  # the new session tracks the design files left
@@ -1279,6 +1280,8 @@ class TerminalActor(Actor[TerminalMessage]):
             text += f" Deleted {' and '.join(deleted)}."
         if delete_files is not None and delete_files.left_alone:
             text += f"\n{delete_files.left_alone}."
+        if changed:  # the answer was to what the question named: not this
+            text += f"\n{named(tuple(changed))} changed after the question; not deleted."
         if failed:
             text += f"\nerror: could not delete {' or '.join(failed)}; it is left as it was."
         await self._emit(CommandOutput(text))

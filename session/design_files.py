@@ -29,6 +29,9 @@ class DesignFiles:
     edited: tuple[str, ...] = ()
     """Those of the files above that changed outside agent-assist since its tools last wrote
     them (the user's work): named in the question, never only counted."""
+    asked: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+    """What each file to delete held when the question was asked (``sha256_file``): one
+    that holds something else by the answer is not deleted (its change was never named)."""
 
     @property
     def question(self) -> str | None:
@@ -78,12 +81,13 @@ def design_files(
         found = _template_files(workspace, has_spec, tracked)
     to_delete = ((AGENT_SPEC,) if has_spec else ()) + found.tracked
     known = ours or {}
+    asked = {path: sha256_file(workspace / path) for path in to_delete}
     changed = tuple(
         path
         for path in to_delete
-        if path in edited or (path in known and sha256_file(workspace / path) != known[path])
+        if path in edited or (path in known and asked[path] != known[path])
     )
-    return dataclasses.replace(found, edited=changed)
+    return dataclasses.replace(found, edited=changed, asked=asked)
 
 
 def _template_files(workspace: Path, has_spec: bool, tracked: Set[str]) -> DesignFiles:
@@ -102,23 +106,41 @@ def _template_files(workspace: Path, has_spec: bool, tracked: Set[str]) -> Desig
     return DesignFiles(has_spec, tuple(ours), tuple(others))
 
 
-def delete_design_files(workspace: Path, files: DesignFiles) -> tuple[list[str], list[str]]:
+def delete_design_files(
+    workspace: Path, files: DesignFiles
+) -> tuple[list[str], list[str], list[str]]:
     """Remove agent_spec.md and the tracked files of the template directory (never
-    following symlinks), then the directories they leave empty: what was deleted, and
-    what could not be, each with why (the reset goes on either way). Whatever the
-    template directory holds that was never tracked stays."""
+    following symlinks), then the directories they leave empty: what was deleted, what
+    could not be, each with why (the reset goes on either way), and what was not because
+    it changed after the question (``DesignFiles.asked``). Whatever the template
+    directory holds that was never tracked stays."""
     deleted: list[str] = []
     failed: list[str] = []
+    changed: list[str] = []
     spec = workspace / AGENT_SPEC
-    if files.spec and (spec.is_file() or spec.is_symlink()):
+    here = files.spec and (spec.is_file() or spec.is_symlink())
+    if here and _as_asked(workspace, AGENT_SPEC, files, changed):
         _remove(AGENT_SPEC, spec.unlink, deleted, failed)
     gone: list[str] = []
     for path in files.tracked:
-        _remove(path, (workspace / path).unlink, gone, failed)
+        if _as_asked(workspace, path, files, changed):
+            _remove(path, (workspace / path).unlink, gone, failed)
     if gone:
         deleted.append(f"{len(gone):,} file{'' if len(gone) == 1 else 's'} of {TEMPLATE_DIR}/")
     _remove_emptied_directories(workspace, gone)
-    return deleted, failed
+    return deleted, failed, changed
+
+
+def _as_asked(workspace: Path, path: str, files: DesignFiles, changed: list[str]) -> bool:
+    """Whether ``path`` holds what it held when the question was asked (else it joins
+    ``changed``: gone meanwhile counts as unchanged, there is nothing to keep)."""
+    if path not in files.asked:
+        return True
+    now = sha256_file(workspace / path)
+    if now == files.asked[path] or not os.path.lexists(workspace / path):
+        return True
+    changed.append(path)
+    return False
 
 
 def _remove(name: str, remove: Callable[[], None], done: list[str], failed: list[str]) -> None:

@@ -78,3 +78,20 @@ def test_reset_names_a_tracked_file_edited_by_hand_in_its_question(env: Env) -> 
     client.close_stdin()
     assert client.wait() == 0
     assert "my own work" in (env.workspace / "templates" / "a.md").read_text()
+
+
+def test_reset_keeps_a_file_that_changed_while_its_question_waited(env: Env) -> None:
+    """H157: the question named what the files held when it was asked; a file edited while
+    it waited (by hand, or by another tab's /checkpoint N) was deleted on `y`, that work
+    never named."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("write agent_spec.md: # ours")
+    client.expect("wrote agent_spec.md")
+    client.send("/reset")
+    client.expect("Also delete agent_spec.md? [y/N]", stderr=True)
+    (env.workspace / "agent_spec.md").write_text("# edited while asked\n")
+    client.send("y")
+    client.expect("agent_spec.md changed after the question; not deleted.", stderr=True)
+    client.close_stdin()
+    assert client.wait() == 0
+    assert (env.workspace / "agent_spec.md").read_text() == "# edited while asked\n"
