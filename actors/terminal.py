@@ -1247,7 +1247,8 @@ class TerminalActor(Actor[TerminalMessage]):
         assert old is not None and new is not None
         # The saved session first: one that stays keeps its history and pointer (told,
         # nothing reset), never an orphan the user was told is gone.
-        delete_session, rest = transition.effects[:1], transition.effects[1:]
+        delete_session = [e for e in transition.effects if isinstance(e, DeleteSession)]
+        rest = [e for e in transition.effects if not isinstance(e, DeleteSession)]
         refused: list[Exception] = []
         if not await self._perform(delete_session, failed=refused):
             await self._emit(CommandOutput(reset_refused_line(old, refused[0])))
