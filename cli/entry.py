@@ -79,14 +79,18 @@ def quick_sessions(flags: list[str]) -> int:
         return 1
     write_warnings(data["warnings"])
     sessions = data["sessions"]
+    whole = not incomplete(data["warnings"])
     if "--json" in flags:
         write_out(ops.dumps(sessions))
     else:
         from pathlib import Path  # cli.sessions has it loaded
 
-        elsewhere = 0 if sessions or workspace is None else ops.sessions_elsewhere(Path(workspace))
-        write_out(ops.render_table(sessions, every, elsewhere=elsewhere))
-    return 1 if incomplete(data["warnings"]) else 0
+        elsewhere = (
+            0 if sessions or workspace is None or not whole
+            else ops.sessions_elsewhere(Path(workspace))
+        )
+        write_out(ops.render_table(sessions, every, elsewhere=elsewhere, whole=whole))
+    return 0 if whole else 1
 
 
 def quick_supervisor_run() -> int:

@@ -395,13 +395,14 @@ def sessions(ctx: click.Context, workspace: Path, every: bool, as_json: bool) ->
     data = sessions_ops.list_sessions(runtime_paths(), listed, every)
     for warning in data["warnings"]:
         _warn(warning)
+    whole = not incomplete(data["warnings"])
     if as_json:
         click.echo(sessions_ops.dumps(data["sessions"]))
     else:
         rows = data["sessions"]
-        elsewhere = 0 if rows or every else sessions_ops.sessions_elsewhere(listed)
-        click.echo(sessions_ops.render_table(rows, every, elsewhere=elsewhere))
-    if incomplete(data["warnings"]):
+        elsewhere = 0 if rows or every or not whole else sessions_ops.sessions_elsewhere(listed)
+        click.echo(sessions_ops.render_table(rows, every, elsewhere=elsewhere, whole=whole))
+    if not whole:
         sys.exit(1)  # a file or directory that could not be read: the listing is not whole
 
 

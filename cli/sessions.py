@@ -366,16 +366,27 @@ def _screen_width() -> int | None:
     return shutil.get_terminal_size().columns
 
 
+NOTHING_READ = "No sessions listed: the error above says what could not be read."
+"""An empty listing that is not the store's whole: `No sessions.` would say it is empty."""
+
+
 def render_table(
-    rows: list[dict[str, Any]], every: bool, width: int | None = None, elsewhere: int = 0
+    rows: list[dict[str, Any]],
+    every: bool,
+    width: int | None = None,
+    elsewhere: int = 0,
+    whole: bool = True,
 ) -> str:
     """The sessions as a table; the summary column fits ``width`` (default: the
     terminal's, when stdout is one). On a narrow terminal the table first writes its
     times shorter (``12-02 07:42``), then leaves out the TERMINAL, TURNS and PROJECT
     columns, in that order, before the summary shrinks below its minimum; narrower
     still, lines are cut at the width (a wrapped table is unreadable). With no row, it
-    says how many sessions other projects hold (``elsewhere``)."""
+    says how many sessions other projects hold (``elsewhere``); from a listing that is
+    not ``whole`` (an ``error:`` line said what it could not read), it claims none."""
     if not rows:
+        if not whole:
+            return NOTHING_READ
         if every or not elsewhere:
             return "No sessions."
         held = "1 session" if elsewhere == 1 else f"{elsewhere:,} sessions"

@@ -778,6 +778,29 @@ def test_a_listing_that_could_not_read_the_store_exits_1(env: Env, args: tuple[s
     assert result.returncode == 1
 
 
+@pytest.mark.parametrize("broken", ["project", "home"])
+def test_a_listing_that_read_nothing_does_not_say_there_are_no_sessions(
+    env: Env, broken: str
+) -> None:
+    """H161's try: a sessions directory that could not be read (here a file at its
+    place, as a permission denied is for a user) printed `No sessions in this project;
+    other projects hold 1 session` (`No sessions.` for `--all` over a home that is a
+    file) below its `error:` line: a listing that read nothing said there was none."""
+    if broken == "project":
+        other = env.base / "other"
+        other.mkdir()
+        assert env.run("--new", input="hello\n", terminal=env.terminal(), cwd=other).returncode == 0
+        env.project.parent.mkdir(parents=True)
+        env.project.write_text("not a directory\n")
+    else:
+        env.home.parent.mkdir(parents=True, exist_ok=True)
+        env.home.write_text("not a directory\n")
+    result = env.run("sessions", *(("--all",) if broken == "home" else ()))
+    assert "error: refusing sessions directory" in result.stderr
+    assert result.stdout == "No sessions listed: the error above says what could not be read.\n"
+    assert result.returncode == 1
+
+
 @pytest.mark.parametrize("args", [("supervisor", "status"), ("--new",), ("supervisor", "start")])
 def test_a_runtime_directory_that_is_a_file_is_named_in_one_line(
     env: Env, args: tuple[str, ...]
