@@ -173,6 +173,10 @@ def full_id(given: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
+        if incomplete(listed["warnings"]):  # it may be in what could not be read: say what
+            for line in listed["warnings"]:
+                if line.startswith("error:"):
+                    _warn(line)
         raise CommandError(f"no session id begins with {given} (agent-assist sessions --all)")
     shown = ", ".join(matches[:4]) + (", ..." if len(matches) > 4 else "")
     raise CommandError(

@@ -801,6 +801,23 @@ def test_a_listing_that_read_nothing_does_not_say_there_are_no_sessions(
     assert result.returncode == 1
 
 
+@pytest.mark.parametrize("command", ["show", "rm"])
+def test_a_short_id_not_found_in_a_store_it_could_not_read_names_what_was_not_read(
+    env: Env, command: str
+) -> None:
+    """H161's try: with the sessions directories unreadable, `sessions show abcd` said
+    only `no session id begins with abcd`: the session may well be in what was not read."""
+    env.home.parent.mkdir(parents=True, exist_ok=True)
+    env.home.write_text("not a directory\n")
+    result = env.run("sessions", command, "abcd")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"error: refusing sessions directory {env.home / 'projects'} (Not a directory); "
+        "left untouched",
+        "error: no session id begins with abcd (agent-assist sessions --all)",
+    ]
+
+
 @pytest.mark.parametrize("args", [("supervisor", "status"), ("--new",), ("supervisor", "start")])
 def test_a_runtime_directory_that_is_a_file_is_named_in_one_line(
     env: Env, args: tuple[str, ...]
