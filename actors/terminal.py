@@ -124,6 +124,7 @@ from session.design_files import DesignFiles, delete_design_files, design_files
 from session.errors import (
     CheckpointCapExceeded,
     CheckpointError,
+    LeftBehind,
     SessionDeleted,
     SessionError,
     SessionLive,
@@ -1250,7 +1251,9 @@ class TerminalActor(Actor[TerminalMessage]):
         delete_session = [e for e in transition.effects if isinstance(e, DeleteSession)]
         rest = [e for e in transition.effects if not isinstance(e, DeleteSession)]
         refused: list[Exception] = []
-        if not await self._perform(delete_session, failed=refused):
+        await self._perform(delete_session, failed=refused)
+        left = [str(exc) for exc in refused if isinstance(exc, LeftBehind)]
+        if refused and not left:  # its file stays (what it leaves, once gone, is told)
             await self._emit(CommandOutput(reset_refused_line(old, refused[0])))
             return
         claim = Claim(new, pid, self._token, new_in=self._config.project)
@@ -1285,6 +1288,8 @@ class TerminalActor(Actor[TerminalMessage]):
             text += f"\n{named(tuple(changed))} changed after the question; not deleted."
         if failed:
             text += f"\nerror: could not delete {' or '.join(failed)}; it is left as it was."
+        for line in left:
+            text += f"\n{line}"
         await self._emit(CommandOutput(text))
 
     async def _detach_during_turn(self, reason: str) -> None:

@@ -31,6 +31,7 @@ from session.atomic import (
 )
 from session.compacted import session_turns
 from session.errors import (
+    LeftBehind,
     SessionError,
     SessionFileError,
     SessionLive,
@@ -235,19 +236,19 @@ class SessionCatalog:
     def remove_session(self, project: Path, session_id: str, *, if_saved: bool = False) -> bool:
         """Delete a session's file and its checkpoints, then the contents no remaining
         checkpoint refers to. True if there was a session file; ``if_saved`` (the user's
-        ``sessions rm``): without one, or with one of a newer version, nothing is deleted."""
+        ``sessions rm``): without one, or with one of a newer version, nothing is deleted.
+        Raises ``LeftBehind`` once the file is gone if what it leaves could not all go."""
         manager = self.manager(project)
         copied = bool(self._copies(project, session_id))  # its saves failed: one kept aside
         if if_saved and not (copied or manager.exists(session_id)):
             return False
-        if if_saved:
-            manager.refuse_newer(session_id)
-        if not if_saved:
+        if not if_saved:  # /reset: an OSError here is a session file that stays
             removed = manager.delete(session_id)
-            self.delete_copies(project, session_id)
-            self.checkpoints(project).delete_session(session_id)
-            self.checkpoints(project).collect_garbage()
+            left = self._leftovers(project, session_id)
+            if left is not None:  # the file is gone: so is the session
+                raise LeftBehind(left)
             return removed or copied
+        manager.refuse_newer(session_id)
         removed, problem = self._remove(project, session_id)  # the user's rm: what stayed
         if problem is not None:
             raise SessionError(problem)
@@ -268,14 +269,23 @@ class SessionCatalog:
         session, if listed already."""
         try:
             removed = self.manager(project).delete(session_id, pointers)
-            self.delete_copies(project, session_id)
         except OSError as exc:
             return False, not_removed_line(session_id, exc)
+        return removed, self._leftovers(project, session_id, collect)
+
+    def _leftovers(self, project: Path, session_id: str, collect: bool = True) -> str | None:
+        """Remove what a session whose file is gone leaves: its recovery copies, its
+        checkpoints (and, ``collect``, the contents no checkpoint refers to any more); the
+        line (``error: ...``) saying what an OS error left in place, if one did."""
+        try:
+            self.delete_copies(project, session_id)
+        except OSError as exc:
+            return copies_left_line(session_id, exc)
         try:
             self.checkpoints(project).delete_session(session_id)
         except OSError as exc:
-            return removed, checkpoints_left_line(session_id, exc)
-        return removed, self._collect(project) if collect else None
+            return checkpoints_left_line(session_id, exc)
+        return self._collect(project) if collect else None
 
     def _collect(self, project: Path) -> str | None:
         """Remove the contents no checkpoint of ``project`` refers to; the line saying
@@ -743,6 +753,15 @@ def reset_refused_line(session_id: str, exc: Exception) -> str:
     else:
         reason = str(exc)
     return f"error: /reset did not remove session {session_id} ({reason}); nothing was reset"
+
+
+def copies_left_line(session_id: str, exc: OSError) -> str:
+    """``error: ...`` for recovery copies a removal could not delete (the session file is
+    gone; a copy lists the session again, from what it kept)."""
+    return (
+        f"error: the recovery copies of session {session_id} not removed ({_os_reason(exc)}); "
+        "they stay"
+    )
 
 
 def checkpoints_left_line(session_id: str, exc: OSError) -> str:

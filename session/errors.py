@@ -78,6 +78,11 @@ class SessionDeleted(SessionError):
         self.session_id = session_id
 
 
+class LeftBehind(SessionError):
+    """A session removed (its file is gone) with some of what it leaves still on disk:
+    the message is the ``error: ...`` line saying what stays."""
+
+
 class SessionFileError(SessionError):
     def __init__(self, path: Path, message: str) -> None:
         super().__init__(message)
