@@ -20,8 +20,9 @@ MAX_WRAPPINGS: Final = 3
 
 def unwrapped(answer: str) -> str:
     """``answer`` stripped, without the wrappings around all of it: what they wrap (empty
-    for a JSON ``summary`` that is null or not a text). An answer wrapped in nothing, or
-    JSON with no summary field (the model's own structure), is returned as it is."""
+    for a JSON ``summary`` that is null or empty). An answer wrapped in nothing, one that opens
+    and ends with two wrappings (two fences, two tags), or JSON with no summary text (no
+    such field, or one holding a list: the model's own structure), is returned as it is."""
     text = answer.strip()
     for _ in range(MAX_WRAPPINGS):
         inner = _inner(text)
@@ -33,9 +34,9 @@ def unwrapped(answer: str) -> str:
 
 def _inner(text: str) -> str | None:
     """What one wrapping around all of ``text`` holds; None if it has none."""
-    if fence := _FENCE_RE.fullmatch(text):
+    if (fence := _FENCE_RE.fullmatch(text)) and "```" not in fence[1]:
         return fence[1]
-    if tag := _TAG_RE.fullmatch(text):
+    if (tag := _TAG_RE.fullmatch(text)) and f"</{tag[1].lower()}>" not in tag[2].lower():
         return tag[2]
     opening = text[:1]
     if opening in _CLOSING and text.endswith(_CLOSING[opening]) and text.count(opening) == 1:
@@ -51,5 +52,7 @@ def _inner(text: str) -> str | None:
     for name in SUMMARY_FIELDS:
         if name in value:
             field = value[name]
-            return field if isinstance(field, str) else ""
+            if not field or isinstance(field, str):  # null, "", [], {}: nothing
+                return field or ""
+            return None  # a list of points, an object: the model's own structure, kept
     return None

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.anyio
     "answer",
     [
         '{"summary": null}',
+        '{"summary": []}',
         '{"summary": "", "files": [], "decisions": []}',
         '```json\n{"summary": ""}\n```',
         "```\nnull\n```",
@@ -55,6 +56,30 @@ async def test_a_wrapped_summary_is_kept_without_its_wrapping(answer: str) -> No
 async def test_json_that_is_not_a_wrapping_is_kept_as_it_is() -> None:
     """A summary that is JSON of its own (no ``summary`` field) is the model's words."""
     answer = '{"decisions": ["billing tickets go to queue 2"], "files": ["triage.md"]}'
+    event = await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
+    assert event is not None and event.compaction is not None
+    assert event.compaction.compacted_content == answer
+
+
+async def test_a_summary_field_that_is_not_a_text_is_kept_as_the_model_wrote_it() -> None:
+    """A list of points under ``summary`` is a summary: it was taken for an empty one,
+    and the model's answer thrown away."""
+    answer = '{"summary": ["The user designs a triage agent", "billing goes to queue 2"]}'
+    event = await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
+    assert event is not None and event.compaction is not None
+    assert event.compaction.compacted_content == answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"```python\nroute(ticket)\n```\n{SAID}\n```bash\npytest -q\n```",
+        f"<summary>{SAID}</summary>\nLater: <summary>kept short</summary>",
+    ],
+)
+async def test_an_answer_that_opens_and_ends_with_two_wrappings_is_kept_whole(answer: str) -> None:
+    """Its first opening and last closing are not one wrapping: taking them off turned
+    its code into text and its text into code."""
     event = await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
     assert event is not None and event.compaction is not None
     assert event.compaction.compacted_content == answer
