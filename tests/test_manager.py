@@ -22,6 +22,7 @@ from session.errors import (
     FutureSchemaVersion,
     InvalidPointer,
     InvalidSessionId,
+    SessionError,
     UnsafeSessionFile,
 )
 from session.history import dump_messages, load_messages
@@ -1070,3 +1071,25 @@ def test_a_resume_reads_a_sessions_recovery_copies_once_while_they_stay_as_they_
         assert catalog.load(project, SID, "none", "leave").decisions == written_again.decisions
     finally:
         _Opens.counting = False
+
+
+def test_rm_whose_recovery_copy_stays_says_the_session_file_is_gone(tmp_path: Path) -> None:
+    """H159: a recovery copy that could not be removed after the file was had ``sessions
+    rm`` say the session was not removed and stayed as it was."""
+    from session.catalog import SessionCatalog
+
+    root = tmp_path / "home"
+    catalog = SessionCatalog(root)
+    project = root / "projects" / "ws_00000000" / "sessions"
+    manager = catalog.manager(project)
+    state = full_state()
+    manager.save(state)
+    kept = catalog.keep_unsaved(project, later(with_more(state), minutes=1))
+    kept.unlink()
+    kept.mkdir()  # a directory at the copy's name: its unlink fails
+    with pytest.raises(SessionError) as raised:
+        catalog.remove_session(project, state.session_id, if_saved=True)
+    assert not manager.exists(state.session_id)
+    assert str(raised.value).startswith(
+        f"error: the recovery copies of session {state.session_id} not removed"
+    )
