@@ -26,6 +26,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic_ai.exceptions import (
     ModelConnectionError,
     ModelServerError,
+    ModelTimeoutError,
     ModelUnavailableError,
     UnexpectedModelBehavior,
 )
@@ -156,9 +157,11 @@ def failure_reason(exc: BaseException) -> str:
 
 def offline_for(exc: BaseException) -> float:
     """For how long the offline summarizer stands in for a summary model that failed with
-    ``exc``: a blip briefly, anything else (a timeout, a refusal, a key, a rate limit) for
-    ``LLM_RETRY_AFTER_S``, so that a model that is down costs one failure, not one a turn."""
-    return LLM_BLIP_RETRY_S if isinstance(exc, BLIPS) else LLM_RETRY_AFTER_S
+    ``exc``: a blip briefly, anything else (a timeout, ours or the transport's; a refusal,
+    a key, a rate limit) for ``LLM_RETRY_AFTER_S``, so that a model that is down or hangs
+    costs one failure, not one a turn."""
+    blip = isinstance(exc, BLIPS) and not isinstance(exc, ModelTimeoutError)
+    return LLM_BLIP_RETRY_S if blip else LLM_RETRY_AFTER_S
 
 
 class CompactionActor(Actor[CompactionMessage]):

@@ -14,6 +14,7 @@ from pydantic_ai.exceptions import (
     ModelRateLimitError,
     ModelRequestRejectedError,
     ModelServerError,
+    ModelTimeoutError,
     ModelUnavailableError,
     UnexpectedModelBehavior,
 )
@@ -476,6 +477,7 @@ async def test_a_rate_limited_summary_model_is_told_as_rate_limited(
         (ModelHTTPError.for_category(ModelServerError, status_code=500, model_name="m"), 30.0),
         (ModelHTTPError.for_category(ModelUnavailableError, status_code=503, model_name="m"), 30.0),
         (ModelConnectionError("m", "connection reset"), 30.0),
+        (ModelTimeoutError("m", "read timed out"), 300.0),
         (ModelHTTPError.for_category(ModelRateLimitError, status_code=429, model_name="m"), 300.0),
         (
             ModelHTTPError.for_category(ModelRequestRejectedError, status_code=401, model_name="m"),
