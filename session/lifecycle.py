@@ -749,7 +749,7 @@ class SessionLifecycle:
             resume_text, in_context = kept_context.text, kept_context.decisions
         at_once = (
             self._compacted_at_resume(
-                kept, first, stored.summary, len(resume_text) if context else 0
+                kept, first, stored.summary, wire_chars(resume_text) if context else 0
             )
             if compaction is None
             else None

@@ -1,10 +1,12 @@
 """Texts held to a share of the token budget: of a list, the newest items that fit (or the
 oldest few and the newest), with a line that counts the others; of a text, its first lines
-(the session file keeps all)."""
+(the session file keeps all). Sizes are what the wire carries (``wire_chars``)."""
 
 from __future__ import annotations
 
 from typing import Final
+
+from session.history import wire_chars
 
 EARLIER: Final = "- ({} earlier, kept in the session file, left out here for the token budget)"
 BETWEEN: Final = "- ({} more, kept in the session file, left out here for the token budget)"
@@ -16,12 +18,12 @@ def newest_within(lines: list[str], chars: int) -> list[str]:
     if line_chars(lines) <= chars:
         return lines
     kept: list[str] = []
-    used = len(EARLIER.format(len(lines))) + 1
+    used = _weight(EARLIER.format(len(lines)))
     for line in reversed(lines):
-        if used + len(line) + 1 > chars:
+        if used + _weight(line) > chars:
             break
         kept.append(line)
-        used += len(line) + 1
+        used += _weight(line)
     return [EARLIER.format(len(lines) - len(kept)), *reversed(kept)]
 
 
@@ -31,37 +33,54 @@ def ends_within(lines: list[str], chars: int, first: int) -> list[str]:
     ``lines`` itself if all fit. The first ones go last: of them, those that fit."""
     if line_chars(lines) <= chars:
         return lines
-    used = len(BETWEEN.format(len(lines))) + 1
+    used = _weight(BETWEEN.format(len(lines)))
     head: list[str] = []
     for line in lines[:first]:
-        if used + len(line) + 1 > chars:
+        if used + _weight(line) > chars:
             break
         head.append(line)
-        used += len(line) + 1
+        used += _weight(line)
     tail: list[str] = []
     for line in reversed(lines[len(head) :]):
-        if used + len(line) + 1 > chars:
+        if used + _weight(line) > chars:
             break
         tail.append(line)
-        used += len(line) + 1
+        used += _weight(line)
     return [*head, BETWEEN.format(len(lines) - len(head) - len(tail)), *reversed(tail)]
 
 
 def line_chars(lines: list[str]) -> int:
-    """The characters of ``lines`` joined, each with its newline."""
-    return sum(len(line) + 1 for line in lines)
+    """What ``lines`` joined weigh on the wire, each with its newline (``_weight``)."""
+    return sum(_weight(line) for line in lines)
+
+
+def _weight(line: str) -> int:
+    """What ``line`` and its newline weigh on the wire (``wire_chars``): a character
+    count undercounted a line in Chinese by two thirds."""
+    return wire_chars(line) + NEWLINE_WIRE_CHARS
+
+
+NEWLINE_WIRE_CHARS: Final = 2
+"""A newline in a JSON string: ``\\n``."""
 
 
 def first_lines_within(text: str, limit: int) -> str:
-    """``text``'s first whole lines that fit in ``limit`` characters (then ``…``), or its
-    first line cut there if even that one does not fit."""
-    if len(text) <= limit:
+    """``text``'s first whole lines that fit in ``limit`` (as the wire carries them, then
+    ``…``), or its first line cut there if even that one does not fit."""
+    if wire_chars(text) <= limit:
         return text
     kept: list[str] = []
-    used = 1  # the ellipsis
+    used = wire_chars("…")
     for line in text.splitlines():
-        if used + len(line) + 1 > limit:
+        if used + _weight(line) > limit:
             break
         kept.append(line)
-        used += len(line) + 1
-    return "\n".join([*kept, "…"]) if kept else text.splitlines()[0][: limit - 1] + "…"
+        used += _weight(line)
+    return "\n".join([*kept, "…"]) if kept else _cut(text.splitlines()[0], limit - used) + "…"
+
+
+def _cut(line: str, limit: int) -> str:
+    """``line``'s start that weighs at most ``limit`` on the wire."""
+    while wire_chars(line) > limit:
+        line = line[: max(0, len(line) * limit // wire_chars(line) - 1)]
+    return line

@@ -735,7 +735,7 @@ def test_a_requests_compaction_keeps_the_newest_items_within_its_share_and_count
     assert "more, kept in the session file, left out here for the token budget)" in text
     full = render_compaction(compaction)  # what the session file keeps: everything
     assert "- Decision number 0 about the triage agent" in full and "- docs/part_0.md" in full
-    assert render_compaction(compaction, max_chars=len(full)) == full
+    assert render_compaction(compaction, max_chars=wire_chars(full)) == full
 
 
 def test_a_wordy_narrative_is_held_to_half_the_requests_share_by_whole_lines() -> None:
