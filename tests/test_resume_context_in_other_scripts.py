@@ -59,8 +59,10 @@ async def session_turns(
         ref: ActorRef[Any]
         ref, mailbox = open_mailbox("terminal-4242")
         tg.start_soon(TerminalActor(ref, config, peers, send).serve, mailbox)
-        mode = "new" if session_id is None else "resume"
-        opened = await ref.ask(OpenSession(mode, session_id))
+        if session_id is None:
+            opened = await ref.ask(OpenSession("new", None))
+        else:
+            opened = await ref.ask(OpenSession("resume", session_id))
         for prompt in prompts:
             await ref.tell(UserTurn(prompt))
             await turn_ended(receive)
