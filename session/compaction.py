@@ -77,7 +77,7 @@ from session.compacted import (
     STARTED_WITH,
 )
 from session.errors import SessionError
-from session.history import WIRE_HEADROOM, is_turn_start, message_chars, wire_chars
+from session.history import WIRE_HEADROOM, is_turn_start, message_chars, wire_chars, wire_head
 from session.printable import printable
 from session.redaction import replace_known, scrub_text
 from session.shares import BETWEEN, ends_within, first_lines_within, line_chars, newest_within
@@ -1272,9 +1272,7 @@ def events_text(events: Sequence[Event], limit: int = MAX_SUMMARIZER_INPUT_CHARS
         if size <= limit:
             return text
         text = _events_text(events, max(1, len(text) * limit // size - 1))
-    while wire_chars(text) > limit:  # no fit in those rounds: its end dropped until it fits
-        text = text[: max(0, len(text) * limit // wire_chars(text) - 1)]
-    return text
+    return wire_head(text, limit)  # no fit in those rounds: its end dropped until it fits
 
 
 WIRE_FIT_ROUNDS: Final = 4

@@ -239,25 +239,33 @@ def fit_last_returns(messages: Sequence[ModelMessage], max_chars: int) -> list[M
     total = sum(message_chars(m) for m in messages) if returns else 0
     if total <= max_chars:  # no return to cut (a turn's first request), or within
         return list(messages)
-    sizes = {k: len(str(p.content)) for k, p in returns.items()}
+    sizes = {k: wire_chars(str(p.content)) for k, p in returns.items()}
     room = max_chars - max_chars // WIRE_HEADROOM - (total - sum(sizes.values()))
     for n, k in enumerate(sorted(returns, key=sizes.__getitem__)):  # the short ones first
         cut = _cut_return(returns[k], max(0, room) // (len(returns) - n))
         parts[k] = cut
-        room -= len(str(cut.content))
+        room -= wire_chars(str(cut.content))
     return [*messages[:-1], dataclasses.replace(last, parts=parts)]
 
 
 def _cut_return(part: ToolReturnPart[Any], chars: int) -> ToolReturnPart[Any]:
-    """``part`` within ``chars`` characters: its head and a note."""
+    """``part`` within ``chars`` as the wire carries it (``wire_chars``): its head and a
+    note (cut to a share in characters, a return in Chinese kept three times its share)."""
     content = str(part.content)
-    if len(content) <= chars:
+    if wire_chars(content) <= chars:
         return part
     note = CUT_TOOL_OUTPUT.format(chars=len(content))
     if len(note) > chars:  # its share holds no more than a short note
         note = CUT_TOOL_OUTPUT_SHORT.format(chars=len(content))
-    head = content[: max(0, chars - len(note) - 1)]
+    head = wire_head(content, max(0, chars - len(note) - 2))
     return dataclasses.replace(part, content=f"{head}\n{note}" if head else note)
+
+
+def wire_head(text: str, limit: int) -> str:
+    """``text``'s start that weighs at most ``limit`` as the wire carries it."""
+    while wire_chars(text) > limit:
+        text = text[: max(0, len(text) * limit // wire_chars(text) - 1)]
+    return text
 
 
 def _earlier_text_elided(part: Any) -> tuple[Any, int] | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from session.history import wire_chars
+from session.history import wire_chars, wire_head
 
 EARLIER: Final = "- ({} earlier, kept in the session file, left out here for the token budget)"
 BETWEEN: Final = "- ({} more, kept in the session file, left out here for the token budget)"
@@ -76,11 +76,4 @@ def first_lines_within(text: str, limit: int) -> str:
             break
         kept.append(line)
         used += _weight(line)
-    return "\n".join([*kept, "…"]) if kept else _cut(text.splitlines()[0], limit - used) + "…"
-
-
-def _cut(line: str, limit: int) -> str:
-    """``line``'s start that weighs at most ``limit`` on the wire."""
-    while wire_chars(line) > limit:
-        line = line[: max(0, len(line) * limit // wire_chars(line) - 1)]
-    return line
+    return "\n".join([*kept, "…"]) if kept else wire_head(text.splitlines()[0], limit - used) + "…"

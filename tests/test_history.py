@@ -577,6 +577,21 @@ def test_many_parallel_returns_are_cut_within_the_budget() -> None:
     ]
 
 
+def test_parallel_returns_in_chinese_are_cut_within_the_budget_the_wire_carries() -> None:
+    """Parallel reads of files in Chinese (three bytes a character on the wire) were cut
+    to their share in characters: the request kept three times its share of each."""
+    calls = [ToolCallPart("read_file", {"path": f"f{n}.md"}, f"c{n}") for n in range(3)]
+    returns = [ToolReturnPart("read_file", "工单分类" * 1500, f"c{n}") for n in range(3)]
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("read them all")]),
+        ModelResponse(parts=calls),
+        ModelRequest(parts=returns),
+    ]
+    fitted = fit_last_returns(messages, 8000)
+    assert sum(message_chars(m) for m in fitted) <= 8000
+    assert all("cut here, of" in str(getattr(p, "content", "")) for p in fitted[-1].parts)
+
+
 @given(
     calls=st.lists(st.integers(0, 3), max_size=12),
     orphans=st.integers(0, 2),
