@@ -393,7 +393,8 @@ def resolve_model(name: str, *, retries: bool = True) -> Model | str:
     server closed the connection early) and fails the turn instead of being kept whole.
     ``retries`` False: a failed request is not asked again (the summary model, which has a
     deadline: the HTTP client waited a 429's ``Retry-After`` past it, and the reason told
-    was the timeout, not the rate limit).
+    was the timeout, not the rate limit). Either way a wait the endpoint asks for is not
+    waited unseen past a few seconds (``chat_client``).
     """
     if name == "offline":
         from actors.offline_model import offline_model
@@ -404,15 +405,11 @@ def resolve_model(name: str, *, retries: bool = True) -> Model | str:
         from pydantic_ai.profiles.openai import OpenAIModelProfile
         from pydantic_ai.providers.openai import OpenAIProvider
 
+        from actors.chat_client import chat_client
+
         base_url = os.environ.get("OPENAI_BASE_URL") or None
         api_key = os.environ.get("OPENAI_API_KEY") or "not-set"
-        if retries:
-            provider = OpenAIProvider(base_url=base_url, api_key=api_key)
-        else:
-            from openai import AsyncOpenAI
-
-            client = AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
-            provider = OpenAIProvider(openai_client=client)
+        provider = OpenAIProvider(openai_client=chat_client(base_url, api_key, retries=retries))
         return OpenAIChatModel(
             name.removeprefix("openai-chat:"),
             provider=provider,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ from pydantic_ai.exceptions import (
 )
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolReturnPart
 
+from actors.chat_client import MAX_UNSEEN_WAIT_S
 from actors.messages import Compacted
 from session.redaction import scrub_text, secrets_from_environment
 
@@ -297,6 +299,10 @@ def _explain(exc: BaseException, model: str, mid_reply: bool, reply: Reply) -> s
         return f"404 from {where}: the endpoint does not serve model {name!r} (check --model)"
     if isinstance(exc, ModelHTTPError):
         said = _clip(_said_by(exc.body), 200)
+        if exc.status_code == 429 and (wait := _asked_wait(exc)) is not None:
+            return f"429 from {where} (rate limited, it asks to wait {wait}): {said}; " + (
+                reply.told(not_kept=f"send it again in {wait}", kept=GO_ON_LATER)
+            )
         if exc.status_code == 429:
             return f"429 from {where} (rate limited, after retries): {said}; " + reply.told(
                 not_kept="send it again later", kept=GO_ON_LATER
@@ -319,6 +325,19 @@ def _explain(exc: BaseException, model: str, mid_reply: bool, reply: Reply) -> s
         )
     text = one_line(str(exc)) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"[:500]
+
+
+def _asked_wait(exc: ModelHTTPError) -> str | None:
+    """The wait a 429 asks for (``Retry-After``) over ``MAX_UNSEEN_WAIT_S``, which the
+    HTTP client did not wait (``actors.chat_client``): ``20 s``, ``3 min``; None if it
+    asked for none or a shorter one (waited, then asked again)."""
+    wait = exc.retry_after
+    if wait is None or not wait > MAX_UNSEEN_WAIT_S:
+        return None
+    if wait == float("inf") or wait >= 100 * 3600:
+        return "a long time"
+    seconds = math.ceil(wait)
+    return f"{seconds} s" if seconds < 120 else f"{math.ceil(seconds / 60)} min"
 
 
 def error_words(exc: BaseException) -> str:

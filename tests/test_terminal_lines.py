@@ -111,6 +111,26 @@ def test_an_endpoints_error_says_its_message_not_the_bodys_python_form(
     assert "{" not in told and "[" not in told and "<" not in told and "None" not in told
 
 
+@pytest.mark.parametrize(
+    ("retry_after", "wait"),
+    [(20.0, "20 s"), (4.5, None), (90.2, "91 s"), (600.0, "10 min"), (float("inf"), "a long time")],
+)
+def test_a_429_tells_the_wait_it_asks_for_when_it_was_not_waited(
+    retry_after: float, wait: str | None
+) -> None:
+    """H160: the HTTP client no longer waits a 429's ``Retry-After`` over a few seconds
+    unseen; the turn's line tells the wait instead (a shorter one was waited, retried)."""
+    exc = ModelHTTPError(429, "m", body={"message": "slow down"}, retry_after=retry_after)
+    told = explain_failure(exc, "openai-chat:m")
+    if wait is None:
+        assert told.startswith(f"429 from {URL} (rate limited, after retries): slow down;")
+    else:
+        assert told == (
+            f"429 from {URL} (rate limited, it asks to wait {wait}): slow down; "
+            f"send it again in {wait}"
+        )
+
+
 def test_a_refused_connection_names_the_url() -> None:
     exc = ModelConnectionError("m", "Connection error.")
     assert explain_failure(exc, "openai-chat:m").startswith(

@@ -14,7 +14,8 @@ word, then the connection closes in the middle of a chunk; ``end mid-reply`` one
 then the body ends cleanly, with neither a finish reason nor ``[DONE]`` (a proxy that
 dropped the model's connection and closed ours); ``hit the limit`` a reply that stops at
 the model's token limit (``finish_reason: length``); ``be filtered`` one the provider's
-content filter stopped (``finish_reason: content_filter``).
+content filter stopped (``finish_reason: content_filter``); ``be rate limited`` a 429
+asking to retry in 20 s (``Retry-After``), as a rate-limited endpoint answers.
 """
 
 from __future__ import annotations
@@ -119,6 +120,9 @@ class ChatServer:
                     return
                 if body["messages"][-1].get("content") == "end mid-reply":
                     self._end_early(body)
+                    return
+                if body["messages"][-1].get("content") == "be rate limited":
+                    self._rate_limited()
                     return
                 if body["messages"][-1].get("content") == "echo my key":
                     self._bad_request(f"bad request; you sent {self.headers.get('Authorization')}")

@@ -114,6 +114,26 @@ def test_an_error_that_echoes_the_key_is_told_and_logged_without_it(
     assert "turn 1 failed" in log and API_KEY not in log
 
 
+def test_a_rate_limited_turn_ends_at_once_telling_the_wait_the_endpoint_asks(
+    env: Env, server: ChatServer
+) -> None:
+    """H160: a 429 asking to wait 20 s was waited unseen by the HTTP client, twice (40 s
+    with nothing on the terminal), then told "after retries" without the wait. Asked
+    once, it ends the turn with the wait; the message is kept unanswered, the session
+    goes on."""
+    result = env.run(input="be rate limited\nhello\n", terminal=env.terminal())
+    assert result.returncode == 1
+    assert "error: 429 from http" in result.stderr
+    assert "(rate limited, it asks to wait 20 s): Rate limit reached" in result.stderr
+    assert "send it again in 20 s" in result.stderr
+    asked = [r["messages"][-1]["content"] for r in server.requests if r["model"] == "test-model"]
+    assert asked == ["be rate limited", "hello"]  # not asked again unseen
+    assert result.stdout.strip().endswith("echo: hello")
+    (session_id,) = env.session_ids()
+    saved = str(env.session(session_id)["recent_messages"])
+    assert "'be rate limited'" in saved and "[no reply: 429 from" in saved
+
+
 def test_a_connection_dropped_mid_reply_is_told_as_a_drop_not_as_no_server(
     env: Env, server: ChatServer
 ) -> None:
