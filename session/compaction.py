@@ -80,7 +80,14 @@ from session.errors import SessionError
 from session.history import WIRE_HEADROOM, is_turn_start, message_chars, wire_chars, wire_head
 from session.printable import printable
 from session.redaction import replace_known, scrub_text
-from session.shares import BETWEEN, ends_within, first_lines_within, line_chars, newest_within
+from session.shares import (
+    BETWEEN,
+    NEWLINE_WIRE_CHARS,
+    ends_within,
+    first_lines_within,
+    line_chars,
+    newest_within,
+)
 from session.summary import EARLIER, user_prompts
 from session.tool_pairs import tool_pairs
 from session.wrapped_answer import unwrapped
@@ -1086,11 +1093,12 @@ def render_compaction(
     ]
     narrative = normalize_narrative(compaction.compacted_content)
     if max_chars is not None:  # the narrative goes before the first paths and rules
-        room = min(max_chars // 2, max_chars - _first_kept_chars(sections)) - len(head) - 1
+        room = min(max_chars // 2, max_chars - _first_kept_chars(sections))
+        room -= wire_chars(head) + NEWLINE_WIRE_CHARS
         narrative = first_lines_within(narrative, max(room, 80))
     first = "\n".join(filter(None, [head, narrative]))
     if max_chars is not None:
-        sections = _within(sections, max_chars - len(first))
+        sections = _within(sections, max_chars - wire_chars(first))
     return "\n\n".join([first, *("\n".join([heading, *lines]) for heading, lines in sections)])
 
 
@@ -1119,7 +1127,7 @@ def _first_kept_chars(sections: list[tuple[str, list[str]]]) -> int:
     """What the oldest items of the paths and rules take, with their headings and the line
     that counts those left out: held before the narrative and the other sections."""
     return sum(
-        len(heading) + 2 + line_chars(lines[:FIRST_KEPT]) + len(BETWEEN) + 8
+        _heading_chars(heading) + line_chars(lines[:FIRST_KEPT]) + len(BETWEEN) + 8
         for heading, lines in sections
         if heading in _FIRST_KEPT_SECTIONS
     )
@@ -1136,13 +1144,19 @@ def _within(sections: list[tuple[str, list[str]]], room: int) -> list[tuple[str,
         heading = sections[index][0]
         later = sum(floor[i] for i in by_size[done + 1 :])
         share = max(room // (len(by_size) - done), min(floor[index], room - later))
-        share -= len(heading) + 2
+        share -= _heading_chars(heading)
         if heading in _FIRST_KEPT_SECTIONS:
             kept[index] = ends_within(kept[index], share, FIRST_KEPT)
         else:
             kept[index] = newest_within(kept[index], share)
-        room -= len(heading) + 2 + line_chars(kept[index])
+        room -= _heading_chars(heading) + line_chars(kept[index])
     return [(heading, kept[index]) for index, (heading, _) in enumerate(sections)]
+
+
+def _heading_chars(heading: str) -> int:
+    """What a section's heading adds on the wire: itself, its newline and the blank line
+    before it (its last line's newline, counted by ``line_chars``, is not written)."""
+    return wire_chars(heading) + NEWLINE_WIRE_CHARS * 2
 
 
 def parse_compaction(text: str | None) -> EventCompaction | None:

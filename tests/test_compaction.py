@@ -738,6 +738,21 @@ def test_a_requests_compaction_keeps_the_newest_items_within_its_share_and_count
     assert render_compaction(compaction, max_chars=wire_chars(full)) == full
 
 
+def test_a_requests_compaction_in_chinese_is_held_to_its_share_as_the_wire_carries_it() -> (
+    None
+):
+    """H160: the narrative and sections were held to the share in characters; in Chinese
+    (three bytes each) the compaction sent took 2,499 bytes of a 2,000 share."""
+    narrative = "\n".join(f"第{n}行, 工单分类代理的工作进展到第{n}步。" for n in range(40))
+    retained = Retained(
+        decisions=tuple(f"决定{n}: 按产品路由工单" for n in range(60)),
+        paths=tuple(f"docs/part_{n}.md" for n in range(60)),
+    )
+    text = render_compaction(EventCompaction(1, 40, narrative, retained), max_chars=2_000)
+    assert wire_chars(text) <= 2_000
+    assert "第0行" in text and "决定59" in text and "- docs/part_0.md" in text
+
+
 def test_a_wordy_narrative_is_held_to_half_the_requests_share_by_whole_lines() -> None:
     """A helper's attack: a summary model's 1,716-character narrative went whole into
     requests whose compaction share was 1,000 characters: every request was over the
