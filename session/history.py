@@ -130,17 +130,20 @@ def message_chars(message: ModelMessage) -> int:
     Cheap enough to run over the whole history every turn (serializing every
     message to measure it is not).
     """
-    total = 0
-    for part in message.parts:
-        total += _PART_OVERHEAD
-        if isinstance(part, ToolCallPart | ToolReturnPart):
-            total += _TOOL_PART_OVERHEAD + len(part.tool_name)
-        for attribute in ("content", "args"):
-            value = getattr(part, attribute, None)
-            if isinstance(value, dict):  # arguments go as a JSON string, escaped again
-                value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-            if value is not None:
-                total += wire_chars(value if isinstance(value, str) else str(value))
+    return sum(part_chars(part) for part in message.parts)
+
+
+def part_chars(part: Any) -> int:
+    """``message_chars`` of one part: what eliding it saves is measured alike."""
+    total = _PART_OVERHEAD
+    if isinstance(part, ToolCallPart | ToolReturnPart):
+        total += _TOOL_PART_OVERHEAD + len(part.tool_name)
+    for attribute in ("content", "args"):
+        value = getattr(part, attribute, None)
+        if isinstance(value, dict):  # arguments go as a JSON string, escaped again
+            value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        if value is not None:
+            total += wire_chars(value if isinstance(value, str) else str(value))
     return total
 
 
@@ -270,19 +273,20 @@ def wire_head(text: str, limit: int) -> str:
 
 def _earlier_text_elided(part: Any) -> tuple[Any, int] | None:
     """``part``, a user prompt or a reply's text, with its text replaced by a note, and
-    the characters that saves; None for any other part or too short a text."""
+    what that saves on the wire; None for any other part or too short a text."""
     if not isinstance(part, UserPromptPart | TextPart) or not isinstance(part.content, str):
         return None
     size = len(part.content)
     note = ELIDED_EARLIER.format(chars=size)
     if size < 2 * len(note):
         return None
-    return dataclasses.replace(part, content=note), size - len(note)
+    shorter = dataclasses.replace(part, content=note)
+    return shorter, part_chars(part) - part_chars(shorter)
 
 
 def _elided(part: Any) -> tuple[Any, int] | None:
     """``part`` with its tool output or written content replaced by a note, and the
-    characters that saves; None if it has neither, or too short a one to replace."""
+    wire chars that saves; None if it has neither, or too short a one to replace."""
     if type(part) is ToolReturnPart:  # not a structured return (tool search)
         content = part.content
         size = len(content) if isinstance(content, str) else len(str(content))
@@ -290,9 +294,9 @@ def _elided(part: Any) -> tuple[Any, int] | None:
         if size < 2 * len(note):
             return None  # it would save little, and lose what the model was told
         plain: ToolReturnPart[Any] = part
-        return dataclasses.replace(plain, content=note), size - len(note)
+        elided = dataclasses.replace(plain, content=note)
+        return elided, part_chars(part) - part_chars(elided)
     if isinstance(part, ToolCallPart) and part.tool_name == "write_file":
-        before = len(part.args) if isinstance(part.args, str) else len(str(part.args))
         try:
             args = part.args_as_dict()
         except ValueError:
@@ -304,7 +308,7 @@ def _elided(part: Any) -> tuple[Any, int] | None:
         if len(content) < 2 * len(note):
             return None
         shorter = dataclasses.replace(part, args={**args, "content": note})
-        return shorter, before - len(str(shorter.args))
+        return shorter, part_chars(part) - part_chars(shorter)
     return None
 
 

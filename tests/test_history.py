@@ -454,6 +454,20 @@ def returned_sizes(messages: list[ModelMessage]) -> list[int]:
     ]
 
 
+def test_an_earlier_return_in_chinese_saves_what_the_wire_carried() -> None:
+    """H160: eliding a return counted what it saved in characters against a total in
+    wire bytes: one return in Chinese saved three times what was counted, and the next
+    was elided too though the request already fit."""
+    messages = reading_turn([10, 10, 10])
+    for index, n in ((2, 0), (4, 1)):
+        chinese = ToolReturnPart("read_file", "工单分类" * 750, f"c{n}")
+        messages[index] = ModelRequest(parts=[chinese])
+    total = sum(message_chars(m) for m in messages)
+    fitted = fit_tool_returns(messages, total - 5_000)
+    assert sum(message_chars(m) for m in fitted) <= total - 5_000
+    assert returned_sizes(fitted)[1:] == [3000, 10], "the second return was not elided"
+
+
 def test_over_the_budget_the_earlier_turns_texts_are_elided_oldest_first() -> None:
     """H135: within a turn, what the budget still cannot hold once the tool outputs are
     elided comes out of the earlier turns' texts; the compaction and the turn stay."""
