@@ -30,10 +30,10 @@ from session.history import (
     fit_tool_returns,
     framing_chars,
     message_chars,
-    wire_chars,
 )
 from session.models import WorkPhase
 from session.os_paths import shown_path
+from session.wire import wire_chars
 
 MAX_READ_BYTES = 256 * 1024
 MIN_READ_CHARS = 2_000

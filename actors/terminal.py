@@ -138,7 +138,6 @@ from session.filesystem import (
     unseen_changes,
     what_is_at,
 )
-from session.history import wire_chars
 from session.interrupted import unanswered_turn
 from session.kept_context import KeptContext
 from session.known_digests import KnownDigests
@@ -184,6 +183,7 @@ from session.tracked import (
 )
 from session.turns import answered
 from session.unanswered import NO_REPLY_PREFIX
+from session.wire import wire_chars
 
 NOT_OURS_TO_KEEP = (SessionDeleted, SessionLive)
 """A save refused for these is not kept aside at exit: the session was deleted on purpose

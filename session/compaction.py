@@ -77,7 +77,7 @@ from session.compacted import (
     STARTED_WITH,
 )
 from session.errors import SessionError
-from session.history import WIRE_HEADROOM, is_turn_start, message_chars, wire_chars, wire_head
+from session.history import WIRE_HEADROOM, is_turn_start, message_chars
 from session.printable import printable
 from session.redaction import replace_known, scrub_text
 from session.shares import (
@@ -90,6 +90,7 @@ from session.shares import (
 )
 from session.summary import EARLIER, user_prompts
 from session.tool_pairs import tool_pairs
+from session.wire import wire_chars, wire_head
 from session.wrapped_answer import unwrapped
 
 if TYPE_CHECKING:

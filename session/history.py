@@ -29,6 +29,7 @@ from pydantic_ai.messages import (
 
 from session.models import JsonDict
 from session.redaction import scrub_json
+from session.wire import wire_chars, wire_head
 
 DEFAULT_MAX_TURNS = 20
 DEFAULT_MAX_CHARS = 200_000
@@ -110,17 +111,6 @@ def framing_chars(messages: Sequence[ModelMessage]) -> int:
     if head is not None and any(isinstance(p, CompactionPart) for p in head.parts):
         return SUMMARY_FRAMING_CHARS
     return 0
-
-
-def wire_chars(text: str) -> int:
-    """What ``text`` weighs in a Chat Completions request body: its UTF-8 bytes, and one
-    more for each character JSON escapes with a backslash (newline, tab, return, quote,
-    backslash). Counting characters alone undercounted a request by up to 5% (a summary
-    of many short lines) and by 15% for text in other scripts (H153)."""
-    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-    for escaped in '\n"\\\t\r':
-        size += text.count(escaped)
-    return size
 
 
 def message_chars(message: ModelMessage) -> int:
@@ -262,13 +252,6 @@ def _cut_return(part: ToolReturnPart[Any], chars: int) -> ToolReturnPart[Any]:
         note = CUT_TOOL_OUTPUT_SHORT.format(chars=len(content))
     head = wire_head(content, max(0, chars - len(note) - 2))
     return dataclasses.replace(part, content=f"{head}\n{note}" if head else note)
-
-
-def wire_head(text: str, limit: int) -> str:
-    """``text``'s start that weighs at most ``limit`` as the wire carries it."""
-    while wire_chars(text) > limit:
-        text = text[: max(0, len(text) * limit // wire_chars(text) - 1)]
-    return text
 
 
 def _earlier_text_elided(part: Any) -> tuple[Any, int] | None:

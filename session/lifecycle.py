@@ -112,7 +112,6 @@ from session.history import (
     recent_start,
     reconstruct_history,
     turn_starts,
-    wire_chars,
 )
 from session.interrupted import unanswered_turn
 from session.kept_context import KeptContext
@@ -137,6 +136,7 @@ from session.resume import RestoredFrom, build_resume_context, decisions_in_cont
 from session.shares import ends_within
 from session.summary import user_prompts
 from session.turns import stamp_turn, stamped_turn
+from session.wire import wire_chars
 
 _REDACTED_BYTES = REDACTED.encode()
 RULES_HEADING = "## The user's rules from earlier in this conversation (always follow them)"

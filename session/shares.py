@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from session.history import wire_chars, wire_head
+from session.wire import wire_chars, wire_head
 
 EARLIER: Final = "- ({} earlier, kept in the session file, left out here for the token budget)"
 BETWEEN: Final = "- ({} more, kept in the session file, left out here for the token budget)"

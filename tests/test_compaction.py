@@ -49,7 +49,7 @@ from session.compaction import (
     token_window,
     with_compaction,
 )
-from session.history import wire_chars
+from session.wire import wire_chars
 from tests.conversations import turn
 
 pytestmark = pytest.mark.anyio
