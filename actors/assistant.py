@@ -385,16 +385,15 @@ def build_agent(model: Model | str) -> Agent[TurnDeps, str]:
     return agent
 
 
-def resolve_model(name: str, *, retries: bool = True) -> Model | str:
+def resolve_model(name: str) -> Model | str:
     """``offline`` is the built-in deterministic model; anything else is a pydantic-ai model string.
 
     ``openai-chat:NAME`` speaks Chat Completions to ``OPENAI_BASE_URL`` with ``OPENAI_API_KEY``;
     a streamed reply that ends without the model's finish reason was cut (a proxy or the
     server closed the connection early) and fails the turn instead of being kept whole.
-    ``retries`` False: a failed request is not asked again (the summary model, which has a
-    deadline: the HTTP client waited a 429's ``Retry-After`` past it, and the reason told
-    was the timeout, not the rate limit). Either way a wait the endpoint asks for is not
-    waited unseen past a few seconds (``chat_client``).
+    A blip is asked again; a wait the endpoint asks for is not waited unseen past a few
+    seconds (``chat_client``: a 429's ``Retry-After`` ran past the summary model's
+    deadline, and the reason told was the timeout, not the rate limit).
     """
     if name == "offline":
         from actors.offline_model import offline_model
@@ -409,7 +408,7 @@ def resolve_model(name: str, *, retries: bool = True) -> Model | str:
 
         base_url = os.environ.get("OPENAI_BASE_URL") or None
         api_key = os.environ.get("OPENAI_API_KEY") or "not-set"
-        provider = OpenAIProvider(openai_client=chat_client(base_url, api_key, retries=retries))
+        provider = OpenAIProvider(openai_client=chat_client(base_url, api_key))
         return OpenAIChatModel(
             name.removeprefix("openai-chat:"),
             provider=provider,

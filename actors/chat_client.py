@@ -16,9 +16,10 @@ before asking again, with nothing on the terminal: a longer one fails the turn a
 and its line tells the wait (the client waited up to 60 s a retry, twice, silently)."""
 
 
-def chat_client(base_url: str | None, api_key: str, *, retries: bool) -> AsyncOpenAI:
-    """The client for ``base_url``; ``retries`` False: a failed request is not asked again."""
-    return _client_class()(base_url=base_url, api_key=api_key, max_retries=2 if retries else 0)
+def chat_client(base_url: str | None, api_key: str) -> AsyncOpenAI:
+    """The client for ``base_url``: a blip (a 5xx, a connection lost, a short wait asked)
+    is asked again twice, within about a second and a half, as the SDK does."""
+    return _client_class()(base_url=base_url, api_key=api_key, max_retries=2)
 
 
 @cache
@@ -30,7 +31,8 @@ def _client_class() -> type[AsyncOpenAI]:
 
     class ChatClient(AsyncOpenAI):
         def _should_retry(self, response: httpx2.Response) -> bool:
-            wait = self._parse_retry_after_header(response.headers)
+            parse = getattr(self, "_parse_retry_after_header", None)  # private: may go
+            wait = parse(response.headers) if parse is not None else None
             if wait is not None and wait > MAX_UNSEEN_WAIT_S:
                 return False
             return super()._should_retry(response)

@@ -76,8 +76,7 @@ LLM_RETRY_AFTER_S = 300.0
 """After the summary model failed, the offline summarizer alone for this long."""
 LLM_BLIP_RETRY_S = 30.0
 """The same after a failure a server has now and then (a 5xx, overloaded, the connection
-lost): its HTTP client does not ask again (a 429's wait ran past the deadline), so one
-such blip cost five minutes of offline summaries."""
+lost), met again by the HTTP client's own tries (``chat_client``)."""
 BLIPS = (ModelServerError, ModelUnavailableError, ModelConnectionError)
 SUMMARY_DELAY_S = 1.0
 SUMMARY_MODEL_SLOTS = 4
@@ -414,9 +413,7 @@ class CompactionActor(Actor[CompactionMessage]):
     def _llm(self, model: str) -> LlmEventSummarizer:
         """The summary model's summarizer (with the compaction prompt), built once."""
         if model not in self._llm_summarizers:
-            # not asked again by the HTTP client: a 429's wait ran past the deadline, and the
-            # offline summarizer is the retry (the model is asked again after a while)
-            self._llm_summarizers[model] = LlmEventSummarizer(resolve_model(model, retries=False))
+            self._llm_summarizers[model] = LlmEventSummarizer(resolve_model(model))
         return self._llm_summarizers[model]
 
     def _llm_usable(self, model: str) -> bool:
