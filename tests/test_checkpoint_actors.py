@@ -378,7 +378,9 @@ async def test_a_restore_hashes_each_tracked_file_once_before_it_asks(
     await rig.terminal.tell(RunCommand("checkpoint", "1"))
     ask: AskUser = await rig.next_of(AskUser)
     assert ask.question == "Restore files too? [y/N]"
-    assert len(hashes) == 31  # the templates and agent_spec.md, once each
+    # the templates and agent_spec.md, once each at most: those settled since /save read
+    # them are known, not read again (on a slow machine all but the one edited: 1)
+    assert 1 <= len(hashes) <= 31
     await rig.terminal.tell(ConfirmAnswer(ask.id, False))
     await rig.next_of(CommandOutput)
 
