@@ -299,11 +299,12 @@ async def test_a_directory_removed_and_made_again_at_once_is_watched_again(
     digest = written(notes / "a.md", "x\n")
     async with anyio.create_task_group() as tg:
         _, inbox = await watching(tg, tmp_path, {"notes/a.md": digest})
-        before = os.stat(notes).st_ino
         shutil.rmtree(notes)
         notes.mkdir()
         (notes / "a.md").write_text("1\n")
-        assert os.stat(notes).st_ino == before, "the case: the same inode (ext4, tmpfs)"
+        # The case is the same inode (ext4 and tmpfs give it when nothing else made a file
+        # in between: on a busy machine another program may take it, and the watch must
+        # then work all the same).
         changed = await told(inbox)
         while changed.digests != (sha256_file(notes / "a.md"),):  # told gone first, maybe
             changed = await told(inbox)
