@@ -310,6 +310,9 @@ class SessionLifecycle:
     history: tuple[ModelMessage, ...] = ()
     history_encoded: EncodedMessages = EncodedMessages()
     """``history`` in the session file's form: dumped, scrubbed and encoded once each."""
+    last_prompt: str | None = None
+    """The last turn's user message as typed, which ``history`` keeps scrubbed as the file
+    does (None after a start, a resume or a reset): ``continued_secret`` reads it."""
     tail_start: int = 0
     """Where the recent whole turns within the policy's budgets start in ``history``:
     what the next request sends and what a save keeps (kept by ``_move``)."""
@@ -667,7 +670,9 @@ class SessionLifecycle:
     def _continued_secret(self, messages: Sequence[ModelMessage]) -> str | None:
         """The rest of a key the user cut between the last turn's message and this one's
         (``continued_secret``): only the message before is scrubbed again."""
-        previous = _last_prompt(self.history)
+        previous = self.last_prompt
+        if previous is None:  # resumed: the file's message, scrubbed
+            previous = _last_prompt(self.history)
         new = user_prompts(messages[:1])
         if previous is None or not new:
             return None
@@ -689,9 +694,7 @@ class SessionLifecycle:
         session's messages come as its file holds them). Read back from their scrubbed form
         when a text was replaced: the next request sends none of it."""
         encoded = self._dump(messages)
-        if any(_REDACTED_BYTES in chunk for chunk in encoded.chunks):
-            return tuple(load_messages(encoded.json)), encoded
-        return tuple(messages), encoded
+        return _read_back(messages, encoded), encoded
 
     # -- transitions ------------------------------------------------------
 
@@ -702,6 +705,7 @@ class SessionLifecycle:
             state=state,
             history=(),
             history_encoded=EncodedMessages(),
+            last_prompt=None,
             resume_context="",
             context_decisions=frozenset(),
             saved=False,
@@ -773,6 +777,7 @@ class SessionLifecycle:
             ),
             history=history,
             history_encoded=history_encoded,
+            last_prompt=None,
             resume_context=resume_text if context else "",
             context_decisions=in_context if context else frozenset(),
             saved=True,
@@ -967,13 +972,13 @@ class SessionLifecycle:
         state = self._check(Event.TURN)
         new_messages = stamp_turn(new_messages, self.invocations + 1, self.turn_message_id)
         merged = merge_decisions(state.decisions, stated_decisions(new_messages), decisions)
-        history = (*self.history, *new_messages)
         policy, encoded = self._revealing(new_messages)
-        history_encoded = (
-            self.history_encoded + encoded
-            if policy is self.policy
-            else self._dump(history, policy.known_secrets)  # a new secret: all again
-        )
+        if policy is self.policy:
+            history_encoded = self.history_encoded + encoded
+            history = (*self.history, *_read_back(new_messages, encoded))
+        else:  # a new secret: all again
+            history_encoded = self._dump((*self.history, *new_messages), policy.known_secrets)
+            history = _read_back((*self.history, *new_messages), history_encoded)
         at = len(self.history)
         starts = (
             *self.history_starts,
@@ -995,6 +1000,7 @@ class SessionLifecycle:
             state=state.model_copy(update={"decisions": merged, "phase": phase or state.phase}),
             history=history[keep:],
             history_encoded=history_encoded[keep:],
+            last_prompt=_last_prompt(new_messages) or self.last_prompt,
             history_starts=tuple(start - keep for start in starts[dropped:]),
             first_invocation=self.first_invocation + dropped,
             session_deleted=False,
@@ -1028,6 +1034,7 @@ class SessionLifecycle:
             state=SessionState.new(now, session_id),
             history=(),
             history_encoded=EncodedMessages(),
+            last_prompt=None,
             resume_context="",
             context_decisions=frozenset(),
             session_deleted=True,
@@ -1408,6 +1415,16 @@ def _first_kept_turn(history: Sequence[ModelMessage], compaction: EventCompactio
     if number is None or not compaction.start_invocation <= number <= compaction.end_invocation:
         return None
     return number
+
+
+def _read_back(
+    messages: Sequence[ModelMessage], encoded: EncodedMessages
+) -> tuple[ModelMessage, ...]:
+    """``messages`` as their scrubbed ``encoded`` form holds them: read back only when a
+    text was replaced (most turns: the same messages), so that no request sends it."""
+    if any(_REDACTED_BYTES in chunk for chunk in encoded.chunks):
+        return tuple(load_messages(encoded.json))
+    return tuple(messages)
 
 
 def _last_prompt(history: Sequence[ModelMessage]) -> str | None:

@@ -259,3 +259,18 @@ def test_a_summary_models_error_echoing_the_api_key_is_shown_without_it(
     assert key not in result.stdout + result.stderr
     env.run("supervisor", "stop")
     assert leaks(env, key) == []
+
+
+def test_a_reply_echoing_the_api_key_goes_back_scrubbed_in_a_live_session(
+    env: Env, serve_chat: ServeChat
+) -> None:
+    """The live session's history kept the key the user typed, and the reply that echoed
+    it, as typed: every later request sent it in clear, while the session file's copy was
+    scrubbed and a resumed session sent ``[REDACTED]`` (H160)."""
+    key = "plainlocalkeyvalue77"
+    server = serve_chat(ChatServer(), api_key=key)
+    result = env.run(input=f"log in with {key}\nwhat next?\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    last_request = sent(server, "test-model")[-1]
+    assert "echo: log in with [REDACTED]" in last_request
+    assert key not in last_request
