@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from session.compaction import EventCompaction, EventsCompactionConfig, Window, render_compaction
 from session.errors import IllegalTransition
@@ -603,3 +604,43 @@ def test_why_a_message_is_kept_unanswered_is_decided_by_the_lifecycle_alone(
 def test_a_turn_kept_meanwhile_with_no_message_writes_nothing() -> None:
     finishing = complete(active()).lifecycle.begin_turn(2).let_turn_finish("disconnected")
     assert finishing.kept_meanwhile(finishing.unanswered(None, "shutdown")) == ()
+
+
+def said(prompt: str) -> list[ModelMessage]:
+    """A turn whose reply echoes its prompt, as a model that repeats the user does."""
+    return [
+        ModelRequest(parts=[UserPromptPart(content=prompt, timestamp=T0)]),
+        ModelResponse(parts=[TextPart(content=f"echo: {prompt}")], timestamp=T0),
+    ]
+
+
+def completed(lc: SessionLifecycle, *prompts: str) -> SessionLifecycle:
+    for prompt in prompts:
+        turn_in = lc.begin_turn(1)
+        lc = turn_in.complete_turn(said(prompt), now=T1, manifest={}, agent_spec_path=None).lifecycle
+    return lc
+
+
+def test_the_next_request_sends_a_turn_as_scrubbed_as_its_file() -> None:
+    """A live session sent a key the user typed, and the reply echoing it, in clear at every
+    later request, while the file kept them scrubbed and a resumed session sent
+    ``[REDACTED]`` (H160)."""
+    known = SessionLifecycle(policy=PersistPolicy(known_secrets=("plainlocalkeyvalue77",)))
+    lc = completed(known.start_fresh(T0).lifecycle, "log in with plainlocalkeyvalue77")
+    lc = completed(lc, "and now sk-abcdefghijklmnopqrstuvwx")  # a new secret, by its pattern
+    sent = str(lc.request_history())
+    assert "plainlocalkeyvalue77" not in sent and "sk-abcdef" not in sent
+    assert "echo: log in with [REDACTED]" in sent and "echo: and now [REDACTED]" in sent
+
+
+def test_a_key_cut_between_two_turns_is_found_and_sent_in_neither() -> None:
+    """The previous message as typed finds the rest of a key, though the history keeps it
+    scrubbed."""
+    lc = completed(
+        SessionLifecycle().start_fresh(T0).lifecycle,
+        "here is the first half of my key: sk-proj-SpLiTfIrStHaLf",
+        "and the second half: 0123SeCoNdHaLfXyZ9876",
+    )
+    sent = str(lc.request_history())
+    assert "SpLiTfIrStHaLf" not in sent and "SeCoNdHaLfXyZ" not in sent
+    assert "0123SeCoNdHaLfXyZ9876" in lc.policy.known_secrets
