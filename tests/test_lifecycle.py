@@ -616,8 +616,10 @@ def said(prompt: str) -> list[ModelMessage]:
 
 def completed(lc: SessionLifecycle, *prompts: str) -> SessionLifecycle:
     for prompt in prompts:
-        turn_in = lc.begin_turn(1)
-        lc = turn_in.complete_turn(said(prompt), now=T1, manifest={}, agent_spec_path=None).lifecycle
+        done = lc.begin_turn(1).complete_turn(
+            said(prompt), now=T1, manifest={}, agent_spec_path=None
+        )
+        lc = done.lifecycle
     return lc
 
 
