@@ -290,18 +290,36 @@ def supervise(paths: RuntimePaths, lock_fd: int, took_over_from: int | None = No
         os.close(lock_fd)
 
 
-async def _watch_signals(paths: RuntimePaths, shutdown: anyio.Event) -> None:
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+async def _watch_signals(
+    paths: RuntimePaths,
+    shutdown: anyio.Event,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
     """The first signal stops the supervisor; the next ones, until it has exited, are told
     in the log and change nothing: the stop saves every session within its bounded wait
-    (a second SIGTERM or Ctrl+C, taken by their default action, killed it mid-save)."""
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-        async for signum in signals:
-            if shutdown.is_set():
-                log.info("received signal %d; already stopping (at most %g s)", signum, STOP_WAIT_S)
-                continue
-            log.info("received signal %d; stopping", signum)
-            mark_stopped(paths.directory, os.getpid())
-            shutdown.set()
+    (a second SIGTERM or Ctrl+C, taken by their default action, killed it mid-save). Once
+    the receiver closes for the exit, they are ignored to the end: one then killed it
+    before it removed its socket and stopped its heir (CI's flaky second-stop test)."""
+    try:
+        with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+            task_status.started()
+            async for signum in signals:
+                if shutdown.is_set():
+                    log.info(
+                        "received signal %d; already stopping (at most %g s)", signum, STOP_WAIT_S
+                    )
+                    continue
+                log.info("received signal %d; stopping", signum)
+                mark_stopped(paths.directory, os.getpid())
+                shutdown.set()
+    finally:
+        if shutdown.is_set():  # the exit's last steps
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, signal.SIG_IGN)
 
 
 class _Running:
@@ -433,11 +451,12 @@ async def _serve(
                 cap = connection_cap(
                     int(number_from_env("AGENT_ASSIST_MAX_CONNECTIONS", MAX_CONNECTIONS))
                 )
+                forget_stopped(paths.directory, os.getpid())
+                # to the very end, from before the socket answers (a stop from then on is one)
+                await workers.start(_watch_signals, paths, shutdown)
                 await connections.start(serve_socket, paths, front.handle, connections, cap)
                 log.info("listening on %s", paths.socket)
                 forget_heir_pid(paths, os.getpid())  # if this supervisor was an heir, it took over
-                forget_stopped(paths.directory, os.getpid())
-                workers.start_soon(_watch_signals, paths, shutdown)  # to the very end
                 home = (root, home_fd) if home_fd is not None else None
                 connections.start_soon(keep_lock, paths, lock_fd, shutdown, home)
                 connections.start_soon(
