@@ -1618,23 +1618,50 @@ ECHO_PREFIX_CHARS: Final = 48
 
 
 REFUSAL_RE: Final = re.compile(
-    r"(?:sorry\b|i apologi[sz]e\b|unfortunately,? i\b|as an ai\b"
-    r"|i(?:['\u2019]m| am) (?:sorry|unable|not able)\b"
+    r"(?:unfortunately,? i\b|as an ai\b"
+    r"|i(?:['\u2019]m| am) (?:unable|not able)\b"
     r"|i (?:cannot|can ?not|can['\u2019]t|won['\u2019]t|will not|must decline)\b"
     # in the conversation's language: a summary model often answers in it
-    r"|lo siento\b|no puedo\b|lamentablemente,? no puedo\b"
-    r"|(?:je suis )?d[ée]sol[ée]e?\b|je ne (?:peux|suis pas en mesure)\b"
+    r"|no puedo\b|lamentablemente,? no puedo\b"
+    r"|je ne (?:peux|suis pas en mesure)\b"
     r"|malheureusement,? je ne\b"
-    r"|es tut mir leid\b|(?:leider )?kann ich (?:das |dies |diese[nrs]? )?(?:nicht|keine)\b"
+    r"|(?:leider )?kann ich (?:das |dies |diese[nrs]? )?(?:nicht|keine)\b"
     r"|ich kann (?:das |dies |diese[nrs]? |leider )?(?:nicht|keine)\b"
-    r"|desculpe\b|(?:eu )?n[ãa]o posso\b|lamento\b"
-    r"|mi dispiace\b|(?:purtroppo )?non posso\b"
-    r"|извините\b|простите\b|к сожалению,? я не\b|я не могу\b"
-    r"|(?:很|非常)?抱歉|对不起|我(?:无法|不能)|申し訳|すみません|죄송)",
+    r"|(?:eu )?n[ãa]o posso\b"
+    r"|(?:purtroppo )?non posso\b"
+    r"|к сожалению,? я не\b|я не могу\b"
+    r"|我(?:无法|不能))",
     re.IGNORECASE,
 )
-"""How a model's refusal begins ("I cannot help with that", "I'm sorry, but ...", "Lo
-siento, no puedo...", "很抱歉")."""
+"""How a model's refusal begins when it begins with no apology ("I cannot help with
+that", "No puedo...", "我无法...")."""
+APOLOGY_RE: Final = re.compile(
+    r"(?:i apologi[sz]e\b|i(?:['\u2019]m| am) (?:so |very |really )?sorry\b|sorry\b"
+    r"|lo siento\b|(?:je suis )?d[ée]sol[ée]e?\b|es tut mir leid\b|desculpe\b|lamento\b"
+    r"|mi dispiace\b|извините\b|простите\b"
+    r"|(?:很|非常)?抱歉|对不起|申し訳|すみません|죄송\w*)",
+    re.IGNORECASE,
+)
+"""An apology word a refusal may begin with ("I'm sorry", "Lo siento", "很抱歉"), and a
+summary too ("Sorry, the user...": a word the conversation used)."""
+_REFUSING_AFTER_APOLOGY_RE: Final = re.compile(
+    # what follows the apology at once: "but", the model itself, or a "no"
+    r"[\s,.:;!\u2014\u2013\u3001\uff0c-]*"
+    r"(?:but|pero|mais|aber|mas|ma|però|но|但|不过|i\b|yo\b|je\b|ich\b|eu\b|io\b|я\b|我"
+    r"|no\b|não\b|non\b|nein\b|нет\b)",
+    re.IGNORECASE,
+)
+"""How a refusal goes on from its apology: "Sorry, but", "Sorry, I", "Lo siento, no"."""
+_INABILITY_RE: Final = re.compile(
+    r"(?:\bi(?:['\u2019]m| am) (?:unable|not able)\b"
+    r"|\bi (?:cannot|can ?not|can['\u2019]t|won['\u2019]t|will not|must decline|can only)\b"
+    r"|\bnot something i\b|\bno (?:puedo|es algo que)\b|\bje ne (?:peux|suis pas)\b"
+    r"|\bkann ich (?:das |dies )?nicht\b|\bich kann (?:das |dies |leider )?(?:nicht|keine)\b"
+    r"|\bn[ãa]o posso\b|\bnon posso\b"
+    r"|\bне могу\b|无法|不能|できません|できかねます|수 없)",  # noqa: RUF001
+    re.IGNORECASE,
+)
+"""The model's own inability, anywhere in a short answer that began with an apology."""
 MAX_REFUSAL_CHARS: Final = 400
 """A longer answer that begins so may go on with a summary: it is not taken for a refusal."""
 
@@ -1745,9 +1772,24 @@ def contentless(answer: str) -> bool:
 
 def refused(answer: str) -> bool:
     """Whether ``answer`` is a refusal rather than a summary: short, and beginning (after
-    any quote, bullet or emphasis) as a refusal does."""
+    any quote, bullet or emphasis) as a refusal does, or with an apology that goes on as
+    one (``but``, the model itself, its inability, or nothing more): a summary that
+    begins with an apology word ("Sorry, the user...") is kept."""
     head = answer.lstrip(" \t\n\"'*_#>-`")
-    return len(answer) <= MAX_REFUSAL_CHARS and REFUSAL_RE.match(head) is not None
+    if len(answer) > MAX_REFUSAL_CHARS:
+        return False
+    if REFUSAL_RE.match(head):
+        return True
+    apology = APOLOGY_RE.match(head)
+    if apology is None:
+        return False
+    rest = head[apology.end() :]  # "Sorry, the user..." is a summary; "Sorry, but I..." is not
+    words = re.findall(r"[^\W\d_]{2,}", rest)  # a run of CJK letters is one
+    return (
+        (len(words) < 3 and sum(map(len, words)) < 8)  # the apology and little else
+        or _REFUSING_AFTER_APOLOGY_RE.match(rest) is not None
+        or _INABILITY_RE.search(rest) is not None
+    )
 
 
 def echoed(answer: str, template: str, prompt: str) -> bool:

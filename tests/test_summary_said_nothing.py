@@ -69,3 +69,53 @@ async def test_a_summary_that_begins_like_those_is_kept(answer: str) -> None:
     event = await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
     assert event is not None and event.compaction is not None
     assert event.compaction.compacted_content == answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Sorry, the user said, was the word the bot overused; they chose queue 2 for billing.",
+        "Lo siento, el usuario decidió usar la cola 2 para la facturación.",
+        "Désolé, l'utilisateur a choisi la file 2 pour la facturation.",
+        "Es tut mir leid, sagte der Nutzer, und wählte Warteschlange 2 für Rechnungen.",
+        "Desculpe, o usuário escolheu a fila 2 para cobrança.",
+        "Mi dispiace, l'utente ha scelto la coda 2 per la fatturazione.",
+        "Извините — так пользователь начал; он выбрал очередь 2 для счетов.",
+        "抱歉开头的消息之后，用户选择了队列 2 来处理账单。",  # noqa: RUF001
+        "抱歉的话题之后，用户选了队列 2。",  # noqa: RUF001
+    ],
+)
+async def test_a_short_summary_that_begins_with_an_apology_word_is_kept(answer: str) -> None:
+    """H159: a real summary that opens with an apology word ("Sorry, the user...", "Lo
+    siento, el usuario...") was taken for a refusal and thrown away: the word alone is no
+    refusal, only with the model's own inability or its "but"."""
+    event = await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
+    assert event is not None and event.compaction is not None
+    assert event.compaction.compacted_content == answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Sorry, I can't help with that.",
+        "Sorry, but I cannot summarize this conversation.",
+        "I'm sorry, but I can only help with agent design.",
+        "I apologize, but this request goes against my guidelines.",
+        "Sorry, that's not something I can do.",
+        "Sorry.",
+        "I'm sorry.",
+        "I cannot help with that.",
+        "Unfortunately, I am not able to summarize this.",
+        "As an AI, I do not summarize private conversations.",
+        "Lo siento, pero no puedo ayudar con eso.",
+        "Lo siento, no es algo que pueda hacer.",
+        "Lo siento.",
+        "Désolé, mais ce n'est pas possible.",
+        "Es tut mir leid, aber das kann ich nicht tun.",
+        "申し訳ありませんが、この会話を要約することはできません。",
+        "对不起。",
+    ],
+)
+async def test_a_refusal_that_begins_with_an_apology_is_no_summary(answer: str) -> None:
+    with pytest.raises(UnusableSummary, match="refused"):
+        await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
