@@ -261,15 +261,22 @@ class StorageActor(Actor[StorageMessage]):
             case RemoveSession(project, session_id, forever, unless_live):
                 if unless_live and session_id in self._live:
                     raise SessionLive(session_id, self._live[session_id])
+                gone = False  # whether its file is gone, however the removal ended
+
+                def remove() -> bool:
+                    nonlocal gone
+                    try:
+                        return catalog.remove_session(project, session_id, if_saved=unless_live)
+                    finally:  # in the same hop: the disk's thread looks as it leaves
+                        if forever:
+                            path = catalog.manager(project).session_path(session_id)
+                            gone = not os.path.lexists(path)
+
                 try:
-                    return await self._io(
-                        lambda: catalog.remove_session(project, session_id, if_saved=unless_live)
-                    )
+                    return await self._io(remove)
                 finally:  # refused for good only once its file is gone (a file that stays
                     # is the session still: its saves go on)
-                    if forever and not await self._io(
-                        lambda: os.path.lexists(catalog.manager(project).session_path(session_id))
-                    ):
+                    if gone:
                         self._deleted.add(session_id)
                         self._memory.last_claimed_by.pop(session_id, None)
             case SavePointer(project, pointer):

@@ -27,10 +27,12 @@ from actors.messages import (
 from actors.storage import StorageActor, StorageMemory
 from session.catalog import Resumable, SessionListing
 from session.errors import (
+    LeftBehind,
     SessionDeleted,
     SessionLive,
     SupersededWriter,
     UnsafeSessionDirectory,
+    UnsafeSessionFile,
 )
 from session.history import dump_messages
 from session.manager import Written
@@ -74,6 +76,39 @@ async def test_a_session_deleted_by_reset_is_never_written_again(
     with pytest.raises(SessionDeleted):
         await storage.ask(SaveSession(project(tmp_path), state("aaaaaaaaaaaa"), writer=1))
     assert not (project(tmp_path) / "aaaaaaaaaaaa.json").exists()
+
+
+async def test_a_reset_whose_file_went_but_not_its_checkpoints_is_never_written_again(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    """The removal fails (``LeftBehind``: a file where its checkpoints would be) after its
+    file is gone: the session is gone, and a late save may not bring it back."""
+    p = project(tmp_path)
+    await storage.ask(SaveSession(p, state("aaaaaaaaaaaa"), writer=1))
+    in_the_way = p.parent / "checkpoints" / "aaaaaaaaaaaa"
+    in_the_way.parent.mkdir(parents=True, exist_ok=True)
+    in_the_way.write_text("not a directory")
+    with pytest.raises(LeftBehind):
+        await storage.ask(RemoveSession(p, "aaaaaaaaaaaa", forever=True))
+    with pytest.raises(SessionDeleted):
+        await storage.ask(SaveSession(p, state("aaaaaaaaaaaa"), writer=1))
+    assert not (p / "aaaaaaaaaaaa.json").exists()
+
+
+async def test_a_reset_that_could_not_remove_the_file_leaves_the_session_saved(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    """A directory at the session file's place: nothing is removed, and the session is not
+    taken for deleted (its saves are the disk's to refuse, not the actor's)."""
+    p = project(tmp_path)
+    await storage.ask(SaveSession(p, state("aaaaaaaaaaaa"), writer=1))
+    (p / "aaaaaaaaaaaa.json").unlink()
+    (p / "aaaaaaaaaaaa.json").mkdir()
+    with pytest.raises(UnsafeSessionFile):
+        await storage.ask(RemoveSession(p, "aaaaaaaaaaaa", forever=True))
+    (p / "aaaaaaaaaaaa.json").rmdir()
+    await storage.ask(SaveSession(p, state("aaaaaaaaaaaa", hour=13), writer=1))
+    assert (p / "aaaaaaaaaaaa.json").exists()
 
 
 async def test_one_live_terminal_per_session(storage: ActorRef[Any], tmp_path: Path) -> None:
