@@ -1256,8 +1256,26 @@ def word_wrap(text: str, width: int) -> str:
     return "\n".join(rows)
 
 
-_FULL_TIME = re.compile(r"^(\s*\d+  )\d{4}-(\d\d-\d\d \d\d:\d\d):\d\d UTC  ")
-"""A listing row's number and time (``2026-12-05 02:23:33 UTC``)."""
+_ROW = re.compile(
+    r"(?P<number>\s*\d+)  \d{4}-(?P<time>\d\d-\d\d \d\d:\d\d):\d\d UTC"
+    r"  (?P<turns>\d+ turns?)  (?P<files>\d+ files? changed)  (?P<reason>\(\w+\))"
+    r"(?P<words>  '.*)?"
+)
+"""A listing row (``session.checkpoints.item_lines``): number, time, turns, files changed,
+reason, and the last message's first words if any."""
+
+MIN_WORDS_WIDTH = 12
+"""The fewest columns a row's first words are cut to before a field goes to make room (as
+the sessions table's summary, ``MIN_SUMMARY_WIDTH``)."""
+
+_LAYOUTS: tuple[tuple[str, ...], ...] = (
+    ("number", "time", "turns", "files", "reason"),
+    ("number", "time", "turns", "reason"),
+    ("number", "time", "reason"),
+)
+"""The fields of a fitted row, least needed left out first: files changed, then turns.
+The number (what ``/checkpoint N`` takes), the time, the reason and the first words are
+what tell checkpoints apart."""
 
 
 def fit_to_width(text: str, width: int) -> str:
@@ -1265,9 +1283,10 @@ def fit_to_width(text: str, width: int) -> str:
     spaces) fitted to ``width - 1`` screen columns, so that none wraps on a terminal
     that wide; other lines (a message: "No checkpoints in this session yet") are left
     whole, to wrap. When a row does not fit, every row says its time shorter (``12-05
-    02:23``, as the sessions table does), so the columns after it line up; that leaves
-    the reason and the first words of the last message room at 60 columns. A row still
-    too wide is cut with an ellipsis."""
+    02:23``, as the sessions table does), so the columns after it line up; when the first
+    words of a row would still get fewer than ``MIN_WORDS_WIDTH`` columns, every row
+    leaves out its files changed, then its turns (``_LAYOUTS``), as the table leaves out
+    columns. A row still too wide is cut with an ellipsis."""
     from cli.summaries import columns, cut
 
     room = max(width - 1, 20)
@@ -1275,6 +1294,27 @@ def fit_to_width(text: str, width: int) -> str:
     rows = [i for i, line in enumerate(lines) if line.lstrip()[:1].isdigit()]
     if all(columns(lines[i]) <= room for i in rows):
         return text
+    found = {i: row for i in rows if (row := _ROW.fullmatch(lines[i])) is not None}
+    layout = _LAYOUTS[-1]
+    for fields in _LAYOUTS:
+        if all(_fits(_fields_of(row, fields), row["words"], room) for row in found.values()):
+            layout = fields
+            break
     for i in rows:
-        lines[i] = cut(_FULL_TIME.sub(r"\1\2  ", lines[i], count=1), room)
+        row = found.get(i)
+        line = lines[i] if row is None else _fields_of(row, layout) + (row["words"] or "")
+        lines[i] = cut(line, room)
     return "\n".join(lines)
+
+
+def _fields_of(row: re.Match[str], fields: tuple[str, ...]) -> str:
+    return "  ".join(row[field] for field in fields)
+
+
+def _fits(fixed: str, words: str | None, room: int) -> bool:
+    """Whether a row of ``fixed`` fields leaves its ``words`` (``  'first words'``) their
+    whole width or ``MIN_WORDS_WIDTH`` columns."""
+    from cli.summaries import columns
+
+    wanted = 0 if words is None else min(columns(words), MIN_WORDS_WIDTH + 2)
+    return columns(fixed) + wanted <= room

@@ -67,9 +67,40 @@ def test_a_listing_at_60_columns_keeps_the_reason_and_the_first_words() -> None:
         "'please think about the escalation policy'"
     )
     first, second = fit_to_width(listing, 60).split("\n")
-    assert first == "   9  12-05 02:23  0 turns  0 files changed  (auto)"
-    assert second.startswith("  10  12-05 02:23  2 turns  1 file changed  (save)  'pleas")
+    assert first == "   9  12-05 02:23  0 turns  (auto)"  # files changed left out (H167)
+    assert second.startswith("  10  12-05 02:23  2 turns  (save)  'please think about")
     assert second.endswith("…") and len(second) == 59
+
+
+LISTING = (
+    "   9  2026-12-05 02:23:33 UTC  0 turns  0 files changed  (auto)\n"
+    "  10  2026-12-05 02:23:37 UTC  2 turns  1 file changed  (save)  "
+    "'please think about the escalation policy'\n"
+    "  11  2026-12-05 02:24:37 UTC  3 turns  2 files changed  (restore)  'and the refunds'"
+)
+
+
+def test_a_listing_at_40_columns_keeps_what_tells_checkpoints_apart() -> None:
+    """H161: at 40 columns every row was cut in its files changed (``0 files ch…``): the
+    reason and the first words, which tell checkpoints apart, were never seen. The files
+    changed, then the turns, are left out of every row first."""
+    from cli.console import fit_to_width
+
+    assert fit_to_width(LISTING, 40).split("\n") == [
+        "   9  12-05 02:23  (auto)",
+        "  10  12-05 02:23  (save)  'please thi…",
+        "  11  12-05 02:24  (restore)  'and the…",
+    ]
+
+
+def test_a_listing_at_80_columns_leaves_no_field_out() -> None:
+    from cli.console import fit_to_width
+
+    assert fit_to_width(LISTING, 80).split("\n") == [
+        "   9  12-05 02:23  0 turns  0 files changed  (auto)",
+        "  10  12-05 02:23  2 turns  1 file changed  (save)  'please think about the es…",
+        "  11  12-05 02:24  3 turns  2 files changed  (restore)  'and the refunds'",
+    ]
 
 
 def test_a_listing_row_is_cut_by_the_columns_it_takes() -> None:

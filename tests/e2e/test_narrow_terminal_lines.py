@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tests.e2e.harness import Env
 from tests.e2e.test_tty import ANSI, Pty
 
@@ -93,3 +95,33 @@ def test_the_sessions_listings_error_line_wraps_between_words(env: Env) -> None:
     assert all(len(row) < 40 for row in rows), rows
     words = " ".join(rows).split()
     assert "deleted" in words and "again," in words, "no word cut in two"
+
+
+def test_checkpoint_rows_at_40_columns_keep_their_reason_and_first_words(env: Env) -> None:
+    """H161: at 40 columns each `/checkpoint` row was cut in its files changed
+    (``1  12-07 01:59  1 turn  0 files ch…``): what tells the checkpoints apart, the
+    reason and the last message's first words, was never on the screen."""
+    tty = Pty(env, env.terminal(), "--new", columns=40)
+    try:
+        for number, text in ((1, "billing goes to queue 2"), (2, "refunds to queue 3")):
+            tty.expect("commands." if number == 1 else ">")
+            tty.type(f"{text}\r")
+            tty.expect("real LLM.)")  # the offline reply's end (its lines wrap)
+            tty.expect_prompt()
+            tty.type("/save\r")
+            tty.expect(f"checkpoint {number}")
+        tty.expect_prompt()
+        tty.type("/checkpoint\r")
+        tty.expect("'refunds to")
+        tty.expect_prompt()
+        tty.type("/exit\r")
+        assert tty.process.wait(timeout=15) == 0
+    finally:
+        tty.close()
+    screen = ANSI.sub(b"", tty.seen).decode().replace("\r", "")
+    rows = [row for row in screen.splitlines() if re.match(r"  [12]  \d\d-\d\d \d\d:\d\d  ", row)]
+    assert [row[5:16] == rows[0][5:16] for row in rows] == [True, True], rows  # the same times
+    assert [row[:5] + row[16:] for row in rows] == [
+        "  1    (save)  'billing goe…",
+        "  2    (save)  'refunds to …",
+    ], rows
