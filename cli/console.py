@@ -344,6 +344,7 @@ class Console:
                 bottom_toolbar=self._toolbar_text if self.toolbar else None,
                 output=self._ui_output(),
             )
+            _quiet_about_cpr(self._prompt)
         return self._prompt
 
     def _toolbar_text(self) -> str:
@@ -485,7 +486,9 @@ class Console:
                 redraws: the shell's lines had pushed the question out of sight."""
                 self._stop_at_prompt(group=True)
 
-            self._questions = PromptSession(key_bindings=keys, output=self._ui_output())
+            self._questions = _quiet_about_cpr(
+                PromptSession(key_bindings=keys, output=self._ui_output())
+            )
         from prompt_toolkit.patch_stdout import patch_stdout
 
         questions = self._questions
@@ -1226,6 +1229,17 @@ _HANGING_RE = re.compile(
 """Where a line's continuation rows start: after a diagnostic's label (``warning: ``),
 under its second column (``  /save   save the session``), after a list marker, or at its
 indentation."""
+
+
+def _quiet_about_cpr(session: Any) -> Any:
+    """``session`` (a ``PromptSession``), not telling a terminal that never answers its
+    cursor position requests so: prompt_toolkit then draws without them, as it does, but
+    printed ``WARNING: your terminal doesn't support cursor position requests (CPR).``
+    after two seconds at the prompt, a line the user can do nothing with. Its asks go on
+    (the bottom toolbar needs the answer of a terminal that gives one), so not
+    ``PROMPT_TOOLKIT_NO_CPR=1``, which stays the user's to set."""
+    session.app.renderer.cpr_not_supported_callback = None
+    return session
 
 
 def word_wrap(text: str, width: int) -> str:

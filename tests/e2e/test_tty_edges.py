@@ -149,3 +149,53 @@ def test_with_stdout_redirected_a_listing_fits_the_terminal_it_is_drawn_on(
     screen.expect(">")
     screen.type(CTRL_D)
     assert screen.wait() == 0
+
+
+NEVER_ANSWERS_CPR = {"PROMPT_TOOLKIT_NO_CPR": ""}
+"""A screen that is asked for the cursor position and never answers (a serial console, a
+multiplexer that swallows the request): prompt_toolkit is not told to skip the asks."""
+
+
+def _no_cpr_warning_while_waiting(screen: Screen) -> None:
+    """Waits at what is asked past prompt_toolkit's wait for an answer to its cursor
+    position request: what it printed then (``WARNING: your terminal doesn't support
+    cursor position requests (CPR).``) came after the chat's own lines."""
+    from prompt_toolkit.renderer import Renderer
+
+    with pytest.raises(AssertionError, match="did not see"):
+        screen.expect("WARNING", timeout=Renderer.CPR_TIMEOUT + 2)
+
+
+def test_a_terminal_that_never_answers_cursor_position_requests_is_not_warned_at_the_prompt(
+    env: Env, screens: list[Screen]
+) -> None:
+    """H167: two seconds at the prompt of such a terminal printed prompt_toolkit's
+    warning, a line about the terminal the user can do nothing with; the chat goes on."""
+    screen = Screen(env, env.terminal(), "--new", extra=NEVER_ANSWERS_CPR)
+    screens.append(screen)
+    screen.expect("/help for commands.")
+    screen.expect(">")
+    assert "\x1b[6n" in screen.raw  # asked
+    _no_cpr_warning_while_waiting(screen)
+    screen.type("hello\r")
+    screen.expect('You said: "hello"')
+    screen.type(CTRL_D)
+    assert screen.wait() == 0
+    assert "cursor position" not in screen.text
+
+
+def test_a_terminal_that_never_answers_cursor_position_requests_is_not_warned_at_a_question(
+    env: Env, screens: list[Screen]
+) -> None:
+    terminal = env.terminal()
+    assert env.run("--new", input="something to resume\n", terminal=terminal).returncode == 0
+    screen = Screen(env, terminal, extra=NEVER_ANSWERS_CPR)
+    screens.append(screen)
+    screen.expect("Resume previous session? [Y/n]")
+    _no_cpr_warning_while_waiting(screen)
+    screen.type("y\r")
+    screen.expect("/help for commands.")
+    screen.expect(">")
+    screen.type(CTRL_D)
+    assert screen.wait() == 0
+    assert "cursor position" not in screen.text
