@@ -733,14 +733,19 @@ def not_removed_line(session_id: str, exc: OSError) -> str:
 
 def taken_line(rows: Iterable[SessionRow], terminal_pid: int) -> str | None:
     """Why the project's newest session held by another terminal is not offered to
-    ``terminal_pid``: live there, or idle (that tab is opening it, or left it), if any."""
+    ``terminal_pid``: live there, or idle (that tab is opening it, or left it), if any.
+    An idle one is no chat's: it is kept for the tab whose pointer names it (as a new
+    tab is offered only orphans), and ``--resume`` takes it here."""
     held = [r for r in rows if r.state != "orphaned" and r.terminal_pid != terminal_pid]
     if not held:
         return None
     newest = max(held, key=lambda r: r.updated_at)
     if newest.state == "live":
         return str(SessionLive(newest.session_id, newest.terminal_pid or 0))
-    return f"session {newest.session_id} is idle in another terminal (pid {newest.terminal_pid})"
+    return (
+        f"session {newest.session_id} is idle, kept for another terminal "
+        f"(pid {newest.terminal_pid}); agent-assist --resume {newest.session_id} opens it here"
+    )
 
 
 def reset_refused_line(session_id: str, exc: Exception) -> str:

@@ -51,3 +51,24 @@ def test_three_tabs_at_once_one_resumes_the_orphan_and_the_others_are_told(env: 
     assert "the first plan" in saved[orphan]
     for number in range(3):
         assert sum(f"words of tab {number}" in text for text in saved.values()) == 1
+
+
+def test_yes_beside_a_tab_that_left_its_session_says_it_is_kept_for_that_tab(env: Env) -> None:
+    """H159/H167: its chat ended, the tab (its shell alive) still points to its session:
+    idle, as the listing says, but nothing has it open; the note said it was `idle in
+    another terminal`, as if a chat there held it. It says whose it is, and how to take
+    it; that way works."""
+    left = env.terminal()
+    assert env.run("--new", input="the first plan\n", terminal=left).returncode == 0
+    (kept,) = env.session_ids()
+    here = env.terminal()
+    result = env.run("--yes", input="a second tab\n", terminal=here)
+    assert result.returncode == 0, result.stderr
+    assert (
+        f"note: session {kept} is idle, kept for another terminal (pid {left.pid}); "
+        f"agent-assist --resume {kept} opens it here"
+    ) in result.stderr.splitlines()
+    assert TAKEN in result.stderr
+    taken = env.run("--resume", kept, input="more of the plan\n", terminal=here)
+    assert taken.returncode == 0, taken.stderr
+    assert f"[resume context: session {kept}]" in taken.stdout
