@@ -1270,6 +1270,9 @@ def word_wrap(text: str, width: int) -> str:
     return "\n".join(rows)
 
 
+_FULL_TIME = re.compile(r"^(\s*\d+  )\d{4}-(\d\d-\d\d \d\d:\d\d):\d\d UTC  ")
+"""A listing row's number and time (``2026-12-05 02:23:33 UTC``)."""
+
 _ROW = re.compile(
     r"(?P<number>\s*\d+)  \d{4}-(?P<time>\d\d-\d\d \d\d:\d\d):\d\d UTC"
     r"  (?P<turns>\d+ turns?)  (?P<files>\d+ files? changed)  (?P<reason>\(\w+\))"
@@ -1316,7 +1319,10 @@ def fit_to_width(text: str, width: int) -> str:
             break
     for i in rows:
         row = found.get(i)
-        line = lines[i] if row is None else _fields_of(row, layout) + (row["words"] or "")
+        if row is None:  # not of this version's shape: its time alone said shorter
+            line = _FULL_TIME.sub(r"\1\2  ", lines[i], count=1)
+        else:
+            line = _fields_of(row, layout) + (row["words"] or "")
         lines[i] = cut(line, room)
     return "\n".join(lines)
 

@@ -239,3 +239,12 @@ def test_a_listing_that_must_be_fitted_says_every_rows_time_the_same_way() -> No
         "No checkpoints before these.",
     ]
     assert fit_to_width(listing, 120) == listing  # all fit: all whole
+
+
+def test_a_listing_row_of_another_shape_is_only_said_shorter_and_cut() -> None:
+    """A row these fields cannot be read from (a supervisor of another version) loses
+    nothing but its time's year and seconds, and what does not fit."""
+    from cli.console import fit_to_width
+
+    row = "  1  2026-12-05 02:23:33 UTC  2 turns  (new kind)  and the words"
+    assert fit_to_width(row, 40) == "  1  12-05 02:23  2 turns  (new kind) …"
