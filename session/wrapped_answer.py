@@ -1,5 +1,6 @@
 """A summary model's answer without the markup it may wrap its words in: a code fence, a
-JSON object with a ``summary`` field, a ``<summary>`` tag, brackets around a placeholder."""
+JSON object with a ``summary`` field (its other fields kept after it), a ``<summary>`` tag,
+brackets around a placeholder."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ MAX_WRAPPINGS: Final = 3
 
 
 def unwrapped(answer: str) -> str:
-    """``answer`` stripped, without the wrappings around all of it: what they wrap (empty
-    for a JSON ``summary`` that is null or empty). An answer wrapped in nothing, one that opens
+    """``answer`` stripped, without the wrappings around all of it: what they wrap (for a
+    JSON ``summary``, its text then the object's other fields with content, as ``fields``
+    words them; empty when none holds any). An answer wrapped in nothing, one that opens
     and ends with two wrappings (two fences, two tags), or JSON with no summary text (no
     such field, or one holding a list: the model's own structure), is returned as it is."""
     text = answer.strip()
@@ -52,7 +54,31 @@ def _inner(text: str) -> str | None:
     for name in SUMMARY_FIELDS:
         if name in value:
             field = value[name]
-            if not field or isinstance(field, str):  # null, "", [], {}: nothing
-                return field or ""
-            return None  # a list of points, an object: the model's own structure, kept
+            if field and not isinstance(field, str):
+                return None  # a list of points, an object: the model's own structure, kept
+            others = {key: item for key, item in value.items() if key != name}
+            return "\n".join(filter(None, [field or "", fields(others)]))  # null, "": nothing
     return None
+
+
+def fields(value: dict[str, object]) -> str:
+    """A JSON answer's fields besides its summary (``decisions``, ``open_questions``), as a
+    summary in prose words them: the prompt asks for decisions and questions, and an answer
+    giving them a field of their own lost them (H166). Fields holding nothing are left out."""
+    lines: list[str] = []
+    for key, item in value.items():
+        label = " ".join(key.replace("_", " ").split()).capitalize() or "Other"
+        if isinstance(item, list) and (items := [_said(i) for i in item if _said(i)]):
+            lines += [f"{label}:", *(f"- {i}" for i in items)]
+        elif said := _said(item):
+            lines.append(f"{label}: {said}")
+    return "\n".join(lines)
+
+
+def _said(item: object) -> str:
+    """A field's value on one line: a text as it is, anything else as compact JSON; empty
+    for null, ``""``, ``[]``, ``{}``."""
+    if item is None or item == "" or item == [] or item == {}:
+        return ""
+    text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+    return " ".join(text.split())

@@ -83,3 +83,29 @@ async def test_an_answer_that_opens_and_ends_with_two_wrappings_is_kept_whole(an
     event = await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
     assert event is not None and event.compaction is not None
     assert event.compaction.compacted_content == answer
+
+
+async def test_the_other_fields_of_a_json_summary_are_kept_with_it() -> None:
+    """H156 left them out: a model that answers the prompt's "every decision made" and
+    "open questions" in fields of their own had them dropped, though the same answer in
+    prose kept them in the narrative; the decisions a model reads in prose ("billing goes
+    to queue 2, then") are in no ``Decision:`` line the turns' own extraction finds."""
+    answer = (
+        '{"summary": "The user designs a triage agent.", '
+        '"decisions": ["billing tickets go to queue 2", "escalate after 2 hours"], '
+        '"open_questions": ["which SLA for VIP customers?"], "files": []}'
+    )
+    event = await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
+    assert event is not None and event.compaction is not None
+    assert event.compaction.compacted_content == (
+        "The user designs a triage agent.\n"
+        "Decisions:\n- billing tickets go to queue 2\n- escalate after 2 hours\n"
+        "Open questions:\n- which SLA for VIP customers?"
+    )
+
+
+async def test_a_json_answer_whose_summary_is_empty_keeps_its_decisions() -> None:
+    answer = '{"summary": "", "decisions": ["billing tickets go to queue 2"]}'
+    event = await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
+    assert event is not None and event.compaction is not None
+    assert event.compaction.compacted_content == "Decisions:\n- billing tickets go to queue 2"
