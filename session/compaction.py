@@ -632,6 +632,13 @@ _KNOWN_NAMES: Final = frozenset(
         "CODEOWNERS",
     ]
 )
+_CANDIDATE_RE: Final = re.compile(
+    r"(?<![\w@:/.~#-])(?=[\w~-]*[./]|(?:" + "|".join(_KNOWN_NAMES) + r")\b)"
+    + _PATH_RE.pattern.removeprefix(r"(?<![\w@:/.~#-])")
+)
+"""``_PATH_RE`` where the token holds a dot or a slash, or begins with a known name: the
+others (most words) cannot be paths, and a 5,000-turn resume spent most of its time making
+a match of each (H166)."""
 _TOP_DIRS: Final = frozenset(
     [
         "src",
@@ -783,8 +790,10 @@ def file_paths(text: str) -> list[str]:
     file, or a slash that is not just "and/or" (a leading ``./``, ``~/`` or ``/``, a
     trailing ``/``, two slashes, or a first segment such as ``src/``)."""
     found = []
-    for match in _PATH_RE.finditer(text):
+    for match in _CANDIDATE_RE.finditer(text):
         path = match.group(1).rstrip(".,;:")
+        if "/" not in path and "." not in path and path not in _KNOWN_NAMES:
+            continue  # a word (most tokens): neither an extension, a dot file nor a slash
         if text[match.end() : match.end() + 3] == "://" or "//" in path or len(path) < 2:
             continue
         name = path.rstrip("/").rsplit("/", 1)[-1]
