@@ -1590,7 +1590,7 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         text = printable(result.output).strip()  # it is sent first in every request, and kept
         if not text:
             raise UnusableSummary("the summary model's answer was empty; not used")
-        text = unwrapped(text)  # a fence, JSON, a tag: what it wraps is the answer
+        text = unwrapped(text, MAX_LLM_NARRATIVE_CHARS)  # a fence, JSON, a tag: what it wraps
         if contentless(text):
             raise UnusableSummary(
                 f"the summary model's answer says nothing ({text[:60]!r}); not used"

@@ -19,22 +19,23 @@ MAX_WRAPPINGS: Final = 3
 """Wrappings taken off one inside another (a fence around JSON, a tag around a fence)."""
 
 
-def unwrapped(answer: str) -> str:
+def unwrapped(answer: str, room: int | None = None) -> str:
     """``answer`` stripped, without the wrappings around all of it: what they wrap (for a
     JSON ``summary``, its text then the object's other fields with content, as ``fields``
-    words them; empty when none holds any). An answer wrapped in nothing, one that opens
+    words them, held to what the summary leaves of ``room`` characters; empty when none
+    holds any). An answer wrapped in nothing, one that opens
     and ends with two wrappings (two fences, two tags), or JSON with no summary text (no
     such field, or one holding a list: the model's own structure), is returned as it is."""
     text = answer.strip()
     for _ in range(MAX_WRAPPINGS):
-        inner = _inner(text)
+        inner = _inner(text, room)
         if inner is None:
             return text
         text = inner.strip()
     return text
 
 
-def _inner(text: str) -> str | None:
+def _inner(text: str, room: int | None) -> str | None:
     """What one wrapping around all of ``text`` holds; None if it has none."""
     if (fence := _FENCE_RE.fullmatch(text)) and "```" not in fence[1]:
         return fence[1]
@@ -57,14 +58,18 @@ def _inner(text: str) -> str | None:
             if field and not isinstance(field, str):
                 return None  # a list of points, an object: the model's own structure, kept
             others = {key: item for key, item in value.items() if key != name}
-            return "\n".join(filter(None, [field or "", fields(others)]))  # null, "": nothing
+            said = (field or "").strip()  # null, "": nothing
+            left = None if room is None else room - len(said) - 1
+            return "\n".join(filter(None, [said, fields(others, left)]))
     return None
 
 
-def fields(value: dict[str, object]) -> str:
+def fields(value: dict[str, object], room: int | None = None) -> str:
     """A JSON answer's fields besides its summary (``decisions``, ``open_questions``), as a
     summary in prose words them: the prompt asks for decisions and questions, and an answer
-    giving them a field of their own lost them (H166). Fields holding nothing are left out."""
+    giving them a field of their own lost them (H166). Fields holding nothing are left out;
+    with ``room``, only the lines that fit in it (a summary within the cap is not made
+    a runaway by its fields)."""
     lines: list[str] = []
     for key, item in value.items():
         label = " ".join(key.replace("_", " ").split()).capitalize() or "Other"
@@ -72,7 +77,16 @@ def fields(value: dict[str, object]) -> str:
             lines += [f"{label}:", *(f"- {i}" for i in items)]
         elif said := _said(item):
             lines.append(f"{label}: {said}")
-    return "\n".join(lines)
+    if room is None:
+        return "\n".join(lines)
+    kept: list[str] = []
+    for line in lines:
+        if len("\n".join([*kept, line])) > room:
+            break
+        kept.append(line)
+    if kept and kept[-1].endswith(":"):
+        kept.pop()  # a label whose first item did not fit
+    return "\n".join(kept)
 
 
 def _said(item: object) -> str:

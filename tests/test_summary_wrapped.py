@@ -4,10 +4,17 @@ summary is kept without the wrapping."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from session.compaction import LlmEventSummarizer, UnusableSummary
-from tests.conversations import answering, five_turns
+from session.compaction import (
+    MAX_LLM_NARRATIVE_CHARS,
+    LlmEventSummarizer,
+    UnusableSummary,
+    events_from_messages,
+)
+from tests.conversations import answering, five_turns, turn
 
 pytestmark = pytest.mark.anyio
 
@@ -109,3 +116,17 @@ async def test_a_json_answer_whose_summary_is_empty_keeps_its_decisions() -> Non
     event = await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
     assert event is not None and event.compaction is not None
     assert event.compaction.compacted_content == "Decisions:\n- billing tickets go to queue 2"
+
+
+async def test_the_other_fields_of_a_json_summary_never_make_it_a_runaway() -> None:
+    """Kept whole, fields beside a summary within the cap made the answer a runaway: not
+    used, and the summary model set aside for minutes for a summary it had made well."""
+    said = "The user designs a triage agent. " * 30  # ~1,000 characters
+    decisions = [f"queue {n} takes the tickets of product {n}" for n in range(60)]
+    answer = json.dumps({"summary": said, "decisions": decisions})
+    turns = [e for n in range(1, 31) for e in events_from_messages(turn(n, text=said), n)]
+    event = await LlmEventSummarizer(answering(answer)).summarize_events(turns)
+    assert event is not None and event.compaction is not None
+    kept = event.compaction.compacted_content
+    assert kept.startswith(said.strip() + "\nDecisions:\n- queue 0 takes")
+    assert len(kept) <= MAX_LLM_NARRATIVE_CHARS
