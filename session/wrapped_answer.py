@@ -67,7 +67,8 @@ def _inner(text: str, room: int | None) -> str | None:
 def fields(value: dict[str, object], room: int | None = None) -> str:
     """A JSON answer's fields besides its summary (``decisions``, ``open_questions``), as a
     summary in prose words them: the prompt asks for decisions and questions, and an answer
-    giving them a field of their own lost them (H166). Fields holding nothing are left out;
+    giving them a field of their own lost them (H166). Fields holding nothing, or a number or
+    a boolean (the model's metadata), are left out;
     with ``room``, only the lines that fit in it (a summary within the cap is not made
     a runaway by its fields)."""
     lines: list[str] = []
@@ -75,8 +76,8 @@ def fields(value: dict[str, object], room: int | None = None) -> str:
         label = " ".join(key.replace("_", " ").split()).capitalize() or "Other"
         if isinstance(item, list) and (items := [_said(i) for i in item if _said(i)]):
             lines += [f"{label}:", *(f"- {i}" for i in items)]
-        elif said := _said(item):
-            lines.append(f"{label}: {said}")
+        elif not isinstance(item, int | float) and (said := _said(item)):
+            lines.append(f"{label}: {said}")  # a number (``confidence``) is no content
     if room is None:
         return "\n".join(lines)
     kept: list[str] = []

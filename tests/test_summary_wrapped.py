@@ -100,7 +100,8 @@ async def test_the_other_fields_of_a_json_summary_are_kept_with_it() -> None:
     answer = (
         '{"summary": "The user designs a triage agent.", '
         '"decisions": ["billing tickets go to queue 2", "escalate after 2 hours"], '
-        '"open_questions": ["which SLA for VIP customers?"], "files": []}'
+        '"open_questions": ["which SLA for VIP customers?"], "files": [], "confidence": 0.9, '
+        '"complete": true}'
     )
     event = await LlmEventSummarizer(answering(answer)).summarize_events(five_turns())
     assert event is not None and event.compaction is not None
