@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -256,8 +257,9 @@ class CheckBlobs(Ask[None]):
 @dataclass(frozen=True)
 class RestoreFiles(Ask["RestoredFiles"]):
     """Write ``paths`` of ``workspace`` back to their content at checkpoint ``number``, each
-    atomically, and delete ``delete`` (files of its ``made``). Answer: the paths written,
-    those deleted, and those that could not be, with why."""
+    atomically, and delete ``delete`` (files of its ``made``), leaving those that no longer
+    hold what ``asked`` says they held when the user was asked. Answer: the paths written,
+    those deleted, those left as changed, and those that could not be, with why."""
 
     project: Path
     workspace: Path
@@ -266,6 +268,7 @@ class RestoreFiles(Ask["RestoredFiles"]):
     paths: tuple[str, ...]
     writer: int
     delete: tuple[str, ...] = ()
+    asked: Mapping[str, str | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -390,13 +390,13 @@ class StorageActor(Actor[StorageMessage]):
             case CheckBlobs(project, checkpoint, paths):
                 store = catalog.checkpoints(project)
                 return await self._io(lambda: store.check_blobs(checkpoint, paths))
-            case RestoreFiles(project, workspace, session_id, number, paths, writer, delete):
+            case RestoreFiles(project, workspace, session_id, number, paths, writer, delete, asked):
                 self._check_writer(session_id, writer)
                 store = catalog.checkpoints(project)
 
                 def restore() -> RestoredFiles:
                     checkpoint = store.load(session_id, number)
-                    return store.restore_files(workspace, checkpoint, paths, delete)
+                    return store.restore_files(workspace, checkpoint, paths, delete, asked)
 
                 return await self._io(restore)
             case ScrubSession(project, session_id, secrets):

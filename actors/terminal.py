@@ -112,6 +112,7 @@ from session.checkpoints import (
     Reason,
     RestorePlan,
     Unchanged,
+    changed_lines,
     failed_lines,
     last_user_text,
     listing_lines,
@@ -2298,6 +2299,7 @@ class TerminalActor(Actor[TerminalMessage]):
         undo = kept.latest.number if isinstance(kept, Unchanged) else kept.number
         written: tuple[str, ...] = ()
         deleted: tuple[str, ...] = ()
+        changed: tuple[str, ...] = ()
         failed: dict[str, str] = {}
         if files and plan.written_over:
             # The watcher learns the content to expect first: a restore is our own write.
@@ -2317,10 +2319,12 @@ class TerminalActor(Actor[TerminalMessage]):
                         plan.to_write,
                         config.terminal_pid,
                         plan.to_delete,
+                        plan.asked,
                     ),
                     STORAGE_TIMEOUT_S,
                 )
                 written, failed, deleted = result.written, result.failed, result.deleted
+                changed = result.changed
                 self._written.update({p: checkpoint.files[p] for p in written})  # ours last
             except (SessionError, OSError, DeadActor, TimeoutError) as exc:
                 await self._emit(Info(f"error: files not restored: {exc}"))
@@ -2356,8 +2360,9 @@ class TerminalActor(Actor[TerminalMessage]):
         if deleted:
             absent = f"absent before the restore checkpoint {number} undoes"
             lines.append(f"Files deleted ({absent}): {named(deleted)}.")
+        lines += changed_lines(changed, plan.to_delete)
         lines += failed_lines(failed)
-        done = {*written, *deleted, *failed}
+        done = {*written, *deleted, *failed, *changed}
         untouched = [p for p in plan.written_over if p not in done]
         if untouched:
             lines.append(f"Files left as they are: {named(untouched)}.")

@@ -13,7 +13,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Annotated, Any, Final, Literal
 
@@ -241,6 +241,19 @@ def failed_lines(failed: Mapping[str, str]) -> list[str]:
     return [*lines[:FILES_NAMED], f"error: {rest:,} more {plural} not restored, left as they are."]
 
 
+def changed_lines(changed: Sequence[str], to_delete: Iterable[str]) -> list[str]:
+    """The files a restore left because they changed after its question (the answer was
+    to what the question named, as ``/reset``'s): those it was to write back, then those
+    it was to delete (``to_delete``), one line each kind."""
+    deleting = set(to_delete)
+    kept = [path for path in changed if path not in deleting]
+    undeleted = [path for path in changed if path in deleting]
+    lines = [f"{named(kept)} changed after the question; not restored."] if kept else []
+    if undeleted:
+        lines.append(f"{named(undeleted)} changed after the question; not deleted.")
+    return lines
+
+
 def first_words(text: str, words: int = FIRST_WORDS, chars: int = FIRST_CHARS) -> str:
     """The first ``words`` words of ``text``, at most ``chars`` characters of them, and
     `` ...`` when there is more."""
@@ -392,6 +405,9 @@ class RestorePlan:
     to_delete: tuple[str, ...] = ()
     """Files of N's ``made`` that are there now (N undoes a restore that made them):
     deleted, asked about with the files written back."""
+    asked: Mapping[str, str | None] = field(default_factory=dict)
+    """What each file of ``written_over`` held when the plan was made (its digest, None if
+    absent): one that holds something else by the answer is left as it is, named."""
 
     @property
     def to_write(self) -> tuple[str, ...]:
@@ -473,7 +489,8 @@ def restore_plan(
     made_set = set(made)
     to_delete = tuple(p for p in diff.added if p in made_set and not in_git_directory(p))
     left_alone = tuple(p for p in diff.added if p not in to_delete)
-    return RestorePlan(modified, diff.deleted, left_alone, blocked, mode_only, to_delete)
+    plan = RestorePlan(modified, diff.deleted, left_alone, blocked, mode_only, to_delete)
+    return replace(plan, asked={path: now.get(path) for path in plan.written_over})
 
 
 # -- the size cap -------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from session.checkpoints import named
-from session.filesystem import sha256_file
+from session.filesystem import held_as_asked, sha256_file
 from session.tracked import AGENT_SPEC, TEMPLATE_DIR
 
 
@@ -136,8 +136,7 @@ def _as_asked(workspace: Path, path: str, files: DesignFiles, changed: list[str]
     ``changed``: gone meanwhile counts as unchanged, there is nothing to keep)."""
     if path not in files.asked:
         return True
-    now = sha256_file(workspace / path)
-    if now == files.asked[path] or not os.path.lexists(workspace / path):
+    if held_as_asked(workspace / path, files.asked[path]):
         return True
     changed.append(path)
     return False

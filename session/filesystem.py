@@ -89,6 +89,13 @@ def sha256_file(path: str | Path) -> str | None:
     return None if found is None else found[0]
 
 
+def held_as_asked(path: str | Path, asked: str | None) -> bool:
+    """Whether ``path`` holds what it held when a question about it was asked (``asked``:
+    its ``sha256_file`` then): an answer acts only on what its question named. Gone
+    meanwhile counts as unchanged: there is nothing to keep."""
+    return sha256_file(path) == asked or not os.path.lexists(path)
+
+
 def _sha256_and_fstat(path: str | Path) -> tuple[str, os.stat_result] | None:
     """``sha256_file``, and what ``fstat`` said of the file before it was read."""
     try:

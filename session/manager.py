@@ -69,6 +69,7 @@ from session.errors import (
 )
 from session.filesystem import (
     WORKSPACE_GONE,
+    held_as_asked,
     in_git_directory,
     is_safe_relative_path,
     safe_relative_paths,
@@ -948,6 +949,8 @@ class RestoredFiles:
     failed: dict[str, str]
     deleted: tuple[str, ...] = ()
     """The files of the checkpoint's ``made`` it deleted."""
+    changed: tuple[str, ...] = ()
+    """The files left as they are because they changed after the question (``asked``)."""
 
 
 class CheckpointStore:
@@ -1402,6 +1405,7 @@ class CheckpointStore:
         checkpoint: Checkpoint,
         paths: Iterable[str],
         delete: Iterable[str] = (),
+        asked: Mapping[str, str | None] | None = None,
     ) -> RestoredFiles:
         """Write ``paths`` back to their content and mode at ``checkpoint``, each atomically
         (a checkpoint that kept no mode, of format 1, leaves the mode as it is now). Every
@@ -1409,14 +1413,18 @@ class CheckpointStore:
         cannot be written (a symlink or a directory there now, a symlinked directory, a
         full disk) is named with its reason and the others are still written. ``delete``:
         files of the checkpoint's ``made`` (a restore it undoes made them) to delete; a
-        path it does not name, or where no regular file is, is left alone."""
+        path it does not name, or where no regular file is, is left alone. ``asked``: what
+        each file held when the restore was asked for; one that holds something else now
+        is neither written nor deleted (``changed``): the answer was not about it."""
         wanted = {p: self.read_blob(checkpoint.files[p]) for p in sorted(set(paths))}
         written: list[str] = []
         failed: dict[str, str] = {}
         directories: dict[Path, None] = {}
         if not workspace.is_dir():  # deleted or moved: its directories are made, not it
             return RestoredFiles((), dict.fromkeys(wanted, WORKSPACE_GONE))
-        deleted = delete_made_files(workspace, set(delete) & set(checkpoint.made), failed)
+        changed: list[str] = []
+        to_delete = set(delete) & set(checkpoint.made)
+        deleted = delete_made_files(workspace, to_delete, failed, asked or {}, changed)
         try:
             for relative, data in wanted.items():
                 if in_git_directory(relative):
@@ -1426,6 +1434,9 @@ class CheckpointStore:
                     failed[relative] = "its directory is a symlink or outside the workspace"
                     continue
                 target = workspace / relative
+                if asked and relative in asked and not held_as_asked(target, asked[relative]):
+                    changed.append(relative)
+                    continue
                 try:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     replace_workspace_file(
@@ -1445,7 +1456,7 @@ class CheckpointStore:
                 fsync_dir(directory)
             # and read once for the temps killed writes left (once a file: squared time)
             clear_stale_workspace_temps_of(workspace / relative for relative in written)
-        return RestoredFiles(tuple(written), failed, deleted)
+        return RestoredFiles(tuple(written), failed, deleted, tuple(sorted(changed)))
 
     def delete_session(self, session_id: str) -> int:
         """Remove the session's checkpoints (not the blobs: see ``collect_garbage``)."""
@@ -1522,17 +1533,25 @@ class OverCap(Exception):
 
 
 def delete_made_files(
-    workspace: Path, paths: Iterable[str], failed: dict[str, str]
+    workspace: Path,
+    paths: Iterable[str],
+    failed: dict[str, str],
+    asked: Mapping[str, str | None],
+    changed: list[str],
 ) -> tuple[str, ...]:
     """Delete the regular files among ``paths`` (safe ones, never inside ``.git``, never a
     symlink or a directory), each directory synced once; those that could not be deleted
-    go into ``failed`` with why. The ones deleted, in order."""
+    go into ``failed`` with why, those that no longer hold what ``asked`` says they held
+    into ``changed``. The ones deleted, in order."""
     deleted: list[str] = []
     directories: dict[str, None] = {}
     for relative in safe_relative_paths(workspace, sorted(paths)):
         if in_git_directory(relative):
             continue
         path = os.path.join(workspace, relative)
+        if relative in asked and not held_as_asked(path, asked[relative]):
+            changed.append(relative)
+            continue
         try:
             if not stat.S_ISREG(os.lstat(path).st_mode):
                 continue

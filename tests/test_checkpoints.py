@@ -422,6 +422,31 @@ def test_a_restore_deletes_the_files_the_restore_it_undoes_made_and_names_them()
     ]
 
 
+def test_a_restore_leaves_a_file_that_changed_since_it_was_asked_for(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """H165: the answer to ``Restore files too?`` is about what the files held when it was
+    asked; one edited since (or made where none was) is neither written nor deleted."""
+    spec = workspace / "spec.md"
+    (workspace / "new.md").write_text("at the checkpoint\n")
+    paths = ["spec.md", "new.md"]
+    first = store.write(state(), workspace, paths, reason="save", cap=10**9, now=NOW)
+    (workspace / "new.md").unlink()
+    asked = {"spec.md": hashlib.sha256(b"v2\n").hexdigest(), "new.md": None}
+    spec.write_text("edited meanwhile\n")
+    (workspace / "new.md").write_text("made meanwhile\n")
+    done = store.restore_files(workspace, first, paths, asked=asked)
+    assert done == RestoredFiles((), {}, changed=("new.md", "spec.md"))
+    assert spec.read_text() == "edited meanwhile\n"
+    assert (workspace / "new.md").read_text() == "made meanwhile\n"
+
+
+def test_a_plan_records_what_each_file_it_writes_over_held() -> None:
+    now = {"a.md": "2" * 64, "n.md": "3" * 64}
+    plan = restore_plan({"a.md": "1" * 64, "gone.md": "4" * 64}, now, made=["n.md"])
+    assert plan.asked == {"a.md": "2" * 64, "gone.md": None, "n.md": "3" * 64}
+
+
 def test_restoring_writes_the_content_and_the_mode_back(
     store: CheckpointStore, workspace: Path
 ) -> None:

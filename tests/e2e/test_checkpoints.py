@@ -1216,3 +1216,65 @@ def test_a_restore_cut_short_by_kill_9_leaves_the_conversation_it_asked_for(env:
     entry = json.loads((checkpoints_dir(env, session_id) / "0001.json").read_bytes())
     assert session["checkpoint_count"] == 2  # its undo, written before the files
     assert session["recent_messages"] == entry["state"]["recent_messages"]
+
+
+def test_a_file_edited_while_the_restore_question_waits_is_not_written_over(env: Env) -> None:
+    """H165: ``Restore files too?`` named what the files held when it was asked; a file
+    edited while it waited (by hand, by an editor) was written over on `y`, that edit kept
+    only by the undo checkpoint and never named (``/reset`` keeps such a file, H157)."""
+    session_id = two_versions(env)
+    client = env.spawn("--resume", session_id, terminal=env.terminal())
+    client.send("/checkpoint 2")
+    client.expect("Restore files too? [y/N]", stderr=True)
+    (env.workspace / SPEC).write_text("# edited while asked\n")
+    client.send("y")
+    client.expect("agent_spec.md changed after the question; not restored.", stderr=True)
+    client.close_stdin()
+    assert client.wait() == 0
+    assert (env.workspace / SPEC).read_text() == "# edited while asked\n"
+    assert "Files restored" not in "\n".join(client.stderr_lines)
+
+
+def test_only_the_files_edited_while_the_restore_question_waits_are_kept(env: Env) -> None:
+    """The others are written back as asked (checkpoint 3 is the /save of v1 and one)."""
+    result = env.run(
+        input=f"write {SPEC}: # v1\nwrite notes.md: one\n/save\n"
+        f"write {SPEC}: # v2\nwrite notes.md: two\n/save\n",
+        terminal=env.terminal(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "saved as checkpoint 3." in result.stderr
+    (session_id,) = env.session_ids()
+    client = env.spawn("--resume", session_id, terminal=env.terminal())
+    client.send("/checkpoint 3")
+    client.expect("Restore files too? [y/N]", stderr=True)
+    (env.workspace / "notes.md").write_text("mine\n")
+    client.send("y")
+    client.expect("notes.md changed after the question; not restored.", stderr=True)
+    client.close_stdin()
+    assert client.wait() == 0
+    assert "Files restored: agent_spec.md." in client.stderr_lines
+    assert (env.workspace / SPEC).read_text() == "# v1\n"
+    assert (env.workspace / "notes.md").read_text() == "mine\n"
+
+
+def test_a_file_to_delete_edited_while_the_restore_question_waits_is_not_deleted(
+    env: Env,
+) -> None:
+    """Undoing a restore deletes the files it made (H103); one edited while the question
+    waited is the user's work now: kept, and named."""
+    term = env.terminal()
+    env.run(input="write notes.md: n1\n/save\n", terminal=term)
+    (env.workspace / "notes.md").unlink()
+    (session_id,) = env.session_ids()
+    result = env.run("--resume", session_id, input="/checkpoint 2\ny\n", terminal=term)
+    assert "Files restored: notes.md." in result.stderr
+    client = env.spawn("--resume", session_id, terminal=term)
+    client.send("/checkpoint 3")
+    client.expect("Restore files too? [y/N]", stderr=True)
+    (env.workspace / "notes.md").write_text("mine\n")
+    client.send("y")
+    client.expect("notes.md changed after the question; not deleted.", stderr=True)
+    client.close_stdin()
+    assert client.wait() == 0
+    assert (env.workspace / "notes.md").read_text() == "mine\n"
