@@ -611,7 +611,11 @@ def sessions_prune(
     shown = f"{int(days):,}" if days == int(days) else f"{days:g}"  # not 1e+06
     unit = "day" if days == 1 else "days"
     # Not "idle for over": idle is a state prune never touches (a living tab's session).
-    click.echo(f"{verb} {sessions} last active over {shown} {unit} ago.")
+    if count or not incomplete(data.get("listing_warnings", data["warnings"])):
+        click.echo(f"{verb} {sessions} last active over {shown} {unit} ago.")
+    else:  # it could not look: a count of 0 would say there was nothing to remove
+        what = "listed for removal" if dry_run else "removed"
+        click.echo(sessions_ops.NOTHING_PRUNED_UNREAD.format(what=what))
     for row in data["pruned"]:
         click.echo(f"  {row['session_id']}  {row['project']}  {row['last_active']}")
     if leftovers := data.get("leftover_checkpoints", []):

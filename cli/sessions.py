@@ -368,6 +368,9 @@ def _screen_width() -> int | None:
 
 NOTHING_READ = "No sessions listed: the error above says what could not be read."
 """An empty listing that is not the store's whole: `No sessions.` would say it is empty."""
+NOTHING_PRUNED_UNREAD = "No sessions {what}: the error above says what could not be read."
+"""A prune that removed none and could not read the whole store (``what``: ``removed``,
+``listed for removal``): `Removed 0 ...` would say there was nothing to remove."""
 
 
 def render_table(

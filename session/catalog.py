@@ -94,6 +94,9 @@ class Pruned:
     kept_copies: tuple[tuple[str, str], ...] = ()
     """Copies a resume kept aside (``<id>.json.uncompacted-<time>``) whose session file is
     gone: project and file name."""
+    unread: tuple[str, ...] = ()
+    """The listing's lines (among the ``sessions``' warnings): an ``error:`` one says the
+    prune did not see the whole store (``incomplete``), so no count may claim it did."""
 
     def to_json(self, dry_run: bool) -> dict[str, object]:
         return {
@@ -109,6 +112,7 @@ class Pruned:
             ],
             "dry_run": dry_run,
             "warnings": list(self.sessions.warnings),
+            "listing_warnings": list(self.unread),
         }
 
 
@@ -240,7 +244,7 @@ class SessionCatalog:
         Raises ``LeftBehind`` once the file is gone if what it leaves could not all go."""
         manager = self.manager(project)
         copied = bool(self._copies(project, session_id))  # its saves failed: one kept aside
-        if if_saved and not (copied or manager.exists(session_id)):
+        if if_saved and not (copied or _on_disk(manager, session_id)):
             return False
         if not if_saved:  # /reset: an OSError here is a session file that stays
             removed = manager.delete(session_id)
@@ -603,6 +607,8 @@ class SessionCatalog:
         gone_terminals: tuple[GonePointer, ...] = ()
         kept_copies: tuple[tuple[str, str], ...] = ()
         for project in self.project_dirs(projects):
+            if not self._readable(project):  # the listing's error line names it
+                continue
             for name in self._leftover_copies(project, live, cutoff):
                 if not dry_run:
                     try:
@@ -644,8 +650,24 @@ class SessionCatalog:
         problems += filter(None, map(self._collect, sorted(touched)))
         warnings = (*listing.warnings, *problems)
         return Pruned(
-            SessionListing(tuple(pruned), warnings), leftovers, gone_terminals, kept_copies
+            SessionListing(tuple(pruned), warnings),
+            leftovers,
+            gone_terminals,
+            kept_copies,
+            unread=listing.warnings,
         )
+
+    def _readable(self, project: Path) -> bool:
+        """Whether ``project`` (a ``sessions/`` directory) can be looked in (or is not there
+        yet): one that cannot is left as it is by a prune, its contents too."""
+        try:
+            self.manager(project).check_directory()
+            os.listdir(project)
+        except FileNotFoundError:
+            return True
+        except (OSError, SessionFileError):
+            return False
+        return True
 
     def _pointers_by_session(self, project: Path) -> dict[str, tuple[Pointer, ...]]:
         """The pointers of ``project``, by the session each names."""
@@ -718,6 +740,17 @@ class SessionCatalog:
             and not any(n.startswith(f"{session_id}.json") for n in names)
             and _changed_before(store.session_dir(session_id), cutoff)
         )
+
+
+def _on_disk(manager: SessionManager, session_id: str) -> bool:
+    """Whether the session's file is there; a directory that cannot be looked in raises
+    (UnsafeSessionDirectory, OSError): "no session" would claim what was not seen."""
+    manager.check_directory()
+    try:
+        os.lstat(manager.session_path(session_id))
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _os_reason(exc: OSError) -> str:

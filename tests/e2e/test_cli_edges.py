@@ -965,3 +965,53 @@ def test_the_workspace_default_is_worded_alike_in_every_help(
     assert "-w, --workspace DIRECTORY The agent's workspace [default: the current directory]." in (
         shown
     )
+
+
+def unreadable_store(env: Env, broken: str) -> Path:
+    """The home replaced by a file, or this project's sessions directory (a file at its
+    place, as a permission denied is for a user); the path the error names."""
+    if broken == "home":
+        env.home.parent.mkdir(parents=True, exist_ok=True)
+        env.home.write_text("not a directory\n")
+        return env.home / "projects"
+    env.project.parent.mkdir(parents=True)
+    env.project.write_text("not a directory\n")
+    return env.project
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["files", "supervisor"])
+@pytest.mark.parametrize("dry_run", [(), ("--dry-run",)], ids=["prune", "dry-run"])
+@pytest.mark.parametrize("broken", ["project", "home"])
+def test_a_prune_that_could_not_read_the_store_does_not_count_what_it_removed(
+    env: Env, broken: str, dry_run: tuple[str, ...], served: bool
+) -> None:
+    """H165: over an unreadable store `sessions prune` said `Would remove 0 orphaned
+    sessions ...` (and, pruning, a second error about checkpoints): it claimed there was
+    nothing to remove where it could not look."""
+    if served:
+        if broken == "home":
+            pytest.skip("no supervisor starts over a home that is a file")
+        assert env.run("supervisor", "start").returncode == 0
+    unread = unreadable_store(env, broken)
+    result = env.run("sessions", "prune", *dry_run)
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: refusing sessions directory {unread} (")
+    what = "listed for removal" if dry_run else "removed"
+    assert result.stdout == f"No sessions {what}: the error above says what could not be read.\n"
+    assert result.returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("broken", "served"), [("project", False), ("project", True), ("home", False)]
+)
+def test_rm_of_a_full_id_over_an_unreadable_store_says_what_could_not_be_read(
+    env: Env, broken: str, served: bool
+) -> None:
+    """H165: it said `no session ID in this project`, though it could not look."""
+    if served:
+        assert env.run("supervisor", "start").returncode == 0
+    unread = unreadable_store(env, broken)
+    result = env.run("sessions", "rm", "abcdabcdabcd")
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: refusing sessions directory {unread} (")
+    assert result.returncode == 1
