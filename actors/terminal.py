@@ -438,6 +438,10 @@ class TerminalActor(Actor[TerminalMessage]):
         """The last write of the session failed: turns exist only in memory (retried at the
         next turn and at exit; kept for recovery if the exit write fails too)."""
         self._failure_told: str | None = None
+        self._pointer_failed: Exception | None = None
+        """Why the last write of this tab's pointer failed, until one works: retried by the
+        first save; at an exit with nothing saved, the session could not be (told, the
+        run fails: the failure line alone reads as a save retried and made good)."""
         """The last disk failure told the terminal: the same one again is not repeated."""
         self._kept_as: dict[str, str] = {}
         """The name of each session's recovery copy (written again at each failed save)."""
@@ -1363,6 +1367,10 @@ class TerminalActor(Actor[TerminalMessage]):
             )
         kept_at = await self._keep_unsaved() if self._unsaved else None
         session_id = self._lc.session_id
+        if session_id is not None and not saved and not self._unsaved and self._pointer_failed:
+            # no turn to keep, but nothing of the session could be written: said, and failed
+            why = self._pointer_failed
+            await self._emit(Info(f"error: session {session_id} could not be saved: {why}"))
         if session_id is not None:
             await self._peers.storage.ask(Release(session_id, pid, self._token), STORAGE_TIMEOUT_S)
         await self._peers.drift.tell(Unwatch(pid))
@@ -2525,6 +2533,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 ok = False
                 if isinstance(effect, WriteSession) and not isinstance(exc, NOT_OURS_TO_KEEP):
                     self._unsaved = True
+                if isinstance(effect, WritePointer):
+                    self._pointer_failed = exc
                 log.warning(
                     "terminal %d: %s failed: %s",
                     config.terminal_pid,
@@ -2541,6 +2551,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 self._failure_told = line
                 await self._tell_or_hold(Info(line), told)
             else:
+                if isinstance(effect, WritePointer):
+                    self._pointer_failed = None
                 if self._failure_told is not None and isinstance(effect, WriteSession):
                     await self._tell_or_hold(Info(SAVED_AGAIN), told)  # the failure is over
                 self._failure_told = None

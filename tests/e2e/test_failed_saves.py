@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -384,3 +385,24 @@ def test_a_session_kept_only_in_its_recovery_copy_is_listed(env: Env) -> None:
     (row,) = json.loads(listing.stdout)
     assert (row["session_id"], row["turns"], row["state"]) == (session_id, 1, "orphaned")
     assert str(kept) in row["note"]
+
+
+@pytest.mark.parametrize("broken", ["projects", "sessions"])
+def test_a_chat_that_can_save_nothing_fails_though_no_turn_was_made(
+    env: Env, broken: str
+) -> None:
+    """H165: with the store's directory a file, a chat given empty input said `error: could
+    not update the session on disk: ...` (its pointer) and exited 0, as if that write were
+    retried and made good as a failed save is: its session could never be saved."""
+    unusable = env.project if broken == "sessions" else env.home / "projects"
+    unusable.parent.mkdir(parents=True)
+    unusable.write_text("not a directory\n")
+    result = env.run("--new", input="", terminal=env.terminal())
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if "could not be saved" in line]
+    assert len(lines) == 1, result.stderr
+    assert re.fullmatch(
+        rf"error: session [0-9a-f]{{12}} could not be saved: refusing sessions directory "
+        rf"{re.escape(str(unusable))} \(not a directory\); left untouched",
+        lines[0],
+    ), lines
