@@ -247,10 +247,16 @@ class SessionCatalog:
         if if_saved and not (copied or _on_disk(manager, session_id)):
             return False
         if not if_saved:  # /reset: an OSError here is a session file that stays
-            removed = manager.delete(session_id)
+            stays: list[str] = []
+            try:
+                removed = manager.delete(session_id)
+            except LeftBehind as exc:  # the file went, not all beside it
+                removed = True
+                stays.append(str(exc))
             left = self._leftovers(project, session_id)
-            if left is not None:  # the file is gone: so is the session
-                raise LeftBehind(left)
+            stays += [left] if left is not None else []
+            if stays:  # the file is gone: so is the session
+                raise LeftBehind("\n".join(stays))
             return removed or copied
         manager.refuse_newer(session_id)
         removed, problem = self._remove(project, session_id)  # the user's rm: what stayed
@@ -275,6 +281,9 @@ class SessionCatalog:
             removed = self.manager(project).delete(session_id, pointers)
         except OSError as exc:
             return False, not_removed_line(session_id, exc)
+        except LeftBehind as exc:  # the file went, not all beside it: said, and the rest
+            left = self._leftovers(project, session_id, collect)
+            return True, "\n".join(filter(None, (str(exc), left)))
         return removed, self._leftovers(project, session_id, collect)
 
     def _leftovers(self, project: Path, session_id: str, collect: bool = True) -> str | None:

@@ -61,12 +61,14 @@ from session.errors import (
     CorruptSessionFile,
     FutureSchemaVersion,
     InvalidPointer,
+    LeftBehind,
     SessionFileError,
     SetAside,
     UnreadableMessages,
     UnsafeSessionDirectory,
     UnsafeSessionFile,
 )
+from session.faults import inject
 from session.filesystem import (
     WORKSPACE_GONE,
     held_as_asked,
@@ -677,7 +679,9 @@ class SessionManager:
         An OSError removing the file leaves the pointers (the session stays as it was).
         UnsafeSessionFile, and nothing removed, if a directory is at its name: that is not
         ours to delete. ``pointers``: those naming it, when the caller has listed them
-        (a prune of many sessions read every pointer again for each one, in square time)."""
+        (a prune of many sessions read every pointer again for each one, in square time).
+        Once the file is gone, an OSError is ``LeftBehind``: it says what stays, not the
+        file (a reset read "nothing was reset" of a session it had deleted, H159)."""
         self.check_directory()
         path = self.session_path(session_id)
         with contextlib.suppress(FileNotFoundError):
@@ -690,14 +694,17 @@ class SessionManager:
         else:
             found = True
         self._headers.pop(session_id, None)
-        clear_stale_temp(temp_path(path))  # a killed save's: no later save clears it
-        self.delete_kept_originals(session_id)
-        if pointers is None:
-            unpointed = self.delete_pointers_to(session_id, sync=False)
-        else:
-            unpointed = sum(self.delete_pointer_if_same(p, sync=False) for p in pointers)
-        if found or unpointed:  # one fsync of the directory for every removal
-            fsync_dir(self.directory)
+        try:
+            clear_stale_temp(temp_path(path))  # a killed save's: no later save clears it
+            self.delete_kept_originals(session_id)
+            if pointers is None:
+                unpointed = self.delete_pointers_to(session_id, sync=False)
+            else:
+                unpointed = sum(self.delete_pointer_if_same(p, sync=False) for p in pointers)
+            if found or unpointed:  # one fsync of the directory for every removal
+                fsync_dir(self.directory)
+        except OSError as exc:
+            raise LeftBehind(left_after_delete_line(session_id, exc)) from exc
         return found
 
     def delete_kept_originals(self, session_id: str) -> int:
@@ -835,6 +842,7 @@ class SessionManager:
     def delete_pointer(self, pid: int, *, sync: bool = True) -> bool:
         self.check_directory()
         try:
+            inject("unlink", self.pointer_path(pid))
             self.pointer_path(pid).unlink()
         except FileNotFoundError:
             return False
@@ -1530,6 +1538,16 @@ class OverCap(Exception):
     def __init__(self, size: int) -> None:
         super().__init__(f"{size} bytes")
         self.size = size
+
+
+def left_after_delete_line(session_id: str, exc: OSError) -> str:
+    """``error: ...`` for what a removal left beside a session file it deleted (a pointer
+    to it, a copy kept before a resume compacted it): the session is gone, that stays."""
+    what = Path(exc.filename).name if exc.filename else "a file beside it"
+    return (
+        f"error: {what} not removed ({exc.strerror or exc}); session {session_id} is gone, "
+        "that file stays"
+    )
 
 
 def delete_made_files(
