@@ -205,6 +205,13 @@ BUSY_WAIT_S = 2.0
 at its cap of connections) says hello again for this long: the tab's previous one may
 have just left (killed, Ctrl+C) before the supervisor saw its connection end."""
 BUSY_RETRY_S = 0.1
+RESET_CUT_AFTER_DELETE = (
+    "/reset was interrupted after session {old} was deleted: the session is reset "
+    "(new session {new})"
+)
+"""A ``/reset`` the supervisor died in once its delete was done (the re-attach found the
+session gone): "please run it again" would say nothing was done."""
+RESET_FILES_MAY_REMAIN = "the files it was to delete may remain; /reset asks about them again"
 RESTORED = "Restored the conversation to checkpoint "
 FILES_RESTORED = "Files restored: "
 RESEND_ATTEMPTS = 3
@@ -541,6 +548,9 @@ class Chat:
         self._shown_before_reattach: set[str] = set()
         """Files whose change was shown before the supervisor went away: the new one tells
         them again (its note to the model is kept), not shown twice."""
+        self._gone_at_reattach: str | None = None
+        """The session the last re-attach could not go on with (gone from disk, or never
+        saved): it went on in a new one."""
         self._hung_up = False  # the supervisor closed the connection after refusing a frame
         self._refused_open: Frame | None = None
         """The refusal of the open the front door had answered (``open_refused``), until
@@ -959,6 +969,7 @@ class Chat:
         if (stopped := self.stopped_frame()) is not None:
             self._other(stopped)
         previous, saved = self.session_id, self.on_disk
+        self._gone_at_reattach = None
         self._shown_before_reattach = set(self.changed_outside)
         elsewhere: str | None = None
         for attempt in range(REATTACH_ATTEMPTS):
@@ -1000,6 +1011,7 @@ class Chat:
                 f"{self.session_id}"
             )
         else:
+            self._gone_at_reattach = previous
             what = "is no longer on disk (removed meanwhile)" if saved else "had not been saved yet"
             self.console.warn(
                 f"warning: the supervisor went away; {how}session {previous} {what}, "
@@ -1396,6 +1408,7 @@ class Chat:
         command = {"type": "command", "name": name, "arg": arg.strip() or None}
         self._send(command)
         interrupted = False
+        said_yes = False  # to its question: a /reset cut short may have left files
         again = name in SENT_AGAIN_COMMANDS and not arg.strip()
         while True:
             try:
@@ -1407,7 +1420,7 @@ class Chat:
                     self._reattach_after_loss()
                     self._send(command)
                     continue
-                self._command_interrupted(name)
+                self._command_interrupted(name, said_yes)
                 return True
             except KeyboardInterrupt:
                 if interrupted:
@@ -1445,23 +1458,36 @@ class Chat:
                         suggestion=None,
                         watch=QuestionWatch(self),
                     )
-                    reply["answer"] = answer is True
+                    reply["answer"] = said_yes = answer is True
                 except Cancelled:
                     reply["cancel"] = True
                 try:
                     self.conn.send(reply)
                 except ConnectionLost:  # the supervisor went while the question waited
-                    self._command_interrupted(name)
+                    self._command_interrupted(name, said_yes)
                     return True
             else:
                 self._other(frame)
 
-    def _command_interrupted(self, name: str) -> None:
+    def _command_interrupted(self, name: str, said_yes: bool = False) -> None:
         """The supervisor went during ``/name``: a stop ends the chat (its ``closed`` frame
         may still wait to be read); after a crash, re-attach and say the command did not
-        finish."""
+        finish, or, for a ``/reset`` whose session the re-attach found gone (its delete
+        was done), that the session is reset (``said_yes``: files it was to delete may
+        remain)."""
+        before = self.session_id
         self._reattach_after_loss()
-        self.console.warn(f"error: /{name} was interrupted; please run it again")
+        if name == "reset" and before is not None and self._gone_at_reattach == before:
+            self.context = "fresh"
+            self.phase, self.input_tokens = None, None
+            self.changed_outside.clear()
+            line = RESET_CUT_AFTER_DELETE.format(old=before, new=self.session_id)
+            if not said_yes:
+                self.console.warn(f"note: {line}.")
+                return
+            self.console.warn(f"error: {line}, but {RESET_FILES_MAY_REMAIN}")
+        else:
+            self.console.warn(f"error: /{name} was interrupted; please run it again")
         self.a_turn_failed = True
 
     def _reattach_after_loss(self) -> None:

@@ -4,7 +4,7 @@ made an orphan while the user read that it had been reset)."""
 
 from __future__ import annotations
 
-from tests.e2e.harness import Env
+from tests.e2e.harness import Env, wait_for
 
 
 def test_reset_that_cannot_delete_the_session_file_keeps_the_session_and_says_so(
@@ -60,3 +60,91 @@ def test_reset_whose_session_file_went_but_not_its_checkpoints_is_a_reset(env: E
     (new_id,) = env.session_ids()  # the new session's turn was saved
     assert new_id != session_id
     assert "and the red one" in str(env.session(new_id)["recent_messages"])
+
+
+def test_reset_whose_pointer_stays_after_its_file_went_is_a_reset(env: Env) -> None:
+    """H159's find: a pointer that could not be removed once the session file was gone
+    raised as the file's own removal would, and the reset read `nothing was reset`: the
+    chat went on in a session whose file was gone, each later save refused."""
+    fault_file = env.base / "faults"
+    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(fault_file)
+    terminal = env.terminal()
+    client = env.spawn("--new", terminal=terminal)
+    client.send("remember the blue plan")
+    client.expect("remember the blue plan")
+    (session_id,) = env.session_ids()
+    path = env.settled(session_id)
+    fault_file.write_text(f"unlink EIO active_{terminal.pid}.json\n")
+    client.send("/reset")
+    client.expect("Session reset", stderr=True)
+    line = client.expect(f"active_{terminal.pid}.json", stderr=True)
+    assert line.startswith("error: "), line
+    assert f"session {session_id} is gone" in line, line
+    assert not path.exists()
+    fault_file.unlink()
+    client.send("and the red one")
+    client.expect("turn 1 of this conversation")
+    client.close_stdin()
+    client.wait()
+    (new_id,) = env.session_ids()  # the new session's turn was saved
+    assert new_id != session_id
+    assert "and the red one" in str(env.session(new_id)["recent_messages"])
+
+
+def test_reset_cut_by_a_killed_supervisor_after_its_delete_says_the_session_is_reset(
+    env: Env,
+) -> None:
+    """H165: the supervisor killed once the saved session was deleted (here, while its
+    tab's pointer was being removed), the chat said `/reset was interrupted; please run it
+    again`, though the session was gone and the chat went on in a new one."""
+    fault_file = env.base / "faults"
+    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(fault_file)
+    terminal = env.terminal()
+    client = env.spawn("--new", terminal=terminal)
+    client.send("remember the blue plan")
+    client.expect("remember the blue plan")
+    (session_id,) = env.session_ids()
+    path = env.settled(session_id)
+    fault_file.write_text(f"unlink HANG active_{terminal.pid}.json\n")
+    client.send("/reset")
+    wait_for(lambda: not path.exists(), what="the reset's delete")
+    env.kill_supervisor_and_heir()
+    fault_file.unlink()
+    line = client.expect("/reset was interrupted", stderr=True)
+    assert "run it again" not in line, line
+    assert f"session {session_id} was deleted" in line, line
+    client.send("and the red one")
+    client.expect("turn 1 of this conversation")
+    client.close_stdin()
+    assert client.wait() == 0, client.drain_stderr()
+    (new_id,) = env.session_ids()
+    assert new_id != session_id
+
+
+def test_reset_cut_after_its_delete_says_the_files_it_was_to_delete_may_remain(
+    env: Env,
+) -> None:
+    fault_file = env.base / "faults"
+    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(fault_file)
+    terminal = env.terminal()
+    client = env.spawn("--new", terminal=terminal)
+    client.send("write agent_spec.md: # ours")
+    client.expect("wrote agent_spec.md")
+    (session_id,) = env.session_ids()
+    path = env.settled(session_id)
+    fault_file.write_text(f"unlink HANG active_{terminal.pid}.json\n")
+    client.send("/reset")
+    client.expect("Also delete agent_spec.md? [y/N]", stderr=True)
+    client.send("y")
+    wait_for(lambda: not path.exists(), what="the reset's delete")
+    env.kill_supervisor_and_heir()
+    fault_file.unlink()
+    line = client.expect("/reset was interrupted", stderr=True)
+    assert line == (
+        f"error: /reset was interrupted after session {session_id} was deleted: the session "
+        f"is reset (new session {line.split('new session ')[1][:12]}), but the files it was "
+        "to delete may remain; /reset asks about them again"
+    ), line
+    client.close_stdin()
+    assert client.wait() == 1  # piped: what it was asked to do is not all done
+    assert (env.workspace / "agent_spec.md").exists()
