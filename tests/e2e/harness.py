@@ -68,8 +68,12 @@ class Client:
         self.err: queue.Queue[str] = queue.Queue()
         self.stdout_lines: list[str] = []
         self.stderr_lines: list[str] = []
-        for stream, q in ((process.stdout, self.out), (process.stderr, self.err)):
-            threading.Thread(target=self._pump, args=(stream, q), daemon=True).start()
+        self._pumps = [
+            threading.Thread(target=self._pump, args=(stream, q), daemon=True)
+            for stream, q in ((process.stdout, self.out), (process.stderr, self.err))
+        ]
+        for pump in self._pumps:
+            pump.start()
 
     @staticmethod
     def _pump(stream: IO[str] | None, q: queue.Queue[str]) -> None:
@@ -107,6 +111,16 @@ class Client:
     def kill9(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
+
+    def read_to_the_end(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Wait until the reader threads have taken every line the process printed (its
+        stdout and stderr closed: it has exited); a pause after the exit let a loaded
+        machine's threads fall behind."""
+        deadline = time.monotonic() + timeout
+        for pump in self._pumps:
+            pump.join(max(0.0, deadline - time.monotonic()))
+            if pump.is_alive():
+                raise AssertionError("the process's output did not end")
 
     def drain_stderr(self) -> list[str]:
         with contextlib.suppress(queue.Empty):
@@ -222,6 +236,31 @@ class Env:
             return int((self.runtime / "heir.pid").read_text())
         except (OSError, ValueError):
             return None
+
+    def watching(self, directory: Path) -> bool:
+        """Whether the supervisor has an inotify watch on ``directory`` as it is now (its
+        device and inode, in ``/proc/PID/fdinfo``): the moment an edit there gives the file
+        watcher an event, instead of a pause that a loaded machine outlasts."""
+        pid = self.supervisor_pid()
+        try:
+            info = directory.stat()
+        except OSError:
+            return False
+        if pid is None:
+            return False
+        device = (os.major(info.st_dev) << 20) | os.minor(info.st_dev)  # the kernel's form
+        wanted = f" ino:{info.st_ino:x} sdev:{device:x} "
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            return False
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                if os.readlink(fd) == "anon_inode:inotify" and wanted in (
+                    Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text()
+                ):
+                    return True
+        return False
 
     def ours(self, pid: int) -> bool:
         """Whether ``pid`` runs with this environment's runtime directory: a pid file left by a

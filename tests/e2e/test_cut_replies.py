@@ -58,7 +58,7 @@ def test_a_reply_cut_by_the_end_of_the_chat_says_so(
     else:
         client.process.send_signal(getattr(signal, how))
     assert client.wait() != 0
-    time.sleep(0.2)  # the reader threads take the last lines
+    client.read_to_the_end()
     stderr = client.drain_stderr()
     assert CUT_OFF in stderr, stderr
     stdout = list(client.stdout_lines)
@@ -108,7 +108,7 @@ def test_a_reply_cut_by_the_end_of_the_chat_after_a_tool_call_says_it_may_be_kep
     assert env.run("supervisor", "stop").returncode == 0
     server.tool_returns_go.set()
     assert client.wait() != 0
-    time.sleep(0.2)  # the reader threads take the last lines
+    client.read_to_the_end()
     stderr = client.drain_stderr()
     assert CUT_OFF_AFTER_TOOLS in stderr, stderr
     assert CUT_OFF not in stderr
@@ -124,7 +124,7 @@ def test_a_reply_cancelled_with_ctrl_c_leaves_none_of_its_text_on_stdout(
     client.expect("[cancelled]", stderr=True)
     client.close_stdin()
     client.wait()
-    time.sleep(0.2)  # the reader threads take the last lines
+    client.read_to_the_end()
     stdout = list(client.stdout_lines)
     with contextlib.suppress(queue.Empty):
         while True:
