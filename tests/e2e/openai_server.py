@@ -33,6 +33,8 @@ class ChatServer:
         self.api_key = api_key
         self.requests: list[dict[str, Any]] = []
         self.body_bytes: list[int] = []
+        self.answered: list[dict[str, Any]] = []
+        """The requests whose answer has been written whole (or cut), in that order."""
         """The size of each request's body (of ``requests``, in the same order)."""
         self.headers: list[dict[str, str]] = []
         self.chunk_delay = chunk_delay
@@ -94,6 +96,13 @@ class ChatServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length))
+                try:
+                    self._answer(body, length)
+                finally:
+                    with server._lock:
+                        server.answered.append(body)
+
+            def _answer(self, body: dict[str, Any], length: int) -> None:
                 self.prompt_tokens = length // 4 + server.extra_prompt_tokens
                 with server._lock:
                     server.requests.append(body)

@@ -6,8 +6,8 @@ import os
 import secrets
 import signal
 import subprocess
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,16 +74,26 @@ def test_a_summary_asked_before_the_exit_does_not_replace_the_one_of_every_turn(
     client = env.spawn("--new", terminal=env.terminal())
     client.send("alpha one")
     client.expect("echo: alpha one")
-    time.sleep(1.5)  # a pause in the turns: the summary of turn 1 is asked for
+    wait_for(  # a pause in the turns: the summary of turn 1 is asked for
+        lambda: summaries(server.requests), what="the summary of turn 1 asked for"
+    )
     client.send("beta two")
     client.expect("echo: beta two")
     client.close_stdin()
     assert client.wait() == 0
     (session_id,) = env.session_ids()
-    # The exit's own request for a summary of every turn starts after the one of turn 1
-    # and ends after it; both have been answered well before twice their delay.
-    time.sleep(2 * server.summary_delay + 1)
+    wait_for(
+        lambda: env.session(session_id)["summary"] == "SUMMARY up to: beta two",
+        what="the exit's summary of every turn written",
+    )
+    wait_for(lambda: len(summaries(server.answered)) >= 2, what="turn 1's summary answered")
+    assert env.run("supervisor", "stop").returncode == 0  # its answer has been dealt with
     assert env.session(session_id)["summary"] == "SUMMARY up to: beta two"
+
+
+def summaries(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The requests for a session's summary among ``requests``."""
+    return [r for r in requests if r["model"] == "summary-model"]
 
 
 def test_the_api_key_is_never_written_to_any_file(env: Env, server: ChatServer) -> None:
