@@ -17,6 +17,7 @@ cancels the timer without a turn of the loop.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import replace
 
 from actors.base import ActorRef, DeadActor
@@ -41,15 +42,19 @@ class ReplyForwarder:
         reply_to: ActorRef[TerminalMessage],
         turn_id: int,
         interval: float = FLUSH_INTERVAL_S,
+        clock: Callable[[], float] | None = None,
     ) -> None:
+        """``clock``: what tells how long since the last send (the loop's time; a test's
+        own, so that a loaded machine's pauses do not decide what is held)."""
         self._reply_to = reply_to
         self._turn_id = turn_id
         self._interval = interval
         self._retry = interval or FLUSH_INTERVAL_S
         """The pause before trying again when the mailbox is full."""
         self._loop = asyncio.get_running_loop()
+        self._clock = clock or self._loop.time
         self._pending: list[str] = []
-        self._last_sent = self._loop.time()
+        self._last_sent = self._clock()
         """When text was last sent; the turn's start to begin with."""
         self._timer: asyncio.TimerHandle | None = None
         self._closed = False
@@ -64,7 +69,7 @@ class ReplyForwarder:
         self._pending.append(text)
         if self._timer is not None or self._closed:
             return  # it goes with the held text
-        wait = self._last_sent + self._interval - self._loop.time()
+        wait = self._last_sent + self._interval - self._clock()
         if wait > 0:
             self._arm(wait)
         elif not self._flush():
@@ -77,7 +82,7 @@ class ReplyForwarder:
             delta = TurnDelta(self._turn_id, "".join(self._pending))
             self._pending.clear()
             await self._reply_to.tell(delta)
-            self._last_sent = self._loop.time()
+            self._last_sent = self._clock()
         await self._reply_to.tell(message)
 
     async def finish(self, done: TurnDone) -> None:
@@ -100,7 +105,7 @@ class ReplyForwarder:
         except DeadActor:
             self._gone = True
         self._pending.clear()
-        self._last_sent = self._loop.time()
+        self._last_sent = self._clock()
         return True
 
     def _on_timer(self) -> None:

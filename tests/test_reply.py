@@ -17,6 +17,26 @@ LONG = 60.0  # an interval no test waits out
 SHORT = 0.01
 
 
+class Clock:
+    """The forwarder's clock, moved by the test alone: how long passed between two calls
+    is what the test says, not what a loaded machine's pauses made it (a test holding
+    text for 10 ms failed when its thread was kept off the CPU that long)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
 async def next_message(mailbox: MemoryObjectReceiveStream[Envelope[TerminalMessage]]) -> object:
     with anyio.fail_after(5):
         envelope = await mailbox.receive()
@@ -39,10 +59,12 @@ def waiting(mailbox: MemoryObjectReceiveStream[Envelope[TerminalMessage]]) -> in
     return mailbox.statistics().current_buffer_used
 
 
-async def test_the_first_text_goes_out_at_once_when_it_comes_an_interval_after_the_start() -> None:
+async def test_the_first_text_goes_out_at_once_when_it_comes_an_interval_after_the_start(
+    clock: Clock,
+) -> None:
     ref, mailbox = mailbox_for_a_terminal()
-    reply = ReplyForwarder(ref, 7, interval=SHORT)
-    await anyio.sleep(3 * SHORT)  # the model takes a while to answer
+    reply = ReplyForwarder(ref, 7, interval=SHORT, clock=clock)
+    clock.advance(3 * SHORT)  # the model takes a while to answer
     reply.add("Hello")
     assert waiting(mailbox) == 1
     assert await next_text(mailbox) == "Hello"
@@ -64,9 +86,9 @@ async def test_text_that_follows_quickly_is_held_and_goes_out_together_before_th
     assert waiting(mailbox) == 0
 
 
-async def test_held_text_goes_out_after_the_interval_without_more_text() -> None:
+async def test_held_text_goes_out_after_the_interval_without_more_text(clock: Clock) -> None:
     ref, mailbox = mailbox_for_a_terminal()
-    reply = ReplyForwarder(ref, 7, interval=SHORT)
+    reply = ReplyForwarder(ref, 7, interval=SHORT, clock=clock)  # each text within it
     reply.add("one ")
     assert waiting(mailbox) == 0
     assert await next_text(mailbox) == "one "
@@ -76,12 +98,12 @@ async def test_held_text_goes_out_after_the_interval_without_more_text() -> None
     reply.close()
 
 
-async def test_text_after_a_quiet_interval_goes_out_at_once() -> None:
+async def test_text_after_a_quiet_interval_goes_out_at_once(clock: Clock) -> None:
     ref, mailbox = mailbox_for_a_terminal()
-    reply = ReplyForwarder(ref, 7, interval=SHORT)
+    reply = ReplyForwarder(ref, 7, interval=SHORT, clock=clock)
     reply.add("one")
     assert await next_text(mailbox) == "one"
-    await anyio.sleep(3 * SHORT)  # the line goes quiet
+    clock.advance(3 * SHORT)  # the line goes quiet
     reply.add("two")
     assert waiting(mailbox) == 1
     reply.close()
@@ -95,9 +117,9 @@ async def test_close_with_nothing_held_sends_nothing() -> None:
     assert waiting(mailbox) == 0
 
 
-async def test_text_held_when_a_turn_is_cancelled_is_dropped() -> None:
+async def test_text_held_when_a_turn_is_cancelled_is_dropped(clock: Clock) -> None:
     ref, mailbox = mailbox_for_a_terminal()
-    reply = ReplyForwarder(ref, 7, interval=SHORT)
+    reply = ReplyForwarder(ref, 7, interval=SHORT, clock=clock)  # each text within it
     reply.add("kept")
     assert await next_text(mailbox) == "kept"  # once the interval passed
     reply.add(" dropped")
