@@ -92,7 +92,11 @@ class Client:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise AssertionError(f"did not see {needle!r}; saw {seen[-10:]}")
+                other = self.drain_stderr() if not stderr else self.stdout_lines
+                raise AssertionError(
+                    f"did not see {needle!r}; saw {seen[-10:]}; the other stream's last lines:"
+                    f" {other[-10:]}; exit status {self.process.poll()}"
+                )
             try:
                 line = q.get(timeout=remaining)
             except queue.Empty:
