@@ -154,7 +154,11 @@ class FrontDoor:
         self._started = time.monotonic()
 
     def hand_over(self, server: Server) -> None:
-        """The model stack is loaded: from now on ``server`` serves every connection."""
+        """The model stack is loaded: from now on ``server`` serves every connection, and
+        its registry holds the tabs of the terminals welcomed here (one connection per tab
+        still), until each is handed over or leaves."""
+        for terminal_pid in self._terminals:
+            server.registry.hold(terminal_pid)
         self._server = server
         self._ready.set()
 
@@ -189,7 +193,10 @@ class FrontDoor:
             await serve_control(reader, stream, self._answer, self._stop)
             return False
         terminal_pid = hello.terminal_pid or hello.client_pid
-        if terminal_pid in self._terminals:
+        server = self._server  # the stack loaded while this hello was read: its registry
+        if terminal_pid in self._terminals or (
+            server is not None and server.registry.busy(terminal_pid)
+        ):
             busy = (
                 f"another agent-assist is attached for terminal {terminal_pid}; "
                 "set AGENT_ASSIST_TERMINAL_PID to another number to run a second one"
@@ -199,10 +206,14 @@ class FrontDoor:
             )
             await refuse(stream, ErrorCode.BUSY, busy)
         self._terminals.add(terminal_pid)
+        if server is not None:
+            server.registry.hold(terminal_pid)
         try:
             return await self._terminal(hello, terminal_pid, reader, stream)
         finally:
             self._terminals.discard(terminal_pid)
+            if self._server is not None:  # handed over, it is attached (or left): no-op
+                self._server.registry.let_go(terminal_pid)
 
     async def _terminal(
         self,

@@ -39,6 +39,10 @@ class Registry:
         self._terminals: dict[int, _Attached] = {}
         self._attaching: set[int] = set()
         """Pids between the check and the actor's start: a second attach is refused."""
+        self._held: set[int] = set()
+        """Tabs the front door welcomed before the model stack loaded and has not handed
+        over yet (their terminal still choosing what to open): the front door's rule, one
+        connection per tab, is kept here from the hand-over on."""
         self._finishing: set[_Attached] = set()
         """Actors whose terminal attached again while their turn finished (still saving)."""
 
@@ -46,10 +50,33 @@ class Registry:
     def attached(self) -> int:
         return sum(1 for t in self._terminals.values() if t.connected)
 
+    def busy(self, pid: int) -> bool:
+        """Whether a connection holds the tab ``pid``: attached, attaching, or the front
+        door's."""
+        previous = self._terminals.get(pid)
+        return (
+            pid in self._attaching
+            or pid in self._held
+            or (previous is not None and previous.connected)
+        )
+
+    def hold(self, pid: int) -> None:
+        """The front door's connection for tab ``pid``, not attached yet, holds it."""
+        self._held.add(pid)
+
+    def let_go(self, pid: int) -> None:
+        """The front door's connection for tab ``pid`` ended without being attached."""
+        self._held.discard(pid)
+
     async def attach(
-        self, config: TerminalConfig, outbox: MemoryObjectSendStream[TerminalOutput]
+        self,
+        config: TerminalConfig,
+        outbox: MemoryObjectSendStream[TerminalOutput],
+        *,
+        held: bool = False,
     ) -> ActorRef[TerminalMessage]:
-        """Start the TerminalActor of ``config.terminal_pid``.
+        """Start the TerminalActor of ``config.terminal_pid``; ``held``: for the front
+        door's connection that holds that tab.
 
         A previous actor of the same pid that is still saving is waited for, unless its
         turn finishes for its terminal gone: the session is then taken up by an open that
@@ -58,7 +85,9 @@ class Registry:
         """
         pid = config.terminal_pid
         previous = self._terminals.get(pid)
-        if pid in self._attaching or (previous is not None and previous.connected):
+        if held:
+            self._held.discard(pid)
+        if self.busy(pid):
             raise TerminalBusy(
                 f"another agent-assist is attached for terminal {pid}; "
                 "set AGENT_ASSIST_TERMINAL_PID to another number to run a second one"

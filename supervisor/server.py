@@ -352,6 +352,11 @@ class Server:
                 self._all_closed.set()
                 self._all_closed = anyio.Event()
 
+    @property
+    def registry(self) -> Registry:
+        """Who holds which tab: the front door keeps its rule there once the stack loaded."""
+        return self._registry
+
     async def answer(self, frame: p.ClientFrame) -> object:
         """A control request's answer (for connections the front door welcomed)."""
         return await self._answer(frame)
@@ -384,7 +389,7 @@ class Server:
         send_out, receive_out = anyio.create_memory_object_stream[TerminalOutput](OUTBOX_SIZE)
         handler_out = send_out.clone()
         try:
-            ref = await self._registry.attach(config, send_out)
+            ref = await self._registry.attach(config, send_out, held=opening is not None)
         except TerminalBusy as exc:
             log.info(
                 "terminal %d: agent-assist pid %d refused: %s", terminal_pid, hello.client_pid, exc

@@ -24,7 +24,7 @@ from session.manager import SessionManager
 from session.models import SessionState, utc_now
 from session.paths import sessions_dir
 from supervisor import daemon
-from supervisor.client import Connection, hello
+from supervisor.client import Connection, RemoteError, hello
 from supervisor.front import MODEL_NOTICE, FrontDoor
 from supervisor.runtime import RuntimePaths
 from supervisor.stack import HEAVY_MODULES
@@ -265,3 +265,62 @@ async def test_a_stop_gives_up_on_a_terminal_that_reads_nothing_and_saves_its_tu
     messages = saved.load(session_id).recent_messages
     assert len(messages) == 8, "both turns are kept, the second as far as it got"
     assert "[interrupted: this reply was stopped before its end]" in str(messages[-1])
+
+
+@pytest.mark.anyio
+async def test_a_tab_welcomed_before_the_model_loads_stays_its_own_after_it_loads(
+    starting: Starting,
+) -> None:
+    """H164's find: a terminal welcomed by the front door that had not opened its session
+    when the model stack loaded (its user reading the resumption offer) was not known to
+    the server; a second agent-assist of the same tab was welcomed there, and the first,
+    answering its offer, was then refused as busy. The second is refused, the first goes
+    on as the tab's."""
+    first = await starting.connect()
+    with contextlib.closing(first):
+        tab = hello("terminal", terminal_pid=os.getpid(), workspace=str(starting.workspace))
+        assert (await call(first.request, tab))["type"] == "welcome"
+        await starting.load()
+        second = await starting.connect()
+        with contextlib.closing(second), pytest.raises(RemoteError) as refused:
+            await call(second.request, tab)
+        assert refused.value.code == "busy"
+        await call(first.send, {"type": "open", "mode": "new", "session_id": None})
+        assert (await call(first.receive))["type"] == "opened"
+        await call(first.send, {"type": "user_message", "text": "still mine"})
+        assert (await until(first, "turn_end"))[-1]["status"] == "ok"
+        await call(first.send, {"type": "close"})
+        assert (await until(first, "closed"))[-1]["saved"] is True
+
+
+@pytest.mark.parametrize("leaving", ["close", "hangup"])
+@pytest.mark.anyio
+async def test_a_tab_welcomed_before_the_model_loads_is_free_again_once_it_leaves_after(
+    starting: Starting, leaving: str
+) -> None:
+    """The tab the front door held for its terminal is let go when that terminal leaves
+    before opening anything, whether the stack loaded meanwhile or not: never busy for
+    good."""
+    tab = hello("terminal", terminal_pid=os.getpid(), workspace=str(starting.workspace))
+    first = await starting.connect()
+    with contextlib.closing(first):
+        assert (await call(first.request, tab))["type"] == "welcome"
+        await starting.load()
+        if leaving == "close":
+            await call(first.send, {"type": "close"})
+            assert (await until(first, "closed"))[-1]["saved"] is False
+    with anyio.fail_after(TIMEOUT_S):
+        answer = await answer_to(starting, tab)
+        while answer == "busy" and leaving == "hangup":  # not read by the front door yet
+            answer = await answer_to(starting, tab)
+    assert answer == "welcome"
+
+
+async def answer_to(starting: Starting, hello: Frame) -> str:
+    """The type of the answer to ``hello`` on a new connection, or its error's code."""
+    conn = await starting.connect()
+    with contextlib.closing(conn):
+        try:
+            return str((await call(conn.request, hello))["type"])
+        except RemoteError as refused:
+            return refused.code
