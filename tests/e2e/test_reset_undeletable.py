@@ -4,7 +4,10 @@ made an orphan while the user read that it had been reset)."""
 
 from __future__ import annotations
 
-from tests.e2e.harness import Env, wait_for
+from pathlib import Path
+from typing import NamedTuple
+
+from tests.e2e.harness import Client, Env, Terminal, wait_for
 
 
 def test_reset_that_cannot_delete_the_session_file_keeps_the_session_and_says_so(
@@ -66,14 +69,7 @@ def test_reset_whose_pointer_stays_after_its_file_went_is_a_reset(env: Env) -> N
     """H159's find: a pointer that could not be removed once the session file was gone
     raised as the file's own removal would, and the reset read `nothing was reset`: the
     chat went on in a session whose file was gone, each later save refused."""
-    fault_file = env.base / "faults"
-    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(fault_file)
-    terminal = env.terminal()
-    client = env.spawn("--new", terminal=terminal)
-    client.send("remember the blue plan")
-    client.expect("remember the blue plan")
-    (session_id,) = env.session_ids()
-    path = env.settled(session_id)
+    client, terminal, session_id, path, fault_file = faulty_chat(env, "remember the blue plan")
     fault_file.write_text(f"unlink EIO active_{terminal.pid}.json\n")
     client.send("/reset")
     client.expect("Session reset", stderr=True)
@@ -97,14 +93,7 @@ def test_reset_cut_by_a_killed_supervisor_after_its_delete_says_the_session_is_r
     """H165: the supervisor killed once the saved session was deleted (here, while its
     tab's pointer was being removed), the chat said `/reset was interrupted; please run it
     again`, though the session was gone and the chat went on in a new one."""
-    fault_file = env.base / "faults"
-    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(fault_file)
-    terminal = env.terminal()
-    client = env.spawn("--new", terminal=terminal)
-    client.send("remember the blue plan")
-    client.expect("remember the blue plan")
-    (session_id,) = env.session_ids()
-    path = env.settled(session_id)
+    client, terminal, session_id, path, fault_file = faulty_chat(env, "remember the blue plan")
     fault_file.write_text(f"unlink HANG active_{terminal.pid}.json\n")
     client.send("/reset")
     wait_for(lambda: not path.exists(), what="the reset's delete")
@@ -124,14 +113,9 @@ def test_reset_cut_by_a_killed_supervisor_after_its_delete_says_the_session_is_r
 def test_reset_cut_after_its_delete_says_the_files_it_was_to_delete_may_remain(
     env: Env,
 ) -> None:
-    fault_file = env.base / "faults"
-    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(fault_file)
-    terminal = env.terminal()
-    client = env.spawn("--new", terminal=terminal)
-    client.send("write agent_spec.md: # ours")
-    client.expect("wrote agent_spec.md")
-    (session_id,) = env.session_ids()
-    path = env.settled(session_id)
+    client, terminal, session_id, path, fault_file = faulty_chat(
+        env, "write agent_spec.md: # ours", answered="wrote agent_spec.md"
+    )
     fault_file.write_text(f"unlink HANG active_{terminal.pid}.json\n")
     client.send("/reset")
     client.expect("Also delete agent_spec.md? [y/N]", stderr=True)
@@ -148,3 +132,26 @@ def test_reset_cut_after_its_delete_says_the_files_it_was_to_delete_may_remain(
     client.close_stdin()
     assert client.wait() == 1  # piped: what it was asked to do is not all done
     assert (env.workspace / "agent_spec.md").exists()
+
+
+class FaultyChat(NamedTuple):
+    """A chat whose first message was saved, with a fault file its supervisor reads."""
+
+    client: Client
+    terminal: Terminal
+    session_id: str
+    path: Path
+    faults: Path
+
+
+def faulty_chat(env: Env, first: str, answered: str | None = None) -> FaultyChat:
+    """A chat of a new tab whose ``first`` message was answered (its echo, or ``answered``)
+    and saved; its supervisor reads the faults file (not made yet)."""
+    faults = env.base / "faults"
+    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(faults)
+    terminal = env.terminal()
+    client = env.spawn("--new", terminal=terminal)
+    client.send(first)
+    client.expect(answered or first)
+    (session_id,) = env.session_ids()
+    return FaultyChat(client, terminal, session_id, env.settled(session_id), faults)
