@@ -26,51 +26,75 @@ def anyio_backend() -> str:
 
 
 class _HeldSteps:
-    """Times each step the loop's thread runs, net of the time the machine kept that thread
-    off a CPU (its run-queue wait in ``/proc/thread-self/schedstat``).
+    """Times each step the loop's thread runs, net of the time the machine kept the
+    process's threads waiting for a CPU (their run-queue waits in
+    ``/proc/self/task/TID/schedstat``).
 
     A step that sleeps in a blocking call, or computes for long, holds the loop; a step
     that only waited for a CPU on a busy machine (CI's two cores) does not: asyncio's own
-    slow-callback timing counted both, and failed tests for the machine's load.
+    slow-callback timing counted both, and failed tests for the machine's load. The other
+    threads' waits count too: the loop's thread waits for the interpreter's lock while a
+    worker thread holding it waits for a CPU. On a quiet machine nothing waits, and a step
+    is timed whole.
     """
 
     def __init__(self) -> None:
         self.thread = threading.get_ident()
         self.held: list[str] = []
-        try:
-            self._schedstat: int | None = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
-        except OSError:  # not Linux: every step counts whole, as asyncio's timing did
-            self._schedstat = None
+        self._loop_tid = threading.get_native_id()
+        self._stats: dict[int, int] = {}  # native thread id: its open schedstat file
+        self._threads = -1  # how many threads the stat files were opened for
 
-    def queued_ns(self) -> int:
-        """How long, in all, the machine has kept this thread waiting for a CPU."""
-        if self._schedstat is None:
-            return 0
-        return int(os.pread(self._schedstat, 64, 0).split()[1])
+    def _queued_ns(self) -> dict[int, int]:
+        """How long, in all, the machine has kept each thread waiting for a CPU."""
+        if threading.active_count() != self._threads:
+            self._follow_threads()
+        queued = {}
+        for tid, fd in self._stats.items():
+            with contextlib.suppress(OSError):  # a thread that ended
+                queued[tid] = int(os.pread(fd, 64, 0).split()[1])
+        return queued
+
+    def _follow_threads(self) -> None:
+        self._threads = threading.active_count()
+        now = {t.native_id for t in threading.enumerate() if t.native_id is not None}
+        now.add(self._loop_tid)
+        for tid in set(self._stats) - now:
+            os.close(self._stats.pop(tid))
+        for tid in now - set(self._stats):
+            with contextlib.suppress(OSError):  # not Linux: steps count whole
+                self._stats[tid] = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY)
 
     def close(self) -> None:
-        """Stop timing (the step closing it is not timed) and let go of the stat file."""
-        if self._schedstat is not None:
-            os.close(self._schedstat)
-        self._schedstat, self.thread = None, -1
+        """Stop timing (the step closing it is not timed) and let go of the stat files."""
+        for fd in self._stats.values():
+            os.close(fd)
+        self._stats, self.thread = {}, -1
 
     def timed(self, run: Callable[[asyncio.Handle], None]) -> Callable[[asyncio.Handle], None]:
         def run_timed(handle: asyncio.Handle) -> None:
             if threading.get_ident() != self.thread:
                 return run(handle)
-            start, queued = time.perf_counter_ns(), self.queued_ns()
+            start, before = time.perf_counter_ns(), self._queued_ns()
             try:
                 return run(handle)
             finally:
-                wall = time.perf_counter_ns() - start
-                held = wall - (self.queued_ns() - queued) if self.thread != -1 else 0
-                if held >= SLOW_STEP_S * 1e9:
-                    self.held.append(
-                        f"{handle!r} held the loop for {held / 1e9:.3f} s"
-                        f" ({wall / 1e9:.3f} s with its waits for a CPU)"
-                    )
+                if self.thread != -1:
+                    self._count(handle, time.perf_counter_ns() - start, before)
 
         return run_timed
+
+    def _count(self, handle: asyncio.Handle, wall: int, before: dict[int, int]) -> None:
+        if wall < SLOW_STEP_S * 1e9:
+            return
+        after = self._queued_ns()
+        queued = sum(max(0, n - before.get(tid, 0)) for tid, n in after.items())
+        held = wall - queued
+        if held >= SLOW_STEP_S * 1e9:
+            self.held.append(
+                f"{handle!r} held the loop for {held / 1e9:.3f} s"
+                f" ({wall / 1e9:.3f} s with the waits of its process's threads for a CPU)"
+            )
 
 
 @contextlib.asynccontextmanager

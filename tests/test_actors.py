@@ -184,17 +184,24 @@ async def test_the_blocking_guard_sees_a_long_computation() -> None:
 
 
 GUARD_ON_A_BUSY_CPU = """
-import json, os, sys, time
+import json, os, sys, threading, time
 import anyio
 from tests.conftest import blocking_calls
+
+def spin(seconds: float) -> None:
+    start = time.thread_time()
+    while time.thread_time() - start < seconds:
+        pass
 
 async def main() -> None:
     os.sched_setaffinity(0, {int(sys.argv[1])})
     async with blocking_calls() as blocked:
         await anyio.lowlevel.checkpoint()
         os.nice(19)  # from now on, the hog on the same CPU gets nearly all of it
+        if sys.argv[2] == "beside a worker":  # which holds the interpreter's lock by turns
+            threading.Thread(target=spin, args=(0.01,), daemon=True).start()
         wall, cpu = time.perf_counter(), time.thread_time()
-        while time.perf_counter() - wall < 0.2 and time.thread_time() - cpu < 0.03:
+        while time.perf_counter() - wall < 0.2 and time.thread_time() - cpu < 0.01:
             pass
         wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
         await anyio.lowlevel.checkpoint()
@@ -205,13 +212,15 @@ anyio.run(main)
 """
 
 
+@pytest.mark.parametrize("threads", ["alone", "beside a worker"])
 def test_the_blocking_guard_does_not_count_the_time_a_busy_machine_kept_the_loop_waiting(
-    tmp_path: Path,
+    threads: str,
 ) -> None:
     """CI's failure (an ERROR of ``test_a_session_deleted_by_reset_is_never_written_again``:
     a fixture's step "took 0.168 seconds" on a loaded two-core machine): a step that
     computes for a few milliseconds while another process has the CPU is not a blocking
-    call, however long it waited for the CPU."""
+    call, however long it waited for the CPU, alone or for a worker thread of its process
+    that held the interpreter's lock while it waited for the CPU (H164's reading)."""
     import json
     import subprocess
     import sys
@@ -222,14 +231,14 @@ def test_the_blocking_guard_does_not_count_the_time_a_busy_machine_kept_the_loop
     try:
         assert hog.stdout is not None and hog.stdout.readline() == b"\n"
         done = subprocess.run(
-            [sys.executable, "-c", GUARD_ON_A_BUSY_CPU, str(cpu)],
+            [sys.executable, "-c", GUARD_ON_A_BUSY_CPU, str(cpu), threads],
             capture_output=True, check=True, timeout=120, cwd=Path(__file__).parent.parent,
         )
     finally:
         hog.kill()
         hog.wait()
     step = json.loads(done.stdout)
-    assert step["wall"] > 0.1 and step["cpu"] < 0.04  # the machine kept the step waiting
+    assert step["wall"] > 0.1 and step["cpu"] < 0.02  # the machine kept the step waiting
     assert step["blocked"] == []
 
 
