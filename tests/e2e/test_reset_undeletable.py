@@ -13,12 +13,7 @@ from tests.e2e.harness import Client, Env, Terminal, wait_for
 def test_reset_that_cannot_delete_the_session_file_keeps_the_session_and_says_so(
     env: Env,
 ) -> None:
-    terminal = env.terminal()
-    client = env.spawn("--new", terminal=terminal)
-    client.send("remember the blue plan")
-    client.expect("remember the blue plan")
-    (session_id,) = env.session_ids()
-    path = env.settled(session_id)  # the turn's summary write has landed
+    client, terminal, session_id, path = saved_chat(env, "remember the blue plan")
     path.unlink()
     path.mkdir()  # a directory at the file's name: not ours to delete
     (path / "mine.txt").write_text("made by hand\n")
@@ -42,12 +37,7 @@ def test_reset_that_cannot_delete_the_session_file_keeps_the_session_and_says_so
 def test_reset_whose_session_file_went_but_not_its_checkpoints_is_a_reset(env: Env) -> None:
     """It said nothing was reset, went on in the session whose file was gone, and lost
     every turn after (its saves refused as a deleted session's)."""
-    terminal = env.terminal()
-    client = env.spawn("--new", terminal=terminal)
-    client.send("remember the blue plan")
-    client.expect("remember the blue plan")
-    (session_id,) = env.session_ids()
-    path = env.settled(session_id)
+    client, _, session_id, path = saved_chat(env, "remember the blue plan")
     checkpoints = env.project.parent / "checkpoints"
     checkpoints.mkdir(exist_ok=True)
     (checkpoints / session_id).write_text("a file where its checkpoints go\n")
@@ -56,20 +46,15 @@ def test_reset_whose_session_file_went_but_not_its_checkpoints_is_a_reset(env: E
     line = client.expect(f"the checkpoints of session {session_id}", stderr=True)
     assert line.startswith("error: "), line
     assert not path.exists()
-    client.send("and the red one")
-    client.expect("turn 1 of this conversation")
-    client.close_stdin()
-    client.wait()
-    (new_id,) = env.session_ids()  # the new session's turn was saved
-    assert new_id != session_id
-    assert "and the red one" in str(env.session(new_id)["recent_messages"])
+    goes_on_in_a_new_session(env, client, session_id)
 
 
 def test_reset_whose_pointer_stays_after_its_file_went_is_a_reset(env: Env) -> None:
     """H159's find: a pointer that could not be removed once the session file was gone
     raised as the file's own removal would, and the reset read `nothing was reset`: the
     chat went on in a session whose file was gone, each later save refused."""
-    client, terminal, session_id, path, fault_file = faulty_chat(env, "remember the blue plan")
+    fault_file = faults_file(env)
+    client, terminal, session_id, path = saved_chat(env, "remember the blue plan")
     fault_file.write_text(f"unlink EIO active_{terminal.pid}.json\n")
     client.send("/reset")
     client.expect("Session reset", stderr=True)
@@ -78,13 +63,7 @@ def test_reset_whose_pointer_stays_after_its_file_went_is_a_reset(env: Env) -> N
     assert f"session {session_id} is gone" in line, line
     assert not path.exists()
     fault_file.unlink()
-    client.send("and the red one")
-    client.expect("turn 1 of this conversation")
-    client.close_stdin()
-    client.wait()
-    (new_id,) = env.session_ids()  # the new session's turn was saved
-    assert new_id != session_id
-    assert "and the red one" in str(env.session(new_id)["recent_messages"])
+    goes_on_in_a_new_session(env, client, session_id)
 
 
 def test_reset_cut_by_a_killed_supervisor_after_its_delete_says_the_session_is_reset(
@@ -93,7 +72,8 @@ def test_reset_cut_by_a_killed_supervisor_after_its_delete_says_the_session_is_r
     """H165: the supervisor killed once the saved session was deleted (here, while its
     tab's pointer was being removed), the chat said `/reset was interrupted; please run it
     again`, though the session was gone and the chat went on in a new one."""
-    client, terminal, session_id, path, fault_file = faulty_chat(env, "remember the blue plan")
+    fault_file = faults_file(env)
+    client, terminal, session_id, path = saved_chat(env, "remember the blue plan")
     fault_file.write_text(f"unlink HANG active_{terminal.pid}.json\n")
     client.send("/reset")
     wait_for(lambda: not path.exists(), what="the reset's delete")
@@ -113,7 +93,8 @@ def test_reset_cut_by_a_killed_supervisor_after_its_delete_says_the_session_is_r
 def test_reset_cut_after_its_delete_says_the_files_it_was_to_delete_may_remain(
     env: Env,
 ) -> None:
-    client, terminal, session_id, path, fault_file = faulty_chat(
+    fault_file = faults_file(env)
+    client, terminal, session_id, path = saved_chat(
         env, "write agent_spec.md: # ours", answered="wrote agent_spec.md"
     )
     fault_file.write_text(f"unlink HANG active_{terminal.pid}.json\n")
@@ -134,24 +115,38 @@ def test_reset_cut_after_its_delete_says_the_files_it_was_to_delete_may_remain(
     assert (env.workspace / "agent_spec.md").exists()
 
 
-class FaultyChat(NamedTuple):
-    """A chat whose first message was saved, with a fault file its supervisor reads."""
-
+class SavedChat(NamedTuple):
     client: Client
     terminal: Terminal
     session_id: str
     path: Path
-    faults: Path
+    """The session file, its first turn's write landed."""
 
 
-def faulty_chat(env: Env, first: str, answered: str | None = None) -> FaultyChat:
-    """A chat of a new tab whose ``first`` message was answered (its echo, or ``answered``)
-    and saved; its supervisor reads the faults file (not made yet)."""
-    faults = env.base / "faults"
-    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(faults)
+def saved_chat(env: Env, first: str, answered: str | None = None) -> SavedChat:
+    """A chat of a new tab whose ``first`` message was answered (its echo, or
+    ``answered``) and saved."""
     terminal = env.terminal()
     client = env.spawn("--new", terminal=terminal)
     client.send(first)
     client.expect(answered or first)
     (session_id,) = env.session_ids()
-    return FaultyChat(client, terminal, session_id, env.settled(session_id), faults)
+    return SavedChat(client, terminal, session_id, env.settled(session_id))
+
+
+def faults_file(env: Env) -> Path:
+    """The faults file the supervisor started from now on reads (not made yet)."""
+    faults = env.base / "faults"
+    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(faults)
+    return faults
+
+
+def goes_on_in_a_new_session(env: Env, client: Client, reset: str) -> None:
+    """The chat's next turn is the first of a new session, saved there, not in ``reset``."""
+    client.send("and the red one")
+    client.expect("turn 1 of this conversation")
+    client.close_stdin()
+    client.wait()
+    (new_id,) = env.session_ids()
+    assert new_id != reset
+    assert "and the red one" in str(env.session(new_id)["recent_messages"])
