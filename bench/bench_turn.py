@@ -14,10 +14,10 @@ window this bench used until 2026-12-03, against the 3 to 21 messages a supervis
 with default compaction sends) makes the limit slower and the ratio look better
 than it is. Both leave the run at the response that ends it, as the LLMActor does
 (``ends_the_run``: pydantic-ai's steps after it add nothing), so that what the
-supervisor saves by it is not counted as its own. It prints the median number of
-messages each side's requests carried (the supervisor's rebuilt from its session file
-before each turn, as a resume rebuilds them: the compaction's summary and the turns
-after its boundary; the file also keeps turns the next window reads again). The two take
+supervisor saves by it is not counted as its own. It prints the median size of the
+requests each side sent, in tokens as the budget counts them (the supervisor's from its
+``turn_end`` frames, the in-process agent's from its lifecycle), and the number of turns
+whose two sizes differ, which should be none: both sides send the same requests. The two take
 turns, one turn each, so that the machine's changes of speed (this is a shared VM)
 hit both alike; measuring them in blocks made the ratio swing by 0.3 between blocks.
 
@@ -48,7 +48,7 @@ from pathlib import Path
 import anyio
 from pydantic_ai.messages import ModelMessage
 
-from actors.assistant import TurnDeps, build_agent
+from actors.assistant import TurnDeps, agent_chars, build_agent
 from actors.llm import ends_the_run
 from actors.offline_model import offline_model
 from bench.bench_save import raw_durable_write
@@ -56,8 +56,9 @@ from bench.common import median_ms, private_supervisor, ratio_verdict
 from session.budget import context_budget
 from session.compaction import EventsCompactionConfig, OfflineEventSummarizer, finish_compaction
 from session.lifecycle import PersistPolicy, SessionLifecycle
-from session.models import SessionState, utc_now
+from session.models import utc_now
 from session.settings import DEFAULT_COMPACTION_INTERVAL, DEFAULT_COMPACTION_OVERLAP
+from session.wire import wire_chars
 from supervisor.client import Connection, hello
 from supervisor.daemon import TOKEN_RETENTION_EVENTS, loop_options
 from supervisor.runtime import RuntimePaths
@@ -72,7 +73,8 @@ POLICY = PersistPolicy(
         DEFAULT_COMPACTION_OVERLAP,
         event_retention_size=TOKEN_RETENTION_EVENTS,
         token_threshold=BUDGET,
-    )
+    ),
+    agent_chars=agent_chars(),
 )
 """The supervisor's policy with no settings, for the offline model (``policy_for``)."""
 
@@ -86,6 +88,9 @@ class ThroughSupervisor:
             pass
         self.count = 0
 
+        self.sent: list[int] = []
+        """The size in tokens of each request, as its ``turn_end`` frame gives it."""
+
     def turn(self) -> float:
         self.count += 1
         start = time.perf_counter()
@@ -95,6 +100,7 @@ class ThroughSupervisor:
         elapsed = time.perf_counter() - start
         if frame["status"] != "ok" or frame.get("error"):
             raise SystemExit(f"a turn through the supervisor failed: {frame}")
+        self.sent.append(frame["input_tokens"])
         return elapsed
 
     def close(self) -> None:
@@ -113,18 +119,19 @@ class InProcess:
         self.lifecycle = SessionLifecycle(policy=POLICY).start_fresh(utc_now()).lifecycle
         self.count = 0
         self.sent: list[int] = []
-        """The number of messages each timed run was given."""
+        """The size in tokens of each request, as the supervisor counts it (the offline
+        model reports none: ``request_tokens`` of the message about to be sent)."""
         self.cpu = 0.0
         """CPU seconds of the timed runs (this process's, which runs nothing else then)."""
 
     async def turn(self) -> float:
         self.count += 1
-        history = self.lifecycle.request_history()
-        self.sent.append(len(history))
+        prompt = f"message number {self.count}"
+        history = self.lifecycle.request_history(len(prompt))
+        self.sent.append(self.lifecycle.request_tokens(wire_chars(prompt)))
         cpu = time.process_time()
         start = time.perf_counter()
         deps = TurnDeps(self.workspace, token_budget=BUDGET)  # as the supervisor's turns
-        prompt = f"message number {self.count}"
         new: list[ModelMessage] = []
         async with self.agent.iter(prompt, message_history=history, deps=deps) as run:
             async for node in run:
@@ -187,16 +194,6 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def messages_sent_next(session_file: Path) -> int:
-    """The messages the supervisor's next request carries, as a resume of its session
-    file rebuilds them: the compaction's summary (one message) and the turns after its
-    boundary (or its last turn again when none follows it); the file also keeps the
-    compacted turns the next window reads again, which no request carries."""
-    state = SessionState.model_validate_json(session_file.read_bytes())
-    resumed = SessionLifecycle(policy=POLICY).resume(state, None, context=False).lifecycle
-    return len(resumed.request_history())
-
-
 Samples = tuple[list[float], list[float], list[float]]
 
 
@@ -204,7 +201,7 @@ Samples = tuple[list[float], list[float], list[float]]
 class Measured:
     samples: Samples
     sent: tuple[list[int], list[int]]
-    """The messages each side's timed requests carried (ours, the limit's)."""
+    """The size in tokens of each side's timed requests (ours, the limit's)."""
     cpu: tuple[float, float]
     """CPU seconds per turn: the supervisor's process, the in-process agent."""
 
@@ -220,17 +217,16 @@ async def measure(
     session_file = the_session_file(home)
     raw = RawSave(session_file, scratch)
     samples: Samples = ([], [], [])
-    sent: list[int] = []
     supervisor = int(RuntimePaths(runtime).pid_file.read_text())
     used, limit.cpu = cpu_seconds(supervisor), 0.0
     for _ in range(turns):
-        sent.append(messages_sent_next(session_file))
         samples[0].append(ours.turn())
         samples[1].append(await limit.turn())
         samples[2].append(raw.save())
     used = cpu_seconds(supervisor) - used
     ours.close()
-    return Measured(samples, (sent, limit.sent[-turns:]), (used / turns, limit.cpu / turns))
+    sent = (ours.sent[-turns:], limit.sent[-turns:])
+    return Measured(samples, sent, (used / turns, limit.cpu / turns))
 
 
 def main() -> int:
@@ -254,9 +250,11 @@ def main() -> int:
         )
     ours, limit, raw = measured.samples
     ours_sent, limit_sent = measured.sent
+    differing = sum(1 for a, b in zip(ours_sent, limit_sent, strict=True) if a != b)
     print(
-        "messages per request, median: through the supervisor "
-        f"{statistics.median(ours_sent):g}, in process {statistics.median(limit_sent):g}"
+        "request size in tokens, median: through the supervisor "
+        f"{statistics.median(ours_sent):g}, in process {statistics.median(limit_sent):g}; "
+        f"turns whose two sizes differ: {differing} of {len(ours_sent)}"
     )
     supervisor_cpu, agent_cpu = measured.cpu
     print(
