@@ -1,0 +1,172 @@
+"""Listings, pickers and cleanups over a store part of which cannot be read: what could
+not be read is named, and nothing is judged orphaned, absent or deletable from it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from session.models import is_session_id
+from tests.e2e.harness import Env, Terminal
+
+BREAKAGES: dict[str, Callable[[Path], None]] = {
+    "truncated": lambda path: path.write_bytes(path.read_bytes()[:20]),
+    "not-utf8": lambda path: path.write_bytes(b'{"session_id": "\xff\xfe"}'),
+    "directory": lambda path: (path.unlink(), path.mkdir()),  # type: ignore[func-returns-value]
+    "fifo": lambda path: (path.unlink(), os.mkfifo(path)),  # type: ignore[func-returns-value]
+}
+
+
+def faults_file(env: Env) -> Path:
+    """The faults file the processes started from now on read (not made yet)."""
+    faults = env.base / "faults"
+    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(faults)
+    return faults
+
+
+def idle_session(env: Env, cwd: Path | None = None) -> tuple[str, Terminal]:
+    """A session saved by a tab whose shell still runs (idle), and that tab."""
+    tab = env.terminal()
+    result = env.run("--new", input="hello\n", terminal=tab, cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    project = env.project if cwd is None else _project(env, cwd)
+    (session_id,) = [p.stem for p in project.glob("*.json") if is_session_id(p.stem)]
+    return session_id, tab
+
+
+def _project(env: Env, workspace: Path) -> Path:
+    (found,) = [p for p in (env.home / "projects").iterdir() if p.name.startswith(workspace.name)]
+    return found / "sessions"
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["files", "supervisor"])
+@pytest.mark.parametrize("breakage", sorted(BREAKAGES))
+def test_prune_keeps_the_sessions_an_unreadable_pointer_of_a_running_tab_may_name(
+    env: Env, breakage: str, served: bool
+) -> None:
+    """H165: a pointer that could not be read was skipped, so the session of the living
+    tab that wrote it was judged orphaned and pruned."""
+    session_id, tab = idle_session(env)
+    pointer = env.project / f"active_{tab.pid}.json"
+    BREAKAGES[breakage](pointer)
+    if not served:
+        assert env.run("supervisor", "stop").returncode == 0
+    result = env.run("sessions", "prune", "--older-than", "0")
+    assert env.session_ids() == [session_id], result.stdout
+    assert (
+        f"warning: no orphaned session of project {env.project.parent.name} pruned: "
+        f"pointer active_{tab.pid}.json could not be read and terminal {tab.pid} still "
+        "runs, so any of them may be its session"
+    ) in result.stderr.splitlines()
+    assert os.path.lexists(pointer), "the pointer stays for the tab to replace"
+
+
+def test_listing_names_an_unreadable_pointer_of_a_running_tab(env: Env) -> None:
+    session_id, tab = idle_session(env)
+    BREAKAGES["truncated"](env.project / f"active_{tab.pid}.json")
+    result = env.run("sessions")
+    assert (
+        f"warning: ignoring invalid session pointer active_{tab.pid}.json (not JSON); "
+        f"terminal {tab.pid} still runs: left in place, its session unknown"
+    ) in result.stderr.splitlines()
+
+
+def test_prune_goes_on_past_an_unreadable_pointer_of_a_terminal_that_is_gone(env: Env) -> None:
+    session_id, tab = idle_session(env)
+    BREAKAGES["truncated"](env.project / f"active_{tab.pid}.json")
+    tab.close()
+    result = env.run("sessions", "prune", "--older-than", "0")
+    assert env.session_ids() == [], result.stderr
+    assert "Removed 1 orphaned session" in result.stdout
+
+
+def test_pointer_read_failing_with_an_io_error_is_named_and_protects(env: Env) -> None:
+    """A pointer whose read fails (EIO, injected) ended the listing with an OS error."""
+    session_id, tab = idle_session(env)
+    assert env.run("supervisor", "stop").returncode == 0
+    faults_file(env).write_text(f"read EIO active_{tab.pid}.json\n")
+    listed = env.run("sessions")
+    assert (
+        f"warning: ignoring invalid session pointer active_{tab.pid}.json (Input/output error); "
+        f"terminal {tab.pid} still runs: left in place, its session unknown"
+    ) in listed.stderr.splitlines(), listed.stderr
+    assert session_id in listed.stdout
+    env.run("sessions", "prune", "--older-than", "0")
+    assert env.session_ids() == [session_id]
+
+
+def test_a_new_tab_is_told_the_offer_may_be_held_by_a_tab_whose_pointer_is_unreadable(
+    env: Env,
+) -> None:
+    session_id, tab = idle_session(env)
+    BREAKAGES["truncated"](env.project / f"active_{tab.pid}.json")
+    result = env.run(input="n\n", terminal=env.terminal())
+    assert (
+        f"note: the session offered may be the one terminal {tab.pid} holds: its pointer "
+        f"active_{tab.pid}.json could not be read"
+    ) in result.stderr.splitlines(), result.stderr
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["files", "supervisor"])
+@pytest.mark.parametrize("command", [("sessions", "--all"), ("sessions", "prune", "--all")])
+def test_every_project_but_an_unlistable_one_is_listed_and_pruned(
+    env: Env, served: bool, command: tuple[str, ...]
+) -> None:
+    """H165: one sessions directory that could not be listed ended `--all` with one error,
+    no other project listed (or pruned)."""
+    other = env.base / "other"
+    other.mkdir()
+    kept, _ = idle_session(env)
+    orphan, tab = idle_session(env, cwd=other)
+    tab.close()
+    assert env.run("supervisor", "stop").returncode == 0
+    faults_file(env).write_text(f"list EIO {env.project.parent.name}\n")
+    if served:
+        assert env.run("supervisor", "start").returncode == 0
+    extra = ("--older-than", "0") if "prune" in command else ()
+    result = env.run(*command, *extra)
+    assert result.stderr.splitlines() == [
+        f"error: cannot read sessions directory {env.project} (Input/output error); "
+        "left untouched"
+    ]
+    assert orphan in result.stdout
+    assert result.returncode == 1
+    if "prune" in command:
+        assert not list(_project(env, other).glob(f"{orphan}.json"))
+        assert env.session_ids() == [kept]
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["files", "supervisor"])
+def test_resume_over_an_unreadable_sessions_directory_does_not_say_there_is_no_session(
+    env: Env, served: bool
+) -> None:
+    """H165: `--resume ID` printed the error line and then `no session ID in this project`,
+    though the session may well be in what could not be read."""
+    session_id, _ = idle_session(env)
+    assert env.run("supervisor", "stop").returncode == 0
+    faults_file(env).write_text(f"list EIO {env.project.parent.name}\n")
+    if served:
+        assert env.run("supervisor", "start").returncode == 0
+    result = env.run("--resume", session_id, input="hi\n", terminal=env.terminal())
+    assert result.returncode == 1
+    assert f"no session {session_id}" not in result.stderr, result.stderr
+    assert (
+        f"error: cannot tell whether session {session_id} is in this project: its sessions "
+        f"directory {env.project} could not be read (Input/output error)"
+    ) in result.stderr.splitlines(), result.stderr
+
+
+@pytest.mark.parametrize("command", ["show", "rm"])
+def test_a_short_id_over_an_unreadable_project_does_not_say_there_is_none(
+    env: Env, command: str
+) -> None:
+    session_id, _ = idle_session(env)
+    assert env.run("supervisor", "stop").returncode == 0
+    faults_file(env).write_text(f"list EIO {env.project.parent.name}\n")
+    result = env.run("sessions", command, session_id[:6])
+    assert result.returncode == 1
+    assert f"no session id begins with {session_id[:6]} (" not in result.stderr, result.stderr
+    assert env.session_ids() == [session_id]
