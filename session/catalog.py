@@ -671,7 +671,7 @@ class SessionCatalog:
         yet): one that cannot is left as it is by a prune, its contents too."""
         try:
             self.manager(project).check_directory()
-            os.listdir(project)
+            self.manager(project).names()
         except FileNotFoundError:
             return True
         except (OSError, SessionFileError):
@@ -716,7 +716,7 @@ class SessionCatalog:
         (their change time: a hard link's is when its session file was deleted)."""
         try:
             self.manager(project).check_directory()
-            names = os.listdir(project)
+            names = self.manager(project).names()
         except (OSError, SessionFileError):  # missing, or not a directory: told by the listing
             return ()
         return tuple(
@@ -737,7 +737,7 @@ class SessionCatalog:
         store = self.checkpoints(project)
         try:
             self.manager(project).check_directory()
-            names = os.listdir(project)
+            names = self.manager(project).names()
         except FileNotFoundError:
             names = []
         except (OSError, SessionFileError):  # a file or a symlink where sessions/ should be

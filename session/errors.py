@@ -166,6 +166,12 @@ class UnsafeSessionDirectory(SessionFileError):
         self.reason = reason
 
 
+class UnreadableSessionDirectory(SessionFileError):
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(path, f"cannot read sessions directory {path} ({reason}); left untouched")
+        self.reason = reason
+
+
 class CheckpointError(SessionError):
     """A checkpoint that cannot be used: an unknown or malformed number, a damaged entry."""
 

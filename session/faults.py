@@ -3,7 +3,8 @@
 When the variable names a file that exists, each of its lines ``STEP ERRNO
 [PATH-SUBSTRING]`` makes the atomic write raise that ``OSError`` at that step
 (``open``, ``write``, ``fsync``, ``rename``, ``dirsync``; ``unlink``: a pointer's
-removal) for paths containing the substring; ``BUG`` in place of the errno raises a
+removal; ``read``: a session or pointer file's read; ``list``: a sessions directory's
+listing) for paths containing the substring; ``BUG`` in place of the errno raises a
 ``RuntimeError`` (a defect of the code, not of the disk), ``HANG`` blocks the step for
 good (a supervisor killed in the middle of it). Tests create, change and remove the
 file while the supervisor runs, so a fault can come and go. Without the variable this

@@ -65,6 +65,7 @@ from session.errors import (
     SessionFileError,
     SetAside,
     UnreadableMessages,
+    UnreadableSessionDirectory,
     UnsafeSessionDirectory,
     UnsafeSessionFile,
 )
@@ -178,6 +179,7 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes:
         os.close(fd)
         raise UnsafeSessionFile(path, "not a regular file")
     with os.fdopen(fd, "rb") as handle:
+        inject("read", path)
         if info.st_size > max_bytes:
             raise UnsafeSessionFile(path, f"{info.st_size} bytes, over the {max_bytes} byte cap")
         data = handle.read(max_bytes + 1)
@@ -737,10 +739,16 @@ class SessionManager:
             self.sync_directory()
         return removed
 
+    def names(self) -> list[str]:
+        """The names in the directory; FileNotFoundError if it is missing, another OSError
+        if it cannot be listed (the listing's ``UnreadableSessionDirectory``)."""
+        inject("list", self.directory)
+        return os.listdir(self.directory)
+
     def session_ids(self) -> list[str]:
         """Ids of the session files present (names that are not ids are not listed)."""
         try:
-            names = os.listdir(self.directory)
+            names = self.names()
         except FileNotFoundError:
             return []
         return sorted(n[:-5] for n in names if n.endswith(".json") and is_session_id(n[:-5]))
@@ -753,9 +761,12 @@ class SessionManager:
         problems: list[SessionFileError] = []
         try:
             self.check_directory()
+            present = self.session_ids()
         except UnsafeSessionDirectory as exc:
             return Listing((), (exc,))
-        present = self.session_ids()
+        except OSError as exc:  # not listed: a project whose sessions are unknown
+            why = exc.strerror or str(exc)
+            return Listing((), (UnreadableSessionDirectory(self.directory, why),))
         if not self._index_read:  # a cold listing: headers of unchanged files from the index
             self._index_read = True
             for session_id, (identity, header) in read_index(self.directory).items():
@@ -826,6 +837,8 @@ class SessionManager:
             return None
         except UnsafeSessionFile as exc:
             raise InvalidPointer(path, exc.reason) from exc
+        except OSError as exc:  # its read failed (EIO): as unusable as one that is not JSON
+            raise InvalidPointer(path, exc.strerror or str(exc)) from exc
         return _decode_pointer(path, data, pid)
 
     def delete_pointer_if_same(self, pointer: Pointer, *, sync: bool = True) -> bool:
@@ -864,9 +877,11 @@ class SessionManager:
         except UnsafeSessionDirectory:
             return PointerListing((), ())  # told once, by list_sessions
         try:
-            names = sorted(os.listdir(self.directory))
+            names = sorted(self.names())
         except FileNotFoundError:
             names = []
+        except OSError:
+            return PointerListing((), ())  # told once, by list_sessions
         for name in names:
             if not (name.startswith(POINTER_PREFIX) and name.endswith(".json")):
                 continue

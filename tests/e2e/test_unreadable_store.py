@@ -12,11 +12,20 @@ import pytest
 from session.models import is_session_id
 from tests.e2e.harness import Env, Terminal
 
-BREAKAGES: dict[str, Callable[[Path], None]] = {
+
+def _replaced(make: Callable[[Path], None]) -> Callable[[Path], None]:
+    def replace(path: Path) -> None:
+        path.unlink()
+        make(path)
+
+    return replace
+
+
+BREAKAGES: dict[str, Callable[[Path], object]] = {
     "truncated": lambda path: path.write_bytes(path.read_bytes()[:20]),
     "not-utf8": lambda path: path.write_bytes(b'{"session_id": "\xff\xfe"}'),
-    "directory": lambda path: (path.unlink(), path.mkdir()),  # type: ignore[func-returns-value]
-    "fifo": lambda path: (path.unlink(), os.mkfifo(path)),  # type: ignore[func-returns-value]
+    "directory": _replaced(Path.mkdir),
+    "fifo": _replaced(os.mkfifo),
 }
 
 
@@ -65,7 +74,7 @@ def test_prune_keeps_the_sessions_an_unreadable_pointer_of_a_running_tab_may_nam
 
 
 def test_listing_names_an_unreadable_pointer_of_a_running_tab(env: Env) -> None:
-    session_id, tab = idle_session(env)
+    _, tab = idle_session(env)
     BREAKAGES["truncated"](env.project / f"active_{tab.pid}.json")
     result = env.run("sessions")
     assert (
@@ -75,7 +84,7 @@ def test_listing_names_an_unreadable_pointer_of_a_running_tab(env: Env) -> None:
 
 
 def test_prune_goes_on_past_an_unreadable_pointer_of_a_terminal_that_is_gone(env: Env) -> None:
-    session_id, tab = idle_session(env)
+    _, tab = idle_session(env)
     BREAKAGES["truncated"](env.project / f"active_{tab.pid}.json")
     tab.close()
     result = env.run("sessions", "prune", "--older-than", "0")
@@ -101,7 +110,7 @@ def test_pointer_read_failing_with_an_io_error_is_named_and_protects(env: Env) -
 def test_a_new_tab_is_told_the_offer_may_be_held_by_a_tab_whose_pointer_is_unreadable(
     env: Env,
 ) -> None:
-    session_id, tab = idle_session(env)
+    _, tab = idle_session(env)
     BREAKAGES["truncated"](env.project / f"active_{tab.pid}.json")
     result = env.run(input="n\n", terminal=env.terminal())
     assert (
@@ -147,7 +156,8 @@ def test_resume_over_an_unreadable_sessions_directory_does_not_say_there_is_no_s
     though the session may well be in what could not be read."""
     session_id, _ = idle_session(env)
     assert env.run("supervisor", "stop").returncode == 0
-    faults_file(env).write_text(f"list EIO {env.project.parent.name}\n")
+    env.project.rename(env.project.with_name("kept"))
+    env.project.write_text("not a directory\n")  # as a permission denied is for a user
     if served:
         assert env.run("supervisor", "start").returncode == 0
     result = env.run("--resume", session_id, input="hi\n", terminal=env.terminal())
@@ -155,7 +165,7 @@ def test_resume_over_an_unreadable_sessions_directory_does_not_say_there_is_no_s
     assert f"no session {session_id}" not in result.stderr, result.stderr
     assert (
         f"error: cannot tell whether session {session_id} is in this project: its sessions "
-        f"directory {env.project} could not be read (Input/output error)"
+        f"directory {env.project} could not be read (not a directory)"
     ) in result.stderr.splitlines(), result.stderr
 
 
