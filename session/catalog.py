@@ -31,6 +31,7 @@ from session.atomic import (
 )
 from session.compacted import session_turns
 from session.errors import (
+    InvalidPointer,
     LeftBehind,
     SessionError,
     SessionFileError,
@@ -53,7 +54,7 @@ from session.manager import (
 )
 from session.models import Pointer, SessionHeader, SessionState, utc_now
 from session.paths import projects_dir
-from session.processes import process_alive, process_start_time
+from session.processes import may_still_run, process_alive
 from session.redaction import with_secrets
 from session.workspace_record import record_workspace
 
@@ -156,11 +157,6 @@ def pointer_alive(pointer: Pointer) -> bool:
     return process_alive(pointer.pid, pointer.pid_start_time)
 
 
-REUSED_AFTER_S = 1.0
-"""A process at a pointer's pid that started this long after the pointer was written is
-another process than the terminal that wrote it."""
-
-
 def terminal_gone(pointer: Pointer) -> bool:
     """Whether the terminal ``pointer`` names is surely gone, so that its pointer may be
     removed: no process runs at its pid, or the one that does started after the pointer
@@ -173,10 +169,7 @@ def terminal_gone(pointer: Pointer) -> bool:
     ``AGENT_ASSIST_TERMINAL_PID``, a script's), and the same identity finds it again."""
     if pointer.pid_start_time is None:
         return False
-    if not process_alive(pointer.pid):
-        return True
-    started = process_start_time(pointer.pid)
-    return started is not None and started > pointer.updated_at.timestamp() + REUSED_AFTER_S
+    return not may_still_run(pointer.pid, pointer.updated_at.timestamp())
 
 
 def problem_line(error: Exception) -> str:
@@ -558,6 +551,13 @@ class SessionCatalog:
                 offer = manager.load_without_messages(chosen, set_aside="move")
             except (OSError, SessionError) as exc:  # changed since the listing
                 warnings.append(problem_line(exc))
+        if offer is not None and (own is None or chosen != own.session_id):  # an orphan
+            warnings += [
+                f"note: the session offered may be the one terminal {held.runs} holds: its "
+                f"pointer {held.path.name} could not be read"
+                for held in manager.list_pointers().unknown
+                if held.runs != terminal_pid
+            ]
         turns = (row.turns if row else None) or 0
         return Resumable(
             offer,
@@ -589,10 +589,15 @@ class SessionCatalog:
         touched: set[Path] = set()
         attempted: set[str] = set()
         pointed: dict[Path, dict[str, tuple[Pointer, ...]]] = {}
+        unknown: dict[Path, tuple[InvalidPointer, ...]] = {}
         for row in listing.rows:
             if row.state != "orphaned" or row.updated_at >= cutoff or row.note is not None:
                 continue
             project = projects_dir(self.root) / row.project / "sessions"
+            if project not in unknown:
+                unknown[project] = self.manager(project).list_pointers().unknown
+            if unknown[project]:  # a running tab's session may be this one
+                continue
             if (unread := self._unreadable(project, row.session_id, set_aside)) is not None:
                 problems.append(unread)
                 continue
@@ -657,7 +662,8 @@ class SessionCatalog:
                         continue
                 leftovers += ((project.parent.name, session_id),)
         problems += filter(None, map(self._collect, sorted(touched)))
-        warnings = (*listing.warnings, *problems)
+        kept = [held_line(project.parent.name, held) for project, held in unknown.items() if held]
+        warnings = (*listing.warnings, *kept, *problems)
         return Pruned(
             SessionListing(tuple(pruned), warnings),
             leftovers,
@@ -749,6 +755,23 @@ class SessionCatalog:
             and not any(n.startswith(f"{session_id}.json") for n in names)
             and _changed_before(store.session_dir(session_id), cutoff)
         )
+
+
+def held_line(project: str, unknown: Collection[InvalidPointer]) -> str:
+    """Why no orphaned session of ``project`` is pruned: the unreadable pointers of
+    terminals that still run, any of whose sessions may be one of them."""
+    names = ", ".join(problem.path.name for problem in unknown)
+    pids = ", ".join(str(problem.runs) for problem in unknown)
+    if len(unknown) == 1:
+        said = f"pointer {names} could not be read and terminal {pids} still runs"
+        whose = "its session"
+    else:
+        said = f"pointers {names} could not be read and terminals {pids} still run"
+        whose = "one of theirs"
+    return (
+        f"warning: no orphaned session of project {project} pruned: {said}, so any of "
+        f"them may be {whose}"
+    )
 
 
 def _on_disk(manager: SessionManager, session_id: str) -> bool:

@@ -150,14 +150,24 @@ class InvalidPointer(SessionFileError):
     severity: Severity = "warning"
 
     def __init__(
-        self, path: Path, reason: str, moved_to: Path | None = None, set_aside: SetAside = "move"
+        self,
+        path: Path,
+        reason: str,
+        moved_to: Path | None = None,
+        set_aside: SetAside = "move",
+        runs: int | None = None,
     ) -> None:
         aside = f"; moved aside to {moved_to.name}" if moved_to is not None else ""
         if set_aside == "dry_run":
             aside = "; would be moved aside"
+        if runs is not None:
+            aside = f"; terminal {runs} still runs: left in place, its session unknown"
         super().__init__(path, f"ignoring invalid session pointer {path.name} ({reason}){aside}")
         self.reason = reason
         self.moved_to = moved_to
+        self.runs = runs
+        """The pid of the terminal that wrote it, which may still run (``may_still_run``):
+        it may hold any session of its project."""
 
 
 class UnsafeSessionDirectory(SessionFileError):

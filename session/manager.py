@@ -16,6 +16,7 @@ import os
 import re
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -95,6 +96,7 @@ from session.models import (
     utc_now,
     validate_session_id,
 )
+from session.processes import may_still_run
 from session.redaction import scrub_json, scrub_keys, scrub_text, with_secrets
 from session.unanswered import unanswered_message
 
@@ -364,6 +366,12 @@ class Listing:
 class PointerListing:
     pointers: tuple[Pointer, ...]
     problems: tuple[InvalidPointer, ...]
+
+    @property
+    def unknown(self) -> tuple[InvalidPointer, ...]:
+        """The unreadable pointers of terminals that may still run: which session each
+        holds is not known, so none of the project's may be taken for orphaned."""
+        return tuple(problem for problem in self.problems if problem.runs is not None)
 
 
 class SessionManager:
@@ -898,7 +906,10 @@ class SessionManager:
             try:
                 pointer = self.read_pointer(int(digits))
             except InvalidPointer as exc:
-                problems.append(self._set_aside(exc, set_aside))
+                if _written_for_a_running(exc.path, int(digits)):  # left for it to replace
+                    problems.append(InvalidPointer(exc.path, exc.reason, runs=int(digits)))
+                else:
+                    problems.append(self._set_aside(exc, set_aside))
                 continue
             if pointer is not None:
                 pointers.append(pointer)
@@ -929,6 +940,17 @@ def _not_in_the_future(path: Path, when: datetime) -> datetime:
         written = datetime.fromtimestamp(os.stat(path, follow_symlinks=False).st_mtime, UTC)
         return min(written, now)
     return now
+
+
+def _written_for_a_running(path: Path, pid: int) -> bool:
+    """Whether the terminal ``pid`` the pointer ``path`` was written for may still run."""
+    try:
+        written = os.lstat(path).st_mtime
+    except FileNotFoundError:
+        return False
+    except OSError:
+        written = time.time()
+    return may_still_run(pid, written)
 
 
 def _decode_pointer(path: Path, data: bytes, pid: int) -> Pointer:

@@ -82,3 +82,21 @@ def process_alive(pid: int, start_time: float | None = None) -> bool:
     current = process_start_time(pid)
     tolerance = _PROC_TOLERANCE_S if fields is not None else _PS_TOLERANCE_S
     return current is None or abs(current - start_time) < tolerance
+
+
+REUSED_AFTER_S = 1.0
+"""A process at a file's pid that started this long after the file was written is another
+process than the one the file was written for."""
+
+
+def started_after(pid: int, written: float) -> bool:
+    """Whether the process running at ``pid`` (one is) started after a file naming it was
+    written at ``written`` (seconds since the epoch): its pid was reused since."""
+    started = process_start_time(pid)
+    return started is not None and started > written + REUSED_AFTER_S
+
+
+def may_still_run(pid: int, written: float) -> bool:
+    """Whether the terminal ``pid`` for which a file was written at ``written`` may still
+    run: a process runs at ``pid`` that had started by then (as far as can be told)."""
+    return process_alive(pid) and not started_after(pid, written)
