@@ -177,6 +177,10 @@ def full_id(given: str) -> str:
             for line in listed["warnings"]:
                 if line.startswith("error:"):
                     _warn(line)
+            raise CommandError(
+                f"no session id that could be read begins with {given}; the error above "
+                "says what could not be read"
+            )
         raise CommandError(f"no session id begins with {given} (agent-assist sessions --all)")
     shown = ", ".join(matches[:4]) + (", ..." if len(matches) > 4 else "")
     raise CommandError(

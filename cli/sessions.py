@@ -45,6 +45,14 @@ def not_found_line(workspace: Path | None, session_id: str) -> str:
     if not is_session_id(session_id):
         return line
     here = None if workspace is None else _project(workspace)
+    unread = None if here is None else _offline_catalog(read_only=True).unread(here)
+    if unread is not None:  # it may be there: say what is known
+        path, why = unread
+        what = "its sessions directory " if path == here else ""
+        return (
+            f"cannot tell whether session {session_id} is in this project: {what}{path} "
+            f"could not be read ({why})"
+        )
     kept = [] if here is None else sorted(here.glob(f"{session_id}.json.corrupt-*"))
     if kept:  # moved aside by a chat's start (or a prune)
         return (

@@ -675,14 +675,22 @@ class SessionCatalog:
     def _readable(self, project: Path) -> bool:
         """Whether ``project`` (a ``sessions/`` directory) can be looked in (or is not there
         yet): one that cannot is left as it is by a prune, its contents too."""
+        return self.unread(project) is None
+
+    def unread(self, project: Path) -> tuple[Path, str] | None:
+        """Why ``project`` (a ``sessions/`` directory) cannot be looked in: the path that
+        failed (it, or a parent in the state root) and the reason; None if it can be (or
+        is not there yet)."""
         try:
             self.manager(project).check_directory()
             self.manager(project).names()
         except FileNotFoundError:
-            return True
-        except (OSError, SessionFileError):
-            return False
-        return True
+            return None
+        except UnsafeSessionDirectory as exc:
+            return exc.path, exc.reason
+        except OSError as exc:
+            return project, exc.strerror or str(exc)
+        return None
 
     def _pointers_by_session(self, project: Path) -> dict[str, tuple[Pointer, ...]]:
         """The pointers of ``project``, by the session each names."""

@@ -814,7 +814,8 @@ def test_a_short_id_not_found_in_a_store_it_could_not_read_names_what_was_not_re
     assert result.stderr.splitlines() == [
         f"error: refusing sessions directory {env.home / 'projects'} (Not a directory); "
         "left untouched",
-        "error: no session id begins with abcd (agent-assist sessions --all)",
+        "error: no session id that could be read begins with abcd; the error above says "
+        "what could not be read",
     ]
 
 

@@ -178,5 +178,8 @@ def test_a_short_id_over_an_unreadable_project_does_not_say_there_is_none(
     faults_file(env).write_text(f"list EIO {env.project.parent.name}\n")
     result = env.run("sessions", command, session_id[:6])
     assert result.returncode == 1
-    assert f"no session id begins with {session_id[:6]} (" not in result.stderr, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"error: no session id that could be read begins with {session_id[:6]}; the error "
+        "above says what could not be read"
+    ), result.stderr
     assert env.session_ids() == [session_id]
