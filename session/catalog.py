@@ -81,6 +81,17 @@ class Resumable:
 class SessionListing:
     rows: tuple[SessionRow, ...]
     warnings: tuple[str, ...]
+    unknown: Mapping[str, tuple[InvalidPointer, ...]] = dataclasses.field(default_factory=dict)
+    """By project: the unreadable pointers of terminals that may still run, so that any
+    of its sessions may be theirs (never pruned, offered with a note)."""
+
+
+@dataclass(frozen=True)
+class _ProjectRows:
+    rows: list[SessionRow]
+    warnings: list[str]
+    unknown: tuple[InvalidPointer, ...]
+    """The unreadable pointers of terminals that may still run (``PointerListing.unknown``)."""
 
 
 @dataclass(frozen=True)
@@ -335,6 +346,12 @@ class SessionCatalog:
     ) -> tuple[list[SessionRow], list[str]]:
         """The rows of ``project``'s sessions, and the lines telling its bad files (moved
         aside only if ``set_aside`` is ``move``: a chat's start, a prune)."""
+        found = self._project_rows(project, live, set_aside)
+        return found.rows, found.warnings
+
+    def _project_rows(
+        self, project: Path, live: dict[str, int], set_aside: SetAside
+    ) -> _ProjectRows:
         manager = self.manager(project)
         listing = manager.list_sessions(set_aside=set_aside)
         pointers = manager.list_pointers(set_aside=set_aside)
@@ -344,7 +361,8 @@ class SessionCatalog:
         rows = classify(
             project.parent.name, (*listing.sessions, *kept), pointers.pointers, live, pointer_alive
         )
-        return rows, warnings + recovered_lines(self.root, project, headers, self._facts)
+        warnings += recovered_lines(self.root, project, headers, self._facts)
+        return _ProjectRows(rows, warnings, pointers.unknown)
 
     def _kept_only(self, project: Path, listed: Collection[str]) -> list[SessionHeader]:
         """The headers of the sessions with no file but a recovery copy (none of their saves
@@ -381,10 +399,13 @@ class SessionCatalog:
             directories, warnings = self._every_project()
         else:
             directories = list(projects)
+        unknown: dict[str, tuple[InvalidPointer, ...]] = {}
         for project in directories:
-            found, problems = self.rows(project, live, set_aside)
-            rows += found
-            warnings += problems
+            found = self._project_rows(project, live, set_aside)
+            rows += found.rows
+            warnings += found.warnings
+            if found.unknown:
+                unknown[project.parent.name] = found.unknown
         listed = {row.session_id for row in rows}
         rows += [
             new_session_row(session_id, project, since, pid)
@@ -392,7 +413,7 @@ class SessionCatalog:
             if session_id not in listed and (projects is None or project in projects)
         ]
         rows.sort(key=lambda r: r.updated_at, reverse=True)
-        return SessionListing(tuple(rows), tuple(warnings))
+        return SessionListing(tuple(rows), tuple(warnings), unknown)
 
     def keep_unsaved(
         self,
@@ -520,7 +541,8 @@ class SessionCatalog:
         manager = self.manager(project)
         if not self.read_only:  # a terminal opens a session here: gone tabs' pointers go
             self.remove_gone_pointers(project, {*live.values(), terminal_pid})
-        rows, warnings = self.rows(project, live, "move")  # a chat starts: bad files go aside
+        found = self._project_rows(project, live, "move")  # a chat starts: bad files go aside
+        rows, warnings = found.rows, found.warnings
         try:
             own = manager.read_pointer(terminal_pid)
         except SessionFileError:
@@ -555,7 +577,7 @@ class SessionCatalog:
             warnings += [
                 f"note: the session offered may be the one terminal {held.runs} holds: its "
                 f"pointer {held.path.name} could not be read"
-                for held in manager.list_pointers().unknown
+                for held in found.unknown
                 if held.runs != terminal_pid
             ]
         turns = (row.turns if row else None) or 0
@@ -589,15 +611,14 @@ class SessionCatalog:
         touched: set[Path] = set()
         attempted: set[str] = set()
         pointed: dict[Path, dict[str, tuple[Pointer, ...]]] = {}
-        unknown: dict[Path, tuple[InvalidPointer, ...]] = {}
+        held_back: dict[str, tuple[InvalidPointer, ...]] = {}
         for row in listing.rows:
             if row.state != "orphaned" or row.updated_at >= cutoff or row.note is not None:
                 continue
-            project = projects_dir(self.root) / row.project / "sessions"
-            if project not in unknown:
-                unknown[project] = self.manager(project).list_pointers().unknown
-            if unknown[project]:  # a running tab's session may be this one
+            if row.project in listing.unknown:  # a running tab's session may be this one
+                held_back[row.project] = listing.unknown[row.project]
                 continue
+            project = projects_dir(self.root) / row.project / "sessions"
             if (unread := self._unreadable(project, row.session_id, set_aside)) is not None:
                 problems.append(unread)
                 continue
@@ -662,7 +683,7 @@ class SessionCatalog:
                         continue
                 leftovers += ((project.parent.name, session_id),)
         problems += filter(None, map(self._collect, sorted(touched)))
-        kept = [held_line(project.parent.name, held) for project, held in unknown.items() if held]
+        kept = [held_line(project, held) for project, held in held_back.items()]
         warnings = (*listing.warnings, *kept, *problems)
         return Pruned(
             SessionListing(tuple(pruned), warnings),
