@@ -479,6 +479,7 @@ def test_invalid_pointers_are_ignored_and_reported(
 ) -> None:
     manager.directory.mkdir(parents=True)
     (manager.directory / "active_4242.json").write_bytes(orjson.dumps(content))
+    os.utime(manager.directory / "active_4242.json", (0, 0))  # before any process now running
     with pytest.raises(InvalidPointer) as caught:
         manager.read_pointer(4242)
     assert str(caught.value) == f"ignoring invalid session pointer active_4242.json ({reason})"
@@ -488,6 +489,39 @@ def test_invalid_pointers_are_ignored_and_reported(
     assert moved.read_bytes() == orjson.dumps(content), "moved aside, never deleted"
     assert [str(p) for p in listing.problems] == [f"{caught.value}; moved aside to {moved.name}"]
     assert manager.list_pointers(set_aside="move").problems == (), "told once, not each time"
+
+
+def test_an_unreadable_pointer_of_a_running_terminal_is_left_and_its_session_unknown(
+    manager: SessionManager,
+) -> None:
+    """H165: skipped as any invalid pointer, the session of the living tab that wrote it
+    was taken for orphaned (and pruned), and the pointer moved aside."""
+    running = os.getpid()
+    manager.directory.mkdir(parents=True)
+    path = manager.directory / f"active_{running}.json"
+    path.write_bytes(b'{"session_id": "0a1b')
+    listing = manager.list_pointers(set_aside="move")
+    assert [str(p) for p in listing.problems] == [
+        f"ignoring invalid session pointer active_{running}.json (not JSON); terminal "
+        f"{running} still runs: left in place, its session unknown"
+    ]
+    assert listing.unknown == listing.problems
+    assert path.read_bytes() == b'{"session_id": "0a1b', "left for its terminal to replace"
+
+
+def test_an_unreadable_pointer_written_before_its_pid_was_reused_is_moved_aside(
+    manager: SessionManager,
+) -> None:
+    """The process at its pid started after it was written: another process than the
+    terminal, which is gone, so the pointer names no living tab."""
+    running = os.getpid()
+    manager.directory.mkdir(parents=True)
+    path = manager.directory / f"active_{running}.json"
+    path.write_bytes(b"{bad")
+    os.utime(path, (0, 0))
+    listing = manager.list_pointers(set_aside="move")
+    assert listing.unknown == ()
+    assert list(manager.directory.glob(f"active_{running}.json.corrupt-*"))
 
 
 def test_a_pointer_with_a_field_of_a_newer_version_is_read(manager: SessionManager) -> None:

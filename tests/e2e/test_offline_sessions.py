@@ -157,6 +157,7 @@ def test_read_only_commands_change_no_file_with_or_without_a_supervisor(
         "updated_at": "2026-11-29T10:15:00Z",
     }
     (env.project / "active_777.json").write_text(json.dumps(pointer))
+    os.utime(env.project / "active_777.json", (0, 0))  # its terminal gone, whatever runs at 777
     (env.project / "headers.index").unlink(missing_ok=True)  # a listing that writes makes it
     told: dict[str, list[tuple[int, str, str]]] = {}
     for supervisor in ("none", "running"):
