@@ -562,7 +562,13 @@ class SessionCatalog:
                 "it stays on disk, untouched"
             )
         if own_alive and own is not None and mine is None and not _named(own, warnings):
-            warnings.append(no_longer_on_disk_line(manager.directory, own.session_id))
+            if self.unread(project) is not None:  # not looked for: its error line says why
+                warnings.append(
+                    f"note: this tab's session {own.session_id} is not offered: its sessions "
+                    "directory could not be read (the error above)"
+                )
+            else:
+                warnings.append(no_longer_on_disk_line(manager.directory, own.session_id))
         taken = None
         if chosen is None and holder is None:  # a tab started with the others: one took it
             taken = taken_line(rows, terminal_pid)

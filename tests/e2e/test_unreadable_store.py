@@ -183,3 +183,21 @@ def test_a_short_id_over_an_unreadable_project_does_not_say_there_is_none(
         "above says what could not be read"
     ), result.stderr
     assert env.session_ids() == [session_id]
+
+
+def test_a_tab_whose_sessions_directory_cannot_be_listed_is_not_told_its_session_is_gone(
+    env: Env,
+) -> None:
+    """The start of a tab whose pointer names a session, over a sessions directory that
+    could not be listed, said `this tab's session ID is no longer on disk` under the
+    directory's error: it had not looked."""
+    session_id, tab = idle_session(env)
+    assert env.run("supervisor", "stop").returncode == 0
+    faults_file(env).write_text(f"list EIO {env.project.parent.name}\n")
+    result = env.run(input="", terminal=tab)
+    assert "no longer on disk" not in result.stderr, result.stderr
+    assert (
+        f"note: this tab's session {session_id} is not offered: its sessions directory "
+        "could not be read (the error above)"
+    ) in result.stderr.splitlines(), result.stderr
+    assert env.session_ids() == [session_id]
