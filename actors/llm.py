@@ -53,8 +53,10 @@ from actors.turn_lines import (
     refused_calls,
     stated_context_window,
 )
+from session.compaction import estimate_tokens
 from session.interrupted import interrupted_turn
 from session.model_names import BARE_NAMES
+from session.wire import wire_chars
 
 log = logging.getLogger("agent_assist.llm")
 DEFAULT_CONCURRENCY = 4
@@ -199,11 +201,15 @@ class LLMActor(Actor[LLMMessage]):
                 except Exception as exc:
                     log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
                     kept = progress.kept()
+                    window = stated_context_window(exc)
                     line = explain_failure(
-                        exc, turn.model, mid_reply=reply.had_text, kept=bool(kept)
+                        exc,
+                        turn.model,
+                        mid_reply=reply.had_text,
+                        kept=bool(kept),
+                        message_alone=_alone_over(turn, window),
                     )
                     full = context_window_exceeded(exc)
-                    window = stated_context_window(exc)
                     done = _unfinished(
                         turn, deps, error=line, context_full=full, window=window, kept=kept
                     )
@@ -310,6 +316,15 @@ def ends_the_run(message: ModelMessage) -> bool:
         and not any(isinstance(part, ToolCallPart | NativeToolCallPart) for part in message.parts)
         and any(isinstance(part, TextPart) and part.content for part in message.parts)
     )
+
+
+def _alone_over(turn: StartTurn, window: int | None) -> int | None:
+    """The tokens of ``turn``'s message if it alone is over the token budget or over the
+    ``window`` a refusal stated (None otherwise): no compaction can help it."""
+    message = estimate_tokens(wire_chars(turn.prompt))
+    if turn.message_over_budget or (window is not None and message >= window):
+        return message
+    return None
 
 
 def _unfinished(

@@ -375,6 +375,9 @@ class StartTurn:
     """The request size (tokens, by the characters-per-token estimate) each model request
     of the turn is kept within: the budget less what the model counts beyond the estimate
     (``SessionLifecycle.estimate_budget``)."""
+    message_over_budget: bool = False
+    """Whether ``prompt`` alone reaches the token budget (``SessionLifecycle.
+    message_over_budget``): a refusal as over the window then says to send a part."""
     tool_lines_delivered: bool = False
     """Whether ``reply_to`` tells when the line of a tool call reaches the terminal
     (``TurnToolCall.delivered``): the tools wait for it before they run."""

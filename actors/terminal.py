@@ -1035,6 +1035,7 @@ class TerminalActor(Actor[TerminalMessage]):
             reply_to=self._self,
             stall_timeout_s=self._config.stall_timeout_s,
             token_budget=self._lc.estimate_budget(),
+            message_over_budget=self._lc.message_over_budget(wire_chars(text) + wire_chars(notes)),
             tool_lines_delivered=self._config.acknowledges_tool_lines,
         )
 
@@ -1553,9 +1554,10 @@ class TerminalActor(Actor[TerminalMessage]):
         request compacts what came since. Returns the request's size in tokens, as the
         budget sees it; None if the user cancelled the wait (Ctrl+C)."""
         threshold = self._lc.policy.compaction.token_threshold
-        message = estimate_tokens(extra_chars)
-        if threshold is not None and message >= threshold and not again:
-            await self._emit(Info(message_over_budget_line(message, threshold)))
+        alone = self._lc.message_over_budget(extra_chars)
+        if threshold is not None and alone and not again:
+            line = message_over_budget_line(estimate_tokens(extra_chars), threshold)
+            await self._emit(Info(line))
         tokens = self._lc.request_tokens(extra_chars)
         window = self._lc.compaction_due(request_tokens=tokens)
         superseding = False
@@ -1567,7 +1569,7 @@ class TerminalActor(Actor[TerminalMessage]):
             if window is not None:
                 self._lc, superseding = superseded, True
         if window is None:
-            if threshold is not None and tokens >= threshold and message < threshold:
+            if threshold is not None and tokens >= threshold and not alone:
                 # Nothing was compacted (automatic compaction off, or nothing left to
                 # compact), yet the request is over: say so as after a compaction.
                 off = self._lc.policy.compaction.compaction_interval <= 0
@@ -1584,7 +1586,7 @@ class TerminalActor(Actor[TerminalMessage]):
         tokens = self._lc.request_tokens(extra_chars)
         if threshold is None:
             return tokens
-        if tokens >= threshold and message < threshold:  # else the message was told of
+        if tokens >= threshold and not alone:  # else the message was told of
             await self._tell_over_budget(tokens, over_budget_line(result, tokens, threshold))
         return tokens
 

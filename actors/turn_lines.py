@@ -143,7 +143,12 @@ def _key_of(model: str) -> str:
 
 
 def explain_failure(
-    exc: BaseException, model: str, *, mid_reply: bool = False, kept: bool = False
+    exc: BaseException,
+    model: str,
+    *,
+    mid_reply: bool = False,
+    kept: bool = False,
+    message_alone: int | None = None,
 ) -> str:
     """What happened and what to do, in one line (no ``error:`` prefix), scrubbed of
     secrets: an endpoint's error body may echo the request's ``Authorization`` header.
@@ -152,8 +157,11 @@ def explain_failure(
     says so): the line does not say the reply is not kept, nor to send the message
     again, which would run its tools again (a decision recorded twice, a file written
     over): the assistant is asked to go on. Each kind of failure says both in words of its
-    own (``Reply.told``), so no kept line is a not-kept one with words replaced."""
-    line = _explain(exc, model, mid_reply, Reply.KEPT if kept else Reply.NOT_KEPT)
+    own (``Reply.told``), so no kept line is a not-kept one with words replaced.
+    ``message_alone``: the user's message, in tokens, when it alone is over the budget or
+    the window: a refusal then says to send a part, which a compaction cannot do for it."""
+    reply = Reply.KEPT if kept else Reply.NOT_KEPT
+    line = _explain(exc, model, mid_reply, reply, message_alone)
     return scrub_text(line, secrets_from_environment())
 
 
@@ -217,7 +225,13 @@ def stated_context_window(exc: BaseException) -> int | None:
     return None
 
 
-def _explain(exc: BaseException, model: str, mid_reply: bool, reply: Reply) -> str:
+def _explain(
+    exc: BaseException,
+    model: str,
+    mid_reply: bool,
+    reply: Reply,
+    message_alone: int | None = None,
+) -> str:
     where = endpoint_of(model)
     if context_window_exceeded(exc):
         if isinstance(exc, ModelHTTPError):
@@ -228,8 +242,13 @@ def _explain(exc: BaseException, model: str, mid_reply: bool, reply: Reply) -> s
         return (
             f"{source}: the request is over the model's context window ({_clip(said, 200)}); "
             + reply.told(not_kept=NOT_KEPT, kept=STOPPED_THERE)
-            + ": /compact shrinks the conversation, and AGENT_ASSIST_CONTEXT_TOKENS below "
-            "the model's window keeps it under"
+            + (
+                f": this message alone (~{message_alone:,} tokens) is over it; "
+                "send a part or a file path"
+                if message_alone is not None
+                else ": /compact shrinks the conversation, and AGENT_ASSIST_CONTEXT_TOKENS "
+                "below the model's window keeps it under"
+            )
         )
     # A tool of the reply had run: the endpoint answered this turn, so a connection that
     # fails now dropped mid-reply, even before any text came.

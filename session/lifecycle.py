@@ -563,6 +563,12 @@ class SessionLifecycle:
         history = estimate_tokens(self.history_chars(extra_chars))
         return self.request_tokens(extra_chars) - history >= threshold
 
+    def message_over_budget(self, extra_chars: int) -> bool:
+        """Whether a message of ``extra_chars`` reaches the token budget on its own: no
+        compaction brings a request carrying it under the budget."""
+        threshold = self.policy.compaction.token_threshold
+        return threshold is not None and estimate_tokens(extra_chars) >= threshold
+
     def turns_left_out(self) -> int:
         """The turns in memory the next request leaves out, neither sent nor summarized:
         with automatic compaction off and no ``/compact`` yet, the tail's limits (its

@@ -189,6 +189,19 @@ def test_a_failure_after_a_tool_ran_does_not_say_the_reply_is_not_kept() -> None
     assert "the reply stopped there: /compact shrinks the conversation" in told
 
 
+def test_a_message_over_the_window_alone_is_told_to_send_a_part_not_to_compact() -> None:
+    """H166's report: a message bigger than the whole budget on its own, refused by the
+    model, was told "/compact shrinks the conversation", which cannot help it; the budget's
+    warning before it already said what does."""
+    exc = ModelContextWindowExceededError("m", "maximum context length is 2250 tokens")
+    told = explain_failure(exc, "openai-chat:m", message_alone=2_700)
+    assert told.endswith(
+        "the reply is not kept: this message alone (~2,700 tokens) is over it; "
+        "send a part or a file path"
+    )
+    assert "/compact" not in told
+
+
 @pytest.mark.parametrize(
     "exc",
     [

@@ -61,7 +61,8 @@ def test_a_message_over_the_window_alone_is_refused_once_and_the_chat_goes_on(
     assert len(sent(server, huge)) == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "over the model's context window" in errors[0], result.stderr
-    assert "/compact" in errors[0]
+    assert errors[0].endswith("is over it; send a part or a file path"), errors[0]
+    assert "/compact" not in errors[0]  # no compaction brings it under (H166)
     assert result.stdout.splitlines() == ["echo: short one"]
 
 
@@ -76,6 +77,8 @@ def test_a_message_over_the_token_budget_alone_is_told_so_once_though_sent_again
     result = env.run("--new", input=f"{huge}\n", terminal=env.terminal())
     assert len(sent(server, huge)) == 1, "not sent again: it alone is over the window"
     assert result.stderr.count("warning: this message (~") == 1, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].endswith("send a part or a file path"), errors
 
 
 def test_a_refusal_far_over_the_window_learns_a_budget_under_the_window_it_states(
