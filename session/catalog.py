@@ -40,7 +40,7 @@ from session.errors import (
     UnsafeSessionDirectory,
     UnsafeSessionFile,
 )
-from session.header_index import FileIdentity
+from session.header_index import FileIdentity, read_copies, record_copy
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
     MAX_SESSION_BYTES,
@@ -437,6 +437,7 @@ class SessionCatalog:
                 path = place / name
                 scrubbed = scrub_state(state, with_secrets(self.known_secrets, secrets))
                 atomic_write(path, encode_state(scrubbed))
+                _record(path, scrubbed)
                 return path
             except OSError as exc:
                 error = exc
@@ -965,37 +966,55 @@ def recovered_lines(
     the copy put back, is caught up: nothing is said."""
     lines = []
     for copy in recovered_copies(root, project):
-        session_file = project / f"{copy.session_id}.json"
-        if os.path.lexists(session_file) and _same_bytes(session_file, copy.path):
-            continue  # the copy put back (cp -p too)
         kept = (facts or _copy_facts)(copy.path)
         if kept is None:
             continue  # not a session file: nothing to put back
         header = headers.get(copy.session_id)
         if header is not None and header.updated_at >= kept.updated_at:
-            if header.turns is not None and header.turns < kept.turns:
-                lines.append(
-                    f"note: session {copy.session_id} went on from its file without the turns "
-                    f"kept in {copy.path} when its saves failed; that copy is left as it is "
-                    "(do not copy it over the file: what was done since would be lost)"
-                )
-            continue
-        lines.append(
-            f"warning: session {copy.session_id} has turns its file lacks, kept in {copy.path} "
-            "when its saves failed; resuming the session goes on with them"
-        )
+            if header.turns is None or header.turns >= kept.turns:
+                continue  # caught up (a copy put back: the same time and turns)
+            line = (
+                f"note: session {copy.session_id} went on from its file without the turns "
+                f"kept in {copy.path} when its saves failed; that copy is left as it is "
+                "(do not copy it over the file: what was done since would be lost)"
+            )
+        else:
+            line = (
+                f"warning: session {copy.session_id} has turns its file lacks, kept in "
+                f"{copy.path} when its saves failed; resuming the session goes on with them"
+            )
+        session_file = project / f"{copy.session_id}.json"
+        if os.path.lexists(session_file) and _same_bytes(session_file, copy.path):
+            continue  # the copy put back (cp -p too), its file not read as a session's
+        lines.append(line)
     return lines
 
 
+_COMPARED_BYTES = 1024 * 1024
+"""How much of each file ``_same_bytes`` holds at a time."""
+
+
 def _same_bytes(one: Path, other: Path) -> bool:
-    """Whether two files hold the same bytes (False if either cannot be read)."""
+    """Whether two regular files hold the same bytes (False if either cannot be read),
+    compared a piece at a time: two copies of 200 MB held whole took 400 MB."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
-        if os.stat(one).st_size != os.stat(other).st_size:
-            return False
-        return read_regular_file(one, MAX_SESSION_BYTES) == read_regular_file(
-            other, MAX_SESSION_BYTES
-        )
-    except (OSError, SessionFileError):
+        if os.lstat(one).st_size != os.lstat(other).st_size:
+            return False  # most often: neither is opened
+        with (
+            open(os.open(one, flags), "rb") as first,
+            open(os.open(other, flags), "rb") as second,
+        ):
+            infos = os.fstat(first.fileno()), os.fstat(second.fileno())
+            if not all(stat.S_ISREG(i.st_mode) for i in infos):
+                return False
+            if infos[0].st_size != infos[1].st_size or infos[0].st_size > MAX_SESSION_BYTES:
+                return False
+            while piece := first.read(_COMPARED_BYTES):
+                if piece != second.read(_COMPARED_BYTES):
+                    return False
+            return not second.read(1)
+    except OSError:
         return False
 
 
@@ -1025,11 +1044,27 @@ class CopyFacts:
         known = self._read.get(path)
         if known is not None and known[0] == identity:
             return known[1]
-        facts = _copy_facts(path)
+        facts = _recorded_facts(path, identity) or _copy_facts(path)
         if len(self._read) >= self.LIMIT:
             del self._read[next(iter(self._read))]
         self._read[path] = (identity, facts)
         return facts
+
+
+def _record(path: Path, state: SessionState) -> None:
+    """Record what a listing needs of the copy just written at ``path`` (``copies.index``)."""
+    identity = file_identity(path)
+    if identity is not None:
+        turns = session_turns(state.compacted_history_summary, list(state.recent_messages))
+        record_copy(path.parent, path.name, (identity, turns, state.updated_at))
+
+
+def _recorded_facts(path: Path, identity: FileIdentity) -> _CopyFacts | None:
+    """The facts its writer recorded of the copy at ``path``, if it is as it was then."""
+    record = read_copies(path.parent).get(path.name)
+    if record is None or record[0] != identity:
+        return None
+    return _CopyFacts(record[1], record[2])
 
 
 def _copy_facts(path: Path) -> _CopyFacts | None:

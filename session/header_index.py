@@ -147,3 +147,66 @@ def write_index(directory: Path, headers: Mapping[str, Cached]) -> None:
 
 
 _TEMP_NAMES = re.compile(rf"\.{re.escape(INDEX_NAME)}\.[0-9]+\.tmp")
+
+
+COPIES_NAME = "copies.index"
+"""Beside the recovery copies of a project (``session/catalog.py``): what a listing needs
+of each (its turns and its ``updated_at``), recorded by the copy's writer, so that no
+listing parses a copy of many megabytes. Never trusted over the file: an entry is used
+only while a ``stat`` of its copy gives the identity recorded."""
+COPIES_VERSION = 1
+CopyRecord = tuple[FileIdentity, int, datetime]
+"""A copy's identity when recorded, its turns and its ``updated_at``."""
+
+
+def _copy_record(value: Any) -> CopyRecord:
+    identity, turns, updated = value
+    ino, size, mtime, ctime = identity
+    if not all(type(n) is int for n in (ino, size, mtime, ctime, turns)) or turns < 0:
+        raise TypeError("identity or turns not integers")
+    when = datetime.fromisoformat(updated)
+    if when.tzinfo is None:
+        raise ValueError("naive time")
+    return (ino, size, mtime, ctime), turns, when
+
+
+def read_copies(place: Path) -> dict[str, CopyRecord]:
+    """The well-formed records of ``place``'s copies, by file name (none if unusable)."""
+    data = _read_bytes(place / COPIES_NAME)
+    if data is None:
+        return {}
+    try:
+        raw = orjson.loads(data)
+        if raw.get("version") != COPIES_VERSION or not isinstance(raw["copies"], dict):
+            return {}
+    except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError):
+        return {}
+    found: dict[str, CopyRecord] = {}
+    for name, value in raw["copies"].items():
+        with contextlib.suppress(ValueError, TypeError):
+            found[name] = _copy_record(value)
+    return found
+
+
+def record_copy(place: Path, name: str, record: CopyRecord) -> None:
+    """Add ``name``'s record to ``place``'s copies index, dropping those of copies gone
+    (best effort, as ``write_index``: at worst a listing reads the copy)."""
+    with contextlib.suppress(OSError):
+        present = set(os.listdir(place))
+        kept = {n: r for n, r in read_copies(place).items() if n in present and n != name}
+        identity, turns, updated = record
+        data = orjson.dumps(
+            {
+                "version": COPIES_VERSION,
+                "copies": {
+                    n: [list(i), t, u.isoformat()]
+                    for n, (i, t, u) in {**kept, name: (identity, turns, updated)}.items()
+                },
+            }
+        )
+        temp = place / f".{COPIES_NAME}.{os.getpid()}.tmp"
+        atomic_write(place / COPIES_NAME, data, durable=False, tmp=temp)
+    clear_stale_temps(place, _COPIES_TEMP_NAMES)
+
+
+_COPIES_TEMP_NAMES = re.compile(rf"\.{re.escape(COPIES_NAME)}\.[0-9]+\.tmp")

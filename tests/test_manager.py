@@ -1097,11 +1097,13 @@ def test_a_resume_reads_a_sessions_recovery_copies_once_while_they_stay_as_they_
             assert catalog.stored(project, SID)
             state = catalog.load(project, SID, "unscrubbed", "leave")
             assert catalog.recovery_ahead(project, state) is None
-        assert reads() - 3 == 2, "each copy parsed once (and the newest loaded by each resume)"
+        # the newest loaded by each resume; no copy parsed for its facts: its writer
+        # recorded them (copies.index), and a copy changed since is read (the test below)
+        assert reads() == 3
         written_again = later(with_more(with_more(full_state())), minutes=2)
         catalog.keep_unsaved(project, written_again, name=newest.name)
         assert catalog.stored(project, SID)
-        assert reads() - 3 == 3, "the copy written again is read again"
+        assert reads() == 3
         assert catalog.load(project, SID, "none", "leave").decisions == written_again.decisions
     finally:
         _Opens.counting = False
@@ -1127,3 +1129,62 @@ def test_rm_whose_recovery_copy_stays_says_the_session_file_is_gone(tmp_path: Pa
     assert str(raised.value).startswith(
         f"error: the recovery copies of session {state.session_id} not removed"
     )
+
+
+def test_a_cold_listing_reads_no_recovery_copy_its_writer_recorded(tmp_path: Path) -> None:
+    """H166's report: ``sessions`` with no supervisor read a recovery copy whole to count its
+    turns (a 200 MB copy: 630 MB and seconds), and the whole session file beside it to see
+    whether the copy was put back. The copy's writer records what a listing needs of it
+    (``copies.index``); the listing says the same lines, opening neither."""
+    import sys
+
+    from session.catalog import SessionCatalog
+
+    root = tmp_path / "home"
+    project = root / "projects" / "ws_00000000" / "sessions"
+    writer = SessionCatalog(root)
+    state = full_state()
+    writer.manager(project).save(state)
+    ahead = writer.keep_unsaved(project, later(with_more(state), minutes=1))  # its save failed
+    two_more = full_state().model_copy(
+        update={"recent_messages": tuple(dump_messages(conversation(0, 2, 1, 0, 0)))}
+    )
+    other = full_state("1a1b2c3d4e5f")
+    writer.manager(project).save(later(other, minutes=2))  # went on without the copy's turns
+    behind = writer.keep_unsaved(project, later(two_more, minutes=1).model_copy(
+        update={"session_id": other.session_id}
+    ))
+    writer.manager(project).list_sessions(set_aside="move")  # the headers' index, as a start
+    if not _Opens.installed:
+        sys.addaudithook(_Opens.hook)
+        _Opens.installed = True
+    _Opens.paths.clear()
+    _Opens.counting = True
+    try:
+        warnings = SessionCatalog(root, read_only=True).list((project,), {}).warnings
+    finally:
+        _Opens.counting = False
+    opened = set(_Opens.paths)
+    assert not opened & {str(ahead), str(behind), str(project / f"{SID}.json")}, opened
+    assert sorted(line.split(" ", 3)[:3] for line in warnings) == [
+        ["note:", "session", other.session_id],
+        ["warning:", "session", SID],
+    ]
+
+
+def test_a_recovery_copy_changed_since_its_writer_recorded_it_is_read_again(
+    tmp_path: Path,
+) -> None:
+    """The record is never trusted over the file: a copy replaced by hand (another copy put
+    at its name) is read, and the listing tells what it holds."""
+    from session.catalog import SessionCatalog
+
+    root = tmp_path / "home"
+    project = root / "projects" / "ws_00000000" / "sessions"
+    writer = SessionCatalog(root)
+    state = full_state()
+    writer.manager(project).save(state)
+    ahead = writer.keep_unsaved(project, later(with_more(state), minutes=1))
+    behind = writer.keep_unsaved(project, state, name=f"{SID}-20260101T000000Z.json")
+    os.replace(behind, ahead)  # the older copy, put at the newer's name
+    assert SessionCatalog(root, read_only=True).list((project,), {}).warnings == ()
