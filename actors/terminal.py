@@ -2566,6 +2566,8 @@ class TerminalActor(Actor[TerminalMessage]):
                     await self._tell_or_hold(Info(compacted_at_resume_line(effect, answer)), told)
                 if isinstance(effect, WriteSession):
                     self._unsaved = False
+                    if effect.told is not None:  # the file kept under its cap: once a chat
+                        await self._tell_or_hold(Info(effect.told), told)
                     # the next failure keeps a copy of its own: this one may hold turns a
                     # restore takes back
                     self._kept_as.pop(effect.state.session_id, None)

@@ -40,10 +40,10 @@ from session.errors import (
     UnsafeSessionDirectory,
     UnsafeSessionFile,
 )
+from session.file_cap import MAX_SESSION_BYTES
 from session.header_index import FileIdentity, read_copies, record_copy
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
-    MAX_SESSION_BYTES,
     POINTER_PREFIX,
     CheckpointStore,
     SessionManager,

@@ -41,11 +41,25 @@ class EncodedMessages:
         """``messages`` scrubbed of ``known_secrets`` and credential-looking strings, encoded."""
         secrets = frozenset(known_secrets)
         clean: list[JsonDict] = scrub_json(list(messages), secrets)
-        if not clean:
-            return cls(known_secrets=secrets)
-        encoded = [orjson.dumps(message) for message in clean]
+        return cls.of(clean, secrets)
+
+    @classmethod
+    def of(cls, messages: Sequence[JsonDict], known_secrets: frozenset[str]) -> EncodedMessages:
+        """``messages``, already scrubbed of ``known_secrets``, encoded as they are."""
+        if not messages:
+            return cls(known_secrets=known_secrets)
+        encoded = [orjson.dumps(message) for message in messages]
         sizes = tuple(map(len, encoded))
-        return cls(tuple(clean), (b",".join(encoded),), (sizes,), secrets)
+        return cls(tuple(messages), (b",".join(encoded),), (sizes,), known_secrets)
+
+    def nbytes(self) -> int:
+        """The bytes of the inside of the JSON array (``joined``'s length)."""
+        return sum(map(len, self.chunks)) + max(0, len(self.chunks) - 1)
+
+    def message_sizes(self) -> Iterator[int]:
+        """Each message's encoding's length, in order."""
+        for chunk_sizes in self.sizes:
+            yield from chunk_sizes
 
     def __len__(self) -> int:
         return len(self.json)

@@ -99,6 +99,13 @@ from session.compaction import Event as CompactionEvent
 from session.encoded import EncodedMessages
 from session.environment import longest_first
 from session.errors import IllegalTransition
+from session.file_cap import (
+    HEADROOM_DIVISOR,
+    MAX_SESSION_BYTES,
+    Trimmed,
+    trimmed_line,
+    within_cap,
+)
 from session.filesystem import FileDrift
 from session.history import (
     DEFAULT_MAX_CHARS,
@@ -222,6 +229,9 @@ class WriteSession:
     state: SessionState
     encoded: EncodedMessages | None = None
     """``state.recent_messages`` already scrubbed and encoded (or None)."""
+    told: str | None = None
+    """A line for the terminal once it is written: the first save of a chat that left
+    something out of the file to keep it under its cap (``session/file_cap.py``)."""
 
 
 @dataclass(frozen=True)
@@ -293,6 +303,9 @@ class PersistPolicy:
     agent_chars: int = 0
     """What every request carries besides the session's part (the agent's base
     instructions and tool definitions), in characters: counted in every estimate."""
+    max_file_bytes: int = MAX_SESSION_BYTES
+    """The size a save keeps the session file under (``within_cap``): the cap the reader
+    holds files to; lower only in tests (a real supervisor writing past a small cap)."""
 
 
 @dataclass(frozen=True)
@@ -363,6 +376,9 @@ class SessionLifecycle:
     unseen: bool = False
     """The turn in flight goes on for a terminal gone (let finish, and perhaps cut at the
     finish wait's end): its end is seen by nobody (``MarkReplyUnseen``)."""
+    cap_told: bool = False
+    """A save left something out of the file to keep it under its cap, and a write
+    carried the line that says so (``WriteSession.told``): told once a chat."""
 
     # -- queries ----------------------------------------------------------
 
@@ -609,7 +625,8 @@ class SessionLifecycle:
     ) -> WriteSession:
         """The session file to write now: the recent tail, scrubbed and already encoded,
         and the fresh manifest."""
-        tail = self.history_encoded[self._saved_start() :]
+        start = self._saved_start()
+        tail = self.history_encoded[start:]
         state = self._require_state().model_copy(
             update={
                 "updated_at": now,
@@ -627,7 +644,34 @@ class SessionLifecycle:
                 ),
             }
         )
-        return WriteSession(state, tail)
+        capped, trimmed = self._within_cap(state, tail, start)
+        if trimmed is None:
+            return WriteSession(state, tail)
+        state = state.model_copy(update={"recent_messages": capped.json})
+        return WriteSession(state, capped, None if self.cap_told else trimmed_line(trimmed))
+
+    def _within_cap(
+        self, state: SessionState, tail: EncodedMessages, start: int
+    ) -> tuple[EncodedMessages, Trimmed | None]:
+        """``tail`` (``history_encoded`` from ``start``) as the file ``state`` holds it keeps
+        under the policy's cap (``within_cap``): the already compacted turns before the
+        boundary may go whole, oldest first."""
+        cap = self.policy.max_file_bytes
+        if tail.nbytes() <= cap // 2:
+            return tail, None  # most saves: no need to measure the rest
+        header = len(state.model_copy(update={"recent_messages": ()}).model_dump_json())
+        room = cap - cap // HEADROOM_DIVISOR - header
+        boundary = self._boundary_index(self.history_starts)
+        ends = (*self.history_starts, len(self.history))
+        cuts = [at - start for at in ends if start < at <= boundary]
+        return within_cap(tail, cuts, room, cap)
+
+    def _writing(
+        self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
+    ) -> tuple[SessionLifecycle, WriteSession]:
+        """``write``, and the lifecycle that has told the line it carries, if any."""
+        write = self.write(now, manifest, agent_spec_path)
+        return (self if write.told is None else self._with(cap_told=True)), write
 
     def _saved_start(self) -> int:
         """Where the turns a save keeps start in ``history``: the request's tail, and before
@@ -1133,7 +1177,8 @@ class SessionLifecycle:
             new = new._with(last_turn_not_again=True)
         if new.session_deleted or not new.saved:
             return Transition(new, ())
-        return Transition(new, (new.write(now, manifest, agent_spec_path),))
+        new, write = new._writing(now, manifest, agent_spec_path)
+        return Transition(new, (write,))
 
     def compaction_failed(
         self, generation: int, *, back_off: bool = True, window: Window | None = None
@@ -1203,7 +1248,8 @@ class SessionLifecycle:
         new = self._move(Event.SUMMARY, state=state.model_copy(update={"summary": summary}))
         if new.session_deleted or not new.saved:
             return Transition(new, ())
-        return Transition(new, (new.write(now, manifest, agent_spec_path),))
+        new, write = new._writing(now, manifest, agent_spec_path)
+        return Transition(new, (write,))
 
     def exit(
         self,
@@ -1279,14 +1325,14 @@ class SessionLifecycle:
     def _written(
         self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
     ) -> Transition:
-        write = self.write(now, manifest, agent_spec_path)
+        told, write = self._writing(now, manifest, agent_spec_path)
         # Every file a save's manifest holds stays tracked, as a resume's do: a template
         # file deleted (and told) was dropped at the next turn, and its coming back, or an
         # edit after it, was never told.
         tracked = self.tracked_paths
         if not tracked.issuperset(manifest):  # at a turn's end: a set's check, most often
             tracked = tracked | frozenset(manifest)
-        new = self._with(state=write.state, saved=True, tracked_paths=tracked)
+        new = told._with(state=write.state, saved=True, tracked_paths=tracked)
         if self.saved:
             return Transition(new, (write,))
         return Transition(new, (write, WritePointer(write.state.session_id)))

@@ -71,6 +71,7 @@ from session.errors import (
     UnsafeSessionFile,
 )
 from session.faults import inject
+from session.file_cap import MAX_SESSION_BYTES
 from session.filesystem import (
     WORKSPACE_GONE,
     held_as_asked,
@@ -118,12 +119,6 @@ def _valid_entries(path: Path, manifest: JsonDict) -> JsonDict:
     return kept
 
 
-MAX_SESSION_BYTES = 256 * 1024 * 1024
-"""The largest session file read. Above what this version saves at the largest budget
-(``MAX_CONTEXT_TOKENS``: a request of some 40 MB, the turns after the boundary and the
-default overlap before it): at 32 MiB, one turn that read 140 files within that budget
-was saved as 34 MB and refused at the next start (H166). A 200 MB file resumes in about
-2 s of CPU and 650 MB of memory at its peak."""
 MAX_MESSAGE_DEPTH = 200
 """How deeply a saved message may nest (a tool call's arguments nest within it). Deeper
 is valid JSON that the serializers (orjson, pydantic: about 255 levels) cannot write

@@ -99,6 +99,7 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
             known_secrets=secrets_from_environment(),
             compaction=compaction,
             agent_chars=agent_chars(),
+            max_file_bytes=file_cap(),
         ),
         version=package_version(),
         hello_timeout_s=number_from_env("AGENT_ASSIST_HELLO_TIMEOUT_S", HELLO_TIMEOUT_S),
@@ -107,6 +108,19 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
         model_timeout_s=configured.model_timeout,
         finish_wait_s=number_from_env("AGENT_ASSIST_FINISH_WAIT_S", DETACH_FINISH_WAIT_S),
     )
+
+
+TEST_FILE_CAP_VARIABLE = "AGENT_ASSIST_TEST_SESSION_FILE_BYTES"
+"""For tests only: a smaller cap for what a save writes (a real supervisor trimming a file
+without writing 256 MiB); never above ``MAX_SESSION_BYTES``, which every read keeps."""
+
+
+def file_cap() -> int:
+    """The size the supervisor's saves keep a session file under."""
+    from session.file_cap import MAX_SESSION_BYTES
+
+    wanted = number_from_env(TEST_FILE_CAP_VARIABLE, MAX_SESSION_BYTES)
+    return max(1, min(MAX_SESSION_BYTES, int(wanted)))
 
 
 def raise_descriptor_limit() -> None:

@@ -45,3 +45,38 @@ def test_a_session_whose_one_turn_read_many_large_files_resumes(
     assert f"Session {path.stem} saved." in resumed.stdout + resumed.stderr
     chats = [r for r in server.requests if r["model"] != "summary-model"]
     assert "part139.md" in str(chats[-1]["messages"])  # the turn read is sent again
+
+
+def test_a_turn_that_would_pass_the_file_cap_is_saved_under_it_and_resumed(
+    env: Env, server: ChatServer
+) -> None:
+    """H166's report: the writer had no size limit. A turn that read more than the cap
+    (here lowered to 3 MiB for the test; 256 MiB in use) within the budget was written
+    whole, and the next start would refuse the session the user just worked in. The save
+    leaves the largest tool returns' bodies out of the file instead, never the user's
+    message, and says so once."""
+    cap = 3 * 1024 * 1024
+    env.extra["AGENT_ASSIST_TEST_SESSION_FILE_BYTES"] = str(cap)
+    names = []
+    for n in range(20):  # 20 files of 250 KB: 5 MB of tool returns
+        (env.workspace / f"part{n}.md").write_text(LINE * 1100)
+        names.append(f"part{n}.md")
+    asked = "read all: " + " ".join(names)
+    first = env.run("--new", input=f"{asked}\nand now?\n", timeout=300)
+    assert first.returncode == 0, first.stderr
+    (path,) = [
+        p for p in sessions_dir(env.workspace, env.home).glob("*.json") if is_session_id(p.stem)
+    ]
+    assert path.stat().st_size <= cap
+    told = [line for line in first.stderr.splitlines() if "kept under its 3 MiB cap" in line]
+    assert told == [
+        "note: the session file is kept under its 3 MiB cap: 8 tool returns' bodies left out "
+        "of it (this chat still sends them; your messages are kept)"
+    ], first.stderr
+    resumed = env.run("--yes", input="go on\n", timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "refusing" not in resumed.stderr
+    chats = [r for r in server.requests if r["model"] != "summary-model"]
+    sent = str(chats[-1]["messages"])
+    assert asked in sent and "and now?" in sent  # the user's messages, whole
+    assert "bytes left out of the session file to keep it under its 3 MiB cap" in sent

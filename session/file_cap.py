@@ -1,0 +1,146 @@
+"""The session file's size cap, which the writer keeps to: what a save writes, the next
+start reads back. Pure: ``within_cap`` decides which messages a file over it does without."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import orjson
+
+from session.encoded import EncodedMessages
+from session.models import JsonDict
+
+MAX_SESSION_BYTES = 256 * 1024 * 1024
+"""The largest session file read, and written. Above what this version saves at the largest
+budget (``MAX_CONTEXT_TOKENS``: a request of some 40 MB, the turns after the boundary and
+the default overlap before it): at 32 MiB, one turn that read 140 files within that budget
+was saved as 34 MB and refused at the next start (H166). A 200 MB file resumes in about
+2 s of CPU and 650 MB of memory at its peak. A file that would pass it is trimmed by its
+writer (``within_cap``)."""
+HEADROOM_DIVISOR = 64
+"""Of the cap, the share kept free for what the save adds after the lifecycle measured the
+file (the terminal's secrets scrubbed on the way, a marker longer than a short secret)."""
+ELIDED = "[{size:,} bytes left out of the session file to keep it under its {cap} cap]"
+"""What a body left out of the file reads as (a tool's return, a reply's text)."""
+_MODEL_BODIES = {"text": "content", "thinking": "content", "tool-call": "args"}
+"""The parts of the model's replies whose body may be left out, after every tool return."""
+
+
+@dataclass(frozen=True)
+class Trimmed:
+    """What a save left out of a session file to keep it under its cap."""
+
+    cap: int
+    turns: int = 0
+    """Already compacted turns (the overlap, the turn sent again) left out whole."""
+    tool_returns: int = 0
+    """Tool returns whose bodies were left out."""
+    replies: int = 0
+    """Bodies of the model's replies (text, thinking, a tool call's arguments) left out."""
+
+
+def cap_words(cap: int) -> str:
+    """``cap`` as a line says it: ``256 MiB``."""
+    return f"{cap / 2**20:g} MiB" if cap >= 2**20 else f"{cap:,} bytes"
+
+
+def trimmed_line(trimmed: Trimmed) -> str:
+    """Told once a chat, at the first save that trims: what the file goes without."""
+    left = [
+        f"{count} {what}"
+        for count, what in (
+            (trimmed.turns, "already summarized turns"),
+            (trimmed.tool_returns, "tool returns' bodies"),
+            (trimmed.replies, "reply bodies"),
+        )
+        if count
+    ]
+    return (
+        f"note: the session file is kept under its {cap_words(trimmed.cap)} cap: "
+        f"{', '.join(left)} left out of it (this chat still sends them; your messages are kept)"
+    )
+
+
+def within_cap(
+    tail: EncodedMessages, cuts: Sequence[int], room: int, cap: int
+) -> tuple[EncodedMessages, Trimmed | None]:
+    """``tail`` within ``room`` bytes (None: it was). First the oldest turns that may go
+    whole (``cuts``: where the turns after each of them start, oldest first: the turns
+    already compacted), then the largest tool returns' bodies, then the largest bodies of
+    the model's replies, each replaced by ``ELIDED``. The user's messages are never
+    touched; a tail of them alone over ``room`` is given back as it stands."""
+    sizes = list(tail.message_sizes())
+    total = _joined(sizes)
+    if total <= room:
+        return tail, None
+    dropped, cut = 0, 0
+    for at in cuts:
+        if total <= room:
+            break
+        total -= _joined(sizes[cut:]) - _joined(sizes[at:])
+        dropped, cut = dropped + 1, at
+    tail, sizes = tail[cut:], sizes[cut:]
+    if total <= room:
+        return tail, Trimmed(cap, turns=dropped)
+    messages = list(tail.json)
+    counts = {"tool": 0, "model": 0}
+    for kind in ("tool", "model"):
+        for size, index, part in sorted(_bodies(messages, kind), reverse=True):
+            if total <= room:
+                break
+            messages[index] = _elided(messages[index], part, size, cap)
+            new = len(orjson.dumps(messages[index]))
+            total += new - sizes[index]
+            sizes[index] = new
+            counts[kind] += 1
+    return (
+        EncodedMessages.of(messages, tail.known_secrets),
+        Trimmed(cap, turns=dropped, tool_returns=counts["tool"], replies=counts["model"]),
+    )
+
+
+def _joined(sizes: Sequence[int]) -> int:
+    """The bytes of messages of ``sizes`` joined with commas."""
+    return sum(sizes) + max(0, len(sizes) - 1)
+
+
+def _bodies(messages: Sequence[JsonDict], kind: str) -> list[tuple[int, int, int]]:
+    """(size, message, part) of each body of ``kind`` (``tool``: a tool's return;
+    ``model``: a reply's text, thinking or tool call arguments) in ``messages``."""
+    found = []
+    for index, message in enumerate(messages):
+        parts = message.get("parts")
+        if not isinstance(parts, list):
+            continue
+        for at, part in enumerate(parts):
+            if not isinstance(part, dict):
+                continue
+            key = _body_key(message, part, kind)
+            if key is not None and part.get(key) is not None:
+                found.append((len(orjson.dumps(part[key])), index, at))
+    return found
+
+
+def _body_key(message: JsonDict, part: JsonDict, kind: str) -> str | None:
+    part_kind = part.get("part_kind")
+    if kind == "tool":
+        tool_return = message.get("kind") == "request" and part_kind == "tool-return"
+        return "content" if tool_return else None
+    if message.get("kind") != "response" or not isinstance(part_kind, str):
+        return None
+    return _MODEL_BODIES.get(part_kind)
+
+
+def _elided(message: JsonDict, at: int, size: int, cap: int) -> JsonDict:
+    """``message`` with the body of its part ``at`` replaced by the ``ELIDED`` marker (a
+    tool call's arguments by ``{"elided": marker}``: still JSON arguments)."""
+    parts = list(message["parts"])
+    part = dict(parts[at])
+    marker = ELIDED.format(size=size, cap=cap_words(cap))
+    if part.get("part_kind") == "tool-call":
+        part["args"] = {"elided": marker}
+    else:
+        part["content"] = marker
+    parts[at] = part
+    return {**message, "parts": parts}

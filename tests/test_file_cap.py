@@ -1,0 +1,133 @@
+"""A save keeps the session file under its cap: the already compacted turns go first, then
+the largest tool returns' bodies, never the user's messages; said once a chat (H166)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from session.compaction import EventsCompactionConfig, OfflineEventSummarizer, finish_compaction
+from session.file_cap import MAX_SESSION_BYTES
+from session.lifecycle import PersistPolicy, SessionLifecycle, WriteSession
+from session.manager import SessionManager, state_parts
+from session.summary import user_prompts
+
+T0 = datetime(2026, 12, 7, 5, 0, tzinfo=UTC)
+CAP = 400_000
+BODY = "the routing table of the triage agent, one queue a line\n" * 900  # about 50 KB
+
+
+def read_turn(n: int, files: int, prompt: str | None = None) -> list[ModelMessage]:
+    """Turn ``n``: the user asks, the model reads ``files`` files of ``BODY``, and answers."""
+    ids = [f"c{n}_{i}" for i in range(files)]
+    calls = [ToolCallPart("read_file", {"path": f"{id_}.md"}, id_) for id_ in ids]
+    returns = [ToolReturnPart("read_file", BODY, id_, timestamp=T0) for id_ in ids]
+    return [
+        ModelRequest(parts=[UserPromptPart(prompt or f"question {n}: read them", timestamp=T0)]),
+        ModelResponse(parts=calls, timestamp=T0),
+        ModelRequest(parts=returns),
+        ModelResponse(parts=[TextPart(f"answer {n}")], timestamp=T0),
+    ]
+
+
+def started(interval: int, overlap: int, cap: int = CAP) -> SessionLifecycle:
+    compaction = EventsCompactionConfig(interval, overlap, event_retention_size=2)
+    lc = SessionLifecycle(policy=PersistPolicy(compaction=compaction, max_file_bytes=cap))
+    return lc.start_fresh(T0).lifecycle
+
+
+def after(lc: SessionLifecycle, turn: list[ModelMessage]) -> tuple[SessionLifecycle, WriteSession]:
+    done = lc.begin_turn(0).complete_turn(turn, now=T0, manifest={}, agent_spec_path=None)
+    (write,) = [e for e in done.effects if isinstance(e, WriteSession)]
+    return done.lifecycle, write
+
+
+def compacted(lc: SessionLifecycle) -> SessionLifecycle:
+    window = lc.compaction_due()
+    assert window is not None
+    summary = OfflineEventSummarizer().summarize(window.events)
+    compaction = finish_compaction(window, summary)
+    assert compaction is not None
+    lc = lc.begin_compaction(window)
+    done = lc.compacted(compaction, lc.generation, now=T0, manifest={}, agent_spec_path=None)
+    return done.lifecycle
+
+
+def file_bytes(write: WriteSession) -> bytes:
+    return b"".join(state_parts(write.state, write.encoded))
+
+
+def prompts_in(write: WriteSession) -> list[str]:
+    from session.history import load_messages
+
+    return user_prompts(load_messages(write.state.recent_messages))
+
+
+def test_a_file_over_the_cap_leaves_out_the_oldest_compacted_turns_first() -> None:
+    lc = started(interval=3, overlap=3)
+    for n in range(1, 4):
+        lc, _ = after(lc, read_turn(n, 2))
+    lc = compacted(lc)  # turns 1-3 compacted; the file keeps them as the next window's overlap
+    lc, write = after(lc, read_turn(4, 3))
+    assert len(file_bytes(write)) <= CAP
+    assert prompts_in(write)[-1] == "question 4: read them"  # after the boundary: whole
+    assert "question 1: read them" not in prompts_in(write)  # the oldest overlap turn went
+    assert file_bytes(write).count(orjson.dumps(BODY)) == 2 + 2 + 3  # turns 2, 3 and 4 whole
+    assert write.told is not None and "already summarized turns left out" in write.told
+
+
+def test_then_the_largest_tool_returns_bodies_go_never_the_users_messages() -> None:
+    long_prompt = "Never edit files under vendor/. " * 3000  # about 100 KB of the user's own
+    lc = started(interval=50, overlap=0)
+    lc, _ = after(lc, read_turn(1, 2, long_prompt))
+    lc, write = after(lc, read_turn(2, 6))
+    data = file_bytes(write)
+    assert len(data) <= CAP
+    assert prompts_in(write) == [long_prompt, "question 2: read them"]
+    assert b"bytes left out of the session file to keep it under its 400,000 bytes cap" in data
+    assert write.told == (
+        "note: the session file is kept under its 400,000 bytes cap: 3 tool returns' bodies left "
+        "out of it (this chat still sends them; your messages are kept)"
+    )
+
+
+def test_the_chat_still_sends_what_the_file_left_out() -> None:
+    lc = started(interval=50, overlap=0)
+    lc, _ = after(lc, read_turn(1, 9))
+    sent = orjson.dumps([m.parts for m in lc.request_history()], default=repr)
+    assert sent.count(b"one queue a line") == 9 * 900
+
+
+def test_it_is_said_once_a_chat() -> None:
+    lc = started(interval=50, overlap=0)
+    lc, first = after(lc, read_turn(1, 9))
+    lc, second = after(lc, read_turn(2, 1))
+    assert first.told is not None
+    assert second.told is None
+    assert len(file_bytes(second)) <= CAP
+
+
+def test_the_trimmed_file_is_read_back_and_resumed(tmp_path: Path) -> None:
+    lc = started(interval=50, overlap=0)
+    lc, write = after(lc, read_turn(1, 9))
+    manager = SessionManager(tmp_path, max_session_bytes=CAP)
+    manager.save(write.state, write.encoded)
+    stored = manager.load_for_resume(write.state.session_id)
+    resumed = SessionLifecycle(policy=lc.policy).resume(stored, None).lifecycle
+    assert user_prompts(list(resumed.history)) == ["question 1: read them"]
+
+
+def test_the_cap_a_save_keeps_to_is_the_one_every_read_keeps() -> None:
+    reader = SessionManager(Path("."))
+    assert PersistPolicy().max_file_bytes == MAX_SESSION_BYTES == reader.max_session_bytes
