@@ -970,8 +970,12 @@ def _decode_pointer(path: Path, data: bytes, pid: int) -> Pointer:
 
 CHECKPOINTS_DIR = "checkpoints"
 BLOBS_DIR = "blobs"
-MAX_ENTRY_BYTES = 64 * 1024 * 1024
-MAX_BLOB_BYTES = MAX_ENTRY_BYTES * 64
+MAX_ENTRY_BYTES = MAX_SESSION_BYTES + 64 * 1024 * 1024
+"""The largest checkpoint entry read: its session's state, which may be as large as a
+session file is (``MAX_SESSION_BYTES``), and its own fields (the files, their modes and
+sizes). At 64 MiB, the checkpoint of a 70 MB session was written and refused at its
+restore (H169)."""
+MAX_BLOB_BYTES = 64 * 64 * 1024 * 1024
 """The largest content a checkpoint keeps: what ``read_blob`` reads back."""
 
 

@@ -1004,3 +1004,20 @@ def test_a_summary_alone_is_the_same_restore_point() -> None:
     before = with_messages(1, user_turn("hi"), response(None))
     told = before.state.model_copy(update={"summary": "The user greeted the assistant."})
     assert same_restore_point(before, before.model_copy(update={"number": 2, "state": told}))
+
+
+def test_a_checkpoint_of_a_session_as_large_as_its_file_may_be_is_restored(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """Found with H169's cap: a checkpoint's entry holds its session's state, which may be
+    as large as a session file is read (256 MiB), but entries were read up to 64 MiB only:
+    one of a 70 MB session was written, within the checkpoints' cap, then refused at the
+    restore (``over the 67108864 byte cap``)."""
+    from session.history import dump_messages
+    from tests.conversations import turn
+
+    body = "the routing table of the triage agent, one queue a line\n" * 250_000  # 14 MB
+    messages = [m for n in range(5) for m in dump_messages(turn(n, text=body))]
+    big = state().model_copy(update={"recent_messages": tuple(messages)})
+    store.write(big, workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    assert store.load("0123456789ab", 1).state.recent_messages == big.recent_messages
