@@ -23,6 +23,8 @@ HEADROOM_DIVISOR = 64
 file (the terminal's secrets scrubbed on the way, a marker longer than a short secret)."""
 ELIDED = "[{size:,} bytes left out of the session file to keep it under its {cap} cap]"
 """What a body left out of the file reads as (a tool's return, a reply's text)."""
+MIN_ELIDED = 1024
+"""A body smaller than this is left as it is: its marker would save next to nothing."""
 _MODEL_BODIES = {"text": "content", "thinking": "content", "tool-call": "args"}
 """The parts of the model's replies whose body may be left out, after every tool return."""
 
@@ -86,8 +88,8 @@ def within_cap(
     messages = list(tail.json)
     counts = {"tool": 0, "model": 0}
     for kind in ("tool", "model"):
-        for size, index, part in sorted(_bodies(messages, kind), reverse=True):
-            if total <= room:
+        for size, index, part in sorted(_bodies(messages, kind), key=_largest_oldest):
+            if total <= room or size < MIN_ELIDED:
                 break
             messages[index] = _elided(messages[index], part, size, cap)
             new = len(orjson.dumps(messages[index]))
@@ -98,6 +100,11 @@ def within_cap(
         EncodedMessages.of(messages, tail.known_secrets),
         Trimmed(cap, turns=dropped, tool_returns=counts["tool"], replies=counts["model"]),
     )
+
+
+def _largest_oldest(body: tuple[int, int, int]) -> tuple[int, int, int]:
+    size, index, part = body
+    return -size, index, part
 
 
 def _joined(sizes: Sequence[int]) -> int:

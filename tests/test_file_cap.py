@@ -131,3 +131,17 @@ def test_the_trimmed_file_is_read_back_and_resumed(tmp_path: Path) -> None:
 def test_the_cap_a_save_keeps_to_is_the_one_every_read_keeps() -> None:
     reader = SessionManager(Path("."))
     assert PersistPolicy().max_file_bytes == MAX_SESSION_BYTES == reader.max_session_bytes
+
+
+def test_with_no_tool_return_left_the_models_reply_goes_before_the_users_message() -> None:
+    pasted = "Never edit files under vendor/. " * 9000  # about 290 KB of the user's own
+    reply = "A long answer about the routing table. " * 5000  # about 195 KB
+    lc = started(interval=50, overlap=0)
+    turn: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart(pasted, timestamp=T0)]),
+        ModelResponse(parts=[TextPart(reply)], timestamp=T0),
+    ]
+    lc, write = after(lc, turn)
+    assert len(file_bytes(write)) <= CAP
+    assert prompts_in(write) == [pasted]
+    assert write.told is not None and ": 1 reply bodies left out of it" in write.told
