@@ -84,6 +84,7 @@ TUNING_VARIABLES = (
     "AGENT_ASSIST_FINISH_WAIT_S",
     "AGENT_ASSIST_HELLO_TIMEOUT_S",
     "AGENT_ASSIST_MAX_CONNECTIONS",
+    "AGENT_ASSIST_TEST_SESSION_FILE_BYTES",
 )
 """Test and tuning knobs, read where they are used; ``check_tuning`` checks them all."""
 MAX_TUNING_VALUE = 1e9
