@@ -185,6 +185,11 @@ from session.tracked import (
 from session.turns import answered
 from session.unanswered import NO_REPLY_PREFIX
 from session.wire import wire_chars
+from session.write_failures import (
+    failure_line,
+    pointer_name,
+    pointer_unwritten_line,
+)
 
 NOT_OURS_TO_KEEP = (SessionDeleted, SessionLive)
 """A save refused for these is not kept aside at exit: the session was deleted on purpose
@@ -437,7 +442,10 @@ class TerminalActor(Actor[TerminalMessage]):
         self._unsaved = False
         """The last write of the session failed: turns exist only in memory (retried at the
         next turn and at exit; kept for recovery if the exit write fails too)."""
-        self._failure_told: str | None = None
+        self._failure_told: dict[str, set[type[Effect]]] = {}
+        """Each failure told, and the kinds of write that failed so since, until each works:
+        a failure is told once (the same refusal of a pointer and of a save too), and a
+        save that works again after one says so."""
         self._pointer_failed: Exception | None = None
         """Why the last write of this tab's pointer failed, until one works: retried by the
         first save; at an exit with nothing saved, the session could not be (told, the
@@ -1266,7 +1274,11 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._peers.storage.ask(claim, STORAGE_TIMEOUT_S)
         self._lc = transition.lifecycle
         self._unsaved = False  # what could not be saved was just deleted on purpose
-        await self._perform(rest)
+        (drop,) = rest  # the tab's pointer: the delete removed it too, if it could
+        unremoved: list[Exception] = []
+        await self._perform(rest, failed=unremoved)
+        if unremoved and not any(pointer_name(pid) in line for line in left):  # told if so
+            left.append(failure_line(drop, unremoved[0], pid))
         # Released only once deleted: in between, another terminal could be offered it.
         await self._peers.storage.ask(Release(old, pid, self._token), STORAGE_TIMEOUT_S)
         await self._peers.drift.tell(Unwatch(pid))
@@ -1356,7 +1368,10 @@ class TerminalActor(Actor[TerminalMessage]):
         )
         self._lc = transition.lifecycle
         wrote = any(isinstance(e, WriteSession) for e in transition.effects)
-        saved = await self._perform(transition.effects) and wrote
+        # a pointer never written (its failure told, and what it means said below) is not
+        # told again as one that stays
+        unwritten = not wrote and self._pointer_failed is not None
+        saved = await self._perform(transition.effects, failed=[] if unwritten else None) and wrote
         for delay in EXIT_SAVE_RETRIES_S:
             if not self._unsaved:
                 break
@@ -1372,6 +1387,11 @@ class TerminalActor(Actor[TerminalMessage]):
             # no turn to keep, but nothing of the session could be written: said, and failed
             why = self._pointer_failed
             await self._emit(Info(f"error: session {session_id} could not be saved: {why}"))
+        elif session_id is not None and saved and self._pointer_failed is not None:
+            # the session is saved, its tab's pointer never was: once more, else told
+            await self._perform([WritePointer(session_id)], failed=[])
+            if (why := self._pointer_failed) is not None:
+                await self._emit(Info(pointer_unwritten_line(pid, session_id, why)))
         if session_id is not None:
             await self._peers.storage.ask(Release(session_id, pid, self._token), STORAGE_TIMEOUT_S)
         await self._peers.drift.tell(Unwatch(pid))
@@ -2059,7 +2079,7 @@ class TerminalActor(Actor[TerminalMessage]):
             now=utc_now(), manifest=self._as_the_model_knows(manifest), agent_spec_path=spec
         )
         self._lc = transition.lifecycle
-        self._failure_told = None  # asked for: a failure says why, even told before
+        self._failure_told.clear()  # asked for: a failure says why, even told before
         ok = await self._perform(transition.effects)
         await self._watch(manifest, settled=True)  # what it took in is watched from now on
         session_id = self._lc.session_id
@@ -2547,17 +2567,18 @@ class TerminalActor(Actor[TerminalMessage]):
                 if failed is not None:  # the caller words it
                     failed.append(exc)
                     continue
-                line = f"error: could not update the session on disk: {exc}"
-                if line == self._failure_told:
+                line = failure_line(effect, exc, config.terminal_pid)
+                kinds = self._failure_told.setdefault(line, set())
+                if kinds:
+                    kinds.add(type(effect))
                     continue  # told already; the run's end says where unsaved turns are kept
-                self._failure_told = line
+                kinds.add(type(effect))
                 await self._tell_or_hold(Info(line), told)
             else:
                 if isinstance(effect, WritePointer):
                     self._pointer_failed = None
-                if self._failure_told is not None and isinstance(effect, WriteSession):
+                if self._failure_over(type(effect)) and isinstance(effect, WriteSession):
                     await self._tell_or_hold(Info(SAVED_AGAIN), told)  # the failure is over
-                self._failure_told = None
                 moved = answer.warning() if isinstance(answer, Written) else None
                 if moved is not None:  # a directory at the file's name, made by hand
                     log.warning("terminal %d: %s", config.terminal_pid, moved)
@@ -2572,6 +2593,17 @@ class TerminalActor(Actor[TerminalMessage]):
                     # restore takes back
                     self._kept_as.pop(effect.state.session_id, None)
         return ok
+
+    def _failure_over(self, kind: type[Effect]) -> bool:
+        """A write of ``kind`` worked: whether a failure of it had been told."""
+        told = False
+        for line, kinds in list(self._failure_told.items()):
+            if kind in kinds:
+                told = True
+                kinds.discard(kind)
+                if not kinds:
+                    del self._failure_told[line]
+        return told
 
     async def _tell_or_hold(
         self, output: TerminalOutput, held: list[TerminalOutput] | None

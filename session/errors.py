@@ -83,6 +83,24 @@ class LeftBehind(SessionError):
     the message is the ``error: ...`` line saying what stays."""
 
 
+class SecretsLeft(SessionError):
+    """Checkpoints that still hold a value found secret after they were written: their
+    rewrite failed. The message is the ``error: ...`` line naming them and what stays."""
+
+    def __init__(self, session_id: str, left: dict[int, OSError]) -> None:
+        numbers = sorted(left)
+        first = left[numbers[0]]
+        where = Path(first.filename).name if first.filename else "its entry"
+        which = "checkpoint" if len(numbers) == 1 else "checkpoints"
+        super().__init__(
+            f"error: a secret stays in plain text in {which} "
+            f"{', '.join(map(str, numbers))} of session {session_id} "
+            f"({where}: {first.strerror or first}); /reset or "
+            f"`agent-assist sessions rm {session_id}` removes it"
+        )
+        self.left = left
+
+
 class SessionFileError(SessionError):
     def __init__(self, path: Path, message: str) -> None:
         super().__init__(message)

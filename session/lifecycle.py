@@ -251,7 +251,8 @@ class WritePointer:
 
 @dataclass(frozen=True)
 class DeletePointer:
-    pass
+    session_id: str
+    """The session the pointer names (told if the pointer stays)."""
 
 
 @dataclass(frozen=True)
@@ -1097,7 +1098,7 @@ class SessionLifecycle:
             tracked_paths=frozenset(),
             **self._fresh_compaction(None, 1),
         )
-        return Transition(new, (DeleteSession(old.session_id), DeletePointer()))
+        return Transition(new, (DeleteSession(old.session_id), DeletePointer(old.session_id)))
 
     # -- compaction ---------------------------------------------------------
 
@@ -1277,7 +1278,7 @@ class SessionLifecycle:
         if self.phase is Phase.UNSTARTED or self.session_deleted:
             return Transition(new, ())
         if not self.saved and not self.history:
-            return Transition(new, (DeletePointer(),))
+            return Transition(new, (DeletePointer(self._require_state().session_id),))
         last_active = self._require_state().updated_at
         return new._written(last_active, manifest, agent_spec_path)
 

@@ -63,6 +63,7 @@ from session.errors import (
     FutureSchemaVersion,
     InvalidPointer,
     LeftBehind,
+    SecretsLeft,
     SessionFileError,
     SetAside,
     UnreadableMessages,
@@ -1136,11 +1137,15 @@ class CheckpointStore:
             for form in (secret.encode(), once, orjson.dumps(once.decode())[1:-1])
         }
         rewritten = 0
+        left: dict[int, OSError] = {}  # every entry is tried: one failure leaves no other
         for number in self.numbers(session_id):
             path = self.session_dir(session_id) / entry_name(number)
             try:
                 data = read_regular_file(path, MAX_ENTRY_BYTES)
-            except (OSError, UnsafeSessionFile):
+            except UnsafeSessionFile:
+                continue
+            except OSError as exc:  # unread: it may hold the secret still
+                left[number] = exc
                 continue
             if not any(needle in data for needle in needles):
                 continue
@@ -1149,10 +1154,16 @@ class CheckpointStore:
             except CheckpointError:
                 continue
             clean = scrubbed_checkpoint(checkpoint, with_secrets(self.known_secrets, secrets))
-            atomic_write(path, encode_checkpoint(clean))
+            try:
+                atomic_write(path, encode_checkpoint(clean))
+            except OSError as exc:
+                left[number] = exc
+                continue
             rewritten += 1
         if rewritten:
             self._usage.pop(session_id, None)
+        if left:
+            raise SecretsLeft(session_id, left)
         return rewritten
 
     def write(

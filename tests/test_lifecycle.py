@@ -255,7 +255,7 @@ def test_reset_deletes_file_and_pointer_and_clears_everything() -> None:
     resumed = SessionLifecycle().resume(STORED, FileDrift(modified=("x.md",))).lifecycle
     result = resumed.reset(T1)
     lc = result.lifecycle
-    assert result.effects == (DeleteSession(STORED.session_id), DeletePointer())
+    assert result.effects == (DeleteSession(STORED.session_id), DeletePointer(STORED.session_id))
     assert lc.session_id != STORED.session_id
     assert lc.history == () and lc.resume_context == "" and lc.tracked_paths == frozenset()
     assert lc.session_deleted
@@ -297,7 +297,8 @@ def test_exit_saves_a_session_with_messages() -> None:
 
 
 def test_exit_of_an_unused_session_writes_no_file_and_drops_the_pointer() -> None:
-    assert exit_(active()).effects == (DeletePointer(),)
+    lifecycle = active()
+    assert exit_(lifecycle).effects == (DeletePointer(str(lifecycle.session_id)),)
     assert exit_(SessionLifecycle()).effects == ()
 
 
