@@ -30,7 +30,7 @@ from cli.console import (
     other_choices,
 )
 from cli.entry import silence_stdout
-from cli.errors import as_error_line, remote_error_text, shown_input
+from cli.errors import as_error_line, remote_error_text, shown_input, told_cause
 from cli.interrupts import DeferredInterrupts
 from cli.preload import preload_prompt
 from cli.summaries import clip, columns, cut, listed_headline, summary_headline
@@ -1355,8 +1355,14 @@ class Chat:
         """A notice or an error for the user (piped, an error line fails the run)."""
         if frame["type"] == "notice":
             text = frame["text"]
-            if text.startswith("error:") and not text.startswith(SAVE_RETRIED):
-                self.a_turn_failed = True
+            if text.startswith("error:"):  # a cause the start told is not said again
+                shorter = told_cause(text, self._told)
+                if text.startswith(SAVE_RETRIED):
+                    if shorter is not None:
+                        return  # retried, refused as the start said: nothing new
+                else:
+                    self.a_turn_failed = True
+                    text = shorter or text
             if (changed := changed_file(text)) is not None:
                 if frame.get("at_reattach") and changed in self._shown_before_reattach:
                     self._shown_before_reattach.discard(changed)  # the re-attach's word of

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Collection
 
 CWD_GONE = (
     "the current directory no longer exists (it was deleted or moved): "
@@ -73,6 +74,17 @@ def remote_error_text(exc: Exception) -> str:
 def as_error_line(text: str) -> str:
     """``error: text``, unless ``text`` already starts with its own ``error:``/``warning:``."""
     return text if text.startswith(("warning:", "error:")) else f"error: {text}"
+
+
+def told_cause(text: str, told: Collection[str]) -> str | None:
+    """``text`` (``error: SUBJECT: CAUSE``) as ``error: SUBJECT (see above)`` when ``told``
+    holds ``error: CAUSE`` as a line of its own: the cause is said once; None otherwise."""
+    at = text.find(": ", len("error: "))
+    while at != -1:
+        if f"error: {text[at + 2 :]}" in told:
+            return f"{text[:at]} (see above)"
+        at = text.find(": ", at + 2)
+    return None
 
 
 OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})

@@ -399,10 +399,23 @@ def test_a_chat_that_can_save_nothing_fails_though_no_turn_was_made(
     unusable.write_text("not a directory\n")
     result = env.run("--new", input="", terminal=env.terminal())
     assert result.returncode == 1
-    lines = [line for line in result.stderr.splitlines() if "could not be saved" in line]
-    assert len(lines) == 1, result.stderr
-    assert re.fullmatch(
-        rf"error: session [0-9a-f]{{12}} could not be saved: refusing sessions directory "
-        rf"{re.escape(str(unusable))} \(not a directory\); left untouched",
-        lines[0],
-    ), lines
+    told, saved = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert told == (
+        f"error: refusing sessions directory {unusable} (not a directory); left untouched"
+    )
+    assert re.fullmatch(r"error: session [0-9a-f]{12} could not be saved \(see above\)", saved)
+
+
+def test_a_chat_that_can_save_nothing_says_its_cause_once(env: Env) -> None:
+    """H170: the chat above said its cause three times: the start's listing, its pointer's
+    write (`could not update the session on disk: ...`) and its exit's line."""
+    env.project.parent.mkdir(parents=True)
+    env.project.write_text("not a directory\n")
+    result = env.run("--new", input="first message\n", terminal=env.terminal())
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors[0] == (
+        f"error: refusing sessions directory {env.project} (not a directory); left untouched"
+    )
+    assert [line for line in errors if "not a directory" in line] == errors[:1], errors
+    assert len(errors) == 2 and "its unsaved turns are kept in" in errors[1], errors
