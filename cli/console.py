@@ -124,6 +124,10 @@ class HistoryScrubber:
         self.known = known
         self.found_earlier: tuple[str, ...] = ()
         """The values the last line revealed that earlier lines may hold (longest first)."""
+        self.pending: tuple[str, ...] = ()
+        """Values a failed rewrite left in the file: scrubbed again at the next line."""
+        self.left: str | None = None
+        """The line telling that the file keeps a secret, until the chat tells it (once)."""
         self._previous = ""
 
     def line(self, text: str) -> str:
@@ -141,18 +145,29 @@ class HistoryScrubber:
         return scrubbed
 
     def scrub_file(self, path: Path) -> None:
-        """Replace ``found_earlier`` in the history file's earlier lines (rewritten
-        atomically, 0600; a file that cannot be read or written is left as it is)."""
+        """Replace ``found_earlier`` (and ``pending``) in the history file's earlier lines
+        (rewritten atomically, 0600). A file that cannot be read or written is left as it
+        is, the values kept for the next line's try, and ``left`` says so (H170: a secret
+        stayed there in plain text without a word)."""
         from session.atomic import atomic_write
-        from session.redaction import replace_known
+        from session.redaction import longest_first, replace_known
 
+        values = longest_first((*self.pending, *self.found_earlier))
         try:
             text = path.read_text(encoding="utf-8")
-            scrubbed = replace_known(text, self.found_earlier)
+            scrubbed = replace_known(text, values)
             if scrubbed != text:
                 atomic_write(path, scrubbed.encode("utf-8"))
-        except (OSError, UnicodeDecodeError):
-            pass
+        except (OSError, UnicodeDecodeError) as exc:
+            if not self.pending:  # told once, until a try works
+                why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+                self.left = (
+                    f"error: a secret stays in plain text in {path} ({why}); tried again "
+                    "at the next line"
+                )
+            self.pending = values
+            return
+        self.pending = ()
 
 
 class PlainReply:
@@ -458,6 +473,7 @@ class Console:
                 finally:
                     if idle is not None:
                         idle.stop()
+            self._tell_history_left(session)
             return text
         with self.waiting():
             line = sys.stdin.readline()
@@ -466,6 +482,13 @@ class Console:
         # Bytes that are not UTF-8 reach us as lone surrogates, which no frame can carry:
         # each becomes U+FFFD, as a terminal shows them.
         return line.encode("utf-8", "surrogateescape").decode("utf-8", "replace").rstrip("\n")
+
+    def _tell_history_left(self, session: Any) -> None:
+        """The line of a secret the input history's rewrite left in it, once, if any."""
+        scrubber = getattr(session.history, "scrubber", None)
+        if isinstance(scrubber, HistoryScrubber) and scrubber.left is not None:
+            line, scrubber.left = scrubber.left, None
+            self.warn(line)
 
     def _read_answer(self, idle: IdleWatcher | None = None) -> str | None:
         """An answer line. On a terminal Ctrl+C and Ctrl+D raise Cancelled; ``idle`` runs

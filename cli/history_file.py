@@ -39,7 +39,7 @@ class ScrubbedHistory(FileHistory):
     def store_string(self, string: str) -> None:
         line = self.scrubber.line(string)
         with history_lock(self.path):
-            if self.scrubber.found_earlier:
+            if self.scrubber.found_earlier or self.scrubber.pending:
                 self.scrubber.scrub_file(self.path)
             append_entry(self.path, line)
 

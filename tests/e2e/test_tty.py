@@ -817,6 +817,40 @@ def test_the_input_history_keeps_no_value_found_secret_in_another_line(env: Env)
     assert "+use [REDACTED] again" in history and "+first try [REDACTED] here" in history
 
 
+def test_a_secret_the_input_history_keeps_when_its_rewrite_fails_is_told_and_tried_again(
+    env: Env,
+) -> None:
+    """H170: a value found secret in a line stayed in plain text in an earlier line of
+    the input history when the history's rewrite failed, and nothing said so."""
+    faults = env.base / "faults"
+    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(faults)
+    history = env.project.parent / "prompt_history"
+    tty = Pty(env, env.terminal())
+    try:
+        tty.expect("/help for commands.")
+        tty.type("first try Zq9Xv7Lm2Pk4 here\r")
+        tty.expect("You said")
+        tty.expect_prompt()
+        faults.write_text("rename EIO prompt_history\n")
+        tty.type("the password for staging is Zq9Xv7Lm2Pk4\r")
+        tty.expect(
+            f"error: a secret stays in plain text in {history} (Input/output error); "
+            "tried again at the next line"
+        )
+        tty.expect("You said")
+        tty.expect_prompt()
+        assert "Zq9Xv7Lm2Pk4" in history.read_text()  # what the line said
+        faults.unlink()
+        tty.type("and now\r")
+        tty.expect("You said")
+        tty.expect_prompt()
+        tty.type("\x04")
+        tty.process.wait(timeout=30)
+    finally:
+        tty.close()
+    assert "Zq9Xv7Lm2Pk4" not in history.read_text()
+
+
 def test_while_the_prompt_waits_notices_appear_and_a_stop_ends_the_chat(env: Env) -> None:
     tty = Pty(env, env.terminal())
     try:
