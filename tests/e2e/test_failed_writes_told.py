@@ -46,6 +46,28 @@ def test_a_secret_a_checkpoint_keeps_in_plain_text_is_told_and_fails_the_run(env
     assert SECRET not in (env.project / f"{session_id}.json").read_text()
 
 
+def test_a_checkpoint_whose_scrub_fails_leaves_the_others_scrubbed(env: Env) -> None:
+    """The first checkpoint whose rewrite failed ended the scrub: the later ones kept the
+    secret too, and no line named them."""
+    fault_file = faulty(env)
+    client = env.spawn("--new", terminal=env.terminal())
+    for number, text in enumerate((f"remember {SECRET} for later", f"and {SECRET} again"), 1):
+        client.send(text)
+        client.expect("[offline model]")
+        client.send("/save")
+        client.expect(f"checkpoint {number}", stderr=True)
+    fault_file.write_text("rename EIO /0001.json\n")
+    client.send(f"the password for staging is {SECRET}")
+    line = client.expect("error:", stderr=True)
+    client.close_stdin()
+    assert client.wait() == 1
+    assert "in checkpoint 1 of session" in line, line
+    (session_id,) = env.session_ids()
+    entries = env.project.parent / "checkpoints" / session_id
+    assert SECRET.encode() in (entries / "0001.json").read_bytes()
+    assert SECRET.encode() not in (entries / "0002.json").read_bytes()
+
+
 def test_a_pointer_left_at_exit_is_told_and_fails_the_run(env: Env) -> None:
     """A chat with no turn leaves no session: its pointer's removal failed, and the run
     said `could not update the session on disk` (a retried save's words: nothing retries
