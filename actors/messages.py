@@ -224,6 +224,10 @@ class WriteCheckpoint(Ask["Checkpoint | Unchanged"]):
     """With ``unless_unchanged``: the checkpoint the conversation was taken back to, no
     turn since; none is written either when it holds the same (``/save`` right after
     ``/checkpoint N`` wrote a copy of N)."""
+    encoded: EncodedMessages | None = None
+    """``state.recent_messages`` as the session's save holds them, scrubbed and encoded
+    (``WriteSession.encoded``): the entry splices them as they are, neither scrubbing nor
+    encoding them again, when they were scrubbed of every secret the entry's are."""
 
 
 @dataclass(frozen=True)

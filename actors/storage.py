@@ -361,6 +361,7 @@ class StorageActor(Actor[StorageMessage]):
                 last_request,
                 unless_unchanged,
                 restored,
+                encoded,
             ):
                 self._check_writer(state.session_id, writer)
                 cap = self._checkpoint_cap() if wanted_cap is None else wanted_cap
@@ -381,6 +382,7 @@ class StorageActor(Actor[StorageMessage]):
                         secrets=secrets,
                         keep=keep,
                         last_request=last_request,
+                        encoded=encoded,
                     )
                 )
             case ListCheckpoints(project, session_id):

@@ -2107,7 +2107,8 @@ class TerminalActor(Actor[TerminalMessage]):
         """The StorageActor's order for the next checkpoint of the conversation and of the
         files of ``manifest``; one of ``/save`` or before a write is not written when the
         latest checkpoint holds the same (a restore's undo always is: its line names it)."""
-        state = self._summarized(self._lc.write(utc_now(), manifest, spec).state)
+        write = self._lc.write(utc_now(), manifest, spec)
+        state = self._summarized(write.state)  # the messages are the same: ``encoded`` holds them
         config = self._config
         return WriteCheckpoint(
             config.project,
@@ -2127,6 +2128,7 @@ class TerminalActor(Actor[TerminalMessage]):
             restored=(
                 self._restored_to if self._lc.history is self._history_at_restore else None
             ),
+            encoded=write.encoded,
         )
 
     async def _checkpoint(

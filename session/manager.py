@@ -1180,6 +1180,7 @@ class CheckpointStore:
         dry_run: bool = False,
         made: Iterable[str] = (),
         last_request: str = "",
+        encoded: EncodedMessages | None = None,
     ) -> Checkpoint:
         """Write the next checkpoint of ``state`` with the content of ``paths`` (those that
         are safe, regular files now), its texts scrubbed as a session file's are (``secrets``:
@@ -1194,8 +1195,9 @@ class CheckpointStore:
         checkpoint that undoes a restore is never refused for the cap: a restore at the
         cap would be impossible (freeing room would delete the checkpoint to restore).
         ``last_request``: the last user message, kept (its first words, scrubbed) only when
-        ``state``'s tail holds none, for the checkpoint's line."""
-        checkpoint, contents = self._next_checkpoint(
+        ``state``'s tail holds none, for the checkpoint's line. ``encoded``: ``state``'s
+        messages already scrubbed and encoded (``usable_encoding``), spliced as they are."""
+        checkpoint, contents, spliced = self._next_checkpoint(
             state,
             workspace,
             paths,
@@ -1207,8 +1209,9 @@ class CheckpointStore:
             dry_run=dry_run,
             made=made,
             last_request=last_request,
+            encoded=encoded,
         )
-        return self._store(checkpoint, contents, cap=cap, now=now, dry_run=dry_run)
+        return self._store(checkpoint, contents, spliced, cap=cap, now=now, dry_run=dry_run)
 
     def write_unless_unchanged(
         self,
@@ -1223,13 +1226,14 @@ class CheckpointStore:
         keep: Iterable[str] = (),
         last_request: str = "",
         restored: int | None = None,
+        encoded: EncodedMessages | None = None,
     ) -> Checkpoint | Unchanged:
         """``write``, unless the session's latest checkpoint already holds the same restore
         point (``same_restore_point``: files, modes and conversation state), or checkpoint
         ``restored`` does (the one the conversation was taken back to: the latest is then
         the restore's undo): then nothing is written, not even at the cap, and the answer
         names that checkpoint."""
-        checkpoint, contents = self._next_checkpoint(
+        checkpoint, contents, spliced = self._next_checkpoint(
             state,
             workspace,
             paths,
@@ -1239,6 +1243,7 @@ class CheckpointStore:
             secrets=secrets,
             keep=keep,
             last_request=last_request,
+            encoded=encoded,
         )
         latest = self._latest(state.session_id, checkpoint.number - 1)
         for same in (latest, self._whole(state.session_id, restored)):
@@ -1246,7 +1251,7 @@ class CheckpointStore:
                 # a blob damaged since is written anew: the checkpoint named must restore
                 self._store_blobs(contents, now)
                 return Unchanged(same)
-        return self._store(checkpoint, contents, cap=cap, now=now)
+        return self._store(checkpoint, contents, spliced, cap=cap, now=now)
 
     def _whole(self, session_id: str, number: int | None) -> Checkpoint | None:
         """Checkpoint ``number`` if there is one, whole; None otherwise."""
@@ -1278,9 +1283,11 @@ class CheckpointStore:
         last_request: str,
         dry_run: bool = False,
         made: Iterable[str] = (),
-    ) -> tuple[Checkpoint, dict[str, bytes]]:
-        """The next checkpoint of ``state`` and the contents it refers to (none for a dry
-        run), read and checked as ``write`` says; nothing written."""
+        encoded: EncodedMessages | None = None,
+    ) -> tuple[Checkpoint, dict[str, bytes], EncodedMessages | None]:
+        """The next checkpoint of ``state``, the contents it refers to (none for a dry
+        run), read and checked as ``write`` says, and its messages' encoding to splice
+        (None: they are scrubbed and encoded again); nothing written."""
         session_id = state.session_id
         keep = tuple(keep)
         for relative in safe_relative_paths(workspace, sorted(set(keep))):
@@ -1313,6 +1320,7 @@ class CheckpointStore:
         all_secrets = with_secrets(self.known_secrets, secrets)
         words = "" if tail_prompts(state.recent_messages) else last_request
         words = first_words(scrub_text(words, all_secrets))
+        spliced = usable_encoding(state, encoded, all_secrets)
         checkpoint = Checkpoint(
             format=entry_format(absent, words, written_over),
             made=absent,
@@ -1329,23 +1337,26 @@ class CheckpointStore:
                     update={"checkpoint_count": number, "file_manifest": files, "updated_at": now}
                 ),
                 all_secrets,
+                messages=spliced is None,  # scrubbed of them all when they were encoded
             ),
         )
-        return checkpoint, contents
+        return checkpoint, contents, spliced
 
     def _store(
         self,
         checkpoint: Checkpoint,
         contents: dict[str, bytes],
+        spliced: EncodedMessages | None = None,
         *,
         cap: int,
         now: datetime,
         dry_run: bool = False,
     ) -> Checkpoint:
-        """Write ``checkpoint`` (its blobs, then its entry) unless it would pass the cap."""
+        """Write ``checkpoint`` (its blobs, then its entry) unless it would pass the cap;
+        ``spliced``: its messages, encoded (``encode_checkpoint``)."""
         session_id = checkpoint.state.session_id
         reason = checkpoint.reason
-        entry = encode_checkpoint(checkpoint)
+        entry = encode_checkpoint(checkpoint, spliced)
         entry_bytes, sizes = self._session_usage(session_id)
         new_sizes = {**sizes, **checkpoint.sizes}
         would_use = entry_bytes + len(entry) + sum(new_sizes.values())
@@ -1727,8 +1738,20 @@ def scrubbed_checkpoint(checkpoint: Checkpoint, known_secrets: tuple[str, ...]) 
     )
 
 
-def encode_checkpoint(checkpoint: Checkpoint) -> bytes:
-    """The entry's bytes; the state is encoded as the session file is (``encode_state``).
+def usable_encoding(
+    state: SessionState, encoded: EncodedMessages | None, secrets: tuple[str, ...]
+) -> EncodedMessages | None:
+    """``encoded`` when it is ``state``'s messages themselves (the very tuple its ``json``
+    holds) scrubbed of every one of ``secrets``; otherwise None: they are scrubbed and
+    encoded again."""
+    if encoded is None or encoded.json is not state.recent_messages:
+        return None
+    return encoded if encoded.known_secrets.issuperset(secrets) else None
+
+
+def encode_checkpoint(checkpoint: Checkpoint, encoded: EncodedMessages | None = None) -> bytes:
+    """The entry's bytes; the state is encoded as the session file is (``encode_state``,
+    splicing ``encoded``, the state's messages already encoded, when given).
     An entry of format 1 (rewritten scrubbed) stays one: no ``modes``, which an
     agent-assist of that format would take for damage."""
     exclude = {"state"}
@@ -1741,4 +1764,4 @@ def encode_checkpoint(checkpoint: Checkpoint) -> bytes:
     if checkpoint.format < 2:
         exclude.add("modes")
     head = orjson.dumps(checkpoint.model_dump(mode="json", exclude=exclude))
-    return head[:-1] + b',"state":' + encode_state(checkpoint.state) + b"}"
+    return head[:-1] + b',"state":' + encode_state(checkpoint.state, encoded) + b"}"
