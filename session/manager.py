@@ -1029,6 +1029,10 @@ class CheckpointStore:
         self._known = KnownDigests() if known is None else known
         """The digests of the workspace files read for a checkpoint, while they stay as
         they were (a checkpoint with nothing changed does not read them again)."""
+        self._held: dict[str, tuple[BlobIdentity, Checkpoint]] = {}
+        """Per session: the entry this store last wrote or read whole, with what ``lstat``
+        said of its file then. While the file is unchanged it holds that checkpoint, which
+        the next one is compared with without reading (and scrubbing) it back."""
 
     def session_dir(self, session_id: str) -> Path:
         return self.checkpoints_dir / validate_session_id(session_id)
@@ -1254,13 +1258,22 @@ class CheckpointStore:
         return self._store(checkpoint, contents, spliced, cap=cap, now=now)
 
     def _whole(self, session_id: str, number: int | None) -> Checkpoint | None:
-        """Checkpoint ``number`` if there is one, whole; None otherwise."""
+        """Checkpoint ``number`` if there is one, whole; None otherwise. Read once: the
+        entry held (``_held``) while its file is as it was."""
         if number is None or number not in self.numbers(session_id):
             return None
+        path = self.session_dir(session_id) / entry_name(number)
+        before = blob_identity(path)
+        held = self._held.get(session_id)
+        if held is not None and before is not None and held[0] == before:
+            return held[1]
         try:
-            return self.load(session_id, number)
+            checkpoint = self.load(session_id, number)
         except CheckpointError:
             return None
+        if before is not None and blob_identity(path) == before:  # not changed as it was read
+            self._held[session_id] = (before, checkpoint)
+        return checkpoint
 
     def _latest(self, session_id: str, number: int) -> Checkpoint | None:
         """Checkpoint ``number`` when it is the session's latest whole entry (the highest
@@ -1367,8 +1380,12 @@ class CheckpointStore:
             return checkpoint
         self._store_blobs(contents, now)
         path = self.session_dir(session_id) / entry_name(checkpoint.number)
+        self._held.pop(session_id, None)
         write_creating_directories(path, entry)
         self._usage[session_id] = (entry_bytes + len(entry), new_sizes)
+        written = blob_identity(path)
+        if written is not None:
+            self._held[session_id] = (written, checkpoint)
         return checkpoint
 
     def _store_blobs(self, contents: dict[str, bytes], now: datetime) -> None:
@@ -1528,6 +1545,7 @@ class CheckpointStore:
         """Remove the session's checkpoints (not the blobs: see ``collect_garbage``)."""
         directory = self.session_dir(session_id)
         self._usage.pop(session_id, None)
+        self._held.pop(session_id, None)
         removed = 0
         try:
             names = os.listdir(directory)
