@@ -1118,10 +1118,16 @@ class CheckpointStore:
             entry_bytes = 0
             sizes: dict[str, int] = {}
             directory = self.session_dir(session_id)
-            for checkpoint in self.listing(session_id).checkpoints:
-                with contextlib.suppress(OSError):
-                    entry_bytes += (directory / entry_name(checkpoint.number)).stat().st_size
-                sizes.update(checkpoint.sizes)
+            for number in self.numbers(session_id):
+                path = directory / entry_name(number)
+                try:
+                    head = read_entry_sizes(path, number)
+                    if head is None:  # no head of ours: read whole (moved aside if damaged)
+                        head = (path.stat().st_size, self.load(session_id, number).sizes)
+                except (OSError, UnsafeSessionFile, CheckpointError):
+                    continue  # gone, or damaged: not counted
+                entry_bytes += head[0]
+                sizes.update(head[1])
             self._usage[session_id] = (entry_bytes, sizes)
         return self._usage[session_id]
 
@@ -1592,6 +1598,31 @@ class CheckpointStore:
 
 
 _SHA256 = re.compile(r"^[a-f0-9]{64}\Z")
+STATE_KEY = b',"state":'
+"""What ends an entry's head: ``encode_checkpoint`` writes the state last."""
+
+
+def entry_sizes(data: bytes, start: int, number: int) -> dict[str, int] | None:
+    """The ``sizes`` of the head that ``data`` (an entry's first bytes) holds, looking for
+    its end from ``start``; None if it holds none whole. ``STATE_KEY`` inside a string is
+    escaped, and one inside the head's objects (a file named ``state``) leaves them open:
+    the first that closes a JSON object of checkpoint ``number`` ends the head."""
+    at = data.find(STATE_KEY, start)
+    while at >= 0:
+        try:
+            head = orjson.loads(data[:at] + b"}")
+        except orjson.JSONDecodeError:
+            head = None
+        if isinstance(head, dict) and head.get("number") == number:
+            sizes = head.get("sizes")
+            if isinstance(sizes, dict) and all(
+                isinstance(n, int) and not isinstance(n, bool) and n >= 0 and _SHA256.match(d)
+                for d, n in sizes.items()
+            ):
+                return sizes
+            return None
+        at = data.find(STATE_KEY, at + 1)
+    return None
 
 
 def blob_identity(blob: str | Path) -> BlobIdentity | None:
@@ -1754,6 +1785,31 @@ def scrubbed_checkpoint(checkpoint: Checkpoint, known_secrets: tuple[str, ...]) 
             "last_request": scrub_text(checkpoint.last_request, known_secrets),
         }
     )
+
+
+def read_entry_sizes(path: Path, number: int) -> tuple[int, dict[str, int]] | None:
+    """An entry's size in bytes and its ``sizes``, read from its head alone (the fields
+    ``encode_checkpoint`` writes before the state, read a MiB at a time): what the cap
+    counts, without parsing the session's state. None when no head of checkpoint
+    ``number`` is found."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeSessionFile(path, "not a regular file")
+        data = b""
+        while len(data) < min(info.st_size, MAX_ENTRY_BYTES):
+            block = os.read(fd, 1 << 20)
+            if not block:
+                break
+            searched = max(0, len(data) - len(STATE_KEY))
+            data += block
+            sizes = entry_sizes(data, searched, number)
+            if sizes is not None:
+                return info.st_size, sizes
+    finally:
+        os.close(fd)
+    return None
 
 
 def usable_encoding(
