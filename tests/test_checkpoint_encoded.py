@@ -35,7 +35,9 @@ PLAIN_SECRET = "routing-password-7f3a9c"
 def read_turn(n: int, files: int, extra: str = "") -> list[ModelMessage]:
     ids = [f"c{n}_{i}" for i in range(files)]
     return [
-        ModelRequest(parts=[UserPromptPart(f"question {n}: read part{n}_*.md {extra}", timestamp=T0)]),
+        ModelRequest(
+            parts=[UserPromptPart(f"question {n}: read part{n}_*.md {extra}", timestamp=T0)]
+        ),
         ModelResponse(
             parts=[ToolCallPart("read_file", {"path": f"{i}.md"}, i) for i in ids], timestamp=T0
         ),
@@ -179,7 +181,8 @@ def test_the_cap_counts_every_entry_written_before_a_restart_a_file_named_state_
         store.write(
             write.state, workspace, paths, reason="save", cap=CAP, now=T0, encoded=write.encoded
         )
-    entries = sum(os.path.getsize(store.session_dir("0123456789ab") / entry_name(n)) for n in (1, 2))
+    directory = store.session_dir("0123456789ab")
+    entries = sum(os.path.getsize(directory / entry_name(n)) for n in (1, 2))
     blobs = sum(len((workspace / p).read_bytes()) for p in paths)
 
     assert CheckpointStore(tmp_path / "project").usage("0123456789ab") == entries + blobs
@@ -196,4 +199,5 @@ def test_a_state_whose_messages_are_not_the_encodings_is_written_as_its_messages
         reason="save", cap=CAP, now=T0, encoded=write.encoded,
     )
 
-    assert CheckpointStore(tmp_path / "project").load("0123456789ab", 1).state.recent_messages == other
+    restored = CheckpointStore(tmp_path / "project").load("0123456789ab", 1)
+    assert restored.state.recent_messages == other
