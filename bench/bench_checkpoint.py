@@ -6,9 +6,16 @@ files, writes each new content as a blob (temp file, fsync, rename), syncs the
 blob directory once, then writes its entry durably; a restore checks each blob
 against its name and replaces each file atomically. A second checkpoint with
 nothing changed writes no blob. This is ``CheckpointStore``, the code the
-StorageActor runs in a worker thread. Run:
+StorageActor runs in a worker thread.
 
-    python -m bench.bench_checkpoint [--rounds N]
+The big session (H172): ``--big-turns`` turns that each read 40 files of 250 KB (7: a
+70 MB conversation), built by ``SessionLifecycle`` as a chat builds it, checkpointed as
+``/save`` and the automatic checkpoint order it (the save's scrubbed encoding spliced):
+the first checkpoint, one with nothing changed, and one after a small turn, against a
+durable write of the same bytes (the entry). Wall and CPU time, median of ``--rounds``.
+Run:
+
+    python -m bench.bench_checkpoint [--rounds N] [--big-turns 7]
 """
 
 from __future__ import annotations
@@ -18,10 +25,15 @@ import os
 import shutil
 import statistics
 import tempfile
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.bench_file_cap import read_turn
 from bench.common import timed
+from session.checkpoints import Reason, entry_name
+from session.lifecycle import PersistPolicy, SessionLifecycle, WriteSession
 from session.manager import CheckpointStore
 from session.models import SessionState
 
@@ -82,9 +94,83 @@ def measure_round(base: Path, generation: int) -> tuple[float, float, float, flo
     return copy, first, unchanged, restore
 
 
+def big_session(turns: int) -> tuple[WriteSession, WriteSession]:
+    """What ``/save`` of a session of ``turns`` turns of 40 files of 250 KB writes, and what
+    it writes after one more small turn."""
+    policy = PersistPolicy(max_turns=None, max_chars=None)
+    lc = SessionLifecycle(policy=policy).start_fresh(NOW).lifecycle
+    for n in range(1, turns + 1):
+        done = lc.begin_turn(0).complete_turn(
+            read_turn(n, 40), now=NOW, manifest={}, agent_spec_path=None
+        )
+        lc = done.lifecycle
+    before = lc.write(NOW, {}, None)
+    done = lc.begin_turn(0).complete_turn(
+        read_turn(turns + 1, 1), now=NOW, manifest={}, agent_spec_path=None
+    )
+    return before, done.lifecycle.write(NOW, {}, None)
+
+
+def cpu_and_wall(fn: Callable[[], object]) -> tuple[float, float]:
+    cpu, wall = time.process_time(), time.perf_counter()
+    fn()
+    return time.process_time() - cpu, time.perf_counter() - wall
+
+
+def measure_big(base: Path, turns: int, generation: int) -> dict[str, tuple[float, float]]:
+    """(CPU, wall) seconds of: the durable copy of the first entry's bytes, the first
+    checkpoint, one with nothing changed, one after a small turn."""
+    workspace = base / f"big{generation}"
+    workspace.mkdir()
+    (workspace / "agent_spec.md").write_text("# spec\n")
+    store = CheckpointStore(base / f"big-project{generation}")
+    first, later = big_session(turns)
+
+    def checkpoint(write: WriteSession, reason: Reason) -> object:
+        return store.write_unless_unchanged(
+            write.state, workspace, ["agent_spec.md"], reason=reason, cap=CAP, now=NOW,
+            encoded=write.encoded,
+        )
+
+    out = {"first": cpu_and_wall(lambda: checkpoint(first, "save"))}
+    out["unchanged"] = cpu_and_wall(lambda: checkpoint(first, "auto"))
+    out["after a turn"] = cpu_and_wall(lambda: checkpoint(later, "auto"))
+    entry = (store.session_dir(first.state.session_id) / entry_name(1)).read_bytes()
+    out["copy"] = cpu_and_wall(lambda: durable_write(base / f"big-copy{generation}", entry))
+    return out
+
+
+def durable_write(path: Path, data: bytes) -> None:
+    """The limit: the bytes written, fsynced, and the directory synced."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    os.write(fd, data)
+    os.fsync(fd)
+    os.close(fd)
+    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    os.fsync(dfd)
+    os.close(dfd)
+
+
+def report_big(rounds: list[dict[str, tuple[float, float]]], turns: int) -> None:
+    def median(row: str, which: int) -> float:
+        return statistics.median(r[row][which] for r in rounds)
+
+    copy = median("copy", 1)
+    print(f"big session: {turns} turns of 40 files of 250 KB, median of {len(rounds)}")
+    print(f"  durable write of the entry (limit) {copy * 1000:8.1f} ms wall")
+    for row in ("first", "unchanged", "after a turn"):
+        wall, cpu = median(row, 1), median(row, 0)
+        print(
+            f"  checkpoint, {row:<13} {wall * 1000:8.1f} ms wall {cpu * 1000:8.1f} ms CPU"
+            f"  {wall / copy:5.2f}x the copy"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--big-turns", type=int, default=7, help="0: no big session")
+    parser.add_argument("--big-rounds", type=int, default=3)
     args = parser.parse_args()
     copy_s: list[float] = []
     first_s: list[float] = []
@@ -96,6 +182,8 @@ def main() -> int:
             one = measure_round(base, generation)
             for samples, value in zip((copy_s, first_s, unchanged_s, restore_s), one, strict=True):
                 samples.append(value)
+        rounds = args.big_rounds if args.big_turns > 0 else 0
+        big = [measure_big(base, args.big_turns, g) for g in range(rounds)]
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -121,6 +209,8 @@ def main() -> int:
         f"{unchanged / first:.1%} (target < {TARGET_UNCHANGED:.0%}): "
         f"{'within' if ok else 'OVER'} target"
     )
+    if big:
+        report_big(big, args.big_turns)
     return 0
 
 
