@@ -1263,9 +1263,12 @@ class CheckpointStore:
                 return Unchanged(same)
         return self._store(checkpoint, contents, spliced, cap=cap, now=now)
 
-    def _whole(self, session_id: str, number: int | None) -> Checkpoint | None:
-        """Checkpoint ``number`` if there is one, whole; None otherwise. Read once: the
-        entry held (``_held``) while its file is as it was."""
+    def _whole(
+        self, session_id: str, number: int | None, *, hold: bool = False
+    ) -> Checkpoint | None:
+        """Checkpoint ``number`` if there is one, whole; None otherwise. The entry held
+        (``_held``) while its file is as it was; ``hold``: the one read is held from now on
+        (the latest: an older one compared once would take its place)."""
         if number is None or number not in self.numbers(session_id):
             return None
         path = self.session_dir(session_id) / entry_name(number)
@@ -1277,7 +1280,7 @@ class CheckpointStore:
             checkpoint = self.load(session_id, number)
         except CheckpointError:
             return None
-        if before is not None and blob_identity(path) == before:  # not changed as it was read
+        if hold and before is not None and blob_identity(path) == before:  # not changed meanwhile
             self._held[session_id] = (before, checkpoint)
         return checkpoint
 
@@ -1286,7 +1289,7 @@ class CheckpointStore:
         number used, not one moved aside as damaged); None otherwise."""
         if number < 1:
             return None
-        return self._whole(session_id, number)  # damaged: the next checkpoint is written
+        return self._whole(session_id, number, hold=True)  # damaged: the next one is written
 
     def _next_checkpoint(
         self,
