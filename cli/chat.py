@@ -274,6 +274,14 @@ class ChatError(Exception):
     """Ends the chat with one line on stderr and exit status 1."""
 
 
+class SessionRefused(ChatError):
+    """The supervisor refused to open a session: its ``error`` frame's message and code."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 class AnswerStops(ChatError):
     """The user's answer to a question (no, or piped, a line that is not an answer) stops
     the run: it is never taken for a session that cannot be used, with a new one started
@@ -893,10 +901,11 @@ class Chat:
         if frame["code"] == ErrorCode.NOT_FOUND and session_id:
             from cli.sessions import not_found_line
 
-            raise ChatError(not_found_line(self.options.workspace, session_id))
+            raise SessionRefused(not_found_line(self.options.workspace, session_id), frame["code"])
+        code = frame["code"]
         if frame["message"] in self._told and session_id:  # the start's warning said why
-            raise ChatError(f"session {session_id} cannot be resumed (see above)")
-        raise ChatError(frame["message"])
+            raise SessionRefused(f"session {session_id} cannot be resumed (see above)", code)
+        raise SessionRefused(frame["message"], code)
 
     def _after_refused_open(self) -> None:
         """The open the front door had answered was refused for real: as if the open had
@@ -972,6 +981,7 @@ class Chat:
         self._gone_at_reattach = None
         self._shown_before_reattach = set(self.changed_outside)
         elsewhere: str | None = None
+        refused: SessionRefused | None = None
         for attempt in range(REATTACH_ATTEMPTS):
             self._disconnect()
             try:
@@ -985,7 +995,8 @@ class Chat:
                         self._open("new", None, announce=False)
                 except AnswerStops:
                     raise
-                except ChatError:
+                except ChatError as exc:
+                    refused = exc if isinstance(exc, SessionRefused) else None
                     self._open("new", None, announce=False)
                 except Cancelled:  # at "Start a new session instead?": nothing is opened
                     raise ChatError("cancelled; no session is open") from None
@@ -1009,6 +1020,12 @@ class Chat:
             self.console.warn(
                 f"warning: the supervisor went away; {how}continuing in new session "
                 f"{self.session_id}"
+            )
+        elif refused is not None and refused.code != ErrorCode.NOT_FOUND and saved:
+            why = str(refused).removeprefix("error: ")
+            self.console.warn(
+                f"warning: the supervisor went away; {how}session {previous} could not be "
+                f"resumed ({why}), continuing in new session {self.session_id}"
             )
         else:
             self._gone_at_reattach = previous

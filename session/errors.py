@@ -164,6 +164,15 @@ class UnsafeSessionFile(SessionFileError):
         self.reason = reason
 
 
+class UnreadSessionFile(UnsafeSessionFile):
+    """A file whose open or read failed (EIO, permission denied): refused, and what it
+    holds is unknown (it may hold a secret still). ``error`` is the OSError."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        super().__init__(path, error.strerror or str(error))
+        self.error = error
+
+
 class InvalidPointer(SessionFileError):
     severity: Severity = "warning"
 

@@ -68,6 +68,7 @@ from session.errors import (
     SetAside,
     UnreadableMessages,
     UnreadableSessionDirectory,
+    UnreadSessionFile,
     UnsafeSessionDirectory,
     UnsafeSessionFile,
 )
@@ -162,7 +163,9 @@ UNSEEN_NAME = "unseen-reply"
 def read_regular_file(path: Path, max_bytes: int) -> bytes:
     """Bytes of ``path``, refusing symlinks, non-regular files and files over ``max_bytes``.
 
-    Raises FileNotFoundError when it is missing, UnsafeSessionFile otherwise.
+    Raises FileNotFoundError when it is missing, UnsafeSessionFile otherwise (its
+    UnreadSessionFile when the open or the read failed: a read's EIO was a raw OSError,
+    which ended the listing of a chat's start, H171).
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -171,16 +174,19 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes:
     except OSError as exc:
         if path.is_symlink():
             raise UnsafeSessionFile(path, "it is a symlink") from exc
-        raise UnsafeSessionFile(path, exc.strerror or "cannot open") from exc
+        raise UnreadSessionFile(path, exc) from exc
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a directory
         os.close(fd)
         raise UnsafeSessionFile(path, "not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        inject("read", path)
         if info.st_size > max_bytes:
             raise UnsafeSessionFile(path, f"{info.st_size} bytes, over the {max_bytes} byte cap")
-        data = handle.read(max_bytes + 1)
+        try:
+            inject("read", path)
+            data = handle.read(max_bytes + 1)
+        except OSError as exc:
+            raise UnreadSessionFile(path, exc) from exc
     if len(data) > max_bytes:
         raise UnsafeSessionFile(path, f"over the {max_bytes} byte cap")
     return data
@@ -839,10 +845,8 @@ class SessionManager:
             data = read_regular_file(path, MAX_POINTER_BYTES)
         except FileNotFoundError:
             return None
-        except UnsafeSessionFile as exc:
+        except UnsafeSessionFile as exc:  # its read failed too (EIO): as unusable
             raise InvalidPointer(path, exc.reason) from exc
-        except OSError as exc:  # its read failed (EIO): as unusable as one that is not JSON
-            raise InvalidPointer(path, exc.strerror or str(exc)) from exc
         return _decode_pointer(path, data, pid)
 
     def delete_pointer_if_same(self, pointer: Pointer, *, sync: bool = True) -> bool:
@@ -1152,10 +1156,10 @@ class CheckpointStore:
             path = self.session_dir(session_id) / entry_name(number)
             try:
                 data = read_regular_file(path, MAX_ENTRY_BYTES)
-            except UnsafeSessionFile:
+            except UnreadSessionFile as exc:  # unread: it may hold the secret still
+                left[number] = exc.error
                 continue
-            except OSError as exc:  # unread: it may hold the secret still
-                left[number] = exc
+            except UnsafeSessionFile:
                 continue
             if not any(needle in data for needle in needles):
                 continue

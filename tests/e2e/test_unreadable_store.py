@@ -4,6 +4,7 @@ not be read is named, and nothing is judged orphaned, absent or deletable from i
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -201,3 +202,33 @@ def test_a_tab_whose_sessions_directory_cannot_be_listed_is_not_told_its_session
         "could not be read (the error above)"
     ) in result.stderr.splitlines(), result.stderr
     assert env.session_ids() == [session_id]
+
+
+def test_a_reattach_to_a_session_whose_read_fails_goes_on_in_a_new_one_saying_why(
+    env: Env,
+) -> None:
+    """H168 left: after a supervisor crash, the new supervisor's read of the chat's session
+    failed with EIO, and the chat ended with a raw `error: Input/output error (PATH)`."""
+    env.extra["AGENT_ASSIST_HEIR"] = "0"
+    faults = faults_file(env)
+    session_id, tab = idle_session(env)
+    client = env.spawn("--yes", terminal=tab)
+    client.send("before the crash")
+    client.expect("before the crash")
+    faults.write_text(f"read EIO {session_id}.json\n")
+    supervisor = env.supervisor_pid()
+    assert supervisor is not None
+    os.kill(supervisor, signal.SIGKILL)
+    client.send("after the crash")
+    client.expect("after the crash")
+    client.close_stdin()
+    assert client.wait() == 0
+    client.read_to_the_end()
+    (new_id,) = [i for i in env.session_ids() if i != session_id]
+    assert (
+        f"warning: the supervisor went away; started a new one and session {session_id} "
+        f"could not be resumed (refusing session file {session_id}.json (Input/output "
+        f"error); left untouched), continuing in new session {new_id}"
+    ) in client.drain_stderr()
+    faults.unlink()
+    assert env.session(session_id)["session_id"] == session_id, "left as it was"
