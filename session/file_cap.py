@@ -3,6 +3,7 @@ start reads back. Pure: ``within_cap`` decides which messages a file over it doe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,10 @@ HEADROOM_DIVISOR = 64
 file (the terminal's secrets scrubbed on the way, a marker longer than a short secret)."""
 ELIDED = "[{size:,} bytes left out of the session file to keep it under its {cap} cap]"
 """What a body left out of the file reads as (a tool's return, a reply's text)."""
+_ELIDED_RE = re.compile(
+    r"\[(?P<size>[0-9,]+) bytes left out of the session file to keep it under its "
+    r"(?P<cap>.+) cap\]"
+)
 MIN_ELIDED = 1024
 """A body smaller than this is left as it is: its marker would save next to nothing."""
 _MODEL_BODIES = {"text": "content", "thinking": "content", "tool-call": "args"}
@@ -50,11 +55,11 @@ def cap_words(cap: int) -> str:
 def trimmed_line(trimmed: Trimmed) -> str:
     """Told once a chat, at the first save that trims: what the file goes without."""
     left = [
-        f"{count} {what}"
-        for count, what in (
-            (trimmed.turns, "already summarized turns"),
-            (trimmed.tool_returns, "tool returns' bodies"),
-            (trimmed.replies, "reply bodies"),
+        f"{count} {one if count == 1 else many}"
+        for count, one, many in (
+            (trimmed.turns, "already summarized turn", "already summarized turns"),
+            (trimmed.tool_returns, "tool return's body", "tool returns' bodies"),
+            (trimmed.replies, "reply body", "reply bodies"),
         )
         if count
     ]
@@ -64,14 +69,21 @@ def trimmed_line(trimmed: Trimmed) -> str:
     )
 
 
+def elided(text: str) -> tuple[int, str] | None:
+    """The size and the cap's words of ``text`` if it is an ``ELIDED`` marker, else None."""
+    found = _ELIDED_RE.fullmatch(text)
+    return None if found is None else (int(found["size"].replace(",", "")), found["cap"])
+
+
 def within_cap(
     tail: EncodedMessages, cuts: Sequence[int], room: int, cap: int
 ) -> tuple[EncodedMessages, Trimmed | None]:
     """``tail`` within ``room`` bytes (None: it was). First the oldest turns that may go
     whole (``cuts``: where the turns after each of them start, oldest first: the turns
     already compacted), then the largest tool returns' bodies, then the largest bodies of
-    the model's replies, each replaced by ``ELIDED``. The user's messages are never
-    touched; a tail of them alone over ``room`` is given back as it stands."""
+    the model's replies, each replaced by ``ELIDED``, the last reply last (what an open
+    shows of the turn it waited for). The user's messages are never touched; a tail of
+    them alone over ``room`` is given back as it stands."""
     sizes = list(tail.message_sizes())
     total = _joined(sizes)
     if total <= room:
@@ -88,9 +100,13 @@ def within_cap(
     messages = list(tail.json)
     counts = {"tool": 0, "model": 0}
     for kind in ("tool", "model"):
-        for size, index, part in sorted(_bodies(messages, kind), key=_largest_oldest):
-            if total <= room or size < MIN_ELIDED:
+        for size, index, part in sorted(
+            _bodies(messages, kind), key=lambda body: _last_reply_last(body, len(messages) - 1)
+        ):
+            if total <= room:
                 break
+            if size < MIN_ELIDED:
+                continue
             messages[index] = _elided(messages[index], part, size, cap)
             new = len(orjson.dumps(messages[index]))
             total += new - sizes[index]
@@ -102,9 +118,11 @@ def within_cap(
     )
 
 
-def _largest_oldest(body: tuple[int, int, int]) -> tuple[int, int, int]:
+def _last_reply_last(body: tuple[int, int, int], last: int) -> tuple[bool, int, int, int]:
+    """The order bodies are left out in: the largest first, the oldest of equal ones, the
+    last message's (the reply an open shows) after every other."""
     size, index, part = body
-    return -size, index, part
+    return index == last, -size, index, part
 
 
 def _joined(sizes: Sequence[int]) -> int:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from session.file_cap import elided
 from session.interrupted import INTERRUPTED
 from session.unanswered import NO_REPLY_PREFIX, first_words
 
@@ -19,6 +20,13 @@ CUT_LINE = (
     "note: the last reply was stopped before its end; it is kept as far as it got (a tool "
     "of it had run)"
 )
+
+ELIDED_LINE = (
+    "note: the last reply ({size:,} bytes) was left out of the session file to keep it "
+    "under its {cap} cap; it is not kept"
+)
+"""Said instead of a reply a save left out of the file (``session/file_cap.py``): never
+its marker shown as the reply."""
 
 MISSED_LINE = 'note: the reply to "{message}" finished after its chat was gone; here it is:'
 """Said above a reply shown at an open because its chat (window closed, killed) was gone
@@ -60,6 +68,8 @@ def last_reply(messages: Sequence[Mapping[str, Any]]) -> LastReply | None:
     )
     if not text.strip():
         return None
+    if (left_out := elided(text)) is not None:
+        return LastReply(note=ELIDED_LINE.format(size=left_out[0], cap=left_out[1]))
     if text.startswith(NO_REPLY_PREFIX):
         reason = text.removeprefix(NO_REPLY_PREFIX).removesuffix("]")
         return LastReply(note=UNANSWERED_LINE.format(reason=reason))

@@ -18,7 +18,8 @@ from pydantic_ai.messages import (
 )
 
 from session.compaction import EventsCompactionConfig, OfflineEventSummarizer, finish_compaction
-from session.file_cap import MAX_SESSION_BYTES
+from session.file_cap import ELIDED, MAX_SESSION_BYTES, Trimmed, trimmed_line
+from session.last_reply import LastReply, last_reply
 from session.lifecycle import PersistPolicy, SessionLifecycle, WriteSession
 from session.manager import SessionManager, state_parts
 from session.summary import user_prompts
@@ -84,7 +85,7 @@ def test_a_file_over_the_cap_leaves_out_the_oldest_compacted_turns_first() -> No
     assert prompts_in(write)[-1] == "question 4: read them"  # after the boundary: whole
     assert "question 1: read them" not in prompts_in(write)  # the oldest overlap turn went
     assert file_bytes(write).count(orjson.dumps(BODY)) == 2 + 2 + 3  # turns 2, 3 and 4 whole
-    assert write.told is not None and "already summarized turns left out" in write.told
+    assert write.told is not None and "1 already summarized turn left out" in write.told
 
 
 def test_then_the_largest_tool_returns_bodies_go_never_the_users_messages() -> None:
@@ -144,4 +145,44 @@ def test_with_no_tool_return_left_the_models_reply_goes_before_the_users_message
     lc, write = after(lc, turn)
     assert len(file_bytes(write)) <= CAP
     assert prompts_in(write) == [pasted]
-    assert write.told is not None and ": 1 reply bodies left out of it" in write.told
+    assert write.told is not None and ": 1 reply body left out of it" in write.told
+
+
+def test_the_line_counts_one_of_each_in_the_singular() -> None:
+    trimmed = Trimmed(2**28, turns=1, tool_returns=1, replies=1)
+    assert trimmed_line(trimmed) == (
+        "note: the session file is kept under its 256 MiB cap: 1 already summarized turn, "
+        "1 tool return's body, 1 reply body left out of it (this chat still sends them; your "
+        "messages are kept)"
+    )
+
+
+def test_the_last_reply_is_the_model_body_left_out_last() -> None:
+    earlier = "An earlier answer about the queues. " * 5000  # about 180 KB
+    pasted = "Never edit files under vendor/. " * 4000  # about 130 KB of the user's own
+    last = "The last answer, about the routing table. " * 5000  # about 215 KB, the largest
+    lc = started(interval=50, overlap=0)
+    lc, _ = after(lc, [
+        ModelRequest(parts=[UserPromptPart("tell me about the queues", timestamp=T0)]),
+        ModelResponse(parts=[TextPart(earlier)], timestamp=T0),
+    ])
+    lc, write = after(lc, [
+        ModelRequest(parts=[UserPromptPart(pasted, timestamp=T0)]),
+        ModelResponse(parts=[TextPart(last)], timestamp=T0),
+    ])
+    data = file_bytes(write)
+    assert len(data) <= CAP
+    assert orjson.dumps(last) in data, "the reply a resumed chat shows, whole"
+    assert orjson.dumps(earlier) not in data
+
+
+def test_a_last_reply_left_out_of_the_file_is_shown_as_a_note_not_as_its_marker() -> None:
+    marker = ELIDED.format(size=195_000, cap="256 MiB")
+    shown = last_reply([
+        {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "explain"}]},
+        {"kind": "response", "parts": [{"part_kind": "text", "content": marker}]},
+    ])
+    assert shown == LastReply(note=(
+        "note: the last reply (195,000 bytes) was left out of the session file to keep it "
+        "under its 256 MiB cap; it is not kept"
+    ))
