@@ -829,6 +829,9 @@ class Closed:
     unsaved: bool = False
     """Turns were made that could not be saved (they are at ``kept_at``, if anywhere)."""
     kept_at: str | None = None
+    told: bool = False
+    """A line just said what became of the session (it could not be saved): the terminal
+    adds no closing line of its own."""
 
 
 @dataclass(frozen=True)

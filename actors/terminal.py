@@ -1383,8 +1383,9 @@ class TerminalActor(Actor[TerminalMessage]):
             )
         kept_at = await self._keep_unsaved() if self._unsaved else None
         session_id = self._lc.session_id
-        if session_id is not None and not saved and not self._unsaved and self._pointer_failed:
-            # no turn to keep, but nothing of the session could be written: said, and failed
+        told = session_id is not None and not saved and not self._unsaved
+        told = told and bool(self._pointer_failed)
+        if told:  # no turn to keep, but nothing of the session could be written: failed
             why = self._pointer_failed
             await self._emit(Info(f"error: session {session_id} could not be saved: {why}"))
         elif session_id is not None and saved and self._pointer_failed is not None:
@@ -1396,7 +1397,7 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._peers.storage.ask(Release(session_id, pid, self._token), STORAGE_TIMEOUT_S)
         await self._peers.drift.tell(Unwatch(pid))
         await self._emit(
-            Closed(session_id if saved else None, saved, reason, self._unsaved, kept_at)
+            Closed(session_id if saved else None, saved, reason, self._unsaved, kept_at, told)
         )
         self.released.set()
         if saved:

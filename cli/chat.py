@@ -1595,7 +1595,8 @@ class Chat:
                         self.console.warn(stopped_line(frame, self.session_id))
                     elif frame["saved"]:  # piped too: a script learns its session id
                         self.console.warn(f"Session {frame['session_id']} saved.")
-                    elif self.session_id is not None:  # said, not guessed from silence
+                    elif self.session_id is not None and not frame.get("told"):
+                        # said, not guessed from silence; not after "could not be saved"
                         self.console.warn("Nothing to save (no turn was completed).")
                     break
                 self._other(frame)

@@ -334,6 +334,8 @@ class ClosedFrame(_Frame):
     unsaved: bool = False
     """Turns were made that could not be saved; ``kept_at`` says where they are kept."""
     kept_at: str | None = None
+    told: bool = False
+    """A notice just said what became of the session: no closing line is added to it."""
 
 
 class Result(_Frame):

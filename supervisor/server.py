@@ -180,9 +180,14 @@ def _frame_for(output: TerminalOutput) -> p.ServerFrame:
             return p.Confirm(id=confirm_id, question=question)
         case CommandOutput(text, phase, input_tokens):
             return p.CommandResult(text=text, phase=phase, input_tokens=input_tokens)
-        case Closed(session_id, saved, reason, unsaved, kept_at):
+        case Closed(session_id, saved, reason, unsaved, kept_at, told):
             return p.ClosedFrame(
-                session_id=session_id, saved=saved, reason=reason, unsaved=unsaved, kept_at=kept_at
+                session_id=session_id,
+                saved=saved,
+                reason=reason,
+                unsaved=unsaved,
+                kept_at=kept_at,
+                told=told,
             )
         case Failure(code, message, _, open_refused):
             return p.ErrorFrame(code=code, message=message, open_refused=open_refused)

@@ -406,6 +406,19 @@ def test_a_chat_that_can_save_nothing_fails_though_no_turn_was_made(
     assert re.fullmatch(r"error: session [0-9a-f]{12} could not be saved \(see above\)", saved)
 
 
+def test_a_chat_that_could_not_be_saved_is_not_told_there_was_nothing_to_save(
+    env: Env,
+) -> None:
+    """H170 left: `error: session ID could not be saved (see above)` was followed by
+    `Nothing to save (no turn was completed).`, which contradicts it."""
+    env.project.parent.mkdir(parents=True)
+    env.project.write_text("not a directory\n")
+    result = env.run("--new", input="", terminal=env.terminal())
+    assert result.returncode == 1
+    last = result.stderr.splitlines()[-1]
+    assert re.fullmatch(r"error: session [0-9a-f]{12} could not be saved \(see above\)", last)
+
+
 def test_a_chat_that_can_save_nothing_says_its_cause_once(env: Env) -> None:
     """H170: the chat above said its cause three times: the start's listing, its pointer's
     write (`could not update the session on disk: ...`) and its exit's line."""
