@@ -83,7 +83,8 @@ def within_cap(
     already compacted), then the largest tool returns' bodies, then the largest bodies of
     the model's replies, each replaced by ``ELIDED``, the last reply last (what an open
     shows of the turn it waited for). The user's messages are never touched; a tail of
-    them alone over ``room`` is given back as it stands."""
+    them alone over ``room`` is given back as it stands (with None: nothing was left out,
+    nothing is told)."""
     sizes = list(tail.message_sizes())
     total = _joined(sizes)
     if total <= room:
@@ -112,6 +113,8 @@ def within_cap(
             total += new - sizes[index]
             sizes[index] = new
             counts[kind] += 1
+    if not (dropped or counts["tool"] or counts["model"]):
+        return tail, None  # nothing could go (the user's messages alone): nothing to tell
     return (
         EncodedMessages.of(messages, tail.known_secrets),
         Trimmed(cap, turns=dropped, tool_returns=counts["tool"], replies=counts["model"]),

@@ -186,3 +186,15 @@ def test_a_last_reply_left_out_of_the_file_is_shown_as_a_note_not_as_its_marker(
         "note: the last reply (195,000 bytes) was left out of the session file to keep it "
         "under its 256 MiB cap; it is not kept"
     ))
+
+
+def test_nothing_left_out_is_not_told_as_kept_under_the_cap() -> None:
+    pasted = "Never edit files under vendor/. " * 14000  # about 450 KB, over the cap alone
+    lc = started(interval=50, overlap=0)
+    lc, write = after(lc, [
+        ModelRequest(parts=[UserPromptPart(pasted, timestamp=T0)]),
+        ModelResponse(parts=[TextPart("ok")], timestamp=T0),
+    ])
+    assert prompts_in(write) == [pasted]
+    assert write.told is None, write.told
+    assert not lc.cap_told, "the line is still said once something is left out"
