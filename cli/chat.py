@@ -749,6 +749,8 @@ class Chat:
                 self.console.warn("Starting a new session instead (--yes).")
             return ""
         others = welcome.get("others") or []
+        for note in offer.get("notes") or ():  # of the offer: said where it is made
+            self.console.warn(note)
         if self.options.yes:
             return str(offer["session_id"])
         resume = self._answer(

@@ -75,6 +75,9 @@ class Resumable:
     """With nothing offered: why the project's newest session held by another terminal
     is not (``taken_line``): a tab started with ``--yes`` is told, not given a new
     session silently."""
+    offer_notes: tuple[str, ...] = ()
+    """Said with the offer, only to a tab that is offered it (not to ``--new`` or
+    ``--resume ID``): it may be the session of a tab whose pointer could not be read."""
 
 
 @dataclass(frozen=True)
@@ -580,13 +583,14 @@ class SessionCatalog:
                 offer = manager.load_without_messages(chosen, set_aside="move")
             except (OSError, SessionError) as exc:  # changed since the listing
                 warnings.append(problem_line(exc))
+        notes: tuple[str, ...] = ()
         if offer is not None and (own is None or chosen != own.session_id):  # an orphan
-            warnings += [
+            notes = tuple(
                 f"note: the session offered may be the one terminal {held.runs} holds: its "
                 f"pointer {held.path.name} could not be read"
                 for held in found.unknown
                 if held.runs != terminal_pid
-            ]
+            )
         turns = (row.turns if row else None) or 0
         return Resumable(
             offer,
@@ -595,6 +599,7 @@ class SessionCatalog:
             row.updated_at if row else None,
             row.unanswered if row else None,
             taken,
+            notes,
         )
 
     def prune(

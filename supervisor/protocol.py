@@ -213,6 +213,9 @@ class Offer(_Frame):
     unchanged: int = 0
     unanswered: str | None = None
     """The user's last message when it got no reply (the offer says so)."""
+    notes: tuple[str, ...] = ()
+    """Lines said with the offer, to a tab that is offered it only (not to ``--new`` or
+    ``--resume ID``): it may be another tab's, whose pointer could not be read."""
 
 
 class Welcome(_Frame):

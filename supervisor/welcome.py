@@ -38,6 +38,7 @@ async def offer_with_context(found: Resumable, workspace: Path) -> p.Offer:
         deleted=drift.deleted,
         unchanged=len(drift.unchanged),
         unanswered=found.unanswered,
+        notes=found.offer_notes,
     )
 
 

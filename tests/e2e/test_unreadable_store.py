@@ -120,6 +120,20 @@ def test_a_new_tab_is_told_the_offer_may_be_held_by_a_tab_whose_pointer_is_unrea
     ) in result.stderr.splitlines(), result.stderr
 
 
+@pytest.mark.parametrize("how", [("--new",), ("--resume", "ID")])
+def test_a_tab_that_is_offered_nothing_is_not_told_about_the_offer(
+    env: Env, how: tuple[str, ...]
+) -> None:
+    """The note about the session offered was said to a tab started with --new or
+    --resume ID, to which nothing was offered."""
+    session_id, tab = idle_session(env)
+    BREAKAGES["truncated"](env.project / f"active_{tab.pid}.json")
+    args = [session_id if arg == "ID" else arg for arg in how]
+    result = env.run(*args, input="", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert "the session offered" not in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("served", [False, True], ids=["files", "supervisor"])
 @pytest.mark.parametrize("command", [("sessions", "--all"), ("sessions", "prune", "--all")])
 def test_every_project_but_an_unlistable_one_is_listed_and_pruned(
