@@ -546,7 +546,7 @@ class SessionCatalog:
         if not self.read_only:  # a terminal opens a session here: gone tabs' pointers go
             self.remove_gone_pointers(project, {*live.values(), terminal_pid})
         found = self._project_rows(project, live, "move")  # a chat starts: bad files go aside
-        rows, warnings = found.rows, found.warnings
+        rows, warnings = found.rows, _own_pointer_told(found.warnings, found.unknown, terminal_pid)
         try:
             own = manager.read_pointer(terminal_pid)
         except SessionFileError:
@@ -864,6 +864,22 @@ def reset_refused_line(session_id: str, exc: Exception) -> str:
     else:
         reason = str(exc)
     return f"error: /reset did not remove session {session_id} ({reason}); nothing was reset"
+
+
+def _own_pointer_told(
+    warnings: list[str], unknown: Collection[InvalidPointer], terminal_pid: int
+) -> list[str]:
+    """``warnings`` with the line of this tab's own unreadable pointer said as its own: the
+    terminal that "still runs" is the one starting, which replaces its pointer when it opens a session."""
+    own = {
+        problem_line(held): (
+            f"warning: this tab's session pointer {held.path.name} could not be read "
+            f"({held.reason}); it is replaced when this tab opens a session"
+        )
+        for held in unknown
+        if held.runs == terminal_pid
+    }
+    return [own.get(line, line) for line in warnings]
 
 
 def copies_left_line(session_id: str, exc: OSError) -> str:

@@ -3,6 +3,7 @@ not be read is named, and nothing is judged orphaned, absent or deletable from i
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Callable
@@ -118,6 +119,22 @@ def test_a_new_tab_is_told_the_offer_may_be_held_by_a_tab_whose_pointer_is_unrea
         f"note: the session offered may be the one terminal {tab.pid} holds: its pointer "
         f"active_{tab.pid}.json could not be read"
     ) in result.stderr.splitlines(), result.stderr
+
+
+def test_a_tab_whose_own_pointer_is_unreadable_is_told_it_is_replaced(env: Env) -> None:
+    """The tab itself was told `terminal PID still runs: left in place, its session
+    unknown` of its own pointer, which its start then wrote anew."""
+    session_id, tab = idle_session(env)
+    pointer = env.project / f"active_{tab.pid}.json"
+    BREAKAGES["truncated"](pointer)
+    result = env.run("--yes", input="", terminal=tab)
+    assert result.returncode == 0, result.stderr
+    assert (
+        f"warning: this tab's session pointer {pointer.name} could not be read (not JSON); "
+        "it is replaced when this tab opens a session"
+    ) in result.stderr.splitlines(), result.stderr
+    assert "still runs" not in result.stderr, result.stderr
+    assert json.loads(pointer.read_text())["session_id"] == session_id
 
 
 @pytest.mark.parametrize("how", [("--new",), ("--resume", "ID")])
