@@ -870,7 +870,7 @@ def _own_pointer_told(
     warnings: list[str], unknown: Collection[InvalidPointer], terminal_pid: int
 ) -> list[str]:
     """``warnings`` with the line of this tab's own unreadable pointer said as its own: the
-    terminal that "still runs" is the one starting, which replaces its pointer when it opens a session."""
+    terminal that "still runs" is the one starting, whose open replaces the pointer."""
     own = {
         problem_line(held): (
             f"warning: this tab's session pointer {held.path.name} could not be read "
