@@ -6,12 +6,17 @@
     ├── SessionLive                another terminal holds the session live
     │   └── SupersededWriter       a late write of an actor the session was opened by since
     ├── SessionDeleted             a write for a session deleted by ``/reset``
+    ├── LeftBehind                 a removal that left a file behind (what stays)
+    ├── SecretsLeft                checkpoints whose scrub failed: a secret stays in them
     ├── SessionFileError           a problem with one file on disk (``.path``)
     │   ├── CorruptSessionFile     did not parse; moved aside to ``.moved_to`` (or left)
     │   ├── FutureSchemaVersion    newer schema than this code; left untouched
+    │   ├── UnreadableMessages     messages of a shape this version does not know; listed only
     │   ├── UnsafeSessionFile      a symlink, not a regular file, or over the size cap
+    │   │   └── UnreadSessionFile  its open or read failed (EIO): what it holds is unknown
     │   ├── InvalidPointer         an ``active_<pid>.json`` that is ignored
-    │   └── UnsafeSessionDirectory a sessions/project directory that is a symlink or a file
+    │   ├── UnsafeSessionDirectory a sessions/project directory that is a symlink or a file
+    │   └── UnreadableSessionDirectory  a sessions directory that cannot be listed
     └── CheckpointError            an unknown or malformed checkpoint number, a damaged entry
         └── CheckpointCapExceeded  a checkpoint that would pass the session's size cap
 
