@@ -870,11 +870,12 @@ def _own_pointer_told(
     warnings: list[str], unknown: Collection[InvalidPointer], terminal_pid: int
 ) -> list[str]:
     """``warnings`` with the line of this tab's own unreadable pointer said as its own: the
-    terminal that "still runs" is the one starting, whose open replaces the pointer."""
+    terminal that "still runs" is the one starting, whose open replaces the pointer. The
+    line begins as DESIGN's (``ignoring invalid session pointer``)."""
     own = {
         problem_line(held): (
-            f"warning: this tab's session pointer {held.path.name} could not be read "
-            f"({held.reason}); it is replaced when this tab opens a session"
+            f"warning: ignoring invalid session pointer {held.path.name} ({held.reason}); "
+            "it is this tab's, replaced when this tab opens a session"
         )
         for held in unknown
         if held.runs == terminal_pid

@@ -130,8 +130,8 @@ def test_a_tab_whose_own_pointer_is_unreadable_is_told_it_is_replaced(env: Env) 
     result = env.run("--yes", input="", terminal=tab)
     assert result.returncode == 0, result.stderr
     assert (
-        f"warning: this tab's session pointer {pointer.name} could not be read (not JSON); "
-        "it is replaced when this tab opens a session"
+        f"warning: ignoring invalid session pointer {pointer.name} (not JSON); "
+        "it is this tab's, replaced when this tab opens a session"
     ) in result.stderr.splitlines(), result.stderr
     assert "still runs" not in result.stderr, result.stderr
     assert json.loads(pointer.read_text())["session_id"] == session_id
