@@ -17,7 +17,7 @@ than it is. Both leave the run at the response that ends it, as the LLMActor doe
 supervisor saves by it is not counted as its own. It prints the median size of the
 requests each side sent, in tokens as the budget counts them (the supervisor's from its
 ``turn_end`` frames, the in-process agent's from its lifecycle), and the number of turns
-whose two sizes differ, which should be none: both sides send the same requests. The two take
+whose two sizes differ: what tells whether both sides send the same requests. The two take
 turns, one turn each, so that the machine's changes of speed (this is a shared VM)
 hit both alike; measuring them in blocks made the ratio swing by 0.3 between blocks.
 
