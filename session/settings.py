@@ -238,9 +238,19 @@ def resolve_settings(
     *,
     file_label: str = CONFIG_FILE,
 ) -> Settings:
-    """Merge the layers (later wins) and validate each value against its source."""
+    """Merge the layers (later wins) and validate each value against its source: one
+    SettingsError naming every bad value, each in its line (the others after the first
+    begin with their own ``error:``), so that fixing one does not reveal the next."""
     options = options or {}
-    sources = [_resolved(spec, file, env, options, file_label) for spec in SPECS]
+    sources: list[Setting] = []
+    bad: list[str] = []
+    for spec in SPECS:
+        try:
+            sources.append(_resolved(spec, file, env, options, file_label))
+        except SettingsError as exc:
+            bad.append(str(exc))
+    if bad:
+        raise SettingsError("\nerror: ".join(bad))
     heir_wanted(env)  # no setting of the file, but checked wherever the settings are
     return Settings(**{s.name: s.value for s in sources}, sources=tuple(sources))
 

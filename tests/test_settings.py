@@ -232,3 +232,12 @@ def test_a_supervisor_starts_with_the_default_for_a_bad_value_and_names_it(
     )
     with pytest.raises(SettingsError, match="compaction_interval"):
         resolve_settings({"compaction_interval": "abc"}, {})
+
+
+def test_every_bad_value_is_named_each_in_its_line() -> None:
+    """Not the first bad value only: fixing it would show the next one at the next run."""
+    with pytest.raises(SettingsError) as raised:
+        resolve_settings({"compaction_interval": "abc"}, {"AGENT_ASSIST_COMPACTION_OVERLAP": "x"})
+    first, second = str(raised.value).splitlines()
+    assert first.startswith("bad compaction_interval 'abc' from file config.toml:")
+    assert second.startswith("error: bad compaction_overlap 'x' from env ")

@@ -155,3 +155,21 @@ def test_a_bad_config_toml_does_not_stop_the_supervisor_each_chat_refuses_it(env
         f"error: {env.home}/config.toml is not valid TOML"
     )
     assert len(chat.stderr.splitlines()) == 1
+
+
+def test_every_bad_setting_is_told_at_once_each_in_its_line(env: Env) -> None:
+    """A tester's find (H176): with two bad values (one in config.toml, one in the
+    environment) ``config show`` and the chat told the first only; fixed, the next run
+    told the second, while ``supervisor start`` told both. Each is told in its own line."""
+    env.home.mkdir(parents=True)
+    (env.home / "config.toml").write_text('compaction_interval = "abc"\n')
+    bad = BAD_INTERVAL.format(root=env.home)
+    budget = (
+        "bad context_tokens '100' from env AGENT_ASSIST_CONTEXT_TOKENS: must be a whole "
+        "number between 2000 and 10000000"
+    )
+    for args in (("config", "show"), ("--new",)):
+        run = env.run(*args, input="hello\n", AGENT_ASSIST_CONTEXT_TOKENS="100")
+        assert (run.returncode, run.stdout) == (1, ""), args
+        assert run.stderr == f"error: {bad}\nerror: {budget}\n", args
+    assert env.session_ids() == []
