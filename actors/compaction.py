@@ -132,13 +132,15 @@ def _window_key(message: Compact) -> _WindowKey:
     return message.session_id, message.generation, window.start_invocation, window.end_invocation
 
 
-def summary_model_down_line(model: str, reason: str, minutes: int) -> str:
+def summary_model_down_line(model: str, reason: str, seconds: float) -> str:
     """Why the offline summarizer stands in for the summary ``model``, in one line: where it
     was asked and why it failed (not clipped: the endpoint's own words are the cause),
-    then for how long (the supervisor's log names the model too)."""
+    then for how long, ``5 min`` or, under a minute and a half, in seconds (a blip's 30 s
+    was said as ``1 min``; the supervisor's log names the model too)."""
+    left = f"{round(seconds / 60)} min" if seconds >= 90 else f"{max(1, math.ceil(seconds))} s"
     return (
         f"the summary model at {endpoint_of(model)} failed ({reason}); "
-        f"offline summaries for {minutes} min"
+        f"offline summaries for {left}"
     )
 
 
@@ -428,7 +430,7 @@ class CompactionActor(Actor[CompactionMessage]):
         left = until - anyio.current_time()
         if left <= 0:
             return None
-        return summary_model_down_line(model, reason, max(1, round(left / 60)))
+        return summary_model_down_line(model, reason, left)
 
     def _llm_failed(self, model: str, what: str, exc: BaseException) -> None:
         """Remember a failing summary model: the offline summarizer alone for a while, so

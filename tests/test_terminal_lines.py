@@ -770,7 +770,7 @@ def test_every_compaction_and_budget_warning_is_one_short_line() -> None:
     assert not long, long
     assert all("12,345 of 10,000" in line for line in lines[:5])
     why = "TimeoutError: no answer in time"
-    down = "warning: " + summary_model_down_line("openai-chat:m", why, 5)
+    down = "warning: " + summary_model_down_line("openai-chat:m", why, 300)
     endpoint = down.split(" at ", 1)[1].split(" failed", 1)[0]
     assert len(down) - len(endpoint) - len(why) <= 70, down  # where and why: not clipped
 
