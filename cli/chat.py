@@ -410,6 +410,11 @@ def too_long_line(text: str, interactive: bool) -> str | None:
     )
 
 
+UNSENT_LINE = "note: not sent, the chat ended: "
+"""Begins the line of each line typed ahead that a chat the user did not end left unsent."""
+UNSENT_CHARS = 200
+
+
 def stopped_line(closed: Frame, session_id: str | None) -> str:
     """What a chat says when the supervisor was stopped (``closed`` its last frame)."""
     if not closed.get("saved"):  # a session with no completed turn has nothing to keep
@@ -592,6 +597,10 @@ class Chat:
         """SIGHUP (the window closed) came while a reply ran: the chat leaves with no
         ``close`` frame, as a terminal gone does, and the supervisor lets the turn finish
         and saves it (a ``close`` would cut it)."""
+        self.unsent: list[str] = []
+        """Lines typed ahead that the chat's end left unsent (``run``), for ``tell_unsent``."""
+        self._ended_by_stop = False
+        """The supervisor's stop ended the chat (``_stopped_line``)."""
         console.toolbar = self.toolbar
 
     @property
@@ -1063,7 +1072,31 @@ class Chat:
 
     def run(self) -> int:
         with self.console.keys_held():  # typed ahead of each prompt: for it, unechoed
-            return self._run()
+            try:
+                return self._run()
+            except Terminated as exc:
+                if exc.signum != signal.SIGHUP:  # a terminal that is gone has none
+                    self.unsent = self.console.take_unsent()
+                raise
+            except ChatEnded:
+                self.unsent = self.console.take_unsent()
+                raise
+            finally:
+                if self._ended_by_stop and not self.unsent:
+                    self.unsent = self.console.take_unsent()
+
+    def tell_unsent(self) -> None:
+        """Each line typed ahead that the chat's end left unsent (``run``), in its line."""
+        for text in self.unsent:
+            shown = printable(text.replace("\n", " ")).strip()
+            shown = shown if len(shown) <= UNSENT_CHARS else f"{shown[: UNSENT_CHARS - 1]}…"
+            self.console.warn(f'{UNSENT_LINE}"{shown}" (in your history: Up recalls it)')
+        self.unsent = []
+
+    def _stopped_line(self, closed: Frame) -> str:
+        """``stopped_line``, and the chat noted as ended by the supervisor's stop."""
+        self._ended_by_stop = True
+        return stopped_line(closed, self.session_id)
 
     def _run(self) -> int:
         try:
@@ -1402,7 +1435,7 @@ class Chat:
         elif kind == "closed":
             if frame.get("unsaved"):
                 raise ChatError(unsaved_line(frame, self.session_id).removeprefix("error: "))
-            raise ChatEnded(stopped_line(frame, self.session_id))
+            raise ChatEnded(self._stopped_line(frame))
 
     def _slash(self, line: str) -> bool:
         """Run a slash command; False means leave."""
@@ -1594,7 +1627,7 @@ class Chat:
                         self.console.warn(unsaved_line(frame, self.session_id))
                         return True
                     if not sent:  # the supervisor was stopped while we waited
-                        self.console.warn(stopped_line(frame, self.session_id))
+                        self.console.warn(self._stopped_line(frame))
                     elif frame["saved"]:  # piped too: a script learns its session id
                         self.console.warn(f"Session {frame['session_id']} saved.")
                     elif self.session_id is not None and not frame.get("told"):
@@ -1604,7 +1637,7 @@ class Chat:
                 self._other(frame)
         except ConnectionLost:
             if (stopped := self.stopped_frame()) is not None:
-                self.console.warn(stopped_line(stopped, self.session_id))
+                self.console.warn(self._stopped_line(stopped))
             else:
                 lost = again
         except (KeyboardInterrupt, TimeoutError):
@@ -1780,13 +1813,16 @@ def run_chat(options: ChatOptions) -> int:
     chat = Chat(options, console, runtime_paths())
     try:
         with ended_by_signals():
-            return chat.run()
+            status = chat.run()
+        chat.tell_unsent()
+        return status
     except Terminated as exc:  # SIGTERM or SIGHUP: leave as an exit does
         if chat.reply_left_running:
             chat.hang_up()
             return 128 + exc.signum
         with contextlib.suppress(OSError):  # a hung-up terminal takes no more output
             chat.close()
+            chat.tell_unsent()
         return 128 + exc.signum
     except BrokenPipeError:  # the reader of our replies went away (``| head -1``)
         silence_stdout()  # what is still to print goes nowhere
@@ -1796,6 +1832,7 @@ def run_chat(options: ChatOptions) -> int:
     except ChatEnded as exc:
         if chat.console.interactive:
             chat.console.warn(str(exc))
+            chat.tell_unsent()
             return 0
         chat.console.warn(f"{exc}; the run stopped before the end of its input")
         return 1

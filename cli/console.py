@@ -406,6 +406,28 @@ class Console:
         entries = typed_entries(typed)
         self._held.extend(text for text, e in entries if text.strip() and (text, e) != END_OF_INPUT)
 
+    def take_unsent(self) -> list[str]:
+        """The chat ends without the user asking (its supervisor stopped, a SIGTERM): each
+        line typed ahead for it and not sent, taken off the terminal's input (left there,
+        the shell read and ran each as a command) and kept in the input history (Up)."""
+        if not self.interactive:
+            return []
+        typed = self._typed_before_hold.decode("utf-8", "replace") + self._typed_ahead
+        self._typed_before_hold, self._typed_ahead = b"", ""
+        if self._prompt is not None:  # keys the prompt read after its Enter, kept by it
+            from prompt_toolkit.input.typeahead import get_typeahead
+
+            typed = "".join(map(_key_typed, get_typeahead(self._prompt.input))) + typed
+        with contextlib.suppress(OSError):  # a hung-up terminal has nothing to take
+            typed += self._take_waiting()
+        unsent = [*self._held, *(text for text, _ in typed_entries(typed) if text.strip())]
+        self._held.clear()
+        if self._prompt is not None:
+            for text in unsent:
+                with contextlib.suppress(OSError):
+                    self._prompt.history.append_string(text)
+        return unsent
+
     def _take_waiting(self) -> str:
         """What was typed ahead and not read yet: the long paste taken off the terminal
         during the reply, then what waits in its input."""

@@ -1093,3 +1093,30 @@ def test_a_ctrl_c_during_a_reattach_is_the_first_of_two_that_leave(
         or f"Session {session_id} saved." in shown
     ), shown[-400:]
     assert "hello tty" in str(env.session(session_id)["recent_messages"])
+
+
+def test_lines_typed_ahead_of_a_chat_a_supervisor_stop_ends_are_told_not_run_by_the_shell(
+    env: Env, server: ChatServer
+) -> None:
+    """H176's find: lines typed ahead while a reply streamed, when ``supervisor stop``
+    (from another shell) ended the chat, were left in the terminal's input: the shell read
+    each as a command and ran it, and the chat said nothing of them. Taken off the input,
+    they are named, each in its line, and kept in the input history for Up."""
+    shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
+    tty = Pty(env, env.terminal(), under=shell)
+    try:
+        tty.expect("/help for commands.")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        tty.type("echo typed before the stop\rhalf typed")
+        stopped = env.run("supervisor", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        tty.expect("the supervisor was stopped")
+        tty.expect('note: not sent, the chat ended: "echo typed before the stop"')
+        tty.expect('note: not sent, the chat ended: "half typed"')
+        tty.expect("ended by None")
+        tty.expect("the shell read nothing")
+        history = (env.project.parent / "prompt_history").read_text()
+        assert "+echo typed before the stop\n" in history and "+half typed\n" in history
+    finally:
+        tty.close()
