@@ -242,6 +242,8 @@ class Console:
         toolbar: Callable[[], str] | None = None,
     ) -> None:
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
+        self._piped_read = False
+        """A line was read from the piped input (the first may begin with a byte order mark)."""
         self.out_tty = sys.stdout.isatty()
         self.color = (
             self.out_tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
@@ -501,6 +503,9 @@ class Console:
             line = sys.stdin.readline()
         if not line:
             return None
+        if not self._piped_read:  # a script saved with a byte order mark (Notepad's): the
+            line = line.removeprefix("\ufeff")  # mark is no part of its first line
+            self._piped_read = True
         # Bytes that are not UTF-8 reach us as lone surrogates, which no frame can carry:
         # each becomes U+FFFD, as a terminal shows them.
         return line.encode("utf-8", "surrogateescape").decode("utf-8", "replace").rstrip("\n")

@@ -1018,3 +1018,20 @@ def test_rm_of_a_full_id_over_an_unreadable_store_says_what_could_not_be_read(
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"error: refusing sessions directory {unread} (")
     assert result.returncode == 1
+
+
+def test_a_script_that_begins_with_a_byte_order_mark_reads_its_first_line_as_typed(
+    env: Env,
+) -> None:
+    """H176's find: a script saved with a UTF-8 byte order mark (Notepad, PowerShell's
+    Out-File) had its first line read with it: ``/help`` was sent to the model as a
+    message, and ``y`` to the resume offer was not an answer (exit 1). The mark is no
+    part of the first line; one later in the input is the user's text."""
+    terminal = env.terminal()
+    first = env.run("--new", input="\ufeff/help\nhello\n", terminal=terminal)
+    assert first.returncode == 0, first.stderr
+    assert "Commands:" in first.stderr
+    assert first.stdout.count("You said") == 1 and "/help" not in first.stdout
+    again = env.run(input="\ufeffy\nagain\n", terminal=terminal)
+    assert again.returncode == 0, again.stderr
+    assert "turn 2 of this conversation" in again.stdout
