@@ -213,7 +213,8 @@ def read_config_file(root: Path) -> dict[str, object]:
         raise SettingsError(f"{path} is not valid TOML: {exc}") from None
     unknown = sorted(set(table) - set(NAMES))
     if unknown:
-        raise SettingsError(f"{path}: unknown setting {unknown[0]!r} (known: {', '.join(NAMES)})")
+        named = f"setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}"
+        raise SettingsError(f"{path}: unknown {named} (known: {', '.join(NAMES)})")
     return table
 
 

@@ -241,3 +241,15 @@ def test_every_bad_value_is_named_each_in_its_line() -> None:
     first, second = str(raised.value).splitlines()
     assert first.startswith("bad compaction_interval 'abc' from file config.toml:")
     assert second.startswith("error: bad compaction_overlap 'x' from env ")
+
+
+def test_every_unknown_setting_of_the_file_is_named(tmp_path: Path) -> None:
+    """As for bad values: naming the first only, fixing it revealed the next at the next run."""
+    from session.settings import read_config_file
+
+    (tmp_path / "config.toml").write_text('modle = "offline"\ncontext_token = 4000\n')
+    with pytest.raises(SettingsError) as raised:
+        read_config_file(tmp_path)
+    assert str(raised.value).startswith(
+        f"{tmp_path}/config.toml: unknown settings 'context_token', 'modle' (known: model, "
+    )
