@@ -1013,7 +1013,8 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._emit(TurnEnded("error", NOT_RUN_AGAIN))
             return
         await self._compare_tracked_files()
-        tokens = await self._compact_for_budget(wire_chars(text) + wire_chars(self._changes_note()))
+        text_chars = wire_chars(text)  # weighed once: the request below reuses it
+        tokens = await self._compact_for_budget(text_chars + wire_chars(self._changes_note()))
         if tokens is None:  # Ctrl+C while the compaction before it ran: the message is not sent
             await self._emit(TurnEnded("cancelled", None))
             return
@@ -1026,12 +1027,15 @@ class TerminalActor(Actor[TerminalMessage]):
         self._changed_outside.clear()
         self._drift_untold.clear()  # this request carries the context that tells it
         try:
-            await self._peers.llm.tell(self._start_request(text, notes))
+            await self._peers.llm.tell(
+                self._start_request(text, notes, text_chars + wire_chars(notes))
+            )
         except DeadActor:
             self._lc = self._lc.abandon_turn()
             await self._emit(TurnEnded("error", "the model is not available; please try again"))
 
-    def _start_request(self, text: str, notes: str) -> StartTurn:
+    def _start_request(self, text: str, notes: str, extra_chars: int) -> StartTurn:
+        """``extra_chars``: what ``text`` and ``notes`` weigh on the wire (``wire_chars``)."""
         return StartTurn(
             turn_id=self._turn_count,
             model=self._config.model,
@@ -1043,7 +1047,7 @@ class TerminalActor(Actor[TerminalMessage]):
             reply_to=self._self,
             stall_timeout_s=self._config.stall_timeout_s,
             token_budget=self._lc.estimate_budget(),
-            message_over_budget=self._lc.message_over_budget(wire_chars(text) + wire_chars(notes)),
+            message_over_budget=self._lc.message_over_budget(extra_chars),
             tool_lines_delivered=self._config.acknowledges_tool_lines,
         )
 
