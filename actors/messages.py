@@ -62,6 +62,9 @@ class RemoveSession(Ask[bool]):
     """``sessions rm``: SessionLive if a terminal holds it, checked in the same step; and
     nothing is deleted (False) unless the session file is there: the checkpoints of one
     moved aside as corrupt may be what repairs it."""
+    force: bool = False
+    """``sessions rm --force``: even one a running terminal may hold, its pointer unreadable
+    (``MayBeHeld``); never a live one."""
 
 
 @dataclass(frozen=True)

@@ -258,7 +258,7 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(self._saving(message))
             case KeepUnsaved(project, state, secrets, name):
                 return await self._io(lambda: catalog.keep_unsaved(project, state, secrets, name))
-            case RemoveSession(project, session_id, forever, unless_live):
+            case RemoveSession(project, session_id, forever, unless_live, force):
                 if unless_live and session_id in self._live:
                     raise SessionLive(session_id, self._live[session_id])
                 gone = False  # whether its file is gone, however the removal ended
@@ -266,7 +266,9 @@ class StorageActor(Actor[StorageMessage]):
                 def remove() -> bool:
                     nonlocal gone
                     try:
-                        return catalog.remove_session(project, session_id, if_saved=unless_live)
+                        return catalog.remove_session(
+                            project, session_id, if_saved=unless_live, force=force
+                        )
                     finally:  # in the same hop: the disk's thread looks as it leaves
                         if forever:
                             path = catalog.manager(project).session_path(session_id)

@@ -564,17 +564,22 @@ def _new_session_line(row: dict[str, Any]) -> str:
 
 @sessions.command("rm", short_help="Delete one session (never a live one).")
 @click.argument("session_id", type=SESSION_ID, shell_complete=complete_session_ids)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Even if a running terminal may hold it (its session pointer cannot be read).",
+)
 @workspace_override
 @click.pass_context
 @one_line_errors
-def sessions_rm(ctx: click.Context, session_id: str, workspace: Path | None) -> None:
+def sessions_rm(ctx: click.Context, session_id: str, force: bool, workspace: Path | None) -> None:
     """Delete one session (never a live one; ID: its 12 digits, or the first 4 or more)."""
     where = _workspace_if_any(ctx, workspace)
     session_id = full_id(session_id)
     with _not_found_hint(where, session_id):
         _in_any_project(
             lambda project: sessions_ops.remove_session(
-                runtime_paths(), where, session_id, project
+                runtime_paths(), where, session_id, project, force
             ),
             where,
             session_id,

@@ -307,19 +307,23 @@ def remove_session(
     workspace: Path | None,
     session_id: str,
     project_name: str | None = None,
+    force: bool = False,
 ) -> bool:
     """``project_name``: the session's project, when it is not the workspace's (or there
-    is no workspace)."""
+    is no workspace); ``force``: even one a running terminal may hold, its pointer
+    unreadable (never a live one)."""
     from session.models import validate_session_id
 
     validate_session_id(session_id)
     frame = _one_session("remove_session", workspace, session_id, project_name)
+    if force:  # only when asked: a supervisor of the version before takes the frame as is
+        frame["force"] = True
     with _supervisor_or_lock(paths, frame) as data:
         if data is not None:
             return bool(data["removed"])
         catalog = _offline_catalog(read_only=False)
         project = _project(workspace, project_name)
-        if not catalog.remove_session(project, session_id, if_saved=True):
+        if not catalog.remove_session(project, session_id, if_saved=True, force=force):
             raise FileNotFoundError(f"no session {session_id} in this project")
         return True
 

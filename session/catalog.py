@@ -33,12 +33,14 @@ from session.compacted import session_turns
 from session.errors import (
     InvalidPointer,
     LeftBehind,
+    MayBeHeld,
     SessionError,
     SessionFileError,
     SessionLive,
     SetAside,
     UnsafeSessionDirectory,
     UnsafeSessionFile,
+    unread_pointers_said,
 )
 from session.file_cap import MAX_SESSION_BYTES
 from session.header_index import FileIdentity, read_copies, record_copy
@@ -244,11 +246,15 @@ class SessionCatalog:
             self._checkpoints[project] = CheckpointStore(project.parent, self.known_secrets)
         return self._checkpoints[project]
 
-    def remove_session(self, project: Path, session_id: str, *, if_saved: bool = False) -> bool:
+    def remove_session(
+        self, project: Path, session_id: str, *, if_saved: bool = False, force: bool = False
+    ) -> bool:
         """Delete a session's file and its checkpoints, then the contents no remaining
         checkpoint refers to. True if there was a session file; ``if_saved`` (the user's
-        ``sessions rm``): without one, or with one of a newer version, nothing is deleted.
-        Raises ``LeftBehind`` once the file is gone if what it leaves could not all go."""
+        ``sessions rm``): without one, or with one of a newer version, nothing is deleted,
+        nor (``MayBeHeld``, unless ``force``) one a running terminal may hold, its pointer
+        unreadable. Raises ``LeftBehind`` once the file is gone if what it leaves could
+        not all go."""
         manager = self.manager(project)
         copied = bool(self._copies(project, session_id))  # its saves failed: one kept aside
         if if_saved and not (copied or _on_disk(manager, session_id)):
@@ -266,10 +272,23 @@ class SessionCatalog:
                 raise LeftBehind("\n".join(stays))
             return removed or copied
         manager.refuse_newer(session_id)
+        if not force:
+            self._refuse_if_maybe_held(project, session_id)
         removed, problem = self._remove(project, session_id)  # the user's rm: what stayed
         if problem is not None:
             raise SessionError(problem)
         return removed or copied
+
+    def _refuse_if_maybe_held(self, project: Path, session_id: str) -> None:
+        """``MayBeHeld`` if no living terminal's pointer names the session (it would be
+        listed orphaned) while a terminal that may still run has a pointer that cannot be
+        read: as ``prune`` keeps such sessions, ``rm`` does not take one unasked."""
+        pointers = self.manager(project).list_pointers()
+        if not pointers.unknown:
+            return
+        if any(p.session_id == session_id and pointer_alive(p) for p in pointers.pointers):
+            return  # idle, its tab known: rm takes it, as any idle session
+        raise MayBeHeld(session_id, pointers.unknown)
 
     def _remove(
         self,
@@ -353,12 +372,19 @@ class SessionCatalog:
         return found.rows, found.warnings
 
     def _project_rows(
-        self, project: Path, live: dict[str, int], set_aside: SetAside
+        self,
+        project: Path,
+        live: dict[str, int],
+        set_aside: SetAside,
+        terminal_pid: int | None = None,
     ) -> _ProjectRows:
+        """``terminal_pid``: the terminal the lines are for (a chat's start), whose own
+        unreadable pointer they say is its own (``InvalidPointer.line_for``)."""
         manager = self.manager(project)
         listing = manager.list_sessions(set_aside=set_aside)
         pointers = manager.list_pointers(set_aside=set_aside)
-        warnings = [problem_line(p) for p in (*listing.problems, *pointers.problems)]
+        warnings = [problem_line(p) for p in listing.problems]
+        warnings += [problem.line_for(terminal_pid) for problem in pointers.problems]
         headers = {header.session_id: header for header in listing.sessions}
         kept = self._kept_only(project, headers)
         rows = classify(
@@ -545,8 +571,9 @@ class SessionCatalog:
         manager = self.manager(project)
         if not self.read_only:  # a terminal opens a session here: gone tabs' pointers go
             self.remove_gone_pointers(project, {*live.values(), terminal_pid})
-        found = self._project_rows(project, live, "move")  # a chat starts: bad files go aside
-        rows, warnings = found.rows, _own_pointer_told(found.warnings, found.unknown, terminal_pid)
+        # A chat starts: bad files go aside, and its own unreadable pointer is told as its own.
+        found = self._project_rows(project, live, "move", terminal_pid)
+        rows, warnings = found.rows, found.warnings
         try:
             own = manager.read_pointer(terminal_pid)
         except SessionFileError:
@@ -801,14 +828,7 @@ class SessionCatalog:
 def held_line(project: str, unknown: Collection[InvalidPointer]) -> str:
     """Why no orphaned session of ``project`` is pruned: the unreadable pointers of
     terminals that still run, any of whose sessions may be one of them."""
-    names = ", ".join(problem.path.name for problem in unknown)
-    pids = ", ".join(str(problem.runs) for problem in unknown)
-    if len(unknown) == 1:
-        said = f"pointer {names} could not be read and terminal {pids} still runs"
-        whose = "its session"
-    else:
-        said = f"pointers {names} could not be read and terminals {pids} still run"
-        whose = "one of theirs"
+    said, whose = unread_pointers_said(unknown)
     return (
         f"warning: no orphaned session of project {project} pruned: {said}, so any of "
         f"them may be {whose}"
@@ -864,23 +884,6 @@ def reset_refused_line(session_id: str, exc: Exception) -> str:
     else:
         reason = str(exc)
     return f"error: /reset did not remove session {session_id} ({reason}); nothing was reset"
-
-
-def _own_pointer_told(
-    warnings: list[str], unknown: Collection[InvalidPointer], terminal_pid: int
-) -> list[str]:
-    """``warnings`` with the line of this tab's own unreadable pointer said as its own: the
-    terminal that "still runs" is the one starting, whose open replaces the pointer. The
-    line begins as DESIGN's (``ignoring invalid session pointer``)."""
-    own = {
-        problem_line(held): (
-            f"warning: ignoring invalid session pointer {held.path.name} ({held.reason}); "
-            "it is this tab's, replaced when this tab opens a session"
-        )
-        for held in unknown
-        if held.runs == terminal_pid
-    }
-    return [own.get(line, line) for line in warnings]
 
 
 def copies_left_line(session_id: str, exc: OSError) -> str:

@@ -6,6 +6,7 @@
     ├── SessionLive                another terminal holds the session live
     │   └── SupersededWriter       a late write of an actor the session was opened by since
     ├── SessionDeleted             a write for a session deleted by ``/reset``
+    ├── MayBeHeld                  an ``rm`` of a session a running terminal may hold
     ├── LeftBehind                 a removal that left a file behind (what stays)
     ├── SecretsLeft                checkpoints whose scrub failed: a secret stays in them
     ├── SessionFileError           a problem with one file on disk (``.path``)
@@ -25,6 +26,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Literal
 
@@ -189,17 +191,56 @@ class InvalidPointer(SessionFileError):
         set_aside: SetAside = "move",
         runs: int | None = None,
     ) -> None:
+        head = f"ignoring invalid session pointer {path.name} ({reason})"
         aside = f"; moved aside to {moved_to.name}" if moved_to is not None else ""
         if set_aside == "dry_run":
             aside = "; would be moved aside"
         if runs is not None:
             aside = f"; terminal {runs} still runs: left in place, its session unknown"
-        super().__init__(path, f"ignoring invalid session pointer {path.name} ({reason}){aside}")
+        super().__init__(path, f"{head}{aside}")
+        self.head = head
+        """DESIGN's words, which every rendering of the line begins with."""
         self.reason = reason
         self.moved_to = moved_to
         self.runs = runs
         """The pid of the terminal that wrote it, which may still run (``may_still_run``):
         it may hold any session of its project."""
+
+    def line_for(self, terminal_pid: int | None) -> str:
+        """The ``warning:`` line as terminal ``terminal_pid`` is told it (None: no
+        terminal's, a listing's): the pointer of that very terminal is its own, which its
+        next open replaces, not another terminal's that "still runs"."""
+        if self.runs is not None and self.runs == terminal_pid:
+            own = "it is this tab's, replaced when this tab opens a session"
+            return f"{self.severity}: {self.head}; {own}"
+        return f"{self.severity}: {self}"
+
+
+def unread_pointers_said(unknown: Collection[InvalidPointer]) -> tuple[str, str]:
+    """What is unknown of a project's sessions: ``pointer active_N.json could not be read
+    and terminal N still runs`` (or of several), and whose session one may be."""
+    names = ", ".join(problem.path.name for problem in unknown)
+    pids = ", ".join(str(problem.runs) for problem in unknown)
+    if len(unknown) == 1:
+        return f"pointer {names} could not be read and terminal {pids} still runs", "its session"
+    return (
+        f"pointers {names} could not be read and terminals {pids} still run",
+        "one of theirs",
+    )
+
+
+class MayBeHeld(SessionError):
+    """``sessions rm ID`` of a session no readable pointer names while a terminal that still
+    runs has a pointer that cannot be read: it may be that terminal's (idle) session."""
+
+    def __init__(self, session_id: str, unknown: Collection[InvalidPointer]) -> None:
+        said, whose = unread_pointers_said(unknown)
+        super().__init__(
+            f"session {session_id} not removed: {said}, so it may be {whose}; "
+            f"agent-assist sessions rm --force {session_id} removes it anyway"
+        )
+        self.session_id = session_id
+        self.unknown = tuple(unknown)
 
 
 class UnsafeSessionDirectory(SessionFileError):

@@ -146,6 +146,8 @@ class RemoveSession(_Frame):
     session_id: str
     project: str | None = None
     """As ``ShowSession.project``."""
+    force: bool = False
+    """Even a session a running terminal may hold, its pointer unreadable (never a live one)."""
 
 
 class PruneSessions(_Frame):

@@ -619,8 +619,10 @@ class Server:
                 }
             case p.ShowSession(workspace=workspace, session_id=session_id, project=name):
                 return await self._show(self._project(workspace, name), session_id)
-            case p.RemoveSession(workspace=workspace, session_id=session_id, project=name):
-                return await self._remove(self._project(workspace, name), session_id)
+            case p.RemoveSession(
+                workspace=workspace, session_id=session_id, project=name, force=force
+            ):
+                return await self._remove(self._project(workspace, name), session_id, force)
             case p.PruneSessions(
                 workspace=workspace, all=every, older_than_days=days, dry_run=dry_run
             ):
@@ -672,10 +674,12 @@ class Server:
             "warnings": list(checkpoints.problems),
         }
 
-    async def _remove(self, project: Path, session_id: str) -> object:
+    async def _remove(self, project: Path, session_id: str, force: bool) -> object:
         if not is_session_id(session_id):
             raise InvalidSessionId(session_id)
-        removed = await self._storage.ask(RemoveSession(project, session_id, unless_live=True))
+        removed = await self._storage.ask(
+            RemoveSession(project, session_id, unless_live=True, force=force)
+        )
         if not removed:
             raise FileNotFoundError(session_id)
         return {"removed": True, "session_id": session_id}

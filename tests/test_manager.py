@@ -1188,3 +1188,32 @@ def test_a_recovery_copy_changed_since_its_writer_recorded_it_is_read_again(
     behind = writer.keep_unsaved(project, state, name=f"{SID}-20260101T000000Z.json")
     os.replace(behind, ahead)  # the older copy, put at the newer's name
     assert SessionCatalog(root, read_only=True).list((project,), {}).warnings == ()
+
+
+def test_rm_takes_an_idle_session_whose_tab_is_known_beside_an_unreadable_pointer(
+    tmp_path: Path,
+) -> None:
+    """H175: ``rm`` refuses a session a running terminal may hold (its pointer unreadable),
+    not one a living tab's readable pointer names: that one is idle, and rm takes idle
+    sessions it is named."""
+    from session.catalog import SessionCatalog
+    from session.errors import MayBeHeld
+    from session.processes import process_start_time
+
+    root = tmp_path / "home"
+    catalog = SessionCatalog(root)
+    project = root / "projects" / "ws_00000000" / "sessions"
+    manager = catalog.manager(project)
+    idle, orphan = full_state(), full_state("0b1b2c3d4e5f")
+    manager.save(idle)
+    manager.save(orphan)
+    me, parent = os.getpid(), os.getppid()
+    started = process_start_time(me)
+    manager.write_pointer(Pointer(session_id=SID, pid=me, pid_start_time=started, updated_at=NOW))
+    (project / f"active_{parent}.json").write_bytes(b'{"session_id": "0a1b')
+    with pytest.raises(MayBeHeld) as caught:
+        catalog.remove_session(project, orphan.session_id, if_saved=True)
+    assert caught.value.session_id == orphan.session_id
+    assert [p.runs for p in caught.value.unknown] == [parent]
+    assert catalog.remove_session(project, SID, if_saved=True)
+    assert not manager.exists(SID) and manager.exists(orphan.session_id)

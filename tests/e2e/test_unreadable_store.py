@@ -75,6 +75,55 @@ def test_prune_keeps_the_sessions_an_unreadable_pointer_of_a_running_tab_may_nam
     assert os.path.lexists(pointer), "the pointer stays for the tab to replace"
 
 
+@pytest.mark.parametrize("served", [False, True], ids=["files", "supervisor"])
+def test_rm_refuses_a_session_an_unreadable_pointer_of_a_running_tab_may_name(
+    env: Env, served: bool
+) -> None:
+    """H175: ``sessions rm ID`` deleted it, though prune keeps it (H168): the tab whose
+    pointer could not be read may hold it. Refused in one line that names the pointer and
+    how to remove it anyway; nothing is deleted."""
+    session_id, tab = idle_session(env)
+    pointer = env.project / f"active_{tab.pid}.json"
+    BREAKAGES["truncated"](pointer)
+    broken = pointer.read_bytes()
+    if not served:
+        assert env.run("supervisor", "stop").returncode == 0
+    refused = env.run("sessions", "rm", session_id)
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines() == [
+        f"error: session {session_id} not removed: pointer active_{tab.pid}.json could not "
+        f"be read and terminal {tab.pid} still runs, so it may be its session; "
+        f"agent-assist sessions rm --force {session_id} removes it anyway"
+    ], refused.stderr
+    assert env.session_ids() == [session_id]
+    assert pointer.read_bytes() == broken, "the pointer stays for the tab to replace"
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["files", "supervisor"])
+def test_rm_force_removes_a_session_an_unreadable_pointer_may_name(
+    env: Env, served: bool
+) -> None:
+    session_id, tab = idle_session(env)
+    BREAKAGES["truncated"](env.project / f"active_{tab.pid}.json")
+    if not served:
+        assert env.run("supervisor", "stop").returncode == 0
+    removed = env.run("sessions", "rm", "--force", session_id)
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout == f"Removed session {session_id}.\n"
+    assert env.session_ids() == []
+
+
+def test_rm_force_never_removes_a_live_session(env: Env) -> None:
+    client = env.spawn(terminal=env.terminal())
+    client.send("busy")
+    client.expect("busy")
+    (session_id,) = env.session_ids()
+    result = env.run("sessions", "rm", "--force", session_id)
+    assert result.returncode == 1
+    assert f"session {session_id} is live in another terminal" in result.stderr
+    assert env.session_ids() == [session_id]
+
+
 def test_listing_names_an_unreadable_pointer_of_a_running_tab(env: Env) -> None:
     _, tab = idle_session(env)
     BREAKAGES["truncated"](env.project / f"active_{tab.pid}.json")
