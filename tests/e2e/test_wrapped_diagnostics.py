@@ -44,7 +44,9 @@ def test_the_warnings_of_sessions_wrap_at_80_columns_with_indented_rows(env: Env
     terminal inside words (``expect`` / ``ed a string key``)."""
     env.project.mkdir(parents=True)
     (env.project / "0a1b2c3d4e5f.json").write_text("{bad")
-    (env.project / "active_4242.json").write_text('{"x": 1}')
+    gone = env.terminal()
+    gone.close()  # a terminal that is not running (4242 was only hoped to be free)
+    (env.project / f"active_{gone.pid}.json").write_text('{"x": 1}')
     for args in (("sessions",), ("sessions", "--all"), ("sessions", "--all", "--json")):
         rows = _stderr_on_a_terminal(env, *args, columns=80)
         assert rows[0].startswith("warning: session file 0a1b2c3d4e5f.json is corrupt"), rows
@@ -54,4 +56,4 @@ def test_the_warnings_of_sessions_wrap_at_80_columns_with_indented_rows(env: Env
         assert all(row.startswith(" " * len("warning: ")) for row in rows if row not in firsts)
         text = " ".join(" ".join(rows).split())
         assert "(unexpected character, expected a string key" in text, text  # no word cut
-        assert "ignoring invalid session pointer active_4242.json (bad session id)" in text
+        assert f"ignoring invalid session pointer active_{gone.pid}.json (bad session id)" in text
