@@ -97,6 +97,8 @@ class _ProjectRows:
     warnings: list[str]
     unknown: tuple[InvalidPointer, ...]
     """The unreadable pointers of terminals that may still run (``PointerListing.unknown``)."""
+    told: frozenset[str] = frozenset()
+    """The names of the session files whose problems ``warnings`` tell (moved aside, refused)."""
 
 
 @dataclass(frozen=True)
@@ -191,11 +193,6 @@ def terminal_gone(pointer: Pointer) -> bool:
 def problem_line(error: Exception) -> str:
     """``warning: ...`` / ``error: ...``, the one line a file problem is told in."""
     return f"{getattr(error, 'severity', 'error')}: {error}"
-
-
-def _named(pointer: Pointer, lines: list[str]) -> bool:
-    """Whether one of ``lines`` names the pointed-to session's file (moved aside just now)."""
-    return any(f"{pointer.session_id}.json" in line for line in lines)
 
 
 def no_longer_on_disk_line(directory: Path, session_id: str) -> str:
@@ -391,7 +388,8 @@ class SessionCatalog:
             project.parent.name, (*listing.sessions, *kept), pointers.pointers, live, pointer_alive
         )
         warnings += recovered_lines(self.root, project, headers, self._facts)
-        return _ProjectRows(rows, warnings, pointers.unknown)
+        told = frozenset(problem.path.name for problem in listing.problems)
+        return _ProjectRows(rows, warnings, pointers.unknown, told)
 
     def _kept_only(self, project: Path, listed: Collection[str]) -> list[SessionHeader]:
         """The headers of the sessions with no file but a recovery copy (none of their saves
@@ -592,7 +590,8 @@ class SessionCatalog:
                 f"note: this tab's session {mine.session_id} cannot be opened ({mine.note}); "
                 "it stays on disk, untouched"
             )
-        if own_alive and own is not None and mine is None and not _named(own, warnings):
+        told = own is not None and f"{own.session_id}.json" in found.told  # moved aside now
+        if own_alive and own is not None and mine is None and not told:
             if self.unread(project) is not None:  # not looked for: its error line says why
                 warnings.append(
                     f"note: this tab's session {own.session_id} is not offered: its sessions "

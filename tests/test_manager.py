@@ -1217,3 +1217,47 @@ def test_rm_takes_an_idle_session_whose_tab_is_known_beside_an_unreadable_pointe
     assert [p.runs for p in caught.value.unknown] == [parent]
     assert catalog.remove_session(project, SID, if_saved=True)
     assert not manager.exists(SID) and manager.exists(orphan.session_id)
+
+
+def test_an_unreadable_pointer_is_said_to_be_its_own_only_to_the_terminal_that_wrote_it(
+    manager: SessionManager,
+) -> None:
+    """H175: the tab's own line was found by matching the rendered warning; the record
+    says whose pointer it is, and the terminal told decides the line. Every line begins
+    as DESIGN's."""
+    running = os.getpid()
+    manager.directory.mkdir(parents=True)
+    (manager.directory / f"active_{running}.json").write_bytes(b'{"session_id": "0a1b')
+    (problem,) = manager.list_pointers().problems
+    design = f"warning: ignoring invalid session pointer active_{running}.json (not JSON)"
+    assert problem.line_for(running) == (
+        f"{design}; it is this tab's, replaced when this tab opens a session"
+    )
+    others = f"{design}; terminal {running} still runs: left in place, its session unknown"
+    assert problem.line_for(None) == problem.line_for(running + 1) == others
+
+
+def test_a_tab_is_told_its_session_is_gone_though_a_path_in_a_line_spells_its_file_name(
+    tmp_path: Path,
+) -> None:
+    """H175: whether a line had told of the tab's session file was found by looking for
+    ``ID.json`` in the rendered lines; a project named so (its workspace's name) put it in
+    every line that shows a path, and the tab was not told its session is gone."""
+    from session.catalog import SessionCatalog
+    from session.processes import process_start_time
+
+    root = tmp_path / "home"
+    catalog = SessionCatalog(root)
+    project = root / "projects" / f"{SID}.json_00000000" / "sessions"
+    manager = catalog.manager(project)
+    other = full_state("0b1b2c3d4e5f")
+    manager.save(full_state())
+    manager.save(other)
+    kept = catalog.keep_unsaved(project, later(with_more(other), minutes=1))  # saves failed
+    me = os.getpid()
+    started = process_start_time(me)
+    manager.write_pointer(Pointer(session_id=SID, pid=me, pid_start_time=started, updated_at=NOW))
+    (project / f"{SID}.json").unlink()  # by hand
+    warnings = catalog.find_resumable(project, me, {}).warnings
+    assert any(str(kept) in line for line in warnings), warnings
+    assert f"note: this tab's session {SID} is no longer on disk" in warnings
