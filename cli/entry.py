@@ -64,7 +64,7 @@ def quick_sessions(flags: list[str]) -> int:
             assert isinstance(warnings, list)  # checked by ask_for_sessions
             write_warnings([str(w) for w in warnings])
             write_out(json.dumps(answer["sessions"], indent=2, ensure_ascii=False))  # as ops.dumps
-            return 1 if incomplete(map(str, warnings)) else 0
+            return 1 if incomplete(answer) else 0
     from cli import sessions as ops
     from cli.errors import error_line
     from supervisor.runtime import runtime_paths
@@ -79,7 +79,7 @@ def quick_sessions(flags: list[str]) -> int:
         return 1
     write_warnings(data["warnings"])
     sessions = data["sessions"]
-    whole = not incomplete(data["warnings"])
+    whole = not incomplete(data)
     if "--json" in flags:
         write_out(ops.dumps(sessions))
     else:

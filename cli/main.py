@@ -28,7 +28,7 @@ from cli.errors import (
     shown_input,
     usable_workspace,
 )
-from cli.quick import incomplete
+from cli.quick import incomplete, prune_failed
 from supervisor.runtime import check_tuning, runtime_paths
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -173,7 +173,7 @@ def full_id(given: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        if incomplete(listed["warnings"]):  # it may be in what could not be read: say what
+        if incomplete(listed):  # it may be in what could not be read: say what
             for line in listed["warnings"]:
                 if line.startswith("error:"):
                     _warn(line)
@@ -403,7 +403,7 @@ def sessions(ctx: click.Context, workspace: Path, every: bool, as_json: bool) ->
     data = sessions_ops.list_sessions(runtime_paths(), listed, every)
     for warning in data["warnings"]:
         _warn(warning)
-    whole = not incomplete(data["warnings"])
+    whole = not incomplete(data)
     if as_json:
         click.echo(sessions_ops.dumps(data["sessions"]))
     else:
@@ -620,7 +620,7 @@ def sessions_prune(
     shown = f"{int(days):,}" if days == int(days) else f"{days:g}"  # not 1e+06
     unit = "day" if days == 1 else "days"
     # Not "idle for over": idle is a state prune never touches (a living tab's session).
-    if count or not incomplete(data.get("listing_warnings", data["warnings"])):
+    if count or not incomplete(data):
         click.echo(f"{verb} {sessions} last active over {shown} {unit} ago.")
     else:  # it could not look: a count of 0 would say there was nothing to remove
         what = "listed for removal" if dry_run else "removed"
@@ -653,7 +653,7 @@ def sessions_prune(
         )
         for item in gone:
             click.echo(f"  {item['file']}  {item['project']}  -> {item['session_id']}")
-    if incomplete(data["warnings"]):
+    if incomplete(data) or prune_failed(data):
         sys.exit(1)  # a file it could not read was left alone: as the listing says
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 TIMEOUT_S = 10.0
 """As ``supervisor.client.CONTROL_TIMEOUT_S``: then the full path says it in one line."""
@@ -101,11 +101,30 @@ def ask_for_sessions(workspace: str | None, every: bool) -> dict[str, object] | 
     return data
 
 
-def incomplete(warnings: Iterable[str]) -> bool:
-    """Whether a listing's ``error:`` lines tell of something it could not read (a file
-    refused, a directory unreadable): the command then exits 1, since what it prints is
-    not the whole store. A newer version's file is not: it is listed, with its note."""
+def incomplete(answer: Mapping[str, object]) -> bool:
+    """Whether a listing's (or a prune's) answer says it could not read all of the store (a
+    file refused, a directory unreadable; a newer version's file is listed, with its note):
+    the command then exits 1, since what it prints is not the whole store."""
+    said = answer.get("incomplete")
+    if isinstance(said, bool):
+        return said
+    return _error_lines_say_so(answer.get("listing_warnings", answer.get("warnings")))
+
+
+def _error_lines_say_so(warnings: object) -> bool:
+    """A supervisor of the version before says it only by its lines: an ``error:`` one but a
+    newer version's file's (a path that spells those words fools it)."""
+    lines = [str(line) for line in warnings] if isinstance(warnings, list) else []
     return any(
         line.startswith("error:") and "newer than this agent-assist supports" not in line
-        for line in warnings
+        for line in lines
     )
+
+
+def prune_failed(answer: Mapping[str, object]) -> bool:
+    """Whether a prune's answer says a removal failed (what stays is told), or, from a
+    supervisor of the version before, its lines do."""
+    said = answer.get("failed")
+    if isinstance(said, bool):
+        return said
+    return _error_lines_say_so(answer.get("warnings"))

@@ -237,8 +237,9 @@ def list_sessions(
         busy.append(f"warning: {elsewhere}; listed from the files (none as live)")
     catalog = _offline_catalog(read_only=True)
     listing = catalog.list(None if every or workspace is None else (_project(Path(workspace)),), {})
-    warnings = [*busy, *listing.warnings]
-    return {"sessions": [r.to_json() for r in listing.rows], "warnings": warnings}
+    answer: dict[str, Any] = listing.to_json()
+    answer["warnings"] = [*busy, *listing.warnings]
+    return answer
 
 
 def project_holding(workspace: Path | None, session_id: str) -> str | None:

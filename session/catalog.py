@@ -31,6 +31,7 @@ from session.atomic import (
 )
 from session.compacted import session_turns
 from session.errors import (
+    FutureSchemaVersion,
     InvalidPointer,
     LeftBehind,
     MayBeHeld,
@@ -89,6 +90,17 @@ class SessionListing:
     unknown: Mapping[str, tuple[InvalidPointer, ...]] = dataclasses.field(default_factory=dict)
     """By project: the unreadable pointers of terminals that may still run, so that any
     of its sessions may be theirs (never pruned, offered with a note)."""
+    incomplete: bool = False
+    """Something of the store could not be read (``unread``): the rows are not all of it."""
+
+    def to_json(self) -> dict[str, object]:
+        """The ``list_sessions`` answer (whoever gives it: the front door, the server, the
+        files read without a supervisor)."""
+        return {
+            "sessions": [r.to_json() for r in self.rows],
+            "warnings": list(self.warnings),
+            "incomplete": self.incomplete,
+        }
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,8 @@ class _ProjectRows:
     """The unreadable pointers of terminals that may still run (``PointerListing.unknown``)."""
     told: frozenset[str] = frozenset()
     """The names of the session files whose problems ``warnings`` tell (moved aside, refused)."""
+    incomplete: bool = False
+    """A file or the directory could not be read (``unread``)."""
 
 
 @dataclass(frozen=True)
@@ -114,8 +128,12 @@ class Pruned:
     """Copies a resume kept aside (``<id>.json.uncompacted-<time>``) whose session file is
     gone: project and file name."""
     unread: tuple[str, ...] = ()
-    """The listing's lines (among the ``sessions``' warnings): an ``error:`` one says the
-    prune did not see the whole store (``incomplete``), so no count may claim it did."""
+    """The listing's lines (among the ``sessions``' warnings)."""
+    incomplete: bool = False
+    """The listing did not see the whole store (``SessionListing.incomplete``), so no count
+    may claim it did."""
+    failed: bool = False
+    """A removal failed (an ``error:`` line of the prune's own says what stays)."""
 
     def to_json(self, dry_run: bool) -> dict[str, object]:
         return {
@@ -132,6 +150,8 @@ class Pruned:
             "dry_run": dry_run,
             "warnings": list(self.sessions.warnings),
             "listing_warnings": list(self.unread),
+            "incomplete": self.incomplete,
+            "failed": self.failed,
         }
 
 
@@ -188,6 +208,13 @@ def terminal_gone(pointer: Pointer) -> bool:
     if pointer.pid_start_time is None:
         return False
     return not may_still_run(pointer.pid, pointer.updated_at.timestamp())
+
+
+def unread(problem: SessionFileError) -> bool:
+    """Whether a listing's ``problem`` is of a file or directory it could not read, so that
+    it is not the whole store: an error, but for a newer version's file (listed, with its
+    note)."""
+    return problem.severity == "error" and not isinstance(problem, FutureSchemaVersion)
 
 
 def problem_line(error: Exception) -> str:
@@ -389,7 +416,8 @@ class SessionCatalog:
         )
         warnings += recovered_lines(self.root, project, headers, self._facts)
         told = frozenset(problem.path.name for problem in listing.problems)
-        return _ProjectRows(rows, warnings, pointers.unknown, told)
+        incomplete = any(map(unread, listing.problems))
+        return _ProjectRows(rows, warnings, pointers.unknown, told, incomplete)
 
     def _kept_only(self, project: Path, listed: Collection[str]) -> list[SessionHeader]:
         """The headers of the sessions with no file but a recovery copy (none of their saves
@@ -427,10 +455,12 @@ class SessionCatalog:
         else:
             directories = list(projects)
         unknown: dict[str, tuple[InvalidPointer, ...]] = {}
+        incomplete = bool(warnings)  # places that should hold a project, unreadable
         for project in directories:
             found = self._project_rows(project, live, set_aside)
             rows += found.rows
             warnings += found.warnings
+            incomplete = incomplete or found.incomplete
             if found.unknown:
                 unknown[project.parent.name] = found.unknown
         listed = {row.session_id for row in rows}
@@ -440,7 +470,7 @@ class SessionCatalog:
             if session_id not in listed and (projects is None or project in projects)
         ]
         rows.sort(key=lambda r: r.updated_at, reverse=True)
-        return SessionListing(tuple(rows), tuple(warnings), unknown)
+        return SessionListing(tuple(rows), tuple(warnings), unknown, incomplete)
 
     def keep_unsaved(
         self,
@@ -729,6 +759,8 @@ class SessionCatalog:
             gone_terminals,
             kept_copies,
             unread=listing.warnings,
+            incomplete=listing.incomplete,
+            failed=any(line.startswith("error:") for line in problems),
         )
 
     def _readable(self, project: Path) -> bool:

@@ -366,10 +366,7 @@ class FrontDoor:
                         raise SessionError("a workspace (absolute path) is required")
                     projects = (sessions_dir(Path(workspace), self._root),)
                 listing: SessionListing = await self._storage.ask(ListSessions(projects))
-                return {
-                    "sessions": [r.to_json() for r in listing.rows],
-                    "warnings": list(listing.warnings),
-                }
+                return listing.to_json()
             case p.Status():
                 return {
                     "running": True,

@@ -613,10 +613,7 @@ class Server:
                 listing: SessionListing = await self._storage.ask(
                     ListSessions(self._projects(workspace, every))
                 )
-                return {
-                    "sessions": [r.to_json() for r in listing.rows],
-                    "warnings": list(listing.warnings),
-                }
+                return listing.to_json()
             case p.ShowSession(workspace=workspace, session_id=session_id, project=name):
                 return await self._show(self._project(workspace, name), session_id)
             case p.RemoveSession(

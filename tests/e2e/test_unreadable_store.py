@@ -230,6 +230,32 @@ def test_every_project_but_an_unlistable_one_is_listed_and_pruned(
 
 
 @pytest.mark.parametrize("served", [False, True], ids=["files", "supervisor"])
+@pytest.mark.parametrize(
+    "command",
+    [("sessions", "--all"), ("sessions", "--all", "--json"), ("sessions", "prune", "--all")],
+)
+def test_a_listing_that_could_not_read_a_project_fails_whatever_its_path_spells(
+    env: Env, served: bool, command: tuple[str, ...]
+) -> None:
+    """H175: whether a listing was whole was judged from its lines' text: an ``error:`` line
+    saying "newer than this agent-assist supports" was taken for a newer version's file,
+    so a project whose workspace is named so, unreadable, left the exit status 0."""
+    named = env.base / "newer than this agent-assist supports"
+    named.mkdir()
+    idle_session(env, cwd=named)
+    project = _project(env, named)
+    assert env.run("supervisor", "stop").returncode == 0
+    faults_file(env).write_text(f"list EIO {project.parent.name}\n")
+    if served:
+        assert env.run("supervisor", "start").returncode == 0
+    result = env.run(*command)
+    assert result.stderr.splitlines() == [
+        f"error: cannot read sessions directory {project} (Input/output error); left untouched"
+    ]
+    assert result.returncode == 1
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["files", "supervisor"])
 def test_resume_over_an_unreadable_sessions_directory_does_not_say_there_is_no_session(
     env: Env, served: bool
 ) -> None:
