@@ -212,7 +212,7 @@ async def test_listing_and_status_are_answered_before_the_model_loads_and_say_so
             conn.request,
             {"type": "list_sessions", "workspace": str(starting.workspace), "all": False},
         )
-        assert listing["data"] == {"sessions": [], "warnings": []}
+        assert listing["data"] == {"sessions": [], "warnings": [], "incomplete": False}
         status = await call(conn.request, {"type": "status"})
         assert status["data"]["running"] is True and status["data"]["terminals"] == 0
         assert status["data"]["model_loaded"] is False
