@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final, TypeVar
@@ -42,8 +42,14 @@ from actors.messages import (
     SummarizeDue,
     SummaryReady,
 )
-from actors.turn_lines import endpoint_of, error_words
+from actors.turn_lines import (
+    context_window_exceeded,
+    endpoint_of,
+    error_words,
+    stated_context_window,
+)
 from session.compaction import (
+    CHARS_PER_TOKEN,
     SESSION_SUMMARY_TEMPLATE,
     BaseEventsSummarizer,
     CompactionError,
@@ -156,6 +162,13 @@ def failure_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def summary_window_chars(refused_chars: int, stated_window: int | None) -> int:
+    """The request characters a summary model's refusal as over its context window holds
+    its requests to: three quarters of the refused request, and of the window it stated."""
+    chars = refused_chars * 3 // 4
+    return chars if stated_window is None else min(chars, stated_window * CHARS_PER_TOKEN * 3 // 4)
+
+
 def offline_for(exc: BaseException) -> float:
     """For how long the offline summarizer stands in for a summary model that failed with
     ``exc``: a blip briefly, anything else (a timeout, ours or the transport's; a refusal,
@@ -192,6 +205,9 @@ class CompactionActor(Actor[CompactionMessage]):
         self._llm_summarizers: dict[str, LlmEventSummarizer] = {}
         self._llm_down: dict[str, tuple[float, str]] = {}
         """Summary models that failed: until when the offline summarizer stands in, why."""
+        self._llm_windows: dict[str, int] = {}
+        """Summary models that refused a request as over their context window: the request
+        characters each is held to since (``_within_window``)."""
         self._llm_timeouts = llm_timeouts
         self._summary_slots = anyio.CapacityLimiter(summary_slots[0])
         self._summary_slot_wait = summary_slots[1]
@@ -404,7 +420,9 @@ class CompactionActor(Actor[CompactionMessage]):
                 # built outside the timeout: it imports at first
                 summarizer = self._llm(model).within(max_chars)
                 with anyio.fail_after(timeout):
-                    return await summarizer.summarize_events(events), False
+                    return await self._within_window(
+                        model, summarizer, lambda held: held.summarize_events(events)
+                    ), False
             except NOT_A_FAILURE as exc:  # the model answered: asked again next time
                 log.warning("LLM compaction with %s not used: %s", model, exc)
             except Exception as exc:
@@ -417,6 +435,38 @@ class CompactionActor(Actor[CompactionMessage]):
         if model not in self._llm_summarizers:
             self._llm_summarizers[model] = LlmEventSummarizer(resolve_model(model))
         return self._llm_summarizers[model]
+
+    async def _within_window(
+        self,
+        model: str,
+        summarizer: LlmEventSummarizer,
+        ask: Callable[[LlmEventSummarizer], Awaitable[R]],
+    ) -> R:
+        """``ask(summarizer)`` held to the summary ``model``'s window as its refusals taught
+        it; a refusal as over the window teaches it, and it is asked once more within it
+        (a summary model with a smaller window than the chat model's refused every window
+        of the chat's budget, and was taken for down)."""
+        held = summarizer.within(self._held_to(model, summarizer.max_request_chars))
+        try:
+            return await ask(held)
+        except Exception as exc:
+            if not context_window_exceeded(exc) or not held.sent_chars:
+                raise
+            window = summary_window_chars(held.sent_chars, stated_context_window(exc))
+            self._llm_windows[model] = min(window, self._llm_windows.get(model, window))
+            log.info(
+                "summary model %s refused %d characters: held to %d",
+                model,
+                held.sent_chars,
+                self._llm_windows[model],
+            )
+            return await ask(summarizer.within(self._held_to(model, held.max_request_chars)))
+
+    def _held_to(self, model: str, max_chars: int | None) -> int | None:
+        """The request characters a summary of ``model`` is held to: the chat's budget
+        (``max_chars``), and the window the model's refusals taught."""
+        limits = [c for c in (max_chars, self._llm_windows.get(model)) if c is not None]
+        return min(limits) if limits else None
 
     def _llm_usable(self, model: str) -> bool:
         return self._offline_because(model) is None
@@ -467,7 +517,9 @@ class CompactionActor(Actor[CompactionMessage]):
                         )
                     )
                     with anyio.fail_after(self._llm_timeouts[0]):
-                        return await self._llm_summary(summarizer, message)
+                        return await self._within_window(
+                            model, summarizer, partial(self._llm_summary, message=message)
+                        )
                 except NOT_A_FAILURE as exc:  # the model answered: asked again next time
                     log.warning("LLM summary with %s not used: %s", model, exc)
                 except Exception as exc:
@@ -490,7 +542,7 @@ class CompactionActor(Actor[CompactionMessage]):
             return True
         return False
 
-    async def _llm_summary(self, summarizer: LlmEventSummarizer, message: Summarize) -> str:
+    async def _llm_summary(self, summarizer: LlmEventSummarizer, *, message: Summarize) -> str:
         """The same summary model and input bound as compactions, with the summary prompt."""
         earlier = parse_compaction(message.previous)
         head = [compaction_event(earlier)] if earlier else []

@@ -1567,6 +1567,8 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         self.model = model
         self.prompt_template = prompt_template
         self.max_request_chars = max_request_chars
+        self.sent_chars = 0
+        """The characters of the last prompt this summarizer sent (0: none yet)."""
 
     def with_prompt_template(self, template: str) -> LlmEventSummarizer:
         return LlmEventSummarizer(self.model, template, self.max_request_chars)
@@ -1584,6 +1586,7 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         limit = summarizer_input_chars(self.max_request_chars, self.prompt_template)
         conversation = events_text(events, limit)
         prompt = self.prompt_template.replace(PLACEHOLDER, conversation)
+        self.sent_chars = len(prompt)
         result = await agent.run(prompt)
         if result.response.finish_reason == "length":
             raise CutSummary("the summary model's answer was cut at its token limit; not used")

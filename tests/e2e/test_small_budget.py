@@ -231,3 +231,34 @@ def test_a_summary_request_in_another_script_stays_within_a_small_budget(
     assert [size for size in summaries if size > 2500] == []
     assert "failed" not in result.stderr, result.stderr
     assert "by the offline summarizer" not in result.stderr, result.stderr
+
+
+def test_a_summary_model_with_a_smaller_window_than_the_chat_models_is_asked_within_it(
+    env: Env, server: ChatServer
+) -> None:
+    """An attack (H177): a summary model whose context window is smaller than the chat
+    model's (a small, cheap model for summaries) was sent the summary of the chat's budget,
+    refused it (400 ``context_length_exceeded``), and was then not asked for 5 minutes,
+    again and again: its summaries were never used. Its refusal teaches its window, and
+    it is asked again at once within it."""
+    server.summary_window = 1000 * 4
+    turns = [paste(n, 1500) for n in range(1, 7)]
+    result = env.run(
+        "--new",
+        input="".join(t + "\n" for t in [*turns, "/compact", "/resume"]),
+        terminal=env.terminal(),
+        AGENT_ASSIST_COMPACTION_INTERVAL="100",
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "failed" not in result.stderr, result.stderr
+    assert "by the offline summarizer" not in result.stderr, result.stderr
+    assert "SUMMARY: the user designs a research agent" in result.stderr, result.stderr
+    summaries = [
+        size
+        for body, size in zip(server.requests, server.body_bytes, strict=True)
+        if body["model"] == "summary-model"
+    ]
+    learned = next(n for n, size in enumerate(summaries) if size <= 1000 * 4)
+    assert [size for size in summaries[learned:] if size > 1000 * 4] == [], summaries
