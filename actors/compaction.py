@@ -350,10 +350,10 @@ class CompactionActor(Actor[CompactionMessage]):
                 if message.secrets
                 else window
             )
-            summarized, offline = await self._summarize_window(
+            summarized, offline, too_long = await self._summarize_window(
                 model, readable.events, timeout, message.max_chars
             )
-            offline_because = self._offline_because(model)
+            offline_because = too_long or self._offline_because(model)
             by_model = not offline and (self._summarizer is not None or model is not None)
             try:
                 compaction = await off_the_loop(
@@ -409,26 +409,31 @@ class CompactionActor(Actor[CompactionMessage]):
 
     async def _summarize_window(
         self, model: str | None, events: tuple[Event, ...], timeout: float, max_chars: int | None
-    ) -> tuple[Event | None, bool]:
-        """The window's summary, and whether the offline summarizer wrote it in the summary
-        model's place (the model failed now or lately, or its answer was not used)."""
+    ) -> tuple[Event | None, bool, str | None]:
+        """The window's summary, whether the offline summarizer wrote it in the summary
+        model's place (the model failed now or lately, or its answer was not used), and
+        ``TOO_LONG_BECAUSE`` when the model's answer was over the cap (told: a model that
+        answers every window at length would have none of its summaries used unsaid)."""
         if self._summarizer is not None:
             with anyio.fail_after(timeout):
-                return await self._summarizer.summarize_events(events), False
+                return await self._summarizer.summarize_events(events), False, None
+        too_long: str | None = None
         if model is not None and self._llm_usable(model):
             try:
                 # built outside the timeout: it imports at first
                 summarizer = self._llm(model).within(max_chars)
                 with anyio.fail_after(timeout):
-                    return await self._within_window(
+                    summarized = await self._within_window(
                         model, summarizer, lambda held: held.summarize_events(events)
-                    ), False
+                    )
+                return summarized, False, None
             except NOT_A_FAILURE as exc:  # the model answered: asked again next time
                 log.warning("LLM compaction with %s not used: %s", model, exc)
+                too_long = TOO_LONG_BECAUSE if isinstance(exc, RunawaySummary) else None
             except Exception as exc:
                 self._llm_failed(model, "compaction", exc)
         offline = await off_the_loop(OfflineEventSummarizer().summarize, events)
-        return offline, model is not None
+        return offline, model is not None, too_long
 
     def _llm(self, model: str) -> LlmEventSummarizer:
         """The summary model's summarizer (with the compaction prompt), built once."""

@@ -368,6 +368,7 @@ async def test_a_runaway_summary_is_not_taken_for_a_summary_model_down(
     stands in for that window, one warning says why, and the model is asked again."""
     import pydantic_ai.models
 
+    from actors.compaction import TOO_LONG_BECAUSE
     from session.compaction import MAX_LLM_NARRATIVE_CHARS
     from tests.e2e.openai_server import ChatServer
 
@@ -396,7 +397,8 @@ async def test_a_runaway_summary_is_not_taken_for_a_summary_model_down(
                 ]
             for answer in compacted:
                 assert isinstance(answer, Compacted) and answer.compaction is not None
-                assert answer.offline and answer.offline_because is None
+                # told why (H177), and not as a summary model down: asked again below
+                assert answer.offline and answer.offline_because == TOO_LONG_BECAUSE
             assert summaries == [offline_summary(turns, (), None)] * 2
             assert len([r for r in server.requests if r["model"] == "summary-model"]) == 4
             tg.cancel_scope.cancel()

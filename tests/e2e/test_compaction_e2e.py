@@ -921,6 +921,34 @@ def test_a_garbage_answer_of_the_summary_model_is_replaced_by_the_offline_summar
         assert garbage.strip() not in summary
 
 
+def test_a_summary_over_the_cap_replaced_by_the_offline_one_is_told_once(
+    env: Env, server: ChatServer
+) -> None:
+    """An attack (H177): a summary model answering every compaction at length (over
+    ``MAX_LLM_NARRATIVE_CHARS``, as a model that ignores "at most 12 short lines" does)
+    had each of its summaries replaced by the offline summarizer's without a word: the
+    user read "note: compacted turns 1-2 into a summary" and never learned the summary
+    model they set wrote none of them. One warning says so, as for a summary too long
+    to make the request smaller."""
+    from actors.compaction import TOO_LONG_BECAUSE
+    from session.compaction import MAX_LLM_NARRATIVE_CHARS
+
+    server.summary_answer = "The user and the assistant discussed the triage agent. " * (
+        MAX_LLM_NARRATIVE_CHARS // 40
+    )
+    result = env.run(
+        "--new",
+        input="".join(f"{RULED} Turn {n}.\n" for n in range(1, 7)),
+        terminal=env.terminal(),
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        AGENT_ASSIST_COMPACTION_INTERVAL="2",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "note: compacted turns 1-2 into a summary" in result.stderr, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [f"warning: {TOO_LONG_BECAUSE}"], result.stderr
+
+
 def test_slash_resume_after_compact_shows_that_the_last_turn_follows_again(env: Env) -> None:
     """/resume shows the compacted history as the model is sent it: after a /compact that
     took every turn, the request's summary ends saying its last turn follows again word for
