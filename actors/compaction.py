@@ -286,7 +286,7 @@ class CompactionActor(Actor[CompactionMessage]):
         """A summary that fails is logged and skipped: in its own task, an exception would
         crash the actor, and with it the compactions other sessions are waiting for."""
         try:
-            summary = await self._summarize(message)
+            summary, because = await self._summary_and_why(message)
         except Exception:
             log.exception("summary of session %s failed; skipped", message.session_id)
             return
@@ -295,7 +295,6 @@ class CompactionActor(Actor[CompactionMessage]):
             if message.session_id in self._waiting and self._tg is not None:
                 self._tg.start_soon(self._due_later, message.session_id)  # the newest next
         if summary:
-            because = self._offline_because(self._model_of(message.summary_model))
             ready = SummaryReady(message.session_id, summary, message.messages, because)
             with contextlib.suppress(DeadActor):
                 await reply_to.tell(ready)
@@ -507,9 +506,16 @@ class CompactionActor(Actor[CompactionMessage]):
             await self._self.tell(SummarizeDue(session_id))
 
     async def _summarize(self, message: Summarize) -> str | None:
+        return (await self._summary_and_why(message))[0]
+
+    async def _summary_and_why(self, message: Summarize) -> tuple[str | None, str | None]:
+        """The session's summary, and why the offline summarizer wrote it in the summary
+        model's place, if it did and that is told (the model failed lately, or its answer
+        was over the cap: told, or a summary not used would take back the warning)."""
         if message.secrets:  # no thread's turn for a session that knows none
             message = await off_the_loop(_without_secrets, message)
         model = self._model_of(message.summary_model)
+        too_long: str | None = None
         if model is not None and message.messages and self._llm_usable(model):  # new turns
             # An asked summary (the exit's) waits a while for a slot, a told one (after a
             # turn, one per session at a time) as long as it takes.
@@ -522,16 +528,20 @@ class CompactionActor(Actor[CompactionMessage]):
                         )
                     )
                     with anyio.fail_after(self._llm_timeouts[0]):
-                        return await self._within_window(
+                        summary = await self._within_window(
                             model, summarizer, partial(self._llm_summary, message=message)
                         )
+                    return summary, None
                 except NOT_A_FAILURE as exc:  # the model answered: asked again next time
                     log.warning("LLM summary with %s not used: %s", model, exc)
+                    if isinstance(exc, RunawaySummary):
+                        too_long = TOO_LONG_BECAUSE
                 except Exception as exc:
                     self._llm_failed(model, "summary", exc)
                 finally:
                     self._summary_slots.release()
-        return offline_summary(message.messages, message.decisions, message.previous)
+        offline = offline_summary(message.messages, message.decisions, message.previous)
+        return offline, too_long or self._offline_because(model)
 
     async def _summary_slot(self, wait: float) -> bool:
         """One of the summary model's slots taken within ``wait`` seconds (released by

@@ -395,15 +395,22 @@ async def test_a_runaway_summary_is_not_taken_for_a_summary_model_down(
                     await compaction.ask(Summarize("aaaaaaaaaaaa", turns, (), None))
                     for _ in range(2)
                 ]
+                terminal: ActorRef[Any]
+                terminal, inbox = open_mailbox("terminal")
+                await compaction.tell(Summarize("aaaaaaaaaaaa", turns, (), None, terminal))
+                ready = (await inbox.receive()).message
+            # told as the compactions' are (H177): a summary not used said nothing, and the
+            # terminal took that for the model's writing again, and warned a second time
+            assert isinstance(ready, SummaryReady) and ready.offline_because == TOO_LONG_BECAUSE
             for answer in compacted:
                 assert isinstance(answer, Compacted) and answer.compaction is not None
                 # told why (H177), and not as a summary model down: asked again below
                 assert answer.offline and answer.offline_because == TOO_LONG_BECAUSE
             assert summaries == [offline_summary(turns, (), None)] * 2
-            assert len([r for r in server.requests if r["model"] == "summary-model"]) == 4
+            assert len([r for r in server.requests if r["model"] == "summary-model"]) == 5
             tg.cancel_scope.cancel()
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert len(warned) == 4 and all("over the cap of 1,800" in w for w in warned), warned
+    assert len(warned) == 5 and all("over the cap of 1,800" in w for w in warned), warned
 
 
 async def test_a_summary_model_echoing_a_known_secret_has_it_replaced_in_its_summaries(
