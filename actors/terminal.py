@@ -1270,7 +1270,8 @@ class TerminalActor(Actor[TerminalMessage]):
         rest = [e for e in transition.effects if not isinstance(e, DeleteSession)]
         refused: list[Exception] = []
         await self._perform(delete_session, failed=refused)
-        left = [str(exc) for exc in refused if isinstance(exc, LeftBehind)]
+        left_behind = [exc for exc in refused if isinstance(exc, LeftBehind)]
+        left = [str(exc) for exc in left_behind]
         if refused and not left:  # its file stays (what it leaves, once gone, is told)
             await self._emit(CommandOutput(reset_refused_line(old, refused[0])))
             return
@@ -1281,7 +1282,7 @@ class TerminalActor(Actor[TerminalMessage]):
         (drop,) = rest  # the tab's pointer: the delete removed it too, if it could
         unremoved: list[Exception] = []
         await self._perform(rest, failed=unremoved)
-        if unremoved and not any(pointer_name(pid) in line for line in left):  # told if so
+        if unremoved and not any(pointer_name(pid) in exc.stays for exc in left_behind):
             left.append(failure_line(drop, unremoved[0], pid))
         # Released only once deleted: in between, another terminal could be offered it.
         await self._peers.storage.ask(Release(old, pid, self._token), STORAGE_TIMEOUT_S)

@@ -285,15 +285,17 @@ class SessionCatalog:
             return False
         if not if_saved:  # /reset: an OSError here is a session file that stays
             stays: list[str] = []
+            named: tuple[str, ...] = ()
             try:
                 removed = manager.delete(session_id)
             except LeftBehind as exc:  # the file went, not all beside it
                 removed = True
                 stays.append(str(exc))
+                named = exc.stays
             left = self._leftovers(project, session_id)
             stays += [left] if left is not None else []
             if stays:  # the file is gone: so is the session
-                raise LeftBehind("\n".join(stays))
+                raise LeftBehind("\n".join(stays), named)
             return removed or copied
         manager.refuse_newer(session_id)
         if not force:

@@ -87,7 +87,12 @@ class SessionDeleted(SessionError):
 
 class LeftBehind(SessionError):
     """A session removed (its file is gone) with some of what it leaves still on disk:
-    the message is the ``error: ...`` line saying what stays."""
+    the message is the ``error: ...`` line saying what stays, ``stays`` the names of the
+    files it names (None: not known by name)."""
+
+    def __init__(self, message: str, stays: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.stays = stays
 
 
 class SecretsLeft(SessionError):

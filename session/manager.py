@@ -716,7 +716,8 @@ class SessionManager:
             if found or unpointed:  # one fsync of the directory for every removal
                 fsync_dir(self.directory)
         except OSError as exc:
-            raise LeftBehind(left_after_delete_line(session_id, exc)) from exc
+            stays = (Path(exc.filename).name,) if exc.filename else ()
+            raise LeftBehind(left_after_delete_line(session_id, exc), stays) from exc
         return found
 
     def delete_kept_originals(self, session_id: str) -> int:
