@@ -760,7 +760,12 @@ class Chat:
         others = welcome.get("others") or []
         for note in offer.get("notes") or ():  # of the offer: said where it is made
             self.console.warn(note)
-        if self.options.yes:
+        if self.options.yes:  # the offer is not shown: what only it says is said here
+            if unanswered := offer.get("unanswered"):
+                self.console.warn(
+                    f"note: resuming session {offer['session_id']}; its last message got no "
+                    f'reply: "{printable(str(unanswered))}"'
+                )
             return str(offer["session_id"])
         resume = self._answer(
             "Resume previous session? [Y/n]",

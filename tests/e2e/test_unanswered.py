@@ -119,3 +119,23 @@ def test_the_listing_and_show_say_the_last_message_went_unanswered(env: Env) -> 
     fine = env.run("sessions", "show", rows["fine"]["session_id"])
     assert "Unanswered" not in fine.stdout
     assert _files(env.project) == before
+
+
+def test_a_resume_by_yes_says_the_last_message_went_unanswered(env: Env) -> None:
+    """``--yes`` resumes without the offer, and the offer was the only place a chat said
+    that the session's last message got no reply (H176): a script resumed it without a
+    word, and its user never knew to send the message again."""
+    turn = unanswered_turn("refuse: the triage rules", "the model failed")
+    state = SessionState.new(utc_now()).model_copy(
+        update={"recent_messages": dump_messages(turn), "summary": "triage"}
+    )
+    SessionManager(env.project).save(state)
+    done = env.run("--yes", input="go on\n")
+    assert done.returncode == 0, done.stderr
+    assert (
+        f'note: resuming session {state.session_id}; its last message got no reply: '
+        '"refuse: the triage rules"'
+    ) in done.stderr.splitlines(), done.stderr
+    answered = env.run("--yes", input="and now?\n")
+    assert answered.returncode == 0, answered.stderr
+    assert "got no reply" not in answered.stderr  # "go on" was answered
