@@ -44,7 +44,14 @@ from session.errors import (
     unread_pointers_said,
 )
 from session.file_cap import MAX_SESSION_BYTES
-from session.header_index import FileIdentity, read_copies, record_copy
+from session.header_index import (
+    COPIES_NAME,
+    CopyRecord,
+    FileIdentity,
+    read_copies,
+    record_copy,
+    update_copies,
+)
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
     POINTER_PREFIX,
@@ -421,6 +428,12 @@ class SessionCatalog:
         incomplete = any(map(unread, listing.problems))
         return _ProjectRows(rows, warnings, pointers.unknown, told, incomplete)
 
+
+        if not self.read_only:
+            for place in recovered_places(self.root, project):
+                drop_stale_records(place, self._facts.records(place))
+        return _ProjectRows(rows, warnings, pointers.unknown)
+
     def _kept_only(self, project: Path, listed: Collection[str]) -> list[SessionHeader]:
         """The headers of the sessions with no file but a recovery copy (none of their saves
         worked): still on disk, so listed, from their newest copy, with a note saying where
@@ -539,10 +552,14 @@ class SessionCatalog:
     def delete_copies(self, project: Path, session_id: str) -> None:
         """Remove the session's recovery copies: the session is gone (``/reset``, ``sessions
         rm``, a prune), and a copy kept would bring it back, transcript and all."""
+        removed: set[Path] = set()
         for copy in recovered_copies(self.root, project):
             if copy.session_id == session_id:
                 with contextlib.suppress(FileNotFoundError):
                     copy.path.unlink()
+                removed.add(copy.path.parent)
+        for place in removed:
+            drop_stale_records(place, self._facts.records(place))
 
     def recovery_ahead(
         self, project: Path, state: SessionState
@@ -1093,6 +1110,21 @@ class CopyFacts:
 
     def __init__(self) -> None:
         self._read: dict[Path, tuple[FileIdentity, _CopyFacts | None]] = {}
+        self._indexes: dict[Path, tuple[FileIdentity, dict[str, CopyRecord]]] = {}
+
+    def records(self, place: Path) -> dict[str, CopyRecord]:
+        """``place``'s copies index, read again only once it changed (each copy's lookup
+        read it whole: N copies, N reads)."""
+        identity = file_identity(place / COPIES_NAME)
+        if identity is None:
+            self._indexes.pop(place, None)
+            return {}
+        known = self._indexes.get(place)
+        if known is None or known[0] != identity:
+            if len(self._indexes) >= self.LIMIT:
+                del self._indexes[next(iter(self._indexes))]
+            known = self._indexes[place] = identity, read_copies(place)
+        return known[1]
 
     def __call__(self, path: Path) -> _CopyFacts | None:
         identity = file_identity(path)
@@ -1102,7 +1134,9 @@ class CopyFacts:
         known = self._read.get(path)
         if known is not None and known[0] == identity:
             return known[1]
-        facts = _recorded_facts(path, identity) or _copy_facts(path)
+        record = self.records(path.parent).get(path.name)
+        facts = _CopyFacts(record[1], record[2]) if record and record[0] == identity else None
+        facts = facts or _copy_facts(path)
         if len(self._read) >= self.LIMIT:
             del self._read[next(iter(self._read))]
         self._read[path] = (identity, facts)
@@ -1117,12 +1151,16 @@ def _record(path: Path, state: SessionState) -> None:
         record_copy(path.parent, path.name, (identity, turns, state.updated_at))
 
 
-def _recorded_facts(path: Path, identity: FileIdentity) -> _CopyFacts | None:
-    """The facts its writer recorded of the copy at ``path``, if it is as it was then."""
-    record = read_copies(path.parent).get(path.name)
-    if record is None or record[0] != identity:
-        return None
-    return _CopyFacts(record[1], record[2])
+def drop_stale_records(place: Path, records: Mapping[str, CopyRecord]) -> None:
+    """Rewrite ``place``'s copies index without the records that no longer match a file
+    (the copy gone, replaced, written again by hand: a ``stat`` decides), if ``records``
+    (the index as a listing read it) holds any; under its lock, as read again there."""
+    if all(file_identity(place / name) == record[0] for name, record in records.items()):
+        return
+    update_copies(
+        place,
+        lambda now: {n: r for n, r in now.items() if file_identity(place / n) == r[0]},
+    )
 
 
 def _copy_facts(path: Path) -> _CopyFacts | None:

@@ -19,10 +19,12 @@ unreadable (rebuilt). Only the manager of a writable directory writes it.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -153,7 +155,9 @@ COPIES_NAME = "copies.index"
 """Beside the recovery copies of a project (``session/catalog.py``): what a listing needs
 of each (its turns and its ``updated_at``), recorded by the copy's writer, so that no
 listing parses a copy of many megabytes. Never trusted over the file: an entry is used
-only while a ``stat`` of its copy gives the identity recorded."""
+only while a ``stat`` of its copy gives the identity recorded, and a listing of a writable
+catalog drops those that no longer match (``catalog.drop_stale_records``). Every update
+reads and writes it under ``COPIES_LOCK_NAME``."""
 COPIES_VERSION = 1
 CopyRecord = tuple[FileIdentity, int, datetime]
 """A copy's identity when recorded, its turns and its ``updated_at``."""
@@ -188,24 +192,60 @@ def read_copies(place: Path) -> dict[str, CopyRecord]:
     return found
 
 
+COPIES_LOCK_NAME = ".copies.index.lock"
+"""Beside the index, ``flock``ed by each update of it: two writers (a supervisor and its
+heir, two supervisors of one home) each read, change and write the whole index, and the
+one that wrote last dropped the other's record (H171). Never removed: a lock file
+unlinked while another writer waits on it would let a third lock a new one."""
+
+
+@contextlib.contextmanager
+def _copies_locked(place: Path) -> Iterator[None]:
+    """Hold ``place``'s copies lock (OSError if it cannot be opened: the caller's best
+    effort gives up; a writer killed while holding it releases it)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    fd = os.open(place / COPIES_LOCK_NAME, flags, 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(place / COPIES_LOCK_NAME))
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _write_copies(place: Path, records: Mapping[str, CopyRecord]) -> None:
+    data = orjson.dumps(
+        {
+            "version": COPIES_VERSION,
+            "copies": {n: [list(i), t, u.isoformat()] for n, (i, t, u) in records.items()},
+        }
+    )
+    temp = place / f".{COPIES_NAME}.{os.getpid()}.tmp"
+    atomic_write(place / COPIES_NAME, data, durable=False, tmp=temp)
+
+
 def record_copy(place: Path, name: str, record: CopyRecord) -> None:
     """Add ``name``'s record to ``place``'s copies index, dropping those of copies gone
     (best effort, as ``write_index``: at worst a listing reads the copy)."""
-    with contextlib.suppress(OSError):
-        present = set(os.listdir(place))
-        kept = {n: r for n, r in read_copies(place).items() if n in present and n != name}
-        identity, turns, updated = record
-        data = orjson.dumps(
-            {
-                "version": COPIES_VERSION,
-                "copies": {
-                    n: [list(i), t, u.isoformat()]
-                    for n, (i, t, u) in {**kept, name: (identity, turns, updated)}.items()
-                },
-            }
-        )
-        temp = place / f".{COPIES_NAME}.{os.getpid()}.tmp"
-        atomic_write(place / COPIES_NAME, data, durable=False, tmp=temp)
+
+    def change(records: dict[str, CopyRecord]) -> dict[str, CopyRecord]:
+        present = set(os.listdir(place))  # under the lock: a copy written meanwhile is in
+        return {**{n: r for n, r in records.items() if n in present and n != name}, name: record}
+
+    update_copies(place, change)
+
+
+def update_copies(
+    place: Path, change: Callable[[dict[str, CopyRecord]], dict[str, CopyRecord]]
+) -> None:
+    """Replace ``place``'s copies index with ``change`` of its records, read and written
+    under its lock (best effort: an OSError leaves it as it was; unchanged: not written)."""
+    with contextlib.suppress(OSError), _copies_locked(place):
+        records = read_copies(place)
+        changed = change(dict(records))
+        if changed != records:
+            _write_copies(place, changed)
     clear_stale_temps(place, _COPIES_TEMP_NAMES)
 
 
