@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before py
     )
     from session.compaction import EventCompaction, Window
     from session.encoded import EncodedMessages
+    from session.file_cap import MovedTurn
     from session.kept_context import KeptContext
     from session.last_reply import LastReply
     from session.manager import CheckpointListing, RestoredFiles, Written  # noqa: F401 (in Ask["..."])
@@ -49,6 +50,8 @@ class SaveSession(Ask["Written"]):
     """The writer's own secret values (its terminal's environment), scrubbed too."""
     workspace: Path | None = None
     """The workspace whose project ``project`` is, recorded there once."""
+    moved: tuple[MovedTurn, ...] = ()
+    """Turns the file has no room for (``WriteSession.aside``): written beside it first."""
 
 
 @dataclass(frozen=True)

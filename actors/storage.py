@@ -162,6 +162,8 @@ class StorageActor(Actor[StorageMessage]):
         catalog, project, workspace = self._catalog, message.project, message.workspace
 
         def save() -> Written:
+            for moved in message.moved:  # first: the file written next goes without them
+                catalog.keep_moved_turn(project, moved, message.secrets)
             written = catalog.manager(project).save(
                 message.state, message.encoded, message.secrets
             )

@@ -2528,7 +2528,7 @@ class TerminalActor(Actor[TerminalMessage]):
         for effect in effects:
             try:
                 match effect:
-                    case WriteSession(state, encoded):
+                    case WriteSession(state, encoded, _, aside):
                         message: Ask[object] = SaveSession(
                             config.project,
                             state,
@@ -2537,6 +2537,7 @@ class TerminalActor(Actor[TerminalMessage]):
                             self._token,
                             self._lc.policy.known_secrets,
                             config.workspace,
+                            aside,
                         )
                     case DeleteSession(session_id):
                         message = RemoveSession(config.project, session_id, forever=True)

@@ -30,6 +30,7 @@ from session.atomic import (
     ensure_private_dir,
 )
 from session.compacted import session_turns
+from session.encoded import EncodedMessages
 from session.errors import (
     FutureSchemaVersion,
     InvalidPointer,
@@ -43,7 +44,7 @@ from session.errors import (
     UnsafeSessionFile,
     unread_pointers_said,
 )
-from session.file_cap import MAX_SESSION_BYTES
+from session.file_cap import MAX_SESSION_BYTES, MovedTurn, is_over_cap_name
 from session.header_index import (
     COPIES_NAME,
     CopyRecord,
@@ -515,6 +516,24 @@ class SessionCatalog:
                 error = exc
         assert error is not None
         raise error
+
+    def keep_moved_turn(
+        self, project: Path, moved: MovedTurn, secrets: tuple[str, ...] = ()
+    ) -> Path:
+        """Write a turn the session file has no room for beside it (``MovedTurn``), durably,
+        scrubbed as the file is; one already there is the same turn (its name says its
+        number and content), left as it is."""
+        if not is_over_cap_name(moved.name):
+            raise ValueError(f"not a moved turn's name: {moved.name!r}")
+        self.manager(project).check_directory()
+        path = project / moved.name
+        if os.path.lexists(path):
+            return path
+        scrub = with_secrets(self.known_secrets, secrets)
+        if not moved.messages.known_secrets.issuperset(scrub):
+            moved = MovedTurn(moved.name, EncodedMessages.scrub(moved.messages.json, scrub))
+        atomic_write(path, moved.data())
+        return path
 
     def stored(self, project: Path, session_id: str) -> bool:
         """Whether ``project`` holds the session: its file, or a recovery copy of one whose

@@ -3,6 +3,8 @@ start reads back. Pure: ``within_cap`` decides which messages a file over it doe
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +36,39 @@ _MODEL_BODIES = {"text": "content", "thinking": "content", "tool-call": "args"}
 """The parts of the model's replies whose body may be left out, after every tool return."""
 
 
+OVER_CAP_SUFFIX = ".over-cap-"
+"""``<id>.json.over-cap-<turn>-<digest8>``, beside the session file: a turn of the user's
+messages the file had no room for (``MovedTurn``); removed with the session."""
+_OVER_CAP_NAME = re.compile(
+    rf"^[a-f0-9]{{12}}\.json{re.escape(OVER_CAP_SUFFIX)}[1-9][0-9]{{0,11}}-[a-f0-9]{{8}}$"
+)
+
+
+@dataclass(frozen=True)
+class MovedTurn:
+    """A turn moved out of the session file, whole, to a file of its own beside it: the
+    user's messages alone left the file over its cap. Named for its number and content,
+    so writing it again (the next save, a retry) writes the same file."""
+
+    name: str
+    messages: EncodedMessages
+
+    @classmethod
+    def of(cls, session_id: str, turn: int, messages: EncodedMessages) -> MovedTurn:
+        digest = hashlib.sha256(messages.joined()).hexdigest()[:8]
+        return cls(f"{session_id}.json{OVER_CAP_SUFFIX}{turn}-{digest}", messages)
+
+    def data(self) -> bytes:
+        """The file's bytes: a JSON array of the turn's messages, as the session file holds
+        them (``ModelMessagesTypeAdapter`` reads it)."""
+        return b"[" + self.messages.joined() + b"]"
+
+
+def is_over_cap_name(name: str) -> bool:
+    """Whether ``name`` is one ``MovedTurn.of`` gives (checked before a path is built)."""
+    return _OVER_CAP_NAME.fullmatch(name) is not None
+
+
 @dataclass(frozen=True)
 class Trimmed:
     """What a save left out of a session file to keep it under its cap."""
@@ -45,6 +80,9 @@ class Trimmed:
     """Tool returns whose bodies were left out."""
     replies: int = 0
     """Bodies of the model's replies (text, thinking, a tool call's arguments) left out."""
+    moved: tuple[tuple[int, EncodedMessages], ...] = ()
+    """The oldest turns moved out whole (their number, their messages), when the user's
+    messages alone were over the cap (``MovedTurn``)."""
 
 
 def cap_words(cap: int) -> str:
@@ -52,8 +90,17 @@ def cap_words(cap: int) -> str:
     return f"{cap / 2**20:g} MiB" if cap >= 2**20 else f"{cap:,} bytes"
 
 
-def trimmed_line(trimmed: Trimmed) -> str:
-    """Told once a chat, at the first save that trims: what the file goes without."""
+def trimmed_line(trimmed: Trimmed, session_id: str = "") -> str:
+    """Told once a chat, at the first save that trims: what the file goes without (and,
+    at the first that moves turns, where they are: nothing the user typed goes unsaid)."""
+    moved = len(trimmed.moved)
+    if moved:
+        turns = "oldest turn" if moved == 1 else f"{moved} oldest turns"
+        return (
+            f"note: the session file is kept under its {cap_words(trimmed.cap)} cap: your "
+            f"{turns} moved beside it to {session_id}.json{OVER_CAP_SUFFIX}* (this chat still "
+            "sends them; a resume does not)"
+        )
     left = [
         f"{count} {one if count == 1 else many}"
         for count, one, many in (
@@ -76,15 +123,21 @@ def elided(text: str) -> tuple[int, str] | None:
 
 
 def within_cap(
-    tail: EncodedMessages, cuts: Sequence[int], room: int, cap: int
+    tail: EncodedMessages,
+    cuts: Sequence[int],
+    room: int,
+    cap: int,
+    turns: Sequence[tuple[int, int]] = (),
 ) -> tuple[EncodedMessages, Trimmed | None]:
     """``tail`` within ``room`` bytes (None: it was). First the oldest turns that may go
     whole (``cuts``: where the turns after each of them start, oldest first: the turns
     already compacted), then the largest tool returns' bodies, then the largest bodies of
     the model's replies, each replaced by ``ELIDED``, the last reply last (what an open
-    shows of the turn it waited for). The user's messages are never touched; a tail of
-    them alone over ``room`` is given back as it stands (with None: nothing was left out,
-    nothing is told)."""
+    shows of the turn it waited for). The user's messages are never left out: when they
+    alone are over ``room``, the oldest turns (``turns``: where each starts in ``tail``, and
+    its number) are moved out whole (``Trimmed.moved``), the last one always kept (one
+    message is one frame, far under the cap). With none to move, ``tail`` is given back as
+    it stands (None: nothing was left out, nothing is told)."""
     sizes = list(tail.message_sizes())
     total = _joined(sizes)
     if total <= room:
@@ -113,12 +166,22 @@ def within_cap(
             total += new - sizes[index]
             sizes[index] = new
             counts[kind] += 1
-    if not (dropped or counts["tool"] or counts["model"]):
-        return tail, None  # nothing could go (the user's messages alone): nothing to tell
-    return (
-        EncodedMessages.of(messages, tail.known_secrets),
-        Trimmed(cap, turns=dropped, tool_returns=counts["tool"], replies=counts["model"]),
-    )
+    kept = EncodedMessages.of(messages, tail.known_secrets) if any(counts.values()) else tail
+    starts = [(at - cut, number) for at, number in turns if at >= cut]
+    if starts and starts[0][0] > 0:
+        starts[0] = (0, starts[0][1])  # what comes before the first start goes with it
+    moved: list[tuple[int, EncodedMessages]] = []
+    first = 0
+    for (start, number), (end, _) in itertools.pairwise(starts):
+        if total <= room:
+            break
+        moved.append((number, kept[start:end]))
+        total -= _joined(sizes[first:]) - _joined(sizes[end:])
+        first = end
+    if not (dropped or counts["tool"] or counts["model"] or moved):
+        return tail, None  # nothing could go: nothing to tell
+    trimmed = Trimmed(cap, dropped, counts["tool"], counts["model"], tuple(moved))
+    return kept[first:], trimmed
 
 
 def _last_reply_last(body: tuple[int, int, int], last: int) -> tuple[bool, int, int, int]:

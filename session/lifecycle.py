@@ -107,6 +107,7 @@ from session.errors import IllegalTransition
 from session.file_cap import (
     HEADROOM_DIVISOR,
     MAX_SESSION_BYTES,
+    MovedTurn,
     Trimmed,
     trimmed_line,
     within_cap,
@@ -237,6 +238,9 @@ class WriteSession:
     told: str | None = None
     """A line for the terminal once it is written: the first save of a chat that left
     something out of the file to keep it under its cap (``session/file_cap.py``)."""
+    aside: tuple[MovedTurn, ...] = ()
+    """Turns moved out of the file whole (the user's messages alone over its cap): each
+    written beside it, unless there already, before the session file."""
 
 
 @dataclass(frozen=True)
@@ -385,6 +389,9 @@ class SessionLifecycle:
     cap_told: bool = False
     """A save left something out of the file to keep it under its cap, and a write
     carried the line that says so (``WriteSession.told``): told once a chat."""
+    moved_told: bool = False
+    """A save moved turns of the user's out of the file (``WriteSession.aside``), and a
+    write carried the line naming where: told once a chat too, even after ``cap_told``."""
 
     # -- queries ----------------------------------------------------------
 
@@ -654,7 +661,10 @@ class SessionLifecycle:
         if trimmed is None:
             return WriteSession(state, tail)
         state = state.model_copy(update={"recent_messages": capped.json})
-        return WriteSession(state, capped, None if self.cap_told else trimmed_line(trimmed))
+        told = self.moved_told if trimmed.moved else self.cap_told
+        aside = tuple(MovedTurn.of(state.session_id, n, m) for n, m in trimmed.moved)
+        line = None if told else trimmed_line(trimmed, state.session_id)
+        return WriteSession(state, capped, line, aside)
 
     def _within_cap(
         self, state: SessionState, tail: EncodedMessages, start: int
@@ -670,14 +680,21 @@ class SessionLifecycle:
         boundary = self._boundary_index(self.history_starts)
         ends = (*self.history_starts, len(self.history))
         cuts = [at - start for at in ends if start < at <= boundary]
-        return within_cap(tail, cuts, room, cap)
+        turns = [
+            (at - start, self.first_invocation + number)
+            for number, at in enumerate(self.history_starts)
+            if at >= start
+        ]
+        return within_cap(tail, cuts, room, cap, turns)
 
     def _writing(
         self, now: datetime, manifest: Mapping[str, str], agent_spec_path: str | None
     ) -> tuple[SessionLifecycle, WriteSession]:
         """``write``, and the lifecycle that has told the line it carries, if any."""
         write = self.write(now, manifest, agent_spec_path)
-        return (self if write.told is None else self._with(cap_told=True)), write
+        if write.told is None:
+            return self, write
+        return self._with(cap_told=True, moved_told=self.moved_told or bool(write.aside)), write
 
     def _saved_start(self) -> int:
         """Where the turns a save keeps start in ``history``: the request's tail, and before
@@ -1467,10 +1484,11 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(SessionLifecycle))
 def _first_kept_turn(history: Sequence[ModelMessage], compaction: EventCompaction) -> int | None:
     """The number of ``history``'s first turn when it is one ``compaction`` covers (a saved
     tail keeps the overlap the next window reads again before the boundary, stamped with
-    their numbers); None when the history starts after the boundary, or is not stamped (a
-    file of an older version, which saved only the turns after it)."""
+    their numbers), or one after the turn after the boundary (the turns between were moved
+    out of the file: ``MovedTurn``); None when it is not stamped (a file of an older
+    version, which saved only the turns after the boundary)."""
     number = stamped_turn(history)
-    if number is None or not compaction.start_invocation <= number <= compaction.end_invocation:
+    if number is None or number < compaction.start_invocation:
         return None
     return number
 

@@ -73,7 +73,7 @@ from session.errors import (
     UnsafeSessionFile,
 )
 from session.faults import inject
-from session.file_cap import MAX_SESSION_BYTES
+from session.file_cap import MAX_SESSION_BYTES, OVER_CAP_SUFFIX
 from session.filesystem import (
     WORKSPACE_GONE,
     held_as_asked,
@@ -725,7 +725,10 @@ class SessionManager:
         (``keep_original``): they are the session's, and go with it (``rm``, ``prune``,
         ``/reset``). A corrupt file moved aside is not: it stays. How many were removed."""
         removed = 0
-        for kept in self.directory.glob(f"{session_id}.json{UNCOMPACTED_SUFFIX}*"):
+        for kept in (
+            *self.directory.glob(f"{session_id}.json{UNCOMPACTED_SUFFIX}*"),
+            *self.directory.glob(f"{session_id}.json{OVER_CAP_SUFFIX}*"),  # and moved turns
+        ):
             with contextlib.suppress(FileNotFoundError):
                 if stat.S_ISREG(os.lstat(kept).st_mode):
                     kept.unlink()

@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 from pydantic_ai.messages import (
     ModelMessage,
+    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     TextPart,
@@ -198,3 +199,52 @@ def test_nothing_left_out_is_not_told_as_kept_under_the_cap() -> None:
     assert prompts_in(write) == [pasted]
     assert write.told is None, write.told
     assert not lc.cap_told, "the line is still said once something is left out"
+
+
+def pasted_turn(n: int) -> list[ModelMessage]:
+    """Turn ``n``: the user pastes about 150 KB of their own; the model answers briefly."""
+    pasted = f"Paste {n}: never edit files under vendor/. " * 3500
+    return [
+        ModelRequest(parts=[UserPromptPart(pasted, timestamp=T0)]),
+        ModelResponse(parts=[TextPart(f"noted {n}")], timestamp=T0),
+    ]
+
+
+def test_the_users_messages_alone_over_the_cap_move_the_oldest_turns_beside_the_file(
+    tmp_path: Path,
+) -> None:
+    """A tail of the user's own messages over the cap was written whole, and the next start
+    refused the file. The oldest turns over it are moved, whole, to files beside the
+    session's (named in the line), and the file the next start reads is under the cap."""
+    lc = started(interval=50, overlap=0)
+    told, write = [], None
+    for n in range(1, 5):
+        lc, write = after(lc, pasted_turn(n))  # 4 x 150 KB of the user's own: over 400 KB
+        told += [write.told] if write.told else []
+    assert write is not None
+    manager = SessionManager(tmp_path, max_session_bytes=CAP)
+    manager.save(write.state, write.encoded)
+    stored = manager.load_for_resume(write.state.session_id)  # refused, over the cap
+    for aside in write.aside:
+        (tmp_path / aside.name).write_bytes(aside.data())  # as the StorageActor does
+    resumed = SessionLifecycle(policy=lc.policy).resume(stored, None).lifecycle
+    assert user_prompts(list(resumed.history)) == [prompt(n) for n in (3, 4)]
+    first, second = write.aside
+    session_id = write.state.session_id
+    assert first.name.startswith(f"{session_id}.json.over-cap-1-")
+    assert second.name.startswith(f"{session_id}.json.over-cap-2-")
+    for n, aside in enumerate(write.aside, 1):
+        kept = ModelMessagesTypeAdapter.validate_json((tmp_path / aside.name).read_bytes())
+        assert user_prompts(kept) == [prompt(n)]
+    assert told == [  # once a chat, at the first save that moves one (turn 3)
+        "note: the session file is kept under its 400,000 bytes cap: your oldest turn moved "
+        f"beside it to {session_id}.json.over-cap-* (this chat still sends them; a resume "
+        "does not)"
+    ]
+    assert resumed.invocations == 4, "the turns go on being numbered as before"
+
+
+def prompt(n: int) -> str:
+    (part,) = pasted_turn(n)[0].parts
+    assert isinstance(part, UserPromptPart) and isinstance(part.content, str)
+    return part.content
