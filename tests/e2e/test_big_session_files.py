@@ -80,3 +80,36 @@ def test_a_turn_that_would_pass_the_file_cap_is_saved_under_it_and_resumed(
     sent = str(chats[-1]["messages"])
     assert asked in sent and "and now?" in sent  # the user's messages, whole
     assert "bytes left out of the session file to keep it under its 3 MiB cap" in sent
+
+
+def test_the_users_own_messages_over_the_file_cap_move_aside_and_the_file_resumes(
+    env: Env, server: ChatServer
+) -> None:
+    """H169 left it: a tail of the user's own messages over the cap was written whole, a
+    file the next start would refuse. The oldest turns move, whole, to files beside the
+    session's, named in one line; the file stays under the cap and resumes; ``sessions rm``
+    removes them with it."""
+    cap = 1024 * 1024
+    env.extra["AGENT_ASSIST_TEST_SESSION_FILE_BYTES"] = str(cap)
+    # under the 200,000 characters a message may have: 7 of them are over the cap
+    pasted = [f"paste {n}: " + "never edit files under vendor/. " * 5_900 for n in range(7)]
+    first = env.run("--new", input="".join(f"{p}\n" for p in pasted), timeout=300)
+    assert first.returncode == 0, first.stderr
+    directory = sessions_dir(env.workspace, env.home)
+    (path,) = [p for p in directory.glob("*.json") if is_session_id(p.stem)]
+    assert path.stat().st_size <= cap
+    moved = sorted(directory.glob(f"{path.stem}.json.over-cap-*"))
+    assert moved and pasted[0] in moved[0].read_text()
+    told = [line for line in first.stderr.splitlines() if "over-cap" in line]
+    assert told == [
+        "note: the session file is kept under its 1 MiB cap: your oldest turn moved beside "
+        f"it to {path.stem}.json.over-cap-* (this chat still sends them; a resume does not)"
+    ], first.stderr
+    resumed = env.run("--yes", input="go on\n", timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "refusing" not in resumed.stderr
+    chats = [r for r in server.requests if r["model"] != "summary-model"]
+    assert pasted[-1] in str(chats[-1]["messages"])
+    removed = env.run("sessions", "rm", path.stem)
+    assert removed.returncode == 0, removed.stderr
+    assert not list(directory.glob(f"{path.stem}.json*"))
