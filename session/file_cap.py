@@ -24,12 +24,26 @@ writer (``within_cap``)."""
 HEADROOM_DIVISOR = 64
 """Of the cap, the share kept free for what the save adds after the lifecycle measured the
 file (the terminal's secrets scrubbed on the way, a marker longer than a short secret)."""
-ELIDED = "[{size:,} bytes left out of the session file to keep it under its {cap} cap]"
-"""What a body left out of the file reads as (a tool's return, a reply's text)."""
-_ELIDED_RE = re.compile(
-    r"\[(?P<size>[0-9,]+) bytes left out of the session file to keep it under its "
-    r"(?P<cap>.+) cap\]"
+ELIDED = (
+    "[{size:,} bytes of {what} left out of the saved session to keep its file under its "
+    "{cap} cap{hint}]"
 )
+"""What a body left out of the file reads as, to the model after a resume (the chat that
+left it out still sends it) and to the open that shows a last reply: what it was, why it
+is not there, and for a tool's output what to do (as the request's own elisions say)."""
+_WHAT = {
+    "tool-return": ("tool output", "; call the tool again if you need them"),
+    "text": ("this reply's text", ""),
+    "thinking": ("this reply's thinking", ""),
+    "tool-call": ("this call's arguments", ""),
+}
+_ELIDED_RE = re.compile(
+    r"\[(?P<size>[0-9,]+) bytes (?:of [^\[\]]*? )?left out of the "
+    r"(?:saved session to keep its file|session file to keep it) under its "
+    r"(?P<cap>[0-9.,]+ (?:MiB|bytes)) cap(?:; [^\[\]]*)?\]"
+)
+"""``ELIDED``, and the shorter marker of files written before H174 (``[N bytes left out of
+the session file to keep it under its CAP cap]``)."""
 MIN_ELIDED = 1024
 """A body smaller than this is left as it is: its marker would save next to nothing."""
 _MODEL_BODIES = {"text": "content", "thinking": "content", "tool-call": "args"}
@@ -228,7 +242,8 @@ def _elided(message: JsonDict, at: int, size: int, cap: int) -> JsonDict:
     tool call's arguments by ``{"elided": marker}``: still JSON arguments)."""
     parts = list(message["parts"])
     part = dict(parts[at])
-    marker = ELIDED.format(size=size, cap=cap_words(cap))
+    what, hint = _WHAT.get(str(part.get("part_kind")), ("a body", ""))
+    marker = ELIDED.format(size=size, what=what, cap=cap_words(cap), hint=hint)
     if part.get("part_kind") == "tool-call":
         part["args"] = {"elided": marker}
     else:

@@ -3,6 +3,7 @@ the largest tool returns' bodies, never the user's messages; said once a chat (H
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -97,7 +98,7 @@ def test_then_the_largest_tool_returns_bodies_go_never_the_users_messages() -> N
     data = file_bytes(write)
     assert len(data) <= CAP
     assert prompts_in(write) == [long_prompt, "question 2: read them"]
-    assert b"bytes left out of the session file to keep it under its 400,000 bytes cap" in data
+    assert b"left out of the saved session to keep its file under its 400,000 bytes cap" in data
     assert write.told == (
         "note: the session file is kept under its 400,000 bytes cap: 3 tool returns' bodies left "
         "out of it (this chat still sends them; your messages are kept)"
@@ -178,7 +179,7 @@ def test_the_last_reply_is_the_model_body_left_out_last() -> None:
 
 
 def test_a_last_reply_left_out_of_the_file_is_shown_as_a_note_not_as_its_marker() -> None:
-    marker = ELIDED.format(size=195_000, cap="256 MiB")
+    marker = ELIDED.format(size=195_000, what="this reply's text", cap="256 MiB", hint="")
     shown = last_reply([
         {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "explain"}]},
         {"kind": "response", "parts": [{"part_kind": "text", "content": marker}]},
@@ -187,6 +188,15 @@ def test_a_last_reply_left_out_of_the_file_is_shown_as_a_note_not_as_its_marker(
         "note: the last reply (195,000 bytes) was left out of the session file to keep it "
         "under its 256 MiB cap; it is not kept"
     ))
+
+
+def test_a_last_reply_left_out_by_an_earlier_version_is_shown_as_a_note_too() -> None:
+    marker = "[195,000 bytes left out of the session file to keep it under its 256 MiB cap]"
+    shown = last_reply([
+        {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "explain"}]},
+        {"kind": "response", "parts": [{"part_kind": "text", "content": marker}]},
+    ])
+    assert shown is not None and shown.note is not None and "(195,000 bytes)" in shown.note
 
 
 def test_nothing_left_out_is_not_told_as_kept_under_the_cap() -> None:
@@ -248,3 +258,43 @@ def prompt(n: int) -> str:
     (part,) = pasted_turn(n)[0].parts
     assert isinstance(part, UserPromptPart) and isinstance(part.content, str)
     return part.content
+
+
+def test_after_a_resume_the_model_reads_what_was_left_out_why_and_what_to_do(
+    tmp_path: Path,
+) -> None:
+    """What the model gets of a trimmed session once resumed: each body left out says what
+    it was (a tool's output, a reply's text, a call's arguments), that the saved session
+    left it out to keep its file under the cap, and for a tool's output to call the tool
+    again; every tool call still has its return."""
+    lc = started(interval=50, overlap=0)
+    turn = read_turn(1, 9)
+    long_reply = "A long answer about the routing table. " * 13000  # about 500 KB
+    turn[-1] = ModelResponse(parts=[TextPart(long_reply)], timestamp=T0)
+    lc, _ = after(lc, turn)
+    lc, write = after(lc, read_turn(2, 1))
+    manager = SessionManager(tmp_path, max_session_bytes=CAP)
+    manager.save(write.state, write.encoded)
+    stored = manager.load_for_resume(write.state.session_id)
+    sent = SessionLifecycle(policy=lc.policy).resume(stored, None).lifecycle.request_history()
+    calls = {p.tool_call_id for m in sent for p in m.parts if isinstance(p, ToolCallPart)}
+    returns = [p for m in sent for p in m.parts if isinstance(p, ToolReturnPart)]
+    assert calls == {p.tool_call_id for p in returns}
+    left_out = [p.content for p in returns if "left out" in str(p.content)]
+    assert left_out and all(
+        re.fullmatch(
+            r"\[[0-9,]+ bytes of tool output left out of the saved session to keep its file "
+            r"under its 400,000 bytes cap; call the tool again if you need them\]",
+            str(content),
+        )
+        for content in left_out
+    ), left_out[:1]
+    texts = [p.content for m in sent for p in m.parts if isinstance(p, TextPart)]
+    assert any(
+        re.fullmatch(
+            r"\[[0-9,]+ bytes of this reply's text left out of the saved session to keep its "
+            r"file under its 400,000 bytes cap\]",
+            text,
+        )
+        for text in texts
+    ), texts

@@ -79,7 +79,7 @@ def test_a_turn_that_would_pass_the_file_cap_is_saved_under_it_and_resumed(
     chats = [r for r in server.requests if r["model"] != "summary-model"]
     sent = str(chats[-1]["messages"])
     assert asked in sent and "and now?" in sent  # the user's messages, whole
-    assert "bytes left out of the session file to keep it under its 3 MiB cap" in sent
+    assert "left out of the saved session to keep its file under its 3 MiB cap" in sent
 
 
 def test_the_users_own_messages_over_the_file_cap_move_aside_and_the_file_resumes(
