@@ -438,7 +438,7 @@ class SessionCatalog:
     def _kept_only(self, project: Path, listed: Collection[str]) -> list[SessionHeader]:
         """The headers of the sessions with no file but a recovery copy (none of their saves
         worked): still on disk, so listed, from their newest copy, with a note saying where
-        it is (never offered nor pruned: ``--resume ID`` goes on with it)."""
+        it is; offered and pruned as the others are (a resume goes on with the copy)."""
         manager = self.manager(project)
         newest: dict[str, SessionHeader] = {}
         for copy in recovered_copies(self.root, project):
@@ -451,7 +451,7 @@ class SessionCatalog:
             seen = newest.get(copy.session_id)
             if seen is None or header.updated_at > seen.updated_at:
                 note = f"kept only in {copy.path} when its saves failed"
-                newest[copy.session_id] = dataclasses.replace(header, note=note)
+                newest[copy.session_id] = dataclasses.replace(header, note=note, kept_only=True)
         return list(newest.values())
 
     def list(
@@ -653,7 +653,7 @@ class SessionCatalog:
                 f"(pid {holder}); it is not offered here"
             )
         mine = next((r for r in rows if own is not None and r.session_id == own.session_id), None)
-        if own_alive and holder is None and mine is not None and mine.note is not None:
+        if own_alive and holder is None and mine is not None and not mine.opens:
             warnings.append(  # the line above names the file: say it is this tab's session
                 f"note: this tab's session {mine.session_id} cannot be opened ({mine.note}); "
                 "it stays on disk, untouched"
@@ -673,8 +673,8 @@ class SessionCatalog:
         offer = None
         row = next((r for r in rows if r.session_id == chosen), None)
         if chosen is not None:
-            try:
-                offer = manager.load_without_messages(chosen, set_aside="move")
+            try:  # from its recovery copy if it has no file (``kept_only``)
+                offer = self.load(project, chosen, "none", "move")
             except (OSError, SessionError) as exc:  # changed since the listing
                 warnings.append(problem_line(exc))
         notes: tuple[str, ...] = ()
@@ -719,7 +719,7 @@ class SessionCatalog:
         pointed: dict[Path, dict[str, tuple[Pointer, ...]]] = {}
         held_back: dict[str, tuple[InvalidPointer, ...]] = {}
         for row in listing.rows:
-            if row.state != "orphaned" or row.updated_at >= cutoff or row.note is not None:
+            if row.state != "orphaned" or row.updated_at >= cutoff or not row.opens:
                 continue
             if row.project in listing.unknown:  # a running tab's session may be this one
                 held_back[row.project] = listing.unknown[row.project]
@@ -741,7 +741,7 @@ class SessionCatalog:
                 )
                 if problem is not None:  # a read-only or immutable directory: said
                     problems.append(problem)
-                if not removed:
+                if not (removed or (row.kept_only and problem is None)):  # its copies went
                     continue
             pruned.append(row)
         leftovers: tuple[tuple[str, str], ...] = ()

@@ -29,6 +29,14 @@ class SessionRow:
     note: str | None = None
     unanswered: str | None = None
     """The user's message of the last turn when it got no reply."""
+    kept_only: bool = False
+    """Its only copy is a recovery copy, which it opens from (``SessionHeader.kept_only``)."""
+
+    @property
+    def opens(self) -> bool:
+        """Whether this version opens it (offered, pruned): no note, or one saying where its
+        only copy is."""
+        return self.note is None or self.kept_only
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -81,6 +89,7 @@ def classify(
                 turns=state.turns,
                 note=state.note,
                 unanswered=state.unanswered,
+                kept_only=state.kept_only,
             )
         )
     return rows
@@ -93,7 +102,7 @@ def resumable(
     by_id = {row.session_id: row for row in rows}
     if own_pointer is not None and own_pointer_alive:
         row = by_id.get(own_pointer.session_id)
-        if row is not None and row.state != "live" and row.note is None:
+        if row is not None and row.state != "live" and row.opens:
             return row.session_id
-    orphans = [row for row in by_id.values() if row.state == "orphaned" and row.note is None]
+    orphans = [row for row in by_id.values() if row.state == "orphaned" and row.opens]
     return max(orphans, key=lambda r: r.updated_at).session_id if orphans else None

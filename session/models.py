@@ -130,9 +130,13 @@ class SessionHeader:
     they cannot be counted (messages of a shape this version does not know, a file not
     read)."""
     note: str | None = None
-    """Why the session cannot be opened by this version (it is still listed)."""
+    """Why the session cannot be opened by this version (it is still listed), or where its
+    only copy is (``kept_only``)."""
     unanswered: str | None = None
     """The user's message of the last turn when it got no reply (``session/unanswered.py``)."""
+    kept_only: bool = False
+    """No file, only a recovery copy (none of its saves worked; ``note`` says where): it
+    opens from the copy, so it is offered and pruned as a session with a file is."""
 
 
 class Pointer(BaseModel):

@@ -432,3 +432,31 @@ def test_a_chat_that_can_save_nothing_says_its_cause_once(env: Env) -> None:
     )
     assert [line for line in errors if "not a directory" in line] == errors[:1], errors
     assert len(errors) == 2 and "its unsaved turns are kept in" in errors[1], errors
+
+
+def test_a_new_tab_is_offered_a_session_kept_only_in_its_recovery_copy(env: Env) -> None:
+    """H174: such a session (none of its saves worked, its terminal gone) is the user's
+    latest conversation, orphaned, and resumable from its copy (``--resume ID``); a new tab
+    was offered nothing and began a new session. It is offered like any orphan."""
+    _, session_id = _kept_only_in_a_copy(env, "first message", "second message")
+    again = env.run(input="y\nthird message\n", terminal=env.terminal())
+    assert again.returncode == 0, again.stderr
+    assert "Resume previous session? [Y/n]" in again.stdout + again.stderr
+    assert "(turn 3 of this conversation" in again.stdout
+    assert env.session_ids() == [session_id]
+    assert_the_three_messages_are_saved(env)
+
+
+def test_prune_removes_an_old_session_kept_only_in_its_recovery_copy(env: Env) -> None:
+    """H174: ``sessions prune`` left such a session, orphaned and as old as any it removed,
+    for good (its copy, the whole transcript, with it). It goes as an orphan does, copy
+    and all; ``--dry-run`` names it and removes nothing."""
+    kept, session_id = _kept_only_in_a_copy(env, "first message")
+    dry = env.run("sessions", "prune", "--older-than", "0", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert session_id in dry.stdout and kept.exists()
+    pruned = env.run("sessions", "prune", "--older-than", "0")
+    assert pruned.returncode == 0, pruned.stderr
+    assert session_id in pruned.stdout
+    assert not kept.exists()
+    assert json.loads(env.run("sessions", "--json").stdout) == []
