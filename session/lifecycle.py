@@ -40,8 +40,9 @@ Rules (the table ``TRANSITIONS`` is the source of truth):
 * A save keeps the session file under the cap every read holds it to
   (``PersistPolicy.max_file_bytes``, ``session/file_cap.py``): the already compacted
   turns it keeps go first, then the largest tool returns' and replies' bodies, never the
-  user's messages; memory keeps them all. The first such save of a chat carries the line
-  that says so (``WriteSession.told``, ``cap_told``).
+  user's messages: when they alone are over it, the oldest turns move whole to files beside
+  it (``WriteSession.aside``); memory keeps them all. The first such save of a chat carries
+  the line that says so (``WriteSession.told``, ``cap_told``, ``moved_told``).
 * ``record_checkpoint`` moves ``checkpoint_count`` (the next write carries it);
   ``restore`` (``/checkpoint N``) replaces state and history with a checkpoint's
   through the path ``resume`` takes, keeping the session's id, creation time and
