@@ -408,8 +408,7 @@ class StorageActor(Actor[StorageMessage]):
             case ScrubSession(project, session_id, secrets):
 
                 def scrub() -> int:
-                    catalog.manager(project).forget_header(session_id)
-                    return catalog.checkpoints(project).scrub_session(session_id, secrets)
+                    return catalog.scrub_written(project, session_id, secrets)
 
                 return await self._io(scrub)
             case _:

@@ -36,6 +36,9 @@ from session.errors import (
     InvalidPointer,
     LeftBehind,
     MayBeHeld,
+
+
+    MovedTurnSecretsLeft,
     SessionError,
     SessionFileError,
     SessionLive,
@@ -44,7 +47,7 @@ from session.errors import (
     UnsafeSessionFile,
     unread_pointers_said,
 )
-from session.file_cap import MAX_SESSION_BYTES, MovedTurn, is_over_cap_name
+from session.file_cap import MAX_SESSION_BYTES, OVER_CAP_SUFFIX, MovedTurn, is_over_cap_name
 from session.header_index import (
     COPIES_NAME,
     CopyRecord,
@@ -534,6 +537,23 @@ class SessionCatalog:
             moved = MovedTurn(moved.name, EncodedMessages.scrub(moved.messages.json, scrub))
         atomic_write(path, moved.data())
         return path
+
+    def scrub_written(self, project: Path, session_id: str, secrets: tuple[str, ...]) -> int:
+        """Scrub ``secrets`` (values a turn revealed) from what the session wrote before they
+        were known: its cached header, the turns moved beside its file (``MovedTurn``) and
+        its checkpoints (how many were rewritten). ``MovedTurnSecretsLeft`` (the line naming
+        what stays) if a moved turn could not be read or rewritten."""
+        self.manager(project).forget_header(session_id)
+        left: list[str] = []
+        for path in sorted(project.glob(f"{session_id}.json{OVER_CAP_SUFFIX}*")):
+            try:
+                _scrub_moved_turn(path, with_secrets(self.known_secrets, secrets))
+            except (OSError, SessionFileError, orjson.JSONDecodeError) as exc:
+                left.append(f"{path.name}: {_os_reason(exc) if isinstance(exc, OSError) else exc}")
+        rewritten = self.checkpoints(project).scrub_session(session_id, secrets)
+        if left:
+            raise MovedTurnSecretsLeft(session_id, left)
+        return rewritten
 
     def stored(self, project: Path, session_id: str) -> bool:
         """Whether ``project`` holds the session: its file, or a recovery copy of one whose
@@ -1168,6 +1188,18 @@ def _record(path: Path, state: SessionState) -> None:
     if identity is not None:
         turns = session_turns(state.compacted_history_summary, list(state.recent_messages))
         record_copy(path.parent, path.name, (identity, turns, state.updated_at))
+
+
+def _scrub_moved_turn(path: Path, secrets: tuple[str, ...]) -> None:
+    """Rewrite the moved turn at ``path`` scrubbed of ``secrets``, if it holds any."""
+    if not is_over_cap_name(path.name):
+        return
+    raw = orjson.loads(read_regular_file(path, MAX_SESSION_BYTES))
+    if not isinstance(raw, list) or not all(isinstance(m, dict) for m in raw):
+        return  # not one this version wrote: left as it is
+    clean = EncodedMessages.scrub([m for m in raw if isinstance(m, dict)], secrets)
+    if list(clean.json) != raw:
+        atomic_write(path, MovedTurn(path.name, clean).data())
 
 
 def drop_stale_records(place: Path, records: Mapping[str, CopyRecord]) -> None:

@@ -9,6 +9,7 @@
     ├── MayBeHeld                  an ``rm`` of a session a running terminal may hold
     ├── LeftBehind                 a removal that left a file behind (what stays)
     ├── SecretsLeft                checkpoints whose scrub failed: a secret stays in them
+    │   └── MovedTurnSecretsLeft   the same of turns moved beside the session file
     ├── SessionFileError           a problem with one file on disk (``.path``)
     │   ├── CorruptSessionFile     did not parse; moved aside to ``.moved_to`` (or left)
     │   ├── FutureSchemaVersion    newer schema than this code; left untouched
@@ -111,6 +112,19 @@ class SecretsLeft(SessionError):
             f"`agent-assist sessions rm {session_id}` removes it"
         )
         self.left = left
+
+
+class MovedTurnSecretsLeft(SecretsLeft):
+    """Turns moved beside the session file (over its cap) that still hold a value found
+    secret after they were written: their rewrite failed (``left``: each file and why)."""
+
+    def __init__(self, session_id: str, left: list[str]) -> None:
+        SessionError.__init__(
+            self,
+            f"error: a secret stays in plain text in {'; '.join(left)}; /reset or "
+            f"`agent-assist sessions rm {session_id}` removes it",
+        )
+        self.left = {}
 
 
 class SessionFileError(SessionError):

@@ -123,3 +123,25 @@ def test_a_read_only_listing_leaves_the_index_as_it_is(tmp_path: Path) -> None:
     before = (place / COPIES_NAME).read_bytes()
     SessionCatalog(root, read_only=True).list((project,), {})
     assert (place / COPIES_NAME).read_bytes() == before
+
+
+def test_a_secret_found_later_is_scrubbed_from_the_turns_moved_beside_the_file(
+    tmp_path: Path,
+) -> None:
+    """A turn moved out of the file (over its cap) is written scrubbed of what was known then;
+    a value found secret later (``ScrubEarlier``) was scrubbed from the checkpoints only."""
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+    from session.encoded import EncodedMessages
+    from session.file_cap import MovedTurn
+
+    root = tmp_path / "home"
+    project = project_of(root)
+    catalog = SessionCatalog(root)
+    said = dump_messages([ModelRequest(parts=[UserPromptPart("the vault word is Tr0ub4dor&3x")])])
+    moved = MovedTurn.of(ONE, 1, EncodedMessages.scrub(said, ()))
+    path = catalog.keep_moved_turn(project, moved)
+    assert b"Tr0ub4dor&3x" in path.read_bytes()
+    catalog.scrub_written(project, ONE, ("Tr0ub4dor&3x",))
+    assert b"Tr0ub4dor&3x" not in path.read_bytes()
+    assert b"the vault word is" in path.read_bytes()
