@@ -109,11 +109,11 @@ def trimmed_line(trimmed: Trimmed, session_id: str = "") -> str:
     at the first that moves turns, where they are: nothing the user typed goes unsaid)."""
     moved = len(trimmed.moved)
     if moved:
-        turns = "oldest turn" if moved == 1 else f"{moved} oldest turns"
+        turns, them = ("oldest turn", "it") if moved == 1 else (f"{moved} oldest turns", "them")
         return (
             f"note: the session file is kept under its {cap_words(trimmed.cap)} cap: your "
             f"{turns} moved beside it to {session_id}.json{OVER_CAP_SUFFIX}* (this chat still "
-            "sends them; a resume does not)"
+            f"sends {them}; a resume does not)"
         )
     left = [
         f"{count} {one if count == 1 else many}"

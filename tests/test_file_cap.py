@@ -248,7 +248,7 @@ def test_the_users_messages_alone_over_the_cap_move_the_oldest_turns_beside_the_
         assert user_prompts(kept) == [prompt(n)]
     assert told == [  # once a chat, at the first save that moves one (turn 3)
         "note: the session file is kept under its 400,000 bytes cap: your oldest turn moved "
-        f"beside it to {session_id}.json.over-cap-* (this chat still sends them; a resume "
+        f"beside it to {session_id}.json.over-cap-* (this chat still sends it; a resume "
         "does not)"
     ]
     assert resumed.invocations == 4, "the turns go on being numbered as before"

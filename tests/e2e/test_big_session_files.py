@@ -103,7 +103,7 @@ def test_the_users_own_messages_over_the_file_cap_move_aside_and_the_file_resume
     told = [line for line in first.stderr.splitlines() if "over-cap" in line]
     assert told == [
         "note: the session file is kept under its 1 MiB cap: your oldest turn moved beside "
-        f"it to {path.stem}.json.over-cap-* (this chat still sends them; a resume does not)"
+        f"it to {path.stem}.json.over-cap-* (this chat still sends it; a resume does not)"
     ], first.stderr
     resumed = env.run("--yes", input="go on\n", timeout=300)
     assert resumed.returncode == 0, resumed.stderr
