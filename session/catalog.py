@@ -36,8 +36,6 @@ from session.errors import (
     InvalidPointer,
     LeftBehind,
     MayBeHeld,
-
-
     MovedTurnSecretsLeft,
     SessionError,
     SessionFileError,
@@ -430,13 +428,10 @@ class SessionCatalog:
         warnings += recovered_lines(self.root, project, headers, self._facts)
         told = frozenset(problem.path.name for problem in listing.problems)
         incomplete = any(map(unread, listing.problems))
-        return _ProjectRows(rows, warnings, pointers.unknown, told, incomplete)
-
-
         if not self.read_only:
             for place in recovered_places(self.root, project):
                 drop_stale_records(place, self._facts.records(place))
-        return _ProjectRows(rows, warnings, pointers.unknown)
+        return _ProjectRows(rows, warnings, pointers.unknown, told, incomplete)
 
     def _kept_only(self, project: Path, listed: Collection[str]) -> list[SessionHeader]:
         """The headers of the sessions with no file but a recovery copy (none of their saves
