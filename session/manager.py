@@ -100,7 +100,8 @@ from session.models import (
     validate_session_id,
 )
 from session.processes import may_still_run
-from session.redaction import scrub_json, scrub_keys, scrub_text, with_secrets
+from session.redaction import encoded_forms, scrub_json, scrub_keys, scrub_text, with_secrets
+from session.scrubbed_entries import entry_digest, record_scrubbed, scrubbed_as_written
 from session.unanswered import unanswered_message
 
 log = logging.getLogger("agent_assist.storage")
@@ -1103,7 +1104,8 @@ class CheckpointStore:
             checkpoint = Checkpoint.model_validate({**raw, "state": migrated})
             if checkpoint.number != number or checkpoint.state.session_id != session_id:
                 raise ValueError("number or session does not match the file")
-            checkpoint = scrubbed_checkpoint(checkpoint, self.known_secrets)  # by an older one
+            if not scrubbed_as_written(path, data, self.known_secrets):
+                checkpoint = scrubbed_checkpoint(checkpoint, self.known_secrets)  # older
         except (orjson.JSONDecodeError, ValidationError, ValueError, TypeError, KeyError) as exc:
             moved = quarantine(path, utc_now())
             where = f"moved aside to {moved.name}" if moved else "could not move it aside"
@@ -1147,13 +1149,9 @@ class CheckpointStore:
         """Rewrite the session's checkpoints that hold any of ``secrets`` (values found
         secret after they were written) scrubbed of them; how many were rewritten. A
         damaged entry is left to ``load``'s handling."""
-        needles = {  # as written in the entry: a tool call's arguments are escaped twice
-            form
-            for secret in secrets
-            if secret
-            for once in (orjson.dumps(secret)[1:-1],)
-            for form in (secret.encode(), once, orjson.dumps(once.decode())[1:-1])
-        }
+        # as written in the entry: a tool call's arguments are escaped twice, and may
+        # hold a letter as ``\u00e9``
+        needles = encoded_forms(secrets) | {s.encode() for s in secrets if s}
         rewritten = 0
         left: dict[int, OSError] = {}  # every entry is tried: one failure leaves no other
         for number in self.numbers(session_id):
@@ -1172,11 +1170,13 @@ class CheckpointStore:
             except CheckpointError:
                 continue
             clean = scrubbed_checkpoint(checkpoint, with_secrets(self.known_secrets, secrets))
+            entry = encode_checkpoint(clean)
             try:
-                atomic_write(path, encode_checkpoint(clean))
+                atomic_write(path, entry)
             except OSError as exc:
                 left[number] = exc
                 continue
+            record_scrubbed(path, entry_digest(entry))
             rewritten += 1
         if rewritten:
             self._usage.pop(session_id, None)
@@ -1399,6 +1399,7 @@ class CheckpointStore:
         path = self.session_dir(session_id) / entry_name(checkpoint.number)
         self._held.pop(session_id, None)
         write_creating_directories(path, entry)
+        record_scrubbed(path, entry_digest(entry))
         self._usage[session_id] = (entry_bytes + len(entry), new_sizes)
         written = blob_identity(path)
         if written is not None:

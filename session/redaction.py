@@ -18,11 +18,14 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
+import orjson
+
 from session.environment import longest_first, secrets_from_environment
 
 __all__ = [
     "REDACTED",
     "continued_secret",
+    "encoded_forms",
     "longest_first",
     "replace_known",
     "scrub_json",
@@ -711,6 +714,15 @@ def _written_forms(known_secrets: tuple[str, ...]) -> tuple[str, ...]:
         )
     }
     return tuple(sorted(forms, key=lambda form: (-len(form), form)))
+
+
+def encoded_forms(known_secrets: Iterable[str]) -> frozenset[bytes]:
+    """The bytes each form a secret may stand in (``_written_forms``) is encoded as inside
+    a JSON string written by orjson: a text of a file orjson wrote holds a form of the
+    secret only if the file's bytes hold one of these (the escaping is character by
+    character, so a form inside a text is a run of its bytes)."""
+    forms = _written_forms(tuple(known_secrets))
+    return frozenset(orjson.dumps(form)[1:-1] for form in forms)
 
 
 @lru_cache(maxsize=256)

@@ -1,0 +1,111 @@
+"""Reading a checkpoint back costs what it holds: an entry as its writer scrubbed it is not
+scrubbed again, and one that may hold a secret (learned since, or bytes changed since) is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import session.manager
+from session.checkpoints import entry_name
+from session.manager import CheckpointStore, scrubbed_checkpoint
+from session.models import SessionState
+from tests.test_checkpoint_encoded import (
+    CAP,
+    PATTERN_KEY,
+    PLAIN_SECRET,
+    T0,
+    big_session,
+    entry_bytes,
+)
+
+SESSION = "0123456789ab"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    (path / "agent_spec.md").write_text("# spec\n")
+    return path
+
+
+@pytest.fixture
+def full_scrubs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The numbers of the entries scrubbed whole as they were read (the scrub itself runs)."""
+    scrubbed: list[int] = []
+
+    def counted(checkpoint: Any, known_secrets: tuple[str, ...]) -> Any:
+        scrubbed.append(checkpoint.number)
+        return scrubbed_checkpoint(checkpoint, known_secrets)
+
+    monkeypatch.setattr(session.manager, "scrubbed_checkpoint", counted)
+    return scrubbed
+
+
+def written(store: CheckpointStore, workspace: Path, known: tuple[str, ...] = ()) -> None:
+    write = big_session(known_secrets=known)
+    store.write(
+        write.state, workspace, ["agent_spec.md"], reason="save", cap=CAP, now=T0,
+        encoded=write.encoded,
+    )
+
+
+def test_an_entry_read_back_as_it_was_written_is_not_scrubbed_again(
+    tmp_path: Path, workspace: Path, full_scrubs: list[int]
+) -> None:
+    written(CheckpointStore(tmp_path / "project"), workspace)
+
+    again = CheckpointStore(tmp_path / "project")  # a new supervisor: nothing held
+    loaded = again.load(SESSION, 1)
+
+    assert full_scrubs == []
+    assert PATTERN_KEY not in orjson.dumps(loaded.model_dump(mode="json")).decode()
+    assert loaded.state.recent_messages == big_session().state.recent_messages
+
+
+def test_a_secret_learned_since_an_entry_was_written_is_scrubbed_when_it_is_read(
+    tmp_path: Path, workspace: Path
+) -> None:
+    written(CheckpointStore(tmp_path / "project"), workspace)
+    assert PLAIN_SECRET.encode() in entry_bytes(CheckpointStore(tmp_path / "project"), 1)
+
+    loaded = CheckpointStore(tmp_path / "project", (PLAIN_SECRET,)).load(SESSION, 1)
+
+    assert PLAIN_SECRET not in orjson.dumps(loaded.model_dump(mode="json")).decode()
+
+
+def test_an_entry_changed_since_it_was_written_is_scrubbed_in_full(
+    tmp_path: Path, workspace: Path
+) -> None:
+    store = CheckpointStore(tmp_path / "project")
+    written(store, workspace)
+    path = store.session_dir(SESSION) / entry_name(1)
+    path.write_bytes(path.read_bytes().replace(b"question 1:", f"{PATTERN_KEY}:".encode()))
+
+    loaded = CheckpointStore(tmp_path / "project").load(SESSION, 1)
+
+    assert PATTERN_KEY not in orjson.dumps(loaded.model_dump(mode="json")).decode()
+
+
+def test_a_secret_written_escaped_in_a_tool_calls_arguments_is_scrubbed_from_checkpoints(
+    tmp_path: Path, workspace: Path
+) -> None:
+    secret = "pässwort-Zq81-vault"
+    arguments = json.dumps({"command": f"login --token {secret}"})  # "p\u00e4sswort..."
+    call = {
+        "kind": "response",
+        "parts": [{"part_kind": "tool-call", "tool_name": "run", "args": arguments}],
+    }
+    state = SessionState.new(T0, SESSION).model_copy(update={"recent_messages": (call,)})
+    store = CheckpointStore(tmp_path / "project")
+    store.write(state, workspace, ["agent_spec.md"], reason="save", cap=CAP, now=T0)
+    assert b"p\\\\u00e4sswort" in entry_bytes(store, 1)
+
+    assert store.scrub_session(SESSION, (secret,)) == 1
+
+    assert b"sswort-Zq81-vault" not in entry_bytes(store, 1)
