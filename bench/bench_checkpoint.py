@@ -12,7 +12,9 @@ The big session (H172): ``--big-turns`` turns that each read 40 files of 250 KB 
 70 MB conversation), built by ``SessionLifecycle`` as a chat builds it, checkpointed as
 ``/save`` and the automatic checkpoint order it (the save's scrubbed encoding spliced):
 the first checkpoint, one with nothing changed, and one after a small turn, against a
-durable write of the same bytes (the entry). Wall and CPU time, median of ``--rounds``.
+durable write of the same bytes (the entry). Then (H173) the first entry read back by a
+new store (a restore after a supervisor restart) and the three listed (``/checkpoint``),
+against ``orjson.loads`` of the entry's bytes. Wall and CPU time, median of ``--rounds``.
 Run:
 
     python -m bench.bench_checkpoint [--rounds N] [--big-turns 7]
@@ -29,6 +31,8 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+
+import orjson
 
 from bench.bench_file_cap import read_turn
 from bench.common import timed
@@ -137,6 +141,10 @@ def measure_big(base: Path, turns: int, generation: int) -> dict[str, tuple[floa
     out["after a turn"] = cpu_and_wall(lambda: checkpoint(later, "auto"))
     entry = (store.session_dir(first.state.session_id) / entry_name(1)).read_bytes()
     out["copy"] = cpu_and_wall(lambda: durable_write(base / f"big-copy{generation}", entry))
+    project, session_id = base / f"big-project{generation}", first.state.session_id
+    out["parse"] = cpu_and_wall(lambda: orjson.loads(entry))
+    out["read back"] = cpu_and_wall(lambda: CheckpointStore(project).load(session_id, 1))
+    out["listing"] = cpu_and_wall(lambda: CheckpointStore(project).listing(session_id))
     return out
 
 
@@ -164,6 +172,12 @@ def report_big(rounds: list[dict[str, tuple[float, float]]], turns: int) -> None
             f"  checkpoint, {row:<13} {wall * 1000:8.1f} ms wall {cpu * 1000:8.1f} ms CPU"
             f"  {wall / copy:5.2f}x the copy"
         )
+    parse = median("parse", 0)
+    print(f"  orjson.loads of the entry (limit) {parse * 1000:8.1f} ms CPU")
+    for row in ("read back", "listing"):
+        cpu = median(row, 0)
+        label = f"{row}, a new store"
+        print(f"  {label:<28} {cpu * 1000:8.1f} ms CPU  {cpu / parse:5.2f}x the parse")
 
 
 def main() -> int:
