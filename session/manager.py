@@ -102,6 +102,7 @@ from session.models import (
 from session.processes import may_still_run
 from session.redaction import encoded_forms, scrub_json, scrub_keys, scrub_text, with_secrets
 from session.scrubbed_entries import entry_digest, record_scrubbed, scrubbed_as_written
+from session.split_messages import parsed_by_message
 from session.unanswered import unanswered_message
 
 log = logging.getLogger("agent_assist.storage")
@@ -209,16 +210,17 @@ def json_depth(data: bytes) -> int:
     return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0)
 
 
-def messages_too_deep(data: bytes, messages: object) -> bool:
+def messages_too_deep(data: bytes, messages: object, depth: int | None = None) -> bool:
     """Whether a message of ``messages`` (the list the file ``data`` holds, after any
     migration: the one that will be used) nests over ``MAX_MESSAGE_DEPTH`` levels.
+    ``depth``: how deep ``data`` nests, when known (``json_depth`` copies the file).
 
     Messages sit at least two levels down in a file, so a file no deeper than that
     many more levels has none too deep and costs no walk of its messages (the walk
     was most of a listing's time)."""
     return (
         isinstance(messages, list)
-        and json_depth(data) > MAX_MESSAGE_DEPTH + 2
+        and (json_depth(data) if depth is None else depth) > MAX_MESSAGE_DEPTH + 2
         and any(
             isinstance(m, dict | list) and nests_deeper_than(m, MAX_MESSAGE_DEPTH) for m in messages
         )
@@ -631,8 +633,9 @@ class SessionManager:
 
     def _migrated(self, path: Path, data: bytes) -> JsonDict:
         """The file's JSON brought to the current schema; refuses newer, quarantines bad."""
+        parsed = parsed_by_message(data)
         try:
-            raw = orjson.loads(data)
+            raw, depth = (orjson.loads(data), None) if parsed is None else parsed
         except orjson.JSONDecodeError as exc:
             if str(exc).startswith("depth limit exceeded"):
                 raise UnsafeSessionFile(path, "nested over 1024 levels deep") from exc
@@ -649,7 +652,7 @@ class SessionManager:
             migrated = migrate(raw)
         except (ValueError, TypeError, KeyError) as exc:
             raise self._corrupt(path, f"invalid content: {exc}".splitlines()[0]) from exc
-        if messages_too_deep(data, migrated.get("recent_messages")):
+        if messages_too_deep(data, migrated.get("recent_messages"), depth):
             raise UnsafeSessionFile(path, f"a message nests over {MAX_MESSAGE_DEPTH} levels deep")
         manifest = migrated.get("file_manifest")
         if isinstance(manifest, dict):
