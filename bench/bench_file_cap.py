@@ -5,8 +5,9 @@ the largest overlap (50) at the largest budget (10M tokens), compacted offline a
 come due, through ``SessionLifecycle`` with the production cap (``MAX_SESSION_BYTES``).
 Prints the line the first trimming save carries, the tail held in memory against the file
 ``SessionManager.save`` wrote and the CPU of reading it back, a turn's CPU (the save's
-trim included) at the start and at the end, and the peak resident set. No target: the
-file must stay under the cap, and this says what it costs.
+trim included) at the start and at the end, and the peak resident set; then (H173) how
+much the resident set of a new process rises as it reads the file back, against the
+file's size. No target: the file must stay under the cap, and this says what it costs.
 
     python -m bench.bench_file_cap [--turns 30] [--files 40]
 """
@@ -16,6 +17,8 @@ from __future__ import annotations
 import argparse
 import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -64,6 +67,30 @@ def compacted(lc: SessionLifecycle) -> tuple[SessionLifecycle, WriteSession | No
     return done.lifecycle, next((e for e in done.effects if isinstance(e, WriteSession)), None)
 
 
+READ_BACK = """
+import sys
+from pathlib import Path
+from session.manager import SessionManager
+def kib(key):
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(key))
+manager = SessionManager(Path(sys.argv[1]))
+before = kib("VmRSS:")
+open("/proc/self/clear_refs", "w").write("5")
+manager.load_for_resume(sys.argv[2])
+print((kib("VmHWM:") - before) * 1024)
+"""
+
+
+def read_back_peak(directory: Path, session_id: str) -> int:
+    """Bytes the peak resident set of a new process rose by as it read the session back
+    (``load_for_resume``, what a resume and a re-attach after a crash do). Linux only."""
+    out = subprocess.run(
+        [sys.executable, "-c", READ_BACK, str(directory), session_id],
+        check=True, capture_output=True, text=True, cwd=Path(__file__).parent.parent,
+    )
+    return int(out.stdout)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=30)
@@ -93,9 +120,14 @@ def main() -> None:
         started = time.process_time()
         manager.load_for_resume(write.state.session_id)
         load = time.process_time() - started
+        peak = read_back_peak(Path(tmp), write.state.session_id)
     print(
         f"tail in memory: {lc.history_encoded.nbytes() / 2**20:.0f} MiB; file "
         f"{size / 2**20:.1f} MiB (cap {MAX_SESSION_BYTES / 2**20:.0f}); read back: {load:.2f} s CPU"
+    )
+    print(
+        f"read back in a new process (a supervisor's resume): peak {peak / 2**20:.0f} MiB "
+        f"resident over its start, {peak / size:.2f}x the file"
     )
     print(
         f"a turn's CPU: {statistics.median(cpu[:5]):.2f} s (first 5), "
