@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before py
     from session.file_cap import MovedTurn
     from session.kept_context import KeptContext
     from session.last_reply import LastReply
-    from session.manager import CheckpointListing, RestoredFiles, Written  # noqa: F401 (in Ask["..."])
+    from session.manager import ListedCheckpoints, RestoredFiles, Written  # noqa: F401 (in Ask["..."])
 
 
 # -- StorageActor (all asks) ------------------------------------------------
@@ -237,8 +237,8 @@ class WriteCheckpoint(Ask["Checkpoint | Unchanged"]):
 
 
 @dataclass(frozen=True)
-class ListCheckpoints(Ask["CheckpointListing"]):
-    """Answer: ``CheckpointListing`` (oldest first)."""
+class ListCheckpoints(Ask["ListedCheckpoints"]):
+    """Answer: ``ListedCheckpoints`` (oldest first)."""
 
     project: Path
     session_id: str

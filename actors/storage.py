@@ -390,7 +390,7 @@ class StorageActor(Actor[StorageMessage]):
                     )
                 )
             case ListCheckpoints(project, session_id):
-                return await self._io(lambda: catalog.checkpoints(project).listing(session_id))
+                return await self._io(lambda: catalog.checkpoints(project).listed(session_id))
             case LoadCheckpoint(project, session_id, number):
                 return await self._io(lambda: catalog.checkpoints(project).load(session_id, number))
             case CheckBlobs(project, checkpoint, paths):

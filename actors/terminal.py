@@ -168,7 +168,7 @@ from session.lifecycle import (
     WritePointer,
     WriteSession,
 )
-from session.manager import CheckpointListing, RestoredFiles, Written
+from session.manager import ListedCheckpoints, RestoredFiles, Written
 from session.models import Pointer, SessionState, utc_now, validate_session_id
 from session.notices import FLOOD_S, UNREADABLE, NoticeFlood, changed_line, flood_line
 from session.redaction import scrub_text
@@ -2297,7 +2297,7 @@ class TerminalActor(Actor[TerminalMessage]):
         session_id = self._lc.session_id
         assert session_id is not None
         try:
-            listing: CheckpointListing = await self._peers.storage.ask(
+            listing: ListedCheckpoints = await self._peers.storage.ask(
                 ListCheckpoints(self._config.project, session_id), STORAGE_TIMEOUT_S
             )
         except (SessionError, OSError, DeadActor, TimeoutError) as exc:

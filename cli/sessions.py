@@ -290,7 +290,7 @@ def show_session(
     row = next((r.to_json() for r in rows if r.session_id == session_id), None)
     from session.checkpoints import listing_items
 
-    checkpoints = catalog.checkpoints(project).listing(session_id)
+    checkpoints = catalog.checkpoints(project).listed(session_id)
     elsewhere = _served_elsewhere(paths)
     return {
         "row": row,

@@ -107,8 +107,40 @@ class Checkpoint(BaseModel):
         """The first words of the last user message: the tail's, or after a compaction took
         the whole tail, those the entry kept (``last_request``), else the last request its
         offline narrative names (an entry written before the words were kept)."""
+        return first_words(self.last_user_text)
+
+    @property
+    def last_user_text(self) -> str:
+        """The text ``last_user`` takes its first words from."""
         text = last_user_text(self.state.recent_messages) or self.last_request
-        return first_words(text or last_compacted_request(self.state.compacted_history_summary))
+        return text or last_compacted_request(self.state.compacted_history_summary) or ""
+
+
+class Listed(BaseModel):
+    """A checkpoint as its line lists it: the fields of its head (what ``encode_checkpoint``
+    writes before the state), its turns and its last request's first words."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    number: int = Field(ge=1)
+    created_at: UtcDatetime
+    reason: Reason
+    files: dict[str, Sha256Hex]
+    modes: dict[str, Mode] = Field(default_factory=dict)
+    turns: int = Field(ge=0)
+    last_user: str
+
+    @classmethod
+    def of(cls, checkpoint: Checkpoint) -> Listed:
+        return cls(
+            number=checkpoint.number,
+            created_at=checkpoint.created_at,
+            reason=checkpoint.reason,
+            files=checkpoint.files,
+            modes=checkpoint.modes,
+            turns=checkpoint.turns,
+            last_user=checkpoint.last_user,
+        )
 
 
 @dataclass(frozen=True)
@@ -289,12 +321,12 @@ def diff_manifests(old: Mapping[str, str], new: Mapping[str, str]) -> FileDiff:
     )
 
 
-def listing_items(checkpoints: Sequence[Checkpoint]) -> list[dict[str, object]]:
+def listing_items(checkpoints: Sequence[Checkpoint | Listed]) -> list[dict[str, object]]:
     """The checkpoints as data (``sessions show --json``), oldest first: number, time,
     turns, files changed since the previous one, why it was written, the last message's
     first words."""
     items: list[dict[str, object]] = []
-    previous: Checkpoint | None = None  # the first has none to be counted against
+    previous: Checkpoint | Listed | None = None  # the first has none to be counted against
     for checkpoint in sorted(checkpoints, key=lambda c: c.number):
         items.append(
             {
@@ -312,7 +344,7 @@ def listing_items(checkpoints: Sequence[Checkpoint]) -> list[dict[str, object]]:
     return items
 
 
-def files_changed(old: Checkpoint, new: Checkpoint) -> int:
+def files_changed(old: Checkpoint | Listed, new: Checkpoint | Listed) -> int:
     """Files whose content or mode differs from ``old`` to ``new``, added and deleted ones
     included."""
     diff = diff_manifests(old.files, new.files)
@@ -342,7 +374,7 @@ def mode_text(mode: int) -> str:
     return f"{mode:04o}"
 
 
-def listing_lines(checkpoints: Sequence[Checkpoint], session_id: str) -> list[str]:
+def listing_lines(checkpoints: Sequence[Checkpoint | Listed], session_id: str) -> list[str]:
     """``/checkpoint``: oldest first, one line each beginning with the number, the latest
     ``LISTED`` of them; one line before them counts the earlier ones and says where they
     are all listed (``sessions show``)."""

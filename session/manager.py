@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import accumulate
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 from pydantic import ValidationError
@@ -43,6 +44,7 @@ from session.checkpoints import (
     CAP_SETTINGS_TOLD,
     CHECKPOINT_FORMAT,
     Checkpoint,
+    Listed,
     Reason,
     Unchanged,
     entry_format,
@@ -101,7 +103,13 @@ from session.models import (
 )
 from session.processes import may_still_run
 from session.redaction import encoded_forms, scrub_json, scrub_keys, scrub_text, with_secrets
-from session.scrubbed_entries import entry_digest, record_scrubbed, scrubbed_as_written
+from session.scrubbed_entries import (
+    ListedFacts,
+    entry_digest,
+    listed_facts,
+    record_scrubbed,
+    scrubbed_as_written,
+)
 from session.split_messages import parsed_by_message
 from session.unanswered import unanswered_message
 
@@ -999,6 +1007,12 @@ class CheckpointListing:
 
 
 @dataclass(frozen=True)
+class ListedCheckpoints:
+    checkpoints: tuple[Listed, ...]
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RestoredFiles:
     """What a restore wrote, and each file it could not write with the reason."""
 
@@ -1126,6 +1140,36 @@ class CheckpointStore:
                 problems.append(f"warning: {exc}")
         return CheckpointListing(tuple(found), tuple(problems))
 
+    def listed(self, session_id: str) -> ListedCheckpoints:
+        """The session's checkpoints as ``/checkpoint`` and ``sessions show`` list them,
+        oldest first, and one line per damaged one: each from its head and what its writer
+        recorded of it (``listed_facts``) while its file is as written; read whole
+        otherwise (as ``listing``)."""
+        found: list[Listed] = []
+        problems: list[str] = []
+        for number in self.numbers(session_id):
+            try:
+                found.append(self._listed(session_id, number))
+            except CheckpointError as exc:
+                problems.append(f"warning: {exc}")
+        return ListedCheckpoints(tuple(found), tuple(problems))
+
+    def _listed(self, session_id: str, number: int) -> Listed:
+        path = self.session_dir(session_id) / entry_name(number)
+        facts = listed_facts(path, self.known_secrets)
+        if facts is not None:
+            try:
+                read = read_entry_head(path, number, entry_head)
+                if read is not None and read[1].get("format") == facts.format:
+                    # scrubbed of the secrets learned since, then cut
+                    words = first_words(scrub_text(facts.last_user, self.known_secrets))
+                    return Listed.model_validate(
+                        {**read[1], "turns": facts.turns, "last_user": words}
+                    )
+            except (OSError, UnsafeSessionFile, ValidationError):
+                pass  # read whole: moved aside if damaged
+        return Listed.of(self.load(session_id, number))
+
     def _session_usage(self, session_id: str) -> tuple[int, dict[str, int]]:
         if session_id not in self._usage:
             entry_bytes = 0
@@ -1179,7 +1223,7 @@ class CheckpointStore:
             except OSError as exc:
                 left[number] = exc
                 continue
-            record_scrubbed(path, entry_digest(entry))
+            record_scrubbed(path, entry_digest(entry), ListedFacts.of(clean))
             rewritten += 1
         if rewritten:
             self._usage.pop(session_id, None)
@@ -1402,7 +1446,7 @@ class CheckpointStore:
         path = self.session_dir(session_id) / entry_name(checkpoint.number)
         self._held.pop(session_id, None)
         write_creating_directories(path, entry)
-        record_scrubbed(path, entry_digest(entry))
+        record_scrubbed(path, entry_digest(entry), ListedFacts.of(checkpoint))
         self._usage[session_id] = (entry_bytes + len(entry), new_sizes)
         written = blob_identity(path)
         if written is not None:
@@ -1590,7 +1634,7 @@ class CheckpointStore:
         while an entry cannot be read."""
         referenced: set[str] = set()
         for session_id in self.session_ids():
-            listing = self.listing(session_id)
+            listing = self.listed(session_id)
             if listing.problems:
                 return 0
             for checkpoint in listing.checkpoints:
@@ -1619,9 +1663,22 @@ STATE_KEY = b',"state":'
 
 def entry_sizes(data: bytes, start: int, number: int) -> dict[str, int] | None:
     """The ``sizes`` of the head that ``data`` (an entry's first bytes) holds, looking for
-    its end from ``start``; None if it holds none whole. ``STATE_KEY`` inside a string is
-    escaped, and one inside the head's objects (a file named ``state``) leaves them open:
-    the first that closes a JSON object of checkpoint ``number`` ends the head."""
+    its end from ``start``; None if it holds none whole (``entry_head``)."""
+    head = entry_head(data, start, number)
+    sizes = None if head is None else head.get("sizes")
+    if isinstance(sizes, dict) and all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 and _SHA256.match(d)
+        for d, n in sizes.items()
+    ):
+        return sizes
+    return None
+
+
+def entry_head(data: bytes, start: int, number: int) -> JsonDict | None:
+    """The head that ``data`` (an entry's first bytes) holds, looking for its end from
+    ``start``; None if it holds none whole. ``STATE_KEY`` inside a string is escaped, and
+    one inside the head's objects (a file named ``state``) leaves them open: the first
+    that closes a JSON object of checkpoint ``number`` ends the head."""
     at = data.find(STATE_KEY, start)
     while at >= 0:
         try:
@@ -1629,13 +1686,7 @@ def entry_sizes(data: bytes, start: int, number: int) -> dict[str, int] | None:
         except orjson.JSONDecodeError:
             head = None
         if isinstance(head, dict) and head.get("number") == number:
-            sizes = head.get("sizes")
-            if isinstance(sizes, dict) and all(
-                isinstance(n, int) and not isinstance(n, bool) and n >= 0 and _SHA256.match(d)
-                for d, n in sizes.items()
-            ):
-                return sizes
-            return None
+            return head
         at = data.find(STATE_KEY, at + 1)
     return None
 
@@ -1802,11 +1853,24 @@ def scrubbed_checkpoint(checkpoint: Checkpoint, known_secrets: tuple[str, ...]) 
     )
 
 
+_Head = TypeVar("_Head")
+
+
 def read_entry_sizes(path: Path, number: int) -> tuple[int, dict[str, int]] | None:
     """An entry's size in bytes and its ``sizes``, read from its head alone (the fields
     ``encode_checkpoint`` writes before the state, read a MiB at a time): what the cap
     counts, without parsing the session's state. None when no head of checkpoint
     ``number`` is found."""
+    read = read_entry_head(path, number, entry_sizes)
+    return None if read is None else (read[0], read[1])
+
+
+def read_entry_head(
+    path: Path, number: int, field: Callable[[bytes, int, int], _Head | None]
+) -> tuple[int, _Head] | None:
+    """An entry's size in bytes and what ``field`` takes from its head (``entry_sizes``,
+    ``entry_head``), read a MiB at a time up to the state; None when ``field`` finds
+    nothing in the head of checkpoint ``number``."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
         info = os.fstat(fd)
@@ -1819,9 +1883,9 @@ def read_entry_sizes(path: Path, number: int) -> tuple[int, dict[str, int]] | No
                 break
             searched = max(0, len(data) - len(STATE_KEY))
             data += block
-            sizes = entry_sizes(data, searched, number)
-            if sizes is not None:
-                return info.st_size, sizes
+            found = field(data, searched, number)
+            if found is not None:
+                return info.st_size, found
     finally:
         os.close(fd)
     return None

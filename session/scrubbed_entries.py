@@ -1,5 +1,6 @@
-"""Which checkpoint entries are known to be as their writer scrubbed them: a reader scrubs
-only those that are not (the scrub of a 70 MB entry took 3.6 s at each read).
+"""What a checkpoint entry's writer knew of it: whether it is as scrubbed (a reader scrubs
+only entries that may not be: the scrub of a 70 MB entry took 3.6 s at each read), and
+what its line lists that its head lacks (its turns, its last request's first words).
 
 ``checkpoints/scrubbed.index`` records each entry's digest (BLAKE2b: not a file
 content's SHA-256) as it was written scrubbed, with the digest of the rules it was
@@ -9,24 +10,52 @@ leave as it is, but for the secret values learned since: those are looked for in
 bytes, as orjson wrote them (``encoded_forms``). The record names no secret, and is
 never trusted over the bytes: bytes written by anyone else, or changed by one bit, do
 not match it. A record lost or unreadable costs a full scrub, nothing else.
+
+The listing's facts are known by the file's identity (``lstat``), as ``headers.index``
+knows a session's header: no secret rides on them (the words are scrubbed again as they
+are listed), and an entry changed since is read whole.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import orjson
 
 from session.atomic import atomic_write
+from session.checkpoints import FIRST_CHARS, Checkpoint
 from session.redaction import encoded_forms
 
 INDEX_NAME = "scrubbed.index"
 MAX_INDEX_BYTES = 1 << 20
 _RULES = ("redaction.py", "manager.py")
+Record = dict[str, object]
+LAST_USER_CHARS = 4096
+"""Far more than a line's words; a secret longer than what is kept after them is read
+whole (``listed_facts``)."""
+
+
+@dataclass(frozen=True)
+class ListedFacts:
+    """What an entry's line lists that its head does not hold, with its format."""
+
+    format: int
+    turns: int
+    last_user: str
+    """The text the line's words are taken from, its first ``LAST_USER_CHARS`` (the
+    words are taken as it is listed, after its scrub: taken first, they could end
+    inside a secret learned since, whose part no scrub finds)."""
+
+    @classmethod
+    def of(cls, checkpoint: Checkpoint) -> ListedFacts:
+        text = checkpoint.last_user_text
+        return cls(checkpoint.format, checkpoint.turns, text[:LAST_USER_CHARS])
 
 
 @lru_cache(maxsize=1)
@@ -49,8 +78,8 @@ def entry_digest(entry: bytes | Iterable[bytes]) -> str:
     return digest.hexdigest()
 
 
-def _records(directory: Path) -> dict[str, str]:
-    """The index's records (``<session>/<entry name>`` -> digest) made under this code's
+def _records(directory: Path) -> dict[str, Record]:
+    """The index's records (``<session>/<entry name>`` -> record) made under this code's
     rules; none if it is missing, unreadable, or of other rules."""
     try:
         with open(directory / INDEX_NAME, "rb") as handle:
@@ -62,31 +91,55 @@ def _records(directory: Path) -> dict[str, str]:
     entries = raw.get("entries")
     if not isinstance(entries, dict):
         return {}
-    return {k: v for k, v in entries.items() if isinstance(v, str)}
+    return {k: v for k, v in entries.items() if isinstance(v, dict)}
+
+
+def _record(entry: Path) -> Record | None:
+    return _records(entry.parent.parent).get(_key(entry)) if rules_digest() else None
 
 
 def scrubbed_as_written(entry: Path, data: bytes, known_secrets: Collection[str]) -> bool:
     """Whether the bytes ``data`` of the entry at ``entry`` are those recorded as written
     scrubbed under these rules, and hold none of ``known_secrets``: a scrub would change
     nothing."""
-    if rules_digest() is None:
-        return False
-    recorded = _records(entry.parent.parent).get(_key(entry))
-    if recorded is None or recorded != entry_digest(data):
+    record = _record(entry)
+    if record is None or record.get("digest") != entry_digest(data):
         return False
     return not any(needle in data for needle in encoded_forms(known_secrets))
 
 
-def record_scrubbed(entry: Path, digest: str) -> None:
-    """Record the entry at ``entry`` as written scrubbed, its bytes of digest ``digest``;
-    the records of entries no longer there are dropped. Not durable, and a failure is
-    ignored: a record lost costs a scrub."""
+def listed_facts(entry: Path, known_secrets: Collection[str]) -> ListedFacts | None:
+    """What the writer of the entry at ``entry`` recorded for its line, while the file is
+    the one it wrote (same ``lstat`` identity); None otherwise, or when a secret of
+    ``known_secrets`` is so long that it could start in the line's words and end past
+    what the record keeps."""
+    record = _record(entry)
+    if record is None or record.get("identity") != _identity(entry):
+        return None
+    if max(map(len, known_secrets), default=0) > LAST_USER_CHARS - 2 * FIRST_CHARS:
+        return None
+    format_, turns, words = record.get("format"), record.get("turns"), record.get("last_user")
+    if not (isinstance(format_, int) and isinstance(turns, int) and isinstance(words, str)):
+        return None
+    return ListedFacts(format_, turns, words)
+
+
+def record_scrubbed(entry: Path, digest: str, listed: ListedFacts) -> None:
+    """Record the entry just written at ``entry`` as scrubbed, its bytes of digest
+    ``digest``, with ``listed``; the records of entries no longer there are dropped. Not
+    durable, and a failure is ignored: a record lost costs a scrub, or a whole read."""
     rules = rules_digest()
     if rules is None:
         return
     directory = entry.parent.parent
     entries = {k: v for k, v in _records(directory).items() if (directory / k).is_file()}
-    entries[_key(entry)] = digest
+    entries[_key(entry)] = {
+        "digest": digest,
+        "identity": _identity(entry),
+        "format": listed.format,
+        "turns": listed.turns,
+        "last_user": listed.last_user,
+    }
     with contextlib.suppress(OSError):
         atomic_write(
             directory / INDEX_NAME,
@@ -94,6 +147,15 @@ def record_scrubbed(entry: Path, digest: str) -> None:
             sync_dir=False,
             durable=False,
         )
+
+
+def _identity(entry: Path) -> list[int] | None:
+    try:
+        info = os.lstat(entry)
+    except OSError:
+        return None
+    return [info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns,
+            info.st_ctime_ns]
 
 
 def _key(entry: Path) -> str:

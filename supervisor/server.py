@@ -59,7 +59,7 @@ from session.catalog import Pruned, SessionListing
 from session.checkpoints import listing_items, megabytes_in_bytes
 from session.errors import InvalidSessionId
 from session.lifecycle import PersistPolicy
-from session.manager import CheckpointListing
+from session.manager import ListedCheckpoints
 from session.models import is_session_id
 from session.paths import is_project_name, projects_dir, sessions_dir
 from session.processes import process_start_time
@@ -661,7 +661,7 @@ class Server:
         if not is_session_id(session_id):
             raise InvalidSessionId(session_id)
         state = await self._storage.ask(LoadSession(project, session_id))
-        checkpoints: CheckpointListing = await self._storage.ask(
+        checkpoints: ListedCheckpoints = await self._storage.ask(
             ListCheckpoints(project, session_id)
         )
         return {

@@ -47,8 +47,8 @@ def full_scrubs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return scrubbed
 
 
-def written(store: CheckpointStore, workspace: Path, known: tuple[str, ...] = ()) -> None:
-    write = big_session(known_secrets=known)
+def written(store: CheckpointStore, workspace: Path, turns: int = 4) -> None:
+    write = big_session(turns=turns)
     store.write(
         write.state, workspace, ["agent_spec.md"], reason="save", cap=CAP, now=T0,
         encoded=write.encoded,
@@ -109,3 +109,60 @@ def test_a_secret_written_escaped_in_a_tool_calls_arguments_is_scrubbed_from_che
     assert store.scrub_session(SESSION, (secret,)) == 1
 
     assert b"sswort-Zq81-vault" not in entry_bytes(store, 1)
+
+
+def bytes_read() -> int:
+    """What this process has read from files so far (``rchar``)."""
+    with open("/proc/self/io") as io:
+        return next(int(line.split()[1]) for line in io if line.startswith("rchar:"))
+
+
+def test_the_checkpoint_list_reads_each_entrys_head_only(
+    tmp_path: Path, workspace: Path
+) -> None:
+    store = CheckpointStore(tmp_path / "project")
+    written(store, workspace, turns=12)
+    written(store, workspace, turns=12)
+    whole = CheckpointStore(tmp_path / "project").listing(SESSION).checkpoints
+
+    before = bytes_read()
+    listed = CheckpointStore(tmp_path / "project").listed(SESSION)
+
+    assert bytes_read() - before < len(entry_bytes(store, 1)) // 2  # of two entries
+    assert [c.model_dump() for c in listed.checkpoints] == [
+        {
+            "number": c.number, "created_at": c.created_at, "reason": c.reason,
+            "files": c.files, "modes": c.modes, "turns": c.turns, "last_user": c.last_user,
+        }
+        for c in whole
+    ]
+
+
+def test_a_listed_entry_changed_since_it_was_written_is_read_whole(
+    tmp_path: Path, workspace: Path
+) -> None:
+    store = CheckpointStore(tmp_path / "project")
+    written(store, workspace)
+    path = store.session_dir(SESSION) / entry_name(1)
+    path.write_bytes(path.read_bytes().replace(b"question 4:", b"QUESTION 4:"))
+
+    (listed,) = CheckpointStore(tmp_path / "project").listed(SESSION).checkpoints
+
+    assert listed.last_user.startswith("QUESTION 4:")
+
+
+def test_the_checkpoint_list_says_no_secret_learned_since_the_entry_was_written(
+    tmp_path: Path, workspace: Path
+) -> None:
+    write = big_session(turns=2)  # its last request quotes the secret
+    store = CheckpointStore(tmp_path / "project")
+    store.write(
+        write.state, workspace, ["agent_spec.md"], reason="save", cap=CAP, now=T0,
+        encoded=write.encoded,
+    )
+    (before,) = store.listed(SESSION).checkpoints
+    assert PLAIN_SECRET[:12] in before.last_user  # cut inside the secret
+
+    (listed,) = CheckpointStore(tmp_path / "project", (PLAIN_SECRET,)).listed(SESSION).checkpoints
+
+    assert PLAIN_SECRET[:12] not in listed.last_user
