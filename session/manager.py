@@ -1101,7 +1101,8 @@ class CheckpointStore:
         except UnsafeSessionFile as exc:
             raise CheckpointError(f"checkpoint {number}: {exc}") from exc
         try:
-            raw = orjson.loads(data)
+            parsed = parsed_by_message(data, within="state")
+            raw, depth = (orjson.loads(data), None) if parsed is None else parsed
             state = raw["state"]
             newer_format = (
                 isinstance(raw.get("format"), int | float)
@@ -1113,7 +1114,7 @@ class CheckpointStore:
                     f"checkpoint {number} was written by a newer agent-assist; left untouched"
                 )
             migrated = migrate(state)
-            if messages_too_deep(data, migrated.get("recent_messages")):
+            if messages_too_deep(data, migrated.get("recent_messages"), depth):
                 raise CheckpointError(
                     f"checkpoint {number}: a message nests over {MAX_MESSAGE_DEPTH} levels "
                     "deep; left untouched"

@@ -4,6 +4,7 @@ bytes, its own copy of them and the objects at once (three times the file, H173)
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
 
@@ -47,10 +48,14 @@ def _positions(data: bytes, byte: int) -> Iterator[int]:
         at = data.find(needle, at + 1)
 
 
-def parsed_by_message(data: bytes) -> tuple[object, int] | None:
-    """``orjson.loads(data)`` and how deep its containers nest, the top-level
-    ``recent_messages`` array parsed one message at a time; None when the text is not laid
-    out as this version writes it (the caller parses it whole, and says what is wrong)."""
+def parsed_by_message(
+    data: bytes, within: str | None = None
+) -> tuple[dict[str, Any], int] | None:
+    """``orjson.loads(data)`` and how deep its containers nest, the ``recent_messages``
+    array of the top-level object (or of its ``within`` object: a checkpoint's ``state``)
+    parsed one message at a time; None when the text is not laid out as this version
+    writes it (the caller parses it whole, and says what is wrong)."""
+    level = 1 if within is None else 2  # the depth of the object that holds the key
     depth = deepest = 0
     array = message = -1
     spans: list[tuple[int, int]] = []
@@ -59,18 +64,18 @@ def parsed_by_message(data: bytes) -> tuple[object, int] | None:
         if byte in b"[{":
             depth += 1
             deepest = max(deepest, depth)
-            if depth == 2 and byte == 0x5B and at > len(_KEY) and data[
+            if depth == level + 1 and byte == 0x5B and at > len(_KEY) and data[
                 at - len(_KEY) - 1 : at
             ] in (b"," + _KEY, b"{" + _KEY):
                 if array >= 0:
                     return None  # the key twice
                 array = at
-            elif depth == 3 and array >= 0 and end < 0:
+            elif depth == level + 2 and array >= 0 and end < 0:
                 message = at
         else:
-            if depth == 3 and array >= 0 and end < 0 and byte == 0x7D:
+            if depth == level + 2 and array >= 0 and end < 0 and byte == 0x7D:
                 spans.append((message, at + 1))
-            elif depth == 2 and array >= 0 and end < 0:
+            elif depth == level + 1 and array >= 0 and end < 0:
                 end = at
             depth -= 1
     if array < 0 or end < 0 or deepest > 1024:
@@ -85,7 +90,10 @@ def parsed_by_message(data: bytes) -> tuple[object, int] | None:
         messages = [orjson.loads(view[s:e]) for s, e in spans]
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(outer, dict) or outer.get("recent_messages") != []:
+    if not isinstance(outer, dict):
         return None
-    outer["recent_messages"] = messages
+    holder = outer if within is None else outer.get(within)
+    if not isinstance(holder, dict) or holder.get("recent_messages") != []:
+        return None
+    holder["recent_messages"] = messages
     return outer, deepest

@@ -79,3 +79,22 @@ def test_a_session_file_with_messages_twice_is_read_as_a_whole_parse_reads_it(
     loaded = SessionManager(tmp_path).load_for_resume(SESSION)
 
     assert loaded.recent_messages == ()  # the last one, as orjson keeps it
+
+
+@pytest.mark.parametrize("window", [1, 3, 8 << 20])
+def test_a_checkpoint_is_read_back_as_written_wherever_its_windows_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    from session.manager import CheckpointStore
+
+    monkeypatch.setattr(session.split_messages, "WINDOW", window)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    state = SessionState.new(T0, SESSION).model_copy(update={"recent_messages": messages()})
+    CheckpointStore(tmp_path / "project").write(
+        state, workspace, [], reason="save", cap=10**9, now=T0
+    )
+
+    loaded = CheckpointStore(tmp_path / "project").load(SESSION, 1)
+
+    assert loaded.state.recent_messages == state.recent_messages
