@@ -14,7 +14,9 @@ The big session (H172): ``--big-turns`` turns that each read 40 files of 250 KB 
 the first checkpoint, one with nothing changed, and one after a small turn, against a
 durable write of the same bytes (the entry). Then (H173) the first entry read back by a
 new store (a restore after a supervisor restart) and the three listed (``/checkpoint``),
-against ``orjson.loads`` of the entry's bytes. Wall and CPU time, median of ``--rounds``.
+against ``orjson.loads`` of the entry's bytes, and how much the resident set of a new
+process rises as it reads the entry back, against the entry's size. Wall and CPU time,
+median of ``--rounds``.
 Run:
 
     python -m bench.bench_checkpoint [--rounds N] [--big-turns 7]
@@ -26,6 +28,8 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -144,8 +148,33 @@ def measure_big(base: Path, turns: int, generation: int) -> dict[str, tuple[floa
     project, session_id = base / f"big-project{generation}", first.state.session_id
     out["parse"] = cpu_and_wall(lambda: orjson.loads(entry))
     out["read back"] = cpu_and_wall(lambda: CheckpointStore(project).load(session_id, 1))
-    out["listing"] = cpu_and_wall(lambda: CheckpointStore(project).listing(session_id))
+    out["listing"] = cpu_and_wall(lambda: CheckpointStore(project).listed(session_id))
+    out["peak"] = (read_back_peak(project, session_id) / len(entry), 0.0)
     return out
+
+
+READ_BACK = """
+import sys
+from pathlib import Path
+from session.manager import CheckpointStore
+def kib(key):
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(key))
+store = CheckpointStore(Path(sys.argv[1]))
+before = kib("VmRSS:")
+open("/proc/self/clear_refs", "w").write("5")
+store.load(sys.argv[2], 1)
+print((kib("VmHWM:") - before) * 1024)
+"""
+
+
+def read_back_peak(project: Path, session_id: str) -> int:
+    """Bytes the peak resident set of a new process rose by as it read entry 1 back (a
+    restore after a supervisor restart). Linux only."""
+    out = subprocess.run(
+        [sys.executable, "-c", READ_BACK, str(project), session_id],
+        check=True, capture_output=True, text=True, cwd=Path(__file__).parent.parent,
+    )
+    return int(out.stdout)
 
 
 def durable_write(path: Path, data: bytes) -> None:
@@ -178,6 +207,7 @@ def report_big(rounds: list[dict[str, tuple[float, float]]], turns: int) -> None
         cpu = median(row, 0)
         label = f"{row}, a new store"
         print(f"  {label:<28} {cpu * 1000:8.1f} ms CPU  {cpu / parse:5.2f}x the parse")
+    print(f"  read back in a new process: peak resident set {median('peak', 0):.2f}x the entry")
 
 
 def main() -> int:
