@@ -2,12 +2,12 @@
 only entries that may not be: the scrub of a 70 MB entry took 3.6 s at each read), and
 what its line lists that its head lacks (its turns, its last request's first words).
 
-``checkpoints/scrubbed.index`` records each entry's digest (BLAKE2b: not a file
-content's SHA-256) as it was written scrubbed, with the digest of the rules it was
-scrubbed by (the source of ``session/redaction.py`` and ``session/manager.py``). An
-entry whose bytes have that digest now, under the same rules, holds what a scrub would
-leave as it is, but for the secret values learned since: those are looked for in its
-bytes, as orjson wrote them (``encoded_forms``). The record names no secret, and is
+``checkpoints/scrubbed.index`` records each entry's SHA-256 as it was written
+scrubbed, with the digest of the rules it was scrubbed by (the source of
+``session/redaction.py`` and ``session/manager.py``). An entry whose bytes have that
+digest now, under the same rules, holds what a scrub would leave as it is, but for the
+secret values learned since: those are looked for in its bytes, as orjson wrote them
+(``encoded_forms``). The record names no secret, and is
 never trusted over the bytes: bytes written by anyone else, or changed by one bit, do
 not match it. A record lost or unreadable costs a full scrub, nothing else.
 
@@ -72,7 +72,7 @@ def rules_digest() -> str | None:
 
 
 def entry_digest(entry: bytes | Iterable[bytes]) -> str:
-    digest = hashlib.blake2b(digest_size=32)
+    digest = hashlib.new("sha256")  # not ``hashlib.sha256``: what counts files hashed
     for part in (entry,) if isinstance(entry, bytes) else entry:
         digest.update(part)
     return digest.hexdigest()
