@@ -21,24 +21,32 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
+from collections import deque
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 
 import orjson
 
 from session.atomic import atomic_write
-from session.checkpoints import FIRST_CHARS, Checkpoint
+from session.checkpoints import FIRST_WORDS, Checkpoint
 from session.redaction import encoded_forms
 
 INDEX_NAME = "scrubbed.index"
-MAX_INDEX_BYTES = 1 << 20
+MAX_INDEX_BYTES = 16 << 20
+"""Some 14,000 entries' records; past it the index is read as empty (a cache: each entry
+is then read whole until it is written again)."""
 _RULES = ("redaction.py", "manager.py")
 Record = dict[str, object]
-LAST_USER_CHARS = 4096
-"""Far more than a line's words; a secret longer than what is kept after them is read
+LAST_USER_CHARS = 1024
+"""What is kept of the last request past the words its line shows: a secret longer than
+that, which could start in the words and end past what is kept, makes the entry read
 whole (``listed_facts``)."""
+_WORD_RE = re.compile(r"\S+")
+"""A word as ``first_words`` splits them (``str.split``)."""
 
 
 @dataclass(frozen=True)
@@ -48,14 +56,16 @@ class ListedFacts:
     format: int
     turns: int
     last_user: str
-    """The text the line's words are taken from, its first ``LAST_USER_CHARS`` (the
-    words are taken as it is listed, after its scrub: taken first, they could end
-    inside a secret learned since, whose part no scrub finds)."""
+    """The text the line's words are taken from, up to ``LAST_USER_CHARS`` past its first
+    ``FIRST_WORDS`` words (the words are taken as it is listed, after its scrub: taken
+    first, they could end inside a secret learned since, whose part no scrub finds)."""
 
     @classmethod
     def of(cls, checkpoint: Checkpoint) -> ListedFacts:
         text = checkpoint.last_user_text
-        return cls(checkpoint.format, checkpoint.turns, text[:LAST_USER_CHARS])
+        words = deque(islice(_WORD_RE.finditer(text), FIRST_WORDS), maxlen=1)
+        kept = (words[0].end() if words else 0) + LAST_USER_CHARS
+        return cls(checkpoint.format, checkpoint.turns, text[:kept])
 
 
 @lru_cache(maxsize=1)
@@ -116,7 +126,7 @@ def listed_facts(entry: Path, known_secrets: Collection[str]) -> ListedFacts | N
     record = _record(entry)
     if record is None or record.get("identity") != _identity(entry):
         return None
-    if max(map(len, known_secrets), default=0) > LAST_USER_CHARS - 2 * FIRST_CHARS:
+    if max(map(len, known_secrets), default=0) > LAST_USER_CHARS:
         return None
     format_, turns, words = record.get("format"), record.get("turns"), record.get("last_user")
     if not (isinstance(format_, int) and isinstance(turns, int) and isinstance(words, str)):

@@ -166,3 +166,18 @@ def test_the_checkpoint_list_says_no_secret_learned_since_the_entry_was_written(
     (listed,) = CheckpointStore(tmp_path / "project", (PLAIN_SECRET,)).listed(SESSION).checkpoints
 
     assert PLAIN_SECRET[:12] not in listed.last_user
+
+
+def test_the_checkpoint_list_says_no_part_of_a_secret_far_into_the_last_request(
+    tmp_path: Path, workspace: Path
+) -> None:
+    text = "deploy" + " " * 3000 + PLAIN_SECRET + " now"  # its words reach past 1,024 chars
+    request = {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": text}]}
+    state = SessionState.new(T0, SESSION).model_copy(update={"recent_messages": (request,)})
+    CheckpointStore(tmp_path / "project").write(
+        state, workspace, ["agent_spec.md"], reason="save", cap=CAP, now=T0
+    )
+
+    (listed,) = CheckpointStore(tmp_path / "project", (PLAIN_SECRET,)).listed(SESSION).checkpoints
+
+    assert listed.last_user == "deploy [REDACTED] now"
