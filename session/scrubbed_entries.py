@@ -25,7 +25,6 @@ import re
 from collections import deque
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import islice
 from pathlib import Path
 
@@ -68,10 +67,11 @@ class ListedFacts:
         return cls(checkpoint.format, checkpoint.turns, text[:kept])
 
 
-@lru_cache(maxsize=1)
-def rules_digest() -> str | None:
+def _rules_digest() -> str | None:
     """The digest of the scrub's rules as this code has them; None where its source
-    cannot be read (then no record is trusted or written)."""
+    cannot be read (then no record is trusted or written). Taken as the module is
+    imported, with the code it describes: an upgrade in place while a supervisor runs
+    does not make its records claim the new rules."""
     digest = hashlib.sha256()
     try:
         for name in _RULES:
@@ -79,6 +79,13 @@ def rules_digest() -> str | None:
     except OSError:
         return None
     return digest.hexdigest()
+
+
+RULES_DIGEST = _rules_digest()
+
+
+def rules_digest() -> str | None:
+    return RULES_DIGEST
 
 
 def entry_digest(entry: bytes | Iterable[bytes]) -> str:
