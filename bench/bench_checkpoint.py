@@ -28,8 +28,6 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -39,7 +37,7 @@ from pathlib import Path
 import orjson
 
 from bench.bench_file_cap import read_turn
-from bench.common import timed
+from bench.common import peak_rise, timed
 from session.checkpoints import Reason, entry_name
 from session.lifecycle import PersistPolicy, SessionLifecycle, WriteSession
 from session.manager import CheckpointStore
@@ -153,28 +151,11 @@ def measure_big(base: Path, turns: int, generation: int) -> dict[str, tuple[floa
     return out
 
 
-READ_BACK = """
-import sys
-from pathlib import Path
-from session.manager import CheckpointStore
-def kib(key):
-    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(key))
-store = CheckpointStore(Path(sys.argv[1]))
-before = kib("VmRSS:")
-open("/proc/self/clear_refs", "w").write("5")
-store.load(sys.argv[2], 1)
-print((kib("VmHWM:") - before) * 1024)
-"""
-
 
 def read_back_peak(project: Path, session_id: str) -> int:
     """Bytes the peak resident set of a new process rose by as it read entry 1 back (a
     restore after a supervisor restart). Linux only."""
-    out = subprocess.run(
-        [sys.executable, "-c", READ_BACK, str(project), session_id],
-        check=True, capture_output=True, text=True, cwd=Path(__file__).parent.parent,
-    )
-    return int(out.stdout)
+    return peak_rise("session.manager", "CheckpointStore", f"load({session_id!r}, 1)", project)
 
 
 def durable_write(path: Path, data: bytes) -> None:

@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import resource
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -34,6 +32,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from bench.common import peak_rise
 from session.compaction import EventsCompactionConfig, OfflineEventSummarizer, finish_compaction
 from session.file_cap import MAX_SESSION_BYTES
 from session.lifecycle import PersistPolicy, SessionLifecycle, WriteSession
@@ -67,28 +66,12 @@ def compacted(lc: SessionLifecycle) -> tuple[SessionLifecycle, WriteSession | No
     return done.lifecycle, next((e for e in done.effects if isinstance(e, WriteSession)), None)
 
 
-READ_BACK = """
-import sys
-from pathlib import Path
-from session.manager import SessionManager
-def kib(key):
-    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(key))
-manager = SessionManager(Path(sys.argv[1]))
-before = kib("VmRSS:")
-open("/proc/self/clear_refs", "w").write("5")
-manager.load_for_resume(sys.argv[2])
-print((kib("VmHWM:") - before) * 1024)
-"""
-
 
 def read_back_peak(directory: Path, session_id: str) -> int:
     """Bytes the peak resident set of a new process rose by as it read the session back
     (``load_for_resume``, what a resume and a re-attach after a crash do). Linux only."""
-    out = subprocess.run(
-        [sys.executable, "-c", READ_BACK, str(directory), session_id],
-        check=True, capture_output=True, text=True, cwd=Path(__file__).parent.parent,
-    )
-    return int(out.stdout)
+    call = f"load_for_resume({session_id!r})"
+    return peak_rise("session.manager", "SessionManager", call, directory)
 
 
 def main() -> None:

@@ -115,3 +115,28 @@ def close(conn: Connection) -> None:
     while conn.receive()["type"] != "closed":
         pass
     conn.close()
+
+
+PEAK_RISE = """
+import sys
+from pathlib import Path
+from {module} import {cls}
+def kib(key):
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(key))
+reader = {cls}(Path(sys.argv[1]))
+before = kib("VmRSS:")
+open("/proc/self/clear_refs", "w").write("5")
+reader.{call}
+print((kib("VmHWM:") - before) * 1024)
+"""
+
+
+def peak_rise(module: str, cls: str, call: str, directory: Path) -> int:
+    """Bytes the peak resident set of a new process rose by as ``cls(directory).call``
+    ran (``clear_refs`` resets the peak after the imports). Linux only."""
+    code = PEAK_RISE.format(module=module, cls=cls, call=call)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(directory)],
+        check=True, capture_output=True, text=True, cwd=Path(__file__).parent.parent,
+    )
+    return int(out.stdout)
