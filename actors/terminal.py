@@ -16,7 +16,6 @@ import dataclasses
 import itertools
 import logging
 import os
-import posixpath
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -168,6 +167,7 @@ from session.lifecycle import (
     WritePointer,
     WriteSession,
 )
+from session.live_drift import LiveDrift, changed_during_turn
 from session.manager import ListedCheckpoints, RestoredFiles, Written
 from session.models import Pointer, SessionState, utc_now, validate_session_id
 from session.notices import FLOOD_S, UNREADABLE, NoticeFlood, changed_line, flood_line
@@ -199,8 +199,6 @@ directory that became a file, a full disk, a newer file on disk): the turns are 
 
 log = logging.getLogger("agent_assist.terminal")
 
-NOTE_FILES = 20
-"""Files a request's note on changes outside names (the rest are counted)."""
 SUMMARY_AFTER_EXIT_TIMEOUT_S = 10.0
 EXIT_SAVE_RETRIES_S = (0.2, 1.0)
 _ACTOR_TOKENS = itertools.count(1)
@@ -337,11 +335,6 @@ class TerminalConfig:
     written to the terminal (the connection's writer does): the tool waits for that."""
     finish_wait_s: float = DETACH_FINISH_WAIT_S
     """How long the turn of a terminal gone is let run before it is cut."""
-
-
-def _untold(drift: FileDrift, baseline: Mapping[str, str]) -> dict[str, str]:
-    """The files ``drift`` reports changed, at the digest it compared them with."""
-    return {path: baseline[path] for path in (*drift.modified, *drift.deleted) if path in baseline}
 
 
 def compacted_at_resume_line(effect: KeepOriginal, kept: Path) -> str:
@@ -482,24 +475,11 @@ class TerminalActor(Actor[TerminalMessage]):
         """``TURNS_LEFT_OUT_LINE`` was told this run."""
         self._summary_covers: tuple[ModelMessage, ...] | None = None
         """The history the last summary kept was made of (the exit asks for none again)."""
-        self._written: dict[str, str] = {}
-        """What the turns' tools wrote last in each file (its SHA-256): the watcher seeing
-        that is no change from outside."""
-        self._changed_outside: set[str] = set()
-        self._edited_outside: set[str] = set()
-        """Files seen changed outside agent-assist (while live, or since the session was
-        last saved, at its resume) that no turn's tool wrote since: they hold the user's
-        work, which ``/reset`` names before it deletes it."""
-        self._drift_untold: dict[str, str] = {}
-        """Drift a resume (or a restore) put in the context, which no request has carried
-        yet: each file at the digest that context compares with. Saved so, a later resume
-        tells it again (leaving at once lost it)."""
-        """Files changed outside since the last request: its note names them, once."""
+        self._drift = LiveDrift()
+        """The files changed outside and what the model was told of them
+        (``session/live_drift.py``)."""
         self._message: _Message | None = None
         """The running (or last) turn's user message."""
-        self._carried: tuple[frozenset[str], dict[str, str]] = (frozenset(), {})
-        """The changes outside (and the resume's drift) the running turn's request
-        carries: told again by the next request if the turn is not kept."""
         self._last_change: dict[str, float] = {}
         """When each file was last seen changing outside (a burst gives one notice)."""
         self._told_as: dict[str, tuple[str, str]] = {}
@@ -507,12 +487,8 @@ class TerminalActor(Actor[TerminalMessage]):
         other session's id, "" outside agent-assist): a burst that makes a deleted file
         again, deletes a changed one, or changes by hand what another session wrote, says
         so."""
-        self._deferred_changes: set[str] = set()
-        """Changes seen during a turn at paths it writes: told (or not) when it ends."""
         self._turn_writes: set[str] = set()
         """The paths the running turn's tools were called to write (``TurnToolCall``)."""
-        self._told_in_turn: set[str] = set()
-        """Changes told while the turn ran (its end does not tell them again)."""
         self._known: tuple[dict[str, str], str | None] | None = None
         self._digests = KnownDigests()
         """The tracked files read for a manifest, known by ``lstat`` while unchanged (a
@@ -644,7 +620,7 @@ class TerminalActor(Actor[TerminalMessage]):
             case FilesChanged(paths, digests, by):
                 gone = frozenset(p for p, digest in zip(paths, digests, strict=False) if not digest)
                 writers = {p: w for p, w in zip(paths, by, strict=False) if w}
-                paths = self._not_written_by_us(*self._news(paths, digests))
+                self._drift, paths = self._drift.seen(*self._news(paths, digests))
                 if not paths:
                     return None
                 # The watcher's baseline is now what it saw, no longer ``_watched``: the
@@ -654,10 +630,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 self._watched = None
                 self._known = None
                 if self._lc.in_turn:  # told now unless the turn writes it
-                    ours = {p for p in paths if posixpath.normpath(p) in self._turn_writes}
-                    self._deferred_changes.update(ours)  # sorted out when the turn ends
-                    paths = tuple(p for p in paths if p not in ours)
-                    self._told_in_turn.update(paths)
+                    self._drift, paths = self._drift.during_turn(paths, self._turn_writes)
                 if paths:
                     unread: frozenset[str] = frozenset()
                     if missing := gone & set(paths):  # only a file gone can be unreadable
@@ -733,7 +706,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     drift_at_resume, self._config.workspace, stored.file_manifest
                 )
                 drift_text = tuple(drift_lines(drift))
-                self._edited_outside = set(drift.modified)
+                self._drift = self._drift.resumed(drift)
                 compared = drift.as_compared(stored.file_manifest)
                 stored_state, drift_found = stored, drift
                 if continuing == "fresh":  # no context to tell the drift: changes outside
@@ -748,7 +721,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     outside = (*drift.modified, *drift.deleted)
                 else:
                     transition = await self._resumed(stored, drift)
-                    self._drift_untold = _untold(drift, stored.file_manifest)
+                    self._drift = self._drift.in_context(drift, stored.file_manifest)
                 transition, kept_line = await self._keep_original_first(transition)
             except ValidationError as exc:
                 await storage.ask(Release(wanted, pid, self._token), STORAGE_TIMEOUT_S)
@@ -1014,7 +987,7 @@ class TerminalActor(Actor[TerminalMessage]):
             return
         await self._compare_tracked_files()
         text_chars = wire_chars(text)  # weighed once: the request below reuses it
-        tokens = await self._compact_for_budget(text_chars + wire_chars(self._changes_note()))
+        tokens = await self._compact_for_budget(text_chars + wire_chars(self._drift.note))
         if tokens is None:  # Ctrl+C while the compaction before it ran: the message is not sent
             await self._emit(TurnEnded("cancelled", None))
             return
@@ -1022,10 +995,7 @@ class TerminalActor(Actor[TerminalMessage]):
         self._turn_count += 1
         self._lc = self._lc.begin_turn(self._turn_count, message_id)
         self._message = _Message(text, message_id, again)
-        notes = self._changes_note()
-        self._carried = (frozenset(self._changed_outside), dict(self._drift_untold))
-        self._changed_outside.clear()
-        self._drift_untold.clear()  # this request carries the context that tells it
+        self._drift, notes = self._drift.sent()  # and the context that tells the drift
         try:
             await self._peers.llm.tell(
                 self._start_request(text, notes, text_chars + wire_chars(notes))
@@ -1054,29 +1024,25 @@ class TerminalActor(Actor[TerminalMessage]):
     async def _finish_turn(self, done: TurnDone) -> None:
         if done.turn_id != self._lc.turn:
             return
-        deferred, self._deferred_changes = self._deferred_changes, set()
-        told_in_turn, self._told_in_turn = self._told_in_turn, set()
+        # Nothing kept, or kept unanswered: the model never read the note its request
+        # carried, and the next request carries it again.
+        kept = not (done.cancelled or done.error is not None) or bool(done.new_messages)
+        self._drift, deferred, told_in_turn = self._drift.turn_ended(done.written, read=kept)
         watched = self._watched  # the watcher's baseline while the turn ran
         if self._turn_writes or done.written:
             await self._tell_writes_done(dict(done.written))
         self._turn_writes.clear()
-        self._written.update(done.written)
-        self._edited_outside.difference_update(done.written)
-        carried, self._carried = self._carried, (frozenset(), {})
         error = done.error and scrub_text(done.error, self._lc.policy.known_secrets)
         resend: _Message | None = None
         unanswered = self._unanswered(done, error)
         if unanswered:
-            self._tell_again(*carried)  # the model never read the note the request carried
-            carried = (frozenset(), {})
             done = dataclasses.replace(done, new_messages=unanswered)
         if (done.cancelled or done.error is not None) and not done.new_messages:
             self._lc = self._lc.abandon_turn(done.touched)
-            self._tell_again(*carried)  # the turn that carried them is not kept
             if done.touched:  # what it wrote is tracked, watched, and not told as outside
                 manifest, _ = await self._manifest(done.touched)
                 await self._watch(manifest)
-            outside, gone = self._changed_by_others(deferred, done, watched)
+            outside, gone = self._changed_during_turn(deferred, done, watched)
             if done.text:
                 await self._emit(ReplyText(done.text))
             resend = self._resendable(done, error)
@@ -1085,7 +1051,7 @@ class TerminalActor(Actor[TerminalMessage]):
         else:
             try:
                 manifest, spec = await self._manifest_after_turn(done.touched)
-                outside, gone = self._changed_by_others(deferred, done, watched)
+                outside, gone = self._changed_during_turn(deferred, done, watched)
                 transition = self._lc.complete_turn(
                     done.new_messages,
                     # kept unanswered after its terminal left: nobody was active since
@@ -1197,7 +1163,7 @@ class TerminalActor(Actor[TerminalMessage]):
         this chat learns it (three quarters of the refused request), the conversation is
         compacted to it and the message is sent again. If the request could not be made
         smaller, the turn ends with the refusal."""
-        extra = wire_chars(message.text) + wire_chars(self._changes_note())
+        extra = wire_chars(message.text) + wire_chars(self._drift.note)
         before = self._lc.estimated_tokens(extra)
         budget = self._learn_budget(message.window)
         if await self._compact_for_budget(extra, again=True) is None:  # Ctrl+C: not sent again
@@ -1236,8 +1202,8 @@ class TerminalActor(Actor[TerminalMessage]):
                 design_files,
                 self._config.workspace,
                 self._lc.tracked_paths,
-                {**recorded, **self._written},
-                frozenset(self._edited_outside),
+                {**recorded, **self._drift.written},
+                self._drift.edited,
             )
             question = files.question
             if question is None:
@@ -1288,9 +1254,7 @@ class TerminalActor(Actor[TerminalMessage]):
         await self._peers.storage.ask(Release(old, pid, self._token), STORAGE_TIMEOUT_S)
         await self._peers.drift.tell(Unwatch(pid))
         self._watched = None
-        self._changed_outside.clear()
-        self._edited_outside.clear()
-        self._drift_untold.clear()
+        self._drift = self._drift.reset()
         self._known = None
         deleted: list[str] = []
         failed: list[str] = []
@@ -1891,11 +1855,11 @@ class TerminalActor(Actor[TerminalMessage]):
         ``writers``: the other agent-assist session that wrote a file, told as its
         change (it is outside this session, not outside agent-assist)."""
         now = anyio.current_time()
-        for path in sorted(set(paths)):
+        paths = sorted(set(paths))
+        self._drift = self._drift.noted(paths)
+        for path in paths:
             last = self._last_change.get(path)
             self._last_change[path] = now
-            self._changed_outside.add(path)
-            self._edited_outside.add(path)
             how = "deleted" if path in gone else "changed"
             if path in unread:
                 how = UNREADABLE
@@ -1948,30 +1912,6 @@ class TerminalActor(Actor[TerminalMessage]):
             with contextlib.suppress(DeadActor):
                 await self._peers.drift.tell(done)
 
-    def _tell_again(self, changed: frozenset[str], drift: Mapping[str, str]) -> None:
-        """The changes outside a request carried, to be carried by the next one: the turn
-        it began was not kept (it failed, or was cancelled before any tool ran), so the
-        model was never told of them."""
-        self._changed_outside |= changed
-        self._drift_untold = {**drift, **self._drift_untold}
-
-    def _changes_note(self) -> str:
-        """The next request's note on the files changed outside since the last one."""
-        if not self._changed_outside:
-            return ""
-        names = sorted(self._changed_outside)
-        listed = ", ".join(names[:NOTE_FILES])
-        if len(names) > NOTE_FILES:  # a short note: rm -rf of a tree named all 161 files
-            rest = names[NOTE_FILES:]
-            places = sorted({name.split("/", 1)[0] + "/" for name in rest if "/" in name})
-            where = f" (under {', '.join(places[:5])})" if places else ""
-            listed += f" and {len(rest)} more{where}"
-        return (
-            "Note: these tracked files changed outside the assistant since the last turn: "
-            + listed
-            + ". Read them again before relying on their content."
-        )
-
     def _as_the_model_knows(
         self,
         manifest: dict[str, str],
@@ -1979,39 +1919,18 @@ class TerminalActor(Actor[TerminalMessage]):
         wrote: Mapping[str, str] | None = None,
         deleted: Iterable[str] = (),
     ) -> dict[str, str]:
-        """``manifest`` as the session file keeps it: each file changed outside that the
-        model has not been told of yet (``untold`` too) at the digest it knows (what the
-        turn ending ``wrote`` there, else the one saved before), and each file of a
-        resume's (a restore's) drift no request has carried yet at the digest that drift
-        was found against, so that the next resume tells it (the exit's fresh hashes took
-        the change in: the notice was shown, the model never told). Files a restore
-        ``deleted`` (ours) are neither kept as gone nor as changed outside: none is in it."""
-        dropped = frozenset(deleted)
-        manifest = self._with_gone_kept(manifest, dropped)
-        pending = self._changed_outside.union(untold) - dropped
-        if not (pending or self._drift_untold) or self._lc.state is None:
-            return manifest
-        known = {**self._lc.state.file_manifest, **(wrote or {})}
-        baseline = {path: known[path] for path in pending if path in known}
-        baseline.update(self._drift_untold)
-        told = {path: digest for path, digest in manifest.items() if path not in pending}
-        return told | baseline
+        """``manifest`` as the session file keeps it (``LiveDrift.as_the_model_knows``)."""
+        saved = self._lc.state.file_manifest if self._lc.state is not None else None
+        tracked = self._lc.tracked_paths
+        return self._drift.as_the_model_knows(manifest, saved, tracked, untold, wrote, deleted)
 
-    def _with_gone_kept(
-        self, manifest: dict[str, str], deleted: frozenset[str] = frozenset()
-    ) -> dict[str, str]:
-        """``manifest`` with each tracked file that is gone now (deleted, or behind a
-        directory that became a symlink) at the digest it was saved with: it stays tracked,
-        and the next resume tells what became of it (then, if still gone, it is dropped)."""
-        state = self._lc.state
-        if state is None:
-            return manifest
-        gone = {
-            path: digest
-            for path, digest in state.file_manifest.items()
-            if path not in manifest and path in self._lc.tracked_paths and path not in deleted
-        }
-        return {**manifest, **gone} if gone else manifest
+    def _changed_during_turn(
+        self, seen: Iterable[str], done: TurnDone, watched: dict[str, str] | None
+    ) -> tuple[set[str], frozenset[str]]:
+        """The files that changed outside during the turn ``done`` ends, and which of them
+        are gone (``changed_during_turn``)."""
+        now = self._known[0] if self._known is not None else {}
+        return changed_during_turn(seen, done.written, done.read, now, watched, self._still_tracked)
 
     def _news(
         self, paths: tuple[str, ...], digests: tuple[str, ...]
@@ -2026,43 +1945,6 @@ class TerminalActor(Actor[TerminalMessage]):
             return paths, digests
         fresh = [(p, d) for p, d in zip(paths, digests, strict=True) if self._watched.get(p) != d]
         return tuple(p for p, _ in fresh), tuple(d for _, d in fresh)
-
-    def _not_written_by_us(
-        self, paths: tuple[str, ...], digests: tuple[str, ...]
-    ) -> tuple[str, ...]:
-        """``paths`` but those that hold what a turn's tools wrote there last: the
-        watcher's news of a write of ours can come after the turn ended (a turn cut short
-        right after it wrote, a model that answers fast), and is no change from outside.
-        A file seen holding something else holds that write no more: put back to it
-        later (an editor's undo), it changed outside like any other."""
-        if len(digests) != len(paths):
-            return paths
-        outside = []
-        for path, digest in zip(paths, digests, strict=True):
-            if self._written.get(path) == digest:
-                continue
-            self._written.pop(path, None)
-            outside.append(path)
-        return tuple(outside)
-
-    def _changed_by_others(
-        self, seen: set[str], done: TurnDone, watched: dict[str, str] | None
-    ) -> tuple[set[str], frozenset[str]]:
-        """The files that changed outside during the turn: among ``seen`` (changes the
-        watcher saw), every file the turn did not write (reading one is no change); each
-        file it wrote that holds something else now than what it wrote last (seen or not:
-        one it made had no watch yet); each file it read (and did not write) that
-        holds something else now than what it read (one not tracked before had no watch);
-        and each other file that holds something else now than ``watched`` (the watcher's
-        baseline) with its event not settled yet (the watch of now's manifest would take it
-        in untold). And which of those ``unseen_changes`` found gone."""
-        written = dict(done.written)
-        now = self._known[0] if self._known is not None else {}
-        outside = {p for p in seen if p not in written}
-        outside |= {p for p, digest in written.items() if now.get(p) != digest}
-        outside |= {p for p, read in done.read if p not in written and now.get(p) != read}
-        unseen, gone = unseen_changes(watched, now, self._still_tracked, written)
-        return outside | set(unseen), gone
 
     def _still_tracked(self, path: str) -> bool:
         """Whether ``path`` is tracked now, there or not (a file of the template directory:
@@ -2363,15 +2245,15 @@ class TerminalActor(Actor[TerminalMessage]):
                 )
                 written, failed, deleted = result.written, result.failed, result.deleted
                 changed = result.changed
-                self._written.update({p: checkpoint.files[p] for p in written})  # ours last
+                restored_now = {p: checkpoint.files[p] for p in written}
+                self._drift = self._drift.restored_written(restored_now)  # ours last
             except (SessionError, OSError, DeadActor, TimeoutError) as exc:
                 await self._emit(Info(f"error: files not restored: {exc}"))
         manifest, spec = await self._manifest(checkpoint.files)
         drift = await anyio.to_thread.run_sync(
             detect_file_drift, config.workspace, checkpoint.files
         )
-        self._changed_outside.clear()  # the checkpoint's context tells the drift from it
-        self._drift_untold = _untold(drift, checkpoint.files)
+        self._drift = self._drift.in_context(drift, checkpoint.files)
         transition = self._lc.restore(
             checkpoint.state,
             drift,
