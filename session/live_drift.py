@@ -27,8 +27,8 @@ class LiveDrift:
     - a request is sent: ``sent``: ``changed`` and ``untold`` move to ``carried``; the
       note is returned.
     - a turn ends: ``turn_ended``: ``deferred`` and ``told_in_turn`` are returned and
-      cleared; what its tools wrote is ours (``written``); what it ``carried`` goes back
-      to ``changed`` and ``untold`` unless the model read it.
+      cleared; what its tools wrote is ours (``written``) and no longer ``edited``; what
+      it ``carried`` goes back to ``changed`` and ``untold`` unless the model read it.
     - a context tells a drift (a resume's, a restore's): ``in_context``: ``untold`` is
       that drift at the digests it was found against; ``changed`` is cleared.
     - a resume finds files modified: ``resumed``: ``edited`` is those files.
@@ -124,18 +124,20 @@ class LiveDrift:
         return new, self.note
 
     def turn_ended(
-        self, wrote: Iterable[tuple[str, str]], *, read: bool
+        self, written: Iterable[tuple[str, str]], *, read: bool
     ) -> tuple[LiveDrift, frozenset[str], frozenset[str]]:
-        """A turn ended, its tools having ``wrote`` these (path, digest); ``read``: the
-        model read its request (the turn is kept, answered); if not (it failed or was
-        cancelled with nothing kept, or kept unanswered), what the request carried is
-        carried by the next one. Returns the new ledger, the changes deferred to the end
-        and those told while it ran."""
+        """A turn ended, its tools having ``written`` these (path, digest): ours last, they
+        hold the user's work no more. ``read``: the model read its request (the turn is
+        kept, answered); if not (it failed or was cancelled with nothing kept, or kept
+        unanswered), what the request carried is carried by the next one. Returns the new
+        ledger, the changes deferred to the end and those told while it ran."""
+        wrote = dict(written)
         new = replace(
             self,
             deferred=frozenset(),
             told_in_turn=frozenset(),
-            written={**self.written, **dict(wrote)},
+            written={**self.written, **wrote},
+            edited=self.edited - wrote.keys(),
             carried=frozenset(),
             carried_untold={},
         )

@@ -188,3 +188,9 @@ def test_a_change_the_watcher_had_not_settled_is_found_against_its_baseline() ->
     outside, gone = changed_during_turn((), (), (), now, watched, tracked)
     assert outside == {"agent_spec.md", "notes.md"}
     assert gone == {"notes.md"}
+
+
+def test_a_file_a_turns_tools_wrote_holds_the_users_work_no_more() -> None:
+    ledger = LiveDrift().noted(["notes.md", "b.md"])
+    ended, _, _ = ledger.turn_ended((("notes.md", "n1"),), read=True)
+    assert ended.edited == {"b.md"}

@@ -95,3 +95,25 @@ def test_reset_keeps_a_file_that_changed_while_its_question_waited(env: Env) -> 
     client.close_stdin()
     assert client.wait() == 0
     assert (env.workspace / "agent_spec.md").read_text() == "# edited while asked\n"
+
+
+def test_reset_does_not_name_as_the_users_a_file_the_assistant_wrote_again_since(
+    env: Env,
+) -> None:
+    """H179: a file edited by hand and then written again by the assistant was still named
+    as the user's changes (the turn's writes never left the files seen edited outside)."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send("write templates/a.md: made by the assistant")
+    client.expect("wrote templates/a.md")
+    (env.workspace / "templates" / "a.md").write_text("made by the assistant\nmy own work\n")
+    client.send("hello")
+    client.expect("You said")
+    client.expect("note: templates/a.md changed outside agent-assist", stderr=True)
+    client.send("write templates/a.md: made again by the assistant")
+    client.expect("wrote templates/a.md")
+    client.send("/reset")
+    client.expect("Also delete templates/ (1 file)? [y/N]", stderr=True)
+    client.send("n")
+    client.expect("Session reset", stderr=True)
+    client.close_stdin()
+    assert client.wait() == 0
