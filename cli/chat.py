@@ -1083,7 +1083,7 @@ class Chat:
                 if exc.signum != signal.SIGHUP:  # a terminal that is gone has none
                     self.unsent = self.console.take_unsent()
                 raise
-            except ChatEnded:
+            except (ChatEnded, ChatError):  # an end the user did not ask for
                 self.unsent = self.console.take_unsent()
                 raise
             finally:
@@ -1438,7 +1438,8 @@ class Chat:
         if kind in ("notice", "error"):
             self.show(frame)
         elif kind == "closed":
-            if frame.get("unsaved"):
+            if frame.get("unsaved"):  # the stop's last word: nothing is left to close
+                self._disconnect()
                 raise ChatError(unsaved_line(frame, self.session_id).removeprefix("error: "))
             raise ChatEnded(self._stopped_line(frame))
 
@@ -1840,6 +1841,12 @@ def run_chat(options: ChatOptions) -> int:
             chat.tell_unsent()
             return 0
         chat.console.warn(f"{exc}; the run stopped before the end of its input")
+        return 1
+    except ChatError as exc:
+        if not chat.unsent:
+            raise
+        chat.console.warn(as_error_line(str(exc)))  # the error first, as a stop's line
+        chat.tell_unsent()
         return 1
     except RemoteError as exc:
         raise ChatError(remote_error_text(exc)) from exc

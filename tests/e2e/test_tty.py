@@ -1120,3 +1120,30 @@ def test_lines_typed_ahead_of_a_chat_a_supervisor_stop_ends_are_told_not_run_by_
         assert "+echo typed before the stop\n" in history and "+half typed\n" in history
     finally:
         tty.close()
+
+
+def test_lines_typed_ahead_of_a_chat_a_stop_ends_unsaved_are_told_not_run_by_the_shell(
+    env: Env, server: ChatServer
+) -> None:
+    """H178's find: a supervisor stop that could not save the session ends the chat with
+    an error, not the stop's note; the lines typed ahead were left in the terminal's
+    input (the hold had read them: lost without a word), and the chat's close after the
+    stop's last frame said the stop's other, false line: ``nothing to save``."""
+    faults = env.base / "faults"
+    faults.write_text("rename EIO /sessions/\n")
+    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(faults)
+    shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
+    tty = Pty(env, env.terminal(), under=shell)
+    try:
+        tty.expect("/help for commands.")
+        tty.type("be slow please\r")
+        tty.expect("word3")
+        tty.type("echo typed before the stop\r")
+        env.run("supervisor", "stop")
+        tty.expect("its unsaved turns are kept in")
+        tty.expect('note: not sent, the chat ended: "echo typed before the stop"')
+        tty.expect("ended by None")
+        tty.expect("the shell read nothing")
+    finally:
+        tty.close()
+    assert b"nothing to save" not in tty.seen
