@@ -8,6 +8,7 @@ replies only. Colour and escapes only on a terminal without ``NO_COLOR``.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import sys
@@ -234,6 +235,25 @@ class PlainReply:
         self._wrote = False
 
 
+WIDE_MARKS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+              (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+"""Byte order marks of the wider Unicode encodings, longest first, and their codec."""
+
+
+def wide_input() -> TextIO | None:
+    """Piped input that begins with a UTF-16 or UTF-32 byte order mark (a script Windows
+    PowerShell's ``Out-File`` or ``>`` saved): a reader of its text, the mark dropped (read
+    as UTF-8, every other byte a NUL was sent to the model). None for any other input."""
+    peek = getattr(getattr(sys.stdin, "buffer", None), "peek", None)
+    if peek is None:
+        return None
+    head = peek(4)[:4]
+    for mark, codec in WIDE_MARKS:
+        if head.startswith(mark):
+            return io.TextIOWrapper(sys.stdin.buffer, encoding=codec, errors="replace")
+    return None
+
+
 class Console:
     def __init__(
         self,
@@ -244,6 +264,8 @@ class Console:
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         self._piped_read = False
         """A line was read from the piped input (the first may begin with a byte order mark)."""
+        self._piped: TextIO = sys.stdin
+        """What piped lines are read from: stdin, or its UTF-16/32 reading (``wide_input``)."""
         self.out_tty = sys.stdout.isatty()
         self.color = (
             self.out_tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
@@ -500,7 +522,9 @@ class Console:
             self._tell_history_left(session)
             return text
         with self.waiting():
-            line = sys.stdin.readline()
+            if not self._piped_read:  # a script saved as UTF-16 is read as it was written
+                self._piped = wide_input() or sys.stdin
+            line = self._piped.readline()
         if not line:
             return None
         if not self._piped_read:  # a script saved with a byte order mark (Notepad's): the

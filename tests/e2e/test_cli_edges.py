@@ -1035,3 +1035,28 @@ def test_a_script_that_begins_with_a_byte_order_mark_reads_its_first_line_as_typ
     again = env.run(input="\ufeffy\nagain\n", terminal=terminal)
     assert again.returncode == 0, again.stderr
     assert "turn 2 of this conversation" in again.stdout
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-32"])
+def test_a_script_saved_as_utf_16_with_its_byte_order_mark_is_read_as_its_text(
+    env: Env, codec: str
+) -> None:
+    """H178's find: a script Windows PowerShell's ``Out-File`` (or ``>``) saved is UTF-16
+    with a byte order mark. Read as UTF-8, its ``/model`` went to the model as a message
+    (NULs between its letters), a line of NULs was sent as one more, and the run exited 0.
+    The mark says how the script is written: it is read as such, CRLF line ends too."""
+    script = "/model\r\nhi \u00e9\r\n".encode(codec)  # Python's codec writes the mark
+    result = subprocess.run(
+        [AGENT_ASSIST, "--new"],
+        input=script,
+        capture_output=True,
+        cwd=env.workspace,
+        env=env.environ(env.terminal()),
+        timeout=60,
+        check=False,
+    )
+    stdout, stderr = result.stdout.decode(), result.stderr.decode()
+    assert result.returncode == 0, stderr
+    assert "model: " in stderr
+    assert stdout.count("You said") == 1, stdout
+    assert 'You said: "hi \u00e9".' in stdout
