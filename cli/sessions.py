@@ -18,6 +18,7 @@ from typing import Any
 from cli.printable import printable
 from session.compacted import compacted_turns, session_turns
 from supervisor.client import (
+    RemoteError,
     SupervisorBusy,
     SupervisorUnavailable,
     control_connection,
@@ -26,6 +27,7 @@ from supervisor.client import (
     not_answering,
 )
 from supervisor.runtime import RuntimeDirError, RuntimePaths, ensure_private_runtime_dir
+from supervisor.wire import ErrorCode
 
 LOCK_ATTEMPTS = 50
 LOCK_PAUSE_S = 0.02
@@ -317,13 +319,30 @@ def remove_session(
 
     validate_session_id(session_id)
     frame = _one_session("remove_session", workspace, session_id, project_name)
-    if force:  # only when asked: a supervisor of the version before takes the frame as is
-        frame["force"] = True
+    frame["force"] = force  # always: a supervisor that does not know it says so
+    try:
+        return _remove(paths, frame, workspace, force)
+    except RemoteError as exc:
+        if exc.code != ErrorCode.INVALID_REQUEST or not str(exc).startswith("invalid force:"):
+            raise
+    # A supervisor of the version before H175 (still running after an upgrade) refuses the
+    # key and removes any session but a live one: the doubt is checked here first.
+    if not force:
+        project = _project(workspace, project_name)
+        _offline_catalog(read_only=True).refuse_if_maybe_held(project, session_id)
+    del frame["force"]
+    return _remove(paths, frame, workspace, force)
+
+
+def _remove(
+    paths: RuntimePaths, frame: dict[str, Any], workspace: Path | None, force: bool
+) -> bool:
+    """``remove_session``'s request to the supervisor, or its removal from the files."""
     with _supervisor_or_lock(paths, frame) as data:
         if data is not None:
             return bool(data["removed"])
         catalog = _offline_catalog(read_only=False)
-        project = _project(workspace, project_name)
+        session_id, project = frame["session_id"], _project(workspace, frame["project"])
         if not catalog.remove_session(project, session_id, if_saved=True, force=force):
             raise FileNotFoundError(f"no session {session_id} in this project")
         return True

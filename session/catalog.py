@@ -308,13 +308,13 @@ class SessionCatalog:
             return removed or copied
         manager.refuse_newer(session_id)
         if not force:
-            self._refuse_if_maybe_held(project, session_id)
+            self.refuse_if_maybe_held(project, session_id)
         removed, problem = self._remove(project, session_id)  # the user's rm: what stayed
         if problem is not None:
             raise SessionError(problem)
         return removed or copied
 
-    def _refuse_if_maybe_held(self, project: Path, session_id: str) -> None:
+    def refuse_if_maybe_held(self, project: Path, session_id: str) -> None:
         """``MayBeHeld`` if no living terminal's pointer names the session (it would be
         listed orphaned) while a terminal that may still run has a pointer that cannot be
         read: as ``prune`` keeps such sessions, ``rm`` does not take one unasked."""
