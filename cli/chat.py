@@ -764,7 +764,7 @@ class Chat:
             if unanswered := offer.get("unanswered"):
                 self.console.warn(
                     f"note: resuming session {offer['session_id']}; its last message got no "
-                    f'reply: "{printable(str(unanswered))}"'
+                    f'reply: "{unanswered_words(str(unanswered), self.console.width())}"'
                 )
             return str(offer["session_id"])
         resume = self._answer(
@@ -1720,13 +1720,20 @@ def offer_text(offer: Frame, others: list[Frame], more: int = 0, width: int | No
     return "\n".join(lines)
 
 
+UNANSWERED_LEAD = '  last message unanswered: "'
+
+
 def unanswered_text(message: str, width: int | None) -> str:
     """The offer's line for a session whose last message got no reply: its first words,
     cut so that the line does not wrap."""
-    lead = '  last message unanswered: "'
+    return f'{UNANSWERED_LEAD}{unanswered_words(message, width)}"'
+
+
+def unanswered_words(message: str, width: int | None) -> str:
+    """The first words of a message that got no reply as the offer shows them: on one
+    line, cut to what its line leaves of ``width`` columns (80 where unknown)."""
     room = 80 if width is None else width - 1
-    words = clip(printable(message), max(12, room - columns(lead) - 1))
-    return f'{lead}{words}"'
+    return clip(printable(message), max(12, room - columns(UNANSWERED_LEAD) - 1))
 
 
 def turns_text(turns: int) -> str:

@@ -139,3 +139,25 @@ def test_a_resume_by_yes_says_the_last_message_went_unanswered(env: Env) -> None
     answered = env.run("--yes", input="and now?\n")
     assert answered.returncode == 0, answered.stderr
     assert "got no reply" not in answered.stderr  # "go on" was answered
+
+
+def test_a_resume_by_yes_names_a_long_unanswered_message_by_its_first_words(
+    env: Env,
+) -> None:
+    """H178's find: ``--yes``'s note printed the whole message, a 10 KB paste over lines
+    of its own (its newlines kept); the offer it stands for says its first words, on one
+    line, and so does the note now."""
+    text = "line one of a long paste\nline two\n" + "word " * 2000
+    turn = unanswered_turn(text, "the model failed")
+    state = SessionState.new(utc_now()).model_copy(
+        update={"recent_messages": dump_messages(turn), "summary": "triage"}
+    )
+    SessionManager(env.project).save(state)
+    done = env.run("--yes", input="go on\n")
+    assert done.returncode == 0, done.stderr
+    (note,) = [line for line in done.stderr.splitlines() if "got no reply" in line]
+    assert note.startswith(
+        f'note: resuming session {state.session_id}; its last message got no reply: '
+        '"line one of a long paste line two word word'
+    ), note
+    assert note.endswith('…"') and len(note) < 160, note
