@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from session.budget import BUDGET_SHARE, context_budget, context_window, known_context_window
-from session.model_names import check_model, missing_sdk
+from session.model_names import missing_sdk
 from session.paths import state_root
 from session.settings import CONFIG_FILE, SPECS, Settings, SettingsError, load_settings
 
@@ -29,20 +29,11 @@ def source_label(settings: Settings, name: str) -> str:
 
 
 def load(options: Mapping[str, object | None] | None = None) -> Settings:
-    """The settings (defaults < config.toml < environment < options), with the model checked.
+    """The settings (defaults < config.toml < environment < options), the models checked.
 
-    SettingsError (one line naming the setting and its source) for a bad value.
+    SettingsError (one line naming the setting and its source) for each bad value.
     """
-    settings = load_settings(state_root(), os.environ, options)
-    problem = check_model(settings.model, source_label(settings, "model"))
-    if problem is not None:
-        raise SettingsError(problem.removeprefix("error: "))
-    if settings.summary_model is not None:
-        source = source_label(settings, "summary_model")
-        problem = check_model(settings.summary_model, source, "summary_model")
-        if problem is not None:
-            raise SettingsError(problem.removeprefix("error: "))
-    return settings
+    return load_settings(state_root(), os.environ, options)  # the models checked with the rest
 
 
 def check_sdks(settings: Settings) -> None:

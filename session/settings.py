@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from session.errors import SessionError
+from session.model_names import check_model
 
 Source = Literal["default", "file", "env", "option"]
 CONFIG_FILE: Final = "config.toml"
@@ -138,6 +139,8 @@ SPECS: Final = (
     ),
 )
 NAMES: Final = tuple(spec.name for spec in SPECS)
+MODEL_SETTINGS: Final = ("model", "summary_model")
+"""Checked against the known providers too (``check_model``), with the other values."""
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,25 @@ def _not_a_directory(root: Path) -> str:
 
 
 def read_config_file(root: Path) -> dict[str, object]:
-    """The TOML table of ``<root>/config.toml`` ({} when there is none)."""
+    """The TOML table of ``<root>/config.toml`` ({} when there is none); SettingsError for
+    one that does not read or names a setting that does not exist."""
+    table = _config_table(root)
+    if (unknown := unknown_settings(table, root / CONFIG_FILE)) is not None:
+        raise SettingsError(unknown)
+    return table
+
+
+def unknown_settings(table: Mapping[str, object], path: Path) -> str | None:
+    """The line naming every key of the settings file ``path`` that is no setting."""
+    unknown = sorted(set(table) - set(NAMES))
+    if not unknown:
+        return None
+    named = f"setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}"
+    return f"{path}: unknown {named} (known: {', '.join(NAMES)})"
+
+
+def _config_table(root: Path) -> dict[str, object]:
+    """``read_config_file``'s table, its keys unchecked."""
     path = root / CONFIG_FILE
     try:
         data = _read_settings_file(path)
@@ -211,10 +232,6 @@ def read_config_file(root: Path) -> dict[str, object]:
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path} is not valid TOML: {exc}") from None
-    unknown = sorted(set(table) - set(NAMES))
-    if unknown:
-        named = f"setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}"
-        raise SettingsError(f"{path}: unknown {named} (known: {', '.join(NAMES)})")
     return table
 
 
@@ -238,21 +255,32 @@ def resolve_settings(
     options: Mapping[str, object | None] | None = None,
     *,
     file_label: str = CONFIG_FILE,
+    problems: tuple[str, ...] = (),
 ) -> Settings:
     """Merge the layers (later wins) and validate each value against its source: one
     SettingsError naming every bad value, each in its line (the others after the first
-    begin with their own ``error:``), so that fixing one does not reveal the next."""
+    begin with their own ``error:``), so that fixing one does not reveal the next;
+    ``problems``, the file's (its unknown keys), are said first among them."""
     options = options or {}
     sources: list[Setting] = []
-    bad: list[str] = []
+    bad = list(problems)
     for spec in SPECS:
         try:
-            sources.append(_resolved(spec, file, env, options, file_label))
+            setting = _resolved(spec, file, env, options, file_label)
         except SettingsError as exc:
             bad.append(str(exc))
+            continue
+        sources.append(setting)
+        if spec.name in MODEL_SETTINGS and isinstance(setting.value, str):  # with the rest
+            where = _where(spec, setting.source, file_label)
+            if (line := check_model(setting.value, where, spec.name)) is not None:
+                bad.append(line.removeprefix("error: "))
+    try:
+        heir_wanted(env)  # no setting of the file, but checked wherever the settings are
+    except SettingsError as exc:
+        bad.append(str(exc))
     if bad:
         raise SettingsError("\nerror: ".join(bad))
-    heir_wanted(env)  # no setting of the file, but checked wherever the settings are
     return Settings(**{s.name: s.value for s in sources}, sources=tuple(sources))
 
 
@@ -266,29 +294,46 @@ def _resolved(
     """One setting from its layers; SettingsError for a bad value, naming its source."""
     raw: object = spec.default
     source: Source = "default"
-    where = "default"
-    # Sources named as ``cli.config_cmd.source_label`` names them: "file PATH",
-    # "env NAME", "option --name".
     if spec.name in file:
-        raw, source, where = file[spec.name], "file", f"file {file_label}"
+        raw, source = file[spec.name], "file"
     if env.get(spec.env) not in (None, ""):
-        raw, source, where = env[spec.env], "env", f"env {spec.env}"
+        raw, source = env[spec.env], "env"
     if options.get(spec.name) is not None:
         raw, source = options[spec.name], "option"
-        where = f"option --{spec.name.replace('_', '-')}"
     try:
         value = spec.parse(raw) if source != "default" else raw
     except ValueError as exc:
+        where = _where(spec, source, file_label)
         raise SettingsError(f"bad {spec.name} {_shown(raw)} from {where}: {exc}") from None
     return Setting(spec.name, value, source)
+
+
+def _where(spec: _Spec, source: Source, file_label: str) -> str:
+    """A setting's source as ``cli.config_cmd.source_label`` names it: "file PATH",
+    "env NAME", "option --name"."""
+    if source == "file":
+        return f"file {file_label}"
+    if source == "env":
+        return f"env {spec.env}"
+    if source == "option":
+        return f"option --{spec.name.replace('_', '-')}"
+    return source
 
 
 def load_settings(
     root: Path, env: Mapping[str, str], options: Mapping[str, object | None] | None = None
 ) -> Settings:
-    return resolve_settings(
-        read_config_file(root), env, options, file_label=str(root / CONFIG_FILE)
-    )
+    table, unknown = _known_settings(root)
+    label = str(root / CONFIG_FILE)
+    return resolve_settings(table, env, options, file_label=label, problems=unknown)
+
+
+def _known_settings(root: Path) -> tuple[dict[str, object], tuple[str, ...]]:
+    """The settings file's known keys, and the line of its unknown ones if any: told with
+    the bad values, not before them (fixing a typo revealed a bad value at the next run)."""
+    table = _config_table(root)
+    unknown = unknown_settings(table, root / CONFIG_FILE)
+    return {k: v for k, v in table.items() if k in NAMES}, () if unknown is None else (unknown,)
 
 
 STARTS_WITHOUT: Final = "; the supervisor starts without it (a chat refuses it until it is fixed)"
@@ -302,10 +347,11 @@ def supervisor_settings(root: Path, env: Mapping[str, str]) -> tuple[Settings, t
     problems: list[str] = []
     label = str(root / CONFIG_FILE)
     try:
-        file = read_config_file(root)
+        file, unknown = _known_settings(root)
     except SettingsError as exc:
         problems.append(f"{exc}{STARTS_WITHOUT}")
-        file = {}
+        file, unknown = {}, ()
+    problems += [f"{line}{STARTS_WITHOUT}" for line in unknown]
     sources: list[Setting] = []
     for spec in SPECS:
         try:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from session.settings import SettingsError, resolve_settings
+from session.settings import SettingsError, resolve_settings, supervisor_settings
 
 
 def test_options_beat_the_environment_which_beats_the_file() -> None:
@@ -253,3 +253,47 @@ def test_every_unknown_setting_of_the_file_is_named(tmp_path: Path) -> None:
     assert str(raised.value).startswith(
         f"{tmp_path}/config.toml: unknown settings 'context_token', 'modle' (known: model, "
     )
+
+
+def test_unknown_settings_of_the_file_are_named_with_its_bad_values(tmp_path: Path) -> None:
+    """H178's find: the file's unknown keys were refused alone, its bad values unread;
+    once the typo was fixed, the next run told the bad value."""
+    from session.settings import load_settings
+
+    (tmp_path / "config.toml").write_text('modle = "x"\ncompaction_interval = -3\n')
+    with pytest.raises(SettingsError) as raised:
+        load_settings(tmp_path, {})
+    unknown, bad = str(raised.value).splitlines()
+    assert unknown.startswith(f"{tmp_path}/config.toml: unknown setting 'modle' (known: ")
+    assert bad.startswith("error: bad compaction_interval -3 from file ")
+
+
+def test_an_unknown_model_is_named_with_the_other_bad_values() -> None:
+    """H178's find: the model's provider was checked only once every other value was good."""
+    with pytest.raises(SettingsError) as raised:
+        resolve_settings(
+            {"summary_model": "nosuch:small"},
+            {"AGENT_ASSIST_MODEL": "nosuch:big", "AGENT_ASSIST_COMPACTION_OVERLAP": "x"},
+        )
+    model, summary, overlap = str(raised.value).splitlines()
+    assert model.startswith("unknown model 'nosuch:big' from env AGENT_ASSIST_MODEL (")
+    assert summary.startswith("error: unknown summary_model 'nosuch:small' from file ")
+    assert overlap.startswith("error: bad compaction_overlap 'x' from env ")
+
+
+def test_a_bad_heir_variable_is_named_with_the_bad_values() -> None:
+    with pytest.raises(SettingsError) as raised:
+        resolve_settings({"compaction_interval": "abc"}, {"AGENT_ASSIST_HEIR": "yes"})
+    interval, heir = str(raised.value).splitlines()
+    assert interval.startswith("bad compaction_interval 'abc' from file config.toml:")
+    assert heir.startswith("error: bad AGENT_ASSIST_HEIR 'yes': ")
+
+
+def test_the_supervisor_keeps_the_known_settings_of_a_file_with_an_unknown_one(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "config.toml").write_text("modle = 1\ncompaction_overlap = 3\n")
+    settings, problems = supervisor_settings(tmp_path, {})
+    assert settings.compaction_overlap == 3
+    (problem,) = problems
+    assert problem.startswith(f"{tmp_path}/config.toml: unknown setting 'modle' (known: ")
