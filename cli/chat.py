@@ -1159,7 +1159,7 @@ class Chat:
                     interrupted = True
                     break  # at an empty prompt: leave, as there
                 self._interrupts.hold()  # for what the line does: taken at its first wait
-            if not line.strip():
+            if not printable(line).strip():  # blank as shown: a NUL, an escape code alone
                 continue
             if refused := too_long_line(line, self.console.interactive):
                 self.console.warn(refused)

@@ -214,8 +214,9 @@ def test_a_message_within_the_character_limit_is_sent_whatever_its_characters(
     env: Env,
 ) -> None:
     """A helper's attack: 199,990 control characters (six bytes each on the wire) were
-    refused as "over the limit of 200,000"; the frame cap now holds any such message."""
-    control_characters = "\x01" * (LIMIT - 10)
+    refused as "over the limit of 200,000"; the frame cap now holds any such message.
+    (Begun with a letter: a line of control characters alone is blank, H178.)"""
+    control_characters = "x" + "\x01" * (LIMIT - 11)
     result = env.run("--new", input=f"{control_characters}\nhello after\n", terminal=env.terminal())
     assert "message not sent" not in result.stderr and "went away" not in result.stderr
     assert result.stdout.count("You said:") == 2
@@ -1060,3 +1061,12 @@ def test_a_script_saved_as_utf_16_with_its_byte_order_mark_is_read_as_its_text(
     assert "model: " in stderr
     assert stdout.count("You said") == 1, stdout
     assert 'You said: "hi \u00e9".' in stdout
+
+
+def test_a_piped_line_with_nothing_to_show_is_blank(env: Env) -> None:
+    """H178's find: a line of NULs or of an escape code alone was sent to the model as a
+    message it showed as empty (``You said: ""``), a turn each; it is a blank line."""
+    result = env.run("--new", input="\x00\x00\n\x1b[31m\n\u202e\nhi\n", terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("You said") == 1, result.stdout
+    assert 'You said: "hi".' in result.stdout
