@@ -4,7 +4,7 @@ last saved): it is left, and named."""
 
 from __future__ import annotations
 
-from tests.e2e.harness import Env
+from tests.e2e.harness import Env, outside_notices
 
 
 def test_reset_deletes_only_the_tracked_templates_and_names_the_one_made_by_hand(
@@ -106,9 +106,7 @@ def test_reset_does_not_name_as_the_users_a_file_the_assistant_wrote_again_since
     client.send("write templates/a.md: made by the assistant")
     client.expect("wrote templates/a.md")
     (env.workspace / "templates" / "a.md").write_text("made by the assistant\nmy own work\n")
-    client.send("hello")
-    client.expect("You said")
-    client.expect("note: templates/a.md changed outside agent-assist", stderr=True)
+    outside_notices(client, "templates/a.md", "(auto)")  # piped: told with a command's answer
     client.send("write templates/a.md: made again by the assistant")
     client.expect("wrote templates/a.md")
     client.send("/reset")
