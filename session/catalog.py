@@ -54,8 +54,10 @@ from session.header_index import (
     record_copy,
     update_copies,
 )
+from session.later_secrets import scrub_kept_context, scrub_kept_copy
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
+    CONTEXT_NAME,
     POINTER_PREFIX,
     CheckpointStore,
     SessionManager,
@@ -535,9 +537,11 @@ class SessionCatalog:
 
     def scrub_written(self, project: Path, session_id: str, secrets: tuple[str, ...]) -> int:
         """Scrub ``secrets`` (values a turn revealed) from what the session wrote before they
-        were known: its cached header, the turns moved beside its file (``MovedTurn``) and
-        its checkpoints (how many were rewritten). ``MovedTurnSecretsLeft`` (the line naming
-        what stays) if a moved turn could not be read or rewritten."""
+        were known: its cached header, the turns moved beside its file (``MovedTurn``), the
+        copies of its file kept aside (``.uncompacted-``, recovery copies), the resume
+        context it was given and its checkpoints (how many were rewritten).
+        ``MovedTurnSecretsLeft`` (the line naming what stays) if one of the files beside
+        it could not be read or rewritten."""
         self.manager(project).forget_header(session_id)
         left: list[str] = []
         for path in sorted(project.glob(f"{session_id}.json{OVER_CAP_SUFFIX}*")):
@@ -545,7 +549,22 @@ class SessionCatalog:
                 _scrub_moved_turn(path, with_secrets(self.known_secrets, secrets))
             except (OSError, SessionFileError, orjson.JSONDecodeError) as exc:
                 left.append(f"{path.name}: {_os_reason(exc) if isinstance(exc, OSError) else exc}")
-        rewritten = self.checkpoints(project).scrub_session(session_id, secrets)
+        copies = (
+            *sorted(project.glob(f"{session_id}.json{UNCOMPACTED_SUFFIX}*")),
+            *(c.path for c in recovered_copies(self.root, project) if c.session_id == session_id),
+        )
+        for path in copies:
+            try:
+                scrub_kept_copy(path, with_secrets(self.known_secrets, secrets))
+            except (OSError, SessionFileError, orjson.JSONDecodeError) as exc:
+                left.append(f"{path.name}: {_os_reason(exc) if isinstance(exc, OSError) else exc}")
+        checkpoints = self.checkpoints(project)
+        directory = checkpoints.session_dir(session_id)
+        try:
+            scrub_kept_context(directory, with_secrets(self.known_secrets, secrets))
+        except OSError as exc:
+            left.append(f"{directory.name}/{CONTEXT_NAME}: {_os_reason(exc)}")
+        rewritten = checkpoints.scrub_session(session_id, secrets)
         if left:
             raise MovedTurnSecretsLeft(session_id, left)
         return rewritten

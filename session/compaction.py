@@ -1244,7 +1244,15 @@ def _event_without_secrets(event: Event, known_secrets: tuple[str, ...]) -> Even
         return event if message is event.message else dataclasses.replace(event, message=message)
     if event.compaction is None:
         return event
-    compaction = event.compaction
+    cleaned = compaction_without_secrets(event.compaction, known_secrets)
+    return dataclasses.replace(event, compaction=cleaned)
+
+
+def compaction_without_secrets(
+    compaction: EventCompaction, known_secrets: tuple[str, ...]
+) -> EventCompaction:
+    """``compaction`` with the known secret values replaced in its narrative and in what it
+    retained (the very compaction when none is in them)."""
     retained = compaction.retained
     cleaned = dataclasses.replace(
         compaction,
@@ -1257,7 +1265,7 @@ def _event_without_secrets(event: Event, known_secrets: tuple[str, ...]) -> Even
             questions=replace_known(retained.questions, known_secrets),
         ),
     )
-    return dataclasses.replace(event, compaction=cleaned)
+    return compaction if cleaned == compaction else cleaned
 
 
 _TEXT_FIELDS: Final = ("content", "args")

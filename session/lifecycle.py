@@ -86,6 +86,7 @@ from session.compaction import (
     compaction_chars,
     compaction_event,
     compaction_message,
+    compaction_without_secrets,
     estimate_tokens,
     events_from_messages,
     fold_window,
@@ -145,7 +146,7 @@ from session.leaving import (
     failed_before_reply,
 )
 from session.models import SessionState, WorkPhase
-from session.redaction import REDACTED, continued_secret, revealed_in, scrub_text
+from session.redaction import REDACTED, continued_secret, replace_known, revealed_in, scrub_text
 from session.resume import RestoredFrom, build_resume_context, decisions_in_context
 from session.shares import ends_within
 from session.summary import user_prompts
@@ -752,6 +753,17 @@ class SessionLifecycle:
             return None
         return continued_secret(previous, new[0], self.policy.known_secrets)
 
+    def _context_without(self, secrets: tuple[str, ...]) -> dict[str, object]:
+        """The fields of what requests carry besides the history (the compaction and the
+        rules it retained, the resume context and its decisions) with ``secrets`` replaced:
+        a value a turn reveals as secret is sent no more from any of them."""
+        return {
+            "compaction": self.compaction
+            and compaction_without_secrets(self.compaction, secrets),
+            "resume_context": replace_known(self.resume_context, secrets),
+            "context_decisions": frozenset(replace_known(tuple(self.context_decisions), secrets)),
+        }
+
     def _dump(
         self, messages: Sequence[ModelMessage], secrets: tuple[str, ...] | None = None
     ) -> EncodedMessages:
@@ -1070,6 +1082,7 @@ class SessionLifecycle:
         )
         new = self._move(
             Event.TURN,
+            **({} if policy is self.policy else self._context_without(policy.known_secrets)),
             policy=policy,
             state=state.model_copy(update={"decisions": merged, "phase": phase or state.phase}),
             history=history[keep:],
@@ -1169,6 +1182,8 @@ class SessionLifecycle:
         starts = self.history_starts
         skip = min(max(0, keep_from - self.first_invocation), len(starts))
         cut = starts[skip] if skip < len(starts) else len(self.history)
+        # summarized before a turn revealed a value as secret: it may still hold it
+        compaction = compaction_without_secrets(compaction, self.policy.known_secrets)
         decisions = merge_decisions(state.decisions, compaction.retained.decisions)
         new = self._move(
             Event.COMPACTED,
