@@ -831,3 +831,25 @@ def test_a_model_s_compaction_that_would_not_shrink_the_request_gives_way_to_off
     assert kept.lifecycle.estimated_tokens() < lc.estimated_tokens()
     alone = lc.compacted(wordy, lc.generation, now=T0, manifest={}, agent_spec_path=None)
     assert alone.lifecycle.compaction is None and alone.lifecycle.compaction_failures == 1
+
+
+def test_a_compaction_summarized_before_a_turn_revealed_a_secret_is_kept_without_it() -> None:
+    """A compaction in flight read the window before a turn said the value was a password;
+    kept as it came, its summary and retained rule sent the value in every later request."""
+    found = "Zq9Xv7Lm2Pk4"
+    lc = after_saying(fresh(policy(interval=3, overlap=0)), [
+        f"Always deploy staging with {found}.", "second turn", "third turn"
+    ])
+    window = lc.compaction_due()
+    assert window is not None
+    lc = lc.begin_compaction(window)
+    compaction = finish_compaction(window, OfflineEventSummarizer().summarize(window.events))
+    assert compaction is not None and found in str(compaction)
+    lc = after_saying(lc, [f"the password for staging is {found}"])
+    lc = lc.compacted(
+        compaction, lc.generation, now=T0, manifest={}, agent_spec_path=None
+    ).lifecycle
+    assert lc.compaction is not None
+    assert found not in (lc.compaction_sent() or "")
+    assert found not in lc.instructions()
+    assert "deploy staging with [REDACTED]" in lc.instructions()
