@@ -30,6 +30,7 @@ from pydantic_ai.messages import ModelMessage
 
 from actors.base import Actor, ActorRef, Ask, DeadActor, Envelope, next_item
 from actors.compaction import LLM_BLOCKING_TIMEOUT_S, OFFLINE, TOO_LONG_BECAUSE
+from actors.log_scrub import scrub_logs_of
 from actors.messages import (
     AskUser,
     CancelCurrentTurn,
@@ -2434,6 +2435,7 @@ class TerminalActor(Actor[TerminalMessage]):
                     case DeletePointer():
                         message = RemovePointer(config.project, config.terminal_pid)
                     case ScrubEarlier(session_id, secrets):
+                        scrub_logs_of(secrets)  # an endpoint's error may echo them
                         message = ScrubSession(config.project, session_id, secrets)
                     case KeepOriginal(session_id):
                         message = KeepSessionFile(config.project, session_id)

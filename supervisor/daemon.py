@@ -28,6 +28,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from actors.base import ActorRef, run_supervised
+from actors.log_scrub import ScrubSecrets
 from actors.messages import StorageMessage
 from actors.storage import StorageActor, StorageMemory
 from actors.supervision import Decision, RestartPolicy, decide
@@ -39,7 +40,6 @@ from supervisor.front import HELLO_TIMEOUT_S, FrontDoor
 from supervisor.heir import forget_heir_pid, heir_enabled, spawn_heir, stop_heir
 from supervisor.home import take_home_lock
 from supervisor.listening import keep_lock, serve_socket
-from supervisor.log_scrub import ScrubSecrets
 from supervisor.loop_errors import quiet_loop_errors
 from supervisor.runtime import (
     RuntimePaths,

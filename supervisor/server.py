@@ -25,6 +25,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from actors.base import ActorRef, DeadActor, Reply, next_item
 from actors.compaction import OFFLINE
+from actors.log_scrub import scrub_logs_of
 from actors.messages import (
     AskUser,
     CancelCurrentTurn,
@@ -77,7 +78,6 @@ from supervisor.greeting import (
     send,
     write_now,
 )
-from supervisor.log_scrub import scrub_logs_of
 from supervisor.registry import Registry, TerminalBusy
 from supervisor.stopped import mark_stopped
 from supervisor.welcome import welcome

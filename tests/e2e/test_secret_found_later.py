@@ -94,3 +94,19 @@ def test_a_value_said_secret_after_a_failed_save_stays_in_no_recovery_copy(env: 
     assert client.wait() == 0
     assert env.run("supervisor", "stop").returncode == 0
     assert files_holding(env, FOUND) == []
+
+
+def test_an_error_echoing_a_value_found_secret_is_logged_without_it(
+    env: Env, server: ChatServer
+) -> None:
+    """The log was scrubbed of the chats' environments' secrets only: a gateway's error
+    echoing a message put a value the session knew as secret in supervisor.log in clear,
+    while the chat's own error line had it ``[REDACTED]``."""
+    script = f"the password for staging is {FOUND}\nrefuse: deploy with {FOUND} now\n"
+    result = env.run("--new", input=script, terminal=env.terminal())
+    assert result.returncode == 1
+    assert "content refused: refuse: deploy with [REDACTED] now" in result.stderr
+    assert env.run("supervisor", "stop").returncode == 0
+    log = (env.runtime / "supervisor.log").read_text()
+    assert "deploy with [REDACTED] now" in log
+    assert files_holding(env, FOUND) == []

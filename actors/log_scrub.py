@@ -1,5 +1,5 @@
 """The supervisor's log is scrubbed as a session file is, of every attached chat's
-secrets too."""
+secrets and every value a chat's turns revealed as secret too."""
 
 from __future__ import annotations
 
@@ -34,9 +34,9 @@ class ScrubSecrets(logging.Filter):
 
 
 def scrub_logs_of(secrets: Iterable[str]) -> None:
-    """From now on, scrub every log line of ``secrets`` too (a chat's, sent in its hello:
-    an endpoint's error about that chat's turn may echo them). Kept in memory only, for
-    the supervisor's life."""
+    """From now on, scrub every log line of ``secrets`` too (a chat's, sent in its hello,
+    and those its turns revealed: an endpoint's error about that chat's turn may echo
+    them). Kept in memory only, for the supervisor's life."""
     more = tuple(secrets)
     if not more:
         return
