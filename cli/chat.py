@@ -599,6 +599,9 @@ class Chat:
         and saves it (a ``close`` would cut it)."""
         self.unsent: list[str] = []
         """Lines typed ahead that the chat's end left unsent (``run``), for ``tell_unsent``."""
+        self._not_sent: list[str] = []
+        """The message whose send a re-attach ended (the user's answer to its question, a
+        stop, a failure): read, and not sent; first of ``unsent``."""
         self._ended_by_stop = False
         """The supervisor's stop ended the chat (``_stopped_line``)."""
         console.toolbar = self.toolbar
@@ -1084,7 +1087,7 @@ class Chat:
                     self.unsent = self.console.take_unsent()
                 raise
             except (ChatEnded, ChatError):  # an end the user did not ask for
-                self.unsent = self.console.take_unsent()
+                self.unsent = [*self._not_sent, *self.console.take_unsent()]
                 raise
             finally:
                 if self._ended_by_stop and not self.unsent:
@@ -1092,10 +1095,11 @@ class Chat:
 
     def tell_unsent(self) -> None:
         """Each line typed ahead that the chat's end left unsent (``run``), in its line."""
+        recalled = " (in your history: Up recalls it)" if self.console.interactive else ""
         for text in self.unsent:
             shown = printable(text.replace("\n", " ")).strip()
             shown = shown if len(shown) <= UNSENT_CHARS else f"{shown[: UNSENT_CHARS - 1]}…"
-            self.console.warn(f'{UNSENT_LINE}"{shown}" (in your history: Up recalls it)')
+            self.console.warn(f'{UNSENT_LINE}"{shown}"{recalled}')
         self.unsent = []
 
     def _stopped_line(self, closed: Frame) -> str:
@@ -1125,6 +1129,7 @@ class Chat:
             return EXIT_INTERRUPTED
         except AnswerStops as stop:  # told first: the last line names the saved session
             self.console.warn(as_error_line(str(stop)))
+            self.unsent = self._not_sent  # told last (``tell_unsent``)
             self.close()
             return 1
         except ChatError:
@@ -1264,7 +1269,11 @@ class Chat:
             self.a_turn_failed = self._stopped_by_ctrl_c = True  # as a reply cancelled
             self.console.warn("[cancelled]")
             return
-        self._send(frame)  # whole: a Ctrl+C meanwhile cancels the reply once it is sent
+        try:
+            self._send(frame)  # whole: a Ctrl+C meanwhile cancels the reply once it is sent
+        except (ChatEnded, ChatError):  # a re-attach first ended the chat: never sent
+            self._not_sent = [text]
+            raise
         views = [self.console.reply()]
         self._called_tools = False
         try:
@@ -1848,6 +1857,7 @@ def run_chat(options: ChatOptions) -> int:
             chat.tell_unsent()
             return 0
         chat.console.warn(f"{exc}; the run stopped before the end of its input")
+        chat.tell_unsent()
         return 1
     except ChatError as exc:
         if not chat.unsent:
