@@ -312,8 +312,8 @@ class LoadKeptContext(Ask["KeptContext | None"]):
 
 @dataclass(frozen=True)
 class ScrubSession(Ask[int]):
-    """Scrub ``secrets`` (found secret by a turn) from what the session wrote before: its
-    checkpoints and its cached header. Answer: how many checkpoints were rewritten."""
+    """Scrub ``secrets`` (found secret by a turn) from what the session wrote before
+    (``SessionCatalog.scrub_written``). Answer: how many checkpoints were rewritten."""
 
     project: Path
     session_id: str

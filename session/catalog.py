@@ -16,7 +16,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -36,7 +36,7 @@ from session.errors import (
     InvalidPointer,
     LeftBehind,
     MayBeHeld,
-    MovedTurnSecretsLeft,
+    SecretsLeft,
     SessionError,
     SessionFileError,
     SessionLive,
@@ -54,17 +54,15 @@ from session.header_index import (
     record_copy,
     update_copies,
 )
-from session.later_secrets import scrub_kept_context, scrub_kept_copy
+from session.kept_context import scrub_kept_context
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
     CONTEXT_NAME,
     POINTER_PREFIX,
     CheckpointStore,
     SessionManager,
-    encode_state,
     file_identity,
     read_regular_file,
-    scrub_state,
 )
 from session.models import Pointer, SessionHeader, SessionState, utc_now
 from session.paths import projects_dir
@@ -508,9 +506,7 @@ class SessionCatalog:
                     check_private_dir(place.parent)
                 ensure_private_dir(place)
                 path = place / name
-                scrubbed = scrub_state(state, with_secrets(self.known_secrets, secrets))
-                atomic_write(path, encode_state(scrubbed))
-                _record(path, scrubbed)
+                _record(path, self.manager(project).write_copy(path, state, secrets))
                 return path
             except OSError as exc:
                 error = exc
@@ -536,37 +532,40 @@ class SessionCatalog:
         return path
 
     def scrub_written(self, project: Path, session_id: str, secrets: tuple[str, ...]) -> int:
-        """Scrub ``secrets`` (values a turn revealed) from what the session wrote before they
-        were known: its cached header, the turns moved beside its file (``MovedTurn``), the
-        copies of its file kept aside (``.uncompacted-``, recovery copies), the resume
-        context it was given and its checkpoints (how many were rewritten).
-        ``MovedTurnSecretsLeft`` (the line naming what stays) if one of the files beside
-        it could not be read or rewritten."""
-        self.manager(project).forget_header(session_id)
+        """Scrub ``secrets`` (values a turn revealed) from every file the session wrote before
+        they were known (its file is written again by the save before): its cached header,
+        the turns moved beside its file (``MovedTurn``), the copies a resume kept aside
+        (``.uncompacted-``), its recovery copies, the resume context kept for it, and its
+        checkpoints (how many of those were rewritten). ``SecretsLeft`` (the line naming
+        each file that keeps one, and why) if any could not be read or rewritten: every
+        file is tried."""
+        manager = self.manager(project)
+        manager.forget_header(session_id)
+        scrub = with_secrets(self.known_secrets, secrets)
         left: list[str] = []
         for path in sorted(project.glob(f"{session_id}.json{OVER_CAP_SUFFIX}*")):
-            try:
-                _scrub_moved_turn(path, with_secrets(self.known_secrets, secrets))
-            except (OSError, SessionFileError, orjson.JSONDecodeError) as exc:
-                left.append(f"{path.name}: {_os_reason(exc) if isinstance(exc, OSError) else exc}")
-        copies = (
-            *sorted(project.glob(f"{session_id}.json{UNCOMPACTED_SUFFIX}*")),
-            *(c.path for c in recovered_copies(self.root, project) if c.session_id == session_id),
-        )
-        for path in copies:
-            try:
-                scrub_kept_copy(path, with_secrets(self.known_secrets, secrets))
-            except (OSError, SessionFileError, orjson.JSONDecodeError) as exc:
-                left.append(f"{path.name}: {_os_reason(exc) if isinstance(exc, OSError) else exc}")
-        checkpoints = self.checkpoints(project)
-        directory = checkpoints.session_dir(session_id)
+            with _told_if_left(path.name, left):
+                _scrub_moved_turn(path, scrub)
+        for path in sorted(project.glob(f"{session_id}.json{UNCOMPACTED_SUFFIX}*")):
+            with _told_if_left(path.name, left):
+                manager.scrub_copy(path, session_id, secrets)
+        for copy in recovered_copies(self.root, project):
+            if copy.session_id == session_id:
+                with _told_if_left(str(copy.path), left):
+                    written = manager.scrub_copy(copy.path, session_id, secrets, recovery=True)
+                    if written is not None:
+                        _record(copy.path, written)
+        context = self.checkpoints(project).session_dir(session_id)
+        with _told_if_left(str(context / CONTEXT_NAME), left):
+            scrub_kept_context(context, scrub)
+        checkpoints: dict[int, OSError] = {}
+        rewritten = 0
         try:
-            scrub_kept_context(directory, with_secrets(self.known_secrets, secrets))
-        except OSError as exc:
-            left.append(f"{directory.name}/{CONTEXT_NAME}: {_os_reason(exc)}")
-        rewritten = checkpoints.scrub_session(session_id, secrets)
-        if left:
-            raise MovedTurnSecretsLeft(session_id, left)
+            rewritten = self.checkpoints(project).scrub_session(session_id, secrets)
+        except SecretsLeft as exc:
+            checkpoints = exc.left
+        if left or checkpoints:
+            raise SecretsLeft(session_id, checkpoints, left)
         return rewritten
 
     def stored(self, project: Path, session_id: str) -> bool:
@@ -1202,6 +1201,25 @@ def _record(path: Path, state: SessionState) -> None:
     if identity is not None:
         turns = session_turns(state.compacted_history_summary, list(state.recent_messages))
         record_copy(path.parent, path.name, (identity, turns, state.updated_at))
+
+
+@contextlib.contextmanager
+def _told_if_left(name: str, left: list[str]) -> Iterator[None]:
+    """A rewrite of the file ``name`` that fails is added to ``left`` (``NAME (why)``), and
+    the next file is tried."""
+    try:
+        yield
+    except FileNotFoundError:
+        pass  # gone meanwhile: it keeps nothing
+    except (OSError, SessionFileError, orjson.JSONDecodeError) as exc:
+        why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else exc_reason(exc)
+        left.append(f"{name} ({why})")
+
+
+def exc_reason(exc: Exception) -> str:
+    """Why a file could not be read, in a few words (a refused file's reason)."""
+    reason = getattr(exc, "reason", None)
+    return reason if isinstance(reason, str) else str(exc)
 
 
 def _scrub_moved_turn(path: Path, secrets: tuple[str, ...]) -> None:

@@ -8,8 +8,7 @@
     ├── SessionDeleted             a write for a session deleted by ``/reset``
     ├── MayBeHeld                  an ``rm`` of a session a running terminal may hold
     ├── LeftBehind                 a removal that left a file behind (what stays)
-    ├── SecretsLeft                checkpoints whose scrub failed: a secret stays in them
-    │   └── MovedTurnSecretsLeft   the same of turns moved beside the session file
+    ├── SecretsLeft                files of a session whose scrub failed: a secret stays in them
     ├── SessionFileError           a problem with one file on disk (``.path``)
     │   ├── CorruptSessionFile     did not parse; moved aside to ``.moved_to`` (or left)
     │   ├── FutureSchemaVersion    newer schema than this code; left untouched
@@ -27,7 +26,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -97,34 +96,30 @@ class LeftBehind(SessionError):
 
 
 class SecretsLeft(SessionError):
-    """Checkpoints that still hold a value found secret after they were written: their
-    rewrite failed. The message is the ``error: ...`` line naming them and what stays."""
+    """Files of a session that still hold a value found secret after they were written:
+    their rewrite failed. ``left``: the checkpoints, by number; ``files``: each other file
+    (``NAME (why)``). The message is the ``error: ...`` line naming them and what stays."""
 
-    def __init__(self, session_id: str, left: dict[int, OSError]) -> None:
-        numbers = sorted(left)
-        first = left[numbers[0]]
-        where = Path(first.filename).name if first.filename else "its entry"
-        which = "checkpoint" if len(numbers) == 1 else "checkpoints"
+    def __init__(
+        self, session_id: str, left: dict[int, OSError] | None = None, files: Sequence[str] = ()
+    ) -> None:
+        places = list(files)
+        if left:
+            numbers = sorted(left)
+            first = left[numbers[0]]
+            where = Path(first.filename).name if first.filename else "its entry"
+            which = "checkpoint" if len(numbers) == 1 else "checkpoints"
+            places.insert(
+                0,
+                f"{which} {', '.join(map(str, numbers))} of session {session_id} "
+                f"({where}: {first.strerror or first})",
+            )
         super().__init__(
-            f"error: a secret stays in plain text in {which} "
-            f"{', '.join(map(str, numbers))} of session {session_id} "
-            f"({where}: {first.strerror or first}); /reset or "
+            f"error: a secret stays in plain text in {'; '.join(places)}; /reset or "
             f"`agent-assist sessions rm {session_id}` removes it"
         )
-        self.left = left
-
-
-class MovedTurnSecretsLeft(SecretsLeft):
-    """Turns moved beside the session file (over its cap) that still hold a value found
-    secret after they were written: their rewrite failed (``left``: each file and why)."""
-
-    def __init__(self, session_id: str, left: list[str]) -> None:
-        SessionError.__init__(
-            self,
-            f"error: a secret stays in plain text in {'; '.join(left)}; /reset or "
-            f"`agent-assist sessions rm {session_id}` removes it",
-        )
-        self.left = {}
+        self.left = left or {}
+        self.files = tuple(files)
 
 
 class SessionFileError(SessionError):

@@ -11,9 +11,9 @@ from pathlib import Path
 import orjson
 
 from session.atomic import write_creating_directories
-from session.errors import UnsafeSessionFile
+from session.errors import UnreadSessionFile, UnsafeSessionFile
 from session.manager import CONTEXT_NAME, read_regular_file
-from session.redaction import scrub_text
+from session.redaction import encoded_forms, scrub_text
 
 log = logging.getLogger("agent_assist.storage")
 
@@ -61,3 +61,22 @@ def read_kept_context(directory: Path) -> KeptContext | None:
             return KeptContext(kind, text, frozenset(decisions))
     return None
 
+
+
+def scrub_kept_context(directory: Path, known_secrets: tuple[str, ...]) -> None:
+    """Rewrite the context kept in ``directory`` scrubbed of ``known_secrets`` if it holds
+    one (values found secret after it was written). None kept, or not a file of ours (a
+    symlink): nothing. OSError or UnreadSessionFile if it could not be read or rewritten."""
+    try:
+        data = read_regular_file(directory / CONTEXT_NAME, MAX_BYTES)
+    except FileNotFoundError:
+        return
+    except UnreadSessionFile:
+        raise
+    except UnsafeSessionFile:
+        return  # never read as the context either
+    if not any(needle in data for needle in encoded_forms(known_secrets)):
+        return
+    kept = read_kept_context(directory)
+    if kept is not None:
+        write_kept_context(directory, kept, known_secrets)

@@ -276,7 +276,7 @@ class KeepOriginal:
 @dataclass(frozen=True)
 class ScrubEarlier:
     """Values a turn revealed as secret: scrub them from what the session wrote before
-    they were known (its checkpoints, the listing's cached header)."""
+    they were known (every file kept for it but its own: ``SessionCatalog.scrub_written``)."""
 
     session_id: str
     secrets: tuple[str, ...]

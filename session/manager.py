@@ -105,8 +105,10 @@ from session.processes import may_still_run
 from session.redaction import encoded_forms, scrub_json, scrub_keys, scrub_text, with_secrets
 from session.scrubbed_entries import (
     ListedFacts,
+    copy_scrubbed_as_written,
     entry_digest,
     listed_facts,
+    record_copy_scrubbed,
     record_scrubbed,
     scrubbed_as_written,
 )
@@ -525,10 +527,45 @@ class SessionManager:
         self, path: Path, session_id: str, *, set_aside: SetAside = "leave"
     ) -> SessionState:
         """Load a copy of session ``session_id`` kept elsewhere (a recovery copy), with the
-        checks and the migration of ``load``."""
+        checks and the migration of ``load``; scrubbed, unless its bytes are those recorded
+        as written scrubbed and hold no secret known now (``copy_scrubbed_as_written``)."""
         with self._corrupt_files(set_aside):
             data = read_regular_file(path, self.max_session_bytes)
-            return scrub_state(self._decode(path, data, session_id), self.known_secrets)
+            state = self._decode(path, data, session_id)
+        if copy_scrubbed_as_written(path, data, self.known_secrets):
+            return state
+        return scrub_state(state, self.known_secrets)
+
+    def write_copy(
+        self, path: Path, state: SessionState, secrets: tuple[str, ...] = ()
+    ) -> SessionState:
+        """Write a copy of ``state`` at ``path`` (a recovery copy), scrubbed as a session file
+        is (and of ``secrets``), and record it so (``record_copy_scrubbed``); the state
+        written."""
+        scrubbed = scrub_state(state, with_secrets(self.known_secrets, secrets))
+        data = encode_state(scrubbed)
+        atomic_write(path, data)
+        record_copy_scrubbed(path, entry_digest(data))
+        return scrubbed
+
+    def scrub_copy(
+        self, path: Path, session_id: str, secrets: tuple[str, ...], *, recovery: bool = False
+    ) -> SessionState | None:
+        """Rewrite the copy of session ``session_id`` at ``path`` (a recovery copy, a file a
+        resume kept aside) scrubbed of ``secrets`` (values found secret after it was
+        written), if it holds any: the state written; None if it held none. OSError or
+        SessionFileError (not read, or not as a session's) if it could not be. ``recovery``:
+        recorded as ``write_copy`` records."""
+        data = read_regular_file(path, self.max_session_bytes)
+        needles = encoded_forms(secrets) | {s.encode() for s in secrets if s}
+        if not any(needle in data for needle in needles):
+            return None
+        state = self._decode(path, data, session_id)
+        if recovery:
+            return self.write_copy(path, state, secrets)
+        scrubbed = scrub_state(state, with_secrets(self.known_secrets, secrets))
+        atomic_write(path, encode_state(scrubbed))
+        return scrubbed
 
     def load_header(self, session_id: str) -> SessionHeader:
         """Like ``load``, but validates everything except the messages (only counted).

@@ -14,6 +14,9 @@ not match it. A record lost or unreadable costs a full scrub, nothing else.
 The listing's facts are known by the file's identity (``lstat``), as ``headers.index``
 knows a session's header: no secret rides on them (the words are scrubbed again as they
 are listed), and an entry changed since is read whole.
+
+Recovery copies (``recovered/``) are known the same way, by a ``scrubbed.index`` beside
+their ``copies.index``: each copy's SHA-256 as written scrubbed, keyed by its name.
 """
 
 from __future__ import annotations
@@ -115,14 +118,23 @@ def _record(entry: Path) -> Record | None:
     return _records(entry.parent.parent).get(_key(entry)) if rules_digest() else None
 
 
+def _as_written(record: Record | None, data: bytes, known_secrets: Collection[str]) -> bool:
+    if record is None or record.get("digest") != entry_digest(data):
+        return False
+    return not any(needle in data for needle in encoded_forms(known_secrets))
+
+
 def scrubbed_as_written(entry: Path, data: bytes, known_secrets: Collection[str]) -> bool:
     """Whether the bytes ``data`` of the entry at ``entry`` are those recorded as written
     scrubbed under these rules, and hold none of ``known_secrets``: a scrub would change
     nothing."""
-    record = _record(entry)
-    if record is None or record.get("digest") != entry_digest(data):
-        return False
-    return not any(needle in data for needle in encoded_forms(known_secrets))
+    return _as_written(_record(entry), data, known_secrets)
+
+
+def copy_scrubbed_as_written(copy: Path, data: bytes, known_secrets: Collection[str]) -> bool:
+    """``scrubbed_as_written`` of the recovery copy at ``copy``."""
+    record = _records(copy.parent).get(copy.name) if rules_digest() else None
+    return _as_written(record, data, known_secrets)
 
 
 def listed_facts(entry: Path, known_secrets: Collection[str]) -> ListedFacts | None:
@@ -145,18 +157,28 @@ def record_scrubbed(entry: Path, digest: str, listed: ListedFacts) -> None:
     """Record the entry just written at ``entry`` as scrubbed, its bytes of digest
     ``digest``, with ``listed``; the records of entries no longer there are dropped. Not
     durable, and a failure is ignored: a record lost costs a scrub, or a whole read."""
-    rules = rules_digest()
-    if rules is None:
-        return
-    directory = entry.parent.parent
-    entries = {k: v for k, v in _records(directory).items() if (directory / k).is_file()}
-    entries[_key(entry)] = {
+    record: Record = {
         "digest": digest,
         "identity": _identity(entry),
         "format": listed.format,
         "turns": listed.turns,
         "last_user": listed.last_user,
     }
+    _write_record(entry.parent.parent, _key(entry), record)
+
+
+def record_copy_scrubbed(copy: Path, digest: str) -> None:
+    """Record the recovery copy just written at ``copy`` as scrubbed, its bytes of digest
+    ``digest`` (as ``record_scrubbed``)."""
+    _write_record(copy.parent, copy.name, {"digest": digest})
+
+
+def _write_record(directory: Path, key: str, record: Record) -> None:
+    rules = rules_digest()
+    if rules is None:
+        return
+    entries = {k: v for k, v in _records(directory).items() if (directory / k).is_file()}
+    entries[key] = record
     with contextlib.suppress(OSError):
         atomic_write(
             directory / INDEX_NAME,

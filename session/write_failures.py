@@ -44,7 +44,7 @@ def failure_line(effect: Effect, exc: BaseException, pid: int) -> str:
             if isinstance(exc, SecretsLeft):
                 return str(exc)
             return (
-                f"error: a secret may stay in plain text in the checkpoints of session "
+                f"error: a secret may stay in plain text in the checkpoints or copies of session "
                 f"{session_id} ({exc}); /reset or `agent-assist sessions rm {session_id}` "
                 "removes them"
             )
