@@ -111,6 +111,15 @@ class LoadSession(Ask[SessionState]):
 
 
 @dataclass(frozen=True)
+class LoadShown(Ask["dict[str, object]"]):
+    """Answer: what ``sessions show`` prints of the session (``SessionCatalog.shown``):
+    read, not its messages, and changing no file."""
+
+    project: Path
+    session_id: str
+
+
+@dataclass(frozen=True)
 class LoadRecovered(Ask["tuple[Path, SessionState] | None"]):
     """Answer: the recovery copy of ``state``'s session holding more turns than it, and
     that copy's state (None if there is none)."""
@@ -345,6 +354,7 @@ StorageMessage = (
     | RemovePointer
     | KeepSessionFile
     | LoadSession
+    | LoadShown
     | LoadRecovered
     | FindResumable
     | Claim

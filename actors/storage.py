@@ -42,6 +42,7 @@ from actors.messages import (
     LoadKeptContext,
     LoadRecovered,
     LoadSession,
+    LoadShown,
     MarkUnseen,
     PruneSessions,
     Release,
@@ -309,6 +310,8 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(
                     lambda: catalog.load(project, session_id, messages, set_aside)
                 )
+            case LoadShown(project, session_id):
+                return await self._io(lambda: catalog.shown(project, session_id))
             case LoadRecovered(project, state):
                 return await self._io(lambda: catalog.recovery_ahead(project, state))
             case FindResumable(project, terminal_pid):

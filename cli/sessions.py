@@ -287,8 +287,9 @@ def show_session(
 
     catalog = _offline_catalog(read_only=True)
     project = _project(workspace, project_name)
-    state = catalog.manager(project).load(validate_session_id(session_id))
-    rows, _ = catalog.rows(project, {})
+    validate_session_id(session_id)
+    rows, _ = catalog.rows(project, {})  # first: the headers it reads are the show's
+    shown = catalog.shown(project, session_id)
     row = next((r.to_json() for r in rows if r.session_id == session_id), None)
     from session.checkpoints import listing_items
 
@@ -296,7 +297,7 @@ def show_session(
     elsewhere = _served_elsewhere(paths)
     return {
         "row": row,
-        "session": state.model_dump(mode="json"),
+        "session": shown,
         "checkpoints": listing_items(checkpoints.checkpoints),
         "warnings": [
             *([f"warning: {elsewhere}; shown from the files (not as live)"] if elsewhere else []),
@@ -538,9 +539,22 @@ def turns_line(session: dict[str, Any], row: dict[str, Any] | None = None) -> st
     if row is not None and row.get("note") and row.get("turns") is None:
         return "-"
     summary = session.get("compacted_history_summary")
-    turns = session_turns(summary, session["recent_messages"])
+    if "recent_messages" in session:  # from a supervisor of a version before H182
+        turns: int | None = session_turns(summary, session["recent_messages"])
+    else:
+        turns = session.get("turns")
+    if turns is None:
+        return "-"
     compacted = compacted_turns(summary)
     return f"{turns} ({compacted} compacted into the summary)" if compacted else str(turns)
+
+
+def message_count(session: dict[str, Any]) -> int:
+    """The messages of the saved tail: counted by the supervisor (a version before H182
+    sent them all)."""
+    if "recent_messages" in session:
+        return len(session["recent_messages"])
+    return int(session["messages"])
 
 
 def _when(iso: str) -> str:
@@ -573,7 +587,7 @@ def render_show(data: dict[str, Any], width: int | None = None) -> str:
         f"Turns        {turns_line(session, row)}",
         # The last message got no reply: its first words, as the resume offer says them.
         *([f'Unanswered   "{row["unanswered"]}"'] if row.get("unanswered") else []),
-        f"Messages     {len(session['recent_messages'])} (recent tail)",
+        f"Messages     {message_count(session)} (recent tail)",
         f"Checkpoints  {session['checkpoint_count']}",
     ]
     if row.get("note"):  # why it cannot be opened (a session shown, not listed, is whole)

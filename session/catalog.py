@@ -593,6 +593,23 @@ class SessionCatalog:
                 raise
             return manager.load_copy(max(copies)[1], session_id, set_aside=set_aside)
 
+    def shown(self, project: Path, session_id: str) -> dict[str, object]:
+        """What ``sessions show`` prints of the session, as JSON: its fields but its
+        messages (``SessionManager.load_shown``), with ``messages`` (their count) and
+        ``turns``; of one with no file, from its newest recovery copy. Changes no file."""
+        manager = self.manager(project)
+        try:
+            state, header = manager.load_shown(session_id)
+        except FileNotFoundError:
+            copies = self._copies(project, session_id)
+            if not copies or manager.exists(session_id):
+                raise
+            path = max(copies)[1]
+            state = manager.load_copy(path, session_id)
+            header = manager.copy_header(path, session_id)
+        shown = state.model_dump(mode="json", exclude={"recent_messages"})
+        return {**shown, "messages": header.messages, "turns": header.turns}
+
     def _copies(self, project: Path, session_id: str) -> tuple[tuple[datetime, Path], ...]:
         """The session's readable recovery copies, with when each was written."""
         return tuple(

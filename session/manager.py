@@ -220,6 +220,30 @@ def json_depth(data: bytes) -> int:
     return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0)
 
 
+_MESSAGES_KEY = b',"recent_messages":['
+_AFTER_MESSAGES = b'],"compacted_history_summary":'
+
+
+def head_of(data: bytes) -> JsonDict | None:
+    """A session file's JSON with its messages left out unread, as ``state_parts`` lays the
+    file out: cut between its first ``,"recent_messages":[`` and its last
+    ``],"compacted_history_summary":`` (the fields before the messages and after them are
+    texts, lists of texts and a map of texts, which hold no unescaped quote: the first and
+    the last are the file's own keys). None if the text is not laid out so (parse it
+    whole). What lies between is not looked at: the caller knows the file whole already."""
+    start = data.find(_MESSAGES_KEY)
+    end = data.rfind(_AFTER_MESSAGES)
+    if start < 0 or end < start + len(_MESSAGES_KEY) - 1:
+        return None
+    try:
+        raw = orjson.loads(data[: start + len(_MESSAGES_KEY)] + data[end:])
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(raw, dict) or raw.get("recent_messages") != []:
+        return None
+    return raw
+
+
 def messages_too_deep(data: bytes, messages: object, depth: int | None = None) -> bool:
     """Whether a message of ``messages`` (the list the file ``data`` holds, after any
     migration: the one that will be used) nests over ``MAX_MESSAGE_DEPTH`` levels.
@@ -567,6 +591,25 @@ class SessionManager:
         atomic_write(path, encode_state(scrubbed))
         return scrubbed
 
+    def load_shown(
+        self, session_id: str, *, set_aside: SetAside = "leave"
+    ) -> tuple[SessionState, SessionHeader]:
+        """What ``sessions show`` prints of a session: the state without its messages (its
+        other texts scrubbed) and its listing's header (their count, the turns, the words
+        of a message left unanswered: scrubbed). The messages are neither validated nor
+        scrubbed, and, once this very file's header is known (``load_header``: read once
+        per version of the file), not even parsed: cut out where this version writes them
+        (``head_of``). Raises as ``load`` does."""
+        header = self.load_header(session_id)
+        path = self.session_path(session_id)
+        self.check_directory()
+        with self._corrupt_files(set_aside):
+            data = read_regular_file(path, self.max_session_bytes)
+            head = head_of(data)
+            raw = self._migrated(path, data, head)
+            state = self._validated(path, {**raw, "recent_messages": []}, session_id)
+        return scrub_state(state, self.known_secrets, messages=False), header
+
     def load_header(self, session_id: str) -> SessionHeader:
         """Like ``load``, but validates everything except the messages (only counted).
 
@@ -676,15 +719,20 @@ class SessionManager:
     def _decode(self, path: Path, data: bytes, session_id: str) -> SessionState:
         return self._validated(path, self._migrated(path, data), session_id)
 
-    def _migrated(self, path: Path, data: bytes) -> JsonDict:
-        """The file's JSON brought to the current schema; refuses newer, quarantines bad."""
-        parsed = parsed_by_message(data)
-        try:
-            raw, depth = (orjson.loads(data), None) if parsed is None else parsed
-        except orjson.JSONDecodeError as exc:
-            if str(exc).startswith("depth limit exceeded"):
-                raise UnsafeSessionFile(path, "nested over 1024 levels deep") from exc
-            raise self._corrupt(path, str(exc)) from exc
+    def _migrated(self, path: Path, data: bytes, head: JsonDict | None = None) -> JsonDict:
+        """The file's JSON brought to the current schema; refuses newer, quarantines bad.
+        ``head``: the file's JSON without its messages (``head_of``), to check instead."""
+        depth: int | None = None
+        if head is not None:
+            raw: object = head
+        else:
+            parsed = parsed_by_message(data)
+            try:
+                raw, depth = (orjson.loads(data), None) if parsed is None else parsed
+            except orjson.JSONDecodeError as exc:
+                if str(exc).startswith("depth limit exceeded"):
+                    raise UnsafeSessionFile(path, "nested over 1024 levels deep") from exc
+                raise self._corrupt(path, str(exc)) from exc
         try:
             if not isinstance(raw, dict):
                 raise ValueError("not a JSON object")
@@ -697,7 +745,7 @@ class SessionManager:
             migrated = migrate(raw)
         except (ValueError, TypeError, KeyError) as exc:
             raise self._corrupt(path, f"invalid content: {exc}".splitlines()[0]) from exc
-        if messages_too_deep(data, migrated.get("recent_messages"), depth):
+        if head is None and messages_too_deep(data, migrated.get("recent_messages"), depth):
             raise UnsafeSessionFile(path, f"a message nests over {MAX_MESSAGE_DEPTH} levels deep")
         manifest = migrated.get("file_manifest")
         if isinstance(manifest, dict):

@@ -37,7 +37,7 @@ from actors.messages import (
     ListCheckpoints,
     ListSessions,
     LiveCount,
-    LoadSession,
+    LoadShown,
     NotDelivered,
     Opened,
     OpenSession,
@@ -660,13 +660,14 @@ class Server:
     async def _show(self, project: Path, session_id: str) -> object:
         if not is_session_id(session_id):
             raise InvalidSessionId(session_id)
-        state = await self._storage.ask(LoadSession(project, session_id))
+        row = await self._row(project, session_id)  # first: the headers it reads are the show's
+        shown = await self._storage.ask(LoadShown(project, session_id))
         checkpoints: ListedCheckpoints = await self._storage.ask(
             ListCheckpoints(project, session_id)
         )
         return {
-            "row": await self._row(project, session_id),
-            "session": state.model_dump(mode="json"),
+            "row": row,
+            "session": shown,
             "checkpoints": listing_items(checkpoints.checkpoints),
             "warnings": list(checkpoints.problems),
         }
