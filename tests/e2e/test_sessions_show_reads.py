@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import main
+from session.models import utc_now
 from tests.e2e.harness import Env, wait_for
 
 
@@ -55,3 +56,32 @@ def test_sessions_show_of_a_new_live_session_still_says_it_is_new(env: Env) -> N
     assert shown.stdout.startswith(f"Session {session_id} is new: live in terminal"), shown
     chat.close_stdin()
     assert chat.wait() == 0
+
+
+def test_sessions_show_of_a_session_over_the_supervisors_frame_cap_is_shown(env: Env) -> None:
+    """H182: the supervisor sent the whole session, messages and all, for ``show`` to print
+    their count: a 66 MiB session (a few turns that read large files) took it 4 s of CPU,
+    the client gave up waiting (`does not answer within 10 s`), and then the answer was
+    over its 64 MiB frame cap (`it was not sent`). It sends what is shown."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+    from session.history import dump_messages
+    from session.manager import encode_state
+    from session.models import SessionState
+
+    said = dump_messages(
+        [ModelRequest(parts=[UserPromptPart("read the logs")]), ModelResponse(parts=[TextPart("")])]
+    )
+    said[1]["parts"][0]["content"] = "the routing table, one queue a line\n" * (66 << 15)
+    state = SessionState.new(utc_now(), "0123456789ab").model_copy(
+        update={"summary": "Reading the logs", "recent_messages": tuple(said)}
+    )
+    env.project.mkdir(parents=True)
+    (env.project / "0123456789ab.json").write_bytes(encode_state(state))
+    assert env.run("supervisor", "start").returncode == 0
+
+    shown = env.run("sessions", "show", "0123456789ab")
+
+    assert shown.returncode == 0, shown.stderr
+    assert "Messages     2 (recent tail)" in shown.stdout
+    assert "Reading the logs" in shown.stdout
