@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    UserPromptPart,
+)
 
 import session.manager
 from cli.sessions import render_show
@@ -18,6 +24,7 @@ from session.catalog import SessionCatalog
 from session.history import dump_messages
 from session.manager import SessionManager, scrub_state
 from session.models import SessionState
+from session.split_messages import parsed_by_message
 
 NOW = datetime(2026, 12, 7, 11, 0, tzinfo=UTC)
 SESSION = "0123456789ab"
@@ -36,7 +43,7 @@ def project_of(root: Path) -> Path:
 def saved(project: Path, turns: int = 3) -> SessionState:
     """A session written before ``LATER`` was known secret: its summary, a decision and
     its messages hold it, and one message holds ``TRICKY``."""
-    messages = []
+    messages: list[ModelMessage] = []
     for n in range(1, turns + 1):
         messages += [
             ModelRequest(parts=[UserPromptPart(f"turn {n}: {LATER} {TRICKY}", timestamp=NOW)]),
@@ -61,7 +68,7 @@ def messages_parsed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many times a session file's messages were parsed (``parsed_by_message``) or
     scrubbed (``scrub_state`` of the messages)."""
     seen: list[int] = []
-    parsed = session.manager.parsed_by_message
+    parsed = parsed_by_message
 
     def parse(data: bytes, within: str | None = None) -> Any:
         seen.append(1)
