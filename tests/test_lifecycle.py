@@ -647,3 +647,15 @@ def test_a_key_cut_between_two_turns_is_found_and_sent_in_neither() -> None:
     sent = str(lc.request_history())
     assert "SpLiTfIrStHaLf" not in sent and "SeCoNdHaLfXyZ" not in sent
     assert "0123SeCoNdHaLfXyZ9876" in lc.policy.known_secrets
+
+
+def test_a_value_found_secret_later_leaves_the_resume_context_the_model_is_given() -> None:
+    """The resume context (the summary of earlier chats) is given to the model with every
+    request: a value it quoted, named a password in the resumed chat, was scrubbed from the
+    files but still sent in clear as the instructions of every later request (H182)."""
+    stored = STORED.model_copy(update={"summary": "The user said to remember Jq4Wn8Zt2Rk6Vy."})
+    lc = SessionLifecycle().resume(stored, None).lifecycle
+    assert "Jq4Wn8Zt2Rk6Vy" in lc.instructions()
+    lc = completed(lc, "the password for staging is Jq4Wn8Zt2Rk6Vy")
+    assert "Jq4Wn8Zt2Rk6Vy" not in lc.instructions()
+    assert "remember [REDACTED]" in lc.instructions()
