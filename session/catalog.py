@@ -1229,11 +1229,11 @@ def _told_if_left(name: str, left: list[str]) -> Iterator[None]:
     except FileNotFoundError:
         pass  # gone meanwhile: it keeps nothing
     except (OSError, SessionFileError, orjson.JSONDecodeError) as exc:
-        why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else exc_reason(exc)
+        why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else _reason_of(exc)
         left.append(f"{name} ({why})")
 
 
-def exc_reason(exc: Exception) -> str:
+def _reason_of(exc: Exception) -> str:
     """Why a file could not be read, in a few words (a refused file's reason)."""
     reason = getattr(exc, "reason", None)
     return reason if isinstance(reason, str) else str(exc)
