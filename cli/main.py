@@ -755,6 +755,7 @@ def supervisor_status(as_json: bool) -> None:
         count = info["terminals"]
         terminals = f"{count} terminal{'' if count == 1 else 's'}"
         click.echo(f"running (pid {info['pid']}, {terminals} attached, socket {info['socket']})")
+        click.echo(supervisor_cmd.version_line(info))
         from cli.errors import relative_home_note
         from session.paths import state_root
 

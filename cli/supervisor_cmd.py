@@ -22,12 +22,26 @@ STOP_TIMEOUT_S = 30.0
 def status(paths: RuntimePaths) -> dict[str, Any]:
     conn = control_connection(paths)
     if conn is None:
-        return {"running": False, "pid": None, "socket": str(paths.socket), "terminals": 0}
+        return {
+            "running": False,
+            "pid": None,
+            "socket": str(paths.socket),
+            "terminals": 0,
+            "version": None,
+        }
     with conn:
         try:
             return ask_status(conn)
         except TimeoutError:
             raise not_answering(paths) from None
+
+
+def version_line(status: dict[str, Any]) -> str:
+    """What a running supervisor is: ``agent-assist 0.1.0 (build 5a34dafdab14)``."""
+    build = status.get("build")
+    return f"agent-assist {status.get('version') or 'unknown'}" + (
+        f" (build {build})" if build else ""
+    )
 
 
 def start(paths: RuntimePaths) -> tuple[dict[str, Any], bool, tuple[str, ...]]:
@@ -47,8 +61,14 @@ def start(paths: RuntimePaths) -> tuple[dict[str, Any], bool, tuple[str, ...]]:
     return status(paths), started, problems
 
 
-def stop(paths: RuntimePaths) -> int | None:
-    """Stop the supervisor (it saves every live session first); its pid, or None if none ran."""
+class InUse(Exception):
+    """A stop ``if_idle`` refused: a terminal is attached, or a session still open."""
+
+
+def stop(paths: RuntimePaths, if_idle: bool = False) -> int | None:
+    """Stop the supervisor (it saves every live session first); its pid, or None if none ran.
+    ``if_idle`` (for a supervisor that knows it: ``stop_if_idle``): only if it serves no
+    terminal and holds no session, else InUse."""
     conn = control_connection(paths)
     if conn is None:
         return None
@@ -57,9 +77,11 @@ def stop(paths: RuntimePaths) -> int | None:
             pid = int(ask_status(conn)["pid"])
             started = process_start_time(pid)  # while it answers: surely the supervisor's
             conn.sock.settimeout(STOP_TIMEOUT_S)  # it saves every live session first
-            conn.request({"type": "stop"})
+            answer = conn.request({"type": "stop", **({"if_idle": True} if if_idle else {})})
         except TimeoutError:
             raise not_answering(paths) from None
+    if answer.get("data", {}).get("stopping") is False:
+        raise InUse
     wait_gone(pid, started, STOP_TIMEOUT_S)
     return pid
 

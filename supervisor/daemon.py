@@ -39,6 +39,7 @@ from supervisor.accept import MAX_CONNECTIONS, connection_cap
 from supervisor.front import HELLO_TIMEOUT_S, FrontDoor
 from supervisor.heir import forget_heir_pid, heir_enabled, spawn_heir, stop_heir
 from supervisor.home import take_home_lock
+from supervisor.identity import Identity
 from supervisor.listening import keep_lock, serve_socket
 from supervisor.loop_errors import quiet_loop_errors
 from supervisor.runtime import (
@@ -49,7 +50,7 @@ from supervisor.runtime import (
     runtime_paths,
     write_pid_file,
 )
-from supervisor.stack import load_model_stack, package_version
+from supervisor.stack import load_model_stack
 from supervisor.stopped import forget_stopped, mark_stopped
 
 if TYPE_CHECKING:  # the model stack loads after the supervisor listens (supervisor/stack.py)
@@ -74,7 +75,7 @@ class AlreadyRunning(Exception):
     pass
 
 
-def settings_from_environment(paths: RuntimePaths) -> Settings:
+def settings_from_environment(paths: RuntimePaths, identity: Identity) -> Settings:
     """The supervisor's settings: ``<root>/config.toml`` overridden by its environment.
 
     Imports the model stack (call it once ``load_model_stack`` has run)."""
@@ -101,7 +102,7 @@ def settings_from_environment(paths: RuntimePaths) -> Settings:
             agent_chars=agent_chars(),
             max_file_bytes=file_cap(),
         ),
-        version=package_version(),
+        identity=identity,
         hello_timeout_s=number_from_env("AGENT_ASSIST_HELLO_TIMEOUT_S", HELLO_TIMEOUT_S),
         context_tokens=configured.context_tokens,
         summary_model=configured.summary_model,
@@ -269,9 +270,16 @@ def leave_the_working_directory() -> None:
     os.chdir("/")
 
 
-def supervise(paths: RuntimePaths, lock_fd: int, took_over_from: int | None = None) -> None:
+def supervise(
+    paths: RuntimePaths,
+    lock_fd: int,
+    took_over_from: int | None = None,
+    identity: Identity | None = None,
+) -> None:
     """A supervisor's life, holding ``supervisor.lock`` (``lock_fd``, closed at the end);
-    ``took_over_from``: the pid of the supervisor an heir takes over from."""
+    ``took_over_from``: the pid of the supervisor an heir takes over from, ``identity`` what
+    it is (taken when it loaded its code: this one's, now)."""
+    identity = identity or Identity.of_this_process()
     try:
         leave_the_working_directory()
         configure_logging(paths.log)
@@ -291,7 +299,9 @@ def supervise(paths: RuntimePaths, lock_fd: int, took_over_from: int | None = No
         gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
         gc.enable()  # the quick entry (cli/entry.py) imports with it paused
         try:
-            anyio.run(serve, paths, root, lock_fd, home_fd, backend_options=loop_options())
+            anyio.run(
+                serve, paths, root, lock_fd, home_fd, identity, backend_options=loop_options()
+            )
         finally:
             if home_fd is not None:
                 os.close(home_fd)
@@ -364,7 +374,7 @@ async def start_model_stack(
     from supervisor.registry import Registry
     from supervisor.server import Server
 
-    settings = settings_from_environment(paths)
+    settings = settings_from_environment(paths, front.identity)
     stall_s = settings.model_timeout_s
     own = (state_root(), paths.directory)  # never written by the assistant's tools
     llm = await workers.start(
@@ -431,20 +441,29 @@ async def keep_an_heir(paths: RuntimePaths, running: _Running, shutdown: anyio.E
 
 
 async def serve(
-    paths: RuntimePaths, root: Path, lock_fd: int, home_fd: int | None = None
+    paths: RuntimePaths,
+    root: Path,
+    lock_fd: int,
+    home_fd: int | None = None,
+    identity: Identity | None = None,
 ) -> None:
     """Listen at once (the front door answers attaches), load the model stack meanwhile."""
     running = _Running()
     running.with_heir = heir_enabled(os.environ)
     try:
-        await _serve(paths, root, lock_fd, home_fd, running)
+        await _serve(paths, root, lock_fd, home_fd, running, identity)
     finally:
         if running.heir is not None:  # a stop on purpose: nothing is to take over
             stop_heir(paths, running.heir)
 
 
 async def _serve(
-    paths: RuntimePaths, root: Path, lock_fd: int, home_fd: int | None, running: _Running
+    paths: RuntimePaths,
+    root: Path,
+    lock_fd: int,
+    home_fd: int | None,
+    running: _Running,
+    identity: Identity | None,
 ) -> None:
     quiet_loop_errors()
     shutdown = anyio.Event()
@@ -459,7 +478,7 @@ async def _serve(
             )
         )
         hello_timeout_s = number_from_env("AGENT_ASSIST_HELLO_TIMEOUT_S", HELLO_TIMEOUT_S)
-        front = FrontDoor(root, paths.socket, storage, shutdown, hello_timeout_s)
+        front = FrontDoor(root, paths.socket, storage, shutdown, hello_timeout_s, identity)
         async with anyio.create_task_group() as terminals:
             async with anyio.create_task_group() as connections:
                 cap = connection_cap(

@@ -43,7 +43,7 @@ from session.paths import sessions_dir
 from session.resume import drift_lines
 from supervisor import protocol as p
 from supervisor.greeting import Hangup, hello_workspace, read_frame, read_hello, refuse, send
-from supervisor.stack import package_version
+from supervisor.identity import Identity
 from supervisor.stopped import mark_stopped
 from supervisor.welcome import welcome
 from supervisor.wire import ErrorCode
@@ -111,7 +111,8 @@ async def serve_control(
     stop: Callable[[], None],
 ) -> None:
     """A control connection (the front door's, the server's): each request answered, a
-    failure with an error frame, until a ``Stop``, answered, then ``stop()``."""
+    failure with an error frame, until a ``Stop`` that stops (``stopping``), answered, then
+    ``stop()``."""
     while True:
         frame = await read_frame(reader, stream)
         try:
@@ -121,9 +122,22 @@ async def serve_control(
             await send(stream, p.ErrorFrame(code=code, message=message))
             continue
         await send(stream, p.Result(data=data))
-        if isinstance(frame, p.Stop):
+        if isinstance(frame, p.Stop) and stopping(data):
             stop()
             return  # hang up: the stop must not wait for this client to hang up first
+
+
+def stopping(answer: object) -> bool:
+    """Whether a ``stop``'s answer is to stop (one ``if_idle`` may be refused)."""
+    return isinstance(answer, dict) and answer.get("stopping") is True
+
+
+def idle_or_not(terminals: int, live_sessions: int, if_idle: bool) -> dict[str, object]:
+    """A ``stop``'s answer: stopping, unless ``if_idle`` and a terminal is attached (or
+    attaching) or a session still open (a turn finishing for its terminal gone)."""
+    if if_idle and (terminals or live_sessions):
+        return {"stopping": False, "terminals": terminals, "live_sessions": live_sessions}
+    return {"stopping": True}
 
 
 async def _tell_stopped(stream: SocketStream) -> None:
@@ -142,8 +156,11 @@ class FrontDoor:
         storage: ActorRef[StorageMessage],
         shutdown: anyio.Event,
         hello_timeout_s: float = HELLO_TIMEOUT_S,
+        identity: Identity | None = None,
     ) -> None:
         self._root = root
+        self.identity = identity or Identity.of_this_process()
+        """What this supervisor is (its welcomes say it)."""
         self._hello_timeout_s = hello_timeout_s
         self._socket = socket
         self._storage = storage
@@ -189,7 +206,7 @@ class FrontDoor:
         reader = BufferedByteReceiveStream(stream)
         hello = await read_hello(stream, reader, self._hello_timeout_s, self._root)
         if hello.role == "control":
-            await send(stream, p.Welcome(supervisor_pid=os.getpid()))
+            await send(stream, p.Welcome(supervisor_pid=os.getpid(), **self.identity.as_fields()))
             await serve_control(reader, stream, self._answer, self._stop)
             return False
         terminal_pid = hello.terminal_pid or hello.client_pid
@@ -224,7 +241,8 @@ class FrontDoor:
     ) -> bool:
         workspace = await hello_workspace(stream, hello)
         project = sessions_dir(workspace, self._root)
-        await send(stream, await welcome(self._storage, project, terminal_pid, workspace))
+        said = await welcome(self._storage, project, terminal_pid, workspace, self.identity)
+        await send(stream, said)
         opening = await self._open(reader, stream, project, terminal_pid, workspace)
         if opening is None:
             return False
@@ -375,11 +393,12 @@ class FrontDoor:
                     "terminals": len(self._terminals),
                     "live_sessions": await self._storage.ask(LiveCount()),
                     "uptime_s": round(time.monotonic() - self._started, 1),
-                    "version": await anyio.to_thread.run_sync(package_version),
+                    **self.identity.as_fields(),
                     "state_root": str(self._root),
                     "model_loaded": False,  # the model stack is still loading
                 }
-            case p.Stop():
-                return {"stopping": True}
+            case p.Stop(if_idle=if_idle):
+                live = await self._storage.ask(LiveCount()) if if_idle else 0
+                return idle_or_not(len(self._terminals), live, if_idle)
         server = await self._server_ready()
         return await server.answer(frame)

@@ -138,8 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signum, signal.SIG_DFL)  # a stop ends the heir at once
     paths = RuntimePaths(args.runtime_dir)
     from supervisor.daemon import supervise  # imports the light path
+    from supervisor.identity import Identity
     from supervisor.stack import load_model_stack
 
+    identity = Identity.of_this_process()  # of the code it loads now, not when it takes over
     load_model_stack()  # everything a supervisor needs to serve a turn at once
     importlib.import_module("anyio._backends._asyncio")  # what anyio.run imports
     with contextlib.suppress(ImportError):
@@ -148,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     if lock_fd is None:
         return 0
     _output_to_the_log(paths)  # the log may have rotated since the heir was started
-    supervise(paths, lock_fd, took_over_from=args.supervisor_pid)
+    supervise(paths, lock_fd, took_over_from=args.supervisor_pid, identity=identity)
     return 0
 
 

@@ -164,6 +164,9 @@ class Status(_Frame):
 
 class Stop(_Frame):
     type: Literal["stop"]
+    if_idle: bool = False
+    """Only if no terminal is attached (answered ``stopping: false`` with how many are):
+    a client switching to its newer version stops no chat (capability ``stop_if_idle``)."""
 
 
 ClientFrame = Annotated[
@@ -235,6 +238,13 @@ class Welcome(_Frame):
     openai_base_url: str | None = None
     """The supervisor's ``OPENAI_BASE_URL`` (None: unset): where its OpenAI-style model
     requests go, which a terminal started from another environment tells its user."""
+    version: str | None = None
+    """What this supervisor is (``supervisor/identity.py``): its package version, its
+    build (a fingerprint of its code), where that code is installed, and what it knows
+    that the version before did not. A supervisor of that version sends none of them."""
+    build: str | None = None
+    source: str | None = None
+    capabilities: tuple[str, ...] = ()
 
 
 class LastReply(_Frame):

@@ -50,6 +50,11 @@ class Registry:
     def attached(self) -> int:
         return sum(1 for t in self._terminals.values() if t.connected)
 
+    @property
+    def busy_terminals(self) -> int:
+        """Tabs attached, attaching, or held by the front door (``stop``'s ``if_idle``)."""
+        return self.attached + len(self._attaching | self._held)
+
     def busy(self, pid: int) -> bool:
         """Whether a connection holds the tab ``pid``: attached, attaching, or the front
         door's."""

@@ -78,6 +78,7 @@ from supervisor.greeting import (
     send,
     write_now,
 )
+from supervisor.identity import Identity
 from supervisor.registry import Registry, TerminalBusy
 from supervisor.stopped import mark_stopped
 from supervisor.welcome import welcome
@@ -99,7 +100,7 @@ class Settings:
     socket: Path
     model: str
     policy: PersistPolicy
-    version: str
+    identity: Identity
     hello_timeout_s: float = HELLO_TIMEOUT_S
     max_connections: int = MAX_CONNECTIONS
     context_tokens: int | None = None
@@ -372,7 +373,8 @@ class Server:
             stream, reader, self._settings.hello_timeout_s, self._settings.root
         )
         if hello.role == "control":
-            await send(stream, p.Welcome(supervisor_pid=os.getpid()))
+            identity = self._settings.identity.as_fields()
+            await send(stream, p.Welcome(supervisor_pid=os.getpid(), **identity))
             await front.serve_control(reader, stream, self._answer, self._stop)
         else:
             await self._terminal(hello, reader, stream)
@@ -426,7 +428,13 @@ class Server:
                     if opening is None:
                         await send(
                             stream,
-                            await welcome(self._storage, config.project, terminal_pid, workspace),
+                            await welcome(
+                                self._storage,
+                                config.project,
+                                terminal_pid,
+                                workspace,
+                                self._settings.identity,
+                            ),
                         )
                     else:
                         await self._reopen(ref, opening, handler_out)
@@ -635,12 +643,13 @@ class Server:
                     "terminals": self._registry.attached,
                     "live_sessions": await self._storage.ask(LiveCount()),
                     "uptime_s": round(time.monotonic() - self._started, 1),
-                    "version": self._settings.version,
+                    **self._settings.identity.as_fields(),
                     "state_root": str(self._settings.root),
                     "model_loaded": True,
                 }
-            case p.Stop():
-                return {"stopping": True}
+            case p.Stop(if_idle=if_idle):
+                live = await self._storage.ask(LiveCount()) if if_idle else 0
+                return front.idle_or_not(self._registry.busy_terminals, live, if_idle)
         raise ProtocolMisuse(f"{frame.type} is not valid on a control connection")
 
     async def _row(self, project: Path, session_id: str) -> dict[str, object] | None:

@@ -12,6 +12,8 @@ import contextlib
 import gc
 import importlib
 
+from supervisor.identity import package_version
+
 HEAVY_MODULES = (
     "pydantic_ai",
     "session.history",
@@ -29,15 +31,6 @@ HEAVY_MODULES = (
 LAZY_MODULES = ("genai_prices.data", "genai_prices.data_units")
 """What pydantic-ai imports during its first run (the price tables): loaded with the rest,
 so that the first turn does not wait for them."""
-
-
-def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # 40 ms: not on the light path
-
-    try:
-        return version("agent-assist")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def load_model_stack() -> str:

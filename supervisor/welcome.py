@@ -17,6 +17,7 @@ from session.catalog import Resumable, SessionListing
 from session.filesystem import detect_file_drift
 from session.resume import format_utc
 from supervisor import protocol as p
+from supervisor.identity import Identity
 
 MAX_OTHER_OFFERS = 3
 """Other sessions the offer lists: DESIGN 6 allows "at most a few lines of context"."""
@@ -64,7 +65,11 @@ async def other_offers(
 
 
 async def welcome(
-    storage: ActorRef[StorageMessage], project: Path, terminal_pid: int, workspace: Path
+    storage: ActorRef[StorageMessage],
+    project: Path,
+    terminal_pid: int,
+    workspace: Path,
+    identity: Identity,
 ) -> p.Welcome:
     found: Resumable = await storage.ask(FindResumable(project, terminal_pid))
     offer, others, more = None, tuple[p.Offer, ...](), 0
@@ -79,4 +84,5 @@ async def welcome(
         more_others=more,
         taken=found.taken,
         openai_base_url=os.environ.get("OPENAI_BASE_URL") or None,
+        **identity.as_fields(),
     )

@@ -26,6 +26,7 @@ from session.paths import sessions_dir
 from supervisor import daemon
 from supervisor.client import Connection, RemoteError, hello
 from supervisor.front import MODEL_NOTICE, FrontDoor
+from supervisor.identity import CAPABILITIES, Identity
 from supervisor.runtime import RuntimePaths
 from supervisor.stack import HEAVY_MODULES
 from supervisor.wire import Frame
@@ -324,3 +325,73 @@ async def answer_to(starting: Starting, hello: Frame) -> str:
             return str((await call(conn.request, hello))["type"])
         except RemoteError as refused:
             return refused.code
+
+
+@pytest.mark.anyio
+async def test_welcomes_and_status_say_what_the_supervisor_is_before_and_after_the_model_loads(
+    starting: Starting,
+) -> None:
+    identity = Identity.of_this_process().as_fields()
+    said: list[dict[str, object]] = []
+    for loaded in (False, True):
+        if loaded:
+            await starting.load()
+        for role in ("terminal", "control"):
+            conn = await starting.connect()
+            with contextlib.closing(conn):
+                greeting = hello(role, terminal_pid=os.getpid(), workspace=str(starting.workspace))
+                said.append(await call(conn.request, greeting))
+                if role == "control":
+                    said.append((await call(conn.request, {"type": "status"}))["data"])
+    for answer in said:
+        assert {key: answer[key] for key in identity} == identity
+    assert identity["capabilities"] == list(CAPABILITIES)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("loaded", [False, True], ids=["front door", "server"])
+async def test_a_stop_if_idle_is_refused_while_a_terminal_is_attached(
+    starting: Starting, loaded: bool
+) -> None:
+    if loaded:
+        await starting.load()
+    tab, control = await starting.connect(), await starting.connect()
+    with contextlib.closing(tab), contextlib.closing(control):
+        greeting = hello("terminal", terminal_pid=os.getpid(), workspace=str(starting.workspace))
+        await call(tab.request, greeting)
+        await call(control.request, hello("control"))
+        refused = await call(control.request, {"type": "stop", "if_idle": True})
+        assert refused["data"] == {"stopping": False, "terminals": 1, "live_sessions": 0}
+        status = await call(control.request, {"type": "status"})  # still served
+        assert status["data"]["running"] is True
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("loaded", [False, True], ids=["front door", "server"])
+async def test_a_stop_if_idle_is_refused_while_a_session_is_open(
+    starting: Starting, loaded: bool
+) -> None:
+    """A session still open with no terminal attached is a turn finishing for its terminal
+    gone (or its exit's save): a stop would cut it."""
+    if loaded:
+        await starting.load()
+    tab, control = await starting.connect(), await starting.connect()
+    with contextlib.closing(tab), contextlib.closing(control):
+        greeting = hello("terminal", terminal_pid=os.getpid(), workspace=str(starting.workspace))
+        await call(tab.request, greeting)
+        await call(tab.send, {"type": "open", "mode": "new", "session_id": None})
+        assert (await until(tab, "opened"))[-1]["type"] == "opened"
+        await call(control.request, hello("control"))
+        refused = await call(control.request, {"type": "stop", "if_idle": True})
+        assert refused["data"]["stopping"] is False
+        assert refused["data"]["live_sessions"] == 1
+
+
+@pytest.mark.anyio
+async def test_a_stop_if_idle_stops_a_supervisor_nobody_uses(starting: Starting) -> None:
+    await starting.load()
+    control = await starting.connect()
+    with contextlib.closing(control):
+        await call(control.request, hello("control"))
+        stopped = await call(control.request, {"type": "stop", "if_idle": True})
+        assert stopped["data"] == {"stopping": True}

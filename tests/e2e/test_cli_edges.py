@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from supervisor.identity import Identity
 from tests.e2e.frames import open_terminal
 from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
 
@@ -494,6 +495,18 @@ def test_supervisor_status_counts_attached_terminals_in_words(env: Env) -> None:
     result = env.run("supervisor", "status")
     assert result.returncode == 0
     assert f"running (pid {env.supervisor_pid()}, 0 terminals attached, socket " in result.stdout
+
+
+def test_supervisor_status_says_the_version_and_build_it_runs(env: Env) -> None:
+    """After an upgrade, the supervisor still running may be of the version before."""
+    identity = Identity.of_this_process()
+    assert env.run("supervisor", "start").returncode == 0
+    said = env.run("supervisor", "status").stdout.splitlines()
+    assert said[1] == f"agent-assist {identity.version} (build {identity.build})"
+    status = json.loads(env.run("supervisor", "status", "--json").stdout)
+    assert (status["version"], status["build"]) == (identity.version, identity.build)
+    assert env.run("supervisor", "stop").returncode == 0
+    assert json.loads(env.run("supervisor", "status", "--json").stdout)["version"] is None
 
 
 def test_a_chat_with_another_home_is_refused_by_a_supervisor_that_keeps_sessions_elsewhere(

@@ -4,6 +4,7 @@ command line talking to it: what it does not know is neither lost nor misread.""
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 import tarfile
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Env
+from tests.e2e.harness import Env, Terminal
 from tests.e2e.test_unreadable_store import BREAKAGES, idle_session
 
 PREVIOUS = "01b2e66d817a4ae8148d6515dbb139a71bf19e03"
@@ -35,16 +36,24 @@ def previous(env: Env) -> Path:
     return source
 
 
-def start_previous(env: Env, source: Path) -> None:
-    started = subprocess.run(
-        [sys.executable, "-m", "cli", "supervisor", "start"],
-        env=env.environ(PYTHONPATH=str(source)),
+def run_previous(
+    env: Env, source: Path, *args: str, input: str = "", terminal: Terminal | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``agent-assist ARGS`` of the previous version, in the workspace."""
+    return subprocess.run(
+        [sys.executable, "-m", "cli", *args],
+        input=input,
+        env=env.environ(terminal, PYTHONPATH=str(source)),
         cwd=env.workspace,
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def start_previous(env: Env, source: Path) -> None:
+    started = run_previous(env, source, "supervisor", "start")
     assert started.returncode == 0, started.stderr
 
 
@@ -81,3 +90,20 @@ def test_rm_force_removes_the_session_with_a_previous_supervisor(
     assert removed.returncode == 0, removed.stderr
     assert removed.stdout == f"Removed session {session_id}.\n"
     assert env.session_ids() == []
+
+
+def test_a_previous_terminal_converses_with_this_supervisor(env: Env, previous: Path) -> None:
+    """Additive: what this supervisor's welcome and status say of it, the version before
+    ignores; it converses, lists and stops it as it did its own."""
+    assert env.run("supervisor", "start").returncode == 0
+    chat = run_previous(env, previous, "--new", input="hello\n")
+    assert chat.returncode == 0, chat.stderr
+    assert 'You said: "hello"' in chat.stdout
+    (session_id,) = env.session_ids()
+    listed = run_previous(env, previous, "sessions", "--json")
+    assert [row["session_id"] for row in json.loads(listed.stdout)] == [session_id]
+    resumed = run_previous(env, previous, "--yes", input="again\n")
+    assert resumed.returncode == 0, resumed.stderr
+    assert 'You said: "again". (turn 2 of this conversation' in resumed.stdout
+    stopped = run_previous(env, previous, "supervisor", "stop")
+    assert stopped.returncode == 0, stopped.stderr
