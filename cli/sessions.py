@@ -11,14 +11,13 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from cli.printable import printable
 from session.compacted import compacted_turns, session_turns
 from supervisor.client import (
-    RemoteError,
     SupervisorBusy,
     SupervisorUnavailable,
     control_connection,
@@ -26,8 +25,9 @@ from supervisor.client import (
     hello,
     not_answering,
 )
+from supervisor.identity import knows
 from supervisor.runtime import RuntimeDirError, RuntimePaths, ensure_private_runtime_dir
-from supervisor.wire import ErrorCode
+from supervisor.wire import Frame
 
 LOCK_ATTEMPTS = 50
 LOCK_PAUSE_S = 0.02
@@ -109,10 +109,16 @@ class SupervisorStarting(Exception):
     """A supervisor holds its lock but does not answer yet."""
 
 
+Fit = Callable[[Frame], Frame]
+"""The request as a supervisor of the version its welcome tells knows it (``remove_session``
+without ``force`` for the version before)."""
+
+
 def _ask_supervisor(
-    paths: RuntimePaths, frame: dict[str, Any], *, reading: bool = False
+    paths: RuntimePaths, frame: dict[str, Any], *, reading: bool = False, fit: Fit | None = None
 ) -> dict[str, Any] | None:
-    """The supervisor's answer to one control request; None when no supervisor runs.
+    """The supervisor's answer to one control request (``fit`` to its welcome); None when
+    no supervisor runs.
 
     For a read (``reading``), a runtime directory that cannot be used (not a
     directory, unreachable) counts as no supervisor: listing works without one.
@@ -129,8 +135,8 @@ def _ask_supervisor(
         return None
     with conn:
         try:
-            control_hello(conn, hello("control", state_root=state_root().resolve()))
-            data: dict[str, Any] = conn.request(frame)["data"]
+            welcome = control_hello(conn, hello("control", state_root=state_root().resolve()))
+            data: dict[str, Any] = conn.request(fit(welcome) if fit else frame)["data"]
         except TimeoutError:
             raise not_answering(paths) from None
     return data
@@ -161,11 +167,14 @@ def _supervisor_lock(paths: RuntimePaths) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _supervisor_or_lock(paths: RuntimePaths, frame: dict[str, Any]) -> Iterator[Any]:
-    """Yields the supervisor's answer, or None while holding its lock when none runs:
-    a change made offline happens under the lock a supervisor would hold."""
+def _supervisor_or_lock(
+    paths: RuntimePaths, frame: dict[str, Any], fit: Fit | None = None
+) -> Iterator[Any]:
+    """Yields the supervisor's answer (to ``frame``, ``fit`` to it), or None while holding its
+    lock when none runs: a change made offline happens under the lock a supervisor would
+    hold."""
     for _ in range(LOCK_ATTEMPTS):
-        if (data := _ask_supervisor(paths, frame)) is not None:
+        if (data := _ask_supervisor(paths, frame, fit=fit)) is not None:
             yield data
             return
         try:
@@ -320,26 +329,27 @@ def remove_session(
 
     validate_session_id(session_id)
     frame = _one_session("remove_session", workspace, session_id, project_name)
-    frame["force"] = force  # always: a supervisor that does not know it says so
-    try:
-        return _remove(paths, frame, workspace, force)
-    except RemoteError as exc:
-        if exc.code != ErrorCode.INVALID_REQUEST or not str(exc).startswith("invalid force:"):
-            raise
-    # A supervisor of the version before H175 (still running after an upgrade) refuses the
-    # key and removes any session but a live one: the doubt is checked here first.
-    if not force:
-        project = _project(workspace, project_name)
-        _offline_catalog(read_only=True).refuse_if_maybe_held(project, session_id)
-    del frame["force"]
-    return _remove(paths, frame, workspace, force)
+    frame["force"] = force
+
+    def fit(welcome: Frame) -> Frame:
+        if knows(welcome, "remove_force"):
+            return frame
+        # The version before (still running after an upgrade) refuses the key and removes
+        # any session but a live one: the doubt is checked here first.
+        if not force:
+            project = _project(workspace, project_name)
+            _offline_catalog(read_only=True).refuse_if_maybe_held(project, session_id)
+        return {key: value for key, value in frame.items() if key != "force"}
+
+    return _remove(paths, frame, workspace, force, fit)
 
 
 def _remove(
-    paths: RuntimePaths, frame: dict[str, Any], workspace: Path | None, force: bool
+    paths: RuntimePaths, frame: dict[str, Any], workspace: Path | None, force: bool, fit: Fit
 ) -> bool:
-    """``remove_session``'s request to the supervisor, or its removal from the files."""
-    with _supervisor_or_lock(paths, frame) as data:
+    """``remove_session``'s request to the supervisor (``fit`` to it), or its removal from
+    the files."""
+    with _supervisor_or_lock(paths, frame, fit) as data:
         if data is not None:
             return bool(data["removed"])
         catalog = _offline_catalog(read_only=False)

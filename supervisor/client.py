@@ -255,12 +255,12 @@ def not_answering(paths: RuntimePaths) -> SupervisorUnavailable:
     )
 
 
-def control_hello(conn: Connection, frame: Frame) -> None:
-    """Send a control ``hello`` (``frame``) and take the welcome. A supervisor at its cap
-    of connections answers ``busy`` and hangs up, maybe before the hello is sent:
+def control_hello(conn: Connection, frame: Frame) -> Frame:
+    """Send a control ``hello`` (``frame``); the welcome. A supervisor at its cap of
+    connections answers ``busy`` and hangs up, maybe before the hello is sent:
     SupervisorBusy then; TimeoutError if nothing answers."""
     try:
-        conn.request(frame)
+        return conn.request(frame)
     except ConnectionLost:
         try:
             reply = conn.receive()  # the ``busy`` sent before it hung up, if any
