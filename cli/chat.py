@@ -34,6 +34,7 @@ from cli.errors import as_error_line, remote_error_text, shown_input, told_cause
 from cli.interrupts import DeferredInterrupts
 from cli.preload import preload_prompt
 from cli.summaries import clip, columns, cut, listed_headline, summary_headline
+from cli.upgrade import Skew, leave_unopened, skew, switch
 from session.environment import secrets_from_environment
 from session.leaving import WAITING_FOR_LAST_REPLY
 from session.printable import printable
@@ -588,6 +589,8 @@ class Chat:
         """The start's lines naming the --resume'd session (see ``_tell_about_asked``)."""
         self._supervisor_pid: int | None = None
         """The pid of the supervisor this chat attached to last (its welcome's)."""
+        self._told_version = False
+        """The chat was told it uses a supervisor of another version (told once)."""
         self._lost = False
         """The supervisor went away during a reply that was then given up (lost twice,
         or cancelled meanwhile): re-attach before the next message, and say so."""
@@ -639,6 +642,8 @@ class Chat:
 
     def _connect(self, tell_warnings: bool = True) -> tuple[Frame, bool]:
         conn, started, welcome = self._hello_when_free()
+        if skew(welcome) is not Skew.SAME:
+            conn, started, welcome = self._on_this_version(started)
         self._supervisor_pid = welcome.get("supervisor_pid")
         conn.sock.settimeout(None)  # replies may take the model's time
         # At every attach, a re-attach too: a supervisor another shell started meanwhile
@@ -657,6 +662,22 @@ class Chat:
                 self.console.warn(warning)
                 self._told.add(warning)  # another session's file: the run's own work is fine
         return welcome, started
+
+    def _on_this_version(self, started: bool) -> tuple[Connection, bool, Frame]:
+        """The supervisor that welcomed this chat is of another version (after an upgrade):
+        it is left before anything is opened there, switched to this version if nobody uses
+        it (``cli/upgrade.py``), and attached to again; why it was not is told once."""
+        leave_unopened(self.conn)
+        self._disconnect()
+        switched = switch(self.paths)
+        conn, started_now, welcome = self._hello_when_free()
+        if switched is not None and switched.restarted:
+            self.console.warn(switched.line)
+            return conn, True, welcome
+        if switched is not None and not self._told_version:
+            self._told_version = True
+            self.console.warn(switched.line)
+        return conn, started or started_now, welcome
 
     def _hello_when_free(self) -> tuple[Connection, bool, Frame]:
         """Connect (starting the supervisor if need be) and say hello, again for up to

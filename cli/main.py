@@ -717,9 +717,11 @@ def supervisor_run() -> None:
 @one_line_errors
 def supervisor_start(as_json: bool) -> None:
     """Start the supervisor in the background (if it is not running)."""
-    info, started, problems = supervisor_cmd.start(runtime_paths())
+    info, started, problems, note = supervisor_cmd.start(runtime_paths())
     for problem in problems:
         _warn(f"warning: {problem}")
+    if note is not None:
+        _warn(note)
     if as_json:
         click.echo(sessions_ops.dumps({**info, "started": started}))
         return
@@ -756,6 +758,10 @@ def supervisor_status(as_json: bool) -> None:
         terminals = f"{count} terminal{'' if count == 1 else 's'}"
         click.echo(f"running (pid {info['pid']}, {terminals} attached, socket {info['socket']})")
         click.echo(supervisor_cmd.version_line(info))
+        from cli.upgrade import status_note
+
+        if (note := status_note(info)) is not None:
+            _warn(note)
         from cli.errors import relative_home_note
         from session.paths import state_root
 

@@ -44,13 +44,15 @@ def version_line(status: dict[str, Any]) -> str:
     )
 
 
-def start(paths: RuntimePaths) -> tuple[dict[str, Any], bool, tuple[str, ...]]:
-    """Start the supervisor unless one runs. A bad tuning variable (the supervisor's own)
-    is refused here, in one line, rather than by a detached process that can only write
-    it to its log; a bad setting of the chats' is returned, to be said as a warning (the
-    supervisor starts without it, and logs it too)."""
+def start(paths: RuntimePaths) -> tuple[dict[str, Any], bool, tuple[str, ...], str | None]:
+    """Start the supervisor unless one runs (of this version: ``cli/upgrade.py``). A bad
+    tuning variable (the supervisor's own) is refused here, in one line, rather than by a
+    detached process that can only write it to its log; a bad setting of the chats' is
+    returned, to be said as a warning (the supervisor starts without it, and logs it too);
+    last, the note of one of another version, if one runs."""
     import os
 
+    from cli.upgrade import switch
     from session.paths import state_root
     from session.settings import supervisor_settings
 
@@ -58,11 +60,19 @@ def start(paths: RuntimePaths) -> tuple[dict[str, Any], bool, tuple[str, ...]]:
     check_tuning()
     conn, started = connect_or_start(paths, START_TIMEOUT_S)
     conn.close()
-    return status(paths), started, problems
+    switched = None if started else switch(paths)
+    if switched is not None and switched.restarted:
+        conn, started = connect_or_start(paths, START_TIMEOUT_S)
+        conn.close()
+    return status(paths), started, problems, None if switched is None else switched.line
 
 
 class InUse(Exception):
-    """A stop ``if_idle`` refused: a terminal is attached, or a session still open."""
+    """A stop ``if_idle`` refused: ``terminals`` are attached, or a session still open."""
+
+    def __init__(self, terminals: int) -> None:
+        super().__init__(f"{terminals} terminals attached")
+        self.terminals = terminals
 
 
 def stop(paths: RuntimePaths, if_idle: bool = False) -> int | None:
@@ -80,8 +90,9 @@ def stop(paths: RuntimePaths, if_idle: bool = False) -> int | None:
             answer = conn.request({"type": "stop", **({"if_idle": True} if if_idle else {})})
         except TimeoutError:
             raise not_answering(paths) from None
-    if answer.get("data", {}).get("stopping") is False:
-        raise InUse
+    data = answer.get("data")
+    if isinstance(data, dict) and data.get("stopping") is False:
+        raise InUse(int(data.get("terminals") or 0))
     wait_gone(pid, started, STOP_TIMEOUT_S)
     return pid
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Env, Terminal
+from supervisor.identity import Identity
+from tests.e2e.harness import Client, Env, Terminal, running
 from tests.e2e.test_unreadable_store import BREAKAGES, idle_session
 
 PREVIOUS = "01b2e66d817a4ae8148d6515dbb139a71bf19e03"
@@ -50,6 +51,23 @@ def run_previous(
         timeout=60,
         check=False,
     )
+
+
+def spawn_previous(env: Env, source: Path, *args: str, terminal: Terminal) -> Client:
+    """``agent-assist ARGS`` of the previous version, running with its stdin piped."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cli", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+        cwd=env.workspace,
+        env=env.environ(terminal, PYTHONPATH=str(source)),
+    )
+    client = Client(process)
+    env.clients.append(client)
+    return client
 
 
 def start_previous(env: Env, source: Path) -> None:
@@ -107,3 +125,80 @@ def test_a_previous_terminal_converses_with_this_supervisor(env: Env, previous: 
     assert 'You said: "again". (turn 2 of this conversation' in resumed.stdout
     stopped = run_previous(env, previous, "supervisor", "stop")
     assert stopped.returncode == 0, stopped.stderr
+
+
+def versions() -> tuple[str, str]:
+    """The previous supervisor's version and this one's, as the notes name them (the
+    package version is the same: the previous one's code tells no build)."""
+    this = Identity.of_this_process()
+    return f"{this.version} (an earlier build)", f"{this.version} (build {this.build})"
+
+
+def test_a_chat_restarts_an_unused_previous_supervisor_and_resumes_its_session(
+    env: Env, previous: Path
+) -> None:
+    """After an upgrade the next chat met the supervisor of the version before, and went on
+    with its old code (and refusals: ``sessions rm --force``) for as long as it ran."""
+    tab = env.terminal()
+    start_previous(env, previous)
+    old = env.supervisor_pid()
+    assert old is not None
+    first = run_previous(env, previous, "--new", input="hello\n", terminal=tab)
+    assert first.returncode == 0, first.stderr
+    (session_id,) = env.session_ids()
+    resumed = env.run("--yes", input="again\n", terminal=tab)
+    assert resumed.returncode == 0, resumed.stderr
+    before, now = versions()
+    assert f"note: restarted the supervisor (agent-assist {before} -> {now})" in (
+        resumed.stderr.splitlines()
+    ), resumed.stderr
+    assert 'You said: "again". (turn 2 of this conversation' in resumed.stdout
+    assert env.session_ids() == [session_id]
+    assert not running(old)
+    status = json.loads(env.run("supervisor", "status", "--json").stdout)
+    assert status["build"] == Identity.of_this_process().build
+
+
+def test_a_chat_uses_a_previous_supervisor_a_terminal_uses_then_switches_once_it_leaves(
+    env: Env, previous: Path
+) -> None:
+    start_previous(env, previous)
+    old = env.supervisor_pid()
+    other_tab = env.terminal()
+    other = spawn_previous(env, previous, "--new", terminal=other_tab)
+    other.send("hello")
+    other.expect('You said: "hello"')
+    (held,) = env.session_ids()
+    chat = env.run("--new", input="hi\n", terminal=env.terminal())
+    assert chat.returncode == 0, chat.stderr
+    before, now = versions()
+    told = [line for line in chat.stderr.splitlines() if "agent-assist supervisor stop" in line]
+    assert told == [
+        f"note: the supervisor runs agent-assist {before}, not {now}, and 1 terminal uses it, "
+        "so it stays: the first start once none does switches; agent-assist supervisor stop "
+        "switches now (it saves every session; the chats attached end)"
+    ], chat.stderr
+    assert 'You said: "hi"' in chat.stdout
+    assert env.supervisor_pid() == old
+    other.close_stdin()
+    assert other.wait() == 0
+    resumed = env.run("--yes", input="again\n", terminal=other_tab)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"note: restarted the supervisor (agent-assist {before} -> {now})" in (
+        resumed.stderr.splitlines()
+    ), resumed.stderr
+    assert f"[resume context: session {held}]" in resumed.stdout
+    assert 'You said: "again". (turn 2 of this conversation' in resumed.stdout
+
+
+def test_supervisor_start_restarts_an_unused_previous_supervisor(
+    env: Env, previous: Path
+) -> None:
+    start_previous(env, previous)
+    old = env.supervisor_pid()
+    started = env.run("supervisor", "start")
+    assert started.returncode == 0, started.stderr
+    before, now = versions()
+    assert started.stderr == f"note: restarted the supervisor (agent-assist {before} -> {now})\n"
+    assert started.stdout.startswith(f"supervisor started (pid {env.supervisor_pid()}, ")
+    assert env.supervisor_pid() != old
