@@ -8,6 +8,7 @@ from typing import Any
 from session.processes import process_alive, process_start_time
 from supervisor.client import (
     START_TIMEOUT_S,
+    Connection,
     SupervisorUnavailable,
     ask_status,
     connect_or_start,
@@ -75,24 +76,37 @@ class InUse(Exception):
         self.terminals = terminals
 
 
-def stop(paths: RuntimePaths, if_idle: bool = False) -> int | None:
-    """Stop the supervisor (it saves every live session first); its pid, or None if none ran.
-    ``if_idle`` (for a supervisor that knows it: ``stop_if_idle``): only if it serves no
-    terminal and holds no session, else InUse."""
+def stop(paths: RuntimePaths) -> int | None:
+    """Stop the supervisor (it saves every live session first); its pid, or None if none ran."""
     conn = control_connection(paths)
     if conn is None:
         return None
     with conn:
         try:
-            pid = int(ask_status(conn)["pid"])
-            started = process_start_time(pid)  # while it answers: surely the supervisor's
-            conn.sock.settimeout(STOP_TIMEOUT_S)  # it saves every live session first
-            answer = conn.request({"type": "stop", **({"if_idle": True} if if_idle else {})})
+            said = ask_status(conn)
         except TimeoutError:
             raise not_answering(paths) from None
+        return stop_on(conn, paths, said)
+
+
+def stop_on(
+    conn: Connection, paths: RuntimePaths, said: dict[str, Any], if_idle: bool = False
+) -> int:
+    """Stop the supervisor whose status ``said`` was just read on the control connection
+    ``conn`` (the one judged, not one started since), and wait until it has exited; its
+    pid. ``if_idle`` (for a supervisor that knows it: ``stop_if_idle``): only if it serves
+    no terminal and holds no session, else InUse."""
+    pid = int(said["pid"])
+    started = process_start_time(pid)  # while it answers: surely the supervisor's
+    try:
+        conn.sock.settimeout(STOP_TIMEOUT_S)  # it saves every live session first
+        answer = conn.request({"type": "stop", **({"if_idle": True} if if_idle else {})})
+    except TimeoutError:
+        raise not_answering(paths) from None
     data = answer.get("data")
     if isinstance(data, dict) and data.get("stopping") is False:
         raise InUse(int(data.get("terminals") or 0))
+    conn.close()
     wait_gone(pid, started, STOP_TIMEOUT_S)
     return pid
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from cli.supervisor_cmd import InUse, stop
+from cli.supervisor_cmd import InUse, stop_on
 from supervisor.client import (
     Connection,
     ConnectionLost,
@@ -135,15 +135,17 @@ def switch(paths: RuntimePaths) -> Switch | None:
             said = ask_status(conn)
         except (TimeoutError, ConnectionLost, RemoteError, SupervisorBusy, FrameError, OSError):
             return None
-    kind = skew(said)
-    if kind is Skew.SAME:
-        return None
-    terminals, live = int(said.get("terminals") or 0), int(said.get("live_sessions") or 0)
-    if kind is Skew.OTHER_VERSION and not terminals and not live:
-        try:
-            stop(paths, if_idle=knows(said, "stop_if_idle"))
-        except InUse as refused:  # a terminal attached meanwhile
-            terminals = refused.terminals
-        else:
-            return Switch(True, restarted_line(said))
+        kind = skew(said)
+        if kind is Skew.SAME:
+            return None
+        terminals, live = int(said.get("terminals") or 0), int(said.get("live_sessions") or 0)
+        if kind is Skew.OTHER_VERSION and not terminals and not live:
+            try:  # on this connection: this supervisor, not one another terminal started since
+                stop_on(conn, paths, said, if_idle=knows(said, "stop_if_idle"))
+            except InUse as refused:  # a terminal attached meanwhile
+                terminals = refused.terminals
+            except ConnectionLost:  # stopped meanwhile (another terminal switched it)
+                return None
+            else:
+                return Switch(True, restarted_line(said))
     return Switch(False, kept_line(said, terminals))
