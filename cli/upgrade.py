@@ -66,6 +66,18 @@ def labels(said: Mapping[str, object]) -> tuple[str, str]:
     )
 
 
+def stoppable(said: Mapping[str, object]) -> bool:
+    """Whether the supervisor whose status is ``said`` is to be stopped for this version:
+    another of this installation, started by a terminal (the version before told nothing of
+    it: the first chat starts it), serving no terminal and holding no session."""
+    return (
+        skew(said) is Skew.OTHER_VERSION
+        and said.get("detached") is not False
+        and not said.get("terminals")
+        and not said.get("live_sessions")
+    )
+
+
 def restarted_line(said: Mapping[str, object]) -> str:
     old, new = labels(said)
     return f"note: restarted the supervisor (agent-assist {old} -> {new})"
@@ -79,6 +91,12 @@ def kept_line(said: Mapping[str, object], terminals: int) -> str:
             f"note: the supervisor runs agent-assist {old} of another installation "
             f"({said.get('source')}), not this one's {new}; this terminal uses it as it is "
             "(agent-assist supervisor stop, then agent-assist, switches to this one)"
+        )
+    if said.get("detached") is False:
+        return (
+            f"note: the supervisor runs agent-assist {old}, not {new}, in the foreground "
+            "(agent-assist supervisor run: systemd's?), so it stays: restart it there to "
+            "switch (systemctl --user restart agent-assist)"
         )
     if terminals:
         users = f"{terminals} terminal{'s use' if terminals > 1 else ' uses'} it"
@@ -138,8 +156,8 @@ def switch(paths: RuntimePaths) -> Switch | None:
         kind = skew(said)
         if kind is Skew.SAME:
             return None
-        terminals, live = int(said.get("terminals") or 0), int(said.get("live_sessions") or 0)
-        if kind is Skew.OTHER_VERSION and not terminals and not live:
+        terminals = int(said.get("terminals") or 0)
+        if stoppable(said):
             try:  # on this connection: this supervisor, not one another terminal started since
                 stop_on(conn, paths, said, if_idle=knows(said, "stop_if_idle"))
             except InUse as refused:  # a terminal attached meanwhile

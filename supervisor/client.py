@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from supervisor.identity import DETACHED_VARIABLE
 from supervisor.runtime import (
     HOME_HELD_EXIT,
     RuntimeDirError,
@@ -340,7 +341,8 @@ SPAWN_ATTEMPTS = 3
 def spawn_detached(paths: RuntimePaths) -> None:
     """Start ``agent-assist supervisor run`` detached: a new session (no terminal, no signals
     from this tab), stdin from /dev/null, output to the log. ``Popen`` execs at once, so no
-    copy of this process (and of any thread it holds) runs supervisor code."""
+    copy of this process (and of any thread it holds) runs supervisor code. It is told it
+    was (``DETACHED_VARIABLE``): a terminal of another version may stop it to switch."""
     import subprocess  # only here: the terminal must start fast
 
     log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
@@ -353,6 +355,7 @@ def spawn_detached(paths: RuntimePaths) -> None:
                 stderr=log_fd,
                 start_new_session=True,
                 close_fds=True,
+                env={**os.environ, DETACHED_VARIABLE: "1"},
             )
         )
     finally:

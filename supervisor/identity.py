@@ -14,6 +14,9 @@ PACKAGES = ("actors", "cli", "session", "supervisor")
 """The project's packages, beside one another wherever it is installed."""
 SOURCE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 """Where this process's code is installed (the directory holding ``PACKAGES``)."""
+DETACHED_VARIABLE = "AGENT_ASSIST_DETACHED"
+"""Set by a terminal that starts the supervisor (``spawn_detached``), inherited by its heir;
+unset, the supervisor was run in the foreground (``supervisor run``: systemd's, say)."""
 CAPABILITIES = ("remove_force", "stop_if_idle")
 """What this supervisor knows that the version before it did not (it said none):
 ``remove_session``'s ``force``; ``stop``'s ``if_idle``. Add a name with each such change:
@@ -58,10 +61,14 @@ class Identity:
     build: str
     source: str = SOURCE
     capabilities: tuple[str, ...] = field(default=CAPABILITIES)
+    detached: bool = True
+    """Started by a terminal; False: run in the foreground, by the user or systemd, who
+    restarts it there (a terminal that stopped it would start one outside the unit)."""
 
     @classmethod
     def of_this_process(cls) -> Identity:
-        return cls(package_version(), source_build())
+        detached = os.environ.get(DETACHED_VARIABLE) == "1"
+        return cls(package_version(), source_build(), detached=detached)
 
     def as_fields(self) -> dict[str, object]:
         """The keys a welcome and a status answer carry."""
@@ -70,6 +77,7 @@ class Identity:
             "build": self.build,
             "source": self.source,
             "capabilities": list(self.capabilities),
+            "detached": self.detached,
         }
 
 

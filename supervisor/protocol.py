@@ -245,6 +245,7 @@ class Welcome(_Frame):
     build: str | None = None
     source: str | None = None
     capabilities: tuple[str, ...] = ()
+    detached: bool | None = None
 
 
 class LastReply(_Frame):

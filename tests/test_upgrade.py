@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from cli.upgrade import Skew, kept_line, labels, skew, this_build
+from cli.upgrade import Skew, kept_line, labels, skew, stoppable, this_build
 from supervisor.identity import SOURCE, Identity, package_version
 
 
@@ -50,3 +50,24 @@ def test_a_supervisor_of_another_installation_is_named_with_where_it_is() -> Non
     line = kept_line(said(version="0.0.1", build="000000000000", source="/opt/venv/lib"), 2)
     assert line.startswith("note: the supervisor runs agent-assist 0.0.1 of another ")
     assert "installation (/opt/venv/lib), not this one's " in line
+
+
+def test_only_an_unused_supervisor_of_another_version_started_by_a_terminal_is_stopped() -> None:
+    other = said(version="0.0.1", build="000000000000", source=SOURCE, detached=True)
+    assert stoppable(other)
+    assert stoppable(said(version="0.0.1"))  # the version before: the first chat started it
+    assert not stoppable({**other, "terminals": 1})
+    assert not stoppable({**other, "live_sessions": 1})
+    assert not stoppable({**other, "source": "/opt/venv/lib"})
+    assert not stoppable({**other, "build": this_build()})
+
+
+def test_a_supervisor_run_in_the_foreground_is_left_to_whoever_runs_it() -> None:
+    """Stopped, a terminal would start one of its own, outside systemd's unit (and its
+    environment): it is told how to switch instead."""
+    foreground = said(version="0.0.1", build="000000000000", source=SOURCE, detached=False)
+    assert not stoppable(foreground)
+    assert kept_line(foreground, 0).endswith(
+        "in the foreground (agent-assist supervisor run: systemd's?), so it stays: restart it "
+        "there to switch (systemctl --user restart agent-assist)"
+    )

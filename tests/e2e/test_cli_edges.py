@@ -505,6 +505,7 @@ def test_supervisor_status_says_the_version_and_build_it_runs(env: Env) -> None:
     assert said[1] == f"agent-assist {identity.version} (build {identity.build})"
     status = json.loads(env.run("supervisor", "status", "--json").stdout)
     assert (status["version"], status["build"]) == (identity.version, identity.build)
+    assert status["detached"] is True  # started by a terminal: one of another version may stop it
     assert env.run("supervisor", "stop").returncode == 0
     assert json.loads(env.run("supervisor", "status", "--json").stdout)["version"] is None
 
