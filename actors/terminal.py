@@ -144,6 +144,7 @@ from session.kept_context import KeptContext
 from session.known_digests import KnownDigests
 from session.last_reply import LastReply, last_reply, missed_reply
 from session.leaving import (
+    CLOSED_BY_CHAT,
     CUT_WAIT_OVER,
     SHUTDOWN,
     TAKEN_UP,
@@ -201,6 +202,10 @@ directory that became a file, a full disk, a newer file on disk): the turns are 
 log = logging.getLogger("agent_assist.terminal")
 
 SUMMARY_AFTER_EXIT_TIMEOUT_S = 10.0
+EXIT_COMPACTION_WAIT_S = 3.0
+"""How long a chat's exit waits for the compaction in flight before its last line: a
+summary model that fails fast (refused, a 4xx, a 5xx met again) is told; one that hangs
+is not waited for (its compaction is kept after the exit, as before)."""
 EXIT_SAVE_RETRIES_S = (0.2, 1.0)
 _ACTOR_TOKENS = itertools.count(1)
 """Pauses before each retry of an exit save that failed (a transient EIO, a disk freed)."""
@@ -1363,6 +1368,8 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._perform([WritePointer(session_id)], failed=[])
             if (why := self._pointer_failed) is not None:
                 await self._emit(Info(pointer_unwritten_line(pid, session_id, why)))
+        if saved and reason == CLOSED_BY_CHAT:  # its warning told before the exit's last line
+            await self._compaction_after_exit(EXIT_COMPACTION_WAIT_S)
         if session_id is not None:
             await self._peers.storage.ask(Release(session_id, pid, self._token), STORAGE_TIMEOUT_S)
         await self._peers.drift.tell(Unwatch(pid))
@@ -1372,7 +1379,7 @@ class TerminalActor(Actor[TerminalMessage]):
         self.released.set()
         if saved:
             await self._second_write_with_summary()
-            await self._compaction_after_exit()
+            await self._compaction_after_exit(SUMMARY_AFTER_EXIT_TIMEOUT_S)
         self._self.close()
 
     def _exit_summary(self) -> str | None:
@@ -1388,11 +1395,16 @@ class TerminalActor(Actor[TerminalMessage]):
             self._summary_covers = self._lc.history
         return summary
 
-    async def _compaction_after_exit(self) -> None:
+    async def _compaction_after_exit(self, within: float) -> None:
         """The compaction in flight when the terminal left (due after its last turn) is kept
         too: asked again (its told answer would find this actor gone) and written; then
         the window that came due behind it (its turns ended while the one before was still
-        running, so none was started for them), once."""
+        running, so none was started for them), once; all ``within`` seconds. A chat that
+        exits waits ``EXIT_COMPACTION_WAIT_S`` for them before its last line, so that their
+        warnings reach it (a piped run ended before a failing summary model's answer, and
+        never learned that summaries fell back); what is still running then is kept after.
+        """
+        deadline = anyio.current_time() + within
         for _ in range(2):
             window = self._lc.compacting  # a compaction waited for ends before the exit
             if window is None:
@@ -1400,10 +1412,14 @@ class TerminalActor(Actor[TerminalMessage]):
                 if window is None:
                     return
                 self._lc = self._lc.begin_compaction(window)
+            request = self._compact_request(window, "window")
             try:
                 result: Compacted = await self._peers.compaction.ask(
-                    self._compact_request(window, "window"), SUMMARY_AFTER_EXIT_TIMEOUT_S
+                    request, max(0.0, deadline - anyio.current_time())
                 )
+            except TimeoutError as exc:
+                log.info("compaction after exit not ended: %s", exc)  # the next wait takes it
+                return
             except Exception as exc:
                 log.warning("compaction after exit failed: %s", exc)
                 return

@@ -12,6 +12,9 @@ WAITING_FOR_LAST_REPLY = (
 """Said while a session whose terminal left mid-turn is taken up: its turn ends first."""
 TAKEN_UP = "taken-up"
 """The detach reason that cuts such a turn: the one taking the session up stopped waiting."""
+CLOSED_BY_CHAT = "exit"
+"""The detach reason of a chat that left by its own ``close`` (the end of piped input,
+``/exit``): it waits for the exit's last line."""
 SHUTDOWN = "shutdown"
 """The detach reason of a supervisor stop (``supervisor stop``, SIGTERM)."""
 CUT_WAIT_OVER = "cut-wait-over"

@@ -59,6 +59,7 @@ from session.budget import context_budget
 from session.catalog import Pruned, SessionListing
 from session.checkpoints import listing_items, megabytes_in_bytes
 from session.errors import InvalidSessionId
+from session.leaving import CLOSED_BY_CHAT
 from session.lifecycle import PersistPolicy
 from session.manager import ListedCheckpoints
 from session.models import is_session_id
@@ -593,7 +594,7 @@ class Server:
                 case p.ConfirmReply(id=confirm_id, answer=answer, cancel=cancel):
                     await ref.tell(ConfirmAnswer(confirm_id, answer, cancel))
                 case p.Close():
-                    return "exit"
+                    return CLOSED_BY_CHAT
                 case _:
                     await out.send(
                         Failure(

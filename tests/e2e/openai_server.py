@@ -53,7 +53,8 @@ class ChatServer:
         self.server_error_summaries = False
         """Every request to ``summary-model`` gets a 500, as a server's blip answers."""
         self.summary_delay = 0.0
-        """Seconds every request to ``summary-model`` waits before it is answered."""
+        """Seconds every request to ``summary-model`` waits before it is answered (or
+        refused, with one of the failures above)."""
         self.summary_answer: str | None = None
         """Set: every request to ``summary-model`` is answered with this text, whatever it
         was given (an empty answer, a refusal, the prompt echoed back...)."""
@@ -142,6 +143,8 @@ class ChatServer:
                 if server.fail_tool_returns and body["messages"][-1]["role"] == "tool":
                     self._server_error()
                     return
+                if body["model"] == "summary-model" and server.summary_delay:
+                    server.released.wait(server.summary_delay)
                 if body["model"] == "summary-model" and server.summary_error is not None:
                     self._bad_request(server.summary_error)
                     return
@@ -154,8 +157,6 @@ class ChatServer:
                 if body["model"] == "summary-model" and server.server_error_summaries:
                     self._server_error()
                     return
-                if body["model"] == "summary-model" and server.summary_delay:
-                    server.released.wait(server.summary_delay)
                 hang = server.hang_for(body)
                 if hang is not None:
                     self._hang(body, hang)

@@ -978,3 +978,26 @@ def test_compaction_after_every_turn_is_told_once_not_every_turn(env: Env) -> No
     notes = [line for line in result.stderr.splitlines() if line.startswith("note: compacted")]
     assert len(notes) == 1 and notes[0].startswith("note: compacted turn 1 "), result.stderr
     assert compacted_up_to(env, env.sessions_json()[0]["session_id"]) == 6
+
+
+def test_a_piped_run_ending_before_its_compaction_fails_is_told_the_summary_model_failed(
+    env: Env, server: ChatServer
+) -> None:
+    """A piped run ended (its session saved, its line said) while the compaction due after
+    its last turn still waited for the summary model, whose failure came after: the user
+    who pipes never learned that summaries fell back to the offline summarizer."""
+    server.summary_delay = 0.5  # the compaction is in flight when the input ends
+    server.fail_summaries = True
+    result = env.run(
+        "--new",
+        input=script(range(1, 3)),
+        AGENT_ASSIST_SUMMARY_MODEL="openai-chat:summary-model",
+        AGENT_ASSIST_COMPACTION_INTERVAL="2",
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    warnings = [i for i, line in enumerate(lines) if line.startswith("warning: the summary model")]
+    saved = [i for i, line in enumerate(lines) if line.startswith("Session ")]
+    assert len(warnings) == 1, result.stderr
+    assert "down for maintenance" in lines[warnings[0]]
+    assert warnings[0] < saved[-1], "told before the exit's last line"
