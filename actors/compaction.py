@@ -47,6 +47,7 @@ from actors.turn_lines import (
     endpoint_of,
     error_words,
     stated_context_window,
+    wait_words,
 )
 from session.compaction import (
     CHARS_PER_TOKEN,
@@ -141,9 +142,9 @@ def _window_key(message: Compact) -> _WindowKey:
 def summary_model_down_line(model: str, reason: str, seconds: float) -> str:
     """Why the offline summarizer stands in for the summary ``model``, in one line: where it
     was asked and why it failed (not clipped: the endpoint's own words are the cause),
-    then for how long, ``5 min`` or, under a minute and a half, in seconds (a blip's 30 s
-    was said as ``1 min``; the supervisor's log names the model too)."""
-    left = f"{round(seconds / 60)} min" if seconds >= 90 else f"{max(1, math.ceil(seconds))} s"
+    then for how long (``wait_words``: 150 s was said as ``2 min``; the supervisor's log
+    names the model too)."""
+    left = wait_words(seconds)
     return (
         f"the summary model at {endpoint_of(model)} failed ({reason}); "
         f"offline summaries for {left}"

@@ -355,8 +355,20 @@ def _asked_wait(exc: ModelHTTPError) -> str | None:
         return None
     if wait == float("inf") or wait >= 100 * 3600:
         return "a long time"
-    seconds = math.ceil(wait)
-    return f"{seconds} s" if seconds < 120 else f"{math.ceil(seconds / 60)} min"
+    return wait_words(wait)
+
+
+def wait_words(seconds: float) -> str:
+    """A wait as a user reads it, rounded up (never shorter than it is): ``30 s`` under a
+    minute, to the half minute under ten (``2 min 30 s``, ``3 min``: a countdown read a
+    second late is still ``5 min``), whole minutes after. Every wait the terminal tells."""
+    whole = max(1, math.ceil(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole > 600:
+        return f"{math.ceil(whole / 60)} min"
+    minutes, rest = divmod(math.ceil(whole / 30) * 30, 60)
+    return f"{minutes} min {rest} s" if rest else f"{minutes} min"
 
 
 def error_words(exc: BaseException) -> str:

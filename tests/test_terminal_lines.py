@@ -113,7 +113,13 @@ def test_an_endpoints_error_says_its_message_not_the_bodys_python_form(
 
 @pytest.mark.parametrize(
     ("retry_after", "wait"),
-    [(20.0, "20 s"), (4.5, None), (90.2, "91 s"), (600.0, "10 min"), (float("inf"), "a long time")],
+    [
+        (20.0, "20 s"),
+        (4.5, None),
+        (90.2, "2 min"),
+        (600.0, "10 min"),
+        (float("inf"), "a long time"),
+    ],
 )
 def test_a_429_tells_the_wait_it_asks_for_when_it_was_not_waited(
     retry_after: float, wait: str | None
@@ -795,3 +801,30 @@ def test_the_context_window_and_resume_compaction_notes_are_one_short_line_each(
         assert len(line) - len(name.name) <= 64, line
     assert "turns 1-1234 compacted offline" in lines[0]
     assert "oldest 1,234 turns dropped (compaction off)" in lines[1]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [
+        (0.2, "1 s"),
+        (29.5, "30 s"),
+        (60.0, "1 min"),
+        (90.0, "1 min 30 s"),
+        (150.0, "2 min 30 s"),
+        (241.0, "4 min 30 s"),
+        (298.5, "5 min"),
+        (601.0, "11 min"),
+    ],
+)
+def test_a_wait_is_said_as_a_user_reads_it_never_shorter_than_it_is(
+    seconds: float, words: str
+) -> None:
+    """A helper's report: 150 s of offline summaries were said as ``2 min`` (rounded
+    down), a 429's 150 s as ``150 s``; one rule for every wait told: seconds under a
+    minute, half minutes under ten, whole minutes after, rounded up."""
+    from actors.compaction import summary_model_down_line
+    from actors.turn_lines import wait_words
+
+    assert wait_words(seconds) == words
+    down = summary_model_down_line("openai-chat:m", "TimeoutError: no answer in time", seconds)
+    assert down.endswith(f"; offline summaries for {words}"), down
