@@ -592,7 +592,7 @@ def sessions_rm(ctx: click.Context, session_id: str, force: bool, workspace: Pat
     "--older-than",
     "days",
     type=Days(),
-    default=30.0,
+    default="30",  # as typed: a float showed "[default: 30.0]"
     show_default=True,
     metavar="DAYS",
     help="Only sessions last active more than DAYS days ago.",

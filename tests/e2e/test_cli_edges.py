@@ -1084,3 +1084,11 @@ def test_a_piped_line_with_nothing_to_show_is_blank(env: Env) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("You said") == 1, result.stdout
     assert 'You said: "hi".' in result.stdout
+
+
+def test_prune_help_gives_its_default_in_days_as_typed(env: Env) -> None:
+    """A helper's report: ``sessions prune --help`` showed ``[default: 30.0]``."""
+    result = env.run("sessions", "prune", "--help")
+    assert result.returncode == 0, result.stderr
+    help_text = " ".join(result.stdout.split())
+    assert "[default: 30]" in help_text, result.stdout
