@@ -613,7 +613,13 @@ _EXTENSIONS: Final = (
     "svg|j2|jinja|jinja2|tmpl|tpl|prompt|parquet|arrow|feather|avro|db|sqlite|npy|npz|h5|pkl|"
     "pt|onnx|safetensors|gguf|bin|zip|gz|tgz|tar|xlsx|docx|pptx|wasm"
 )
-_PATH_RE: Final = re.compile(r"(?<![\w@:/.~#-])((?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)*/?)")
+_PATH_RE: Final = re.compile(r"(?<![\w@:/.~#\\-])((?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)*/?)")
+_WINDOWS_PATH_RE: Final = re.compile(
+    r"(?<![\w@:/.~#\\-])((?:[A-Za-z]:|\.{1,2}|\\\\[\w.-]+|[\w.-]+)(?:\\[\w.-]+)+\\?)"
+)
+"""A path with backslashes (``C:\\foo\\bar.py``, ``.\\run.ps1``, ``\\\\server\\share``,
+``src\\app.py``): kept whole (``_PATH_RE`` took its last segment, ``bar.py``)."""
+_ROOTED_WINDOWS_RE: Final = re.compile(r"[A-Za-z]:\\|\.{1,2}\\|\\\\")
 _EXTENSION_RE: Final = re.compile(r"\w\.(?:" + _EXTENSIONS + r")$", re.IGNORECASE)
 _DOTFILE_RE: Final = re.compile(r"(?:^|/)\.[A-Za-z][\w.-]*$")
 _KNOWN_NAMES: Final = frozenset(
@@ -633,8 +639,8 @@ _KNOWN_NAMES: Final = frozenset(
     ]
 )
 _CANDIDATE_RE: Final = re.compile(
-    r"(?<![\w@:/.~#-])(?=[\w~-]*[./]|(?:" + "|".join(_KNOWN_NAMES) + r")\b)"
-    + _PATH_RE.pattern.removeprefix(r"(?<![\w@:/.~#-])")
+    r"(?<![\w@:/.~#\\-])(?=[\w~-]*[./]|(?:" + "|".join(_KNOWN_NAMES) + r")\b)"
+    + _PATH_RE.pattern.removeprefix(r"(?<![\w@:/.~#\\-])")
 )
 """``_PATH_RE`` where the token holds a dot or a slash, or begins with a known name: the
 others (most words) cannot be paths, and a 5,000-turn resume spent most of its time making
@@ -790,7 +796,14 @@ def file_paths(text: str) -> list[str]:
     file, or a slash that is not just "and/or" (a leading ``./``, ``~/`` or ``/``, a
     trailing ``/``, two slashes, or a first segment such as ``src/``)."""
     found = []
+    windows = list(_WINDOWS_PATH_RE.finditer(text)) if "\\" in text else []
+    for match in windows:
+        path = match.group(1).rstrip(".,;:")
+        if _ROOTED_WINDOWS_RE.match(path) or _EXTENSION_RE.search(path):
+            found.append((match.start(), path))
     for match in _CANDIDATE_RE.finditer(text):
+        if any(w.start() <= match.start() < w.end() for w in windows):
+            continue  # a part of a Windows path (its last segment after a backslash)
         path = match.group(1).rstrip(".,;:")
         if "/" not in path and "." not in path and path not in _KNOWN_NAMES:
             continue  # a word (most tokens): neither an extension, a dot file nor a slash
@@ -817,8 +830,8 @@ def file_paths(text: str) -> list[str]:
                 )
             )
         ):
-            found.append(path)
-    return found
+            found.append((match.start(), path))
+    return [path for _, path in sorted(found)]
 
 
 def _decisions_in(text: str) -> list[str]:
@@ -956,9 +969,9 @@ def stated_decisions(messages: Sequence[ModelMessage]) -> list[str]:
 
 
 _MAY_NAME_A_PATH_RE: Final = re.compile(
-    r"/|(?i:\.[a-z])|" + "|".join(sorted(_KNOWN_NAMES))
+    r"/|\\|(?i:\.[a-z])|" + "|".join(sorted(_KNOWN_NAMES))
 )
-"""What every path ``file_paths`` finds holds: a slash, a dot before a letter (an
+"""What every path ``file_paths`` finds holds: a slash or a backslash, a dot before a letter (an
 extension, a dot file; ignoring case, as ``_EXTENSION_RE`` does), or a known file name."""
 _MAY_STATE_RE: Final = re.compile(
     r"\?|always|never|must|do not|don't|from now on|going forward|henceforth|from here on"

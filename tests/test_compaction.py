@@ -1286,3 +1286,21 @@ def test_conventions_said_in_the_first_turn_survive_every_offline_compaction() -
     assert final is not None
     kept = set(final.retained.rules)
     assert [c for c in CONVENTIONS if c not in kept] == []
+
+
+def test_a_windows_path_is_kept_whole() -> None:
+    """H177 left it: ``C:\\foo\\bar.py`` in the conversation was kept as ``bar.py``, a file
+    the workspace may not have, and the folder it named lost."""
+    text = (
+        r"The logs are in C:\Users\ana\logs\triage.log and the script is C:\foo\bar.py; "
+        r"run .\scripts\eval.ps1 or \\fileserver\share\tickets.csv, then src\agent\main.py."
+    )
+    assert file_paths(text) == [
+        r"C:\Users\ana\logs\triage.log",
+        r"C:\foo\bar.py",
+        r".\scripts\eval.ps1",
+        r"\\fileserver\share\tickets.csv",
+        r"src\agent\main.py",
+    ]
+    retained = extract_retained(said(r"Keep the prompts in D:\agent\prompts\ please."))
+    assert retained.paths == ("D:\\agent\\prompts\\",)
