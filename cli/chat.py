@@ -1180,12 +1180,15 @@ class Chat:
                 self._other(watch.stopped_frame)
             if line is None:
                 break
+            # What is sent is what shows, typed or piped: no NUL, bell, escape code or a
+            # Windows file's carriage return the user never saw; tabs and newlines stay.
+            line = printable(line)
             if self.console.interrupted_after_enter():  # a Ctrl+C typed with the Enter
                 if not line.strip():
                     interrupted = True
                     break  # at an empty prompt: leave, as there
                 self._interrupts.hold()  # for what the line does: taken at its first wait
-            if not printable(line).strip():  # blank as shown: a NUL, an escape code alone
+            if not line.strip():  # a NUL or an escape code alone is a blank line too
                 continue
             if refused := too_long_line(line, self.console.interactive):
                 self.console.warn(refused)

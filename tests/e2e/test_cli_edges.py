@@ -17,6 +17,7 @@ import pytest
 from supervisor.identity import Identity
 from tests.e2e.frames import open_terminal
 from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
+from tests.e2e.openai_server import ChatServer
 
 LIMIT = 200_000
 
@@ -216,9 +217,10 @@ def test_a_message_within_the_character_limit_is_sent_whatever_its_characters(
 ) -> None:
     """A helper's attack: 199,990 control characters (six bytes each on the wire) were
     refused as "over the limit of 200,000"; the frame cap now holds any such message.
-    (Begun with a letter: a line of control characters alone is blank, H178.)"""
-    control_characters = "x" + "\x01" * (LIMIT - 11)
-    result = env.run("--new", input=f"{control_characters}\nhello after\n", terminal=env.terminal())
+    (Control characters are no longer sent (H186): quotes and backslashes, which the wire
+    escapes, and emoji, four bytes each, are the heaviest characters a message keeps.)"""
+    heavy = ('"\\\U0001f600' * LIMIT)[: LIMIT - 10]
+    result = env.run("--new", input=f"{heavy}\nhello after\n", terminal=env.terminal())
     assert "message not sent" not in result.stderr and "went away" not in result.stderr
     assert result.stdout.count("You said:") == 2
     assert 'You said: "hello after"' in result.stdout
@@ -1092,3 +1094,15 @@ def test_prune_help_gives_its_default_in_days_as_typed(env: Env) -> None:
     assert result.returncode == 0, result.stderr
     help_text = " ".join(result.stdout.split())
     assert "[default: 30]" in help_text, result.stdout
+
+
+def test_invisible_controls_inside_a_message_are_not_sent(env: Env, server: ChatServer) -> None:
+    """A helper's report: a NUL (or a bell, an escape code, a carriage return from a
+    Windows file) inside a message was sent to the model, which sees what the user never
+    did. What is sent is what shows: printable text, tabs and the message's words."""
+    result = env.run(
+        "--new", input="keep\ttabs\x00 and\x07 words\x1b[31m red\r\n", terminal=env.terminal()
+    )
+    assert result.returncode == 0, result.stderr
+    (request,) = [r for r in server.requests if r["model"] == "test-model"]
+    assert request["messages"][-1]["content"] == "keep\ttabs and words red"
