@@ -50,7 +50,6 @@ from actors.turn_lines import (
     wait_words,
 )
 from session.compaction import (
-    CHARS_PER_TOKEN,
     SESSION_SUMMARY_TEMPLATE,
     BaseEventsSummarizer,
     CompactionError,
@@ -72,6 +71,7 @@ from session.compaction import (
 from session.history import count_turns, trim_to_recent
 from session.redaction import replace_known, scrub_text
 from session.summary import MAX_SUMMARY_CHARS, offline_summary
+from session.summary_window import WINDOW_TRIES, SummaryWindows
 from session.turns import stamped_turn
 
 log = logging.getLogger("agent_assist.compaction")
@@ -163,13 +163,6 @@ def failure_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def summary_window_chars(refused_chars: int, stated_window: int | None) -> int:
-    """The request characters a summary model's refusal as over its context window holds
-    its requests to: three quarters of the refused request, and of the window it stated."""
-    chars = refused_chars * 3 // 4
-    return chars if stated_window is None else min(chars, stated_window * CHARS_PER_TOKEN * 3 // 4)
-
-
 def offline_for(exc: BaseException) -> float:
     """For how long the offline summarizer stands in for a summary model that failed with
     ``exc``: a blip briefly, anything else (a timeout, ours or the transport's; a refusal,
@@ -206,9 +199,9 @@ class CompactionActor(Actor[CompactionMessage]):
         self._llm_summarizers: dict[str, LlmEventSummarizer] = {}
         self._llm_down: dict[str, tuple[float, str]] = {}
         """Summary models that failed: until when the offline summarizer stands in, why."""
-        self._llm_windows: dict[str, int] = {}
-        """Summary models that refused a request as over their context window: the request
-        characters each is held to since (``_within_window``)."""
+        self._windows = SummaryWindows()
+        """What summary models' refusals as over their context window taught
+        (``_within_window``)."""
         self._llm_timeouts = llm_timeouts
         self._summary_slots = anyio.CapacityLimiter(summary_slots[0])
         self._summary_slot_wait = summary_slots[1]
@@ -448,30 +441,35 @@ class CompactionActor(Actor[CompactionMessage]):
         ask: Callable[[LlmEventSummarizer], Awaitable[R]],
     ) -> R:
         """``ask(summarizer)`` held to the summary ``model``'s window as its refusals taught
-        it; a refusal as over the window teaches it, and it is asked once more within it
-        (a summary model with a smaller window than the chat model's refused every window
-        of the chat's budget, and was taken for down)."""
-        held = summarizer.within(self._held_to(model, summarizer.max_request_chars))
-        try:
-            return await ask(held)
-        except Exception as exc:
-            if not context_window_exceeded(exc) or not held.sent_chars:
-                raise
-            window = summary_window_chars(held.sent_chars, stated_context_window(exc))
-            self._llm_windows[model] = min(window, self._llm_windows.get(model, window))
-            log.info(
-                "summary model %s refused %d characters: held to %d",
-                model,
-                held.sent_chars,
-                self._llm_windows[model],
-            )
-            return await ask(summarizer.within(self._held_to(model, held.max_request_chars)))
-
-    def _held_to(self, model: str, max_chars: int | None) -> int | None:
-        """The request characters a summary of ``model`` is held to: the chat's budget
-        (``max_chars``), and the window the model's refusals taught."""
-        limits = [c for c in (max_chars, self._llm_windows.get(model)) if c is not None]
-        return min(limits) if limits else None
+        it (``SummaryWindows``); each refusal as over the window teaches, and it is asked
+        again within it, while the request gets smaller (a summary model with a smaller
+        window than the chat model's refused every window of the chat's budget, and was
+        taken for down; then one whose window was under three quarters of the first
+        request refused the retry too, and was taken for down all the same). One that
+        refuses what cannot get smaller, or ``WINDOW_TRIES`` requests, fails as any other."""
+        sent: int | None = None
+        for tries_left in range(WINDOW_TRIES - 1, -1, -1):
+            limit = self._windows.held_to(model, summarizer.max_request_chars, anyio.current_time())
+            held = summarizer.within(limit)
+            try:
+                return await ask(held)
+            except Exception as exc:
+                smaller = sent is None or held.sent_chars < sent
+                if not context_window_exceeded(exc) or not held.sent_chars or not smaller:
+                    raise
+                if not tries_left:
+                    raise
+                sent = held.sent_chars
+                self._windows = self._windows.refused(
+                    model, sent, stated_context_window(exc), anyio.current_time()
+                )
+                log.info(
+                    "summary model %s refused %d characters: held to %s",
+                    model,
+                    sent,
+                    self._windows.held_to(model, None, anyio.current_time()),
+                )
+        raise AssertionError("unreachable")  # the last try returns or raises
 
     def _llm_usable(self, model: str) -> bool:
         return self._offline_because(model) is None

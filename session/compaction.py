@@ -1589,7 +1589,7 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         self.prompt_template = prompt_template
         self.max_request_chars = max_request_chars
         self.sent_chars = 0
-        """The characters of the last prompt this summarizer sent (0: none yet)."""
+        """The last prompt this summarizer sent, as the wire carries it (0: none yet)."""
 
     def with_prompt_template(self, template: str) -> LlmEventSummarizer:
         return LlmEventSummarizer(self.model, template, self.max_request_chars)
@@ -1607,7 +1607,7 @@ class LlmEventSummarizer(BaseEventsSummarizer):
         limit = summarizer_input_chars(self.max_request_chars, self.prompt_template)
         conversation = events_text(events, limit)
         prompt = self.prompt_template.replace(PLACEHOLDER, conversation)
-        self.sent_chars = len(prompt)
+        self.sent_chars = wire_chars(prompt)  # as the limit is applied (other scripts)
         result = await agent.run(prompt)
         if result.response.finish_reason == "length":
             raise CutSummary("the summary model's answer was cut at its token limit; not used")

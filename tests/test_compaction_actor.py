@@ -539,3 +539,83 @@ async def test_a_summary_model_blip_is_told_as_a_short_stand_in(
     assert said is not None, compacted.offline_because
     assert 0 < int(said.group(1)) <= LLM_BLIP_RETRY_S
     assert len([r for r in server.requests if r["model"] == "summary-model"]) == 3
+
+
+def long_window(sentence: str, turns: int = 4) -> Window:
+    """A window of ``turns`` turns of about 6,000 characters each."""
+    messages = [m for index in range(turns) for m in turn(index, text=sentence * 100)]
+    window = sliding_window(
+        events_from_messages(messages, 1), EventsCompactionConfig(turns, 0, None)
+    )
+    assert window is not None
+    return window
+
+
+async def compact_with_summary_model(
+    monkeypatch: pytest.MonkeyPatch, server: Any, *windows: Window
+) -> list[Compacted]:
+    """Each window compacted in turn by a CompactionActor whose summary model is
+    ``server``'s ``summary-model``."""
+    import pydantic_ai.models
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
+    answers = []
+    async with anyio.create_task_group() as tg:
+        make = partial(
+            CompactionActor, summary_model="openai-chat:summary-model", llm_timeouts=(20, 20)
+        )
+        compaction: ActorRef[Any] = await tg.start(partial(run_supervised, "compaction", make))
+        for window in windows:
+            with anyio.fail_after(60):
+                answers.append(await compaction.ask(Compact("aaaaaaaaaaaa", 1, window, "command")))
+        tg.cancel_scope.cancel()
+    return answers
+
+
+def summary_sizes(server: Any) -> list[int]:
+    return [
+        size
+        for body, size in zip(server.requests, server.body_bytes, strict=True)
+        if body["model"] == "summary-model"
+    ]
+
+
+async def test_a_summary_model_refusing_the_retry_too_is_held_smaller_and_not_taken_for_down(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """H177's lesson taught from the first refusal only: a summary model whose window (not
+    stated) is under three quarters of the first request refused the retry too, and was
+    then taken for down (the offline summarizer for five minutes). Each refusal teaches,
+    and the model is asked within what the last one taught."""
+    from tests.e2e.openai_server import ChatServer
+
+    window = long_window("The triage agent routes billing tickets to the finance queue. ")
+    with ChatServer() as server:
+        server.summary_window = 16_000
+        server.summary_window_stated = False
+        first, second = await compact_with_summary_model(monkeypatch, server, window, window)
+    assert not first.offline, first.offline_because
+    assert first.offline_because is None and second.offline_because is None
+    sizes = summary_sizes(server)
+    assert sizes[0] > sizes[1] > 16_000 >= sizes[2], sizes
+    assert sizes[3] <= 16_000, "the next compaction is asked within the lesson at once"
+
+
+async def test_a_summary_models_window_is_learned_as_the_wire_carries_the_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The lesson was taken in the prompt's characters and applied as the wire's bytes:
+    a conversation in Cyrillic (two bytes a character) was held to three eighths of the
+    refused request, not three quarters."""
+    from tests.e2e.openai_server import ChatServer
+
+    window = long_window("Агент сортировки направляет счета в финансовую очередь. ")
+    with ChatServer() as server:
+        server.summary_window = 20_000
+        server.summary_window_stated = False
+        (answer,) = await compact_with_summary_model(monkeypatch, server, window)
+    assert not answer.offline, answer.offline_because
+    refused, retried = summary_sizes(server)[:2]
+    assert retried > refused * 6 // 10, (refused, retried)

@@ -68,6 +68,8 @@ class ChatServer:
         self.summary_window: int | None = None
         """Set: a request to ``summary-model`` whose body is longer than this many bytes
         gets the same 400 (a summary model with a small context window)."""
+        self.summary_window_stated = True
+        """False: that 400 states no window, as llama.cpp's server may word it."""
         self.fail_tool_returns = False
         """Set: a chat request whose last message is a tool's return gets a 500 (the model
         failed after the turn's tool ran)."""
@@ -123,7 +125,10 @@ class ChatServer:
                     return
                 window = server.summary_window
                 if window is not None and body["model"] == "summary-model" and length > window:
-                    self._context_length_exceeded(length, window)
+                    if server.summary_window_stated:
+                        self._context_length_exceeded(length, window)
+                    else:
+                        self._bad_request("the request exceeds the available context size")
                     return
                 if body["messages"][-1].get("content") == "cut mid-reply":
                     self._cut(body)
