@@ -187,9 +187,11 @@ class Release(Ask[None]):
 
 @dataclass(frozen=True)
 class ListSessions(Ask["SessionListing"]):
-    """Answer: ``SessionListing``. ``projects`` None means every project."""
+    """Answer: ``SessionListing``. ``projects`` None means every project; ``terminal_pid``:
+    the tab that asks, whose own unreadable pointer its lines say is its own."""
 
     projects: tuple[Path, ...] | None
+    terminal_pid: int | None = None
 
 
 @dataclass(frozen=True)

@@ -340,14 +340,16 @@ class StorageActor(Actor[StorageMessage]):
             case Release(session_id, terminal_pid, token):
                 self._release(session_id, terminal_pid, token)
                 return None
-            case ListSessions(projects):
+            case ListSessions(projects, asking):
                 live = self._shown_live()
                 new = {
                     session_id: (project, since, live[session_id])
                     for session_id, (project, since) in self._memory.unsaved_new.items()
                     if session_id in live
                 }
-                return await self._io(lambda: catalog.list(projects, live, new))
+                return await self._io(
+                    lambda: catalog.list(projects, live, new, terminal_pid=asking)
+                )
             case PruneSessions(projects, days, dry_run):
                 live = dict(self._live)
                 return await self._io(lambda: catalog.prune(projects, days, dry_run, live))

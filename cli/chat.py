@@ -33,6 +33,7 @@ from cli.entry import silence_stdout
 from cli.errors import as_error_line, remote_error_text, shown_input, told_cause
 from cli.interrupts import DeferredInterrupts
 from cli.preload import preload_prompt
+from cli.quick import terminal_pid_of
 from cli.summaries import clip, columns, cut, listed_headline, summary_headline
 from cli.upgrade import Skew, leave_unopened, skew, switch
 from session.environment import secrets_from_environment
@@ -323,15 +324,11 @@ class ChatOptions:
 
 def terminal_pid() -> int:
     """The terminal's identity: ``AGENT_ASSIST_TERMINAL_PID``, else our parent (the shell)."""
-    override = os.environ.get("AGENT_ASSIST_TERMINAL_PID")
-    if override:
-        digits = override.isascii() and override.isdigit() and len(override) <= 10
-        if not digits or not 0 < int(override) < 2**31:
-            raise ChatError(
-                f"AGENT_ASSIST_TERMINAL_PID must be a pid, not {shown_input(override, 40)}"
-            )
-        return int(override)
-    return os.getppid()
+    pid = terminal_pid_of(os.environ)
+    if pid is None:
+        override = os.environ.get("AGENT_ASSIST_TERMINAL_PID", "")
+        raise ChatError(f"AGENT_ASSIST_TERMINAL_PID must be a pid, not {shown_input(override, 40)}")
+    return pid
 
 
 COMMAND_NAMES = frozenset(name[1:] for name in SLASH_COMMANDS) | {"quit"}

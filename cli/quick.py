@@ -65,6 +65,25 @@ def state_root(environ: Mapping[str, str]) -> str | None:
     return os.path.realpath(os.path.expanduser(home))
 
 
+def terminal_pid_of(environ: Mapping[str, str]) -> int | None:
+    """The terminal's identity (DESIGN 5): ``AGENT_ASSIST_TERMINAL_PID``, else our parent
+    (the shell of the tab); None for an override that is no pid."""
+    override = environ.get("AGENT_ASSIST_TERMINAL_PID")
+    if not override:
+        return os.getppid()
+    digits = override.isascii() and override.isdigit() and len(override) <= 10
+    return int(override) if digits and 0 < int(override) < 2**31 else None
+
+
+def list_request(workspace: str | None, every: bool) -> dict[str, object]:
+    """The ``list_sessions`` frame, with this tab's identity: the lines about its own
+    pointer say it is this tab's (not a terminal that "still runs")."""
+    request: dict[str, object] = {"type": "list_sessions", "workspace": workspace, "all": every}
+    if (pid := terminal_pid_of(os.environ)) is not None:
+        request["terminal_pid"] = pid
+    return request
+
+
 def ask_for_sessions(workspace: str | None, every: bool) -> dict[str, object] | None:
     """The supervisor's ``list_sessions`` answer (its ``data``), or None (see the module);
     TimeoutError if it takes the connection but does not answer in time."""
@@ -79,7 +98,7 @@ def ask_for_sessions(workspace: str | None, every: bool) -> dict[str, object] | 
     if root is None or timeout is None:
         return None
     hello["state_root"] = root
-    request = {"type": "list_sessions", "workspace": workspace, "all": every}
+    request = list_request(workspace, every)
     path = os.path.join(runtime_dir(os.environ), "supervisor.sock")
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:

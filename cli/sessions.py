@@ -230,12 +230,14 @@ def list_sessions(
 ) -> dict[str, Any]:
     """The listing: the supervisor's, else (none running, busy, or not answering; ``ask``
     False: it was just found not answering) the files', with a warning saying why."""
-    frame = {"type": "list_sessions", "workspace": workspace and str(workspace), "all": every}
+    from cli.quick import list_request
+
+    frame = list_request(str(workspace) if workspace else None, every)
     busy: list[str] = []
     try:
         if not ask:
             raise not_answering(paths)
-        if (data := _ask_supervisor(paths, frame, reading=True)) is not None:
+        if (data := _ask_listing(paths, frame)) is not None:
             return data
     except SupervisorBusy:
         busy.append(
@@ -247,10 +249,25 @@ def list_sessions(
     if not busy and (elsewhere := _served_elsewhere(paths)) is not None:
         busy.append(f"warning: {elsewhere}; listed from the files (none as live)")
     catalog = _offline_catalog(read_only=True)
-    listing = catalog.list(None if every or workspace is None else (_project(Path(workspace)),), {})
+    projects = None if every or workspace is None else (_project(Path(workspace)),)
+    pid = frame.get("terminal_pid")
+    listing = catalog.list(projects, {}, terminal_pid=pid if isinstance(pid, int) else None)
     answer: dict[str, Any] = listing.to_json()
     answer["warnings"] = [*busy, *listing.warnings]
     return answer
+
+
+def _ask_listing(paths: RuntimePaths, frame: dict[str, object]) -> dict[str, Any] | None:
+    """The supervisor's listing; one of the version before (running after an upgrade)
+    refuses the tab's identity, and is asked again without it."""
+    try:
+        return _ask_supervisor(paths, dict(frame), reading=True)
+    except RemoteError as exc:
+        said = str(exc).startswith("invalid terminal_pid:")
+        if exc.code != ErrorCode.INVALID_REQUEST or not said or "terminal_pid" not in frame:
+            raise
+    without = {key: value for key, value in frame.items() if key != "terminal_pid"}
+    return _ask_supervisor(paths, without, reading=True)
 
 
 def project_holding(workspace: Path | None, session_id: str) -> str | None:

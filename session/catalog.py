@@ -458,10 +458,13 @@ class SessionCatalog:
         live: dict[str, int],
         new: Mapping[str, tuple[Path, datetime, int]] | None = None,
         set_aside: SetAside = "leave",
+        *,
+        terminal_pid: int | None = None,
     ) -> SessionListing:
         """The sessions of ``projects`` (None: every project), and the ``new`` ones among
         them (live, with no file until their first turn: project, start, terminal pid).
-        Read-only unless ``set_aside`` is ``move`` (``rows``)."""
+        Read-only unless ``set_aside`` is ``move`` (``rows``). ``terminal_pid``: the tab
+        the lines are for (``InvalidPointer.line_for``)."""
         rows: list[SessionRow] = []
         warnings: list[str] = []
         if projects is None:
@@ -471,7 +474,7 @@ class SessionCatalog:
         unknown: dict[str, tuple[InvalidPointer, ...]] = {}
         incomplete = bool(warnings)  # places that should hold a project, unreadable
         for project in directories:
-            found = self._project_rows(project, live, set_aside)
+            found = self._project_rows(project, live, set_aside, terminal_pid)
             rows += found.rows
             warnings += found.warnings
             incomplete = incomplete or found.incomplete

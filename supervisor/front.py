@@ -377,13 +377,13 @@ class FrontDoor:
         if self._server is not None:
             return await self._server.answer(frame)
         match frame:
-            case p.ListSessions(workspace=workspace, all=every):
+            case p.ListSessions(workspace=workspace, all=every, terminal_pid=pid):
                 projects = None
                 if not every:
                     if not workspace or not Path(workspace).is_absolute():
                         raise SessionError("a workspace (absolute path) is required")
                     projects = (sessions_dir(Path(workspace), self._root),)
-                listing: SessionListing = await self._storage.ask(ListSessions(projects))
+                listing: SessionListing = await self._storage.ask(ListSessions(projects, pid))
                 return listing.to_json()
             case p.Status():
                 return {

@@ -128,6 +128,8 @@ class ListSessions(_Frame):
     type: Literal["list_sessions"]
     workspace: str | None = None
     all: bool = False
+    terminal_pid: int | None = Field(default=None, gt=0, lt=2**31)
+    """The asking tab's identity: the line about its own unreadable pointer says so."""
 
 
 class ShowSession(_Frame):

@@ -618,9 +618,9 @@ class Server:
 
     async def _answer(self, frame: p.ClientFrame) -> object:
         match frame:
-            case p.ListSessions(workspace=workspace, all=every):
+            case p.ListSessions(workspace=workspace, all=every, terminal_pid=pid):
                 listing: SessionListing = await self._storage.ask(
-                    ListSessions(self._projects(workspace, every))
+                    ListSessions(self._projects(workspace, every), pid)
                 )
                 return listing.to_json()
             case p.ShowSession(workspace=workspace, session_id=session_id, project=name):

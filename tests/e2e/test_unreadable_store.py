@@ -338,3 +338,24 @@ def test_a_reattach_to_a_session_whose_read_fails_goes_on_in_a_new_one_saying_wh
     ) in client.drain_stderr()
     faults.unlink()
     assert env.session(session_id)["session_id"] == session_id, "left as it was"
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["files", "supervisor"])
+def test_the_listing_in_the_tab_whose_own_pointer_is_unreadable_says_it_is_this_tabs(
+    env: Env, served: bool
+) -> None:
+    """A helper's report: ``agent-assist sessions`` run in that very tab named the user's
+    own shell as ``terminal PID still runs`` (the listing knew no terminal)."""
+    _, tab = idle_session(env)
+    pointer = env.project / f"active_{tab.pid}.json"
+    BREAKAGES["truncated"](pointer)
+    if not served:
+        assert env.run("supervisor", "stop").returncode == 0
+    for args in [(), ("--json",)]:  # the quick path (a supervisor's) and the full one
+        result = env.run("sessions", *args, terminal=tab)
+        assert result.returncode == 0, result.stderr
+        assert (
+            f"warning: ignoring invalid session pointer {pointer.name} (not JSON); "
+            "it is this tab's, replaced when this tab opens a session"
+        ) in result.stderr.splitlines(), result.stderr
+        assert "still runs" not in result.stderr, result.stderr
