@@ -201,6 +201,9 @@ question before a session was open, twice during a reply (128 + SIGINT, as a she
 SAVE_RETRIED = "error: could not update the session on disk"
 """A failed save (actors/terminal.py) is retried at the next turn and at exit: the run
 fails only if turns are still unsaved at its end (the ``closed`` frame says so)."""
+NOTHING_SAVED_AS_TOLD = re.compile(r"error: session [0-9a-f]{12} could not be saved \(see above\)")
+"""The exit's line for a session none of whose writes worked and that had no turn to keep
+(actors/terminal.py), its cause the start's line: that line said it all (H186)."""
 REATTACH_ATTEMPTS = 5
 BUSY_WAIT_S = 2.0
 """A terminal refused because another agent-assist is attached for it (or the supervisor
@@ -1450,6 +1453,8 @@ class Chat:
                 else:
                     self.a_turn_failed = True
                     text = shorter or text
+                    if NOTHING_SAVED_AS_TOLD.fullmatch(text):
+                        return  # the run fails on the start's one line
             if (changed := changed_file(text)) is not None:
                 if frame.get("at_reattach") and changed in self._shown_before_reattach:
                     self._shown_before_reattach.discard(changed)  # the re-attach's word of
