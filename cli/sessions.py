@@ -258,16 +258,15 @@ def list_sessions(
 
 
 def _ask_listing(paths: RuntimePaths, frame: dict[str, object]) -> dict[str, Any] | None:
-    """The supervisor's listing; one of the version before (running after an upgrade)
-    refuses the tab's identity, and is asked again without it."""
-    try:
-        return _ask_supervisor(paths, dict(frame), reading=True)
-    except RemoteError as exc:
-        said = str(exc).startswith("invalid terminal_pid:")
-        if exc.code != ErrorCode.INVALID_REQUEST or not said or "terminal_pid" not in frame:
-            raise
-    without = {key: value for key, value in frame.items() if key != "terminal_pid"}
-    return _ask_supervisor(paths, without, reading=True)
+    """The supervisor's listing; one that does not know the tab's identity (the version
+    before, running after an upgrade) is asked without it."""
+
+    def fit(welcome: Frame) -> Frame:
+        if knows(welcome, "list_terminal_pid"):
+            return frame
+        return {key: value for key, value in frame.items() if key != "terminal_pid"}
+
+    return _ask_supervisor(paths, dict(frame), reading=True, fit=fit)
 
 
 def project_holding(workspace: Path | None, session_id: str) -> str | None:

@@ -202,3 +202,15 @@ def test_supervisor_start_restarts_an_unused_previous_supervisor(
     assert started.stderr == f"note: restarted the supervisor (agent-assist {before} -> {now})\n"
     assert started.stdout.startswith(f"supervisor started (pid {env.supervisor_pid()}, ")
     assert env.supervisor_pid() != old
+
+
+def test_sessions_lists_with_a_previous_supervisor(env: Env, previous: Path) -> None:
+    """The previous supervisor does not know the asking tab's identity in the list frame
+    (H186's ``terminal_pid``): it is asked without it, as its welcome says no such
+    capability, and lists the sessions."""
+    session_id, _tab = idle_session(env)
+    assert env.run("supervisor", "stop").returncode == 0
+    start_previous(env, previous)
+    listed = env.run("sessions", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [row["session_id"] for row in json.loads(listed.stdout)] == [session_id]
