@@ -4,8 +4,9 @@ the rest of it (``sed -i`` over 2,000 tracked files printed 2,000 lines). Pure."
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from itertools import dropwhile
 
 FLOOD_FILES = 20
 """Files told one line each within ``FLOOD_S`` (as many as the model's note names); those
@@ -87,6 +88,150 @@ class NoticeFlood:
         held, self.held = self.held, {}
         self.lines += bool(held)
         return held
+
+
+BURST_S = 2.0
+"""Changes of one file less than this far apart are one burst: one notice."""
+
+
+@dataclass(frozen=True)
+class Told:
+    """What a transition of ``Notices`` has the terminal told, and the timers it asks for."""
+
+    lines: tuple[str, ...] = ()
+    """Lines to tell now, in order."""
+    flood: str | None = None
+    """A flood's one line for the changes it held, if it is due now."""
+    files: tuple[str, ...] = ()
+    """The files ``flood`` stands for (not named in it)."""
+    take_in: float | None = None
+    """In how long to ``take`` what the flood holds (a line is due)."""
+    check_in: float | None = None
+    """In how long to check whether the flood went quiet (``checked``)."""
+
+
+@dataclass(frozen=True)
+class Notices:
+    """The notices told lately, and those held back: an immutable ledger the TerminalActor
+    keeps, with one pure transition per event, each taking the clock (``now``, seconds)
+    and returning the new ledger and what to tell (``Told``). Its table (event: transition:
+    what it does):
+
+    - files changed outside: ``changed``: each file gets a notice, unless it was told less
+      than ``BURST_S`` ago as changed the same way by the same writer (a burst: one
+      notice); a notice is a line of its own unless ``FLOOD_FILES`` lines were told in the
+      last ``FLOOD_S`` or a flood goes on (a change held less than ``FLOOD_S`` ago): then
+      it is held for the flood's line. The first change held since the last line asks for
+      that line in ``HOLD_S``, doubled for each line this flood told already (up to
+      ``MAX_HOLD_S``); a change held with no check for the flood's end under way starts
+      one, in ``FLOOD_S``. A line of its own ends any flood before.
+    - the flood's line is due: ``take``: what it holds is told in one line.
+    - the check for the flood's end: ``checked``: a flood quiet for ``FLOOD_S`` is over
+      and what it holds is told now; one not quiet yet asks for the check again when it
+      will be; one that holds nothing (a line took it) ends the check.
+    - a background notice (a compaction, the summary model): ``between_turns``: held while
+      a reply streams (it cut the reply's text in two), else told.
+    - a turn ends: ``turn_over``: the background notices held are told.
+    """
+
+    last_change: Mapping[str, float] = field(default_factory=dict)
+    """When each file was last seen changing outside (a burst gives one notice)."""
+    told_as: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    """How each file's last notice told it (``changed``, ``deleted``, ``UNREADABLE``) and
+    by whom (the other session's id, "" outside agent-assist): a burst that makes a
+    deleted file again, deletes a changed one, or changes by hand what another session
+    wrote, says so."""
+    told: tuple[float, ...] = ()
+    """When the lines of their own of the last ``FLOOD_S`` were told."""
+    held: Mapping[str, str] = field(default_factory=dict)
+    """Each file a flood holds for its line, and how it changed."""
+    last_held: float | None = None
+    lines: int = 0
+    """The lines this flood has told (its held changes taken)."""
+    checking: bool = False
+    """Whether a check for the flood's end is under way."""
+    background: tuple[str, ...] = ()
+    """Background notices that came while a reply streamed: told after it."""
+
+    def changed(
+        self,
+        paths: Iterable[str],
+        now: float,
+        gone: frozenset[str] = frozenset(),
+        unread: frozenset[str] = frozenset(),
+        writers: Mapping[str, str] | None = None,
+    ) -> tuple[Notices, Told]:
+        """``paths`` changed outside at ``now``: a file in ``gone`` (the watcher saw it no
+        more) is told as deleted, or as made unreadable if it is in ``unread`` (there, but
+        it cannot be read: a ``chmod 000``); ``writers``: the other agent-assist session
+        that wrote a file, told as its change (outside this session, not outside
+        agent-assist)."""
+        last_change = dict(self.last_change)
+        told_as = dict(self.told_as)
+        told = list(self.told)
+        held = dict(self.held)
+        last_held, lines, checking = self.last_held, self.lines, self.checking
+        own: list[str] = []
+        take_in: float | None = None
+        for path in sorted(set(paths)):
+            last = last_change.get(path)
+            last_change[path] = now
+            how = UNREADABLE if path in unread else "deleted" if path in gone else "changed"
+            writer = (writers or {}).get(path, "")
+            if last is not None and now - last < BURST_S and told_as.get(path) == (how, writer):
+                continue  # the same burst
+            told_as[path] = (how, writer)
+            told = list(dropwhile(lambda at: now - at >= FLOOD_S, told))
+            flooding = last_held is not None and now - last_held < FLOOD_S
+            if not (flooding or held or len(told) >= FLOOD_FILES):
+                lines = 0  # any flood before has ended
+                told.append(now)
+                own.append(changed_line(path, how, writer))
+                continue
+            if not held:  # the first held since the last line: that line is due
+                take_in = min(HOLD_S * 2**lines, MAX_HOLD_S)
+            held[path] = how
+            last_held = now
+        check_in = None
+        if held and not checking:
+            checking, check_in = True, FLOOD_S
+        new = replace(
+            self,
+            last_change=last_change,
+            told_as=told_as,
+            told=tuple(told),
+            held=held,
+            last_held=last_held,
+            lines=lines,
+            checking=checking,
+        )
+        return new, Told(tuple(own), take_in=take_in, check_in=check_in)
+
+    def take(self) -> tuple[Notices, Told]:
+        """The flood's line is due: what it holds, told in one line (none if nothing)."""
+        if not self.held:
+            return self, Told()
+        told = Told(flood=flood_line(self.held), files=tuple(sorted(self.held)))
+        return replace(self, held={}, lines=self.lines + 1), told
+
+    def checked(self, now: float) -> tuple[Notices, Told]:
+        """The check for the flood's end, at ``now``: over once quiet for ``FLOOD_S``."""
+        if not self.held or self.last_held is None:
+            return replace(self, checking=False), Told()
+        left = self.last_held + FLOOD_S - now
+        if left > 0:
+            return self, Told(check_in=left)
+        return replace(self, checking=False).take()
+
+    def between_turns(self, line: str, in_turn: bool) -> tuple[Notices, Told]:
+        """A background notice: held while a reply streams (``in_turn``), else told."""
+        if in_turn:
+            return replace(self, background=(*self.background, line)), Told()
+        return self, Told((line,))
+
+    def turn_over(self) -> tuple[Notices, Told]:
+        """A turn ended: the background notices held during it are told."""
+        return replace(self, background=()), Told(self.background)
 
 
 UNREADABLE = "made unreadable"
