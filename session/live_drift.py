@@ -197,6 +197,21 @@ class LiveDrift:
         return told | baseline
 
 
+def unexpected(
+    paths: tuple[str, ...], digests: tuple[str, ...], expected: Mapping[str, str] | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``paths`` (and their ``digests``) the watcher reports but those seen holding what
+    ``expected`` has there: with no watcher (the files compared at each turn), what the
+    terminal expects (the watcher's settling after an earlier watch compares against that
+    watch's older baseline, and told late a change the comparison before a turn had told
+    already: the model was told twice). None (a watcher's reports stand: a change made
+    while a turn ran can be in the turn's manifest before its report): every one."""
+    if expected is None or len(digests) != len(paths):
+        return paths, digests
+    fresh = [(p, d) for p, d in zip(paths, digests, strict=True) if expected.get(p) != d]
+    return tuple(p for p, _ in fresh), tuple(d for _, d in fresh)
+
+
 def untold_drift(drift: FileDrift, baseline: Mapping[str, str]) -> dict[str, str]:
     """The files ``drift`` reports changed, at the digest it compared them with."""
     return {path: baseline[path] for path in (*drift.modified, *drift.deleted) if path in baseline}

@@ -4,7 +4,13 @@ changed outside (session/live_drift.py)."""
 from __future__ import annotations
 
 from session.filesystem import FileDrift
-from session.live_drift import NOTE_FILES, LiveDrift, changed_during_turn, with_gone_kept
+from session.live_drift import (
+    NOTE_FILES,
+    LiveDrift,
+    changed_during_turn,
+    unexpected,
+    with_gone_kept,
+)
 
 SAVED = {"agent_spec.md": "s0", "notes.md": "n0"}
 TRACKED = frozenset(SAVED)
@@ -194,3 +200,16 @@ def test_a_file_a_turns_tools_wrote_holds_the_users_work_no_more() -> None:
     ledger = LiveDrift().noted(["notes.md", "b.md"])
     ended, _, _ = ledger.turn_ended((("notes.md", "n1"),), read=True)
     assert ended.edited == {"b.md"}
+
+
+def test_a_report_of_what_the_terminal_expects_there_is_no_news() -> None:
+    reported = unexpected(("agent_spec.md", "notes.md"), ("s0", "n1"), SAVED)
+    assert reported == (("notes.md",), ("n1",))
+
+
+def test_with_nothing_expected_every_report_stands() -> None:
+    assert unexpected(("notes.md",), ("n0",), None) == (("notes.md",), ("n0",))
+
+
+def test_a_report_without_digests_stands_whatever_is_expected() -> None:
+    assert unexpected(("notes.md",), (), SAVED) == (("notes.md",), ())
