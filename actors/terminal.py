@@ -169,10 +169,10 @@ from session.lifecycle import (
     WritePointer,
     WriteSession,
 )
-from session.live_drift import LiveDrift, changed_during_turn
+from session.live_drift import LiveDrift, changed_during_turn, unexpected
 from session.manager import ListedCheckpoints, RestoredFiles, Written
 from session.models import Pointer, SessionState, utc_now, validate_session_id
-from session.notices import FLOOD_S, UNREADABLE, NoticeFlood, changed_line, flood_line
+from session.notices import Notices, Told
 from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
 from session.summary import offline_summary
@@ -378,8 +378,6 @@ def not_kept_aside_line(effect: KeepOriginal, exc: BaseException) -> str:
 
 WATCH_TIMEOUT_S = 5.0
 """How long a reset waits for its files' watch to be in place."""
-BURST_S = 2.0
-"""Changes of one file less than this far apart are one burst: one notice."""
 
 
 WRITE_WITHOUT_UNDO = (
@@ -468,10 +466,10 @@ class TerminalActor(Actor[TerminalMessage]):
         """The checkpoint the last restore took the conversation back to."""
         """The history a restore brought back: until a turn changes it, a summary that
         arrives was asked for the conversation before the restore, and is dropped."""
-        self._held_notices: list[Info] = []
-        """Background notices that came while a reply streamed: told after it."""
-        self._flood = NoticeFlood()
-        """The changes outside told lately, and those a flood of them holds for one line."""
+        self._notices = Notices()
+        """The notices told lately and those held back: the changes outside (bursts, a
+        flood's line) and the background ones held while a reply streams
+        (``session/notices.py``)."""
         self._compaction_told: set[Trigger] = set()
         """What triggered the automatic compactions told (each is told once a run)."""
         self._offline_told = False
@@ -486,13 +484,6 @@ class TerminalActor(Actor[TerminalMessage]):
         (``session/live_drift.py``)."""
         self._message: _Message | None = None
         """The running (or last) turn's user message."""
-        self._last_change: dict[str, float] = {}
-        """When each file was last seen changing outside (a burst gives one notice)."""
-        self._told_as: dict[str, tuple[str, str]] = {}
-        """How each file's last notice told it (``changed``, ``deleted``) and by whom (the
-        other session's id, "" outside agent-assist): a burst that makes a deleted file
-        again, deletes a changed one, or changes by hand what another session wrote, says
-        so."""
         self._turn_writes: set[str] = set()
         """The paths the running turn's tools were called to write (``TurnToolCall``)."""
         self._known: tuple[dict[str, str], str | None] | None = None
@@ -626,7 +617,9 @@ class TerminalActor(Actor[TerminalMessage]):
             case FilesChanged(paths, digests, by):
                 gone = frozenset(p for p, digest in zip(paths, digests, strict=False) if not digest)
                 writers = {p: w for p, w in zip(paths, by, strict=False) if w}
-                self._drift, paths = self._drift.seen(*self._news(paths, digests))
+                # with no watcher, a report of what the terminal expects is no news
+                expected = self._watched if self._hashing_at_each_turn else None
+                self._drift, paths = self._drift.seen(*unexpected(paths, digests, expected))
                 if not paths:
                     return None
                 # The watcher's baseline is now what it saw, no longer ``_watched``: the
@@ -1112,9 +1105,8 @@ class TerminalActor(Actor[TerminalMessage]):
         outside -= told_in_turn - {path for path, _ in done.written}  # read, told already
         if outside:
             await self._note_changes(outside, gone & outside)
-        held, self._held_notices = self._held_notices, []
-        for notice in held:
-            await self._emit(notice)
+        self._notices, held = self._notices.turn_over()
+        await self._tell(held)
         if resend is not None:
             await self._send_again_smaller(resend)
 
@@ -1777,7 +1769,7 @@ class TerminalActor(Actor[TerminalMessage]):
             if automatic and not quiet and self._lc.compaction_failures == 1:
                 wait = self._lc.backoff_until - self._lc.invocations
                 error = result.error and scrub_text(result.error, self._lc.policy.known_secrets)
-                await self._tell_between_turns(Info(compaction_failed_line(error, wait)))
+                await self._tell_between_turns(compaction_failed_line(error, wait))
             return False
         before = lc.estimated_tokens()
         assert lc.state is not None
@@ -1808,9 +1800,7 @@ class TerminalActor(Actor[TerminalMessage]):
             compaction = result.compaction
             turns = turns_named(compaction.start_invocation, compaction.end_invocation)
             await self._tell_between_turns(
-                Info(
-                    f"note: compacted {turns} into a summary (~{before:,} -> ~{after:,} tokens)"
-                )
+                f"note: compacted {turns} into a summary (~{before:,} -> ~{after:,} tokens)"
             )
         return True
 
@@ -1829,15 +1819,13 @@ class TerminalActor(Actor[TerminalMessage]):
             self._offline_told = True
             # the endpoint's own words, which may echo a secret the session knows (its key)
             because = scrub_text(because, self._lc.policy.known_secrets)
-            await self._tell_between_turns(Info(f"warning: {because}"))
+            await self._tell_between_turns(f"warning: {because}")
 
-    async def _tell_between_turns(self, notice: Info) -> None:
+    async def _tell_between_turns(self, line: str) -> None:
         """A notice of work done in the background (a compaction, the summary model): held
-        while a reply streams, and told after it (it cut the reply's text in two)."""
-        if self._lc.in_turn:
-            self._held_notices.append(notice)
-        else:
-            await self._emit(notice)
+        while a reply streams, and told after it (``Notices.between_turns``)."""
+        self._notices, told = self._notices.between_turns(line, self._lc.in_turn)
+        await self._tell(told)
 
     def _context_text(self) -> str:
         """What ``/resume`` shows: what the model is given, as it is given: the resume
@@ -1862,54 +1850,38 @@ class TerminalActor(Actor[TerminalMessage]):
         writers: Mapping[str, str] | None = None,
         unread: frozenset[str] = frozenset(),
     ) -> None:
-        """Tell the terminal, one notice per file and burst (a file that changed again
-        within ``BURST_S`` of its last change is not told again, unless it was deleted
-        and is there again, or the other way round), and have the next
-        request name each file once. A file in ``gone`` (the watcher saw it no more) is
-        told as deleted, or as made unreadable if it is in ``unread`` (there, but it
-        cannot be read: a ``chmod 000``). ``at_reattach``: the drift a re-attach found
-        (see ``Info``).
-        ``writers``: the other agent-assist session that wrote a file, told as its
-        change (it is outside this session, not outside agent-assist)."""
-        now = anyio.current_time()
-        paths = sorted(set(paths))
+        """Tell the terminal of ``paths`` changed outside, one notice per file and burst,
+        until a flood (``Notices.changed``), and have the next request name each file
+        once. ``gone``: seen no more (told as deleted, or as made unreadable if in
+        ``unread``); ``writers``: the other agent-assist session that wrote a file;
+        ``at_reattach``: the drift a re-attach found (see ``Info``)."""
+        paths = frozenset(paths)
         self._drift = self._drift.noted(paths)
-        for path in paths:
-            last = self._last_change.get(path)
-            self._last_change[path] = now
-            how = "deleted" if path in gone else "changed"
-            if path in unread:
-                how = UNREADABLE
-            writer = (writers or {}).get(path, "")
-            if last is None or now - last >= BURST_S or self._told_as.get(path) != (how, writer):
-                self._told_as[path] = (how, writer)
-                if self._flood.one_line_each(now):
-                    await self._emit(Info(changed_line(path, how, writer), at_reattach))
-                elif (due := self._flood.hold(path, how, now)) is not None:  # a line is due
-                    asyncio.get_running_loop().call_later(
-                        due, self._self.tell_when_room, TellHeldChanges()
-                    )
-        if self._flood.check_the_end():
-            asyncio.get_running_loop().call_later(
-                FLOOD_S, self._self.tell_when_room, CheckFloodOver()
-            )
+        now = anyio.current_time()
+        self._notices, told = self._notices.changed(paths, now, gone, unread, writers)
+        await self._tell(told, at_reattach)
 
     async def _check_flood_over(self) -> None:
         """A flood quiet for a second is over: its held changes are told now."""
-        left = self._flood.over_in(anyio.current_time())
-        if left == 0.0:
-            await self._tell_held_changes()
-        elif left is not None:
-            asyncio.get_running_loop().call_later(
-                left, self._self.tell_when_room, CheckFloodOver()
-            )
+        self._notices, told = self._notices.checked(anyio.current_time())
+        await self._tell(told)
 
     async def _tell_held_changes(self) -> None:
         """One line for the changes a flood held (``session/notices.py``)."""
-        held = self._flood.take()
-        if held:
-            files = tuple(sorted(held))  # every one: the toolbar counts them
-            await self._emit(Info(flood_line(held), files=files))
+        self._notices, told = self._notices.take()
+        await self._tell(told)
+
+    async def _tell(self, told: Told, at_reattach: bool = False) -> None:
+        """Tell what a transition of ``Notices`` says, and set the timers it asks for."""
+        for line in told.lines:
+            await self._emit(Info(line, at_reattach))
+        if told.flood is not None:
+            await self._emit(Info(told.flood, files=told.files))  # the toolbar counts them
+        loop = asyncio.get_running_loop()
+        if told.take_in is not None:
+            loop.call_later(told.take_in, self._self.tell_when_room, TellHeldChanges())
+        if told.check_in is not None:
+            loop.call_later(told.check_in, self._self.tell_when_room, CheckFloodOver())
 
     async def _claim_writes(self, writes: tuple[str, ...]) -> None:
         """Tell the DriftWatcher what this turn is about to write: another session that
@@ -1948,20 +1920,6 @@ class TerminalActor(Actor[TerminalMessage]):
         are gone (``changed_during_turn``)."""
         now = self._known[0] if self._known is not None else {}
         return changed_during_turn(seen, done.written, done.read, now, watched, self._still_tracked)
-
-    def _news(
-        self, paths: tuple[str, ...], digests: tuple[str, ...]
-    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """``paths`` (and their ``digests``) but, with no watcher (the files compared at
-        each turn), those seen holding what this terminal already expects there
-        (``_watched``): the watcher's settling after an earlier watch compares against
-        that watch's older baseline, and told late a change the comparison before a turn
-        had told already (the model was told twice). With a watcher its reports stand: a
-        change made while a turn ran can be in the turn's manifest before its report."""
-        if not self._hashing_at_each_turn or self._watched is None or len(digests) != len(paths):
-            return paths, digests
-        fresh = [(p, d) for p, d in zip(paths, digests, strict=True) if self._watched.get(p) != d]
-        return tuple(p for p, _ in fresh), tuple(d for _, d in fresh)
 
     def _still_tracked(self, path: str) -> bool:
         """Whether ``path`` is tracked now, there or not (a file of the template directory:
