@@ -46,7 +46,7 @@ FLOOD_QUIET_S = 8.0
 FILES = 1000
 FILE_BYTES = 16 * 1024
 SETTLE_GAP_S = 2.3
-"""Between two writes: longer than the TerminalActor's ``BURST_S`` (2 s), within which a
+"""Between two writes: longer than ``session.notices.BURST_S`` (2 s), within which a
 second change of the same file is the same burst and gets no notice of its own (at 0.3 s
 every write after the warm-up waited for a notice that never came)."""
 

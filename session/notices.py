@@ -1,9 +1,9 @@
-"""How many lines the changes outside make: one per file, until a flood, then one line for
-the rest of it (``sed -i`` over 2,000 tracked files printed 2,000 lines). Pure."""
+"""The notices the terminal is told, and when (``Notices``): the changes outside, one line
+per file and burst until a flood, then one line for the rest of it (``sed -i`` over 2,000
+tracked files printed 2,000 lines), and those held while a reply streams. Pure."""
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import dropwhile
@@ -19,77 +19,6 @@ each later line of a flood that goes on waits twice as long, up to ``MAX_HOLD_S`
 MAX_HOLD_S = 4.0
 PLACES = 5
 """Top directories a flood's line names (the rest are counted)."""
-
-
-@dataclass
-class NoticeFlood:
-    """The notices of the last ``FLOOD_S``, and the changes a flood holds for one line.
-
-    Rules: a change gets a line of its own unless ``FLOOD_FILES`` lines were told in the
-    last ``FLOOD_S`` or a flood goes on (a change held less than ``FLOOD_S`` ago); then
-    it is held. The first change held since the last line asks for the next one after
-    ``HOLD_S``, doubled for each line the flood told already (a 30 s ``sed -i`` over
-    20,000 files told 20 lines of their own each second, and a count between them).
-    A flood that goes quiet for ``FLOOD_S`` is over: what it holds is told then, not at
-    the end of a hold of up to ``MAX_HOLD_S`` (the last line of a ``sed -i`` came 4 s
-    after its last change); one check for that end runs at a time (``check_the_end``,
-    ``over_in``)."""
-
-    told: deque[float] = field(default_factory=deque)
-    held: dict[str, str] = field(default_factory=dict)
-    """Each held file, and how it changed (``changed``, ``deleted``)."""
-    last_held: float | None = None
-    lines: int = 0
-    """The lines this flood has told (its held changes taken)."""
-    checking: bool = False
-    """Whether a check for the flood's end is under way."""
-
-    def one_line_each(self, now: float) -> bool:
-        """Whether a change seen at ``now`` gets a line of its own (and counts as told)."""
-        while self.told and now - self.told[0] >= FLOOD_S:
-            self.told.popleft()
-        flooding = self.last_held is not None and now - self.last_held < FLOOD_S
-        if flooding or self.held or len(self.told) >= FLOOD_FILES:
-            return False
-        self.lines = 0  # any flood before has ended
-        self.told.append(now)
-        return True
-
-    def hold(self, path: str, how: str, now: float) -> float | None:
-        """Hold ``path`` for the flood's next line; if it is the first held since the last
-        line, in how long to ``take`` them (else None: that is asked for already)."""
-        first = not self.held
-        self.held[path] = how
-        self.last_held = now
-        return min(HOLD_S * 2**self.lines, MAX_HOLD_S) if first else None
-
-    def check_the_end(self) -> bool:
-        """Whether to start a check for the end of the flood that holds changes now (in
-        ``FLOOD_S``, then as long as ``over_in`` says): none is under way."""
-        if self.checking or not self.held:
-            return False
-        self.checking = True
-        return True
-
-    def over_in(self, now: float) -> float | None:
-        """For the check: how long until the flood has been quiet for ``FLOOD_S``; 0.0 when
-        it has (what it holds is to be taken now); None when it holds nothing (a line
-        took it: the check ends)."""
-        if not self.held or self.last_held is None:
-            self.checking = False
-            return None
-        left = self.last_held + FLOOD_S - now
-        if left > 0:
-            return left
-        self.checking = False
-        return 0.0
-
-    def take(self) -> dict[str, str]:
-        held, self.held = self.held, {}
-        self.lines += bool(held)
-        return held
-
-
 BURST_S = 2.0
 """Changes of one file less than this far apart are one burst: one notice."""
 
