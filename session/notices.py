@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from itertools import dropwhile
+from itertools import dropwhile, islice, takewhile
 
 FLOOD_FILES = 20
 """Files told one line each within ``FLOOD_S`` (as many as the model's note names); those
@@ -63,13 +63,13 @@ class Notices:
     - a turn ends: ``turn_over``: the background notices held are told.
     """
 
-    last_change: Mapping[str, float] = field(default_factory=dict)
-    """When each file was last seen changing outside (a burst gives one notice)."""
-    told_as: Mapping[str, tuple[str, str]] = field(default_factory=dict)
-    """How each file's last notice told it (``changed``, ``deleted``, ``UNREADABLE``) and
-    by whom (the other session's id, "" outside agent-assist): a burst that makes a
-    deleted file again, deletes a changed one, or changes by hand what another session
-    wrote, says so."""
+    bursts: Mapping[str, tuple[float, str, str]] = field(default_factory=dict)
+    """Each file seen changing outside in the last ``BURST_S``, oldest first: when it last
+    changed (a burst gives one notice), and how its last notice told it (``changed``,
+    ``deleted``, ``UNREADABLE``) and by whom (the other session's id, "" outside
+    agent-assist): a burst that makes a deleted file again, deletes a changed one, or
+    changes by hand what another session wrote, says so. A file quiet for longer is told
+    afresh: it is dropped (copied per report, the ledger is as small as the burst)."""
     told: tuple[float, ...] = ()
     """When the lines of their own of the last ``FLOOD_S`` were told."""
     held: Mapping[str, str] = field(default_factory=dict)
@@ -95,22 +95,21 @@ class Notices:
         it cannot be read: a ``chmod 000``); ``writers``: the other agent-assist session
         that wrote a file, told as its change (outside this session, not outside
         agent-assist)."""
-        last_change = dict(self.last_change)
-        told_as = dict(self.told_as)
-        told = list(self.told)
+        old = sum(1 for _ in takewhile(lambda b: now - b[1][0] >= BURST_S, self.bursts.items()))
+        bursts = dict(islice(self.bursts.items(), old, None))
+        told = list(dropwhile(lambda at: now - at >= FLOOD_S, self.told))  # the last FLOOD_S
         held = dict(self.held)
         last_held, lines, checking = self.last_held, self.lines, self.checking
         own: list[str] = []
         take_in: float | None = None
         for path in sorted(set(paths)):
-            last = last_change.get(path)
-            last_change[path] = now
+            last = bursts.pop(path, None)  # put back last: the oldest stay first
             how = UNREADABLE if path in unread else "deleted" if path in gone else "changed"
             writer = (writers or {}).get(path, "")
-            if last is not None and now - last < BURST_S and told_as.get(path) == (how, writer):
+            if last is not None and now - last[0] < BURST_S and last[1:] == (how, writer):
+                bursts[path] = (now, *last[1:])
                 continue  # the same burst
-            told_as[path] = (how, writer)
-            told = list(dropwhile(lambda at: now - at >= FLOOD_S, told))
+            bursts[path] = (now, how, writer)
             flooding = last_held is not None and now - last_held < FLOOD_S
             if not (flooding or held or len(told) >= FLOOD_FILES):
                 lines = 0  # any flood before has ended
@@ -126,8 +125,7 @@ class Notices:
             checking, check_in = True, FLOOD_S
         new = replace(
             self,
-            last_change=last_change,
-            told_as=told_as,
+            bursts=bursts,
             told=tuple(told),
             held=held,
             last_held=last_held,

@@ -68,6 +68,13 @@ def test_a_burst_lasts_until_the_file_is_quiet_for_burst_s() -> None:
     assert notices.changed(["a.md"], 3.0 + BURST_S)[1] == Told((A,))
 
 
+def test_the_ledger_keeps_only_the_changes_of_the_last_burst_s() -> None:
+    notices, _ = Notices().changed(["a.md", "b.md"], 0.0)
+    notices, _ = notices.changed(["b.md"], 1.0)
+    notices, _ = notices.changed(["c.md"], BURST_S)
+    assert list(notices.bursts) == ["b.md", "c.md"]
+
+
 def test_a_burst_that_deletes_the_file_says_so() -> None:
     notices, _ = Notices().changed(["a.md"], 0.0)
     notices, told = notices.changed(["a.md"], 0.5, gone=frozenset({"a.md"}))
