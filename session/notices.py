@@ -46,14 +46,15 @@ class Notices:
     and returning the new ledger and what to tell (``Told``). Its table (event: transition:
     what it does):
 
-    - files changed outside: ``changed``: each file gets a notice, unless it was told less
-      than ``BURST_S`` ago as changed the same way by the same writer (a burst: one
-      notice); a notice is a line of its own unless ``FLOOD_FILES`` lines were told in the
-      last ``FLOOD_S`` or a flood goes on (a change held less than ``FLOOD_S`` ago): then
-      it is held for the flood's line. The first change held since the last line asks for
-      that line in ``HOLD_S``, doubled for each line this flood told already (up to
-      ``MAX_HOLD_S``); a change held with no check for the flood's end under way starts
-      one, in ``FLOOD_S``. A line of its own ends any flood before.
+    - files changed outside: ``changed``: each file gets a notice, unless it last changed
+      less than ``BURST_S`` ago and its last notice told it changed the same way by the
+      same writer (a burst: one notice). A notice is a line of its own unless
+      ``FLOOD_FILES`` lines were told in the last ``FLOOD_S`` or a flood goes on (a change
+      held less than ``FLOOD_S`` ago): then it is held for the flood's line. The first
+      change held since the last line asks for that line in ``HOLD_S``, doubled for each
+      line this flood told already (up to ``MAX_HOLD_S``); a change held with no check
+      for the flood's end under way starts one, in ``FLOOD_S``. A line of its own ends
+      any flood before.
     - the flood's line is due: ``take``: what it holds is told in one line.
     - the check for the flood's end: ``checked``: a flood quiet for ``FLOOD_S`` is over
       and what it holds is told now; one not quiet yet asks for the check again when it
