@@ -3,14 +3,17 @@ is the conversation, no stale toolbar."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
+from tests.e2e.harness import AGENT_ASSIST, Env, running, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 
@@ -44,8 +47,17 @@ class Tmux:
 
 @pytest.fixture
 def tmux(env: Env) -> Iterator[Tmux]:
+    """A tmux server, killed at the end with the programs of its panes: a chat left saving
+    after its pane's hang-up outlived its supervisor's kill and started another (H185)."""
     server = Tmux(env.base / "tmux.sock")
     yield server
+    command = ["tmux", "-S", str(server.socket), "list-panes", "-a", "-F", "#{pane_pid}"]
+    listed = subprocess.run(command, capture_output=True, text=True, check=False)
+    pids = [int(pid) for pid in listed.stdout.split()]  # none if gone already
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not any(map(running, pids)), what="the panes' programs to end")
     command = ["tmux", "-S", str(server.socket), "kill-server"]
     subprocess.run(command, capture_output=True, check=False)  # gone already: nothing to do
 

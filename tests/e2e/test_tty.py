@@ -12,6 +12,7 @@ import subprocess
 import sys
 import termios
 import time
+from pathlib import Path
 
 import pytest
 
@@ -83,10 +84,26 @@ class Pty:
         os.write(self.master, text.encode())
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
+        """SIGKILL every process of the pty's session: a job-control shell's job has a
+        process group of its own, and a chat left running there started a supervisor as
+        the cleanup killed the first (H185: two outlived a suite)."""
+        while members := in_session(self.process.pid):
+            for pid in members:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         self.process.wait()
         os.close(self.master)
+
+
+def in_session(sid: int) -> list[int]:
+    """The running processes of session ``sid`` (zombies left out: they have ended)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            if fields[0] != b"Z" and int(fields[3]) == sid:
+                found.append(int(entry))
+    return found
 
 
 @pytest.fixture
