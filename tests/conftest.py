@@ -9,13 +9,16 @@ import math
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pydantic_ai.models
 import pytest
 
+from tests import leftovers
+
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+leftovers.mark_this_run()
 
 SLOW_STEP_S = 0.05
 
@@ -23,6 +26,24 @@ SLOW_STEP_S = 0.05
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def no_processes_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test that leaves a process it started running (a supervisor, its heir, a
+    chat...) once its fixtures are torn down, naming each; they are stopped first.
+
+    First set up, so torn down last: after ``env``'s cleanup and every other fixture."""
+    yield
+    left = leftovers.started_by(request.node.nodeid)
+    if left:
+        unkilled = leftovers.stop(left, request.node.nodeid)
+        pytest.fail(
+            "left running after the test (now stopped): "
+            + "; ".join(map(str, left))
+            + (f"; could not be killed: {'; '.join(map(str, unkilled))}" if unkilled else ""),
+            pytrace=False,
+        )
 
 
 class _HeldSteps:

@@ -23,11 +23,15 @@ class ServeChat(Protocol):
 
 @pytest.fixture
 def env() -> Iterator[Env]:
+    """A private environment, its processes stopped at the end; a test that left one of
+    them running besides its supervisor, heir, terminals and clients fails, naming it."""
     environment = Env.create()
     try:
         yield environment
     finally:
-        environment.cleanup()
+        left = environment.cleanup()
+    if left:
+        pytest.fail(f"left running by the test: {'; '.join(left)}", pytrace=False)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from session.models import is_session_id
 from session.paths import sessions_dir
 
 AGENT_ASSIST = str(Path(sys.executable).with_name("agent-assist"))
+HEIR = "supervisor.heir"
 DEFAULT_TIMEOUT = 30.0
 
 
@@ -299,32 +300,58 @@ class Env:
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.01)
 
-    def kill_the_rest(self) -> None:
-        """SIGKILL every other process still running with this environment's runtime
-        directory: a supervisor that a killed chat had just started has no pid file yet,
-        and would outlive the test (one was found running after a suite)."""
+    def processes(self) -> dict[int, tuple[str, ...]]:
+        """Every process running with this environment's runtime directory: its argv."""
         mark = f"AGENT_ASSIST_RUNTIME_DIR={self.runtime}".encode()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+        found = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
                 continue
             try:
-                environ = (entry / "environ").read_bytes().split(b"\0")
+                environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
             except OSError:  # gone, or not ours to read
                 continue
             if mark in environ:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(entry.name), signal.SIGKILL)
+                found[int(entry)] = tuple(os.fsdecode(arg) for arg in argv if arg)
+        return found
 
-    def cleanup(self) -> None:
+    def left_running(self) -> list[str]:
+        """The processes of this environment the test left running that its cleanup does
+        not stop on purpose (its supervisors and heirs, its terminals, the clients it
+        spawned): a chat left running outlives its supervisor's kill by a moment, and
+        starts a new one that the cleanup may miss (H185: two were found after a suite)."""
+        known = {t.pid for t in self.terminals} | {c.process.pid for c in self.clients}
+        return [
+            f"{pid} ({' '.join(argv)})"
+            for pid, argv in self.processes().items()
+            if pid not in known and argv[-2:] != ("supervisor", "run") and HEIR not in argv
+        ]
+
+    def kill_the_rest(self) -> None:
+        """SIGKILL every other process running with this environment's runtime directory,
+        scanning ``/proc`` again until none is left: one that a process killed in a scan
+        started meanwhile (a chat starting a supervisor it found gone) is in the next."""
+        deadline = time.monotonic() + DEFAULT_TIMEOUT
+        while (rest := self.processes()) and time.monotonic() < deadline:
+            for pid in rest:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+    def cleanup(self) -> list[str]:
+        """Stop every process of this environment and remove its directories; what
+        ``left_running`` found before, for the test to fail with."""
         for client in self.clients:
             if client.process.poll() is None:
                 client.process.kill()
                 client.process.wait()
+        left = self.left_running()
         self.kill_supervisor_and_heir()
         self.kill_the_rest()
         for term in self.terminals:
             term.close()
         shutil.rmtree(self.base, ignore_errors=True)
+        return left
 
 
 def all_text_under(*roots: Path) -> Iterator[tuple[Path, bytes]]:
