@@ -87,12 +87,18 @@ class Pty:
         """SIGKILL every process of the pty's session: a job-control shell's job has a
         process group of its own, and a chat left running there started a supervisor as
         the cleanup killed the first (H185: two outlived a suite)."""
-        while members := in_session(self.process.pid):
-            for pid in members:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not kill_session(self.process.pid), what="the pty's processes to end")
         self.process.wait()
         os.close(self.master)
+
+
+def kill_session(sid: int) -> list[int]:
+    """SIGKILL the running processes of session ``sid``; those it found (none: all ended)."""
+    members = in_session(sid)
+    for pid in members:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return members
 
 
 def in_session(sid: int) -> list[int]:
