@@ -15,14 +15,26 @@ not be installed). An offer that ends with ``:`` (a provider prefix) gets no spa
 after it: the name follows. The program's side is click's own, unchanged.
 
 zsh completes whole words already; its script is click's, with the offers that end
-with ``:`` added with no suffix (``compadd -S ''``) for the same reason.
+with ``:`` added with no suffix (``compadd -S ''``) for the same reason, and, in
+``--model=offl``, the option set aside (``compset -P``) and kept (``-i "$IPREFIX"``:
+click's ``-U`` replaced the whole word with the value).
+
+fish's script is click's with two fixes: an offer is split from its description at
+the first comma only (click's split at every comma cut ``Attach, offer to resume``
+to ``Attach``), and in ``--model=offl`` the option is put back before each offer, as
+fish matches the offers against the whole word.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from click.shell_completion import BashComplete, ZshComplete, add_completion_class
+from click.shell_completion import (
+    BashComplete,
+    FishComplete,
+    ZshComplete,
+    add_completion_class,
+)
 
 SOURCE_BASH = """\
 %(complete_func)s() {
@@ -91,6 +103,9 @@ SOURCE_ZSH = """\
     local -a prefixes_with_descriptions
     local -a response
     (( ! $+commands[%(prog_name)s] )) && return 1
+    # `--model=offl`: the offers (the value alone) replace what follows the `=`; -U
+    # alone would drop the option too, hence -i "$IPREFIX" with each -U below.
+    [[ $PREFIX == -*=* ]] && compset -P 1 '*='
 
     response=("${(@f)$(env COMP_WORDS="${words[*]}" COMP_CWORD=$((CURRENT-1)) \\
 %(complete_var)s=zsh_complete %(prog_name)s)}")
@@ -115,17 +130,17 @@ SOURCE_ZSH = """\
     done
 
     if [ -n "$completions_with_descriptions" ]; then
-        _describe -V unsorted completions_with_descriptions -U
+        _describe -V unsorted completions_with_descriptions -U -i "$IPREFIX"
     fi
     if [ -n "$prefixes_with_descriptions" ]; then
-        _describe -V unsorted prefixes_with_descriptions -U -S ''
+        _describe -V unsorted prefixes_with_descriptions -U -i "$IPREFIX" -S ''
     fi
 
     if [ -n "$completions" ]; then
-        compadd -U -V unsorted -a completions
+        compadd -U -i "$IPREFIX" -V unsorted -a completions
     fi
     if [ -n "$prefixes" ]; then
-        compadd -U -V unsorted -S '' -a prefixes
+        compadd -U -i "$IPREFIX" -V unsorted -S '' -a prefixes
     fi
 }
 
@@ -136,6 +151,33 @@ else
     # eval/source/. command, register function for later
     compdef %(complete_func)s %(prog_name)s
 fi
+"""
+
+
+SOURCE_FISH = """\
+function %(complete_func)s;
+    set -l option ''
+    # `--model=offl`: fish matches the offers against the whole word, option included.
+    if string match -q -- '-*=*' (commandline -ct)
+        set option (string split -m 1 = -- (commandline -ct))[1]=
+    end
+    set -l response (env %(complete_var)s=fish_complete COMP_WORDS=(commandline -cp) \
+COMP_CWORD=(commandline -t) %(prog_name)s);
+
+    for completion in $response;
+        set -l metadata (string split -m 1 "," -- $completion);
+
+        if test $metadata[1] = "dir";
+            __fish_complete_directories $metadata[2] | string replace -r -- '^' $option;
+        else if test $metadata[1] = "file";
+            __fish_complete_path $metadata[2] | string replace -r -- '^' $option;
+        else if test $metadata[1] = "plain";
+            echo $option$metadata[2];
+        end;
+    end;
+end;
+
+complete --no-files --command %(prog_name)s --arguments "(%(complete_func)s)";
 """
 
 
@@ -151,8 +193,15 @@ class PrefixZshComplete(ZshComplete):
     source_template: ClassVar[str] = SOURCE_ZSH
 
 
+class WholeDescriptionFishComplete(FishComplete):
+    """click's fish completion, with descriptions whole and ``--option=value`` kept."""
+
+    source_template: ClassVar[str] = SOURCE_FISH
+
+
 def use_whole_word_completion() -> None:
-    """Make ``_AGENT_ASSIST_COMPLETE=bash_source`` and ``zsh_source`` emit the scripts
-    above."""
+    """Make ``_AGENT_ASSIST_COMPLETE=bash_source``, ``zsh_source`` and ``fish_source``
+    emit the scripts above."""
     add_completion_class(WholeWordBashComplete, "bash")
     add_completion_class(PrefixZshComplete, "zsh")
+    add_completion_class(WholeDescriptionFishComplete, "fish")

@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from tests.e2e.harness import AGENT_ASSIST, Env
+from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
 
 COMPLETE = """
 compdef() { :; }
@@ -48,11 +48,65 @@ def offered(env: Env, typed: str) -> list[str]:
 
 def test_a_provider_prefix_is_offered_with_no_space_after_it(env: Env) -> None:
     assert offered(env, "anth") == [
-        r"'-V' 'unsorted' '-U' '-S' '' :: anthropic\::a pydantic-ai provider"
+        r"'-V' 'unsorted' '-U' '-i' '' '-S' '' :: anthropic\::a pydantic-ai provider"
     ]
 
 
 def test_a_whole_model_name_is_offered_with_the_usual_space_after_it(env: Env) -> None:
     assert offered(env, "offl") == [
-        "'-V' 'unsorted' '-U' :: offline:the built-in model: no network"
+        "'-V' 'unsorted' '-U' '-i' '' :: offline:the built-in model: no network"
     ]
+
+
+ZSHRC = """
+autoload -U compinit && compinit -u -D
+eval "$(_AGENT_ASSIST_COMPLETE=zsh_source agent-assist)"
+zstyle ':completion:*' menu no
+line-to-file() { print -r -- "$BUFFER" > line.txt }
+zle -N line-to-file
+bindkey '^X' line-to-file
+PS1='ready%% '
+"""
+
+
+def line_after_tab(env: Env, typed: str) -> str:
+    """The command line of a real interactive zsh (compinit) after ``typed`` and Tab."""
+    import pexpect
+
+    (env.workspace / "line.txt").unlink(missing_ok=True)
+    (env.base / "zdot").mkdir(exist_ok=True)
+    (env.base / "zdot" / ".zshrc").write_text(ZSHRC)
+    path = f"{os.path.dirname(AGENT_ASSIST)}{os.pathsep}{os.environ['PATH']}"
+    shell = pexpect.spawn(
+        "zsh",
+        ["-i"],
+        cwd=str(env.workspace),
+        env=env.environ(PATH=path, ZDOTDIR=str(env.base / "zdot"), TERM="xterm"),
+        encoding="utf-8",
+        dimensions=(40, 120),
+        timeout=60,
+    )
+    try:
+        shell.expect("ready% ")
+        shell.send(f"{typed}\t")
+        shell.send("\x18")
+        wait_for(lambda: (env.workspace / "line.txt").exists(), what="the line's file")
+        return (env.workspace / "line.txt").read_text().rstrip("\n")
+    finally:
+        shell.close(force=True)
+
+
+def test_a_value_after_an_option_and_an_equals_sign_completes_with_the_option_kept(
+    env: Env,
+) -> None:
+    """The offers replaced the whole word: `--model=offl<Tab>` gave `offline`, the
+    option gone."""
+    assert line_after_tab(env, "agent-assist --model=offl") == "agent-assist --model=offline "
+    assert line_after_tab(env, "agent-assist --model offl") == "agent-assist --model offline "
+
+
+def test_a_directory_after_an_option_and_an_equals_sign_completes_with_the_option_kept(
+    env: Env,
+) -> None:
+    (env.workspace / "agents").mkdir()
+    assert line_after_tab(env, "agent-assist --workspace=ag") == "agent-assist --workspace=agents/"
