@@ -307,7 +307,28 @@ def _chat(workspace: Path, model: str | None, new: bool, resume_id: str | None, 
     sys.exit(code)
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(click.Group):
+    """A group that tells a command word naming one of its options as that option
+    (`agent-assist version`: click's nearest command was `sessions`)."""
+
+    group_class = type  # its subgroups are Commands too
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        option = f"--{args[0]}" if args else ""
+        if self.get_command(ctx, args[0]) is None and any(
+            option in param.opts for param in self.get_params(ctx)
+        ):
+            ctx.fail(f"No such command {args[0]!r}. Did you mean {option!r}?")
+        return super().resolve_command(ctx, args)
+
+
+@click.group(
+    cls=Commands,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(
     None, "--version", "-V", package_name="agent-assist", prog_name="agent-assist"
 )

@@ -479,7 +479,8 @@ def test_an_over_long_model_string_is_refused_at_start(env: Env) -> None:
         (["--new", "--resume", "aaaaaaaaaaaa"], "error: --new and --resume cannot be used"),
         (["-w", "/nonexistent"], "error: Invalid value for '--workspace'"),
         (["sessions", "prune", "--older-than", "-1"], "error: Invalid value for '--older-than'"),
-        (["version"], "error: No such command 'version'. Did you mean 'sessions'?"),
+        (["version"], "error: No such command 'version'. Did you mean '--version'?"),
+        (["help"], "error: No such command 'help'. Did you mean '--help'?"),
         (["sessions", "show"], "error: Missing argument 'SESSION_ID' (see 'agent-assist sessions"),
     ],
 )
