@@ -96,7 +96,11 @@ def budget_from(model: str) -> str:
 
 
 MIN_VALUE_WIDTH = 20
-"""The narrowest VALUE column a table too wide for its terminal wraps its values in."""
+"""The narrowest VALUE column a table too wide for its terminal wraps its values in,
+while the SOURCE column fits whole beside it."""
+MIN_NARROW_WIDTH = 6
+"""The narrowest VALUE column on a terminal too narrow for that: the SOURCE column
+gets what ``default`` needs, and wraps its longer sources too."""
 
 
 def render(data: dict[str, Any], width: int | None = None) -> str:
@@ -120,12 +124,24 @@ def render(data: dict[str, Any], width: int | None = None) -> str:
         cells.append((name, shown, source))
     widths = [max(len(c[i]) for c in cells) for i in range(3)]
     if width is not None and sum(widths) + 4 > width:
-        widths[1] = max(width - widths[0] - widths[2] - 4, MIN_VALUE_WIDTH)
+        room = width - widths[0] - 4  # for VALUE and SOURCE
+        if room - widths[2] < MIN_VALUE_WIDTH:  # the SOURCE wraps too (40 columns)
+            widths[2] = min(widths[2], max(room - MIN_VALUE_WIDTH, len("default")))
+        widths[1] = max(room - widths[2], MIN_NARROW_WIDTH)
     lines = []
     for a, b, c in cells:
-        parts = textwrap.wrap(b, widths[1], break_on_hyphens=False) or [b]
-        lines.append(f"{a.ljust(widths[0])}  {parts[0].ljust(widths[1])}  {c}".rstrip())
-        lines += [f"{'':{widths[0]}}  {part}" for part in parts[1:]]
+        values = textwrap.wrap(b, widths[1], break_on_hyphens=False) or [b]
+        sources = [  # between words, and inside one only when it is wider than the column
+            piece
+            for line in textwrap.wrap(c, widths[2], break_long_words=False) or [c]
+            for piece in textwrap.wrap(line, widths[2], break_on_hyphens=False)
+        ]
+        for n in range(max(len(values), len(sources))):
+            value = values[n] if n < len(values) else ""
+            source = sources[n] if n < len(sources) else ""
+            name = a if n == 0 else ""
+            lines.append(f"{name.ljust(widths[0])}  {value.ljust(widths[1])}  {source}".rstrip())
     state = "" if data["config_file_exists"] else " (not present)"
-    lines += ["", f"config file: {data['config_file']}{state}"]
+    where = f"config file: {data['config_file']}{state}"
+    lines += ["", *(textwrap.wrap(where, width, break_long_words=False) if width else [where])]
     return "\n".join(lines)

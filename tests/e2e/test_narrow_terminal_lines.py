@@ -82,6 +82,23 @@ def test_config_show_fits_an_80_column_terminal(env: Env) -> None:
     assert rows[budget + 1].startswith(" " * len("context_tokens")), rows
 
 
+def test_config_show_at_40_columns_keeps_each_source_whole_on_its_settings_row(
+    env: Env,
+) -> None:
+    """The VALUE column kept 20 columns at least, so at 40 each row was 50 wide and the
+    terminal cut its SOURCE in two (``model  offline  d`` / ``efault``)."""
+    env.extra["AGENT_ASSIST_COMPACTION_OVERLAP"] = "3"
+    tty = Pty(env, env.terminal(), "config", "show", columns=40)
+    rows = _rows_at_exit(tty, "config file:", 0)
+    assert [row for row in rows if len(row) > 40] == [], rows
+    assert rows[0].split() == ["SETTING", "VALUE", "SOURCE"], rows
+    assert rows[1].split() == ["model", "offline", "default"], rows
+    overlap = next(i for i, row in enumerate(rows) if row.startswith("compaction_overlap"))
+    assert rows[overlap].split() == ["compaction_overlap", "3", "env"], rows
+    summary = next(i for i, row in enumerate(rows) if row.startswith("summary_model"))
+    assert rows[summary].endswith("default"), rows
+
+
 def test_the_sessions_listings_error_line_wraps_between_words(env: Env) -> None:
     """H147: `agent-assist sessions` (answered without click, for speed) printed its
     `error:` line as it was, which the terminal cut inside words (`cd to i` / `t again`),
