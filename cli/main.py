@@ -548,6 +548,16 @@ def sessions_show(
         _warn(warning)
 
 
+def _say(text: str) -> None:
+    """A line on stdout; on a terminal, wider than it, wrapped between words (the
+    terminal's own wrap cut it inside one: ``so`` / ``cket``)."""
+    if (width := _screen_width()) is not None:
+        from cli.console import word_wrap
+
+        text = word_wrap(text, width)
+    click.echo(text)
+
+
 def _screen_width() -> int | None:
     """The width of the terminal stdout is, if it is one."""
     if not sys.stdout.isatty():
@@ -642,38 +652,38 @@ def sessions_prune(
     unit = "day" if days == 1 else "days"
     # Not "idle for over": idle is a state prune never touches (a living tab's session).
     if count or not incomplete(data):
-        click.echo(f"{verb} {sessions} last active over {shown} {unit} ago.")
+        _say(f"{verb} {sessions} last active over {shown} {unit} ago.")
     else:  # it could not look: a count of 0 would say there was nothing to remove
         what = "listed for removal" if dry_run else "removed"
-        click.echo(sessions_ops.NOTHING_PRUNED_UNREAD.format(what=what))
+        _say(sessions_ops.NOTHING_PRUNED_UNREAD.format(what=what))
     for row in data["pruned"]:
-        click.echo(f"  {row['session_id']}  {row['project']}  {row['last_active']}")
+        _say(f"  {row['session_id']}  {row['project']}  {row['last_active']}")
     if leftovers := data.get("leftover_checkpoints", []):
         many = len(leftovers) != 1
-        click.echo(
+        _say(
             f"{verb} the checkpoints of {len(leftovers)} session{'s' if many else ''} with no "
             "session file left (an interrupted rm, or a first turn that never completed):"
         )
         for item in leftovers:
-            click.echo(f"  {item['session_id']}  {item['project']}")
+            _say(f"  {item['session_id']}  {item['project']}")
     if copies := data.get("leftover_copies", []):
         many = len(copies) != 1
-        click.echo(
+        _say(
             f"{verb} {len(copies)} cop{'ies' if many else 'y'} of session files a resume kept "
             f"aside, whose session file is gone (deleted by hand):"
         )
         for item in copies:
-            click.echo(f"  {item['file']}  {item['project']}")
+            _say(f"  {item['file']}  {item['project']}")
     if gone := data.get("gone_terminal_pointers", []):
         many = len(gone) != 1
         whose = "of terminals that are gone" if many else "of a terminal that is gone"
         each = "each names" if many else "it names"
-        click.echo(
+        _say(
             f"{verb} {len(gone)} pointer{'s' if many else ''} {whose} ({each} the session "
             "its closed tab last used; the session stays):"
         )
         for item in gone:
-            click.echo(f"  {item['file']}  {item['project']}  -> {item['session_id']}")
+            _say(f"  {item['file']}  {item['project']}  -> {item['session_id']}")
     if incomplete(data) or prune_failed(data):
         sys.exit(1)  # a file it could not read was left alone: as the listing says
 
@@ -747,7 +757,7 @@ def supervisor_start(as_json: bool) -> None:
         click.echo(sessions_ops.dumps({**info, "started": started}))
         return
     state = "started" if started else "already running"
-    click.echo(f"supervisor {state} (pid {info['pid']}, socket {info['socket']})")
+    _say(f"supervisor {state} (pid {info['pid']}, socket {info['socket']})")
 
 
 @supervisor.command("stop")
@@ -763,7 +773,7 @@ def supervisor_stop(as_json: bool) -> None:
         stopped = {"running": False, "stopped": pid is not None, "pid": pid}
         click.echo(sessions_ops.dumps({**stopped, "socket": str(paths.socket)}))
         return
-    click.echo("supervisor is not running" if pid is None else f"supervisor stopped (pid {pid})")
+    _say("supervisor is not running" if pid is None else f"supervisor stopped (pid {pid})")
 
 
 @supervisor.command("status")
@@ -777,8 +787,8 @@ def supervisor_status(as_json: bool) -> None:
     elif info["running"]:
         count = info["terminals"]
         terminals = f"{count} terminal{'' if count == 1 else 's'}"
-        click.echo(f"running (pid {info['pid']}, {terminals} attached, socket {info['socket']})")
-        click.echo(supervisor_cmd.version_line(info))
+        _say(f"running (pid {info['pid']}, {terminals} attached, socket {info['socket']})")
+        _say(supervisor_cmd.version_line(info))
         from cli.upgrade import status_note
 
         if (note := status_note(info)) is not None:
@@ -795,7 +805,7 @@ def supervisor_status(as_json: bool) -> None:
                 + relative_home_note()
             )
     else:
-        click.echo(f"not running (socket {info['socket']})")
+        _say(f"not running (socket {info['socket']})")
     sys.exit(0 if info["running"] else NOT_RUNNING)
 
 

@@ -99,6 +99,29 @@ def test_config_show_at_40_columns_keeps_each_source_whole_on_its_settings_row(
     assert rows[summary].endswith("default"), rows
 
 
+def test_supervisor_status_at_40_columns_wraps_between_words(env: Env) -> None:
+    """Its line was left to the terminal, which cut it inside a word (``attached`` /
+    ``, socket``, ``so`` / ``cket``)."""
+    assert env.run("supervisor", "start").returncode == 0
+    tty = Pty(env, env.terminal(), "supervisor", "status", columns=40)
+    rows = _rows_at_exit(tty, "(build ", 0)
+    assert [row for row in rows if len(row) >= 40] == [], rows
+    assert rows[0].startswith("running (pid "), rows
+    assert "socket" in " ".join(rows).split(), "no word cut in two"
+
+
+def test_sessions_prune_at_40_columns_wraps_between_words(env: Env) -> None:
+    """Its lines were left to the terminal: ``last ac`` / ``tive``, ``2026-`` / ``12-07``."""
+    terminal = env.terminal()
+    assert env.run("--new", input="an old idea\n", terminal=terminal).returncode == 0
+    terminal.close()  # its session is orphaned now
+    prune = ("sessions", "prune", "--older-than", "0", "--dry-run")
+    tty = Pty(env, env.terminal(), *prune, columns=40)
+    rows = _rows_at_exit(tty, "UTC", 0)
+    assert [row for row in rows if len(row) >= 40] == [], rows
+    assert "active" in " ".join(rows).split(), "no word cut in two"
+
+
 def test_the_sessions_listings_error_line_wraps_between_words(env: Env) -> None:
     """H147: `agent-assist sessions` (answered without click, for speed) printed its
     `error:` line as it was, which the terminal cut inside words (`cd to i` / `t again`),
