@@ -600,6 +600,8 @@ class Console:
                 return session.prompt("", **options)
         finally:
             self._dumb_prompt = None
+            if self._held_from is not None:  # the prompt's end turned it off
+                self._pastes_bracketed(True)
 
     def _stop_at_prompt(self, group: bool) -> None:
         """From the running prompt's loop: stop the chat (``group``: its process group, as
@@ -735,6 +737,7 @@ class Console:
         except (termios.error, OSError):
             return
         self._held_from = saved
+        self._pastes_bracketed(True)
         typed = _waiting_input()  # all typed before the hold: echoed
         if typed:
             self._typed_before_hold += typed
@@ -743,6 +746,15 @@ class Console:
                 # Row by row: an erase down from the screen's top-left corner is a clear
                 # screen to tmux, which keeps the screen in its scrollback, echo included.
                 _write_control(self._ui_fd(), "\r\x1b[K" + "\x1b[A\x1b[K" * rows)
+
+    def _pastes_bracketed(self, on: bool) -> None:
+        """While the keys are held (``on``), the terminal is asked to bracket a paste, as
+        a prompt asks it: lines pasted outside a prompt (as the chat starts, between two
+        prompts) wait whole for the next one, as one message; unbracketed, the terminal
+        sent each with its Enter, and each was sent as a message of its own (a ``/save``
+        among them run). A prompt's end and a reply's end turn it off: they ask again."""
+        if os.environ.get("TERM") != "dumb":
+            _write_control(self._ui_fd(), BRACKETED_PASTE_ON if on else BRACKETED_PASTE_OFF)
 
     def _echo_width(self) -> int:
         import shutil
@@ -762,6 +774,7 @@ class Console:
         import termios
 
         if self._held_from is not None:
+            self._pastes_bracketed(False)
             with contextlib.suppress(termios.error, OSError, ValueError):
                 termios.tcsetattr(sys.stdin, termios.TCSANOW, self._held_from)
 
@@ -771,6 +784,7 @@ class Console:
 
         saved, self._held_from = self._held_from, None
         if saved is not None:
+            self._pastes_bracketed(False)
             with contextlib.suppress(termios.error, OSError, ValueError):
                 termios.tcsetattr(sys.stdin, termios.TCSANOW, saved)
 
@@ -927,6 +941,8 @@ class Console:
                 if self._drained:  # the rest of a long paste goes with what was taken
                     self._typed_ahead += self._take_waiting()
                 restore()
+                if self._held_from is not None:  # held still: pastes bracketed still
+                    self._pastes_bracketed(True)
 
     def _ui_fd(self) -> int | None:
         """The terminal prompt_toolkit draws on (see ``_ui_output``), if it is one: its

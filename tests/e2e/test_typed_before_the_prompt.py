@@ -3,6 +3,7 @@ as a reply ends): held for the next prompt or question, read as typed there, sho
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -10,7 +11,7 @@ import pytest
 
 from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
 from tests.e2e.test_clear_screen import Tmux, tmux  # noqa: F401  (the fixture)
-from tests.e2e.test_tty import JOB_CONTROL_SHELL, Pty, one_turn
+from tests.e2e.test_tty import ANSI, JOB_CONTROL_SHELL, Pty, one_turn
 
 
 @pytest.mark.parametrize("term", ["xterm", "dumb"])
@@ -206,3 +207,47 @@ def test_a_quit_while_the_keys_are_held_gives_the_shell_its_terminal_as_it_was(
         tty.expect(f"ended by {int(signal.SIGQUIT)}; echo True icanon True")
     finally:
         tty.close()
+
+
+def _asked_for_bracketed_paste(tty: Pty, timeout: float = 30.0) -> None:
+    """Wait until the chat has asked its terminal to bracket pastes (``ESC[?2004h``)."""
+    import select
+    import time
+
+    deadline = time.monotonic() + timeout
+    while b"\x1b[?2004h" not in tty.seen:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"never asked for bracketed paste: {tty.seen[-300:]!r}"
+        if select.select([tty.master], [], [], remaining)[0]:
+            try:
+                tty.seen += os.read(tty.master, 65536)
+            except OSError:
+                raise AssertionError(f"ended, never asked: {tty.seen[-300:]!r}") from None
+
+
+def test_lines_pasted_before_the_first_prompt_are_one_message(env: Env) -> None:
+    """Pasted while the chat started (a cold supervisor, the attach), the lines were sent
+    one by one and a `/save` among them was run: the chat had not asked the terminal to
+    bracket a paste before its prompt did, so the terminal sent each line with Enter."""
+    assert env.run("supervisor", "start").returncode == 0
+    supervisor = env.supervisor_pid()
+    assert supervisor is not None
+    os.kill(supervisor, signal.SIGSTOP)  # the chat waits for its welcome: no prompt yet
+    tty = Pty(env, env.terminal(), "--new")
+    try:
+        try:
+            _asked_for_bracketed_paste(tty)
+        finally:
+            os.kill(supervisor, signal.SIGCONT)
+        tty.type("\x1b[200~line one\rline two\r/save\x1b[201~")  # as a terminal pastes then
+        tty.expect("/help for commands.")
+        tty.type("\r")
+        tty.expect('You said: "line one')
+        tty.expect_prompt()
+        tty.type("/exit\r")
+        assert tty.process.wait(timeout=30) == 0
+    finally:
+        tty.close()
+    shown = ANSI.sub(b"", tty.seen).decode()
+    assert "checkpoint" not in shown, shown
+    assert [session["turns"] for session in env.sessions_json()] == [1]
