@@ -120,6 +120,15 @@ class LoadShown(Ask["dict[str, object]"]):
 
 
 @dataclass(frozen=True)
+class LoadUnanswered(Ask["str | None"]):
+    """Answer: the session's last user message if it got no reply (from its header, read
+    once per version of the file), else None."""
+
+    project: Path
+    session_id: str
+
+
+@dataclass(frozen=True)
 class LoadRecovered(Ask["tuple[Path, SessionState] | None"]):
     """Answer: the recovery copy of ``state``'s session holding more turns than it, and
     that copy's state (None if there is none)."""
@@ -357,6 +366,7 @@ StorageMessage = (
     | KeepSessionFile
     | LoadSession
     | LoadShown
+    | LoadUnanswered
     | LoadRecovered
     | FindResumable
     | Claim
@@ -771,6 +781,9 @@ class Opened:
     last_reply: LastReply | None = None
     """For an open that waited for the turn of a terminal gone to finish (the handover):
     what the chat shows of that turn."""
+    unanswered: str | None = None
+    """For a resumed session whose last message got no reply (and no ``last_reply`` says
+    so): that message, for a chat that showed no offer (``--resume ID``) to tell it."""
 
 
 @dataclass(frozen=True)

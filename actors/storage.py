@@ -43,6 +43,7 @@ from actors.messages import (
     LoadRecovered,
     LoadSession,
     LoadShown,
+    LoadUnanswered,
     MarkUnseen,
     PruneSessions,
     Release,
@@ -312,6 +313,8 @@ class StorageActor(Actor[StorageMessage]):
                 )
             case LoadShown(project, session_id):
                 return await self._io(lambda: catalog.shown(project, session_id))
+            case LoadUnanswered(project, session_id):
+                return await self._io(lambda: catalog.unanswered(project, session_id))
             case LoadRecovered(project, state):
                 return await self._io(lambda: catalog.recovery_ahead(project, state))
             case FindResumable(project, terminal_pid):

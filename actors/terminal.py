@@ -185,7 +185,7 @@ from session.tracked import (
     tracked_files_and,
 )
 from session.turns import answered
-from session.unanswered import NO_REPLY_PREFIX
+from session.unanswered import NO_REPLY_PREFIX, unanswered_message
 from session.wire import wire_chars
 from session.write_failures import (
     failure_line,
@@ -677,6 +677,7 @@ class TerminalActor(Actor[TerminalMessage]):
         stored_state: SessionState | None = None
         drift_found: FileDrift | None = None
         waited_for: LastReply | None = None
+        unanswered: str | None = None
         if mode == "new":
             transition = self._lc.start_fresh(utc_now(), session_id)
             new_id = transition.lifecycle.session_id
@@ -701,6 +702,8 @@ class TerminalActor(Actor[TerminalMessage]):
                     await storage.tell(take)  # shown now: its mark goes (not waited for)
                 elif continuing is None and await storage.ask(take, STORAGE_TIMEOUT_S):
                     waited_for = missed_reply(stored.recent_messages)  # nobody saw it
+                if waited_for is None and continuing is None:  # else said, or known
+                    unanswered = unanswered_message(stored.recent_messages)
                 drift = await anyio.to_thread.run_sync(
                     drift_at_resume, self._config.workspace, stored.file_manifest
                 )
@@ -752,6 +755,7 @@ class TerminalActor(Actor[TerminalMessage]):
             drift=drift_text,
             phase=state.phase if state else None,
             last_reply=waited_for,
+            unanswered=unanswered,
         )
         await self._emit(opened)
         if stored_state is not None and drift_found is not None:

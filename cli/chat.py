@@ -786,10 +786,7 @@ class Chat:
             self.console.warn(note)
         if self.options.yes:  # the offer is not shown: what only it says is said here
             if unanswered := offer.get("unanswered"):
-                self.console.warn(
-                    f"note: resuming session {offer['session_id']}; its last message got no "
-                    f'reply: "{unanswered_words(str(unanswered), self.console.width())}"'
-                )
+                self._tell_unanswered(str(offer["session_id"]), str(unanswered))
             return str(offer["session_id"])
         resume = self._answer(
             "Resume previous session? [Y/n]",
@@ -804,6 +801,14 @@ class Chat:
             return ""
         chosen = offer if resume is True else others[resume - 2]
         return str(chosen["session_id"])
+
+    def _tell_unanswered(self, session_id: str, message: str) -> None:
+        """Where no offer was shown (``--yes``, ``--resume ID``): the line that says what
+        its ``last message unanswered`` line would have."""
+        self.console.warn(
+            f"note: resuming session {session_id}; its last message got no "
+            f'reply: "{unanswered_words(message, self.console.width())}"'
+        )
 
     def _new_instead(self) -> None:
         """Open a new session in place of the one chosen, which could not be opened, once
@@ -891,6 +896,8 @@ class Chat:
                 self.resumed = bool(frame["resumed"])
                 self.on_disk = self.on_disk or self.resumed
                 self.phase = frame.get("phase")
+                if frame.get("unanswered") and self.options.resume == self.session_id:
+                    self._tell_unanswered(self.session_id, str(frame["unanswered"]))
                 if self.console.interactive and announce:
                     what = "Resumed" if frame["resumed"] else "New"
                     self.console.warn(f"{what} session {self.session_id}. /help for commands.")

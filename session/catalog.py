@@ -613,6 +613,18 @@ class SessionCatalog:
         shown = state.model_dump(mode="json", exclude={"recent_messages"})
         return {**shown, "messages": header.messages, "turns": header.turns}
 
+    def unanswered(self, project: Path, session_id: str) -> str | None:
+        """The session's last user message if it got no reply, from its header (of one
+        with no file, its newest recovery copy's, as ``load`` opens it)."""
+        manager = self.manager(project)
+        try:
+            return manager.load_header(session_id).unanswered
+        except FileNotFoundError:
+            copies = self._copies(project, session_id)
+            if not copies or manager.exists(session_id):
+                raise
+            return manager.copy_header(max(copies)[1], session_id).unanswered
+
     def _copies(self, project: Path, session_id: str) -> tuple[tuple[datetime, Path], ...]:
         """The session's readable recovery copies, with when each was written."""
         return tuple(

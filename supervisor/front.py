@@ -32,6 +32,7 @@ from actors.messages import (
     ListSessions,
     LiveCount,
     LoadSession,
+    LoadUnanswered,
     Release,
     StorageMessage,
 )
@@ -74,6 +75,8 @@ class Opening:
     """How the resumed session's tracked files changed (as ``Opened.drift`` says it)."""
     continuing: p.Continuing | None = None
     """The ``open`` frame's: a re-attach after the supervisor went away."""
+    unanswered: str | None = None
+    """The resumed session's last message if it got no reply (as ``Opened.unanswered``)."""
 
 
 class ProtocolMisuse(Exception):
@@ -292,6 +295,7 @@ class FrontDoor:
                         resumed=opening.mode == "resume",
                         drift=opening.drift,
                         phase=opening.phase,
+                        unanswered=opening.unanswered,
                     ),
                 )
             except BaseException:  # gone before it was told: nobody holds the session
@@ -322,11 +326,17 @@ class FrontDoor:
             drift = await anyio.to_thread.run_sync(
                 detect_file_drift, workspace, stored.file_manifest
             )
+            unanswered = None
+            if frame.continuing is None:  # a chat that never left knows its last turn
+                ask = LoadUnanswered(project, session_id)
+                unanswered = await self._storage.ask(ask, STORAGE_TIMEOUT_S)
         except BaseException:
             await self._release(session_id, terminal_pid)
             raise
         drifted = tuple(drift_lines(drift))
-        return Opening("resume", session_id, stored.phase, drifted, frame.continuing)
+        return Opening(
+            "resume", session_id, stored.phase, drifted, frame.continuing, unanswered
+        )
 
     async def _wait_for_model(
         self, reader: BufferedByteReceiveStream, stream: SocketStream

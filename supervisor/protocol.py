@@ -277,12 +277,17 @@ class Opened(_Frame):
     last_reply: LastReply | None = None
     """Only after a wait for the last reply, or when it ended unseen (sent only then: an
     older client ignores it)."""
+    unanswered: str | None = None
+    """A resumed session's last message, when it got no reply and ``last_reply`` does not
+    say so (sent only then); a chat that showed no offer (``--resume ID``) tells it."""
 
     @model_serializer(mode="wrap")
     def _last_reply_only_after_a_wait(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if self.last_reply is None:
             data.pop("last_reply", None)
+        if self.unanswered is None:
+            data.pop("unanswered", None)
         return data
 
 

@@ -156,7 +156,7 @@ class Settings:
 
 def _frame_for(output: TerminalOutput) -> p.ServerFrame:
     match output:
-        case Opened(session_id, resumed, drift, phase, last_reply):
+        case Opened(session_id, resumed, drift, phase, last_reply, unanswered):
             return p.Opened(
                 session_id=session_id,
                 resumed=resumed,
@@ -167,6 +167,7 @@ def _frame_for(output: TerminalOutput) -> p.ServerFrame:
                 )
                 if last_reply is not None
                 else None,
+                unanswered=unanswered,
             )
         case ToolCallLine(text, _):
             return p.ToolCall(text=text)

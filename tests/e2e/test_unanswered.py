@@ -161,3 +161,27 @@ def test_a_resume_by_yes_names_a_long_unanswered_message_by_its_first_words(
         '"line one of a long paste line two word word'
     ), note
     assert note.endswith('…"') and len(note) < 160, note
+
+
+def test_a_resume_by_id_says_the_last_message_went_unanswered(env: Env) -> None:
+    """``--resume ID`` (with or without ``--yes``) shows no offer either, and said nothing
+    of a last message that got no reply (H190): it says it as ``--yes`` does, whether the
+    supervisor was started by this chat (its front door opens the session) or ran
+    already."""
+    turn = unanswered_turn("refuse: the triage rules", "the model failed")
+    state = SessionState.new(utc_now()).model_copy(
+        update={"recent_messages": dump_messages(turn), "summary": "triage"}
+    )
+    SessionManager(env.project).save(state)
+    note = (
+        f'note: resuming session {state.session_id}; its last message got no reply: '
+        '"refuse: the triage rules"'
+    )
+    for flags in (("--resume", state.session_id), ("--resume", state.session_id, "--yes")):
+        done = env.run(*flags)  # no message: the session stays unanswered
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.splitlines().count(note) == 1, (flags, done.stderr)
+    assert env.run("supervisor", "stop").returncode == 0
+    started = env.run("--resume", state.session_id, "--yes")  # the front door's open
+    assert started.returncode == 0, started.stderr
+    assert started.stderr.splitlines().count(note) == 1, started.stderr
