@@ -202,6 +202,12 @@ directory that became a file, a full disk, a newer file on disk): the turns are 
 log = logging.getLogger("agent_assist.terminal")
 
 SUMMARY_AFTER_EXIT_TIMEOUT_S = 10.0
+SUMMARY_AFTER_EXIT_LOST = "summary after exit of session %s not written: %s"
+"""supervisor.log's line for a summary after exit that never reached the file: its terminal
+is gone, the next start tells nothing (the exit's write holds the offline summary)."""
+STOPPED_FIRST = (
+    "the supervisor stopped before the summary model answered; the offline summary is kept"
+)
 EXIT_COMPACTION_WAIT_S = 3.0
 """How long a chat's exit waits for the compaction in flight before its last line: a
 summary model that fails fast (refused, a 4xx, a 5xx met again) is told; one that hangs
@@ -1413,6 +1419,13 @@ class TerminalActor(Actor[TerminalMessage]):
                 result: Compacted = await self._peers.compaction.ask(
                     request, max(0.0, deadline - anyio.current_time())
                 )
+            except anyio.get_cancelled_exc_class():
+                log.warning(
+                    "compaction after exit of session %s not kept: the supervisor stopped "
+                    "before it ended (the next resume compacts those turns)",
+                    self._lc.session_id,
+                )
+                raise
             except TimeoutError as exc:
                 log.info("compaction after exit not ended: %s", exc)  # the next wait takes it
                 return
@@ -1474,13 +1487,27 @@ class TerminalActor(Actor[TerminalMessage]):
         request = self._summary_request()
         try:
             summary = await self._peers.compaction.ask(request, SUMMARY_AFTER_EXIT_TIMEOUT_S)
+        except anyio.get_cancelled_exc_class():  # nobody is told: the log says it (H190)
+            log.warning(SUMMARY_AFTER_EXIT_LOST, state.session_id, STOPPED_FIRST)
+            raise
         except Exception as exc:  # a slow summary model: the offline summary, not none
-            log.warning("summary after exit failed: %s; the offline summary is kept", exc)
+            log.warning(
+                "summary after exit of session %s failed: %s; the offline summary is kept",
+                state.session_id,
+                exc,
+            )
             summary = self._offline_summary(request)
         if summary:
-            await self._record_summary(state.session_id, summary)
+            failed: list[Exception] = []
+            await self._record_summary(state.session_id, summary, failed)
+            for failure in failed:
+                log.warning(SUMMARY_AFTER_EXIT_LOST, state.session_id, failure)
 
-    async def _record_summary(self, session_id: str, summary: str) -> None:
+    async def _record_summary(
+        self, session_id: str, summary: str, failed: list[Exception] | None = None
+    ) -> None:
+        """Write ``summary`` into the session; a failed write goes into ``failed`` if given
+        (else it is told as any failed write)."""
         state = self._lc.state
         if state is None or session_id != state.session_id or summary == state.summary:
             return
@@ -1491,7 +1518,7 @@ class TerminalActor(Actor[TerminalMessage]):
             agent_spec_path=state.agent_spec_path,
         )
         self._lc = transition.lifecycle
-        await self._perform(transition.effects)
+        await self._perform(transition.effects, failed=failed)
 
     def _summary_request(self, reply_to: ActorRef[TerminalMessage] | None = None) -> Summarize:
         state = self._lc.state

@@ -249,6 +249,25 @@ def test_the_exit_writes_a_summary_even_if_the_supervisor_stops_before_the_model
     assert "turn 1" in env.session(session_id)["summary"]
 
 
+def test_a_summary_after_exit_cut_by_the_supervisors_stop_is_logged(
+    env: Env, server: ChatServer
+) -> None:
+    """H190: the summary written after a chat's exit failed silently when the supervisor
+    stopped before the summary model answered: nothing in supervisor.log said that the
+    session kept the offline summary, or why."""
+    server.hang_summaries = True
+    result = run_with_summary_model(env, range(1, 2), AGENT_ASSIST_COMPACTION_INTERVAL="0")
+    assert result.returncode == 0, result.stderr
+    wait_for(lambda: summary_prompts(server), what="the summary asked of the model")
+    assert env.run("supervisor", "stop").returncode == 0
+    (session_id,) = env.session_ids()
+    log = (env.runtime / "supervisor.log").read_text()
+    assert (
+        f"summary after exit of session {session_id} not written: the supervisor stopped "
+        "before the summary model answered; the offline summary is kept"
+    ) in log, log
+
+
 def test_a_live_session_is_listed_with_the_offline_summary_while_the_model_writes_its_own(
     env: Env, server: ChatServer
 ) -> None:
