@@ -68,6 +68,9 @@ class RemoveSession(Ask[bool]):
     force: bool = False
     """``sessions rm --force``: even one a running terminal may hold, its pointer unreadable
     (``MayBeHeld``); never a live one."""
+    terminal_pid: int | None = None
+    """``sessions rm``: the tab that asks (its own live session and unreadable pointer are
+    said as this tab's)."""
 
 
 @dataclass(frozen=True)
@@ -208,6 +211,8 @@ class PruneSessions(Ask["Pruned"]):
     projects: tuple[Path, ...] | None
     older_than_days: float
     dry_run: bool
+    terminal_pid: int | None = None
+    """The tab that asks, whose own unreadable pointer its lines say is its own."""
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,13 @@ from actors.messages import (
 from actors.worker_thread import WorkerThread
 from session.catalog import SessionCatalog
 from session.checkpoints import cap_bytes
-from session.errors import CheckpointError, SessionDeleted, SessionLive, SupersededWriter
+from session.errors import (
+    CheckpointError,
+    LiveInThisTab,
+    SessionDeleted,
+    SessionLive,
+    SupersededWriter,
+)
 from session.kept_context import read_kept_context, write_kept_context
 from session.manager import RestoredFiles, Written
 from session.models import utc_now
@@ -262,16 +268,19 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(self._saving(message))
             case KeepUnsaved(project, state, secrets, name):
                 return await self._io(lambda: catalog.keep_unsaved(project, state, secrets, name))
-            case RemoveSession(project, session_id, forever, unless_live, force):
+            case RemoveSession(project, session_id, forever, unless_live, force, pid):
                 if unless_live and session_id in self._live:
-                    raise SessionLive(session_id, self._live[session_id])
+                    holder = self._live[session_id]
+                    if holder == pid:
+                        raise LiveInThisTab(session_id, holder)
+                    raise SessionLive(session_id, holder)
                 gone = False  # whether its file is gone, however the removal ended
 
                 def remove() -> bool:
                     nonlocal gone
                     try:
                         return catalog.remove_session(
-                            project, session_id, if_saved=unless_live, force=force
+                            project, session_id, if_saved=unless_live, force=force, terminal_pid=pid
                         )
                     finally:  # in the same hop: the disk's thread looks as it leaves
                         if forever:
@@ -353,9 +362,11 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(
                     lambda: catalog.list(projects, live, new, terminal_pid=asking)
                 )
-            case PruneSessions(projects, days, dry_run):
+            case PruneSessions(projects, days, dry_run, asking):
                 live = dict(self._live)
-                return await self._io(lambda: catalog.prune(projects, days, dry_run, live))
+                return await self._io(
+                    lambda: catalog.prune(projects, days, dry_run, live, asking)
+                )
             case LiveCount():
                 return len(self._live)
             case WriteCheckpoint(

@@ -297,6 +297,20 @@ def _one_session(
     }
 
 
+def _with_this_tab(frame: dict[str, Any]) -> dict[str, Any]:
+    """``frame`` with this tab's identity (``terminal_pid``), if it has one: the lines about
+    its own live session or unreadable pointer say they are this tab's."""
+    from cli.quick import terminal_pid_of
+
+    pid = terminal_pid_of(os.environ)
+    return frame if pid is None else {**frame, "terminal_pid": pid}
+
+
+def _without_this_tab(frame: dict[str, Any]) -> dict[str, Any]:
+    """``frame`` as the version before ``tab_terminal_pid`` takes it."""
+    return {key: value for key, value in frame.items() if key != "terminal_pid"}
+
+
 def show_session(
     paths: RuntimePaths,
     workspace: Path | None,
@@ -346,16 +360,21 @@ def remove_session(
     validate_session_id(session_id)
     frame = _one_session("remove_session", workspace, session_id, project_name)
     frame["force"] = force
+    frame = _with_this_tab(frame)
 
     def fit(welcome: Frame) -> Frame:
-        if knows(welcome, "remove_force"):
+        if knows(welcome, "tab_terminal_pid"):
             return frame
+        if knows(welcome, "remove_force"):
+            return _without_this_tab(frame)
         # The version before (still running after an upgrade) refuses the key and removes
         # any session but a live one: the doubt is checked here first.
         if not force:
             project = _project(workspace, project_name)
-            _offline_catalog(read_only=True).refuse_if_maybe_held(project, session_id)
-        return {key: value for key, value in frame.items() if key != "force"}
+            _offline_catalog(read_only=True).refuse_if_maybe_held(
+                project, session_id, frame.get("terminal_pid")
+            )
+        return {key: value for key, value in frame.items() if key not in ("force", "terminal_pid")}
 
     return _remove(paths, frame, workspace, force, fit)
 
@@ -370,7 +389,10 @@ def _remove(
             return bool(data["removed"])
         catalog = _offline_catalog(read_only=False)
         session_id, project = frame["session_id"], _project(workspace, frame["project"])
-        if not catalog.remove_session(project, session_id, if_saved=True, force=force):
+        removed = catalog.remove_session(
+            project, session_id, if_saved=True, force=force, terminal_pid=frame.get("terminal_pid")
+        )
+        if not removed:
             raise FileNotFoundError(f"no session {session_id} in this project")
         return True
 
@@ -379,26 +401,33 @@ def prune_sessions(
     paths: RuntimePaths, workspace: Path | None, every: bool, days: float, dry_run: bool
 ) -> dict[str, Any]:
     """``workspace``: its project's orphans; None (with ``every``): every project's."""
-    frame = {
-        "type": "prune_sessions",
-        "workspace": workspace and str(workspace),
-        "all": every,
-        "older_than_days": days,
-        "dry_run": dry_run,
-    }
+    frame = _with_this_tab(
+        {
+            "type": "prune_sessions",
+            "workspace": workspace and str(workspace),
+            "all": every,
+            "older_than_days": days,
+            "dry_run": dry_run,
+        }
+    )
+
+    def fit(welcome: Frame) -> Frame:
+        return frame if knows(welcome, "tab_terminal_pid") else _without_this_tab(frame)
+
     checked: contextlib.AbstractContextManager[Any]
     if dry_run:
-        answer = _ask_supervisor(paths, frame, reading=True)
+        answer = _ask_supervisor(paths, frame, reading=True, fit=fit)
         if answer is None and (elsewhere := _served_elsewhere(paths)) is not None:
             raise elsewhere  # as the prune itself: what it would remove, only that one knows
         checked = contextlib.nullcontext(answer)
     else:
-        checked = _supervisor_or_lock(paths, frame)
+        checked = _supervisor_or_lock(paths, frame, fit)
     with checked as data:
         if data is not None:
             return dict(data)
         catalog = _offline_catalog(read_only=dry_run)
-        pruned = catalog.prune(None if every else (_project(workspace),), days, dry_run, {})
+        projects = None if every else (_project(workspace),)
+        pruned = catalog.prune(projects, days, dry_run, {}, frame.get("terminal_pid"))
     result: dict[str, Any] = pruned.to_json(dry_run)
     return result
 

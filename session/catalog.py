@@ -280,14 +280,20 @@ class SessionCatalog:
         return self._checkpoints[project]
 
     def remove_session(
-        self, project: Path, session_id: str, *, if_saved: bool = False, force: bool = False
+        self,
+        project: Path,
+        session_id: str,
+        *,
+        if_saved: bool = False,
+        force: bool = False,
+        terminal_pid: int | None = None,
     ) -> bool:
         """Delete a session's file and its checkpoints, then the contents no remaining
         checkpoint refers to. True if there was a session file; ``if_saved`` (the user's
         ``sessions rm``): without one, or with one of a newer version, nothing is deleted,
         nor (``MayBeHeld``, unless ``force``) one a running terminal may hold, its pointer
         unreadable. Raises ``LeftBehind`` once the file is gone if what it leaves could
-        not all go."""
+        not all go. ``terminal_pid``: the tab that asks (``refuse_if_maybe_held``)."""
         manager = self.manager(project)
         copied = bool(self._copies(project, session_id))  # its saves failed: one kept aside
         if if_saved and not (copied or _on_disk(manager, session_id)):
@@ -308,13 +314,15 @@ class SessionCatalog:
             return removed or copied
         manager.refuse_newer(session_id)
         if not force:
-            self.refuse_if_maybe_held(project, session_id)
+            self.refuse_if_maybe_held(project, session_id, terminal_pid)
         removed, problem = self._remove(project, session_id)  # the user's rm: what stayed
         if problem is not None:
             raise SessionError(problem)
         return removed or copied
 
-    def refuse_if_maybe_held(self, project: Path, session_id: str) -> None:
+    def refuse_if_maybe_held(
+        self, project: Path, session_id: str, terminal_pid: int | None = None
+    ) -> None:
         """``MayBeHeld`` if no living terminal's pointer names the session (it would be
         listed orphaned) while a terminal that may still run has a pointer that cannot be
         read: as ``prune`` keeps such sessions, ``rm`` does not take one unasked."""
@@ -323,7 +331,7 @@ class SessionCatalog:
             return
         if any(p.session_id == session_id and pointer_alive(p) for p in pointers.pointers):
             return  # idle, its tab known: rm takes it, as any idle session
-        raise MayBeHeld(session_id, pointers.unknown)
+        raise MayBeHeld(session_id, pointers.unknown, terminal_pid)
 
     def _remove(
         self,
@@ -762,17 +770,24 @@ class SessionCatalog:
         )
 
     def prune(
-        self, projects: tuple[Path, ...] | None, days: float, dry_run: bool, live: dict[str, int]
+        self,
+        projects: tuple[Path, ...] | None,
+        days: float,
+        dry_run: bool,
+        live: dict[str, int],
+        terminal_pid: int | None = None,
     ) -> Pruned:
         """Delete orphaned sessions idle for more than ``days``; never live or idle ones, and
         never a file from a newer version (it is not ours to judge). The checkpoints of a
         session with no file left (an interrupted ``rm``, a first turn that never completed)
         go too once as old, and are named like the sessions. Every project's contents no
-        checkpoint refers to go (a checkpoint cut short by a crash left its blobs)."""
+        checkpoint refers to go (a checkpoint cut short by a crash left its blobs).
+        ``terminal_pid``: the tab that asks, whose own unreadable pointer its lines say is
+        its own."""
         if math.isnan(days) or days < 0:
             raise SessionError(f"--older-than must be a number of days, not {days}")
         set_aside: SetAside = "dry_run" if dry_run else "move"
-        listing = self.list(projects, live, set_aside=set_aside)
+        listing = self.list(projects, live, set_aside=set_aside, terminal_pid=terminal_pid)
         try:
             cutoff = utc_now() - timedelta(days=days)
         except OverflowError:  # more days than the calendar holds: nothing is that old
@@ -854,7 +869,7 @@ class SessionCatalog:
                         continue
                 leftovers += ((project.parent.name, session_id),)
         problems += filter(None, map(self._collect, sorted(touched)))
-        kept = [held_line(project, held) for project, held in held_back.items()]
+        kept = [held_line(project, held, terminal_pid) for project, held in held_back.items()]
         warnings = (*listing.warnings, *kept, *problems)
         return Pruned(
             SessionListing(tuple(pruned), warnings),
@@ -959,10 +974,13 @@ class SessionCatalog:
         )
 
 
-def held_line(project: str, unknown: Collection[InvalidPointer]) -> str:
+def held_line(
+    project: str, unknown: Collection[InvalidPointer], terminal_pid: int | None = None
+) -> str:
     """Why no orphaned session of ``project`` is pruned: the unreadable pointers of
-    terminals that still run, any of whose sessions may be one of them."""
-    said, whose = unread_pointers_said(unknown)
+    terminals that still run, any of whose sessions may be one of them (``terminal_pid``:
+    the tab that asks, whose own is said as this tab's)."""
+    said, whose = unread_pointers_said(unknown, terminal_pid)
     return (
         f"warning: no orphaned session of project {project} pruned: {said}, so any of "
         f"them may be {whose}"

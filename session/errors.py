@@ -65,6 +65,20 @@ class SessionLive(SessionError):
         self.holder_pid = holder_pid
 
 
+class LiveInThisTab(SessionLive):
+    """``sessions rm`` of the session live in the very tab that asks (its terminal
+    identity): said as this tab's, not as "another terminal"'s."""
+
+    def __init__(self, session_id: str, holder_pid: int) -> None:
+        SessionError.__init__(
+            self,
+            f"session {session_id} is this tab's live session (terminal {holder_pid}): "
+            "end its chat first",
+        )
+        self.session_id = session_id
+        self.holder_pid = holder_pid
+
+
 class SupersededWriter(SessionLive):
     """A late write (an exit's, a summary's) of a terminal actor the session was claimed
     by since: refused, and said as such (it named the late writer as the live holder)."""
@@ -230,9 +244,15 @@ class InvalidPointer(SessionFileError):
         return f"{self.severity}: {self}"
 
 
-def unread_pointers_said(unknown: Collection[InvalidPointer]) -> tuple[str, str]:
+def unread_pointers_said(
+    unknown: Collection[InvalidPointer], terminal_pid: int | None = None
+) -> tuple[str, str]:
     """What is unknown of a project's sessions: ``pointer active_N.json could not be read
-    and terminal N still runs`` (or of several), and whose session one may be."""
+    and terminal N still runs`` (or of several), and whose session one may be. The
+    pointer of ``terminal_pid`` (the tab that asks) alone is said as this tab's."""
+    if [problem.runs for problem in unknown] == [terminal_pid] and terminal_pid is not None:
+        (own,) = unknown
+        return f"this tab's pointer {own.path.name} could not be read", "this tab's session"
     names = ", ".join(problem.path.name for problem in unknown)
     pids = ", ".join(str(problem.runs) for problem in unknown)
     if len(unknown) == 1:
@@ -247,8 +267,13 @@ class MayBeHeld(SessionError):
     """``sessions rm ID`` of a session no readable pointer names while a terminal that still
     runs has a pointer that cannot be read: it may be that terminal's (idle) session."""
 
-    def __init__(self, session_id: str, unknown: Collection[InvalidPointer]) -> None:
-        said, whose = unread_pointers_said(unknown)
+    def __init__(
+        self,
+        session_id: str,
+        unknown: Collection[InvalidPointer],
+        terminal_pid: int | None = None,
+    ) -> None:
+        said, whose = unread_pointers_said(unknown, terminal_pid)
         super().__init__(
             f"session {session_id} not removed: {said}, so it may be {whose}; "
             f"agent-assist sessions rm --force {session_id} removes it anyway"

@@ -17,9 +17,10 @@ SOURCE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 DETACHED_VARIABLE = "AGENT_ASSIST_DETACHED"
 """Set by a terminal that starts the supervisor (``spawn_detached``), inherited by its heir;
 unset, the supervisor was run in the foreground (``supervisor run``: systemd's, say)."""
-CAPABILITIES = ("remove_force", "stop_if_idle", "list_terminal_pid")
+CAPABILITIES = ("remove_force", "stop_if_idle", "list_terminal_pid", "tab_terminal_pid")
 """What this supervisor knows that the version before it did not (it said none):
-``remove_session``'s ``force``; ``stop``'s ``if_idle``; ``list_sessions``' ``terminal_pid``.
+``remove_session``'s ``force``; ``stop``'s ``if_idle``; ``list_sessions``' ``terminal_pid``;
+``remove_session``'s and ``prune_sessions``' ``terminal_pid``.
 Add a name with each such change: a client sends it only to a supervisor that says it."""
 
 

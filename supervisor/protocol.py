@@ -150,6 +150,8 @@ class RemoveSession(_Frame):
     """As ``ShowSession.project``."""
     force: bool = False
     """Even a session a running terminal may hold, its pointer unreadable (never a live one)."""
+    terminal_pid: int | None = Field(default=None, gt=0, lt=2**31)
+    """The asking tab's identity: its own live session and unreadable pointer are said so."""
 
 
 class PruneSessions(_Frame):
@@ -158,6 +160,8 @@ class PruneSessions(_Frame):
     all: bool = False
     older_than_days: float = Field(default=30.0, ge=0)
     dry_run: bool = False
+    terminal_pid: int | None = Field(default=None, gt=0, lt=2**31)
+    """As ``ListSessions.terminal_pid``."""
 
 
 class Status(_Frame):

@@ -627,14 +627,22 @@ class Server:
             case p.ShowSession(workspace=workspace, session_id=session_id, project=name):
                 return await self._show(self._project(workspace, name), session_id)
             case p.RemoveSession(
-                workspace=workspace, session_id=session_id, project=name, force=force
+                workspace=workspace,
+                session_id=session_id,
+                project=name,
+                force=force,
+                terminal_pid=pid,
             ):
-                return await self._remove(self._project(workspace, name), session_id, force)
+                return await self._remove(self._project(workspace, name), session_id, force, pid)
             case p.PruneSessions(
-                workspace=workspace, all=every, older_than_days=days, dry_run=dry_run
+                workspace=workspace,
+                all=every,
+                older_than_days=days,
+                dry_run=dry_run,
+                terminal_pid=pid,
             ):
                 pruned: Pruned = await self._storage.ask(
-                    PruneSessions(self._projects(workspace, every), days, dry_run)
+                    PruneSessions(self._projects(workspace, every), days, dry_run, pid)
                 )
                 return pruned.to_json(dry_run)
             case p.Status():
@@ -683,11 +691,15 @@ class Server:
             "warnings": list(checkpoints.problems),
         }
 
-    async def _remove(self, project: Path, session_id: str, force: bool) -> object:
+    async def _remove(
+        self, project: Path, session_id: str, force: bool, terminal_pid: int | None
+    ) -> object:
         if not is_session_id(session_id):
             raise InvalidSessionId(session_id)
         removed = await self._storage.ask(
-            RemoveSession(project, session_id, unless_live=True, force=force)
+            RemoveSession(
+                project, session_id, unless_live=True, force=force, terminal_pid=terminal_pid
+            )
         )
         if not removed:
             raise FileNotFoundError(session_id)
