@@ -21,6 +21,7 @@ from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from actors.supervision import Decision, RestartPolicy, decide
+from session.waits import wait_words
 
 log = logging.getLogger("agent_assist.actors")
 
@@ -143,7 +144,7 @@ class ActorRef(Generic[M]):
             return answer
         # Said in words: an error line names what did not answer (an empty
         # TimeoutError printed "error: " and nothing more).
-        raise TimeoutError(f"the {self.name} actor did not answer within {timeout:g} s")
+        raise TimeoutError(f"the {self.name} actor did not answer within {wait_words(timeout)}")
 
     async def post(self, message: Ask[Any]) -> Reply:
         """Queue ``message`` now and return the slot its answer comes in (the caller waits

@@ -47,7 +47,6 @@ from actors.turn_lines import (
     endpoint_of,
     error_words,
     stated_context_window,
-    wait_words,
 )
 from session.compaction import (
     SESSION_SUMMARY_TEMPLATE,
@@ -73,6 +72,7 @@ from session.redaction import replace_known, scrub_text
 from session.summary import MAX_SUMMARY_CHARS, offline_summary
 from session.summary_window import WINDOW_TRIES, SummaryWindows
 from session.turns import stamped_turn
+from session.waits import wait_words
 
 log = logging.getLogger("agent_assist.compaction")
 LLM_SUMMARY_TIMEOUT_S = 30.0

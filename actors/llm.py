@@ -56,6 +56,7 @@ from actors.turn_lines import (
 from session.compaction import estimate_tokens
 from session.interrupted import interrupted_turn
 from session.model_names import BARE_NAMES
+from session.waits import wait_words
 from session.wire import wire_chars
 
 log = logging.getLogger("agent_assist.llm")
@@ -234,7 +235,7 @@ class LLMActor(Actor[LLMMessage]):
 
     def _stalled_line(self, turn: StartTurn) -> str:
         return (
-            f"the model sent nothing for {self._stall_of(turn):g} s; the reply was stopped "
+            f"the model sent nothing for {wait_words(self._stall_of(turn))}; the reply was stopped "
             "(the session is kept; AGENT_ASSIST_MODEL_TIMEOUT_S sets the wait)"
         )
 

@@ -186,6 +186,7 @@ from session.tracked import (
 )
 from session.turns import answered
 from session.unanswered import NO_REPLY_PREFIX, unanswered_message
+from session.waits import wait_words
 from session.wire import wire_chars
 from session.write_failures import (
     failure_line,
@@ -225,11 +226,11 @@ GIVEN_UP_KEPT = 4
 SLOW_COMPACTION_S = 1.0
 COMPACTING_LINE = (
     "note: compacting to fit the token budget (waiting for the summary model, up to "
-    f"{LLM_BLOCKING_TIMEOUT_S:g} s)"
+    f"{wait_words(LLM_BLOCKING_TIMEOUT_S)})"
 )
 """Told when the compaction a message waits for takes longer than ``SLOW_COMPACTION_S``."""
 COMPACTING_NOW_LINE = (
-    f"note: compacting (waiting for the summary model, up to {LLM_BLOCKING_TIMEOUT_S:g} s, "
+    f"note: compacting (waiting for the summary model, up to {wait_words(LLM_BLOCKING_TIMEOUT_S)}, "
     "then offline)"
 )
 """``/compact``'s, told alike."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -28,6 +27,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 from actors.chat_client import MAX_UNSEEN_WAIT_S
 from actors.messages import Compacted
 from session.redaction import scrub_text, secrets_from_environment
+from session.waits import wait_words
 
 RESTART_HINT = (
     "The supervisor uses the environment it was started with; "
@@ -356,19 +356,6 @@ def _asked_wait(exc: ModelHTTPError) -> str | None:
     if wait == float("inf") or wait >= 100 * 3600:
         return "a long time"
     return wait_words(wait)
-
-
-def wait_words(seconds: float) -> str:
-    """A wait as a user reads it, rounded up (never shorter than it is): ``30 s`` under a
-    minute, to the half minute under ten (``2 min 30 s``, ``3 min``: a countdown read a
-    second late is still ``5 min``), whole minutes after. Every wait the terminal tells."""
-    whole = max(1, math.ceil(seconds))
-    if whole < 60:
-        return f"{whole} s"
-    if whole > 600:
-        return f"{math.ceil(whole / 60)} min"
-    minutes, rest = divmod(math.ceil(whole / 30) * 30, 60)
-    return f"{minutes} min {rest} s" if rest else f"{minutes} min"
 
 
 def error_words(exc: BaseException) -> str:

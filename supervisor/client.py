@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from session.waits import wait_words
 from supervisor.identity import DETACHED_VARIABLE
 from supervisor.runtime import (
     HOME_HELD_EXIT,
@@ -248,10 +249,10 @@ def not_answering(paths: RuntimePaths) -> SupervisorUnavailable:
     except (OSError, ValueError):
         return SupervisorUnavailable(
             f"the supervisor's socket {paths.socket} takes connections but nothing answers "
-            f"within {control_timeout():g} s"
+            f"within {wait_words(control_timeout())}"
         )
     return SupervisorUnavailable(
-        f"the supervisor (pid {pid}) does not answer within {control_timeout():g} s: it is "
+        f"the supervisor (pid {pid}) does not answer within {wait_words(control_timeout())}: it is "
         f"stopped or hung (kill -CONT {pid} resumes a stopped one; kill {pid} ends it)"
     )
 

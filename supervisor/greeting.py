@@ -16,6 +16,7 @@ import anyio
 from anyio.abc import SocketAttribute, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from session.waits import wait_words
 from supervisor import protocol as p
 from supervisor.runtime import peer_credentials
 from supervisor.wire import MAX_FRAME_BYTES, PROTOCOL_VERSION, ErrorCode, FrameError
@@ -118,7 +119,7 @@ async def read_hello(
     with anyio.move_on_after(timeout_s):
         hello = await read_frame(reader, stream)
     if hello is None:
-        await refuse(stream, ErrorCode.HELLO_REQUIRED, f"no hello within {timeout_s:g} s")
+        await refuse(stream, ErrorCode.HELLO_REQUIRED, f"no hello within {wait_words(timeout_s)}")
     if not isinstance(hello, p.Hello):
         await refuse(stream, ErrorCode.HELLO_REQUIRED, "the first frame must be hello")
     if hello.protocol != PROTOCOL_VERSION:

@@ -823,7 +823,7 @@ def test_a_wait_is_said_as_a_user_reads_it_never_shorter_than_it_is(
     down), a 429's 150 s as ``150 s``; one rule for every wait told: seconds under a
     minute, half minutes under ten, whole minutes after, rounded up."""
     from actors.compaction import summary_model_down_line
-    from actors.turn_lines import wait_words
+    from session.waits import wait_words
 
     assert wait_words(seconds) == words
     down = summary_model_down_line("openai-chat:m", "TimeoutError: no answer in time", seconds)

@@ -118,6 +118,25 @@ def test_a_connection_that_never_says_hello_is_closed(env: Env) -> None:
     frame = json.loads(data.splitlines()[0])
     assert frame["type"] == "error"
     assert frame["code"] == "hello_required"
+    assert frame["message"] == "no hello within 1 s"  # as every wait is told (wait_words)
+
+
+def test_a_stopped_supervisors_wait_is_told_as_every_wait_is(env: Env) -> None:
+    """H190: the waits of the tuning variables were told with ``:g`` ("0.5 s", and a
+    large one in exponent form), the other waits with ``wait_words``: rounded up to a
+    whole second, minutes past one."""
+    assert env.run("supervisor", "start").returncode == 0
+    pid = env.supervisor_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        result = env.run("supervisor", "status", AGENT_ASSIST_CONTROL_TIMEOUT_S="0.5")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith(
+        f"error: the supervisor (pid {pid}) does not answer within 1 s: it is stopped"
+    ), result.stderr
 
 
 @pytest.mark.parametrize(
