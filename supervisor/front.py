@@ -43,7 +43,15 @@ from session.models import new_session_id, validate_session_id
 from session.paths import sessions_dir
 from session.resume import drift_lines
 from supervisor import protocol as p
-from supervisor.greeting import Hangup, hello_workspace, read_frame, read_hello, refuse, send
+from supervisor.greeting import (
+    Hangup,
+    busy_line,
+    hello_workspace,
+    read_frame,
+    read_hello,
+    refuse,
+    send,
+)
 from supervisor.identity import Identity
 from supervisor.stopped import mark_stopped
 from supervisor.welcome import welcome
@@ -217,10 +225,7 @@ class FrontDoor:
         if terminal_pid in self._terminals or (
             server is not None and server.registry.busy(terminal_pid)
         ):
-            busy = (
-                f"another agent-assist is attached for terminal {terminal_pid}; "
-                "set AGENT_ASSIST_TERMINAL_PID to another number to run a second one"
-            )
+            busy = busy_line(terminal_pid)
             log.info(
                 "terminal %d: agent-assist pid %d refused: %s", terminal_pid, hello.client_pid, busy
             )

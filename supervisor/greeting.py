@@ -138,3 +138,12 @@ async def read_hello(
             "this one its own AGENT_ASSIST_RUNTIME_DIR",
         )
     return hello
+
+
+def busy_line(terminal_pid: int) -> str:
+    """Why a chat's hello is refused: another agent-assist is attached for its terminal
+    identity, which is the asking chat's own tab (not another terminal)."""
+    return (
+        f"another agent-assist is attached for this tab (terminal {terminal_pid}); "
+        "set AGENT_ASSIST_TERMINAL_PID to another number to run a second one"
+    )

@@ -13,6 +13,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from actors.base import ActorRef, DeadActor, close_mailbox, open_mailbox
 from actors.messages import Detach, TerminalMessage, TerminalOutput
 from actors.terminal import Peers, TerminalActor, TerminalConfig
+from supervisor.greeting import busy_line
 
 log = logging.getLogger("agent_assist.registry")
 DETACH_WAIT_S = 15.0
@@ -93,10 +94,7 @@ class Registry:
         if held:
             self._held.discard(pid)
         if self.busy(pid):
-            raise TerminalBusy(
-                f"another agent-assist is attached for terminal {pid}; "
-                "set AGENT_ASSIST_TERMINAL_PID to another number to run a second one"
-            )
+            raise TerminalBusy(busy_line(pid))
         # Check and reservation happen with no await in between: one step per pid.
         self._attaching.add(pid)
         try:

@@ -258,7 +258,7 @@ def test_a_second_agent_assist_of_a_tab_does_not_take_the_tab_when_the_superviso
     assert supervisor is not None
     os.kill(supervisor, signal.SIGKILL)
     assert second.wait() == 1
-    assert "another agent-assist is attached for terminal" in second.drain_stderr()[-1]
+    assert "another agent-assist is attached for this tab" in second.drain_stderr()[-1]
     first.send("after the crash")
     assert "(turn 2 of this conversation" in first.expect("after the crash")
     first.close_stdin()

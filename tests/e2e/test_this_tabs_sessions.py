@@ -64,3 +64,19 @@ def test_rm_and_prune_name_this_tabs_unreadable_pointer_as_this_tabs(
         ) in lines, lines
     assert env.session_ids() == [session_id]
     assert pointer.read_text() == "garbage"
+
+
+def test_a_second_chat_in_the_tab_of_a_live_one_is_told_it_is_this_tabs(env: Env) -> None:
+    """The refusal named the tab's own shell as "terminal N", as if another's."""
+    terminal = env.terminal()
+    chat = env.spawn("--new", terminal=terminal)
+    chat.send("hello")
+    chat.expect("hello")
+    second = env.run("--new", input="hi\n", terminal=terminal)
+    assert second.returncode == 1
+    assert second.stderr.splitlines()[-1] == (
+        f"error: another agent-assist is attached for this tab (terminal {terminal.pid}); "
+        "set AGENT_ASSIST_TERMINAL_PID to another number to run a second one"
+    ), second.stderr
+    chat.close_stdin()
+    assert chat.wait() == 0
