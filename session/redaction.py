@@ -303,7 +303,7 @@ def _connection_password(match: re.Match[str]) -> str:
 
 
 def _assigned(match: re.Match[str]) -> str:
-    if _kept(match.group("key"), match.group(3)):
+    if match.group(3).startswith(REDACTED) or _kept(match.group("key"), match.group(3)):
         return match.group(0)
     return match.group(1) + REDACTED
 
@@ -438,6 +438,63 @@ be``, ``has been changed to``, ``'s``, ``->``, or ``:``."""
 _PROSE_RE = re.compile(
     rf"(?i)(\b{_PROSE_KEY}{_PROSE_WHOSE}{_PROSE_LINK}[\"'`]?)([^\s\"'`,;\\]{{6,}})"
 )
+_PASSPHRASE_WORD = r"[A-Za-z0-9]+(?:['\u2019-][A-Za-z0-9]+)*"  # noqa: S105
+_PASSPHRASE_WORD_RE = re.compile(_PASSPHRASE_WORD)
+_SEVERAL_WORDS_RE = re.compile(
+    rf"(?i)(\b(?:[A-Za-z0-9]+[_-])*(?:password|passwd|passphrase|pass phrase)\b"
+    rf"{_PROSE_WHOSE}{_PROSE_LINK})({_PASSPHRASE_WORD}(?:[ \t]+{_PASSPHRASE_WORD}){{2,}})"
+)
+"""A password said as words (``my password is correct horse battery staple``,
+``password: orange9 banana cherry``): the words go, up to the first that prose is made of
+(``_passphrase_words``)."""
+_PROSE_FUNCTION_WORDS = frozenset(
+    """a an the this that these those it its is are was were be been being not no never
+    always also still now then just only very too so and or but if when while because for
+    of in on at to from by with without into onto over under after before via per as than
+    must should would could can cannot will shall may might has have had do does did my
+    your our their his her i we you they he she me us them which who what where how why
+    there here see set same different required optional mandatory needed needs need
+    characters character chars char digits digit letters letter symbols symbol numbers
+    long short length min max minimum maximum least most case sensitive insensitive
+    empty blank missing invalid valid expired wrong strong weak secure insecure unknown
+    default null none true false string str field type any all some each every more
+    less enough please like such etc e.g""".split()  # noqa: SIM905
+)
+"""Words of prose about a password, not of a passphrase: a run of words after ``is`` ends
+at the first of them (``is too short``, ``must be rotated``, ``min length twelve``)."""
+MIN_PASSPHRASE_WORDS = 3
+"""A password of two words cannot be told from prose (``is case sensitive``)."""
+
+
+def _passphrase_words(value: str) -> int:
+    """How many of ``value``'s first words make a passphrase: 0 if its first word reads as
+    a verb or an adverb (``hashed``, ``being``, ``randomly``), else the words up to the first
+    that prose is made of (``_PROSE_FUNCTION_WORDS``)."""
+    words = value.split()
+    first = words[0].lower()
+    if len(first) > 4 and first.endswith(("ed", "ing", "ly")):
+        return 0
+    count = 0
+    for word in words:
+        if word.lower().replace("\u2019", "'") in _PROSE_FUNCTION_WORDS:
+            break
+        count += 1
+    return count
+
+
+def _several_words(match: re.Match[str]) -> str:
+    value = match.group(2)
+    count = _passphrase_words(value)
+    if count < MIN_PASSPHRASE_WORDS:
+        return match.group(0)
+    words = value.split()
+    if count == len(words):
+        return match.group(1) + REDACTED
+    rest = value[value.index(words[count - 1], len(" ".join(words[: count - 1])))
+                 + len(words[count - 1]):]
+    return match.group(1) + REDACTED + rest
+
+
 _PIN_RE = re.compile(r"(?i)(\b(?:pin(?: code)?|passcode)(?:\s+(?:is|was)|\s*:)?\s+)(\d{4,8})\b")
 """``my pin is 482913``, ``passcode 482913``: a number where a pin is named."""
 _SET_RE = re.compile(
@@ -446,7 +503,7 @@ _SET_RE = re.compile(
 """``set aws_secret_access_key to ...``, ``set the password to ...``."""
 _BARE_PROSE_RE = re.compile(
     r"(?i)(\b(?:[a-z0-9]+_)*(?:secret|password|passwd|passphrase|token"
-    r"|(?:secret|access|api|account)[ _-]key)\s+"
+    r"|(?:secret|access|api|account)[ _-]?key)\s+"
     r"[\"'`]?)([a-z0-9/+_\-=]{8,}+)(?!\w|\.\w)"
 )
 """A key word followed by its value with nothing between: ``aws secret key wJalr...``,
@@ -460,7 +517,47 @@ customer_id`` and a hash stay)."""
 
 
 def _mixed_value(match: re.Match[str]) -> str:
-    return match.group(1) + REDACTED if _mixes_case_and_digits(match.group(2)) else match.group(0)
+    """A value that mixes cases and digits goes; so does a hex key (``key
+    9f86d0...``) unless a word before ``key`` says it names no credential (``primary key``,
+    ``cache key``, ``public key``: ``_NOT_SECRET_KEYS``)."""
+    value = match.group(2)
+    if _mixes_case_and_digits(value):
+        return match.group(1) + REDACTED
+    if _is_hex_key(value) and not _qualified_key(match.string, match.start()):
+        return match.group(1) + REDACTED
+    return match.group(0)
+
+
+def _is_hex_key(value: str) -> bool:
+    """20+ hex digits, 6+ of them digits and a letter among them (not a number, not a
+    UUID: an id as often as a key)."""
+    return (
+        _HEX_KEY_RE.fullmatch(value) is not None
+        and sum(c.isdigit() for c in value) >= 6
+        and not value.isdigit()
+    )
+
+
+_HEX_KEY_RE = re.compile(r"[0-9a-fA-F]{20,}")
+_WORD_BEFORE_RE = re.compile(r"([A-Za-z0-9]+)[\s_-]*\Z")
+_NOT_SECRET_KEYS = frozenset(
+    (
+        "primary", "foreign", "sort", "partition", "cache", "idempotency", "composite",
+        "unique", "row", "object", "lookup", "dedup", "dedupe", "hash", "map", "dict",
+        "routing", "index", "public", "gpg", "pgp", "ssh", "host", "shard", "cluster",
+        "clustering", "natural", "surrogate", "candidate", "join", "group", "storage",
+        "s3", "redis", "lock", "etag",
+    )
+)
+"""Words before ``key`` that make it a key no credential is (a database's, a cache's, a
+public key's fingerprint)."""
+
+
+def _qualified_key(text: str, start: int) -> bool:
+    """Whether the word right before ``text[start:]`` (``key``) is one of
+    ``_NOT_SECRET_KEYS``."""
+    before = _WORD_BEFORE_RE.search(text, max(0, start - 40), start)
+    return before is not None and before.group(1).lower() in _NOT_SECRET_KEYS
 
 
 def _mixes_case_and_digits(value: str) -> bool:
@@ -532,10 +629,29 @@ def _bare_value(match: re.Match[str]) -> str:
         _mixes_case_and_digits(value)
         or (_HEX_RE.fullmatch(value) is not None and sum(c.isdigit() for c in value) >= 6)
         or (digits and any(c.isalpha() for c in value) and _PASSWORD_WORD_RE.search(match[1]))
+        or (_KEY_WORD_RE.search(match[1]) is not None and _interleaved(value))
     )
     return match.group(1) + REDACTED if generated else match.group(0)
 
 
+_KEY_WORD_RE = re.compile(r"(?i)key\W*\Z")
+"""The key word of ``_BARE_PROSE_RE`` is an ``api key`` (``access``, ``secret``,
+``account``): lower-case letters and digits after it are one too (``_interleaved``)."""
+
+
+def _interleaved(value: str) -> bool:
+    """A value of 12+ letters and digits, each in two runs at least (``abc123def456ghi7``,
+    a generated key in one case); not a name and a number (``rotation2024``)."""
+    return (
+        len(value) >= 12
+        and value.isalnum()
+        and len(_DIGIT_RUN_RE.findall(value)) >= 2
+        and len(_LETTER_RUN_RE.findall(value)) >= 2
+    )
+
+
+_DIGIT_RUN_RE = re.compile(r"[0-9]+")
+_LETTER_RUN_RE = re.compile(r"[A-Za-z]+")
 _PASSWORD_WORD_RE = re.compile(r"(?i)passw|passphrase")  # passwd too
 """After ``password``/``passphrase`` a value of letters and digits is one (``passphrase
 hunter2hunter2``); after ``token`` or ``secret`` it must look generated."""
@@ -557,6 +673,8 @@ _PROSE_LINK_RE = re.compile(rf"(?i){_PROSE_LINK}[\"'`]?\Z|\s+to\s+[\"'`]?\Z")
 def _prose_value(match: re.Match[str]) -> str:
     value = match.group(2)
     key = _PROSE_LINK_RE.sub("", match.group(1))
+    if value.startswith(REDACTED):  # replaced already: its stop stays
+        return match.group(0)
     if _WORDLIKE_RE.match(value) or _REFERENCE_KEY_RE.search(key):
         return match.group(0)
     if _names_no_secret(key, _without_closing_brackets(value)):
@@ -970,6 +1088,8 @@ def _scrub_patterns(text: str) -> str:
         text = _BASIC_RE.sub(_basic_credentials, text)
     if assignment or prose:
         text = _QUOTED_RE.sub(_quoted, text)
+    if prose:  # before the one-word patterns take its first word alone
+        text = _SEVERAL_WORDS_RE.sub(_several_words, text)
     if assignment:
         text = _LINE_ASSIGNMENT_RE.sub(_KEEP_KEY, text)
         if "\\n" in text or '"' in text:
@@ -1080,9 +1200,17 @@ def _generated(value: str) -> bool:
     """A value that cannot be a word of the conversation: 16+ characters without a space,
     or 8+ mixing upper and lower case letters and digits (``Kd8Lw3Pq7Zx``), or letters,
     digits and a symbol (``Tr0ub4dor&3``); not ``required`` or ``ed25519``, which a
-    pattern may take for a password where it stands, but which elsewhere are words."""
+    pattern may take for a password where it stands, but which elsewhere are words. A
+    passphrase (3+ words, none that prose is made of: ``_passphrase_words``) of 16+
+    characters is one too: ``correct horse battery staple`` is no sentence of a chat."""
     if " " in value:
-        return False
+        words = value.split()
+        return (
+            len(value) >= 16
+            and len(words) >= MIN_PASSPHRASE_WORDS
+            and _passphrase_words(value) == len(words)
+            and all(_PASSPHRASE_WORD_RE.fullmatch(word) for word in words)
+        )
     if len(value) >= 16:
         return True
     letters = any(c.isalpha() for c in value)

@@ -532,9 +532,9 @@ def test_numbers_and_names_after_a_token_key_are_left_alone(text: str) -> None:
             json.dumps({"content": 'passphrase: it\'s "orange" banana'}),
             json.dumps({"content": "passphrase: [REDACTED]"}),
         ),
-        # a password's value of several words loses its first word only: the rest cannot be
-        # told from a design's text ("password: must be rotated every 90 days")
-        ("password: orange9 banana cherry", "password: [REDACTED] banana cherry"),
+        # a password's value of several words goes whole too, unless prose is made of them
+        # (H188: "password: must be rotated every 90 days" stays)
+        ("password: orange9 banana cherry", "password: [REDACTED]"),
     ],
 )
 def test_a_passphrase_lines_value_of_several_words_is_scrubbed_whole(
@@ -1416,3 +1416,111 @@ def test_the_memos_of_clean_texts_stay_within_their_budget_in_bytes() -> None:
         scrub_text(f"templates/d{n % 97}/file{n}.md", (f"secret-of-session-{n % 6}",))
     held = [text for memo in redaction._clean_memo.values() for text in memo]
     assert sum(sys.getsizeof(text) + 16 for text in held) <= redaction.CLEAN_MEMO_BUDGET
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [  # H188: a password said as words lost its first word only, or nothing in prose
+        (
+            "my password is correct horse battery staple",
+            "my password is [REDACTED]",
+        ),
+        ("password: correct horse battery staple", "password: [REDACTED]"),
+        ("password: orange9 banana cherry", "password: [REDACTED]"),
+        (
+            "the passphrase for the backup is purple monkey dishwasher, keep it safe",
+            "the passphrase for the backup is [REDACTED], keep it safe",
+        ),
+        (
+            "My password is Correct Horse Battery Staple.\nThanks",
+            "My password is [REDACTED].\nThanks",
+        ),
+        ('passphrase: "two words"', 'passphrase: "[REDACTED]"'),
+        (
+            json.dumps({"content": "my password is correct horse battery staple"}),
+            json.dumps({"content": "my password is [REDACTED]"}),
+        ),
+    ],
+)
+def test_a_password_of_several_words_is_scrubbed_whole(text: str, expected: str) -> None:
+    assert scrub_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # H188: prose about a password after "is" or ":" is no passphrase
+        "my password is not working anymore",
+        "the password is case sensitive",
+        "the password is hashed with bcrypt before storage",
+        "the password is stored in the vault under prod",
+        "my password is too short for the new policy",
+        "the password is case sensitive and expires monthly",
+        "password: min length twelve",
+        "the password is randomly generated each night",
+        "The password is then sent over TLS",
+        "my password is being reset by IT",
+        "the password: a long random string",
+    ],
+)
+def test_prose_about_a_password_after_its_link_is_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [  # H188: a hex key after a bare "key", letters and digits after "api-key"
+        ("key 9f86d081884c7d659a2feaa0c55ad015", "key [REDACTED]"),
+        ("the key is 9f86d081884c7d659a2feaa0c55ad015.", "the key is [REDACTED]."),
+        ("here's the key: 9F86D081884C7D659A2FEAA0C55AD015", "here's the key: [REDACTED]"),
+        ("api-key abc123def456ghi789", "api-key [REDACTED]"),
+        ("api_key abc123def456ghi789", "api_key [REDACTED]"),
+        ("use --api-key abc123def456ghi789 here", "use --api-key [REDACTED] here"),
+        ("the apikey q8w7e6r5t4y3u2i1", "the apikey [REDACTED]"),
+    ],
+)
+def test_a_hex_or_generated_value_after_a_key_word_is_scrubbed(text: str, expected: str) -> None:
+    assert scrub_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # H188: hashes, SHAs and ids near "key" that are no credential
+        "commit 9f86d081884c7d659a2feaa0c55ad015 fixed it",
+        "the primary key 9f86d081884c7d659a2feaa0c55ad015 is the row's",
+        "cache key 9f86d081884c7d659a2feaa0c55ad015 was evicted",
+        "the idempotency key is 3fa85f64-5717-4562-b3fc-2c963f66afa6",
+        "the key is 3fa85f64-5717-4562-b3fc-2c963f66afa6",
+        "key 12345678901234567890 is a row number",
+        "api key rotation2024 is planned",
+        "the api-key header carries it",
+        "see the public key 9f86d081884c7d659a2feaa0c55ad015",
+    ],
+)
+def test_hashes_and_ids_near_a_key_word_are_left_alone(text: str) -> None:
+    assert scrub_text(text) == text
+
+
+def test_a_passphrase_found_once_is_replaced_where_it_stands_alone(tmp_path: Path) -> None:
+    """H188: a password of several words, found where it was named, is a known secret from
+    then on, as a generated value is: said again alone (a tool's argument), it goes too."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+    from session.lifecycle import SessionLifecycle, WriteSession
+
+    phrase = "correct horse battery staple"
+
+    def said(text: str, reply: str) -> list[ModelRequest | ModelResponse]:
+        return [ModelRequest(parts=[UserPromptPart(text)]), ModelResponse(parts=[TextPart(reply)])]
+
+    lc = SessionLifecycle().start_fresh(NOW).lifecycle
+    transition = lc.begin_turn(0).complete_turn(
+        said(f"my password is {phrase}", f"I will type {phrase} at the prompt"),
+        now=NOW,
+        manifest={},
+        agent_spec_path=None,
+    )
+    (write,) = [e for e in transition.effects if isinstance(e, WriteSession)]
+    secrets = transition.lifecycle.policy.known_secrets
+    assert phrase in secrets
+    SessionManager(tmp_path).save(write.state, write.encoded, secrets)
+    assert "battery staple" not in (tmp_path / f"{write.state.session_id}.json").read_text()
