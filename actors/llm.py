@@ -29,6 +29,7 @@ from pydantic_ai.messages import (
     TextPart,
     TextPartDelta,
     ToolCallPart,
+    ToolReturnPart,
 )
 
 from actors.assistant import TurnDeps, build_agent, resolve_model, written_paths
@@ -56,6 +57,7 @@ from actors.turn_lines import (
 from session.compaction import estimate_tokens
 from session.interrupted import interrupted_turn
 from session.model_names import BARE_NAMES
+from session.redaction import with_revealed
 from session.waits import wait_words
 from session.wire import wire_chars
 
@@ -272,10 +274,15 @@ class LLMActor(Actor[LLMMessage]):
             async for node in run:
                 watch.progress()
                 if Agent.is_call_tools_node(node):
-                    await _tell_tool_calls(turn, reply, node.model_response.parts, watch, slot)
+                    secrets = progress.secrets_of(turn)
+                    await _tell_tool_calls(
+                        turn, reply, node.model_response.parts, watch, slot, secrets
+                    )
                 if not Agent.is_model_request_node(node):
                     continue
-                for line in refused_calls(node.request):  # the tools' answers to the model
+                returns = any(isinstance(p, ToolReturnPart) for p in node.request.parts)
+                refused = refused_calls(node.request, progress.secrets_of(turn) if returns else ())
+                for line in refused:  # the tools' answers to the model
                     await reply.send_now(TurnToolCall(turn.turn_id, line, ()))
                 progress.text.clear()  # a new response
                 async with node.stream(run.ctx) as events:
@@ -363,6 +370,16 @@ class _Progress:
 
     run: AgentRun[TurnDeps, str] | None = None
     text: list[str] = field(default_factory=list)
+    secrets: tuple[str, ...] | None = None
+    """The turn's known secrets and those its prompt reveals (``secrets_of``), once found."""
+
+    def secrets_of(self, turn: StartTurn) -> tuple[str, ...]:
+        """What the lines of ``turn``'s tool calls are scrubbed of: the session's known
+        secrets and the values its prompt reveals (``my password is X``, then a tool called
+        with X), found once a turn, when a line is first told."""
+        if self.secrets is None:
+            self.secrets = with_revealed(turn.prompt, turn.known_secrets)
+        return self.secrets
 
     def kept(self, *, last_calls_run: bool = True) -> tuple[ModelMessage, ...]:
         """What the turn keeps if the user interrupts it now (``last_calls_run`` False:
@@ -393,17 +410,19 @@ async def _tell_tool_calls(
     parts: Sequence[ModelResponsePart],
     watch: StallWatch,
     slot: Slot,
+    secrets: tuple[str, ...] = (),
 ) -> None:
-    """Tell the terminal each tool the response calls, and wait until it has the lines
-    (they are written in order: the last one's delivery says all were delivered) before
-    the tools run: the supervisor killed while one runs, the terminal knows a tool may
-    have run, and does not have the turn run again (H111: it did, the tool ran twice).
-    A wait beyond ``SLOT_KEPT_FOR_DELIVERY_S`` lends the turn's ``slot`` to other turns."""
+    """Tell the terminal each tool the response calls (its line scrubbed of ``secrets``),
+    and wait until it has the lines (they are written in order: the last one's delivery
+    says all were delivered) before the tools run: the supervisor killed while one runs,
+    the terminal knows a tool may have run, and does not have the turn run again (H111:
+    it did, the tool ran twice). A wait beyond ``SLOT_KEPT_FOR_DELIVERY_S`` lends the
+    turn's ``slot`` to other turns."""
     calls = [part for part in parts if isinstance(part, ToolCallPart)]
     delivered = Reply() if turn.tool_lines_delivered else None
     for index, part in enumerate(calls, 1):
         args = part.args_as_dict()
-        line = describe_tool_call(part.tool_name, args)
+        line = describe_tool_call(part.tool_name, args, secrets)
         writes = written_paths(part.tool_name, args)
         last = delivered if index == len(calls) else None
         await reply.send_now(TurnToolCall(turn.turn_id, line, writes, last))

@@ -418,6 +418,9 @@ class StartTurn:
     tool_lines_delivered: bool = False
     """Whether ``reply_to`` tells when the line of a tool call reaches the terminal
     (``TurnToolCall.delivered``): the tools wait for it before they run."""
+    known_secrets: tuple[str, ...] = ()
+    """The session's known secret values (``PersistPolicy.known_secrets``): the lines told
+    of the turn's tool calls show none of them, nor one ``prompt`` reveals."""
 
 
 @dataclass(frozen=True)

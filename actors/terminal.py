@@ -1029,6 +1029,7 @@ class TerminalActor(Actor[TerminalMessage]):
             token_budget=self._lc.estimate_budget(),
             message_over_budget=self._lc.message_over_budget(extra_chars),
             tool_lines_delivered=self._config.acknowledges_tool_lines,
+            known_secrets=self._lc.policy.known_secrets,
         )
 
     async def _finish_turn(self, done: TurnDone) -> None:

@@ -66,15 +66,18 @@ def _size(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MB"
 
 
-def one_line(text: str) -> str:
-    """``text`` on one line, scrubbed first: flattened, a secret a pattern finds by its
-    lines (a YAML block's, a netrc's over several lines, a passphrase's to its line's end)
-    would be found no more, and the line is logged and shown (H111)."""
-    return " ".join(scrub_text(text).split())
+def one_line(text: str, known_secrets: tuple[str, ...] = ()) -> str:
+    """``text`` on one line, scrubbed first (of ``known_secrets`` too): flattened, a secret
+    a pattern finds by its lines (a YAML block's, a netrc's over several lines, a
+    passphrase's to its line's end) would be found no more, and the line is logged and
+    shown (H111)."""
+    return " ".join(scrub_text(text, known_secrets).split())
 
 
-def _clip(text: str, limit: int = 60) -> str:
-    flat = one_line(text)
+def _clip(text: str, limit: int = 60, known_secrets: tuple[str, ...] = ()) -> str:
+    """``text`` as ``one_line`` makes it, cut to ``limit`` characters: scrubbed before the
+    cut, a secret cut short would no longer be found whole."""
+    flat = one_line(text, known_secrets)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -85,30 +88,42 @@ def _shown_path(path: str, limit: int = 120) -> str:
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
-def describe_tool_call(name: str, args: Mapping[str, object]) -> str:
-    """``write_file agent_spec.md (1.2 KB)``, ``read_file notes.md``, ``record_decision "..."``."""
+def describe_tool_call(
+    name: str, args: Mapping[str, object], known_secrets: tuple[str, ...] = ()
+) -> str:
+    """``write_file agent_spec.md (1.2 KB)``, ``read_file notes.md``, ``record_decision
+    "..."``: every text shown scrubbed, of ``known_secrets`` (the session's) too (H188: a
+    value found secret earlier was shown in clear in a decision's text or a path)."""
     path = args.get("path")
     if name == "write_file" and isinstance(path, str):
         content = args.get("content")
         size = len(content.encode("utf-8")) if isinstance(content, str) else 0
-        return f"write_file {_shown_path(path)} ({_size(size)})"
+        return f"write_file {_shown_path(scrub_text(path, known_secrets))} ({_size(size)})"
     if name == "read_file" and isinstance(path, str):
-        return f"read_file {_shown_path(path)}"
+        return f"read_file {_shown_path(scrub_text(path, known_secrets))}"
     if name == "list_files":
         directory = args.get("directory")
-        return f"list_files {_shown_path(directory) if isinstance(directory, str) else '.'}"
+        shown_dir = (
+            _shown_path(scrub_text(directory, known_secrets)) if isinstance(directory, str) else "."
+        )
+        return f"list_files {shown_dir}"
     if name == "record_decision":
-        return f'record_decision "{_clip(str(args.get("decision", "")))}"'
-    shown = ", ".join(f"{_clip(str(k), 30)}={_clip(str(v), 30)}" for k, v in args.items())
-    return f"{_clip(name, 60) or '(a tool with no name)'} {shown}".rstrip()
+        return f'record_decision "{_clip(str(args.get("decision", "")), 60, known_secrets)}"'
+    shown = ", ".join(
+        f"{_clip(str(k), 30, known_secrets)}={_clip(str(v), 30, known_secrets)}"
+        for k, v in args.items()
+    )
+    return f"{_clip(name, 60, known_secrets) or '(a tool with no name)'} {shown}".rstrip()
 
 
-def refused_calls(request: ModelRequest) -> list[str]:
+def refused_calls(request: ModelRequest, known_secrets: tuple[str, ...] = ()) -> list[str]:
     """A line for each tool call the tools refused, of the returns ``request`` carries to
     the model (``  ↳ write_file: error: cannot write l.md: is a symlink; ...``): the call's
-    own line, shown as the call was made, read as done (H54, H61)."""
+    own line, shown as the call was made, read as done (H54, H61); scrubbed of
+    ``known_secrets`` too."""
     return [
-        f"↳ {_clip(part.tool_name, 40)}: {_shown_path(_clip(part.content, 160), 200)}"
+        f"↳ {_clip(part.tool_name, 40, known_secrets)}: "
+        f"{_shown_path(_clip(part.content, 160, known_secrets), 200)}"
         for part in request.parts
         if isinstance(part, ToolReturnPart)
         and isinstance(part.content, str)

@@ -33,6 +33,7 @@ __all__ = [
     "scrub_text",
     "secrets_from_environment",
     "shown_input",
+    "with_revealed",
     "with_secrets",
 ]
 
@@ -762,6 +763,13 @@ def with_secrets(known: tuple[str, ...], more: tuple[str, ...]) -> tuple[str, ..
     """``known`` and ``more``, each once, longest first (remembered: a writer's few
     sets of secrets are joined again at every save)."""
     return known if not more else _with_secrets(known, more)
+
+
+def with_revealed(text: str, known: tuple[str, ...]) -> tuple[str, ...]:
+    """``known`` and the values the patterns find secret in ``text`` (``revealed``), as a
+    turn's save learns them: a line shown before that save (a tool call's) replaces them
+    already."""
+    return with_secrets(known, tuple(revealed(text, scrub_text(text, known))))
 
 
 @lru_cache(maxsize=64)

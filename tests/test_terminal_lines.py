@@ -828,3 +828,28 @@ def test_a_wait_is_said_as_a_user_reads_it_never_shorter_than_it_is(
     assert wait_words(seconds) == words
     down = summary_model_down_line("openai-chat:m", "TimeoutError: no answer in time", seconds)
     assert down.endswith(f"; offline summaries for {words}"), down
+
+
+def test_a_tool_call_line_shows_no_known_secret_whole_or_cut() -> None:
+    """H188: the session's known secrets were not replaced in a tool call's line (paths
+    were not scrubbed at all); scrubbed after the cut, a long one would be half shown."""
+    value = "Zq9Xv7Lm2Pk4QwPlainEnoughToCut"
+    known = (value,)
+    assert describe_tool_call("read_file", {"path": f"notes/{value}.md"}, known) == (
+        "read_file notes/[REDACTED].md"
+    )
+    assert describe_tool_call("write_file", {"path": f"{value}.txt", "content": "x"}, known) == (
+        "write_file [REDACTED].txt (1 B)"
+    )
+    decision = "the vault of the staging cluster takes " + value
+    line = describe_tool_call("record_decision", {"decision": decision}, known)
+    assert value[:6] not in line and line.startswith('record_decision "the vault')
+    line = describe_tool_call("deploy", {"token_for_the_vault": value}, known)
+    assert value[:6] not in line
+
+
+def test_a_value_the_prompt_reveals_is_among_the_turns_secrets() -> None:
+    from session.redaction import with_revealed
+
+    secrets = with_revealed("my password is Zq9Xv7Lm2Pk4Qw, use it", ("known-one-value",))
+    assert set(secrets) == {"Zq9Xv7Lm2Pk4Qw", "known-one-value"}

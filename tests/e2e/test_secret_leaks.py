@@ -274,3 +274,19 @@ def test_a_reply_echoing_the_api_key_goes_back_scrubbed_in_a_live_session(
     last_request = sent(server, "test-model")[-1]
     assert "echo: log in with [REDACTED]" in last_request
     assert key not in last_request
+
+
+def test_a_tool_call_line_shows_no_value_the_session_knows_is_secret(env: Env) -> None:
+    """H188: a value found secret (``my password is X``) was shown in clear on the lines of
+    the tool calls that carried it later: a decision's text, a path, a refused call's
+    error (never written: the lines were the leak)."""
+    value = "Zq9Xv7Lm2Pk4Qw"
+    script = (
+        f"my password is {value}\ndecide: use {value} for the vault\nread notes/{value}.md\n"
+    )
+    result = env.run("--new", input=script, terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("  ")]
+    assert '  record_decision "use [REDACTED] for the vault"' in lines
+    assert "  read_file notes/[REDACTED].md" in lines
+    assert all(value not in line for line in lines), lines
