@@ -102,9 +102,13 @@ def aside_name(path: Path, tag: str, now: datetime) -> Path:
     return target
 
 
+CORRUPT_SUFFIX = ".corrupt-"
+"""``<name>.corrupt-<timestamp>``: a file that did not parse, moved aside (``quarantine``)."""
+
+
 def quarantine(path: Path, now: datetime) -> Path | None:
     """Move ``path`` aside to ``<name>.corrupt-<timestamp>``; never deletes. None if it failed."""
-    target = aside_name(path, ".corrupt-", now)
+    target = aside_name(path, CORRUPT_SUFFIX, now)
     try:
         os.rename(path, target)
     except OSError:

@@ -24,6 +24,7 @@ from pathlib import Path
 import orjson
 
 from session.atomic import (
+    CORRUPT_SUFFIX,
     UNCOMPACTED_SUFFIX,
     atomic_write,
     check_private_dir,
@@ -32,6 +33,7 @@ from session.atomic import (
 from session.compacted import session_turns
 from session.encoded import EncodedMessages
 from session.errors import (
+    CorruptSessionFile,
     FutureSchemaVersion,
     InvalidPointer,
     LeftBehind,
@@ -58,6 +60,7 @@ from session.kept_context import scrub_kept_context
 from session.listing import SessionRow, classify, resumable
 from session.manager import (
     CONTEXT_NAME,
+    MAX_ENTRY_BYTES,
     POINTER_PREFIX,
     CheckpointStore,
     SessionManager,
@@ -67,7 +70,7 @@ from session.manager import (
 from session.models import Pointer, SessionHeader, SessionState, utc_now
 from session.paths import projects_dir
 from session.processes import may_still_run, process_alive
-from session.redaction import with_secrets
+from session.redaction import replace_known_bytes, with_secrets
 from session.workspace_record import record_workspace
 
 
@@ -558,26 +561,43 @@ class SessionCatalog:
             with _told_if_left(path.name, left):
                 _scrub_moved_turn(path, scrub)
         for path in sorted(project.glob(f"{session_id}.json{UNCOMPACTED_SUFFIX}*")):
-            with _told_if_left(path.name, left):
+            with _told_if_left(path.name, left), _unparsed_scrubbed(path, scrub):
                 manager.scrub_copy(path, session_id, secrets)
         for copy in recovered_copies(self.root, project):
             if copy.session_id == session_id:
-                with _told_if_left(str(copy.path), left):
+                with _told_if_left(str(copy.path), left), _unparsed_scrubbed(copy.path, scrub):
                     written = manager.scrub_copy(copy.path, session_id, secrets, recovery=True)
                     if written is not None:
                         _record(copy.path, written)
         context = self.checkpoints(project).session_dir(session_id)
         with _told_if_left(str(context / CONTEXT_NAME), left):
-            scrub_kept_context(context, scrub)
+            if not scrub_kept_context(context, scrub):
+                scrub_unparsed(context / CONTEXT_NAME, scrub)
         checkpoints: dict[int, OSError] = {}
         rewritten = 0
         try:
             rewritten = self.checkpoints(project).scrub_session(session_id, secrets)
         except SecretsLeft as exc:
             checkpoints = exc.left
+        for path in self._set_aside_files(project, session_id):  # after: a damaged entry
+            with _told_if_left(str(path), left):  # is moved aside by that scrub
+                scrub_unparsed(path, scrub)
         if left or checkpoints:
             raise SecretsLeft(session_id, checkpoints, left)
         return rewritten
+
+    def _set_aside_files(self, project: Path, session_id: str) -> tuple[Path, ...]:
+        """The session's files moved aside as corrupt: its file's, its checkpoints', its
+        recovery copies' (``<name>.corrupt-<time>``)."""
+        checkpoints = self.checkpoints(project).session_dir(session_id)
+        places = [
+            (project, f"{session_id}.json{CORRUPT_SUFFIX}*"),
+            (checkpoints, f"*{CORRUPT_SUFFIX}*"),
+            *((p, f"{session_id}-*.json{CORRUPT_SUFFIX}*") for p in recovered_places(
+                self.root, project
+            )),
+        ]
+        return tuple(path for place, pattern in places for path in sorted(place.glob(pattern)))
 
     def stored(self, project: Path, session_id: str) -> bool:
         """Whether ``project`` holds the session: its file, or a recovery copy of one whose
@@ -1272,13 +1292,45 @@ def _reason_of(exc: Exception) -> str:
     return reason if isinstance(reason, str) else str(exc)
 
 
+def scrub_unparsed(path: Path, secrets: tuple[str, ...]) -> None:
+    """Rewrite ``path``, a file of the session that does not parse (moved aside as corrupt,
+    or damaged where it is), with ``secrets`` replaced in its bytes wherever a written form
+    of one stands (``replace_known_bytes``), if it holds any: nothing else of it changes,
+    and it is kept, never deleted. A symlink is no file of ours: left."""
+    try:
+        data = read_regular_file(path, MAX_ENTRY_BYTES)
+    except UnsafeSessionFile:
+        if path.is_symlink():
+            return
+        raise
+    clean = replace_known_bytes(data, secrets)
+    if clean != data:
+        atomic_write(path, clean)
+
+
+@contextlib.contextmanager
+def _unparsed_scrubbed(path: Path, secrets: tuple[str, ...]) -> Iterator[None]:
+    """A copy found corrupt inside (``CorruptSessionFile``) is scrubbed in its bytes
+    (``scrub_unparsed``) instead."""
+    try:
+        yield
+    except CorruptSessionFile:
+        scrub_unparsed(path, secrets)
+
+
 def _scrub_moved_turn(path: Path, secrets: tuple[str, ...]) -> None:
-    """Rewrite the moved turn at ``path`` scrubbed of ``secrets``, if it holds any."""
+    """Rewrite the moved turn at ``path`` scrubbed of ``secrets``, if it holds any (in its
+    bytes, ``scrub_unparsed``, if it does not parse as one)."""
     if not is_over_cap_name(path.name):
         return
-    raw = orjson.loads(read_regular_file(path, MAX_SESSION_BYTES))
+    data = read_regular_file(path, MAX_SESSION_BYTES)
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raw = None
     if not isinstance(raw, list) or not all(isinstance(m, dict) for m in raw):
-        return  # not one this version wrote: left as it is
+        scrub_unparsed(path, secrets)  # not one this version wrote: its bytes
+        return
     clean = EncodedMessages.scrub([m for m in raw if isinstance(m, dict)], secrets)
     if list(clean.json) != raw:
         atomic_write(path, MovedTurn(path.name, clean).data())

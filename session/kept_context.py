@@ -63,20 +63,24 @@ def read_kept_context(directory: Path) -> KeptContext | None:
 
 
 
-def scrub_kept_context(directory: Path, known_secrets: tuple[str, ...]) -> None:
+def scrub_kept_context(directory: Path, known_secrets: tuple[str, ...]) -> bool:
     """Rewrite the context kept in ``directory`` scrubbed of ``known_secrets`` if it holds
     one (values found secret after it was written). None kept, or not a file of ours (a
-    symlink): nothing. OSError or UnreadSessionFile if it could not be read or rewritten."""
+    symlink): nothing. OSError or UnreadSessionFile if it could not be read or rewritten.
+    False when the file holds one but does not parse as a context (left to the caller,
+    ``SessionCatalog.scrub_written``, which replaces it in the bytes)."""
     try:
         data = read_regular_file(directory / CONTEXT_NAME, MAX_BYTES)
     except FileNotFoundError:
-        return
+        return True
     except UnreadSessionFile:
         raise
     except UnsafeSessionFile:
-        return  # never read as the context either
+        return True  # never read as the context either
     if not any(needle in data for needle in encoded_forms(known_secrets)):
-        return
+        return True
     kept = read_kept_context(directory)
-    if kept is not None:
-        write_kept_context(directory, kept, known_secrets)
+    if kept is None:
+        return False
+    write_kept_context(directory, kept, known_secrets)
+    return True

@@ -28,6 +28,7 @@ __all__ = [
     "encoded_forms",
     "longest_first",
     "replace_known",
+    "replace_known_bytes",
     "scrub_json",
     "scrub_keys",
     "scrub_text",
@@ -849,6 +850,36 @@ def encoded_forms(known_secrets: Iterable[str]) -> frozenset[bytes]:
     character, so a form inside a text is a run of its bytes)."""
     forms = _written_forms(tuple(known_secrets))
     return frozenset(orjson.dumps(form)[1:-1] for form in forms)
+
+
+def replace_known_bytes(data: bytes, known_secrets: tuple[str, ...]) -> bytes:
+    """``data`` (a file's bytes, which may not parse: one moved aside as corrupt) with every
+    form a known secret may stand in there replaced by ``[REDACTED]``, and nothing else
+    changed: its written forms (``_written_forms``) as UTF-8 and as orjson writes each
+    inside a JSON string, longest first; a plain word only where it stands whole, as
+    ``_whole`` replaces it."""
+    pattern = _known_bytes_pattern(longest_first(known_secrets))
+    return data if pattern is None else pattern.sub(REDACTED.encode(), data)
+
+
+@lru_cache(maxsize=16)
+def _known_bytes_pattern(known_secrets: tuple[str, ...]) -> re.Pattern[bytes] | None:
+    forms = {
+        encoded: secret.isalpha() and len(secret) < 16
+        for secret in known_secrets
+        if secret
+        for form in _written_forms((secret,))
+        for encoded in (form.encode(), orjson.dumps(form)[1:-1])
+    }
+    if not forms:
+        return None
+    edge = rb"(?:(?<![A-Za-z0-9_])|(?<=\\[nrtbf]))"
+    return re.compile(
+        b"|".join(
+            edge + re.escape(form) + rb"(?![A-Za-z0-9_])" if word else re.escape(form)
+            for form, word in sorted(forms.items(), key=lambda item: -len(item[0]))
+        )
+    )
 
 
 @lru_cache(maxsize=256)
