@@ -71,6 +71,7 @@ from session.models import Pointer, SessionHeader, SessionState, utc_now
 from session.paths import projects_dir
 from session.processes import may_still_run, process_alive
 from session.redaction import replace_known_bytes, with_secrets
+from session.scrubbed_entries import INDEX_NAME, forget_secrets
 from session.workspace_record import record_workspace
 
 
@@ -582,6 +583,8 @@ class SessionCatalog:
         for path in self._set_aside_files(project, session_id):  # after: a damaged entry
             with _told_if_left(str(path), left):  # is moved aside by that scrub
                 scrub_unparsed(path, scrub)
+        with _told_if_left(str(context.parent / INDEX_NAME), left):
+            forget_secrets(context.parent, scrub)  # a line's words kept for an entry
         if left or checkpoints:
             raise SecretsLeft(session_id, checkpoints, left)
         return rewritten

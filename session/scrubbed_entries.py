@@ -35,7 +35,7 @@ import orjson
 
 from session.atomic import atomic_write
 from session.checkpoints import FIRST_WORDS, Checkpoint
-from session.redaction import encoded_forms
+from session.redaction import encoded_forms, replace_known_bytes
 
 INDEX_NAME = "scrubbed.index"
 MAX_INDEX_BYTES = 16 << 20
@@ -171,6 +171,37 @@ def record_copy_scrubbed(copy: Path, digest: str) -> None:
     """Record the recovery copy just written at ``copy`` as scrubbed, its bytes of digest
     ``digest`` (as ``record_scrubbed``)."""
     _write_record(copy.parent, copy.name, {"digest": digest})
+
+
+def forget_secrets(directory: Path, known_secrets: tuple[str, ...]) -> None:
+    """Rewrite the index in ``directory`` without the records that hold one of
+    ``known_secrets`` in a written form (a line's last request, kept before the value was
+    found secret; the record of an entry moved aside is never written again): a record
+    lost costs a whole read, nothing else. An index that does not parse loses the values
+    in its bytes (``replace_known_bytes``). OSError if it cannot be read or rewritten."""
+    path = directory / INDEX_NAME
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return
+    needles = encoded_forms(known_secrets)
+    if not any(needle in data for needle in needles):
+        return
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raw = None
+    entries = raw.get("entries") if isinstance(raw, dict) else None
+    if not isinstance(raw, dict) or not isinstance(entries, dict):
+        atomic_write(path, replace_known_bytes(data, known_secrets), sync_dir=False)
+        return
+    kept = {
+        key: record
+        for key, record in entries.items()
+        if not any(needle in orjson.dumps(record) for needle in needles)
+    }
+    atomic_write(path, orjson.dumps({**raw, "entries": kept}), sync_dir=False)
 
 
 def _write_record(directory: Path, key: str, record: Record) -> None:

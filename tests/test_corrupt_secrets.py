@@ -134,3 +134,27 @@ def test_another_sessions_corrupt_file_is_left_as_it_is(tmp_path: Path, project:
     SessionCatalog(tmp_path).scrub_written(project, SESSION, (SECRET,))
 
     assert other.read_bytes() == before
+
+
+def test_the_checkpoints_index_keeps_no_words_of_a_secret_found_later(
+    tmp_path: Path, project: Path
+) -> None:
+    """The index of scrubbed entries keeps each line's last request (its first words, and
+    more): the record of an entry moved aside as damaged was never written again, and
+    kept the value in clear (found by the end-to-end test of H188)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    state = SessionState(session_id=SESSION, created_at=NOW, updated_at=NOW)
+    store = SessionCatalog(tmp_path).checkpoints(project)
+    store.write(
+        state, workspace, [], reason="save", cap=10**9, now=NOW,
+        last_request=f"remember {SECRET} for later",
+    )  # fmt: skip
+    index = project.parent / "checkpoints" / "scrubbed.index"
+    assert SECRET.encode() in index.read_bytes()
+    entry = store.session_dir(SESSION) / "0001.json"
+    entry.write_bytes(entry.read_bytes()[:-40])
+
+    SessionCatalog(tmp_path).scrub_written(project, SESSION, (SECRET,))
+
+    assert SECRET.encode() not in index.read_bytes()

@@ -103,3 +103,28 @@ def test_a_copy_whose_scrub_fails_is_told_and_fails_the_run(env: Env) -> None:
         line,
     ), line
     assert SECRET not in (env.project / f"{session_id}.json").read_text()
+
+
+def test_a_secret_found_later_is_scrubbed_from_a_checkpoint_moved_aside_as_damaged(
+    env: Env,
+) -> None:
+    """H188: a damaged checkpoint, moved aside by ``/checkpoint``'s listing while the chat
+    went on, kept a value said before it and named a password later in plain text
+    (``NNNN.json.corrupt-*``: never parsed, never scrubbed)."""
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send(f"remember {SECRET} for later")
+    client.expect('You said: "remember')
+    client.send("/save")
+    client.expect("checkpoint 1", stderr=True)
+    (session_id,) = env.session_ids()
+    entry = env.project.parent / "checkpoints" / session_id / "0001.json"
+    entry.write_bytes(entry.read_bytes()[:-30])  # damaged: it no longer parses
+    client.send("/checkpoint")
+    client.expect("checkpoint 1 is damaged; moved aside", stderr=True)
+    (aside,) = entry.parent.glob("0001.json.corrupt-*")
+    client.send(f"the password for staging is {SECRET}")
+    client.expect("[offline model]")
+    client.close_stdin()
+    assert client.wait() == 0
+    assert holding(env, SECRET) == []
+    assert b"remember [REDACTED] for later" in aside.read_bytes()
