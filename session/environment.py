@@ -39,7 +39,8 @@ def _auth_secret(value: str) -> bool:
 
 
 def secrets_from_environment(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """Values of environment variables whose names say they hold a credential."""
+    """Values of environment variables whose names say they hold a credential, and the
+    user and password of the endpoint's URL (``OPENAI_BASE_URL``: ``user:pass@``)."""
     env = os.environ if environ is None else environ
     found = {
         v
@@ -48,7 +49,24 @@ def secrets_from_environment(environ: Mapping[str, str] | None = None) -> tuple[
         and not _NAMES_A_PLACE.search(k)
         and not os.path.isabs(v)  # GOOGLE_APPLICATION_CREDENTIALS: where the secret is
     }
+    found.update(_url_credentials(env.get(ENDPOINT_VARIABLE, "")))
     return longest_first(v for v in found if len(v) >= MIN_SECRET_LEN)
+
+
+ENDPOINT_VARIABLE = "OPENAI_BASE_URL"
+_USERINFO_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://([^/?#@\s]*)@")
+
+
+def _url_credentials(url: str) -> tuple[str, ...]:
+    """The user and the password of ``url``'s authority (``https://user:pass@host``): the
+    HTTP client sends them to the endpoint as Basic credentials, and a token alone in the
+    user's place is the key (H188: ``http://<token>@host/v1`` was shown and saved in
+    clear, as no pattern took a token of one case for one)."""
+    match = _USERINFO_RE.match(url.strip())
+    if match is None:
+        return ()
+    user, _, password = match.group(1).partition(":")
+    return tuple(value for value in (user, password) if value)
 
 
 def longest_first(known_secrets: Iterable[str]) -> tuple[str, ...]:

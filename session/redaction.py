@@ -169,10 +169,12 @@ not at the scheme: a literal found fast (from a letter on, it cost 30 ms per MB 
 
 def _url_user(match: re.Match[str]) -> str:
     """A user that looks generated goes: upper and lower case letters and digits mixed
-    and no name made of words, or 20+ hex digits (a Sentry DSN's key is 32)."""
+    and no name made of words, or 20+ hex digits (a Sentry DSN's key is 32), or 12+
+    letters and digits in two runs each at least (``_interleaved``: ``abc123def456...``)."""
     user = match.group(2)
     hex_key = _HEX_RE.fullmatch(user) is not None and sum(c.isdigit() for c in user) >= 6
-    if hex_key or (_mixes_case_and_digits(user) and not _reads_as_words(user)):
+    generated = _mixes_case_and_digits(user) and not _reads_as_words(user)
+    if hex_key or generated or _interleaved(user):
         return match.group(1) + REDACTED
     return match.group(0)
 
@@ -642,13 +644,15 @@ _KEY_WORD_RE = re.compile(r"(?i)key\W*\Z")
 
 
 def _interleaved(value: str) -> bool:
-    """A value of 12+ letters and digits, each in two runs at least (``abc123def456ghi7``,
-    a generated key in one case); not a name and a number (``rotation2024``)."""
+    """A value of 12+ letters and digits in one case, each in three runs at least
+    (``abc123def456ghi7``, a generated key); not a name and a number (``rotation2024``,
+    ``deploy2024prod1``; in mixed case, ``_mixes_case_and_digits`` tells)."""
     return (
         len(value) >= 12
         and value.isalnum()
-        and len(_DIGIT_RUN_RE.findall(value)) >= 2
-        and len(_LETTER_RUN_RE.findall(value)) >= 2
+        and (value.islower() or value.isupper())
+        and len(_DIGIT_RUN_RE.findall(value)) >= 3
+        and len(_LETTER_RUN_RE.findall(value)) >= 3
     )
 
 

@@ -1524,3 +1524,34 @@ def test_a_passphrase_found_once_is_replaced_where_it_stands_alone(tmp_path: Pat
     assert phrase in secrets
     SessionManager(tmp_path).save(write.state, write.encoded, secrets)
     assert "battery staple" not in (tmp_path / f"{write.state.session_id}.json").read_text()
+
+
+def test_the_credentials_in_the_endpoints_url_are_secrets_of_the_environment() -> None:
+    """H188's hunt: ``OPENAI_BASE_URL=http://<token>@host/v1`` with a token of lower-case
+    letters and digits was shown in the error line of a failed turn and saved in the
+    session's ``[no reply: ...]`` note: no pattern took it, and the variable's name says
+    no credential. The user and the password of that URL are the endpoint's credentials."""
+    from session.environment import secrets_from_environment
+
+    environ = {
+        "OPENAI_BASE_URL": "https://abc123def456ghi789jkl:plainwordpassword@gw.example/v1",
+        "HOME": "/root",
+    }
+    assert set(secrets_from_environment(environ)) == {
+        "abc123def456ghi789jkl",
+        "plainwordpassword",
+    }
+    assert secrets_from_environment({"OPENAI_BASE_URL": "https://deploy@gw.example/v1"}) == ()
+    assert secrets_from_environment({"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1"}) == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("http://abc123def456ghi789jkl@127.0.0.1:9/v1", "http://[REDACTED]@127.0.0.1:9/v1"),
+        ("https://git@github.com/o/r.git", "https://git@github.com/o/r.git"),
+        ("ssh://deploy2024@host/x", "ssh://deploy2024@host/x"),
+    ],
+)
+def test_a_generated_user_of_a_url_is_scrubbed_in_one_case_too(text: str, expected: str) -> None:
+    assert scrub_text(text) == expected
