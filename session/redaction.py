@@ -462,7 +462,10 @@ _PROSE_FUNCTION_WORDS = frozenset(
     long short length min max minimum maximum least most case sensitive insensitive
     empty blank missing invalid valid expired wrong strong weak secure insecure unknown
     default null none true false string str field type any all some each every more
-    less enough please like such etc e.g""".split()  # noqa: SIM905
+    less enough please like such etc e.g user users admin input value values text plain
+    plaintext hash hashes salt env environment variable vault secret secrets key keys
+    token tokens file files config database db one two three random output format
+    encoded encoding base64 hex ascii uuid numeric alphanumeric""".split()  # noqa: SIM905
 )
 """Words of prose about a password, not of a passphrase: a run of words after ``is`` ends
 at the first of them (``is too short``, ``must be rotated``, ``min length twelve``)."""
@@ -471,17 +474,16 @@ MIN_PASSPHRASE_WORDS = 3
 
 
 def _passphrase_words(value: str) -> int:
-    """How many of ``value``'s first words make a passphrase: 0 if its first word reads as
-    a verb or an adverb (``hashed``, ``being``, ``randomly``), else the words up to the first
-    that prose is made of (``_PROSE_FUNCTION_WORDS``)."""
-    words = value.split()
-    first = words[0].lower()
-    if len(first) > 4 and first.endswith(("ed", "ing", "ly")):
-        return 0
+    """How many of ``value``'s first words make a passphrase: the words up to the first
+    that prose is made of (``_PROSE_FUNCTION_WORDS``); 0 if one of those reads as a verb
+    or an adverb (``hashed``, ``being``, ``randomly``: a sentence about the password)."""
     count = 0
-    for word in words:
-        if word.lower().replace("\u2019", "'") in _PROSE_FUNCTION_WORDS:
+    for word in value.split():
+        lower = word.lower().replace("\u2019", "'")
+        if lower in _PROSE_FUNCTION_WORDS:
             break
+        if len(lower) > 4 and lower.endswith(("ed", "ing", "ly")):
+            return 0  # a verb or an adverb: prose (``is user supplied``)
         count += 1
     return count
 
