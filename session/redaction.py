@@ -493,12 +493,11 @@ def _several_words(match: re.Match[str]) -> str:
     count = _passphrase_words(value)
     if count < MIN_PASSPHRASE_WORDS:
         return match.group(0)
-    words = value.split()
-    if count == len(words):
-        return match.group(1) + REDACTED
-    rest = value[value.index(words[count - 1], len(" ".join(words[: count - 1])))
-                 + len(words[count - 1]):]
-    return match.group(1) + REDACTED + rest
+    spans = [word.end() for word in _NON_SPACE_RE.finditer(value)]
+    return match.group(1) + REDACTED + value[spans[count - 1] :]
+
+
+_NON_SPACE_RE = re.compile(r"\S+")
 
 
 _PIN_RE = re.compile(r"(?i)(\b(?:pin(?: code)?|passcode)(?:\s+(?:is|was)|\s*:)?\s+)(\d{4,8})\b")

@@ -1436,6 +1436,7 @@ def test_the_memos_of_clean_texts_stay_within_their_budget_in_bytes() -> None:
             "My password is [REDACTED].\nThanks",
         ),
         ('passphrase: "two words"', 'passphrase: "[REDACTED]"'),
+        ("password: xa\t\tab b it is", "password: [REDACTED] it is"),  # no word cut
         (
             json.dumps({"content": "my password is correct horse battery staple"}),
             json.dumps({"content": "my password is [REDACTED]"}),
