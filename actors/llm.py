@@ -274,14 +274,15 @@ class LLMActor(Actor[LLMMessage]):
             async for node in run:
                 watch.progress()
                 if Agent.is_call_tools_node(node):
-                    secrets = progress.secrets_of(turn)
+                    secrets = await progress.secrets_of(turn)
                     await _tell_tool_calls(
                         turn, reply, node.model_response.parts, watch, slot, secrets
                     )
                 if not Agent.is_model_request_node(node):
                     continue
                 returns = any(isinstance(p, ToolReturnPart) for p in node.request.parts)
-                refused = refused_calls(node.request, progress.secrets_of(turn) if returns else ())
+                secrets = await progress.secrets_of(turn) if returns else ()
+                refused = refused_calls(node.request, secrets)
                 for line in refused:  # the tools' answers to the model
                     await reply.send_now(TurnToolCall(turn.turn_id, line, ()))
                 progress.text.clear()  # a new response
@@ -364,6 +365,11 @@ def _unfinished(
     )
 
 
+INLINE_SCRUB_CHARS = 4096
+"""A prompt scrubbed on the event loop at most (about 4 ms of CPU); a longer one in a
+worker thread."""
+
+
 @dataclass
 class _Progress:
     """How far a turn's run got: the run, and the text of the response being written."""
@@ -373,12 +379,18 @@ class _Progress:
     secrets: tuple[str, ...] | None = None
     """The turn's known secrets and those its prompt reveals (``secrets_of``), once found."""
 
-    def secrets_of(self, turn: StartTurn) -> tuple[str, ...]:
+    async def secrets_of(self, turn: StartTurn) -> tuple[str, ...]:
         """What the lines of ``turn``'s tool calls are scrubbed of: the session's known
         secrets and the values its prompt reveals (``my password is X``, then a tool called
-        with X), found once a turn, when a line is first told."""
+        with X), found once a turn, when a line is first told; off the event loop for a
+        long prompt (200,000 characters of prose cost 0.2 s of CPU)."""
         if self.secrets is None:
-            self.secrets = with_revealed(turn.prompt, turn.known_secrets)
+            if len(turn.prompt) > INLINE_SCRUB_CHARS:
+                self.secrets = await anyio.to_thread.run_sync(
+                    with_revealed, turn.prompt, turn.known_secrets
+                )
+            else:
+                self.secrets = with_revealed(turn.prompt, turn.known_secrets)
         return self.secrets
 
     def kept(self, *, last_calls_run: bool = True) -> tuple[ModelMessage, ...]:

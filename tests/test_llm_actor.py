@@ -384,3 +384,34 @@ async def test_a_cancel_while_the_turn_s_end_waits_for_room_still_ends_the_turn(
                 pass
         assert end.turn_id == 1 and end.cancelled
         llm.close()
+
+
+@pytest.mark.parametrize("padding", [0, 3000])
+async def test_a_tool_calls_line_shows_none_of_the_turns_known_secrets(
+    tmp_path: Path, padding: int
+) -> None:
+    """H188: the line of a tool call carried a value the session knew was secret; a long
+    prompt's own secrets are found off the event loop (``INLINE_SCRUB_CHARS``)."""
+    from actors.messages import TurnToolCall
+
+    value = "Zq9Xv7Lm2Pk4Qw"
+    actor = LLMActor()
+    llm: ActorRef[Any]
+    llm, llm_mailbox = open_mailbox("llm")
+    terminal: ActorRef[Any]
+    terminal, replies = open_mailbox("terminal")
+    prompt = f"decide: use {value} for the vault " + "and more " * padding
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(actor.serve, llm_mailbox)
+        turn = StartTurn(
+            1, "offline", prompt, (), tmp_path, "", "", terminal, known_secrets=(value,)
+        )
+        await llm.tell(turn)
+        lines: list[str] = []
+        with anyio.fail_after(30):
+            while not isinstance(message := (await replies.receive()).message, TurnDone):
+                if isinstance(message, TurnToolCall):
+                    lines.append(message.text)
+        llm.close()
+    (line,) = lines
+    assert line.startswith('record_decision "use [REDACTED] for the vault') and value not in line
