@@ -267,6 +267,7 @@ def _scrub_with_every_pattern(text: str) -> str:
     text = r._BEARER_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._BASIC_RE.sub(r._basic_credentials, text)
     text = r._QUOTED_RE.sub(r._quoted, text)
+    text = r._SEVERAL_WORDS_RE.sub(r._several_words, text)  # H188
     text = r._LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._JSON_LINE_ASSIGNMENT_RE.sub(lambda m: m.group(1) + r.REDACTED, text)
     text = r._ASSIGNMENT_RE.sub(r._assigned, text)
@@ -316,7 +317,9 @@ _PROSE_FRAGMENTS = st.sampled_from(
      "ATATT3", "AGE-SECRET-KEY-1", "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", "0123456789abcdef",
      "https://", "git@", "@o1.ingest.sentry.io/2", "NPM_AUTH=", "REQUIRE_AUTH=", "enabled",
      "user:", ";Pwd=", "; password=", "{pl ain}", "machine ", "default ", " login ",
-     " account ", "password ", "redis-cli", " -a ", "hunterword", ": |", ": >-", "|2", "  "]
+     " account ", "password ", "redis-cli", " -a ", "hunterword", ": |", ": >-", "|2", "  ",
+     "correct horse battery", " tired", "\t", "key ", "9f86d081884c7d659a2feaa0c55ad015",
+     "abc123def456ghi789", "primary ", "apikey ", "api-key "]  # H188
 )
 
 
@@ -352,6 +355,7 @@ def test_the_quick_check_never_skips_text_a_pattern_would_change(text: str) -> N
         r._NETRC_RE,
         r._YAML_BLOCK_RE,
         r._REDIS_CLI_PASSWORD_RE,
+        r._SEVERAL_WORDS_RE,
     ]
     if any(pattern.search(text) for pattern in changes):
         assert r._may_hold_credential(text)
