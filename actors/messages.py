@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before py
     )
     from session.compaction import EventCompaction, Window
     from session.encoded import EncodedMessages
-    from session.file_cap import MovedTurn
+    from session.file_cap import MovedBack, MovedTurn  # noqa: F401 (in Ask["..."])
     from session.kept_context import KeptContext
     from session.last_reply import LastReply
     from session.manager import ListedCheckpoints, RestoredFiles, Written  # noqa: F401 (in Ask["..."])
@@ -259,6 +259,10 @@ class WriteCheckpoint(Ask["Checkpoint | Unchanged"]):
     """``state.recent_messages`` as the session's save holds them, scrubbed and encoded
     (``WriteSession.encoded``): the entry splices them as they are, neither scrubbing nor
     encoding them again, when they were scrubbed of every secret the entry's are."""
+    moved: tuple[MovedTurn, ...] = ()
+    """The turns the conversation holds before ``state``'s tail that the session file's
+    cap moved beside it (``WriteSession.aside``): written there first, if absent, and
+    named by the entry (``Checkpoint.moved``), so that a restore sends them again."""
 
 
 @dataclass(frozen=True)
@@ -276,6 +280,16 @@ class LoadCheckpoint(Ask["Checkpoint"]):
     project: Path
     session_id: str
     number: int
+
+
+@dataclass(frozen=True)
+class LoadMovedTurns(Ask["MovedBack"]):
+    """Answer: the messages of the turns ``names`` moved beside the session's file
+    (``Checkpoint.moved``), oldest first, and the names of those not there."""
+
+    project: Path
+    session_id: str
+    names: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -383,6 +397,7 @@ StorageMessage = (
     | WriteCheckpoint
     | ListCheckpoints
     | LoadCheckpoint
+    | LoadMovedTurns
     | CheckBlobs
     | RestoreFiles
     | ScrubSession

@@ -40,6 +40,7 @@ from actors.messages import (
     LiveCount,
     LoadCheckpoint,
     LoadKeptContext,
+    LoadMovedTurns,
     LoadRecovered,
     LoadSession,
     LoadShown,
@@ -60,7 +61,7 @@ from actors.messages import (
 )
 from actors.worker_thread import WorkerThread
 from session.catalog import SessionCatalog
-from session.checkpoints import cap_bytes
+from session.checkpoints import Checkpoint, Unchanged, cap_bytes
 from session.errors import (
     CheckpointError,
     LiveInThisTab,
@@ -385,6 +386,7 @@ class StorageActor(Actor[StorageMessage]):
                 unless_unchanged,
                 restored,
                 encoded,
+                moved,
             ):
                 self._check_writer(state.session_id, writer)
                 cap = self._checkpoint_cap() if wanted_cap is None else wanted_cap
@@ -394,8 +396,11 @@ class StorageActor(Actor[StorageMessage]):
                     if unless_unchanged
                     else partial(store.write, dry_run=dry_run, made=made)
                 )
-                return await self._io(
-                    lambda: write(
+
+                def write_checkpoint() -> Checkpoint | Unchanged:
+                    for turn in () if dry_run else moved:  # first: the entry names them
+                        catalog.keep_moved_turn(project, turn, secrets)
+                    return write(
                         state,
                         workspace,
                         paths,
@@ -406,12 +411,16 @@ class StorageActor(Actor[StorageMessage]):
                         keep=keep,
                         last_request=last_request,
                         encoded=encoded,
+                        moved=tuple(turn.name for turn in moved),
                     )
-                )
+
+                return await self._io(write_checkpoint)
             case ListCheckpoints(project, session_id):
                 return await self._io(lambda: catalog.checkpoints(project).listed(session_id))
             case LoadCheckpoint(project, session_id, number):
                 return await self._io(lambda: catalog.checkpoints(project).load(session_id, number))
+            case LoadMovedTurns(project, session_id, names):
+                return await self._io(lambda: catalog.moved_turns(project, session_id, names))
             case CheckBlobs(project, checkpoint, paths):
                 store = catalog.checkpoints(project)
                 return await self._io(lambda: store.check_blobs(checkpoint, paths))

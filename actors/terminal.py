@@ -59,6 +59,7 @@ from actors.messages import (
     LLMMessage,
     LoadCheckpoint,
     LoadKeptContext,
+    LoadMovedTurns,
     LoadRecovered,
     LoadSession,
     MarkUnseen,
@@ -116,6 +117,7 @@ from session.checkpoints import (
     failed_lines,
     last_user_text,
     listing_lines,
+    moved_missing_line,
     named,
     parse_number,
     restore_plan,
@@ -130,6 +132,7 @@ from session.errors import (
     SessionError,
     SessionLive,
 )
+from session.file_cap import MovedBack
 from session.filesystem import (
     FileDrift,
     detect_file_drift,
@@ -2025,6 +2028,7 @@ class TerminalActor(Actor[TerminalMessage]):
                 self._restored_to if self._lc.history is self._history_at_restore else None
             ),
             encoded=write.encoded,
+            moved=write.aside,
         )
 
     async def _checkpoint(
@@ -2225,6 +2229,7 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._emit(CommandOutput(_restore_refused(number, kept)))
             return
         undo = kept.latest.number if isinstance(kept, Unchanged) else kept.number
+        conversation, missing = await self._conversation_of(checkpoint)
         written: tuple[str, ...] = ()
         deleted: tuple[str, ...] = ()
         changed: tuple[str, ...] = ()
@@ -2234,7 +2239,9 @@ class TerminalActor(Actor[TerminalMessage]):
             restored = {p: checkpoint.files[p] for p in plan.to_write}
             gone = dict.fromkeys(plan.to_delete, "")
             await self._watch({**(self._watched or manifest), **restored, **gone})
-            await self._save_restored_before_writing(checkpoint, manifest, spec, plan)
+            await self._save_restored_before_writing(
+                checkpoint, conversation, manifest, spec, plan
+            )
             session_id = self._lc.session_id
             assert session_id is not None
             try:
@@ -2263,7 +2270,7 @@ class TerminalActor(Actor[TerminalMessage]):
         )
         self._drift = self._drift.in_context(drift, checkpoint.files)
         transition = self._lc.restore(
-            checkpoint.state,
+            conversation,
             drift,
             checkpoint=RestoredFrom(number, checkpoint.created_at),
             now=utc_now(),
@@ -2283,6 +2290,8 @@ class TerminalActor(Actor[TerminalMessage]):
             + ("" if saved else ", but the session could not be saved")
             + f"; /checkpoint {undo} undoes this."
         ]
+        if missing:
+            lines.append(moved_missing_line(number, missing))
         if written:
             lines.append(f"Files restored: {named(written)}.")
         if deleted:
@@ -2303,8 +2312,33 @@ class TerminalActor(Actor[TerminalMessage]):
         phase = self._lc.state.phase if self._lc.state else None
         await self._emit(CommandOutput("\n".join(lines), phase))
 
+    async def _conversation_of(
+        self, checkpoint: Checkpoint
+    ) -> tuple[SessionState, tuple[str, ...]]:
+        """The conversation a restore of ``checkpoint`` takes back: its state, with the
+        turns the session file's cap had moved beside it put back before its tail
+        (``Checkpoint.moved``), and the names of those that could not be read."""
+        if not checkpoint.moved:
+            return checkpoint.state, ()
+        message = LoadMovedTurns(
+            self._config.project, checkpoint.state.session_id, checkpoint.moved
+        )
+        try:
+            back: MovedBack = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
+        except (SessionError, OSError, DeadActor, TimeoutError) as exc:
+            log.warning("terminal %d: moved turns not read: %s", self._config.terminal_pid, exc)
+            return checkpoint.state, checkpoint.moved
+        state = checkpoint.state
+        messages = (*back.messages, *state.recent_messages)
+        return state.model_copy(update={"recent_messages": messages}), back.missing
+
     async def _save_restored_before_writing(
-        self, checkpoint: Checkpoint, manifest: dict[str, str], spec: str | None, plan: RestorePlan
+        self,
+        checkpoint: Checkpoint,
+        conversation: SessionState,
+        manifest: dict[str, str],
+        spec: str | None,
+        plan: RestorePlan,
     ) -> None:
         """Save the session as the restore will leave it (N's conversation, the files as
         they will be, the undo's number) before a file is written: a supervisor killed
@@ -2313,7 +2347,7 @@ class TerminalActor(Actor[TerminalMessage]):
         expected = {p: d for p, d in manifest.items() if p not in plan.to_delete}
         expected.update({p: checkpoint.files[p] for p in plan.to_write})
         transition = self._lc.restore(
-            checkpoint.state,
+            conversation,
             None,
             checkpoint=RestoredFrom(checkpoint.number, checkpoint.created_at),
             now=utc_now(),

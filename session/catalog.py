@@ -47,7 +47,13 @@ from session.errors import (
     UnsafeSessionFile,
     unread_pointers_said,
 )
-from session.file_cap import MAX_SESSION_BYTES, OVER_CAP_SUFFIX, MovedTurn, is_over_cap_name
+from session.file_cap import (
+    MAX_SESSION_BYTES,
+    OVER_CAP_SUFFIX,
+    MovedBack,
+    MovedTurn,
+    is_over_cap_name,
+)
 from session.header_index import (
     COPIES_NAME,
     CopyRecord,
@@ -67,7 +73,7 @@ from session.manager import (
     file_identity,
     read_regular_file,
 )
-from session.models import Pointer, SessionHeader, SessionState, utc_now
+from session.models import JsonDict, Pointer, SessionHeader, SessionState, utc_now
 from session.paths import projects_dir
 from session.processes import may_still_run, process_alive
 from session.redaction import replace_known_bytes, with_secrets
@@ -545,6 +551,23 @@ class SessionCatalog:
             moved = MovedTurn(moved.name, EncodedMessages.scrub(moved.messages.json, scrub))
         atomic_write(path, moved.data())
         return path
+
+    def moved_turns(self, project: Path, session_id: str, names: Iterable[str]) -> MovedBack:
+        """The messages of the turns ``names`` moved beside session ``session_id``'s file
+        (``MovedTurn``), oldest first, as a checkpoint names them (``Checkpoint.moved``); a
+        turn whose file is gone or not one this version wrote is named in ``missing``."""
+        messages: list[JsonDict] = []
+        missing: list[str] = []
+        for name in names:
+            raw: object = None
+            if is_over_cap_name(name) and name.startswith(f"{session_id}."):
+                with contextlib.suppress(OSError, UnsafeSessionFile, orjson.JSONDecodeError):
+                    raw = orjson.loads(read_regular_file(project / name, MAX_SESSION_BYTES))
+            if isinstance(raw, list) and raw and all(isinstance(m, dict) for m in raw):
+                messages += raw
+            else:
+                missing.append(name)
+        return MovedBack(tuple(messages), tuple(missing))
 
     def scrub_written(self, project: Path, session_id: str, secrets: tuple[str, ...]) -> int:
         """Scrub ``secrets`` (values a turn revealed) from every file the session wrote before

@@ -17,19 +17,23 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from session.compacted import last_compacted_request, session_turns, tail_prompts
 from session.errors import CheckpointError
+from session.file_cap import is_over_cap_name
 from session.filesystem import in_git_directory
 from session.models import SessionState, Sha256Hex, UtcDatetime
 
-CHECKPOINT_FORMAT: Final = 5
+CHECKPOINT_FORMAT: Final = 6
 """The newest entry layout: 1 had no ``modes``; 2 keeps each file's permission bits; 3 has
 ``made`` too (written only when it is not empty: an entry without it stays a 2, which an
 agent-assist of format 2 reads); 4 has ``last_request`` too (written only when it is not
-empty, likewise); 5 has ``written_over`` too (likewise). An agent-assist that knows only N
-leaves an entry of a higher format untouched (never moves it aside as damaged)."""
+empty, likewise); 5 has ``written_over`` too (likewise); 6 has ``moved`` too (likewise). An
+agent-assist that knows only N leaves an entry of a higher format untouched (never moves
+it aside as damaged)."""
+WRITTEN_OVER_FORMAT: Final = 5
+"""The format of an entry with ``written_over`` and no ``moved``."""
 LAST_REQUEST_FORMAT: Final = 4
 """The format of an entry with ``last_request`` and no ``written_over``."""
 MADE_FORMAT: Final = 3
@@ -58,6 +62,15 @@ _USED_RE = re.compile(r"^(\d{4,9})\.json(?:\.corrupt-.*)?\Z", re.DOTALL)
 Mode = Annotated[int, Field(ge=0, le=0o7777)]
 """A file's permission bits (``stat.S_IMODE``), as an entry keeps them."""
 
+def _over_cap_name(name: str) -> str:
+    if not is_over_cap_name(name):
+        raise ValueError("not the name of a turn moved beside a session file")
+    return name
+
+
+MovedName = Annotated[str, AfterValidator(_over_cap_name)]
+"""``<id>.json.over-cap-<turn>-<digest8>``: checked before a path is built from it."""
+
 Reason = Literal["save", "auto", "restore"]
 """Why a checkpoint was written: ``/save``, before the assistant's first write in a
 turn, or just before a restore (so that the restore can be undone)."""
@@ -68,7 +81,7 @@ class Checkpoint(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    format: Literal[1, 2, 3, 4, 5] = ENTRY_FORMAT
+    format: Literal[1, 2, 3, 4, 5, 6] = ENTRY_FORMAT
     number: int = Field(ge=1)
     created_at: UtcDatetime
     reason: Reason
@@ -94,6 +107,12 @@ class Checkpoint(BaseModel):
     """The first words of the last user message then, kept only when ``state``'s tail
     holds none (a compaction took the whole tail, and a summary model's narrative need
     not name it): format 4; empty otherwise."""
+    moved: tuple[MovedName, ...] = ()
+    """The files beside the session file (``<id>.json.over-cap-*``, ``MovedTurn``) that
+    held the conversation's oldest turns then, oldest first: the session file's cap had
+    moved them out of it, so ``state``'s tail lacks them while the chat still sent them.
+    A restore puts them back before the tail (format 6; empty otherwise, and in entries
+    written before it, whose restore goes on without them)."""
     state: SessionState
 
     @property
@@ -169,7 +188,14 @@ def _restore_point(checkpoint: Checkpoint) -> tuple[object, ...]:
             "recent_messages": tuple(map(_as_taken_back, checkpoint.state.recent_messages)),
         }
     )
-    return (checkpoint.files, checkpoint.modes, checkpoint.made, checkpoint.last_request, state)
+    return (
+        checkpoint.files,
+        checkpoint.modes,
+        checkpoint.made,
+        checkpoint.last_request,
+        checkpoint.moved,
+        state,
+    )
 
 
 RESET_WHEN_TAKEN_BACK: Final = ("model_id", "workspace_ref")
@@ -245,11 +271,16 @@ def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
 
 
 def entry_format(
-    made: Sequence[str], last_request: str, written_over: Sequence[str] = ()
+    made: Sequence[str],
+    last_request: str,
+    written_over: Sequence[str] = (),
+    moved: Sequence[str] = (),
 ) -> int:
     """The oldest format that holds what an entry keeps, so that older versions read it."""
-    if written_over:
+    if moved:
         return CHECKPOINT_FORMAT
+    if written_over:
+        return WRITTEN_OVER_FORMAT
     if last_request:
         return LAST_REQUEST_FORMAT
     return MADE_FORMAT if made else ENTRY_FORMAT
@@ -271,6 +302,16 @@ def failed_lines(failed: Mapping[str, str]) -> list[str]:
         return lines
     plural = "files" if rest > 1 else "file"
     return [*lines[:FILES_NAMED], f"error: {rest:,} more {plural} not restored, left as they are."]
+
+
+def moved_missing_line(number: int, missing: Sequence[str]) -> str:
+    """The line of a restore that could not read back some of checkpoint ``number``'s
+    oldest turns, moved beside the session file by its cap (``Checkpoint.moved``)."""
+    what = "its oldest turn" if len(missing) == 1 else f"{len(missing)} of its oldest turns"
+    return (
+        f"note: checkpoint {number}'s conversation is restored without {what}: "
+        f"{named(missing)} could not be read."
+    )
 
 
 def changed_lines(changed: Sequence[str], to_delete: Iterable[str]) -> list[str]:

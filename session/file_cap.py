@@ -84,6 +84,16 @@ def is_over_cap_name(name: str) -> bool:
 
 
 @dataclass(frozen=True)
+class MovedBack:
+    """Turns read back from beside a session file for a restore (``Checkpoint.moved``)."""
+
+    messages: tuple[JsonDict, ...]
+    """Their messages, oldest first, as the session file holds them."""
+    missing: tuple[str, ...] = ()
+    """The names of those gone or unreadable: the restore goes on without them."""
+
+
+@dataclass(frozen=True)
 class Trimmed:
     """What a save left out of a session file to keep it under its cap."""
 

@@ -75,7 +75,7 @@ from session.errors import (
     UnsafeSessionFile,
 )
 from session.faults import inject
-from session.file_cap import MAX_SESSION_BYTES, OVER_CAP_SUFFIX
+from session.file_cap import MAX_SESSION_BYTES, OVER_CAP_SUFFIX, is_over_cap_name
 from session.filesystem import (
     WORKSPACE_GONE,
     held_as_asked,
@@ -1332,6 +1332,7 @@ class CheckpointStore:
         made: Iterable[str] = (),
         last_request: str = "",
         encoded: EncodedMessages | None = None,
+        moved: Iterable[str] = (),
     ) -> Checkpoint:
         """Write the next checkpoint of ``state`` with the content of ``paths`` (those that
         are safe, regular files now), its texts scrubbed as a session file's are (``secrets``:
@@ -1347,7 +1348,10 @@ class CheckpointStore:
         cap would be impossible (freeing room would delete the checkpoint to restore).
         ``last_request``: the last user message, kept (its first words, scrubbed) only when
         ``state``'s tail holds none, for the checkpoint's line. ``encoded``: ``state``'s
-        messages already scrubbed and encoded (``usable_encoding``), spliced as they are."""
+        messages already scrubbed and encoded (``usable_encoding``), spliced as they are.
+        ``moved``: the names of the turns the session file's cap moved beside it that the
+        conversation still holds before ``state``'s tail (``Checkpoint.moved``), already
+        written there."""
         checkpoint, contents, spliced = self._next_checkpoint(
             state,
             workspace,
@@ -1361,6 +1365,7 @@ class CheckpointStore:
             made=made,
             last_request=last_request,
             encoded=encoded,
+            moved=moved,
         )
         return self._store(checkpoint, contents, spliced, cap=cap, now=now, dry_run=dry_run)
 
@@ -1378,6 +1383,7 @@ class CheckpointStore:
         last_request: str = "",
         restored: int | None = None,
         encoded: EncodedMessages | None = None,
+        moved: Iterable[str] = (),
     ) -> Checkpoint | Unchanged:
         """``write``, unless the session's latest checkpoint already holds the same restore
         point (``same_restore_point``: files, modes and conversation state), or checkpoint
@@ -1395,6 +1401,7 @@ class CheckpointStore:
             keep=keep,
             last_request=last_request,
             encoded=encoded,
+            moved=moved,
         )
         latest = self._latest(state.session_id, checkpoint.number - 1)
         for same in (latest, self._whole(state.session_id, restored)):
@@ -1447,6 +1454,7 @@ class CheckpointStore:
         dry_run: bool = False,
         made: Iterable[str] = (),
         encoded: EncodedMessages | None = None,
+        moved: Iterable[str] = (),
     ) -> tuple[Checkpoint, dict[str, bytes], EncodedMessages | None]:
         """The next checkpoint of ``state``, the contents it refers to (none for a dry
         run), read and checked as ``write`` says, and its messages' encoding to splice
@@ -1484,9 +1492,14 @@ class CheckpointStore:
         words = "" if tail_prompts(state.recent_messages) else last_request
         words = first_words(scrub_text(words, all_secrets))
         spliced = usable_encoding(state, encoded, all_secrets)
+        moved = tuple(moved)
+        for name in moved:
+            if not is_over_cap_name(name) or not name.startswith(f"{session_id}."):
+                raise ValueError(f"not a moved turn of session {session_id}: {name!r}")
         checkpoint = Checkpoint(
-            format=entry_format(absent, words, written_over),
+            format=entry_format(absent, words, written_over, moved),
             made=absent,
+            moved=moved,
             written_over=written_over,
             last_request=words,
             number=number,
@@ -1994,6 +2007,8 @@ def encode_checkpoint(checkpoint: Checkpoint, encoded: EncodedMessages | None = 
     An entry of format 1 (rewritten scrubbed) stays one: no ``modes``, which an
     agent-assist of that format would take for damage."""
     exclude = {"state"}
+    if checkpoint.format < 6:
+        exclude.add("moved")  # an agent-assist of format 5 or less: damage
     if checkpoint.format < 5:
         exclude.add("written_over")  # an agent-assist of format 4 or less: damage
     if checkpoint.format < 4:

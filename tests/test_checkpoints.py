@@ -1025,3 +1025,36 @@ def test_a_checkpoint_of_a_session_as_large_as_its_file_may_be_is_restored(
     big = state().model_copy(update={"recent_messages": tuple(messages)})
     store.write(big, workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
     assert store.load("0123456789ab", 1).state.recent_messages == big.recent_messages
+
+
+def test_an_entry_names_the_turns_moved_beside_the_session_file_in_format_6_only(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """The turns the session file's cap moved aside are named by the entry (a restore puts
+    them back); an entry without any stays of the format older versions read."""
+    moved = ("0123456789ab.json.over-cap-1-0a1b2c3d",)
+    with_moved = store.write(
+        state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW, moved=moved
+    )
+    assert with_moved.format == 6 and store.load("0123456789ab", 1).moved == moved
+    without = store.write(state(), workspace, ["spec.md"], reason="save", cap=10**9, now=NOW)
+    raw = orjson.loads((store.session_dir("0123456789ab") / "0002.json").read_bytes())
+    assert without.format == raw["format"] == 2 and "moved" not in raw
+    with pytest.raises(ValueError, match="not a moved turn"):
+        store.write(
+            state(), workspace, [], reason="save", cap=10**9, now=NOW, moved=("../../x",)
+        )
+
+
+def test_an_entry_naming_a_moved_turn_by_another_name_is_damaged(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """A name read from an entry is checked before a path is built from it."""
+
+    def names_a_path(raw: dict[str, Any]) -> None:
+        raw["format"] = 6
+        raw["moved"] = ["../../../etc/passwd"]
+
+    first_entry_edited(store, workspace, names_a_path)
+    with pytest.raises(CheckpointError, match="checkpoint 1 is damaged; moved aside"):
+        store.load("0123456789ab", 1)

@@ -1,0 +1,71 @@
+"""A checkpoint taken after the session file's cap moved the oldest turns beside it: a
+restore brings the conversation back whole, the moved turns included, as the chat that
+took it was sending it (the real supervisor, the real terminal, a local model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from session.settings import MAX_CONTEXT_TOKENS
+from tests.e2e.conftest import ServeChat
+from tests.e2e.harness import Env
+from tests.e2e.openai_server import ChatServer
+
+CAP = 400_000
+
+
+@pytest.fixture
+def server(serve_chat: ServeChat) -> ChatServer:
+    """A model with a budget no compaction is due at (the turns stay in the request)."""
+    return serve_chat(
+        ChatServer(),
+        AGENT_ASSIST_TEST_SESSION_FILE_BYTES=str(CAP),
+        AGENT_ASSIST_CONTEXT_TOKENS=str(MAX_CONTEXT_TOKENS),
+        AGENT_ASSIST_COMPACTION_INTERVAL="50",
+    )
+
+
+def chat_requests(server: ChatServer) -> list[str]:
+    return [str(r["messages"]) for r in server.requests if r["model"] != "summary-model"]
+
+
+def test_restoring_a_checkpoint_taken_after_turns_moved_aside_sends_them_again(
+    env: Env, server: ChatServer
+) -> None:
+    """Left by H174: the checkpoint held the session file's tail, without the turns the
+    cap had moved beside the file, so the request after `/checkpoint N` lacked the oldest
+    turns that the request after N carried."""
+    # under the 200,000 characters a message may have: 3 of them are over the cap
+    pasted = [f"paste {n}: " + "never edit files under vendor/. " * 5_900 for n in range(3)]
+    lines = [*pasted, "/save", "what next?", "/checkpoint 1", "go on"]
+    result = env.run("--new", input="".join(f"{line}\n" for line in lines), timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "saved as checkpoint 1." in result.stderr, result.stderr
+    assert "your oldest turn moved beside it" in result.stderr
+    assert "Restored the conversation to checkpoint 1 (3 turns)" in result.stderr
+    after_save, after_restore = chat_requests(server)[-2:]
+    assert "what next?" in after_save and "go on" in after_restore
+    assert pasted[0] in after_save, "the chat sends the moved turn until it ends"
+    assert pasted[0] in after_restore, "checkpoint 1's history includes the moved turn"
+    assert "what next?" not in after_restore
+
+
+def test_a_moved_turn_gone_is_named_and_the_restore_goes_on_without_it(
+    env: Env, server: ChatServer
+) -> None:
+    """A restore in a later chat reads the moved turns from beside the session file; one
+    deleted by hand costs that turn alone, in one line."""
+    pasted = [f"paste {n}: " + "never edit files under vendor/. " * 5_900 for n in range(3)]
+    first = env.run("--new", input="".join(f"{p}\n" for p in [*pasted, "/save"]), timeout=300)
+    assert "saved as checkpoint 1." in first.stderr, first.stderr
+    (session_id,) = env.session_ids()
+    (moved,) = env.project.glob(f"{session_id}.json.over-cap-*")
+    moved.unlink()
+    second = env.run("--yes", input="/checkpoint 1\ngo on\n", timeout=300)
+    assert second.returncode == 0, second.stderr
+    assert (
+        f"note: checkpoint 1's conversation is restored without its oldest turn: {moved.name} "
+        "could not be read."
+    ) in second.stderr.splitlines(), second.stderr
+    sent = chat_requests(server)[-1]
+    assert "go on" in sent and pasted[1] in sent and pasted[0] not in sent
