@@ -1058,3 +1058,36 @@ def test_an_entry_naming_a_moved_turn_by_another_name_is_damaged(
     first_entry_edited(store, workspace, names_a_path)
     with pytest.raises(CheckpointError, match="checkpoint 1 is damaged; moved aside"):
         store.load("0123456789ab", 1)
+
+
+@pytest.mark.parametrize("written_as", [1, 2, 3, 4, 5])
+def test_an_entry_written_before_a_field_existed_is_listed_and_restored(
+    store: CheckpointStore, workspace: Path, written_as: int
+) -> None:
+    """An entry of each older format, its state of the first session schema (no
+    ``schema_version``, ``messages``, no decisions), reads without failing: its line says
+    what it holds, and its files restore; each field it lacks reads as "none"."""
+
+    def written_before(raw: dict[str, Any]) -> None:
+        raw["format"] = written_as
+        for field, since in (("modes", 2), ("made", 3), ("last_request", 4)):
+            if written_as < since:
+                raw.pop(field, None)
+        raw.pop("written_over", None)
+        raw.pop("moved", None)
+        old = raw["state"]
+        for field in ("schema_version", "decisions", "compacted_history_summary", "phase"):
+            old.pop(field, None)
+        old.pop("checkpoint_count", None)
+        old["messages"] = [user_turn("draft the triage agent")]
+        del old["recent_messages"]
+
+    first_entry_edited(store, workspace, written_before)
+    (listed,) = store.listed("0123456789ab").checkpoints
+    assert (listed.turns, listed.last_user) == (1, "draft the triage agent")
+    old = store.load("0123456789ab", 1)
+    assert (old.made, old.written_over, old.moved, old.last_request) == ((), (), (), "")
+    assert list(old.modes) == ([] if written_as == 1 else ["spec.md"])
+    (workspace / "spec.md").write_text("v2\n")
+    assert store.restore_files(workspace, old, ["spec.md"]).written == ("spec.md",)
+    assert (workspace / "spec.md").read_text() == "v1\n"
