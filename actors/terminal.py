@@ -142,6 +142,7 @@ from session.filesystem import (
     unseen_changes,
     what_is_at,
 )
+from session.history import load_messages
 from session.interrupted import unanswered_turn
 from session.kept_context import KeptContext
 from session.known_digests import KnownDigests
@@ -174,7 +175,7 @@ from session.lifecycle import (
 )
 from session.live_drift import LiveDrift, changed_during_turn, unexpected
 from session.manager import ListedCheckpoints, RestoredFiles, Written
-from session.models import Pointer, SessionState, utc_now, validate_session_id
+from session.models import JsonDict, Pointer, SessionState, utc_now, validate_session_id
 from session.notices import Notices, Told
 from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
@@ -410,6 +411,30 @@ WORKSPACE_GONE_LINE = (
 """The restore's line about the files when the workspace is gone (none is asked about)."""
 SAME_FILES_LINE = "Tracked files are as at checkpoint {number}: none to restore."
 """The restore's line about the files when none differs from the checkpoint's."""
+
+
+UNREADABLE_CHECKPOINT = (
+    "error: checkpoint {number} not restored; nothing changed: it holds messages this "
+    "agent-assist cannot read; left untouched"
+)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """What a restore takes the conversation back to (``_conversation_of``)."""
+
+    state: SessionState
+    missing: tuple[str, ...] = ()
+    """The turns moved beside the session file that could not be read back."""
+
+
+def _readable(messages: Sequence[JsonDict]) -> bool:
+    """Whether serialized messages are ones this agent-assist reads (pydantic-ai's)."""
+    try:
+        load_messages(messages)
+    except ValidationError:
+        return False
+    return True
 
 
 def _restore_refused(number: int, exc: BaseException) -> str:
@@ -2101,13 +2126,19 @@ class TerminalActor(Actor[TerminalMessage]):
         except (SessionError, OSError, DeadActor, TimeoutError) as exc:
             await self._emit(CommandOutput(f"error: {exc}"))
             return
+        conversation = await self._conversation_of(checkpoint)
+        if conversation is None:  # before anything is asked, written or taken back
+            await self._emit(CommandOutput(UNREADABLE_CHECKPOINT.format(number=number)))
+            return
         if not await anyio.to_thread.run_sync(os.path.isdir, self._config.workspace):
             # No file can be written back, so none is asked about: the conversation is
             # taken back and one line says so (a "y" typed for a question never asked
             # was sent to the model, H152).
             gone = WORKSPACE_GONE_LINE.format(workspace=self._config.workspace)
             empty = RestorePlan((), (), ())
-            await self._restore(checkpoint, empty, files=False, workspace_gone=gone)
+            await self._restore(
+                checkpoint, conversation, empty, files=False, workspace_gone=gone
+            )
             return
         # One pass over the files: the plan, the check of its undo and the manifest the
         # next turn may reuse are all taken from it (20,000 templates take seconds).
@@ -2142,7 +2173,7 @@ class TerminalActor(Actor[TerminalMessage]):
             if plan.in_the_way:  # nothing to ask: named, never written over
                 lines = [f"Tracked files differ from checkpoint {number}:", *plan.lines(number)]
                 await self._emit(Info("\n".join(lines)))
-            await self._restore(checkpoint, plan, files=False)
+            await self._restore(checkpoint, conversation, plan, files=False)
             return
         await self._emit(
             Info(
@@ -2151,7 +2182,7 @@ class TerminalActor(Actor[TerminalMessage]):
         )
         await self._ask(
             "Restore files too? [y/N]",
-            lambda answer: self._restore(checkpoint, plan, files=answer),
+            lambda answer: self._restore(checkpoint, conversation, plan, files=answer),
             Event.RESTORE,
         )
 
@@ -2205,6 +2236,7 @@ class TerminalActor(Actor[TerminalMessage]):
     async def _restore(
         self,
         checkpoint: Checkpoint,
+        conversation: Conversation,
         plan: RestorePlan,
         *,
         files: bool,
@@ -2229,7 +2261,6 @@ class TerminalActor(Actor[TerminalMessage]):
             await self._emit(CommandOutput(_restore_refused(number, kept)))
             return
         undo = kept.latest.number if isinstance(kept, Unchanged) else kept.number
-        conversation, missing = await self._conversation_of(checkpoint)
         written: tuple[str, ...] = ()
         deleted: tuple[str, ...] = ()
         changed: tuple[str, ...] = ()
@@ -2240,7 +2271,7 @@ class TerminalActor(Actor[TerminalMessage]):
             gone = dict.fromkeys(plan.to_delete, "")
             await self._watch({**(self._watched or manifest), **restored, **gone})
             await self._save_restored_before_writing(
-                checkpoint, conversation, manifest, spec, plan
+                checkpoint, conversation.state, manifest, spec, plan
             )
             session_id = self._lc.session_id
             assert session_id is not None
@@ -2270,7 +2301,7 @@ class TerminalActor(Actor[TerminalMessage]):
         )
         self._drift = self._drift.in_context(drift, checkpoint.files)
         transition = self._lc.restore(
-            conversation,
+            conversation.state,
             drift,
             checkpoint=RestoredFrom(number, checkpoint.created_at),
             now=utc_now(),
@@ -2290,8 +2321,8 @@ class TerminalActor(Actor[TerminalMessage]):
             + ("" if saved else ", but the session could not be saved")
             + f"; /checkpoint {undo} undoes this."
         ]
-        if missing:
-            lines.append(moved_missing_line(number, missing))
+        if conversation.missing:
+            lines.append(moved_missing_line(number, conversation.missing))
         if written:
             lines.append(f"Files restored: {named(written)}.")
         if deleted:
@@ -2312,25 +2343,28 @@ class TerminalActor(Actor[TerminalMessage]):
         phase = self._lc.state.phase if self._lc.state else None
         await self._emit(CommandOutput("\n".join(lines), phase))
 
-    async def _conversation_of(
-        self, checkpoint: Checkpoint
-    ) -> tuple[SessionState, tuple[str, ...]]:
+    async def _conversation_of(self, checkpoint: Checkpoint) -> Conversation | None:
         """The conversation a restore of ``checkpoint`` takes back: its state, with the
         turns the session file's cap had moved beside it put back before its tail
-        (``Checkpoint.moved``), and the names of those that could not be read."""
+        (``Checkpoint.moved``; one that cannot be read is named, and left out). None when
+        its own messages are not ones this agent-assist reads (a newer version's, or an
+        entry edited by hand): the restore failed only once files were written back."""
+        state = checkpoint.state
+        if not _readable(state.recent_messages):
+            return None
         if not checkpoint.moved:
-            return checkpoint.state, ()
-        message = LoadMovedTurns(
-            self._config.project, checkpoint.state.session_id, checkpoint.moved
-        )
+            return Conversation(state)
+        message = LoadMovedTurns(self._config.project, state.session_id, checkpoint.moved)
         try:
             back: MovedBack = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
         except (SessionError, OSError, DeadActor, TimeoutError) as exc:
             log.warning("terminal %d: moved turns not read: %s", self._config.terminal_pid, exc)
-            return checkpoint.state, checkpoint.moved
-        state = checkpoint.state
-        messages = (*back.messages, *state.recent_messages)
-        return state.model_copy(update={"recent_messages": messages}), back.missing
+            return Conversation(state, checkpoint.moved)
+        moved = [messages for _, messages in back.turns if _readable(messages)]
+        unread = tuple(name for name, messages in back.turns if not _readable(messages))
+        missing = tuple(name for name in checkpoint.moved if name in {*back.missing, *unread})
+        messages = (*itertools.chain.from_iterable(moved), *state.recent_messages)
+        return Conversation(state.model_copy(update={"recent_messages": messages}), missing)
 
     async def _save_restored_before_writing(
         self,

@@ -556,7 +556,7 @@ class SessionCatalog:
         """The messages of the turns ``names`` moved beside session ``session_id``'s file
         (``MovedTurn``), oldest first, as a checkpoint names them (``Checkpoint.moved``); a
         turn whose file is gone or not one this version wrote is named in ``missing``."""
-        messages: list[JsonDict] = []
+        turns: list[tuple[str, tuple[JsonDict, ...]]] = []
         missing: list[str] = []
         for name in names:
             raw: object = None
@@ -564,10 +564,10 @@ class SessionCatalog:
                 with contextlib.suppress(OSError, UnsafeSessionFile, orjson.JSONDecodeError):
                     raw = orjson.loads(read_regular_file(project / name, MAX_SESSION_BYTES))
             if isinstance(raw, list) and raw and all(isinstance(m, dict) for m in raw):
-                messages += raw
+                turns.append((name, tuple(raw)))
             else:
                 missing.append(name)
-        return MovedBack(tuple(messages), tuple(missing))
+        return MovedBack(tuple(turns), tuple(missing))
 
     def scrub_written(self, project: Path, session_id: str, secrets: tuple[str, ...]) -> int:
         """Scrub ``secrets`` (values a turn revealed) from every file the session wrote before

@@ -87,8 +87,9 @@ def is_over_cap_name(name: str) -> bool:
 class MovedBack:
     """Turns read back from beside a session file for a restore (``Checkpoint.moved``)."""
 
-    messages: tuple[JsonDict, ...]
-    """Their messages, oldest first, as the session file holds them."""
+    turns: tuple[tuple[str, tuple[JsonDict, ...]], ...]
+    """Each turn read, oldest first: its file's name and its messages, as the session
+    file holds them."""
     missing: tuple[str, ...] = ()
     """The names of those gone or unreadable: the restore goes on without them."""
 

@@ -50,17 +50,21 @@ def test_restoring_a_checkpoint_taken_after_turns_moved_aside_sends_them_again(
     assert "what next?" not in after_restore
 
 
+@pytest.mark.parametrize("damage", ["deleted", "not messages"])
 def test_a_moved_turn_gone_is_named_and_the_restore_goes_on_without_it(
-    env: Env, server: ChatServer
+    env: Env, server: ChatServer, damage: str
 ) -> None:
     """A restore in a later chat reads the moved turns from beside the session file; one
-    deleted by hand costs that turn alone, in one line."""
+    deleted or edited by hand costs that turn alone, in one line."""
     pasted = [f"paste {n}: " + "never edit files under vendor/. " * 5_900 for n in range(3)]
     first = env.run("--new", input="".join(f"{p}\n" for p in [*pasted, "/save"]), timeout=300)
     assert "saved as checkpoint 1." in first.stderr, first.stderr
     (session_id,) = env.session_ids()
     (moved,) = env.project.glob(f"{session_id}.json.over-cap-*")
-    moved.unlink()
+    if damage == "deleted":
+        moved.unlink()
+    else:
+        moved.write_text('[{"kind": "request", "parts": [{"part_kind": "nonsense"}]}]')
     second = env.run("--yes", input="/checkpoint 1\ngo on\n", timeout=300)
     assert second.returncode == 0, second.stderr
     assert (

@@ -265,6 +265,31 @@ def test_restore_with_files_writes_them_back_and_can_be_undone(env: Env) -> None
     assert "(turn 3 of this conversation" in undo.stdout
 
 
+def test_a_checkpoint_whose_messages_cannot_be_read_is_refused_and_changes_nothing(
+    env: Env,
+) -> None:
+    """Its entry parses (a newer version's part kind, an edit by hand) but its messages are
+    not pydantic-ai's: the restore asked ``Restore files too?``, then failed after the
+    ``y`` with ``error: internal error (ValidationError ...)``."""
+    session_id = two_versions(env)
+    path = checkpoints_dir(env, session_id) / "0002.json"
+    raw = json.loads(path.read_bytes())
+    raw["state"]["recent_messages"][0]["parts"][0]["part_kind"] = "speech-from-the-future"
+    path.write_text(json.dumps(raw))
+    before = entries(env, session_id)
+    result = env.run(
+        "--resume", session_id, input="/checkpoint 2\ny\nnext\n", terminal=env.terminal()
+    )
+    assert (
+        "error: checkpoint 2 not restored; nothing changed: it holds messages this "
+        "agent-assist cannot read; left untouched"
+    ) in result.stderr.splitlines(), result.stderr
+    assert "internal error" not in result.stderr
+    assert (env.workspace / SPEC).read_text() == "# v2\n"
+    assert entries(env, session_id) == before and path.read_text() == json.dumps(raw)
+    assert "(turn 3 of this conversation" in result.stdout
+
+
 def test_a_file_that_did_not_exist_at_the_checkpoint_is_left_alone_and_named(env: Env) -> None:
     session_id = two_versions(env)
     result = env.run("--resume", session_id, input="write notes.md: later\n/checkpoint 2\ny\n")
