@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import logging
@@ -107,6 +108,8 @@ class LLMActor(Actor[LLMMessage]):
         self._scopes: dict[tuple[ActorRef[TerminalMessage], int], anyio.CancelScope] = {}
         """The running turns, by terminal and turn id."""
         self._tg: TaskGroup | None = None
+        self._parked: collections.deque[anyio.Event] = collections.deque()
+        """The readers whose turn is over, each waiting to be handed the mailbox again."""
 
     @property
     def agents_kept(self) -> tuple[str, ...]:
@@ -117,10 +120,12 @@ class LLMActor(Actor[LLMMessage]):
         """Read the mailbox until it closes; the turns run in this actor's own task group
         and end when it stops.
 
-        Leader and follower: the task that takes a ``StartTurn`` hands the mailbox to a
-        new reader and runs the turn itself. One task reads at a time, so messages are
+        Leader and follower: the task that takes a ``StartTurn`` hands the mailbox to the
+        next reader and runs the turn itself. One task reads at a time, so messages are
         still handled one by one in order, and a turn starts without waiting a turn of
-        the loop for a task of its own (spawning one per turn did).
+        the loop for a task of its own (spawning one per turn did). A reader whose turn
+        is over parks until it is handed the mailbox again: a turn neither starts nor
+        ends a task (each cost about 0.05 ms of the loop, in the turn's critical path).
         """
         closed = anyio.Event()
         async with anyio.create_task_group() as tg:
@@ -132,19 +137,40 @@ class LLMActor(Actor[LLMMessage]):
     async def _read(
         self, mailbox: MemoryObjectReceiveStream[Envelope[LLMMessage]], closed: anyio.Event
     ) -> None:
-        """Handle messages until a ``StartTurn`` (run here, once the next reader is
-        started) or the mailbox's end (``closed`` is set)."""
-        assert self._tg is not None
+        """Handle messages until a ``StartTurn`` (run here, once the mailbox is handed to
+        the next reader; then parked until handed it again) or the mailbox's end
+        (``closed`` is set)."""
+        while (turn := await self._next_turn(mailbox)) is not None:
+            scope = self._cancellable(turn)
+            self._hand_over(mailbox, closed)
+            await self._run_turn(turn, scope)
+            woken = anyio.Event()
+            self._parked.append(woken)
+            await woken.wait()  # the actor's end cancels it
+        closed.set()
+
+    async def _next_turn(
+        self, mailbox: MemoryObjectReceiveStream[Envelope[LLMMessage]]
+    ) -> StartTurn | None:
+        """Handle messages until a ``StartTurn`` (returned: the caller runs it) or the
+        mailbox's end (None)."""
         while (envelope := await next_item(mailbox)) is not None:
             match envelope.message:
                 case StartTurn() as turn:
-                    scope = self._cancellable(turn)
-                    self._tg.start_soon(self._read, mailbox, closed)
-                    await self._run_turn(turn, scope)
-                    return
+                    return turn
                 case message:
                     await self.answer(envelope, message)
-        closed.set()
+        return None
+
+    def _hand_over(
+        self, mailbox: MemoryObjectReceiveStream[Envelope[LLMMessage]], closed: anyio.Event
+    ) -> None:
+        """The mailbox to the next reader: a parked one, else a new one."""
+        if self._parked:
+            self._parked.popleft().set()
+            return
+        assert self._tg is not None
+        self._tg.start_soon(self._read, mailbox, closed)
 
     async def handle(self, message: LLMMessage) -> Any:
         match message:

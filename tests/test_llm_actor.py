@@ -8,6 +8,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import asyncio
+
 import anyio
 import pydantic_ai.models
 import pytest
@@ -383,6 +385,34 @@ async def test_a_cancel_while_the_turn_s_end_waits_for_room_still_ends_the_turn(
             while not isinstance(end := (await replies.receive()).message, TurnDone):
                 pass
         assert end.turn_id == 1 and end.cancelled
+        llm.close()
+
+
+async def test_turns_one_after_the_other_start_and_end_no_task(tmp_path: Path) -> None:
+    """The reader that ran a turn parks and reads again when the next turn comes: a turn
+    neither starts a task nor ends one (each cost about 0.05 ms of the loop on the turn's
+    critical path, docs/PERFORMANCE.md, H192)."""
+    actor = LLMActor()
+    llm: ActorRef[Any]
+    llm, llm_mailbox = open_mailbox("llm")
+    terminal: ActorRef[Any]
+    terminal, replies = open_mailbox("terminal")
+
+    async def one_turn(turn_id: int) -> None:
+        await llm.tell(StartTurn(turn_id, "offline", "hi", (), tmp_path, "", "", terminal))
+        with anyio.fail_after(30):
+            while not isinstance((await replies.receive()).message, TurnDone):
+                pass
+        await anyio.wait_all_tasks_blocked()  # the turn's task is done with it
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(actor.serve, llm_mailbox)
+        for turn_id in (1, 2):  # the first turns start the readers
+            await one_turn(turn_id)
+        tasks = asyncio.all_tasks()
+        for turn_id in range(3, 7):
+            await one_turn(turn_id)
+            assert asyncio.all_tasks() == tasks
         llm.close()
 
 
