@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 import dataclasses
@@ -108,7 +109,7 @@ class LLMActor(Actor[LLMMessage]):
         self._scopes: dict[tuple[ActorRef[TerminalMessage], int], anyio.CancelScope] = {}
         """The running turns, by terminal and turn id."""
         self._tg: TaskGroup | None = None
-        self._parked: collections.deque[anyio.Event] = collections.deque()
+        self._parked: collections.deque[asyncio.Future[None]] = collections.deque()
         """The readers whose turn is over, each waiting to be handed the mailbox again."""
 
     @property
@@ -144,9 +145,9 @@ class LLMActor(Actor[LLMMessage]):
             scope = self._cancellable(turn)
             self._hand_over(mailbox, closed)
             await self._run_turn(turn, scope)
-            woken = anyio.Event()
+            woken = asyncio.get_running_loop().create_future()
             self._parked.append(woken)
-            await woken.wait()  # the actor's end cancels it
+            await woken  # the actor's end cancels it
         closed.set()
 
     async def _next_turn(
@@ -166,9 +167,11 @@ class LLMActor(Actor[LLMMessage]):
         self, mailbox: MemoryObjectReceiveStream[Envelope[LLMMessage]], closed: anyio.Event
     ) -> None:
         """The mailbox to the next reader: a parked one, else a new one."""
-        if self._parked:
-            self._parked.popleft().set()
-            return
+        while self._parked:
+            woken = self._parked.popleft()
+            if not woken.done():  # (one cancelled with the actor is not)
+                woken.set_result(None)
+                return
         assert self._tg is not None
         self._tg.start_soon(self._read, mailbox, closed)
 
