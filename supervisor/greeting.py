@@ -32,21 +32,20 @@ async def send(stream: SocketStream, frame: p.ServerFrame) -> None:
     await stream.send(p.encode_server_frame(frame))
 
 
-async def write_now(stream: SocketStream, sock: socket.socket, data: bytes) -> None:
-    """``stream.send(data)`` for a connection's single writer, ``sock`` being the
-    stream's socket (``raw_socket(stream)``, looked up once: anyio builds its attribute
-    table at every lookup): what the socket takes at once is written at once (anyio's
-    ``send`` first yields to the loop, one more turn of it before every reply's end
-    reaches the terminal); a rest the socket has no room for yet goes through
-    ``stream.send``."""
+def unsent(sock: socket.socket, data: bytes) -> bytes:
+    """For a connection's single writer, ``sock`` being the stream's socket
+    (``raw_socket(stream)``, looked up once: anyio builds its attribute table at every
+    lookup): write what the socket takes of ``data`` at once (anyio's ``send`` first
+    yields to the loop, one more turn of it before every reply's end reaches the
+    terminal) and return the rest, which the socket has no room for yet (empty: all
+    written), for ``stream.send``. BrokenResourceError if the peer went away."""
     try:
         sent = sock.send(data)
     except BlockingIOError:
         sent = 0
     except OSError as exc:  # closed, or the peer went away
         raise anyio.BrokenResourceError from exc
-    if sent < len(data):
-        await stream.send(data[sent:])
+    return data[sent:] if sent < len(data) else b""
 
 
 def raw_socket(stream: SocketStream) -> socket.socket:

@@ -77,7 +77,7 @@ from supervisor.greeting import (
     read_hello,
     refuse,
     send,
-    write_now,
+    unsent,
 )
 from supervisor.identity import Identity
 from supervisor.registry import Registry, TerminalBusy
@@ -516,13 +516,19 @@ class Server:
                 _delivered(_left_unwritten(outputs), False)  # nobody will read them now
 
     async def _write(self, stream: SocketStream, sock: socket.socket, data: bytes) -> bool:
-        """``write_now``; False if it was given up (see ``stop``)."""
+        """``data`` to the terminal; False if it was given up (see ``stop``). What the
+        socket takes at once (most writes) waits for nothing: only a rest it has no room
+        for gets the cancel scope a stop gives up (entering and leaving one cost about
+        0.02 ms before a turn's end went out)."""
+        rest = unsent(sock, data)
+        if not rest:
+            return True
         with anyio.CancelScope() as write:
             if self._give_up_at is not None:
                 write.deadline = self._give_up_at
             self._writes.add(write)
             try:
-                await write_now(stream, sock, data)
+                await stream.send(rest)
             finally:
                 self._writes.discard(write)
         return not write.cancelled_caught
