@@ -130,14 +130,15 @@ class StorageActor(Actor[StorageMessage]):
         finally:
             self._disk.stop()  # its last call, if any, still completes
 
-    async def _io(self, fn: Callable[[], T]) -> T:
+    async def _io(self, fn: Callable[[], T], *, behind: bool = False) -> T:
         """``fn()`` in this actor's own worker thread; the wait is shielded, so work that
-        started always completes before the actor goes on (or stops).
+        started always completes before the actor goes on (or stops). ``behind``: see
+        ``WorkerThread.run``.
 
         Not ``anyio.to_thread``: its checkpoint and capacity limiter cost two turns of
         the event loop on every save's critical path (``WorkerThread`` says why not an
         executor either)."""
-        return await self._disk.run(fn)
+        return await self._disk.run(fn, behind=behind)
 
     async def answer(self, envelope: Envelope[StorageMessage], message: StorageMessage) -> None:
         """A save that is asked is answered by the disk's thread itself, as soon as the
@@ -163,7 +164,7 @@ class StorageActor(Actor[StorageMessage]):
             else:
                 loop.call_soon_threadsafe(reply.set, path)
 
-        await self._io(save)
+        await self._io(save, behind=True)  # the turn's end goes out first
 
     def _saving(self, message: SaveSession) -> Callable[[], Written]:
         """The disk work of ``message``, once its writer may write (refused otherwise)."""

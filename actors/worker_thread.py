@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import anyio
 
 T = TypeVar("T")
-_Job = tuple[Callable[[], Any], asyncio.Future[Any], asyncio.AbstractEventLoop]
+_Job = tuple[Callable[[], Any], asyncio.Future[Any], asyncio.AbstractEventLoop, bool]
 
 
 class WorkerThread:
@@ -41,7 +41,11 @@ class WorkerThread:
         self._thread: threading.Thread | None = None
         self._stopped = False
 
-    async def run(self, fn: Callable[[], T]) -> T:
+    async def run(self, fn: Callable[[], T], *, behind: bool = False) -> T:
+        """``behind``: the caller resumes a turn of the loop later, behind what ``fn``
+        woke on the loop itself and what those tasks tell at once (a save that answers
+        its asker from the thread: the asker goes on, and the connection's writer writes
+        the turn's end, before the StorageActor resumes to wait for its next message)."""
         if self._stopped:
             raise RuntimeError(f"the {self._name} thread was stopped")
         loop = asyncio.get_running_loop()
@@ -53,7 +57,7 @@ class WorkerThread:
             thread.start()  # if it cannot start, the next call tries again
             self._thread = thread
             _running[thread] = self._jobs
-        self._jobs.put((fn, future, loop))
+        self._jobs.put((fn, future, loop, behind))
         with anyio.CancelScope(shield=True):
             result = await future
         return result
@@ -68,13 +72,13 @@ class WorkerThread:
 def _work(jobs: queue.SimpleQueue[_Job | None]) -> None:
     try:
         while (job := jobs.get()) is not None:
-            fn, future, loop = job
+            fn, future, loop, behind = job
             try:
                 result = fn()
             except BaseException as exc:  # the caller's to handle, as if it had called fn
-                _tell(loop, _fail, future, exc)
+                _tell(loop, _fail, future, exc, behind)
             else:
-                _tell(loop, _succeed, future, result)
+                _tell(loop, _succeed, future, result, behind)
     finally:
         _running.pop(threading.current_thread(), None)
 
@@ -98,9 +102,13 @@ def _tell(
     settle: Callable[[asyncio.Future[Any], Any], None],
     future: asyncio.Future[Any],
     value: Any,
+    behind: bool = False,
 ) -> None:
     with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
-        loop.call_soon_threadsafe(settle, future, value)
+        if behind:
+            loop.call_soon_threadsafe(loop.call_soon, settle, future, value)
+        else:
+            loop.call_soon_threadsafe(settle, future, value)
 
 
 def _succeed(future: asyncio.Future[Any], result: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import textwrap
@@ -183,3 +184,42 @@ def test_the_interpreter_exit_waits_for_a_call_that_began(tmp_path: Path) -> Non
     )
     assert result.returncode == 0, result.stderr
     assert done.read_text() == "written"
+
+
+async def test_a_call_given_behind_resumes_its_caller_after_what_its_answer_woke() -> None:
+    """The StorageActor's save answers its asker from the thread: the asker goes on, tells
+    the connection's writer the turn's end, and the writer writes it before the actor
+    itself resumes to wait for its next message (which held up every turn's end by a
+    turn of the loop, H192)."""
+    worker = WorkerThread("test-worker")
+    order: list[str] = []
+    answered, told = anyio.Event(), anyio.Event()
+    loop = asyncio.get_running_loop()
+    both_given = threading.Event()
+
+    async def asker() -> None:
+        await answered.wait()
+        order.append("asker")
+        told.set()
+
+    async def writer() -> None:
+        await told.wait()
+        order.append("writer")
+
+    def save() -> None:  # answers its asker from the thread, as ``StorageActor.answer``
+        loop.call_soon_threadsafe(answered.set)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(asker)
+            tg.start_soon(writer)
+            await anyio.wait_all_tasks_blocked()
+            # The loop is held until the thread has answered and ended the call (the next
+            # call runs after): as in a supervisor, whose loop wakes after both.
+            loop.call_soon(both_given.wait, 10)
+            tg.start_soon(worker.run, both_given.set)
+            await worker.run(save, behind=True)
+            order.append("actor")
+    finally:
+        worker.stop()
+    assert order == ["asker", "writer", "actor"]
