@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
-
-import asyncio
 
 import anyio
 import pydantic_ai.models
