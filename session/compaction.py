@@ -540,6 +540,31 @@ _CONVENTION: Final = (
 "Tabs, not spaces.", "Max 80 chars per line.", "Line length: 100". Each is the whole
 sentence (anchored at both ends, every repeat bounded), so a longer sentence that only
 begins so ("No emojis here because ...") is not one."""
+_PREFERENCE: Final = (
+    rf"^{_NOT_ONE_OFF}\s*(?:"
+    r"(?:I|we)(?:'d|\s+would)?\s+(?:really\s+|much\s+|strongly\s+)?prefer\s+"
+    rf"{_NOT_DETERMINED}(?!it\b|this\b|that\b|one\b|to\s+wait\b)\w[^?]*"
+    r"|I(?:'d|\s+would)\s+(?:much\s+)?rather\s+(?:(?:you|we)\s+)?(?:not\s+)?"
+    r"(?:use|write|keep|have|stick|name|put|avoid|see)\b[^?]*"
+    r"|(?:please,?\s+)?keep\s+(?:all\s+|every\s+|each\s+|your\s+|new\s+)?"
+    r"(?!it\b|them\b|that\b|this\b|the\b|a\b|an\b|my\b|going\b)[\w' -]{1,30}?\s+"
+    r"(?:(?:under|below|within|at most|shorter than|fewer than|less than|no (?:longer|more) than)"
+    r"\s+\d[\d,]*\b[\w' -]{0,30}|(?:short|small|simple|concise|brief|focused|pure))\W*$"
+    r"|(?:please,?\s+)?(?:write|name|format|document)\s+(?:all\s+|every\s+|each\s+|your\s+)?"
+    rf"{_NOT_DETERMINED}[\w' -]{{1,30}}?\s+(?:in|as|using)\s+(?:the\s+)?"
+    r"(?:[\w' .-]{1,30}?\s+(?:style|case|format|conventions?)|snake_case|camelcase|kebab-case"
+    r"|pascalcase|screaming_snake_case)\W*$"
+    r"|we\s+(?:always\s+)?use\s+[\w' .-]{1,30}?,?\s+(?:not|never|instead of|rather than)\s+"
+    r"\w[\w' -]{0,30}\W*$)"
+    r"|^\s*remember\s*:\s*\w"
+    r"|[,;:]\s*(?:so\s+|and\s+|but\s+)?(?:please\s+)?(?:do not|don't)\s+"
+    r"(?!know|understand|think|care|see|get|like|worry|mind|ask|bother|panic|wait|judge)\w"
+)
+"""A standing preference said plainly (H189: each was lost at the first compaction): "I
+prefer tabs over spaces", "I'd rather you use pytest", "Keep functions under 20 lines",
+"Write docstrings in Google style", "We use 4 spaces, not tabs", ``Remember: ...``, and an
+order after a comma ("I hate emojis, don't use them"); not a choice of the moment ("I
+prefer this one", "I'd rather wait", "Keep the answer under 50 words")."""
 _RULE_RE: Final = re.compile(
     r"\b(?:always|never|must(?:n't| not)?|do not ever|don't ever)\b"
     rf"|{_FROM_NOW}{_IMPERATIVE}"
@@ -556,7 +581,7 @@ _RULE_RE: Final = re.compile(
     r"|before\b|a\b|one\b|the\b)\w+\b)"
     r"|^\s*(?:please,?\s+)?(?:use|prefer|keep|write|name|put|store|format)\b[^?]*"
     r"(?:\b(?:for|in|on|across)\s+(?:all|every|each)\b|\beverywhere\b)"
-    rf"|{_STANDING}|{_CONVENTION}",
+    rf"|{_STANDING}|{_CONVENTION}|{_PREFERENCE}",
     re.IGNORECASE,
 )
 """A rule: *always*, *never*, *must*, an instruction after *from now on*, *going forward*
@@ -980,7 +1005,7 @@ _MAY_STATE_RE: Final = re.compile(
     r"|allowed|may\s+not|prefer|\bno\s+\w+(?:\s+\w+)?\s+in\b"
     r"|\bno\s|use|mandatory|required|compulsory|obligatory|forbidden|banned|prohibited"
     r"|permitted|acceptable|a must|non-negotiable|\sin\s|\snot\s|\sover\s|instead of|max|min"
-    r"|at most|at least|up to|line",
+    r"|at most|at least|up to|line|rather|remember|style|case|format|convention",
     re.IGNORECASE,
 )
 """What every decision, rule, revocation and open question a user prompt states holds:

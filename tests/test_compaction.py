@@ -1304,3 +1304,53 @@ def test_a_windows_path_is_kept_whole() -> None:
     ]
     retained = extract_retained(said(r"Keep the prompts in D:\agent\prompts\ please."))
     assert retained.paths == ("D:\\agent\\prompts\\",)
+
+
+PREFERENCES = (
+    "I prefer tabs over spaces.",
+    "I prefer tabs over spaces",
+    "I'd prefer short functions with type hints.",
+    "I'd rather you use pytest than unittest.",
+    "We prefer composition over inheritance.",
+    "Keep functions under 20 lines.",
+    "keep functions under 20 lines",
+    "Keep lines shorter than 100 characters.",
+    "Keep functions small.",
+    "Write docstrings in Google style.",
+    "Name new files in kebab-case.",
+    "We use 4 spaces, not tabs.",
+    "Remember: the API key lives in env vars only.",
+    "I hate emojis, don't use them.",
+)
+
+
+@pytest.mark.parametrize("text", PREFERENCES)
+def test_preferences_limits_and_styles_said_plainly_are_rules(text: str) -> None:
+    """H189: "I prefer tabs over spaces" and "keep functions under 20 lines", said early in
+    a session, were not kept: the first offline compaction dropped them, and a long
+    session's model no longer had them."""
+    assert extract_retained(said(text)).rules == (text,)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I prefer this one.",
+        "I prefer the second option.",
+        "I'd prefer to wait until tomorrow.",
+        "I'd rather not.",
+        "I'd rather wait.",
+        "Keep it under 5 minutes for the demo.",
+        "Keep the answer under 50 words.",
+        "Keep going.",
+        "Keep going to step 10.",
+        "Write the report in APA style.",
+        "Write a poem in haiku style.",
+        "Remember when we fixed that?",
+        "I tried it, don't know why it failed.",
+        "Sorry, don't mind me.",
+        "I prefer tabs over spaces in this file.",
+    ],
+)
+def test_choices_of_the_moment_are_not_preferences(text: str) -> None:
+    assert extract_retained(said(text)).rules == ()
