@@ -70,7 +70,8 @@ class TurnDeps:
     """Each model request of the turn is kept within this many tokens (estimated)."""
     elided_chars: int = 0
     """The characters of the history the last model request left out to keep within
-    ``token_budget`` (the history keeps them whole: the next turn sends them again)."""
+    ``token_budget`` (the history keeps them whole: the next turn sends them again). Not
+    the turn's own messages cut: pydantic-ai keeps them as sent, and so does the session."""
     before_first_write: Callable[[tuple[str, ...]], Awaitable[str | None]] | None = None
     """Awaited before the turn's first file write, with the paths the turn touched and
     the one about to be written (the automatic checkpoint); again before the first
@@ -319,10 +320,10 @@ async def within_budget(
     instructions += wire_chars(ctx.deps.notes)
     room = budget * CHARS_PER_TOKEN - instructions
     fitted = fit_last_returns(fit_earlier_turns(fit_tool_returns(messages, room), room), room)
-    ctx.deps.elided_chars = sum(
+    ctx.deps.elided_chars = sum(  # the turn's own messages are saved as sent (H189)
         message_chars(whole) - message_chars(sent)
         for whole, sent in zip(messages, fitted, strict=True)
-        if whole is not sent
+        if whole is not sent and whole.run_id != ctx.run_id
     )
     return fitted
 

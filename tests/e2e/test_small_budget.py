@@ -262,3 +262,31 @@ def test_a_summary_model_with_a_smaller_window_than_the_chat_models_is_asked_wit
     ]
     learned = next(n for n, size in enumerate(summaries) if size <= 1000 * 4)
     assert [size for size in summaries[learned:] if size > 1000 * 4] == [], summaries
+
+
+def test_the_turn_after_one_whose_own_reads_were_cut_reads_its_file_whole(
+    env: Env, server: ChatServer
+) -> None:
+    """H189: a turn whose own parallel reads were cut to fit the budget is saved as it was
+    sent, yet the characters cut were counted as coming back with the next request: the
+    next turn took its request for ~7,300 tokens (it was ~800 of 4,000), warned so,
+    compacted turns it did not need to, and held its own requests to what that phantom
+    left, so that the small file it read reached the model cut."""
+    server.report_usage = True
+    for k in range(1, 4):
+        (env.workspace / f"big{k}.txt").write_text(f"file {k} line\n" * 2000)
+    small = "small file line\n" * 150
+    (env.workspace / "small.txt").write_text(small)
+    turns = ["hello", "read all: big1.txt big2.txt big3.txt", "read: small.txt"]
+    result = env.run(
+        "--new",
+        input="".join(t + "\n" for t in turns),
+        terminal=env.terminal(),
+        AGENT_ASSIST_CONTEXT_TOKENS="4000",
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "over the token budget" not in result.stderr
+    assert "compacted" not in result.stderr, "turns of ~3,600 tokens are within 4,000"
+    small_read = server.requests[-1]["messages"][-1]
+    assert small_read["role"] == "tool" and small_read["content"] == small
