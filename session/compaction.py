@@ -638,7 +638,27 @@ _EXTENSIONS: Final = (
     "svg|j2|jinja|jinja2|tmpl|tpl|prompt|parquet|arrow|feather|avro|db|sqlite|npy|npz|h5|pkl|"
     "pt|onnx|safetensors|gguf|bin|zip|gz|tgz|tar|xlsx|docx|pptx|wasm"
 )
-_PATH_RE: Final = re.compile(r"(?<![\w@:/.~#\\-])((?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)*/?)")
+_PATH_RE: Final = re.compile(
+    r"(?<![\w@:/.~#\\$-])((?:~|\.{1,2}|\$\w+|\$\{\w+\}|[A-Za-z]:(?=/))?/?[\w.-]+(?:/[\w.-]+)*/?)"
+)
+"""A path: relative, rooted at ``/``, ``~``, ``.``/``..``, a variable (``$HOME/x.py``,
+``${XDG_CONFIG_HOME}/...``) or a drive with forward slashes (``D:/data/x.csv``)."""
+_QUOTED_PATH_RE: Final = re.compile(
+    r"""(?<!\w)(["'`])((?:[\w.~$-]+/)*[\w.-]+(?: [\w.-]+){1,3}\.[A-Za-z0-9]{1,10})\1(?!\w)"""
+)
+"""A quoted name with spaces (``"docs/My Notes.md"``, ``'Q3 Report.docx'``): kept whole
+when it ends in a known extension and reads as no sentence (``_NOT_IN_NAMES``)."""
+_NOT_IN_NAMES: Final = frozenset(
+    [
+        "a", "an", "the", "this", "that", "please", "read", "open", "see", "edit", "check",
+        "look", "at", "in", "to", "and", "or", "of", "for", "is", "was", "file", "run", "use",
+        "write",
+    ]
+)
+"""Words that make a quoted text a sentence naming a file ('please read notes.md'), not
+a file name."""
+_ROOTED_RE: Final = re.compile(r"(?:\.{1,2}/|~/|/|\$\w+/|\$\{\w+\}/|[A-Za-z]:/)")
+"""How a path rooted somewhere begins."""
 _WINDOWS_PATH_RE: Final = re.compile(
     r"(?<![\w@:/.~#\\-])((?:[A-Za-z]:|\.{1,2}|\\\\[\w.-]+|[\w.-]+)(?:\\[\w.-]+)+\\?)"
 )
@@ -664,8 +684,8 @@ _KNOWN_NAMES: Final = frozenset(
     ]
 )
 _CANDIDATE_RE: Final = re.compile(
-    r"(?<![\w@:/.~#\\-])(?=[\w~-]*[./]|(?:" + "|".join(_KNOWN_NAMES) + r")\b)"
-    + _PATH_RE.pattern.removeprefix(r"(?<![\w@:/.~#\\-])")
+    r"(?<![\w@:/.~#\\$-])(?=(?:[A-Za-z]:)?[\w~${}-]*[./]|(?:" + "|".join(_KNOWN_NAMES) + r")\b)"
+    + _PATH_RE.pattern.removeprefix(r"(?<![\w@:/.~#\\$-])")
 )
 """``_PATH_RE`` where the token holds a dot or a slash, or begins with a known name: the
 others (most words) cannot be paths, and a 5,000-turn resume spent most of its time making
@@ -826,9 +846,12 @@ def file_paths(text: str) -> list[str]:
         path = match.group(1).rstrip(".,;:")
         if _ROOTED_WINDOWS_RE.match(path) or _EXTENSION_RE.search(path):
             found.append((match.start(), path))
+    quoted = [m for m in _QUOTED_PATH_RE.finditer(text) if " " in m[2] and _named_so(m[2])]
+    found.extend((match.start(), match[2]) for match in quoted)
+    whole = windows + quoted
     for match in _CANDIDATE_RE.finditer(text):
-        if any(w.start() <= match.start() < w.end() for w in windows):
-            continue  # a part of a Windows path (its last segment after a backslash)
+        if any(w.start() <= match.start() < w.end() for w in whole):
+            continue  # a part of a Windows path or of a quoted name with spaces
         path = match.group(1).rstrip(".,;:")
         if "/" not in path and "." not in path and path not in _KNOWN_NAMES:
             continue  # a word (most tokens): neither an extension, a dot file nor a slash
@@ -843,12 +866,12 @@ def file_paths(text: str) -> list[str]:
         if (
             _EXTENSION_RE.search(path)
             or _DOTFILE_RE.search(path)
-            or name in _KNOWN_NAMES
+            or name.partition(".")[0] in _KNOWN_NAMES
             or (
                 slashes
                 and len(path) > 2
                 and (
-                    path.startswith(("./", "../", "~/", "/"))
+                    _ROOTED_RE.match(path) is not None
                     or path.endswith("/")
                     or slashes >= 2
                     or path.split("/", 1)[0] in _TOP_DIRS
@@ -857,6 +880,14 @@ def file_paths(text: str) -> list[str]:
         ):
             found.append((match.start(), path))
     return [path for _, path in sorted(found)]
+
+
+def _named_so(quoted: str) -> bool:
+    """Whether a quoted text with spaces is a file's name: a known extension, and no word of
+    a sentence about a file ("please read notes.md")."""
+    name = quoted.rsplit("/", 1)[-1]
+    words = name.casefold().split()
+    return _EXTENSION_RE.search(name) is not None and not _NOT_IN_NAMES.intersection(words)
 
 
 def _decisions_in(text: str) -> list[str]:

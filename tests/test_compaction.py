@@ -1354,3 +1354,28 @@ def test_preferences_limits_and_styles_said_plainly_are_rules(text: str) -> None
 )
 def test_choices_of_the_moment_are_not_preferences(text: str) -> None:
     assert extract_retained(said(text)).rules == ()
+
+
+def test_paths_of_every_shape_are_kept_whole() -> None:
+    """H189: ``$HOME/x.py`` was kept as ``HOME/x.py`` (another file), a quoted name with a
+    space as its two halves, and ``Dockerfile.dev`` and ``D:/data/tickets.csv`` not at all."""
+    text = (
+        'Edit $HOME/x.py and ${XDG_CONFIG_HOME}/agent/config.toml, open "docs/My Notes.md" '
+        "and 'Q3 Report.docx', build Dockerfile.dev, load D:/data/tickets.csv."
+    )
+    assert file_paths(text) == [
+        "$HOME/x.py",
+        "${XDG_CONFIG_HOME}/agent/config.toml",
+        "docs/My Notes.md",
+        "Q3 Report.docx",
+        "Dockerfile.dev",
+        "D:/data/tickets.csv",
+    ]
+
+
+def test_quoted_sentences_and_prices_are_no_paths() -> None:
+    text = (
+        "He said 'please read notes.md' and \"see the file app.py\"; it costs $5.00 and "
+        "the ratio is 3:2/4, http://example.com/a.py is a URL."
+    )
+    assert file_paths(text) == ["notes.md", "app.py"]
