@@ -639,7 +639,7 @@ _EXTENSIONS: Final = (
     "pt|onnx|safetensors|gguf|bin|zip|gz|tgz|tar|xlsx|docx|pptx|wasm"
 )
 _PATH_RE: Final = re.compile(
-    r"(?<![\w@:/.~#\\$-])((?:~|\.{1,2}|\$\w+|\$\{\w+\}|[A-Za-z]:(?=/))?/?[\w.-]+(?:/[\w.-]+)*/?)"
+    r"(?<![\w@:/.~#\\$-])((?:~|\.{1,2}|\$[A-Za-z_]\w*|\$\{[A-Za-z_]\w*\}|[A-Za-z]:(?=/))?/?[\w.-]+(?:/[\w.-]+)*/?)"
 )
 """A path: relative, rooted at ``/``, ``~``, ``.``/``..``, a variable (``$HOME/x.py``,
 ``${XDG_CONFIG_HOME}/...``) or a drive with forward slashes (``D:/data/x.csv``)."""
@@ -657,7 +657,9 @@ _NOT_IN_NAMES: Final = frozenset(
 )
 """Words that make a quoted text a sentence naming a file ('please read notes.md'), not
 a file name."""
-_ROOTED_RE: Final = re.compile(r"(?:\.{1,2}/|~/|/|\$\w+/|\$\{\w+\}/|[A-Za-z]:/)")
+_ROOTED_RE: Final = re.compile(
+    r"(?:\.{1,2}/|~/|/|\$[A-Za-z_]\w*/|\$\{[A-Za-z_]\w*\}/|[A-Za-z]:/)"
+)
 """How a path rooted somewhere begins."""
 _WINDOWS_PATH_RE: Final = re.compile(
     r"(?<![\w@:/.~#\\-])((?:[A-Za-z]:|\.{1,2}|\\\\[\w.-]+|[\w.-]+)(?:\\[\w.-]+)+\\?)"

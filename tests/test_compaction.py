@@ -1376,6 +1376,6 @@ def test_paths_of_every_shape_are_kept_whole() -> None:
 def test_quoted_sentences_and_prices_are_no_paths() -> None:
     text = (
         "He said 'please read notes.md' and \"see the file app.py\"; it costs $5.00 and "
-        "the ratio is 3:2/4, http://example.com/a.py is a URL."
+        "the ratio is 3:2/4, awk prints $1/2, http://example.com/a.py is a URL."
     )
     assert file_paths(text) == ["notes.md", "app.py"]
