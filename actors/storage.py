@@ -228,9 +228,13 @@ class StorageActor(Actor[StorageMessage]):
         session_id: str, taking: Taking, terminal_pid: int, token: int | None
     ) -> Handover:
         """The claim of a session whose turn finishes: the first waits for its release
-        (one successor: another claim meanwhile is told the session is live)."""
-        if taking.successor is not None and taking.successor != (terminal_pid, token):
-            raise SessionLive(session_id, taking.successor[0])
+        (one successor: another claim meanwhile is told the session is live). The front
+        door's claim (no token) is its tab's: the TerminalActor that adopts it, claiming
+        again with its token, is that successor, as a claim of the holder's own pid is."""
+        successor = taking.successor
+        adopted = successor == (terminal_pid, None)
+        if successor is not None and successor != (terminal_pid, token) and not adopted:
+            raise SessionLive(session_id, successor[0])
         taking.successor = (terminal_pid, token)
         return Handover(taking.released, taking.holder)
 

@@ -19,6 +19,7 @@ from actors.messages import (
     Finishing,
     Handover,
     ListSessions,
+    LiveCount,
     Release,
     RemoveSession,
     SavePointer,
@@ -332,3 +333,28 @@ async def test_a_save_the_disk_refuses_fails_the_ask_and_the_actor_goes_on(
         await storage.ask(SaveSession(blocked / "sessions", state("aaaaaaaaaaaa"), writer=1))
     saved = await storage.ask(SaveSession(project(tmp_path), state("bbbbbbbbbbbb"), writer=1))
     assert saved.path.exists()
+
+
+async def test_the_tabs_actor_takes_up_the_front_doors_claim_of_a_finishing_session(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    """Found by the interleavings (seed 32, loaded machine): the front door (no token)
+    claimed a session whose turn finished for a terminal gone and was made its successor;
+    the tab's TerminalActor, opening it again for real with its token, was told the session
+    was live (in its own tab), and the front door's claim stayed live for good."""
+    sid = "aaaaaaaaaaaa"
+    await storage.ask(SaveSession(project(tmp_path), state(sid), writer=100, token=1))
+    await storage.ask(Claim(sid, 100, token=1))
+    holder, _ = open_mailbox("holder")
+    await storage.ask(Finishing(sid, 1, holder))
+    front_door = await storage.ask(Claim(sid, 200, stored_in=project(tmp_path)))
+    assert isinstance(front_door, Handover)
+    adopted = await storage.ask(Claim(sid, 200, token=2, stored_in=project(tmp_path)))
+    assert isinstance(adopted, Handover) and adopted.released is front_door.released
+    with pytest.raises(SessionLive):
+        await storage.ask(Claim(sid, 300, token=3))
+    await storage.ask(Release(sid, 100, token=1))
+    assert adopted.released.is_set()
+    await storage.ask(SaveSession(project(tmp_path), state(sid), writer=200, token=2))
+    await storage.ask(Release(sid, 200, token=2))
+    assert await storage.ask(LiveCount()) == 0
