@@ -85,6 +85,9 @@ class Opening:
     """The ``open`` frame's: a re-attach after the supervisor went away."""
     unanswered: str | None = None
     """The resumed session's last message if it got no reply (as ``Opened.unanswered``)."""
+    taken_up: bool = False
+    """The session's turn finishes for its terminal gone (the claim's ``Handover``): not
+    told ``opened`` here; the TerminalActor's open waits for that turn and tells it."""
 
 
 class ProtocolMisuse(Exception):
@@ -292,6 +295,8 @@ class FrontDoor:
                 code, message = error_for(exc)
                 await send(stream, p.ErrorFrame(code=code, message=message))
                 continue
+            if opening.taken_up:  # told by the TerminalActor once the last reply ended
+                return opening
             try:
                 await send(
                     stream,
@@ -322,7 +327,7 @@ class FrontDoor:
             return Opening("new", session_id)
         session_id = validate_session_id(frame.session_id or "")
         claim = Claim(session_id, terminal_pid, stored_in=project)
-        await self._storage.ask(claim, STORAGE_TIMEOUT_S)
+        handover = await self._storage.ask(claim, STORAGE_TIMEOUT_S)
         try:  # the file must be there and readable now, as the real open will find it
             stored = await self._storage.ask(
                 LoadSession(project, session_id, messages="none", set_aside="move"),
@@ -340,7 +345,13 @@ class FrontDoor:
             raise
         drifted = tuple(drift_lines(drift))
         return Opening(
-            "resume", session_id, stored.phase, drifted, frame.continuing, unanswered
+            "resume",
+            session_id,
+            stored.phase,
+            drifted,
+            frame.continuing,
+            unanswered,
+            taken_up=handover is not None,
         )
 
     async def _wait_for_model(

@@ -425,7 +425,8 @@ class Server:
 
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._pump, receive_out, stream, opening is not None)
+                told = opening is not None and not opening.taken_up
+                tg.start_soon(self._pump, receive_out, stream, told)
                 try:
                     if opening is None:
                         await send(
@@ -438,9 +439,10 @@ class Server:
                                 self._settings.identity,
                             ),
                         )
-                    else:
+                    elif told:
                         await self._reopen(ref, opening, handler_out)
-                    reason = await self._converse(reader, stream, ref, handler_out)
+                    taking_up = None if told else opening
+                    reason = await self._converse(reader, stream, ref, handler_out, taking_up)
                 except (Hangup, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     pass  # the terminal went away (before its welcome, say): not an error
                 except Exception as exc:
@@ -539,17 +541,40 @@ class Server:
         stream: SocketStream,
         ref: ActorRef[TerminalMessage],
         out: MemoryObjectSendStream[TerminalOutput],
+        taking_up: Opening | None = None,
     ) -> str:
         """Read the terminal's frames until it leaves; returns the detach reason. An open is
         answered while frames go on being read: it may wait for the last reply of the
         session's terminal gone, and a Ctrl+C (``cancel``) or the terminal leaving ends
-        that wait."""
+        that wait. ``taking_up``: the front door's open of such a session, not told yet:
+        opened here as the terminal's own open would be."""
         async with anyio.create_task_group() as opens:
             try:
+                if taking_up is not None:
+                    opening = taking_up
+                    open_it = OpenSession(opening.mode, opening.session_id, opening.continuing)
+                    await self._post_open(ref, open_it, out, opens)
                 reason = await self._frames(reader, stream, ref, out, opens)
             finally:
                 opens.cancel_scope.cancel()
         return reason
+
+    async def _post_open(
+        self,
+        ref: ActorRef[TerminalMessage],
+        opening: OpenSession,
+        out: MemoryObjectSendStream[TerminalOutput],
+        opens: TaskGroup,
+    ) -> None:
+        """Post an open to the actor; its answer (``_answer_open``) comes while frames are
+        read."""
+        try:
+            reply = await ref.post(opening)
+        except DeadActor as exc:
+            code, message = error_for(exc)
+            await out.send(Failure(code, message))
+        else:
+            opens.start_soon(self._answer_open, reply, out)
 
     async def _answer_open(self, reply: Reply, out: MemoryObjectSendStream[TerminalOutput]) -> None:
         """A refused open's error frame (the actor sent its ``opened`` itself)."""
@@ -585,13 +610,8 @@ class Server:
                 case p.Open(mode=mode, session_id=session_id, continuing=continuing):
                     if mode == "new":  # a new session's id is the supervisor's to choose
                         session_id = None
-                    try:
-                        reply = await ref.post(OpenSession(mode, session_id, continuing))
-                    except DeadActor as exc:
-                        code, message = error_for(exc)
-                        await out.send(Failure(code, message))
-                    else:
-                        opens.start_soon(self._answer_open, reply, out)
+                    opening = OpenSession(mode, session_id, continuing)
+                    await self._post_open(ref, opening, out, opens)
                 case p.UserMessage(text=text, id=message_id, saved_only=saved_only):
                     await ref.tell(UserTurn(text, message_id, saved_only))
                 case p.Cancel():

@@ -19,11 +19,15 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from actors.base import ActorRef, Ask, Envelope, R, open_mailbox, run_supervised
 from actors.messages import (
+    Claim,
     CommandOutput,
     FindResumable,
+    Finishing,
+    Handover,
     LiveCount,
     OpenSession,
     RunCommand,
+    SaveSession,
     TerminalOutput,
     TurnEnded,
     UserTurn,
@@ -32,12 +36,14 @@ from actors.storage import StorageActor
 from actors.terminal import TerminalActor, TerminalConfig
 from session.catalog import Resumable
 from session.history import warm_up
+from session.models import SessionState, utc_now
 from session.paths import sessions_dir
 from supervisor import daemon
 from supervisor.front import FrontDoor
 from supervisor.runtime import RuntimePaths
 from tests.e2e.frames import RawClient, terminal_hello
 from tests.interleavings import (
+    Frame,
     Problems,
     Wire,
     check,
@@ -394,3 +400,45 @@ async def test_a_session_being_reset_is_never_offered_to_another_terminal(
         tg.cancel_scope.cancel()
     assert len(storage.offers) >= 3  # a probe after each step of the reset
     assert opened.session_id not in storage.offers
+
+
+def resume_and_stop_sending(socket_path: Path, workspace: Path, session_id: str) -> list[Frame]:
+    """Say hello, read the welcome, resume ``session_id`` and close the sending side: every
+    frame the front door sent after the welcome, until it closed the connection."""
+    client = RawClient(socket_path)
+    client.send(terminal_hello(4242, workspace))
+    assert client.receive()["type"] == "welcome"
+    client.send({"type": "open", "mode": "resume", "session_id": session_id})
+    client.sock.shutdown(socket.SHUT_WR)
+    frames: list[Frame] = []
+    with contextlib.suppress(EOFError):
+        while True:
+            frames.append(client.receive())
+    client.close()
+    return frames
+
+
+@pytest.mark.anyio
+async def test_the_front_door_does_not_tell_opened_a_session_whose_last_reply_finishes(
+    front_door: tuple[Path, ActorRef[Any], anyio.Event], tmp_path: Path
+) -> None:
+    """Found by the interleavings (seed 32, loaded machine): a connection the front door
+    welcomed before the model stack loaded resumed a session whose turn finished for a
+    terminal gone; the front door ignored the claim's Handover and told ``opened`` at once,
+    before that reply ended (the TerminalActor tells it, with the reply, once it ends). A
+    terminal that leaves meanwhile lets the session go to the next claim."""
+    socket_path, storage, ended = front_door
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    project = sessions_dir(workspace, tmp_path / "home")
+    sid = "aaaaaaaaaaaa"
+    saved = SessionState(session_id=sid, created_at=utc_now(), updated_at=utc_now())
+    await storage.ask(SaveSession(project, saved, writer=100, token=1))
+    await storage.ask(Claim(sid, 100, token=1))
+    holder, _ = open_mailbox("holder")
+    await storage.ask(Finishing(sid, 1, holder))
+    frames = await anyio.to_thread.run_sync(resume_and_stop_sending, socket_path, workspace, sid)
+    with anyio.fail_after(10):
+        await ended.wait()
+    assert [frame["type"] for frame in frames] == []
+    assert isinstance(await storage.ask(Claim(sid, 300, token=3)), Handover)
