@@ -301,18 +301,24 @@ class Env:
             time.sleep(0.01)
 
     def processes(self) -> dict[int, tuple[str, ...]]:
-        """Every process running with this environment's runtime directory: its argv."""
+        """Every process running with this environment's runtime directory: its argv.
+
+        A process whose memory is gone (a zombie, or one exiting) has an empty
+        command line and runs no more code: it is left out. The command line is
+        read first, so a process that exits between the two reads is left out too
+        rather than listed with no argv (CI once failed a test on ``17258 ()``: a
+        process of the environment exiting during the teardown's scan)."""
         mark = f"AGENT_ASSIST_RUNTIME_DIR={self.runtime}".encode()
         found = {}
         for entry in os.listdir("/proc"):
             if not entry.isdigit() or int(entry) == os.getpid():
                 continue
             try:
-                environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
                 argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+                environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
             except OSError:  # gone, or not ours to read
                 continue
-            if mark in environ:
+            if mark in environ and any(argv):
                 found[int(entry)] = tuple(os.fsdecode(arg) for arg in argv if arg)
         return found
 
