@@ -75,11 +75,14 @@ def started_by(test: str) -> list[Leftover]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
+        # The command line first: a process whose memory is gone (exiting) has none and
+        # runs no more code; read second, it was found empty once (see harness.processes).
+        argv = _argv(int(entry))
         environ = _environ(int(entry))
-        if not environ or environ.get(RUN_MARK) != token:
+        if not argv or not environ or environ.get(RUN_MARK) != token:
             continue
         if environ.get("PYTEST_CURRENT_TEST", "").startswith(f"{test} ("):
-            found.append(Leftover(int(entry), _argv(int(entry)), environ))
+            found.append(Leftover(int(entry), argv, environ))
     return found
 
 
