@@ -1206,6 +1206,9 @@ class Chat:
             if (meant := spaced_command(line)) is not None:
                 self._unknown_command(f"'/ {meant}'", f"/{meant}")
                 continue
+            if line.strip() == "/":  # a command begun, Enter pressed too soon
+                self._unknown_command("/", None)
+                continue
             if is_command(line):
                 asked = self.questions_asked
                 try:

@@ -550,6 +550,16 @@ def test_another_assistants_command_name_is_told_what_it_is_here(env: Env) -> No
     assert "error: unknown command /nosuch (try /help)" in result.stderr
 
 
+def test_a_slash_alone_is_told_as_no_command_not_sent(env: Env) -> None:
+    """H187's find: a lone ``/`` (a command begun, Enter pressed too soon) went to the
+    model as the message "/"."""
+    result = env.run("--new", input="/\n  /  \nstill here\n", terminal=env.terminal())
+    assert result.returncode == 1  # piped: an unknown command fails the run
+    assert result.stderr.count("error: unknown command / (try /help)") == 2, result.stderr
+    assert 'You said: "/' not in result.stdout
+    assert 'You said: "still here"' in result.stdout
+
+
 def test_a_mistyped_command_is_answered_with_the_command_it_is_close_to(env: Env) -> None:
     """H81's find: /sav, /chekpoint and /exitt were only "unknown command ... (try /help)";
     a typo is told the command it is close to (and still runs nothing); H98's: so is a
