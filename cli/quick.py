@@ -75,13 +75,37 @@ def terminal_pid_of(environ: Mapping[str, str]) -> int | None:
     return int(override) if digits and 0 < int(override) < 2**31 else None
 
 
+TAB_CAPABILITY = {
+    "list_sessions": "list_terminal_pid",
+    "remove_session": "tab_terminal_pid",
+    "prune_sessions": "tab_terminal_pid",
+}
+"""The capability (``supervisor.identity.CAPABILITIES``) of a supervisor that takes this
+tab's identity in each request that carries it."""
+
+
+def with_this_tab(frame: dict[str, object]) -> dict[str, object]:
+    """``frame`` with this tab's identity (``terminal_pid``), if it has one: the lines about
+    its own live session or pointer say they are this tab's (not a terminal that "still
+    runs")."""
+    pid = terminal_pid_of(os.environ)
+    return frame if pid is None else {**frame, "terminal_pid": pid}
+
+
+def fit_this_tab(frame: Mapping[str, object], welcome: Mapping[str, object]) -> dict[str, object]:
+    """``frame`` as the supervisor whose welcome is ``welcome`` takes it: with this tab's
+    identity only if it names the request's ``TAB_CAPABILITY`` (the version before, still
+    running after an upgrade, refuses the key)."""
+    from supervisor.identity import knows
+
+    if knows(welcome, TAB_CAPABILITY[str(frame["type"])]):
+        return dict(frame)
+    return {key: value for key, value in frame.items() if key != "terminal_pid"}
+
+
 def list_request(workspace: str | None, every: bool) -> dict[str, object]:
-    """The ``list_sessions`` frame, with this tab's identity: the lines about its own
-    pointer say it is this tab's (not a terminal that "still runs")."""
-    request: dict[str, object] = {"type": "list_sessions", "workspace": workspace, "all": every}
-    if (pid := terminal_pid_of(os.environ)) is not None:
-        request["terminal_pid"] = pid
-    return request
+    """The ``list_sessions`` frame, with this tab's identity."""
+    return with_this_tab({"type": "list_sessions", "workspace": workspace, "all": every})
 
 
 def ask_for_sessions(workspace: str | None, every: bool) -> dict[str, object] | None:

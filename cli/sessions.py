@@ -12,10 +12,12 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from cli.printable import printable
+from cli.quick import fit_this_tab, list_request, with_this_tab
 from session.compacted import compacted_turns, session_turns
 from supervisor.client import (
     SupervisorBusy,
@@ -230,8 +232,6 @@ def list_sessions(
 ) -> dict[str, Any]:
     """The listing: the supervisor's, else (none running, busy, or not answering; ``ask``
     False: it was just found not answering) the files', with a warning saying why."""
-    from cli.quick import list_request
-
     frame = list_request(str(workspace) if workspace else None, every)
     busy: list[str] = []
     try:
@@ -260,13 +260,7 @@ def list_sessions(
 def _ask_listing(paths: RuntimePaths, frame: dict[str, object]) -> dict[str, Any] | None:
     """The supervisor's listing; one that does not know the tab's identity (the version
     before, running after an upgrade) is asked without it."""
-
-    def fit(welcome: Frame) -> Frame:
-        if knows(welcome, "list_terminal_pid"):
-            return frame
-        return {key: value for key, value in frame.items() if key != "terminal_pid"}
-
-    return _ask_supervisor(paths, dict(frame), reading=True, fit=fit)
+    return _ask_supervisor(paths, dict(frame), reading=True, fit=partial(fit_this_tab, frame))
 
 
 def project_holding(workspace: Path | None, session_id: str) -> str | None:
@@ -295,20 +289,6 @@ def _one_session(
         "session_id": session_id,
         "project": project_name,
     }
-
-
-def _with_this_tab(frame: dict[str, Any]) -> dict[str, Any]:
-    """``frame`` with this tab's identity (``terminal_pid``), if it has one: the lines about
-    its own live session or unreadable pointer say they are this tab's."""
-    from cli.quick import terminal_pid_of
-
-    pid = terminal_pid_of(os.environ)
-    return frame if pid is None else {**frame, "terminal_pid": pid}
-
-
-def _without_this_tab(frame: dict[str, Any]) -> dict[str, Any]:
-    """``frame`` as the version before ``tab_terminal_pid`` takes it."""
-    return {key: value for key, value in frame.items() if key != "terminal_pid"}
 
 
 def show_session(
@@ -360,13 +340,12 @@ def remove_session(
     validate_session_id(session_id)
     frame = _one_session("remove_session", workspace, session_id, project_name)
     frame["force"] = force
-    frame = _with_this_tab(frame)
+    frame = with_this_tab(frame)
 
     def fit(welcome: Frame) -> Frame:
-        if knows(welcome, "tab_terminal_pid"):
-            return frame
+        fitted = fit_this_tab(frame, welcome)
         if knows(welcome, "remove_force"):
-            return _without_this_tab(frame)
+            return fitted
         # The version before (still running after an upgrade) refuses the key and removes
         # any session but a live one: the doubt is checked here first.
         if not force:
@@ -374,7 +353,7 @@ def remove_session(
             _offline_catalog(read_only=True).refuse_if_maybe_held(
                 project, session_id, frame.get("terminal_pid")
             )
-        return {key: value for key, value in frame.items() if key not in ("force", "terminal_pid")}
+        return {key: value for key, value in fitted.items() if key != "force"}
 
     return _remove(paths, frame, workspace, force, fit)
 
@@ -401,7 +380,7 @@ def prune_sessions(
     paths: RuntimePaths, workspace: Path | None, every: bool, days: float, dry_run: bool
 ) -> dict[str, Any]:
     """``workspace``: its project's orphans; None (with ``every``): every project's."""
-    frame = _with_this_tab(
+    frame = with_this_tab(
         {
             "type": "prune_sessions",
             "workspace": workspace and str(workspace),
@@ -411,9 +390,7 @@ def prune_sessions(
         }
     )
 
-    def fit(welcome: Frame) -> Frame:
-        return frame if knows(welcome, "tab_terminal_pid") else _without_this_tab(frame)
-
+    fit = partial(fit_this_tab, frame)
     checked: contextlib.AbstractContextManager[Any]
     if dry_run:
         answer = _ask_supervisor(paths, frame, reading=True, fit=fit)

@@ -78,3 +78,18 @@ def test_the_quick_listing_refuses_the_control_timeouts_the_full_client_refuses(
         assert quick.control_timeout({"AGENT_ASSIST_CONTROL_TIMEOUT_S": value}) is None, value
     assert quick.control_timeout({"AGENT_ASSIST_CONTROL_TIMEOUT_S": " 2.5 "}) == 2.5
     assert quick.control_timeout({}) == quick.TIMEOUT_S
+
+
+def test_each_request_carrying_the_tab_s_identity_names_a_capability_the_supervisor_says() -> None:
+    from supervisor.identity import CAPABILITIES
+
+    assert set(quick.TAB_CAPABILITY.values()) <= set(CAPABILITIES)
+
+
+@pytest.mark.parametrize("kind", sorted(quick.TAB_CAPABILITY))
+def test_a_supervisor_of_the_version_before_is_asked_without_the_tab_s_identity(kind: str) -> None:
+    from supervisor.identity import CAPABILITIES
+
+    frame = {"type": kind, "terminal_pid": 4242}
+    assert quick.fit_this_tab(frame, {"capabilities": list(CAPABILITIES)}) == frame
+    assert quick.fit_this_tab(frame, {}) == {"type": kind}
