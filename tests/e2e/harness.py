@@ -22,6 +22,8 @@ from session.models import is_session_id
 from session.paths import sessions_dir
 
 AGENT_ASSIST = str(Path(sys.executable).with_name("agent-assist"))
+PATH_WITH_AGENT_ASSIST = f"{os.path.dirname(AGENT_ASSIST)}{os.pathsep}{os.environ['PATH']}"
+"""``PATH`` with this installation's ``agent-assist`` first: what a shell's script runs."""
 HEIR = "supervisor.heir"
 DEFAULT_TIMEOUT = 30.0
 
@@ -188,6 +190,20 @@ class Env:
             env=self.environ(terminal, **extra),
             timeout=timeout,
             check=False,
+        )
+
+    def shell(self, *argv: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        """The shell command ``argv`` (one running the completion script the product emits)
+        in the workspace, ``PATH_WITH_AGENT_ASSIST``, with ``extra`` variables; its failure
+        fails the test."""
+        return subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            cwd=self.workspace,
+            env=self.environ(None, PATH=PATH_WITH_AGENT_ASSIST, **extra),
+            timeout=60,
+            check=True,
         )
 
     def spawn(self, *args: str, terminal: Terminal | None = None, **extra: str) -> Client:

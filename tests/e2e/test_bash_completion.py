@@ -10,7 +10,6 @@ bash does for these lines (checked against an interactive bash 5.2:
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 
 import pytest
@@ -47,15 +46,8 @@ def bash_words(line: str) -> list[str]:
 def complete(env: Env, line: str) -> Completed:
     env.home.mkdir(parents=True, exist_ok=True)
     (env.home / "config.toml").write_text(f'model = "{CONFIGURED_MODEL}"\n')
-    result = subprocess.run(
-        ["bash", "--norc", "--noprofile", "-c", COMPLETE, "bash", line, *bash_words(line)],
-        capture_output=True,
-        text=True,
-        cwd=env.workspace,
-        env=env.environ(PROGRAM=AGENT_ASSIST),
-        timeout=60,
-        check=True,
-    )
+    argv = ["bash", "--norc", "--noprofile", "-c", COMPLETE, "bash", line, *bash_words(line)]
+    result = env.shell(*argv, PROGRAM=AGENT_ASSIST)
     options = [line for line in result.stderr.splitlines() if line.startswith("compopt ")]
     return Completed([line for line in result.stdout.splitlines() if line], options)
 

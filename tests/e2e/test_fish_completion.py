@@ -6,13 +6,11 @@ matching of the offers against the word typed: each offer, a tab, its descriptio
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 
 import pytest
 
-from tests.e2e.harness import AGENT_ASSIST, Env
+from tests.e2e.harness import Env
 
 pytestmark = pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
 
@@ -24,16 +22,7 @@ complete -C $argv[1]
 
 def offered(env: Env, line: str) -> dict[str, str]:
     """Each offer fish makes at the end of ``line``, with its description."""
-    path = f"{os.path.dirname(AGENT_ASSIST)}{os.pathsep}{os.environ['PATH']}"
-    result = subprocess.run(
-        ["fish", "--no-config", "-c", COMPLETE, line],
-        capture_output=True,
-        text=True,
-        cwd=env.workspace,
-        env=env.environ(PATH=path),
-        timeout=60,
-        check=True,
-    )
+    result = env.shell("fish", "--no-config", "-c", COMPLETE, line)
     pairs = (line.partition("\t") for line in result.stdout.splitlines())
     return {offer: description for offer, _, description in pairs}
 

@@ -745,18 +745,11 @@ def test_session_ids_complete_for_the_workspace_given_wherever_it_is_given(
     elsewhere = env.base / "elsewhere"
     elsewhere.mkdir()
     line = words.format(ws=env.workspace)
-    completed = subprocess.run(
-        [AGENT_ASSIST],
-        capture_output=True,
-        text=True,
+    completed = env.run(
         cwd=elsewhere,
-        env=env.environ(
-            COMP_WORDS=line,
-            COMP_CWORD=str(len(line.split())),
-            _AGENT_ASSIST_COMPLETE="bash_complete",
-        ),
-        timeout=60,
-        check=False,
+        COMP_WORDS=line,
+        COMP_CWORD=str(len(line.split())),
+        _AGENT_ASSIST_COMPLETE="bash_complete",
     )
     assert completed.stdout.split() == [f"plain,{session_id}"], completed.stderr
 

@@ -10,13 +10,11 @@ model's name should follow (H95's find, seen in an interactive zsh 5.9 with
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 
 import pytest
 
-from tests.e2e.harness import AGENT_ASSIST, Env, wait_for
+from tests.e2e.harness import PATH_WITH_AGENT_ASSIST, Env, wait_for
 
 COMPLETE = """
 compdef() { :; }
@@ -33,17 +31,7 @@ pytestmark = pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not 
 
 def offered(env: Env, typed: str) -> list[str]:
     """The lines the stand-ins printed: each call's options, then what it adds."""
-    path = f"{os.path.dirname(AGENT_ASSIST)}{os.pathsep}{os.environ['PATH']}"
-    result = subprocess.run(
-        ["zsh", "-f", "-c", COMPLETE, "zsh", typed],
-        capture_output=True,
-        text=True,
-        cwd=env.workspace,
-        env=env.environ(PATH=path),
-        timeout=60,
-        check=True,
-    )
-    return result.stdout.splitlines()
+    return env.shell("zsh", "-f", "-c", COMPLETE, "zsh", typed).stdout.splitlines()
 
 
 def test_a_provider_prefix_is_offered_with_no_space_after_it(env: Env) -> None:
@@ -76,12 +64,11 @@ def line_after_tab(env: Env, typed: str) -> str:
     (env.workspace / "line.txt").unlink(missing_ok=True)
     (env.base / "zdot").mkdir(exist_ok=True)
     (env.base / "zdot" / ".zshrc").write_text(ZSHRC)
-    path = f"{os.path.dirname(AGENT_ASSIST)}{os.pathsep}{os.environ['PATH']}"
     shell = pexpect.spawn(
         "zsh",
         ["-i"],
         cwd=str(env.workspace),
-        env=env.environ(PATH=path, ZDOTDIR=str(env.base / "zdot"), TERM="xterm"),
+        env=env.environ(PATH=PATH_WITH_AGENT_ASSIST, ZDOTDIR=str(env.base / "zdot"), TERM="xterm"),
         encoding="utf-8",
         dimensions=(40, 120),
         timeout=60,
