@@ -10,9 +10,8 @@ from supervisor.client import (
     START_TIMEOUT_S,
     Connection,
     SupervisorUnavailable,
-    ask_status,
+    asked_status,
     connect_or_start,
-    control_connection,
     not_answering,
 )
 from supervisor.runtime import RuntimePaths, check_tuning
@@ -21,8 +20,8 @@ STOP_TIMEOUT_S = 30.0
 
 
 def status(paths: RuntimePaths) -> dict[str, Any]:
-    conn = control_connection(paths)
-    if conn is None:
+    asked = asked_status(paths)
+    if asked is None:
         return {
             "running": False,
             "pid": None,
@@ -30,11 +29,9 @@ def status(paths: RuntimePaths) -> dict[str, Any]:
             "terminals": 0,
             "version": None,
         }
-    with conn:
-        try:
-            return ask_status(conn)
-        except TimeoutError:
-            raise not_answering(paths) from None
+    conn, said = asked
+    conn.close()
+    return said
 
 
 def version_line(status: dict[str, Any]) -> str:
@@ -78,14 +75,11 @@ class InUse(Exception):
 
 def stop(paths: RuntimePaths) -> int | None:
     """Stop the supervisor (it saves every live session first); its pid, or None if none ran."""
-    conn = control_connection(paths)
-    if conn is None:
+    asked = asked_status(paths)
+    if asked is None:
         return None
+    conn, said = asked
     with conn:
-        try:
-            said = ask_status(conn)
-        except TimeoutError:
-            raise not_answering(paths) from None
         return stop_on(conn, paths, said)
 
 

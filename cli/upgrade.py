@@ -21,9 +21,8 @@ from supervisor.client import (
     Connection,
     ConnectionLost,
     RemoteError,
-    SupervisorBusy,
-    ask_status,
-    control_connection,
+    SupervisorUnavailable,
+    asked_status,
     control_timeout,
 )
 from supervisor.identity import SOURCE, knows, package_version, source_build
@@ -145,14 +144,14 @@ def switch(paths: RuntimePaths) -> Switch | None:
     """Stop the running supervisor if it is of another version of this installation and
     unused (``cli.supervisor_cmd.stop``: it saves every session), else say why it stays.
     None if it is this version after all, or gone (the next connect starts this one)."""
-    conn = control_connection(paths)
-    if conn is None:
+    try:
+        asked = asked_status(paths)
+    except (SupervisorUnavailable, ConnectionLost, RemoteError, FrameError, OSError):
         return None
+    if asked is None:
+        return None
+    conn, said = asked
     with conn:
-        try:
-            said = ask_status(conn)
-        except (TimeoutError, ConnectionLost, RemoteError, SupervisorBusy, FrameError, OSError):
-            return None
         kind = skew(said)
         if kind is Skew.SAME:
             return None

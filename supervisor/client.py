@@ -296,6 +296,24 @@ def ask_status(conn: Connection) -> dict[str, Any]:
     return data
 
 
+def asked_status(paths: RuntimePaths) -> tuple[Connection, dict[str, Any]] | None:
+    """The running supervisor's status, asked on a control connection left open (the
+    caller's to close) so that what follows is said to the supervisor judged, not to one
+    started since; None when none runs. ``not_answering`` if it does not answer in time,
+    ``ask_status``'s other errors as they are (the connection closed)."""
+    conn = control_connection(paths)
+    if conn is None:
+        return None
+    try:
+        return conn, ask_status(conn)
+    except TimeoutError:
+        conn.close()
+        raise not_answering(paths) from None
+    except BaseException:
+        conn.close()
+        raise
+
+
 def supervisor_answers(paths: RuntimePaths) -> bool:
     """Whether the supervisor answers a control ``status`` within ``control_timeout()``
     (a terminal's connection kept waiting is then not a hung supervisor's)."""
