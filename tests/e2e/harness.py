@@ -206,6 +206,13 @@ class Env:
             check=True,
         )
 
+    def faults(self) -> Path:
+        """The faults file (``AGENT_ASSIST_FAULT_FILE``) the processes started from now on
+        read (not made yet)."""
+        fault_file = self.base / "faults"
+        self.extra["AGENT_ASSIST_FAULT_FILE"] = str(fault_file)
+        return fault_file
+
     def spawn(self, *args: str, terminal: Terminal | None = None, **extra: str) -> Client:
         process = subprocess.Popen(
             [AGENT_ASSIST, *args],
@@ -374,6 +381,39 @@ class Env:
             term.close()
         shutil.rmtree(self.base, ignore_errors=True)
         return left
+
+
+def files_holding(env: Env, needle: str) -> list[str]:
+    """Every file under the state root and the runtime directory that holds ``needle``, by
+    its path under the environment's base."""
+    return [
+        str(path.relative_to(env.base))
+        for path, data in all_text_under(env.home, env.runtime)
+        if needle.encode() in data
+    ]
+
+
+LONG = "lorem ipsum dolor sit amet " * 200
+"""About 5,400 characters: fifteen turns of it are over a 4,000-token budget."""
+
+
+def uncompacted_session(env: Env, first: str = "") -> str:
+    """A session whose file holds ``first`` (a line, if given) then 15 long turns, none
+    compacted (made with compaction off and a large budget, as an older version or a
+    larger budget before would); the supervisor is stopped after it, so the next chat's
+    settings are its own."""
+    lines = first + "".join(f"turn {n}: Always cite docs/t{n}.md. {LONG}\n" for n in range(1, 16))
+    result = env.run(
+        "--new",
+        input=lines,
+        AGENT_ASSIST_COMPACTION_INTERVAL="0",
+        AGENT_ASSIST_CONTEXT_TOKENS="1000000",
+    )
+    assert result.returncode == 0, result.stderr
+    (session_id,) = env.session_ids()
+    assert env.session(session_id)["compacted_history_summary"] is None
+    assert env.run("supervisor", "stop").returncode == 0
+    return session_id
 
 
 def all_text_under(*roots: Path) -> Iterator[tuple[Path, bytes]]:

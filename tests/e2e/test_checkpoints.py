@@ -302,8 +302,7 @@ def test_a_file_that_did_not_exist_at_the_checkpoint_is_left_alone_and_named(env
 def test_a_file_not_restored_is_an_error_line_and_fails_a_piped_run(env: Env) -> None:
     """A helper's report: the README says a piped run with files not restored exits 1;
     a file refused was a plain line, and the run exited 0."""
-    fault_file = env.base / "faults"
-    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(fault_file)
+    fault_file = env.faults()
     (env.workspace / "sub").mkdir()
     result = env.run(input="write sub/notes.md: v1\n/save\n", terminal=env.terminal())
     assert result.returncode == 0, result.stderr

@@ -23,14 +23,8 @@ def prompts_in(data: dict[str, object]) -> list[str]:
     ]
 
 
-def faulty(env: Env) -> Path:
-    fault_file = env.base / "faults"
-    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(fault_file)
-    return fault_file
-
-
 def test_exit_with_unsaved_turns_says_where_they_are_kept_and_fails(env: Env) -> None:
-    faulty(env).write_text("rename ENOSPC /sessions/\n")
+    env.faults().write_text("rename ENOSPC /sessions/\n")
     tab = env.terminal()
     result = subprocess.run(
         [AGENT_ASSIST, "--new"],
@@ -64,7 +58,7 @@ def test_a_save_that_fails_by_a_defect_loses_no_turn_and_leaves_the_session_free
     name orjson could not encode) crashed the TerminalActor in its emergency save too:
     every turn was lost and the session was listed live for as long as the supervisor
     ran. A defect in a save is a failed save like any other."""
-    faulty(env).write_text("write BUG /sessions/\n")
+    env.faults().write_text("write BUG /sessions/\n")
     tab = env.terminal()
     result = env.run("--new", input="first message\nsecond message\n", terminal=tab)
     assert result.returncode == 1
@@ -78,7 +72,7 @@ def test_a_save_that_fails_by_a_defect_loses_no_turn_and_leaves_the_session_free
 
 
 def test_a_failed_save_is_retried_by_the_next_turn(env: Env) -> None:
-    fault_file = faulty(env)
+    fault_file = env.faults()
     fault_file.write_text("write EIO /sessions/\n")
     client = env.spawn("--new", terminal=env.terminal())
     client.send("first message")
@@ -97,7 +91,7 @@ def test_a_save_that_works_again_says_so_and_save_says_why_it_failed(env: Env) -
     """A helper's report (H56): once a save had failed, nothing said when saving worked
     again; and /save, failing for the reason told at the turn before, said only "the save
     failed"."""
-    fault_file = faulty(env)
+    fault_file = env.faults()
     fault_file.write_text("write EIO /sessions/\n")
     client = env.spawn("--new", terminal=env.terminal())
     client.send("first message")
@@ -134,7 +128,7 @@ ALL_CASES = os.environ.get("AGENT_ASSIST_ALL_FAULTS") == "1"
     else [(s, ERRNOS[i % len(ERRNOS)]) for i, s in enumerate(STEPS)],
 )
 def test_a_fault_at_any_step_of_a_save_loses_no_turn(env: Env, step: str, code: str) -> None:
-    fault_file = faulty(env)
+    fault_file = env.faults()
     fault_file.write_text(f"{step} {code} /sessions/\n")
     client = env.spawn("--new", terminal=env.terminal())
     for text in ("first message", "second message"):
@@ -216,7 +210,7 @@ def test_a_disk_failure_that_repeats_is_told_once(env: Env) -> None:
 def test_turns_whose_saves_failed_survive_a_supervisor_killed_before_the_exit(env: Env) -> None:
     """Unsaved turns were kept aside only at the exit: a supervisor killed before it lost
     every turn whose save had failed."""
-    fault_file = faulty(env)
+    fault_file = env.faults()
     fault_file.write_text("rename ENOSPC /sessions/\n")
     tab = env.terminal()
     client = env.spawn("--new", terminal=tab)
@@ -239,7 +233,7 @@ def test_a_chat_whose_supervisor_died_goes_on_with_the_turns_kept_aside(env: Env
     """A helper's report: after the supervisor and its heir were killed, the re-attached
     chat went on from the session file, without the turns whose saves had failed (and
     without a word); its next reply said "turn 2"."""
-    fault_file = faulty(env)
+    fault_file = env.faults()
     client = env.spawn("--new", terminal=env.terminal())
     client.send("first message")
     client.expect('You said: "first message"')  # saved
@@ -264,7 +258,7 @@ def test_the_next_start_goes_on_with_the_turns_a_killed_terminal_could_not_save(
     space freed, the next start resumed the session file, without the two turns whose
     saves had failed (they were only in the recovery copy, which the listing then told
     to copy over the file, dropping the turn made since)."""
-    fault_file = faulty(env)
+    fault_file = env.faults()
     tab = env.terminal()
     client = env.spawn("--new", terminal=tab)
     client.send("first message")
@@ -316,7 +310,7 @@ def test_a_chat_whose_first_saves_all_failed_keeps_its_turns_when_its_supervisor
     written, only its recovery copy; after the supervisor and its heir were killed the
     re-attached chat said the session was "no longer on disk (removed meanwhile)" and went
     on in a new session, without the turns the user had been answered."""
-    fault_file = faulty(env)
+    fault_file = env.faults()
     fault_file.write_text("rename ENOSPC /sessions/\n")
     client = env.spawn("--new", terminal=env.terminal())
     for text in ("first message", "second message"):
@@ -335,7 +329,7 @@ def test_a_chat_whose_first_saves_all_failed_keeps_its_turns_when_its_supervisor
 def _kept_only_in_a_copy(env: Env, *texts: str) -> tuple[Path, str]:
     """A chat on a full disk from its start (no save works) says ``texts``, then its
     terminal is killed: its session is kept only in a recovery copy. The copy and the id."""
-    fault_file = faulty(env)
+    fault_file = env.faults()
     fault_file.write_text("rename ENOSPC /sessions/\n")
     client = env.spawn("--new", terminal=env.terminal())
     for text in texts:

@@ -5,16 +5,8 @@ is not a failure of the run."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from tests.e2e.harness import Env
-
-
-def faulty(env: Env) -> Path:
-    fault_file = env.base / "faults"
-    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(fault_file)
-    return fault_file
-
 
 SECRET = "Jq4Wn8Zt2Rk6Vy"
 
@@ -23,7 +15,7 @@ def test_a_secret_a_checkpoint_keeps_in_plain_text_is_told_and_fails_the_run(env
     """A value named a password after a checkpoint held it: the checkpoint's rewrite
     failed, the secret stayed on disk in plain text, and the run said only `could not
     update the session on disk` (the retried save's words) and exited 0."""
-    fault_file = faulty(env)
+    fault_file = env.faults()
     client = env.spawn("--new", terminal=env.terminal())
     client.send(f"remember {SECRET} for later")
     client.expect("[offline model]")
@@ -49,7 +41,7 @@ def test_a_secret_a_checkpoint_keeps_in_plain_text_is_told_and_fails_the_run(env
 def test_a_checkpoint_whose_scrub_fails_leaves_the_others_scrubbed(env: Env) -> None:
     """The first checkpoint whose rewrite failed ended the scrub: the later ones kept the
     secret too, and no line named them."""
-    fault_file = faulty(env)
+    fault_file = env.faults()
     client = env.spawn("--new", terminal=env.terminal())
     for number, text in enumerate((f"remember {SECRET} for later", f"and {SECRET} again"), 1):
         client.send(text)
@@ -72,7 +64,7 @@ def test_a_pointer_left_at_exit_is_told_and_fails_the_run(env: Env) -> None:
     """A chat with no turn leaves no session: its pointer's removal failed, and the run
     said `could not update the session on disk` (a retried save's words: nothing retries
     it) and exited 0, the pointer left naming a session that has no file."""
-    faulty(env).write_text("unlink EIO active_\n")
+    env.faults().write_text("unlink EIO active_\n")
     tab = env.terminal()
     result = env.run("--new", input="", terminal=tab)
     assert result.returncode == 1
@@ -90,7 +82,7 @@ def test_a_pointer_left_at_exit_is_told_and_fails_the_run(env: Env) -> None:
 def test_a_tab_pointer_never_written_is_told_at_exit_and_fails_the_run(env: Env) -> None:
     """The session saved, its tab's pointer never: the line at its failure said a save
     would retry it (none did once the session was saved) and the run exited 0."""
-    faulty(env).write_text("write EIO active_\n")
+    env.faults().write_text("write EIO active_\n")
     tab = env.terminal()
     result = env.run("--new", input="first message\n", terminal=tab)
     assert result.returncode == 1
@@ -109,7 +101,7 @@ def test_a_tab_pointer_never_written_is_told_at_exit_and_fails_the_run(env: Env)
 def test_a_retried_pointer_written_at_last_fails_nothing(env: Env) -> None:
     """A tab's pointer whose writes failed while the session was saved, and worked again
     before the exit: the exit writes it, and the run is fine."""
-    fault_file = faulty(env)
+    fault_file = env.faults()
     fault_file.write_text("write EIO active_\n")
     tab = env.terminal()
     client = env.spawn("--new", terminal=tab)
@@ -126,7 +118,7 @@ def test_reset_tells_a_pointer_it_could_not_remove_once(env: Env) -> None:
     """`/reset` whose pointer could not be removed said so twice: the delete's line (what
     stays) and `could not update the session on disk` (a save's words) for the same
     pointer."""
-    fault_file = faulty(env)
+    fault_file = env.faults()
     tab = env.terminal()
     client = env.spawn("--new", terminal=tab)
     client.send("first message")

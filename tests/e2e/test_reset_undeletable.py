@@ -53,7 +53,7 @@ def test_reset_whose_pointer_stays_after_its_file_went_is_a_reset(env: Env) -> N
     """H159's find: a pointer that could not be removed once the session file was gone
     raised as the file's own removal would, and the reset read `nothing was reset`: the
     chat went on in a session whose file was gone, each later save refused."""
-    fault_file = faults_file(env)
+    fault_file = env.faults()
     client, terminal, session_id, path = saved_chat(env, "remember the blue plan")
     fault_file.write_text(f"unlink EIO active_{terminal.pid}.json\n")
     client.send("/reset")
@@ -72,7 +72,7 @@ def test_reset_cut_by_a_killed_supervisor_after_its_delete_says_the_session_is_r
     """H165: the supervisor killed once the saved session was deleted (here, while its
     tab's pointer was being removed), the chat said `/reset was interrupted; please run it
     again`, though the session was gone and the chat went on in a new one."""
-    fault_file = faults_file(env)
+    fault_file = env.faults()
     client, terminal, session_id, path = saved_chat(env, "remember the blue plan")
     fault_file.write_text(f"unlink HANG active_{terminal.pid}.json\n")
     client.send("/reset")
@@ -93,7 +93,7 @@ def test_reset_cut_by_a_killed_supervisor_after_its_delete_says_the_session_is_r
 def test_reset_cut_after_its_delete_says_the_files_it_was_to_delete_may_remain(
     env: Env,
 ) -> None:
-    fault_file = faults_file(env)
+    fault_file = env.faults()
     client, terminal, session_id, path = saved_chat(
         env, "write agent_spec.md: # ours", answered="wrote agent_spec.md"
     )
@@ -132,13 +132,6 @@ def saved_chat(env: Env, first: str, answered: str | None = None) -> SavedChat:
     client.expect(answered or first)
     (session_id,) = env.session_ids()
     return SavedChat(client, terminal, session_id, env.settled(session_id))
-
-
-def faults_file(env: Env) -> Path:
-    """The faults file the supervisor started from now on reads (not made yet)."""
-    faults = env.base / "faults"
-    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(faults)
-    return faults
 
 
 def goes_on_in_a_new_session(env: Env, client: Client, reset: str) -> None:

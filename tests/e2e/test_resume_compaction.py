@@ -13,27 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Env, wait_for
-
-LONG = "lorem ipsum dolor sit amet " * 200
-"""About 5,400 characters: fifteen turns of it are over a 4,000-token budget."""
-
-
-def uncompacted_session(env: Env) -> str:
-    """A session whose file holds 15 long turns, none compacted (made with compaction off
-    and a large budget, as an older version or a larger budget before would)."""
-    lines = "".join(f"turn {n}: Always cite docs/t{n}.md. {LONG}\n" for n in range(1, 16))
-    result = env.run(
-        "--new",
-        input=lines,
-        AGENT_ASSIST_COMPACTION_INTERVAL="0",
-        AGENT_ASSIST_CONTEXT_TOKENS="1000000",
-    )
-    assert result.returncode == 0, result.stderr
-    (session_id,) = env.session_ids()
-    assert env.session(session_id)["compacted_history_summary"] is None
-    assert env.run("supervisor", "stop").returncode == 0  # the next chat's settings
-    return session_id
+from tests.e2e.harness import Env, uncompacted_session, wait_for
 
 
 @contextlib.contextmanager

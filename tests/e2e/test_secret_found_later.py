@@ -7,45 +7,19 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.harness import Client, Env, all_text_under
+from tests.e2e.harness import Client, Env, files_holding, uncompacted_session
 from tests.e2e.openai_server import ChatServer
 
 FOUND = "Zq9Xv7Lm2Pk4"
-LONG = "lorem ipsum dolor sit amet " * 200
-"""About 5,400 characters: fifteen turns of it are over a 4,000-token budget."""
-
-
-def said_plainly_then_resumed_compacted(env: Env) -> str:
-    """A session whose first turn holds ``FOUND`` as a rule, then 15 long turns, none
-    compacted: its resume compacts them (kept aside as ``.uncompacted-``) and gives the
-    model a resume context holding the first turn's words."""
-    lines = f"turn 0: Always use {FOUND} for staging\n" + "".join(
-        f"turn {n}: Always cite docs/t{n}.md. {LONG}\n" for n in range(1, 16)
-    )
-    result = env.run(
-        "--new",
-        input=lines,
-        AGENT_ASSIST_COMPACTION_INTERVAL="0",
-        AGENT_ASSIST_CONTEXT_TOKENS="1000000",
-    )
-    assert result.returncode == 0, result.stderr
-    (session_id,) = env.session_ids()
-    assert env.run("supervisor", "stop").returncode == 0  # the next chat's settings
-    return session_id
-
-
-def files_holding(env: Env, needle: str) -> list[str]:
-    return [
-        str(path.relative_to(env.base))
-        for path, data in all_text_under(env.home, env.runtime)
-        if needle.encode() in data
-    ]
+SAID_PLAINLY = f"turn 0: Always use {FOUND} for staging\n"
+"""The first turn of a session of long turns, none compacted: its resume compacts them
+(kept aside as ``.uncompacted-``) and gives the model a resume context holding it."""
 
 
 def test_a_value_said_secret_after_a_resume_is_sent_no_more(env: Env, server: ChatServer) -> None:
     """The resume context, the rules block and the compaction a resume made kept the value
     and went on sending it in every request after the user said it was a password."""
-    session_id = said_plainly_then_resumed_compacted(env)
+    session_id = uncompacted_session(env, SAID_PLAINLY)
     result = env.run(
         "--resume", session_id,
         input=f"the password for staging is {FOUND}\nnext turn\n",
@@ -64,7 +38,7 @@ def test_a_value_said_secret_after_a_resume_stays_in_no_file_kept_beside_the_ses
     """``ScrubEarlier`` rewrote the checkpoints and the moved turns only: the file kept
     aside before the resume compacted (``.uncompacted-``) and the resume context kept for
     a supervisor that takes over held the value in plain text."""
-    session_id = said_plainly_then_resumed_compacted(env)
+    session_id = uncompacted_session(env, SAID_PLAINLY)
     result = env.run(
         "--resume", session_id,
         input=f"the password for staging is {FOUND}\n/save\n",
@@ -78,8 +52,7 @@ def test_a_value_said_secret_after_a_resume_stays_in_no_file_kept_beside_the_ses
 
 
 def test_a_value_said_secret_after_a_failed_save_stays_in_no_recovery_copy(env: Env) -> None:
-    fault_file = env.base / "faults"
-    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(fault_file)
+    fault_file = env.faults()
     fault_file.write_text("rename ENOSPC /sessions/\n")
     client: Client = env.spawn("--new", terminal=env.terminal())
     client.send(f"deploy staging with {FOUND}")

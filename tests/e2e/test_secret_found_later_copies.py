@@ -7,22 +7,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.e2e.harness import Env, all_text_under
+from tests.e2e.harness import LONG, Env, files_holding
 
 SECRET = "Jq4Wn8Zt2Rk6Vy"
-LONG = "lorem ipsum dolor sit amet " * 200
-"""About 5,400 characters: fifteen turns of it are over a 4,000-token budget."""
-
-
-def faulty(env: Env) -> Path:
-    fault_file = env.base / "faults"
-    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(fault_file)
-    return fault_file
-
-
-def holding(env: Env, needle: str) -> list[str]:
-    """Every file under the state root that holds ``needle``, by path."""
-    return [str(path) for path, data in all_text_under(env.home) if needle.encode() in data]
 
 
 def recovered(env: Env) -> list[Path]:
@@ -35,7 +22,7 @@ def test_a_secret_found_later_is_scrubbed_from_the_recovery_copy_of_failed_saves
     """H181's report: a turn whose save failed was kept in ``recovered/``; a value said in
     it and named a password later stayed there in plain text (the file and the
     checkpoints were scrubbed)."""
-    fault_file = faulty(env)
+    fault_file = env.faults()
     fault_file.write_text("write EIO /sessions/\n")
     client = env.spawn("--new", terminal=env.terminal())
     client.send(f"remember {SECRET} for later")
@@ -50,7 +37,7 @@ def test_a_secret_found_later_is_scrubbed_from_the_recovery_copy_of_failed_saves
     client.expect("[offline model]")
     client.close_stdin()
     assert client.wait() == 0
-    assert holding(env, SECRET) == []
+    assert files_holding(env, SECRET) == []
     (copy,) = recovered(env)
     assert b"remember [REDACTED] for later" in copy.read_bytes()
 
@@ -74,14 +61,14 @@ def test_a_secret_found_later_is_scrubbed_from_the_copy_a_resume_kept_aside(env:
     )
     assert resumed.returncode == 0, resumed.stderr
     (kept,) = env.project.glob(f"{session_id}.json.uncompacted-*")
-    assert holding(env, SECRET) == []
+    assert files_holding(env, SECRET) == []
     assert b"remember [REDACTED] for later" in kept.read_bytes()
 
 
 def test_a_copy_whose_scrub_fails_is_told_and_fails_the_run(env: Env) -> None:
     """A recovery copy that could not be rewritten keeps the secret: the line says so, as a
     checkpoint's does, and the piped run ends with status 1."""
-    fault_file = faulty(env)
+    fault_file = env.faults()
     fault_file.write_text("write EIO /sessions/\n")
     client = env.spawn("--new", terminal=env.terminal())
     client.send(f"remember {SECRET} for later")
@@ -126,5 +113,5 @@ def test_a_secret_found_later_is_scrubbed_from_a_checkpoint_moved_aside_as_damag
     client.expect("[offline model]")
     client.close_stdin()
     assert client.wait() == 0
-    assert holding(env, SECRET) == []
+    assert files_holding(env, SECRET) == []
     assert b"remember [REDACTED] for later" in aside.read_bytes()

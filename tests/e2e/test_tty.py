@@ -845,8 +845,7 @@ def test_a_secret_the_input_history_keeps_when_its_rewrite_fails_is_told_and_tri
 ) -> None:
     """H170: a value found secret in a line stayed in plain text in an earlier line of
     the input history when the history's rewrite failed, and nothing said so."""
-    faults = env.base / "faults"
-    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(faults)
+    faults = env.faults()
     history = env.project.parent / "prompt_history"
     tty = Pty(env, env.terminal())
     try:
@@ -926,9 +925,8 @@ def test_a_failed_saves_notice_is_told_once_beside_the_whole_reply(env: Env) -> 
     terminal draws a notice above the paragraph being written, whole; the line this test
     then found after the reply was the same refusal told again by a later write (the
     summary's, after the pointer's failure in between), which H170 tells once."""
-    faults = env.base / "faults"
+    faults = env.faults()
     faults.write_text("rename EIO /sessions/\n")
-    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(faults)
     tty = Pty(env, env.terminal())
     try:
         tty.expect("/help for commands.")
@@ -1152,9 +1150,8 @@ def test_lines_typed_ahead_of_a_chat_a_stop_ends_unsaved_are_told_not_run_by_the
     an error, not the stop's note; the lines typed ahead were left in the terminal's
     input (the hold had read them: lost without a word), and the chat's close after the
     stop's last frame said the stop's other, false line: ``nothing to save``."""
-    faults = env.base / "faults"
+    faults = env.faults()
     faults.write_text("rename EIO /sessions/\n")
-    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(faults)
     shell = (sys.executable, "-c", JOB_CONTROL_SHELL)
     tty = Pty(env, env.terminal(), under=shell)
     try:

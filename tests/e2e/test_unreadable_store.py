@@ -31,13 +31,6 @@ BREAKAGES: dict[str, Callable[[Path], object]] = {
 }
 
 
-def faults_file(env: Env) -> Path:
-    """The faults file the processes started from now on read (not made yet)."""
-    faults = env.base / "faults"
-    env.extra["AGENT_ASSIST_FAULT_FILE"] = str(faults)
-    return faults
-
-
 def idle_session(env: Env, cwd: Path | None = None) -> tuple[str, Terminal]:
     """A session saved by a tab whose shell still runs (idle), and that tab."""
     tab = env.terminal()
@@ -147,7 +140,7 @@ def test_pointer_read_failing_with_an_io_error_is_named_and_protects(env: Env) -
     """A pointer whose read fails (EIO, injected) ended the listing with an OS error."""
     session_id, tab = idle_session(env)
     assert env.run("supervisor", "stop").returncode == 0
-    faults_file(env).write_text(f"read EIO active_{tab.pid}.json\n")
+    env.faults().write_text(f"read EIO active_{tab.pid}.json\n")
     listed = env.run("sessions")
     assert (
         f"warning: ignoring invalid session pointer active_{tab.pid}.json (Input/output error); "
@@ -213,7 +206,7 @@ def test_every_project_but_an_unlistable_one_is_listed_and_pruned(
     orphan, tab = idle_session(env, cwd=other)
     tab.close()
     assert env.run("supervisor", "stop").returncode == 0
-    faults_file(env).write_text(f"list EIO {env.project.parent.name}\n")
+    env.faults().write_text(f"list EIO {env.project.parent.name}\n")
     if served:
         assert env.run("supervisor", "start").returncode == 0
     extra = ("--older-than", "0") if "prune" in command else ()
@@ -245,7 +238,7 @@ def test_a_listing_that_could_not_read_a_project_fails_whatever_its_path_spells(
     idle_session(env, cwd=named)
     project = _project(env, named)
     assert env.run("supervisor", "stop").returncode == 0
-    faults_file(env).write_text(f"list EIO {project.parent.name}\n")
+    env.faults().write_text(f"list EIO {project.parent.name}\n")
     if served:
         assert env.run("supervisor", "start").returncode == 0
     result = env.run(*command)
@@ -282,7 +275,7 @@ def test_a_short_id_over_an_unreadable_project_does_not_say_there_is_none(
 ) -> None:
     session_id, _ = idle_session(env)
     assert env.run("supervisor", "stop").returncode == 0
-    faults_file(env).write_text(f"list EIO {env.project.parent.name}\n")
+    env.faults().write_text(f"list EIO {env.project.parent.name}\n")
     result = env.run("sessions", command, session_id[:6])
     assert result.returncode == 1
     assert result.stderr.splitlines()[-1] == (
@@ -300,7 +293,7 @@ def test_a_tab_whose_sessions_directory_cannot_be_listed_is_not_told_its_session
     directory's error: it had not looked."""
     session_id, tab = idle_session(env)
     assert env.run("supervisor", "stop").returncode == 0
-    faults_file(env).write_text(f"list EIO {env.project.parent.name}\n")
+    env.faults().write_text(f"list EIO {env.project.parent.name}\n")
     result = env.run(input="", terminal=tab)
     assert "no longer on disk" not in result.stderr, result.stderr
     assert (
@@ -316,7 +309,7 @@ def test_a_reattach_to_a_session_whose_read_fails_goes_on_in_a_new_one_saying_wh
     """H168 left: after a supervisor crash, the new supervisor's read of the chat's session
     failed with EIO, and the chat ended with a raw `error: Input/output error (PATH)`."""
     env.extra["AGENT_ASSIST_HEIR"] = "0"
-    faults = faults_file(env)
+    faults = env.faults()
     session_id, tab = idle_session(env)
     client = env.spawn("--yes", terminal=tab)
     client.send("before the crash")
