@@ -543,7 +543,7 @@ def sessions_show(
     if as_json:
         click.echo(sessions_ops.dumps(data))
     else:
-        click.echo(sessions_ops.render_show(data, _screen_width()))
+        click.echo(sessions_ops.render_show(data, sessions_ops.screen_width()))
     for warning in data.get("warnings", ()):
         _warn(warning)
 
@@ -551,20 +551,11 @@ def sessions_show(
 def _say(text: str) -> None:
     """A line on stdout; on a terminal, wider than it, wrapped between words (the
     terminal's own wrap cut it inside one: ``so`` / ``cket``)."""
-    if (width := _screen_width()) is not None:
+    if (width := sessions_ops.screen_width()) is not None:
         from cli.console import word_wrap
 
         text = word_wrap(text, width)
     click.echo(text)
-
-
-def _screen_width() -> int | None:
-    """The width of the terminal stdout is, if it is one."""
-    if not sys.stdout.isatty():
-        return None
-    import shutil
-
-    return shutil.get_terminal_size().columns
 
 
 def _new_live_session(workspace: Path | None, session_id: str) -> dict[str, Any] | None:
@@ -712,7 +703,11 @@ def config_show(as_json: bool, model: str | None) -> None:
     from cli import config_cmd
 
     data = config_cmd.report({"model": model})
-    click.echo(sessions_ops.dumps(data) if as_json else config_cmd.render(data, _screen_width()))
+    click.echo(
+        sessions_ops.dumps(data)
+        if as_json
+        else config_cmd.render(data, sessions_ops.screen_width())
+    )
     for problem in config_cmd.sdk_problems(config_cmd.load({"model": model})):
         _warn(f"warning: a chat would refuse this: {problem}")
 

@@ -421,8 +421,9 @@ def _clip(text: str | None, width: int) -> str:
     return clip(text or "", width)
 
 
-def _screen_width() -> int | None:
-    """The terminal's width when stdout is one, else None."""
+def screen_width() -> int | None:
+    """The terminal's width when stdout is one, else None (the tables and the lines wider
+    than it are fit to it)."""
     import shutil
     import sys
 
@@ -464,7 +465,7 @@ def render_table(
         )
     from cli.summaries import columns, cut, pad
 
-    width = width or _screen_width()
+    width = width or screen_width()
     cut_projects = every and width is not None
     # Shorter times, then long project names cut (their hash kept), then whole columns
     # go, least needed first, before the summary gets shorter than its minimum: a cell
