@@ -31,6 +31,11 @@ def _auth_secret(value: str) -> bool:
     user, colon, password = value.partition(":")
     if colon:
         return bool(user) and bool(password)
+    return mixes_case_and_digits(value)
+
+
+def mixes_case_and_digits(value: str) -> bool:
+    """Digits, upper and lower case letters, all three: a generated value, not a word."""
     return (
         any(c.isdigit() for c in value)
         and any(c.isupper() for c in value)

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from session.environment import longest_first, secrets_from_environment
+from session.environment import longest_first, mixes_case_and_digits, secrets_from_environment
 
 __all__ = [
     "REDACTED",
@@ -173,7 +173,7 @@ def _url_user(match: re.Match[str]) -> str:
     letters and digits in two runs each at least (``_interleaved``: ``abc123def456...``)."""
     user = match.group(2)
     hex_key = _HEX_RE.fullmatch(user) is not None and sum(c.isdigit() for c in user) >= 6
-    generated = _mixes_case_and_digits(user) and not _reads_as_words(user)
+    generated = mixes_case_and_digits(user) and not _reads_as_words(user)
     if hex_key or generated or _interleaved(user):
         return match.group(1) + REDACTED
     return match.group(0)
@@ -526,7 +526,7 @@ def _mixed_value(match: re.Match[str]) -> str:
     9f86d0...``) unless a word before ``key`` says it names no credential (``primary key``,
     ``cache key``, ``public key``: ``_NOT_SECRET_KEYS``)."""
     value = match.group(2)
-    if _mixes_case_and_digits(value):
+    if mixes_case_and_digits(value):
         return match.group(1) + REDACTED
     if _is_hex_key(value) and not _qualified_key(match.string, match.start()):
         return match.group(1) + REDACTED
@@ -563,15 +563,6 @@ def _qualified_key(text: str, start: int) -> bool:
     ``_NOT_SECRET_KEYS``."""
     before = _WORD_BEFORE_RE.search(text, max(0, start - 40), start)
     return before is not None and before.group(1).lower() in _NOT_SECRET_KEYS
-
-
-def _mixes_case_and_digits(value: str) -> bool:
-    """Digits, upper and lower case letters, all three: a generated value, not a word."""
-    return (
-        any(c.isdigit() for c in value)
-        and any(c.isupper() for c in value)
-        and any(c.islower() for c in value)
-    )
 
 
 _LOGIN_RE = re.compile(
@@ -631,7 +622,7 @@ def _bare_value(match: re.Match[str]) -> str:
     value = match.group(2)
     digits = any(c.isdigit() for c in value)
     generated = (
-        _mixes_case_and_digits(value)
+        mixes_case_and_digits(value)
         or (_HEX_RE.fullmatch(value) is not None and sum(c.isdigit() for c in value) >= 6)
         or (digits and any(c.isalpha() for c in value) and _PASSWORD_WORD_RE.search(match[1]))
         or (_KEY_WORD_RE.search(match[1]) is not None and _interleaved(value))
@@ -647,7 +638,7 @@ _KEY_WORD_RE = re.compile(r"(?i)key\W*\Z")
 def _interleaved(value: str) -> bool:
     """A value of 12+ letters and digits in one case, each in three runs at least
     (``abc123def456ghi7``, a generated key); not a name and a number (``rotation2024``,
-    ``deploy2024prod1``; in mixed case, ``_mixes_case_and_digits`` tells)."""
+    ``deploy2024prod1``; in mixed case, ``mixes_case_and_digits`` tells)."""
     return (
         len(value) >= 12
         and value.isalnum()
@@ -945,7 +936,7 @@ def _cut_value(value: str) -> bool:
     numbers (``Build2024Release7x``, ``ticket-12345-fix``)."""
     if _reads_as_words(value):
         return False
-    if _mixes_case_and_digits(value):
+    if mixes_case_and_digits(value):
         return True
     return (
         len(value) >= 16
@@ -1017,7 +1008,7 @@ def cut_rest(text: str) -> str | None:
     alone = _WHOLE_VALUE_RE.fullmatch(text)
     if alone is not None:
         value = alone.group(1).strip("=")
-        if _mixes_case_and_digits(value) and not _reads_as_words(value):
+        if mixes_case_and_digits(value) and not _reads_as_words(value):
             return value
     return next(
         (
