@@ -23,7 +23,7 @@ NO_REPLY_PREFIX = "[no reply: "
 REASON_CHARS = 200
 FIRST_WORDS_CHARS = 50
 """Of an unanswered message, what a listing shows: as much as the resume offer's line
-shows of it on an 80-column terminal (``cli.chat.unanswered_text``)."""
+shows of it on an 80-column terminal (``cli.resume_offer.unanswered_text``)."""
 
 
 def no_reply(reason: str) -> str:

@@ -3,8 +3,8 @@ each other session of the project told apart from the others."""
 
 from __future__ import annotations
 
-from cli.chat import offer_text
 from cli.console import word_wrap
+from cli.resume_offer import offer_text
 
 OFFER = {
     "session_id": "a1b2c3d4e5f6",
@@ -61,8 +61,8 @@ def test_an_other_session_with_accents_of_combining_marks_stays_on_its_line() ->
     """A summary written with combining accents (``e`` + U+0301, as text pasted from
     macOS often is) takes fewer columns than characters: its line, cut to the terminal's
     width, was wrapped again by characters, the summary pushed to a row of its own."""
-    from cli.chat import offer_text
     from cli.console import word_wrap
+    from cli.resume_offer import offer_text
     from cli.summaries import columns
 
     offer = {"session_id": "a" * 12, "last_active": "2026-12-05 11:58 UTC", "turns": 1}

@@ -31,8 +31,8 @@ from actors.turn_lines import (
     over_budget_uncompacted_line,
     stated_context_window,
 )
-from cli.chat import offer_text
 from cli.render import ReflowedRegion, stable_prefix
+from cli.resume_offer import offer_text
 from cli.summaries import summary_headline
 from session.compaction import EventCompaction
 from session.lifecycle import KeepOriginal
