@@ -151,15 +151,15 @@ def summary_model_down_line(model: str, reason: str, seconds: float) -> str:
     )
 
 
-def failure_reason(exc: BaseException) -> str:
+def failure_reason(exc: BaseException, known_secrets: tuple[str, ...] = ()) -> str:
     """Why the summary model failed, as the terminal's line says it: pydantic-ai's own words
     for an empty or unusable answer ("Exceeded maximum output retries (1)") say nothing
-    to a user."""
+    to a user. Scrubbed of ``known_secrets`` before it is cut."""
     if isinstance(exc, TimeoutError):
         return "TimeoutError: no answer in time"
     if isinstance(exc, UnexpectedModelBehavior):
         return "its answer was empty or could not be used"
-    text = error_words(exc)[:200]
+    text = error_words(exc, known_secrets)[:200]
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -344,7 +344,7 @@ class CompactionActor(Actor[CompactionMessage]):
                 else window
             )
             summarized, offline, too_long = await self._summarize_window(
-                model, readable.events, timeout, message.max_chars
+                model, readable.events, timeout, message.max_chars, message.secrets
             )
             offline_because = too_long or self._offline_because(model)
             by_model = not offline and (self._summarizer is not None or model is not None)
@@ -376,7 +376,7 @@ class CompactionActor(Actor[CompactionMessage]):
                 window=window,
             )
         except Exception as exc:
-            text = error_words(exc) or type(exc).__name__
+            text = error_words(exc, message.secrets) or type(exc).__name__
             if not isinstance(exc, CompactionError):
                 text = f"{type(exc).__name__}: {text}"
             log.warning("compaction of session %s failed: %s", message.session_id, text)
@@ -401,7 +401,12 @@ class CompactionActor(Actor[CompactionMessage]):
         return None if model in (None, OFFLINE) else model
 
     async def _summarize_window(
-        self, model: str | None, events: tuple[Event, ...], timeout: float, max_chars: int | None
+        self,
+        model: str | None,
+        events: tuple[Event, ...],
+        timeout: float,
+        max_chars: int | None,
+        secrets: tuple[str, ...] = (),
     ) -> tuple[Event | None, bool, str | None]:
         """The window's summary, whether the offline summarizer wrote it in the summary
         model's place (the model failed now or lately, or its answer was not used), and
@@ -424,7 +429,7 @@ class CompactionActor(Actor[CompactionMessage]):
                 log.warning("LLM compaction with %s not used: %s", model, exc)
                 too_long = TOO_LONG_BECAUSE if isinstance(exc, RunawaySummary) else None
             except Exception as exc:
-                self._llm_failed(model, "compaction", exc)
+                self._llm_failed(model, "compaction", exc, secrets)
         offline = await off_the_loop(OfflineEventSummarizer().summarize, events)
         return offline, model is not None, too_long
 
@@ -485,10 +490,12 @@ class CompactionActor(Actor[CompactionMessage]):
             return None
         return summary_model_down_line(model, reason, left)
 
-    def _llm_failed(self, model: str, what: str, exc: BaseException) -> None:
+    def _llm_failed(
+        self, model: str, what: str, exc: BaseException, secrets: tuple[str, ...] = ()
+    ) -> None:
         """Remember a failing summary model: the offline summarizer alone for a while, so
         a model that is down costs one timeout, not one per turn."""
-        reason, offline_s = failure_reason(exc), offline_for(exc)
+        reason, offline_s = failure_reason(exc, secrets), offline_for(exc)
         self._llm_down[model] = (anyio.current_time() + offline_s, reason)
         log.warning(
             "LLM %s with %s at %s failed (%s); the offline summarizer alone for %.0f s",
@@ -536,7 +543,7 @@ class CompactionActor(Actor[CompactionMessage]):
                     if isinstance(exc, RunawaySummary):
                         too_long = TOO_LONG_BECAUSE
                 except Exception as exc:
-                    self._llm_failed(model, "summary", exc)
+                    self._llm_failed(model, "summary", exc, message.secrets)
                 finally:
                     self._summary_slots.release()
         offline = offline_summary(message.messages, message.decisions, message.previous)

@@ -84,8 +84,9 @@ among the concurrent turns: beyond, the terminal reads nothing (stopped with Ctr
 the place goes to other terminals' turns until it reads again."""
 
 
-def _one_line(exc: BaseException) -> str:
-    text = error_words(exc) or type(exc).__name__
+def _one_line(exc: BaseException, known_secrets: tuple[str, ...] = ()) -> str:
+    """``exc`` for a log line, scrubbed of ``known_secrets`` before its cut."""
+    text = error_words(exc, known_secrets) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"[:500]
 
 
@@ -231,7 +232,8 @@ class LLMActor(Actor[LLMMessage]):
                     line = self._stalled_line(turn)
                     done = _unfinished(turn, deps, error=line, kept=progress.kept())
                 except Exception as exc:
-                    log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc))
+                    secrets = await progress.secrets_of(turn)  # replaced before any cut
+                    log.warning("turn %d failed: %s", turn.turn_id, _one_line(exc, secrets))
                     kept = progress.kept()
                     window = stated_context_window(exc)
                     line = explain_failure(
@@ -240,6 +242,7 @@ class LLMActor(Actor[LLMMessage]):
                         mid_reply=reply.had_text,
                         kept=bool(kept),
                         message_alone=_alone_over(turn, window),
+                        known_secrets=secrets,
                     )
                     full = context_window_exceeded(exc)
                     done = _unfinished(
@@ -586,8 +589,9 @@ async def _checkpoint_before_write(
     try:
         return await turn.reply_to.ask(CheckpointBeforeWrite(turn.turn_id, paths), timeout_s)
     except Exception as exc:
-        log.warning("turn %d: checkpoint before write failed: %s", turn.turn_id, _one_line(exc))
-        return checkpoint_failed(_one_line(exc))
+        line = _one_line(exc, turn.known_secrets)
+        log.warning("turn %d: checkpoint before write failed: %s", turn.turn_id, line)
+        return checkpoint_failed(line)
 
 
 def _text_of(event: object) -> str:

@@ -574,7 +574,8 @@ class TerminalActor(Actor[TerminalMessage]):
             with contextlib.suppress(DeadActor):
                 await self._peers.llm.tell(CancelTurn(self._lc.turn, self._self))
             self._lc = self._lc.abandon_turn()
-        text = str(exc)[:300]
+        # scrubbed before the cut (a value at the cut would keep its head), on one line
+        text = " ".join(scrub_text(str(exc), self._lc.policy.known_secrets).split())[:300]
         saved = await self._emergency_save(failed=f"{type(exc).__name__}: {text}")
         line = (
             f"internal error ({type(exc).__name__}: {text}); "

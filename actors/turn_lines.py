@@ -26,7 +26,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 
 from actors.chat_client import MAX_UNSEEN_WAIT_S
 from actors.messages import Compacted
-from session.redaction import scrub_text, secrets_from_environment
+from session.redaction import scrub_text, secrets_from_environment, with_secrets
 from session.waits import wait_words
 
 RESTART_HINT = (
@@ -164,9 +164,12 @@ def explain_failure(
     mid_reply: bool = False,
     kept: bool = False,
     message_alone: int | None = None,
+    known_secrets: tuple[str, ...] = (),
 ) -> str:
     """What happened and what to do, in one line (no ``error:`` prefix), scrubbed of
     secrets: an endpoint's error body may echo the request's ``Authorization`` header.
+    ``known_secrets`` (the session's) are replaced before any quote of it is cut, as the
+    environment's are: cut first, a secret at the cut kept its head.
     ``mid_reply``: some of the reply had come (a connection error is then a drop);
     ``kept``: a tool of the reply had run, so the turn is kept as far as it got (a note
     says so): the line does not say the reply is not kept, nor to send the message
@@ -176,8 +179,9 @@ def explain_failure(
     ``message_alone``: the user's message, in tokens, when it alone is over the budget or
     the window: a refusal then says to send a part, which a compaction cannot do for it."""
     reply = Reply.KEPT if kept else Reply.NOT_KEPT
-    line = _explain(exc, model, mid_reply, reply, message_alone)
-    return scrub_text(line, secrets_from_environment())
+    secrets = with_secrets(secrets_from_environment(), known_secrets)
+    line = _explain(exc, model, mid_reply, reply, message_alone, secrets)
+    return scrub_text(line, secrets)
 
 
 class Reply(Enum):
@@ -246,6 +250,7 @@ def _explain(
     mid_reply: bool,
     reply: Reply,
     message_alone: int | None = None,
+    secrets: tuple[str, ...] = (),
 ) -> str:
     where = endpoint_of(model)
     if context_window_exceeded(exc):
@@ -254,8 +259,9 @@ def _explain(
         else:
             source = f"from {where}"
             said = exc.message if isinstance(exc, ModelAPIError) else str(exc)
+        said = _clip(said, 200, secrets)
         return (
-            f"{source}: the request is over the model's context window ({_clip(said, 200)}); "
+            f"{source}: the request is over the model's context window ({said}); "
             + reply.told(not_kept=NOT_KEPT, kept=STOPPED_THERE)
             + (
                 f": this message alone (~{message_alone:,} tokens) is over it; "
@@ -332,7 +338,7 @@ def _explain(
         name = model.partition(":")[2] or model
         return f"404 from {where}: the endpoint does not serve model {name!r} (check --model)"
     if isinstance(exc, ModelHTTPError):
-        said = _clip(_said_by(exc.body), 200)
+        said = _clip(_said_by(exc.body), 200, secrets)
         if exc.status_code == 429 and (wait := _asked_wait(exc)) is not None:
             return f"429 from {where} (rate limited, it asks to wait {wait}): {said}; " + (
                 reply.told(not_kept=f"send it again in {wait}", kept=GO_ON_LATER)
@@ -347,7 +353,7 @@ def _explain(
             )
         return f"{exc.status_code} from {where}: {said}"
     if isinstance(exc, ModelAPIError):
-        return f"request to {where} failed: {_clip(exc.message, 200)}"
+        return f"request to {where} failed: {_clip(exc.message, 200, secrets)}"
     if isinstance(exc, UserError) and (missing := _MISSING_SETTING_RE.search(str(exc))):
         return (
             f"model {model!r} needs {missing[1]}, which the supervisor's environment does not "
@@ -357,7 +363,7 @@ def _explain(
         return (
             f"unknown model {model!r}: use offline, openai-chat:NAME or a pydantic-ai provider:name"
         )
-    text = one_line(str(exc)) or type(exc).__name__
+    text = one_line(str(exc), secrets) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"[:500]
 
 
@@ -373,13 +379,15 @@ def _asked_wait(exc: ModelHTTPError) -> str | None:
     return wait_words(wait)
 
 
-def error_words(exc: BaseException) -> str:
-    """``exc``'s words on one line, scrubbed, for a log line: an endpoint's error as its
-    status and what its body says (pydantic-ai's words give the body as a Python dict,
-    whose message of several lines read with literal ``\\n``)."""
+def error_words(exc: BaseException, known_secrets: tuple[str, ...] = ()) -> str:
+    """``exc``'s words on one line, scrubbed (of ``known_secrets`` too: a caller may cut
+    them), for a log line: an endpoint's error as its status and what its body says
+    (pydantic-ai's words give the body as a Python dict, whose message of several lines
+    read with literal ``\\n``)."""
     if isinstance(exc, ModelHTTPError):
-        return f"{exc.status_code} from {exc.model_name}: {_said_by(exc.body)}"
-    return one_line(str(exc))
+        said = f"{exc.status_code} from {exc.model_name}: {_said_by(exc.body)}"
+        return scrub_text(said, known_secrets) if known_secrets else said
+    return one_line(str(exc), known_secrets)
 
 
 def _said_by(body: object) -> str:

@@ -104,10 +104,10 @@ def number_from_env(
     except ValueError:
         value = -1.0
     if not 0 < value < MAX_TUNING_VALUE:  # also refuses nan and inf
-        from session.redaction import scrub_text  # only on this error's path: it costs
+        from session.redaction import shown_input  # only on this error's path: it costs
 
-        raise TuningError(
-            f"bad {name} {scrub_text(repr(raw[:40]))}: must be a number > 0 and "
+        raise TuningError(  # scrubbed, then cut: cut first, a key was no longer whole
+            f"bad {name} {shown_input(raw, 40)}: must be a number > 0 and "
             f"< {MAX_TUNING_VALUE:,.0f}"
         )
     return value

@@ -311,6 +311,38 @@ async def test_a_failed_summary_models_warning_shows_no_password_of_its_url(
         tg.cancel_scope.cancel()
 
 
+async def test_a_failed_summary_models_warning_shows_no_head_of_a_known_secret_at_its_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """H188's leftover: the summary model's error was cut to 200 characters before the
+    session's known secrets were replaced, so a value at the cut kept its head in the
+    warning every terminal of the supervisor shows."""
+    import pydantic_ai.models
+
+    from tests.e2e.openai_server import ChatServer
+
+    value = "Zq9Xv7Lm2Pk4QwRt8Yu3"
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+    with ChatServer() as server:
+        server.summary_error = "y" * 160 + f" {value} end"
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
+        events = events_from_messages(conversation(0, 1, 2, 3), 1)
+        window = sliding_window(events, EventsCompactionConfig(2, 0, None))
+        assert window is not None
+        async with anyio.create_task_group() as tg:
+            make = partial(CompactionActor, summary_model="openai-chat:summary-model")
+            compaction: ActorRef[Any] = await tg.start(partial(run_supervised, "compaction", make))
+            with anyio.fail_after(30):
+                answer = await compaction.ask(
+                    Compact("aaaaaaaaaaaa", 1, window, "command", secrets=(value,))
+                )
+            tg.cancel_scope.cancel()
+    assert isinstance(answer, Compacted) and answer.offline_because is not None
+    assert "y" * 150 in answer.offline_because  # the error is quoted up to its cut
+    assert value[:4] not in answer.offline_because, answer.offline_because
+
+
 @pytest.mark.parametrize(
     ("failure", "told"),
     [

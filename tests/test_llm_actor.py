@@ -444,3 +444,47 @@ async def test_a_tool_calls_line_shows_none_of_the_turns_known_secrets(
         llm.close()
     (line,) = lines
     assert line.startswith('record_decision "use [REDACTED] for the vault') and value not in line
+
+
+async def test_a_failed_turns_error_line_and_log_line_show_no_head_of_a_known_secret_at_the_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """H188's leftover: the endpoint's words were cut (200 characters for the line, 500 for
+    the log) before the session's known secrets were replaced, so a value straddling the
+    cut kept its head in the line the terminal shows and saves, and in the log."""
+    value = "Zq9Xv7Lm2Pk4QwRt8Yu3"
+    terminal: ActorRef[Any]
+    terminal, replies = open_mailbox("terminal")
+    said = "content refused: refuse: "
+    # the value begins a few characters before the line's cut (200) and the log's (500)
+    prompts = [
+        "refuse: " + "x" * (189 - len(said)) + f" {value} end",
+        "refuse: " + "x" * (486 - len(said) - len("400 from m: ")) + f" {value} end",
+    ]
+    with ChatServer() as server, caplog.at_level(logging.WARNING, logger="agent_assist.llm"):
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
+        llm: ActorRef[Any]
+        llm, llm_mailbox = open_mailbox("llm")
+        errors: list[str] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(LLMActor().serve, llm_mailbox)
+            for turn_id, prompt in enumerate(prompts, 1):
+                turn = StartTurn(
+                    turn_id, "openai-chat:m", prompt, (), tmp_path, "", "", terminal,
+                    known_secrets=(value,),
+                )
+                await llm.tell(turn)
+                with anyio.fail_after(30):
+                    while not isinstance(done := (await replies.receive()).message, TurnDone):
+                        pass
+                assert done.error is not None
+                errors.append(done.error)
+            llm.close()
+    for error in errors:
+        assert value[:6] not in error, error
+    logged = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
+    assert len(logged) == 2
+    for line in logged:
+        assert value[:6] not in line, line

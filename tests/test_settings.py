@@ -297,3 +297,15 @@ def test_the_supervisor_keeps_the_known_settings_of_a_file_with_an_unknown_one(
     assert settings.compaction_overlap == 3
     (problem,) = problems
     assert problem.startswith(f"{tmp_path}/config.toml: unknown setting 'modle' (known: ")
+
+
+def test_a_bad_tuning_value_is_quoted_scrubbed_before_it_is_cut() -> None:
+    """Cut to 40 characters first, a token pasted into a tuning variable kept its head
+    (``ghp_`` and six characters no pattern takes) in the error line."""
+    from supervisor.runtime import TuningError, number_from_env
+
+    name = "AGENT_ASSIST_HELLO_TIMEOUT_S"
+    token = "ghp_" + "A1b2C3d4E5" * 4
+    with pytest.raises(TuningError) as caught:
+        number_from_env(name, 1.0, {name: "x" * 29 + " " + token})
+    assert "ghp_" not in str(caught.value) and "A1b2" not in str(caught.value), str(caught.value)
