@@ -18,12 +18,14 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
+    ModelResponsePart,
     TextPart,
     ToolCallPart,
     UserPromptPart,
     repair_messages,
 )
 
+from session.redaction import without_cut_token
 from session.unanswered import no_reply
 
 INTERRUPTED = "[interrupted: this reply was stopped before its end]"
@@ -43,6 +45,7 @@ def interrupted_turn(messages: Sequence[ModelMessage], partial: str) -> tuple[Mo
         return ()
     kept = repair_messages(messages)
     last = kept[-1]
+    partial = without_cut_token(partial)  # a key cut mid-way is too short for the patterns
     said = f"{partial.rstrip()}\n\n{INTERRUPTED}" if partial.strip() else INTERRUPTED
     if isinstance(last, ModelRequest):
         kept.append(ModelResponse(parts=[TextPart(said)]))
@@ -51,8 +54,16 @@ def interrupted_turn(messages: Sequence[ModelMessage], partial: str) -> tuple[Mo
         # and the note go in it
         kept[-1] = dataclasses.replace(last, parts=[*last.parts, TextPart(said)])
     elif last.state == "interrupted":  # its text is there already
-        kept[-1] = dataclasses.replace(last, parts=[*last.parts, TextPart(INTERRUPTED)])
+        parts = [*last.parts[:-1], _without_cut_token(last.parts[-1]), TextPart(INTERRUPTED)]
+        kept[-1] = dataclasses.replace(last, parts=parts)
     return tuple(kept)
+
+
+def _without_cut_token(part: ModelResponsePart) -> ModelResponsePart:
+    """The response's last part; its text, where the reply was cut, without a key cut."""
+    if not isinstance(part, TextPart):
+        return part
+    return dataclasses.replace(part, content=without_cut_token(part.content))
 
 
 def _without_cut_calls(message: ModelMessage) -> ModelMessage:

@@ -102,6 +102,32 @@ _CUT_GITHUB_TOKEN_RE = re.compile(r"\bgh[pousr]_([A-Za-z0-9]{8,29})(?![A-Za-z0-9
 goes when what is left of it looks generated (``_cut_github_token``)."""
 
 
+_CUT_TOKEN_AT_END_RE = re.compile(
+    r"(?<![A-Za-z0-9_\-])(?:sk-(?:proj-|ant-(?:api\d\d-)?|live-|test-|or-)?|(?:AKIA|ASIA)|"
+    r"gh[pousr]_|github_pat_|xox[abprse]-|xapp-\d-|gsk_|r8_|xai-|do[por]_v1_|ya29\.|GOCSPX-|"
+    r"AIza|eyJ|[rs]k_(?:live|test)_|hf_|glpat-|npm_|pypi-|whsec_|SG\.|glrt-|hv[sb]\.|"
+    r"shp(?:at|ca|pa|ss)_|lin_api_|ATATT3|AGE-SECRET-KEY-1)"
+    r"([A-Za-z0-9_\-.]{4,})\Z"
+)
+"""A token's prefix and the start of its value at a text's very end: a reply cut there
+(Ctrl+C, a dropped connection) keeps the part of a key that came, too short for
+``_TOKEN_PATTERNS`` (``sk-proj-Ab3dE5gH``, ``github_pat_11AB``)."""
+
+
+def without_cut_token(text: str) -> str:
+    """``text``, a reply cut short, with a token cut at its end replaced: what came of it
+    goes when it looks generated (a digit, or both cases; not words: ``hf_hub``)."""
+    match = _CUT_TOKEN_AT_END_RE.search(text.rstrip()) if text else None
+    if match is None:
+        return text
+    rest = match.group(1)
+    digits = any(c.isdigit() for c in rest)
+    mixed = any(c.isupper() for c in rest) and any(c.islower() for c in rest)
+    if not (digits or mixed) or _reads_as_words(rest):
+        return text
+    return text[: match.start()] + REDACTED + text[match.end() :]
+
+
 def _token(match: re.Match[str]) -> str:
     """``[REDACTED]`` for a token; a Vault token's shape without a digit that reads as words
     (``hvs.someVeryLongCamelCaseAttributeName``, an attribute of an ``hvs`` object) stays."""

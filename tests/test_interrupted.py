@@ -3,8 +3,10 @@ with its return, ending with the text so far and the note that it was interrupte
 
 from __future__ import annotations
 
+import pytest
 from pydantic_ai.messages import (
     ModelMessage,
+    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     TextPart,
@@ -14,6 +16,7 @@ from pydantic_ai.messages import (
 )
 
 from session.interrupted import INTERRUPTED, interrupted_turn
+from session.redaction import scrub_json
 from tests.test_history import pairing_problems
 
 PROMPT = ModelRequest(parts=[UserPromptPart("write the spec")])
@@ -59,3 +62,36 @@ def test_cut_while_the_tool_runs_gives_the_call_a_return() -> None:
 def test_text_pydantic_ai_kept_of_the_cut_response_is_not_said_twice() -> None:
     kept = interrupted_turn([PROMPT, CALL, RETURN, cut(TextPart("Done so"))], "Done so")
     assert last_text(kept) == f"Done so{INTERRUPTED}"
+
+
+CUT_KEYS = [
+    "sk-proj-Ab3dE5gH",
+    "sk-ant-api03-Xy9Z",
+    "github_pat_11ABCDEF0",
+    "glpat-Ab3dE5gH7j",
+    "AIzaSyAb3dE5gH7jK9",
+    "hf_Ab3dE5gH7jK9",
+    "xoxb-1234-5678",
+]
+
+
+@pytest.mark.parametrize("key", CUT_KEYS)
+@pytest.mark.parametrize("held", [False, True])
+def test_a_key_cut_at_the_replys_end_is_saved_without_what_came_of_it(
+    key: str, held: bool
+) -> None:
+    """H188's leftover: a reply cut by Ctrl+C mid-key kept the part that came, too short
+    for the token patterns, so the session file saved it. ``held``: pydantic-ai's record
+    of the cut response holds the text, else the streamed text so far is given."""
+    text = f"Set the variable to {key}"
+    last = cut(TextPart(text)) if held else cut()
+    kept = interrupted_turn([PROMPT, CALL, RETURN, last], text)
+    saved = str(scrub_json(ModelMessagesTypeAdapter.dump_python(list(kept), mode="json")))
+    assert key not in saved and key[:-3] not in saved, saved
+    assert last_text(kept).startswith("Set the variable to [REDACTED]")
+
+
+@pytest.mark.parametrize("end", ["see hf_hub", "install sk-learn", "call AKIA", "a plain end"])
+def test_a_cut_reply_ending_in_a_word_like_a_prefix_keeps_it(end: str) -> None:
+    kept = interrupted_turn([PROMPT, CALL, RETURN, cut()], end)
+    assert last_text(kept) == f"{end}\n\n{INTERRUPTED}"
