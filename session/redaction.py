@@ -514,8 +514,40 @@ def _passphrase_words(value: str) -> int:
     return count
 
 
+MAX_SET_PASSPHRASE_WORDS = 6
+"""The longest run of words taken whole after ``password:`` (``_set_passphrase``)."""
+_RUN_END = frozenset(".,;!?)\"'`\n\r")
+
+
+def _set_passphrase(match: re.Match[str]) -> bool:
+    """A passphrase set with ``:`` or ``=`` (``password: tired ocean lamp``): 3 to
+    ``MAX_SET_PASSPHRASE_WORDS`` lower-case words, none of them prose's
+    (``_PROSE_FUNCTION_WORDS``), that end the line or come before punctuation. Taken even
+    with an ``-ed``/``-ing``/``-ly`` word in them, which a sentence after ``is`` has
+    (``password: reset it using the link`` stays: ``it``, ``the``)."""
+    if not match.group(1).rstrip().endswith((":", "=")):
+        return False
+    rest = match.string[match.end() : match.end() + 1]
+    if rest and rest not in _RUN_END:
+        return False
+    return _lower_case_run(match.group(2).split())
+
+
+def _lower_case_run(words: list[str]) -> bool:
+    """3 to ``MAX_SET_PASSPHRASE_WORDS`` lower-case words, none of them prose's."""
+    return (
+        MIN_PASSPHRASE_WORDS <= len(words) <= MAX_SET_PASSPHRASE_WORDS
+        and all(word.islower() or word.isdigit() for word in words)
+        and not any(
+            word.replace("\u2019", "'") in _PROSE_FUNCTION_WORDS for word in words
+        )
+    )
+
+
 def _several_words(match: re.Match[str]) -> str:
     value = match.group(2)
+    if _set_passphrase(match):
+        return match.group(1) + REDACTED
     count = _passphrase_words(value)
     if count < MIN_PASSPHRASE_WORDS:
         return match.group(0)
@@ -1262,14 +1294,15 @@ def _generated(value: str) -> bool:
     or 8+ mixing upper and lower case letters and digits (``Kd8Lw3Pq7Zx``), or letters,
     digits and a symbol (``Tr0ub4dor&3``); not ``required`` or ``ed25519``, which a
     pattern may take for a password where it stands, but which elsewhere are words. A
-    passphrase (3+ words, none that prose is made of: ``_passphrase_words``) of 16+
-    characters is one too: ``correct horse battery staple`` is no sentence of a chat."""
+    passphrase (3+ words, none that prose is made of: ``_passphrase_words``; or one
+    ``_set_passphrase`` takes) of 16+ characters is one too: ``correct horse battery
+    staple`` is no sentence of a chat."""
     if " " in value:
         words = value.split()
         return (
             len(value) >= 16
             and len(words) >= MIN_PASSPHRASE_WORDS
-            and _passphrase_words(value) == len(words)
+            and (_passphrase_words(value) == len(words) or _lower_case_run(words))
             and all(_PASSPHRASE_WORD_RE.fullmatch(word) for word in words)
         )
     if len(value) >= 16:

@@ -18,7 +18,7 @@ from session.encoded import EncodedMessages
 from session.history import dump_messages, load_messages
 from session.manager import SessionManager
 from session.models import SessionState
-from session.redaction import REDACTED, scrub_keys, scrub_text
+from session.redaction import REDACTED, scrub_keys, scrub_text, with_revealed
 from tests.conversations import conversation
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
@@ -1470,6 +1470,40 @@ def test_a_password_of_several_words_is_scrubbed_whole(text: str, expected: str)
 )
 def test_prose_about_a_password_after_its_link_is_left_alone(text: str) -> None:
     assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [  # H196: a passphrase set with ":" or "=" went untouched with an -ed/-ing/-ly word
+        ("password: tired ocean lamp", "password: [REDACTED]"),
+        ("password: tired ocean lamp.\nnext", "password: [REDACTED].\nnext"),
+        ("db_password = sleeping purple lonely", "db_password = [REDACTED]"),
+        ("password: falling maple quietly river!", "password: [REDACTED]!"),
+    ],
+)
+def test_a_passphrase_set_with_a_colon_is_scrubbed_whatever_its_words_end_with(
+    text: str, expected: str
+) -> None:
+    assert scrub_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # H196: sentences after "password:" keep a word prose is made of
+        "password: reset it using the link",
+        "password: tired ocean lamp and then more words here",
+        "Password: never shared externally",
+        "password: use the reset form below",
+        "the password is tired ocean lamp",  # "is" unquoted: prose may follow it
+    ],
+)
+def test_a_sentence_after_a_password_colon_is_not_a_passphrase(text: str) -> None:
+    assert scrub_text(text) == text
+
+
+def test_a_passphrase_set_with_a_colon_is_known_from_then_on() -> None:
+    known = with_revealed("password: tired ocean lamp", ())
+    assert scrub_text("I typed tired ocean lamp twice", known) == "I typed [REDACTED] twice"
 
 
 @pytest.mark.parametrize(
