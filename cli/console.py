@@ -991,6 +991,7 @@ def stderr_wrapped(text: str) -> str:
     it, wrapped between words as ``Console.warn``'s lines (the chat's refusals, such as
     another endpoint's, were cut inside words at 40 columns); else as written."""
     width = _stderr_width(sys.stdout.isatty())
+    text = printable(text)  # it may quote a value of the environment, a path, a frame's
     return word_wrap(text, width) if width is not None else text
 
 

@@ -63,7 +63,10 @@ def quick_sessions(flags: list[str]) -> int:
             warnings = answer["warnings"]
             assert isinstance(warnings, list)  # checked by ask_for_sessions
             write_warnings([str(w) for w in warnings])
-            write_out(json.dumps(answer["sessions"], indent=2, ensure_ascii=False))  # as ops.dumps
+            from cli.printable import json_printable
+
+            text = json.dumps(answer["sessions"], indent=2, ensure_ascii=False)
+            write_out(json_printable(text))  # as ops.dumps
             return 1 if incomplete(answer) else 0
     from cli import sessions as ops
     from cli.errors import error_line

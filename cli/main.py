@@ -28,6 +28,7 @@ from cli.errors import (
     shown_input,
     usable_workspace,
 )
+from cli.printable import printable
 from cli.quick import incomplete, prune_failed
 from supervisor.runtime import check_tuning, runtime_paths
 
@@ -555,7 +556,7 @@ def _say(text: str) -> None:
         from cli.console import word_wrap
 
         text = word_wrap(text, width)
-    click.echo(text)
+    click.echo(printable(text))
 
 
 def _new_live_session(workspace: Path | None, session_id: str) -> dict[str, Any] | None:

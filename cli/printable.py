@@ -7,7 +7,18 @@ import re
 
 from session.printable import printable
 
-__all__ = ["StreamPrintable", "printable"]
+__all__ = ["StreamPrintable", "json_printable", "printable"]
+
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""What ``json.dumps`` leaves raw that a terminal acts on: DEL, C1 (``\x9b`` is a CSI),
+bidi embeddings, overrides and isolates."""
+
+
+def json_printable(text: str) -> str:
+    """JSON text (``json.dumps`` of it) with those escaped as ``\\u009b``: the same
+    value for a JSON reader, nothing a terminal acts on (JSON's syntax is ASCII, so they
+    can stand only inside its strings)."""
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 _UNFINISHED = re.compile(
     r"\x1b(?:\[[0-?]*[ -/]*|[\]PX^_](?:(?!\x07|\x1b\\).)*\x1b?|[ -/]*)\Z", re.DOTALL

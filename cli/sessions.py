@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from cli.printable import printable
+from cli.printable import json_printable, printable
 from cli.quick import fit_this_tab, list_request, with_this_tab
 from session.compacted import compacted_turns, session_turns
 from supervisor.client import (
@@ -653,4 +653,5 @@ def render_show(data: dict[str, Any], width: int | None = None) -> str:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    """``--json``'s text: nothing in it a terminal acts on (``json_printable``)."""
+    return json_printable(json.dumps(value, indent=2, ensure_ascii=False))

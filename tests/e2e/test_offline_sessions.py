@@ -190,3 +190,22 @@ def test_read_only_commands_change_no_file_with_or_without_a_supervisor(
     assert said in at_start
     assert f"{pointer_line}; moved aside to {pointer_moved.name}" in at_start
     assert json.loads((env.project / "bbbbbbbbbbbb.json").read_bytes()) == newer
+
+
+def test_json_output_carries_no_character_a_terminal_acts_on(env: Env, one_session: str) -> None:
+    """H186's leftover: ``--json`` wrote a session's text as it was, and ``json.dumps``
+    escapes C0 only: a C1 CSI (``\\x9b``), DEL and a bidi override reached the terminal.
+    They are escaped (``\\u009b``): the same value for a JSON reader."""
+    path = env.settled(one_session)
+    data = json.loads(path.read_bytes())
+    weird = "sum\x9b31m\x7fmary \u202etxt"
+    data["summary"] = weird
+    data["decisions"] = [weird]
+    path.write_text(json.dumps(data))
+    for args in (("sessions", "--json"), ("sessions", "--all", "--json"),
+                 ("sessions", "show", one_session, "--json")):  # fmt: skip
+        result = env.run(*args)
+        assert result.returncode == 0, result.stderr
+        for raw in ("\x9b", "\x7f", "\u202e"):
+            assert raw not in result.stdout, (args, result.stdout)
+        assert weird in json.dumps(json.loads(result.stdout), ensure_ascii=False), args

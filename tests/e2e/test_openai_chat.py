@@ -343,6 +343,20 @@ def test_the_refusal_for_another_url_shows_no_password_of_either_url(
     assert "Hunter2Secret9" not in other.stderr
 
 
+def test_the_refusal_for_another_url_shows_no_control_character_of_it(
+    env: Env, server: ChatServer
+) -> None:
+    """H186's leftover: the shell's OPENAI_BASE_URL was quoted as it was, so an escape
+    sequence in it (a title, a colour, a C1 CSI, a bidi override) reached the terminal."""
+    env.run(input="hello\n", terminal=env.terminal())  # the supervisor, with server's URL
+    elsewhere = "http://127.0.0.1:9/x\x1b]0;PWNED\x07\x1b[31m\x9by\u202ez"
+    other = env.run("--new", input="hi\n", terminal=env.terminal(), OPENAI_BASE_URL=elsewhere)
+    assert other.returncode == 1
+    assert "not to this shell's OPENAI_BASE_URL http://127.0.0.1:9/x" in other.stderr
+    for control in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert control not in other.stderr, repr(other.stderr)
+
+
 def test_a_chat_whose_supervisor_died_is_refused_by_one_another_shell_started_elsewhere(
     env: Env, server: ChatServer
 ) -> None:
