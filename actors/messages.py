@@ -828,6 +828,10 @@ class TurnEnded:
     limit, a content filter), or that a cancelled reply is kept as far as it got. Sent
     with the end, so a colour terminal draws them below the reply, not above its last
     paragraph as a notice during it is."""
+    learned: tuple[str, ...] = field(default=(), compare=False)
+    """Values found secret since the last end told (``ScrubEarlier``'s), kept by the
+    terminal for its hello after a re-attach: a supervisor that takes over knows nothing
+    else of them (the files hold ``[REDACTED]``)."""
 
 
 @dataclass(frozen=True)

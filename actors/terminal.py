@@ -510,6 +510,8 @@ class TerminalActor(Actor[TerminalMessage]):
         self._offline_told = False
         """The summary model failed and the terminal was told the offline summarizer
         stands in (once, until the model writes again)."""
+        self._learned_untold: tuple[str, ...] = ()
+        """Values found secret (``ScrubEarlier``) that no ``TurnEnded`` told yet."""
         self._left_out_told = False
         """``TURNS_LEFT_OUT_LINE`` was told this run."""
         self._summary_covers: tuple[ModelMessage, ...] | None = None
@@ -2512,6 +2514,7 @@ class TerminalActor(Actor[TerminalMessage]):
                         message = RemovePointer(config.project, config.terminal_pid)
                     case ScrubEarlier(session_id, secrets):
                         scrub_logs_of(secrets)  # an endpoint's error may echo them
+                        self._learned_untold += secrets  # the terminal keeps them too
                         message = ScrubSession(config.project, session_id, secrets)
                     case KeepOriginal(session_id):
                         message = KeepSessionFile(config.project, session_id)
@@ -2590,6 +2593,9 @@ class TerminalActor(Actor[TerminalMessage]):
         terminal told by a stopping supervisor that its reply was cut off)."""
         if self._lc.leaving is not None and isinstance(output, ReplyText | TurnEnded):
             return
+        if isinstance(output, TurnEnded) and self._learned_untold:
+            output = dataclasses.replace(output, learned=self._learned_untold)
+            self._learned_untold = ()
         try:
             try:
                 self._outbox.send_nowait(output)

@@ -563,6 +563,10 @@ class Chat:
         """Files whose change was shown before the supervisor went away: the new one tells
         them again (its note to the model is kept), not shown twice."""
         self._gone_at_reattach: str | None = None
+        self._learned: tuple[str, ...] = ()
+        """Values the supervisor found secret in this chat's turns (``turn_end``'s
+        ``secrets``), kept in memory only and told in every hello after, with the shell's
+        own: a supervisor that took over (the heir) knows them from nothing else."""
         """The session the last re-attach could not go on with (gone from disk, or never
         saved): it went on in a new one."""
         self._hung_up = False  # the supervisor closed the connection after refusing a frame
@@ -730,7 +734,7 @@ class Chat:
                     workspace=str(self.options.workspace),
                     model=self._model,
                     settings=self.options.settings,
-                    secrets=secrets_from_environment(),
+                    secrets=(*secrets_from_environment(), *self._learned),
                     state_root=resolved_state_root(),
                 )
             )
@@ -1400,6 +1404,8 @@ class Chat:
                 self._refused_open = reply  # the message's own answer (no session) follows
             elif kind == "turn_end":
                 self._shown_before_reattach.clear()  # the re-attach's own notices came first
+                if learned := reply.get("secrets"):
+                    self._learned += tuple(s for s in learned if isinstance(s, str))
                 if reply["status"] == "ok":
                     self.on_disk = True  # saved before the supervisor said it ended
                     if held:  # a Ctrl+C too late: the reply is kept whole, so shown whole

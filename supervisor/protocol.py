@@ -309,6 +309,10 @@ class TurnEnd(_Frame):
     notes: tuple[str, ...] = ()
     """Lines for after the reply (``note: the reply stopped at the model's output token
     limit; ...``)."""
+    secrets: tuple[str, ...] = ()
+    """Values the turn revealed as secret (``password: X``): the terminal keeps them in
+    memory and tells them in its hello again after a re-attach, so a supervisor that took
+    over (the heir) scrubs them too. Never written; an older client ignores the key."""
 
 
 class ToolCall(_Frame):

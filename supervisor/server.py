@@ -173,9 +173,14 @@ def _frame_for(output: TerminalOutput) -> p.ServerFrame:
             return p.ToolCall(text=text)
         case ReplyText(text):
             return p.TextDelta(text=text)
-        case TurnEnded(status, error, input_tokens, phase, notes):
+        case TurnEnded(status, error, input_tokens, phase, notes, learned):
             return p.TurnEnd(
-                status=status, error=error, input_tokens=input_tokens, phase=phase, notes=notes
+                status=status,
+                error=error,
+                input_tokens=input_tokens,
+                phase=phase,
+                notes=notes,
+                secrets=learned,
             )
         case Info(text, at_reattach, files):
             return p.Notice(text=text, at_reattach=at_reattach, files=files)

@@ -326,3 +326,32 @@ def test_a_second_agent_assist_refused_by_the_heir_too_is_welcomed_once_the_firs
     assert "(turn 1 of this conversation" in second.expect("the second's message")
     second.close_stdin()
     assert second.wait() == 0, second.drain_stderr()
+
+
+def test_a_secret_the_killed_supervisor_learned_stays_secret_after_the_heir_takes_over(
+    env: Env,
+) -> None:
+    """H181's leftover: the values a chat's turns revealed as secret lived in the dead
+    supervisor's memory only, so the heir saved that value in clear when it was said
+    again alone. The chat keeps what its supervisor learned (in memory) and tells the
+    heir at its re-attach, as it tells its shell's secret variables."""
+    value = "Zq9Xv7Lm2Pk4Qw"
+    client = env.spawn("--new", terminal=env.terminal())
+    client.send(f"the password for staging is {value}")
+    client.expect("(turn 1 of this conversation")
+    (session_id,) = env.session_ids()
+    first = env.supervisor_pid()
+    heir = wait_for(env.heir_pid, what="the heir")
+    assert first is not None and heir != first
+    os.kill(first, signal.SIGKILL)
+    client.send(f"deploy with {value} tonight")
+    client.expect("the supervisor went away", stderr=True)
+    client.expect("(turn 2 of this conversation")
+    client.close_stdin()
+    assert client.wait() == 0
+    written = env.settled(session_id).read_text()
+    assert "deploy with [REDACTED] tonight" in written
+    assert value not in written
+    for path in [*env.home.rglob("*"), *env.runtime.rglob("*")]:  # supervisor.log too
+        if path.is_file():
+            assert value.encode() not in path.read_bytes(), path
