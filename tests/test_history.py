@@ -8,11 +8,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
+    BinaryContent,
     CompactionPart,
+    FilePart,
+    ImageUrl,
     ModelMessage,
+    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    SystemPromptPart,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -28,6 +34,7 @@ from session.history import (
     last_turns_start,
     load_messages,
     message_chars,
+    plain_messages,
     recent_start,
     reconstruct_history,
     trim_to_recent,
@@ -634,3 +641,46 @@ def test_the_quick_checks_look_at_the_text_as_given() -> None:
         "-----BEGIN RSA PRIVATE KEY-----\u201c"
     )
     assert r._scrub_text(text, ()) == _scrub_with_every_pattern(text) == "[REDACTED][REDACTED]"
+
+
+def test_each_message_is_dumped_as_the_adapter_dumps_it() -> None:
+    """``plain_messages`` dumps each message with its class's own serializer: the same JSON
+    as ``ModelMessagesTypeAdapter`` for every kind of part (bytes in base64), and for a
+    subclass of a message class, which goes through the adapter."""
+
+    class OwnResponse(ModelResponse):
+        pass
+
+    image = BinaryContent(b"\x89PNG\r\n\x00\xff", media_type="image/png")
+    messages: list[ModelMessage] = [
+        ModelRequest(
+            parts=[
+                SystemPromptPart("be brief", timestamp=T0),
+                UserPromptPart(["look:", image, ImageUrl("https://x.org/a.png")], timestamp=T0),
+            ],
+            instructions="recomputed every run",
+        ),
+        ModelResponse(
+            parts=[
+                ThinkingPart("hmm", signature="sig"),
+                TextPart("reading"),
+                ToolCallPart("read_file", {"path": "a.py"}, "c1"),
+                ToolCallPart("grep", '{"pattern": "x"}', "c2"),
+                FilePart(image),
+            ],
+            model_name="m",
+            timestamp=T0,
+        ),
+        ModelRequest(
+            parts=[
+                ToolReturnPart("read_file", {"lines": [1, 2]}, tool_call_id="c1", timestamp=T0),
+                ToolReturnPart("grep", "bad pattern", tool_call_id="c2", outcome="retried"),
+            ]
+        ),
+        OwnResponse(parts=[TextPart("done"), CompactionPart("summary")], timestamp=T0),
+    ]
+    adapter = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+    for message in adapter:
+        if message["kind"] == "request":
+            message["instructions"] = None
+    assert plain_messages(messages) == adapter
