@@ -86,6 +86,19 @@ def session_turns(
     return covered + turns_after(covered, messages)
 
 
+def turns_missing(
+    compacted_history_summary: str | None, messages: Sequence[Mapping[str, Any]]
+) -> range:
+    """The turns of a saved session that neither its compaction covers nor its tail holds:
+    those after the boundary and before the tail's first turn, by its stamp (moved beside
+    the session file by its cap, ``MovedTurn``, and not named by a checkpoint written
+    before ``moved``; or left out by a resume's tail limits). Empty when none are, or the
+    tail is not stamped."""
+    covered = compacted_turns(compacted_history_summary)
+    first = first_turn_number(messages)
+    return range(0) if first is None else range(covered + 1, max(first, covered + 1))
+
+
 def turns_after(covered: int, messages: Sequence[Mapping[str, Any]]) -> int:
     """The turns of serialized messages after turn ``covered``: a tail keeps the compacted
     turns the next compaction reads again before its boundary, stamped with their numbers

@@ -76,7 +76,7 @@ from functools import lru_cache
 
 from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest
 
-from session.compacted import LAST_TURN_AGAIN, turn_again
+from session.compacted import LAST_TURN_AGAIN, turn_again, turns_missing
 from session.compaction import (
     CHARS_PER_TOKEN,
     FIRST_KEPT,
@@ -817,9 +817,17 @@ class SessionLifecycle:
         context the session was given before the supervisor went away, given again as it was (its
         "Last active", summary and drift are not the file's since). ``stored``'s messages
         may be as its file holds them (``SessionManager.load_for_resume``): those kept are
-        scrubbed here, once."""
+        scrubbed here, once. A tail that lacks turns before it (``turns_missing``: the file's
+        cap moved them aside) is resumed with a context that says so, whatever ``context``
+        and ``kept_context`` say: the chat that went on from it was sending them."""
         loaded = load_messages(stored.recent_messages)
         compaction = parse_compaction(stored.compacted_history_summary)
+        missing = turns_missing(stored.compacted_history_summary, stored.recent_messages)
+        if missing and (not context or kept_context is not None):
+            # The chat was sending turns its file moved aside: going on from the file is a
+            # resume, told as one (its drift told as it was to be: outside, or not at all)
+            drift_in_context = drift_in_context and context
+            context, kept_context = True, None
         # After a compaction every saved turn is kept: those the tail's limits leave out
         # of the request join the compaction (``_move``) instead of leaving a gap after it.
         max_turns, max_chars = self._tail_limits() if compaction is None else (None, None)
@@ -833,7 +841,7 @@ class SessionLifecycle:
         share = compaction_chars(self.policy.compaction)
         if kept_context is None:
             told = drift if drift_in_context else None
-            resume_text = build_resume_context(stored, told, restored, share)
+            resume_text = build_resume_context(stored, told, restored, share, missing)
             in_context = decisions_in_context(stored, share) if context else frozenset()
         else:
             resume_text, in_context = kept_context.text, kept_context.decisions

@@ -31,6 +31,27 @@ RESTORED_IMPORTANT = (
 )
 
 
+MISSING_TURNS = (
+    "{turns} of this conversation {are} not in the messages that follow: the saved "
+    "session left {them} out; {rest}."
+)
+"""What the model is told of the turns between the summary and the tail (``turns_missing``),
+which no request of a resumed or restored session carries."""
+
+
+def missing_turns_line(missing: range, summarized: bool) -> str:
+    """``MISSING_TURNS`` for ``missing`` (turn numbers), and where what they said is kept."""
+    one = len(missing) == 1
+    turns = f"Turn {missing.start}" if one else f"Turns {missing.start}-{missing[-1]}"
+    them = "it" if one else "them"
+    rest = (
+        f"what the summary above says of {them} is all that is kept here"
+        if summarized
+        else f"ask the user if you need what was said in {them}"
+    )
+    return MISSING_TURNS.format(turns=turns, are="is" if one else "are", them=them, rest=rest)
+
+
 @dataclass(frozen=True)
 class RestoredFrom:
     """The checkpoint a conversation was taken back to (``/checkpoint N``)."""
@@ -106,6 +127,7 @@ def build_resume_context(
     drift: FileDrift | None = None,
     restored: RestoredFrom | None = None,
     share_chars: int | None = None,
+    missing: range = range(0),
 ) -> str:
     """The resume block of DESIGN.md section 6, or ``""`` when there is nothing to resume.
 
@@ -114,6 +136,7 @@ def build_resume_context(
     resumed, and the drift is the files' since that checkpoint. ``share_chars`` (a share
     of the token budget) holds the summary to its first lines within half of it and the
     decisions to their newest that fit in it (resumed, a request was over the budget).
+    ``missing``: the turns the history lacks between the summary and the tail (one line).
     """
     if state is None or (restored is None and not state.has_content()):
         return ""  # a restore to an empty checkpoint is still told: the model saw more
@@ -152,6 +175,8 @@ def build_resume_context(
         if earlier:
             lines.append(f"- ({earlier} earlier decisions are kept in the session file)")
         lines += listed
+    if missing:
+        lines += ["", missing_turns_line(missing, bool(summary and summary.strip()))]
     changes = drift_lines(drift) if drift is not None else []
     if changes:
         lines += ["", changes_heading, *changes]

@@ -298,3 +298,36 @@ def test_after_a_resume_the_model_reads_what_was_left_out_why_and_what_to_do(
         )
         for text in texts
     ), texts
+
+
+def test_a_resumed_model_is_told_which_turns_its_history_lacks_before_the_tail(
+    tmp_path: Path,
+) -> None:
+    """H174 left it: turns 1-2, moved beside the file, were neither in the resumed history
+    nor named in its context; the model took turn 3 for the conversation's start."""
+    lc = started(interval=50, overlap=0)
+    write = None
+    for n in range(1, 5):
+        lc, write = after(lc, pasted_turn(n))
+    assert write is not None and len(write.aside) == 2
+    manager = SessionManager(tmp_path, max_session_bytes=CAP)
+    manager.save(write.state, write.encoded)
+    stored = manager.load_for_resume(write.state.session_id)
+    resumed = SessionLifecycle(policy=lc.policy).resume(stored, None).lifecycle
+    assert (
+        "Turns 1-2 of this conversation are not in the messages that follow: the saved "
+        "session left them out; ask the user if you need what was said in them."
+    ) in resumed.resume_context.splitlines()
+
+
+def test_a_resumed_tail_that_starts_at_the_first_turn_is_told_nothing_missing(
+    tmp_path: Path,
+) -> None:
+    lc = started(interval=50, overlap=0)
+    lc, write = after(lc, pasted_turn(1))
+    manager = SessionManager(tmp_path, max_session_bytes=CAP)
+    manager.save(write.state, write.encoded)
+    stored = manager.load_for_resume(write.state.session_id)
+    resumed = SessionLifecycle(policy=lc.policy).resume(stored, None).lifecycle
+    assert resumed.resume_context.startswith("# Resumed Session Context")
+    assert "not in the messages that follow" not in resumed.resume_context

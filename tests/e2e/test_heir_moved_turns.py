@@ -1,0 +1,66 @@
+"""A chat whose oldest turn the session file's cap moved beside it, taken over by the heir
+after its supervisor was killed: it goes on as any resume of that file does, through a
+resume context that says which turns the history lacks (the real supervisor, heir,
+terminal and a local model)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+import pytest
+
+from session.settings import MAX_CONTEXT_TOKENS
+from tests.e2e.conftest import ServeChat
+from tests.e2e.harness import Env, wait_for
+from tests.e2e.openai_server import ChatServer
+
+CAP = 400_000
+
+
+@pytest.fixture
+def server(serve_chat: ServeChat) -> ChatServer:
+    """A model with a budget no compaction is due at (the turns stay in the request)."""
+    return serve_chat(
+        ChatServer(),
+        AGENT_ASSIST_TEST_SESSION_FILE_BYTES=str(CAP),
+        AGENT_ASSIST_CONTEXT_TOKENS=str(MAX_CONTEXT_TOKENS),
+        AGENT_ASSIST_COMPACTION_INTERVAL="50",
+    )
+
+
+def last_chat_request(server: ChatServer) -> list[dict[str, Any]]:
+    sent: list[dict[str, Any]] = [r for r in server.requests if r["model"] != "summary-model"]
+    messages: list[dict[str, Any]] = sent[-1]["messages"]
+    return messages
+
+
+def test_the_heir_goes_on_with_a_context_that_names_the_turn_moved_aside(
+    env: Env, server: ChatServer
+) -> None:
+    """Before: the heir went on from the file's tail with no context at all (the chat had
+    none), so the next request lacked the moved turn with not a word of it."""
+    pasted = [f"paste {n}: " + "never edit files under vendor/. " * 5_900 for n in range(3)]
+    client = env.spawn("--new", terminal=env.terminal())
+    for n, paste in enumerate(pasted):
+        client.send(paste)
+        client.expect(f"echo: paste {n}", timeout=240)
+    client.expect("your oldest turn moved beside it", stderr=True)
+    heir = wait_for(env.heir_pid, what="the heir")
+    supervisor = env.supervisor_pid()
+    assert supervisor is not None and supervisor != heir
+    os.kill(supervisor, signal.SIGKILL)
+    client.send("after the crash")
+    client.expect("echo: after the crash", timeout=240)
+    client.close_stdin()
+    assert client.wait() == 0
+    assert env.supervisor_pid() == heir
+    sent = last_chat_request(server)
+    assert not any(m["content"] == pasted[0] for m in sent), "a resume reads the file's tail"
+    (context,) = [m["content"] for m in sent if m["content"].startswith("# Resumed Session")]
+    assert (
+        "Turn 1 of this conversation is not in the messages that follow: the saved session "
+        "left it out; what the summary above says of it is all that is kept here."
+    ) in context.splitlines()
+    assert 'first: "paste 0: never edit' in context, "the summary covers it"
