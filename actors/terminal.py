@@ -121,7 +121,9 @@ from session.checkpoints import (
     named,
     parse_number,
     restore_plan,
+    turns_missing_line,
 )
+from session.compacted import turns_missing
 from session.compaction import CHARS_PER_TOKEN, Window, estimate_tokens, turns_named
 from session.design_files import DesignFiles, delete_design_files, design_files
 from session.errors import (
@@ -2324,8 +2326,11 @@ class TerminalActor(Actor[TerminalMessage]):
             + ("" if saved else ", but the session could not be saved")
             + f"; /checkpoint {undo} undoes this."
         ]
+        state = conversation.state
         if conversation.missing:
             lines.append(moved_missing_line(number, conversation.missing))
+        elif gap := turns_missing(state.compacted_history_summary, state.recent_messages):
+            lines.append(turns_missing_line(number, gap))
         if written:
             lines.append(f"Files restored: {named(written)}.")
         if deleted:

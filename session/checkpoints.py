@@ -314,6 +314,22 @@ def moved_missing_line(number: int, missing: Sequence[str]) -> str:
     )
 
 
+def turns_missing_line(number: int, missing: range) -> str:
+    """The line of a restore of checkpoint ``number`` whose tail lacks the turns before it
+    (``turns_missing``): an entry written before ``moved`` (format 6) after the session
+    file's cap had moved them aside, or one taken when the chat no longer sent them."""
+    what = (
+        f"its oldest turn (turn {missing.start})"
+        if len(missing) == 1
+        else f"its {len(missing)} oldest turns (turns {missing.start}-{missing[-1]})"
+    )
+    held = "it" if len(missing) == 1 else "them"
+    return (
+        f"note: checkpoint {number}'s conversation is restored without {what}: the "
+        f"checkpoint does not hold {held}."
+    )
+
+
 def changed_lines(changed: Sequence[str], to_delete: Iterable[str]) -> list[str]:
     """The files a restore left because they changed after its question (the answer was
     to what the question named, as ``/reset``'s): those it was to write back, then those

@@ -4,6 +4,8 @@ took it was sending it (the real supervisor, the real terminal, a local model)."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from session.settings import MAX_CONTEXT_TOKENS
@@ -73,3 +75,28 @@ def test_a_moved_turn_gone_is_named_and_the_restore_goes_on_without_it(
     ) in second.stderr.splitlines(), second.stderr
     sent = chat_requests(server)[-1]
     assert "go on" in sent and pasted[1] in sent and pasted[0] not in sent
+
+
+def test_restoring_an_entry_older_than_moved_says_which_turns_it_does_not_hold(
+    env: Env, server: ChatServer
+) -> None:
+    """An entry written before format 6 names no moved turn: its restore went on from the
+    tail alone, turn 1 missing, with not a word of it (to the user or to the model)."""
+    pasted = [f"paste {n}: " + "never edit files under vendor/. " * 5_900 for n in range(3)]
+    first = env.run("--new", input="".join(f"{p}\n" for p in [*pasted, "/save"]), timeout=300)
+    assert "saved as checkpoint 1." in first.stderr, first.stderr
+    (session_id,) = env.session_ids()
+    (entry,) = (env.project.parent / "checkpoints" / session_id).glob("0001.json")
+    raw = json.loads(entry.read_bytes())
+    assert raw.pop("moved") and raw["format"] == 6
+    raw["format"] = 2  # as an agent-assist of before session 41 wrote it
+    entry.write_text(json.dumps(raw))
+    second = env.run("--yes", input="/checkpoint 1\ngo on\n", timeout=300)
+    assert second.returncode == 0, second.stderr
+    assert (
+        "note: checkpoint 1's conversation is restored without its oldest turn (turn 1): "
+        "the checkpoint does not hold it."
+    ) in second.stderr.splitlines(), second.stderr
+    sent = chat_requests(server)[-1]
+    assert pasted[0] not in sent and pasted[1] in sent
+    assert "Turn 1 of this conversation is not in the messages that follow" in sent
