@@ -148,17 +148,21 @@ class Listed(BaseModel):
     modes: dict[str, Mode] = Field(default_factory=dict)
     turns: int = Field(ge=0)
     last_user: str
+    readable: bool = True
+    """False when its messages are not ones this agent-assist reads (a newer version's, an
+    edit by hand): a restore refuses it, and its line says so instead of a count of turns."""
 
     @classmethod
-    def of(cls, checkpoint: Checkpoint) -> Listed:
+    def of(cls, checkpoint: Checkpoint, readable: bool = True) -> Listed:
         return cls(
             number=checkpoint.number,
             created_at=checkpoint.created_at,
             reason=checkpoint.reason,
             files=checkpoint.files,
             modes=checkpoint.modes,
-            turns=checkpoint.turns,
+            turns=checkpoint.turns if readable else 0,
             last_user=checkpoint.last_user,
+            readable=readable,
         )
 
 
@@ -389,7 +393,7 @@ def listing_items(checkpoints: Sequence[Checkpoint | Listed]) -> list[dict[str, 
             {
                 "number": checkpoint.number,
                 "created_at": checkpoint.created_at.isoformat().replace("+00:00", "Z"),  # as rows
-                "turns": checkpoint.turns,
+                "turns": checkpoint.turns if _readable(checkpoint) else None,
                 "files_changed": (
                     0 if previous is None else files_changed(previous, checkpoint)
                 ),
@@ -399,6 +403,12 @@ def listing_items(checkpoints: Sequence[Checkpoint | Listed]) -> list[dict[str, 
         )
         previous = checkpoint
     return items
+
+
+def _readable(checkpoint: Checkpoint | Listed) -> bool:
+    """A ``Listed`` knows whether its messages are readable; a ``Checkpoint`` that is not
+    ``Listed`` was read to be restored, or written: its messages were."""
+    return not isinstance(checkpoint, Listed) or checkpoint.readable
 
 
 def files_changed(old: Checkpoint | Listed, new: Checkpoint | Listed) -> int:
@@ -448,6 +458,11 @@ def listing_lines(checkpoints: Sequence[Checkpoint | Listed], session_id: str) -
     ]
 
 
+UNREADABLE = "messages unreadable"
+"""A checkpoint's line in place of its turns when its messages are not ones this version
+reads (``Listed.readable``): ``0 turns`` said it held nothing."""
+
+
 def item_lines(items: Sequence[Mapping[str, object]]) -> list[str]:
     """``listing_items`` as the lines ``/checkpoint`` and ``sessions show`` print."""
     if not items:
@@ -457,9 +472,10 @@ def item_lines(items: Sequence[Mapping[str, object]]) -> list[str]:
     for item in items:
         turns, changed, words = item["turns"], item["files_changed"], item["last_user"]
         moment = datetime.fromisoformat(str(item["created_at"]))
+        counted = UNREADABLE if turns is None else f"{turns} turn{'' if turns == 1 else 's'}"
         lines.append(
             f"  {item['number']:>{width}}  {format_time(moment)}"
-            f"  {turns} turn{'' if turns == 1 else 's'}"
+            f"  {counted}"
             f"  {changed} file{'' if changed == 1 else 's'} changed"
             f"  ({item['reason']})" + (f"  '{words}'" if words else "")  # not repr: no \x1b
         )

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 from pydantic_ai.messages import (
     CompactionPart,
     ModelMessage,
@@ -116,6 +116,15 @@ def warm_up() -> None:
 def load_messages(raw: Sequence[JsonDict]) -> list[ModelMessage]:
     """Validate persisted messages back into pydantic-ai messages (exact round trip)."""
     return ModelMessagesTypeAdapter.validate_python(list(raw))
+
+
+def messages_readable(raw: Sequence[JsonDict]) -> bool:
+    """Whether persisted messages are ones this agent-assist reads (``load_messages``)."""
+    try:
+        load_messages(raw)
+    except ValidationError:
+        return False
+    return True
 
 
 _PART_OVERHEAD = 40

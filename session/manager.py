@@ -85,6 +85,7 @@ from session.filesystem import (
     unreadable,
 )
 from session.header_index import FileIdentity, read_index, write_index
+from session.history import messages_readable
 from session.known_digests import FileIdentity as BlobIdentity
 from session.known_digests import Known, KnownDigests, identity
 from session.message_shapes import UNKNOWN_SHAPE_NOTE, unknown_shape
@@ -1254,7 +1255,8 @@ class CheckpointStore:
                     )
             except (OSError, UnsafeSessionFile, ValidationError):
                 pass  # read whole: moved aside if damaged
-        return Listed.of(self.load(session_id, number))
+        checkpoint = self.load(session_id, number)
+        return Listed.of(checkpoint, messages_readable(checkpoint.state.recent_messages))
 
     def _session_usage(self, session_id: str) -> tuple[int, dict[str, int]]:
         if session_id not in self._usage:

@@ -133,6 +133,7 @@ def test_the_checkpoint_list_reads_each_entrys_head_only(
         {
             "number": c.number, "created_at": c.created_at, "reason": c.reason,
             "files": c.files, "modes": c.modes, "turns": c.turns, "last_user": c.last_user,
+            "readable": True,
         }
         for c in whole
     ]

@@ -290,6 +290,23 @@ def test_a_checkpoint_whose_messages_cannot_be_read_is_refused_and_changes_nothi
     assert "(turn 3 of this conversation" in result.stdout
 
 
+def test_a_checkpoint_whose_messages_cannot_be_read_is_listed_as_unreadable(
+    env: Env,
+) -> None:
+    """It was listed as holding ``0 turns`` (its messages were counted as none)."""
+    session_id = two_versions(env)
+    path = checkpoints_dir(env, session_id) / "0002.json"
+    raw = json.loads(path.read_bytes())
+    raw["state"]["recent_messages"][0]["parts"][0]["part_kind"] = "speech-from-the-future"
+    path.write_text(json.dumps(raw))
+    result = env.run("--resume", session_id, input="/checkpoint\n", terminal=env.terminal())
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("  2  ")]
+    assert "  messages unreadable  " in line and "turn" not in line, line
+    shown = env.run("sessions", "show", session_id, "--json")
+    listed = {c["number"]: c for c in json.loads(shown.stdout)["checkpoints"]}
+    assert listed[2]["turns"] is None and isinstance(listed[3]["turns"], int)
+
+
 def test_a_file_that_did_not_exist_at_the_checkpoint_is_left_alone_and_named(env: Env) -> None:
     session_id = two_versions(env)
     result = env.run("--resume", session_id, input="write notes.md: later\n/checkpoint 2\ny\n")
