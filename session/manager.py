@@ -85,7 +85,6 @@ from session.filesystem import (
     unreadable,
 )
 from session.header_index import FileIdentity, read_index, write_index
-from session.history import messages_readable
 from session.known_digests import FileIdentity as BlobIdentity
 from session.known_digests import Known, KnownDigests, identity
 from session.message_shapes import UNKNOWN_SHAPE_NOTE, unknown_shape
@@ -1255,6 +1254,8 @@ class CheckpointStore:
                     )
             except (OSError, UnsafeSessionFile, ValidationError):
                 pass  # read whole: moved aside if damaged
+        from session.history import messages_readable  # the message model: read whole only
+
         checkpoint = self.load(session_id, number)
         return Listed.of(checkpoint, messages_readable(checkpoint.state.recent_messages))
 
