@@ -286,7 +286,9 @@ class SessionCatalog:
     def checkpoints(self, project: Path) -> CheckpointStore:
         """The checkpoints of ``project`` (a ``sessions/`` directory): beside it."""
         if project not in self._checkpoints:
-            self._checkpoints[project] = CheckpointStore(project.parent, self.known_secrets)
+            self._checkpoints[project] = CheckpointStore(
+                project.parent, self.known_secrets, read_only=self.read_only
+            )
         return self._checkpoints[project]
 
     def remove_session(

@@ -1123,11 +1123,15 @@ class CheckpointStore:
         project_dir: Path,
         known_secrets: tuple[str, ...] = (),
         known: KnownDigests | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
         """Every state written or read through this store is scrubbed of credentials (and
         of these values), as session files are; file contents are kept as they are.
-        ``known``: where the digests of the files read are kept (a new one by default)."""
+        ``known``: where the digests of the files read are kept (a new one by default).
+        ``read_only``: its reads record nothing (``sessions`` with no supervisor)."""
         self.known_secrets = known_secrets
+        self.read_only = read_only
         self.checkpoints_dir = project_dir / CHECKPOINTS_DIR
         self.blobs_dir = project_dir / BLOBS_DIR
         self._usage: dict[str, tuple[int, dict[str, int]]] = {}
@@ -1208,12 +1212,29 @@ class CheckpointStore:
             if checkpoint.number != number or checkpoint.state.session_id != session_id:
                 raise ValueError("number or session does not match the file")
             if not scrubbed_as_written(path, data, self.known_secrets):
-                checkpoint = scrubbed_checkpoint(checkpoint, self.known_secrets)  # older
+                clean = scrubbed_checkpoint(checkpoint, self.known_secrets)  # older
+                self._record_if_clean(path, data, checkpoint, clean)
+                checkpoint = clean
         except (orjson.JSONDecodeError, ValidationError, ValueError, TypeError, KeyError) as exc:
             moved = quarantine(path, utc_now())
             where = f"moved aside to {moved.name}" if moved else "could not move it aside"
             raise CheckpointError(f"checkpoint {number} is damaged; {where}") from exc
         return checkpoint
+
+    def _record_if_clean(
+        self, path: Path, data: bytes, read: Checkpoint, clean: Checkpoint
+    ) -> None:
+        """Record the entry at ``path`` (its bytes ``data``) as scrubbed when the scrub it
+        was read with changed nothing (``clean`` is ``read``) and its messages are ones
+        this version reads (the record's turns are listed): an entry written before the
+        records (session 38) was scrubbed whole at every read. Its file is left as it is;
+        one that a scrub changes is scrubbed at each read, as before."""
+        if self.read_only or clean != read:
+            return
+        from session.history import messages_readable  # the message model: once an entry
+
+        if messages_readable(read.state.recent_messages):
+            record_scrubbed(path, entry_digest(data), ListedFacts.of(read))
 
     def listing(self, session_id: str) -> CheckpointListing:
         """The session's checkpoints, oldest first, and one line per damaged one."""

@@ -182,3 +182,57 @@ def test_the_checkpoint_list_says_no_part_of_a_secret_far_into_the_last_request(
     (listed,) = CheckpointStore(tmp_path / "project", (PLAIN_SECRET,)).listed(SESSION).checkpoints
 
     assert listed.last_user == "deploy [REDACTED] now"
+
+
+def without_records(store: CheckpointStore) -> None:
+    """As an entry written before session 38 is: no scrub record of it."""
+    (store.checkpoints_dir / "scrubbed.index").unlink()
+
+
+def test_an_entry_written_before_scrub_records_is_scrubbed_whole_once_then_known(
+    tmp_path: Path, workspace: Path, full_scrubs: list[int]
+) -> None:
+    """Standing since session 38: such an entry was scrubbed whole at every read."""
+    store = CheckpointStore(tmp_path / "project")
+    written(store, workspace)
+    without_records(store)
+    before = entry_bytes(store, 1)
+
+    first = CheckpointStore(tmp_path / "project").load(SESSION, 1)
+    again = CheckpointStore(tmp_path / "project").load(SESSION, 1)
+
+    assert full_scrubs == [1]
+    assert again == first and entry_bytes(store, 1) == before, "the entry is left as it is"
+
+
+def test_an_old_entry_the_scrub_changes_is_scrubbed_at_every_read_and_left_as_it_is(
+    tmp_path: Path, workspace: Path, full_scrubs: list[int]
+) -> None:
+    """A record says the bytes hold what a scrub leaves: not of one that holds a key."""
+    store = CheckpointStore(tmp_path / "project")
+    written(store, workspace)
+    without_records(store)
+    path = store.session_dir(SESSION) / entry_name(1)
+    path.write_bytes(path.read_bytes().replace(b"question 1:", f"{PATTERN_KEY}:".encode()))
+    before = path.read_bytes()
+
+    for _ in range(2):
+        loaded = CheckpointStore(tmp_path / "project").load(SESSION, 1)
+        assert PATTERN_KEY not in orjson.dumps(loaded.model_dump(mode="json")).decode()
+
+    assert full_scrubs == [1, 1]
+    assert path.read_bytes() == before
+
+
+def test_a_read_only_store_records_nothing(
+    tmp_path: Path, workspace: Path, full_scrubs: list[int]
+) -> None:
+    store = CheckpointStore(tmp_path / "project")
+    written(store, workspace)
+    without_records(store)
+
+    for _ in range(2):
+        CheckpointStore(tmp_path / "project", read_only=True).load(SESSION, 1)
+
+    assert full_scrubs == [1, 1]
+    assert not (store.checkpoints_dir / "scrubbed.index").exists()
