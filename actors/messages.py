@@ -24,8 +24,9 @@ if TYPE_CHECKING:  # annotations only: the supervisor answers attaches before py
         Unchanged,  # noqa: F401 (in Ask["..."])
     )
     from session.compaction import EventCompaction, Window
+    from session.conversation_back import Conversation  # noqa: F401 (in Ask["..."])
     from session.encoded import EncodedMessages
-    from session.file_cap import MovedBack, MovedTurn  # noqa: F401 (in Ask["..."])
+    from session.file_cap import MovedTurn
     from session.kept_context import KeptContext
     from session.last_reply import LastReply
     from session.manager import ListedCheckpoints, RestoredFiles, Written  # noqa: F401 (in Ask["..."])
@@ -283,13 +284,13 @@ class LoadCheckpoint(Ask["Checkpoint"]):
 
 
 @dataclass(frozen=True)
-class LoadMovedTurns(Ask["MovedBack"]):
-    """Answer: the messages of the turns ``names`` moved beside the session's file
-    (``Checkpoint.moved``), oldest first, and the names of those not there."""
+class LoadConversation(Ask["Conversation | None"]):
+    """Answer: ``checkpoint``'s conversation as a restore takes it back, the turns moved
+    beside the session's file (``Checkpoint.moved``) read back before its tail, all read
+    as messages once, in the worker thread; None if its own messages are not readable."""
 
     project: Path
-    session_id: str
-    names: tuple[str, ...]
+    checkpoint: Checkpoint
 
 
 @dataclass(frozen=True)
@@ -397,7 +398,7 @@ StorageMessage = (
     | WriteCheckpoint
     | ListCheckpoints
     | LoadCheckpoint
-    | LoadMovedTurns
+    | LoadConversation
     | CheckBlobs
     | RestoreFiles
     | ScrubSession

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar, assert_never
+from typing import TYPE_CHECKING, Any, TypeVar, assert_never
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
@@ -39,8 +39,8 @@ from actors.messages import (
     ListSessions,
     LiveCount,
     LoadCheckpoint,
+    LoadConversation,
     LoadKeptContext,
-    LoadMovedTurns,
     LoadRecovered,
     LoadSession,
     LoadShown,
@@ -76,6 +76,21 @@ from session.unseen_reply import mark_unseen, take_unseen
 
 log = logging.getLogger("agent_assist.storage")
 T = TypeVar("T")
+
+if TYPE_CHECKING:  # annotations only: the message model loads at a restore
+    from session.conversation_back import Conversation
+
+
+def _conversation(
+    catalog: SessionCatalog, project: Path, checkpoint: Checkpoint
+) -> Conversation | None:
+    """``LoadConversation``'s answer, in the disk's thread: the moved turns read back and
+    every message read once (the message model is imported here, at a restore: the
+    supervisor answers attaches before pydantic-ai loads)."""
+    from session.conversation_back import conversation_of
+
+    back = catalog.moved_turns(project, checkpoint.state.session_id, checkpoint.moved)
+    return conversation_of(checkpoint, back)
 
 
 @dataclass
@@ -424,8 +439,8 @@ class StorageActor(Actor[StorageMessage]):
                 return await self._io(lambda: catalog.checkpoints(project).listed(session_id))
             case LoadCheckpoint(project, session_id, number):
                 return await self._io(lambda: catalog.checkpoints(project).load(session_id, number))
-            case LoadMovedTurns(project, session_id, names):
-                return await self._io(lambda: catalog.moved_turns(project, session_id, names))
+            case LoadConversation(project, checkpoint):
+                return await self._io(partial(_conversation, catalog, project, checkpoint))
             case CheckBlobs(project, checkpoint, paths):
                 store = catalog.checkpoints(project)
                 return await self._io(lambda: store.check_blobs(checkpoint, paths))

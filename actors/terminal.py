@@ -58,8 +58,8 @@ from actors.messages import (
     ListCheckpoints,
     LLMMessage,
     LoadCheckpoint,
+    LoadConversation,
     LoadKeptContext,
-    LoadMovedTurns,
     LoadRecovered,
     LoadSession,
     MarkUnseen,
@@ -125,6 +125,7 @@ from session.checkpoints import (
 )
 from session.compacted import turns_missing
 from session.compaction import CHARS_PER_TOKEN, Window, estimate_tokens, turns_named
+from session.conversation_back import Conversation
 from session.design_files import DesignFiles, delete_design_files, design_files
 from session.errors import (
     CheckpointCapExceeded,
@@ -134,7 +135,6 @@ from session.errors import (
     SessionError,
     SessionLive,
 )
-from session.file_cap import MovedBack
 from session.filesystem import (
     FileDrift,
     detect_file_drift,
@@ -144,7 +144,6 @@ from session.filesystem import (
     unseen_changes,
     what_is_at,
 )
-from session.history import load_messages
 from session.interrupted import unanswered_turn
 from session.kept_context import KeptContext
 from session.known_digests import KnownDigests
@@ -177,7 +176,7 @@ from session.lifecycle import (
 )
 from session.live_drift import LiveDrift, changed_during_turn, unexpected
 from session.manager import ListedCheckpoints, RestoredFiles, Written
-from session.models import JsonDict, Pointer, SessionState, utc_now, validate_session_id
+from session.models import Pointer, SessionState, utc_now, validate_session_id
 from session.notices import Notices, Told
 from session.redaction import scrub_text
 from session.resume import RestoredFrom, drift_lines
@@ -419,24 +418,6 @@ UNREADABLE_CHECKPOINT = (
     "error: checkpoint {number} not restored; nothing changed: it holds messages this "
     "agent-assist cannot read; left untouched"
 )
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """What a restore takes the conversation back to (``_conversation_of``)."""
-
-    state: SessionState
-    missing: tuple[str, ...] = ()
-    """The turns moved beside the session file that could not be read back."""
-
-
-def _readable(messages: Sequence[JsonDict]) -> bool:
-    """Whether serialized messages are ones this agent-assist reads (pydantic-ai's)."""
-    try:
-        load_messages(messages)
-    except ValidationError:
-        return False
-    return True
 
 
 def _restore_refused(number: int, exc: BaseException) -> str:
@@ -908,14 +889,22 @@ class TerminalActor(Actor[TerminalMessage]):
         drift: FileDrift,
         restored: RestoredFrom | None = None,
         kept: KeptContext | None = None,
-        **options: bool,
+        *,
+        context: bool = True,
+        drift_in_context: bool = True,
     ) -> Transition:
         """``SessionLifecycle.resume`` in a worker thread: reading back, checking and
         encoding again a session of long turns takes a while (seconds for a 30 MB file),
         and on the event loop every other terminal of the supervisor waited for it. The
         lifecycle is immutable: the call is pure."""
         resume = partial(
-            self._lc.resume, stored, drift, restored, kept_context=kept, **options
+            self._lc.resume,
+            stored,
+            drift,
+            restored,
+            kept_context=kept,
+            context=context,
+            drift_in_context=drift_in_context,
         )
         return await anyio.to_thread.run_sync(resume)
 
@@ -2124,14 +2113,18 @@ class TerminalActor(Actor[TerminalMessage]):
             return
         session_id = self._lc.session_id
         assert session_id is not None
+        storage = self._peers.storage
         try:
-            checkpoint: Checkpoint = await self._peers.storage.ask(
+            checkpoint: Checkpoint = await storage.ask(
                 LoadCheckpoint(self._config.project, session_id, number), STORAGE_TIMEOUT_S
+            )
+            # read as messages once, off the loop: the restore's resume reads no more
+            conversation: Conversation | None = await storage.ask(
+                LoadConversation(self._config.project, checkpoint), STORAGE_TIMEOUT_S
             )
         except (SessionError, OSError, DeadActor, TimeoutError) as exc:
             await self._emit(CommandOutput(f"error: {exc}"))
             return
-        conversation = await self._conversation_of(checkpoint)
         if conversation is None:  # before anything is asked, written or taken back
             await self._emit(CommandOutput(UNREADABLE_CHECKPOINT.format(number=number)))
             return
@@ -2276,7 +2269,7 @@ class TerminalActor(Actor[TerminalMessage]):
             gone = dict.fromkeys(plan.to_delete, "")
             await self._watch({**(self._watched or manifest), **restored, **gone})
             await self._save_restored_before_writing(
-                checkpoint, conversation.state, manifest, spec, plan
+                checkpoint, conversation, manifest, spec, plan
             )
             session_id = self._lc.session_id
             assert session_id is not None
@@ -2312,6 +2305,7 @@ class TerminalActor(Actor[TerminalMessage]):
             now=utc_now(),
             manifest=self._as_the_model_knows(manifest, deleted=deleted),
             agent_spec_path=spec,
+            loaded=conversation.messages,
         )
         self._lc = transition.lifecycle
         self._history_at_restore = self._lc.history
@@ -2351,33 +2345,10 @@ class TerminalActor(Actor[TerminalMessage]):
         phase = self._lc.state.phase if self._lc.state else None
         await self._emit(CommandOutput("\n".join(lines), phase))
 
-    async def _conversation_of(self, checkpoint: Checkpoint) -> Conversation | None:
-        """The conversation a restore of ``checkpoint`` takes back: its state, with the
-        turns the session file's cap had moved beside it put back before its tail
-        (``Checkpoint.moved``; one that cannot be read is named, and left out). None when
-        its own messages are not ones this agent-assist reads (a newer version's, or an
-        entry edited by hand): the restore failed only once files were written back."""
-        state = checkpoint.state
-        if not _readable(state.recent_messages):
-            return None
-        if not checkpoint.moved:
-            return Conversation(state)
-        message = LoadMovedTurns(self._config.project, state.session_id, checkpoint.moved)
-        try:
-            back: MovedBack = await self._peers.storage.ask(message, STORAGE_TIMEOUT_S)
-        except (SessionError, OSError, DeadActor, TimeoutError) as exc:
-            log.warning("terminal %d: moved turns not read: %s", self._config.terminal_pid, exc)
-            return Conversation(state, checkpoint.moved)
-        moved = [messages for _, messages in back.turns if _readable(messages)]
-        unread = tuple(name for name, messages in back.turns if not _readable(messages))
-        missing = tuple(name for name in checkpoint.moved if name in {*back.missing, *unread})
-        messages = (*itertools.chain.from_iterable(moved), *state.recent_messages)
-        return Conversation(state.model_copy(update={"recent_messages": messages}), missing)
-
     async def _save_restored_before_writing(
         self,
         checkpoint: Checkpoint,
-        conversation: SessionState,
+        conversation: Conversation,
         manifest: dict[str, str],
         spec: str | None,
         plan: RestorePlan,
@@ -2389,12 +2360,13 @@ class TerminalActor(Actor[TerminalMessage]):
         expected = {p: d for p, d in manifest.items() if p not in plan.to_delete}
         expected.update({p: checkpoint.files[p] for p in plan.to_write})
         transition = self._lc.restore(
-            conversation,
+            conversation.state,
             None,
             checkpoint=RestoredFrom(checkpoint.number, checkpoint.created_at),
             now=utc_now(),
             manifest=self._as_the_model_knows(expected, deleted=plan.to_delete),
             agent_spec_path=spec,
+            loaded=conversation.messages,
         )
         self._lc = transition.lifecycle
         await self._perform(transition.effects)  # a failure is told; the restore goes on

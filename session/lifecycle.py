@@ -808,6 +808,7 @@ class SessionLifecycle:
         context: bool = True,
         drift_in_context: bool = True,
         kept_context: KeptContext | None = None,
+        loaded: Sequence[ModelMessage] | None = None,
     ) -> Transition:
         """The stored session goes on (or, with ``restored``, checkpoint N's state: its
         context then says so instead of "resumed"). Without ``context``, no resume context:
@@ -820,7 +821,8 @@ class SessionLifecycle:
         scrubbed here, once. A tail that lacks turns before it (``turns_missing``: the file's
         cap moved them aside) is resumed with a context that says so, whatever ``context``
         and ``kept_context`` say: the chat that went on from it was sending them."""
-        loaded = load_messages(stored.recent_messages)
+        if loaded is None:  # else ``stored``'s messages, read already (``restore``)
+            loaded = load_messages(stored.recent_messages)
         compaction = parse_compaction(stored.compacted_history_summary)
         missing = turns_missing(stored.compacted_history_summary, stored.recent_messages)
         if missing and (not context or kept_context is not None):
@@ -1342,8 +1344,10 @@ class SessionLifecycle:
         now: datetime,
         manifest: Mapping[str, str],
         agent_spec_path: str | None,
+        loaded: Sequence[ModelMessage] | None = None,
     ) -> Transition:
-        """``/checkpoint N``: the conversation goes back to checkpoint N's state.
+        """``/checkpoint N``: the conversation goes back to checkpoint N's state (``loaded``:
+        its messages, already read as messages where the entry was read).
 
         State and history are replaced wholesale through the path ``resume`` takes
         (so the next request carries N's history and N's resume context); the
@@ -1358,7 +1362,8 @@ class SessionLifecycle:
                 "checkpoint_count": max(current.checkpoint_count, stored.checkpoint_count),
             }
         )
-        resumed = self._with(phase=Phase.UNSTARTED).resume(state, drift, checkpoint).lifecycle
+        unstarted = self._with(phase=Phase.UNSTARTED)
+        resumed = unstarted.resume(state, drift, checkpoint, loaded=loaded).lifecycle
         new = resumed._with(
             phase=self._target(Event.RESTORE),
             session_deleted=False,

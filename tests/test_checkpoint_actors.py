@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,9 +14,11 @@ import anyio
 import orjson
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
+from pydantic_ai.messages import ModelMessagesTypeAdapter
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
+import session.history
 from actors.base import ActorRef, open_mailbox
 from actors.drift import DriftWatcherActor
 from actors.messages import (
@@ -452,3 +455,42 @@ async def test_a_restore_whose_stored_content_is_missing_is_refused_before_it_as
     assert notes.read_text() == "notes.md v2\n"
     assert entries_of(rig) == ["0001.json"]
     assert rig.session_file.read_bytes() == before
+
+
+@pytest.fixture
+def validations(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bool]]:
+    """Each validation of persisted messages from now on (``load_messages``, pydantic-ai's
+    adapter): how many messages, and whether it ran on the event loop's thread."""
+    done: list[tuple[int, bool]] = []
+    adapter = ModelMessagesTypeAdapter
+    loop_thread = threading.get_ident()
+
+    class Counted:
+        def validate_python(self, raw: Any, **kwargs: Any) -> Any:
+            done.append((len(raw), threading.get_ident() == loop_thread))
+            return adapter.validate_python(raw, **kwargs)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(adapter, name)
+
+    monkeypatch.setattr(session.history, "ModelMessagesTypeAdapter", Counted())
+    return done
+
+
+async def test_a_restore_validates_the_checkpoints_messages_once_off_the_event_loop(
+    rig: Rig, validations: list[tuple[int, bool]]
+) -> None:
+    """H191's check read the checkpoint's messages on the event loop before it asked, and
+    the restore's own resume read them all again (on the loop too): a long conversation's
+    restore held every terminal of the supervisor twice."""
+    for n in range(3):
+        await rig.turn(f"question {n}")
+    assert (await rig.command("save")).endswith("saved as checkpoint 1.")
+    await rig.turn("one more")
+    validations.clear()
+
+    output = await rig.command("checkpoint", "1")
+
+    assert output.startswith("Restored the conversation to checkpoint 1 (3 turns)"), output
+    whole = [(size, on_loop) for size, on_loop in validations if size >= 6]  # 3 turns
+    assert whole == [(6, False)], validations
