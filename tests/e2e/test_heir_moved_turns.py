@@ -13,7 +13,7 @@ import pytest
 
 from session.settings import MAX_CONTEXT_TOKENS
 from tests.e2e.conftest import ServeChat
-from tests.e2e.harness import Env, wait_for
+from tests.e2e.harness import Client, Env, wait_for
 from tests.e2e.openai_server import ChatServer
 
 CAP = 400_000
@@ -36,11 +36,9 @@ def last_chat_request(server: ChatServer) -> list[dict[str, Any]]:
     return messages
 
 
-def test_the_heir_goes_on_with_a_context_that_names_the_turn_moved_aside(
-    env: Env, server: ChatServer
-) -> None:
-    """Before: the heir went on from the file's tail with no context at all (the chat had
-    none), so the next request lacked the moved turn with not a word of it."""
+def taken_over(env: Env) -> tuple[Client, list[str]]:
+    """A chat of three pastes (its oldest moved beside the file), whose supervisor is
+    killed and whose heir takes over; the pastes."""
     pasted = [f"paste {n}: " + "never edit files under vendor/. " * 5_900 for n in range(3)]
     client = env.spawn("--new", terminal=env.terminal())
     for n, paste in enumerate(pasted):
@@ -53,9 +51,18 @@ def test_the_heir_goes_on_with_a_context_that_names_the_turn_moved_aside(
     os.kill(supervisor, signal.SIGKILL)
     client.send("after the crash")
     client.expect("echo: after the crash", timeout=240)
+    assert env.supervisor_pid() == heir
+    return client, pasted
+
+
+def test_the_heir_goes_on_with_a_context_that_names_the_turn_moved_aside(
+    env: Env, server: ChatServer
+) -> None:
+    """Before: the heir went on from the file's tail with no context at all (the chat had
+    none), so the next request lacked the moved turn with not a word of it."""
+    client, pasted = taken_over(env)
     client.close_stdin()
     assert client.wait() == 0
-    assert env.supervisor_pid() == heir
     sent = last_chat_request(server)
     assert not any(m["content"] == pasted[0] for m in sent), "a resume reads the file's tail"
     (context,) = [m["content"] for m in sent if m["content"].startswith("# Resumed Session")]
@@ -64,3 +71,19 @@ def test_the_heir_goes_on_with_a_context_that_names_the_turn_moved_aside(
         "left it out; what the summary above says of it is all that is kept here."
     ) in context.splitlines()
     assert 'first: "paste 0: never edit' in context, "the summary covers it"
+
+
+def test_a_checkpoint_taken_after_the_takeover_says_at_its_restore_it_lacks_that_turn(
+    env: Env, server: ChatServer
+) -> None:
+    client, _ = taken_over(env)
+    client.send("/save")
+    client.expect("saved as checkpoint 1.", stderr=True)
+    client.send("/checkpoint 1")
+    client.expect(
+        "note: checkpoint 1's conversation is restored without its oldest turn (turn 1): "
+        "the checkpoint does not hold it.",
+        stderr=True,
+    )
+    client.close_stdin()
+    assert client.wait() == 0
