@@ -78,6 +78,8 @@ from session.compacted import (
 )
 from session.errors import SessionError
 from session.history import WIRE_HEADROOM, is_turn_start, message_chars
+from session.house_rules import CUES as HOUSE_RULE_CUES
+from session.house_rules import MOMENT_WORDS, is_house_rule
 from session.printable import printable
 from session.redaction import replace_known, scrub_text
 from session.shares import (
@@ -450,9 +452,7 @@ _NOT_AN_ORDER: Final = (
 _STATED: Final = r"(?:[\w']+\s+){1,2}(?:is|are|am|was|were|will|seems?|looks?|feels?|think|guess)\b"
 """After "from now on": a subject and what it is or will be ("our budget is tight", "prices
 will rise"), a statement, not an instruction."""
-_NOT_ONE_OFF: Final = (
-    r"(?!.*\b(?:this|now|yet|today|here|above|below|you know|I gave|I sent|I pasted)\b)"
-)
+_NOT_ONE_OFF: Final = rf"(?!.*\b(?:{'|'.join(MOMENT_WORDS)})\b)"
 """A sentence that names nothing of the moment ("this", "now", "yet", "above"): a norm
 over "all"/"every" said for this turn ("Use all cores for this build", "All tests should
 pass now") is a request, not a rule (H149)."""
@@ -942,7 +942,9 @@ def _rules_in(text: str) -> list[str]:
                 if tagged is None:
                     continue
                 sentence = sentence[: tagged.start()].rstrip(" ,") + "."
-            if _RULE_RE.search(sentence) and not _NOT_A_RULE_RE.search(sentence):
+            if (
+                _RULE_RE.search(sentence) and not _NOT_A_RULE_RE.search(sentence)
+            ) or is_house_rule(sentence):
                 found.append(_clip(sentence, MAX_ITEM_CHARS))
     return found[:MAX_RULES_PER_MESSAGE]
 
@@ -1044,7 +1046,7 @@ _MAY_STATE_RE: Final = re.compile(
 """What every decision, rule, revocation and open question a user prompt states holds:
 a word that ``_LABELLED_DECISION_RE``, ``_STATED_DECISION_RE``, ``_RULE_RE`` (each of its
 alternatives, ``_CONVENTION``'s too) or ``_REVOKE_RE`` needs, or a question mark. Keep it
-in step with them."""
+in step with them (``is_house_rule`` keeps its own, ``HOUSE_RULE_CUES``)."""
 
 
 def may_retain(text: str, *, said_by_user: bool) -> bool:
@@ -1056,7 +1058,9 @@ def may_retain(text: str, *, said_by_user: bool) -> bool:
     prose names nothing to keep."""
     if _MAY_NAME_A_PATH_RE.search(text):
         return True
-    return said_by_user and _MAY_STATE_RE.search(text) is not None
+    return said_by_user and (
+        _MAY_STATE_RE.search(text) is not None or HOUSE_RULE_CUES.search(text) is not None
+    )
 
 
 MAX_PATHS_PER_TEXT: Final = 40
