@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable
 from typing import Final
 
+_Shape = Callable[[list[str]], bool]
+
 MOMENT_WORDS: Final = (
     "this", "now", "yet", "today", "here", "above", "below", "you know", "I gave", "I sent",
     "I pasted",
@@ -85,6 +87,10 @@ _FROM_NOW: Final = (
 )
 _CONTRAST: Final = (("not",), ("never",), ("instead", "of"), ("rather", "than"))
 
+_OPENING_RE: Final = re.compile(
+    r"\W*(?:(?:please|also|and|ok|okay|oh|so)\b\W*)?([\w'/.+-]+)\W*([\w'/.+-]*)", re.IGNORECASE
+)
+"""A sentence's first two words (after a "please"), read without splitting the rest."""
 CUES: Final = re.compile(
     r"concise|brief|terse|succinct|formal|polite|direct|precise|explicit|specific|thorough"
     r"|consistent|professional|friendly|casual|neutral|objective|blunt|candid"
@@ -109,12 +115,26 @@ def is_house_rule(sentence: str) -> bool:
     ("Ask before deleting files."), a tone, a convention, a target or a format; never one
     naming something of the moment (``MOMENT_WORDS``) or a thing at hand ("Prefer it.",
     "The tests should pass.", "Stop the server.")."""
-    if CUES.search(sentence) is None:
+    opening = _OPENING_RE.match(sentence)
+    if opening is None:
+        return False
+    shapes = _shapes_for(opening[1].lower(), opening[2].lower())
+    if not shapes:
         return False
     words = _words(sentence)
-    if not words or _of_the_moment(words):
+    if not any(shape(words) for shape in shapes) or _of_the_moment(words):
         return False
-    return any(shape(words) for shape in _SHAPES)
+    return CUES.search(sentence) is not None  # last: the dearest test, and rarely reached
+
+
+def _shapes_for(first: str, second: str) -> tuple[_Shape, ...]:
+    """The shapes a sentence beginning with ``first`` and ``second`` may have (most
+    sentences are told apart by them alone, before they are split into words)."""
+    if first in ("the", "our"):
+        named = second in _CONVENTION or second in ("house", "coding", "code")
+        return (_convention,) if named else ()
+    shapes = _BY_OPENING.get(first, ())
+    return (*shapes, _norm) if first in _THINGS or second in _THINGS else shapes
 
 
 def _words(sentence: str) -> list[str]:
@@ -306,7 +326,23 @@ def _format(words: list[str]) -> bool:
     )
 
 
-_SHAPES: Final[tuple[Callable[[list[str]], bool], ...]] = (
-    _style, _habit, _prefer, _indent, _norm, _ask_first, _tone, _contrast, _every,
-    _convention, _lets_from_now, _only, _target, _format,
-)
+_BY_OPENING: Final[dict[str, tuple[_Shape, ...]]] = {
+    "be": (_style,),
+    "stop": (_habit,),
+    "prefer": (_prefer, _contrast),
+    "indent": (_indent,),
+    "use": (_indent, _contrast, _only),
+    "ask": (_ask_first,),
+    "confirm": (_ask_first,),
+    "keep": (_tone,),
+    "log": (_contrast,),
+    "write": (_contrast, _every),
+    "pick": (_contrast,),
+    "choose": (_contrast,),
+    **dict.fromkeys(("add", "include", "put", "give", "attach"), (_every,)),
+    **dict.fromkeys(("let's", "lets", "let"), (_lets_from_now,)),
+    "target": (_target,),
+    **dict.fromkeys(_FORMATTED, (_format,)),
+}
+"""The shapes a sentence may have by its first word (a norm's and a convention's subject
+are ``_shapes_for``'s)."""
