@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, assert_never
+from typing import Any, Final, Literal, assert_never
 
 import anyio
 import anyio.lowlevel
@@ -239,6 +239,12 @@ COMPACTING_NOW_LINE = (
     "then offline)"
 )
 """``/compact``'s, told alike."""
+NOT_SHORTER_AGAIN_LINE: Final = (
+    "Not compacted: a summary would not be shorter (~{tokens:,} tokens); "
+    "nothing changed since the last try"
+)
+"""``/compact`` of a window whose summary came back no shorter, unchanged since: no
+summarizer is asked again (``SessionLifecycle.known_no_shorter``)."""
 COMPACTING_OFFLINE_LINE = "note: compacting the conversation to fit the token budget"
 COMPACTING_NOW_OFFLINE_LINE = "note: compacting the conversation"
 """The same with the offline summarizer: no summary model is waited for (a window of long
@@ -1665,6 +1671,9 @@ class TerminalActor(Actor[TerminalMessage]):
             )
             return
         before = self._lc.estimated_tokens()
+        if self._lc.known_no_shorter(window):  # asked before, and nothing changed since
+            await self._emit(CommandOutput(NOT_SHORTER_AGAIN_LINE.format(tokens=before)))
+            return
         result = await self._compact_and_wait(window, "command")
         if result is None:
             await self._emit(CommandOutput("Compaction cancelled; nothing was changed."))
@@ -1812,9 +1821,15 @@ class TerminalActor(Actor[TerminalMessage]):
         if not lc.allows(Event.COMPACTED):  # not started, or in a phase that takes none
             return False
         automatic = result.trigger != "command"
+        # the summarizers the session asks answered (not the offline one in a failing
+        # model's place): an answer no shorter is theirs for this window, while unchanged
+        settled = not asked_offline and result.offline_because in (None, TOO_LONG_BECAUSE)
         if result.compaction is None:
             self._lc = lc.compaction_failed(
-                result.generation, back_off=automatic, window=result.window
+                result.generation,
+                back_off=automatic,
+                window=result.window,
+                no_gain=result.no_gain and settled,
             )
             if self._lc is lc:  # the late answer of a superseded compaction
                 return False
@@ -1838,6 +1853,7 @@ class TerminalActor(Actor[TerminalMessage]):
             agent_spec_path=lc.state.agent_spec_path,
             back_off=automatic,
             fallback=result.fallback,
+            settled=settled,
         )
         self._lc = transition.lifecycle
         kept = self._lc.compaction

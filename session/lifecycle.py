@@ -153,6 +153,8 @@ from session.summary import user_prompts
 from session.turns import stamp_turn, stamped_turn
 from session.wire import wire_chars
 
+WindowDigest = tuple[int, int, int, int, int, int | None]
+"""``SessionLifecycle.window_digest``: what a compaction window's summary depends on."""
 _REDACTED_BYTES = REDACTED.encode()
 RULES_HEADING = "## The user's rules from earlier in this conversation (always follow them)"
 
@@ -363,6 +365,10 @@ class SessionLifecycle:
     compaction_failures: int = 0
     backoff_until: int = 0
     """No automatic compaction before this many invocations have completed."""
+    no_shorter: WindowDigest | None = None
+    """The last window whose summary (the summary model's, and the offline one) came back
+    no shorter than its turns (``window_digest``): while it is what is due, no summarizer
+    is asked it again (H189: 21 ``/compact``s, 21 requests to the summary model)."""
     generation: int = 0
     """Bumped whenever the history is replaced (start, resume, reset)."""
     budget_warned: int = 0
@@ -609,11 +615,39 @@ class SessionLifecycle:
             return 0
         return bisect.bisect_left(self.history_starts, self.tail_start)
 
+    def window_digest(self, window: Window) -> WindowDigest:
+        """What a window's summary depends on: its history (generation), its invocations,
+        the compaction it starts from, the secrets scrubbed out of it and the budget it is
+        held to. Unchanged, a summarizer's answer does not change either."""
+        boundary = self.compaction.end_invocation if self.compaction else 0
+        return (
+            self.generation,
+            window.start_invocation,
+            window.end_invocation,
+            boundary,
+            len(self.policy.known_secrets),
+            self.estimate_budget(),
+        )
+
+    def known_no_shorter(self, window: Window) -> bool:
+        """Whether ``window``'s summary came back no shorter than its turns, and nothing it
+        depends on changed since: asking again would cost a summary and change nothing."""
+        return self.no_shorter is not None and self.no_shorter == self.window_digest(window)
+
     def compaction_due(
         self, *, request_tokens: int | None = None, force: bool = False
     ) -> Window | None:
-        """The window to compact now, if any: everything (``force``, ``/compact``), the
-        token budget's (``request_tokens`` given) or the sliding window's."""
+        """The window to compact now, if any: everything (``force``, ``/compact``, which
+        asks ``known_no_shorter`` itself), the token budget's (``request_tokens`` given) or
+        the sliding window's; none known no shorter."""
+        window = self._compaction_due(request_tokens=request_tokens, force=force)
+        if window is None or force or not self.known_no_shorter(window):
+            return window
+        return None
+
+    def _compaction_due(
+        self, *, request_tokens: int | None = None, force: bool = False
+    ) -> Window | None:
         if not self.allows(Event.COMPACT) or self.compacting is not None:
             return None
         config = self.policy.compaction
@@ -1166,6 +1200,7 @@ class SessionLifecycle:
         agent_spec_path: str | None,
         back_off: bool = True,
         fallback: EventCompaction | None = None,
+        settled: bool = True,
     ) -> Transition:
         """Keep ``compaction``: memory drops the turns before its overlap (or before its
         last turn), the request starts at its boundary, decisions gain what it retained,
@@ -1177,7 +1212,9 @@ class SessionLifecycle:
         replaces once the request's framing and the rules in the instructions are
         counted) is not kept: ``fallback`` (the offline summarizer's of the same window,
         when a summary model wrote ``compaction``) is tried in its place; with none, or
-        no smaller either, it is taken as a failure (``compaction_failed(back_off)``)."""
+        no smaller either, it is taken as a failure (``compaction_failed(back_off)``),
+        remembered as no shorter when ``settled`` (written by the summarizer the session
+        asks, not by the offline one standing in for a model that failed)."""
         state = self._check(Event.COMPACTED)
         if generation != self.generation:
             return Transition(self, ())
@@ -1220,8 +1257,10 @@ class SessionLifecycle:
                     manifest=manifest,
                     agent_spec_path=agent_spec_path,
                     back_off=back_off,
+                    settled=settled,
                 )
-            return Transition(self.compaction_failed(generation, back_off=back_off), ())
+            failed = self.compaction_failed(generation, back_off=back_off, no_gain=settled)
+            return Transition(failed, ())
         if new.estimated_tokens() >= before:
             new = new._with(last_turn_not_again=True)
         if new.session_deleted or not new.saved:
@@ -1230,23 +1269,31 @@ class SessionLifecycle:
         return Transition(new, (write,))
 
     def compaction_failed(
-        self, generation: int, *, back_off: bool = True, window: Window | None = None
+        self,
+        generation: int,
+        *,
+        back_off: bool = True,
+        window: Window | None = None,
+        no_gain: bool = False,
     ) -> SessionLifecycle:
         """Back off: the next automatic compaction waits ``interval * 2**failures`` turns
         (a failed ``/compact`` does not: ``back_off`` False only ends the attempt).
-        ``window``, if known, is the one that failed: not the one in flight, nothing."""
+        ``window``, if known, is the one that failed: not the one in flight, nothing.
+        ``no_gain``: its summary was no shorter, remembered (``known_no_shorter``)."""
         if generation != self.generation or self.compacting is None:
             return self  # a late answer of a superseded compaction: nothing in flight
         if window is not None and window is not self.compacting:
             return self  # a late answer of a superseded compaction, another in flight
+        no_shorter = self.window_digest(self.compacting) if no_gain else self.no_shorter
         if not back_off:
-            return self._with(compacting=None)
+            return self._with(compacting=None, no_shorter=no_shorter)
         failures = self.compaction_failures + 1
         wait = max(1, self.policy.compaction.compaction_interval) * 2 ** min(failures, 6)
         return self._with(
             compacting=None,
             compaction_failures=failures,
             backoff_until=self.invocations + wait,
+            no_shorter=no_shorter,
         )
 
     def over_budget(self, generation: int, tokens: int) -> tuple[SessionLifecycle, bool]:
@@ -1278,6 +1325,7 @@ class SessionLifecycle:
             "compacting": None,
             "compaction_failures": 0,
             "backoff_until": 0,
+            "no_shorter": None,
             "generation": self.generation + 1,
             "token_base": None,
             "budget_warned": 0,

@@ -151,3 +151,30 @@ async def test_a_failing_summary_model_is_told_once_across_an_offline_compaction
         await chat.terminal.tell(Detach("exit"))
         server.released.set()
         tg.cancel_scope.cancel()
+
+
+async def test_compact_again_of_a_window_no_summary_shortens_asks_no_summarizer(
+    make_chat: ChatFactory, server: ChatServer
+) -> None:
+    """H189: ``/compact`` repeated on an unchanged window whose summary was no shorter asked
+    the summary model each time (21 requests for 21 ``/compact``s). The answer for it
+    stands while the window is unchanged; a new turn changes it, and the model is asked."""
+    server.summary_answer = "The user and the assistant discussed the triage agent. " * 30
+    chat: Chat = await make_chat()
+    await chat.turn("hi")
+
+    def asked() -> int:
+        return sum(1 for r in server.requests if r["model"] == "summary-model")
+
+    first = await chat.compact()
+    assert first[-1].startswith("Not compacted: a summary"), first
+    after_first = asked()
+    assert after_first >= 1
+    again = await chat.compact()
+    assert asked() == after_first
+    assert again[-1].startswith("Not compacted: a summary would not be shorter"), again
+    assert again[-1].endswith("nothing changed since the last try"), again
+    await chat.turn("and one more thing about the routing table")
+    await chat.compact()
+    assert asked() > after_first
+    await chat.terminal.tell(Detach("exit"))
