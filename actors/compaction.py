@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final, TypeVar
@@ -100,6 +100,12 @@ TOO_LONG_BECAUSE: Final = (
 )
 """Why the offline summarizer's compaction was kept in the summary model's place: the
 model's would not have made the next request smaller (told once, as a warning)."""
+BUSY_BECAUSE: Final = (
+    "the summary model had not answered this session's previous compaction yet; "
+    "the offline summarizer's is used"
+)
+"""Why a compaction was written offline: its wait for the session's request before it
+(one at a time) outlasted its own time (told once, as a warning)."""
 OFFLINE: Final = "offline"
 """As a summary model: the offline summarizer (no model)."""
 NOT_A_FAILURE: Final = (SummaryNotShorter, RunawaySummary)
@@ -209,6 +215,9 @@ class CompactionActor(Actor[CompactionMessage]):
         self._summarizing: set[str] = set()
         """Sessions whose summary is being written: one at a time each (a hung summary
         model took one more request per turn, a dozen at once)."""
+        self._asking: dict[str, anyio.Lock] = {}
+        """Sessions whose compaction asks the summary model now, one at a time each
+        (``_one_request``)."""
         self._running: dict[_WindowKey, _Running] = {}
         """The told compactions running or just answered, by session, generation and
         window: an ask for the same window (the exit's, for the compaction due after the
@@ -344,7 +353,12 @@ class CompactionActor(Actor[CompactionMessage]):
                 else window
             )
             summarized, offline, too_long = await self._summarize_window(
-                model, readable.events, timeout, message.max_chars, message.secrets
+                model,
+                readable.events,
+                timeout,
+                message.max_chars,
+                message.session_id,
+                message.secrets,
             )
             offline_because = too_long or self._offline_because(model)
             by_model = not offline and (self._summarizer is not None or model is not None)
@@ -406,32 +420,58 @@ class CompactionActor(Actor[CompactionMessage]):
         events: tuple[Event, ...],
         timeout: float,
         max_chars: int | None,
+        session_id: str = "",
         secrets: tuple[str, ...] = (),
     ) -> tuple[Event | None, bool, str | None]:
         """The window's summary, whether the offline summarizer wrote it in the summary
         model's place (the model failed now or lately, or its answer was not used), and
         ``TOO_LONG_BECAUSE`` when the model's answer was over the cap (told: a model that
-        answers every window at length would have none of its summaries used unsaid)."""
+        answers every window at length would have none of its summaries used unsaid), or
+        ``BUSY_BECAUSE``. One request of a session's at a time (``_one_request``), all
+        within ``timeout``."""
         if self._summarizer is not None:
             with anyio.fail_after(timeout):
                 return await self._summarizer.summarize_events(events), False, None
-        too_long: str | None = None
+        because: str | None = None
         if model is not None and self._llm_usable(model):
-            try:
-                # built outside the timeout: it imports at first
-                summarizer = self._llm(model).within(max_chars)
-                with anyio.fail_after(timeout):
-                    summarized = await self._within_window(
-                        model, summarizer, lambda held: held.summarize_events(events)
-                    )
-                return summarized, False, None
-            except NOT_A_FAILURE as exc:  # the model answered: asked again next time
-                log.warning("LLM compaction with %s not used: %s", model, exc)
-                too_long = TOO_LONG_BECAUSE if isinstance(exc, RunawaySummary) else None
-            except Exception as exc:
-                self._llm_failed(model, "compaction", exc, secrets)
+            # built before the wait and the timeout: it imports at first
+            summarizer = self._llm(model).within(max_chars)
+            deadline = anyio.current_time() + timeout
+            async with self._one_request(session_id, timeout) as asking:
+                because = None if asking else BUSY_BECAUSE
+                if asking and self._llm_usable(model):  # the one before may have failed
+                    try:
+                        with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                            summarized = await self._within_window(
+                                model, summarizer, lambda held: held.summarize_events(events)
+                            )
+                        return summarized, False, None
+                    except NOT_A_FAILURE as exc:  # the model answered: asked again next time
+                        log.warning("LLM compaction with %s not used: %s", model, exc)
+                        because = TOO_LONG_BECAUSE if isinstance(exc, RunawaySummary) else None
+                    except Exception as exc:
+                        self._llm_failed(model, "compaction", exc, secrets)
         offline = await off_the_loop(OfflineEventSummarizer().summarize, events)
-        return offline, model is not None, too_long
+        return offline, model is not None, because
+
+    @contextlib.asynccontextmanager
+    async def _one_request(self, session_id: str, wait: float) -> AsyncIterator[bool]:
+        """Whether this session's turn to ask the summary model came within ``wait``
+        seconds: a compaction waits for the one before it (H189: a hung summary model in
+        a fast piped run had 8 requests of one session open at once, each new window's
+        compaction asking again while the one before it was superseded, not ended)."""
+        lock = self._asking.setdefault(session_id, anyio.Lock())
+        taken = False
+        with anyio.move_on_after(wait):
+            await lock.acquire()
+            taken = True
+        try:
+            yield taken
+        finally:
+            if taken:
+                lock.release()
+            if not lock.locked() and not lock.statistics().tasks_waiting:
+                self._asking.pop(session_id, None)
 
     def _llm(self, model: str) -> LlmEventSummarizer:
         """The summary model's summarizer (with the compaction prompt), built once."""

@@ -651,3 +651,44 @@ async def test_a_summary_models_window_is_learned_as_the_wire_carries_the_reques
     assert not answer.offline, answer.offline_because
     refused, retried = summary_sizes(server)[:2]
     assert retried > refused * 6 // 10, (refused, retried)
+
+
+async def test_one_sessions_compactions_ask_a_hanging_summary_model_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """H189: a hanging summary model in a fast piped run had 8 requests open at once for
+    17 s: each new window's compaction asked again while the one before it (superseded
+    by the token budget, not ended) still waited. The second waits for the first; the
+    first timing out takes the model down, and the second is written offline."""
+    from tests.workers import SUMMARY_MODEL, local_models
+
+    later = sliding_window(
+        events_from_messages(conversation(0, 1, 2, 3, 4, 5), 1), EventsCompactionConfig(4, 0)
+    )
+    assert later is not None
+    terminal: ActorRef[Any]
+    terminal, inbox = open_mailbox("terminal")
+    with local_models(monkeypatch) as server:
+        server.hang_summaries = True
+        try:
+            async with anyio.create_task_group() as tg:
+                compaction: ActorRef[Any] = await tg.start(
+                    partial(
+                        run_supervised,
+                        "compaction",
+                        lambda ref: CompactionActor(
+                            ref, summary_model=SUMMARY_MODEL, llm_timeouts=(1.0, 1.0)
+                        ),
+                    )
+                )
+                for window in (a_window(), later):
+                    await compaction.tell(
+                        Compact("aaaaaaaaaaaa", 1, window, "window", terminal, SUMMARY_MODEL)
+                    )
+                with anyio.fail_after(20):
+                    answers = [(await inbox.receive()).message for _ in range(2)]
+                tg.cancel_scope.cancel()
+        finally:
+            server.released.set()
+        assert all(isinstance(a, Compacted) and a.compaction is not None for a in answers)
+        assert sum(1 for r in server.requests if r["model"] == "summary-model") == 1
