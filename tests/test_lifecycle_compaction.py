@@ -249,6 +249,24 @@ def test_a_window_backing_off_does_not_mute_the_token_budget() -> None:
     assert lc.compaction_due(request_tokens=tokens) is not None
 
 
+def test_a_window_whose_summary_was_no_shorter_is_not_due_again_until_it_changes() -> None:
+    """H189: an unchanged window whose summary came back no shorter was asked of the
+    summary model again at every try (``/compact``: 21 requests for 21). A new turn makes
+    another window, due again."""
+    lc = after_turns(fresh(policy(interval=100, threshold=200)), 1, 4)
+    tokens = lc.request_tokens()
+    window = lc.compaction_due(request_tokens=tokens)
+    assert window is not None
+    lc = lc.begin_compaction(window).compaction_failed(lc.generation, no_gain=True)
+    assert lc.known_no_shorter(window)
+    assert lc.compaction_due(request_tokens=tokens) is None
+    forced = lc.compaction_due(force=True)
+    assert forced is not None and lc.known_no_shorter(forced) == (forced.end_invocation == 3)
+    lc = after_turns(lc, 5, 5)
+    again = lc.compaction_due(request_tokens=lc.request_tokens())
+    assert again is not None and not lc.known_no_shorter(again)
+
+
 def test_the_token_budget_compacts_before_a_request_over_it() -> None:
     lc = after_turns(fresh(policy(interval=100, threshold=200)), 1, 4)
     tokens = lc.request_tokens()
