@@ -457,14 +457,19 @@ class CompactionActor(Actor[CompactionMessage]):
     @contextlib.asynccontextmanager
     async def _one_request(self, session_id: str, wait: float) -> AsyncIterator[bool]:
         """Whether this session's turn to ask the summary model came within ``wait``
-        seconds: a compaction waits for the one before it (H189: a hung summary model in
-        a fast piped run had 8 requests of one session open at once, each new window's
-        compaction asking again while the one before it was superseded, not ended)."""
+        seconds: a compaction or a summary waits for the request before it (H189: a hung
+        summary model in a fast piped run had 8 requests of one session open at once, each
+        new window's compaction asking again while the one before it was superseded, not
+        ended)."""
         lock = self._asking.setdefault(session_id, anyio.Lock())
         taken = False
-        with anyio.move_on_after(wait):
-            await lock.acquire()
+        try:  # a free turn is taken without a turn of the loop (as ``_summary_slot``'s)
+            lock.acquire_nowait()
             taken = True
+        except anyio.WouldBlock:
+            with anyio.move_on_after(wait):
+                await lock.acquire()
+                taken = True
         try:
             yield taken
         finally:
@@ -565,27 +570,31 @@ class CompactionActor(Actor[CompactionMessage]):
         if model is not None and message.messages and self._llm_usable(model):  # new turns
             # An asked summary (the exit's) waits a while for a slot, a told one (after a
             # turn, one per session at a time) as long as it takes.
+            # One request of the session's at a time, its compactions' too (_one_request).
             wait = self._summary_slot_wait if message.reply_to is None else math.inf
-            if await self._summary_slot(wait):
-                try:
-                    summarizer = (
-                        self._llm(model).with_prompt_template(SUMMARY_TEMPLATE).within(
-                            message.max_chars
+            deadline = anyio.current_time() + wait
+            async with self._one_request(message.session_id, wait) as asking:
+                left = max(0.0, deadline - anyio.current_time())
+                if asking and self._llm_usable(model) and await self._summary_slot(left):
+                    try:
+                        summarizer = (
+                            self._llm(model).with_prompt_template(SUMMARY_TEMPLATE).within(
+                                message.max_chars
+                            )
                         )
-                    )
-                    with anyio.fail_after(self._llm_timeouts[0]):
-                        summary = await self._within_window(
-                            model, summarizer, partial(self._llm_summary, message=message)
-                        )
-                    return summary, None
-                except NOT_A_FAILURE as exc:  # the model answered: asked again next time
-                    log.warning("LLM summary with %s not used: %s", model, exc)
-                    if isinstance(exc, RunawaySummary):
-                        too_long = TOO_LONG_BECAUSE
-                except Exception as exc:
-                    self._llm_failed(model, "summary", exc, message.secrets)
-                finally:
-                    self._summary_slots.release()
+                        with anyio.fail_after(self._llm_timeouts[0]):
+                            summary = await self._within_window(
+                                model, summarizer, partial(self._llm_summary, message=message)
+                            )
+                        return summary, None
+                    except NOT_A_FAILURE as exc:  # the model answered: asked again next time
+                        log.warning("LLM summary with %s not used: %s", model, exc)
+                        if isinstance(exc, RunawaySummary):
+                            too_long = TOO_LONG_BECAUSE
+                    except Exception as exc:
+                        self._llm_failed(model, "summary", exc, message.secrets)
+                    finally:
+                        self._summary_slots.release()
         offline = offline_summary(message.messages, message.decisions, message.previous)
         return offline, too_long or self._offline_because(model)
 

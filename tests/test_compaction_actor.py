@@ -692,3 +692,44 @@ async def test_one_sessions_compactions_ask_a_hanging_summary_model_one_at_a_tim
             server.released.set()
         assert all(isinstance(a, Compacted) and a.compaction is not None for a in answers)
         assert sum(1 for r in server.requests if r["model"] == "summary-model") == 1
+
+
+async def test_the_exits_summary_waits_for_its_sessions_hanging_compaction_not_beside_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One request of a session's open at a time, its summary's too: the exit's summary,
+    asked while the session's compaction waits for a hanging summary model, is written
+    offline when its wait is over, without a second hanging request."""
+    from tests.workers import SUMMARY_MODEL, local_models
+
+    terminal: ActorRef[Any]
+    terminal, inbox = open_mailbox("terminal")
+    with local_models(monkeypatch) as server:
+        server.hang_summaries = True
+        try:
+            async with anyio.create_task_group() as tg:
+                compaction: ActorRef[Any] = await tg.start(
+                    partial(
+                        run_supervised,
+                        "compaction",
+                        lambda ref: CompactionActor(
+                            ref,
+                            summary_model=SUMMARY_MODEL,
+                            llm_timeouts=(3.0, 3.0),
+                            summary_slots=(4, 0.5),
+                        ),
+                    )
+                )
+                await compaction.tell(
+                    Compact("aaaaaaaaaaaa", 1, a_window(), "window", terminal, SUMMARY_MODEL)
+                )
+                asked = Summarize("aaaaaaaaaaaa", tuple(turn(0)), (), None)
+                summary = await compaction.ask(asked, timeout=10)
+                assert summary is not None and 'first: "question 0"' in summary
+                with anyio.fail_after(20):
+                    answer = (await inbox.receive()).message
+                tg.cancel_scope.cancel()
+        finally:
+            server.released.set()
+        assert isinstance(answer, Compacted)
+        assert sum(1 for r in server.requests if r["model"] == "summary-model") == 1
