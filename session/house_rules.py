@@ -122,7 +122,7 @@ def is_house_rule(sentence: str) -> bool:
     if not shapes:
         return False
     words = _words(sentence)
-    if not any(shape(words) for shape in shapes) or _of_the_moment(words):
+    if not words or not any(shape(words) for shape in shapes) or _of_the_moment(words):
         return False
     return CUES.search(sentence) is not None  # last: the dearest test, and rarely reached
 
