@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
+import inspect
 import math
 import os
+import sys
 import threading
 import time
+import traceback
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -65,6 +69,8 @@ class _HeldSteps:
         self._loop_tid = threading.get_native_id()
         self._stats: dict[int, int] = {}  # native thread id: its open schedstat file
         self._threads = -1  # how many threads the stat files were opened for
+        self.started = 0  # when the step running now began (perf_counter_ns), or 0
+        self.where: list[str] = []  # where the step running now was, seen by the sampler
 
     def _queued_ns(self) -> dict[int, int]:
         """How long, in all, the machine has kept each thread waiting for a CPU."""
@@ -79,6 +85,7 @@ class _HeldSteps:
     def _follow_threads(self) -> None:
         self._threads = threading.active_count()
         now = {t.native_id for t in threading.enumerate() if t.native_id is not None}
+        now.discard(_sampler().native_id)  # the guard's, not the code's: never netted
         now.add(self._loop_tid)
         for tid in set(self._stats) - now:
             os.close(self._stats.pop(tid))
@@ -92,20 +99,22 @@ class _HeldSteps:
             os.close(fd)
         self._stats, self.thread = {}, -1
 
-    def timed(self, run: Callable[[asyncio.Handle], None]) -> Callable[[asyncio.Handle], None]:
-        def run_timed(handle: asyncio.Handle) -> None:
-            if threading.get_ident() != self.thread:
-                return run(handle)
-            start, before = time.perf_counter_ns(), self._queued_ns()
-            try:
-                return run(handle)
-            finally:
-                if self.thread != -1:
-                    self._count(handle, time.perf_counter_ns() - start, before)
+    def run(self, run: Callable[[asyncio.Handle], None], handle: asyncio.Handle) -> None:
+        """``run(handle)``, timed if it runs on the loop's thread."""
+        if threading.get_ident() != self.thread:
+            return run(handle)
+        before, cpu = self._queued_ns(), time.thread_time_ns()
+        self.where = []
+        start = self.started = time.perf_counter_ns()
+        try:
+            return run(handle)
+        finally:
+            self.started = 0
+            if self.thread != -1:
+                wall, cpu = time.perf_counter_ns() - start, time.thread_time_ns() - cpu
+                self._count(handle, wall, cpu, before)
 
-        return run_timed
-
-    def _count(self, handle: asyncio.Handle, wall: int, before: dict[int, int]) -> None:
+    def _count(self, handle: asyncio.Handle, wall: int, cpu: int, before: dict[int, int]) -> None:
         if wall < SLOW_STEP_S * 1e9:
             return
         after = self._queued_ns()
@@ -114,8 +123,49 @@ class _HeldSteps:
         if held >= SLOW_STEP_S * 1e9:
             self.held.append(
                 f"{handle!r} held the loop for {held / 1e9:.3f} s"
-                f" ({wall / 1e9:.3f} s with the waits of its process's threads for a CPU)"
+                f" ({wall / 1e9:.3f} s with the waits of its process's threads for a CPU,"
+                f" {cpu / 1e9:.3f} s of its thread's CPU time); it was at:\n"
+                + "\n".join(dict.fromkeys(self.where))
             )
+
+
+_collecting: list[_HeldSteps] = []  # the open ``blocking_calls``, innermost last
+
+
+def _sample() -> None:
+    """Every 20 ms, note where the loop's thread is if its step has run for 40 ms (at most
+    three places a step), for the report of a step that held the loop."""
+    while True:
+        time.sleep(0.02)
+        steps = _collecting[-1] if _collecting else None
+        if steps is None or not steps.started:
+            continue
+        started, where = steps.started, steps.where
+        if time.perf_counter_ns() - started > 40e6 and len(where) < 3:
+            frame = sys._current_frames().get(steps.thread)
+            if frame is not None and steps.started == started:
+                stack = traceback.extract_stack(frame)[-6:]
+                where.append("".join(traceback.format_list(stack)))
+
+
+@functools.cache
+def _sampler() -> threading.Thread:
+    """The one thread that samples where long steps are (started with the first guard)."""
+    thread = threading.Thread(target=_sample, name="blocking-guard", daemon=True)
+    thread.start()
+    return thread
+
+
+def _timed_runs(run: Callable[[asyncio.Handle], None]) -> Callable[[asyncio.Handle], None]:
+    """``Handle._run`` timed for the innermost open ``blocking_calls`` (one nested in
+    another, a test's own around the guard every test on a loop has, takes its steps)."""
+
+    def run_timed(handle: asyncio.Handle) -> None:
+        if not _collecting:
+            return run(handle)
+        return _collecting[-1].run(run, handle)
+
+    return run_timed
 
 
 @contextlib.asynccontextmanager
@@ -131,19 +181,25 @@ async def blocking_calls() -> AsyncIterator[list[str]]:
     previous = loop.get_debug(), loop.slow_callback_duration
     # A garbage collection of the whole test process is not a blocking call of the
     # code under test: collect now, and keep the collector out of the measured steps.
-    gc.collect()
+    if not _collecting:  # (an outer one did, and keeps it out)
+        gc.collect()
+    was_enabled = gc.isenabled()
     gc.disable()
     steps = _HeldSteps()
     run = asyncio.Handle._run
-    asyncio.Handle._run = steps.timed(run)  # type: ignore[method-assign,assignment]
+    if not _collecting:
+        asyncio.Handle._run = _timed_runs(run)  # type: ignore[method-assign,assignment]
+    _collecting.append(steps)
     loop.set_debug(True)
     loop.slow_callback_duration = math.inf  # timed above, net of the machine's load
     try:
         yield steps.held
     finally:
+        _collecting.remove(steps)
         asyncio.Handle._run = run  # type: ignore[method-assign]
         steps.close()
-        gc.enable()
+        if was_enabled:
+            gc.enable()
         loop.set_debug(previous[0])
         loop.slow_callback_duration = previous[1]
 
@@ -154,6 +210,15 @@ async def no_blocking() -> AsyncIterator[None]:
     async with blocking_calls() as blocked:
         yield
     assert blocked == [], "the event loop was blocked:\n" + "\n".join(blocked)
+
+
+@pytest.fixture(autouse=True)
+def loop_never_blocked(request: pytest.FixtureRequest) -> None:
+    """Every test on an event loop (an ``async def`` test marked ``anyio``) runs under ``no_blocking``, from
+    before its other fixtures are set up to after they are torn down."""
+    test = getattr(request.node, "function", None)
+    if inspect.iscoroutinefunction(test) and "anyio_backend" in request.fixturenames:
+        request.getfixturevalue("no_blocking")
 
 
 @pytest.fixture
