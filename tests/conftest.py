@@ -14,6 +14,7 @@ import threading
 import time
 import traceback
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pydantic_ai.models
@@ -144,8 +145,21 @@ def _sample() -> None:
         if time.perf_counter_ns() - started > 40e6 and len(where) < 3:
             frame = sys._current_frames().get(steps.thread)
             if frame is not None and steps.started == started:
-                stack = traceback.extract_stack(frame)[-6:]
-                where.append("".join(traceback.format_list(stack)))
+                where.append(_where(traceback.extract_stack(frame)))
+
+
+_OURS = str(Path(__file__).resolve().parent.parent) + os.sep
+_NOT_OURS = (os.sep + ".venv" + os.sep, os.sep + "site-packages" + os.sep, "conftest.py")
+
+
+def _where(stack: traceback.StackSummary) -> str:
+    """A stack as the report shows it: the frames of the project's code and tests, then
+    the last four frames (what it was doing in them)."""
+    ours = [
+        f for f in stack[:-4]
+        if f.filename.startswith(_OURS) and not any(n in f.filename for n in _NOT_OURS)
+    ]
+    return "".join(traceback.format_list([*ours, *stack[-4:]]))
 
 
 @functools.cache

@@ -215,9 +215,11 @@ async def test_a_call_given_behind_resumes_its_caller_after_what_its_answer_woke
             tg.start_soon(writer)
             await anyio.wait_all_tasks_blocked()
             # The loop is held until the thread has answered and ended the call (the next
-            # call runs after): as in a supervisor, whose loop wakes after both.
-            loop.call_soon(both_given.wait, 10)
+            # call runs after): as in a supervisor, whose loop wakes after both. That call
+            # is given first (before the hold, behind ``save``): given after, the hold ran
+            # out its 10 s (as the blocking guard told).
             tg.start_soon(worker.run, both_given.set)
+            loop.call_soon(both_given.wait, 10)
             await worker.run(save, behind=True)
             order.append("actor")
     finally:
