@@ -435,7 +435,7 @@ class CompactionActor(Actor[CompactionMessage]):
         because: str | None = None
         if model is not None and self._llm_usable(model):
             # built before the wait and the timeout: it imports at first
-            summarizer = self._llm(model).within(max_chars)
+            summarizer = (await self._llm(model)).within(max_chars)
             deadline = anyio.current_time() + timeout
             async with self._one_request(session_id, timeout) as asking:
                 because = None if asking else BUSY_BECAUSE
@@ -478,10 +478,13 @@ class CompactionActor(Actor[CompactionMessage]):
             if not lock.locked() and not lock.statistics().tasks_waiting:
                 self._asking.pop(session_id, None)
 
-    def _llm(self, model: str) -> LlmEventSummarizer:
-        """The summary model's summarizer (with the compaction prompt), built once."""
+    async def _llm(self, model: str) -> LlmEventSummarizer:
+        """The summary model's summarizer (with the compaction prompt), built once, in a
+        worker thread: its client imports the provider's SDK at first (most of a second),
+        and builds an HTTP client, which must not stall the loop (as the LLMActor's agent)."""
         if model not in self._llm_summarizers:
-            self._llm_summarizers[model] = LlmEventSummarizer(resolve_model(model))
+            built = await anyio.to_thread.run_sync(resolve_model, model)
+            self._llm_summarizers.setdefault(model, LlmEventSummarizer(built))
         return self._llm_summarizers[model]
 
     async def _within_window(
@@ -578,9 +581,9 @@ class CompactionActor(Actor[CompactionMessage]):
                 if asking and self._llm_usable(model) and await self._summary_slot(left):
                     try:
                         summarizer = (
-                            self._llm(model).with_prompt_template(SUMMARY_TEMPLATE).within(
-                                message.max_chars
-                            )
+                            (await self._llm(model))
+                            .with_prompt_template(SUMMARY_TEMPLATE)
+                            .within(message.max_chars)
                         )
                         with anyio.fail_after(self._llm_timeouts[0]):
                             summary = await self._within_window(

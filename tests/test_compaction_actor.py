@@ -733,3 +733,55 @@ async def test_the_exits_summary_waits_for_its_sessions_hanging_compaction_not_b
             server.released.set()
         assert isinstance(answer, Compacted)
         assert sum(1 for r in server.requests if r["model"] == "summary-model") == 1
+
+
+FIRST_SUMMARY_IN_A_FRESH_PROCESS = """
+import json, os, sys
+from functools import partial
+import anyio
+import pydantic_ai.models
+from actors.base import run_supervised
+from actors.compaction import CompactionActor
+from actors.messages import Summarize
+from tests.conftest import blocking_calls
+from tests.conversations import conversation
+from tests.e2e.openai_server import ChatServer
+
+async def main() -> None:
+    unloaded = "pydantic_ai.models.openai" not in sys.modules
+    async with anyio.create_task_group() as tg:
+        make = partial(CompactionActor, summary_model="openai-chat:summary-model")
+        compaction = await tg.start(partial(run_supervised, "compaction", make))
+        async with blocking_calls() as blocked:
+            await anyio.lowlevel.checkpoint()
+            summary = await compaction.ask(
+                Summarize("aaaaaaaaaaaa", tuple(conversation(0)), (), None), timeout=60
+            )
+        tg.cancel_scope.cancel()
+    print(json.dumps({"unloaded": unloaded, "summary": summary, "blocked": blocked}))
+
+pydantic_ai.models.ALLOW_MODEL_REQUESTS = True  # the local server
+with ChatServer() as server:
+    os.environ.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test-not-a-real-key")
+    anyio.run(main)
+"""
+
+
+def test_the_first_summary_of_a_chat_model_builds_its_client_off_the_loop() -> None:
+    """The guard's finding: the summary model's client was built on the loop at its first
+    summary, importing the OpenAI SDK there (0.7 s of CPU, every terminal stalled) unless
+    a turn's agent had imported it first. It is built in a worker thread, as the
+    LLMActor's agent is. (A fresh interpreter: this one may have imported it already.)"""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_SUMMARY_IN_A_FRESH_PROCESS],
+        capture_output=True, check=True, timeout=120, cwd=Path(__file__).parent.parent,
+    )
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["unloaded"], "the SDK was imported before the first summary"
+    assert result["summary"]
+    assert result["blocked"] == []

@@ -67,7 +67,7 @@ async def summary_model_terminal(
     the local server's (by default compaction only when asked: ``/compact``, and no token
     budget; else ``policy``'s), with the real worker actors in ``tg``; the terminal, what
     it tells its terminal, and its project."""
-    warm_up()
+    await anyio.to_thread.run_sync(warm_up)  # as a supervisor does, off its loop
     workspace = root / "ws"
     workspace.mkdir()
     home = root / "home"

@@ -373,7 +373,11 @@ class ChatServer:
                 self.wfile.flush()
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # Polled every 10 ms (not 0.5 s): a test on an event loop leaves the server's
+        # ``with`` inside the loop, and ``shutdown`` waits for the next poll.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.01,), daemon=True
+        )
 
     @property
     def base_url(self) -> str:

@@ -79,7 +79,10 @@ class TextThenToolCall:
                 self.wfile.flush()
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # Polled every 10 ms: ``close`` (inside a test's event loop) waits for the next poll.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.01,), daemon=True
+        )
         self._thread.start()
 
     @property
