@@ -228,8 +228,9 @@ async def no_blocking() -> AsyncIterator[None]:
 
 @pytest.fixture(autouse=True)
 def loop_never_blocked(request: pytest.FixtureRequest) -> None:
-    """Every test on an event loop (an ``async def`` test marked ``anyio``) runs under ``no_blocking``, from
-    before its other fixtures are set up to after they are torn down."""
+    """Every test on an event loop (an ``async def`` test marked ``anyio``) runs under
+    ``no_blocking``, from before its other fixtures are set up to after they are torn
+    down (see docs/decisions.md, H195)."""
     test = getattr(request.node, "function", None)
     if inspect.iscoroutinefunction(test) and "anyio_backend" in request.fixturenames:
         request.getfixturevalue("no_blocking")

@@ -183,6 +183,42 @@ async def test_the_blocking_guard_sees_a_long_computation() -> None:
     assert len(blocked) == 1 and "held the loop" in blocked[0]
 
 
+AN_ASYNC_TEST_THAT_BLOCKS = """
+import time
+
+import anyio.lowlevel
+import pytest
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_blocks() -> None:
+    await anyio.lowlevel.checkpoint()
+    time.sleep(0.1)
+    await anyio.lowlevel.checkpoint()
+"""
+
+
+def test_an_async_test_that_blocks_the_loop_fails_without_asking_for_the_guard(
+    tmp_path: Path,
+) -> None:
+    """Every ``async def`` test marked ``anyio`` runs under ``no_blocking`` (autouse), and
+    the report says where the loop was held."""
+    import subprocess
+    import sys
+
+    (tmp_path / "test_blocks.py").write_text(AN_ASYNC_TEST_THAT_BLOCKS)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-p", "no:randomly",
+         "-p", "no:cacheprovider", str(tmp_path / "test_blocks.py")],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent,
+    )
+    assert "1 passed, 1 error" in done.stdout, done.stdout
+    assert "the event loop was blocked" in done.stdout
+    assert "held the loop for 0.1" in done.stdout
+    assert "time.sleep(0.1)" in done.stdout, "where it was held"
+
+
 GUARD_ON_A_BUSY_CPU = """
 import json, os, sys, threading, time
 import anyio
