@@ -86,7 +86,7 @@ def failing_observer() -> BaseObserver:
 
 
 async def rig_with(tmp_path: Path, observer: Callable[[], BaseObserver]) -> AsyncIterator[Rig]:
-    warm_up()
+    await anyio.to_thread.run_sync(warm_up)  # off the loop, as the supervisor does
     workspace = tmp_path / "ws"
     workspace.mkdir()
     for name in ("agent_spec.md", "notes.md", "other.md"):

@@ -162,7 +162,7 @@ RigFactory = Callable[..., Any]
 
 @pytest.fixture
 async def make_rig(tmp_path: Path) -> AsyncIterator[RigFactory]:
-    warm_up()
+    await anyio.to_thread.run_sync(warm_up)  # off the loop, as the supervisor does
     async with anyio.create_task_group() as tg:
 
         async def make(

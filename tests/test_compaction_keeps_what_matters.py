@@ -54,7 +54,7 @@ async def chat(
     """``prompts`` sent one turn each (the offline summarizer, interval 3, overlap 1, the
     token budget ``budget``); the chat requests the server got, each with its body's size
     as ``"bytes"``."""
-    warm_up()
+    await anyio.to_thread.run_sync(warm_up)  # off the loop, as the supervisor does
     async with anyio.create_task_group() as tg:
         workspace = tmp_path / "ws"
         workspace.mkdir(exist_ok=True)

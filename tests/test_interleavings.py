@@ -365,7 +365,7 @@ async def test_a_session_being_reset_is_never_offered_to_another_terminal(
 ) -> None:
     """Found by the interleavings: /reset released the session before deleting it, and a
     terminal starting in between was offered (and could resume) the session being reset."""
-    warm_up()
+    await anyio.to_thread.run_sync(warm_up)  # off the loop, as the supervisor does
     workspace = tmp_path / "ws"
     workspace.mkdir()
     home = tmp_path / "home"

@@ -40,7 +40,7 @@ async def session_turns(
 ) -> str:
     """``prompts`` sent one turn each in a new session (``session_id`` None) or in
     ``session_id`` resumed, by a terminal of its own; the session's id."""
-    warm_up()
+    await anyio.to_thread.run_sync(warm_up)  # off the loop, as the supervisor does
     async with anyio.create_task_group() as tg:
         workspace = tmp_path / "ws"
         workspace.mkdir(exist_ok=True)

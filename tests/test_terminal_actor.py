@@ -65,7 +65,7 @@ class Rig:
 
 @pytest.fixture
 async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
-    warm_up()  # as the supervisor does at start-up
+    await anyio.to_thread.run_sync(warm_up)  # as the supervisor does, off its loop
     workspace = tmp_path / "ws"
     workspace.mkdir()
     home = tmp_path / "home"
@@ -187,7 +187,7 @@ async def test_resuming_a_session_of_long_turns_does_not_block_the_event_loop(
     from session.models import SessionState
     from tests.conversations import turn
 
-    warm_up()
+    await anyio.to_thread.run_sync(warm_up)  # off the loop, as the supervisor does
     workspace = tmp_path / "ws"
     workspace.mkdir()
     project = sessions_dir(workspace, tmp_path / "home")
