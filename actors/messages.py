@@ -87,15 +87,23 @@ class KeepUnsaved(Ask["Path"]):
 
 
 @dataclass(frozen=True)
-class SavePointer(Ask["Written"]):
+class SavePointer(Ask["Written | None"]):
+    """Point the tab ``pointer.pid`` at a session; None, nothing written, when the asking
+    actor (``token``) is not the tab's latest claim: a newer one moved the tab on."""
+
     project: Path
     pointer: Pointer
+    token: int | None = None
 
 
 @dataclass(frozen=True)
 class RemovePointer(Ask[bool]):
+    """Remove the tab's pointer; False, nothing removed, when the asking actor (``token``)
+    is not the tab's latest claim."""
+
     project: Path
     pid: int
+    token: int | None = None
 
 
 MessagesLoaded = Literal["scrubbed", "unscrubbed", "none"]

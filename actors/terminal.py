@@ -2502,9 +2502,9 @@ class TerminalActor(Actor[TerminalMessage]):
                             pid_start_time=config.terminal_start_time,
                             updated_at=utc_now(),
                         )
-                        message = SavePointer(config.project, pointer)
+                        message = SavePointer(config.project, pointer, self._token)
                     case DeletePointer():
-                        message = RemovePointer(config.project, config.terminal_pid)
+                        message = RemovePointer(config.project, config.terminal_pid, self._token)
                     case ScrubEarlier(session_id, secrets):
                         scrub_logs_of(secrets)  # an endpoint's error may echo them
                         self._learned_untold += secrets  # the terminal keeps them too

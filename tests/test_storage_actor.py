@@ -21,6 +21,7 @@ from actors.messages import (
     ListSessions,
     LiveCount,
     Release,
+    RemovePointer,
     RemoveSession,
     SavePointer,
     SaveSession,
@@ -36,7 +37,7 @@ from session.errors import (
     UnsafeSessionFile,
 )
 from session.history import dump_messages
-from session.manager import Written
+from session.manager import SessionManager, Written
 from session.models import Pointer, SessionState
 from session.processes import process_start_time
 from tests.conversations import conversation
@@ -358,3 +359,64 @@ async def test_the_tabs_actor_takes_up_the_front_doors_claim_of_a_finishing_sess
     await storage.ask(SaveSession(project(tmp_path), state(sid), writer=200, token=2))
     await storage.ask(Release(sid, 200, token=2))
     assert await storage.ask(LiveCount()) == 0
+
+
+def pointer_to(session_id: str, pid: int) -> Pointer:
+    return Pointer(
+        session_id=session_id, pid=pid, pid_start_time=process_start_time(pid), updated_at=NOW
+    )
+
+
+async def test_a_late_save_of_the_session_a_tab_left_does_not_move_the_tabs_pointer(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    """Tab me's first connection (actor 1) left while its turn on aaaa finished; its second
+    (actor 2) resumed bbbb meanwhile. Actor 1's first save of aaaa lands after: the turn is
+    kept, but the tab stays on bbbb (a serial order cannot point it back at aaaa)."""
+    p = project(tmp_path)
+    me = os.getpid()
+    await storage.ask(Claim("aaaaaaaaaaaa", me, token=1, new_in=p))
+    await storage.ask(SaveSession(p, state("bbbbbbbbbbbb"), writer=200))
+    await storage.ask(Claim("bbbbbbbbbbbb", me, token=2, stored_in=p))
+    await storage.ask(SavePointer(p, pointer_to("bbbbbbbbbbbb", me), token=2))
+    await storage.ask(SaveSession(p, state("aaaaaaaaaaaa"), writer=me, token=1))
+    assert await storage.ask(SavePointer(p, pointer_to("aaaaaaaaaaaa", me), token=1)) is None
+    pointer = catalog_pointer(tmp_path, me)
+    assert pointer is not None and pointer.session_id == "bbbbbbbbbbbb"
+    assert (p / "aaaaaaaaaaaa.json").exists()
+
+
+async def test_a_tab_whose_newer_connection_claimed_keeps_its_pointer_from_a_late_removal(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    """Actor 1 of tab 100 left (its /reset ends late); actor 2 resumed bbbb and pointed the tab
+    at it. Actor 1's removal of the tab's pointer is refused, as its save of one is."""
+    p = project(tmp_path)
+    me = os.getpid()
+    await storage.ask(Claim("aaaaaaaaaaaa", me, token=1, new_in=p))
+    await storage.ask(SaveSession(p, state("bbbbbbbbbbbb"), writer=200))
+    await storage.ask(Claim("bbbbbbbbbbbb", me, token=2, stored_in=p))
+    await storage.ask(SavePointer(p, pointer_to("bbbbbbbbbbbb", me), token=2))
+    assert await storage.ask(RemovePointer(p, me, token=1)) is False
+    pointer = catalog_pointer(tmp_path, me)
+    assert pointer is not None and pointer.session_id == "bbbbbbbbbbbb"
+
+
+async def test_the_tabs_latest_claim_moves_its_pointer(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    """The front door claims for the tab (no token); the actor that adopts the session claims
+    again with its token, and its pointer writes go through."""
+    p = project(tmp_path)
+    me = os.getpid()
+    await storage.ask(SaveSession(p, state("aaaaaaaaaaaa"), writer=200))
+    await storage.ask(Claim("aaaaaaaaaaaa", me, stored_in=p))
+    await storage.ask(Claim("aaaaaaaaaaaa", me, token=3, stored_in=p))
+    assert await storage.ask(SavePointer(p, pointer_to("aaaaaaaaaaaa", me), token=3)) is not None
+    assert await storage.ask(RemovePointer(p, me, token=3)) is True
+    assert catalog_pointer(tmp_path, me) is None
+
+
+def catalog_pointer(tmp_path: Path, pid: int) -> Pointer | None:
+    """Tab ``pid``'s pointer as it is on disk."""
+    return SessionManager(project(tmp_path), read_only=True).read_pointer(pid)
