@@ -109,6 +109,9 @@ class StorageMemory:
     actor that left is refused once another actor has claimed the session since."""
     finishing: dict[str, Taking] = field(default_factory=dict)
     """The live sessions whose terminal left while their turn finishes (``Finishing``)."""
+    tab_claims: dict[int, int | None] = field(default_factory=dict)
+    """The token of each terminal's latest claim (None: the front door's): the one actor
+    that may move or remove the tab's pointer (``_moves_pointer``)."""
 
 
 @dataclass
@@ -228,6 +231,13 @@ class StorageActor(Actor[StorageMessage]):
         if token is not None and latest is not None and latest != token:
             raise SupersededWriter(session_id, writer)  # another actor held it since (and left)
 
+    def _moves_pointer(self, terminal_pid: int, token: int | None) -> bool:
+        """Whether the actor ``token`` may write tab ``terminal_pid``'s pointer: unless a
+        newer claim of the tab replaced its own (the late save of a session the tab left
+        keeps its turn in the session's file, but does not point the tab back at it)."""
+        claims = self._memory.tab_claims
+        return token is None or terminal_pid not in claims or claims[terminal_pid] == token
+
     def _shown_live(self) -> dict[str, int]:
         """The live sessions as others see them: one whose turn finishes for a terminal
         gone is not, unless a claim waits to take it up (DESIGN 5: its pointers say)."""
@@ -315,9 +325,13 @@ class StorageActor(Actor[StorageMessage]):
                     if gone:
                         self._deleted.add(session_id)
                         self._memory.last_claimed_by.pop(session_id, None)
-            case SavePointer(project, pointer):
+            case SavePointer(project, pointer, token):
+                if not self._moves_pointer(pointer.pid, token):
+                    return None
                 return await self._io(lambda: catalog.manager(project).write_pointer(pointer))
-            case RemovePointer(project, pid):
+            case RemovePointer(project, pid, token):
+                if not self._moves_pointer(pid, token):
+                    return False
                 return await self._io(lambda: catalog.manager(project).delete_pointer(pid))
             case KeepSessionFile(project, session_id):
                 return await self._io(lambda: catalog.manager(project).keep_original(session_id))
@@ -355,8 +369,11 @@ class StorageActor(Actor[StorageMessage]):
                     raise FileNotFoundError(errno.ENOENT, "no such session", session_id)
                 taking = self._memory.finishing.get(session_id)
                 if taking is not None and token != self._memory.tokens.get(session_id):
-                    return self._take_up(session_id, taking, terminal_pid, token)
+                    handover = self._take_up(session_id, taking, terminal_pid, token)
+                    self._memory.tab_claims[terminal_pid] = token
+                    return handover
                 self._check_holder(session_id, terminal_pid)
+                self._memory.tab_claims[terminal_pid] = token
                 self._live[session_id] = terminal_pid
                 if new_in is not None:
                     self._memory.unsaved_new[session_id] = (new_in, utc_now())

@@ -370,7 +370,7 @@ def pointer_to(session_id: str, pid: int) -> Pointer:
 async def test_a_late_save_of_the_session_a_tab_left_does_not_move_the_tabs_pointer(
     storage: ActorRef[Any], tmp_path: Path
 ) -> None:
-    """Tab me's first connection (actor 1) left while its turn on aaaa finished; its second
+    """The tab's first connection (actor 1) left while its turn on aaaa finished; its second
     (actor 2) resumed bbbb meanwhile. Actor 1's first save of aaaa lands after: the turn is
     kept, but the tab stays on bbbb (a serial order cannot point it back at aaaa)."""
     p = project(tmp_path)
@@ -389,7 +389,7 @@ async def test_a_late_save_of_the_session_a_tab_left_does_not_move_the_tabs_poin
 async def test_a_tab_whose_newer_connection_claimed_keeps_its_pointer_from_a_late_removal(
     storage: ActorRef[Any], tmp_path: Path
 ) -> None:
-    """Actor 1 of tab 100 left (its /reset ends late); actor 2 resumed bbbb and pointed the tab
+    """Actor 1 of the tab left (its /reset ends late); actor 2 resumed bbbb and pointed the tab
     at it. Actor 1's removal of the tab's pointer is refused, as its save of one is."""
     p = project(tmp_path)
     me = os.getpid()
