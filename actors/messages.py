@@ -272,6 +272,9 @@ class WriteCheckpoint(Ask["Checkpoint | Unchanged"]):
     """The turns the conversation holds before ``state``'s tail that the session file's
     cap moved beside it (``WriteSession.aside``): written there first, if absent, and
     named by the entry (``Checkpoint.moved``), so that a restore sends them again."""
+    token: int | None = None
+    """The writing actor's token, checked as ``SaveSession``'s is: an actor that left does
+    not add a checkpoint to a session another actor of its terminal holds since."""
 
 
 @dataclass(frozen=True)
@@ -327,6 +330,8 @@ class RestoreFiles(Ask["RestoredFiles"]):
     writer: int
     delete: tuple[str, ...] = ()
     asked: Mapping[str, str | None] = field(default_factory=dict)
+    token: int | None = None
+    """The writing actor's token (``WriteCheckpoint.token``)."""
 
 
 @dataclass(frozen=True)

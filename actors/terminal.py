@@ -2064,6 +2064,7 @@ class TerminalActor(Actor[TerminalMessage]):
             ),
             encoded=write.encoded,
             moved=write.aside,
+            token=self._token,
         )
 
     async def _checkpoint(
@@ -2300,6 +2301,7 @@ class TerminalActor(Actor[TerminalMessage]):
                         config.terminal_pid,
                         plan.to_delete,
                         plan.asked,
+                        self._token,
                     ),
                     STORAGE_TIMEOUT_S,
                 )

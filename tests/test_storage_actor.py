@@ -18,12 +18,14 @@ from actors.messages import (
     FindResumable,
     Finishing,
     Handover,
+    ListCheckpoints,
     ListSessions,
     LiveCount,
     Release,
     RemovePointer,
     RemoveSession,
     SavePointer,
+    WriteCheckpoint,
     SaveSession,
 )
 from actors.storage import StorageActor, StorageMemory
@@ -420,3 +422,21 @@ async def test_the_tabs_latest_claim_moves_its_pointer(
 def catalog_pointer(tmp_path: Path, pid: int) -> Pointer | None:
     """Tab ``pid``'s pointer as it is on disk."""
     return SessionManager(project(tmp_path), read_only=True).read_pointer(pid)
+
+
+async def test_an_actor_that_left_adds_no_checkpoint_to_the_session_its_successor_holds(
+    storage: ActorRef[Any], tmp_path: Path
+) -> None:
+    """Actor 1 of tab 100 released aaaa; actor 2 of the same tab resumed it. A late
+    checkpoint of actor 1 is refused as its late save is: the checkpoints stay actor 2's."""
+    p = project(tmp_path)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    await storage.ask(Claim("aaaaaaaaaaaa", 100, token=1, new_in=p))
+    await storage.ask(SaveSession(p, state("aaaaaaaaaaaa"), writer=100, token=1))
+    await storage.ask(Release("aaaaaaaaaaaa", 100, token=1))
+    await storage.ask(Claim("aaaaaaaaaaaa", 100, token=2, stored_in=p))
+    late = WriteCheckpoint(p, workspace, state("aaaaaaaaaaaa"), (), 100, "save", token=1)
+    with pytest.raises(SupersededWriter):
+        await storage.ask(late)
+    assert (await storage.ask(ListCheckpoints(p, "aaaaaaaaaaaa"))).checkpoints == ()
