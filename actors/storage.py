@@ -424,8 +424,9 @@ class StorageActor(Actor[StorageMessage]):
                 restored,
                 encoded,
                 moved,
+                token,
             ):
-                self._check_writer(state.session_id, writer)
+                self._check_writer(state.session_id, writer, token)
                 cap = self._checkpoint_cap() if wanted_cap is None else wanted_cap
                 store = catalog.checkpoints(project)
                 write = (
@@ -461,8 +462,10 @@ class StorageActor(Actor[StorageMessage]):
             case CheckBlobs(project, checkpoint, paths):
                 store = catalog.checkpoints(project)
                 return await self._io(lambda: store.check_blobs(checkpoint, paths))
-            case RestoreFiles(project, workspace, session_id, number, paths, writer, delete, asked):
-                self._check_writer(session_id, writer)
+            case RestoreFiles(
+                project, workspace, session_id, number, paths, writer, delete, asked, token
+            ):
+                self._check_writer(session_id, writer, token)
                 store = catalog.checkpoints(project)
 
                 def restore() -> RestoredFiles:

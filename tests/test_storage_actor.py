@@ -25,8 +25,8 @@ from actors.messages import (
     RemovePointer,
     RemoveSession,
     SavePointer,
-    WriteCheckpoint,
     SaveSession,
+    WriteCheckpoint,
 )
 from actors.storage import StorageActor, StorageMemory
 from session.catalog import Resumable, SessionListing
