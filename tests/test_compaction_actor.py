@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic_ai.exceptions import (
     ModelConnectionError,
     ModelHTTPError,
@@ -40,6 +42,9 @@ from session.compaction import (
 )
 from session.summary import offline_summary
 from tests.conversations import conversation, turn
+from tests.e2e.harness import wait_for
+from tests.e2e.openai_server import ChatServer
+from tests.workers import SUMMARY_MODEL, local_models
 
 pytestmark = pytest.mark.anyio
 
@@ -186,8 +191,6 @@ async def test_a_hung_summary_model_is_asked_one_summary_at_a_time_per_session(
     import pydantic_ai.models
 
     from actors.messages import SummarizeDue
-    from tests.e2e.harness import wait_for
-    from tests.e2e.openai_server import ChatServer
 
     monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
     with ChatServer() as server:
@@ -230,7 +233,6 @@ async def test_summaries_asked_at_once_take_a_few_of_the_summary_models_slots(
     summarizer (its asker gives up after 10 s)."""
     import pydantic_ai.models
 
-    from tests.e2e.openai_server import ChatServer
 
     monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
     with ChatServer() as server:
@@ -319,7 +321,6 @@ async def test_a_failed_summary_models_warning_shows_no_head_of_a_known_secret_a
     warning every terminal of the supervisor shows."""
     import pydantic_ai.models
 
-    from tests.e2e.openai_server import ChatServer
 
     value = "Zq9Xv7Lm2Pk4QwRt8Yu3"
     monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
@@ -371,7 +372,6 @@ async def test_a_summary_no_shorter_than_a_short_conversation_is_not_a_failure_o
     and the next summary asks it again."""
     import pydantic_ai.models
 
-    from tests.e2e.openai_server import ChatServer
 
     monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
     with ChatServer() as server:
@@ -402,7 +402,6 @@ async def test_a_runaway_summary_is_not_taken_for_a_summary_model_down(
 
     from actors.compaction import TOO_LONG_BECAUSE
     from session.compaction import MAX_LLM_NARRATIVE_CHARS
-    from tests.e2e.openai_server import ChatServer
 
     monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
     events = events_from_messages(conversation(0, 1, 2, 3), 1)
@@ -454,7 +453,6 @@ async def test_a_summary_model_echoing_a_known_secret_has_it_replaced_in_its_sum
     the session summary: only the file's copy was scrubbed."""
     import pydantic_ai.models
 
-    from tests.e2e.openai_server import ChatServer
 
     key = "plainlocalkeyvalue77"
     monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
@@ -491,7 +489,6 @@ async def test_a_rate_limited_summary_model_is_told_as_rate_limited(
     limited. The summary model is asked once; its answer is the reason told."""
     import pydantic_ai.models
 
-    from tests.e2e.openai_server import ChatServer
 
     monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
     with ChatServer() as server:
@@ -548,7 +545,6 @@ async def test_a_summary_model_blip_is_told_as_a_short_stand_in(
     as ``1 min``, twice what it was)."""
     import pydantic_ai.models
 
-    from tests.e2e.openai_server import ChatServer
 
     monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # a local server
     with ChatServer() as server:
@@ -621,7 +617,6 @@ async def test_a_summary_model_refusing_the_retry_too_is_held_smaller_and_not_ta
     stated) is under three quarters of the first request refused the retry too, and was
     then taken for down (the offline summarizer for five minutes). Each refusal teaches,
     and the model is asked within what the last one taught."""
-    from tests.e2e.openai_server import ChatServer
 
     window = long_window("The triage agent routes billing tickets to the finance queue. ")
     with ChatServer() as server:
@@ -641,7 +636,6 @@ async def test_a_summary_models_window_is_learned_as_the_wire_carries_the_reques
     """The lesson was taken in the prompt's characters and applied as the wire's bytes:
     a conversation in Cyrillic (two bytes a character) was held to three eighths of the
     refused request, not three quarters."""
-    from tests.e2e.openai_server import ChatServer
 
     window = long_window("Агент сортировки направляет счета в финансовую очередь. ")
     with ChatServer() as server:
@@ -653,19 +647,23 @@ async def test_a_summary_models_window_is_learned_as_the_wire_carries_the_reques
     assert retried > refused * 6 // 10, (refused, retried)
 
 
-async def test_one_sessions_compactions_ask_a_hanging_summary_model_one_at_a_time(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """H189: a hanging summary model in a fast piped run had 8 requests open at once for
-    17 s: each new window's compaction asked again while the one before it (superseded
-    by the token budget, not ended) still waited. The second waits for the first; the
-    first timing out takes the model down, and the second is written offline."""
-    from tests.workers import SUMMARY_MODEL, local_models
+class HangingSummaries(NamedTuple):
+    compaction: ActorRef[Any]
+    terminal: ActorRef[Any]
+    inbox: MemoryObjectReceiveStream[Any]
+    server: Any
 
-    later = sliding_window(
-        events_from_messages(conversation(0, 1, 2, 3, 4, 5), 1), EventsCompactionConfig(4, 0)
-    )
-    assert later is not None
+    def summary_requests(self) -> int:
+        return sum(1 for r in self.server.requests if r["model"] == "summary-model")
+
+
+@asynccontextmanager
+async def hanging_summary_model(
+    monkeypatch: pytest.MonkeyPatch, **options: Any
+) -> AsyncIterator[HangingSummaries]:
+    """A CompactionActor (``options`` its own) whose summary model, a local server, hangs
+    until the block ends, and a terminal's mailbox to answer to."""
+
     terminal: ActorRef[Any]
     terminal, inbox = open_mailbox("terminal")
     with local_models(monkeypatch) as server:
@@ -676,22 +674,36 @@ async def test_one_sessions_compactions_ask_a_hanging_summary_model_one_at_a_tim
                     partial(
                         run_supervised,
                         "compaction",
-                        lambda ref: CompactionActor(
-                            ref, summary_model=SUMMARY_MODEL, llm_timeouts=(1.0, 1.0)
-                        ),
+                        lambda ref: CompactionActor(ref, summary_model=SUMMARY_MODEL, **options),
                     )
                 )
-                for window in (a_window(), later):
-                    await compaction.tell(
-                        Compact("aaaaaaaaaaaa", 1, window, "window", terminal, SUMMARY_MODEL)
-                    )
-                with anyio.fail_after(20):
-                    answers = [(await inbox.receive()).message for _ in range(2)]
+                yield HangingSummaries(compaction, terminal, inbox, server)
                 tg.cancel_scope.cancel()
         finally:
             server.released.set()
-        assert all(isinstance(a, Compacted) and a.compaction is not None for a in answers)
-        assert sum(1 for r in server.requests if r["model"] == "summary-model") == 1
+
+
+async def test_one_sessions_compactions_ask_a_hanging_summary_model_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """H189: a hanging summary model in a fast piped run had 8 requests open at once for
+    17 s: each new window's compaction asked again while the one before it (superseded
+    by the token budget, not ended) still waited. The second waits for the first; the
+    first timing out takes the model down, and the second is written offline."""
+
+    later = sliding_window(
+        events_from_messages(conversation(0, 1, 2, 3, 4, 5), 1), EventsCompactionConfig(4, 0)
+    )
+    assert later is not None
+    async with hanging_summary_model(monkeypatch, llm_timeouts=(1.0, 1.0)) as hanging:
+        for window in (a_window(), later):
+            await hanging.compaction.tell(
+                Compact("aaaaaaaaaaaa", 1, window, "window", hanging.terminal, SUMMARY_MODEL)
+            )
+        with anyio.fail_after(20):
+            answers = [(await hanging.inbox.receive()).message for _ in range(2)]
+    assert all(isinstance(a, Compacted) and a.compaction is not None for a in answers)
+    assert hanging.summary_requests() == 1
 
 
 async def test_the_exits_summary_waits_for_its_sessions_hanging_compaction_not_beside_it(
@@ -700,39 +712,20 @@ async def test_the_exits_summary_waits_for_its_sessions_hanging_compaction_not_b
     """One request of a session's open at a time, its summary's too: the exit's summary,
     asked while the session's compaction waits for a hanging summary model, is written
     offline when its wait is over, without a second hanging request."""
-    from tests.workers import SUMMARY_MODEL, local_models
 
-    terminal: ActorRef[Any]
-    terminal, inbox = open_mailbox("terminal")
-    with local_models(monkeypatch) as server:
-        server.hang_summaries = True
-        try:
-            async with anyio.create_task_group() as tg:
-                compaction: ActorRef[Any] = await tg.start(
-                    partial(
-                        run_supervised,
-                        "compaction",
-                        lambda ref: CompactionActor(
-                            ref,
-                            summary_model=SUMMARY_MODEL,
-                            llm_timeouts=(3.0, 3.0),
-                            summary_slots=(4, 0.5),
-                        ),
-                    )
-                )
-                await compaction.tell(
-                    Compact("aaaaaaaaaaaa", 1, a_window(), "window", terminal, SUMMARY_MODEL)
-                )
-                asked = Summarize("aaaaaaaaaaaa", tuple(turn(0)), (), None)
-                summary = await compaction.ask(asked, timeout=10)
-                assert summary is not None and 'first: "question 0"' in summary
-                with anyio.fail_after(20):
-                    answer = (await inbox.receive()).message
-                tg.cancel_scope.cancel()
-        finally:
-            server.released.set()
-        assert isinstance(answer, Compacted)
-        assert sum(1 for r in server.requests if r["model"] == "summary-model") == 1
+    async with hanging_summary_model(
+        monkeypatch, llm_timeouts=(3.0, 3.0), summary_slots=(4, 0.5)
+    ) as hanging:
+        await hanging.compaction.tell(
+            Compact("aaaaaaaaaaaa", 1, a_window(), "window", hanging.terminal, SUMMARY_MODEL)
+        )
+        asked = Summarize("aaaaaaaaaaaa", tuple(turn(0)), (), None)
+        summary = await hanging.compaction.ask(asked, timeout=10)
+        assert summary is not None and 'first: "question 0"' in summary
+        with anyio.fail_after(20):
+            answer = (await hanging.inbox.receive()).message
+    assert isinstance(answer, Compacted)
+    assert hanging.summary_requests() == 1
 
 
 FIRST_SUMMARY_IN_A_FRESH_PROCESS = """

@@ -369,18 +369,23 @@ def pointer_to(session_id: str, pid: int) -> Pointer:
     )
 
 
+async def tab_moved_from_aaaa_to_bbbb(storage: ActorRef[Any], p: Path, me: int) -> None:
+    """Actor 1 (token 1) of tab ``me`` claimed a new aaaa; actor 2 (token 2) resumed bbbb and
+    pointed the tab at it."""
+    await storage.ask(Claim("aaaaaaaaaaaa", me, token=1, new_in=p))
+    await storage.ask(SaveSession(p, state("bbbbbbbbbbbb"), writer=200))
+    await storage.ask(Claim("bbbbbbbbbbbb", me, token=2, stored_in=p))
+    await storage.ask(SavePointer(p, pointer_to("bbbbbbbbbbbb", me), token=2))
+
+
 async def test_a_late_save_of_the_session_a_tab_left_does_not_move_the_tabs_pointer(
     storage: ActorRef[Any], tmp_path: Path
 ) -> None:
     """The tab's first connection (actor 1) left while its turn on aaaa finished; its second
     (actor 2) resumed bbbb meanwhile. Actor 1's first save of aaaa lands after: the turn is
     kept, but the tab stays on bbbb (a serial order cannot point it back at aaaa)."""
-    p = project(tmp_path)
-    me = os.getpid()
-    await storage.ask(Claim("aaaaaaaaaaaa", me, token=1, new_in=p))
-    await storage.ask(SaveSession(p, state("bbbbbbbbbbbb"), writer=200))
-    await storage.ask(Claim("bbbbbbbbbbbb", me, token=2, stored_in=p))
-    await storage.ask(SavePointer(p, pointer_to("bbbbbbbbbbbb", me), token=2))
+    p, me = project(tmp_path), os.getpid()
+    await tab_moved_from_aaaa_to_bbbb(storage, p, me)
     await storage.ask(SaveSession(p, state("aaaaaaaaaaaa"), writer=me, token=1))
     assert await storage.ask(SavePointer(p, pointer_to("aaaaaaaaaaaa", me), token=1)) is None
     pointer = catalog_pointer(tmp_path, me)
@@ -393,12 +398,8 @@ async def test_a_tab_whose_newer_connection_claimed_keeps_its_pointer_from_a_lat
 ) -> None:
     """Actor 1 of the tab left (its /reset ends late); actor 2 resumed bbbb and pointed the tab
     at it. Actor 1's removal of the tab's pointer is refused, as its save of one is."""
-    p = project(tmp_path)
-    me = os.getpid()
-    await storage.ask(Claim("aaaaaaaaaaaa", me, token=1, new_in=p))
-    await storage.ask(SaveSession(p, state("bbbbbbbbbbbb"), writer=200))
-    await storage.ask(Claim("bbbbbbbbbbbb", me, token=2, stored_in=p))
-    await storage.ask(SavePointer(p, pointer_to("bbbbbbbbbbbb", me), token=2))
+    p, me = project(tmp_path), os.getpid()
+    await tab_moved_from_aaaa_to_bbbb(storage, p, me)
     assert await storage.ask(RemovePointer(p, me, token=1)) is False
     pointer = catalog_pointer(tmp_path, me)
     assert pointer is not None and pointer.session_id == "bbbbbbbbbbbb"

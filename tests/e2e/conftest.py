@@ -6,6 +6,7 @@ from typing import Protocol, TypeVar
 
 import pytest
 
+from session.settings import MAX_CONTEXT_TOKENS
 from tests.e2e.harness import Env
 from tests.e2e.openai_server import ChatServer
 
@@ -58,6 +59,18 @@ def serve_chat(env: Env) -> Iterator[ServeChat]:
 def server(serve_chat: ServeChat) -> ChatServer:
     """A local OpenAI-compatible server that answers at once, ``env``'s model."""
     return serve_chat(ChatServer())
+
+
+@pytest.fixture
+def capped_server(serve_chat: ServeChat) -> ChatServer:
+    """A model with a budget no compaction is due at (the turns stay in the request), and
+    session files capped at 400 KB: a chat's oldest long turns are moved beside its file."""
+    return serve_chat(
+        ChatServer(),
+        AGENT_ASSIST_TEST_SESSION_FILE_BYTES="400000",
+        AGENT_ASSIST_CONTEXT_TOKENS=str(MAX_CONTEXT_TOKENS),
+        AGENT_ASSIST_COMPACTION_INTERVAL="50",
+    )
 
 
 @pytest.fixture

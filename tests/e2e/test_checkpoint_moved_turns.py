@@ -8,23 +8,13 @@ import json
 
 import pytest
 
-from session.settings import MAX_CONTEXT_TOKENS
-from tests.e2e.conftest import ServeChat
 from tests.e2e.harness import Env
 from tests.e2e.openai_server import ChatServer
 
-CAP = 400_000
-
 
 @pytest.fixture
-def server(serve_chat: ServeChat) -> ChatServer:
-    """A model with a budget no compaction is due at (the turns stay in the request)."""
-    return serve_chat(
-        ChatServer(),
-        AGENT_ASSIST_TEST_SESSION_FILE_BYTES=str(CAP),
-        AGENT_ASSIST_CONTEXT_TOKENS=str(MAX_CONTEXT_TOKENS),
-        AGENT_ASSIST_COMPACTION_INTERVAL="50",
-    )
+def server(capped_server: ChatServer) -> ChatServer:
+    return capped_server
 
 
 def chat_requests(server: ChatServer) -> list[str]:
