@@ -34,6 +34,25 @@ def missing(body: dict[str, object]) -> list[str]:
     return [text for text in (*RULES, *PATHS) if json.dumps(text)[1:-1] not in sent]
 
 
+def compacted_then_resumed(
+    env: Env, server: ChatServer, turns: list[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Pipes ``turns`` to a new chat (compacted on the way), then resumes it and asks once:
+    the chat's last request and the resumed chat's first."""
+    terminal = env.terminal()
+    result = env.run(
+        "--new", input="".join(t + "\n" for t in turns), terminal=terminal, timeout=600
+    )
+    assert result.returncode == 0, result.stderr
+    assert "note: compacted turns" in result.stderr
+    last: dict[str, Any] = [r for r in server.requests if r["model"] == "test-model"][-1]
+    sent_before = len(server.requests)
+    resumed = env.run(input="y\nwhat are my rules?\n", terminal=terminal, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    first = next(r for r in server.requests[sent_before:] if r["model"] == "test-model")
+    return last, first
+
+
 @pytest.mark.parametrize("summary_model", [None, "openai-chat:summary-model"])
 def test_rules_and_paths_of_the_first_turns_reach_the_model_after_60_turns_and_a_resume(
     env: Env, server: ChatServer, summary_model: str | None
@@ -45,18 +64,8 @@ def test_rules_and_paths_of_the_first_turns_reach_the_model_after_60_turns_and_a
     env.extra.update(AGENT_ASSIST_CONTEXT_TOKENS="4000", AGENT_ASSIST_COMPACTION_INTERVAL="3")
     turns = [*RULES, *(f"Please look at {path} for me" for path in PATHS)]
     turns += [f"question {n}: " + "more about the triage design " * (5 + n % 20) for n in range(60)]
-    terminal = env.terminal()
-    result = env.run(
-        "--new", input="".join(t + "\n" for t in turns), terminal=terminal, timeout=600
-    )
-    assert result.returncode == 0, result.stderr
-    assert "note: compacted turns" in result.stderr
-    chats = [r for r in server.requests if r["model"] == "test-model"]
-    assert missing(chats[-1]) == []
-    sent_before = len(server.requests)
-    resumed = env.run(input="y\nwhat are my rules?\n", terminal=terminal, timeout=120)
-    assert resumed.returncode == 0, resumed.stderr
-    first = next(r for r in server.requests[sent_before:] if r["model"] == "test-model")
+    last, first = compacted_then_resumed(env, server, turns)
+    assert missing(last) == []
     assert missing(first) == []
 
 
@@ -100,16 +109,6 @@ def test_house_rules_said_in_a_few_words_reach_the_model_after_offline_compactio
     env.extra.update(AGENT_ASSIST_CONTEXT_TOKENS="4000", AGENT_ASSIST_COMPACTION_INTERVAL="3")
     turns = [*HOUSE_RULES]
     turns += [f"question {n}: " + "more about the triage design " * (5 + n % 20) for n in range(24)]
-    terminal = env.terminal()
-    result = env.run(
-        "--new", input="".join(t + "\n" for t in turns), terminal=terminal, timeout=600
-    )
-    assert result.returncode == 0, result.stderr
-    assert "note: compacted turns" in result.stderr
-    chats = [r for r in server.requests if r["model"] == "test-model"]
-    assert [rule for rule in HOUSE_RULES if rule not in rules_told(chats[-1])] == []
-    sent_before = len(server.requests)
-    resumed = env.run(input="y\nwhat are my rules?\n", terminal=terminal, timeout=120)
-    assert resumed.returncode == 0, resumed.stderr
-    first = next(r for r in server.requests[sent_before:] if r["model"] == "test-model")
+    last, first = compacted_then_resumed(env, server, turns)
+    assert [rule for rule in HOUSE_RULES if rule not in rules_told(last)] == []
     assert [rule for rule in HOUSE_RULES if rule not in rules_told(first)] == []
