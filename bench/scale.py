@@ -35,7 +35,8 @@ terminal pid that says hello and opens a new session, as ``bench_memory`` does.
    each of its messages exactly once, with no temp file or file moved aside left and
    no error in ``supervisor.log``. Target: under 2 s. Beside it, the disk's part: the
    same files' bytes written durably again by a bare loop (write, fsync, rename,
-   directory fsync), one after the other.
+   directory fsync), one after the other; and the work's part: the supervisor's CPU
+   (all its threads) from the stop to the last session saved.
 
 Each figure is printed with its target and ``within target`` / ``OVER target``; the
 last line is the overall verdict.
@@ -46,6 +47,7 @@ last line is the overall verdict.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import selectors
@@ -223,6 +225,9 @@ class Stop:
     exit_s: float
     closed_s: list[float]
     """Seconds from the stop request to each ``closed`` frame saying the session was saved."""
+    cpu_s: float
+    """The supervisor's CPU seconds (all its threads) from the stop request to the last
+    ``closed`` frame: a stop that takes about this long is bound by work, not the disk."""
 
 
 def stop_and_wait(runtime: Path, pid: int, terminals: list[Terminal]) -> Stop:
@@ -230,12 +235,14 @@ def stop_and_wait(runtime: Path, pid: int, terminals: list[Terminal]) -> Stop:
     pidfd = os.pidfd_open(pid)
     selector = selectors.DefaultSelector()
     closed: list[float] = []
+    cpu_s = math.nan
     try:
         selector.register(pidfd, selectors.EVENT_READ, None)
         for terminal in terminals:
             selector.register(terminal.conn.sock, selectors.EVENT_READ, terminal)
         with Connection.open(RuntimePaths(runtime).socket) as control:
             control.request(hello("control"))
+            cpu_before = cpu_seconds(pid)
             start = time.perf_counter()
             control.request({"type": "stop"})  # then hang up, as the command does
         while True:
@@ -246,7 +253,7 @@ def stop_and_wait(runtime: Path, pid: int, terminals: list[Terminal]) -> Stop:
             for key, _ in events:
                 terminal = key.data
                 if terminal is None:
-                    return Stop(now, closed)
+                    return Stop(now, closed, cpu_s)
                 data = terminal.conn.sock.recv(65536)
                 if not data:
                     selector.unregister(terminal.conn.sock)
@@ -255,6 +262,9 @@ def stop_and_wait(runtime: Path, pid: int, terminals: list[Terminal]) -> Stop:
                     frame = decode_frame(line)
                     if frame["type"] == "closed" and frame.get("saved"):
                         closed.append(now)
+                        if len(closed) == len(terminals):  # read while the process lives
+                            with contextlib.suppress(OSError):
+                                cpu_s = cpu_seconds(pid) - cpu_before
     finally:
         selector.close()
         os.close(pidfd)
@@ -424,6 +434,8 @@ def report(result: ScaleResult) -> list[str]:
         f"after stop: {len(result.stop.closed_s)} terminals told their session was saved, "
         f"the first at {closed[0] * ms:.0f} ms, the median at {percentile(closed, 0.5) * ms:.0f}"
         f" ms, the last at {closed[-1] * ms:.0f} ms",
+        f"the supervisor's CPU (all its threads) from the stop to the last session saved: "
+        f"{result.stop.cpu_s:.3f} s",
         f"the same {result.terminals} files written durably by a bare loop (the disk's part): "
         f"{result.raw_writes_s:.3f} s",
         f"stop to exit with {result.saved} of {result.terminals} sessions saved whole: "

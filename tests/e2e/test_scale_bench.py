@@ -19,6 +19,7 @@ def test_the_scale_bench_saves_every_session_and_prints_each_figure() -> None:
         result.per_terminal_kb,
         result.work_per_turn,
         result.stop.exit_s,
+        result.stop.cpu_s,
         result.raw_writes_s,
         *result.baseline,
         *result.overhead,
