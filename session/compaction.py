@@ -1550,6 +1550,16 @@ def _restarted(label: str, opening: str) -> tuple[str, str]:
     return label, opening
 
 
+def _opening_sentence(label: str, opening: str) -> str:
+    """The narrative's first line: the first request as it was written (listings and the
+    resume offer quote it: a full stop put after it made a question read "...agent."), or
+    what came "Earlier" as a sentence, ended with a stop unless clipped."""
+    if label == STARTED_WITH:
+        return f"{label}{opening.rstrip()}"
+    opening = opening.rstrip(".!? ")
+    return f"{label}{opening}{'' if opening.endswith('…') else '.'}"
+
+
 QUOTED_REQUESTS: Final = 3
 """The offline narrative quotes the first words of the window's last few requests."""
 
@@ -1592,9 +1602,7 @@ class OfflineEventSummarizer(BaseEventsSummarizer):
         label, opening = _opening(previous)
         if not opening and requests:
             label, opening = STARTED_WITH, _first_words(requests[0][1])
-        opening = opening.rstrip(".!? ")
-        cut = opening.endswith("…")  # a clipped request ends in its ellipsis, not a stop
-        lines = [f"{label}{opening}{'' if cut else '.'}"] if opening else []
+        lines = [_opening_sentence(label, opening)] if opening else []
         if requests:
             shown = requests[-QUOTED_REQUESTS:]
             recent = dict.fromkeys(

@@ -522,7 +522,7 @@ def test_with_compaction_off_a_compact_after_a_resume_starts_from_the_first_turn
     compacted, _ = compact(resumed, force=True)
     assert compacted.compaction is not None
     assert (compacted.compaction.start_invocation, compacted.compaction.end_invocation) == (1, 40)
-    assert compacted.compaction.compacted_content.startswith("Started with: question 1.")
+    assert compacted.compaction.compacted_content.startswith("Started with: question 1\n")
 
 
 def test_with_compaction_off_the_turns_the_budget_leaves_out_after_a_compact_join_it() -> None:
