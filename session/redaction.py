@@ -471,12 +471,15 @@ _PROSE_RE = re.compile(
 _PASSPHRASE_WORD = r"[A-Za-z0-9]+(?:['\u2019-][A-Za-z0-9]+)*"  # noqa: S105
 _PASSPHRASE_WORD_RE = re.compile(_PASSPHRASE_WORD)
 _SEVERAL_WORDS_RE = re.compile(
-    rf"(?i)(\b(?:[A-Za-z0-9]+[_-])*(?:password|passwd|passphrase|pass phrase)\b"
-    rf"{_PROSE_WHOSE}{_PROSE_LINK})({_PASSPHRASE_WORD}(?:[ \t]+{_PASSPHRASE_WORD}){{2,}})"
+    r"(?i)(\b(?:[A-Za-z0-9]+[_-])*"
+    rf"(?:(?:password|passwd|passphrase|pass phrase)\b{_PROSE_WHOSE}{_PROSE_LINK}"
+    r"|(?:password|passwd|passphrase|pw|pwd)[ \t]*[=:][ \t]*))"
+    rf"({_PASSPHRASE_WORD}(?:[ \t]+{_PASSPHRASE_WORD}){{2,}})"
 )
 """A password said as words (``my password is correct horse battery staple``,
 ``password: orange9 banana cherry``): the words go, up to the first that prose is made of
-(``_passphrase_words``)."""
+(``_passphrase_words``). Set with no space after ``=`` or ``:`` too, an env file's way
+(``DB_PASSWORD=tired ocean lamp``), and after ``pw`` or ``pwd``."""
 _PROSE_FUNCTION_WORDS = frozenset(
     """a an the this that these those it its is are was were be been being not no never
     always also still now then just only very too so and or but if when while because for

@@ -1488,6 +1488,23 @@ def test_a_passphrase_set_with_a_colon_is_scrubbed_whatever_its_words_end_with(
 
 
 @pytest.mark.parametrize(
+    ("text", "expected"),
+    [  # H204: an env-style line (no space after "=" or ":") and "pw"/"pwd" kept the words
+        ("DB_PASSWORD=tired ocean lamp", "DB_PASSWORD=[REDACTED]"),
+        ("password=tired ocean lamp\nAPI=1", "password=[REDACTED]\nAPI=1"),
+        ("password:tired ocean lamp", "password:[REDACTED]"),
+        ("pw=crisp velvet oak", "pw=[REDACTED]"),
+        ("pw: crisp velvet oak", "pw: [REDACTED]"),
+        ("export PWD=crisp velvet oak", "export PWD=[REDACTED]"),
+    ],
+)
+def test_a_passphrase_set_without_a_space_or_after_pw_is_scrubbed(
+    text: str, expected: str
+) -> None:
+    assert scrub_text(text) == expected
+
+
+@pytest.mark.parametrize(
     "text",
     [  # H196: sentences after "password:" keep a word prose is made of
         "password: reset it using the link",
