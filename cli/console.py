@@ -132,14 +132,23 @@ class HistoryScrubber:
         self._previous = ""
 
     def line(self, text: str) -> str:
-        from session.redaction import continued_secret, longest_first, revealed, scrub_text
+        from session.redaction import (
+            continued_secret,
+            cut_token_head,
+            longest_first,
+            revealed,
+            scrub_text,
+        )
 
         continued = continued_secret(self._previous, text, self.known)
+        head = None if continued is None else cut_token_head(self._previous)
         if continued is not None:  # the rest of a key cut between two lines
             self.known = longest_first((*self.known, continued))
         self._previous = text
         scrubbed = scrub_text(text, self.known)
         found = tuple(value for value in revealed(text, scrubbed) if value not in self.known)
+        if head is not None and head not in self.known:  # the earlier line holds it
+            found = (*found, head)
         self.found_earlier = longest_first(found)
         if found:
             self.known = longest_first((*self.known, *found))

@@ -146,7 +146,14 @@ from session.leaving import (
     failed_before_reply,
 )
 from session.models import SessionState, WorkPhase
-from session.redaction import REDACTED, continued_secret, replace_known, revealed_in, scrub_text
+from session.redaction import (
+    REDACTED,
+    continued_secret,
+    cut_token_head,
+    replace_known,
+    revealed_in,
+    scrub_text,
+)
 from session.resume import RestoredFrom, build_resume_context, decisions_in_context
 from session.shares import ends_within
 from session.summary import user_prompts
@@ -763,29 +770,33 @@ class SessionLifecycle:
         raw = plain_messages(messages)
         secrets = self.policy.known_secrets
         continued = self._continued_secret(messages)
-        if continued is not None:
-            secrets = longest_first((*secrets, continued))
+        if continued:
+            secrets = longest_first((*secrets, *continued))
         encoded = EncodedMessages.scrub(raw, secrets)
         if not any(_REDACTED_BYTES in chunk for chunk in encoded.chunks):
             return self.policy, encoded  # nothing replaced (most turns: no walk)
         found = revealed_in(raw, list(encoded.json)) - set(secrets)
-        if continued is not None:
-            found.add(continued)
+        found.update(continued)
         if not found:
             return self.policy, encoded
         known = longest_first((*self.policy.known_secrets, *found))
         return dataclasses.replace(self.policy, known_secrets=known), encoded
 
-    def _continued_secret(self, messages: Sequence[ModelMessage]) -> str | None:
+    def _continued_secret(self, messages: Sequence[ModelMessage]) -> tuple[str, ...]:
         """The rest of a key the user cut between the last turn's message and this one's
-        (``continued_secret``): only the message before is scrubbed again."""
+        (``continued_secret``), and its head when too short for its pattern
+        (``cut_token_head``): only the message before is scrubbed again."""
         previous = self.last_prompt
         if previous is None:  # resumed: the file's message, scrubbed
             previous = _last_prompt(self.history)
         new = user_prompts(messages[:1])
         if previous is None or not new:
-            return None
-        return continued_secret(previous, new[0], self.policy.known_secrets)
+            return ()
+        rest = continued_secret(previous, new[0], self.policy.known_secrets)
+        if rest is None:
+            return ()
+        head = cut_token_head(previous)
+        return (rest,) if head is None else (rest, head)
 
     def _context_without(self, secrets: tuple[str, ...]) -> dict[str, object]:
         """The fields of what requests carry besides the history (the compaction and the

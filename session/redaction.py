@@ -117,15 +117,33 @@ _CUT_TOKEN_AT_END_RE = re.compile(
 def without_cut_token(text: str) -> str:
     """``text``, a reply cut short, with a token cut at its end replaced: what came of it
     goes when it looks generated (a digit, or both cases; not words: ``hf_hub``)."""
-    match = _CUT_TOKEN_AT_END_RE.search(text.rstrip()) if text else None
+    match = _cut_token_at_end(text)
     if match is None:
         return text
+    return text[: match.start()] + REDACTED + text[match.end() :]
+
+
+def cut_token_head(text: str) -> str | None:
+    """The head of a token cut short that ``text`` (a message) ends with, before its
+    closing punctuation (``sk-proj-Ab3d.``), the one ``without_cut_token`` replaces; None
+    if it ends with none."""
+    match = _cut_token_at_end(text.rstrip(_MESSAGE_END))
+    return None if match is None else match.group()
+
+
+_MESSAGE_END = " \t\r\n.,;:!?)'\"`"
+
+
+def _cut_token_at_end(text: str) -> re.Match[str] | None:
+    match = _CUT_TOKEN_AT_END_RE.search(text.rstrip()) if text else None
+    if match is None:
+        return None
     rest = match.group(1)
     digits = any(c.isdigit() for c in rest)
     mixed = any(c.isupper() for c in rest) and any(c.islower() for c in rest)
     if not (digits or mixed) or _reads_as_words(rest):
-        return text
-    return text[: match.start()] + REDACTED + text[match.end() :]
+        return None
+    return match
 
 
 def _token(match: re.Match[str]) -> str:
@@ -1052,10 +1070,11 @@ def continued_secret(previous: str, text: str, known_secrets: Iterable[str] = ()
     rest = cut_rest(text)
     if rest is None:  # most messages: ``previous`` is not scrubbed again to know
         return None
-    ending = " \t\r\n.,;:!?)'\"`"
-    if previous.rstrip(ending).endswith(REDACTED):
+    if previous.rstrip(_MESSAGE_END).endswith(REDACTED):
         return None  # scrubbed already (a resumed session's): no key was cut in this chat
-    if not scrub_text(previous, known_secrets).rstrip(ending).endswith(REDACTED):
+    if cut_token_head(previous) is not None:
+        return rest  # a head too short for its pattern (``sk-proj-Ab3d``): H204
+    if not scrub_text(previous, known_secrets).rstrip(_MESSAGE_END).endswith(REDACTED):
         return None
     return rest
 

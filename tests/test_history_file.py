@@ -73,3 +73,15 @@ def test_an_entry_of_many_lines_is_written_whole(tmp_path: Path) -> None:
     assert list(history.load_history_strings()) == [entry]
     assert (path.stat().st_mode & 0o777) == 0o600
     assert (tmp_path / "prompt_history.lock").exists()
+
+
+def test_a_key_cut_short_at_a_lines_end_leaves_no_half_in_the_file(tmp_path: Path) -> None:
+    """A key's head too short for its pattern ending a line (``sk-proj-Ab3d``), its rest
+    on the next: both halves stayed in the project's input history (H204)."""
+    path = tmp_path / "prompt_history"
+    history = ScrubbedHistory(path, HistoryScrubber(()))
+    history.store_string("my key is sk-proj-Ab3d")
+    history.store_string("E5gH7jK9mN1pQ3rStU")
+    text = path.read_text()
+    assert "Ab3d" not in text and "E5gH7jK9" not in text
+    assert list(history.load_history_strings()) == ["[REDACTED]", "my key is [REDACTED]"]

@@ -649,6 +649,19 @@ def test_a_key_cut_between_two_turns_is_found_and_sent_in_neither() -> None:
     assert "0123SeCoNdHaLfXyZ9876" in lc.policy.known_secrets
 
 
+def test_a_key_cut_short_at_a_message_end_is_found_with_its_rest_and_sent_in_neither() -> None:
+    """A key's head too short for its pattern (``sk-proj-Ab3d``) ending a message, its rest
+    in the next: neither half was known, both were sent and saved in clear (H204)."""
+    lc = completed(
+        SessionLifecycle().start_fresh(T0).lifecycle,
+        "my key is sk-proj-Ab3d",
+        "E5gH7jK9mN1pQ3rStU",
+    )
+    sent = str(lc.request_history())
+    assert "Ab3d" not in sent and "E5gH7jK9" not in sent
+    assert {"sk-proj-Ab3d", "E5gH7jK9mN1pQ3rStU"} <= set(lc.policy.known_secrets)
+
+
 def test_a_value_found_secret_later_leaves_the_resume_context_the_model_is_given() -> None:
     """The resume context (the summary of earlier chats) is given to the model with every
     request: a value it quoted, named a password in the resumed chat, was scrubbed from the

@@ -1015,6 +1015,16 @@ def test_the_rest_of_a_key_cut_between_two_messages_is_found_in_the_second() -> 
     assert continued_secret(resumed, "rename it ParserV3Config123") is None
 
 
+@pytest.mark.parametrize("first", ["my key is sk-proj-Ab3d", "token ghp_Ab3dE5.", "hf_Zq9x"])
+def test_the_rest_of_a_key_whose_head_was_too_short_for_its_pattern_is_found(first: str) -> None:
+    """H204: a head under its pattern's length ends the message; the next holds the rest."""
+    from session.redaction import continued_secret, cut_token_head
+
+    assert continued_secret(first, "E5gH7jK9mN1pQ3rStU") == "E5gH7jK9mN1pQ3rStU"
+    assert cut_token_head(first) == first.rstrip(".").split()[-1]
+    assert cut_token_head("we use sk-learn.") is None
+
+
 def test_a_message_with_no_rest_of_a_key_does_not_scrub_the_one_before_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -150,6 +150,15 @@ def test_a_key_cut_between_two_messages_is_in_no_file(env: Env) -> None:
     assert leaks(env, "SpLiTfIrStHaLf", "SeCoNdHaLfXyZ") == []
 
 
+def test_a_key_cut_short_at_a_messages_end_is_in_no_file(env: Env) -> None:
+    """A key's head too short for its pattern ending a message (``sk-proj-Ab3d``), its
+    rest in the next: both halves were saved in clear (H204)."""
+    script = "my key is sk-proj-Ab3d\nE5gH7jK9mN1pQ3rStU\n/save\n"
+    result = env.run(input=script, terminal=env.terminal())
+    assert result.returncode == 0, result.stderr
+    assert leaks(env, "sk-proj-Ab3d", "E5gH7jK9mN1p") == []
+
+
 def test_every_secret_variable_of_a_chats_shell_is_scrubbed(env: Env) -> None:
     """A hello carried 64 values at most: with the supervisor started from another
     environment, the values of a shell's 65th and later credential-named variables were
