@@ -2339,9 +2339,10 @@ class TerminalActor(Actor[TerminalMessage]):
             + f"; /checkpoint {undo} undoes this."
         ]
         state = conversation.state
+        gap = turns_missing(state.compacted_history_summary, state.recent_messages)
         if conversation.missing:
-            lines.append(moved_missing_line(number, conversation.missing))
-        elif gap := turns_missing(state.compacted_history_summary, state.recent_messages):
+            lines.append(moved_missing_line(number, conversation.missing, gap))
+        elif gap:
             lines.append(turns_missing_line(number, gap))
         if written:
             lines.append(f"Files restored: {named(written)}.")

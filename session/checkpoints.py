@@ -308,28 +308,35 @@ def failed_lines(failed: Mapping[str, str]) -> list[str]:
     return [*lines[:FILES_NAMED], f"error: {rest:,} more {plural} not restored, left as they are."]
 
 
-def moved_missing_line(number: int, missing: Sequence[str]) -> str:
+def moved_missing_line(number: int, missing: Sequence[str], turns: range = range(0)) -> str:
     """The line of a restore that could not read back some of checkpoint ``number``'s
-    oldest turns, moved beside the session file by its cap (``Checkpoint.moved``)."""
-    what = "its oldest turn" if len(missing) == 1 else f"{len(missing)} of its oldest turns"
+    oldest turns, moved beside the session file by its cap (``Checkpoint.moved``):
+    ``turns``, those the conversation goes on without (``turns_missing``; the turns
+    before one missing go with it), when its stamps say."""
+    if turns:
+        what = _oldest(turns)
+    else:
+        what = "its oldest turn" if len(missing) == 1 else f"{len(missing)} of its oldest turns"
     return (
         f"note: checkpoint {number}'s conversation is restored without {what}: "
         f"{named(missing)} could not be read."
     )
 
 
+def _oldest(turns: range) -> str:
+    """``its oldest turn (turn 1)``, ``its 2 oldest turns (turns 1-2)``."""
+    if len(turns) == 1:
+        return f"its oldest turn (turn {turns.start})"
+    return f"its {len(turns)} oldest turns (turns {turns.start}-{turns[-1]})"
+
+
 def turns_missing_line(number: int, missing: range) -> str:
     """The line of a restore of checkpoint ``number`` whose tail lacks the turns before it
     (``turns_missing``): an entry written before ``moved`` (format 6) after the session
     file's cap had moved them aside, or one taken when the chat no longer sent them."""
-    what = (
-        f"its oldest turn (turn {missing.start})"
-        if len(missing) == 1
-        else f"its {len(missing)} oldest turns (turns {missing.start}-{missing[-1]})"
-    )
     held = "it" if len(missing) == 1 else "them"
     return (
-        f"note: checkpoint {number}'s conversation is restored without {what}: the "
+        f"note: checkpoint {number}'s conversation is restored without {_oldest(missing)}: the "
         f"checkpoint does not hold {held}."
     )
 

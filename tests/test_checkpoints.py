@@ -1091,3 +1091,35 @@ def test_an_entry_written_before_a_field_existed_is_listed_and_restored(
     (workspace / "spec.md").write_text("v2\n")
     assert store.restore_files(workspace, old, ["spec.md"]).written == ("spec.md",)
     assert (workspace / "spec.md").read_text() == "v1\n"
+
+
+def test_a_moved_turn_unreadable_after_one_read_back_leaves_no_gap_in_the_conversation(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """H204: turns 1 and 2 moved beside the session file, turn 2's file unreadable: the
+    restore put turn 1 back before turn 3, a hole the model was not told of (it is told of
+    turns missing before the tail only), and the next turn was numbered 4 again (turns
+    counted from turn 1's stamp). It goes on from after the hole, which the stamps name."""
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+    from session.compacted import turns_missing
+    from session.conversation_back import conversation_of
+    from session.file_cap import MovedBack
+    from session.history import dump_messages
+    from session.turns import stamp_turn
+
+    def turn_of(number: int) -> tuple[dict[str, Any], ...]:
+        request = ModelRequest(parts=[UserPromptPart(content=f"turn {number}")])
+        return tuple(dump_messages(list(stamp_turn([request], number))))
+
+    moved = ("0123456789ab.json.over-cap-1-0a1b2c3d", "0123456789ab.json.over-cap-2-0a1b2c3d")
+    tail = state().model_copy(update={"recent_messages": (*turn_of(3), *turn_of(4))})
+    store.write(tail, workspace, [], reason="save", cap=10**9, now=NOW, moved=moved)
+    checkpoint = store.load("0123456789ab", 1)
+    back = MovedBack(turns=((moved[0], turn_of(1)),), missing=(moved[1],))
+    conversation = conversation_of(checkpoint, back)
+    assert conversation is not None and conversation.missing == (moved[1],)
+    held = conversation.state.recent_messages
+    assert [m["parts"][0]["content"] for m in held] == ["turn 3", "turn 4"]
+    assert len(conversation.messages) == 2
+    assert turns_missing(None, held) == range(1, 3)

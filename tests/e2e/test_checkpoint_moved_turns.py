@@ -60,11 +60,43 @@ def test_a_moved_turn_gone_is_named_and_the_restore_goes_on_without_it(
     second = env.run("--yes", input="/checkpoint 1\ngo on\n", timeout=300)
     assert second.returncode == 0, second.stderr
     assert (
-        f"note: checkpoint 1's conversation is restored without its oldest turn: {moved.name} "
-        "could not be read."
+        "note: checkpoint 1's conversation is restored without its oldest turn (turn 1): "
+        f"{moved.name} could not be read."
     ) in second.stderr.splitlines(), second.stderr
     sent = chat_requests(server)[-1]
     assert "go on" in sent and pasted[1] in sent and pasted[0] not in sent
+
+
+def test_a_moved_turn_gone_after_one_read_back_costs_the_turns_before_it_too(
+    env: Env, server: ChatServer
+) -> None:
+    """H204: turns 1 and 2 moved aside, turn 2's file gone: the restore put turn 1 back
+    before turn 3, a hole the model was not told of, the line said "its oldest turn", and
+    the next turn was numbered 4 again. It goes on from turn 3, and says so to both."""
+    pasted = [f"paste {n}: " + "never edit files under vendor/. " * 5_900 for n in range(3)]
+    lines = ["hello", *pasted, "/save"]
+    first = env.run("--new", input="".join(f"{line}\n" for line in lines), timeout=300)
+    assert "saved as checkpoint 1." in first.stderr, first.stderr
+    (session_id,) = env.session_ids()
+    (second_turn,) = env.project.glob(f"{session_id}.json.over-cap-2-*")
+    second_turn.unlink()
+    second = env.run("--yes", input="/checkpoint 1\ngo on\n", timeout=300)
+    assert second.returncode == 0, second.stderr
+    assert (
+        "note: checkpoint 1's conversation is restored without its 2 oldest turns "
+        f"(turns 1-2): {second_turn.name} could not be read."
+    ) in second.stderr.splitlines(), second.stderr
+    sent = chat_requests(server)[-1]
+    assert "go on" in sent and pasted[1] in sent and pasted[0] not in sent
+    last = [r for r in server.requests if r["model"] != "summary-model"][-1]
+    assert not any(m["content"] == "hello" for m in last["messages"]), "a hole: turn 1 back"
+    assert "Turns 1-2 of this conversation are not in the messages that follow" in sent
+    turns = [
+        m["metadata"]["turn"]
+        for m in env.session(session_id)["recent_messages"]
+        if m["kind"] == "request" and (m.get("metadata") or {}).get("turn")
+    ]
+    assert turns == sorted(set(turns)) and turns[-1] == 5
 
 
 def test_restoring_an_entry_older_than_moved_says_which_turns_it_does_not_hold(
