@@ -525,6 +525,11 @@ _CONVENTION: Final = (
     r"|^\s*(?:all\s+|your\s+)?(?:answers|replies|responses|comments|code comments|commit messages"
     r"|docstrings|docs|documentation|messages|output)\s+(?:(?:always|only)\s+)?in\s+"
     r"(?-i:[A-Z])[a-z]+(?:\s+only)?(?:,?\s+please)?\W*$"
+    r"|^\s*(?:please,?\s+)?(?:use|prefer)\s+(?:snake_case|camel ?case|pascal ?case|kebab-case"
+    r"|screaming_snake_case|upper_snake_case|lower ?case|upper ?case)\s+(?:for|in)\s+"
+    r"(?:all\s+|every\s+|our\s+)?(?:[\w-]+\s+)?(?:functions|classes|methods|variables|modules"
+    r"|files|constants|fields|attributes|parameters|arguments|names|identifiers|tables|columns"
+    r"|keys|branches|packages|types|enums)(?:\s+names)?(?:,?\s+please)?\W*$"
     r"|^\s*(?:tabs|spaces|single quotes|double quotes|snake_case|camelcase|kebab-case|pascalcase"
     r"|utc|iso ?8601|f-strings|pathlib|pytest|unittest|yaml|json|toml),?\s+(?:not|never|over"
     r"|instead of)\s+\w[\w' -]{0,30}\W*$"
@@ -537,7 +542,8 @@ _CONVENTION: Final = (
 )
 """A convention said as a norm, without an imperative of its own (H153): "No emojis.",
 "Type hints are mandatory.", "Use tabs for indentation.", "Answers in French, please.",
-"Tabs, not spaces.", "Max 80 chars per line.", "Line length: 100". Each is the whole
+"Tabs, not spaces.", "Max 80 chars per line.", "Line length: 100", "Use snake_case for
+functions." (a case style for a kind of name, H204). Each is the whole
 sentence (anchored at both ends, every repeat bounded), so a longer sentence that only
 begins so ("No emojis here because ...") is not one."""
 _PREFERENCE: Final = (

@@ -1187,6 +1187,9 @@ CONVENTIONS = (
     "Comments in English only.",
     "Emojis are forbidden.",
     "At most 100 words per answer.",
+    "Use snake_case for functions.",  # H204: a case style for a kind of name was dropped
+    "Use PascalCase for classes.",
+    "Prefer camelCase for JavaScript variables.",
 )
 
 
@@ -1211,6 +1214,8 @@ def test_conventions_said_as_norms_are_rules(text: str) -> None:
         "Maximum 3 retries per request for now.",
         "Use pandas for the analysis.",
         "Use the CSV for the chart.",
+        "Use snake_case for functions in this file.",
+        "Use snake_case for the new functions we discussed above.",
         "No emojis here, they break the parser.",
         "No idea.",
         "No thanks.",
