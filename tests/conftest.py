@@ -236,13 +236,25 @@ async def no_blocking() -> AsyncIterator[None]:
     assert blocked == [], "the event loop was blocked:\n" + "\n".join(blocked)
 
 
+@pytest.fixture(scope="session")
+def model_stack_loaded() -> None:
+    """The model stack loaded and its serializers built once, off any loop, as the
+    supervisor does before its first turn (``load_model_stack``): a test's first turn
+    then pays nothing the product's first turn does not."""
+    from supervisor.stack import load_model_stack
+
+    load_model_stack()
+
+
 @pytest.fixture(autouse=True)
 def loop_never_blocked(request: pytest.FixtureRequest) -> None:
     """Every test on an event loop (an ``async def`` test marked ``anyio``) runs under
     ``no_blocking``, from before its other fixtures are set up to after they are torn
-    down (see docs/decisions.md, H195)."""
+    down (see docs/decisions.md, H195), on the model stack loaded as the supervisor
+    loads it (alone, a file's first turn built the message serializers on its loop)."""
     test = getattr(request.node, "function", None)
     if inspect.iscoroutinefunction(test) and "anyio_backend" in request.fixturenames:
+        request.getfixturevalue("model_stack_loaded")
         request.getfixturevalue("no_blocking")
 
 
