@@ -739,6 +739,10 @@ class Console:
             return
         held = list(saved)
         held[3] &= ~(termios.ECHO | termios.ECHONL | termios.ICANON)
+        # A Ctrl+C, Ctrl+Z or Ctrl+\ outside a prompt flushes nothing: neither the keys
+        # typed ahead nor what the chat wrote and the terminal has not shown yet (a reply's
+        # end, when a Ctrl+C reached the chat just after it: H201).
+        held[3] |= termios.NOFLSH
         held[6] = list(held[6])
         held[6][termios.VMIN], held[6][termios.VTIME] = 1, 0
         try:

@@ -92,6 +92,22 @@ class Pty:
         os.close(self.master)
 
 
+def sigint_pending(pid: int) -> bool:
+    """Whether a SIGINT waits for process ``pid`` (stopped: it is taken at its SIGCONT)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, mask = line.partition(":")
+        if name in ("SigPnd", "ShdPnd") and int(mask, 16) & 1 << (signal.SIGINT - 1):
+            return True
+    return False
+
+
+def held_keys(master: int) -> bool:
+    """Whether the chat on the pty ``master`` holds the keys typed outside a prompt (its
+    terminal reads them unechoed, key by key)."""
+    lflag = termios.tcgetattr(master)[3]  # the other end's settings
+    return not lflag & (termios.ICANON | termios.ECHO)
+
+
 def kill_session(sid: int) -> list[int]:
     """SIGKILL the running processes of session ``sid``; those it found (none: all ended)."""
     members = in_session(sid)
@@ -1061,7 +1077,10 @@ def test_a_ctrl_c_that_comes_after_the_reply_ended_shows_the_reply_kept_whole(
                 ),
                 what="the whole turn saved",
             )
-            tty.type("\x03")  # its SIGINT waits for the SIGCONT
+            tty.type("\x03")
+            # The terminal makes the key a SIGINT on its own time (a kernel worker): sent
+            # on with the SIGCONT at once, it reached the chat after the reply, now and then.
+            wait_for(lambda: sigint_pending(tty.process.pid), what="the Ctrl+C's SIGINT")
         finally:
             os.kill(tty.process.pid, signal.SIGCONT)
         tty.expect("recorded")
@@ -1167,3 +1186,40 @@ def test_lines_typed_ahead_of_a_chat_a_stop_ends_unsaved_are_told_not_run_by_the
     finally:
         tty.close()
     assert b"nothing to save" not in tty.seen
+
+
+def test_a_stop_while_the_chat_waits_outside_a_prompt_keeps_the_keys_typed_ahead(
+    env: Env, server: ChatServer
+) -> None:
+    """H201's find: outside a prompt and a reply (attaching, between a reply's end and the
+    next prompt) the held terminal let a Ctrl+C, Ctrl+Z or Ctrl+\\ flush its queues: the keys
+    typed ahead, and what the chat had written that the terminal had not shown yet. A
+    Ctrl+C that reached the chat just after a reply (the terminal sends it on its own time)
+    took the reply's end off the screen. Here a Ctrl+Z while the chat waits for a stopped
+    supervisor: what was typed ahead still starts the first prompt."""
+    env.extra["AGENT_ASSIST_CONTROL_TIMEOUT_S"] = "120"  # the stopped supervisor is waited for
+    assert env.run("supervisor", "start").returncode == 0
+    supervisor = env.supervisor_pid()
+    assert supervisor is not None and env.ours(supervisor)
+    os.kill(supervisor, signal.SIGSTOP)  # the chat waits for its welcome, keys held
+    tty = Pty(env, env.terminal())
+    slave = os.open(os.readlink(f"/proc/{tty.process.pid}/fd/0"), os.O_RDWR | os.O_NOCTTY)
+    try:
+        try:
+            wait_for(lambda: held_keys(tty.master), what="the chat holding the keys")
+            tty.type("typed ahead\x1a")  # then Ctrl+Z
+            wait_for(lambda: not waiting_input(slave), what="the Ctrl+Z taken")
+        finally:
+            os.kill(supervisor, signal.SIGCONT)
+        tty.expect("/help for commands.")
+        tty.expect("> typed ahead")
+        tty.type("\x15\x04")  # the line cleared, then Ctrl+D: leave
+        assert tty.process.wait(timeout=30) == 0
+    finally:
+        os.close(slave)
+        tty.close()
+
+
+def waiting_input(slave: int) -> int:
+    """The bytes typed on the pty and not read yet (``slave``: its terminal end)."""
+    return int.from_bytes(fcntl.ioctl(slave, termios.FIONREAD, bytes(4)), sys.byteorder)
