@@ -25,7 +25,7 @@ from pydantic_ai.messages import (
     repair_messages,
 )
 
-from session.redaction import without_cut_token
+from session.redaction import without_cut_token, without_secret_head
 from session.unanswered import no_reply
 
 INTERRUPTED = "[interrupted: this reply was stopped before its end]"
@@ -57,6 +57,33 @@ def interrupted_turn(messages: Sequence[ModelMessage], partial: str) -> tuple[Mo
         parts = [*last.parts[:-1], _without_cut_token(last.parts[-1]), TextPart(INTERRUPTED)]
         kept[-1] = dataclasses.replace(last, parts=parts)
     return tuple(kept)
+
+
+def without_secret_heads(
+    messages: Sequence[ModelMessage], known_secrets: tuple[str, ...]
+) -> Sequence[ModelMessage]:
+    """A turn's ``messages``, its reply's text where it was cut (``INTERRUPTED`` after it)
+    without the head of a known secret (``without_secret_head``); ``messages`` itself when
+    nothing was cut there."""
+    last = messages[-1] if messages and known_secrets else None
+    if not isinstance(last, ModelResponse) or not last.parts:
+        return messages
+    parts = list(last.parts)
+    end = parts[-1]
+    if not isinstance(end, TextPart) or not end.content.endswith(INTERRUPTED):
+        return messages
+    if end.content != INTERRUPTED:  # the text so far and the note, in one part
+        said = end.content[: -len(INTERRUPTED)]
+        kept = without_secret_head(said, known_secrets)
+        parts[-1] = dataclasses.replace(end, content=kept + INTERRUPTED)
+    elif len(parts) > 1 and isinstance(parts[-2], TextPart):  # the text's own part, then it
+        before = parts[-2]
+        parts[-2] = dataclasses.replace(
+            before, content=without_secret_head(before.content, known_secrets)
+        )
+    if parts == list(last.parts):
+        return messages
+    return (*messages[:-1], dataclasses.replace(last, parts=parts))
 
 
 def _without_cut_token(part: ModelResponsePart) -> ModelResponsePart:

@@ -128,7 +128,7 @@ from session.history import (
     reconstruct_history,
     turn_starts,
 )
-from session.interrupted import unanswered_turn
+from session.interrupted import unanswered_turn, without_secret_heads
 from session.kept_context import KeptContext
 from session.leaving import (
     CUT_BY_EXIT,
@@ -1114,6 +1114,10 @@ class SessionLifecycle:
         new_messages = stamp_turn(new_messages, self.invocations + 1, self.turn_message_id)
         merged = merge_decisions(state.decisions, stated_decisions(new_messages), decisions)
         policy, encoded = self._revealing(new_messages)
+        cut = without_secret_heads(new_messages, policy.known_secrets)
+        if cut is not new_messages:  # a reply cut in a secret: its head goes too
+            new_messages = cut
+            policy, encoded = self._revealing(new_messages)
         if policy is self.policy:
             history_encoded = self.history_encoded + encoded
             history = (*self.history, *_read_back(new_messages, encoded))

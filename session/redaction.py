@@ -133,6 +133,25 @@ def cut_token_head(text: str) -> str | None:
 
 _MESSAGE_END = " \t\r\n.,;:!?)'\"`"
 
+SECRET_HEAD_CHARS = 4
+"""The fewest first characters of a known secret a cut reply's end is taken for."""
+
+
+def without_secret_head(text: str, known_secrets: Iterable[str]) -> str:
+    """``text``, a reply cut short, with the head of a known secret it was cut in (its first
+    ``SECRET_HEAD_CHARS`` characters or more, from a word's start) replaced: the words of
+    a passphrase that came before the cut are as secret as the rest."""
+    body = text.rstrip()
+    for secret in longest_first(known_secrets):
+        for size in range(min(len(secret) - 1, len(body)), SECRET_HEAD_CHARS - 1, -1):
+            start = len(body) - size
+            if body[-1] == secret[size - 1] and body.endswith(secret[:size]) and (
+                start == 0 or not body[start - 1].isalnum()
+            ):
+                return body[:start] + REDACTED + text[len(body) :]
+    return text
+
+
 
 def _cut_token_at_end(text: str) -> re.Match[str] | None:
     match = _CUT_TOKEN_AT_END_RE.search(text.rstrip()) if text else None

@@ -15,7 +15,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from session.interrupted import INTERRUPTED, interrupted_turn
+from session.interrupted import INTERRUPTED, interrupted_turn, without_secret_heads
 from session.redaction import scrub_json
 from tests.test_history import pairing_problems
 
@@ -95,3 +95,18 @@ def test_a_key_cut_at_the_replys_end_is_saved_without_what_came_of_it(
 def test_a_cut_reply_ending_in_a_word_like_a_prefix_keeps_it(end: str) -> None:
     kept = interrupted_turn([PROMPT, CALL, RETURN, cut()], end)
     assert last_text(kept) == f"{end}\n\n{INTERRUPTED}"
+
+
+@pytest.mark.parametrize("pydantic_ai_kept_the_text", [False, True])
+def test_a_reply_cut_in_a_known_secret_loses_its_head_in_either_shape(
+    pydantic_ai_kept_the_text: bool,
+) -> None:
+    """The text so far is the note's part or a part of its own (pydantic-ai's record of
+    the cut response): either way the head of a known secret at its end goes."""
+    said = "Your password: tired ocean"
+    last = cut(TextPart(said)) if pydantic_ai_kept_the_text else cut()
+    kept = interrupted_turn([PROMPT, CALL, RETURN, last], said)
+    cleaned = without_secret_heads(kept, ("tired ocean lamp",))
+    assert last_text(tuple(cleaned)).startswith("Your password: [REDACTED]")
+    assert INTERRUPTED in last_text(tuple(cleaned))
+    assert without_secret_heads(kept, ("another secret",)) is kept

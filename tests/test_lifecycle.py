@@ -9,12 +9,21 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 
 from session.compaction import EventCompaction, EventsCompactionConfig, Window, render_compaction
 from session.errors import IllegalTransition
 from session.filesystem import FileDrift
 from session.history import count_turns, dump_messages, load_messages
+from session.interrupted import interrupted_turn
 from session.leaving import AwaitCut, CutTurn, Leave, LetTurnFinish
 from session.lifecycle import (
     TRANSITIONS,
@@ -672,3 +681,48 @@ def test_a_value_found_secret_later_leaves_the_resume_context_the_model_is_given
     lc = completed(lc, "the password for staging is Jq4Wn8Zt2Rk6Vy")
     assert "Jq4Wn8Zt2Rk6Vy" not in lc.instructions()
     assert "remember [REDACTED]" in lc.instructions()
+
+
+def cut_turn_echoing(prompt: str, partial: str) -> tuple[ModelMessage, ...]:
+    """A turn whose reply (after a tool ran) was cut by Ctrl+C at ``partial``."""
+    return interrupted_turn(
+        [
+            ModelRequest(parts=[UserPromptPart(prompt)]),
+            ModelResponse(parts=[ToolCallPart("read_file", {"path": "a.md"}, "c1")]),
+            ModelRequest(parts=[ToolReturnPart("read_file", "# a", tool_call_id="c1")]),
+        ],
+        partial,
+    )
+
+
+@pytest.mark.parametrize("secret_said", ["earlier", "in the same turn"])
+def test_a_reply_cut_inside_a_known_passphrase_keeps_none_of_its_words(secret_said: str) -> None:
+    """H204: a kept cut reply ending partway through a passphrase the session knows kept the
+    words that came (``password: tired ocean``), in the file and the next requests."""
+    lc = SessionLifecycle().start_fresh(T0).lifecycle
+    if secret_said == "earlier":
+        lc = completed(lc, "my password: tired ocean lamp")
+        prompt = "remind me of it"
+    else:
+        prompt = "my password: tired ocean lamp; remind me of it"
+    assert "tired ocean lamp" in lc.policy.known_secrets or secret_said != "earlier"
+    done = lc.begin_turn(1).complete_turn(
+        cut_turn_echoing(prompt, "Your password: tired ocean"),
+        now=T1, manifest={}, agent_spec_path=None,
+    )
+    (write, *_) = done.effects
+    assert isinstance(write, WriteSession)
+    for kept in (str(write.state.recent_messages), str(done.lifecycle.request_history())):
+        assert "tired" not in kept and "ocean" not in kept, kept
+    assert "Your password: [REDACTED]" in str(done.lifecycle.request_history())
+
+
+def test_a_reply_cut_after_a_word_a_passphrase_begins_with_loses_only_a_whole_head() -> None:
+    """A head is taken from a word's start only (``retired`` is not ``tired``), and a head
+    under four characters is none."""
+    lc = completed(SessionLifecycle().start_fresh(T0).lifecycle, "my password: tired ocean lamp")
+    for partial in ("The sailor retired", "Use the tir"):
+        done = lc.begin_turn(1).complete_turn(
+            cut_turn_echoing("go on", partial), now=T1, manifest={}, agent_spec_path=None
+        )
+        assert partial in str(done.lifecycle.request_history())
