@@ -46,6 +46,7 @@ from watchdog.events import (
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from actors.base import Actor, ActorRef, DeadActor, Envelope, TellsInOrder
+from actors.drift_layout import Layout
 from actors.messages import (
     DriftMessage,
     FilesChanged,
@@ -104,6 +105,10 @@ class _Entry:
     """Each tracked file's full path (inside the workspace or not), and the manifest's
     names for it: a settle looks up the paths that changed instead of joining every
     tracked file's path again (20,000 joins a settle, ten settles a second, in a flood)."""
+    holders: frozenset[str] = frozenset()
+    """The directories among ``directories`` to watch: the workspace and those below it
+    (watchdog tells nothing when a watched directory itself is moved, its parent's watch
+    does)."""
 
 
 def _entry(workspace: Path, manifest: dict[str, str], notify: ActorRef[TerminalMessage]) -> _Entry:
@@ -131,8 +136,16 @@ def _entry(workspace: Path, manifest: dict[str, str], notify: ActorRef[TerminalM
             parents.add(parent)
             parent = parent.rpartition("/")[0]
     directories.update(parent or "/" for parent in parents)
+    below = root + os.sep
+    holders = frozenset(d for d in directories if d == str(workspace) or d.startswith(below))
     return _Entry(
-        workspace, dict(manifest), notify, frozenset(files), frozenset(directories), relatives
+        workspace,
+        dict(manifest),
+        notify,
+        frozenset(files),
+        frozenset(directories),
+        relatives,
+        holders,
     )
 
 
@@ -275,6 +288,12 @@ class DriftWatcherActor(Actor[DriftMessage]):
         self._observer_factory = observer_factory
         """Makes the watchdog observer (a seam: tests hand in one that fails)."""
         self._entries = (WatchedFiles() if watched is None else watched).entries
+        self._layout = Layout()
+        """What the owners' entries need watched, kept with them (``_put``, ``_drop``)."""
+        for entry in self._entries.values():
+            self._layout.add(entry.files, entry.directories, entry.holders)
+        self._failed = False
+        """Whether the last ``_reschedule`` could not make a watch it wanted."""
         self._pending: set[str] = set()
         self._settling = False
         self._restructured = False
@@ -318,8 +337,8 @@ class DriftWatcherActor(Actor[DriftMessage]):
             case Watch(owner, workspace, manifest, notify):
                 before = self._entries.get(owner)
                 entry = _entry(workspace.resolve(), dict(manifest), notify)
-                self._entries[owner] = entry
-                compared = await self._rewatch()
+                self._put(owner, entry)
+                compared = await self._rewatch() if self._must_rewatch() else set()
                 # A file newly tracked, its directory already watched, may have changed
                 # between the owner's hashing and now, when its events start being
                 # forwarded (a file deleted as the prompt came back went untold): compared
@@ -327,7 +346,7 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 self._look_at(entry.files - (before.files if before else frozenset()) - compared)
             case Unwatch(owner):
                 self._forget_writes_of(owner)
-                if self._entries.pop(owner, None) is not None:
+                if self._drop(owner) and self._must_rewatch():
                     await self._rewatch()
             case Writing(owner, session_id, workspace, paths):
                 root = workspace.resolve()
@@ -360,6 +379,28 @@ class DriftWatcherActor(Actor[DriftMessage]):
                     # not always reported (the whole workspace, deleted): watch what is
                     # there now, so that its coming back is seen.
                     await self._rewatch()
+
+    def _put(self, owner: int, entry: _Entry) -> None:
+        """``owner`` watches ``entry`` now (instead of what it watched before: counted out
+        after, so that a path kept is not taken for one gone and come back)."""
+        self._layout.add(entry.files, entry.directories, entry.holders)
+        self._drop(owner)
+        self._entries[owner] = entry
+
+    def _drop(self, owner: int) -> bool:
+        """``owner`` watches nothing now; whether it watched something."""
+        entry = self._entries.pop(owner, None)
+        if entry is None:
+            return False
+        self._layout.remove(entry.files, entry.directories, entry.holders)
+        return True
+
+    def _must_rewatch(self) -> bool:
+        """Whether a Watch or an Unwatch must look at the watches again: a path came or
+        went, or the watcher could not start or watch a directory (the owner must be
+        told). Else what is watched stays, and no thread is asked (500 terminals of one
+        workspace leaving asked one each)."""
+        return self._layout.changed or self._observer is None or self._failed
 
     def _forget_writes_of(self, owner: int) -> None:
         """``owner`` leaves: its claims end, and what it wrote is remembered only where a
@@ -426,19 +467,24 @@ class DriftWatcherActor(Actor[DriftMessage]):
         """Tell each owner which of its files among ``paths`` changed; whether one of
         them is gone."""
         gone = False
-        for owner, entry in list(self._entries.items()):
+        asked: dict[int, dict[str, str]] = {}
+        for owner, entry in self._entries.items():
+            fulls = {r: path for path in paths for r in entry.relatives.get(path, ())}
+            if fulls:
+                asked[owner] = fulls
+        digests = await self._hash(
+            {(self._entries[owner].workspace, r) for owner, fulls in asked.items() for r in fulls}
+        )
+        for owner, fulls in asked.items():
+            entry = self._entries[owner]
             changed: dict[str, str] = {}
             by: dict[str, str] = {}
-            fulls = {r: path for path in paths for r in entry.relatives.get(path, ())}
-            relatives = list(fulls)
-            for start in range(0, len(relatives), HASH_BATCH):
-                batch = relatives[start : start + HASH_BATCH]
-                digests = await anyio.to_thread.run_sync(_digests, entry.workspace, batch)
-                for relative, now in zip(batch, digests, strict=True):
-                    if (now or "") != entry.manifest[relative]:  # "": gone, told so already
-                        changed[relative] = now or ""
-                        by[relative] = self._writer(owner, fulls[relative], now or "")
-                        gone = gone or now is None
+            for relative, full in fulls.items():
+                now = digests[entry.workspace, relative]
+                if (now or "") != entry.manifest[relative]:  # "": gone, told so already
+                    changed[relative] = now or ""
+                    by[relative] = self._writer(owner, full, now or "")
+                    gone = gone or now is None
             if not changed:
                 continue
             self._entries[owner] = replace(entry, manifest={**entry.manifest, **changed})
@@ -446,26 +492,30 @@ class DriftWatcherActor(Actor[DriftMessage]):
             writers = tuple(by[p] for p in told) if any(by.values()) else ()
             seen = tuple(changed[p] for p in told)
             if not self._tells.tell(entry.notify, FilesChanged(told, seen, writers)):
-                self._entries.pop(owner, None)
+                self._drop(owner)
         return gone
+
+    async def _hash(
+        self, files: AbstractSet[tuple[Path, str]]
+    ) -> dict[tuple[Path, str], str | None]:
+        """Each of ``files`` (a workspace, a tracked file in it) hashed once, whatever the
+        number of owners tracking it (500 terminals of one workspace attaching hashed its
+        files once per owner: 39,601 hops to a thread), up to ``HASH_BATCH`` a call."""
+        by_workspace: dict[Path, list[str]] = {}
+        for workspace, relative in sorted(files):
+            by_workspace.setdefault(workspace, []).append(relative)
+        digests: dict[tuple[Path, str], str | None] = {}
+        for workspace, relatives in by_workspace.items():
+            for start in range(0, len(relatives), HASH_BATCH):
+                batch = relatives[start : start + HASH_BATCH]
+                found = await anyio.to_thread.run_sync(_digests, workspace, batch)
+                digests.update(((workspace, r), d) for r, d in zip(batch, found, strict=True))
+        return digests
 
     def _tracked_paths(self) -> frozenset[str]:
         """The tracked files' paths, as the last ``_reschedule`` worked them out."""
         assert self._bridge is not None
         return self._bridge.files
-
-    def _layout(self) -> tuple[set[str], dict[str, str]]:
-        """The tracked files' paths, and each directory that holds one or leads to one
-        (the workspace's own ancestors too: a workspace deleted and made again is seen
-        coming back), with that workspace."""
-        files: set[str] = set()
-        directories: dict[str, str] = {}
-        for entry in self._entries.values():
-            root = str(entry.workspace)
-            files |= entry.files
-            for directory in entry.directories:
-                directories.setdefault(directory, root)
-        return files, directories
 
     async def _reschedule(self) -> set[str]:
         """Watch the directories holding tracked files and those on the way to them from
@@ -475,12 +525,11 @@ class DriftWatcherActor(Actor[DriftMessage]):
         what must be watched stands still: a directory made before the watch above it
         was in place gives no event. Returns the directories newly watched."""
         assert self._bridge is not None
-        files, directories = self._layout()
-        self._directories = frozenset(directories)
-        self._bridge.track(frozenset(files), self._directories)
-        # Every directory from a workspace down to its tracked files: watchdog tells
-        # nothing when a watched directory itself is moved, its parent's watch does.
-        holders = {d for d, root in directories.items() if d == root or d.startswith(root + os.sep)}
+        # The tracked files' paths, each directory that holds one or leads to one (the
+        # workspace's own ancestors too: a workspace deleted and made again is seen coming
+        # back), and every directory from a workspace down to its tracked files.
+        files, self._directories, holders = self._layout.take()
+        self._bridge.track(files, self._directories)
         placed: set[str] = set()
         failed: set[str] = set()
         for _ in range(REWATCH_ROUNDS):
@@ -490,6 +539,7 @@ class DriftWatcherActor(Actor[DriftMessage]):
                 break
             if not await self._place(wanted, placed, failed):
                 break
+        self._failed = bool(failed)
         return placed
 
     async def _place(
@@ -554,14 +604,14 @@ class DriftWatcherActor(Actor[DriftMessage]):
             if entry is None:
                 continue
             if not self._tells.tell(entry.notify, WatchUnavailable(reason)):
-                self._entries.pop(owner, None)
+                self._drop(owner)
 
 
 _Identity = tuple[int, int]
 """A directory's device and inode."""
 
 
-def _watch_targets(holders: set[str]) -> dict[str, _Identity]:
+def _watch_targets(holders: AbstractSet[str]) -> dict[str, _Identity]:
     """The directories to watch, with their identities: each of ``holders`` that exists,
     else the nearest existing directory above it (above the workspace, if that is gone
     too). Blocking."""
