@@ -152,7 +152,6 @@ def without_secret_head(text: str, known_secrets: Iterable[str]) -> str:
     return text
 
 
-
 def _cut_token_at_end(text: str) -> re.Match[str] | None:
     match = _CUT_TOKEN_AT_END_RE.search(text.rstrip()) if text else None
     if match is None:
